@@ -4,6 +4,7 @@
  * and is never accepted as an id.
  */
 import { Clock, Context, Effect, Layer, Schema } from "effect"
+import type { FastCheck } from "effect"
 
 const uuidV7Pattern = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 const uid22Pattern = /^[A-Za-z0-9]{22}$/
@@ -11,10 +12,19 @@ const uid22Pattern = /^[A-Za-z0-9]{22}$/
 /** The filter sentinel meaning "runs with no environment"; never an id. */
 export const EMPTY_ENVIRONMENT = "empty-environment"
 
+const uuidV7Arbitrary = () => (fc: typeof FastCheck) =>
+  fc.tuple(fc.integer({ min: 0, max: 2 ** 48 - 1 }), fc.uint8Array({ minLength: 10, maxLength: 10 }))
+    .map(([millis, random]) => formatUuidV7(millis, random))
+
+const uid22Arbitrary = () => (fc: typeof FastCheck) =>
+  fc.stringMatching(uid22Pattern)
+
 const UuidV7 = (what: string) =>
   Schema.String.pipe(
     Schema.filter((s) => uuidV7Pattern.test(s) || `${what} must be a lowercase UUIDv7`, {
-      description: `${what}: a UUIDv7 (time-ordered), lowercase`
+      description: `${what}: a UUIDv7 (time-ordered), lowercase`,
+      jsonSchema: { format: "uuid", pattern: uuidV7Pattern.source },
+      arbitrary: uuidV7Arbitrary
     })
   )
 
@@ -25,7 +35,11 @@ const Uid22 = (what: string) =>
         if (s === EMPTY_ENVIRONMENT) return `${what} cannot be "${EMPTY_ENVIRONMENT}"`
         return uid22Pattern.test(s) || `${what} must be exactly 22 characters of [A-Za-z0-9]`
       },
-      { description: `${what}: exactly 22 characters of [A-Za-z0-9]` }
+      {
+        description: `${what}: exactly 22 characters of [A-Za-z0-9]`,
+        jsonSchema: { pattern: uid22Pattern.source },
+        arbitrary: uid22Arbitrary
+      }
     )
   )
 

@@ -31,33 +31,12 @@
  *   left as they were (the timeline tells the story); a continuation clears the status message,
  *   the lease and the retained sandbox.
  */
-import { Data, Either, Schema } from "effect"
+import { Data, Either } from "effect"
 import { Conflict, InvalidRequest, OperationNotSupported, ResourceNotFound } from "./Errors.js"
 import type { RunErrorCode } from "./Errors.js"
 import { isTerminal, MAX_ATTEMPTS, TerminalRunStates } from "./RunState.js"
 import type { RunExecutionLocation, RunSourceType, RunState } from "./RunState.js"
-
-/** The event types of a run's timeline (CONTRACT §4). */
-export const TimelineEventType = Schema.Literal(
-  "run_created",
-  "run_pending",
-  "run_queued",
-  "run_claimed",
-  "environment_setup_started",
-  "environment_setup_succeeded",
-  "environment_setup_failed",
-  "run_in_progress",
-  "followup_received",
-  "debug_session_started",
-  "run_blocked",
-  "run_succeeded",
-  "run_failed",
-  "run_errored",
-  "run_cancelled",
-  "lease_expired",
-  "requeued"
-)
-export type TimelineEventType = typeof TimelineEventType.Type
+import type { TimelineEventType } from "./Timeline.js"
 
 /** A run's status message as the machine sees it; `session_debug_until` in epoch millis. */
 export interface RunStatusSnapshot {

@@ -71,3 +71,16 @@ describe("Ids", () => {
     expect(Schema.decodeUnknownEither(RunId)("0190b6a2-3c4d-4e5f-8a1b-2c3d4e5f6a7b")._tag).toBe("Left")
   })
 })
+
+describe("Id schemas", () => {
+  it.prop("generate only valid ids (RunId)", [RunId], ([id]) => {
+    expect(isUuidV7(id)).toBe(true)
+  }, {
+    fastCheck: { numRuns: 200 }
+  })
+  it.prop("generate only valid ids (EnvironmentUid)", [EnvironmentUid], ([id]) => {
+    expect(isUid22(id)).toBe(true)
+  }, {
+    fastCheck: { numRuns: 200 }
+  })
+})

@@ -1,0 +1,94 @@
+/**
+ * Environments (CONTRACT §4): where a run executes — a Docker image (for the Docker executor),
+ * the `owner/repo` repositories checked out, setup commands, and the agent harness. Bodies carry
+ * the configuration under `config`, as the record does.
+ *
+ * Defaults applied on input (and always present on output): `description` and `docker_image`
+ * `null`, `github_repos` and `setup_commands` `[]`, `failure_session_retention_minutes` 30.
+ * `harness` is omitted when the server default harness is used.
+ */
+import { Schema } from "effect"
+import { RepoSegment } from "./Agent.js"
+import { NonBlankString, optionalInput, Scope, Timestamp } from "./Common.js"
+import { EnvironmentUid, PrincipalUid, RunId } from "./Ids.js"
+import { RunState } from "./RunState.js"
+
+/** How long a sandbox whose setup failed is kept for a debug follow-up, by default (minutes). */
+export const DEFAULT_FAILURE_SESSION_RETENTION_MINUTES = 30
+/** The longest retention allowed (one day). */
+export const MAX_FAILURE_SESSION_RETENTION_MINUTES = 1440
+
+/** An `owner/repo` repository to check out into the sandbox. */
+export const GitHubRepo = Schema.Struct({ owner: RepoSegment, repo: RepoSegment }).annotations({
+  identifier: "GitHubRepo"
+})
+export type GitHubRepo = typeof GitHubRepo.Type
+
+const withDefault = <S extends Schema.Schema.Any>(schema: S, value: () => Schema.Schema.Type<S>) =>
+  Schema.optionalWith(schema, { default: value, nullable: true })
+
+/** The configuration of an environment; decoding fills the defaults. */
+export const EnvironmentConfig = Schema.Struct({
+  name: NonBlankString,
+  description: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
+  docker_image: Schema.optionalWith(Schema.NullOr(NonBlankString), { default: () => null }),
+  github_repos: withDefault(Schema.Array(GitHubRepo), () => []),
+  setup_commands: withDefault(Schema.Array(Schema.String), () => []),
+  failure_session_retention_minutes: withDefault(
+    Schema.Int.pipe(Schema.between(0, MAX_FAILURE_SESSION_RETENTION_MINUTES)),
+    () => DEFAULT_FAILURE_SESSION_RETENTION_MINUTES
+  ),
+  harness: optionalInput(NonBlankString)
+}).annotations({ identifier: "EnvironmentConfig" })
+export type EnvironmentConfig = typeof EnvironmentConfig.Type
+
+/** Who else may use an environment: guest principals, and anyone in the team holding the link. */
+export const EnvironmentSharing = Schema.Struct({
+  guests: withDefault(Schema.Array(PrincipalUid), () => []),
+  link_sharing: withDefault(Schema.Boolean, () => false)
+}).annotations({ identifier: "EnvironmentSharing" })
+export type EnvironmentSharing = typeof EnvironmentSharing.Type
+
+/** A summary of the newest run created in an environment; `id` is the run id. */
+export const LastTaskCreated = Schema.Struct({
+  id: RunId,
+  title: Schema.String,
+  state: RunState,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  started_at: Schema.NullOr(Timestamp)
+}).annotations({ identifier: "LastTaskCreated" })
+export type LastTaskCreated = typeof LastTaskCreated.Type
+
+/**
+ * An environment. `setup_failed` is true when its newest run failed during setup;
+ * `last_task_created` is `null` until a run uses it.
+ */
+export class Environment extends Schema.Class<Environment>("Environment")({
+  uid: EnvironmentUid,
+  config: EnvironmentConfig,
+  sharing: EnvironmentSharing,
+  setup_failed: Schema.Boolean,
+  last_task_created: Schema.NullOr(LastTaskCreated),
+  scope: Scope,
+  created_at: Timestamp,
+  updated_at: Timestamp
+}) {}
+
+/** `POST /agent/environments`: `team: true` gives Team scope (default User); sharing defaults to none. */
+export class CreateEnvironmentRequest extends Schema.Class<CreateEnvironmentRequest>("CreateEnvironmentRequest")({
+  config: EnvironmentConfig,
+  sharing: optionalInput(EnvironmentSharing),
+  team: optionalInput(Schema.Boolean)
+}) {}
+
+/** `PUT /agent/environments/{uid}`: replaces the configuration; sharing is unchanged when omitted. */
+export class UpdateEnvironmentRequest extends Schema.Class<UpdateEnvironmentRequest>("UpdateEnvironmentRequest")({
+  config: EnvironmentConfig,
+  sharing: optionalInput(EnvironmentSharing)
+}) {}
+
+/** `GET /agent/environments`. */
+export class ListEnvironmentsResponse extends Schema.Class<ListEnvironmentsResponse>("ListEnvironmentsResponse")({
+  environments: Schema.Array(Environment)
+}) {}
