@@ -1,0 +1,29 @@
+/** Port: environments (sandbox image, repositories, setup commands) and their sharing. */
+import type { Effect, Option } from "effect"
+import { Context } from "effect"
+import type { Viewer } from "../Access.js"
+import type { Environment } from "../Environment.js"
+import type { EnvironmentUid, PrincipalUid, TeamUid } from "../Ids.js"
+import type { StorageError } from "./Storage.js"
+
+/** An environment as stored. */
+export interface StoredEnvironment {
+  readonly item: Environment
+  readonly team_uid: TeamUid
+  readonly creator_uid: PrincipalUid
+}
+
+export class EnvironmentStore extends Context.Tag("@agent-runs/core/EnvironmentStore")<EnvironmentStore, {
+  /** Creates an environment. */
+  readonly create: (environment: StoredEnvironment) => Effect.Effect<void, StorageError>
+  /** Reads an environment. */
+  readonly get: (uid: EnvironmentUid) => Effect.Effect<Option.Option<StoredEnvironment>, StorageError>
+  /** The environments the viewer owns, was granted, or reached by link, most recently updated first. */
+  readonly list: (viewer: Viewer) => Effect.Effect<ReadonlyArray<StoredEnvironment>, StorageError>
+  /** Replaces an environment. */
+  readonly update: (environment: StoredEnvironment) => Effect.Effect<void, StorageError>
+  /** Deletes an environment; false when there was none. */
+  readonly remove: (uid: EnvironmentUid) => Effect.Effect<boolean, StorageError>
+  /** Remembers that a principal opened an environment's share link. */
+  readonly recordLinkAccess: (uid: EnvironmentUid, principal: PrincipalUid) => Effect.Effect<void, StorageError>
+}>() {}

@@ -1,0 +1,31 @@
+/**
+ * What every storage port shares: its failures, and the exactly-once keys written in the same
+ * transaction as the runs they create.
+ */
+import { Data } from "effect"
+import type { Delivery } from "../Webhook.js"
+import type { ScheduleId, WebhookUid } from "../Ids.js"
+
+/** The storage itself failed (connection, constraint the caller could not foresee, corruption). */
+export class StorageError extends Data.TaggedError("StorageError")<{
+  readonly operation: string
+  readonly cause: unknown
+}> {}
+
+/** A conditional write lost: the row changed since it was read, or its lease token is no longer current. */
+export class StaleWrite extends Data.TaggedError("StaleWrite")<{
+  readonly what: string
+}> {}
+
+/** An exactly-once key was already taken: the tick was fired, or the delivery was seen, before. */
+export class DuplicateKey extends Data.TaggedError("DuplicateKey")<{
+  readonly key: ExactlyOnceKey
+}> {}
+
+/**
+ * A key that makes run creation happen at most once: a cron tick (schedule id, scheduled time), or
+ * a webhook delivery (webhook uid, delivery identity) together with its log entry.
+ */
+export type ExactlyOnceKey =
+  | { readonly _tag: "ScheduleTick"; readonly schedule_id: ScheduleId; readonly scheduled_for: number }
+  | { readonly _tag: "Delivery"; readonly webhook_uid: WebhookUid; readonly identity: string; readonly delivery: Delivery }
