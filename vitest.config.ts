@@ -1,8 +1,10 @@
 import { defineConfig } from "vitest/config"
+import SummaryReporter from "./vitest.summary.js"
 
 export default defineConfig({
   test: {
     projects: ["packages/*/vitest.config.ts"],
+    reporters: ["default", new SummaryReporter()],
     coverage: {
       provider: "v8",
       include: ["packages/core/src/**/*.ts"],
