@@ -1,0 +1,16 @@
+/**
+ * The schema of both dialects, as forward-only migrations applied at start (idempotent: applied
+ * ones are recorded in `agent_runs_migrations` and skipped). Dialect differences sit behind
+ * `sql.onDialectOrElse` inside each migration.
+ */
+import * as Migrator from "@effect/sql/Migrator"
+import runs from "./migrations/0001_runs.js"
+import catalog from "./migrations/0002_catalog.js"
+
+export const loader = Migrator.fromRecord({
+  "0001_runs": runs,
+  "0002_catalog": catalog
+})
+
+/** Applies every migration not yet applied. */
+export const migrate = Migrator.make({})({ loader, table: "agent_runs_migrations" })

@@ -1,0 +1,15 @@
+/**
+ * A hint that a run may have become claimable. The SQLite adapter signals in process; the
+ * PostgreSQL adapter sends NOTIFY (delivered at commit) and LISTENs, so every replica hears it.
+ * Dispatchers also poll, so a lost hint only delays a claim.
+ */
+import type { Effect, Stream } from "effect"
+import { Context } from "effect"
+import type { SqlError } from "@effect/sql/SqlError"
+
+export class Wakeups extends Context.Tag("@agent-runs/storage-sql/Wakeups")<Wakeups, {
+  /** Signals that a run may be claimable (inside a transaction on PostgreSQL: sent at commit). */
+  readonly notify: Effect.Effect<void, SqlError>
+  /** Every signal, from this process or (PostgreSQL) any replica. */
+  readonly signals: Stream.Stream<void, SqlError>
+}>() {}

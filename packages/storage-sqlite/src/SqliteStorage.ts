@@ -1,0 +1,51 @@
+/**
+ * The storage ports on SQLite: one database file in WAL mode, migrated at start, with in-process
+ * wake-ups. The embedded default: no other service needed.
+ */
+import { SqliteClient } from "@effect/sql-sqlite-node"
+import { SqlClient } from "@effect/sql"
+import { Migrations, StorageKey, StorageSql, Wakeups } from "@agent-runs/storage-sql"
+import type { Redacted} from "effect";
+import { Effect, Layer, PubSub, Stream } from "effect"
+
+export interface SqliteStorageOptions {
+  /** The database file (created when missing). */
+  readonly filename: string
+  /** The 32-byte key that encrypts stored secrets. */
+  readonly secretKey: Redacted.Redacted<Uint8Array>
+}
+
+/** Wake-ups within this process: SQLite has no cross-process notification. */
+const wakeups = Layer.scoped(
+  Wakeups.Wakeups,
+  Effect.gen(function* () {
+    const hub = yield* Effect.acquireRelease(PubSub.sliding<void>(16), PubSub.shutdown)
+    return {
+      notify: PubSub.publish(hub, undefined).pipe(Effect.asVoid),
+      signals: Stream.fromPubSub(hub)
+    }
+  })
+)
+
+/** Connection settings every session needs, then the migrations. */
+const prepare = Layer.effectDiscard(
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`PRAGMA foreign_keys = ON`
+    yield* sql`PRAGMA busy_timeout = 5000`
+    yield* sql`PRAGMA synchronous = NORMAL`
+    yield* Migrations.migrate
+  })
+)
+
+/** Every store of @agent-runs/core on one SQLite file. */
+export const layer = (options: SqliteStorageOptions) => {
+  const client = SqliteClient.layer({ filename: options.filename })
+  const support = Layer.mergeAll(
+    prepare,
+    wakeups,
+    Layer.succeed(StorageKey.StorageKey, { key: options.secretKey })
+  ).pipe(Layer.provideMerge(client))
+  return StorageSql.layer.pipe(Layer.provideMerge(support))
+}
+
