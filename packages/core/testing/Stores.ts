@@ -1,4 +1,6 @@
-/** Every storage port, as one requirement. */
+/** Every storage port, as one requirement, and the test-only view of an adapter's raw storage. */
+import type { Effect } from "effect"
+import { Context } from "effect"
 import type { AutomationStore } from "../src/ports/AutomationStore.js"
 import type { EnvironmentStore } from "../src/ports/EnvironmentStore.js"
 import type { IdentityStore } from "../src/ports/IdentityStore.js"
@@ -15,3 +17,13 @@ export type Stores =
   | AutomationStore
   | SecretStore
   | IdentityStore
+
+/**
+ * Test-only: what an adapter has actually stored, so the suite can check that secrets are
+ * encrypted at rest. Each adapter's test harness provides it (SQLite: the database file's bytes;
+ * PostgreSQL: every row of every table as text).
+ */
+export class RawStorage extends Context.Tag("@agent-runs/core/testing/RawStorage")<RawStorage, {
+  /** Whether any stored byte sequence contains this text (UTF-8). */
+  readonly contains: (needle: string) => Effect.Effect<boolean>
+}>() {}

@@ -1,17 +1,23 @@
 /**
  * @agent-runs/core/testing: the storage conformance suite that every storage adapter runs
  * unchanged. Call `storageConformance(name, layer)` inside a vitest file; the layer provides every
- * store (one database for the whole suite; tests isolate themselves by team).
+ * store (one database for the whole suite; tests isolate themselves by team) and `RawStorage`
+ * (the adapter's stored bytes, so the suite can check that secrets are encrypted at rest).
  */
 import { describe } from "@effect/vitest"
 import type { Layer } from "effect"
-import type { Stores } from "./Stores.js"
+import { catalogConformance } from "./CatalogConformance.js"
+import { runStoreConformance } from "./RunStoreConformance.js"
+import type { RawStorage, Stores } from "./Stores.js"
 
 export type { Stores } from "./Stores.js"
+export { RawStorage } from "./Stores.js"
+export { creationEvents, makeRun, type RunFacts, uid, uuid } from "./RunStoreConformance.js"
 
 /** Registers the whole suite against one adapter. */
-export const storageConformance = <E>(name: string, layer: Layer.Layer<Stores, E>): void => {
+export const storageConformance = <E>(name: string, layer: Layer.Layer<Stores | RawStorage, E>): void => {
   describe(`storage conformance (${name})`, () => {
-    void layer
+    runStoreConformance(layer)
+    catalogConformance(layer)
   })
 }

@@ -24,7 +24,10 @@ const wakeups = Layer.effect(
   Effect.gen(function* () {
     const pg = yield* PgClient.PgClient
     return {
-      notify: pg.notify(WAKEUP_CHANNEL, ""),
+      // Not `pg.notify`: it sends `NOTIFY channel, $1`, which PostgreSQL refuses (NOTIFY takes no
+      // parameters). `pg_notify` through the client also joins the caller's transaction, so the
+      // signal goes out at commit; the payload is not empty because `pg.listen` drops empty ones.
+      notify: Effect.asVoid(pg`SELECT pg_notify(${WAKEUP_CHANNEL}, 'run')`),
       signals: pg.listen(WAKEUP_CHANNEL).pipe(Stream.as(undefined))
     }
   })

@@ -3,8 +3,22 @@
  * The dialect packages provide the client, the wake-ups and the key, and run `migrate` first.
  */
 import { Layer } from "effect"
+import * as AutomationStoreSql from "./AutomationStoreSql.js"
+import * as EnvironmentStoreSql from "./EnvironmentStoreSql.js"
+import * as IdentityStoreSql from "./IdentityStoreSql.js"
+import * as RunStoreSql from "./RunStoreSql.js"
+import * as ScheduleStoreSql from "./ScheduleStoreSql.js"
+import * as SecretStoreSql from "./SecretStoreSql.js"
+import * as WebhookStoreSql from "./WebhookStoreSql.js"
 
 /** The stores, needing `SqlClient`, `Wakeups` and `StorageKey`. */
 export const layer = Layer.mergeAll(
-  Layer.empty
+  Layer.empty,
+  RunStoreSql.layer,
+  ScheduleStoreSql.layer,
+  EnvironmentStoreSql.layer,
+  WebhookStoreSql.layer,
+  AutomationStoreSql.layer,
+  SecretStoreSql.layer,
+  IdentityStoreSql.layer
 )

@@ -18,12 +18,16 @@ export class EnvironmentStore extends Context.Tag("@agent-runs/core/EnvironmentS
   readonly create: (environment: StoredEnvironment) => Effect.Effect<void, StorageError>
   /** Reads an environment. */
   readonly get: (uid: EnvironmentUid) => Effect.Effect<Option.Option<StoredEnvironment>, StorageError>
-  /** The environments the viewer owns, was granted, or reached by link, most recently updated first. */
+  /**
+   * The environments the viewer owns, was granted, or reached by link, most recently updated first
+   * (ties by uid, descending): those `Access.canSee` shows in its team, those naming it as a guest
+   * (in any team), and those of its team whose link it opened while link sharing is on.
+   */
   readonly list: (viewer: Viewer) => Effect.Effect<ReadonlyArray<StoredEnvironment>, StorageError>
   /** Replaces an environment. */
   readonly update: (environment: StoredEnvironment) => Effect.Effect<void, StorageError>
   /** Deletes an environment; false when there was none. */
   readonly remove: (uid: EnvironmentUid) => Effect.Effect<boolean, StorageError>
-  /** Remembers that a principal opened an environment's share link. */
+  /** Remembers that a principal opened an environment's share link (idempotent; nothing for an unknown uid). */
   readonly recordLinkAccess: (uid: EnvironmentUid, principal: PrincipalUid) => Effect.Effect<void, StorageError>
 }>() {}

@@ -2,16 +2,22 @@
  * Port: runs and everything that hangs off them (executions and leases, timeline events,
  * conversations, the follow-up inbox, artifacts) and the run list. Implemented by the SQLite and
  * PostgreSQL adapters; both pass the conformance suite.
+ *
+ * What a run's parts are owned by:
+ * - `metadata` and `ancestor_run_ids` are fixed when the run is created; `update` keeps them.
+ * - `artifacts` only grow, through `addArtifact` (and those a run is created with); `update`
+ *   keeps them, so a write based on an older read never drops an artifact.
+ * - Everything else of the `StoredRun` is replaced by `update`.
  */
 import type { Effect, Option, Stream } from "effect"
-import { Context } from "effect"
+import { Context, DateTime } from "effect"
 import type { Viewer } from "../Access.js"
 import type { Artifact } from "../Artifact.js"
 import type { JsonObject } from "../Common.js"
 import type { ConversationStep } from "../Conversation.js"
 import type { ExecutionId, RunId, TeamUid } from "../Ids.js"
 import type { RunItem } from "../Run.js"
-import type { RunListPage, RunListQuery } from "../RunQuery.js"
+import type { RunListPage, RunListQuery, RunListRow } from "../RunQuery.js"
 import type { RunState } from "../RunState.js"
 import type { TimelineEvent, TimelineEventType } from "../Timeline.js"
 import type { DuplicateKey, ExactlyOnceKey, StaleWrite, StorageError } from "./Storage.js"
@@ -31,6 +37,13 @@ export interface StoredRun {
   readonly sandbox_retained: boolean
   readonly has_conversation: boolean
 }
+
+/** The fields of a stored run that the list query reads (the row `RunQuery.pageOf` evaluates). */
+export const runListRow = (run: StoredRun): RunListRow => ({
+  ...run.item,
+  created_at: DateTime.toEpochMillis(run.item.created_at),
+  updated_at: DateTime.toEpochMillis(run.item.updated_at)
+})
 
 /** A timeline event before storage numbers it. */
 export interface NewTimelineEvent {
@@ -60,20 +73,32 @@ export interface StoredFollowup {
 }
 
 export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore, {
-  /** Creates runs and their first events, with an optional exactly-once key, in one transaction. */
+  /**
+   * Creates runs and their first events, with an optional exactly-once key, in one transaction.
+   * A ScheduleTick key records the tick (with the first run's id); a Delivery key logs the
+   * delivery and takes its identity. When the key is already taken: DuplicateKey, nothing written.
+   */
   readonly create: (runs: ReadonlyArray<NewRun>, key?: ExactlyOnceKey) => Effect.Effect<void, DuplicateKey | StorageError>
   /** Reads one run. */
   readonly get: (runId: RunId) => Effect.Effect<Option.Option<StoredRun>, StorageError>
   /** One page of the runs the viewer may see, filtered, sorted and keyset-paginated as `query` says. */
   readonly list: (query: RunListQuery, viewer: Viewer) => Effect.Effect<RunListPage<StoredRun>, StorageError>
-  /** Replaces a run if it still matches `guard` (state and lease holder), appending events; else StaleWrite. */
+  /**
+   * Replaces a run if it still matches `guard` (state, and lease holder when given), appending
+   * events after the last sequence; else StaleWrite. Keeps metadata, ancestors and artifacts.
+   */
   readonly update: (
     runId: RunId,
     guard: RunGuard,
     next: StoredRun,
     events: ReadonlyArray<NewTimelineEvent>
   ) => Effect.Effect<void, StaleWrite | StorageError>
-  /** Claims the oldest QUEUED run for a worker host (null: the service's own executors) under a new lease. */
+  /**
+   * Claims the oldest QUEUED run (by `created_at`, then `run_id`) for a worker host (null: runs
+   * without one, for the service's own executors): CLAIMED, `updated_at = now`, a lease of
+   * `execution_id` until `now + lease_ms`, and a `run_claimed` event, in one atomic step. Two
+   * claimers never get the same run.
+   */
   readonly claim: (params: {
     readonly worker_host: string | null
     readonly execution_id: ExecutionId
@@ -82,11 +107,11 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
   }) => Effect.Effect<Option.Option<StoredRun>, StorageError>
   /** Extends the lease held by `execution_id`; StaleWrite when it is no longer the holder. */
   readonly renewLease: (runId: RunId, execution_id: ExecutionId, expires_at: number) => Effect.Effect<void, StaleWrite | StorageError>
-  /** Runs whose lease expired at or before `now`, oldest expiry first. */
+  /** CLAIMED or INPROGRESS runs whose lease expired at or before `now`, oldest expiry first (then run id). */
   readonly expiredLeases: (now: number, limit: number) => Effect.Effect<ReadonlyArray<StoredRun>, StorageError>
   /** How many of a team's runs hold capacity (CLAIMED or INPROGRESS, or QUEUED). */
   readonly activeCount: (team: TeamUid) => Effect.Effect<number, StorageError>
-  /** A team's PENDING runs waiting for capacity, oldest first. */
+  /** A team's PENDING runs waiting for capacity, oldest first (by `created_at`, then `run_id`). */
   readonly pending: (team: TeamUid, limit: number) => Effect.Effect<ReadonlyArray<StoredRun>, StorageError>
   /** A run's timeline events with a sequence greater than `after` (0: all), in order. */
   readonly timeline: (runId: RunId, after: number) => Effect.Effect<ReadonlyArray<TimelineEvent>, StorageError>
@@ -96,15 +121,15 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
     execution_id: ExecutionId,
     steps: ReadonlyArray<ConversationStep>
   ) => Effect.Effect<void, StorageError>
-  /** The conversation of every execution of a run, in execution order. */
+  /** The conversation of every execution of a run, in execution order (the order of their first saves). */
   readonly conversation: (runId: RunId) => Effect.Effect<ReadonlyArray<ConversationStep>, StorageError>
   /** Stores a follow-up for the agent that starts next. */
   readonly enqueueFollowup: (runId: RunId, followup: StoredFollowup) => Effect.Effect<void, StorageError>
-  /** Removes and returns the stored follow-ups, oldest first. */
+  /** Removes and returns the stored follow-ups, oldest first (by `received_at`, then arrival); atomic. */
   readonly takeFollowups: (runId: RunId) => Effect.Effect<ReadonlyArray<StoredFollowup>, StorageError>
   /** Records an artifact of a run. */
   readonly addArtifact: (runId: RunId, artifact: Artifact) => Effect.Effect<void, StorageError>
-  /** The run that reported an EXTERNAL_REFERENCE artifact with this url. */
+  /** The run that reported an EXTERNAL_REFERENCE artifact with this url (the latest report when several did). */
   readonly findByExternalReference: (url: string) => Effect.Effect<Option.Option<StoredRun>, StorageError>
   /** A signal each time a run may have become claimable (the dispatcher also polls). */
   readonly wakeups: Stream.Stream<void, StorageError>

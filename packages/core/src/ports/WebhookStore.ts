@@ -19,9 +19,10 @@ export interface StoredWebhook {
   readonly secret: Redacted.Redacted<string> | null
 }
 
-/** A page of a webhook's delivery log, newest first; `before` is the cursor of the previous page. */
+/** A page of a webhook's delivery log, newest first. */
 export interface DeliveryPage {
   readonly deliveries: ReadonlyArray<Delivery>
+  /** The page's last delivery when older ones exist: its position is the next page's `before`. */
   readonly next: Delivery | null
 }
 
@@ -44,6 +45,10 @@ export class WebhookStore extends Context.Tag("@agent-runs/core/WebhookStore")<W
   ) => Effect.Effect<DeliveryPage, StorageError>
   /** One logged delivery. */
   readonly delivery: (webhook: WebhookUid, id: DeliveryId) => Effect.Effect<Option.Option<Delivery>, StorageError>
-  /** Prunes a webhook's log, keeping at least the newest `keep` and everything newer than `since`. */
+  /**
+   * Prunes a webhook's log: removes exactly the deliveries that are neither among the newest `keep`
+   * (by received_at, then delivery_id) nor received at or after `since`, with the de-duplication
+   * identities they hold. Returns how many were removed.
+   */
   readonly prune: (webhook: WebhookUid, keep: number, since: number) => Effect.Effect<number, StorageError>
 }>() {}

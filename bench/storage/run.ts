@@ -1,0 +1,242 @@
+/**
+ * Storage benchmark (issue 3). For SQLite and PostgreSQL: insert N runs (default 1,000,000; set
+ * BENCH_RUNS to change), then time the first page and a page 10,000 rows deep for every sort order,
+ * with and without two filters; run the same page query as raw SQL through the driver in the same
+ * script (adapter overhead); and measure claim throughput with 4 concurrent claimers.
+ *
+ *   npm run bench:storage                 # both adapters
+ *   BENCH_ADAPTERS=sqlite npm run bench:storage
+ *
+ * Prints p50/p99 per case, the deep/first ratio (goal ≤ 1.5) and adapter/raw ratio (goal ≤ 1.2).
+ * Never part of `npm test`.
+ */
+import type { Access, Agent} from "@agent-runs/core";
+import { Ids, Run, RunQuery, RunStore } from "@agent-runs/core"
+import { PgStorage } from "@agent-runs/storage-pg"
+import { SqliteStorage } from "@agent-runs/storage-sqlite"
+import * as Statement from "@effect/sql/Statement"
+import Database from "better-sqlite3"
+import { DateTime, Effect, Either, Layer, Redacted } from "effect"
+import { randomBytes } from "node:crypto"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import pg from "pg"
+
+const N = Number(process.env.BENCH_RUNS ?? 1_000_000)
+const DEEP = 10_000
+const REPEAT = Number(process.env.BENCH_REPEAT ?? 30)
+const ADAPTERS = (process.env.BENCH_ADAPTERS ?? "sqlite,postgresql").split(",")
+const PG_SERVER = process.env.AGENT_RUNS_TEST_PG ?? "postgres://postgres@127.0.0.1:5432"
+
+const uid = () => {
+  const bytes = randomBytes(64)
+  for (;;) {
+    const id = Ids.formatUid22(bytes)
+    if (id !== undefined) return id
+  }
+}
+const team = uid() as Ids.TeamUid
+const principal = uid() as Ids.PrincipalUid
+const viewer: Access.Viewer = { principal_uid: principal, team_uid: team, role: "admin", instance_admin: false }
+
+const STATES = ["SUCCEEDED", "FAILED", "CANCELLED", "ERROR", "BLOCKED"] as const
+const SKILLS = [null, "acme/tools:review", "acme/tools:triage", "acme/web:deploy"] as const
+const MODELS = ["model-a", "model-b", "model-c"]
+const base = Date.UTC(2026, 0, 1)
+
+/** A finished run, the i-th of the data set: varied states, skills, models and titles. */
+const makeRun = (i: number, state: Run.RunItem["state"] = STATES[i % STATES.length]!): RunStore.StoredRun => {
+  const created = base + i * 1_000
+  const runId = Ids.formatUuidV7(created, randomBytes(10)) as Ids.RunId
+  const skill = SKILLS[i % SKILLS.length]!
+  const item = new Run.RunItem(
+    {
+      run_id: runId,
+      task_id: runId,
+      title: `Run ${(i * 7919) % 100_000} of the benchmark`,
+      prompt: `Fix issue number ${i} in the repository`,
+      state,
+      created_at: DateTime.unsafeMake(created),
+      updated_at: DateTime.unsafeMake(created + ((i * 37) % 5_000_000)),
+      started_at: null,
+      ended_at: null,
+      session_id: null,
+      session_link: null,
+      conversation_id: null,
+      agent_config: {
+        model_id: MODELS[i % MODELS.length]!,
+        ...(skill === null ? {} : { skill_spec: skill as Agent.SkillSpec, name: skill.split(":")[1]! })
+      },
+      agent_skill: skill === null ? null : { name: skill.split(":")[1]!, description: "a skill", full_path: "SKILL.md" },
+      creator: { type: "user", uid: principal, display_name: "bench" },
+      executor: { type: "user", uid: principal, display_name: "bench" },
+      source: i % 3 === 0 ? "WEBHOOK" : "API",
+      execution_location: "REMOTE",
+      environment_id: null,
+      schedule: null,
+      parent_run_id: null,
+      ancestor_run_ids: [],
+      metadata: i % 10 === 0 ? { batch: String(i % 100) } : {},
+      artifacts: [],
+      status_message: null,
+      request_usage: { input_tokens: 0, output_tokens: 0, inference_cost: 0, compute_cost: 0 },
+      is_sandbox_running: false,
+      is_run_type_cancellable: true,
+      scope: { type: "Team", uid: team },
+      attempt: 1,
+      execution_count: 1
+    },
+    true
+  )
+  return { item, team_uid: team, lease: null, at_capacity: false, sandbox_retained: false, has_conversation: false }
+}
+
+const percentile = (sorted: ReadonlyArray<number>, p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
+
+const timeIt = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.gen(function* () {
+    const samples: Array<number> = []
+    for (let i = 0; i < REPEAT; i++) {
+      const start = performance.now()
+      yield* effect
+      samples.push(performance.now() - start)
+    }
+    samples.sort((a, b) => a - b)
+    return { p50: percentile(samples, 50), p99: percentile(samples, 99) }
+  })
+
+const parse = (params: Record<string, string | ReadonlyArray<string>>) =>
+  Either.getOrThrow(RunQuery.parseRunListQuery(params))
+
+const fmt = (ms: number) => `${ms.toFixed(2).padStart(8)} ms`
+
+/** Runs the page query once more through the raw driver, with the SQL the adapter generated. */
+type RawRunner = (sql: string, params: ReadonlyArray<unknown>) => Promise<unknown>
+
+const bench = (name: string, raw: RawRunner) =>
+  Effect.gen(function* () {
+    const store = yield* RunStore.RunStore
+    console.log(`\n== ${name}: inserting ${N.toLocaleString("en")} runs`)
+    const insertStart = performance.now()
+    const BATCH = 2_000
+    for (let from = 0; from < N; from += BATCH) {
+      const runs = []
+      for (let i = from; i < Math.min(N, from + BATCH); i++) runs.push({ run: makeRun(i), events: [] })
+      yield* store.create(runs)
+    }
+    const insertSeconds = (performance.now() - insertStart) / 1000
+    console.log(`inserted in ${insertSeconds.toFixed(1)} s (${Math.round(N / insertSeconds).toLocaleString("en")} runs/s)`)
+
+    console.log(`\n${"query".padEnd(44)} ${"first p50".padStart(11)} ${"first p99".padStart(11)} ${"deep p50".padStart(11)} ${"deep p99".padStart(11)}  deep/first  adapter/raw`)
+    const ratios: Array<number> = []
+    const overheads: Array<number> = []
+    for (const sortBy of ["updated_at", "created_at", "title", "agent"]) {
+      for (const order of ["desc", "asc"]) {
+        for (const filtered of [false, true]) {
+          const params: Record<string, string | ReadonlyArray<string>> = { sort_by: sortBy, sort_order: order }
+          if (filtered) Object.assign(params, { state: ["SUCCEEDED", "FAILED"], model_id: "model-b" })
+          // Walk to 10,000 rows deep with pages of 500, then time a page of 20 there.
+          let cursor: string | undefined
+          for (let seen = 0; seen < DEEP; seen += 500) {
+            const page = yield* store.list(parse({ ...params, limit: "500", ...(cursor ? { cursor } : {}) }), viewer)
+            cursor = page.page_info.next_cursor
+          }
+          const first = parse({ ...params, limit: "20" })
+          const deep = parse({ ...params, limit: "20", ...(cursor ? { cursor } : {}) })
+          const firstT = yield* timeIt(store.list(first, viewer))
+          const deepT = yield* timeIt(store.list(deep, viewer))
+          // The same deep query, captured as SQL and run through the driver.
+          const captured: Array<readonly [string, ReadonlyArray<unknown>]> = []
+          yield* store.list(deep, viewer).pipe(
+            Statement.withTransformer((statement) => {
+              captured.push(statement.compile())
+              return Effect.succeed(statement)
+            })
+          )
+          const [sqlText, sqlParams] = captured[captured.length - 1]!
+          const rawT = yield* timeIt(Effect.promise(() => raw(sqlText, sqlParams)))
+          const label = `${sortBy} ${order}${filtered ? " + state,model_id" : ""}`
+          const ratio = deepT.p50 / firstT.p50
+          const overhead = deepT.p50 / rawT.p50
+          ratios.push(ratio)
+          overheads.push(overhead)
+          console.log(
+            `${label.padEnd(44)} ${fmt(firstT.p50)} ${fmt(firstT.p99)} ${fmt(deepT.p50)} ${fmt(deepT.p99)}  ${ratio.toFixed(2).padStart(10)}  ${overhead.toFixed(2).padStart(11)}`
+          )
+        }
+      }
+    }
+    console.log(`worst deep/first ${Math.max(...ratios).toFixed(2)} (goal ≤ 1.5); worst adapter/raw ${Math.max(...overheads).toFixed(2)} (goal ≤ 1.2)`)
+
+    // Claim throughput: 5,000 queued runs in another team, 4 claimers at once.
+    const QUEUED = 5_000
+    const queued = []
+    for (let i = 0; i < QUEUED; i++) {
+      const run = makeRun(N + i, "QUEUED")
+      queued.push({ run: { ...run, team_uid: uid() as Ids.TeamUid }, events: [] })
+    }
+    for (let from = 0; from < QUEUED; from += BATCH) yield* store.create(queued.slice(from, from + BATCH))
+    const ids = yield* Ids.Ids
+    let claimed = 0
+    const claimStart = performance.now()
+    const claimer = Effect.gen(function* () {
+      for (;;) {
+        const executionId = yield* ids.executionId
+        const got = yield* store.claim({ worker_host: null, execution_id: executionId, now: Date.now(), lease_ms: 60_000 })
+        if (got._tag === "None") return
+        claimed++
+      }
+    })
+    yield* Effect.all([claimer, claimer, claimer, claimer], { concurrency: "unbounded" })
+    const claimSeconds = (performance.now() - claimStart) / 1000
+    console.log(`claims: ${claimed} by 4 concurrent claimers in ${claimSeconds.toFixed(2)} s = ${Math.round(claimed / claimSeconds)} claims/s`)
+  })
+
+const key = Redacted.make(new Uint8Array(randomBytes(32)))
+
+const sqlite = Effect.gen(function* () {
+  const dir = mkdtempSync(join(tmpdir(), "agent-runs-bench-"))
+  const filename = join(dir, "bench.db")
+  let db: Database.Database | undefined
+  const raw: RawRunner = async (sql, params) => {
+    db ??= new Database(filename, { readonly: true })
+    return db.prepare(sql).all(...(params as Array<unknown>))
+  }
+  yield* bench("SQLite", raw).pipe(
+    Effect.provide(Layer.mergeAll(SqliteStorage.layer({ filename, secretKey: key }), Ids.IdsLive)),
+    Effect.ensuring(Effect.sync(() => {
+      db?.close()
+      rmSync(dir, { recursive: true, force: true })
+    }))
+  )
+})
+
+const postgres = Effect.gen(function* () {
+  const name = `agent_runs_bench_${Date.now()}`
+  const admin = new pg.Client({ connectionString: `${PG_SERVER}/test` })
+  yield* Effect.promise(() => admin.connect())
+  yield* Effect.promise(() => admin.query(`CREATE DATABASE ${name}`))
+  const pool = new pg.Pool({ connectionString: `${PG_SERVER}/${name}`, max: 2 })
+  const raw: RawRunner = (sql, params) => pool.query(sql, params as Array<unknown>)
+  yield* bench("PostgreSQL", raw).pipe(
+    Effect.provide(Layer.mergeAll(PgStorage.layer({ url: Redacted.make(`${PG_SERVER}/${name}`), secretKey: key }), Ids.IdsLive)),
+    Effect.ensuring(Effect.promise(async () => {
+      await pool.end()
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+      await admin.end()
+    }))
+  )
+})
+
+const program = Effect.gen(function* () {
+  console.log(`storage benchmark: ${N.toLocaleString("en")} runs, ${REPEAT} samples per case, node ${process.version}`)
+  if (ADAPTERS.includes("sqlite")) yield* sqlite
+  if (ADAPTERS.includes("postgresql")) yield* postgres
+})
+
+Effect.runPromise(program).catch((error) => {
+  console.error(error)
+  process.exit(1)
+})

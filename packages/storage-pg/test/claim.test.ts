@@ -1,0 +1,74 @@
+/**
+ * Claims across connection pools, as two server replicas would make them: two PgStorage layers on
+ * one database. Concurrent claimers never take the same run and never stall each other, and a
+ * wake-up sent through one pool is heard through the other (LISTEN/NOTIFY).
+ */
+import { creationEvents, makeRun, uid, uuid } from "@agent-runs/core/testing"
+import type { ExecutionId, PrincipalUid, TeamUid } from "@agent-runs/core/Ids"
+import { RunStore } from "@agent-runs/core/ports/RunStore"
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Fiber, Layer, Option, Redacted, Stream } from "effect"
+import { PgStorage } from "../src/index.js"
+import { freshDatabase, testKey } from "./harness.js"
+
+/** Two stores on one fresh database, each with its own pool (and its own LISTEN connection). */
+const twoReplicas = Effect.gen(function* () {
+  const { url } = yield* freshDatabase
+  const replica = Effect.map(
+    Layer.build(PgStorage.layer({ url: Redacted.make(url), secretKey: testKey(), maxConnections: 6 })),
+    Context.get(RunStore)
+  )
+  return [yield* replica, yield* replica] as const
+})
+
+describe("PostgreSQL claims across pools", () => {
+  it.scopedLive("two pools claiming at once take every run exactly once, and no claim comes back empty", () =>
+    Effect.gen(function* () {
+      const [a, b] = yield* twoReplicas
+      const team = uid<TeamUid>()
+      const creator = uid<PrincipalUid>()
+      const host = `host-${uid()}`
+      const runs = Array.from({ length: 60 }, (_, i) =>
+        makeRun({ team, creator, state: "QUEUED", worker_host: host, created_at: 1_700_000_000_000 + (i % 5) })
+      )
+      yield* a.create(runs.map((run) => ({ run, events: creationEvents(run) })))
+      const claimer = (store: typeof a) =>
+        Effect.all(
+          Array.from({ length: 6 }, () =>
+            Effect.map(
+              store.claim({ worker_host: host, execution_id: uuid<ExecutionId>(), now: Date.now(), lease_ms: 60_000 }),
+              Option.map((run) => run.item.run_id)
+            )
+          )
+        )
+      // 5 claimers per pool × 6 claims = 60 claims for 60 runs, all at once.
+      const results = yield* Effect.all(
+        [...Array.from({ length: 5 }, () => claimer(a)), ...Array.from({ length: 5 }, () => claimer(b))],
+        { concurrency: "unbounded" }
+      )
+      const claimed = results.flat()
+      expect(claimed.filter(Option.isNone).length).toBe(0)
+      const ids = claimed.flatMap((c) => (Option.isSome(c) ? [c.value] : []))
+      expect(ids.length).toBe(60)
+      expect(new Set(ids)).toEqual(new Set(runs.map((r) => r.item.run_id)))
+      for (const store of [a, b]) {
+        expect(Option.isNone(yield* store.claim({ worker_host: host, execution_id: uuid(), now: Date.now(), lease_ms: 1 })))
+          .toBe(true)
+      }
+      expect(yield* b.activeCount(team)).toBe(60)
+    }))
+
+  it.scopedLive("a run queued through one pool wakes the dispatcher listening through the other", () =>
+    Effect.gen(function* () {
+      const [a, b] = yield* twoReplicas
+      const heard = yield* Effect.fork(Stream.runHead(b.wakeups))
+      yield* Effect.sleep("300 millis") // b's LISTEN is in place
+      const host = `host-${uid()}`
+      const run = makeRun({ team: uid(), creator: uid(), state: "QUEUED", worker_host: host })
+      yield* a.create([{ run, events: creationEvents(run) }])
+      const signal = yield* Fiber.join(heard).pipe(Effect.timeoutOption("5 seconds"), Effect.map(Option.flatten))
+      expect(Option.isSome(signal)).toBe(true)
+      const claimed = yield* b.claim({ worker_host: host, execution_id: uuid(), now: Date.now(), lease_ms: 60_000 })
+      expect(Option.map(claimed, (r) => r.item.run_id)).toEqual(Option.some(run.item.run_id))
+    }))
+})

@@ -1,0 +1,4 @@
+import { storageConformance } from "@agent-runs/core/testing"
+import { storageLayer } from "./harness.js"
+
+storageConformance("postgresql", storageLayer)

@@ -1,0 +1,219 @@
+/**
+ * IdentityStore over SqlClient: teams, principals with their memberships (kept in join order), and
+ * API tokens stored only as their SHA-256 hash (unique). A token authenticates while `revoked_at`
+ * is null; revoking sets it at once and keeps the record.
+ */
+import type { PrincipalUid, TeamUid, TokenId } from "@agent-runs/core/Ids"
+import { Principal, Team, TokenRecord } from "@agent-runs/core/Identity"
+import { IdentityStore } from "@agent-runs/core/ports/IdentityStore"
+import { SqlClient } from "@effect/sql"
+import { Effect, Layer, Option, Schema } from "effect"
+import { bool, Count, decodeRows, iso, json, JsonColumn, millis, operation, traced } from "./internal/Catalog.js"
+import * as Rows from "./Rows.js"
+
+const TeamRow = Schema.Struct({
+  uid: Schema.String,
+  name: Schema.String,
+  features: JsonColumn,
+  max_concurrent_runs: Schema.Number,
+  created_at: Rows.Millis
+})
+
+const PrincipalRow = Schema.Struct({
+  uid: Schema.String,
+  type: Schema.String,
+  display_name: Schema.String,
+  instance_admin: Rows.Bool,
+  created_at: Rows.Millis
+})
+
+const MembershipRow = Schema.Struct({ principal_uid: Schema.String, team_uid: Schema.String, role: Schema.String })
+
+const TokenRow = Schema.Struct({
+  token_id: Schema.String,
+  principal_uid: Schema.String,
+  name: Schema.NullOr(Schema.String),
+  token_hash: Schema.String,
+  created_at: Rows.Millis,
+  revoked_at: Schema.NullOr(Rows.Millis)
+})
+
+const toTeam = (row: typeof TeamRow.Type) =>
+  Schema.decodeUnknown(Team)({
+    uid: row.uid,
+    name: row.name,
+    features: row.features,
+    max_concurrent_runs: row.max_concurrent_runs,
+    created_at: iso(row.created_at)
+  })
+
+const toPrincipal = (row: typeof PrincipalRow.Type, memberships: ReadonlyArray<typeof MembershipRow.Type>) =>
+  Schema.decodeUnknown(Principal)({
+    uid: row.uid,
+    type: row.type,
+    display_name: row.display_name,
+    instance_admin: row.instance_admin,
+    memberships: memberships.map((m) => ({ team_uid: m.team_uid, role: m.role })),
+    created_at: iso(row.created_at)
+  })
+
+const toToken = (row: typeof TokenRow.Type) =>
+  Schema.decodeUnknown(TokenRecord)({
+    token_id: row.token_id,
+    principal_uid: row.principal_uid,
+    name: row.name,
+    token_hash: row.token_hash,
+    created_at: iso(row.created_at),
+    revoked_at: row.revoked_at === null ? null : iso(row.revoked_at)
+  })
+
+/** IdentityStore, needing `SqlClient`. */
+export const layer = Layer.effect(
+  IdentityStore,
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    const teamColumns = (team: Team) => ({
+      name: team.name,
+      features: json(Schema.encodeSync(Team.fields.features)(team.features)),
+      max_concurrent_runs: team.max_concurrent_runs,
+      created_at: millis(team.created_at)
+    })
+
+    const createTeam = Effect.fn("IdentityStore.createTeam")(
+      function* (team: Team) {
+        yield* sql`INSERT INTO teams ${sql.insert({ uid: team.uid, ...teamColumns(team) })}`
+      },
+      operation("IdentityStore.createTeam")
+    )
+
+    const getTeam = Effect.fn("IdentityStore.getTeam")(
+      function* (uid: TeamUid) {
+        const rows = yield* sql`SELECT * FROM teams WHERE uid = ${uid}`.pipe(Effect.flatMap(decodeRows(TeamRow)))
+        return rows[0] === undefined ? Option.none() : Option.some(yield* toTeam(rows[0]))
+      },
+      operation("IdentityStore.getTeam")
+    )
+
+    const listTeams = sql`SELECT * FROM teams ORDER BY name, uid`.pipe(
+      Effect.flatMap(decodeRows(TeamRow)),
+      Effect.flatMap(Effect.forEach(toTeam)),
+      traced("IdentityStore.listTeams")
+    )
+
+    const updateTeam = Effect.fn("IdentityStore.updateTeam")(
+      function* (team: Team) {
+        yield* sql`UPDATE teams SET ${sql.update(teamColumns(team))} WHERE uid = ${team.uid}`
+      },
+      operation("IdentityStore.updateTeam")
+    )
+
+    const createPrincipal = Effect.fn("IdentityStore.createPrincipal")(
+      function* (principal: Principal) {
+        yield* sql`INSERT INTO principals ${
+          sql.insert({
+            uid: principal.uid,
+            type: principal.type,
+            display_name: principal.display_name,
+            instance_admin: bool(sql, principal.instance_admin),
+            created_at: millis(principal.created_at)
+          })
+        }`
+        if (principal.memberships.length > 0) {
+          yield* sql`INSERT INTO memberships ${
+            sql.insert(principal.memberships.map((m, i) => ({
+              principal_uid: principal.uid,
+              team_uid: m.team_uid,
+              role: m.role,
+              join_order: i
+            })))
+          }`
+        }
+      },
+      sql.withTransaction,
+      operation("IdentityStore.createPrincipal")
+    )
+
+    /** The principals with these rows, with their memberships in join order. */
+    const withMemberships = (rows: ReadonlyArray<typeof PrincipalRow.Type>) =>
+      Effect.gen(function* () {
+        if (rows.length === 0) return []
+        const memberships = yield* sql`SELECT principal_uid, team_uid, role FROM memberships
+          WHERE ${sql.in("principal_uid", rows.map((r) => r.uid))} ORDER BY principal_uid, join_order`.pipe(
+          Effect.flatMap(decodeRows(MembershipRow))
+        )
+        return yield* Effect.forEach(rows, (row) => toPrincipal(row, memberships.filter((m) => m.principal_uid === row.uid)))
+      })
+
+    const getPrincipal = Effect.fn("IdentityStore.getPrincipal")(
+      function* (uid: PrincipalUid) {
+        const rows = yield* sql`SELECT * FROM principals WHERE uid = ${uid}`.pipe(Effect.flatMap(decodeRows(PrincipalRow)))
+        const [principal] = yield* withMemberships(rows)
+        return Option.fromNullable(principal)
+      },
+      operation("IdentityStore.getPrincipal")
+    )
+
+    const countPrincipals = sql`SELECT COUNT(*) AS n FROM principals`.pipe(
+      Effect.flatMap(decodeRows(Schema.Struct({ n: Count }))),
+      Effect.map((rows) => rows[0]?.n ?? 0),
+      traced("IdentityStore.countPrincipals")
+    )
+
+    const createToken = Effect.fn("IdentityStore.createToken")(
+      function* (token: TokenRecord) {
+        yield* sql`INSERT INTO tokens ${
+          sql.insert({
+            token_id: token.token_id,
+            principal_uid: token.principal_uid,
+            name: token.name,
+            token_hash: token.token_hash,
+            created_at: millis(token.created_at),
+            revoked_at: token.revoked_at === null ? null : millis(token.revoked_at)
+          })
+        }`
+      },
+      operation("IdentityStore.createToken")
+    )
+
+    const findToken = Effect.fn("IdentityStore.findToken")(
+      function* (hash: string) {
+        const tokens = yield* sql`SELECT * FROM tokens WHERE token_hash = ${hash} AND revoked_at IS NULL`.pipe(
+          Effect.flatMap(decodeRows(TokenRow))
+        )
+        const row = tokens[0]
+        if (row === undefined) return Option.none()
+        const principals = yield* sql`SELECT * FROM principals WHERE uid = ${row.principal_uid}`.pipe(
+          Effect.flatMap(decodeRows(PrincipalRow)),
+          Effect.flatMap(withMemberships)
+        )
+        const principal = principals[0]
+        if (principal === undefined) return Option.none()
+        return Option.some({ token: yield* toToken(row), principal })
+      },
+      operation("IdentityStore.findToken")
+    )
+
+    const revokeToken = Effect.fn("IdentityStore.revokeToken")(
+      function* (id: TokenId, at: number) {
+        const rows = yield* sql`UPDATE tokens SET revoked_at = COALESCE(revoked_at, ${at})
+          WHERE token_id = ${id} RETURNING token_id`
+        return rows.length > 0
+      },
+      operation("IdentityStore.revokeToken")
+    )
+
+    return IdentityStore.of({
+      createTeam,
+      getTeam,
+      listTeams,
+      updateTeam,
+      createPrincipal,
+      getPrincipal,
+      countPrincipals,
+      createToken,
+      findToken,
+      revokeToken
+    })
+  })
+)

@@ -1,0 +1,584 @@
+/**
+ * RunStore over SqlClient, one implementation for SQLite and PostgreSQL.
+ *
+ * A run is one row of `runs`: columns for everything the list filters and sorts on, or that
+ * claiming and leases change (state, updated_at, lease, counters), and `doc`, the JSON of the
+ * rest of its `RunItem` as the core Schema encodes it. `metadata` and `ancestor_run_ids` are JSON
+ * columns written once at creation (and indexed in `run_metadata`, `run_ancestors`); artifacts
+ * live in `run_artifacts`, in the order they were recorded.
+ *
+ * Writes:
+ * - Every write is one transaction (even a single statement: SQLite's client would otherwise run
+ *   it inside whatever transaction another fiber has open on the connection), and its first
+ *   statement writes, so SQLite takes its write lock at once (as `BEGIN IMMEDIATE` would) and a
+ *   second process waits on `busy_timeout` instead of failing to upgrade a read lock.
+ * - `create` takes its exactly-once key first (`INSERT ... ON CONFLICT DO NOTHING RETURNING`, or
+ *   the delivery log entry and its identity); a taken key fails DuplicateKey and rolls back.
+ * - `update` is one `UPDATE ... WHERE run_id AND state [AND lease holder] RETURNING`: the guard
+ *   and the write are one step, so a lost race is a StaleWrite, never a lost update.
+ * - Timeline sequences come from the run row's `last_sequence`, bumped by the same statement
+ *   that writes the run (the row lock orders concurrent appends on PostgreSQL).
+ * - `claim` is one statement: `UPDATE runs ... WHERE run_id = (SELECT the oldest QUEUED run ...
+ *   FOR UPDATE SKIP LOCKED)` on PostgreSQL (concurrent claimers skip each other's row), the same
+ *   without the locking clause on SQLite (one writer at a time); its `run_claimed` event is
+ *   written in the same transaction.
+ * - Wake-ups are signalled after the transaction commits, so a woken dispatcher finds the run.
+ */
+import type { Viewer } from "@agent-runs/core/Access"
+import { Artifact } from "@agent-runs/core/Artifact"
+import { ConversationStep } from "@agent-runs/core/Conversation"
+import { RunId } from "@agent-runs/core/Ids"
+import type { ExecutionId, TeamUid } from "@agent-runs/core/Ids"
+import { RunItem } from "@agent-runs/core/Run"
+import { encodeCursor, type RunListQuery } from "@agent-runs/core/RunQuery"
+import {
+  type NewRun,
+  type NewTimelineEvent,
+  type RunGuard,
+  runListRow,
+  RunStore,
+  type StoredFollowup,
+  type StoredRun
+} from "@agent-runs/core/ports/RunStore"
+import { DuplicateKey, type ExactlyOnceKey, StaleWrite, StorageError } from "@agent-runs/core/ports/Storage"
+import { TimelineEvent } from "@agent-runs/core/Timeline"
+import { SqlClient } from "@effect/sql"
+import { Effect, Layer, Option, Schema, Stream } from "effect"
+import { claimIdentity, insertDelivery } from "./DeliveriesSql.js"
+import { bool, iso, json, millis } from "./internal/Catalog.js"
+import { searchColumns, selectPage } from "./RunListSql.js"
+import * as Rows from "./Rows.js"
+import { Wakeups } from "./Wakeups.js"
+
+/** The columns a run is read from. */
+const RUN_COLUMNS = [
+  "run_id",
+  "team_uid",
+  "state",
+  "updated_at",
+  "lease_execution_id",
+  "lease_expires_at",
+  "at_capacity",
+  "sandbox_retained",
+  "has_conversation",
+  "artifact_count",
+  "doc",
+  "metadata",
+  "ancestor_run_ids"
+].map((c) => `runs.${c}`).join(", ")
+
+const Int = Schema.Union(Schema.Number, Schema.NumberFromString)
+const Json = Schema.parseJson()
+
+const RunRow = Schema.Struct({
+  run_id: Schema.String,
+  team_uid: Schema.String,
+  state: Schema.String,
+  updated_at: Rows.Millis,
+  lease_execution_id: Schema.NullOr(Schema.String),
+  lease_expires_at: Schema.NullOr(Rows.Millis),
+  at_capacity: Rows.Bool,
+  sandbox_retained: Rows.Bool,
+  has_conversation: Rows.Bool,
+  artifact_count: Int,
+  doc: Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  metadata: Json,
+  ancestor_run_ids: Json
+})
+type RunRow = typeof RunRow.Type
+
+const decodeRunRows = Schema.decodeUnknown(Schema.Array(RunRow))
+const decodeItem = Schema.decodeUnknown(RunItem)
+const encodeItem = Schema.encode(RunItem)
+const encodeArtifact = Schema.encode(Artifact)
+const decodeArtifacts = Schema.decodeUnknown(Schema.Array(Json))
+const Steps = Schema.parseJson(Schema.Array(ConversationStep))
+const decodeSteps = Schema.decodeUnknown(Schema.Array(Schema.Struct({ steps: Steps })))
+const encodeSteps = Schema.encode(Steps)
+const decodeEvents = Schema.decodeUnknown(Schema.Array(TimelineEvent))
+
+const EventRow = Schema.Struct({
+  sequence: Int,
+  event_type: Schema.String,
+  occurred_at: Rows.Millis,
+  execution_id: Schema.String,
+  message: Schema.NullOr(Schema.String),
+  data: Schema.NullOr(Json)
+})
+const FollowupRow = Schema.Struct({ id: Int, message: Schema.String, received_at: Rows.Millis })
+const Sequence = Schema.Array(Schema.Struct({ last_sequence: Int }))
+const Count = Schema.Array(Schema.Struct({ n: Int }))
+const decodeClaimed = Schema.decodeUnknown(Schema.Array(Schema.Struct({ run_id: RunId, last_sequence: Int })))
+
+/** Inserting many rows: chunks that stay below SQLite's limit of bound parameters per statement. */
+const MAX_PARAMETERS = 30_000
+
+/**
+ * Names the operation as a span and turns every failure except the port's own (a lost
+ * conditional write, a taken exactly-once key) into a `StorageError` for that operation.
+ */
+const operation = (name: string) => <A, E, R>(
+  self: Effect.Effect<A, E, R>
+): Effect.Effect<A, Extract<E, StaleWrite | DuplicateKey> | StorageError, R> =>
+  self.pipe(
+    Effect.mapError((e): Extract<E, StaleWrite | DuplicateKey> | StorageError =>
+      e instanceof StaleWrite || e instanceof DuplicateKey
+        ? (e as Extract<E, StaleWrite | DuplicateKey>)
+        : new StorageError({ operation: name, cause: e })
+    ),
+    Effect.withSpan(name)
+  )
+
+/** RunStore, needing `SqlClient` and `Wakeups`. */
+export const layer = Layer.effect(
+  RunStore,
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const wakeups = yield* Wakeups
+    const columns = sql.literal(RUN_COLUMNS)
+
+    /**
+     * Reads in one transaction on SQLite: its client runs a statement made outside a transaction
+     * on the one connection even while another fiber's transaction is open there, so a bare read
+     * could see writes that are then rolled back. (PostgreSQL reads on a connection of its own.)
+     */
+    const read = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+      sql.onDialectOrElse({ sqlite: () => sql.withTransaction(effect), orElse: () => effect })
+
+    /** Signals a possibly claimable run; a lost hint only delays a claim (dispatchers also poll). */
+    const wake = wakeups.notify.pipe(Effect.ignoreLogged)
+
+    const insertAll = (table: string, rows: ReadonlyArray<Record<string, unknown>>) => {
+      if (rows.length === 0) return Effect.void
+      const size = Math.max(1, Math.floor(MAX_PARAMETERS / Object.keys(rows[0]!).length))
+      const chunks: Array<ReadonlyArray<Record<string, unknown>>> = []
+      for (let i = 0; i < rows.length; i += size) chunks.push(rows.slice(i, i + size))
+      return Effect.forEach(chunks, (chunk) => sql`INSERT INTO ${sql(table)} ${sql.insert(chunk)}`, { discard: true })
+    }
+
+    /** The columns a run writes (all but the counters and the parts fixed at creation). */
+    const runColumns = (run: StoredRun) =>
+      Effect.map(encodeItem(run.item), (encoded) => {
+        const {
+          ancestor_run_ids: _ancestors,
+          artifacts: _artifacts,
+          metadata: _metadata,
+          run_id: _runId,
+          state: _state,
+          updated_at: _updatedAt,
+          ...doc
+        } = encoded
+        const item = run.item
+        const config = item.agent_config
+        return {
+          team_uid: run.team_uid,
+          creator_uid: item.creator.uid,
+          scope_type: item.scope.type,
+          state: item.state,
+          created_at: millis(item.created_at),
+          updated_at: millis(item.updated_at),
+          title: item.title,
+          skill_name: item.agent_skill?.name ?? null,
+          agent_name: config.name ?? null,
+          model_id: config.model_id ?? null,
+          skill_spec: config.skill_spec ?? null,
+          environment_id: item.environment_id,
+          source: item.source,
+          execution_location: item.execution_location,
+          schedule_id: item.schedule?.schedule_id ?? null,
+          executor_uid: item.executor.uid,
+          worker_host: config.worker_host === undefined || config.worker_host === "" ? null : config.worker_host,
+          attempt: item.attempt,
+          execution_count: item.execution_count,
+          lease_execution_id: run.lease?.execution_id ?? null,
+          lease_expires_at: run.lease?.expires_at ?? null,
+          at_capacity: bool(sql, run.at_capacity),
+          sandbox_retained: bool(sql, run.sandbox_retained),
+          has_conversation: bool(sql, run.has_conversation),
+          ...searchColumns(item.title, item.prompt, config.skill_spec),
+          doc: json(doc)
+        }
+      })
+
+    /** The events' rows, numbered from `first`. */
+    const eventRows = (runId: RunId, first: number, events: ReadonlyArray<NewTimelineEvent>) =>
+      events.map((e, i) => ({
+        run_id: runId,
+        sequence: first + i,
+        event_type: e.event_type,
+        occurred_at: e.occurred_at,
+        execution_id: e.execution_id,
+        message: e.message ?? null,
+        data: e.data === undefined ? null : json(e.data)
+      }))
+
+    const artifactRow = (runId: RunId, position: number, artifact: Artifact) =>
+      Effect.map(encodeArtifact(artifact), (encoded) => ({
+        run_id: runId,
+        position,
+        artifact_type: artifact.artifact_type,
+        created_at: millis(artifact.created_at),
+        external_url: artifact.artifact_type === "EXTERNAL_REFERENCE" ? artifact.data.url : null,
+        doc: json(encoded)
+      }))
+
+    /** Stored runs from their rows, with their artifacts (one query for the runs that have any). */
+    const toStoredRuns = (raw: ReadonlyArray<unknown>) =>
+      Effect.gen(function* () {
+        const rows = yield* decodeRunRows(raw)
+        const withArtifacts = rows.filter((r) => r.artifact_count > 0).map((r) => r.run_id)
+        const artifacts = new Map<string, Array<unknown>>()
+        if (withArtifacts.length > 0) {
+          const found = yield* sql<{ run_id: string; doc: string }>`SELECT run_id, doc FROM run_artifacts
+            WHERE run_id IN ${sql.in(withArtifacts)} ORDER BY run_id, position`
+          const docs = yield* decodeArtifacts(found.map((a) => a.doc))
+          found.forEach((a, i) => {
+            const list = artifacts.get(a.run_id) ?? []
+            list.push(docs[i])
+            artifacts.set(a.run_id, list)
+          })
+        }
+        return yield* Effect.forEach(rows, (row) => toStoredRun(row, artifacts.get(row.run_id) ?? []))
+      })
+
+    const toStoredRun = (row: RunRow, artifacts: ReadonlyArray<unknown>) =>
+      Effect.map(
+        decodeItem({
+          ...row.doc,
+          run_id: row.run_id,
+          state: row.state,
+          updated_at: iso(row.updated_at),
+          metadata: row.metadata,
+          ancestor_run_ids: row.ancestor_run_ids,
+          artifacts
+        }),
+        (item): StoredRun => ({
+          item,
+          team_uid: row.team_uid as TeamUid,
+          lease:
+            row.lease_execution_id === null || row.lease_expires_at === null
+              ? null
+              : { execution_id: row.lease_execution_id as ExecutionId, expires_at: row.lease_expires_at },
+          at_capacity: row.at_capacity,
+          sandbox_retained: row.sandbox_retained,
+          has_conversation: row.has_conversation
+        })
+      )
+
+    /** Takes an exactly-once key, or fails with DuplicateKey (rolling the transaction back). */
+    const takeKey = (key: ExactlyOnceKey, runs: ReadonlyArray<NewRun>) =>
+      Effect.gen(function* () {
+        switch (key._tag) {
+          case "ScheduleTick": {
+            const taken = yield* sql`INSERT INTO schedule_ticks ${sql.insert({
+              schedule_id: key.schedule_id,
+              scheduled_for: key.scheduled_for,
+              run_id: runs[0]?.run.item.run_id ?? ""
+            })} ON CONFLICT DO NOTHING RETURNING schedule_id`
+            if (taken.length === 0) return yield* new DuplicateKey({ key })
+            return
+          }
+          case "Delivery": {
+            yield* insertDelivery(key.webhook_uid, key.delivery)
+            const claimed = yield* claimIdentity(key.webhook_uid, key.identity, key.delivery.delivery_id)
+            if (!claimed) return yield* new DuplicateKey({ key })
+            return
+          }
+        }
+      }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+
+    const create = Effect.fn("RunStore.create")(
+      function* (runs: ReadonlyArray<NewRun>, key?: ExactlyOnceKey) {
+        const runRows: Array<Record<string, unknown>> = []
+        const metadata: Array<Record<string, unknown>> = []
+        const ancestors: Array<Record<string, unknown>> = []
+        const artifacts: Array<Record<string, unknown>> = []
+        const events: Array<Record<string, unknown>> = []
+        for (const { events: first, run } of runs) {
+          const item = run.item
+          runRows.push({
+            run_id: item.run_id,
+            ...(yield* runColumns(run)),
+            last_sequence: first.length,
+            artifact_count: item.artifacts.length,
+            metadata: json(item.metadata),
+            ancestor_run_ids: json(item.ancestor_run_ids)
+          })
+          for (const [k, value] of Object.entries(item.metadata)) metadata.push({ run_id: item.run_id, key: k, value })
+          for (const ancestor of new Set(item.ancestor_run_ids)) {
+            ancestors.push({ run_id: item.run_id, ancestor_run_id: ancestor })
+          }
+          for (const [i, artifact] of item.artifacts.entries()) {
+            artifacts.push(yield* artifactRow(item.run_id, i + 1, artifact))
+          }
+          events.push(...eventRows(item.run_id, 1, first))
+        }
+        yield* sql.withTransaction(
+          Effect.gen(function* () {
+            if (key !== undefined) yield* takeKey(key, runs)
+            yield* insertAll("runs", runRows)
+            yield* insertAll("run_metadata", metadata)
+            yield* insertAll("run_ancestors", ancestors)
+            yield* insertAll("run_artifacts", artifacts)
+            yield* insertAll("timeline_events", events)
+          })
+        )
+        if (runs.some(({ run }) => run.item.state === "QUEUED")) yield* wake
+      },
+      operation("RunStore.create")
+    )
+
+    const get = Effect.fn("RunStore.get")(
+      function* (runId: RunId) {
+        const rows = yield* read(
+          sql`SELECT ${columns} FROM runs WHERE run_id = ${runId}`.pipe(Effect.flatMap(toStoredRuns))
+        )
+        return Option.fromNullable(rows[0])
+      },
+      operation("RunStore.get")
+    )
+
+    const list = Effect.fn("RunStore.list")(
+      function* (query: RunListQuery, viewer: Viewer) {
+        const selected = yield* read(selectPage(sql, columns, query, viewer).pipe(Effect.flatMap(toStoredRuns)))
+        const rows = selected.slice(0, query.limit)
+        const last = rows[rows.length - 1]
+        return selected.length > query.limit && last !== undefined
+          ? { rows, page_info: { has_next_page: true, next_cursor: encodeCursor(query, runListRow(last)) } }
+          : { rows, page_info: { has_next_page: false } }
+      },
+      operation("RunStore.list")
+    )
+
+    const update = Effect.fn("RunStore.update")(
+      function* (runId: RunId, guard: RunGuard, next: StoredRun, events: ReadonlyArray<NewTimelineEvent>) {
+        const row = yield* runColumns(next)
+        const holder = guard.execution_id === undefined
+          ? sql``
+          : sql`AND lease_execution_id = ${guard.execution_id}`
+        yield* sql.withTransaction(
+          Effect.gen(function* () {
+            const updated = yield* sql`UPDATE runs SET ${sql.update(row)}, last_sequence = last_sequence + ${events.length}
+              WHERE run_id = ${runId} AND state = ${guard.state} ${holder}
+              RETURNING last_sequence`.pipe(Effect.flatMap(Schema.decodeUnknown(Sequence)))
+            const last = updated[0]?.last_sequence
+            if (last === undefined) return yield* new StaleWrite({ what: `run ${runId}` })
+            yield* insertAll("timeline_events", eventRows(runId, last - events.length + 1, events))
+          })
+        )
+        if (next.item.state === "QUEUED") yield* wake
+      },
+      operation("RunStore.update")
+    )
+
+    const claim = Effect.fn("RunStore.claim")(
+      function* (params: {
+        readonly worker_host: string | null
+        readonly execution_id: ExecutionId
+        readonly now: number
+        readonly lease_ms: number
+      }) {
+        const host = params.worker_host === null || params.worker_host === ""
+          ? sql`worker_host IS NULL`
+          : sql`worker_host = ${params.worker_host}`
+        const skipLocked = sql.onDialectOrElse({
+          pg: () => sql.literal("FOR UPDATE SKIP LOCKED"),
+          orElse: () => sql.literal("")
+        })
+        const claimed = yield* sql.withTransaction(
+          Effect.gen(function* () {
+            // 'QUEUED' is written literally so that SQLite can use the partial index runs_queue.
+            const rows = yield* sql`UPDATE runs SET state = 'CLAIMED', updated_at = ${params.now},
+                lease_execution_id = ${params.execution_id}, lease_expires_at = ${params.now + params.lease_ms},
+                last_sequence = last_sequence + 1
+              WHERE run_id = (
+                SELECT run_id FROM runs WHERE state = 'QUEUED' AND ${host}
+                ORDER BY created_at, run_id LIMIT 1 ${skipLocked}
+              ) AND state = 'QUEUED'
+              RETURNING ${columns}, runs.last_sequence`
+            const row = rows[0]
+            if (row === undefined) return Option.none()
+            const { last_sequence, run_id } = (yield* decodeClaimed(rows))[0]!
+            yield* insertAll(
+              "timeline_events",
+              eventRows(run_id, last_sequence, [
+                { event_type: "run_claimed", occurred_at: params.now, execution_id: params.execution_id }
+              ])
+            )
+            return Option.some(row)
+          })
+        )
+        if (Option.isNone(claimed)) return Option.none()
+        const [run] = yield* read(toStoredRuns([claimed.value]))
+        return Option.fromNullable(run)
+      },
+      operation("RunStore.claim")
+    )
+
+    const renewLease = Effect.fn("RunStore.renewLease")(
+      function* (runId: RunId, execution_id: ExecutionId, expires_at: number) {
+        const renewed = yield* sql.withTransaction(
+          sql`UPDATE runs SET lease_expires_at = ${expires_at}
+            WHERE run_id = ${runId} AND lease_execution_id = ${execution_id} AND state IN ('CLAIMED', 'INPROGRESS')
+            RETURNING run_id`
+        )
+        if (renewed.length === 0) return yield* new StaleWrite({ what: `lease of run ${runId}` })
+      },
+      operation("RunStore.renewLease")
+    )
+
+    const expiredLeases = Effect.fn("RunStore.expiredLeases")(
+      function* (now: number, limit: number) {
+        return yield* read(
+          sql`SELECT ${columns} FROM runs
+            WHERE lease_expires_at <= ${now} AND state IN ('CLAIMED', 'INPROGRESS')
+            ORDER BY lease_expires_at, run_id LIMIT ${limit}`.pipe(Effect.flatMap(toStoredRuns))
+        )
+      },
+      operation("RunStore.expiredLeases")
+    )
+
+    const activeCount = Effect.fn("RunStore.activeCount")(
+      function* (team: TeamUid) {
+        const rows = yield* read(
+          sql`SELECT COUNT(*) AS n FROM runs
+            WHERE team_uid = ${team} AND state IN ('QUEUED', 'CLAIMED', 'INPROGRESS')`
+        ).pipe(Effect.flatMap(Schema.decodeUnknown(Count)))
+        return rows[0]?.n ?? 0
+      },
+      operation("RunStore.activeCount")
+    )
+
+    const pending = Effect.fn("RunStore.pending")(
+      function* (team: TeamUid, limit: number) {
+        return yield* read(
+          sql`SELECT ${columns} FROM runs WHERE team_uid = ${team} AND state = 'PENDING'
+            ORDER BY created_at, run_id LIMIT ${limit}`.pipe(Effect.flatMap(toStoredRuns))
+        )
+      },
+      operation("RunStore.pending")
+    )
+
+    const timeline = Effect.fn("RunStore.timeline")(
+      function* (runId: RunId, after: number) {
+        const rows = yield* read(
+          sql`SELECT sequence, event_type, occurred_at, execution_id, message, data
+            FROM timeline_events WHERE run_id = ${runId} AND sequence > ${after} ORDER BY sequence`
+        ).pipe(Effect.flatMap(Schema.decodeUnknown(Schema.Array(EventRow))))
+        return yield* decodeEvents(
+          rows.map((e) => ({
+            sequence: e.sequence,
+            event_type: e.event_type,
+            occurred_at: iso(e.occurred_at),
+            execution_id: e.execution_id,
+            ...(e.message === null ? {} : { message: e.message }),
+            ...(e.data === null ? {} : { data: e.data })
+          }))
+        )
+      },
+      operation("RunStore.timeline")
+    )
+
+    const saveConversation = Effect.fn("RunStore.saveConversation")(
+      function* (runId: RunId, execution_id: ExecutionId, steps: ReadonlyArray<ConversationStep>) {
+        const text = yield* encodeSteps(steps)
+        // The first save of an execution takes the next ordinal; later saves replace its steps.
+        yield* sql.withTransaction(
+          sql`INSERT INTO conversations (run_id, execution_id, ordinal, steps)
+            SELECT CAST(${runId} AS TEXT), CAST(${execution_id} AS TEXT), COALESCE(MAX(ordinal), 0) + 1, CAST(${text} AS TEXT)
+            FROM conversations WHERE run_id = ${runId}
+            ON CONFLICT (run_id, execution_id) DO UPDATE SET steps = excluded.steps`
+        )
+      },
+      operation("RunStore.saveConversation")
+    )
+
+    const conversation = Effect.fn("RunStore.conversation")(
+      function* (runId: RunId) {
+        const rows = yield* read(sql`SELECT steps FROM conversations WHERE run_id = ${runId} ORDER BY ordinal`).pipe(
+          Effect.flatMap(decodeSteps)
+        )
+        return rows.flatMap((r) => r.steps)
+      },
+      operation("RunStore.conversation")
+    )
+
+    const enqueueFollowup = Effect.fn("RunStore.enqueueFollowup")(
+      function* (runId: RunId, followup: StoredFollowup) {
+        yield* sql.withTransaction(
+          sql`INSERT INTO followup_inbox ${sql.insert({
+            run_id: runId,
+            message: followup.message,
+            received_at: followup.received_at
+          })}`
+        )
+      },
+      operation("RunStore.enqueueFollowup")
+    )
+
+    const takeFollowups = Effect.fn("RunStore.takeFollowups")(
+      function* (runId: RunId) {
+        const rows = yield* sql.withTransaction(
+          sql`DELETE FROM followup_inbox WHERE run_id = ${runId} RETURNING id, message, received_at`
+        ).pipe(Effect.flatMap(Schema.decodeUnknown(Schema.Array(FollowupRow))))
+        return [...rows]
+          .sort((a, b) => a.received_at - b.received_at || a.id - b.id)
+          .map((r): StoredFollowup => ({ message: r.message, received_at: r.received_at }))
+      },
+      operation("RunStore.takeFollowups")
+    )
+
+    const addArtifact = Effect.fn("RunStore.addArtifact")(
+      function* (runId: RunId, artifact: Artifact) {
+        yield* sql.withTransaction(
+          Effect.gen(function* () {
+            const counted = yield* sql`UPDATE runs SET artifact_count = artifact_count + 1 WHERE run_id = ${runId}
+              RETURNING artifact_count`.pipe(
+              Effect.flatMap(Schema.decodeUnknown(Schema.Array(Schema.Struct({ artifact_count: Int }))))
+            )
+            const position = counted[0]?.artifact_count
+            if (position === undefined) return yield* Effect.fail(`no run ${runId}`)
+            yield* insertAll("run_artifacts", [yield* artifactRow(runId, position, artifact)])
+          })
+        )
+      },
+      operation("RunStore.addArtifact")
+    )
+
+    const findByExternalReference = Effect.fn("RunStore.findByExternalReference")(
+      function* (url: string) {
+        const found = yield* read(
+          sql<{ run_id: RunId }>`SELECT run_id FROM run_artifacts WHERE external_url = ${url}
+            ORDER BY created_at DESC, run_id DESC LIMIT 1`
+        )
+        const runId = found[0]?.run_id
+        return runId === undefined ? Option.none() : yield* get(runId)
+      },
+      operation("RunStore.findByExternalReference")
+    )
+
+    const signals = wakeups.signals.pipe(
+      Stream.mapError((cause) => new StorageError({ operation: "RunStore.wakeups", cause }))
+    )
+
+    return RunStore.of({
+      create,
+      get,
+      list,
+      update,
+      claim,
+      renewLease,
+      expiredLeases,
+      activeCount,
+      pending,
+      timeline,
+      saveConversation,
+      conversation,
+      enqueueFollowup,
+      takeFollowups,
+      addArtifact,
+      findByExternalReference,
+      wakeups: signals
+    })
+  })
+)

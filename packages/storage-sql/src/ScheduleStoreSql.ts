@@ -1,0 +1,149 @@
+/**
+ * ScheduleStore over SqlClient: one row per schedule, with columns for what queries need (team,
+ * owner, scope, name, status, tick watermark) and the nested parts (agent configuration,
+ * environment, principal references, history) as the JSON the core Schemas encode. A deleted
+ * schedule keeps its row (status `deleted`) and is invisible to `get`, `list` and `active`.
+ * `update` is a compare-and-set on `updated_at`, and never revives a deleted schedule.
+ */
+import type { Viewer } from "@agent-runs/core/Access"
+import { PrincipalUid, TeamUid } from "@agent-runs/core/Ids"
+import type { ScheduleId } from "@agent-runs/core/Ids"
+import { ScheduleStore } from "@agent-runs/core/ports/ScheduleStore"
+import type { StoredSchedule } from "@agent-runs/core/ports/ScheduleStore"
+import { StaleWrite } from "@agent-runs/core/ports/Storage"
+import { ScheduledAgentItem } from "@agent-runs/core/Schedule"
+import { ScheduleStatus } from "@agent-runs/core/ScheduleStateMachine"
+import { SqlClient } from "@effect/sql"
+import { Effect, Layer, Option, Schema } from "effect"
+import { bool, decodeRows, iso, json, JsonColumn, millis, operation, traced, visibleTo } from "./internal/Catalog.js"
+import * as Rows from "./Rows.js"
+
+const ScheduleRow = Schema.Struct({
+  id: Schema.String,
+  team_uid: TeamUid,
+  creator_uid: PrincipalUid,
+  scope_type: Schema.String,
+  scope_uid: Schema.String,
+  name: Schema.String,
+  cron_schedule: Schema.String,
+  timezone: Schema.String,
+  enabled: Rows.Bool,
+  prompt: Schema.String,
+  agent_config: JsonColumn,
+  environment: Schema.NullOr(JsonColumn),
+  created_at: Rows.Millis,
+  updated_at: Rows.Millis,
+  created_by: JsonColumn,
+  updated_by: JsonColumn,
+  history: JsonColumn,
+  last_spawn_error: Schema.NullOr(Schema.String),
+  status: ScheduleStatus,
+  last_tick_at: Rows.Millis
+})
+
+/** The stored schedule of a row, its item decoded with the core Schema. */
+const fromRow = (row: typeof ScheduleRow.Type) =>
+  Effect.map(
+    Schema.decodeUnknown(ScheduledAgentItem)({
+      id: row.id,
+      name: row.name,
+      cron_schedule: row.cron_schedule,
+      timezone: row.timezone,
+      enabled: row.enabled,
+      prompt: row.prompt,
+      agent_config: row.agent_config,
+      environment: row.environment,
+      created_at: iso(row.created_at),
+      updated_at: iso(row.updated_at),
+      created_by: row.created_by,
+      updated_by: row.updated_by,
+      scope: { type: row.scope_type, uid: row.scope_uid },
+      history: row.history,
+      last_spawn_error: row.last_spawn_error
+    }),
+    (item): StoredSchedule => ({
+      item,
+      team_uid: row.team_uid,
+      creator_uid: row.creator_uid,
+      state: { status: row.status, lastTickAt: row.last_tick_at }
+    })
+  )
+
+const decodeSchedules = (rows: ReadonlyArray<unknown>) =>
+  Effect.flatMap(decodeRows(ScheduleRow)(rows), Effect.forEach(fromRow))
+
+/** ScheduleStore, needing `SqlClient`. */
+export const layer = Layer.effect(
+  ScheduleStore,
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    /** Every column but the id, from the core Schema's encoding of the item. */
+    const columns = (s: StoredSchedule) =>
+      Effect.map(Schema.encode(ScheduledAgentItem)(s.item), (item) => ({
+        team_uid: s.team_uid,
+        creator_uid: s.creator_uid,
+        scope_type: item.scope.type,
+        scope_uid: item.scope.uid,
+        name: item.name,
+        cron_schedule: item.cron_schedule,
+        timezone: item.timezone,
+        enabled: bool(sql, item.enabled),
+        prompt: item.prompt,
+        agent_config: json(item.agent_config),
+        environment: item.environment === null ? null : json(item.environment),
+        created_at: millis(s.item.created_at),
+        updated_at: millis(s.item.updated_at),
+        created_by: json(item.created_by),
+        updated_by: json(item.updated_by),
+        history: json(item.history),
+        last_spawn_error: item.last_spawn_error,
+        status: s.state.status,
+        last_tick_at: s.state.lastTickAt
+      }))
+
+    const create = Effect.fn("ScheduleStore.create")(
+      function* (schedule: StoredSchedule) {
+        const row = yield* columns(schedule)
+        yield* sql`INSERT INTO schedules ${sql.insert({ id: schedule.item.id, ...row })}`
+      },
+      operation("ScheduleStore.create")
+    )
+
+    const get = Effect.fn("ScheduleStore.get")(
+      function* (id: ScheduleId) {
+        const rows = yield* sql`SELECT * FROM schedules WHERE id = ${id} AND status <> 'deleted'`.pipe(
+          Effect.flatMap(decodeSchedules)
+        )
+        return Option.fromNullable(rows[0])
+      },
+      operation("ScheduleStore.get")
+    )
+
+    const list = Effect.fn("ScheduleStore.list")(
+      function* (viewer: Viewer) {
+        return yield* sql`SELECT * FROM schedules s WHERE ${visibleTo(sql, viewer, "s")} AND s.status <> 'deleted'
+          ORDER BY s.name, s.id`.pipe(Effect.flatMap(decodeSchedules))
+      },
+      operation("ScheduleStore.list")
+    )
+
+    const update = Effect.fn("ScheduleStore.update")(
+      function* (next: StoredSchedule, expectedUpdatedAt: number) {
+        const row = yield* columns(next)
+        const updated = yield* sql`UPDATE schedules SET ${sql.update(row)}
+          WHERE id = ${next.item.id} AND updated_at = ${expectedUpdatedAt} AND status <> 'deleted'
+          RETURNING id`
+        if (updated.length === 0) return yield* new StaleWrite({ what: `schedule ${next.item.id}` })
+      },
+      operation("ScheduleStore.update")
+    )
+
+    const active = sql`SELECT * FROM schedules WHERE status = 'active' ORDER BY id`.pipe(
+      Effect.flatMap(decodeSchedules),
+      traced("ScheduleStore.active")
+    )
+
+    return ScheduleStore.of({ create, get, list, update, active })
+  })
+)

@@ -1,0 +1,227 @@
+/**
+ * WebhookStore over SqlClient. A webhook is one row with its state-machine status and secret
+ * version; its secret (when it has its own) is sealed with AES-256-GCM and bound to (uid, secret
+ * version), so neither another webhook's ciphertext nor an older one of its own opens there.
+ * Deleted webhooks keep their row and are invisible. `update` is a compare-and-set on the secret
+ * version and never revives a deleted webhook: of two rotations from the same version, one wins.
+ *
+ * The delivery log is paged newest first by (received_at, delivery_id); pruning keeps the newest
+ * `keep` entries and everything received at or after `since`, and removes the rest with the
+ * de-duplication identities they hold (ON DELETE CASCADE).
+ */
+import type { DeliveryId, WebhookUid } from "@agent-runs/core/Ids"
+import { PrincipalUid, TeamUid } from "@agent-runs/core/Ids"
+import { StaleWrite } from "@agent-runs/core/ports/Storage"
+import { WebhookStore } from "@agent-runs/core/ports/WebhookStore"
+import type { StoredWebhook } from "@agent-runs/core/ports/WebhookStore"
+import { Delivery, Webhook } from "@agent-runs/core/Webhook"
+import { WebhookStatus } from "@agent-runs/core/WebhookStateMachine"
+import { SqlClient } from "@effect/sql"
+import { Effect, Layer, Option, Schema } from "effect"
+import * as Crypto from "./Crypto.js"
+import { insertDelivery } from "./DeliveriesSql.js"
+import { bool, Bytes, decodeRows, iso, JsonColumn, millis, operation } from "./internal/Catalog.js"
+import * as Rows from "./Rows.js"
+import { StorageKey } from "./StorageKey.js"
+
+/** The row a webhook's secret is bound to: the webhook and the secret's version. */
+const rowAad = (uid: string, secretVersion: number) => Crypto.aad("webhook", uid, secretVersion)
+
+const WebhookRow = Schema.Struct({
+  uid: Schema.String,
+  team_uid: TeamUid,
+  creator_uid: PrincipalUid,
+  name: Schema.String,
+  auth_mode: Schema.String,
+  signature_scheme: Schema.NullOr(Schema.String),
+  secret_name: Schema.NullOr(Schema.String),
+  delivery_id_header: Schema.NullOr(Schema.String),
+  enabled: Rows.Bool,
+  ingress_url: Schema.String,
+  created_at: Rows.Millis,
+  updated_at: Rows.Millis,
+  status: WebhookStatus,
+  secret_version: Schema.Number,
+  secret: Schema.NullOr(Bytes)
+})
+
+const DeliveryRow = Schema.Struct({
+  delivery_id: Schema.String,
+  received_at: Rows.Millis,
+  size_bytes: Schema.Number,
+  identity: Schema.String,
+  outcome: Schema.String,
+  run_ids: JsonColumn,
+  /** SQL NULL when absent; the text `null` when the payload is the JSON null. */
+  payload: Schema.NullOr(Schema.String)
+})
+
+const parsePayload = Schema.decode(JsonColumn)
+
+/** A logged delivery, decoded with the core Schema (`payload` present exactly when stored). */
+const toDelivery = (row: typeof DeliveryRow.Type) =>
+  Effect.flatMap(
+    row.payload === null ? Effect.succeed({}) : Effect.map(parsePayload(row.payload), (payload) => ({ payload })),
+    (payload) =>
+      Schema.decodeUnknown(Delivery)({
+        delivery_id: row.delivery_id,
+        received_at: iso(row.received_at),
+        size_bytes: row.size_bytes,
+        identity: row.identity,
+        outcome: row.outcome,
+        run_ids: row.run_ids,
+        ...payload
+      })
+  )
+const decodeDeliveries = (rows: ReadonlyArray<unknown>) =>
+  Effect.flatMap(decodeRows(DeliveryRow)(rows), Effect.forEach(toDelivery))
+
+/** WebhookStore, needing `SqlClient` and `StorageKey`. */
+export const layer = Layer.effect(
+  WebhookStore,
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const { key } = yield* StorageKey
+
+    /** The stored webhook of a row, its item decoded with the core Schema and its secret opened. */
+    const fromRow = (row: typeof WebhookRow.Type) =>
+      Effect.gen(function* () {
+        const item = yield* Schema.decodeUnknown(Webhook)({
+          uid: row.uid,
+          name: row.name,
+          auth_mode: row.auth_mode,
+          signature_scheme: row.signature_scheme,
+          ...(row.secret_name === null ? {} : { secret_name: row.secret_name }),
+          ...(row.delivery_id_header === null ? {} : { delivery_id_header: row.delivery_id_header }),
+          enabled: row.enabled,
+          ingress_url: row.ingress_url,
+          created_at: iso(row.created_at),
+          updated_at: iso(row.updated_at)
+        })
+        const secret = row.secret === null ? null : yield* Crypto.open(key, row.secret, rowAad(row.uid, row.secret_version))
+        const stored: StoredWebhook = {
+          item,
+          team_uid: row.team_uid,
+          creator_uid: row.creator_uid,
+          state: { status: row.status, secretVersion: row.secret_version },
+          secret
+        }
+        return stored
+      })
+
+    const decodeWebhooks = (rows: ReadonlyArray<unknown>) =>
+      Effect.flatMap(decodeRows(WebhookRow)(rows), Effect.forEach(fromRow))
+
+    /** Every column but the uid, the secret sealed for its version. */
+    const columns = (w: StoredWebhook) =>
+      Effect.gen(function* () {
+        const item = yield* Schema.encode(Webhook)(w.item)
+        const secret = w.secret === null ? null : yield* Crypto.seal(key, w.secret, rowAad(w.item.uid, w.state.secretVersion))
+        return {
+          team_uid: w.team_uid,
+          creator_uid: w.creator_uid,
+          name: item.name,
+          auth_mode: item.auth_mode,
+          signature_scheme: item.signature_scheme,
+          secret_name: item.secret_name ?? null,
+          delivery_id_header: item.delivery_id_header ?? null,
+          enabled: bool(sql, item.enabled),
+          ingress_url: item.ingress_url,
+          created_at: millis(w.item.created_at),
+          updated_at: millis(w.item.updated_at),
+          status: w.state.status,
+          secret_version: w.state.secretVersion,
+          secret
+        }
+      })
+
+    const create = Effect.fn("WebhookStore.create")(
+      function* (webhook: StoredWebhook) {
+        const row = yield* columns(webhook)
+        yield* sql`INSERT INTO webhooks ${sql.insert({ uid: webhook.item.uid, ...row })}`
+      },
+      operation("WebhookStore.create")
+    )
+
+    const get = Effect.fn("WebhookStore.get")(
+      function* (uid: WebhookUid) {
+        const rows = yield* sql`SELECT * FROM webhooks WHERE uid = ${uid} AND status <> 'deleted'`.pipe(
+          Effect.flatMap(decodeWebhooks)
+        )
+        return Option.fromNullable(rows[0])
+      },
+      operation("WebhookStore.get")
+    )
+
+    const list = Effect.fn("WebhookStore.list")(
+      function* (team: TeamUid) {
+        return yield* sql`SELECT * FROM webhooks WHERE team_uid = ${team} AND status <> 'deleted'
+          ORDER BY name, uid`.pipe(Effect.flatMap(decodeWebhooks))
+      },
+      operation("WebhookStore.list")
+    )
+
+    const update = Effect.fn("WebhookStore.update")(
+      function* (next: StoredWebhook, expectedSecretVersion: number) {
+        const row = yield* columns(next)
+        const updated = yield* sql`UPDATE webhooks SET ${sql.update(row)}
+          WHERE uid = ${next.item.uid} AND secret_version = ${expectedSecretVersion} AND status <> 'deleted'
+          RETURNING uid`
+        if (updated.length === 0) return yield* new StaleWrite({ what: `webhook ${next.item.uid}` })
+      },
+      operation("WebhookStore.update")
+    )
+
+    const logDelivery = Effect.fn("WebhookStore.logDelivery")(
+      function* (webhook: WebhookUid, delivery: Delivery) {
+        yield* insertDelivery(webhook, delivery).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+      },
+      operation("WebhookStore.logDelivery")
+    )
+
+    const deliveries = Effect.fn("WebhookStore.deliveries")(
+      function* (
+        webhook: WebhookUid,
+        limit: number,
+        before: { readonly received_at: number; readonly delivery_id: DeliveryId } | null
+      ) {
+        const size = Math.max(0, Math.floor(limit))
+        const older = before === null
+          ? sql``
+          : sql`AND (received_at < ${before.received_at}
+              OR (received_at = ${before.received_at} AND delivery_id < ${before.delivery_id}))`
+        const rows = yield* sql`SELECT * FROM deliveries WHERE webhook_uid = ${webhook} ${older}
+          ORDER BY received_at DESC, delivery_id DESC LIMIT ${size + 1}`.pipe(Effect.flatMap(decodeDeliveries))
+        const page = rows.slice(0, size)
+        return { deliveries: page, next: rows.length > size ? (page[page.length - 1] ?? null) : null }
+      },
+      operation("WebhookStore.deliveries")
+    )
+
+    const delivery = Effect.fn("WebhookStore.delivery")(
+      function* (webhook: WebhookUid, id: DeliveryId) {
+        const rows = yield* sql`SELECT * FROM deliveries WHERE webhook_uid = ${webhook} AND delivery_id = ${id}`.pipe(
+          Effect.flatMap(decodeDeliveries)
+        )
+        return Option.fromNullable(rows[0])
+      },
+      operation("WebhookStore.delivery")
+    )
+
+    const prune = Effect.fn("WebhookStore.prune")(
+      function* (webhook: WebhookUid, keep: number, since: number) {
+        const removed = yield* sql`DELETE FROM deliveries
+          WHERE webhook_uid = ${webhook} AND received_at < ${since}
+            AND delivery_id NOT IN (
+              SELECT delivery_id FROM deliveries WHERE webhook_uid = ${webhook}
+              ORDER BY received_at DESC, delivery_id DESC LIMIT ${Math.max(0, Math.floor(keep))}
+            )
+          RETURNING delivery_id`
+        return removed.length
+      },
+      operation("WebhookStore.prune")
+    )
+
+    return WebhookStore.of({ create, get, list, update, logDelivery, deliveries, delivery, prune })
+  })
+)

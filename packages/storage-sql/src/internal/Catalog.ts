@@ -1,0 +1,65 @@
+/**
+ * What the catalog stores (schedules, environments, webhooks, automations, secrets, identity)
+ * share: parameter encoding per dialect, time conversions, the visibility condition of
+ * `Access.canSee` in SQL, row decoding, and the mapping of failures to `StorageError`.
+ */
+import type { Viewer } from "@agent-runs/core/Access"
+import { StaleWrite, StorageError } from "@agent-runs/core/ports/Storage"
+import type { SqlClient, Statement } from "@effect/sql"
+import type { ParseResult } from "effect"
+import { DateTime, Effect, Schema } from "effect"
+
+/** A boolean parameter: BOOLEAN on PostgreSQL, 0/1 on SQLite (whose driver binds no booleans). */
+export const bool = (sql: SqlClient.SqlClient, value: boolean): boolean | number =>
+  sql.onDialectOrElse({ pg: () => value, orElse: () => (value ? 1 : 0) })
+
+/** The epoch milliseconds of a timestamp, as stored. */
+export const millis = (t: DateTime.Utc): number => DateTime.toEpochMillis(t)
+
+/** The wire form of stored epoch milliseconds (RFC 3339, UTC, milliseconds), for the core Schemas. */
+export const iso = (ms: number): string => new Date(ms).toISOString()
+
+/** A document for a TEXT column: the JSON of what a core Schema encoded. */
+export const json = (encoded: unknown): string => JSON.stringify(encoded)
+
+/** A TEXT column holding JSON, parsed (and checked by the core Schema decoding the row). */
+export const JsonColumn = Schema.parseJson()
+
+/** A COUNT(*) (PostgreSQL returns BIGINT as a string). */
+export const Count = Schema.Union(Schema.Number, Schema.NumberFromString)
+
+/** A BYTEA / BLOB column. */
+export const Bytes = Schema.Uint8ArrayFromSelf
+
+/**
+ * The condition `Access.canSee` puts on a resource with `team_uid`, `scope_type` and
+ * `creator_uid` columns: in the viewer's team, and Team-scoped, the viewer's own, or seen by an admin.
+ */
+export const visibleTo = (sql: SqlClient.SqlClient, viewer: Viewer, alias: string): Statement.Fragment => {
+  const column = (name: string) => sql(`${alias}.${name}`)
+  return viewer.role === "admin"
+    ? sql`${column("team_uid")} = ${viewer.team_uid}`
+    : sql`${column("team_uid")} = ${viewer.team_uid} AND (${column("scope_type")} = 'Team' OR ${
+      column("creator_uid")
+    } = ${viewer.principal_uid})`
+}
+
+/** Decodes the rows a query returned. */
+export const decodeRows = <A, I>(schema: Schema.Schema<A, I>) => {
+  const decode = Schema.decodeUnknown(Schema.Array(schema))
+  return (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<A>, ParseResult.ParseError> => decode(rows)
+}
+
+/**
+ * Turns every failure of an operation except a lost conditional write (`StaleWrite`) into a
+ * `StorageError` naming the operation. (`Effect.fn` names the span; `traced` does for plain effects.)
+ */
+export const operation = (name: string) => <A, E, R>(
+  self: Effect.Effect<A, E, R>
+): Effect.Effect<A, Extract<E, StaleWrite> | StorageError, R> =>
+  Effect.mapError(self, (e): Extract<E, StaleWrite> | StorageError =>
+    e instanceof StaleWrite ? (e as Extract<E, StaleWrite>) : new StorageError({ operation: name, cause: e }))
+
+/** `operation` for an effect that is not an `Effect.fn`: also a span of that name. */
+export const traced = (name: string) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
+  Effect.withSpan(operation(name)(self), name)
