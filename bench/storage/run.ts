@@ -14,6 +14,7 @@ import type { Access, Agent} from "@agent-runs/core";
 import { Ids, Run, RunQuery, RunStore } from "@agent-runs/core"
 import { PgStorage } from "@agent-runs/storage-pg"
 import { SqliteStorage } from "@agent-runs/storage-sqlite"
+import { SqlClient } from "@effect/sql"
 import * as Statement from "@effect/sql/Statement"
 import Database from "better-sqlite3"
 import { DateTime, Effect, Either, Layer, Redacted } from "effect"
@@ -115,7 +116,10 @@ const fmt = (ms: number) => `${ms.toFixed(2).padStart(8)} ms`
 /** Runs the page query once more through the raw driver, with the SQL the adapter generated. */
 type RawRunner = (sql: string, params: ReadonlyArray<unknown>) => Promise<unknown>
 
-const bench = (name: string, raw: RawRunner) =>
+/** The database's plan for a statement (BENCH_EXPLAIN=1 prints it for every deep page). */
+type Explainer = (sql: string, params: ReadonlyArray<unknown>) => Promise<string>
+
+const bench = (name: string, raw: RawRunner, explain: Explainer) =>
   Effect.gen(function* () {
     const store = yield* RunStore.RunStore
     console.log(`\n== ${name}: inserting ${N.toLocaleString("en")} runs`)
@@ -127,6 +131,9 @@ const bench = (name: string, raw: RawRunner) =>
       yield* store.create(runs)
     }
     const insertSeconds = (performance.now() - insertStart) / 1000
+    // Fresh planner statistics, as autovacuum would gather on a live PostgreSQL server.
+    const sql = yield* SqlClient.SqlClient
+    yield* sql.onDialectOrElse({ pg: () => sql`ANALYZE`, orElse: () => Effect.void })
     console.log(`inserted in ${insertSeconds.toFixed(1)} s (${Math.round(N / insertSeconds).toLocaleString("en")} runs/s)`)
 
     console.log(`\n${"query".padEnd(44)} ${"first p50".padStart(11)} ${"first p99".padStart(11)} ${"deep p50".padStart(11)} ${"deep p99".padStart(11)}  deep/first  adapter/raw`)
@@ -157,6 +164,7 @@ const bench = (name: string, raw: RawRunner) =>
           )
           const [sqlText, sqlParams] = captured[captured.length - 1]!
           const rawT = yield* timeIt(Effect.promise(() => raw(sqlText, sqlParams)))
+          if (process.env.BENCH_EXPLAIN) console.log(yield* Effect.promise(() => explain(sqlText, sqlParams)))
           const label = `${sortBy} ${order}${filtered ? " + state,model_id" : ""}`
           const ratio = deepT.p50 / firstT.p50
           const overhead = deepT.p50 / rawT.p50
@@ -204,7 +212,12 @@ const sqlite = Effect.gen(function* () {
     db ??= new Database(filename, { readonly: true })
     return db.prepare(sql).all(...(params as Array<unknown>))
   }
-  yield* bench("SQLite", raw).pipe(
+  const explain: Explainer = async (sql, params) => {
+    db ??= new Database(filename, { readonly: true })
+    const rows = db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...(params as Array<unknown>)) as Array<{ detail: string }>
+    return rows.map((r) => `    ${r.detail}`).join("\n")
+  }
+  yield* bench("SQLite", raw, explain).pipe(
     Effect.provide(Layer.mergeAll(SqliteStorage.layer({ filename, secretKey: key }), Ids.IdsLive)),
     Effect.ensuring(Effect.sync(() => {
       db?.close()
@@ -220,7 +233,11 @@ const postgres = Effect.gen(function* () {
   yield* Effect.promise(() => admin.query(`CREATE DATABASE ${name}`))
   const pool = new pg.Pool({ connectionString: `${PG_SERVER}/${name}`, max: 2 })
   const raw: RawRunner = (sql, params) => pool.query(sql, params as Array<unknown>)
-  yield* bench("PostgreSQL", raw).pipe(
+  const explain: Explainer = async (sql, params) => {
+    const result = await pool.query(`EXPLAIN (ANALYZE, COSTS OFF) ${sql}`, params as Array<unknown>)
+    return result.rows.map((r: Record<string, string>) => `    ${r["QUERY PLAN"]}`).join("\n")
+  }
+  yield* bench("PostgreSQL", raw, explain).pipe(
     Effect.provide(Layer.mergeAll(PgStorage.layer({ url: Redacted.make(`${PG_SERVER}/${name}`), secretKey: key }), Ids.IdsLive)),
     Effect.ensuring(Effect.promise(async () => {
       await pool.end()

@@ -11,7 +11,7 @@
  *   page costs the same wherever it starts. PostgreSQL also gets a trigram index for `q`.
  * - Claiming reads a partial index of the QUEUED runs, lease sweeps one of the leased runs
  *   (queries name the state literally, as SQLite needs to use a partial index); `pending` and
- *   `activeCount` read `(team_uid, state, created_at, run_id)`.
+ *   `activeCount` read a partial `(team_uid, state, created_at, run_id)` of the live states.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
@@ -63,7 +63,11 @@ export default Effect.gen(function* () {
     `CREATE INDEX runs_team_created ON runs (team_uid, created_at, run_id)`,
     `CREATE INDEX runs_team_title ON runs (team_uid, title, run_id)`,
     `CREATE INDEX runs_team_skill ON runs (team_uid, skill_name, run_id)`,
-    `CREATE INDEX runs_team_state ON runs (team_uid, state, created_at, run_id)`,
+    // Only the live states: admission counts and the pending queue read it. An index over every
+    // state would tempt PostgreSQL to serve a list filtered by state through it and sort, which
+    // grows with the team; without it, lists walk their sort index and filter.
+    `CREATE INDEX runs_team_live ON runs (team_uid, state, created_at, run_id)
+      WHERE state IN ('PENDING', 'QUEUED', 'CLAIMED', 'INPROGRESS')`,
     `CREATE INDEX runs_queue ON runs (worker_host, created_at, run_id) WHERE state = 'QUEUED'`,
     `CREATE INDEX runs_leases ON runs (lease_expires_at, run_id) WHERE lease_expires_at IS NOT NULL`,
     `CREATE TABLE run_metadata (
