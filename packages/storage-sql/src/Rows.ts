@@ -5,8 +5,11 @@
  */
 import { Schema } from "effect"
 
+/** An integer column: BIGINT (a string on PostgreSQL) or INTEGER. */
+export const Integer = Schema.Union(Schema.Number, Schema.NumberFromString)
+
 /** Epoch milliseconds in a BIGINT column. */
-export const Millis = Schema.Union(Schema.Number, Schema.NumberFromString)
+export const Millis = Integer
 
 /** A boolean in a BOOLEAN (PostgreSQL) or INTEGER 0/1 (SQLite) column. */
 export const Bool = Schema.transform(Schema.Union(Schema.Boolean, Schema.Number), Schema.Boolean, {
@@ -14,7 +17,4 @@ export const Bool = Schema.transform(Schema.Union(Schema.Boolean, Schema.Number)
   decode: (v) => v === true || v === 1,
   encode: (b) => b
 })
-
-/** A JSON document in a TEXT column, decoded with the given schema. */
-export const JsonText = <A, I, R>(schema: Schema.Schema<A, I, R>) => Schema.parseJson(schema)
 

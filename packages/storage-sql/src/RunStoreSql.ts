@@ -45,7 +45,7 @@ import { TimelineEvent } from "@agent-runs/core/Timeline"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option, Schema, Stream } from "effect"
 import { claimIdentity, insertDelivery } from "./DeliveriesSql.js"
-import { bool, iso, json, millis } from "./internal/Catalog.js"
+import { bool, iso, json, JsonColumn as Json, millis } from "./internal/Catalog.js"
 import { searchColumns, selectPage } from "./RunListSql.js"
 import * as Rows from "./Rows.js"
 import { Wakeups } from "./Wakeups.js"
@@ -67,8 +67,7 @@ const RUN_COLUMNS = [
   "ancestor_run_ids"
 ].map((c) => `runs.${c}`).join(", ")
 
-const Int = Schema.Union(Schema.Number, Schema.NumberFromString)
-const Json = Schema.parseJson()
+const Int = Rows.Integer
 
 const RunRow = Schema.Struct({
   run_id: Schema.String,

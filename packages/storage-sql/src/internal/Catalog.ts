@@ -25,8 +25,7 @@ export const json = (encoded: unknown): string => JSON.stringify(encoded)
 /** A TEXT column holding JSON, parsed (and checked by the core Schema decoding the row). */
 export const JsonColumn = Schema.parseJson()
 
-/** A COUNT(*) (PostgreSQL returns BIGINT as a string). */
-export const Count = Schema.Union(Schema.Number, Schema.NumberFromString)
+export { Integer as Count } from "../Rows.js"
 
 /** A BYTEA / BLOB column. */
 export const Bytes = Schema.Uint8ArrayFromSelf
