@@ -21,3 +21,4 @@ export const storageConformance = <E>(name: string, layer: Layer.Layer<Stores | 
     catalogConformance(layer)
   })
 }
+export { runsServiceSuite } from "./RunsServiceSuite.js"

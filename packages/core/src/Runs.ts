@@ -1,0 +1,457 @@
+/**
+ * The runs application service (CONTRACT §3, §4, §6): create, get, list, cancel and the timeline
+ * of runs, over the storage ports, with the caller's access checked on every call. HTTP status
+ * codes belong to packages/http; this module fails with the tagged errors of `Errors.ts`.
+ *
+ * Decisions where the contract is silent:
+ * - Order of checks on create: a viewer is refused (403) before the body is read; then the body
+ *   is decoded (400 naming the field); then referenced resources are checked (403).
+ * - A referenced environment, parent run or `config.agent_identity_uid` principal that is unknown
+ *   or that the caller may not use is a 403 `not_authorized` naming the field (the spec's "403 no
+ *   permission for referenced resources"); unknown and hidden answer alike, so nothing leaks.
+ *   An environment is usable when the caller sees it (Access.canSee), is one of its guests, or
+ *   opened its share link while link sharing is on.
+ * - `conversation_id` (start from a saved conversation) and `images` are refused with 422
+ *   `operation_not_supported` until the ports can look conversations up and store images.
+ * - The title defaults to the prompt's first non-blank line, trimmed, cut to 100 characters
+ *   (99 and "…"). A blank `title` counts as absent.
+ * - Runs created here execute `REMOTE`; the source is the caller's (API by default). The executor
+ *   is the creator, or the `config.agent_identity_uid` principal, which must belong to the team.
+ * - Admission happens in the creating write: the run is written once, in one transaction, with
+ *   `run_created`, `run_pending` and (when admitted) `run_queued`. It is admitted when the team's
+ *   runs holding capacity are fewer than `max_concurrent_runs` and no older run of the team waits
+ *   PENDING (oldest first); otherwise it stays PENDING with `at_capacity: true`. The check reads
+ *   then writes, so concurrent creates can each see the last free slot; the dispatcher admits
+ *   waiting runs as capacity frees.
+ * - Events recorded outside a lease (creation, cancel of a QUEUED run) carry the run's latest
+ *   execution id: a fresh one at creation, then the one of its latest timeline event.
+ * - A run id that is not a UUIDv7 is a 400 naming `runId` (a malformed id, as the issue's
+ *   validation rules say); a well-formed id of an unknown or hidden run is a 404.
+ * - `ancestor_run_id` in a list must name a run the caller can see, else 400 naming it.
+ * - Cancel checks 404 (unknown or hidden), then 403 (a viewer), then RunStateMachine's
+ *   422 → 400 → 409. The write is guarded by the state read (and the lease holder); a lost race
+ *   re-reads and decides again once, then answers 409 retryable. Cancel only records the state
+ *   change: the dispatcher holding the run observes CANCELLED (its guarded writes and lease
+ *   renewals fail) and stops the agent.
+ * - `is_sandbox_running` is true while an executor holds the run (CLAIMED, INPROGRESS) or a
+ *   failed setup's sandbox is retained; `is_run_type_cancellable` follows RunStateMachine.
+ * - A storage failure is a 503 `resource_unavailable` (retryable), logged with its cause; the
+ *   caller never sees the cause.
+ */
+import { Clock, DateTime, Effect, Either, Option, Schema } from "effect"
+import { canChange, canCreate, canSee, scopeFor } from "./Access.js"
+import type { Owned, Viewer } from "./Access.js"
+import { decodeRequest } from "./Common.js"
+import type { PrincipalRef } from "./Common.js"
+import {
+  Conflict,
+  InvalidRequest,
+  NotAuthorized,
+  OperationNotSupported,
+  ResourceNotFound,
+  ResourceUnavailable
+} from "./Errors.js"
+import { Ids, RunId } from "./Ids.js"
+import type { EnvironmentUid, ExecutionId, PrincipalUid } from "./Ids.js"
+import type { Principal, Team } from "./Identity.js"
+import { EnvironmentStore } from "./ports/EnvironmentStore.js"
+import type { StoredEnvironment } from "./ports/EnvironmentStore.js"
+import { IdentityStore } from "./ports/IdentityStore.js"
+import { RunStore } from "./ports/RunStore.js"
+import type { NewTimelineEvent, StoredRun } from "./ports/RunStore.js"
+import type { StorageError } from "./ports/Storage.js"
+import { ListRunsResponse, RunAgentRequest, RunAgentResponse, RunItem } from "./Run.js"
+import type { AgentConfig } from "./Run.js"
+import { parseRunListQuery, requireRunListFeatures } from "./RunQuery.js"
+import type { RunListQueryParams } from "./RunQuery.js"
+import { isTerminal } from "./RunState.js"
+import type { RunSourceType } from "./RunState.js"
+import {
+  CreationTimeline,
+  decideCancel,
+  isRunTypeCancellable,
+  newRunSnapshot,
+  RunEvent,
+  transition
+} from "./RunStateMachine.js"
+import type { RunSnapshot, Transition } from "./RunStateMachine.js"
+import { RunTimeline } from "./Timeline.js"
+import type { TimelineEventType } from "./Timeline.js"
+
+/** The longest default title, in characters (code points). */
+export const MAX_DEFAULT_TITLE_LENGTH = 100
+
+/** The default title of a run: the prompt's first non-blank line, trimmed, cut with "…". */
+export const defaultTitle = (prompt: string): string => {
+  const line = prompt.split(/\r\n|\r|\n/).map((l) => l.trim()).find((l) => l !== "") ?? ""
+  const chars = Array.from(line)
+  return chars.length <= MAX_DEFAULT_TITLE_LENGTH ? line : `${chars.slice(0, MAX_DEFAULT_TITLE_LENGTH - 1).join("")}…`
+}
+
+/** What access decisions read of a stored run. */
+export const runOwnership = (run: StoredRun): Owned => ({
+  team_uid: run.team_uid,
+  creator_uid: run.item.creator.uid,
+  scope: run.item.scope
+})
+
+/** The state machine's view of a stored run. */
+export const runSnapshot = (run: StoredRun): RunSnapshot => ({
+  state: run.item.state,
+  attempt: run.item.attempt,
+  execution_count: run.item.execution_count,
+  has_conversation: run.has_conversation,
+  sandbox_retained: run.sandbox_retained,
+  execution_location: run.item.execution_location,
+  source: run.item.source,
+  worker_host: run.item.agent_config.worker_host,
+  lease: run.lease ?? undefined,
+  status_message: run.item.status_message === null
+    ? undefined
+    : {
+      message: run.item.status_message.message,
+      error_code: run.item.status_message.error_code,
+      retryable: run.item.status_message.retryable ?? false,
+      session_debug_until: run.item.status_message.session_debug_until === undefined
+        ? undefined
+        : DateTime.toEpochMillis(run.item.status_message.session_debug_until)
+    }
+})
+
+/** `is_sandbox_running`: an executor holds the run, or a failed setup's sandbox is kept. */
+export const isSandboxRunning = (run: StoredRun): boolean =>
+  run.item.state === "CLAIMED" || run.item.state === "INPROGRESS" || run.sandbox_retained
+
+/** The RunItem shown to callers: the stored item with its computed flags. */
+export const presentRun = (run: StoredRun): RunItem =>
+  new RunItem({
+    ...run.item,
+    is_sandbox_running: isSandboxRunning(run),
+    is_run_type_cancellable: isRunTypeCancellable(runSnapshot(run))
+  })
+
+/** A stored run after a transition at `now`: state, counters, status, lease, times. */
+export const applyTransition = (run: StoredRun, t: Transition, now: number): StoredRun => {
+  const at = DateTime.unsafeMake(now)
+  const status = t.run.status_message
+  const next: StoredRun = {
+    ...run,
+    lease: t.run.lease === undefined
+      ? null
+      : { execution_id: t.run.lease.execution_id as ExecutionId, expires_at: t.run.lease.expires_at },
+    sandbox_retained: t.run.sandbox_retained,
+    has_conversation: t.run.has_conversation,
+    at_capacity: t.run.state === "PENDING" && run.at_capacity,
+    item: new RunItem({
+      ...run.item,
+      state: t.run.state,
+      attempt: t.run.attempt,
+      execution_count: t.run.execution_count,
+      updated_at: at,
+      ended_at: isTerminal(t.run.state) ? (t.from === t.to ? run.item.ended_at : at) : null,
+      status_message: status === undefined
+        ? null
+        : {
+          message: status.message,
+          retryable: status.retryable,
+          ...(status.error_code === undefined ? {} : { error_code: status.error_code }),
+          ...(status.session_debug_until === undefined
+            ? {}
+            : { session_debug_until: DateTime.unsafeMake(status.session_debug_until) })
+        }
+    })
+  }
+  return { ...next, item: presentRun(next) }
+}
+
+const unavailable = (error: StorageError) =>
+  Effect.logError("storage failed", error.operation, error.cause).pipe(
+    Effect.zipRight(Effect.fail(new ResourceUnavailable({ message: "storage is unavailable; try again shortly" })))
+  )
+
+/** Maps storage failures to 503 `resource_unavailable` (retryable). */
+const storageUnavailable = <A, E, R>(self: Effect.Effect<A, E | StorageError, R>) =>
+  Effect.catchIf(self, (e): e is StorageError => isStorageError(e), unavailable) as Effect.Effect<
+    A,
+    Exclude<E, StorageError> | ResourceUnavailable,
+    R
+  >
+
+const isStorageError = (e: unknown): e is StorageError =>
+  typeof e === "object" && e !== null && "_tag" in e && e._tag === "StorageError"
+
+const decodeRunAgentRequest = decodeRequest(RunAgentRequest)
+
+const isRunId = Schema.is(RunId)
+
+/** Parses a run id from a path: 400 naming `runId` when it is not a UUIDv7. */
+const parseRunId = (raw: string): Either.Either<RunId, InvalidRequest> =>
+  isRunId(raw)
+    ? Either.right(raw)
+    : Either.left(
+      InvalidRequest.forField("runId", `must be a run id (a lowercase UUIDv7); got ${JSON.stringify(raw.slice(0, 80))}`)
+    )
+
+const principalRef = (p: Principal): PrincipalRef => ({ type: p.type, uid: p.uid, display_name: p.display_name })
+
+const events = (
+  types: ReadonlyArray<TimelineEventType>,
+  now: number,
+  execution_id: ExecutionId
+): Array<NewTimelineEvent> => types.map((event_type) => ({ event_type, occurred_at: now, execution_id }))
+
+/** The runs service: every run endpoint's logic, with access checks, over the ports. */
+export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
+  effect: Effect.gen(function* () {
+    const store = yield* RunStore
+    const environments = yield* EnvironmentStore
+    const identities = yield* IdentityStore
+    const ids = yield* Ids
+
+    /** The viewer's team; a team that no longer exists refuses the caller. */
+    const teamOf = (viewer: Viewer) =>
+      Effect.flatMap(
+        identities.getTeam(viewer.team_uid),
+        Option.match({
+          onNone: () => Effect.fail(new NotAuthorized({ message: `team ${viewer.team_uid} does not exist` })),
+          onSome: (team: Team) => Effect.succeed(team)
+        })
+      )
+
+    /** A run the viewer can see, or none (unknown and hidden alike). */
+    const visibleRun = (viewer: Viewer, runId: RunId) =>
+      Effect.map(store.get(runId), Option.filter((run) => canSee(viewer, runOwnership(run))))
+
+    /** A run the viewer can see, else 404. */
+    const requireVisibleRun = (viewer: Viewer, rawId: string) =>
+      Effect.gen(function* () {
+        const runId = yield* parseRunId(rawId)
+        const run = yield* visibleRun(viewer, runId)
+        if (Option.isNone(run)) return yield* ResourceNotFound.of("run", runId)
+        return run.value
+      })
+
+    const canUseEnvironment = (viewer: Viewer, env: StoredEnvironment) =>
+      Effect.gen(function* () {
+        if (canSee(viewer, { team_uid: env.team_uid, creator_uid: env.creator_uid, scope: env.item.scope })) return true
+        if (env.item.sharing.guests.includes(viewer.principal_uid)) return true
+        if (!env.item.sharing.link_sharing || env.team_uid !== viewer.team_uid) return false
+        const reachable = yield* environments.list(viewer)
+        return reachable.some((e) => e.item.uid === env.item.uid)
+      })
+
+    const requireEnvironment = (viewer: Viewer, uid: EnvironmentUid) =>
+      Effect.gen(function* () {
+        const env = yield* environments.get(uid)
+        const usable = Option.isSome(env) && (yield* canUseEnvironment(viewer, env.value))
+        if (!usable) {
+          return yield* new NotAuthorized({
+            message: `config.environment_id: no permission to use environment ${uid} (unknown or not shared with you)`
+          })
+        }
+      })
+
+    const requireParent = (viewer: Viewer, parentId: RunId) =>
+      Effect.gen(function* () {
+        const parent = yield* visibleRun(viewer, parentId)
+        if (Option.isNone(parent)) {
+          return yield* new NotAuthorized({ message: `parent_run_id: no permission to use run ${parentId}` })
+        }
+        return parent.value
+      })
+
+    const principalOf = (uid: PrincipalUid, field: string) =>
+      Effect.flatMap(
+        identities.getPrincipal(uid),
+        Option.match({
+          onNone: () => Effect.fail(new NotAuthorized({ message: `${field}: principal ${uid} does not exist` })),
+          onSome: (p: Principal) => Effect.succeed(p)
+        })
+      )
+
+    /** The execution id that events recorded outside a lease carry. */
+    const currentExecution = (run: StoredRun) =>
+      Effect.gen(function* () {
+        if (run.lease !== null) return run.lease.execution_id
+        const timeline = yield* store.timeline(run.item.run_id, 0)
+        const last = timeline[timeline.length - 1]
+        return last === undefined ? yield* ids.executionId : last.execution_id
+      })
+
+    /** Creates a run from an untrusted `RunAgentRequest` body, admitted at once when the team has room. */
+    const create = Effect.fn("Runs.create")(
+      function* (viewer: Viewer, body: unknown, source: RunSourceType = "API") {
+        if (!canCreate(viewer)) return yield* new NotAuthorized({ message: "viewers cannot create runs" })
+        const request = yield* decodeRunAgentRequest(body)
+        if (request.conversation_id !== undefined) {
+          return yield* new OperationNotSupported({
+            message: "conversation_id: starting a run from a saved conversation is not supported yet"
+          })
+        }
+        if (request.images !== undefined && request.images.length > 0) {
+          return yield* new OperationNotSupported({ message: "images: image inputs are not supported yet" })
+        }
+        const team = yield* teamOf(viewer)
+        const creator = principalRef(yield* principalOf(viewer.principal_uid, "creator"))
+        const config: AgentConfig = {
+          ...request.config,
+          ...(request.skillSpec === undefined ? {} : { skill_spec: request.skillSpec })
+        }
+        let executor = creator
+        if (config.agent_identity_uid !== undefined) {
+          const agent = yield* principalOf(config.agent_identity_uid, "config.agent_identity_uid")
+          if (!agent.memberships.some((m) => m.team_uid === viewer.team_uid)) {
+            return yield* new NotAuthorized({
+              message: `config.agent_identity_uid: principal ${agent.uid} is not a member of this team`
+            })
+          }
+          executor = principalRef(agent)
+        }
+        if (config.environment_id !== undefined) yield* requireEnvironment(viewer, config.environment_id)
+        const parent = request.parent_run_id === undefined
+          ? undefined
+          : yield* requireParent(viewer, request.parent_run_id)
+
+        const active = yield* store.activeCount(team.uid)
+        const waiting = yield* store.pending(team.uid, 1)
+        const atCapacity = active >= team.max_concurrent_runs || waiting.length > 0
+
+        const now = yield* Clock.currentTimeMillis
+        const runId = yield* ids.runId
+        const conversationId = yield* ids.conversationId
+        const executionId = yield* ids.executionId
+        const snapshot = newRunSnapshot({
+          execution_location: "REMOTE",
+          source,
+          worker_host: config.worker_host
+        })
+        const admitted = transition(snapshot, RunEvent.Admit({ atCapacity }), now)
+        if (Either.isLeft(admitted)) return yield* Effect.die(admitted.left)
+        const at = DateTime.unsafeMake(now)
+        const written: StoredRun = {
+          team_uid: team.uid,
+          lease: null,
+          at_capacity: atCapacity,
+          sandbox_retained: false,
+          has_conversation: false,
+          item: new RunItem({
+            run_id: runId,
+            task_id: runId,
+            title: request.title !== undefined && request.title.trim() !== "" ? request.title : defaultTitle(request.prompt),
+            prompt: request.prompt,
+            state: admitted.right.run.state,
+            created_at: at,
+            updated_at: at,
+            started_at: null,
+            ended_at: null,
+            session_id: null,
+            session_link: null,
+            conversation_id: conversationId,
+            agent_config: config,
+            agent_skill: null,
+            creator,
+            executor,
+            source,
+            execution_location: "REMOTE",
+            environment_id: config.environment_id ?? null,
+            schedule: null,
+            parent_run_id: parent?.item.run_id ?? null,
+            ancestor_run_ids: parent === undefined ? [] : [...parent.item.ancestor_run_ids, parent.item.run_id],
+            metadata: request.metadata ?? {},
+            artifacts: [],
+            status_message: null,
+            request_usage: { input_tokens: 0, output_tokens: 0, inference_cost: 0, compute_cost: 0 },
+            is_sandbox_running: false,
+            is_run_type_cancellable: isRunTypeCancellable(snapshot),
+            scope: scopeFor(viewer, request.team),
+            attempt: 1,
+            execution_count: 1
+          })
+        }
+        yield* store.create([
+          { run: written, events: events([...CreationTimeline, ...admitted.right.timeline], now, executionId) }
+        ]).pipe(Effect.catchTag("DuplicateKey", Effect.die))
+        return new RunAgentResponse({ run_id: runId, task_id: runId, state: written.item.state, at_capacity: atCapacity })
+      },
+      storageUnavailable
+    )
+
+    /** One run the viewer can see (404 otherwise). */
+    const get = Effect.fn("Runs.get")(
+      function* (viewer: Viewer, runId: string) {
+        return presentRun(yield* requireVisibleRun(viewer, runId))
+      },
+      storageUnavailable
+    )
+
+    /** One page of the runs the viewer can see, as `GET /agent/runs` asks. */
+    const list = Effect.fn("Runs.list")(
+      function* (viewer: Viewer, params: RunListQueryParams) {
+        const parsed = yield* parseRunListQuery(params)
+        const team = yield* teamOf(viewer)
+        const query = yield* requireRunListFeatures(parsed, team.features)
+        const ancestor = query.filters.ancestor_run_id
+        if (ancestor !== undefined && Option.isNone(yield* visibleRun(viewer, ancestor))) {
+          return yield* InvalidRequest.forField("ancestor_run_id", `no run ${ancestor} that you can see`)
+        }
+        const page = yield* store.list(query, viewer)
+        return new ListRunsResponse({ runs: page.rows.map(presentRun), page_info: page.page_info })
+      },
+      storageUnavailable
+    )
+
+    const cancelOnce = (viewer: Viewer, runId: RunId) =>
+      Effect.gen(function* () {
+        const found = yield* visibleRun(viewer, runId)
+        if (Option.isNone(found)) return yield* ResourceNotFound.of("run", runId)
+        const run = found.value
+        if (!canChange(viewer, runOwnership(run))) {
+          return yield* new NotAuthorized({ message: "viewers cannot cancel runs" })
+        }
+        const snapshot = runSnapshot(run)
+        const decided = decideCancel(snapshot)
+        if (Either.isLeft(decided)) return yield* decided.left
+        const now = yield* Clock.currentTimeMillis
+        const moved = transition(snapshot, RunEvent.Cancel(), now)
+        if (Either.isLeft(moved)) return yield* Effect.die(moved.left)
+        const execution = yield* currentExecution(run)
+        yield* store.update(
+          runId,
+          { state: run.item.state, ...(run.lease === null ? {} : { execution_id: run.lease.execution_id }) },
+          applyTransition(run, moved.right, now),
+          events(moved.right.timeline, now, execution)
+        )
+        return runId
+      })
+
+    /**
+     * Cancels a run the viewer may change; returns its id. Only the state changes here: the
+     * dispatcher holding the run observes CANCELLED and stops the agent.
+     */
+    const cancel = Effect.fn("Runs.cancel")(
+      function* (viewer: Viewer, rawId: string) {
+        const runId = yield* parseRunId(rawId)
+        return yield* cancelOnce(viewer, runId).pipe(
+          Effect.catchTag("StaleWrite", () => cancelOnce(viewer, runId)),
+          Effect.catchTag(
+            "StaleWrite",
+            () => Effect.fail(new Conflict({ message: "the run changed while cancelling; try again", retryable: true }))
+          )
+        )
+      },
+      storageUnavailable
+    )
+
+    /** The timeline of a run the viewer can see. */
+    const timeline = Effect.fn("Runs.timeline")(
+      function* (viewer: Viewer, runId: string) {
+        const run = yield* requireVisibleRun(viewer, runId)
+        const recorded = yield* store.timeline(run.item.run_id, 0)
+        return new RunTimeline({ run_id: run.item.run_id, events: recorded })
+      },
+      storageUnavailable
+    )
+
+    return { create, get, list, cancel, timeline } as const
+  })
+}) {}

@@ -1,0 +1,477 @@
+/**
+ * The runs service (`Runs`) over a real storage adapter: create (validation, access, admission),
+ * get, list, cancel and the timeline, with teams, principals and environments seeded through the
+ * stores. Each test makes a fresh team of its own, so tests share one database without seeing
+ * each other's runs. Call `runsServiceSuite(name, layer)` inside a vitest file.
+ */
+import { describe, expect, layer } from "@effect/vitest"
+import { DateTime, Effect, Either, Layer, Option } from "effect"
+import type { Viewer } from "../src/Access.js"
+import { Environment } from "../src/Environment.js"
+import type { Conflict, InvalidRequest, NotAuthorized } from "../src/Errors.js"
+import { EnvironmentUid, type ExecutionId, IdsLive, isUuidV7, type PrincipalUid, type RunId, type TeamUid } from "../src/Ids.js"
+import { Principal, type Role, Team } from "../src/Identity.js"
+import { EnvironmentStore } from "../src/ports/EnvironmentStore.js"
+import { IdentityStore } from "../src/ports/IdentityStore.js"
+import { RunStore } from "../src/ports/RunStore.js"
+import { RunEvent, transition } from "../src/RunStateMachine.js"
+import { applyTransition, MAX_DEFAULT_TITLE_LENGTH, Runs, runSnapshot } from "../src/Runs.js"
+import { uid, uuid } from "./RunStoreConformance.js"
+import type { Stores } from "./Stores.js"
+
+const T0 = DateTime.unsafeMake(Date.UTC(2026, 10, 1))
+
+/** A team of its own for one test: an admin, two members and a viewer. */
+interface World {
+  readonly team: TeamUid
+  readonly admin: Viewer
+  readonly alice: Viewer
+  readonly bob: Viewer
+  readonly viewer: Viewer
+}
+
+const viewerOf = (team: TeamUid, principal: PrincipalUid, role: Role): Viewer => ({
+  principal_uid: principal,
+  team_uid: team,
+  role,
+  instance_admin: false
+})
+
+const seedWorld = (options: { readonly maxConcurrentRuns?: number; readonly metadataFiltering?: boolean } = {}) =>
+  Effect.gen(function* () {
+    const identities = yield* IdentityStore
+    const team = uid<TeamUid>()
+    yield* identities.createTeam(
+      new Team({
+        uid: team,
+        name: `team ${team}`,
+        features: { metadata_filtering: options.metadataFiltering ?? true, scheduled_agents: true },
+        max_concurrent_runs: options.maxConcurrentRuns ?? 8,
+        created_at: T0
+      })
+    )
+    const member = (role: Role, name: string) =>
+      Effect.gen(function* () {
+        const principal = uid<PrincipalUid>()
+        yield* identities.createPrincipal(
+          new Principal({
+            uid: principal,
+            type: "user",
+            display_name: name,
+            instance_admin: false,
+            memberships: [{ team_uid: team, role }],
+            created_at: T0
+          })
+        )
+        return viewerOf(team, principal, role)
+      })
+    return {
+      team,
+      admin: yield* member("admin", "Ada Admin"),
+      alice: yield* member("member", "Alice"),
+      bob: yield* member("member", "Bob"),
+      viewer: yield* member("viewer", "Vic Viewer")
+    } satisfies World
+  })
+
+const seedEnvironment = (
+  owner: Viewer,
+  options: {
+    readonly teamScope?: boolean
+    readonly guests?: ReadonlyArray<PrincipalUid>
+    readonly linkSharing?: boolean
+  } = {}
+) =>
+  Effect.gen(function* () {
+    const envUid = EnvironmentUid.make(uid())
+    yield* (yield* EnvironmentStore).create({
+      item: new Environment({
+        uid: envUid,
+        config: {
+          name: "env",
+          description: null,
+          docker_image: null,
+          github_repos: [],
+          setup_commands: [],
+          failure_session_retention_minutes: 30
+        },
+        sharing: { guests: options.guests ?? [], link_sharing: options.linkSharing ?? false },
+        setup_failed: false,
+        last_task_created: null,
+        scope: options.teamScope === true
+          ? { type: "Team", uid: owner.team_uid }
+          : { type: "User", uid: owner.principal_uid },
+        created_at: T0,
+        updated_at: T0
+      }),
+      team_uid: owner.team_uid,
+      creator_uid: owner.principal_uid
+    })
+    return envUid
+  })
+
+/** The failure of an effect that must fail (a success fails the test with a short message). */
+const failureOf = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<E, never, R> =>
+  Effect.flatMap(
+    Effect.either(self),
+    Either.match({ onLeft: Effect.succeed, onRight: () => Effect.dieMessage("expected a failure, but it succeeded") })
+  )
+
+const create = (viewer: Viewer, body: unknown) => Effect.flatMap(Runs, (runs) => runs.create(viewer, body))
+
+/** Every run of the world's team (admins see them all). */
+const allRuns = (world: World) =>
+  Effect.flatMap(Runs, (runs) => runs.list(world.admin, { limit: "500" })).pipe(Effect.map((page) => page.runs))
+
+const eventTypes = (viewer: Viewer, runId: string) =>
+  Effect.flatMap(Runs, (runs) => runs.timeline(viewer, runId)).pipe(
+    Effect.map((t) => t.events.map((e) => e.event_type))
+  )
+
+/** Registers the runs service suite against one storage adapter's layer. */
+export const runsServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E>): void => {
+  const services = Runs.Default.pipe(Layer.provideMerge(Layer.merge(storage, IdsLive)))
+
+  describe(`runs service (${name})`, () => {
+    layer(services, { excludeTestServices: true, timeout: "60 seconds" })("Runs", (it) => {
+      it.effect("creates a queued run with the given configuration and its first events", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const runs = yield* Runs
+          const response = yield* runs.create(world.alice, {
+            prompt: "  \n  Fix the flaky test\nin the parser",
+            config: { model_id: "model-1", name: "fixer" },
+            skill: "acme/tools:skills/fix/SKILL.md",
+            metadata: { ticket: "T-1" },
+            team: true,
+            unknown_field: 1
+          })
+          expect(response.state).toBe("QUEUED")
+          expect(response.at_capacity).toBe(false)
+          expect(response.task_id).toBe(response.run_id)
+          expect(isUuidV7(response.run_id)).toBe(true)
+
+          const item = yield* runs.get(world.bob, response.run_id)
+          expect(item.title).toBe("Fix the flaky test")
+          expect(item.prompt).toBe("  \n  Fix the flaky test\nin the parser")
+          expect(item.state).toBe("QUEUED")
+          expect(item.agent_config).toEqual({
+            model_id: "model-1",
+            name: "fixer",
+            skill_spec: "acme/tools:skills/fix/SKILL.md"
+          })
+          expect(item.metadata).toEqual({ ticket: "T-1" })
+          expect(item.scope).toEqual({ type: "Team", uid: world.team })
+          expect(item.creator).toEqual({ type: "user", uid: world.alice.principal_uid, display_name: "Alice" })
+          expect(item.executor).toEqual(item.creator)
+          expect(item.conversation_id !== null && isUuidV7(item.conversation_id)).toBe(true)
+          expect(item.conversation_id).not.toBe(item.run_id)
+          expect(item.source).toBe("API")
+          expect(item.execution_location).toBe("REMOTE")
+          expect([item.attempt, item.execution_count]).toEqual([1, 1])
+          expect(item.is_run_type_cancellable).toBe(true)
+          expect(item.is_sandbox_running).toBe(false)
+          expect(item.parent_run_id).toBeNull()
+
+          const timeline = yield* runs.timeline(world.alice, response.run_id)
+          expect(timeline.run_id).toBe(response.run_id)
+          expect(timeline.events.map((e) => [e.sequence, e.event_type])).toEqual([
+            [1, "run_created"],
+            [2, "run_pending"],
+            [3, "run_queued"]
+          ])
+          expect(new Set(timeline.events.map((e) => e.execution_id)).size).toBe(1)
+        }))
+
+      it.effect("keeps a given title, defaults a blank one, and cuts a long first line", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const runs = yield* Runs
+          const titled = yield* create(world.alice, { prompt: "do it", title: "My title" })
+          expect((yield* runs.get(world.alice, titled.run_id)).title).toBe("My title")
+          const blank = yield* create(world.alice, { prompt: "first line\nsecond", title: "  " })
+          expect((yield* runs.get(world.alice, blank.run_id)).title).toBe("first line")
+          const long = yield* create(world.alice, { prompt: "é".repeat(300) })
+          const title = (yield* runs.get(world.alice, long.run_id)).title
+          expect(Array.from(title)).toHaveLength(MAX_DEFAULT_TITLE_LENGTH)
+          expect(title.endsWith("…")).toBe(true)
+        }))
+
+      it.effect("rejects an invalid body with a 400 naming the field, and stores nothing", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const cases: ReadonlyArray<readonly [unknown, string]> = [
+            [{}, "prompt"],
+            [{ prompt: "   " }, "prompt"],
+            [{ prompt: "x", metadata: { k: 1 } }, "metadata.k"],
+            [{ prompt: "x", metadata: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`k${i}`, "v"])) }, "metadata"],
+            [{ prompt: "x", config: { model_id: 5 } }, "config.model_id"],
+            [{ prompt: "x", team: "yes" }, "team"],
+            [{ prompt: "x", parent_run_id: "not-a-run" }, "parent_run_id"],
+            [[1, 2], "body"]
+          ]
+          for (const [body, field] of cases) {
+            const error = yield* failureOf(create(world.alice, body))
+            expect(error._tag).toBe("InvalidRequest")
+            expect((error as InvalidRequest).field).toBe(field)
+            expect(error.message.startsWith(`${field}: `)).toBe(true)
+          }
+          expect(yield* allRuns(world)).toEqual([])
+        }))
+
+      it.effect("refuses viewers (403) and stores nothing", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const error = yield* failureOf(create(world.viewer, { prompt: "x" }))
+          expect(error._tag).toBe("NotAuthorized")
+          expect(yield* allRuns(world)).toEqual([])
+        }))
+
+      it.effect("needs an environment the creator may use (403 otherwise, unknown alike)", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const other = yield* seedWorld()
+          const bobsPrivate = yield* seedEnvironment(world.bob)
+          const shared = yield* seedEnvironment(world.bob, { teamScope: true })
+          const foreign = yield* seedEnvironment(other.alice, { teamScope: true })
+          const foreignGuest = yield* seedEnvironment(other.alice, { guests: [world.alice.principal_uid] })
+          for (const env of [bobsPrivate, foreign, EnvironmentUid.make(uid())]) {
+            const error = yield* failureOf(create(world.alice, { prompt: "x", config: { environment_id: env } }))
+            expect(error._tag).toBe("NotAuthorized")
+            expect(error.message).toContain("config.environment_id")
+          }
+          expect(yield* allRuns(world)).toEqual([])
+          for (const env of [shared, foreignGuest]) {
+            const ok = yield* create(world.alice, { prompt: "x", config: { environment_id: env } })
+            expect((yield* Effect.flatMap(Runs, (r) => r.get(world.alice, ok.run_id))).environment_id).toBe(env)
+          }
+          const own = yield* create(world.bob, { prompt: "x", config: { environment_id: bobsPrivate } })
+          expect(own.state).toBe("QUEUED")
+        }))
+
+      it.effect("a link-shared environment is usable once its link was opened, and not before", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const linked = yield* seedEnvironment(world.bob, { linkSharing: true })
+          const before = yield* failureOf(create(world.alice, { prompt: "x", config: { environment_id: linked } }))
+          expect(before._tag).toBe("NotAuthorized")
+          yield* (yield* EnvironmentStore).recordLinkAccess(linked, world.alice.principal_uid)
+          const after = yield* create(world.alice, { prompt: "x", config: { environment_id: linked } })
+          expect(after.state).toBe("QUEUED")
+        }))
+
+      it.effect("links a visible parent (ancestors = parent's ancestors + parent); a hidden one is a 403", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const runs = yield* Runs
+          const root = yield* create(world.alice, { prompt: "root", team: true })
+          const child = yield* create(world.bob, { prompt: "child", parent_run_id: root.run_id })
+          const grandchild = yield* create(world.bob, { prompt: "grandchild", parent_run_id: child.run_id })
+          const item = yield* runs.get(world.bob, grandchild.run_id)
+          expect(item.parent_run_id).toBe(child.run_id)
+          expect(item.ancestor_run_ids).toEqual([root.run_id, child.run_id])
+          const error = yield* failureOf(create(world.alice, { prompt: "x", parent_run_id: child.run_id }))
+          expect(error._tag).toBe("NotAuthorized")
+          expect(error.message).toContain("parent_run_id")
+        }))
+
+      it.effect("resolves agent_identity_uid as the executor only within the team", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const other = yield* seedWorld()
+          const ok = yield* create(world.alice, { prompt: "x", config: { agent_identity_uid: world.bob.principal_uid } })
+          const item = yield* Effect.flatMap(Runs, (r) => r.get(world.alice, ok.run_id))
+          expect(item.executor).toEqual({ type: "user", uid: world.bob.principal_uid, display_name: "Bob" })
+          expect(item.creator.uid).toBe(world.alice.principal_uid)
+          for (const agent of [other.bob.principal_uid, uid<PrincipalUid>()]) {
+            const error = yield* failureOf(create(world.alice, { prompt: "x", config: { agent_identity_uid: agent } }))
+            expect(error._tag).toBe("NotAuthorized")
+            expect(error.message).toContain("config.agent_identity_uid")
+          }
+        }))
+
+      it.effect("refuses conversation_id and images for now (422)", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const withConversation = yield* failureOf(create(world.alice, { prompt: "x", conversation_id: uuid() }))
+          expect(withConversation._tag).toBe("OperationNotSupported")
+          const withImages = yield* failureOf(
+            create(world.alice, { prompt: "x", images: [{ media_type: "image/png", data: "AAAA" }] })
+          )
+          expect(withImages._tag).toBe("OperationNotSupported")
+          expect(yield* allRuns(world)).toEqual([])
+        }))
+
+      it.effect("admits up to max_concurrent_runs; the next run waits PENDING at capacity, and so do later ones", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld({ maxConcurrentRuns: 1 })
+          const first = yield* create(world.alice, { prompt: "one" })
+          const second = yield* create(world.alice, { prompt: "two" })
+          expect([first.state, first.at_capacity]).toEqual(["QUEUED", false])
+          expect([second.state, second.at_capacity]).toEqual(["PENDING", true])
+          expect(yield* eventTypes(world.alice, second.run_id)).toEqual(["run_created", "run_pending"])
+          // the first run ends: the older PENDING run goes first, so a new one still waits
+          yield* Effect.flatMap(Runs, (r) => r.cancel(world.alice, first.run_id))
+          const third = yield* create(world.alice, { prompt: "three" })
+          expect([third.state, third.at_capacity]).toEqual(["PENDING", true])
+          // another team is not affected
+          const other = yield* seedWorld({ maxConcurrentRuns: 1 })
+          expect((yield* create(other.alice, { prompt: "x" })).state).toBe("QUEUED")
+        }))
+
+      it.effect("get: hidden and unknown runs are 404, a malformed id 400; admins see User-scoped runs", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const other = yield* seedWorld()
+          const runs = yield* Runs
+          const privateRun = yield* create(world.alice, { prompt: "mine" })
+          expect((yield* runs.get(world.alice, privateRun.run_id)).scope).toEqual({
+            type: "User",
+            uid: world.alice.principal_uid
+          })
+          expect((yield* runs.get(world.admin, privateRun.run_id)).run_id).toBe(privateRun.run_id)
+          for (const viewer of [world.bob, world.viewer, other.admin]) {
+            const error = yield* failureOf(runs.get(viewer, privateRun.run_id))
+            expect(error._tag).toBe("ResourceNotFound")
+            const hiddenTimeline = yield* failureOf(runs.timeline(viewer, privateRun.run_id))
+            expect(hiddenTimeline._tag).toBe("ResourceNotFound")
+          }
+          const teamRun = yield* create(world.alice, { prompt: "ours", team: true })
+          expect((yield* runs.get(world.viewer, teamRun.run_id)).run_id).toBe(teamRun.run_id)
+          expect((yield* failureOf(runs.get(other.alice, teamRun.run_id)))._tag).toBe("ResourceNotFound")
+          expect((yield* failureOf(runs.get(world.alice, uuid())))._tag).toBe("ResourceNotFound")
+          const malformed = yield* failureOf(runs.get(world.alice, "not-a-uuid"))
+          expect(malformed._tag).toBe("InvalidRequest")
+          expect((malformed as InvalidRequest).field).toBe("runId")
+        }))
+
+      it.effect("list: only visible runs; metadata filters need the feature; the ancestor must be visible", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const runs = yield* Runs
+          const mine = yield* create(world.alice, { prompt: "mine", metadata: { env: "prod" } })
+          const ours = yield* create(world.alice, { prompt: "ours", team: true, metadata: { env: "dev" } })
+          const child = yield* create(world.alice, { prompt: "child", team: true, parent_run_id: mine.run_id })
+
+          const bobs = yield* runs.list(world.bob, {})
+          expect(bobs.runs.map((r) => r.run_id).sort()).toEqual([ours.run_id, child.run_id].sort())
+          expect(bobs.page_info.has_next_page).toBe(false)
+          const filtered = yield* runs.list(world.alice, { "metadata[env]": "prod" })
+          expect(filtered.runs.map((r) => r.run_id)).toEqual([mine.run_id])
+          const paged = yield* runs.list(world.alice, { limit: "2", sort_by: "created_at", sort_order: "asc" })
+          expect(paged.runs.map((r) => r.run_id)).toEqual([mine.run_id, ours.run_id])
+          expect(paged.page_info.has_next_page).toBe(true)
+          const rest = yield* runs.list(world.alice, {
+            limit: "2",
+            sort_by: "created_at",
+            sort_order: "asc",
+            cursor: paged.page_info.next_cursor ?? ""
+          })
+          expect(rest.runs.map((r) => r.run_id)).toEqual([child.run_id])
+
+          const byAncestor = yield* runs.list(world.alice, { ancestor_run_id: mine.run_id })
+          expect(byAncestor.runs.map((r) => r.run_id)).toEqual([child.run_id])
+          for (const ancestor of [mine.run_id, uuid()]) {
+            const error = yield* failureOf(runs.list(world.bob, { ancestor_run_id: ancestor }))
+            expect(error._tag).toBe("InvalidRequest")
+            expect((error as InvalidRequest).field).toBe("ancestor_run_id")
+          }
+          const badLimit = yield* failureOf(runs.list(world.alice, { limit: "0" }))
+          expect((badLimit as InvalidRequest).field).toBe("limit")
+
+          const noFeature = yield* seedWorld({ metadataFiltering: false })
+          yield* create(noFeature.alice, { prompt: "x", metadata: { env: "prod" } })
+          const refused = yield* failureOf(runs.list(noFeature.alice, { "metadata[env]": "prod" }))
+          expect(refused._tag).toBe("FeatureNotAvailable")
+          expect((yield* runs.list(noFeature.alice, {})).runs).toHaveLength(1)
+        }))
+
+      it.effect("cancel: a QUEUED run becomes CANCELLED with run_cancelled on its timeline", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const runs = yield* Runs
+          const created = yield* create(world.alice, { prompt: "x", team: true })
+          expect(yield* runs.cancel(world.bob, created.run_id)).toBe(created.run_id)
+          const item = yield* runs.get(world.alice, created.run_id)
+          expect(item.state).toBe("CANCELLED")
+          expect(item.ended_at).not.toBeNull()
+          expect(item.status_message?.message).toBe("cancelled by request")
+          const timeline = yield* runs.timeline(world.alice, created.run_id)
+          expect(timeline.events.map((e) => e.event_type)).toEqual([
+            "run_created",
+            "run_pending",
+            "run_queued",
+            "run_cancelled"
+          ])
+          expect(new Set(timeline.events.map((e) => e.execution_id)).size).toBe(1)
+          // ended: 400, and nothing changes
+          const again = yield* failureOf(runs.cancel(world.alice, created.run_id))
+          expect(again._tag).toBe("InvalidRequest")
+          expect(yield* eventTypes(world.alice, created.run_id)).toHaveLength(4)
+        }))
+
+      it.effect("cancel: a CLAIMED run is cancelled under its lease holder's guard", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const runs = yield* Runs
+          const store = yield* RunStore
+          const created = yield* create(world.alice, { prompt: "x" })
+          const queued = Option.getOrThrow(yield* store.get(created.run_id as RunId))
+          const now = Date.now()
+          const execution = uuid<ExecutionId>()
+          const claimed = transition(
+            runSnapshot(queued),
+            RunEvent.Claim({ executionId: execution, leaseExpiresAt: now + 60_000 }),
+            now
+          )
+          if (Either.isLeft(claimed)) return yield* Effect.die(claimed.left)
+          yield* store.update(created.run_id as RunId, { state: "QUEUED" }, applyTransition(queued, claimed.right, now), [
+            { event_type: "run_claimed", occurred_at: now, execution_id: execution }
+          ])
+          const before = yield* runs.get(world.alice, created.run_id)
+          expect(before.state).toBe("CLAIMED")
+          expect(before.is_sandbox_running).toBe(true)
+          yield* runs.cancel(world.alice, created.run_id)
+          const after = yield* runs.get(world.alice, created.run_id)
+          expect(after.state).toBe("CANCELLED")
+          expect(after.is_sandbox_running).toBe(false)
+          const last = (yield* runs.timeline(world.alice, created.run_id)).events.at(-1)
+          expect([last?.event_type, last?.execution_id]).toEqual(["run_cancelled", execution])
+          // the lease is gone: the executor's renewal now fails, which is how it learns of the cancel
+          const renewal = yield* failureOf(store.renewLease(created.run_id as RunId, execution, now + 120_000))
+          expect(renewal._tag).toBe("StaleWrite")
+        }))
+
+      it.effect("cancel refusals: PENDING 409 retryable, worker_host 422, hidden 404, viewer 403, malformed 400", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld({ maxConcurrentRuns: 1 })
+          const other = yield* seedWorld()
+          const runs = yield* Runs
+          const queued = yield* create(world.alice, { prompt: "first", team: true })
+          const pending = yield* create(world.alice, { prompt: "second", team: true })
+          expect(pending.state).toBe("PENDING")
+          const conflict = yield* failureOf(runs.cancel(world.alice, pending.run_id))
+          expect(conflict._tag).toBe("Conflict")
+          expect((conflict as Conflict).retryable).toBe(true)
+
+          const selfHosted = yield* create(other.alice, { prompt: "x", config: { worker_host: "my-box" } })
+          expect((yield* runs.get(other.alice, selfHosted.run_id)).is_run_type_cancellable).toBe(false)
+          expect((yield* failureOf(runs.cancel(other.alice, selfHosted.run_id)))._tag).toBe("OperationNotSupported")
+
+          const privateRun = yield* create(world.alice, { prompt: "mine" })
+          for (const viewer of [world.bob, other.admin]) {
+            expect((yield* failureOf(runs.cancel(viewer, privateRun.run_id)))._tag).toBe("ResourceNotFound")
+          }
+          expect((yield* failureOf(runs.cancel(world.alice, uuid())))._tag).toBe("ResourceNotFound")
+          const forbidden = yield* failureOf(runs.cancel(world.viewer, queued.run_id))
+          expect(forbidden._tag).toBe("NotAuthorized")
+          expect((forbidden as NotAuthorized).message).toContain("viewer")
+          expect((yield* failureOf(runs.cancel(world.alice, "nope")))._tag).toBe("InvalidRequest")
+          // nothing changed
+          expect((yield* runs.get(world.alice, queued.run_id)).state).toBe("QUEUED")
+          expect((yield* runs.get(world.alice, pending.run_id)).state).toBe("PENDING")
+          expect((yield* runs.get(world.alice, privateRun.run_id)).state).toBe("PENDING")
+        }))
+    })
+  })
+}

@@ -1,0 +1,156 @@
+/**
+ * Wire shapes that exist only at the HTTP edge: responses the contract names without fields
+ * (follow-up, run by external reference, deletes) and the query strings of list endpoints.
+ *
+ * Decisions where the spec and contract are silent:
+ * - `POST /agent/runs/{runId}/followups` answers `{run_id, state, execution_count, route}`, where
+ *   `route` says what happened to the message (core's `FollowupRoute`): `store_for_start`
+ *   (queued or claimed run), `deliver_live` (INPROGRESS), `new_execution` (ended run continued),
+ *   `debug_session` (failed setup inside its debug window).
+ * - `GET /agent/run-by-external-reference` answers `{run_id, run}` (the RunItem).
+ * - Every DELETE answers `{success: true}`, as schedule deletion does in the spec.
+ * - The run list's query is documented here but validated by core's `parseRunListQuery` on the
+ *   raw query string: every parameter is accepted by HttpApi as a string (or repeated strings),
+ *   so the 400s name the field in core's words. `metadata[<key>]` keys (deepObject) are not
+ *   properties of this schema; the document describes them as one `metadata` deepObject
+ *   parameter.
+ * - Delivery logs page with `limit` 1–100 (default 20) and the `cursor` of the previous page.
+ */
+import { Ids, Run, RunQuery, RunState } from "@agent-runs/core"
+import { Schema } from "effect"
+
+/** What became of a follow-up message. */
+export const FollowupRouteName = Schema.Literal("store_for_start", "deliver_live", "new_execution", "debug_session")
+export type FollowupRouteName = typeof FollowupRouteName.Type
+
+/** `POST /agent/runs/{runId}/followups`: accepted. */
+export class RunFollowupResponse extends Schema.Class<RunFollowupResponse>("RunFollowupResponse")({
+  run_id: Ids.RunId,
+  state: RunState.RunState,
+  execution_count: Schema.Int.pipe(Schema.greaterThanOrEqualTo(1)),
+  route: FollowupRouteName
+}) {}
+
+/** `GET /agent/run-by-external-reference`. */
+export class RunByExternalReferenceResponse extends Schema.Class<RunByExternalReferenceResponse>(
+  "RunByExternalReferenceResponse"
+)({
+  run_id: Ids.RunId,
+  run: Run.RunItem
+}) {}
+
+/** The body of every DELETE. */
+export class DeleteResponse extends Schema.Class<DeleteResponse>("DeleteResponse")({
+  success: Schema.Literal(true)
+}) {}
+
+const StringOrRepeated = Schema.Union(Schema.String, Schema.Array(Schema.String))
+
+/** A query parameter taken as text (validated later), documented with `jsonSchema`. */
+const textParam = (description: string, jsonSchema: Record<string, unknown>) =>
+  Schema.optional(StringOrRepeated.annotations({ jsonSchema: { ...jsonSchema, description } }))
+
+const enumOf = (literals: ReadonlyArray<string>) => ({ type: "string", enum: [...literals] })
+const dateTime = { type: "string", format: "date-time" }
+const text = { type: "string" }
+
+/** The `GET /agent/runs` query (documentation; core's `parseRunListQuery` validates). */
+export const RunListUrlParams = Schema.Struct({
+  limit: textParam(`page size, ${RunQuery.RUN_LIST_LIMIT.min} to ${RunQuery.RUN_LIST_LIMIT.max}`, {
+    type: "integer",
+    minimum: RunQuery.RUN_LIST_LIMIT.min,
+    maximum: RunQuery.RUN_LIST_LIMIT.max,
+    default: RunQuery.RUN_LIST_LIMIT.default
+  }),
+  cursor: textParam("the next_cursor of the previous page, with the same filters and sort", text),
+  sort_by: textParam("`agent` sorts by skill name, runs without a skill last", {
+    ...enumOf(RunQuery.RunSortBy.literals),
+    default: "updated_at"
+  }),
+  sort_order: textParam("sort direction", { ...enumOf(RunQuery.SortOrder.literals), default: "desc" }),
+  state: textParam("repeat the key to match any of several states (`state=QUEUED&state=FAILED`)", {
+    type: "array",
+    items: enumOf(RunState.RunState.literals)
+  }),
+  name: textParam("agent_config.name", text),
+  model_id: textParam("agent_config.model_id", text),
+  creator: textParam("creator principal uid", text),
+  executor: textParam("executor principal uid", text),
+  source: textParam("the run's source", enumOf(RunState.RunSourceType.literals)),
+  execution_location: textParam("where the run executes", enumOf(RunState.RunExecutionLocation.literals)),
+  created_after: textParam("exclusive lower bound of created_at (RFC 3339)", dateTime),
+  created_before: textParam("exclusive upper bound of created_at (RFC 3339)", dateTime),
+  updated_after: textParam("exclusive lower bound of updated_at (RFC 3339)", dateTime),
+  environment_id: textParam(`an environment uid, or \`${Ids.EMPTY_ENVIRONMENT}\` for runs without one`, text),
+  skill: textParam("skill spec (`owner/repo:path/to/SKILL.md`); alias of skill_spec", text),
+  skill_spec: textParam("skill spec (`owner/repo:path/to/SKILL.md`)", text),
+  schedule_id: textParam("the schedule that created the run", text),
+  ancestor_run_id: textParam("runs descending from this run (which must be visible)", {
+    type: "string",
+    format: "uuid"
+  }),
+  metadata: textParam(
+    `\`metadata[<key>]=<value>\` (deepObject), at most ${RunQuery.MAX_METADATA_FILTERS} pairs, all must match; ` +
+      "needs the team feature metadata_filtering (403 feature_not_available)",
+    { type: "object", additionalProperties: { type: "string" }, maxProperties: RunQuery.MAX_METADATA_FILTERS }
+  ),
+  artifact_type: textParam("runs with an artifact of this type", enumOf(RunState.ArtifactType.literals)),
+  q: textParam("fuzzy search over title, prompt and skill_spec (every term must match)", text)
+})
+
+/** The names of the run list's query parameters, in documentation order. */
+export const RUN_LIST_PARAMS = Object.keys(RunListUrlParams.fields) as ReadonlyArray<keyof typeof RunListUrlParams.fields>
+
+/** The `GET /agent` query. */
+export const ListAgentsUrlParams = Schema.Struct({
+  repo: Schema.optional(
+    Schema.String.annotations({
+      description: "`owner/repo`: only skills of this repository (default: all accessible environments)"
+    })
+  ),
+  refresh: Schema.optional(
+    Schema.BooleanFromString.annotations({ description: "clear the agent list cache first (default false)" })
+  ),
+  sort_by: Schema.optional(
+    Schema.Literal("name", "last_run").annotations({ description: "sort order (default `name`)" })
+  ),
+  include_malformed_skills: Schema.optional(
+    Schema.BooleanFromString.annotations({ description: "also list malformed skills, with `error` (default false)" })
+  )
+})
+
+/** The `GET /agent/environments` query. */
+export const ListEnvironmentsUrlParams = Schema.Struct({
+  sort_by: Schema.optional(
+    Schema.Literal("name", "last_updated").annotations({
+      description: "`last_updated` (default, most recently updated first) or `name`"
+    })
+  )
+})
+
+/** The `GET /agent/run-by-external-reference` query. */
+export const RunByExternalReferenceUrlParams = Schema.Struct({
+  url: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(2048)).annotations({
+    description: "the canonical URL of an EXTERNAL_REFERENCE artifact, as reported (at most 2048 characters)"
+  })
+})
+
+/** The largest page of a delivery log. */
+export const MAX_DELIVERY_PAGE = 100
+
+/** The `GET /agent/webhooks/{uid}/deliveries` query. */
+export const ListDeliveriesUrlParams = Schema.Struct({
+  limit: Schema.optional(
+    Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, MAX_DELIVERY_PAGE)).annotations({
+      description: `page size, 1 to ${MAX_DELIVERY_PAGE} (default 20)`
+    })
+  ),
+  cursor: Schema.optional(Schema.String.annotations({ description: "the next_cursor of the previous page" }))
+})
+
+/** The description of `GET /agent/runs`. */
+export const ListRunsUrlParamsDescription =
+  "Runs the caller can see, newest update first by default, cursor-paginated (`page_info.next_cursor`). " +
+  "Every filter combines with AND; `state` may repeat (any of them). 400: an invalid parameter (the `error` " +
+  "names it), a cursor reused with another query, or more than 5 metadata pairs; 403 feature_not_available: " +
+  "metadata filtering is off for the team."

@@ -1,0 +1,4 @@
+import { runsServiceSuite } from "@agent-runs/core/testing"
+import { storageLayer } from "./harness.js"
+
+runsServiceSuite("sqlite", storageLayer)
