@@ -8,6 +8,7 @@
  * claim use a worker host of their own; the one test of host-less claims uses runs created before
  * 1970, older than anything else the suite writes.
  */
+import { applyTransition, runSnapshot } from "../src/Runs.js"
 import { describe, expect, layer } from "@effect/vitest"
 import { Arbitrary, DateTime, Effect, Either, Fiber, Option, Schema, Stream } from "effect"
 import type { Layer } from "effect"
@@ -40,7 +41,7 @@ import {
   type SortOrder
 } from "../src/RunQuery.js"
 import { ArtifactType, type RunExecutionLocation, type RunSourceType, RunState } from "../src/RunState.js"
-import { RunEvent, type RunSnapshot, transition, type Transition } from "../src/RunStateMachine.js"
+import { RunEvent, transition } from "../src/RunStateMachine.js"
 import type { SkillSpec } from "../src/Agent.js"
 import { type NewTimelineEvent, runListRow, RunStore, type StoredRun } from "../src/ports/RunStore.js"
 import type { ExactlyOnceKey } from "../src/ports/Storage.js"
@@ -231,52 +232,11 @@ const idsOf = (runs: ReadonlyArray<StoredRun>) => runs.map((r) => r.item.run_id)
 /** The ids a list returns, as a set (for filters, whose order is checked by the property). */
 const listedIds = (q: RunListQuery, viewer: Viewer) => Effect.map(listAll(q, viewer), (runs) => new Set(idsOf(runs)))
 
-// The run state machine's view of a stored run, and back, as the service will do it.
-const snapshotOf = (run: StoredRun): RunSnapshot => ({
-  state: run.item.state,
-  attempt: run.item.attempt,
-  execution_count: run.item.execution_count,
-  has_conversation: run.has_conversation,
-  sandbox_retained: run.sandbox_retained,
-  execution_location: run.item.execution_location,
-  source: run.item.source,
-  worker_host: run.item.agent_config.worker_host,
-  lease: run.lease ?? undefined,
-  status_message:
-    run.item.status_message === null
-      ? undefined
-      : {
-        message: run.item.status_message.message,
-        error_code: run.item.status_message.error_code,
-        retryable: run.item.status_message.retryable ?? false
-      }
-})
-
-const applyTransition = (run: StoredRun, t: Transition, now: number): StoredRun => ({
-  ...run,
-  item: new RunItem({
-    ...run.item,
-    state: t.run.state,
-    attempt: t.run.attempt,
-    updated_at: at(now),
-    status_message:
-      t.run.status_message === undefined
-        ? null
-        : {
-          message: t.run.status_message.message,
-          retryable: t.run.status_message.retryable,
-          ...(t.run.status_message.error_code === undefined ? {} : { error_code: t.run.status_message.error_code })
-        }
-  }),
-  lease: t.run.lease === undefined
-    ? null
-    : { execution_id: t.run.lease.execution_id as ExecutionId, expires_at: t.run.lease.expires_at }
-})
 
 /** Applies an event with the state machine and writes it guarded by the run's state and lease holder. */
 const apply = (run: StoredRun, event: RunEvent, now: number, holder?: ExecutionId) =>
   Effect.gen(function* () {
-    const t = transition(snapshotOf(run), event, now)
+    const t = transition(runSnapshot(run), event, now)
     if (Either.isLeft(t)) return yield* Effect.die(t.left)
     const next = applyTransition(run, t.right, now)
     const execution = holder ?? run.lease?.execution_id ?? uuid<ExecutionId>()
