@@ -167,7 +167,8 @@ const makeSchedule = (options: {
   }
 }
 
-const makeEnvironment = (options: {
+/** A stored environment fixture with a fresh uid (shared with the runs service suite). */
+export const makeEnvironment = (options: {
   readonly team: TeamUid
   readonly creator: PrincipalUid
   readonly teamScope?: boolean

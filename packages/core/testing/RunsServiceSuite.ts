@@ -4,10 +4,10 @@
  * stores. Each test makes a fresh team of its own, so tests share one database without seeing
  * each other's runs. Call `runsServiceSuite(name, layer)` inside a vitest file.
  */
+import { makeEnvironment } from "./CatalogConformance.js"
 import { describe, expect, layer } from "@effect/vitest"
 import { DateTime, Effect, Either, Layer, Option } from "effect"
 import type { Viewer } from "../src/Access.js"
-import { Environment } from "../src/Environment.js"
 import type { Conflict, InvalidRequest, NotAuthorized } from "../src/Errors.js"
 import { EnvironmentUid, type ExecutionId, IdsLive, isUuidV7, type PrincipalUid, type RunId, type TeamUid } from "../src/Ids.js"
 import { Principal, type Role, Team } from "../src/Identity.js"
@@ -83,30 +83,15 @@ const seedEnvironment = (
   } = {}
 ) =>
   Effect.gen(function* () {
-    const envUid = EnvironmentUid.make(uid())
-    yield* (yield* EnvironmentStore).create({
-      item: new Environment({
-        uid: envUid,
-        config: {
-          name: "env",
-          description: null,
-          docker_image: null,
-          github_repos: [],
-          setup_commands: [],
-          failure_session_retention_minutes: 30
-        },
-        sharing: { guests: options.guests ?? [], link_sharing: options.linkSharing ?? false },
-        setup_failed: false,
-        last_task_created: null,
-        scope: options.teamScope === true
-          ? { type: "Team", uid: owner.team_uid }
-          : { type: "User", uid: owner.principal_uid },
-        created_at: T0,
-        updated_at: T0
-      }),
-      team_uid: owner.team_uid,
-      creator_uid: owner.principal_uid
+    const environment = makeEnvironment({
+      team: owner.team_uid,
+      creator: owner.principal_uid,
+      ...(options.teamScope === undefined ? {} : { teamScope: options.teamScope }),
+      ...(options.guests === undefined ? {} : { guests: options.guests }),
+      ...(options.linkSharing === undefined ? {} : { linkSharing: options.linkSharing })
     })
+    yield* (yield* EnvironmentStore).create(environment)
+    const envUid = environment.item.uid
     return envUid
   })
 
