@@ -4,8 +4,8 @@
  * codes belong to packages/http; this module fails with the tagged errors of `Errors.ts`.
  *
  * Decisions where the contract is silent:
- * - Order of checks on create: a viewer is refused (403) before the body is read; then the body
- *   is decoded (400 naming the field); then referenced resources are checked (403).
+ * - Services take decoded requests: the transport decodes bodies (400 naming the field, before
+ *   any service runs); then create refuses a viewer (403), then checks referenced resources (403).
  * - A referenced environment, parent run or `config.agent_identity_uid` principal that is unknown
  *   or that the caller may not use is a 403 `not_authorized` naming the field (the spec's "403 no
  *   permission for referenced resources"); unknown and hidden answer alike, so nothing leaks.
@@ -41,15 +41,13 @@
 import { Clock, DateTime, Effect, Either, Option, Schema } from "effect"
 import { canChange, canCreate, canSee, scopeFor } from "./Access.js"
 import type { Owned, Viewer } from "./Access.js"
-import { decodeRequest } from "./Common.js"
 import type { PrincipalRef } from "./Common.js"
 import {
   Conflict,
   InvalidRequest,
   NotAuthorized,
   OperationNotSupported,
-  ResourceNotFound,
-  ResourceUnavailable
+  ResourceNotFound
 } from "./Errors.js"
 import { Ids, RunId } from "./Ids.js"
 import type { EnvironmentUid, ExecutionId, PrincipalUid } from "./Ids.js"
@@ -59,7 +57,6 @@ import type { StoredEnvironment } from "./ports/EnvironmentStore.js"
 import { IdentityStore } from "./ports/IdentityStore.js"
 import { RunStore } from "./ports/RunStore.js"
 import type { NewTimelineEvent, StoredRun } from "./ports/RunStore.js"
-import type { StorageError } from "./ports/Storage.js"
 import { ListRunsResponse, RunAgentRequest, RunAgentResponse, RunItem } from "./Run.js"
 import type { AgentConfig } from "./Run.js"
 import { parseRunListQuery, requireRunListFeatures } from "./RunQuery.js"
@@ -75,6 +72,7 @@ import {
   transition
 } from "./RunStateMachine.js"
 import type { RunSnapshot, Transition } from "./RunStateMachine.js"
+import { storageUnavailable } from "./internal/Services.js"
 import { RunTimeline } from "./Timeline.js"
 import type { TimelineEventType } from "./Timeline.js"
 
@@ -163,24 +161,6 @@ export const applyTransition = (run: StoredRun, t: Transition, now: number): Sto
   }
   return { ...next, item: presentRun(next) }
 }
-
-const unavailable = (error: StorageError) =>
-  Effect.logError("storage failed", error.operation, error.cause).pipe(
-    Effect.zipRight(Effect.fail(new ResourceUnavailable({ message: "storage is unavailable; try again shortly" })))
-  )
-
-/** Maps storage failures to 503 `resource_unavailable` (retryable). */
-const storageUnavailable = <A, E, R>(self: Effect.Effect<A, E | StorageError, R>) =>
-  Effect.catchIf(self, (e): e is StorageError => isStorageError(e), unavailable) as Effect.Effect<
-    A,
-    Exclude<E, StorageError> | ResourceUnavailable,
-    R
-  >
-
-const isStorageError = (e: unknown): e is StorageError =>
-  typeof e === "object" && e !== null && "_tag" in e && e._tag === "StorageError"
-
-const decodeRunAgentRequest = decodeRequest(RunAgentRequest)
 
 const isRunId = Schema.is(RunId)
 
@@ -278,11 +258,13 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         return last === undefined ? yield* ids.executionId : last.execution_id
       })
 
-    /** Creates a run from an untrusted `RunAgentRequest` body, admitted at once when the team has room. */
+    /**
+     * Creates a run from a decoded `RunAgentRequest` (callers decode bodies with `decodeRequest`
+     * or their transport's schema), admitted at once when the team has room.
+     */
     const create = Effect.fn("Runs.create")(
-      function* (viewer: Viewer, body: unknown, source: RunSourceType = "API") {
+      function* (viewer: Viewer, request: RunAgentRequest, source: RunSourceType = "API") {
         if (!canCreate(viewer)) return yield* new NotAuthorized({ message: "viewers cannot create runs" })
-        const request = yield* decodeRunAgentRequest(body)
         if (request.conversation_id !== undefined) {
           return yield* new OperationNotSupported({
             message: "conversation_id: starting a run from a saved conversation is not supported yet"

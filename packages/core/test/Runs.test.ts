@@ -7,6 +7,7 @@ import { EnvironmentStore } from "../src/ports/EnvironmentStore.js"
 import { IdentityStore } from "../src/ports/IdentityStore.js"
 import { RunStore } from "../src/ports/RunStore.js"
 import { StorageError } from "../src/ports/Storage.js"
+import { RunAgentRequest } from "../src/Run.js"
 import { defaultTitle, MAX_DEFAULT_TITLE_LENGTH, Runs } from "../src/Runs.js"
 
 /** A store whose every operation fails as an unreachable database would. */
@@ -37,7 +38,7 @@ describe("Runs", () => {
     Effect.gen(function* () {
       const runs = yield* Runs
       const failures = [
-        yield* Effect.flip(runs.create(viewer, { prompt: "x" })),
+        yield* Effect.flip(runs.create(viewer, new RunAgentRequest({ prompt: "x" }))),
         yield* Effect.flip(runs.get(viewer, "01a201d1-b198-773f-9550-24a9185d1f67")),
         yield* Effect.flip(runs.list(viewer, {})),
         yield* Effect.flip(runs.cancel(viewer, "01a201d1-b198-773f-9550-24a9185d1f67")),
@@ -50,10 +51,9 @@ describe("Runs", () => {
       }
     }).pipe(Effect.provide(unreachable)))
 
-  it.effect("validation comes before storage: a bad body or id is a 400 even when storage is down", () =>
+  it.effect("validation comes before storage: a bad id or query is a 400 even when storage is down", () =>
     Effect.gen(function* () {
       const runs = yield* Runs
-      expect((yield* Effect.flip(runs.create(viewer, { prompt: 3 })))._tag).toBe("InvalidRequest")
       expect((yield* Effect.flip(runs.get(viewer, "x")))._tag).toBe("InvalidRequest")
       expect((yield* Effect.flip(runs.list(viewer, { limit: "x" })))._tag).toBe("InvalidRequest")
     }).pipe(Effect.provide(unreachable)))

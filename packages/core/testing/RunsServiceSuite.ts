@@ -6,73 +6,19 @@
  */
 import { makeEnvironment } from "./CatalogConformance.js"
 import { describe, expect, layer } from "@effect/vitest"
-import { DateTime, Effect, Either, Layer, Option } from "effect"
+import { Effect, Either, Layer, Option } from "effect"
 import type { Viewer } from "../src/Access.js"
 import type { Conflict, InvalidRequest, NotAuthorized } from "../src/Errors.js"
-import { EnvironmentUid, type ExecutionId, IdsLive, isUuidV7, type PrincipalUid, type RunId, type TeamUid } from "../src/Ids.js"
-import { Principal, type Role, Team } from "../src/Identity.js"
+import { EnvironmentUid, type ExecutionId, IdsLive, isUuidV7, type PrincipalUid, type RunId } from "../src/Ids.js"
+import { decodeRequest } from "../src/Common.js"
+import { RunAgentRequest } from "../src/Run.js"
 import { EnvironmentStore } from "../src/ports/EnvironmentStore.js"
-import { IdentityStore } from "../src/ports/IdentityStore.js"
 import { RunStore } from "../src/ports/RunStore.js"
 import { RunEvent, transition } from "../src/RunStateMachine.js"
 import { applyTransition, MAX_DEFAULT_TITLE_LENGTH, Runs, runSnapshot } from "../src/Runs.js"
 import { uid, uuid } from "./RunStoreConformance.js"
+import { failureOf, seedWorld, type World } from "./World.js"
 import type { Stores } from "./Stores.js"
-
-const T0 = DateTime.unsafeMake(Date.UTC(2026, 10, 1))
-
-/** A team of its own for one test: an admin, two members and a viewer. */
-interface World {
-  readonly team: TeamUid
-  readonly admin: Viewer
-  readonly alice: Viewer
-  readonly bob: Viewer
-  readonly viewer: Viewer
-}
-
-const viewerOf = (team: TeamUid, principal: PrincipalUid, role: Role): Viewer => ({
-  principal_uid: principal,
-  team_uid: team,
-  role,
-  instance_admin: false
-})
-
-const seedWorld = (options: { readonly maxConcurrentRuns?: number; readonly metadataFiltering?: boolean } = {}) =>
-  Effect.gen(function* () {
-    const identities = yield* IdentityStore
-    const team = uid<TeamUid>()
-    yield* identities.createTeam(
-      new Team({
-        uid: team,
-        name: `team ${team}`,
-        features: { metadata_filtering: options.metadataFiltering ?? true, scheduled_agents: true },
-        max_concurrent_runs: options.maxConcurrentRuns ?? 8,
-        created_at: T0
-      })
-    )
-    const member = (role: Role, name: string) =>
-      Effect.gen(function* () {
-        const principal = uid<PrincipalUid>()
-        yield* identities.createPrincipal(
-          new Principal({
-            uid: principal,
-            type: "user",
-            display_name: name,
-            instance_admin: false,
-            memberships: [{ team_uid: team, role }],
-            created_at: T0
-          })
-        )
-        return viewerOf(team, principal, role)
-      })
-    return {
-      team,
-      admin: yield* member("admin", "Ada Admin"),
-      alice: yield* member("member", "Alice"),
-      bob: yield* member("member", "Bob"),
-      viewer: yield* member("viewer", "Vic Viewer")
-    } satisfies World
-  })
 
 const seedEnvironment = (
   owner: Viewer,
@@ -95,14 +41,11 @@ const seedEnvironment = (
     return envUid
   })
 
-/** The failure of an effect that must fail (a success fails the test with a short message). */
-const failureOf = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<E, never, R> =>
-  Effect.flatMap(
-    Effect.either(self),
-    Either.match({ onLeft: Effect.succeed, onRight: () => Effect.dieMessage("expected a failure, but it succeeded") })
-  )
+const decodeRunAgentRequest = decodeRequest(RunAgentRequest)
 
-const create = (viewer: Viewer, body: unknown) => Effect.flatMap(Runs, (runs) => runs.create(viewer, body))
+/** Decodes an untrusted body as a transport does, then creates the run. */
+const create = (viewer: Viewer, body: unknown) =>
+  Effect.flatMap(decodeRunAgentRequest(body), (request) => Effect.flatMap(Runs, (runs) => runs.create(viewer, request)))
 
 /** Every run of the world's team (admins see them all). */
 const allRuns = (world: World) =>
@@ -123,7 +66,7 @@ export const runsServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E
         Effect.gen(function* () {
           const world = yield* seedWorld()
           const runs = yield* Runs
-          const response = yield* runs.create(world.alice, {
+          const response = yield* create(world.alice, {
             prompt: "  \n  Fix the flaky test\nin the parser",
             config: { model_id: "model-1", name: "fixer" },
             skill: "acme/tools:skills/fix/SKILL.md",
