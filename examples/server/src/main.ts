@@ -1,0 +1,2 @@
+/** The bundled server. */
+export {}

@@ -1,0 +1,2 @@
+/** @agent-runs/blob-store-fs: the BlobStore port on the local file system. */
+export {}
