@@ -38,11 +38,14 @@
  * - A storage failure is a 503 `resource_unavailable` (retryable), logged with its cause; the
  *   caller never sees the cause.
  */
-import { Clock, DateTime, Effect, Either, Option, Schema } from "effect"
+import { Clock, DateTime, Effect, Either, Option, Schema, Stream } from "effect"
 import { canChange, canCreate, canSee, scopeFor } from "./Access.js"
 import type { Owned, Viewer } from "./Access.js"
 import type { PrincipalRef } from "./Common.js"
+import { stampArtifact } from "./Artifact.js"
+import type { ArtifactReport } from "./Artifact.js"
 import {
+  AuthenticationRequired,
   Conflict,
   InvalidRequest,
   NotAuthorized,
@@ -56,6 +59,7 @@ import { EnvironmentStore } from "./ports/EnvironmentStore.js"
 import type { StoredEnvironment } from "./ports/EnvironmentStore.js"
 import { IdentityStore } from "./ports/IdentityStore.js"
 import { RunStore } from "./ports/RunStore.js"
+import type { RunCredential } from "./ports/RunTokens.js"
 import type { NewTimelineEvent, StoredRun } from "./ports/RunStore.js"
 import { ListRunsResponse, RunAgentRequest, RunAgentResponse, RunItem } from "./Run.js"
 import type { AgentConfig } from "./Run.js"
@@ -75,6 +79,9 @@ import type { RunSnapshot, Transition } from "./RunStateMachine.js"
 import { storageUnavailable } from "./internal/Services.js"
 import { RunTimeline } from "./Timeline.js"
 import type { TimelineEventType } from "./Timeline.js"
+
+/** How often `follow` looks for new timeline events between store wake-ups. */
+export const FOLLOW_POLL = "500 millis"
 
 /** The longest default title, in characters (code points). */
 export const MAX_DEFAULT_TITLE_LENGTH = 100
@@ -434,6 +441,55 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
       storageUnavailable
     )
 
-    return { create, get, list, cancel, timeline } as const
+    /**
+     * The timeline events of a run the viewer can see after sequence `after`, as they are
+     * recorded: the events already there first, then new ones, polled every `FOLLOW_POLL` and at
+     * each store wake-up. The stream stays open (an ended run can be continued by a follow-up);
+     * the caller ends it.
+     */
+    const follow = Effect.fn("Runs.follow")(
+      function* (viewer: Viewer, runId: string, after: number) {
+        const run = yield* requireVisibleRun(viewer, runId)
+        const id = run.item.run_id
+        let cursor = after
+        const ticks = Stream.merge(
+          Stream.concat(Stream.succeed(undefined), Stream.tick(FOLLOW_POLL)),
+          Stream.catchAll(store.wakeups, () => Stream.empty)
+        )
+        return ticks.pipe(
+          Stream.mapEffect(() =>
+            Effect.map(store.timeline(id, cursor), (events) => {
+              const last = events[events.length - 1]
+              if (last !== undefined) cursor = last.sequence
+              return events
+            }), { concurrency: 1 }),
+          Stream.flattenIterables,
+          Stream.catchTag("StorageError", (error) => Stream.fromEffect(storageUnavailable(Effect.fail(error))))
+        )
+      },
+      storageUnavailable
+    )
+
+    /**
+     * Records an artifact an agent reports with its run token: only while the token's execution
+     * holds the run (CLAIMED or INPROGRESS under its lease); otherwise the token is no longer
+     * valid (401). Answers the artifact stamped with the time.
+     */
+    const reportArtifact = Effect.fn("Runs.reportArtifact")(
+      function* (credential: RunCredential, report: ArtifactReport) {
+        const run = yield* store.get(credential.run_id)
+        const holds = Option.isSome(run) && run.value.lease?.execution_id === credential.execution_id &&
+          (run.value.item.state === "CLAIMED" || run.value.item.state === "INPROGRESS")
+        if (!holds) {
+          return yield* new AuthenticationRequired({ message: "the run token's execution is no longer running" })
+        }
+        const artifact = stampArtifact(report, DateTime.unsafeMake(yield* Clock.currentTimeMillis))
+        yield* store.addArtifact(credential.run_id, artifact)
+        return artifact
+      },
+      storageUnavailable
+    )
+
+    return { create, get, list, cancel, timeline, follow, reportArtifact } as const
   })
 }) {}

@@ -4,7 +4,8 @@
  * - `Authentication`: the `bearerAuth` scheme, `Authorization: Bearer ar_…`, on every `/api/v1`
  *   endpoint except the harness support one. It resolves the token and the TEAM header into the
  *   caller (`CurrentViewer`, core's `Access.Viewer`); a missing or invalid token fails with
- *   401 `authentication_required`.
+ *   401 `authentication_required`, a TEAM header naming a team the caller is not a member of
+ *   with 403 `not_authorized`, and unreachable storage with 503.
  * - `RunAuthentication`: the `runToken` scheme, the bearer run token an executor hands its agent
  *   (`api.run_token` of the harness start message), for `POST /harness-support/report-artifact`.
  *
@@ -13,7 +14,7 @@
  * uid the caller is not a member of (malformed ones included) is a 403, never a 400.
  */
 import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "@effect/platform"
-import type { Access, Ids } from "@agent-runs/core"
+import type { Access, RunTokens } from "@agent-runs/core"
 import { Context, Schema } from "effect"
 import * as Problems from "./Problems.js"
 
@@ -31,19 +32,13 @@ export const bearerAuth = HttpApiSecurity.bearer.pipe(
 
 /** Authentication of every `/api/v1` endpoint (except harness support): provides `CurrentViewer`. */
 export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("Authentication", {
-  failure: Problems.AuthenticationRequired,
+  failure: Schema.Union(Problems.AuthenticationRequired, Problems.NotAuthorized, Problems.ResourceUnavailable),
   provides: CurrentViewer,
   security: { bearerAuth }
 }) {}
 
-/** The run an agent's run token was issued for. */
-export interface RunCredential {
-  readonly run_id: Ids.RunId
-  readonly execution_id: Ids.ExecutionId
-}
-
 /** The run (and execution) of the agent calling a harness support endpoint. */
-export class CurrentRun extends Context.Tag("@agent-runs/http/CurrentRun")<CurrentRun, RunCredential>() {}
+export class CurrentRun extends Context.Tag("@agent-runs/http/CurrentRun")<CurrentRun, RunTokens.RunCredential>() {}
 
 /** The run token scheme, `runToken` in the OpenAPI document. */
 export const runToken = HttpApiSecurity.bearer.pipe(

@@ -1,0 +1,83 @@
+/**
+ * The configuration of the bundled server (CONTRACT §10), read from environment variables:
+ * `PORT` (8080), `HOST` (127.0.0.1), `AGENT_RUNS_DATA_DIR` (`./data`), `AGENT_RUNS_DATABASE_URL`
+ * (`sqlite:<data dir>/agent-runs.db`; `postgres://…` or `postgresql://…` selects PostgreSQL),
+ * `AGENT_RUNS_ADMIN_TOKEN`, `AGENT_RUNS_PUBLIC_URL` (`http://<host>:<port>`),
+ * `AGENT_RUNS_WEBHOOK_BASE_URL` (the public URL), `AGENT_RUNS_SECRET_KEY` (32 bytes as 64 hex
+ * characters or base64; generated into `<data dir>/secret-key` when absent),
+ * `AGENT_RUNS_MAX_BODY_BYTES` (1 MiB), `AGENT_RUNS_DOWNLOAD_TTL_SECONDS` (900).
+ * `AGENT_RUNS_EXECUTOR`, `AGENT_RUNS_HARNESS` and `AGENT_RUNS_REPOS_DIR` are read by the executors.
+ */
+import { Config, ConfigError, Either, Option, Redacted } from "effect"
+import { resolve } from "node:path"
+
+/** Where runs and everything else are stored. */
+export type Database =
+  | { readonly _tag: "Sqlite"; readonly filename: string }
+  | { readonly _tag: "Postgres"; readonly url: Redacted.Redacted<string> }
+
+export interface ServerConfig {
+  readonly port: number
+  readonly host: string
+  readonly dataDir: string
+  readonly database: Database
+  readonly adminToken: Option.Option<Redacted.Redacted<string>>
+  readonly publicUrl: string
+  readonly webhookBaseUrl: string
+  readonly secretKey: Option.Option<Redacted.Redacted<string>>
+  readonly maxBodyBytes: number
+  readonly downloadTtlSeconds: number
+}
+
+/** Parses `AGENT_RUNS_DATABASE_URL`. */
+export const parseDatabase = (url: string, dataDir: string): Database | undefined => {
+  if (/^postgres(ql)?:\/\//.test(url)) return { _tag: "Postgres", url: Redacted.make(url) }
+  if (url.startsWith("sqlite:")) {
+    const path = url.slice("sqlite:".length).replace(/^\/\//, "")
+    return path === "" ? undefined : { _tag: "Sqlite", filename: resolve(dataDir, path) }
+  }
+  return undefined
+}
+
+/** The server configuration from the environment. */
+export const ServerConfig: Config.Config<ServerConfig> = Config.all({
+  port: Config.port("PORT").pipe(Config.withDefault(8080)),
+  host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
+  dataDir: Config.string("AGENT_RUNS_DATA_DIR").pipe(Config.withDefault("./data"), Config.map((dir) => resolve(dir))),
+  databaseUrl: Config.option(Config.string("AGENT_RUNS_DATABASE_URL")),
+  adminToken: Config.option(Config.redacted("AGENT_RUNS_ADMIN_TOKEN")),
+  publicUrl: Config.option(Config.string("AGENT_RUNS_PUBLIC_URL")),
+  webhookBaseUrl: Config.option(Config.string("AGENT_RUNS_WEBHOOK_BASE_URL")),
+  secretKey: Config.option(Config.redacted("AGENT_RUNS_SECRET_KEY")),
+  maxBodyBytes: Config.integer("AGENT_RUNS_MAX_BODY_BYTES").pipe(
+    Config.validate({ message: "must be at least 1024", validation: (n) => n >= 1024 }),
+    Config.withDefault(1024 * 1024)
+  ),
+  downloadTtlSeconds: Config.integer("AGENT_RUNS_DOWNLOAD_TTL_SECONDS").pipe(
+    Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+    Config.withDefault(15 * 60)
+  )
+}).pipe(
+  Config.mapOrFail((raw) => {
+    const url = Option.getOrElse(raw.databaseUrl, () => "sqlite:agent-runs.db")
+    const database = parseDatabase(url, raw.dataDir)
+    if (database === undefined) {
+      return Either.left(
+        ConfigError.InvalidData(["AGENT_RUNS_DATABASE_URL"], "must be sqlite:<path> or postgres://…")
+      )
+    }
+    const publicUrl = Option.getOrElse(raw.publicUrl, () => `http://${raw.host}:${raw.port}`).replace(/\/+$/, "")
+    return Either.right({
+      port: raw.port,
+      host: raw.host,
+      dataDir: raw.dataDir,
+      database,
+      adminToken: raw.adminToken,
+      publicUrl,
+      webhookBaseUrl: Option.getOrElse(raw.webhookBaseUrl, () => publicUrl).replace(/\/+$/, ""),
+      secretKey: raw.secretKey,
+      maxBodyBytes: raw.maxBodyBytes,
+      downloadTtlSeconds: raw.downloadTtlSeconds
+    })
+  })
+)

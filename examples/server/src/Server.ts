@@ -1,0 +1,152 @@
+/**
+ * The bundled server as one layer: storage (SQLite or PostgreSQL), the file-system blob store
+ * under the data directory, every core application service, the HTTP surface on Node's HTTP
+ * server, and the start-up work (migrations run by the storage layer, the bootstrap admin token,
+ * the banner). Composition only: the logic lives in the packages.
+ */
+import { HttpServer } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { SqlClient } from "@effect/sql"
+import { FileBlobStore } from "@agent-runs/blob-store-fs"
+import {
+  Automations,
+  Conversations,
+  Environments,
+  Followups,
+  Identities,
+  Ids,
+  Runs,
+  Schedules,
+  Secrets,
+  Webhooks
+} from "@agent-runs/core"
+import { Downloads, RunTokens, Server } from "@agent-runs/http"
+import { PgStorage } from "@agent-runs/storage-pg"
+import { SqliteStorage } from "@agent-runs/storage-sqlite"
+import { Console, Effect, Layer, Option, Redacted } from "effect"
+import { randomBytes } from "node:crypto"
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { createServer } from "node:http"
+import { join, relative } from "node:path"
+import type { ServerConfig } from "./Config.js"
+
+/** Decodes a 32-byte key given as 64 hex characters or base64. */
+export const decodeSecretKey = (text: string): Uint8Array | undefined => {
+  const trimmed = text.trim()
+  const bytes = /^[0-9a-fA-F]{64}$/.test(trimmed) ? Buffer.from(trimmed, "hex") : Buffer.from(trimmed, "base64")
+  return bytes.length === 32 ? new Uint8Array(bytes) : undefined
+}
+
+/** Writes a file only its owner can read. */
+const writePrivate = (path: string, text: string) => {
+  writeFileSync(path, text, { mode: 0o600 })
+  chmodSync(path, 0o600)
+}
+
+/** The secret key: `AGENT_RUNS_SECRET_KEY`, else `<data dir>/secret-key`, generated there on first start. */
+const secretKeyOf = (config: ServerConfig) =>
+  Effect.try({
+    try: () => {
+      const file = join(config.dataDir, "secret-key")
+      const text = Option.isSome(config.secretKey)
+        ? Redacted.value(config.secretKey.value)
+        : existsSync(file)
+        ? readFileSync(file, "utf8")
+        : (() => {
+          const generated = randomBytes(32).toString("base64")
+          writePrivate(file, `${generated}\n`)
+          return generated
+        })()
+      const key = decodeSecretKey(text)
+      if (key === undefined) {
+        throw new Error(
+          `${Option.isSome(config.secretKey) ? "AGENT_RUNS_SECRET_KEY" : file}: must be 32 bytes as 64 hex characters or base64`
+        )
+      }
+      return Redacted.make(key)
+    },
+    catch: (cause) => cause as Error
+  })
+
+const storageLayer = (config: ServerConfig, secretKey: Redacted.Redacted<Uint8Array>) =>
+  config.database._tag === "Sqlite"
+    ? SqliteStorage.layer({ filename: config.database.filename, secretKey })
+    : PgStorage.layer({ url: config.database.url, secretKey })
+
+/** Every core application service, over the stores and blob store of the context. */
+const servicesLayer = (config: ServerConfig) =>
+  Layer.mergeAll(
+    Runs.Runs.Default,
+    Followups.Followups.Default,
+    Conversations.Conversations.Default,
+    Schedules.Schedules.Default,
+    Environments.Environments.Default,
+    Webhooks.Webhooks.Default,
+    Automations.Automations.Default,
+    Secrets.Secrets.Default,
+    Identities.Identities.Default
+  ).pipe(
+    Layer.provide(Layer.succeed(Webhooks.WebhookIngressSettings, { baseUrl: config.webhookBaseUrl })),
+    Layer.provideMerge(Ids.IdsLive)
+  )
+
+const shown = (path: string) => {
+  const rel = relative(process.cwd(), path)
+  return rel.startsWith("..") ? path : `./${rel}`
+}
+
+/** Ensures the bootstrap admin and says where its token is. */
+const bootstrap = (config: ServerConfig) =>
+  Effect.gen(function*() {
+    const identities = yield* Identities.Identities
+    const outcome = yield* identities.bootstrap(Option.map(config.adminToken, Redacted.value))
+    const file = join(config.dataDir, "admin-token")
+    switch (outcome._tag) {
+      case "Generated":
+        writePrivate(file, `${outcome.token}\n`)
+        yield* Console.log(`Generated the admin token (shown once; also written to ${shown(file)}):\n  ${outcome.token}`)
+        return `$(cat ${shown(file)})`
+      case "Configured":
+        return "$AGENT_RUNS_ADMIN_TOKEN"
+      case "Existing":
+        return existsSync(file) ? `$(cat ${shown(file)})` : "<your token>"
+    }
+  })
+
+const banner = (config: ServerConfig, tokenExpression: string) =>
+  Effect.gen(function*() {
+    const address = yield* HttpServer.addressFormattedWith((url) => Effect.succeed(url))
+    const storage = config.database._tag === "Sqlite" ? `SQLite at ${shown(config.database.filename)}` : "PostgreSQL"
+    yield* Console.log(
+      [
+        `Agent Runs is serving ${config.publicUrl} (listening on ${address}; ${storage})`,
+        `  API docs:  ${config.publicUrl}/docs   OpenAPI: ${config.publicUrl}/openapi.json`,
+        `  Try it:`,
+        `    curl -s -H "Authorization: Bearer ${tokenExpression}" -H 'content-type: application/json' \\`,
+        `      -d '{"prompt":"Say hello"}' ${config.publicUrl}/api/v1/agent/runs`,
+        `    curl -s -H "Authorization: Bearer ${tokenExpression}" ${config.publicUrl}/api/v1/agent/runs`
+      ].join("\n")
+    )
+  })
+
+/** The whole server for a configuration; building it listens, launching it serves until interrupted. */
+export const ServerLive = (config: ServerConfig) =>
+  Layer.unwrapEffect(
+    Effect.gen(function*() {
+      mkdirSync(config.dataDir, { recursive: true })
+      const secretKey = yield* secretKeyOf(config)
+      const storage = storageLayer(config, secretKey)
+      const base = Layer.mergeAll(
+        servicesLayer(config),
+        FileBlobStore.layer({ root: join(config.dataDir, "blobs") }),
+        Downloads.layer({ secretKey, publicUrl: config.publicUrl, ttlSeconds: config.downloadTtlSeconds }),
+        RunTokens.layer(secretKey),
+        Layer.effect(Server.Readiness, Effect.map(SqlClient.SqlClient, (sql) => Effect.asVoid(sql`SELECT 1`)))
+      ).pipe(Layer.provideMerge(storage))
+      const startup = Layer.effectDiscard(Effect.flatMap(bootstrap(config), (token) => banner(config, token)))
+      return Layer.mergeAll(Server.serve({ maxBodyBytes: config.maxBodyBytes }), startup).pipe(
+        Layer.provide(NodeHttpServer.layer(createServer, { port: config.port, host: config.host })),
+        Layer.provide(base)
+      )
+    })
+  )

@@ -1,0 +1,69 @@
+/**
+ * Signed download URLs (CONTRACT §10): a transcript redirect points at
+ * `{public_url}/api/v1/downloads/transcripts/{runId}?expires=<unix seconds>&signature=<hex>`, which
+ * needs no bearer token. The signature is HMAC-SHA256 over `<path>\n<expires>` with a key derived
+ * from the server's secret key (so the storage encryption key is never used directly for two
+ * purposes). Verification compares in constant time; an altered path, an altered or missing
+ * signature, or a time at or after `expires` is refused.
+ */
+import { HttpServerResponse } from "@effect/platform"
+import { Clock, Context, Effect, Layer, Redacted } from "effect"
+import { createHmac, timingSafeEqual } from "node:crypto"
+import { API_PREFIX } from "./Api.js"
+
+/** How long a download URL stays valid by default: 15 minutes. */
+export const DEFAULT_DOWNLOAD_TTL_SECONDS = 15 * 60
+
+/** The route of transcript downloads, below the API prefix. */
+export const TRANSCRIPT_DOWNLOAD_ROUTE = `${API_PREFIX}/downloads/transcripts/:runId`
+
+/** Why a download URL was refused. */
+export type DownloadRefusal = "expired" | "invalid"
+
+export class DownloadUrls extends Context.Tag("@agent-runs/http/DownloadUrls")<DownloadUrls, {
+  /** The absolute, signed URL of a run's transcript, valid from `nowMillis` for the configured time. */
+  readonly transcript: (runId: string, nowMillis: number) => string
+  /** Checks a download of `path` (without the query) at `nowMillis`. */
+  readonly verify: (
+    path: string,
+    params: { readonly expires: string | undefined; readonly signature: string | undefined },
+    nowMillis: number
+  ) => DownloadRefusal | undefined
+}>() {}
+
+/** The path of a run's transcript download. */
+export const transcriptPath = (runId: string): string => `${API_PREFIX}/downloads/transcripts/${encodeURIComponent(runId)}`
+
+/** Signs and verifies download URLs with a key derived from `secretKey`. */
+export const layer = (options: {
+  readonly secretKey: Redacted.Redacted<Uint8Array>
+  readonly publicUrl: string
+  readonly ttlSeconds?: number
+}) =>
+  Layer.sync(DownloadUrls, () => {
+    const key = createHmac("sha256", Redacted.value(options.secretKey)).update("agent-runs download urls v1").digest()
+    const ttl = options.ttlSeconds ?? DEFAULT_DOWNLOAD_TTL_SECONDS
+    const base = options.publicUrl.replace(/\/+$/, "")
+    const mac = (path: string, expires: string) => createHmac("sha256", key).update(`${path}\n${expires}`).digest()
+    return {
+      transcript: (runId, nowMillis) => {
+        const path = transcriptPath(runId)
+        const expires = String(Math.floor(nowMillis / 1000) + ttl)
+        return `${base}${path}?expires=${expires}&signature=${mac(path, expires).toString("hex")}`
+      },
+      verify: (path, { expires, signature }, nowMillis) => {
+        if (expires === undefined || signature === undefined || !/^\d{1,12}$/.test(expires)) return "invalid"
+        if (!/^[0-9a-f]{64}$/.test(signature)) return "invalid"
+        if (!timingSafeEqual(mac(path, expires), Buffer.from(signature, "hex"))) return "invalid"
+        return nowMillis >= Number(expires) * 1000 ? "expired" : undefined
+      }
+    }
+  })
+
+/** The 302 answer of a transcript endpoint: `Location` is the run's signed transcript URL. */
+export const transcriptRedirect = (runId: string) =>
+  Effect.gen(function*() {
+    const downloads = yield* DownloadUrls
+    const now = yield* Clock.currentTimeMillis
+    return HttpServerResponse.empty({ status: 302, headers: { location: downloads.transcript(runId, now) } })
+  })

@@ -1,0 +1,124 @@
+/**
+ * The whole HTTP surface of Agent Runs as layers: the API (every group's handlers with the
+ * authentication middleware), and beside it `/openapi.json`, `/docs`, `/healthz`, `/readyz`,
+ * `/metrics` and the signed transcript downloads. `serve` needs an `HttpServer` (the bundled
+ * server gives Node's), the core services the handlers call, `DownloadUrls` and `Readiness`.
+ *
+ * Decisions:
+ * - `/healthz` answers 200 `{status: "ok"}` while the process serves; `/readyz` answers 200
+ *   `{status: "ready"}` when `Readiness` succeeds (storage reachable) and 503 `resource_unavailable`
+ *   otherwise.
+ * - A transcript download (`GET /api/v1/downloads/transcripts/{runId}?expires&signature`) needs no
+ *   bearer token; an altered or unsigned URL is a 403 `not_authorized`, an expired one a 403 that
+ *   says so; a run without a transcript a 404. The body is the raw bytes the agent printed
+ *   (`application/x-ndjson`), streamed.
+ */
+import { HttpApiBuilder, HttpApiScalar, HttpServerRequest, HttpServerResponse, HttpRouter } from "@effect/platform"
+import { BlobStore, Conversations, Errors } from "@agent-runs/core"
+import { Clock, Context, Effect, Layer, Option, Schema, Stream } from "effect"
+import { Api } from "./Api.js"
+import { AuthenticationLive } from "./AuthenticationLive.js"
+import { DecodeErrorsAsProblems } from "./DecodeErrors.js"
+import { DownloadUrls, TRANSCRIPT_DOWNLOAD_ROUTE, transcriptPath } from "./Downloads.js"
+import { AdminLive } from "./handlers/Admin.js"
+import { AgentsLive } from "./handlers/Agents.js"
+import { AutomationsLive } from "./handlers/Automations.js"
+import { ConversationsLive } from "./handlers/Conversations.js"
+import { EnvironmentsLive } from "./handlers/Environments.js"
+import { HarnessSupportLive, RunAuthenticationLive } from "./handlers/HarnessSupport.js"
+import { RunsLive } from "./handlers/Runs.js"
+import { SchedulesLive } from "./handlers/Schedules.js"
+import { SecretsLive } from "./handlers/Secrets.js"
+import { WebhooksLive } from "./handlers/Webhooks.js"
+import { metricsMiddleware, metricsResponse } from "./Metrics.js"
+import { openApiDocument } from "./OpenApiDocument.js"
+import * as Problems from "./Problems.js"
+import { DEFAULT_MAX_BODY_BYTES, problemResponse, serverMiddleware } from "./ServerMiddleware.js"
+
+/** Whether the service can do its work now (storage reachable); `/readyz` runs it. */
+export class Readiness extends Context.Tag("@agent-runs/http/Readiness")<Readiness, Effect.Effect<void, unknown>>() {}
+
+/** Every group of the API with its handlers and middleware. */
+export const ApiLive = HttpApiBuilder.api(Api).pipe(
+  Layer.provide([
+    RunsLive,
+    ConversationsLive,
+    SchedulesLive,
+    EnvironmentsLive,
+    WebhooksLive,
+    AutomationsLive,
+    SecretsLive,
+    AdminLive,
+    AgentsLive,
+    HarnessSupportLive
+  ]),
+  Layer.provide([AuthenticationLive, RunAuthenticationLive])
+)
+
+const encodeResourceUnavailable = Schema.encodeSync(Problems.ResourceUnavailable)
+const encodeNotAuthorized = Schema.encodeSync(Problems.NotAuthorized)
+
+const json = (body: unknown, status = 200) => HttpServerResponse.unsafeJson(body, { status })
+
+const refused = (message: string) =>
+  HttpServerResponse.unsafeJson(encodeNotAuthorized(new Errors.NotAuthorized({ message })), {
+    status: 403,
+    contentType: Problems.PROBLEM_CONTENT_TYPE
+  })
+
+const notReady = HttpServerResponse.unsafeJson(
+  encodeResourceUnavailable(new Errors.ResourceUnavailable({ message: "storage is unreachable" })),
+  { status: 503, contentType: Problems.PROBLEM_CONTENT_TYPE }
+)
+
+const readiness = (ready: Effect.Effect<void, unknown>) =>
+  ready.pipe(
+    Effect.as(json({ status: "ready" })),
+    Effect.catchAllCause((cause) => Effect.logWarning("not ready", cause).pipe(Effect.as(notReady)))
+  )
+
+const download = (downloads: DownloadUrls["Type"], blobs: BlobStore.BlobStore["Type"]) =>
+  Effect.gen(function*() {
+    const { runId = "" } = yield* HttpRouter.params
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const url = new URL(request.url, "http://localhost")
+    const now = yield* Clock.currentTimeMillis
+    const refusal = downloads.verify(
+      transcriptPath(runId),
+      { expires: url.searchParams.get("expires") ?? undefined, signature: url.searchParams.get("signature") ?? undefined },
+      now
+    )
+    if (refusal === "expired") return refused("this download link has expired; ask the API for a new one")
+    if (refusal === "invalid") return refused("this download link is not valid")
+    const blob = yield* blobs.read(Conversations.transcriptKey(runId))
+    if (Option.isNone(blob)) return problemResponse(Errors.ResourceNotFound.of("transcript", runId))
+    return HttpServerResponse.stream(blob.value.pipe(Stream.orDie), {
+      contentType: "application/x-ndjson",
+      headers: { "content-disposition": `attachment; filename="${runId}.jsonl"`, "cache-control": "private, no-store" }
+    })
+  }).pipe(Effect.orDie)
+
+/** The routes served beside the API. */
+export const ExtraRoutesLive = Layer.merge(HttpApiBuilder.Router.use((router) =>
+  Effect.gen(function*() {
+    const document = json(openApiDocument())
+    const ready = yield* Readiness
+    const downloads = yield* DownloadUrls
+    const blobs = yield* BlobStore.BlobStore
+    yield* router.get("/openapi.json", Effect.succeed(document))
+    yield* router.get("/healthz", Effect.succeed(json({ status: "ok" })))
+    yield* router.get("/readyz", readiness(ready))
+    yield* router.get("/metrics", metricsResponse)
+    yield* router.get(TRANSCRIPT_DOWNLOAD_ROUTE, download(downloads, blobs))
+  })
+), HttpApiScalar.layer({ path: "/docs" }))
+
+/** Serves everything on the `HttpServer` of the context. */
+export const serve = (options: { readonly maxBodyBytes?: number } = {}) =>
+  HttpApiBuilder.serve((app) =>
+    metricsMiddleware(serverMiddleware({ maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES })(app))
+  ).pipe(
+    Layer.provide(ExtraRoutesLive),
+    Layer.provide(ApiLive),
+    Layer.provide(DecodeErrorsAsProblems)
+  )

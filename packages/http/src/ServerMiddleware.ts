@@ -1,0 +1,111 @@
+/**
+ * What the server adds around every response (CONTRACT §2):
+ * - `x-should-retry: true` on retryable problems and `x-should-retry: false` on the others (so
+ *   clients that retry 409 and 5xx by default, like the Stainless-generated SDKs, follow the
+ *   server's judgement), and `Retry-After` (seconds) on a 429.
+ * - The body limit: a declared `Content-Length` over the limit is a 413 `payload_too_large`
+ *   before anything is read; a chunked body is cut off at the limit while it is read (413 too).
+ * - A body that is not JSON is a 400 `invalid_request` naming `body`.
+ * - An unknown path under the API is a 404 `resource_not_found` problem; a defect anywhere is a
+ *   500 `internal_error` problem (logged with its cause; the body never carries a stack trace).
+ */
+import { HttpIncomingMessage, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import type { HttpApp } from "@effect/platform"
+import { Errors } from "@agent-runs/core"
+import { Cause, Effect, Option, Schema } from "effect"
+import * as Problems from "./Problems.js"
+
+/** The default limit of a request body, in bytes (1 MiB). */
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+
+const problemEncoders = {
+  InvalidRequest: Schema.encodeSync(Problems.InvalidRequest),
+  ResourceNotFound: Schema.encodeSync(Problems.ResourceNotFound),
+  PayloadTooLarge: Schema.encodeSync(Problems.PayloadTooLarge),
+  InternalError: Schema.encodeSync(Problems.InternalError)
+}
+
+/** A problem response for one of the errors the server itself raises. */
+export const problemResponse = (
+  error: Errors.InvalidRequest | Errors.ResourceNotFound | Errors.PayloadTooLarge | Errors.InternalError
+): HttpServerResponse.HttpServerResponse => {
+  const body = (problemEncoders[error._tag] as (e: typeof error) => unknown)(error)
+  return HttpServerResponse.unsafeJson(body, {
+    status: Problems.statusOf[error.errorCode],
+    contentType: Problems.PROBLEM_CONTENT_TYPE
+  })
+}
+
+const decoder = new TextDecoder()
+
+/** Adds `x-should-retry` (and `Retry-After` on a 429) from a problem body's `retryable` and `retry_after_seconds`. */
+const withRetryHeaders = (response: HttpServerResponse.HttpServerResponse): HttpServerResponse.HttpServerResponse => {
+  if (response.status < 400 || response.body._tag !== "Uint8Array") return response
+  if (response.body.contentType !== Problems.PROBLEM_CONTENT_TYPE) return response
+  let problem: unknown
+  try {
+    problem = JSON.parse(decoder.decode(response.body.body))
+  } catch {
+    return response
+  }
+  if (typeof problem !== "object" || problem === null) return response
+  const retryable = (problem as { retryable?: unknown }).retryable === true
+  const retryAfter = (problem as { retry_after_seconds?: unknown }).retry_after_seconds
+  const withRetry = HttpServerResponse.setHeader(response, "x-should-retry", retryable ? "true" : "false")
+  return typeof retryAfter === "number" ? HttpServerResponse.setHeader(withRetry, "retry-after", String(retryAfter)) : withRetry
+}
+
+const tooLarge = (limit: number) =>
+  problemResponse(
+    new Errors.PayloadTooLarge({ message: `body: the request body is over ${limit} bytes`, limitBytes: limit })
+  )
+
+/** The request-body failure behind a defect, if any (the router dies with it when a body cannot be read). */
+const bodyFailure = (cause: Cause.Cause<unknown>): HttpServerError.RequestError | undefined => {
+  for (const defect of Cause.defects(cause)) {
+    if (HttpServerError.isServerError(defect) && defect._tag === "RequestError") return defect
+  }
+  return undefined
+}
+
+const isBodyTooLarge = (error: HttpServerError.RequestError): boolean =>
+  error.cause instanceof Error && error.cause.message === "maxBytes exceeded"
+
+/**
+ * The server middleware: body limit, problem answers for unreadable bodies, unknown paths and
+ * defects, and the retry headers of every problem.
+ */
+export const serverMiddleware = (options: { readonly maxBodyBytes: number }) =>
+<E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<never, R | HttpServerRequest.HttpServerRequest> =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const declared = Number(request.headers["content-length"] ?? "0")
+    if (Number.isFinite(declared) && declared > options.maxBodyBytes) return withRetryHeaders(tooLarge(options.maxBodyBytes))
+    const response = yield* app.pipe(
+      HttpIncomingMessage.withMaxBodySize(Option.some(options.maxBodyBytes)),
+      Effect.catchAllCause((cause) =>
+        Effect.gen(function*() {
+          const failure = Cause.failureOption(cause)
+          if (Option.isSome(failure) && HttpServerError.isServerError(failure.value) &&
+            failure.value._tag === "RouteNotFound") {
+            return problemResponse(
+              new Errors.ResourceNotFound({
+                message: `no such endpoint: ${request.method} ${request.url.split("?")[0]}`,
+                resource: "endpoint"
+              })
+            )
+          }
+          const unreadable = bodyFailure(cause)
+          if (unreadable !== undefined) {
+            return isBodyTooLarge(unreadable)
+              ? tooLarge(options.maxBodyBytes)
+              : problemResponse(Errors.InvalidRequest.forField("body", "must be valid JSON"))
+          }
+          if (Cause.isInterruptedOnly(cause)) return yield* Effect.interrupt
+          yield* Effect.logError("request failed", cause)
+          return problemResponse(new Errors.InternalError({ message: "internal error; try again" }))
+        })
+      )
+    )
+    return withRetryHeaders(response)
+  })

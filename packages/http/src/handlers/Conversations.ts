@@ -1,0 +1,19 @@
+/** Handlers of the conversations group. */
+import { HttpApiBuilder } from "@effect/platform"
+import { Conversations } from "@agent-runs/core"
+import { Effect } from "effect"
+import { Api } from "../Api.js"
+import { transcriptRedirect } from "../Downloads.js"
+import { CurrentViewer } from "../Security.js"
+
+export const ConversationsLive = HttpApiBuilder.group(Api, "conversations", (handlers) =>
+  Effect.map(Conversations.Conversations, (conversations) =>
+    handlers
+      .handle("getConversation", ({ path }) =>
+        Effect.flatMap(CurrentViewer, (v) => conversations.get(v, path.conversation_id)))
+      .handle("getConversationTranscript", ({ path }) =>
+        Effect.gen(function*() {
+          const viewer = yield* CurrentViewer
+          const transcript = yield* conversations.transcript(viewer, { conversationId: path.conversation_id })
+          return yield* transcriptRedirect(transcript.run_id)
+        }))))

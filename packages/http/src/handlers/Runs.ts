@@ -1,0 +1,69 @@
+/** Handlers of the runs group: each endpoint calls one core service with the authenticated viewer. */
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { Conversations, Followups, Runs, RunQuery, Timeline } from "@agent-runs/core"
+import { Effect, Schema, Stream } from "effect"
+import { Api } from "../Api.js"
+import { transcriptRedirect } from "../Downloads.js"
+import { RunByExternalReferenceResponse, RunFollowupResponse } from "../Models.js"
+import { CurrentViewer } from "../Security.js"
+
+/** How often an idle event stream sends a comment, so proxies keep it open. */
+export const SSE_KEEPALIVE = "15 seconds"
+
+const encoder = new TextEncoder()
+const encodeEvent = Schema.encodeSync(Timeline.TimelineEvent)
+
+/** One Server-Sent Event per timeline event; its id is the event's sequence. */
+const sseEvent = (event: Timeline.TimelineEvent): Uint8Array =>
+  encoder.encode(`id: ${event.sequence}\nevent: timeline\ndata: ${JSON.stringify(encodeEvent(event))}\n\n`)
+
+/** The sequence to resume after, from `Last-Event-ID` (absent or not a sequence: from the start). */
+const resumeAfter = (lastEventId: string | undefined): number =>
+  lastEventId !== undefined && /^\d{1,15}$/.test(lastEventId.trim()) ? Number(lastEventId.trim()) : 0
+
+/** The search parameters of a request as core's raw run-list query. */
+const rawQuery = (url: string) => RunQuery.queryParamsFromSearchParams(new URL(url, "http://localhost").searchParams)
+
+export const RunsLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
+  Effect.gen(function*() {
+    const runs = yield* Runs.Runs
+    const followups = yield* Followups.Followups
+    const conversations = yield* Conversations.Conversations
+    const create = ({ payload }: { readonly payload: Parameters<typeof runs.create>[1] }) =>
+      Effect.flatMap(CurrentViewer, (viewer) => runs.create(viewer, payload))
+
+    return handlers
+      .handle("createRun", create)
+      .handle("createRunDeprecated", create)
+      .handle("listRuns", ({ request }) => Effect.flatMap(CurrentViewer, (viewer) => runs.list(viewer, rawQuery(request.url))))
+      .handle("getRun", ({ path }) => Effect.flatMap(CurrentViewer, (viewer) => runs.get(viewer, path.runId)))
+      .handle("getRunTimeline", ({ path }) => Effect.flatMap(CurrentViewer, (viewer) => runs.timeline(viewer, path.runId)))
+      .handle("getRunConversation", ({ path }) =>
+        Effect.flatMap(CurrentViewer, (viewer) => conversations.ofRun(viewer, path.runId)))
+      .handle("getRunTranscript", ({ path }) =>
+        Effect.gen(function*() {
+          const viewer = yield* CurrentViewer
+          const transcript = yield* conversations.transcript(viewer, { runId: path.runId })
+          return yield* transcriptRedirect(transcript.run_id)
+        }))
+      .handle("createRunFollowup", ({ path, payload }) =>
+        Effect.flatMap(CurrentViewer, (viewer) => followups.send(viewer, path.runId, payload)).pipe(
+          Effect.map((accepted) => new RunFollowupResponse(accepted))
+        ))
+      .handle("cancelRun", ({ path }) => Effect.flatMap(CurrentViewer, (viewer) => runs.cancel(viewer, path.runId)))
+      .handle("getRunByExternalReference", ({ urlParams }) =>
+        Effect.flatMap(CurrentViewer, (viewer) => conversations.runByExternalReference(viewer, urlParams.url)).pipe(
+          Effect.map((run) => new RunByExternalReferenceResponse({ run_id: run.run_id, run }))
+        ))
+      .handle("streamRunEvents", ({ headers, path }) =>
+        Effect.gen(function*() {
+          const viewer = yield* CurrentViewer
+          const events = yield* runs.follow(viewer, path.runId, resumeAfter(headers["last-event-id"]))
+          const keepalive = Stream.tick(SSE_KEEPALIVE).pipe(Stream.drop(1), Stream.as(encoder.encode(": keep-alive\n\n")))
+          const body = Stream.merge(Stream.map(events, sseEvent), keepalive, { haltStrategy: "left" })
+          return HttpServerResponse.stream(body, {
+            contentType: "text/event-stream",
+            headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
+          })
+        }))
+  }))

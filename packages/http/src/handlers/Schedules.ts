@@ -1,0 +1,18 @@
+/** Handlers of the schedules group. */
+import { HttpApiBuilder } from "@effect/platform"
+import { Schedules } from "@agent-runs/core"
+import { Effect } from "effect"
+import { Api } from "../Api.js"
+import { CurrentViewer } from "../Security.js"
+
+export const SchedulesLive = HttpApiBuilder.group(Api, "schedules", (handlers) =>
+  Effect.map(Schedules.Schedules, (schedules) =>
+    handlers
+      .handle("createSchedule", ({ payload }) => Effect.flatMap(CurrentViewer, (v) => schedules.create(v, payload)))
+      .handle("listSchedules", () => Effect.flatMap(CurrentViewer, (v) => schedules.list(v)))
+      .handle("getSchedule", ({ path }) => Effect.flatMap(CurrentViewer, (v) => schedules.get(v, path.scheduleId)))
+      .handle("updateSchedule", ({ path, payload }) =>
+        Effect.flatMap(CurrentViewer, (v) => schedules.update(v, path.scheduleId, payload)))
+      .handle("deleteSchedule", ({ path }) => Effect.flatMap(CurrentViewer, (v) => schedules.remove(v, path.scheduleId)))
+      .handle("pauseSchedule", ({ path }) => Effect.flatMap(CurrentViewer, (v) => schedules.pause(v, path.scheduleId)))
+      .handle("resumeSchedule", ({ path }) => Effect.flatMap(CurrentViewer, (v) => schedules.resume(v, path.scheduleId)))))
