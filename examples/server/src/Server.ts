@@ -145,7 +145,7 @@ export const ServerLive = (config: ServerConfig) =>
       ).pipe(Layer.provideMerge(storage))
       const startup = Layer.effectDiscard(Effect.flatMap(bootstrap(config), (token) => banner(config, token)))
       return Layer.mergeAll(Server.serve({ maxBodyBytes: config.maxBodyBytes }), startup).pipe(
-        Layer.provide(NodeHttpServer.layer(createServer, { port: config.port, host: config.host })),
+        Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.host })),
         Layer.provide(base)
       )
     })
