@@ -5,6 +5,7 @@
  */
 import { freshDatabase } from "@agent-runs/storage-pg/testing"
 import { Effect, Layer, Option, Redacted } from "effect"
+import { expect } from "vitest"
 import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:net"
@@ -97,3 +98,25 @@ export const call = async (
   }
   return { status: response.status, headers: response.headers, body: parsed }
 }
+
+/** Creates a team with one principal per role; returns their tokens. */
+export const makeTeam = async (server: TestServer, name: string) => {
+  const team = await call(server, "POST", "/api/v1/admin/teams", { token: server.adminToken, body: { name } })
+  expect(team.status).toBe(201)
+  const tokens: Record<"admin" | "member" | "viewer", string> = { admin: "", member: "", viewer: "" }
+  for (const role of ["admin", "member", "viewer"] as const) {
+    const principal = await call(server, "POST", "/api/v1/admin/principals", {
+      token: server.adminToken,
+      body: { type: "user", display_name: `${name} ${role}`, memberships: [{ team_uid: team.body.uid, role }] }
+    })
+    expect(principal.status).toBe(201)
+    const token = await call(server, "POST", `/api/v1/admin/principals/${principal.body.uid}/tokens`, {
+      token: server.adminToken,
+      body: { name: "test" }
+    })
+    expect(token.status).toBe(201)
+    tokens[role] = token.body.token
+  }
+  return { uid: team.body.uid as string, tokens }
+}
+

@@ -8,7 +8,7 @@ import { BlobStore, Conversations } from "@agent-runs/core"
 import { Effect, Exit, Scope } from "effect"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { call, type DatabaseKind, startServer, type TestServer } from "./harness.js"
+import { call, type DatabaseKind, makeTeam, startServer, type TestServer } from "./harness.js"
 
 const PROBLEM = "application/problem+json"
 
@@ -20,27 +20,6 @@ const started = (kind: DatabaseKind, overrides?: Parameters<typeof startServer>[
   }, 60_000)
   afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)))
   return () => server!
-}
-
-/** Creates a team with one principal per role; returns their tokens. */
-export const makeTeam = async (server: TestServer, name: string) => {
-  const team = await call(server, "POST", "/api/v1/admin/teams", { token: server.adminToken, body: { name } })
-  expect(team.status).toBe(201)
-  const tokens: Record<"admin" | "member" | "viewer", string> = { admin: "", member: "", viewer: "" }
-  for (const role of ["admin", "member", "viewer"] as const) {
-    const principal = await call(server, "POST", "/api/v1/admin/principals", {
-      token: server.adminToken,
-      body: { type: "user", display_name: `${name} ${role}`, memberships: [{ team_uid: team.body.uid, role }] }
-    })
-    expect(principal.status).toBe(201)
-    const token = await call(server, "POST", `/api/v1/admin/principals/${principal.body.uid}/tokens`, {
-      token: server.adminToken,
-      body: { name: "test" }
-    })
-    expect(token.status).toBe(201)
-    tokens[role] = token.body.token
-  }
-  return { uid: team.body.uid as string, tokens }
 }
 
 /** Reads a stream until `done` says it has seen enough (or 5 s pass); returns the text. */
