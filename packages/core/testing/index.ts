@@ -21,4 +21,7 @@ export const storageConformance = <E>(name: string, layer: Layer.Layer<Stores | 
     catalogConformance(layer)
   })
 }
+export { automationsServiceSuite } from "./AutomationsServiceSuite.js"
 export { runsServiceSuite } from "./RunsServiceSuite.js"
+export { secretsServiceSuite } from "./SecretsServiceSuite.js"
+export { webhooksServiceSuite } from "./WebhooksServiceSuite.js"

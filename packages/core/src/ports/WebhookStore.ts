@@ -10,7 +10,11 @@ import type { Delivery, Webhook } from "../Webhook.js"
 import type { WebhookState } from "../WebhookStateMachine.js"
 import type { StaleWrite, StorageError } from "./Storage.js"
 
-/** A webhook as stored. `secret` is the current credential (null when it comes from a team secret). */
+/**
+ * A webhook as stored. `secret` is the current credential, the one the ingress checks; for a
+ * `secret_name` webhook it is the team secret's value as the webhooks service last read it (at
+ * creation and on re-enable). The service erases it (null) when the webhook is deleted.
+ */
 export interface StoredWebhook {
   readonly item: Webhook
   readonly team_uid: TeamUid

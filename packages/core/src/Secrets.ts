@@ -1,0 +1,83 @@
+/**
+ * The team secrets application service (CONTRACT §5, `/agent/secrets`): put (create or replace),
+ * list (names and times, never values) and delete a team's named secrets, over SecretStore
+ * (which seals values at rest). HTTP status codes belong to packages/http.
+ *
+ * Decisions where the contract is silent:
+ * - Admins only, for all three operations, listing included (403 for members and viewers):
+ *   secrets are part of the factory, and even their names say which providers the team uses.
+ *   Secrets are keyed by the caller's team, so another team's secrets are unreachable.
+ * - Put answers the secret's name and times (`created_at` kept on replace, `updated_at` now).
+ *   Replacing a value does not change webhooks already using it: a webhook that names a secret
+ *   reads its value when created and when re-enabled (see Webhooks.ts).
+ * - Delete of an absent secret is a 404; delete of a secret that a live webhook of the team
+ *   names is a 409 listing those webhooks (delete them, or they would keep authenticating with
+ *   the value they read, which is not what deleting a secret promises).
+ * - A storage failure is a 503 `resource_unavailable` (retryable).
+ */
+import { Clock, DateTime, Effect, Option } from "effect"
+import { canManageFactory } from "./Access.js"
+import type { Viewer } from "./Access.js"
+import { Conflict, NotAuthorized, ResourceNotFound } from "./Errors.js"
+import { SecretStore } from "./ports/SecretStore.js"
+import { WebhookStore } from "./ports/WebhookStore.js"
+import { ListSecretsResponse } from "./Secret.js"
+import type { PutSecretRequest, SecretMetadata, SecretName } from "./Secret.js"
+import { storageUnavailable } from "./internal/Services.js"
+
+/** The secrets service: a team's named secrets, managed by its admins. */
+export class Secrets extends Effect.Service<Secrets>()("@agent-runs/core/Secrets", {
+  effect: Effect.gen(function* () {
+    const store = yield* SecretStore
+    const webhooks = yield* WebhookStore
+
+    const requireAdmin = (viewer: Viewer) =>
+      canManageFactory(viewer)
+        ? Effect.void
+        : Effect.fail(new NotAuthorized({ message: "only team admins can manage secrets" }))
+
+    /** Creates or replaces a secret; answers its name and times, never its value. */
+    const put = Effect.fn("Secrets.put")(
+      function* (viewer: Viewer, name: SecretName, request: PutSecretRequest) {
+        yield* requireAdmin(viewer)
+        const now = yield* Clock.currentTimeMillis
+        yield* store.put(viewer.team_uid, name, request.value, now)
+        const stored = (yield* store.list(viewer.team_uid)).find((s) => s.name === name)
+        // Deleted by someone else right after the write: answer what was written.
+        const written: SecretMetadata = { name, created_at: DateTime.unsafeMake(now), updated_at: DateTime.unsafeMake(now) }
+        return stored ?? written
+      },
+      storageUnavailable
+    )
+
+    /** The team's secrets by name: names and times only. */
+    const list = Effect.fn("Secrets.list")(
+      function* (viewer: Viewer) {
+        yield* requireAdmin(viewer)
+        return new ListSecretsResponse({ secrets: yield* store.list(viewer.team_uid) })
+      },
+      storageUnavailable
+    )
+
+    /** Deletes a secret (404 when absent, 409 while a webhook uses it). */
+    const remove = Effect.fn("Secrets.remove")(
+      function* (viewer: Viewer, name: SecretName) {
+        yield* requireAdmin(viewer)
+        if (Option.isNone(yield* store.get(viewer.team_uid, name))) return yield* ResourceNotFound.of("secret", name)
+        const users = (yield* webhooks.list(viewer.team_uid)).filter((w) => w.item.secret_name === name)
+        if (users.length > 0) {
+          return yield* new Conflict({
+            message: `secret ${name} is used by webhook${users.length === 1 ? "" : "s"} ` +
+              `${users.map((w) => `${JSON.stringify(w.item.name)} (${w.item.uid})`).join(", ")}; delete ${
+                users.length === 1 ? "it" : "them"
+              } first`
+          })
+        }
+        if (!(yield* store.remove(viewer.team_uid, name))) return yield* ResourceNotFound.of("secret", name)
+      },
+      storageUnavailable
+    )
+
+    return { put, list, remove } as const
+  })
+}) {}

@@ -1,0 +1,4 @@
+import { automationsServiceSuite } from "@agent-runs/core/testing"
+import { storageLayer } from "./harness.js"
+
+automationsServiceSuite("postgresql", storageLayer)

@@ -1,0 +1,4 @@
+import { webhooksServiceSuite } from "@agent-runs/core/testing"
+import { storageLayer } from "./harness.js"
+
+webhooksServiceSuite("sqlite", storageLayer)
