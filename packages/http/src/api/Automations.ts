@@ -16,11 +16,12 @@ export class AutomationsGroup extends HttpApiGroup.make("automations")
       .addSuccess(Automation.Automation, { status: 201 })
       .addError(Problems.ResourceNotFound, { status: 404 })
       .addError(Problems.PayloadTooLarge, { status: 413 })
+      .addError(Problems.Conflict, { status: 409 })
       .annotateContext(
         doc(
           "Create an automation",
-          "Its webhook trigger names webhook uids; 400 for an invalid payload filter (the `error` names its path), " +
-            "404 for an unknown webhook."
+          "Its webhook trigger names webhook uids of the team; 400 for an unknown webhook or an invalid payload " +
+            "filter (the `error` names the field or the filter's path); 409 for a name already used in the team."
         )
       )
   )
@@ -44,6 +45,7 @@ export class AutomationsGroup extends HttpApiGroup.make("automations")
       .addSuccess(Automation.Automation)
       .addError(Problems.ResourceNotFound, { status: 404 })
       .addError(Problems.PayloadTooLarge, { status: 413 })
+      .addError(Problems.Conflict, { status: 409 })
       .annotateContext(doc("Replace an automation", "Every field except agent_config (kept when omitted) is required."))
   )
   .add(

@@ -28,7 +28,11 @@ export class SecretsGroup extends HttpApiGroup.make("secrets")
       .setHeaders(TeamHeaders)
       .addSuccess(DeleteResponse)
       .addError(Problems.ResourceNotFound, { status: 404 })
-      .annotateContext(doc("Delete a secret", "Webhooks that name it stop authenticating with it."))
+      .addError(Problems.Conflict, { status: 409 })
+      .annotateContext(doc(
+          "Delete a secret",
+          "409 while an enabled webhook takes its credential from it (`secret_name`): disable or delete those first."
+        ))
   )
   .middleware(Authentication)
   .annotateContext(doc("Secrets", "Team secrets, referenced by webhooks; values are never returned."))

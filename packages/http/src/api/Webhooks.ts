@@ -43,6 +43,7 @@ export class WebhooksGroup extends HttpApiGroup.make("webhooks")
       .addSuccess(Webhook.Webhook)
       .addError(Problems.ResourceNotFound, { status: 404 })
       .addError(Problems.PayloadTooLarge, { status: 413 })
+      .addError(Problems.Conflict, { status: 409 })
       .annotateContext(
         doc(
           "Change a webhook",
@@ -55,6 +56,7 @@ export class WebhooksGroup extends HttpApiGroup.make("webhooks")
       .setHeaders(TeamHeaders)
       .addSuccess(DeleteResponse)
       .addError(Problems.ResourceNotFound, { status: 404 })
+      .addError(Problems.Conflict, { status: 409 })
       .annotateContext(
         doc("Delete a webhook", "Senders get 404 at once; automations that select it stay but stop firing.")
       )
@@ -64,7 +66,13 @@ export class WebhooksGroup extends HttpApiGroup.make("webhooks")
       .setHeaders(TeamHeaders)
       .addSuccess(Webhook.WebhookWithSecret)
       .addError(Problems.ResourceNotFound, { status: 404 })
-      .annotateContext(doc("Rotate a webhook's secret", "The new secret is shown once; the old one stops at once."))
+      .addError(Problems.Conflict, { status: 409 })
+      .addError(Problems.OperationNotSupported, { status: 422 })
+      .annotateContext(doc(
+          "Rotate a webhook's secret",
+          "The new secret is shown once; the old one stops at once. 422 for a webhook whose credential is a team " +
+            "secret (`secret_name`): change the secret and toggle the webhook off and on instead."
+        ))
   )
   .add(
     HttpApiEndpoint.get("listWebhookDeliveries")`/agent/webhooks/${P.webhookUid}/deliveries`
