@@ -154,6 +154,12 @@ export const layer = Layer.effect(
       operation("IdentityStore.getPrincipal")
     )
 
+    const instanceAdmins = sql`SELECT * FROM principals WHERE instance_admin = ${bool(sql, true)} ORDER BY created_at, uid`.pipe(
+      Effect.flatMap(decodeRows(PrincipalRow)),
+      Effect.flatMap(withMemberships),
+      traced("IdentityStore.instanceAdmins")
+    )
+
     const countPrincipals = sql`SELECT COUNT(*) AS n FROM principals`.pipe(
       Effect.flatMap(decodeRows(Schema.Struct({ n: Count }))),
       Effect.map((rows) => rows[0]?.n ?? 0),
@@ -210,6 +216,7 @@ export const layer = Layer.effect(
       updateTeam,
       createPrincipal,
       getPrincipal,
+      instanceAdmins,
       countPrincipals,
       createToken,
       findToken,

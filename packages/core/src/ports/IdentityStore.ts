@@ -18,6 +18,8 @@ export class IdentityStore extends Context.Tag("@agent-runs/core/IdentityStore")
   readonly createPrincipal: (principal: Principal) => Effect.Effect<void, StorageError>
   /** Reads a principal with its memberships. */
   readonly getPrincipal: (uid: PrincipalUid) => Effect.Effect<Option.Option<Principal>, StorageError>
+  /** The instance administrators, oldest first. */
+  readonly instanceAdmins: Effect.Effect<ReadonlyArray<Principal>, StorageError>
   /** How many principals exist (zero: the server bootstraps an admin). */
   readonly countPrincipals: Effect.Effect<number, StorageError>
   /** Stores a token's record (its hash, never the token). */

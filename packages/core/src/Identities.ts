@@ -1,0 +1,269 @@
+/**
+ * Identities (CONTRACT §3): authentication of API tokens into the caller (`Viewer`), the bootstrap
+ * administrator, and the admin API (teams, principals, tokens). Tokens are `ar_` plus 32 random
+ * bytes in base64url; only their SHA-256 (lowercase hex) is stored.
+ *
+ * Decisions where the contract is silent:
+ * - No cache: every request looks its token up, so a revocation takes effect on the next request.
+ * - The TEAM header is matched exactly against the principal's memberships; anything else, a
+ *   malformed uid included, is a 403. Without the header the caller acts in its first team (in the
+ *   order memberships were given). A principal with no membership at all (possible only for the
+ *   bootstrap admin if its team were gone) is refused with 403, except on the admin API, which
+ *   only needs `instance_admin`: such a caller gets a Viewer whose team is its first team or, with
+ *   none, the role `viewer` in no team (`team_uid` of the first team in the instance is not used).
+ * - Bootstrap with `AGENT_RUNS_ADMIN_TOKEN`: the instance administrator is the principal named
+ *   `admin` that is an instance admin; it is created with a team named `default` when missing. A
+ *   configured token it does not hold yet is added to it (earlier tokens stay valid until revoked
+ *   through the admin API). Without the variable and with no principal at all, a token is
+ *   generated and returned once. Concurrent first starts of several replicas on one empty database
+ *   can each create an administrator; start one replica first (documented in docs/http.md).
+ * - Team names need not be unique (uids identify teams); they are trimmed. Principal display names
+ *   are trimmed too.
+ * - Only instance administrators use the admin API (403 otherwise, whatever their team role).
+ */
+import { Clock, DateTime, Effect, Option } from "effect"
+import type { Viewer } from "./Access.js"
+import { AuthenticationRequired, InvalidRequest, NotAuthorized, ResourceNotFound } from "./Errors.js"
+import { Ids, type PrincipalUid, type TeamUid, type TokenId } from "./Ids.js"
+import {
+  CreateTokenResponse,
+  DEFAULT_MAX_CONCURRENT_RUNS,
+  ListTeamsResponse,
+  Principal,
+  Team,
+  TOKEN_PREFIX,
+  TokenRecord
+} from "./Identity.js"
+import type { CreatePrincipalRequest, CreateTeamRequest, CreateTokenRequest, PatchTeamRequest } from "./Identity.js"
+import { storageUnavailable } from "./internal/Services.js"
+import { IdentityStore } from "./ports/IdentityStore.js"
+
+/** The display name of the bootstrap administrator. */
+export const BOOTSTRAP_ADMIN_NAME = "admin"
+/** The name of the bootstrap administrator's team. */
+export const BOOTSTRAP_TEAM_NAME = "default"
+
+const base64url = (bytes: Uint8Array): string => {
+  let binary = ""
+  for (const byte of bytes) binary += String.fromCharCode(byte)
+  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")
+}
+
+/** A fresh API token: `ar_` and 32 random bytes in base64url (43 characters). */
+export const generateToken: Effect.Effect<string> = Effect.sync(
+  () => `${TOKEN_PREFIX}${base64url(globalThis.crypto.getRandomValues(new Uint8Array(32)))}`
+)
+
+/** The SHA-256 of a token as 64 lowercase hex characters: what is stored. */
+export const hashToken = (token: string): Effect.Effect<string> =>
+  Effect.promise(() => globalThis.crypto.subtle.digest("SHA-256", new TextEncoder().encode(token))).pipe(
+    Effect.map((digest) => Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join(""))
+  )
+
+/** What `bootstrap` did. */
+export type BootstrapOutcome =
+  | { readonly _tag: "Configured" }
+  | { readonly _tag: "Generated"; readonly token: string }
+  | { readonly _tag: "Existing" }
+
+const unauthenticated = () => new AuthenticationRequired({ message: "missing or invalid bearer token" })
+
+const requireInstanceAdmin = (viewer: Viewer) =>
+  viewer.instance_admin
+    ? Effect.void
+    : Effect.fail(new NotAuthorized({ message: "the admin API is for instance administrators only" }))
+
+/** The identity service: authentication, bootstrap, and the admin API. */
+export class Identities extends Effect.Service<Identities>()("@agent-runs/core/Identities", {
+  effect: Effect.gen(function*() {
+    const store = yield* IdentityStore
+    const ids = yield* Ids
+
+    const now = Effect.map(Clock.currentTimeMillis, (ms) => DateTime.unsafeMake(ms))
+
+    /** The caller behind a bearer token, acting in the team the TEAM header names (or its first). */
+    const authenticate = Effect.fn("Identities.authenticate")(
+      function*(token: string, teamHeader: string | undefined) {
+        if (!token.startsWith(TOKEN_PREFIX)) return yield* unauthenticated()
+        const found = yield* store.findToken(yield* hashToken(token))
+        if (Option.isNone(found)) return yield* unauthenticated()
+        const { principal } = found.value
+        const wanted = teamHeader?.trim()
+        const membership = wanted === undefined || wanted === ""
+          ? principal.memberships[0]
+          : principal.memberships.find((m) => m.team_uid === wanted)
+        if (membership === undefined) {
+          if (wanted !== undefined && wanted !== "") {
+            return yield* new NotAuthorized({ message: `not a member of team ${JSON.stringify(wanted.slice(0, 64))}` })
+          }
+          if (!principal.instance_admin) return yield* new NotAuthorized({ message: "not a member of any team" })
+        }
+        return {
+          principal_uid: principal.uid,
+          team_uid: membership?.team_uid ?? ("" as TeamUid),
+          role: membership?.role ?? "viewer",
+          instance_admin: principal.instance_admin
+        } satisfies Viewer
+      },
+      storageUnavailable
+    )
+
+    const newTeam = (name: string) =>
+      Effect.gen(function*() {
+        const team = new Team({
+          uid: (yield* ids.uid22) as TeamUid,
+          name: name.trim(),
+          features: { metadata_filtering: true, scheduled_agents: true },
+          max_concurrent_runs: DEFAULT_MAX_CONCURRENT_RUNS,
+          created_at: yield* now
+        })
+        yield* store.createTeam(team)
+        return team
+      })
+
+    const addToken = (principal: PrincipalUid, token: string, name: string | null) =>
+      Effect.gen(function*() {
+        const record = new TokenRecord({
+          token_id: (yield* ids.uid22) as TokenId,
+          principal_uid: principal,
+          name,
+          token_hash: yield* hashToken(token),
+          created_at: yield* now,
+          revoked_at: null
+        })
+        yield* store.createToken(record)
+        return record
+      })
+
+    const createAdmin = (token: string) =>
+      Effect.gen(function*() {
+        const team = yield* newTeam(BOOTSTRAP_TEAM_NAME)
+        const admin = new Principal({
+          uid: (yield* ids.uid22) as PrincipalUid,
+          type: "user",
+          display_name: BOOTSTRAP_ADMIN_NAME,
+          instance_admin: true,
+          memberships: [{ team_uid: team.uid, role: "admin" }],
+          created_at: yield* now
+        })
+        yield* store.createPrincipal(admin)
+        yield* addToken(admin.uid, token, "bootstrap")
+      })
+
+    /** Ensures the instance administrator at start-up (see the module's decisions). */
+    const bootstrap = Effect.fn("Identities.bootstrap")(
+      function*(configured: Option.Option<string>) {
+        if (Option.isSome(configured)) {
+          const token = configured.value
+          const held = yield* store.findToken(yield* hashToken(token))
+          if (Option.isSome(held)) return { _tag: "Configured" } as BootstrapOutcome
+          const admin = (yield* store.instanceAdmins).find((p) => p.display_name === BOOTSTRAP_ADMIN_NAME)
+          if (admin === undefined) yield* createAdmin(token)
+          else yield* addToken(admin.uid, token, "bootstrap")
+          return { _tag: "Configured" } as BootstrapOutcome
+        }
+        if ((yield* store.countPrincipals) > 0) return { _tag: "Existing" } as BootstrapOutcome
+        const token = yield* generateToken
+        yield* createAdmin(token)
+        return { _tag: "Generated", token } as BootstrapOutcome
+      },
+      storageUnavailable
+    )
+
+    const requireTeam = (uid: TeamUid) =>
+      Effect.flatMap(
+        store.getTeam(uid),
+        Option.match({ onNone: () => Effect.fail(ResourceNotFound.of("team", uid)), onSome: Effect.succeed })
+      )
+
+    const createTeam = Effect.fn("Identities.createTeam")(
+      function*(viewer: Viewer, request: CreateTeamRequest) {
+        yield* requireInstanceAdmin(viewer)
+        return yield* newTeam(request.name)
+      },
+      storageUnavailable
+    )
+
+    const listTeams = Effect.fn("Identities.listTeams")(
+      function*(viewer: Viewer) {
+        yield* requireInstanceAdmin(viewer)
+        return new ListTeamsResponse({ teams: yield* store.listTeams })
+      },
+      storageUnavailable
+    )
+
+    const updateTeam = Effect.fn("Identities.updateTeam")(
+      function*(viewer: Viewer, uid: TeamUid, request: PatchTeamRequest) {
+        yield* requireInstanceAdmin(viewer)
+        const team = yield* requireTeam(uid)
+        const features = request.features
+        const next = new Team({
+          ...team,
+          features: {
+            metadata_filtering: features?.metadata_filtering ?? team.features.metadata_filtering,
+            scheduled_agents: features?.scheduled_agents ?? team.features.scheduled_agents
+          },
+          max_concurrent_runs: request.max_concurrent_runs ?? team.max_concurrent_runs
+        })
+        yield* store.updateTeam(next)
+        return next
+      },
+      storageUnavailable
+    )
+
+    const createPrincipal = Effect.fn("Identities.createPrincipal")(
+      function*(viewer: Viewer, request: CreatePrincipalRequest) {
+        yield* requireInstanceAdmin(viewer)
+        for (const [i, membership] of request.memberships.entries()) {
+          if (Option.isNone(yield* store.getTeam(membership.team_uid))) {
+            return yield* InvalidRequest.forField(`memberships[${i}].team_uid`, `no team ${membership.team_uid}`)
+          }
+        }
+        const principal = new Principal({
+          uid: (yield* ids.uid22) as PrincipalUid,
+          type: request.type,
+          display_name: request.display_name.trim(),
+          instance_admin: request.instance_admin,
+          memberships: request.memberships,
+          created_at: yield* now
+        })
+        yield* store.createPrincipal(principal)
+        return principal
+      },
+      storageUnavailable
+    )
+
+    const createToken = Effect.fn("Identities.createToken")(
+      function*(viewer: Viewer, principalUid: PrincipalUid, request: CreateTokenRequest) {
+        yield* requireInstanceAdmin(viewer)
+        if (Option.isNone(yield* store.getPrincipal(principalUid))) {
+          return yield* ResourceNotFound.of("principal", principalUid)
+        }
+        const token = yield* generateToken
+        const record = yield* addToken(principalUid, token, request.name?.trim() || null)
+        return new CreateTokenResponse({ token_id: record.token_id, token })
+      },
+      storageUnavailable
+    )
+
+    const revokeToken = Effect.fn("Identities.revokeToken")(
+      function*(viewer: Viewer, tokenId: TokenId) {
+        yield* requireInstanceAdmin(viewer)
+        const revoked = yield* store.revokeToken(tokenId, yield* Clock.currentTimeMillis)
+        if (!revoked) return yield* ResourceNotFound.of("token", tokenId)
+      },
+      storageUnavailable
+    )
+
+    return {
+      authenticate,
+      bootstrap,
+      createTeam,
+      listTeams,
+      updateTeam,
+      createPrincipal,
+      createToken,
+      revokeToken
+    } as const
+  })
+}) {}
