@@ -1,2 +1,2 @@
 /** @agent-runs/blob-store-fs: the BlobStore port on the local file system. */
-export {}
+export * as FileBlobStore from "./FileBlobStore.js"

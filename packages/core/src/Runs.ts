@@ -181,7 +181,20 @@ const parseRunId = (raw: string): Either.Either<RunId, InvalidRequest> =>
 
 const principalRef = (p: Principal): PrincipalRef => ({ type: p.type, uid: p.uid, display_name: p.display_name })
 
-const events = (
+/**
+ * The execution id that events recorded outside a lease carry: the lease's, else the one of the
+ * run's latest timeline event (a fresh one for a run without events).
+ */
+export const currentExecution = (store: RunStore["Type"], ids: Ids["Type"], run: StoredRun) =>
+  Effect.gen(function* () {
+    if (run.lease !== null) return run.lease.execution_id
+    const timeline = yield* store.timeline(run.item.run_id, 0)
+    const last = timeline[timeline.length - 1]
+    return last === undefined ? yield* ids.executionId : last.execution_id
+  })
+
+/** The timeline events of types `types`, all at `now` under one execution. */
+export const eventsAt = (
   types: ReadonlyArray<TimelineEventType>,
   now: number,
   execution_id: ExecutionId
@@ -255,15 +268,6 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
           onSome: (p: Principal) => Effect.succeed(p)
         })
       )
-
-    /** The execution id that events recorded outside a lease carry. */
-    const currentExecution = (run: StoredRun) =>
-      Effect.gen(function* () {
-        if (run.lease !== null) return run.lease.execution_id
-        const timeline = yield* store.timeline(run.item.run_id, 0)
-        const last = timeline[timeline.length - 1]
-        return last === undefined ? yield* ids.executionId : last.execution_id
-      })
 
     /**
      * Creates a run from a decoded `RunAgentRequest` (callers decode bodies with `decodeRequest`
@@ -358,7 +362,7 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
           })
         }
         yield* store.create([
-          { run: written, events: events([...CreationTimeline, ...admitted.right.timeline], now, executionId) }
+          { run: written, events: eventsAt([...CreationTimeline, ...admitted.right.timeline], now, executionId) }
         ]).pipe(Effect.catchTag("DuplicateKey", Effect.die))
         return new RunAgentResponse({ run_id: runId, task_id: runId, state: written.item.state, at_capacity: atCapacity })
       },
@@ -403,12 +407,12 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         const now = yield* Clock.currentTimeMillis
         const moved = transition(snapshot, RunEvent.Cancel(), now)
         if (Either.isLeft(moved)) return yield* Effect.die(moved.left)
-        const execution = yield* currentExecution(run)
+        const execution = yield* currentExecution(store, ids, run)
         yield* store.update(
           runId,
           { state: run.item.state, ...(run.lease === null ? {} : { execution_id: run.lease.execution_id }) },
           applyTransition(run, moved.right, now),
-          events(moved.right.timeline, now, execution)
+          eventsAt(moved.right.timeline, now, execution)
         )
         return runId
       })

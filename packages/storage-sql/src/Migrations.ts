@@ -6,10 +6,12 @@
 import * as Migrator from "@effect/sql/Migrator"
 import runs from "./migrations/0001_runs.js"
 import catalog from "./migrations/0002_catalog.js"
+import runConversations from "./migrations/0003_run_conversations.js"
 
 export const loader = Migrator.fromRecord({
   "0001_runs": runs,
-  "0002_catalog": catalog
+  "0002_catalog": catalog,
+  "0003_run_conversations": runConversations
 })
 
 /** Applies every migration not yet applied. */

@@ -28,7 +28,7 @@ import type { Viewer } from "@agent-runs/core/Access"
 import { Artifact } from "@agent-runs/core/Artifact"
 import { ConversationStep } from "@agent-runs/core/Conversation"
 import { RunId } from "@agent-runs/core/Ids"
-import type { ExecutionId, TeamUid } from "@agent-runs/core/Ids"
+import type { ConversationId, ExecutionId, TeamUid } from "@agent-runs/core/Ids"
 import { RunItem } from "@agent-runs/core/Run"
 import { encodeCursor, type RunListQuery } from "@agent-runs/core/RunQuery"
 import {
@@ -189,6 +189,7 @@ export const layer = Layer.effect(
           worker_host: config.worker_host === undefined || config.worker_host === "" ? null : config.worker_host,
           attempt: item.attempt,
           execution_count: item.execution_count,
+          conversation_id: item.conversation_id,
           lease_execution_id: run.lease?.execution_id ?? null,
           lease_expires_at: run.lease?.expires_at ?? null,
           at_capacity: bool(sql, run.at_capacity),
@@ -556,6 +557,16 @@ export const layer = Layer.effect(
       operation("RunStore.findByExternalReference")
     )
 
+    const findByConversation = Effect.fn("RunStore.findByConversation")(
+      function* (conversationId: ConversationId) {
+        const rows = yield* read(
+          sql`SELECT ${columns} FROM runs WHERE conversation_id = ${conversationId}`.pipe(Effect.flatMap(toStoredRuns))
+        )
+        return Option.fromNullable(rows[0])
+      },
+      operation("RunStore.findByConversation")
+    )
+
     const signals = wakeups.signals.pipe(
       Stream.mapError((cause) => new StorageError({ operation: "RunStore.wakeups", cause }))
     )
@@ -577,6 +588,7 @@ export const layer = Layer.effect(
       takeFollowups,
       addArtifact,
       findByExternalReference,
+      findByConversation,
       wakeups: signals
     })
   })

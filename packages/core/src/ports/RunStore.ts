@@ -15,7 +15,7 @@ import type { Viewer } from "../Access.js"
 import type { Artifact } from "../Artifact.js"
 import type { JsonObject } from "../Common.js"
 import type { ConversationStep } from "../Conversation.js"
-import type { ExecutionId, RunId, TeamUid } from "../Ids.js"
+import type { ConversationId, ExecutionId, RunId, TeamUid } from "../Ids.js"
 import type { RunItem } from "../Run.js"
 import type { RunListPage, RunListQuery, RunListRow } from "../RunQuery.js"
 import type { RunState } from "../RunState.js"
@@ -131,6 +131,8 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
   readonly addArtifact: (runId: RunId, artifact: Artifact) => Effect.Effect<void, StorageError>
   /** The run that reported an EXTERNAL_REFERENCE artifact with this url (the latest report when several did). */
   readonly findByExternalReference: (url: string) => Effect.Effect<Option.Option<StoredRun>, StorageError>
+  /** The run whose conversation this is. */
+  readonly findByConversation: (conversationId: ConversationId) => Effect.Effect<Option.Option<StoredRun>, StorageError>
   /** A signal each time a run may have become claimable (the dispatcher also polls). */
   readonly wakeups: Stream.Stream<void, StorageError>
 }>() {}

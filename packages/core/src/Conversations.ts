@@ -1,0 +1,120 @@
+/**
+ * Reading what runs produced (CONTRACT §4, §10): a run's normalized conversation, a conversation
+ * by its id, where a run's raw transcript is, and the run behind an external reference.
+ *
+ * Decisions where the contract is silent:
+ * - A run's conversation is saved per execution and shown as one, in execution order; a run with
+ *   no saved conversation (it never started) is a 404 `conversation` on both conversation
+ *   endpoints. A conversation belongs to exactly one run (follow-ups continue the same run and
+ *   conversation), so `run_ids` lists that run once.
+ * - The raw transcript of a run is one blob per run, `transcripts/<run_id>.jsonl`, to which every
+ *   execution appends what its agent printed; `transcriptKey` is where executors write and the
+ *   download route reads. No blob yet: 404 `transcript`. Every conversation format this service
+ *   produces has a raw transcript, so the 422 of the spec never arises here.
+ * - `runByExternalReference`: the url is required and at most 2048 characters (400 naming `url`);
+ *   no run, or a run the caller cannot see, is the same 404 (existence never leaks); with several
+ *   runs reporting the same url, the latest report wins.
+ */
+import { Effect, Option, Schema } from "effect"
+import type { Viewer } from "./Access.js"
+import { canSee } from "./Access.js"
+import { MAX_EXTERNAL_REFERENCE_URL_LENGTH } from "./Artifact.js"
+import { ConversationResponse } from "./Conversation.js"
+import { InvalidRequest, ResourceNotFound } from "./Errors.js"
+import { type ConversationId, RunId } from "./Ids.js"
+import { storageUnavailable } from "./internal/Services.js"
+import { BlobStore } from "./ports/BlobStore.js"
+import { RunStore } from "./ports/RunStore.js"
+import type { StoredRun } from "./ports/RunStore.js"
+import { presentRun, runOwnership } from "./Runs.js"
+
+/** The blob key of a run's raw transcript. */
+export const transcriptKey = (runId: string): string => `transcripts/${runId}.jsonl`
+
+const isRunId = Schema.is(RunId)
+
+/** Which run's transcript: by run id or by conversation id. */
+export type TranscriptOf = { readonly runId: string } | { readonly conversationId: ConversationId }
+
+/** The conversations service. */
+export class Conversations extends Effect.Service<Conversations>()("@agent-runs/core/Conversations", {
+  effect: Effect.gen(function*() {
+    const store = yield* RunStore
+    const blobs = yield* BlobStore
+
+    const visible = (viewer: Viewer, run: Option.Option<StoredRun>) =>
+      Option.filter(run, (r) => canSee(viewer, runOwnership(r)))
+
+    const runById = (viewer: Viewer, runId: string) =>
+      Effect.gen(function*() {
+        if (!isRunId(runId)) return yield* InvalidRequest.forField("runId", "must be a run id (a lowercase UUIDv7)")
+        const run = visible(viewer, yield* store.get(runId))
+        if (Option.isNone(run)) return yield* ResourceNotFound.of("run", runId)
+        return run.value
+      })
+
+    const runByConversation = (viewer: Viewer, conversationId: ConversationId) =>
+      Effect.gen(function*() {
+        const run = visible(viewer, yield* store.findByConversation(conversationId))
+        if (Option.isNone(run)) return yield* ResourceNotFound.of("conversation", conversationId)
+        return run.value
+      })
+
+    const conversationOf = (run: StoredRun) =>
+      Effect.gen(function*() {
+        const steps = yield* store.conversation(run.item.run_id)
+        const conversationId = run.item.conversation_id
+        if (conversationId === null || (!run.has_conversation && steps.length === 0)) {
+          return yield* ResourceNotFound.of("conversation", conversationId ?? undefined)
+        }
+        return new ConversationResponse({
+          conversation_id: conversationId,
+          run_ids: [run.item.run_id],
+          steps
+        })
+      })
+
+    /** The conversation of a run the viewer can see. */
+    const ofRun = Effect.fn("Conversations.ofRun")(
+      function*(viewer: Viewer, runId: string) {
+        return yield* conversationOf(yield* runById(viewer, runId))
+      },
+      storageUnavailable
+    )
+
+    /** A conversation by its id, across every execution of its run. */
+    const get = Effect.fn("Conversations.get")(
+      function*(viewer: Viewer, conversationId: ConversationId) {
+        return yield* conversationOf(yield* runByConversation(viewer, conversationId))
+      },
+      storageUnavailable
+    )
+
+    /** The run whose raw transcript exists and may be downloaded by the viewer. */
+    const transcript = Effect.fn("Conversations.transcript")(
+      function*(viewer: Viewer, of: TranscriptOf) {
+        const run = "runId" in of ? yield* runById(viewer, of.runId) : yield* runByConversation(viewer, of.conversationId)
+        const blob = yield* blobs.read(transcriptKey(run.item.run_id))
+        if (Option.isNone(blob)) return yield* ResourceNotFound.of("transcript", run.item.run_id)
+        return { run_id: run.item.run_id }
+      },
+      storageUnavailable
+    )
+
+    /** The run that reported an EXTERNAL_REFERENCE artifact with this url. */
+    const runByExternalReference = Effect.fn("Conversations.runByExternalReference")(
+      function*(viewer: Viewer, url: string | undefined) {
+        if (url === undefined || url === "") return yield* InvalidRequest.forField("url", "is required")
+        if (url.length > MAX_EXTERNAL_REFERENCE_URL_LENGTH) {
+          return yield* InvalidRequest.forField("url", `must be at most ${MAX_EXTERNAL_REFERENCE_URL_LENGTH} characters`)
+        }
+        const run = visible(viewer, yield* store.findByExternalReference(url))
+        if (Option.isNone(run)) return yield* ResourceNotFound.of("run")
+        return presentRun(run.value)
+      },
+      storageUnavailable
+    )
+
+    return { ofRun, get, transcript, runByExternalReference } as const
+  })
+}) {}
