@@ -137,8 +137,7 @@ export const ServerLive = (config: ServerConfig) =>
       const secretKey = yield* secretKeyOf(config)
       const storage = storageLayer(config, secretKey)
       const base = Layer.mergeAll(
-        servicesLayer(config),
-        FileBlobStore.layer({ root: join(config.dataDir, "blobs") }),
+        servicesLayer(config).pipe(Layer.provideMerge(FileBlobStore.layer({ root: join(config.dataDir, "blobs") }))),
         Downloads.layer({ secretKey, publicUrl: config.publicUrl, ttlSeconds: config.downloadTtlSeconds }),
         RunTokens.layer(secretKey),
         Layer.effect(Server.Readiness, Effect.map(SqlClient.SqlClient, (sql) => Effect.asVoid(sql`SELECT 1`)))

@@ -55,8 +55,8 @@ import {
 import { Ids, RunId } from "./Ids.js"
 import type { EnvironmentUid, ExecutionId, PrincipalUid } from "./Ids.js"
 import type { Principal, Team } from "./Identity.js"
+import { usableBy } from "./Environments.js"
 import { EnvironmentStore } from "./ports/EnvironmentStore.js"
-import type { StoredEnvironment } from "./ports/EnvironmentStore.js"
 import { IdentityStore } from "./ports/IdentityStore.js"
 import { RunStore } from "./ports/RunStore.js"
 import type { RunCredential } from "./ports/RunTokens.js"
@@ -231,19 +231,10 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         return run.value
       })
 
-    const canUseEnvironment = (viewer: Viewer, env: StoredEnvironment) =>
-      Effect.gen(function* () {
-        if (canSee(viewer, { team_uid: env.team_uid, creator_uid: env.creator_uid, scope: env.item.scope })) return true
-        if (env.item.sharing.guests.includes(viewer.principal_uid)) return true
-        if (!env.item.sharing.link_sharing || env.team_uid !== viewer.team_uid) return false
-        const reachable = yield* environments.list(viewer)
-        return reachable.some((e) => e.item.uid === env.item.uid)
-      })
-
     const requireEnvironment = (viewer: Viewer, uid: EnvironmentUid) =>
       Effect.gen(function* () {
         const env = yield* environments.get(uid)
-        const usable = Option.isSome(env) && (yield* canUseEnvironment(viewer, env.value))
+        const usable = Option.isSome(env) && (yield* usableBy(environments, viewer, env.value))
         if (!usable) {
           return yield* new NotAuthorized({
             message: `config.environment_id: no permission to use environment ${uid} (unknown or not shared with you)`

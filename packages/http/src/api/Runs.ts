@@ -122,6 +122,7 @@ export class RunsGroup extends HttpApiGroup.make("runs")
       .addSuccess(RunFollowupResponse)
       .addError(Problems.ResourceNotFound, { status: 404 })
       .addError(Problems.PayloadTooLarge, { status: 413 })
+      .addError(Problems.Conflict, { status: 409 })
       .annotateContext(
         doc(
           "Send a follow-up",

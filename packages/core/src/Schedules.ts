@@ -1,0 +1,258 @@
+/**
+ * Scheduled agents (CONTRACT §3, §4, §9): create, list, get, replace (PUT), delete, pause and
+ * resume. The scheduler that fires ticks keeps `history.last_ran`, `recent_runs` and
+ * `last_spawn_error`; this service computes `history.next_run` on every read (null while paused).
+ *
+ * Decisions where the contract is silent:
+ * - Checks in order: a viewer is refused (403); creating needs the team feature
+ *   `scheduled_agents` (403 `feature_not_available`); the cron expression and time zone are
+ *   parsed (400 naming `cron_schedule` or `timezone`, also for an expression that never fires);
+ *   a referenced `agent_config.environment_id` must be usable by the caller (403 naming the field,
+ *   unknown and hidden alike).
+ * - Schedules follow the scope rules of runs: `team: true` at creation gives Team scope, default
+ *   User; hidden or unknown is a 404; members change what they see, viewers nothing (403).
+ * - PUT replaces name, cron, prompt and enabled (all required); an omitted `agent_config` or
+ *   `timezone` keeps the current one. `enabled: false` pauses, `true` resumes; a changed
+ *   expression or zone counts from the time of the change (nothing missed is caught up).
+ * - Writes are guarded by `updated_at`: a lost race re-reads and applies again once, then answers
+ *   409 retryable. Pausing a paused schedule (or resuming an active one) changes nothing but is a 200.
+ */
+import { Clock, DateTime, Effect, Either, Option } from "effect"
+import { canChange, canCreate, canSee, scopeFor } from "./Access.js"
+import type { Viewer } from "./Access.js"
+import type { PrincipalRef } from "./Common.js"
+import { parseSchedule } from "./Cron.js"
+import { usableBy } from "./Environments.js"
+import { Conflict, FeatureNotAvailable, NotAuthorized, ResourceNotFound } from "./Errors.js"
+import { Ids, type ScheduleId } from "./Ids.js"
+import { storageUnavailable } from "./internal/Services.js"
+import { EnvironmentStore } from "./ports/EnvironmentStore.js"
+import { IdentityStore } from "./ports/IdentityStore.js"
+import { ScheduleStore } from "./ports/ScheduleStore.js"
+import type { StoredSchedule } from "./ports/ScheduleStore.js"
+import type { AgentConfig } from "./Run.js"
+import {
+  DeleteScheduledAgentResponse,
+  ListScheduledAgentsResponse,
+  ScheduledAgentItem
+} from "./Schedule.js"
+import type { CreateScheduledAgentRequest, UpdateScheduledAgentRequest } from "./Schedule.js"
+import { initialState, isEnabled, nextRun, ScheduleEvent, transition } from "./ScheduleStateMachine.js"
+
+const ownership = (schedule: StoredSchedule) => ({
+  team_uid: schedule.team_uid,
+  creator_uid: schedule.creator_uid,
+  scope: schedule.item.scope
+})
+
+/** The schedules service. */
+export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Schedules", {
+  effect: Effect.gen(function*() {
+    const store = yield* ScheduleStore
+    const environments = yield* EnvironmentStore
+    const identities = yield* IdentityStore
+    const ids = yield* Ids
+
+    /** The item shown to callers: `enabled` from the state, `next_run` computed now. */
+    const present = (schedule: StoredSchedule, now: number): ScheduledAgentItem => {
+      const parsed = parseSchedule(schedule.item.cron_schedule, schedule.item.timezone)
+      const next = Either.isRight(parsed) ? nextRun(schedule.state, parsed.right, now) : null
+      return new ScheduledAgentItem({
+        ...schedule.item,
+        enabled: isEnabled(schedule.state),
+        history: { ...schedule.item.history, next_run: next === null ? null : DateTime.unsafeMake(next) }
+      })
+    }
+
+    const principalRef = (viewer: Viewer) =>
+      Effect.flatMap(
+        identities.getPrincipal(viewer.principal_uid),
+        Option.match({
+          onNone: () => Effect.fail(new NotAuthorized({ message: "your principal no longer exists" })),
+          onSome: (p): Effect.Effect<PrincipalRef> =>
+            Effect.succeed({ type: p.type, uid: p.uid, display_name: p.display_name })
+        })
+      )
+
+    /** The configuration of the referenced environment, which the caller must be able to use. */
+    const environmentOf = (viewer: Viewer, config: AgentConfig) =>
+      Effect.gen(function*() {
+        const uid = config.environment_id
+        if (uid === undefined) return null
+        const env = yield* environments.get(uid)
+        if (Option.isNone(env) || !(yield* usableBy(environments, viewer, env.value))) {
+          return yield* new NotAuthorized({
+            message: `agent_config.environment_id: no permission to use environment ${uid} (unknown or not shared with you)`
+          })
+        }
+        return env.value.item.config
+      })
+
+    const visible = (viewer: Viewer, id: ScheduleId) =>
+      Effect.gen(function*() {
+        const found = Option.filter(yield* store.get(id), (s) => canSee(viewer, ownership(s)))
+        if (Option.isNone(found)) return yield* ResourceNotFound.of("schedule", id)
+        return found.value
+      })
+
+    const changeable = (viewer: Viewer, id: ScheduleId) =>
+      Effect.gen(function*() {
+        const schedule = yield* visible(viewer, id)
+        if (!canChange(viewer, ownership(schedule))) {
+          return yield* new NotAuthorized({ message: "viewers cannot change schedules" })
+        }
+        return schedule
+      })
+
+    /** Applies `change` to the current schedule and writes it, retrying once after a lost race. */
+    const modify = <E>(
+      viewer: Viewer,
+      id: ScheduleId,
+      change: (current: StoredSchedule, now: number) => Effect.Effect<StoredSchedule, E>
+    ) => {
+      const once = Effect.gen(function*() {
+        const current = yield* changeable(viewer, id)
+        const now = yield* Clock.currentTimeMillis
+        const next = yield* change(current, now)
+        yield* store.update(next, DateTime.toEpochMillis(current.item.updated_at))
+        return present(next, now)
+      })
+      return once.pipe(
+        Effect.catchTag("StaleWrite", () => once),
+        Effect.catchTag(
+          "StaleWrite",
+          () => Effect.fail(new Conflict({ message: "the schedule changed meanwhile; try again", retryable: true }))
+        )
+      )
+    }
+
+    const apply = (current: StoredSchedule, event: ScheduleEvent) =>
+      Either.match(transition(current.state, event), {
+        onLeft: () => Effect.fail(ResourceNotFound.of("schedule", current.item.id)),
+        onRight: (t) => Effect.succeed(t.state)
+      })
+
+    const create = Effect.fn("Schedules.create")(
+      function*(viewer: Viewer, request: CreateScheduledAgentRequest) {
+        if (!canCreate(viewer)) return yield* new NotAuthorized({ message: "viewers cannot create schedules" })
+        const team = yield* identities.getTeam(viewer.team_uid)
+        if (Option.isNone(team)) return yield* new NotAuthorized({ message: `team ${viewer.team_uid} does not exist` })
+        if (!team.value.features.scheduled_agents) {
+          return yield* new FeatureNotAvailable({
+            message: "scheduled agents are not enabled for this team",
+            feature: "scheduled_agents"
+          })
+        }
+        yield* parseSchedule(request.cron_schedule, request.timezone)
+        const config = request.agent_config ?? {}
+        const environment = yield* environmentOf(viewer, config)
+        const now = yield* Clock.currentTimeMillis
+        const at = DateTime.unsafeMake(now)
+        const by = yield* principalRef(viewer)
+        const stored: StoredSchedule = {
+          team_uid: viewer.team_uid,
+          creator_uid: viewer.principal_uid,
+          state: initialState({ enabled: request.enabled, createdAt: now }),
+          item: new ScheduledAgentItem({
+            id: (yield* ids.uid22) as ScheduleId,
+            name: request.name,
+            cron_schedule: request.cron_schedule.trim(),
+            timezone: request.timezone,
+            enabled: request.enabled,
+            prompt: request.prompt,
+            agent_config: config,
+            environment,
+            created_at: at,
+            updated_at: at,
+            created_by: by,
+            updated_by: by,
+            scope: scopeFor(viewer, request.team),
+            history: { last_ran: null, next_run: null, recent_runs: [] },
+            last_spawn_error: null
+          })
+        }
+        yield* store.create(stored)
+        return present(stored, now)
+      },
+      storageUnavailable
+    )
+
+    const list = Effect.fn("Schedules.list")(
+      function*(viewer: Viewer) {
+        const now = yield* Clock.currentTimeMillis
+        const schedules = yield* store.list(viewer)
+        return new ListScheduledAgentsResponse({ schedules: schedules.map((s) => present(s, now)) })
+      },
+      storageUnavailable
+    )
+
+    const get = Effect.fn("Schedules.get")(
+      function*(viewer: Viewer, id: ScheduleId) {
+        return present(yield* visible(viewer, id), yield* Clock.currentTimeMillis)
+      },
+      storageUnavailable
+    )
+
+    const update = Effect.fn("Schedules.update")(
+      function*(viewer: Viewer, id: ScheduleId, request: UpdateScheduledAgentRequest) {
+        return yield* modify(viewer, id, (current, now) =>
+          Effect.gen(function*() {
+            const timezone = request.timezone ?? current.item.timezone
+            const cron = request.cron_schedule.trim()
+            yield* parseSchedule(cron, timezone)
+            const config = request.agent_config ?? current.item.agent_config
+            const environment = yield* environmentOf(viewer, config)
+            const scheduleChanged = cron !== current.item.cron_schedule || timezone !== current.item.timezone
+            const state = yield* apply(current, ScheduleEvent.Update({ enabled: request.enabled, scheduleChanged, at: now }))
+            return {
+              ...current,
+              state,
+              item: new ScheduledAgentItem({
+                ...current.item,
+                name: request.name,
+                cron_schedule: cron,
+                timezone,
+                enabled: isEnabled(state),
+                prompt: request.prompt,
+                agent_config: config,
+                environment,
+                updated_at: DateTime.unsafeMake(now),
+                updated_by: yield* principalRef(viewer)
+              })
+            }
+          }))
+      },
+      storageUnavailable
+    )
+
+    const stateChange = (name: string, event: (at: number) => ScheduleEvent) =>
+      Effect.fn(name)(
+        function*(viewer: Viewer, id: ScheduleId) {
+          return yield* modify(viewer, id, (current, now) =>
+            Effect.gen(function*() {
+              const state = yield* apply(current, event(now))
+              return {
+                ...current,
+                state,
+                item: new ScheduledAgentItem({
+                  ...current.item,
+                  enabled: isEnabled(state),
+                  updated_at: DateTime.unsafeMake(now),
+                  updated_by: yield* principalRef(viewer)
+                })
+              }
+            }))
+        },
+        storageUnavailable
+      )
+
+    const pause = stateChange("Schedules.pause", (at) => ScheduleEvent.Pause({ at }))
+    const resume = stateChange("Schedules.resume", (at) => ScheduleEvent.Resume({ at }))
+    const removed = stateChange("Schedules.remove", (at) => ScheduleEvent.Delete({ at }))
+
+    const remove = (viewer: Viewer, id: ScheduleId) =>
+      Effect.as(removed(viewer, id), new DeleteScheduledAgentResponse({ success: true }))
+
+    return { create, list, get, update, remove, pause, resume } as const
+  })
+}) {}
