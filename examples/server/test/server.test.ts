@@ -22,8 +22,12 @@ const started = (kind: DatabaseKind, overrides?: Parameters<typeof startServer>[
   return () => server!
 }
 
-/** Reads a stream until `done` says it has seen enough (or 5 s pass); returns the text. */
-const readUntil = async (response: Response, done: (text: string) => boolean): Promise<string> => {
+/** Reads a stream until `done` says it has seen enough (or 5 s pass), then aborts it; returns the text. */
+const readUntil = async (
+  response: Response,
+  abort: AbortController,
+  done: (text: string) => boolean
+): Promise<string> => {
   const reader = response.body!.getReader()
   const decoder = new TextDecoder()
   let text = ""
@@ -36,7 +40,7 @@ const readUntil = async (response: Response, done: (text: string) => boolean): P
     if (chunk.done) break
     text += decoder.decode(chunk.value, { stream: true })
   }
-  await reader.cancel()
+  abort.abort()
   return text
 }
 
@@ -257,18 +261,21 @@ describe.each(["sqlite", "postgres"] as const)("bundled server (%s)", (kind) => 
     const created = await call(server(), "POST", "/api/v1/agent/runs", { token: team.tokens.member, body: { prompt: "x" } })
     const runId: string = created.body.run_id
     const headers = { authorization: `Bearer ${team.tokens.member}` }
-    const response = await fetch(`${server().url}/api/v1/agent/runs/${runId}/events`, { headers })
+    const first = new AbortController()
+    const response = await fetch(`${server().url}/api/v1/agent/runs/${runId}/events`, { headers, signal: first.signal })
     expect(response.status).toBe(200)
     expect(response.headers.get("content-type")).toContain("text/event-stream")
-    const first = await readUntil(response, (text) => text.includes("run_queued"))
-    expect(first).toContain("id: 1\nevent: timeline\n")
-    expect(first).toContain('"event_type":"run_created"')
+    const events = await readUntil(response, first, (text) => text.includes("run_queued"))
+    expect(events).toContain("id: 1\nevent: timeline\n")
+    expect(events).toContain('"event_type":"run_created"')
     // A cancel recorded while a client listens arrives on its stream.
+    const second = new AbortController()
     const live = await fetch(`${server().url}/api/v1/agent/runs/${runId}/events`, {
-      headers: { ...headers, "last-event-id": "3" }
+      headers: { ...headers, "last-event-id": "3" },
+      signal: second.signal
     })
     const cancel = call(server(), "POST", `/api/v1/agent/runs/${runId}/cancel`, { token: team.tokens.member })
-    const resumed = await readUntil(live, (text) => text.includes("run_cancelled"))
+    const resumed = await readUntil(live, second, (text) => text.includes("run_cancelled"))
     await cancel
     expect(resumed).not.toContain("run_created")
     expect(resumed).toContain("id: 4\nevent: timeline\n")

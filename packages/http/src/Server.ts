@@ -13,7 +13,7 @@
  *   says so; a run without a transcript a 404. The body is the raw bytes the agent printed
  *   (`application/x-ndjson`), streamed.
  */
-import { HttpApiBuilder, HttpApiScalar, HttpServerRequest, HttpServerResponse, HttpRouter } from "@effect/platform"
+import { HttpApiBuilder, HttpApiScalar, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { BlobStore, Conversations, Errors } from "@agent-runs/core"
 import { Clock, Context, Effect, Layer, Option, Schema, Stream } from "effect"
 import { Api } from "./Api.js"
@@ -113,12 +113,20 @@ export const ExtraRoutesLive = Layer.merge(HttpApiBuilder.Router.use((router) =>
   })
 ), HttpApiScalar.layer({ path: "/docs" }))
 
-/** Serves everything on the `HttpServer` of the context. */
+/**
+ * Serves everything on the `HttpServer` of the context. The server middleware wraps the app
+ * itself (not `HttpServer.serve`'s middleware, which sees responses only after they are written),
+ * so it can answer router failures and rewrite problem responses.
+ */
 export const serve = (options: { readonly maxBodyBytes?: number } = {}) =>
-  HttpApiBuilder.serve((app) =>
-    metricsMiddleware(serverMiddleware({ maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES })(app))
+  Layer.unwrapEffect(
+    Effect.map(HttpApiBuilder.httpApp, (app) =>
+      HttpServer.serve(
+        metricsMiddleware(serverMiddleware({ maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES })(app))
+      ))
   ).pipe(
     Layer.provide(ExtraRoutesLive),
     Layer.provide(ApiLive),
-    Layer.provide(DecodeErrorsAsProblems)
+    Layer.provide(DecodeErrorsAsProblems),
+    Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer])
   )

@@ -60,7 +60,12 @@ export const RunsLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
           const viewer = yield* CurrentViewer
           const events = yield* runs.follow(viewer, path.runId, resumeAfter(headers["last-event-id"]))
           const keepalive = Stream.tick(SSE_KEEPALIVE).pipe(Stream.drop(1), Stream.as(encoder.encode(": keep-alive\n\n")))
-          const body = Stream.merge(Stream.map(events, sseEvent), keepalive, { haltStrategy: "left" })
+          // The opening comment sends the headers at once, so clients see the stream open even
+          // when no event is due yet (resuming at the latest event).
+          const body = Stream.concat(
+            Stream.succeed(encoder.encode(": open\n\n")),
+            Stream.merge(Stream.map(events, sseEvent), keepalive, { haltStrategy: "left" })
+          )
           return HttpServerResponse.stream(body, {
             contentType: "text/event-stream",
             headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
