@@ -61,7 +61,7 @@ const create = async (server: TestServer, team: Team, kind: Resource["kind"]): P
     case "automation": {
       const hook = await create(server, team, "webhook")
       const reply = await post("/agent/automations", {
-        name: "auto",
+        name: `auto ${Math.random()}`,
         prompt: "act",
         trigger: { provider: "webhook", event: "received", filter: { webhook_ids: [hook.id] } }
       })
