@@ -38,6 +38,8 @@ interface Case {
 const schedule = { name: "nightly", cron_schedule: "0 3 * * *", prompt: "run the nightly job", enabled: true }
 const environment = { config: { name: "env" } }
 
+const automationHooks = new Map<string, Resource>()
+
 const create = async (server: TestServer, team: Team, kind: Resource["kind"]): Promise<Resource> => {
   const token = team.tokens.admin
   const post = (path: string, body: unknown) => call(server, "POST", `/api/v1${path}`, { token, body })
@@ -59,7 +61,9 @@ const create = async (server: TestServer, team: Team, kind: Resource["kind"]): P
       return { kind, id: reply.body.uid }
     }
     case "automation": {
-      const hook = await create(server, team, "webhook")
+      // One webhook per team serves every automation (a team has at most 20 webhooks).
+      const hook = automationHooks.get(team.uid) ?? await create(server, team, "webhook")
+      automationHooks.set(team.uid, hook)
       const reply = await post("/agent/automations", {
         name: `auto ${Math.random()}`,
         prompt: "act",
