@@ -252,13 +252,15 @@ const crossTeamStatus = (c: Case, role: Role): number => {
 
 const allowed = (kind: Kind, role: Role) => kind === "read" || role === "admin" || (kind === "member" && role === "member")
 
-const lists: ReadonlyArray<readonly [string, string, (body: any) => ReadonlyArray<string>, Kind]> = [
-  ["/agent/runs?limit=500", "run", (b) => b.runs.map((r: any) => r.run_id), "read"],
-  ["/agent/schedules", "schedule", (b) => b.schedules.map((s: any) => s.id), "read"],
-  ["/agent/environments", "environment", (b) => b.environments.map((e: any) => e.uid), "read"],
-  ["/agent/webhooks", "webhook", (b) => b.webhooks.map((w: any) => w.uid), "read"],
-  ["/agent/automations", "automation", (b) => b.automations.map((a: any) => a.id), "read"],
-  ["/agent/secrets", "secret", (b) => b.secrets.map((s: any) => s.name), "admin"]
+type Listed = Record<string, ReadonlyArray<Record<string, string>>>
+
+const lists: ReadonlyArray<readonly [string, string, (body: Listed) => ReadonlyArray<string | undefined>, Kind]> = [
+  ["/agent/runs?limit=500", "run", (b) => b["runs"]!.map((r) => r["run_id"]), "read"],
+  ["/agent/schedules", "schedule", (b) => b["schedules"]!.map((s) => s["id"]), "read"],
+  ["/agent/environments", "environment", (b) => b["environments"]!.map((e) => e["uid"]), "read"],
+  ["/agent/webhooks", "webhook", (b) => b["webhooks"]!.map((w) => w["uid"]), "read"],
+  ["/agent/automations", "automation", (b) => b["automations"]!.map((a) => a["id"]), "read"],
+  ["/agent/secrets", "secret", (b) => b["secrets"]!.map((s) => s["name"]), "admin"]
 ]
 
 const matrix = (kind: DatabaseKind) =>
