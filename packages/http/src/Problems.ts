@@ -212,11 +212,21 @@ export const ResourceUnavailable = problem(Errors.ResourceUnavailable, {
 const decodeErrorRef = "#/components/schemas/HttpApiDecodeError"
 const decodeErrorSchemas = ["HttpApiDecodeError", "Issue", "PropertyKey"]
 
-/** The schema without @effect/platform's decode error among its `anyOf` members (undefined: it had none). */
+/**
+ * The schema without @effect/platform's own decode error among its `anyOf` members, and without
+ * repeated members (a problem declared by the API and by a middleware); undefined when unchanged.
+ */
 const withoutDecodeError = (schema: Json): Json | undefined => {
   const members = schema["anyOf"]
   if (!Array.isArray(members)) return undefined
-  const kept = members.filter((member) => !(isJson(member) && member["$ref"] === decodeErrorRef))
+  const seen = new Set<string>()
+  const kept = members.filter((member) => {
+    if (isJson(member) && member["$ref"] === decodeErrorRef) return false
+    const key = JSON.stringify(member)
+    if (seen.has(key)) return false
+    seen.add(key)
+    return true
+  })
   if (kept.length === members.length) return undefined
   return kept.length === 1 && isJson(kept[0]) ? kept[0] : { ...schema, anyOf: kept }
 }
