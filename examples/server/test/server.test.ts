@@ -211,6 +211,65 @@ describe.each(["sqlite", "postgres"] as const)("bundled server (%s)", (kind) => 
     expect(list.body.runs).toEqual([])
   })
 
+  it("validates schedules, filters, environments and automations, and a rejected change leaves the stored one as it was", async () => {
+    const team = await makeTeam(server(), "Inputs")
+    const member = team.tokens.member
+    const schedule = { name: "nightly", cron_schedule: "0 3 * * *", prompt: "p", enabled: true }
+    const badCases: ReadonlyArray<readonly [string, string, unknown, string]> = [
+      ["POST", "/api/v1/agent/schedules", { ...schedule, cron_schedule: "61 * * * *" }, "cron_schedule"],
+      ["POST", "/api/v1/agent/schedules", { ...schedule, cron_schedule: "0 0 30 2 *" }, "cron_schedule"],
+      ["POST", "/api/v1/agent/schedules", { ...schedule, timezone: "Mars/Olympus" }, "timezone"],
+      ["POST", "/api/v1/agent/schedules", { ...schedule, enabled: "yes" }, "enabled"],
+      ["POST", "/api/v1/agent/environments", { config: { name: "e", failure_session_retention_minutes: -1 } },
+        "config.failure_session_retention_minutes"],
+      ["POST", "/api/v1/agent/environments", { config: { name: "e", github_repos: [{ owner: "a b", repo: "r" }] } },
+        "config.github_repos[0].owner"]
+    ]
+    for (const [method, path, body, field] of badCases) {
+      const reply = await call(server(), method, path, { token: member, body })
+      expect(reply.status, `${path} ${JSON.stringify(body)}`).toBe(400)
+      expect(reply.body.error.startsWith(field), reply.body.error).toBe(true)
+    }
+    const tooManyFilters = Array.from({ length: 6 }, (_, i) => `metadata[k${i}]=v`).join("&")
+    const filters = await call(server(), "GET", `/api/v1/agent/runs?${tooManyFilters}`, { token: member })
+    expect(filters.status).toBe(400)
+    expect(filters.body.error).toMatch(/^metadata/)
+    const badState = await call(server(), "GET", "/api/v1/agent/runs?state=RUNNING", { token: member })
+    expect(badState.status).toBe(400)
+    expect(badState.body.error).toMatch(/^state/)
+
+    const created = await call(server(), "POST", "/api/v1/agent/schedules", { token: member, body: schedule })
+    expect(created.status).toBe(201)
+    const rejected = await call(server(), "PUT", `/api/v1/agent/schedules/${created.body.id}`, {
+      token: member,
+      body: { ...schedule, name: "renamed", cron_schedule: "not cron" }
+    })
+    expect(rejected.status).toBe(400)
+    const missingField = await call(server(), "PUT", `/api/v1/agent/schedules/${created.body.id}`, {
+      token: member,
+      body: { name: "renamed", cron_schedule: "0 4 * * *", prompt: "p" }
+    })
+    expect(missingField.status).toBe(400)
+    expect(missingField.body.error).toMatch(/^enabled/)
+    const stored = await call(server(), "GET", `/api/v1/agent/schedules/${created.body.id}`, { token: member })
+    expect(stored.body).toMatchObject({ name: "nightly", cron_schedule: "0 3 * * *", enabled: true })
+    expect(stored.body.updated_at).toBe(created.body.updated_at)
+
+    const hook = await call(server(), "POST", "/api/v1/agent/webhooks", { token: team.tokens.admin, body: { name: "h" } })
+    const badFilter = await call(server(), "POST", "/api/v1/agent/automations", {
+      token: team.tokens.admin,
+      body: {
+        name: "a",
+        prompt: "p",
+        trigger: { provider: "webhook", event: "received", filter: { webhook_ids: [hook.body.uid], payload: { action: { in: 3 } } } }
+      }
+    })
+    expect(badFilter.status).toBe(400)
+    expect(badFilter.body.error).toMatch(/^trigger\.filter\.payload\.action/)
+    const automations = await call(server(), "GET", "/api/v1/agent/automations", { token: team.tokens.admin })
+    expect(automations.body.automations).toEqual([])
+  })
+
   it("marks retryable problems with x-should-retry: cancelling a PENDING run is a retryable 409", async () => {
     const team = await makeTeam(server(), "Capacity")
     const patched = await call(server(), "PATCH", `/api/v1/admin/teams/${team.uid}`, {
