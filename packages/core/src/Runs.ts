@@ -55,6 +55,7 @@ import {
 import { Ids, RunId } from "./Ids.js"
 import type { EnvironmentUid, ExecutionId, PrincipalUid } from "./Ids.js"
 import type { Principal, Team } from "./Identity.js"
+import { Environment } from "./Environment.js"
 import { usableBy } from "./Environments.js"
 import { EnvironmentStore } from "./ports/EnvironmentStore.js"
 import { IdentityStore } from "./ports/IdentityStore.js"
@@ -235,11 +236,12 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
       Effect.gen(function* () {
         const env = yield* environments.get(uid)
         const usable = Option.isSome(env) && (yield* usableBy(environments, viewer, env.value))
-        if (!usable) {
+        if (!usable || Option.isNone(env)) {
           return yield* new NotAuthorized({
             message: `config.environment_id: no permission to use environment ${uid} (unknown or not shared with you)`
           })
         }
+        return env.value
       })
 
     const requireParent = (viewer: Viewer, parentId: RunId) =>
@@ -291,7 +293,9 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
           }
           executor = principalRef(agent)
         }
-        if (config.environment_id !== undefined) yield* requireEnvironment(viewer, config.environment_id)
+        const environment = config.environment_id === undefined
+          ? undefined
+          : yield* requireEnvironment(viewer, config.environment_id)
         const parent = request.parent_run_id === undefined
           ? undefined
           : yield* requireParent(viewer, request.parent_run_id)
@@ -355,6 +359,23 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         yield* store.create([
           { run: written, events: eventsAt([...CreationTimeline, ...admitted.right.timeline], now, executionId) }
         ]).pipe(Effect.catchTag("DuplicateKey", Effect.die))
+        if (environment !== undefined) {
+          // The environment's newest run; its `updated_at` (configuration changes) stays as it was.
+          yield* environments.update({
+            ...environment,
+            item: new Environment({
+              ...environment.item,
+              last_task_created: {
+                id: runId,
+                title: written.item.title,
+                state: written.item.state,
+                created_at: at,
+                updated_at: at,
+                started_at: null
+              }
+            })
+          })
+        }
         return new RunAgentResponse({ run_id: runId, task_id: runId, state: written.item.state, at_capacity: atCapacity })
       },
       storageUnavailable

@@ -155,6 +155,19 @@ export const runsServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E
           expect(yield* allRuns(world)).toEqual([])
         }))
 
+      it.effect("records the newest run of an environment as its last_task_created", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const env = yield* seedEnvironment(world.alice, { teamScope: true })
+          const before = yield* (yield* EnvironmentStore).get(env)
+          const first = yield* create(world.alice, { prompt: "first", config: { environment_id: env } })
+          const second = yield* create(world.bob, { prompt: "second\nline", config: { environment_id: env } })
+          const after = yield* (yield* EnvironmentStore).get(env)
+          expect(first.run_id).not.toBe(second.run_id)
+          expect(Option.getOrThrow(after).item.last_task_created).toMatchObject({ id: second.run_id, title: "second" })
+          expect(Option.getOrThrow(after).item.updated_at).toEqual(Option.getOrThrow(before).item.updated_at)
+        }))
+
       it.effect("needs an environment the creator may use (403 otherwise, unknown alike)", () =>
         Effect.gen(function* () {
           const world = yield* seedWorld()
