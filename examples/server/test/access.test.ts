@@ -301,6 +301,49 @@ const matrix = (kind: DatabaseKind) =>
       }
     }, 120_000)
 
+    it("creating: members create runs, schedules and environments; only admins create the factory's parts", async () => {
+      const creates: ReadonlyArray<readonly [string, string, () => unknown, Kind, number]> = [
+        ["POST", "/agent/runs", () => ({ prompt: "p" }), "member", 200],
+        ["POST", "/agent/run", () => ({ prompt: "p" }), "member", 200],
+        ["POST", "/agent/schedules", () => ({ ...schedule, name: `s ${Math.random()}` }), "member", 201],
+        ["POST", "/agent/environments", () => environment, "member", 201],
+        ["POST", "/agent/webhooks", () => ({ name: `w ${Math.random()}` }), "admin", 201],
+        ["PUT", `/agent/secrets/NEW_${Date.now()}`, () => ({ value: "v" }), "admin", 200]
+      ]
+      for (const [method, path, body, kind, ok] of creates) {
+        for (const role of ["admin", "member", "viewer"] as const) {
+          const reply = await call(server, method, `/api/v1${path}`, { token: a.tokens[role], body: body() })
+          expect(reply.status, `${method} ${path} by ${role}: ${JSON.stringify(reply.body)}`).toBe(
+            allowed(kind, role) && kind !== "read" ? ok : 403
+          )
+        }
+      }
+    }, 120_000)
+
+    it("the admin API refuses every team role of both teams (instance administrators only)", async () => {
+      const endpoints: ReadonlyArray<readonly [string, string, unknown]> = [
+        ["POST", "/admin/teams", { name: "x" }],
+        ["GET", "/admin/teams", undefined],
+        ["PATCH", `/admin/teams/${a.uid}`, { max_concurrent_runs: 99 }],
+        ["POST", "/admin/principals", { type: "user", display_name: "x", memberships: [{ team_uid: a.uid, role: "admin" }] }],
+        ["DELETE", "/admin/tokens/AAAAAAAAAAAAAAAAAAAAAA", undefined]
+      ]
+      for (const [method, path, body] of endpoints) {
+        for (const team of [a, b]) {
+          for (const role of ["admin", "member", "viewer"] as const) {
+            const reply = await call(server, method, `/api/v1${path}`, {
+              token: team.tokens[role],
+              ...(body === undefined ? {} : { body })
+            })
+            expect(reply.status, `${method} ${path} by ${role}`).toBe(403)
+          }
+        }
+      }
+      const teams = await call(server, "GET", "/api/v1/admin/teams", { token: server.adminToken })
+      const stored = (teams.body.teams as ReadonlyArray<{ uid: string; max_concurrent_runs: number }>).find((t) => t.uid === a.uid)
+      expect(stored?.max_concurrent_runs).toBe(8)
+    }, 120_000)
+
     it("lists show each team only its own resources", async () => {
       for (const [path, resourceKind, ids, kindOfList] of lists) {
         const own = shared.get(resourceKind as Resource["kind"])!.id
