@@ -7,12 +7,12 @@ import { freshDatabase } from "@agent-runs/storage-pg/testing"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { expect } from "vitest"
 import { randomBytes } from "node:crypto"
-import { mkdtempSync, rmSync } from "node:fs"
-import { createServer } from "node:net"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { ServerConfig } from "../src/Config.js"
 import { ServerLive } from "../src/Server.js"
+import { call, freePort, tempDataDir } from "./support.js"
+
+export { call, type Reply } from "./support.js"
 
 export type DatabaseKind = "sqlite" | "postgres"
 
@@ -25,25 +25,10 @@ export interface TestServer {
   readonly config: ServerConfig
 }
 
-/** A loopback port that was free a moment ago (the public URL must name the port before listening). */
-export const freePort = Effect.async<number>((resume) => {
-  const server = createServer()
-  server.listen(0, "127.0.0.1", () => {
-    const address = server.address()
-    const port = typeof address === "object" && address !== null ? address.port : 0
-    server.close(() => resume(Effect.succeed(port)))
-  })
-})
-
-const tempDir = Effect.acquireRelease(
-  Effect.sync(() => mkdtempSync(join(tmpdir(), "agent-runs-server-"))),
-  (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
-)
-
 /** Starts the server for the scope. */
 export const startServer = (kind: DatabaseKind, overrides: Partial<ServerConfig> = {}) =>
   Effect.gen(function*() {
-    const dataDir = yield* tempDir
+    const dataDir = yield* tempDataDir
     const adminToken = `ar_${randomBytes(32).toString("base64url")}`
     const database: ServerConfig["database"] = kind === "sqlite"
       ? { _tag: "Sqlite", filename: join(dataDir, "agent-runs.db") }
@@ -66,40 +51,6 @@ export const startServer = (kind: DatabaseKind, overrides: Partial<ServerConfig>
     yield* Layer.build(ServerLive(config))
     return { url, adminToken, dataDir, config } satisfies TestServer
   })
-
-/** A JSON response. */
-export interface Reply {
-  readonly status: number
-  readonly headers: Headers
-  // Test code reads arbitrary JSON answers field by field.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  readonly body: any
-}
-
-/** Sends a request to the server; a `body` object is sent as JSON. */
-export const call = async (
-  server: { readonly url: string },
-  method: string,
-  path: string,
-  options: { readonly token?: string; readonly body?: unknown; readonly headers?: Record<string, string> } = {}
-): Promise<Reply> => {
-  const headers: Record<string, string> = { ...options.headers }
-  if (options.token !== undefined) headers["authorization"] = `Bearer ${options.token}`
-  let body: string | undefined
-  if (options.body !== undefined) {
-    headers["content-type"] ??= "application/json"
-    body = typeof options.body === "string" ? options.body : JSON.stringify(options.body)
-  }
-  const response = await fetch(`${server.url}${path}`, { method, headers, redirect: "manual", ...(body === undefined ? {} : { body }) })
-  const text = await response.text()
-  let parsed: unknown = text
-  try {
-    parsed = text === "" ? undefined : JSON.parse(text)
-  } catch {
-    // not JSON: keep the text
-  }
-  return { status: response.status, headers: response.headers, body: parsed }
-}
 
 /** Creates a team with one principal per role; returns their tokens. */
 export const makeTeam = async (server: TestServer, name: string) => {

@@ -8,11 +8,10 @@
  */
 import { Data, Duration, Effect, Schedule } from "effect"
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
-import { createServer } from "node:net"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { freePort } from "./support.js"
+
+export { call, type Reply, tempDataDir } from "./support.js"
 
 /** The repository root. */
 export const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url))
@@ -43,24 +42,8 @@ export class ServerProcessError extends Data.TaggedError("ServerProcessError")<{
   readonly message: string
 }> {}
 
-/** A temporary data directory for the scope, removed when it closes. */
-export const tempDataDir = Effect.acquireRelease(
-  Effect.sync(() => mkdtempSync(join(tmpdir(), "agent-runs-process-"))),
-  (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
-)
-
 /** A condition not met yet: retried until it is, or until the time is up. */
 class NotYet extends Data.TaggedError("NotYet")<{ readonly reason: string }> {}
-
-/** A loopback port that was free a moment ago (the public URL must name the port before listening). */
-export const freePort = Effect.async<number>((resume) => {
-  const server = createServer()
-  server.listen(0, "127.0.0.1", () => {
-    const address = server.address()
-    const port = typeof address === "object" && address !== null ? address.port : 0
-    server.close(() => resume(Effect.succeed(port)))
-  })
-})
 
 export interface ServerProcessOptions {
   /** `AGENT_RUNS_DATA_DIR`. */
@@ -206,41 +189,3 @@ export const spawnServer = (options: ServerProcessOptions) =>
     yield* ready
     return server
   })
-
-/** A response, its body parsed when it is JSON. */
-export interface Reply {
-  readonly status: number
-  readonly headers: Headers
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read whatever the server sent
-  readonly body: any
-}
-
-/** Sends a request to the server; a `body` object is sent as JSON. */
-export const call = async (
-  server: { readonly url: string },
-  method: string,
-  path: string,
-  options: { readonly token?: string; readonly body?: unknown; readonly headers?: Record<string, string> } = {}
-): Promise<Reply> => {
-  const headers: Record<string, string> = { ...options.headers }
-  if (options.token !== undefined) headers["authorization"] = `Bearer ${options.token}`
-  let body: string | undefined
-  if (options.body !== undefined) {
-    headers["content-type"] ??= "application/json"
-    body = typeof options.body === "string" ? options.body : JSON.stringify(options.body)
-  }
-  const response = await fetch(`${server.url}${path}`, {
-    method,
-    headers,
-    redirect: "manual",
-    ...(body === undefined ? {} : { body })
-  })
-  const text = await response.text()
-  let parsed: unknown = text
-  try {
-    parsed = text === "" ? undefined : JSON.parse(text)
-  } catch {
-    // not JSON: keep the text
-  }
-  return { status: response.status, headers: response.headers, body: parsed }
-}
