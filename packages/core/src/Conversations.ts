@@ -11,9 +11,14 @@
  *   execution appends what its agent printed; `transcriptKey` is where executors write and the
  *   download route reads. No blob yet: 404 `transcript`. Every conversation format this service
  *   produces has a raw transcript, so the 422 of the spec never arises here.
+ * - `transcript` answers the run and the blob key of its transcript (`{run_id, key}`); the
+ *   transport turns it into a signed download URL. A run the caller cannot see is a 404 `run`
+ *   (or `conversation`) whether or not a transcript exists.
  * - `runByExternalReference`: the url is required and at most 2048 characters (400 naming `url`);
- *   no run, or a run the caller cannot see, is the same 404 (existence never leaks); with several
- *   runs reporting the same url, the latest report wins.
+ *   no run, or only runs the caller cannot see, is the same 404 `run not found` (existence never
+ *   leaks); with several visible runs reporting the same url, the latest report wins, so another
+ *   team reporting the same url never hides the caller's run. The answer is the RunItem (the
+ *   transport wraps it as `{run_id, run}`).
  */
 import { Effect, Option, Schema } from "effect"
 import type { Viewer } from "./Access.js"
@@ -35,6 +40,13 @@ const isRunId = Schema.is(RunId)
 
 /** Which run's transcript: by run id or by conversation id. */
 export type TranscriptOf = { readonly runId: string } | { readonly conversationId: ConversationId }
+
+/** Where a run's raw transcript is. */
+export interface TranscriptLocation {
+  readonly run_id: RunId
+  /** The blob key (`transcriptKey(run_id)`). */
+  readonly key: string
+}
 
 /** The conversations service. */
 export class Conversations extends Effect.Service<Conversations>()("@agent-runs/core/Conversations", {
@@ -90,13 +102,14 @@ export class Conversations extends Effect.Service<Conversations>()("@agent-runs/
       storageUnavailable
     )
 
-    /** The run whose raw transcript exists and may be downloaded by the viewer. */
+    /** Where the raw transcript of a run the viewer can see is, when it exists (404 otherwise). */
     const transcript = Effect.fn("Conversations.transcript")(
       function*(viewer: Viewer, of: TranscriptOf) {
         const run = "runId" in of ? yield* runById(viewer, of.runId) : yield* runByConversation(viewer, of.conversationId)
-        const blob = yield* blobs.read(transcriptKey(run.item.run_id))
+        const key = transcriptKey(run.item.run_id)
+        const blob = yield* blobs.read(key)
         if (Option.isNone(blob)) return yield* ResourceNotFound.of("transcript", run.item.run_id)
-        return { run_id: run.item.run_id }
+        return { run_id: run.item.run_id, key } satisfies TranscriptLocation
       },
       storageUnavailable
     )
@@ -108,7 +121,7 @@ export class Conversations extends Effect.Service<Conversations>()("@agent-runs/
         if (url.length > MAX_EXTERNAL_REFERENCE_URL_LENGTH) {
           return yield* InvalidRequest.forField("url", `must be at most ${MAX_EXTERNAL_REFERENCE_URL_LENGTH} characters`)
         }
-        const run = visible(viewer, yield* store.findByExternalReference(url))
+        const run = visible(viewer, yield* store.findByExternalReference(url, viewer))
         if (Option.isNone(run)) return yield* ResourceNotFound.of("run")
         return presentRun(run.value)
       },

@@ -1,22 +1,41 @@
 /**
- * Follow-up messages (CONTRACT §6), routed by the run's state with `decideFollowup`:
- * - QUEUED, PENDING or CLAIMED: stored in the run's follow-up inbox; the agent receives them when
- *   it starts (`followups` of the harness start message).
- * - INPROGRESS: stored in the same inbox, which the dispatcher holding the run drains into the
- *   live agent (`{"type":"followup"}` on its stdin). This service records; the dispatcher delivers.
- * - Ended: a new execution of the same run (same run and conversation, `execution_count + 1`,
- *   back to QUEUED, `attempt` 1), whose first follow-up is the message; an empty message
- *   continues from the saved conversation alone.
- * - FAILED with `environment_setup_failed` inside `session_debug_until`: stored for the debug
- *   agent in the retained sandbox; the run stays FAILED with its message and code unchanged.
+ * Follow-up messages (CONTRACT §6, `POST /agent/runs/{runId}/followups`), routed by the run's
+ * state with RunStateMachine's `decideFollowup`:
+ * - PENDING, QUEUED or CLAIMED: stored in the run's follow-up inbox; the agent receives them when
+ *   it starts (`followups` of the harness start message, CONTRACT §7). PENDING is treated like
+ *   QUEUED: the run has not started, so the message waits with it.
+ * - INPROGRESS: stored in the same inbox. This service only records the message; the dispatcher
+ *   holding the run drains the inbox (`takeFollowups`) into the live agent as
+ *   `{"type":"followup", message, mode: "normal"}` on its stdin.
+ * - Ended (SUCCEEDED, FAILED, BLOCKED, ERROR, CANCELLED) after the agent started: a new execution
+ *   of the same run: same run and conversation, `execution_count + 1`, `attempt` 1, back to
+ *   QUEUED (status message, lease and retained sandbox cleared), the message stored as the first
+ *   follow-up of the new execution; an empty message continues from the saved conversation alone.
+ * - FAILED with `environment_setup_failed` while `session_debug_until` has not passed (and the
+ *   sandbox is retained): stored in the same inbox for the debug agent in the retained sandbox;
+ *   the dispatcher delivers it with `mode: "debug"` (the run is FAILED inside its debug window).
+ *   The run stays FAILED with its message, error code, debug window and `ended_at` unchanged.
  *
  * Decisions where the contract is silent:
- * - Checks in order: malformed run id 400, unknown or hidden 404, viewer 403, then the routing
- *   rules (empty message, never-started run: 400).
- * - The state change is written first, guarded by the state read (and the lease holder); the
- *   message is stored after it. A lost race re-reads and decides again once, then answers 409
- *   retryable. Events of a new execution carry a fresh execution id.
- * - The answer is `{run_id, state, execution_count, route}` with the state after the follow-up.
+ * - Checks in order: malformed run id 400 naming `runId`, unknown or hidden 404, viewer 403, then
+ *   RunStateMachine's 400s: an empty (blank) message except to continue an ended run that has a
+ *   saved conversation, and an ended run that never started (no conversation, no sandbox).
+ * - A failed setup whose debug window has passed but whose sandbox was retained counts as started
+ *   (the sandbox exists): a message starts a new execution; an empty one is refused (nothing to
+ *   continue from).
+ * - The state change (when there is one), its timeline events and the inbox entry are written in
+ *   one step (`RunStore.recordFollowup`), guarded by the state read and the lease holder: an
+ *   executor claiming a new execution always finds its first follow-up. When the state does not
+ *   change only `updated_at` is written, so nothing an executor wrote meanwhile is undone. A lost
+ *   race re-reads and decides again once, then answers 409 retryable.
+ * - Timeline: `followup_received` for every accepted follow-up; a new execution adds `run_queued`,
+ *   both under a fresh execution id (the new execution's first events); the first follow-up of a
+ *   debug window adds `debug_session_started` (read from the timeline: a debug session started
+ *   after the latest `environment_setup_failed`). Other events carry the lease holder's execution
+ *   id, else the run's latest one (as Runs.cancel). The message itself is not put on the timeline.
+ * - `updated_at` becomes the time of the follow-up, whatever the route.
+ * - The answer is `RunFollowupResponse {run_id, state, execution_count, route}`, with the state and
+ *   count after the follow-up and `route` naming what happened to the message.
  */
 import { Clock, Effect, Either, Option, Schema } from "effect"
 import { canChange, canSee } from "./Access.js"
@@ -25,28 +44,48 @@ import { Conflict, InvalidRequest, NotAuthorized, ResourceNotFound } from "./Err
 import { Ids, RunId } from "./Ids.js"
 import { storageUnavailable } from "./internal/Services.js"
 import { RunStore } from "./ports/RunStore.js"
+import type { StoredRun } from "./ports/RunStore.js"
 import type { RunFollowupRequest } from "./Run.js"
-import type { RunState } from "./RunState.js"
-import { decideFollowup, followupEvent, isBlankMessage, transition } from "./RunStateMachine.js"
-import type { FollowupRoute } from "./RunStateMachine.js"
+import { RunState } from "./RunState.js"
+import {
+  decideFollowup,
+  followupEvent,
+  isBlankMessage,
+  isDebugWindowOpen,
+  transition
+} from "./RunStateMachine.js"
+import type { FollowupRoute, RunSnapshot } from "./RunStateMachine.js"
 import { applyTransition, currentExecution, eventsAt, runOwnership, runSnapshot } from "./Runs.js"
+import type { TimelineEvent } from "./Timeline.js"
 
-/** What became of a follow-up, as the API names it. */
-export type FollowupRouteName = "store_for_start" | "deliver_live" | "new_execution" | "debug_session"
+/** What became of a follow-up message. */
+export const FollowupRouteName = Schema.Literal("store_for_start", "deliver_live", "new_execution", "debug_session")
+export type FollowupRouteName = typeof FollowupRouteName.Type
 
-const routeNames: Record<FollowupRoute["_tag"], FollowupRouteName> = {
+/** The API name of each route of RunStateMachine's `FollowupRoute`. */
+export const routeName: Record<FollowupRoute["_tag"], FollowupRouteName> = {
   StoreForStart: "store_for_start",
   DeliverLive: "deliver_live",
   NewExecution: "new_execution",
   DebugSession: "debug_session"
 }
 
-/** The answer to an accepted follow-up. */
-export interface FollowupAccepted {
-  readonly run_id: RunId
-  readonly state: RunState
-  readonly execution_count: number
-  readonly route: FollowupRouteName
+/** `POST /agent/runs/{runId}/followups`: the follow-up was accepted. */
+export class RunFollowupResponse extends Schema.Class<RunFollowupResponse>("RunFollowupResponse")({
+  run_id: RunId,
+  state: RunState,
+  execution_count: Schema.Int.pipe(Schema.greaterThanOrEqualTo(1)),
+  route: FollowupRouteName
+}) {}
+
+/** Whether a debug agent was started since the latest failed setup (timeline in sequence order). */
+export const debugSessionStarted = (timeline: ReadonlyArray<TimelineEvent>): boolean => {
+  for (let i = timeline.length - 1; i >= 0; i--) {
+    const type = timeline[i]!.event_type
+    if (type === "debug_session_started") return true
+    if (type === "environment_setup_failed") return false
+  }
+  return false
 }
 
 const isRunId = Schema.is(RunId)
@@ -57,6 +96,15 @@ export class Followups extends Effect.Service<Followups>()("@agent-runs/core/Fol
     const store = yield* RunStore
     const ids = yield* Ids
 
+    /** The machine's view of the run, with whether a debug session runs when its window is open. */
+    const snapshotOf = (run: StoredRun, now: number) =>
+      Effect.gen(function*() {
+        const snapshot: RunSnapshot = runSnapshot(run)
+        if (!isDebugWindowOpen(snapshot, now)) return snapshot
+        const timeline = yield* store.timeline(run.item.run_id, 0)
+        return { ...snapshot, debug_session_started: debugSessionStarted(timeline) }
+      })
+
     const sendOnce = (viewer: Viewer, runId: RunId, message: string) =>
       Effect.gen(function*() {
         const found = Option.filter(yield* store.get(runId), (run) => canSee(viewer, runOwnership(run)))
@@ -66,41 +114,46 @@ export class Followups extends Effect.Service<Followups>()("@agent-runs/core/Fol
           return yield* new NotAuthorized({ message: "viewers cannot send follow-ups" })
         }
         const now = yield* Clock.currentTimeMillis
-        const snapshot = runSnapshot(run)
+        const snapshot = yield* snapshotOf(run, now)
         const route = decideFollowup(snapshot, message, now)
         if (Either.isLeft(route)) return yield* route.left
         const moved = transition(snapshot, followupEvent(route.right, message), now)
-        if (Either.isLeft(moved)) {
-          return yield* new Conflict({ message: `the run changed (${moved.left.message}); try again`, retryable: true })
-        }
-        const execution = route.right._tag === "NewExecution"
-          ? yield* ids.executionId
-          : yield* currentExecution(store, ids, run)
+        if (Either.isLeft(moved)) return yield* Effect.die(moved.left)
+        const newExecution = route.right._tag === "NewExecution"
+        const execution = newExecution ? yield* ids.executionId : yield* currentExecution(store, ids, run)
         const next = applyTransition(run, moved.right, now)
-        yield* store.update(
+        yield* store.recordFollowup(
           runId,
           { state: run.item.state, ...(run.lease === null ? {} : { execution_id: run.lease.execution_id }) },
-          next,
-          eventsAt(moved.right.timeline, now, execution)
+          {
+            ...(newExecution ? { next } : {}),
+            at: now,
+            events: eventsAt(moved.right.timeline, now, execution),
+            ...(isBlankMessage(message) ? {} : { followup: { message, received_at: now } })
+          }
         )
-        if (!isBlankMessage(message)) yield* store.enqueueFollowup(runId, { message, received_at: now })
-        return {
+        return new RunFollowupResponse({
           run_id: runId,
           state: next.item.state,
           execution_count: next.item.execution_count,
-          route: routeNames[route.right._tag]
-        } satisfies FollowupAccepted
+          route: routeName[route.right._tag]
+        })
       })
 
-    /** Sends a follow-up to a run the viewer may change. */
+    /** Sends a follow-up (a decoded `RunFollowupRequest`) to a run the viewer may change. */
     const send = Effect.fn("Followups.send")(
       function*(viewer: Viewer, rawId: string, request: RunFollowupRequest) {
-        if (!isRunId(rawId)) return yield* InvalidRequest.forField("runId", "must be a run id (a lowercase UUIDv7)")
+        if (!isRunId(rawId)) {
+          return yield* InvalidRequest.forField(
+            "runId",
+            `must be a run id (a lowercase UUIDv7); got ${JSON.stringify(rawId.slice(0, 80))}`
+          )
+        }
         return yield* sendOnce(viewer, rawId, request.message).pipe(
           Effect.catchTag("StaleWrite", () => sendOnce(viewer, rawId, request.message)),
           Effect.catchTag(
             "StaleWrite",
-            () => Effect.fail(new Conflict({ message: "the run changed while sending; try again", retryable: true }))
+            () => Effect.fail(new Conflict({ message: "the run changed while sending the follow-up; try again", retryable: true }))
           )
         )
       },

@@ -16,6 +16,8 @@
  *   the delivery log entry and its identity); a taken key fails DuplicateKey and rolls back.
  * - `update` is one `UPDATE ... WHERE run_id AND state [AND lease holder] RETURNING`: the guard
  *   and the write are one step, so a lost race is a StaleWrite, never a lost update.
+ * - `recordFollowup` is the same guarded statement (setting only `updated_at` when the run does not
+ *   otherwise change), its events and the inbox row, in one transaction.
  * - Timeline sequences come from the run row's `last_sequence`, bumped by the same statement
  *   that writes the run (the row lock orders concurrent appends on PostgreSQL).
  * - `claim` is one statement: `UPDATE runs ... WHERE run_id = (SELECT the oldest QUEUED run ...
@@ -32,6 +34,7 @@ import type { ConversationId, ExecutionId, TeamUid } from "@agent-runs/core/Ids"
 import { RunItem } from "@agent-runs/core/Run"
 import { encodeCursor, type RunListQuery } from "@agent-runs/core/RunQuery"
 import {
+  type FollowupWrite,
   type NewRun,
   type NewTimelineEvent,
   type RunGuard,
@@ -43,9 +46,10 @@ import {
 import { DuplicateKey, type ExactlyOnceKey, StaleWrite, StorageError } from "@agent-runs/core/ports/Storage"
 import { TimelineEvent } from "@agent-runs/core/Timeline"
 import { SqlClient } from "@effect/sql"
+import type { Statement } from "@effect/sql"
 import { Effect, Layer, Option, Schema, Stream } from "effect"
 import { claimIdentity, insertDelivery } from "./DeliveriesSql.js"
-import { bool, iso, json, JsonColumn as Json, millis } from "./internal/Catalog.js"
+import { bool, iso, json, JsonColumn as Json, millis, visibleTo } from "./internal/Catalog.js"
 import { searchColumns, selectPage } from "./RunListSql.js"
 import * as Rows from "./Rows.js"
 import { Wakeups } from "./Wakeups.js"
@@ -350,25 +354,55 @@ export const layer = Layer.effect(
       operation("RunStore.list")
     )
 
-    const update = Effect.fn("RunStore.update")(
-      function* (runId: RunId, guard: RunGuard, next: StoredRun, events: ReadonlyArray<NewTimelineEvent>) {
-        const row = yield* runColumns(next)
+    /**
+     * Sets `set` on the run if it matches the guard and appends the events (inside the caller's
+     * transaction); StaleWrite when the guard does not match.
+     */
+    const guardedWrite = (
+      runId: RunId,
+      guard: RunGuard,
+      set: Statement.Fragment | Statement.RecordUpdateHelperSingle,
+      events: ReadonlyArray<NewTimelineEvent>
+    ) =>
+      Effect.gen(function* () {
         const holder = guard.execution_id === undefined
           ? sql``
           : sql`AND lease_execution_id = ${guard.execution_id}`
-        yield* sql.withTransaction(
-          Effect.gen(function* () {
-            const updated = yield* sql`UPDATE runs SET ${sql.update(row)}, last_sequence = last_sequence + ${events.length}
-              WHERE run_id = ${runId} AND state = ${guard.state} ${holder}
-              RETURNING last_sequence`.pipe(Effect.flatMap(Schema.decodeUnknown(Sequence)))
-            const last = updated[0]?.last_sequence
-            if (last === undefined) return yield* new StaleWrite({ what: `run ${runId}` })
-            yield* insertAll("timeline_events", eventRows(runId, last - events.length + 1, events))
-          })
-        )
+        const updated = yield* sql`UPDATE runs SET ${set}, last_sequence = last_sequence + ${events.length}
+          WHERE run_id = ${runId} AND state = ${guard.state} ${holder}
+          RETURNING last_sequence`.pipe(Effect.flatMap(Schema.decodeUnknown(Sequence)))
+        const last = updated[0]?.last_sequence
+        if (last === undefined) return yield* new StaleWrite({ what: `run ${runId}` })
+        yield* insertAll("timeline_events", eventRows(runId, last - events.length + 1, events))
+      })
+
+    const update = Effect.fn("RunStore.update")(
+      function* (runId: RunId, guard: RunGuard, next: StoredRun, events: ReadonlyArray<NewTimelineEvent>) {
+        const row = yield* runColumns(next)
+        yield* sql.withTransaction(guardedWrite(runId, guard, sql.update(row), events))
         if (next.item.state === "QUEUED") yield* wake
       },
       operation("RunStore.update")
+    )
+
+    const recordFollowup = Effect.fn("RunStore.recordFollowup")(
+      function* (runId: RunId, guard: RunGuard, write: FollowupWrite) {
+        const set = write.next === undefined ? sql`updated_at = ${write.at}` : sql.update(yield* runColumns(write.next))
+        yield* sql.withTransaction(
+          Effect.gen(function* () {
+            yield* guardedWrite(runId, guard, set, write.events)
+            if (write.followup !== undefined) {
+              yield* sql`INSERT INTO followup_inbox ${sql.insert({
+                run_id: runId,
+                message: write.followup.message,
+                received_at: write.followup.received_at
+              })}`
+            }
+          })
+        )
+        if (write.next?.item.state === "QUEUED") yield* wake
+      },
+      operation("RunStore.recordFollowup")
     )
 
     const claim = Effect.fn("RunStore.claim")(
@@ -546,10 +580,14 @@ export const layer = Layer.effect(
     )
 
     const findByExternalReference = Effect.fn("RunStore.findByExternalReference")(
-      function* (url: string) {
+      function* (url: string, viewer?: Viewer) {
         const found = yield* read(
-          sql<{ run_id: RunId }>`SELECT run_id FROM run_artifacts WHERE external_url = ${url}
-            ORDER BY created_at DESC, run_id DESC LIMIT 1`
+          viewer === undefined
+            ? sql<{ run_id: RunId }>`SELECT run_id FROM run_artifacts WHERE external_url = ${url}
+              ORDER BY created_at DESC, run_id DESC LIMIT 1`
+            : sql<{ run_id: RunId }>`SELECT a.run_id FROM run_artifacts a JOIN runs ON runs.run_id = a.run_id
+              WHERE a.external_url = ${url} AND ${visibleTo(sql, viewer, "runs")}
+              ORDER BY a.created_at DESC, a.run_id DESC LIMIT 1`
         )
         const runId = found[0]?.run_id
         return runId === undefined ? Option.none() : yield* get(runId)
@@ -584,6 +622,7 @@ export const layer = Layer.effect(
       timeline,
       saveConversation,
       conversation,
+      recordFollowup,
       enqueueFollowup,
       takeFollowups,
       addArtifact,

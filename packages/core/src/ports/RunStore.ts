@@ -72,6 +72,22 @@ export interface StoredFollowup {
   readonly received_at: number
 }
 
+/** What `recordFollowup` writes, all or nothing. */
+export interface FollowupWrite {
+  /**
+   * The run after the follow-up, when it changes more than `updated_at` (a new execution):
+   * replaces the run as `update` does. Absent: only `updated_at` is set (to `at`), so a write
+   * based on an older read never undoes what an executor wrote meanwhile (its lease renewals).
+   */
+  readonly next?: StoredRun
+  /** When the follow-up arrived: the run's new `updated_at` when `next` is absent. */
+  readonly at: number
+  /** Timeline events appended after the last sequence. */
+  readonly events: ReadonlyArray<NewTimelineEvent>
+  /** The message to store in the follow-up inbox; absent: none (an empty continuation). */
+  readonly followup?: StoredFollowup
+}
+
 export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore, {
   /**
    * Creates runs and their first events, with an optional exactly-once key, in one transaction.
@@ -123,14 +139,23 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
   ) => Effect.Effect<void, StorageError>
   /** The conversation of every execution of a run, in execution order (the order of their first saves). */
   readonly conversation: (runId: RunId) => Effect.Effect<ReadonlyArray<ConversationStep>, StorageError>
+  /**
+   * Records a follow-up in one transaction if the run still matches `guard` (state, and lease
+   * holder when given), else StaleWrite and nothing written: the run change, its events and the
+   * inbox entry together, so an executor claiming the run sees the message with the new state.
+   */
+  readonly recordFollowup: (runId: RunId, guard: RunGuard, write: FollowupWrite) => Effect.Effect<void, StaleWrite | StorageError>
   /** Stores a follow-up for the agent that starts next. */
   readonly enqueueFollowup: (runId: RunId, followup: StoredFollowup) => Effect.Effect<void, StorageError>
   /** Removes and returns the stored follow-ups, oldest first (by `received_at`, then arrival); atomic. */
   readonly takeFollowups: (runId: RunId) => Effect.Effect<ReadonlyArray<StoredFollowup>, StorageError>
   /** Records an artifact of a run. */
   readonly addArtifact: (runId: RunId, artifact: Artifact) => Effect.Effect<void, StorageError>
-  /** The run that reported an EXTERNAL_REFERENCE artifact with this url (the latest report when several did). */
-  readonly findByExternalReference: (url: string) => Effect.Effect<Option.Option<StoredRun>, StorageError>
+  /**
+   * The run that reported an EXTERNAL_REFERENCE artifact with this url (the latest report when
+   * several did); with a viewer, among the runs the viewer may see only.
+   */
+  readonly findByExternalReference: (url: string, viewer?: Viewer) => Effect.Effect<Option.Option<StoredRun>, StorageError>
   /** The run whose conversation this is. */
   readonly findByConversation: (conversationId: ConversationId) => Effect.Effect<Option.Option<StoredRun>, StorageError>
   /** A signal each time a run may have become claimable (the dispatcher also polls). */
