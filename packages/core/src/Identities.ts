@@ -5,21 +5,33 @@
  *
  * Decisions where the contract is silent:
  * - No cache: every request looks its token up, so a revocation takes effect on the next request.
- * - The TEAM header is matched exactly against the principal's memberships; anything else, a
- *   malformed uid included, is a 403. Without the header the caller acts in its first team (in the
- *   order memberships were given). A principal with no membership at all (possible only for the
- *   bootstrap admin if its team were gone) is refused with 403, except on the admin API, which
- *   only needs `instance_admin`: such a caller gets a Viewer whose team is its first team or, with
- *   none, the role `viewer` in no team (`team_uid` of the first team in the instance is not used).
- * - Bootstrap with `AGENT_RUNS_ADMIN_TOKEN`: the instance administrator is the principal named
- *   `admin` that is an instance admin; it is created with a team named `default` when missing. A
- *   configured token it does not hold yet is added to it (earlier tokens stay valid until revoked
- *   through the admin API). Without the variable and with no principal at all, a token is
- *   generated and returned once. Concurrent first starts of several replicas on one empty database
- *   can each create an administrator; start one replica first (documented in docs/http.md).
- * - Team names need not be unique (uids identify teams); they are trimmed. Principal display names
- *   are trimmed too.
+ *   A token without the `ar_` prefix is a 401 without a lookup.
+ * - The TEAM header (trimmed) is matched exactly against the principal's memberships; anything
+ *   else, a malformed uid or a team that does not exist included, is a 403. A blank header counts
+ *   as absent. Without it the caller acts in its first team (in the order memberships were given).
+ * - A principal with no membership at all (the admin API never creates one) is refused with 403,
+ *   except an instance administrator: it gets a Viewer with the role `viewer` in no team (an empty
+ *   `team_uid`, which owns nothing), so it can use the admin API but sees and changes no team's
+ *   resources. It is not given the instance's first team: that would show it a team it is not in.
+ * - Bootstrap with `AGENT_RUNS_ADMIN_TOKEN`: the instance administrator is the oldest principal
+ *   named `admin` that is an instance admin; when there is none it is created with a new team
+ *   named `default` (its admin). A configured token it does not hold yet is added to it (earlier
+ *   tokens stay valid until revoked through the admin API), so restarts are idempotent. The
+ *   configured token must be `ar_` and at least 32 more visible ASCII characters (so that
+ *   `authenticate` accepts it); a revoked configured token is never revived, and a token held by a
+ *   principal that is not an instance admin is not taken over: both fail `bootstrap` with an
+ *   `InvalidRequest` naming the variable (never echoing the token), so the server does not start
+ *   with a token that cannot work. Without the variable and with no principal at all, a token is
+ *   generated and returned once; with principals present nothing changes (`Existing`).
+ *   Concurrent first starts of several replicas on one empty database can each create an
+ *   administrator; start one replica first (documented in docs/http.md).
+ * - Team names need not be unique (uids identify teams): a duplicate name is accepted, not a 409.
+ *   Team names, principal display names and token names are trimmed; a blank token name is null.
  * - Only instance administrators use the admin API (403 otherwise, whatever their team role).
+ * - A new principal's memberships are checked in order; the first unknown team is a 400 naming
+ *   `memberships[i].team_uid`, and nothing is created.
+ * - Revoking a token that is already revoked succeeds and keeps its first revocation time; an
+ *   unknown token id is a 404.
  */
 import { Clock, DateTime, Effect, Option } from "effect"
 import type { Viewer } from "./Access.js"
@@ -59,6 +71,14 @@ export const hashToken = (token: string): Effect.Effect<string> =>
   Effect.promise(() => globalThis.crypto.subtle.digest("SHA-256", new TextEncoder().encode(token))).pipe(
     Effect.map((digest) => Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join(""))
   )
+
+/** The environment variable naming the configured administrator token (CONTRACT §3, §10). */
+export const ADMIN_TOKEN_VARIABLE = "AGENT_RUNS_ADMIN_TOKEN"
+
+/** The accepted form of a configured administrator token: `ar_` and at least 32 visible ASCII characters. */
+const CONFIGURED_TOKEN = /^ar_[\x21-\x7e]{32,}$/
+
+const badConfiguredToken = (problem: string) => InvalidRequest.forField(ADMIN_TOKEN_VARIABLE, problem)
 
 /** What `bootstrap` did. */
 export type BootstrapOutcome =
@@ -155,8 +175,18 @@ export class Identities extends Effect.Service<Identities>()("@agent-runs/core/I
       function*(configured: Option.Option<string>) {
         if (Option.isSome(configured)) {
           const token = configured.value
-          const held = yield* store.findToken(yield* hashToken(token))
-          if (Option.isSome(held)) return { _tag: "Configured" } as BootstrapOutcome
+          if (!CONFIGURED_TOKEN.test(token)) {
+            return yield* badConfiguredToken("must be ar_ followed by at least 32 visible ASCII characters")
+          }
+          const held = yield* store.findTokenRecord(yield* hashToken(token))
+          if (Option.isSome(held)) {
+            if (held.value.revoked_at !== null) return yield* badConfiguredToken("was revoked; configure a new token")
+            const holder = yield* store.getPrincipal(held.value.principal_uid)
+            if (Option.isNone(holder) || !holder.value.instance_admin) {
+              return yield* badConfiguredToken("is the token of a principal that is not an instance administrator")
+            }
+            return { _tag: "Configured" } as BootstrapOutcome
+          }
           const admin = (yield* store.instanceAdmins).find((p) => p.display_name === BOOTSTRAP_ADMIN_NAME)
           if (admin === undefined) yield* createAdmin(token)
           else yield* addToken(admin.uid, token, "bootstrap")
@@ -256,6 +286,8 @@ export class Identities extends Effect.Service<Identities>()("@agent-runs/core/I
     )
 
     return {
+      generateToken,
+      hashToken,
       authenticate,
       bootstrap,
       createTeam,

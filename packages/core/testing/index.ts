@@ -24,6 +24,7 @@ export const storageConformance = <E>(name: string, layer: Layer.Layer<Stores | 
 export { automationsServiceSuite } from "./AutomationsServiceSuite.js"
 export { conversationsServiceSuite } from "./ConversationsServiceSuite.js"
 export { followupsServiceSuite } from "./FollowupsServiceSuite.js"
+export { identitiesServiceSuite } from "./IdentitiesServiceSuite.js"
 export { runsServiceSuite } from "./RunsServiceSuite.js"
 export { secretsServiceSuite } from "./SecretsServiceSuite.js"
 export { webhooksServiceSuite } from "./WebhooksServiceSuite.js"

@@ -200,6 +200,14 @@ export const layer = Layer.effect(
       operation("IdentityStore.findToken")
     )
 
+    const findTokenRecord = Effect.fn("IdentityStore.findTokenRecord")(
+      function* (hash: string) {
+        const rows = yield* sql`SELECT * FROM tokens WHERE token_hash = ${hash}`.pipe(Effect.flatMap(decodeRows(TokenRow)))
+        return rows[0] === undefined ? Option.none() : Option.some(yield* toToken(rows[0]))
+      },
+      operation("IdentityStore.findTokenRecord")
+    )
+
     const revokeToken = Effect.fn("IdentityStore.revokeToken")(
       function* (id: TokenId, at: number) {
         const rows = yield* sql`UPDATE tokens SET revoked_at = COALESCE(revoked_at, ${at})
@@ -220,6 +228,7 @@ export const layer = Layer.effect(
       countPrincipals,
       createToken,
       findToken,
+      findTokenRecord,
       revokeToken
     })
   })

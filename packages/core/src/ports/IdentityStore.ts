@@ -28,6 +28,8 @@ export class IdentityStore extends Context.Tag("@agent-runs/core/IdentityStore")
   readonly findToken: (
     hash: string
   ) => Effect.Effect<Option.Option<{ readonly token: TokenRecord; readonly principal: Principal }>, StorageError>
+  /** The token with this SHA-256 hash, revoked or not (bootstrap checks the configured token). */
+  readonly findTokenRecord: (hash: string) => Effect.Effect<Option.Option<TokenRecord>, StorageError>
   /** Revokes a token at once; false when there was none. */
   readonly revokeToken: (id: TokenId, at: number) => Effect.Effect<boolean, StorageError>
 }>() {}

@@ -1,0 +1,4 @@
+import { identitiesServiceSuite } from "@agent-runs/core/testing"
+import { storageLayer } from "./harness.js"
+
+identitiesServiceSuite("postgresql", storageLayer)
