@@ -16,20 +16,11 @@
  *   parameter.
  * - Delivery logs page with `limit` 1–100 (default 20) and the `cursor` of the previous page.
  */
-import { Ids, Run, RunQuery, RunState } from "@agent-runs/core"
+import { Followups, Ids, Run, RunQuery, RunState } from "@agent-runs/core"
 import { Schema } from "effect"
 
-/** What became of a follow-up message. */
-export const FollowupRouteName = Schema.Literal("store_for_start", "deliver_live", "new_execution", "debug_session")
-export type FollowupRouteName = typeof FollowupRouteName.Type
-
-/** `POST /agent/runs/{runId}/followups`: accepted. */
-export class RunFollowupResponse extends Schema.Class<RunFollowupResponse>("RunFollowupResponse")({
-  run_id: Ids.RunId,
-  state: RunState.RunState,
-  execution_count: Schema.Int.pipe(Schema.greaterThanOrEqualTo(1)),
-  route: FollowupRouteName
-}) {}
+/** `POST /agent/runs/{runId}/followups`: accepted (core's model). */
+export const RunFollowupResponse = Followups.RunFollowupResponse
 
 /** `GET /agent/run-by-external-reference`. */
 export class RunByExternalReferenceResponse extends Schema.Class<RunByExternalReferenceResponse>(

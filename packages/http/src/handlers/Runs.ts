@@ -4,7 +4,7 @@ import { Conversations, Followups, Runs, RunQuery, Timeline } from "@agent-runs/
 import { Effect, Schema, Stream } from "effect"
 import { Api } from "../Api.js"
 import { transcriptRedirect } from "../Downloads.js"
-import { RunByExternalReferenceResponse, RunFollowupResponse } from "../Models.js"
+import { RunByExternalReferenceResponse } from "../Models.js"
 import { CurrentViewer } from "../Security.js"
 
 /** How often an idle event stream sends a comment, so proxies keep it open. */
@@ -47,9 +47,7 @@ export const RunsLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
           return yield* transcriptRedirect(transcript.run_id)
         }))
       .handle("createRunFollowup", ({ path, payload }) =>
-        Effect.flatMap(CurrentViewer, (viewer) => followups.send(viewer, path.runId, payload)).pipe(
-          Effect.map((accepted) => new RunFollowupResponse(accepted))
-        ))
+        Effect.flatMap(CurrentViewer, (viewer) => followups.send(viewer, path.runId, payload)))
       .handle("cancelRun", ({ path }) => Effect.flatMap(CurrentViewer, (viewer) => runs.cancel(viewer, path.runId)))
       .handle("getRunByExternalReference", ({ urlParams }) =>
         Effect.flatMap(CurrentViewer, (viewer) => conversations.runByExternalReference(viewer, urlParams.url)).pipe(
