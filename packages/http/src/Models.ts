@@ -14,9 +14,10 @@
  *   so the 400s name the field in core's words. `metadata[<key>]` keys (deepObject) are not
  *   properties of this schema; the document describes them as one `metadata` deepObject
  *   parameter.
- * - Delivery logs page with `limit` 1–100 (default 20) and the `cursor` of the previous page.
+ * - Delivery logs page with `limit` (core's `Webhooks.DELIVERY_PAGE_LIMIT`: 1–100, default 20) and the
+ *   `cursor` of the previous page.
  */
-import { Followups, Ids, Run, RunQuery, RunState } from "@agent-runs/core"
+import { Followups, Ids, Run, RunQuery, RunState, Webhooks } from "@agent-runs/core"
 import { Schema } from "effect"
 
 /** `POST /agent/runs/{runId}/followups`: accepted (core's model). */
@@ -126,14 +127,13 @@ export const RunByExternalReferenceUrlParams = Schema.Struct({
   })
 })
 
-/** The largest page of a delivery log. */
-export const MAX_DELIVERY_PAGE = 100
+const { default: deliveryPage, max: maxDeliveryPage, min: minDeliveryPage } = Webhooks.DELIVERY_PAGE_LIMIT
 
 /** The `GET /agent/webhooks/{uid}/deliveries` query. */
 export const ListDeliveriesUrlParams = Schema.Struct({
   limit: Schema.optional(
-    Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, MAX_DELIVERY_PAGE)).annotations({
-      description: `page size, 1 to ${MAX_DELIVERY_PAGE} (default 20)`
+    Schema.NumberFromString.pipe(Schema.int(), Schema.between(minDeliveryPage, maxDeliveryPage)).annotations({
+      description: `page size, ${minDeliveryPage} to ${maxDeliveryPage} (default ${deliveryPage})`
     })
   ),
   cursor: Schema.optional(Schema.String.annotations({ description: "the next_cursor of the previous page" }))
