@@ -130,11 +130,16 @@ export const isSandboxRunning = (run: StoredRun): boolean =>
 
 /** The RunItem shown to callers: the stored item with its computed flags. */
 export const presentRun = (run: StoredRun): RunItem =>
-  new RunItem({
-    ...run.item,
-    is_sandbox_running: isSandboxRunning(run),
-    is_run_type_cancellable: isRunTypeCancellable(runSnapshot(run))
-  })
+  new RunItem(
+    {
+      ...run.item,
+      is_sandbox_running: isSandboxRunning(run),
+      is_run_type_cancellable: isRunTypeCancellable(runSnapshot(run))
+    },
+    // The item is already a valid RunItem and the two flags are booleans: checking it again costs
+    // a third of a list request's CPU time (bench/http).
+    true
+  )
 
 /** A stored run after a transition at `now`: state, counters, status, lease, times. */
 export const applyTransition = (run: StoredRun, t: Transition, now: number): StoredRun => {

@@ -92,6 +92,13 @@ type RunRow = typeof RunRow.Type
 
 const decodeRunRows = Schema.decodeUnknown(Schema.Array(RunRow))
 const decodeItem = Schema.decodeUnknown(RunItem)
+
+/**
+ * The predicate of the partial index `runs_team_live`, word for word: SQLite uses a partial index
+ * only when the query's WHERE contains its predicate as a term (it does not prove that
+ * `state = 'PENDING'` implies it), and without it counts scan every run of the team.
+ */
+const LIVE = "state IN ('PENDING', 'QUEUED', 'CLAIMED', 'INPROGRESS')"
 const encodeItem = Schema.encode(RunItem)
 const encodeArtifact = Schema.encode(Artifact)
 const decodeArtifacts = Schema.decodeUnknown(Schema.Array(Json))
@@ -476,7 +483,7 @@ export const layer = Layer.effect(
       function* (team: TeamUid) {
         const rows = yield* read(
           sql`SELECT COUNT(*) AS n FROM runs
-            WHERE team_uid = ${team} AND state IN ('QUEUED', 'CLAIMED', 'INPROGRESS')`
+            WHERE team_uid = ${team} AND state IN ('QUEUED', 'CLAIMED', 'INPROGRESS') AND ${sql.literal(LIVE)}`
         ).pipe(Effect.flatMap(Schema.decodeUnknown(Count)))
         return rows[0]?.n ?? 0
       },
@@ -486,7 +493,7 @@ export const layer = Layer.effect(
     const pending = Effect.fn("RunStore.pending")(
       function* (team: TeamUid, limit: number) {
         return yield* read(
-          sql`SELECT ${columns} FROM runs WHERE team_uid = ${team} AND state = 'PENDING'
+          sql`SELECT ${columns} FROM runs WHERE team_uid = ${team} AND state = 'PENDING' AND ${sql.literal(LIVE)}
             ORDER BY created_at, run_id LIMIT ${limit}`.pipe(Effect.flatMap(toStoredRuns))
         )
       },

@@ -1,0 +1,332 @@
+/**
+ * HTTP benchmark (issue 4). Builds and starts the bundled server as a process on SQLite with a
+ * temporary data directory, seeds one team with N finished runs (default 100,000; written straight
+ * through the storage layer on the same database file), then drives it with C concurrent
+ * keep-alive loopback connections (default 50) for S seconds per case (default 10, after a 1 s
+ * warm-up): `POST /api/v1/agent/runs` and `GET /api/v1/agent/runs?limit=20`. The baseline is a
+ * bare `node:http` server on a worker thread of this script answering the same requests with
+ * bodies of the same size (the server's own responses, recorded first; a POST body is read and
+ * parsed). The load generator is node:http with one keep-alive Agent.
+ *
+ *   npm run bench:http
+ *   BENCH_SECONDS=2 BENCH_RUNS=5000 npm run bench:http      # a quick run
+ *
+ * Settings: BENCH_RUNS, BENCH_SECONDS, BENCH_WARMUP_SECONDS (1), BENCH_CONNECTIONS,
+ * BENCH_SKIP_BUILD=1 (use the existing dist). Prints requests/s and p50/p99 latency per case and
+ * the ratios bare/ours. Listens on 127.0.0.1 only, stops by itself (a watchdog ends it if a case
+ * hangs), and removes its data directory. Never part of `npm test`.
+ */
+import { Ids, Run, RunStore } from "@agent-runs/core"
+import { SqliteStorage } from "@agent-runs/storage-sqlite"
+import { DateTime, Effect, Redacted } from "effect"
+import { randomBytes } from "node:crypto"
+import { Agent, request } from "node:http"
+import { cpus } from "node:os"
+import { join } from "node:path"
+import { Worker } from "node:worker_threads"
+import {
+  buildServer,
+  call,
+  type Reply,
+  type ServerProcess,
+  spawnServer,
+  tempDataDir
+} from "../../examples/server/test/process.js"
+
+const N = Number(process.env.BENCH_RUNS ?? 100_000)
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
+const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 1)
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
+const BATCH = 1_000
+/** The whole script's time limit: building, seeding and four cases with generous slack. */
+const WATCHDOG_MS = 300_000 + 4 * (SECONDS + WARMUP) * 2_000
+
+// ---------------------------------------------------------------------------------------------
+// Load generator
+
+interface Target {
+  readonly port: number
+  readonly method: "GET" | "POST"
+  readonly path: string
+  readonly headers: Readonly<Record<string, string>>
+  readonly body?: string
+}
+
+interface Measurement {
+  readonly requests: number
+  readonly seconds: number
+  readonly p50: number
+  readonly p99: number
+  /** Responses by status code. */
+  readonly statuses: ReadonlyMap<number, number>
+}
+
+const send = (agent: Agent, target: Target): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const req = request(
+      { agent, host: "127.0.0.1", port: target.port, method: target.method, path: target.path, headers: target.headers },
+      (res) => {
+        res.on("data", () => {})
+        res.on("end", () => resolve(res.statusCode ?? 0))
+        res.on("error", reject)
+      }
+    )
+    req.on("error", reject)
+    req.end(target.body)
+  })
+
+/** `connections` loops sending `target` back to back for `seconds`; latencies only of what was sent in time. */
+const drive = async (target: Target, seconds: number, connections: number, record: boolean): Promise<Measurement> => {
+  const agent = new Agent({ keepAlive: true, maxSockets: connections })
+  const latencies: Array<number> = []
+  const statuses = new Map<number, number>()
+  const start = performance.now()
+  const deadline = start + seconds * 1000
+  const loop = async () => {
+    while (performance.now() < deadline) {
+      const sent = performance.now()
+      const status = await send(agent, target)
+      if (record) latencies.push(performance.now() - sent)
+      statuses.set(status, (statuses.get(status) ?? 0) + 1)
+    }
+  }
+  await Promise.all(Array.from({ length: connections }, loop))
+  const elapsed = (performance.now() - start) / 1000
+  agent.destroy()
+  latencies.sort((a, b) => a - b)
+  const at = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? NaN
+  return { requests: latencies.length, seconds: elapsed, p50: at(0.5), p99: at(0.99), statuses }
+}
+
+/** A warm-up (connections opened, code paths compiled), then the measured run. */
+const measure = async (target: Target): Promise<Measurement> => {
+  if (WARMUP > 0) await drive(target, WARMUP, CONNECTIONS, false)
+  return drive(target, SECONDS, CONNECTIONS, true)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The bare node:http baseline, on its own thread (as the server has its own process)
+
+const BARE_SERVER = `
+const { parentPort, workerData } = require("node:worker_threads")
+const http = require("node:http")
+const server = http.createServer((req, res) => {
+  const chunks = []
+  req.on("data", (chunk) => chunks.push(chunk))
+  req.on("end", () => {
+    let body = workerData.get
+    if (req.method === "POST") {
+      JSON.parse(Buffer.concat(chunks).toString("utf8"))
+      body = workerData.post
+    }
+    res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) })
+    res.end(body)
+  })
+})
+server.keepAliveTimeout = 60000
+server.listen(0, "127.0.0.1", () => parentPort.postMessage(server.address().port))
+`
+
+const startBare = (bodies: { readonly get: string; readonly post: string }) =>
+  Effect.acquireRelease(
+    Effect.async<{ readonly worker: Worker; readonly port: number }>((resume) => {
+      const worker = new Worker(BARE_SERVER, { eval: true, workerData: bodies })
+      worker.once("message", (port: number) => resume(Effect.succeed({ worker, port })))
+    }),
+    ({ worker }) => Effect.promise(() => worker.terminate())
+  )
+
+// ---------------------------------------------------------------------------------------------
+// Set-up: the server, its team and member, and the seeded runs
+
+/** The JSON body of a reply with the expected status (the script stops otherwise). */
+const expectStatus = <A>(what: string, reply: Reply, status: number): Effect.Effect<A> =>
+  reply.status === status
+    ? Effect.succeed(reply.body as A)
+    : Effect.dieMessage(`${what}: expected ${status}, got ${reply.status}: ${JSON.stringify(reply.body)}`)
+
+const send1 = (server: ServerProcess, method: string, path: string, token: string, body?: unknown) =>
+  Effect.promise(() => call(server, method, path, body === undefined ? { token } : { token, body }))
+
+/** The body as the server sent it: compact JSON, so its length is the server's content-length. */
+const bodyText = (reply: Reply) => {
+  const text = JSON.stringify(reply.body)
+  const length = Number(reply.headers.get("content-length"))
+  if (length !== Buffer.byteLength(text)) console.log(`note: re-encoded body is ${Buffer.byteLength(text)} bytes, the server sent ${length}`)
+  return text
+}
+
+const STATES = ["SUCCEEDED", "FAILED", "CANCELLED", "SUCCEEDED", "ERROR"] as const
+
+/**
+ * The i-th seeded run: finished, Team-scoped, created one second after the previous one. (Built
+ * here rather than with `makeRun` of @agent-runs/core/testing, whose module imports vitest.)
+ */
+const seededRun = (i: number, base: number, team: Ids.TeamUid, creator: Ids.PrincipalUid): RunStore.StoredRun => {
+  const created = base + i * 1_000
+  const runId = Ids.formatUuidV7(created, randomBytes(10)) as Ids.RunId
+  const who = { type: "user", uid: creator, display_name: "bench" } as const
+  const item = new Run.RunItem(
+    {
+      run_id: runId,
+      task_id: runId,
+      title: `Benchmark run ${i}`,
+      prompt: `Fix issue number ${i} in the repository and open a pull request`,
+      state: STATES[i % STATES.length]!,
+      created_at: DateTime.unsafeMake(created),
+      updated_at: DateTime.unsafeMake(created + 60_000),
+      started_at: null,
+      ended_at: null,
+      session_id: null,
+      session_link: null,
+      conversation_id: null,
+      agent_config: { model_id: `model-${i % 3}` },
+      agent_skill: null,
+      creator: who,
+      executor: who,
+      source: "API",
+      execution_location: "REMOTE",
+      environment_id: null,
+      schedule: null,
+      parent_run_id: null,
+      ancestor_run_ids: [],
+      metadata: {},
+      artifacts: [],
+      status_message: null,
+      request_usage: { input_tokens: 0, output_tokens: 0, inference_cost: 0, compute_cost: 0 },
+      is_sandbox_running: false,
+      is_run_type_cancellable: true,
+      scope: { type: "Team", uid: team },
+      attempt: 1,
+      execution_count: 1
+    },
+    true
+  )
+  return { item, team_uid: team, lease: null, at_capacity: false, sandbox_retained: false, has_conversation: false }
+}
+
+/** Writes `N` finished runs of `team` in batches, straight through the storage layer. */
+const seed = (filename: string, secretKey: Uint8Array, team: Ids.TeamUid, creator: Ids.PrincipalUid) =>
+  Effect.gen(function*() {
+    const store = yield* RunStore.RunStore
+    const base = Date.now() - N * 1_000 - 3_600_000
+    for (let from = 0; from < N; from += BATCH) {
+      const runs = []
+      for (let i = from; i < Math.min(N, from + BATCH); i++) runs.push({ run: seededRun(i, base, team, creator), events: [] })
+      yield* store.create(runs)
+    }
+  }).pipe(Effect.provide(SqliteStorage.layer({ filename, secretKey: Redacted.make(secretKey) })))
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+const number = (n: number, digits = 0) => n.toLocaleString("en", { minimumFractionDigits: digits, maximumFractionDigits: digits })
+const rate = (m: Measurement) => m.requests / m.seconds
+const statusText = (m: Measurement) => [...m.statuses].map(([status, count]) => `${status}×${count}`).join(" ")
+
+const row = (label: string, server: string, m: Measurement) =>
+  `${label.padEnd(34)} ${server.padEnd(5)} ${number(rate(m)).padStart(9)} ${number(m.p50, 2).padStart(9)} ${
+    number(m.p99, 2).padStart(9)
+  }   ${statusText(m)}`
+
+const program = Effect.gen(function*() {
+  console.log(
+    `HTTP benchmark: ${number(N)} seeded runs, ${CONNECTIONS} keep-alive connections, ${SECONDS} s per case ` +
+      `(+${WARMUP} s warm-up), node ${process.version}, ${cpus().length} CPUs`
+  )
+  if (process.env.BENCH_SKIP_BUILD !== "1") {
+    console.log("building (npx tsc -b tsconfig.json)…")
+    const build = buildServer()
+    if (!build.ok) return yield* Effect.dieMessage(`the build failed:\n${build.output}`)
+  }
+  const dataDir = yield* tempDataDir
+  const secretKey = new Uint8Array(randomBytes(32))
+  const adminToken = `ar_${randomBytes(32).toString("base64url")}`
+  const server = yield* spawnServer({
+    dataDir,
+    env: { AGENT_RUNS_ADMIN_TOKEN: adminToken, AGENT_RUNS_SECRET_KEY: Buffer.from(secretKey).toString("hex") }
+  })
+  console.log(`server ${server.url} (pid ${server.pid}, SQLite in ${dataDir})`)
+
+  const team = yield* expectStatus<{ uid: Ids.TeamUid }>("create team", yield* send1(server, "POST", "/api/v1/admin/teams", adminToken, { name: "bench" }), 201)
+  const principal = yield* expectStatus<{ uid: Ids.PrincipalUid }>(
+    "create principal",
+    yield* send1(server, "POST", "/api/v1/admin/principals", adminToken, {
+      type: "user",
+      display_name: "bench",
+      memberships: [{ team_uid: team.uid, role: "member" }]
+    }),
+    201
+  )
+  const { token } = yield* expectStatus<{ token: string }>(
+    "create token",
+    yield* send1(server, "POST", `/api/v1/admin/principals/${principal.uid}/tokens`, adminToken, {}),
+    201
+  )
+
+  const seedStart = performance.now()
+  yield* seed(join(dataDir, "agent-runs.db"), secretKey, team.uid, principal.uid)
+  const seedSeconds = (performance.now() - seedStart) / 1000
+  console.log(`seeded ${number(N)} runs in ${seedSeconds.toFixed(1)} s (${number(N / seedSeconds)} runs/s)`)
+  // Seeding blocked this event loop for longer than the server's keep-alive timeout: let fetch see
+  // the idle connections the server closed meanwhile before it reuses one.
+  yield* Effect.sleep("200 millis")
+
+  const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" }
+  const postBody = JSON.stringify({ prompt: "Fix the flaky test in the parser\nIt fails one run in ten", metadata: { bench: "http" } })
+  const list: Target = { port: server.port, method: "GET", path: "/api/v1/agent/runs?limit=20", headers }
+  const create: Target = { port: server.port, method: "POST", path: "/api/v1/agent/runs", headers, body: postBody }
+
+  // Record one response of each, for the baseline's bodies, and check them.
+  const listed = yield* send1(server, "GET", list.path, token).pipe(
+    Effect.tapDefect(() => Effect.sync(() => console.error(`server output:\n${server.stdout()}\n${server.stderr()}`)))
+  )
+  const page = yield* expectStatus<{ runs: Array<unknown>; page_info: { has_next_page: boolean } }>("list runs", listed, 200)
+  if (page.runs.length !== 20 || page.page_info.has_next_page !== true) {
+    return yield* Effect.dieMessage(`expected a full page of the seeded runs, got ${JSON.stringify(page).slice(0, 300)}`)
+  }
+  const created = yield* send1(server, "POST", create.path, token, JSON.parse(postBody))
+  yield* expectStatus("create run", created, 200)
+  const bodies = { get: bodyText(listed), post: bodyText(created) }
+  const bare = yield* startBare(bodies)
+  console.log(
+    `bodies: GET ${number(Buffer.byteLength(bodies.get))} bytes, POST ${number(Buffer.byteLength(bodies.post))} bytes ` +
+      `(${bodies.post})\n`
+  )
+
+  console.log(`${"case".padEnd(34)} ${"".padEnd(5)} ${"req/s".padStart(9)} ${"p50 ms".padStart(9)} ${"p99 ms".padStart(9)}   statuses`)
+  const results: Array<{ readonly label: string; readonly ours: Measurement; readonly bare: Measurement }> = []
+  for (const [label, target] of [["GET /api/v1/agent/runs?limit=20", list], ["POST /api/v1/agent/runs", create]] as const) {
+    const theirs = yield* Effect.promise(() => measure({ ...target, port: bare.port }))
+    console.log(row(label, "bare", theirs))
+    const ours = yield* Effect.promise(() => measure(target))
+    console.log(row("", "ours", ours))
+    results.push({ label, ours, bare: theirs })
+  }
+  console.log("\nratios bare/ours (requests/s; p50 and p99 latency ours/bare):")
+  for (const { bare: b, label, ours } of results) {
+    console.log(
+      `  ${label.padEnd(32)} throughput ${(rate(b) / rate(ours)).toFixed(1)}×, p50 ${(ours.p50 / b.p50).toFixed(1)}×, p99 ${
+        (ours.p99 / b.p99).toFixed(1)
+      }×`
+    )
+  }
+  const failures = results.flatMap(({ bare: b, label, ours }) =>
+    [...ours.statuses, ...b.statuses].filter(([status]) => status !== 200).map(([status, count]) => `${label}: ${count}×${status}`)
+  )
+  if (failures.length > 0) console.log(`\nnon-200 responses: ${failures.join(", ")}`)
+})
+
+const watchdog = setTimeout(() => {
+  console.error(`bench:http did not finish within ${WATCHDOG_MS / 1000} s; stopping`)
+  process.exit(2)
+}, WATCHDOG_MS)
+watchdog.unref()
+
+Effect.runPromise(Effect.scoped(program)).then(
+  () => process.exit(0),
+  (error) => {
+    console.error(error)
+    process.exit(1)
+  }
+)
