@@ -16,9 +16,9 @@
  * the ratios bare/ours. Listens on 127.0.0.1 only, stops by itself (a watchdog ends it if a case
  * hangs), and removes its data directory. Never part of `npm test`.
  */
-import { Ids, Run, RunStore } from "@agent-runs/core"
+import { type Ids, RunStore } from "@agent-runs/core"
 import { SqliteStorage } from "@agent-runs/storage-sqlite"
-import { DateTime, Effect, Redacted } from "effect"
+import { Effect, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
 import { Agent, request } from "node:http"
 import { cpus } from "node:os"
@@ -32,6 +32,7 @@ import {
   spawnServer,
   tempDataDir
 } from "../../examples/server/test/process.js"
+import { storedRun } from "../support/runs.js"
 
 const N = Number(process.env.BENCH_RUNS ?? 100_000)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
@@ -158,52 +159,14 @@ const bodyText = (reply: Reply) => {
 
 const STATES = ["SUCCEEDED", "FAILED", "CANCELLED", "SUCCEEDED", "ERROR"] as const
 
-/**
- * The i-th seeded run: finished, Team-scoped, created one second after the previous one. (Built
- * here rather than with `makeRun` of @agent-runs/core/testing, whose module imports vitest.)
- */
-const seededRun = (i: number, base: number, team: Ids.TeamUid, creator: Ids.PrincipalUid): RunStore.StoredRun => {
-  const created = base + i * 1_000
-  const runId = Ids.formatUuidV7(created, randomBytes(10)) as Ids.RunId
-  const who = { type: "user", uid: creator, display_name: "bench" } as const
-  const item = new Run.RunItem(
-    {
-      run_id: runId,
-      task_id: runId,
-      title: `Benchmark run ${i}`,
-      prompt: `Fix issue number ${i} in the repository and open a pull request`,
-      state: STATES[i % STATES.length]!,
-      created_at: DateTime.unsafeMake(created),
-      updated_at: DateTime.unsafeMake(created + 60_000),
-      started_at: null,
-      ended_at: null,
-      session_id: null,
-      session_link: null,
-      conversation_id: null,
-      agent_config: { model_id: `model-${i % 3}` },
-      agent_skill: null,
-      creator: who,
-      executor: who,
-      source: "API",
-      execution_location: "REMOTE",
-      environment_id: null,
-      schedule: null,
-      parent_run_id: null,
-      ancestor_run_ids: [],
-      metadata: {},
-      artifacts: [],
-      status_message: null,
-      request_usage: { input_tokens: 0, output_tokens: 0, inference_cost: 0, compute_cost: 0 },
-      is_sandbox_running: false,
-      is_run_type_cancellable: true,
-      scope: { type: "Team", uid: team },
-      attempt: 1,
-      execution_count: 1
-    },
-    true
-  )
-  return { item, team_uid: team, lease: null, at_capacity: false, sandbox_retained: false, has_conversation: false }
-}
+/** The i-th seeded run: finished, created one second after the previous one. */
+const seededRun = (i: number, base: number, team: Ids.TeamUid, creator: Ids.PrincipalUid): RunStore.StoredRun =>
+  storedRun(base + i * 1_000, team, creator, {
+    title: `Benchmark run ${i}`,
+    prompt: `Fix issue number ${i} in the repository and open a pull request`,
+    state: STATES[i % STATES.length]!,
+    agent_config: { model_id: `model-${i % 3}` }
+  })
 
 /** Writes `N` finished runs of `team` in batches, straight through the storage layer. */
 const seed = (filename: string, secretKey: Uint8Array, team: Ids.TeamUid, creator: Ids.PrincipalUid) =>

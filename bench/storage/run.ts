@@ -10,8 +10,8 @@
  * Prints p50/p99 per case, the deep/first ratio (goal ≤ 1.5) and adapter/raw ratio (goal ≤ 1.2).
  * Never part of `npm test`.
  */
-import type { Access, Agent} from "@agent-runs/core";
-import { Ids, Run, RunQuery, RunStore } from "@agent-runs/core"
+import type { Access, Agent, Run} from "@agent-runs/core";
+import { Ids, RunQuery, RunStore } from "@agent-runs/core"
 import { PgStorage } from "@agent-runs/storage-pg"
 import { SqliteStorage } from "@agent-runs/storage-sqlite"
 import { SqlClient } from "@effect/sql"
@@ -23,6 +23,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import pg from "pg"
+import { storedRun } from "../support/runs.js"
 
 const N = Number(process.env.BENCH_RUNS ?? 1_000_000)
 const DEEP = 10_000
@@ -49,48 +50,20 @@ const base = Date.UTC(2026, 0, 1)
 /** A finished run, the i-th of the data set: varied states, skills, models and titles. */
 const makeRun = (i: number, state: Run.RunItem["state"] = STATES[i % STATES.length]!): RunStore.StoredRun => {
   const created = base + i * 1_000
-  const runId = Ids.formatUuidV7(created, randomBytes(10)) as Ids.RunId
   const skill = SKILLS[i % SKILLS.length]!
-  const item = new Run.RunItem(
-    {
-      run_id: runId,
-      task_id: runId,
-      title: `Run ${(i * 7919) % 100_000} of the benchmark`,
-      prompt: `Fix issue number ${i} in the repository`,
-      state,
-      created_at: DateTime.unsafeMake(created),
-      updated_at: DateTime.unsafeMake(created + ((i * 37) % 5_000_000)),
-      started_at: null,
-      ended_at: null,
-      session_id: null,
-      session_link: null,
-      conversation_id: null,
-      agent_config: {
-        model_id: MODELS[i % MODELS.length]!,
-        ...(skill === null ? {} : { skill_spec: skill as Agent.SkillSpec, name: skill.split(":")[1]! })
-      },
-      agent_skill: skill === null ? null : { name: skill.split(":")[1]!, description: "a skill", full_path: "SKILL.md" },
-      creator: { type: "user", uid: principal, display_name: "bench" },
-      executor: { type: "user", uid: principal, display_name: "bench" },
-      source: i % 3 === 0 ? "WEBHOOK" : "API",
-      execution_location: "REMOTE",
-      environment_id: null,
-      schedule: null,
-      parent_run_id: null,
-      ancestor_run_ids: [],
-      metadata: i % 10 === 0 ? { batch: String(i % 100) } : {},
-      artifacts: [],
-      status_message: null,
-      request_usage: { input_tokens: 0, output_tokens: 0, inference_cost: 0, compute_cost: 0 },
-      is_sandbox_running: false,
-      is_run_type_cancellable: true,
-      scope: { type: "Team", uid: team },
-      attempt: 1,
-      execution_count: 1
+  return storedRun(created, team, principal, {
+    title: `Run ${(i * 7919) % 100_000} of the benchmark`,
+    prompt: `Fix issue number ${i} in the repository`,
+    state,
+    updated_at: DateTime.unsafeMake(created + ((i * 37) % 5_000_000)),
+    agent_config: {
+      model_id: MODELS[i % MODELS.length]!,
+      ...(skill === null ? {} : { skill_spec: skill as Agent.SkillSpec, name: skill.split(":")[1]! })
     },
-    true
-  )
-  return { item, team_uid: team, lease: null, at_capacity: false, sandbox_retained: false, has_conversation: false }
+    agent_skill: skill === null ? null : { name: skill.split(":")[1]!, description: "a skill", full_path: "SKILL.md" },
+    source: i % 3 === 0 ? "WEBHOOK" : "API",
+    metadata: i % 10 === 0 ? { batch: String(i % 100) } : {}
+  })
 }
 
 const percentile = (sorted: ReadonlyArray<number>, p: number) =>
