@@ -2,9 +2,25 @@
  * Port: where agents run. An executor prepares a sandbox for an execution (repositories, setup
  * commands, attachments), starts the agent harness in it, and hands back its raw stdout; the core
  * turns those bytes into harness events, so every executor behaves alike. Implemented by the
- * process and Docker executors and the self-hosted worker bridge.
+ * process and Docker executors (and, with issue 7, the self-hosted worker bridge).
+ *
+ * The contract every implementation keeps (the executor conformance suite checks it):
+ * - `prepare` makes the sandbox, clones each repository `owner/repo` of the repository source into
+ *   `<workdir>/<repo>`, writes each attachment into `<workdir>/attachments/<name>`, then runs the
+ *   setup commands one by one with `/bin/sh -c` in the work directory with `env` set, stopping at
+ *   the first that exits non-zero: `SetupFailed` whose message names the command, its exit code
+ *   and the end of its output, with the sandbox kept (the caller releases it or keeps it for a
+ *   debug session). A repository that does not exist is a `SetupFailed` too.
+ * - `start` runs a command (argv) in the work directory with the sandbox's `env` plus the given
+ *   variables; several commands may run one after the other in one sandbox (a debug agent after a
+ *   failed setup). Its stdin takes JSON lines; its stdout is the raw transcript; its stderr is not
+ *   part of the transcript (executors may log it).
+ * - A process that exited by a signal reports `128 + signal number` as its exit code.
+ * - `release` stops whatever still runs in the sandbox and removes it; idempotent.
+ * - Sandboxes carry their run and execution ids (labels, a marker file), so that `leftovers`
+ *   finds those of an earlier life of the service after a crash or restart.
  */
-import type { Effect, Scope, Stream } from "effect"
+import type { Effect, Option, Scope, Stream } from "effect"
 import { Context, Data } from "effect"
 import type { ExecutionId, RunId } from "../Ids.js"
 
@@ -12,17 +28,26 @@ import type { ExecutionId, RunId } from "../Ids.js"
 export interface SandboxSpec {
   readonly run_id: RunId
   readonly execution_id: ExecutionId
+  /** The Docker image (the Docker executor's default when null; the process executor ignores it). */
   readonly docker_image: string | null
   readonly repos: ReadonlyArray<{ readonly owner: string; readonly repo: string }>
   readonly setup_commands: ReadonlyArray<string>
   readonly attachments: ReadonlyArray<{ readonly name: string; readonly media_type: string; readonly bytes: Uint8Array }>
+  /** Environment variables of the setup commands and of every process started in the sandbox. */
   readonly env: Readonly<Record<string, string>>
 }
 
-/** A setup step failed; the sandbox may be kept for a debug session. */
+/** An attachment as the agent sees it: `path` is where the file is inside the sandbox. */
+export interface SandboxAttachment {
+  readonly name: string
+  readonly media_type: string
+  readonly path: string
+}
+
+/** A setup step failed; the sandbox is kept for a debug session (the caller releases it). */
 export class SetupFailed extends Data.TaggedError("SetupFailed")<{
   readonly message: string
-  readonly sandbox: Sandbox | null
+  readonly sandbox: Sandbox
 }> {}
 
 /** The executor could not do what was asked (engine unreachable, process could not spawn). */
@@ -33,28 +58,44 @@ export class ExecutorError extends Data.TaggedError("ExecutorError")<{
 
 /** A running agent process. */
 export interface AgentProcess {
-  /** Everything the agent writes to stdout: the raw transcript. */
+  /** Everything the agent writes to stdout, as it comes: the raw transcript. Ends when stdout closes. */
   readonly stdout: Stream.Stream<Uint8Array, ExecutorError>
-  /** Sends one JSON line to the agent's stdin. */
+  /** Writes one JSON line (`JSON.stringify(message)` and a newline) to the agent's stdin. */
   readonly send: (message: unknown) => Effect.Effect<void, ExecutorError>
-  /** Stops the agent: SIGTERM, then SIGKILL once `graceMs` have passed. */
+  /** Stops the agent: SIGTERM, then SIGKILL once `graceMs` have passed; done when it has exited. */
   readonly terminate: (graceMs: number) => Effect.Effect<void>
-  /** The exit code, once the agent has exited. */
+  /** Waits for the agent to exit: its exit code (`128 + n` when killed by signal n). */
   readonly exitCode: Effect.Effect<number, ExecutorError>
 }
 
 /** A prepared sandbox: a work directory or a container. */
 export interface Sandbox {
+  /** The work directory or the container id. */
   readonly id: string
-  /** Starts the harness command in the sandbox; the process is stopped when the scope closes. */
-  readonly start: (command: ReadonlyArray<string>) => Effect.Effect<AgentProcess, ExecutorError, Scope.Scope>
-  /** Removes the sandbox. */
+  readonly run_id: RunId
+  /** The execution it was prepared for. */
+  readonly execution_id: ExecutionId
+  readonly attachments: ReadonlyArray<SandboxAttachment>
+  /**
+   * Starts `command` (argv) in the sandbox with `env` added to the sandbox's variables; the process
+   * is terminated (with a short grace) when the scope closes if it still runs.
+   */
+  readonly start: (
+    command: ReadonlyArray<string>,
+    env: Readonly<Record<string, string>>
+  ) => Effect.Effect<AgentProcess, ExecutorError, Scope.Scope>
+  /**
+   * The agent that was running in the sandbox when the service stopped, when the executor can
+   * reconnect to it (a container still running); none otherwise.
+   */
+  readonly reattach: Option.Option<Effect.Effect<AgentProcess, ExecutorError, Scope.Scope>>
+  /** Stops what runs in the sandbox and removes it; idempotent. */
   readonly release: Effect.Effect<void>
 }
 
 export class Executor extends Context.Tag("@agent-runs/core/Executor")<Executor, {
   /** Prepares a sandbox: repositories, attachments, setup commands. */
   readonly prepare: (spec: SandboxSpec) => Effect.Effect<Sandbox, SetupFailed | ExecutorError>
-  /** Sandboxes left over from before a restart, by the execution they belong to. */
-  readonly leftovers: Effect.Effect<ReadonlyArray<{ readonly execution_id: ExecutionId; readonly sandbox: Sandbox }>, ExecutorError>
+  /** The sandboxes this executor finds from an earlier life of the service (after a restart). */
+  readonly leftovers: Effect.Effect<ReadonlyArray<Sandbox>, ExecutorError>
 }>() {}
