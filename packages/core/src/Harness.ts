@@ -1,0 +1,471 @@
+/**
+ * The agent harness protocol of CONTRACT §7, as pure functions: the messages the service writes
+ * to the agent's stdin, the events it reads from its stdout, a line splitter with a bounded
+ * buffer, and the reducer that turns an execution's events into its normalized conversation and
+ * the facts the run keeps (session, usage, status, artifacts, outcome).
+ *
+ * Decisions where the contract is silent:
+ * - A line is at most `MAX_LINE_BYTES` (16 MiB) for parsing; the splitter keeps no more than that
+ *   of one line: a longer line is kept whole in the transcript (the raw bytes) and becomes an
+ *   `event` block named `output_truncated` with its size and its first 1,000 characters.
+ * - A line that is not JSON is an `event` block named `output` with `{text}` (at most the first
+ *   64 KiB of it; the transcript keeps it all). A JSON line that is not one of the events (an
+ *   unknown `type`, a wrong field) is an `event` block named `unrecognized` with the object.
+ *   Blank lines are ignored.
+ * - The conversation of one execution is a list of top-level steps. `step_start` opens a step
+ *   inside the innermost open step (or at the top), `step_end` closes the innermost open step of
+ *   that id (and any opened inside it). Content outside any open step goes to an implicit step
+ *   `execution-<execution_id>` (a new one, `-2`, `-3`…, when content arrives after an explicit
+ *   step at the top).
+ * - `message` starts a new message with one text block. `action` and `read_skill` append an
+ *   action block to the latest assistant message of the current step (a new assistant message if
+ *   there is none or another message came after it); `action_result` appends to the latest `tool`
+ *   message likewise, with the category and name of its action (`command`/`unknown` when the
+ *   action is not known); `event` blocks go to the latest message whatever its role (a new
+ *   assistant message if the step has none).
+ * - `usage` replaces the execution's usage (the agent reports totals); the run's usage is the sum
+ *   over executions. `status` sets an informational status message. `blocked` and `result` are
+ *   the outcome; the last one wins. `artifact` is checked against the artifact schema: an invalid
+ *   one is an `unrecognized` event block.
+ * - The outcome once the agent exited: a failed result → FAILED with its error code (`agent_failed`
+ *   when absent or unknown) and message; `blocked` → BLOCKED; exit 0 → SUCCEEDED; any other exit
+ *   → FAILED `agent_failed` "the agent exited with code N".
+ */
+import { DateTime, Either, Schema } from "effect"
+import type { Artifact } from "./Artifact.js"
+import { ArtifactReport, stampArtifact } from "./Artifact.js"
+import type { JsonValue } from "./Common.js"
+import { JsonObject } from "./Common.js"
+import {
+  type ActionCategory,
+  ActionCategory as ActionCategorySchema,
+  ActionResultState,
+  type ContentBlock,
+  type ConversationMessage,
+  type ConversationStep,
+  MessageRole,
+  readSkillAction
+} from "./Conversation.js"
+import { RunErrorCode } from "./Errors.js"
+import type { RequestUsage } from "./Run.js"
+
+/** The longest stdout line parsed; longer lines are truncated in the conversation. */
+export const MAX_LINE_BYTES = 16 * 1024 * 1024
+/** How much of a non-JSON line an `output` event block shows. */
+export const MAX_OUTPUT_BLOCK_CHARS = 64 * 1024
+const TRUNCATED_HEAD_CHARS = 1_000
+
+// ---------------------------------------------------------------------------------------------
+// What the service sends
+
+/** A message of the history handed to a continuing execution. */
+export interface HistoryMessage {
+  readonly role: ConversationMessage["role"]
+  readonly content: ReadonlyArray<ContentBlock>
+}
+
+/** The first line on the agent's stdin. */
+export interface StartMessage {
+  readonly type: "start"
+  readonly run_id: string
+  readonly execution_id: string
+  readonly conversation_id: string | null
+  readonly mode: "normal" | "debug"
+  readonly prompt: string
+  readonly title: string
+  readonly base_prompt: string | null
+  readonly model_id: string | null
+  readonly skill: { readonly spec: string; readonly name: string; readonly content: string } | null
+  readonly mcp_servers: JsonObject
+  readonly attachments: ReadonlyArray<{ readonly name: string; readonly path: string; readonly media_type: string }>
+  readonly history: ReadonlyArray<HistoryMessage>
+  readonly followups: ReadonlyArray<string>
+  readonly api: { readonly base_url: string; readonly run_token: string }
+}
+
+export const followupMessage = (message: string, mode: "normal" | "debug") => ({ type: "followup", message, mode }) as const
+export const cancelMessage = { type: "cancel" } as const
+
+/** The messages of a saved conversation, in order, for a continuing execution's `history`. */
+export const historyOf = (steps: ReadonlyArray<ConversationStep>): Array<HistoryMessage> =>
+  steps.flatMap((step) => [
+    ...step.messages.map((m) => ({ role: m.role, content: m.content })),
+    ...historyOf(step.steps)
+  ])
+
+// ---------------------------------------------------------------------------------------------
+// What the agent emits
+
+const event = <T extends string, F extends Schema.Struct.Fields>(type: T, fields: F) =>
+  Schema.Struct({ type: Schema.Literal(type), ...fields })
+
+/** One line of the agent's stdout. */
+export const HarnessEvent = Schema.Union(
+  event("session", { session_id: Schema.String, session_link: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }) }),
+  event("message", { role: MessageRole, text: Schema.String }),
+  event("action", {
+    id: Schema.String,
+    category: ActionCategorySchema,
+    name: Schema.String,
+    input: Schema.optionalWith(Schema.Unknown, { default: () => null })
+  }),
+  event("action_result", {
+    action_id: Schema.String,
+    state: ActionResultState,
+    output: Schema.optionalWith(Schema.Unknown, { default: () => null })
+  }),
+  event("read_skill", { skill_path: Schema.String, bundled_skill_id: Schema.optional(Schema.String) }),
+  event("step_start", { id: Schema.String, description: Schema.optional(Schema.String) }),
+  event("step_end", { id: Schema.String, summary: Schema.optional(Schema.String) }),
+  event("artifact", { artifact_type: Schema.String, data: Schema.Unknown }),
+  event("usage", {
+    input_tokens: Schema.NonNegativeInt,
+    output_tokens: Schema.NonNegativeInt,
+    inference_cost: Schema.optionalWith(Schema.Finite.pipe(Schema.nonNegative()), { default: () => 0 }),
+    compute_cost: Schema.optionalWith(Schema.Finite.pipe(Schema.nonNegative()), { default: () => 0 })
+  }),
+  event("status", { message: Schema.String }),
+  event("blocked", { message: Schema.String }),
+  event("result", {
+    outcome: Schema.Literal("succeeded", "failed"),
+    error_code: Schema.optional(Schema.String),
+    message: Schema.optional(Schema.String)
+  })
+)
+export type HarnessEvent = typeof HarnessEvent.Type
+
+/** A line read: an event, a JSON object that is not one, or text that is not JSON. */
+export type HarnessLine =
+  | { readonly _tag: "Event"; readonly event: HarnessEvent }
+  | { readonly _tag: "Unrecognized"; readonly value: JsonValue }
+  | { readonly _tag: "Output"; readonly text: string }
+  | { readonly _tag: "Truncated"; readonly bytes: number; readonly head: string }
+
+const decodeEvent = Schema.decodeUnknownEither(HarnessEvent)
+const isJson = Schema.is(Schema.Union(JsonObject, Schema.Array(Schema.Unknown)))
+
+/** Parses one complete line (without its newline). Never throws. */
+export const parseLine = (line: string): HarnessLine | undefined => {
+  if (line.trim() === "") return undefined
+  let value: unknown
+  try {
+    value = JSON.parse(line)
+  } catch {
+    return { _tag: "Output", text: line.length > MAX_OUTPUT_BLOCK_CHARS ? line.slice(0, MAX_OUTPUT_BLOCK_CHARS) : line }
+  }
+  const decoded = decodeEvent(value)
+  if (Either.isRight(decoded)) return { _tag: "Event", event: decoded.right }
+  return isJson(value) ? { _tag: "Unrecognized", value: value as JsonValue } : { _tag: "Output", text: line }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lines out of chunks
+
+/** The splitter between chunks: the bytes of the unfinished line (at most `MAX_LINE_BYTES`). */
+export interface LineBuffer {
+  readonly parts: ReadonlyArray<Uint8Array>
+  readonly size: number
+  /** Bytes of the current line beyond the limit, dropped (0 when within it). */
+  readonly dropped: number
+}
+
+export const emptyLineBuffer: LineBuffer = { parts: [], size: 0, dropped: 0 }
+
+const NEWLINE = 0x0a
+const decoder = new TextDecoder()
+
+const concat = (parts: ReadonlyArray<Uint8Array>, size: number): Uint8Array => {
+  if (parts.length === 1) return parts[0]!
+  const out = new Uint8Array(size)
+  let at = 0
+  for (const part of parts) {
+    out.set(part, at)
+    at += part.length
+  }
+  return out
+}
+
+const lineOf = (buffer: LineBuffer): HarnessLine | undefined => {
+  const text = decoder.decode(concat(buffer.parts, buffer.size)).replace(/\r$/, "")
+  if (buffer.dropped > 0) {
+    return { _tag: "Truncated", bytes: buffer.size + buffer.dropped, head: text.slice(0, TRUNCATED_HEAD_CHARS) }
+  }
+  return parseLine(text)
+}
+
+const append = (buffer: LineBuffer, bytes: Uint8Array): LineBuffer => {
+  if (bytes.length === 0) return buffer
+  const room = MAX_LINE_BYTES - buffer.size
+  if (room <= 0) return { ...buffer, dropped: buffer.dropped + bytes.length }
+  const kept = bytes.length <= room ? bytes : bytes.subarray(0, room)
+  return {
+    parts: [...buffer.parts, kept],
+    size: buffer.size + kept.length,
+    dropped: buffer.dropped + (bytes.length - kept.length)
+  }
+}
+
+/** Feeds a chunk: the lines it completes, and the buffer of the unfinished one. */
+export const splitLines = (buffer: LineBuffer, chunk: Uint8Array): { buffer: LineBuffer; lines: Array<HarnessLine> } => {
+  const lines: Array<HarnessLine> = []
+  let current = buffer
+  let start = 0
+  for (let i = chunk.indexOf(NEWLINE); i !== -1; i = chunk.indexOf(NEWLINE, start)) {
+    const line = lineOf(append(current, chunk.subarray(start, i)))
+    if (line !== undefined) lines.push(line)
+    current = emptyLineBuffer
+    start = i + 1
+  }
+  return { buffer: append(current, chunk.subarray(start)), lines }
+}
+
+/** The last line when the stream ended without a newline. */
+export const flushLines = (buffer: LineBuffer): Array<HarnessLine> => {
+  if (buffer.size === 0 && buffer.dropped === 0) return []
+  const line = lineOf(buffer)
+  return line === undefined ? [] : [line]
+}
+
+// ---------------------------------------------------------------------------------------------
+// The reducer
+
+/** How an execution ended, as the agent told it. */
+export type AgentOutcome =
+  | { readonly _tag: "Succeeded"; readonly message?: string | undefined }
+  | { readonly _tag: "Failed"; readonly error_code: RunErrorCode; readonly message: string }
+  | { readonly _tag: "Blocked"; readonly message: string }
+
+interface MutableStep {
+  readonly id: string
+  description?: string | undefined
+  summary?: string | undefined
+  started_at: DateTime.Utc
+  completed_at?: DateTime.Utc | undefined
+  readonly messages: Array<{ role: ConversationMessage["role"]; timestamp: DateTime.Utc; content: Array<ContentBlock> }>
+  readonly steps: Array<MutableStep>
+}
+
+/** What one execution has produced so far. Mutable for speed; owned by one execution's reader. */
+export interface ExecutionState {
+  readonly execution_id: string
+  readonly steps: Array<MutableStep>
+  /** The open steps, outermost first. */
+  readonly open: Array<MutableStep>
+  /** The implicit step content outside any open step goes to, while it is the latest top step. */
+  implicit: MutableStep | undefined
+  implicitCount: number
+  readonly actions: Map<string, { readonly category: ActionCategory; readonly name: string }>
+  session: { readonly session_id: string; readonly session_link: string | null } | undefined
+  usage: RequestUsage | undefined
+  status: string | undefined
+  outcome: AgentOutcome | undefined
+  /** Artifacts reported since the last `takeArtifacts`. */
+  artifacts: Array<Artifact>
+  /** Whether the conversation changed since the last `markSaved`. */
+  dirty: boolean
+  readSkill: number
+}
+
+export const newExecutionState = (execution_id: string): ExecutionState => ({
+  execution_id,
+  steps: [],
+  open: [],
+  implicit: undefined,
+  implicitCount: 0,
+  actions: new Map(),
+  session: undefined,
+  usage: undefined,
+  status: undefined,
+  outcome: undefined,
+  artifacts: [],
+  dirty: false,
+  readSkill: 0
+})
+
+const currentStep = (state: ExecutionState, now: DateTime.Utc): MutableStep => {
+  const open = state.open[state.open.length - 1]
+  if (open !== undefined) return open
+  if (state.implicit !== undefined && state.steps[state.steps.length - 1] === state.implicit) return state.implicit
+  state.implicitCount += 1
+  const id = `execution-${state.execution_id}${state.implicitCount === 1 ? "" : `-${state.implicitCount}`}`
+  const step: MutableStep = { id, started_at: now, messages: [], steps: [] }
+  state.steps.push(step)
+  state.implicit = step
+  return step
+}
+
+const addBlock = (
+  state: ExecutionState,
+  now: DateTime.Utc,
+  block: ContentBlock,
+  role: ConversationMessage["role"] | undefined
+): void => {
+  const step = currentStep(state, now)
+  const last = step.messages[step.messages.length - 1]
+  if (last !== undefined && (role === undefined || last.role === role)) last.content.push(block)
+  else step.messages.push({ role: role ?? "assistant", timestamp: now, content: [block] })
+}
+
+const isErrorCode = Schema.is(RunErrorCode)
+const decodeArtifact = Schema.decodeUnknownEither(ArtifactReport)
+
+const asJson = (value: unknown): JsonValue => (value === undefined ? null : (value as JsonValue))
+
+/** Applies one line to the execution's state at `now` (epoch millis). */
+export const reduce = (state: ExecutionState, line: HarnessLine, nowMillis: number): void => {
+  const now = DateTime.unsafeMake(nowMillis)
+  switch (line._tag) {
+    case "Output":
+      state.dirty = true
+      return addBlock(state, now, { type: "event", name: "output", data: { text: line.text } }, undefined)
+    case "Truncated":
+      state.dirty = true
+      return addBlock(
+        state,
+        now,
+        { type: "event", name: "output_truncated", data: { bytes: line.bytes, head: line.head } },
+        undefined
+      )
+    case "Unrecognized":
+      state.dirty = true
+      return addBlock(state, now, { type: "event", name: "unrecognized", data: line.value }, undefined)
+    case "Event":
+      return reduceEvent(state, line.event, now)
+  }
+}
+
+const reduceEvent = (state: ExecutionState, e: HarnessEvent, now: DateTime.Utc): void => {
+  switch (e.type) {
+    case "session":
+      state.session = { session_id: e.session_id, session_link: e.session_link }
+      return
+    case "message": {
+      state.dirty = true
+      currentStep(state, now).messages.push({ role: e.role, timestamp: now, content: [{ type: "text", text: e.text }] })
+      return
+    }
+    case "action":
+      state.dirty = true
+      state.actions.set(e.id, { category: e.category, name: e.name })
+      return addBlock(
+        state,
+        now,
+        { type: "action", id: e.id, category: e.category, name: e.name, input: asJson(e.input) },
+        "assistant"
+      )
+    case "read_skill": {
+      state.dirty = true
+      state.readSkill += 1
+      const id = `read-skill-${state.readSkill}`
+      state.actions.set(id, { category: "skill", name: "read_skill" })
+      return addBlock(
+        state,
+        now,
+        readSkillAction({ id, skillPath: e.skill_path, bundledSkillId: e.bundled_skill_id }),
+        "assistant"
+      )
+    }
+    case "action_result": {
+      state.dirty = true
+      const action = state.actions.get(e.action_id) ?? { category: "command" as const, name: "unknown" }
+      return addBlock(
+        state,
+        now,
+        { type: "action_result", action_id: e.action_id, ...action, state: e.state, output: asJson(e.output) },
+        "tool"
+      )
+    }
+    case "step_start": {
+      state.dirty = true
+      const step: MutableStep = { id: e.id, description: e.description, started_at: now, messages: [], steps: [] }
+      const parent = state.open[state.open.length - 1]
+      if (parent === undefined) state.steps.push(step)
+      else parent.steps.push(step)
+      state.open.push(step)
+      return
+    }
+    case "step_end": {
+      let at = state.open.length - 1
+      while (at >= 0 && state.open[at]!.id !== e.id) at--
+      if (at < 0) return
+      state.dirty = true
+      const step = state.open[at]!
+      step.summary = e.summary
+      step.completed_at = now
+      for (const inner of state.open.slice(at + 1)) inner.completed_at ??= now
+      state.open.length = at
+      return
+    }
+    case "artifact": {
+      const decoded = decodeArtifact({ artifact_type: e.artifact_type, data: e.data })
+      if (Either.isLeft(decoded)) {
+        state.dirty = true
+        const data: JsonValue = e.data === undefined
+          ? { type: "artifact", artifact_type: e.artifact_type }
+          : { type: "artifact", artifact_type: e.artifact_type, data: e.data as JsonValue }
+        return addBlock(state, now, { type: "event", name: "unrecognized", data }, undefined)
+      }
+      state.artifacts.push(stampArtifact(decoded.right, now))
+      return
+    }
+    case "usage":
+      state.usage = {
+        input_tokens: e.input_tokens,
+        output_tokens: e.output_tokens,
+        inference_cost: e.inference_cost,
+        compute_cost: e.compute_cost
+      }
+      return
+    case "status":
+      state.status = e.message
+      return
+    case "blocked":
+      state.outcome = { _tag: "Blocked", message: e.message }
+      return
+    case "result":
+      state.outcome = e.outcome === "succeeded"
+        ? { _tag: "Succeeded", message: e.message }
+        : {
+          _tag: "Failed",
+          error_code: e.error_code !== undefined && isErrorCode(e.error_code) ? e.error_code : "agent_failed",
+          message: e.message ?? "the agent reported a failure"
+        }
+      return
+  }
+}
+
+const freezeStep = (step: MutableStep): ConversationStep => ({
+  id: step.id,
+  ...(step.description === undefined ? {} : { description: step.description }),
+  ...(step.summary === undefined ? {} : { summary: step.summary }),
+  started_at: step.started_at,
+  ...(step.completed_at === undefined ? {} : { completed_at: step.completed_at }),
+  messages: step.messages.map((m) => ({ role: m.role, timestamp: m.timestamp, content: [...m.content] })),
+  steps: step.steps.map(freezeStep)
+})
+
+/** The execution's conversation so far (a copy). */
+export const conversationOf = (state: ExecutionState): Array<ConversationStep> => state.steps.map(freezeStep)
+
+/** The artifacts reported since the last call, and forgets them. */
+export const takeArtifacts = (state: ExecutionState): Array<Artifact> => {
+  const taken = state.artifacts
+  state.artifacts = []
+  return taken
+}
+
+/** How the execution ended, given the agent's exit code. */
+export const outcomeOf = (state: ExecutionState, exitCode: number): AgentOutcome => {
+  const told = state.outcome
+  if (told !== undefined && told._tag !== "Succeeded") return told
+  if (exitCode === 0) return told ?? { _tag: "Succeeded" }
+  return { _tag: "Failed", error_code: "agent_failed", message: `the agent exited with code ${exitCode}` }
+}
+
+/** The sum of two usages. */
+export const addUsage = (a: RequestUsage, b: RequestUsage): RequestUsage => ({
+  input_tokens: a.input_tokens + b.input_tokens,
+  output_tokens: a.output_tokens + b.output_tokens,
+  inference_cost: a.inference_cost + b.inference_cost,
+  compute_cost: a.compute_cost + b.compute_cost
+})
