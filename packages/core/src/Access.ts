@@ -7,7 +7,7 @@
  * NotAuthorized.
  */
 import type { Scope } from "./Common.js"
-import type { PrincipalUid, TeamUid } from "./Ids.js"
+import type { PrincipalUid, RunId, TeamUid } from "./Ids.js"
 import type { Role } from "./Identity.js"
 
 /** The caller, resolved from a token and the TEAM header. */
@@ -16,6 +16,11 @@ export interface Viewer {
   readonly team_uid: TeamUid
   readonly role: Role
   readonly instance_admin: boolean
+  /**
+   * The run whose agent calls, when the caller authenticated with a run token: it acts as the
+   * run's executor, and the runs it creates are children of that run.
+   */
+  readonly acting_run_id?: RunId | undefined
 }
 
 /** What access decisions need to know of a resource. */

@@ -76,7 +76,7 @@ export interface StartMessage {
   readonly base_prompt: string | null
   readonly model_id: string | null
   readonly skill: { readonly spec: string; readonly name: string; readonly content: string } | null
-  readonly mcp_servers: JsonObject
+  readonly mcp_servers: Readonly<Record<string, unknown>>
   readonly attachments: ReadonlyArray<{ readonly name: string; readonly path: string; readonly media_type: string }>
   readonly history: ReadonlyArray<HistoryMessage>
   readonly followups: ReadonlyArray<string>

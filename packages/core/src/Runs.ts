@@ -206,6 +206,11 @@ export const eventsAt = (
   execution_id: ExecutionId
 ): Array<NewTimelineEvent> => types.map((event_type) => ({ event_type, occurred_at: now, execution_id }))
 
+/** Whether the execution a run token names holds the run (CLAIMED or INPROGRESS under its lease). */
+const holdsRun = (run: StoredRun, credential: RunCredential) =>
+  run.lease?.execution_id === credential.execution_id &&
+  (run.item.state === "CLAIMED" || run.item.state === "INPROGRESS")
+
 /** The runs service: every run endpoint's logic, with access checks, over the ports. */
 export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
   effect: Effect.gen(function* () {
@@ -301,9 +306,8 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         const environment = config.environment_id === undefined
           ? undefined
           : yield* requireEnvironment(viewer, config.environment_id)
-        const parent = request.parent_run_id === undefined
-          ? undefined
-          : yield* requireParent(viewer, request.parent_run_id)
+        const parentId = request.parent_run_id ?? viewer.acting_run_id
+        const parent = parentId === undefined ? undefined : yield* requireParent(viewer, parentId)
 
         const active = yield* store.activeCount(team.uid)
         const waiting = yield* store.pending(team.uid, 1)
@@ -499,9 +503,7 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
     const reportArtifact = Effect.fn("Runs.reportArtifact")(
       function* (credential: RunCredential, report: ArtifactReport) {
         const run = yield* store.get(credential.run_id)
-        const holds = Option.isSome(run) && run.value.lease?.execution_id === credential.execution_id &&
-          (run.value.item.state === "CLAIMED" || run.value.item.state === "INPROGRESS")
-        if (!holds) {
+        if (Option.isNone(run) || !holdsRun(run.value, credential)) {
           return yield* new AuthenticationRequired({ message: "the run token's execution is no longer running" })
         }
         const artifact = stampArtifact(report, DateTime.unsafeMake(yield* Clock.currentTimeMillis))
@@ -511,6 +513,29 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
       storageUnavailable
     )
 
-    return { create, get, list, cancel, timeline, follow, reportArtifact } as const
+    /**
+     * The caller an agent's run token stands for, while its execution holds the run: the run's
+     * executor in the run's team with its role there, acting for the run (401 otherwise).
+     */
+    const actingViewer = Effect.fn("Runs.actingViewer")(
+      function* (credential: RunCredential) {
+        const expired = new AuthenticationRequired({ message: "the run token's execution is no longer running" })
+        const run = Option.getOrUndefined(yield* store.get(credential.run_id))
+        if (run === undefined || !holdsRun(run, credential)) return yield* expired
+        const principal = Option.getOrUndefined(yield* identities.getPrincipal(run.item.executor.uid))
+        const membership = principal?.memberships.find((m) => m.team_uid === run.team_uid)
+        if (principal === undefined || membership === undefined) return yield* expired
+        return {
+          principal_uid: principal.uid,
+          team_uid: run.team_uid,
+          role: membership.role,
+          instance_admin: false,
+          acting_run_id: run.item.run_id
+        } satisfies Viewer
+      },
+      storageUnavailable
+    )
+
+    return { create, get, list, cancel, timeline, follow, reportArtifact, actingViewer } as const
   })
 }) {}

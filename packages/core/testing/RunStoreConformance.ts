@@ -1079,6 +1079,9 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
           const pendingRun = runs.find((r) => r.item.state === "PENDING")!
           expect(idsOf(yield* store.pending(team, 10))).toEqual(idsOf([olderPending, pendingRun]))
           expect(idsOf(yield* store.pending(team, 1))).toEqual(idsOf([olderPending]))
+          const waiting = yield* store.waitingTeams(100_000)
+          expect(waiting.filter((t) => t === team)).toEqual([team])
+          expect(waiting).not.toContain(otherTeam.team_uid)
         }))
 
       it.effect("a new QUEUED run, or a run requeued by update, signals a wake-up", () =>

@@ -2,20 +2,32 @@
  * The `Authentication` middleware: the bearer token and the TEAM header (`X-Team-Uid`, or its
  * alias `X-Warp-Team-Uid` when the first is absent) resolved by core's `Identities` into the
  * caller. Unknown or revoked tokens are a 401; a team the caller is not a member of is a 403.
+ * An agent's run token is accepted too, while its execution holds the run: the caller is then
+ * the run's executor in the run's team, acting for the run (core's `Runs.actingViewer`), so that
+ * an agent can start child runs (CONTRACT §7, the scripted agent's `@spawn`).
  */
 import { HttpServerRequest } from "@effect/platform"
-import { Identities } from "@agent-runs/core"
-import { Effect, Layer, Redacted } from "effect"
+import { Identities, Runs, RunTokens } from "@agent-runs/core"
+import { Effect, Layer, Option, Redacted } from "effect"
 import { Authentication, TEAM_HEADER, TEAM_HEADER_ALIAS } from "./Security.js"
 
 export const AuthenticationLive = Layer.effect(
   Authentication,
-  Effect.map(Identities.Identities, (identities) => ({
-    bearerAuth: (token) =>
-      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-        identities.authenticate(
-          Redacted.value(token),
-          request.headers[TEAM_HEADER] ?? request.headers[TEAM_HEADER_ALIAS]
-        ))
-  }))
+  Effect.gen(function*() {
+    const identities = yield* Identities.Identities
+    const runs = yield* Runs.Runs
+    const runTokens = yield* RunTokens.RunTokens
+    return {
+      bearerAuth: (token) =>
+        Effect.gen(function*() {
+          const credential = yield* runTokens.verify(Redacted.value(token))
+          if (Option.isSome(credential)) return yield* runs.actingViewer(credential.value)
+          const request = yield* HttpServerRequest.HttpServerRequest
+          return yield* identities.authenticate(
+            Redacted.value(token),
+            request.headers[TEAM_HEADER] ?? request.headers[TEAM_HEADER_ALIAS]
+          )
+        })
+    }
+  })
 )

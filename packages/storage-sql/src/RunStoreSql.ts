@@ -490,6 +490,17 @@ export const layer = Layer.effect(
       operation("RunStore.activeCount")
     )
 
+    const waitingTeams = Effect.fn("RunStore.waitingTeams")(
+      function* (limit: number) {
+        const rows = yield* read(
+          sql<{ team_uid: string }>`SELECT DISTINCT team_uid FROM runs
+            WHERE state = 'PENDING' AND ${sql.literal(LIVE)} LIMIT ${limit}`
+        )
+        return rows.map((row) => row.team_uid as TeamUid)
+      },
+      operation("RunStore.waitingTeams")
+    )
+
     const pending = Effect.fn("RunStore.pending")(
       function* (team: TeamUid, limit: number) {
         return yield* read(
@@ -625,6 +636,7 @@ export const layer = Layer.effect(
       renewLease,
       expiredLeases,
       activeCount,
+      waitingTeams,
       pending,
       timeline,
       saveConversation,

@@ -127,6 +127,8 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
   readonly expiredLeases: (now: number, limit: number) => Effect.Effect<ReadonlyArray<StoredRun>, StorageError>
   /** How many of a team's runs hold capacity (CLAIMED or INPROGRESS, or QUEUED). */
   readonly activeCount: (team: TeamUid) => Effect.Effect<number, StorageError>
+  /** Teams that have PENDING runs (at most `limit`), for the admission sweep. */
+  readonly waitingTeams: (limit: number) => Effect.Effect<ReadonlyArray<TeamUid>, StorageError>
   /** A team's PENDING runs waiting for capacity, oldest first (by `created_at`, then `run_id`). */
   readonly pending: (team: TeamUid, limit: number) => Effect.Effect<ReadonlyArray<StoredRun>, StorageError>
   /** A run's timeline events with a sequence greater than `after` (0: all), in order. */

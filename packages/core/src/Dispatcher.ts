@@ -1,0 +1,649 @@
+/**
+ * The dispatcher (CONTRACT §6, §7): what makes a run run. Over the ports, on every replica:
+ * - claims QUEUED runs (woken by `RunStore.wakeups`, polling as a fallback) under a lease while it
+ *   has free slots, and executes each: environment setup in a sandbox of the `Executor`, the
+ *   agent harness started with its start message, its stdout appended to the transcript blob and
+ *   reduced (`Harness`) into the conversation, artifacts, usage, session and status, then the
+ *   outcome recorded; the lease is renewed while the agent lives;
+ * - watches each live run: a run no longer held (cancelled, or its lease lost) has its agent
+ *   stopped (cancel message, then SIGTERM, then SIGKILL after the grace period); follow-ups in the
+ *   inbox of an INPROGRESS run are delivered to the agent's stdin;
+ * - sweeps expired leases (requeue with `attempt + 1`, ERROR `resource_unavailable` after 3) and
+ *   admits PENDING runs oldest first when their team has capacity;
+ * - keeps the sandbox of a failed setup for its debug window, starts a debug agent (mode `debug`)
+ *   in it for the follow-ups sent meanwhile, and releases it when the window ends;
+ * - at start-up, takes back the sandboxes of an earlier life of the service: those of an open
+ *   debug window are kept, the others released. Runs such a life held come back through the
+ *   lease sweep once their lease expires (so a replica that restarts never runs a run twice
+ *   while another replica holds it).
+ *
+ * Every state change is a `RunStateMachine.transition` written with a guard on the state and the
+ * lease holder; a guard that fails means someone else moved the run (a cancel, a sweep), and the
+ * execution stops touching it. Several replicas on one database share the work through
+ * `RunStore.claim`, which never gives one run to two claimers.
+ *
+ * Decisions where the contract is silent:
+ * - The harness command is a shell command: the environment's `config.harness`, else the server's
+ *   default, run as `/bin/sh -c "exec <command>"` in the sandbox with `AGENT_RUNS_RUN_ID`,
+ *   `AGENT_RUNS_EXECUTION_ID`, `AGENT_RUNS_API_URL` and `AGENT_RUNS_RUN_TOKEN` set (the start
+ *   message carries the same `api`).
+ * - The transcript of a run is one blob over all its executions (and debug sessions).
+ * - The conversation is saved at most every `flushMs` while the agent runs, and at its end.
+ * - A failure of the executor itself (it could not prepare or start) ends the run ERROR
+ *   `internal_error`; a failure of the setup commands ends it FAILED `environment_setup_failed`.
+ * - A run whose environment was deleted since fails its setup ("environment … no longer exists").
+ */
+import { Clock, Context, DateTime, Deferred, Duration, Effect, Either, Fiber, Layer, Option, Ref, Schedule, Stream } from "effect"
+import type { Scope } from "effect"
+import { transcriptKey } from "./Conversations.js"
+import {
+  addUsage,
+  cancelMessage,
+  conversationOf,
+  emptyLineBuffer,
+  type ExecutionState,
+  flushLines,
+  followupMessage,
+  historyOf,
+  newExecutionState,
+  outcomeOf,
+  reduce,
+  splitLines,
+  type StartMessage,
+  takeArtifacts
+} from "./Harness.js"
+import { Environment } from "./Environment.js"
+import { Ids } from "./Ids.js"
+import type { ExecutionId, RunId, TeamUid } from "./Ids.js"
+import { BlobStore } from "./ports/BlobStore.js"
+import { EnvironmentStore } from "./ports/EnvironmentStore.js"
+import type { StoredEnvironment } from "./ports/EnvironmentStore.js"
+import type { AgentProcess, Sandbox } from "./ports/Executor.js"
+import { Executor } from "./ports/Executor.js"
+import { IdentityStore } from "./ports/IdentityStore.js"
+import { RunStore } from "./ports/RunStore.js"
+import type { StoredRun } from "./ports/RunStore.js"
+import { RunTokens } from "./ports/RunTokens.js"
+import { RunItem } from "./Run.js"
+import { isTerminal } from "./RunState.js"
+import { isDebugWindowOpen, RunEvent, transition } from "./RunStateMachine.js"
+import { applyTransition, eventsAt, runSnapshot } from "./Runs.js"
+
+/** How the dispatcher runs; the server reads it from its configuration. */
+export interface DispatcherSettings {
+  /** The default harness command (a shell command), when the environment names none. */
+  readonly harness: string
+  /** The API base URL agents call, e.g. `http://127.0.0.1:8080/api/v1`. */
+  readonly apiBaseUrl: string
+  /** How many runs this replica executes at once. */
+  readonly concurrency: number
+  /** Lease length; renewed every third of it. */
+  readonly leaseMs: number
+  /** Claim poll when no wake-up comes. */
+  readonly pollMs: number
+  /** How often a live run is checked for cancel and follow-ups. */
+  readonly watchMs: number
+  /** How often expired leases and waiting teams are swept. */
+  readonly sweepMs: number
+  /** How long an agent has to exit after the cancel message, and then after SIGTERM. */
+  readonly cancelGraceMs: number
+  /** How often the conversation is saved while the agent runs. */
+  readonly flushMs: number
+}
+
+export const defaultSettings = (harness: string, apiBaseUrl: string): DispatcherSettings => ({
+  harness,
+  apiBaseUrl,
+  concurrency: 16,
+  leaseMs: 30_000,
+  pollMs: 1_000,
+  watchMs: 250,
+  sweepMs: 1_000,
+  cancelGraceMs: 5_000,
+  flushMs: 250
+})
+
+export class DispatcherConfig extends Context.Tag("@agent-runs/core/DispatcherConfig")<DispatcherConfig, DispatcherSettings>() {}
+
+/** Why an execution stops touching its run: someone else moved it. */
+class Lost {
+  readonly _tag = "Lost"
+}
+
+
+/** A retained sandbox of a failed setup, kept for its debug window. */
+interface Retained {
+  readonly sandbox: Sandbox
+  readonly until: number
+  debugging: boolean
+}
+
+const make = (scope: Scope.Scope) => Effect.gen(function*() {
+  const settings = yield* DispatcherConfig
+  const store = yield* RunStore
+  const environments = yield* EnvironmentStore
+  const identities = yield* IdentityStore
+  const executor = yield* Executor
+  const blobs = yield* BlobStore
+  const tokens = yield* RunTokens
+  const ids = yield* Ids
+
+  const retained = new Map<RunId, Retained>()
+  /** Executions under way on this replica. */
+  let running = 0
+  /** Serializes claiming: one claimer per replica at a time. */
+  const claiming = yield* Effect.makeSemaphore(1)
+
+  // -------------------------------------------------------------------------------------------
+  // Writing transitions
+
+  /**
+   * Applies `event` to the current run and writes it guarded by its state and lease holder, with
+   * `change` applied to the next item. Retries a lost race twice; `Lost` when the event no longer
+   * applies (the run moved on without us).
+   */
+  const advance = (
+    runId: RunId,
+    event: RunEvent,
+    executionId: ExecutionId,
+    change: (next: StoredRun, now: number) => StoredRun = (next) => next
+  ): Effect.Effect<StoredRun, Lost> =>
+    Effect.gen(function*() {
+      const found = yield* store.get(runId)
+      if (Option.isNone(found)) return yield* Effect.fail(new Lost())
+      const run = found.value
+      const now = yield* Clock.currentTimeMillis
+      const moved = transition(runSnapshot(run), event, now)
+      if (Either.isLeft(moved)) return yield* Effect.fail(new Lost())
+      const next = change(applyTransition(run, moved.right, now), now)
+      yield* store.update(
+        runId,
+        { state: run.item.state, ...(run.lease === null ? {} : { execution_id: run.lease.execution_id }) },
+        next,
+        eventsAt(moved.right.timeline, now, executionId)
+      )
+      return next
+    }).pipe(
+      Effect.retry({ times: 2, while: (e) => e._tag === "StaleWrite" }),
+      Effect.catchTags({
+        StaleWrite: () => Effect.fail(new Lost()),
+        StorageError: (e) => Effect.logWarning("dispatcher: storage failed", e).pipe(Effect.zipRight(Effect.fail(new Lost())))
+      })
+    )
+
+  /** Replaces the item's fields of a run this execution holds (session, usage, status). */
+  const patchItem = (runId: RunId, executionId: ExecutionId, fields: Partial<ConstructorParameters<typeof RunItem>[0]>) =>
+    Effect.gen(function*() {
+      const found = yield* store.get(runId)
+      if (Option.isNone(found)) return yield* Effect.fail(new Lost())
+      const run = found.value
+      if (run.lease?.execution_id !== executionId) return yield* Effect.fail(new Lost())
+      const now = yield* Clock.currentTimeMillis
+      const next: StoredRun = {
+        ...run,
+        item: new RunItem({ ...run.item, ...fields, updated_at: DateTime.unsafeMake(now) }, true)
+      }
+      yield* store.update(runId, { state: run.item.state, execution_id: executionId }, next, [])
+    }).pipe(
+      Effect.catchTags({
+        StaleWrite: () => Effect.fail(new Lost()),
+        StorageError: (e) => Effect.logWarning("dispatcher: storage failed", e).pipe(Effect.zipRight(Effect.fail(new Lost())))
+      })
+    )
+
+  /** Keeps the environment's `setup_failed` and newest-run summary current. */
+  const touchEnvironment = (run: StoredRun, setupFailed?: boolean) =>
+    Effect.gen(function*() {
+      const uid = run.item.environment_id
+      if (uid === null) return
+      const found = yield* environments.get(uid)
+      if (Option.isNone(found)) return
+      const env: StoredEnvironment = found.value
+      const last = env.item.last_task_created
+      const newest = last !== null && last.id === run.item.run_id
+      if (!newest && setupFailed === undefined) return
+      yield* environments.update({
+        ...env,
+        item: new Environment(
+          {
+            ...env.item,
+            ...(setupFailed === undefined || !newest ? {} : { setup_failed: setupFailed }),
+            last_task_created: newest && last !== null
+              ? { ...last, state: run.item.state, updated_at: run.item.updated_at, started_at: run.item.started_at }
+              : last
+          },
+          true
+        )
+      })
+    }).pipe(Effect.catchAll((e) => Effect.logWarning("dispatcher: could not update the environment", e)))
+
+  // -------------------------------------------------------------------------------------------
+  // Admission and the sweep
+
+  /** Queues a team's PENDING runs, oldest first, while it has capacity. */
+  const admit = (team: TeamUid) =>
+    Effect.gen(function*() {
+      const found = yield* identities.getTeam(team)
+      if (Option.isNone(found)) return
+      const active = yield* store.activeCount(team)
+      const room = found.value.max_concurrent_runs - active
+      if (room <= 0) return
+      const waiting = yield* store.pending(team, room)
+      for (const run of waiting) {
+        const executionId = yield* latestExecution(run.item.run_id)
+        yield* advance(run.item.run_id, RunEvent.CapacityFreed(), executionId, (next) => ({ ...next, at_capacity: false })).pipe(
+          Effect.ignore
+        )
+      }
+    }).pipe(Effect.catchAll((e) => Effect.logWarning("dispatcher: admission failed", e)))
+
+  /** The execution id of a run's latest timeline event (events outside a lease carry it). */
+  const latestExecution = (runId: RunId) =>
+    Effect.gen(function*() {
+      const timeline = yield* store.timeline(runId, 0)
+      const last = timeline[timeline.length - 1]
+      return last === undefined ? yield* ids.executionId : last.execution_id
+    })
+
+  const sweep = Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const expired = yield* store.expiredLeases(now, 100)
+    for (const run of expired) {
+      const lease = run.lease
+      if (lease === null) continue
+      const next = yield* advance(run.item.run_id, RunEvent.LeaseExpired({ executionId: lease.execution_id }), lease.execution_id).pipe(
+        Effect.option
+      )
+      if (Option.isSome(next) && isTerminal(next.value.item.state)) yield* admit(next.value.team_uid)
+      if (Option.isSome(next)) yield* Effect.logInfo(`dispatcher: lease of run ${run.item.run_id} expired; now ${next.value.item.state}`)
+    }
+    for (const team of yield* store.waitingTeams(100)) yield* admit(team)
+  }).pipe(Effect.catchAll((e) => Effect.logWarning("dispatcher: sweep failed", e)))
+
+  // -------------------------------------------------------------------------------------------
+  // Running an agent
+
+  /** What an agent's output does to its run while it runs. */
+  interface Sink {
+    readonly state: ExecutionState
+    readonly onLine?: Effect.Effect<void>
+  }
+
+  /** Pumps the agent's stdout into the transcript and the execution's state. */
+  const pump = (runId: RunId, agent: AgentProcess, sink: Sink) =>
+    Effect.gen(function*() {
+      const key = transcriptKey(runId)
+      let buffer = emptyLineBuffer
+      yield* agent.stdout.pipe(
+        Stream.runForEach((chunk) =>
+          Effect.gen(function*() {
+            yield* blobs.append(key, chunk).pipe(Effect.catchAll((e) => Effect.logWarning("dispatcher: transcript write failed", e)))
+            const split = splitLines(buffer, chunk)
+            buffer = split.buffer
+            const now = yield* Clock.currentTimeMillis
+            for (const line of split.lines) reduce(sink.state, line, now)
+          })
+        ),
+        Effect.catchAll((e) => Effect.logWarning("dispatcher: reading the agent's output failed", e))
+      )
+      const now = yield* Clock.currentTimeMillis
+      for (const line of flushLines(buffer)) reduce(sink.state, line, now)
+    })
+
+  /** Saves what changed: conversation, artifacts, and for a held run its session, usage and status. */
+  const flush = (
+    runId: RunId,
+    executionId: ExecutionId,
+    state: ExecutionState,
+    held: { readonly base: StoredRun; written: string } | undefined
+  ) =>
+    Effect.gen(function*() {
+      if (state.dirty) {
+        state.dirty = false
+        yield* store.saveConversation(runId, executionId, conversationOf(state))
+      }
+      for (const artifact of takeArtifacts(state)) yield* store.addArtifact(runId, artifact)
+      if (held === undefined) return
+      const base = held.base.item
+      const usage = state.usage === undefined ? base.request_usage : addUsage(base.request_usage, state.usage)
+      const session = state.session
+      const fields = {
+        ...(session === undefined ? {} : { session_id: session.session_id, session_link: session.session_link }),
+        request_usage: usage,
+        ...(state.status === undefined ? {} : { status_message: { message: state.status } })
+      }
+      const written = JSON.stringify(fields)
+      if (written === held.written) return
+      held.written = written
+      yield* patchItem(runId, executionId, fields).pipe(Effect.ignore)
+    }).pipe(Effect.catchAll((e) => Effect.logWarning("dispatcher: saving the conversation failed", e)))
+
+  /** Stops an agent: the cancel message, then SIGTERM, then SIGKILL, each after the grace period. */
+  const stopAgent = (agent: AgentProcess) =>
+    Effect.gen(function*() {
+      yield* agent.send(cancelMessage).pipe(Effect.ignore)
+      const exited = yield* agent.exitCode.pipe(Effect.timeoutOption(Duration.millis(settings.cancelGraceMs)), Effect.orElseSucceed(() => Option.some(-1)))
+      if (Option.isNone(exited)) yield* agent.terminate(settings.cancelGraceMs)
+    })
+
+  const harnessCommand = (env: StoredEnvironment | undefined) => [
+    "/bin/sh",
+    "-c",
+    `exec ${env?.item.config.harness ?? settings.harness}`
+  ]
+
+  const agentEnv = (runId: RunId, executionId: ExecutionId, token: string) => ({
+    AGENT_RUNS_RUN_ID: runId,
+    AGENT_RUNS_EXECUTION_ID: executionId,
+    AGENT_RUNS_API_URL: settings.apiBaseUrl,
+    AGENT_RUNS_RUN_TOKEN: token
+  })
+
+  const startMessage = (
+    run: StoredRun,
+    executionId: ExecutionId,
+    sandbox: Sandbox,
+    token: string,
+    mode: "normal" | "debug",
+    followups: ReadonlyArray<string>,
+    history: StartMessage["history"]
+  ): StartMessage => ({
+    type: "start",
+    run_id: run.item.run_id,
+    execution_id: executionId,
+    conversation_id: run.item.conversation_id,
+    mode,
+    prompt: run.item.prompt,
+    title: run.item.title,
+    base_prompt: run.item.agent_config.base_prompt ?? null,
+    model_id: run.item.agent_config.model_id ?? null,
+    skill: null,
+    mcp_servers: run.item.agent_config.mcp_servers ?? {},
+    attachments: sandbox.attachments,
+    history,
+    followups,
+    api: { base_url: settings.apiBaseUrl, run_token: token }
+  })
+
+  /** Runs one claimed execution to its end. */
+  const execute = (claimed: StoredRun, executionId: ExecutionId): Effect.Effect<void, never, Scope.Scope> =>
+    Effect.gen(function*() {
+      const runId = claimed.item.run_id
+      const lost = yield* Deferred.make<void>()
+      // Renew the lease while the execution lives; a failed renewal means the run was taken away.
+      yield* Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        yield* store.renewLease(runId, executionId, now + settings.leaseMs)
+      }).pipe(
+        Effect.catchTag("StorageError", (e) => Effect.logWarning("dispatcher: lease renewal failed", e)),
+        Effect.repeat(Schedule.spaced(Duration.millis(Math.max(10, Math.floor(settings.leaseMs / 3))))),
+        Effect.catchTag("StaleWrite", () => Deferred.succeed(lost, undefined)),
+        Effect.delay(Duration.millis(Math.floor(settings.leaseMs / 3))),
+        Effect.forkScoped
+      )
+
+      const envUid = claimed.item.environment_id
+      const env = envUid === null ? undefined : Option.getOrUndefined(yield* environments.get(envUid).pipe(Effect.orElseSucceed(() => Option.none())))
+      yield* advance(runId, RunEvent.EnvironmentSetupStarted({ executionId }), executionId)
+      if (envUid !== null && env === undefined) {
+        const failed = yield* advance(
+          runId,
+          RunEvent.EnvironmentSetupFailed({ executionId, message: `environment ${envUid} no longer exists` }),
+          executionId
+        )
+        return yield* admit(failed.team_uid)
+      }
+      const token = yield* tokens.issue({ run_id: runId, execution_id: executionId })
+      const prepared = yield* executor.prepare({
+        run_id: runId,
+        execution_id: executionId,
+        docker_image: env?.item.config.docker_image ?? null,
+        repos: env?.item.config.github_repos ?? [],
+        setup_commands: env?.item.config.setup_commands ?? [],
+        attachments: [],
+        env: {}
+      }).pipe(Effect.either)
+      if (Either.isLeft(prepared)) {
+        const error = prepared.left
+        if (error._tag === "ExecutorError") {
+          yield* Effect.logError(`dispatcher: the executor failed for run ${runId}: ${error.message}`)
+          const ended = yield* advance(
+            runId,
+            RunEvent.Error({ executionId, errorCode: "internal_error", message: `the executor failed: ${error.message}` }),
+            executionId
+          )
+          return yield* admit(ended.team_uid)
+        }
+        const retention = (env?.item.config.failure_session_retention_minutes ?? 0) * 60_000
+        const failed = yield* advance(
+          runId,
+          RunEvent.EnvironmentSetupFailed({ executionId, message: error.message, retentionMillis: retention }),
+          executionId
+        ).pipe(Effect.tapError(() => error.sandbox.release))
+        yield* touchEnvironment(failed, true)
+        if (failed.sandbox_retained && failed.item.status_message?.session_debug_until !== undefined) {
+          retained.set(runId, {
+            sandbox: error.sandbox,
+            until: DateTime.toEpochMillis(failed.item.status_message.session_debug_until),
+            debugging: false
+          })
+        } else {
+          yield* error.sandbox.release
+        }
+        return yield* admit(failed.team_uid)
+      }
+      const sandbox = prepared.right
+      yield* Effect.addFinalizer(() => sandbox.release)
+      yield* advance(runId, RunEvent.EnvironmentSetupSucceeded({ executionId }), executionId)
+
+      const followups = yield* store.takeFollowups(runId).pipe(Effect.orElseSucceed(() => []))
+      const history = claimed.item.execution_count > 1 ? historyOf(yield* store.conversation(runId).pipe(Effect.orElseSucceed(() => []))) : []
+      const agent = yield* sandbox.start(harnessCommand(env), agentEnv(runId, executionId, token)).pipe(
+        Effect.catchTag("ExecutorError", (error) =>
+          advance(
+            runId,
+            RunEvent.Error({ executionId, errorCode: "internal_error", message: `the agent could not start: ${error.message}` }),
+            executionId
+          ).pipe(Effect.zipRight(Effect.fail(new Lost())))
+        )
+      )
+      const started = yield* advance(runId, RunEvent.Start({ executionId }), executionId, (next, now) => ({
+        ...next,
+        item: new RunItem({ ...next.item, started_at: next.item.started_at ?? DateTime.unsafeMake(now) }, true)
+      }))
+      yield* touchEnvironment(started, false)
+      yield* agent.send(startMessage(started, executionId, sandbox, token, "normal", followups.map((f) => f.message), history)).pipe(
+        Effect.ignore
+      )
+
+      const state = newExecutionState(executionId)
+      const held = { base: started, written: "" }
+      const pumping = yield* pump(runId, agent, { state }).pipe(Effect.forkScoped)
+      const flushing = yield* flush(runId, executionId, state, held).pipe(
+        Effect.repeat(Schedule.spaced(Duration.millis(settings.flushMs))),
+        Effect.forkScoped
+      )
+      const stopped = yield* Ref.make(false)
+      const stop = Effect.gen(function*() {
+        if (yield* Ref.getAndSet(stopped, true)) return
+        yield* stopAgent(agent)
+      })
+      // Watch for a cancel (or a lost lease) and for follow-ups to deliver.
+      const watching = yield* Effect.gen(function*() {
+        const found = yield* store.get(runId)
+        const run = Option.getOrUndefined(found)
+        if (run === undefined || run.item.state !== "INPROGRESS" || run.lease?.execution_id !== executionId) {
+          return yield* Effect.fail(new Lost())
+        }
+        const messages = yield* store.takeFollowups(runId)
+        for (const f of messages) yield* agent.send(followupMessage(f.message, "normal")).pipe(Effect.ignore)
+      }).pipe(
+        Effect.catchTag("StorageError", (e) => Effect.logWarning("dispatcher: watching the run failed", e)),
+        Effect.repeat(Schedule.spaced(Duration.millis(settings.watchMs))),
+        Effect.catchAll(() => stop),
+        Effect.forkScoped
+      )
+      yield* Deferred.await(lost).pipe(Effect.zipRight(stop), Effect.forkScoped)
+
+      yield* Fiber.join(pumping)
+      const exitCode = yield* agent.exitCode.pipe(Effect.orElseSucceed(() => 1))
+      yield* Fiber.interrupt(watching)
+      yield* Fiber.interrupt(flushing)
+      yield* flush(runId, executionId, state, held)
+      if (yield* Ref.get(stopped)) {
+        const run = Option.getOrUndefined(yield* store.get(runId).pipe(Effect.orElseSucceed(() => Option.none())))
+        if (run !== undefined) yield* admit(run.team_uid)
+        return
+      }
+      const outcome = outcomeOf(state, exitCode)
+      const event = outcome._tag === "Succeeded"
+        ? RunEvent.Succeed({ executionId, message: outcome.message })
+        : outcome._tag === "Blocked"
+        ? RunEvent.Block({ executionId, message: outcome.message })
+        : RunEvent.Fail({ executionId, errorCode: outcome.error_code, message: outcome.message })
+      const ended = yield* advance(runId, event, executionId)
+      yield* touchEnvironment(ended)
+      yield* admit(ended.team_uid)
+    }).pipe(
+      Effect.catchTag("Lost", () => Effect.logDebug(`dispatcher: run ${claimed.item.run_id} moved on without this execution`)),
+      Effect.catchAllCause((cause) =>
+        Effect.logError(`dispatcher: execution of run ${claimed.item.run_id} failed`, cause).pipe(
+          Effect.zipRight(
+            advance(
+              claimed.item.run_id,
+              RunEvent.Error({ executionId, errorCode: "internal_error", message: "the service failed while running the agent" }),
+              executionId
+            ).pipe(Effect.ignore)
+          )
+        )
+      ),
+      Effect.annotateLogs({ run_id: claimed.item.run_id, execution_id: executionId })
+    )
+
+  // -------------------------------------------------------------------------------------------
+  // Debug sessions in retained sandboxes
+
+  const debugSession = (runId: RunId, keep: Retained, first: ReadonlyArray<string>) =>
+    Effect.gen(function*() {
+      const found = yield* store.get(runId)
+      if (Option.isNone(found)) return
+      const run = found.value
+      const executionId = yield* ids.executionId
+      const token = yield* tokens.issue({ run_id: runId, execution_id: executionId })
+      const envUid = run.item.environment_id
+      const env = envUid === null ? undefined : Option.getOrUndefined(yield* environments.get(envUid))
+      const agent = yield* keep.sandbox.start(harnessCommand(env), agentEnv(runId, executionId, token))
+      yield* agent.send(startMessage(run, executionId, keep.sandbox, token, "debug", first, [])).pipe(Effect.ignore)
+      const state = newExecutionState(executionId)
+      const pumping = yield* pump(runId, agent, { state }).pipe(Effect.forkScoped)
+      const delivering = yield* Effect.gen(function*() {
+        for (const f of yield* store.takeFollowups(runId)) yield* agent.send(followupMessage(f.message, "debug")).pipe(Effect.ignore)
+        yield* flush(runId, executionId, state, undefined)
+      }).pipe(Effect.repeat(Schedule.spaced(Duration.millis(settings.watchMs))), Effect.ignore, Effect.forkScoped)
+      yield* Fiber.join(pumping)
+      yield* agent.exitCode.pipe(Effect.ignore)
+      yield* Fiber.interrupt(delivering)
+      yield* flush(runId, executionId, state, undefined)
+    }).pipe(
+      Effect.scoped,
+      Effect.catchAllCause((cause) => Effect.logWarning(`dispatcher: debug session of run ${runId} failed`, cause)),
+      Effect.ensuring(Effect.sync(() => (keep.debugging = false)))
+    )
+
+  /** Ends the debug windows that are over, and starts debug agents for waiting follow-ups. */
+  const tendRetained = Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    for (const [runId, keep] of retained) {
+      const run = Option.getOrUndefined(yield* store.get(runId))
+      const open = run !== undefined && isDebugWindowOpen(runSnapshot(run), now)
+      if (!open) {
+        if (keep.debugging) continue
+        retained.delete(runId)
+        yield* keep.sandbox.release
+        if (run !== undefined && run.sandbox_retained) {
+          yield* advance(runId, RunEvent.SandboxReleased(), yield* latestExecution(runId)).pipe(Effect.ignore)
+        }
+        continue
+      }
+      if (keep.debugging) continue
+      const waiting = yield* store.takeFollowups(runId)
+      if (waiting.length === 0) continue
+      keep.debugging = true
+      yield* debugSession(runId, keep, waiting.map((f) => f.message)).pipe(Effect.forkIn(scope))
+    }
+  }).pipe(Effect.catchAll((e) => Effect.logWarning("dispatcher: tending retained sandboxes failed", e)))
+
+  // -------------------------------------------------------------------------------------------
+  // Start-up and the loops
+
+  /** Takes back the sandboxes of an earlier life: open debug windows are kept, the rest released. */
+  const recover = Effect.gen(function*() {
+    const leftovers = yield* executor.leftovers.pipe(
+      Effect.catchAll((e) => Effect.logWarning("dispatcher: could not list leftover sandboxes", e).pipe(Effect.as([])))
+    )
+    const now = yield* Clock.currentTimeMillis
+    for (const sandbox of leftovers) {
+      const run = Option.getOrUndefined(yield* store.get(sandbox.run_id).pipe(Effect.orElseSucceed(() => Option.none())))
+      const until = run?.item.status_message?.session_debug_until
+      if (run !== undefined && until !== undefined && isDebugWindowOpen(runSnapshot(run), now) && !retained.has(run.item.run_id)) {
+        retained.set(run.item.run_id, { sandbox, until: DateTime.toEpochMillis(until), debugging: false })
+      } else {
+        yield* sandbox.release
+      }
+    }
+    if (leftovers.length > 0) yield* Effect.logInfo(`dispatcher: found ${leftovers.length} sandboxes of an earlier run of the service`)
+  })
+
+  /** Claims and starts runs while there are free slots and queued runs. */
+  const claimSome: Effect.Effect<void> = claiming.withPermits(1)(
+    Effect.gen(function*() {
+      while (running < settings.concurrency) {
+        const executionId = yield* ids.executionId
+        const now = yield* Clock.currentTimeMillis
+        const claimed = yield* store.claim({ worker_host: null, execution_id: executionId, now, lease_ms: settings.leaseMs }).pipe(
+          Effect.catchAll((e) => Effect.logWarning("dispatcher: claim failed", e).pipe(Effect.as(Option.none<StoredRun>())))
+        )
+        if (Option.isNone(claimed)) return
+        running += 1
+        yield* execute(claimed.value, executionId).pipe(
+          Effect.scoped,
+          // A slot is free again: look for more work at once.
+          Effect.ensuring(Effect.suspend(() => {
+            running -= 1
+            return Effect.forkIn(claimSome, scope)
+          })),
+          Effect.forkIn(scope)
+        )
+      }
+    })
+  )
+
+  return { claimSome, sweep, tendRetained, recover, retained } as const
+})
+
+/**
+ * The dispatcher's loops, for the scope of the layer: recovery first, then claiming (on every
+ * wake-up and every `pollMs`), the sweep and the retained sandboxes (every `sweepMs`).
+ */
+export const layer: Layer.Layer<
+  never,
+  never,
+  DispatcherConfig | RunStore | EnvironmentStore | IdentityStore | Executor | BlobStore | RunTokens | Ids
+> = Layer.scopedDiscard(
+  Effect.gen(function*() {
+    const settings = yield* DispatcherConfig
+    const store = yield* RunStore
+    const dispatcher = yield* make(yield* Effect.scope)
+    yield* dispatcher.recover
+    yield* store.wakeups.pipe(
+      Stream.runForEach(() => dispatcher.claimSome),
+      Effect.catchAll((e) => Effect.logWarning("dispatcher: wake-ups failed; polling only", e)),
+      Effect.forkScoped
+    )
+    yield* dispatcher.claimSome.pipe(Effect.repeat(Schedule.spaced(Duration.millis(settings.pollMs))), Effect.forkScoped)
+    yield* Effect.all([dispatcher.sweep, dispatcher.tendRetained]).pipe(
+      Effect.repeat(Schedule.spaced(Duration.millis(settings.sweepMs))),
+      Effect.forkScoped
+    )
+  })
+)
