@@ -6,10 +6,15 @@
  * `AGENT_RUNS_WEBHOOK_BASE_URL` (the public URL), `AGENT_RUNS_SECRET_KEY` (32 bytes as 64 hex
  * characters or base64; generated into `<data dir>/secret-key` when absent),
  * `AGENT_RUNS_MAX_BODY_BYTES` (1 MiB), `AGENT_RUNS_DOWNLOAD_TTL_SECONDS` (900).
- * `AGENT_RUNS_EXECUTOR`, `AGENT_RUNS_HARNESS` and `AGENT_RUNS_REPOS_DIR` are read by the executors.
+ * Execution: `AGENT_RUNS_EXECUTOR` (`process` | `docker`; `process`), `AGENT_RUNS_HARNESS` (the
+ * default agent command, a shell command; the bundled scripted agent), `AGENT_RUNS_REPOS_DIR`
+ * (`<data dir>/repos`), `AGENT_RUNS_CONCURRENCY` (runs executed at once by this server, 16),
+ * `AGENT_RUNS_LEASE_SECONDS` (30), `AGENT_RUNS_CANCEL_GRACE_SECONDS` (5), and for Docker
+ * `AGENT_RUNS_DOCKER_IMAGE` (the image of environments without one; `agent-runs-agent:latest`) and
+ * `AGENT_RUNS_DOCKER_NETWORK` (`none` | `host`; `none`).
  */
 import { Config, ConfigError, Either, Option, Redacted } from "effect"
-import { resolve } from "node:path"
+import { join, resolve } from "node:path"
 
 /** Where runs and everything else are stored. */
 export type Database =
@@ -27,7 +32,26 @@ export interface ServerConfig {
   readonly secretKey: Option.Option<Redacted.Redacted<string>>
   readonly maxBodyBytes: number
   readonly downloadTtlSeconds: number
+  readonly execution: ExecutionConfig
 }
+
+/** How runs are executed. */
+export interface ExecutionConfig {
+  readonly executor: "process" | "docker"
+  readonly harness: Option.Option<string>
+  readonly reposDir: string
+  readonly concurrency: number
+  readonly leaseSeconds: number
+  readonly cancelGraceSeconds: number
+  readonly dockerImage: string
+  readonly dockerNetwork: "none" | "host"
+}
+
+const positive = (name: string, fallback: number) =>
+  Config.number(name).pipe(
+    Config.validate({ message: "must be a number greater than 0", validation: (n) => n > 0 }),
+    Config.withDefault(fallback)
+  )
 
 /** Parses `AGENT_RUNS_DATABASE_URL`. */
 export const parseDatabase = (url: string, dataDir: string): Database | undefined => {
@@ -56,7 +80,18 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
   downloadTtlSeconds: Config.integer("AGENT_RUNS_DOWNLOAD_TTL_SECONDS").pipe(
     Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
     Config.withDefault(15 * 60)
-  )
+  ),
+  executor: Config.literal("process", "docker")("AGENT_RUNS_EXECUTOR").pipe(Config.withDefault("process" as const)),
+  harness: Config.option(Config.nonEmptyString("AGENT_RUNS_HARNESS")),
+  reposDir: Config.option(Config.string("AGENT_RUNS_REPOS_DIR")),
+  concurrency: Config.integer("AGENT_RUNS_CONCURRENCY").pipe(
+    Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+    Config.withDefault(16)
+  ),
+  leaseSeconds: positive("AGENT_RUNS_LEASE_SECONDS", 30),
+  cancelGraceSeconds: positive("AGENT_RUNS_CANCEL_GRACE_SECONDS", 5),
+  dockerImage: Config.nonEmptyString("AGENT_RUNS_DOCKER_IMAGE").pipe(Config.withDefault("agent-runs-agent:latest")),
+  dockerNetwork: Config.literal("none", "host")("AGENT_RUNS_DOCKER_NETWORK").pipe(Config.withDefault("none" as const))
 }).pipe(
   Config.mapOrFail((raw) => {
     const url = Option.getOrElse(raw.databaseUrl, () => "sqlite:agent-runs.db")
@@ -77,7 +112,17 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
       webhookBaseUrl: Option.getOrElse(raw.webhookBaseUrl, () => publicUrl).replace(/\/+$/, ""),
       secretKey: raw.secretKey,
       maxBodyBytes: raw.maxBodyBytes,
-      downloadTtlSeconds: raw.downloadTtlSeconds
+      downloadTtlSeconds: raw.downloadTtlSeconds,
+      execution: {
+        executor: raw.executor,
+        harness: raw.harness,
+        reposDir: Option.match(raw.reposDir, { onNone: () => join(raw.dataDir, "repos"), onSome: (dir) => resolve(dir) }),
+        concurrency: raw.concurrency,
+        leaseSeconds: raw.leaseSeconds,
+        cancelGraceSeconds: raw.cancelGraceSeconds,
+        dockerImage: raw.dockerImage,
+        dockerNetwork: raw.dockerNetwork
+      }
     })
   })
 )

@@ -29,6 +29,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "n
 import { createServer } from "node:http"
 import { join, relative } from "node:path"
 import type { ServerConfig } from "./Config.js"
+import { ExecutionLive } from "./Execution.js"
 
 /** Decodes a 32-byte key given as 64 hex characters or base64. */
 export const decodeSecretKey = (text: string): Uint8Array | undefined => {
@@ -143,7 +144,7 @@ export const ServerLive = (config: ServerConfig) =>
         Layer.effect(Server.Readiness, Effect.map(SqlClient.SqlClient, (sql) => Effect.asVoid(sql`SELECT 1`)))
       ).pipe(Layer.provideMerge(storage))
       const startup = Layer.effectDiscard(Effect.flatMap(bootstrap(config), (token) => banner(config, token)))
-      return Layer.mergeAll(Server.serve({ maxBodyBytes: config.maxBodyBytes }), startup).pipe(
+      return Layer.mergeAll(Server.serve({ maxBodyBytes: config.maxBodyBytes }), startup, ExecutionLive(config)).pipe(
         Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.host })),
         Layer.provide(base)
       )

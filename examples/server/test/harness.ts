@@ -46,6 +46,16 @@ export const startServer = (kind: DatabaseKind, overrides: Partial<ServerConfig>
       secretKey: Option.none(),
       maxBodyBytes: 1024 * 1024,
       downloadTtlSeconds: 900,
+      execution: {
+        executor: "process",
+        harness: Option.none(),
+        reposDir: join(dataDir, "repos"),
+        concurrency: 4,
+        leaseSeconds: 30,
+        cancelGraceSeconds: 2,
+        dockerImage: "agent-runs-test:latest",
+        dockerNetwork: "none"
+      },
       ...overrides
     }
     yield* Layer.build(ServerLive(config))
