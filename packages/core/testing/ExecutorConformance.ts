@@ -1,0 +1,354 @@
+/**
+ * The executor conformance suite: the contract in the header of `ports/Executor.ts`, checked
+ * against a real executor (local processes, Docker). Every check goes through the sandbox (a node
+ * one-liner started in it), never through the host's file system, so the suite runs unchanged
+ * against any executor.
+ *
+ * Call `executorConformance(name, { layer, reposDir, node })` in a vitest file: `layer` provides the
+ * Executor built over `reposDir`, where the suite creates its test repositories before the first
+ * test (`createTestRepositories`: `acme/widgets`, non-bare, and `acme/tools`, bare); `node` is the
+ * command that runs node inside the sandbox (an absolute path on the host for the process
+ * executor, `node` in the image for Docker), used as argv[0] and, quoted, in setup commands. The
+ * leftovers test builds `layer` a second time: a second executor instance over the same place.
+ */
+import { beforeAll, expect, layer } from "@effect/vitest"
+import { Context, Deferred, Effect, Layer, Stream } from "effect"
+import { execFileSync } from "node:child_process"
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { type ExecutionId, formatUuidV7, type RunId } from "../src/Ids.js"
+import { type AgentProcess, Executor, type Sandbox, type SandboxSpec } from "../src/ports/Executor.js"
+
+export interface ExecutorConformanceOptions<E> {
+  /** The executor under test, built over `reposDir`. */
+  readonly layer: Layer.Layer<Executor, E>
+  /** The repositories directory the layer was built with; the suite fills it. */
+  readonly reposDir: string
+  /** The command running node inside the sandbox. */
+  readonly node: string
+}
+
+/** What the test repositories hold. */
+export const TEST_REPOSITORIES = {
+  "acme/widgets": { "README.md": "# widgets\n", "src/index.txt": "widgets source\n" },
+  "acme/tools": { "TOOLS.md": "tools\n" }
+} as const
+
+const git = (args: ReadonlyArray<string>) =>
+  execFileSync("git", ["-c", "user.email=conformance@example.com", "-c", "user.name=Conformance", ...args], { stdio: "pipe" })
+
+/** Creates the test repositories in `reposDir` (once): `acme/widgets` non-bare, `acme/tools` bare. */
+export const createTestRepositories = (reposDir: string): void => {
+  for (const [name, files] of Object.entries(TEST_REPOSITORIES)) {
+    const target = join(reposDir, ...name.split("/"))
+    if (existsSync(target)) continue
+    const work = name === "acme/widgets" ? target : mkdtempSync(join(tmpdir(), "agent-runs-repo-"))
+    mkdirSync(work, { recursive: true })
+    for (const [path, content] of Object.entries(files)) {
+      mkdirSync(join(work, path, ".."), { recursive: true })
+      writeFileSync(join(work, path), content)
+    }
+    git(["init", "-q", "-b", "main", work])
+    git(["-C", work, "add", "-A"])
+    git(["-C", work, "commit", "-q", "-m", "initial"])
+    if (work !== target) {
+      mkdirSync(join(target, ".."), { recursive: true })
+      git(["clone", "-q", "--bare", work, target])
+      rmSync(work, { recursive: true, force: true })
+    }
+  }
+}
+
+const randomBytes = (n: number): Uint8Array => globalThis.crypto.getRandomValues(new Uint8Array(n))
+const encoder = new TextEncoder()
+const decoder = new TextDecoder()
+
+/** A spec with fresh ids and nothing in it but `overrides`. */
+const specOf = (overrides: Partial<SandboxSpec> = {}): SandboxSpec => ({
+  run_id: formatUuidV7(Date.now(), randomBytes(10)) as RunId,
+  execution_id: formatUuidV7(Date.now(), randomBytes(10)) as ExecutionId,
+  docker_image: null,
+  repos: [],
+  setup_commands: [],
+  attachments: [],
+  env: {},
+  ...overrides
+})
+
+/** A word quoted for `/bin/sh`. */
+const shQuote = (word: string) => `'${word.replace(/'/g, `'\\''`)}'`
+
+const concat = (chunks: ReadonlyArray<Uint8Array>): Uint8Array => {
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0))
+  let offset = 0
+  for (const chunk of chunks) {
+    out.set(chunk, offset)
+    offset += chunk.byteLength
+  }
+  return out
+}
+
+const collect = (stdout: Stream.Stream<Uint8Array, unknown>) =>
+  Effect.map(Stream.runFold(stdout, [] as Array<Uint8Array>, (chunks, chunk) => (chunks.push(chunk), chunks)), concat)
+
+/** Parses every non-empty line of `text` as JSON. */
+const jsonLines = (text: string): Array<unknown> => text.split("\n").filter((line) => line !== "").map((line) => JSON.parse(line))
+
+/** Prepares a sandbox released when the scope closes. */
+const prepared = (spec: SandboxSpec) =>
+  Effect.flatMap(Executor, (executor) => Effect.acquireRelease(executor.prepare(spec), (sandbox) => sandbox.release))
+
+/** Waits until the agent has printed a line `ready` (or ended); the rest of stdout is drained. */
+const whenReady = (agent: AgentProcess) =>
+  Effect.gen(function*() {
+    const ready = yield* Deferred.make<boolean>()
+    let seen = ""
+    yield* agent.stdout.pipe(
+      Stream.tap((chunk) => {
+        seen += decoder.decode(chunk)
+        return seen.includes("ready\n") ? Deferred.succeed(ready, true) : Effect.void
+      }),
+      Stream.runDrain,
+      Effect.ensuring(Deferred.succeed(ready, false)),
+      Effect.fork
+    )
+    expect(yield* Deferred.await(ready)).toBe(true)
+  })
+
+/** Registers the suite against one executor. */
+export const executorConformance = <E>(name: string, options: ExecutorConformanceOptions<E>): void => {
+  const node = options.node
+  beforeAll(() => createTestRepositories(options.reposDir))
+
+  /** Runs a node script in the sandbox to its end: what it printed and its exit code. */
+  const runNode = (sandbox: Sandbox, script: string, env: Record<string, string> = {}) =>
+    Effect.scoped(Effect.gen(function*() {
+      const agent = yield* sandbox.start([node, "-e", script], env)
+      const [stdout, exitCode] = yield* Effect.all([collect(agent.stdout), agent.exitCode], { concurrency: 2 })
+      return { text: decoder.decode(stdout), exitCode }
+    }))
+
+  /** Runs a node script that prints one JSON value; that value. */
+  const nodeValue = (sandbox: Sandbox, script: string, env: Record<string, string> = {}) =>
+    Effect.map(runNode(sandbox, script, env), ({ exitCode, text }) => {
+      expect(exitCode).toBe(0)
+      return JSON.parse(text) as unknown
+    })
+
+  /** Starts a script that prints `ready` once it is set up and then waits forever. */
+  const startWaiting = (sandbox: Sandbox, setup = "") =>
+    Effect.tap(
+      sandbox.start([node, "-e", `${setup}; process.stdout.write("ready\\n"); setInterval(() => {}, 1000)`], {}),
+      whenReady
+    )
+
+  const isLeftover = (sandbox: Sandbox) =>
+    Effect.flatMap(Executor, (executor) =>
+      Effect.map(executor.leftovers, (all) => all.some((s) => s.execution_id === sandbox.execution_id && s.run_id === sandbox.run_id)))
+
+  layer(options.layer, { excludeTestServices: true, timeout: "60 seconds" })(`executor conformance (${name})`, (it) => {
+    it.scoped("prepare clones each repository (bare or not) into <workdir>/<repo> with its files", () =>
+      Effect.gen(function*() {
+        const sandbox = yield* prepared(specOf({ repos: [{ owner: "acme", repo: "widgets" }, { owner: "acme", repo: "tools" }] }))
+        const files = yield* nodeValue(sandbox, `const fs = require("fs"); console.log(JSON.stringify({
+          readme: fs.readFileSync("widgets/README.md", "utf8"), source: fs.readFileSync("widgets/src/index.txt", "utf8"),
+          tools: fs.readFileSync("tools/TOOLS.md", "utf8"), git: fs.existsSync("widgets/.git") && fs.existsSync("tools/.git") }))`)
+        expect(files).toEqual({
+          readme: TEST_REPOSITORIES["acme/widgets"]["README.md"],
+          source: TEST_REPOSITORIES["acme/widgets"]["src/index.txt"],
+          tools: TEST_REPOSITORIES["acme/tools"]["TOOLS.md"],
+          git: true
+        })
+      }))
+
+    it.scoped("attachments are written into <workdir>/attachments and listed with their paths", () =>
+      Effect.gen(function*() {
+        const binary = Uint8Array.from({ length: 256 }, (_, i) => i)
+        const sandbox = yield* prepared(specOf({
+          attachments: [
+            { name: "notes.md", media_type: "text/markdown", bytes: encoder.encode("# notes\n") },
+            { name: "blob.bin", media_type: "application/octet-stream", bytes: binary }
+          ]
+        }))
+        expect(sandbox.attachments.map(({ media_type, name }) => ({ name, media_type }))).toEqual([
+          { name: "notes.md", media_type: "text/markdown" },
+          { name: "blob.bin", media_type: "application/octet-stream" }
+        ])
+        for (const attachment of sandbox.attachments) {
+          expect(attachment.path.startsWith("/")).toBe(true)
+          expect(attachment.path.endsWith(`/attachments/${attachment.name}`)).toBe(true)
+        }
+        const seen = yield* nodeValue(
+          sandbox,
+          `const fs = require("fs"); const path = require("path"); console.log(JSON.stringify(JSON.parse(process.env.PATHS).map((p) => ({
+            content: fs.readFileSync(p).toString("base64"), relative: path.relative(process.cwd(), p) }))))`,
+          { PATHS: JSON.stringify(sandbox.attachments.map((a) => a.path)) }
+        )
+        expect(seen).toEqual([
+          { content: Buffer.from("# notes\n").toString("base64"), relative: "attachments/notes.md" },
+          { content: Buffer.from(binary).toString("base64"), relative: "attachments/blob.bin" }
+        ])
+      }))
+
+    it.scoped("setup commands run one by one with /bin/sh in the work directory with the env, after the clones", () =>
+      Effect.gen(function*() {
+        const sandbox = yield* prepared(specOf({
+          repos: [{ owner: "acme", repo: "widgets" }],
+          env: { GREETING: "hello there" },
+          setup_commands: [
+            `echo "first $GREETING" >> log.txt`,
+            "test -f widgets/README.md && echo second >> log.txt",
+            `${shQuote(node)} -e 'require("fs").appendFileSync("log.txt", "third " + process.env.GREETING + "\\n")'`
+          ]
+        }))
+        expect(yield* nodeValue(sandbox, `console.log(JSON.stringify(require("fs").readFileSync("log.txt", "utf8")))`))
+          .toBe("first hello there\nsecond\nthird hello there\n")
+      }))
+
+    it.scoped("a failing setup command: SetupFailed naming it, its exit code and the end of its output; the sandbox is kept", () =>
+      Effect.gen(function*() {
+        const executor = yield* Executor
+        const failing = `echo "out-marker"; echo "err-marker" >&2; exit 7`
+        const error = yield* Effect.flip(executor.prepare(specOf({
+          setup_commands: ["echo one > one.txt", failing, "echo three > three.txt"]
+        })))
+        expect(error._tag).toBe("SetupFailed")
+        if (error._tag !== "SetupFailed") return
+        yield* Effect.addFinalizer(() => error.sandbox.release)
+        expect(error.message).toContain(failing)
+        expect(error.message).toMatch(/\b7\b/)
+        expect(error.message).toContain("out-marker")
+        expect(error.message).toContain("err-marker")
+        // The kept sandbox takes commands (a debug agent): the first command ran, the third did not.
+        expect(yield* nodeValue(error.sandbox, `const fs = require("fs"); console.log(JSON.stringify([fs.existsSync("one.txt"), fs.existsSync("three.txt")]))`))
+          .toEqual([true, false])
+        expect(yield* isLeftover(error.sandbox)).toBe(true)
+        yield* error.sandbox.release
+        expect(yield* isLeftover(error.sandbox)).toBe(false)
+      }))
+
+    it.scoped("a repository that does not exist is SetupFailed naming it", () =>
+      Effect.gen(function*() {
+        const executor = yield* Executor
+        const error = yield* Effect.flip(executor.prepare(specOf({
+          repos: [{ owner: "acme", repo: "widgets" }, { owner: "acme", repo: "missing" }],
+          setup_commands: ["echo never > never.txt"]
+        })))
+        expect(error._tag).toBe("SetupFailed")
+        if (error._tag !== "SetupFailed") return
+        yield* Effect.addFinalizer(() => error.sandbox.release)
+        expect(error.message).toContain("acme/missing")
+      }))
+
+    it.scoped("start: the sandbox's env plus the given variables, in the work directory; stdin takes JSON lines", () =>
+      Effect.gen(function*() {
+        const sandbox = yield* prepared(specOf({
+          repos: [{ owner: "acme", repo: "widgets" }],
+          env: { SPEC_ONLY: "from spec", SHARED: "spec" }
+        }))
+        const agent = yield* sandbox.start([node, "-e", `
+          const env = process.env
+          console.log(JSON.stringify({ env: { SPEC_ONLY: env.SPEC_ONLY, SHARED: env.SHARED, START_ONLY: env.START_ONLY }, repo: require("fs").existsSync("widgets/README.md") }))
+          require("readline").createInterface({ input: process.stdin }).on("line", (line) => {
+            const message = JSON.parse(line)
+            console.log(JSON.stringify({ got: message }))
+            if (message.type === "stop") process.exit(0)
+          })`], { SHARED: "start", START_ONLY: "from start" })
+        const output = yield* Effect.fork(collect(agent.stdout))
+        yield* agent.send({ type: "hello", text: "line\nbreak ✓" })
+        yield* agent.send({ type: "stop" })
+        expect(yield* agent.exitCode).toBe(0)
+        expect(jsonLines(decoder.decode(yield* output))).toEqual([
+          { env: { SPEC_ONLY: "from spec", SHARED: "start", START_ONLY: "from start" }, repo: true },
+          { got: { type: "hello", text: "line\nbreak ✓" } },
+          { got: { type: "stop" } }
+        ])
+      }))
+
+    it.scoped("stdout: many small writes arrive in full and in order", () =>
+      Effect.gen(function*() {
+        const sandbox = yield* prepared(specOf())
+        const { exitCode, text } = yield* runNode(sandbox, `
+          let i = 0
+          const next = () => { for (let j = 0; j < 20; j++) process.stdout.write("line " + i++ + "\\n"); if (i < 4000) setImmediate(next) }
+          next()`)
+        expect(exitCode).toBe(0)
+        expect(text).toBe(Array.from({ length: 4000 }, (_, i) => `line ${i}\n`).join(""))
+      }))
+
+    it.scoped("stdout: one line of 10 MB arrives in full", () =>
+      Effect.gen(function*() {
+        const sandbox = yield* prepared(specOf())
+        const size = 10 * 1024 * 1024
+        const agent = yield* sandbox.start([node, "-e", `process.stdout.write("x".repeat(${size}) + "\\n")`], {})
+        const bytes = yield* collect(agent.stdout)
+        expect(yield* agent.exitCode).toBe(0)
+        expect(bytes.byteLength).toBe(size + 1)
+        expect(bytes[size]).toBe(10)
+        expect(bytes.subarray(0, size).every((b) => b === 120)).toBe(true)
+      }))
+
+    it.scoped("exit codes: 0 and 3 from commands run one after the other in one sandbox", () =>
+      Effect.gen(function*() {
+        const sandbox = yield* prepared(specOf())
+        expect((yield* runNode(sandbox, "process.exit(0)")).exitCode).toBe(0)
+        expect((yield* runNode(sandbox, "process.exit(3)")).exitCode).toBe(3)
+      }))
+
+    it.scoped("terminate: SIGTERM stops the agent, whose exit code is 128 + 15", () =>
+      Effect.gen(function*() {
+        const sandbox = yield* prepared(specOf())
+        const agent = yield* startWaiting(sandbox)
+        yield* agent.terminate(5_000)
+        expect(yield* agent.exitCode).toBe(128 + 15)
+      }))
+
+    it.scoped("terminate: an agent that ignores SIGTERM is killed after the grace period (128 + 9)", () =>
+      Effect.gen(function*() {
+        const sandbox = yield* prepared(specOf())
+        const agent = yield* startWaiting(sandbox, `process.on("SIGTERM", () => {})`)
+        yield* agent.terminate(300)
+        expect(yield* agent.exitCode).toBe(128 + 9)
+      }))
+
+    it.scoped("the scope of start closing stops an agent that still runs", () =>
+      Effect.gen(function*() {
+        const sandbox = yield* prepared(specOf())
+        const agent = yield* Effect.scoped(startWaiting(sandbox))
+        expect(yield* agent.exitCode).toBe(128 + 15)
+      }))
+
+    it.scoped("release stops what still runs and removes the sandbox; releasing again is fine", () =>
+      Effect.gen(function*() {
+        const executor = yield* Executor
+        const sandbox = yield* executor.prepare(specOf({ repos: [{ owner: "acme", repo: "widgets" }] }))
+        expect(yield* isLeftover(sandbox)).toBe(true)
+        const agent = yield* startWaiting(sandbox)
+        yield* sandbox.release
+        expect(yield* agent.exitCode).not.toBe(0)
+        expect(yield* isLeftover(sandbox)).toBe(false)
+        yield* sandbox.release
+        expect(yield* isLeftover(sandbox)).toBe(false)
+      }))
+
+    it.scoped("leftovers: a second executor over the same place finds the sandbox, starts in it and releases it", () =>
+      Effect.gen(function*() {
+        const first = yield* Executor
+        const sandbox = yield* first.prepare(specOf({
+          repos: [{ owner: "acme", repo: "widgets" }],
+          setup_commands: ["echo prepared > state.txt"]
+        }))
+        yield* Effect.addFinalizer(() => sandbox.release)
+        const second = Context.get(yield* Layer.build(options.layer), Executor)
+        const found = (yield* second.leftovers).filter((s) => s.execution_id === sandbox.execution_id)
+        expect(found.map((s) => ({ id: s.id, run_id: s.run_id }))).toEqual([{ id: sandbox.id, run_id: sandbox.run_id }])
+        const leftover = found[0]!
+        expect(yield* nodeValue(leftover, `const fs = require("fs"); console.log(JSON.stringify([fs.readFileSync("state.txt", "utf8"), fs.existsSync("widgets/README.md")]))`))
+          .toEqual(["prepared\n", true])
+        yield* leftover.release
+        expect(yield* isLeftover(sandbox)).toBe(false)
+        expect((yield* second.leftovers).some((s) => s.execution_id === sandbox.execution_id)).toBe(false)
+      }))
+  })
+}

@@ -1,0 +1,392 @@
+/**
+ * The Executor port on local child processes: the embedded default. Each execution gets a work
+ * directory below `root`; the agent runs as a child process of the service in it.
+ *
+ * On disk:
+ * - `<root>/<run_id>/<execution_id>/` is the work directory (the sandbox id): each repository
+ *   `owner/repo` is cloned into `<repo>/` from `<reposDir>/<owner>/<repo>` (a bare or non-bare
+ *   git repository), attachments are written into `attachments/<name>`.
+ * - `<root>/<run_id>/<execution_id>.sandbox.json` beside it is the marker: run and execution ids,
+ *   creation time, attachments and the process groups that may still run (see `internal/marker`).
+ *   It is written before the work directory is made and removed after it, so `leftovers` finds
+ *   every sandbox, complete or not.
+ *
+ * Environment: every process gets `env` of the configuration (by default only `PATH` and `HOME`
+ * of the service, never its whole environment with its secrets), then the spec's `env`, then the
+ * variables given to `start`. The spec's `env` is not stored on disk: a sandbox found by
+ * `leftovers` starts processes with the configured environment and the given variables only.
+ *
+ * Processes run in process groups of their own; stopping one signals its whole group (SIGTERM,
+ * then SIGKILL after the grace period). Setup commands (and clones) share one time limit,
+ * `setupTimeoutMs`; past it the running command's group is killed and the setup fails.
+ */
+import { Executor } from "@agent-runs/core"
+import type { Ids } from "@agent-runs/core"
+import { Cause, DateTime, Deferred, Effect, Exit, Layer, Option, Runtime } from "effect"
+import type { Scope } from "effect"
+import { mkdir, readdir, readFile, readlink, rename, rm, rmdir, stat, writeFile } from "node:fs/promises"
+import { join, resolve } from "node:path"
+import { pullStream, runToCompletion, signalGroup, spawnProcess } from "./internal/child.js"
+import type { Completion, Spawned } from "./internal/child.js"
+import { formatMarker, MARKER_SUFFIX, parseMarker } from "./internal/marker.js"
+import type { Marker } from "./internal/marker.js"
+import { attachmentNameProblem, isIdSegment, repositoryProblem } from "./internal/names.js"
+
+export interface Config {
+  /** The directory under which sandboxes live (created when missing). */
+  readonly root: string
+  /** Where repositories are found, as `<reposDir>/<owner>/<repo>`. */
+  readonly reposDir: string
+  /** The base environment of every process; default: `PATH` and `HOME` of the service. */
+  readonly env?: Readonly<Record<string, string>>
+  /** The time all clones and setup commands of one sandbox may take together; default 10 minutes. */
+  readonly setupTimeoutMs?: number
+  /** The grace between SIGTERM and SIGKILL when a scope closes or a sandbox is released; default 2 s. */
+  readonly terminateGraceMs?: number
+}
+
+export const DEFAULT_SETUP_TIMEOUT_MS = 10 * 60_000
+export const DEFAULT_TERMINATE_GRACE_MS = 2_000
+
+/** How much of a stderr line is logged. */
+const STDERR_LINE_BYTES = 4096
+
+/** `PATH` and `HOME` of this process, when set. */
+export const defaultEnv = (): Record<string, string> => {
+  const env: Record<string, string> = {}
+  for (const name of ["PATH", "HOME"]) {
+    const value = process.env[name]
+    if (value !== undefined) env[name] = value
+  }
+  return env
+}
+
+const executorError = (message: string, cause?: unknown) =>
+  new Executor.ExecutorError(cause === undefined ? { message } : { message, cause })
+
+const isMissing = (error: unknown) => (error as { code?: string } | null)?.code === "ENOENT"
+
+const io = <A>(message: string, f: () => Promise<A>) =>
+  Effect.tryPromise({ try: f, catch: (cause) => executorError(`${message}: ${(cause as Error)?.message ?? cause}`, cause) })
+
+/** Where a sandbox lives. */
+interface Place {
+  readonly run_id: Ids.RunId
+  readonly execution_id: Ids.ExecutionId
+  readonly runDir: string
+  readonly workdir: string
+  readonly marker: string
+}
+
+/** A command shown in a message: at most 200 characters. */
+const shown = (command: string) => (command.length > 200 ? `${command.slice(0, 200)}…` : command)
+
+const withOutput = (message: string, output: string) => (output === "" ? message : `${message}: ${output}`)
+
+/**
+ * Whether the process exits within `ms` of real time (not the Clock: processes do not follow the
+ * TestClock). One callback-based wait rather than a race of fibers, which in a finalizer
+ * (uninterruptible) would wait for the losing timer too.
+ */
+const exitsWithin = (spawned: Spawned, ms: number) =>
+  Effect.async<boolean>((resume) => {
+    const onExit = () => {
+      clearTimeout(timer)
+      resume(Effect.succeed(true))
+    }
+    const timer = setTimeout(() => {
+      spawned.child.off("exit", onExit)
+      resume(Effect.succeed(false))
+    }, ms)
+    spawned.child.once("exit", onExit)
+    if (spawned.child.exitCode !== null || spawned.child.signalCode !== null) onExit()
+    return Effect.sync(() => {
+      clearTimeout(timer)
+      spawned.child.off("exit", onExit)
+    })
+  })
+
+/** SIGTERM to the group, SIGKILL once `graceMs` have passed; done when the process has exited. */
+const terminate = (spawned: Spawned, graceMs: number): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    if (yield* Deferred.isDone(spawned.exited)) return
+    signalGroup(spawned.pid, "SIGTERM")
+    if (!(yield* exitsWithin(spawned, Math.max(0, graceMs)))) signalGroup(spawned.pid, "SIGKILL")
+    yield* Deferred.await(spawned.exited)
+    // Whatever it started in its group and left behind.
+    signalGroup(spawned.pid, "SIGKILL")
+  })
+
+/** Whether the process `pid` runs in `workdir` (Linux: its cwd); false when that cannot be told. */
+const runsIn = (pid: number, workdir: string) =>
+  Effect.promise(async () => {
+    try {
+      const cwd = (await readlink(`/proc/${pid}/cwd`)).replace(/ \(deleted\)$/, "")
+      return cwd === workdir || cwd.startsWith(`${workdir}/`)
+    } catch {
+      return false
+    }
+  })
+
+/** The Executor on local processes. */
+export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =>
+  Effect.gen(function*() {
+    const root = resolve(config.root)
+    const reposDir = resolve(config.reposDir)
+    const baseEnv: Readonly<Record<string, string>> = config.env ?? defaultEnv()
+    const setupTimeoutMs = config.setupTimeoutMs ?? DEFAULT_SETUP_TIMEOUT_MS
+    const graceMs = config.terminateGraceMs ?? DEFAULT_TERMINATE_GRACE_MS
+    /** The processes this instance started that have not exited, by work directory. */
+    const running = new Map<string, Set<Spawned>>()
+    /** Serializes marker reads and writes. */
+    const markerLock = yield* Effect.makeSemaphore(1)
+
+    const placeOf = (run_id: Ids.RunId, execution_id: Ids.ExecutionId): Place => {
+      const runDir = join(root, run_id)
+      return { run_id, execution_id, runDir, workdir: join(runDir, execution_id), marker: join(runDir, `${execution_id}${MARKER_SUFFIX}`) }
+    }
+
+    const readMarker = (place: Place) =>
+      Effect.promise(async () => {
+        try {
+          return parseMarker(await readFile(place.marker, "utf8"), { runDir: place.run_id, fileName: `${place.execution_id}${MARKER_SUFFIX}` })
+        } catch {
+          return Option.none<Marker>()
+        }
+      })
+
+    const writeMarker = (place: Place, marker: Marker) =>
+      io(`could not write the sandbox marker ${place.marker}`, async () => {
+        const temporary = `${place.marker}.tmp`
+        await writeFile(temporary, formatMarker(marker), { mode: 0o600 })
+        await rename(temporary, place.marker)
+      })
+
+    /** Changes the recorded process groups of an existing marker (a released sandbox stays released). */
+    const updateGroups = (place: Place, f: (groups: ReadonlyArray<number>) => ReadonlyArray<number>) =>
+      markerLock.withPermits(1)(
+        Effect.flatMap(readMarker(place), Option.match({
+          onNone: () => Effect.void,
+          onSome: (marker) => writeMarker(place, { ...marker, process_groups: f(marker.process_groups) })
+        }))
+      ).pipe(Effect.catchAll((error) => Effect.logWarning("could not update the sandbox marker", error.message)))
+
+    const release = (place: Place): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        const processes = [...(running.get(place.workdir) ?? [])]
+        yield* Effect.forEach(processes, (spawned) => terminate(spawned, graceMs), { concurrency: "unbounded", discard: true })
+        yield* markerLock.withPermits(1)(Effect.gen(function*() {
+          // Groups started by an earlier life of the service that still run in this sandbox.
+          const recorded = Option.match(yield* readMarker(place), { onNone: () => [], onSome: (m) => m.process_groups })
+          for (const pgid of recorded) {
+            if (yield* runsIn(pgid, place.workdir)) signalGroup(pgid, "SIGKILL")
+          }
+          yield* io(`could not remove the work directory ${place.workdir}`, () => rm(place.workdir, { recursive: true, force: true }))
+          yield* io(`could not remove the sandbox marker ${place.marker}`, () => rm(place.marker, { force: true }))
+          yield* Effect.promise(() => rmdir(place.runDir).catch(() => undefined))
+        }))
+      }).pipe(
+        Effect.catchAll((error) => Effect.logWarning("could not release the sandbox", error.message)),
+        Effect.annotateLogs({ run_id: place.run_id, execution_id: place.execution_id }),
+        Effect.withSpan("ProcessExecutor.release")
+      )
+
+    /** Logs a process's stderr at debug level, line by line (long lines cut). */
+    const logStderr = (spawned: Spawned, place: Place, runtime: Runtime.Runtime<never>) => {
+      const log = (line: string) =>
+        Runtime.runFork(runtime)(
+          Effect.logDebug(line).pipe(Effect.annotateLogs({ run_id: place.run_id, execution_id: place.execution_id, pid: spawned.pid, stream: "stderr" }))
+        )
+      let pending = ""
+      spawned.child.stderr!.setEncoding("utf8")
+      spawned.child.stderr!.on("data", (text: string) => {
+        const lines = (pending + text).split("\n")
+        pending = lines.pop()!
+        if (pending.length > STDERR_LINE_BYTES) {
+          lines.push(`${pending.slice(0, STDERR_LINE_BYTES)}…`)
+          pending = ""
+        }
+        for (const line of lines) log(line.length > STDERR_LINE_BYTES ? `${line.slice(0, STDERR_LINE_BYTES)}…` : line)
+      })
+      spawned.child.stderr!.on("end", () => {
+        if (pending !== "") log(pending)
+      })
+    }
+
+    const agentProcess = (spawned: Spawned): Executor.AgentProcess => {
+      const stdin = spawned.child.stdin!
+      return {
+        stdout: pullStream(spawned.child.stdout!),
+        send: (message) =>
+          Effect.suspend(() => {
+            if (spawned.child.exitCode !== null || spawned.child.signalCode !== null) {
+              return Effect.fail(executorError("cannot send to the agent: it has exited"))
+            }
+            if (stdin.destroyed || stdin.writableEnded) return Effect.fail(executorError("cannot send to the agent: its stdin is closed"))
+            let json: string | undefined
+            try {
+              json = JSON.stringify(message)
+            } catch (cause) {
+              return Effect.fail(executorError("cannot send to the agent: the message is not JSON", cause))
+            }
+            if (json === undefined) return Effect.fail(executorError("cannot send to the agent: the message is not JSON"))
+            const line = `${json}\n`
+            return Effect.async<void, Executor.ExecutorError>((resume) => {
+              stdin.write(line, (error) =>
+                resume(error ? Effect.fail(executorError(`cannot send to the agent: ${error.message}`, error)) : Effect.void))
+            })
+          }),
+        terminate: (ms) => terminate(spawned, ms),
+        exitCode: Deferred.await(spawned.exited)
+      }
+    }
+
+    const sandboxAt = (place: Place, attachments: ReadonlyArray<Executor.SandboxAttachment>, sandboxEnv: Readonly<Record<string, string>>): Executor.Sandbox => {
+      const start = Effect.fn("ProcessExecutor.start")(function*(
+        command: ReadonlyArray<string>,
+        env: Readonly<Record<string, string>>
+      ): Effect.fn.Return<Executor.AgentProcess, Executor.ExecutorError, Scope.Scope> {
+        const present = yield* Effect.promise(() => stat(place.workdir).then((s) => s.isDirectory(), () => false))
+        if (!present) return yield* executorError(`the sandbox ${place.workdir} has been released`)
+        const runtime = yield* Effect.runtime<never>()
+        const spawned = yield* Effect.acquireRelease(
+          Effect.tap(spawnProcess(command, { cwd: place.workdir, env: { ...baseEnv, ...sandboxEnv, ...env } }), (spawned) =>
+            Effect.gen(function*() {
+              const set = running.get(place.workdir) ?? new Set()
+              running.set(place.workdir, set.add(spawned))
+              logStderr(spawned, place, runtime)
+              yield* updateGroups(place, (groups) => [...groups, spawned.pid])
+              yield* Effect.forkDaemon(Effect.gen(function*() {
+                yield* Deferred.await(spawned.exited)
+                running.get(place.workdir)?.delete(spawned)
+                yield* updateGroups(place, (groups) => groups.filter((pgid) => pgid !== spawned.pid))
+              }))
+            })),
+          (spawned) => terminate(spawned, graceMs)
+        )
+        yield* Effect.annotateCurrentSpan({ pid: spawned.pid })
+        return agentProcess(spawned)
+      })
+      return {
+        id: place.workdir,
+        run_id: place.run_id,
+        execution_id: place.execution_id,
+        attachments,
+        start,
+        reattach: Option.none(),
+        release: release(place)
+      }
+    }
+
+    const prepare = Effect.fn("ProcessExecutor.prepare")(function*(
+      spec: Executor.SandboxSpec
+    ): Effect.fn.Return<Executor.Sandbox, Executor.SetupFailed | Executor.ExecutorError> {
+      if (!isIdSegment(spec.run_id) || !isIdSegment(spec.execution_id)) {
+        return yield* executorError(`invalid run or execution id ${JSON.stringify(`${spec.run_id}/${spec.execution_id}`)}`)
+      }
+      const names = new Set<string>()
+      for (const attachment of spec.attachments) {
+        const problem = attachmentNameProblem(attachment.name)
+        if (problem !== undefined) return yield* executorError(problem)
+        if (names.has(attachment.name)) return yield* executorError(`two attachments are named ${JSON.stringify(attachment.name)}`)
+        names.add(attachment.name)
+      }
+      const place = placeOf(spec.run_id, spec.execution_id)
+      // An earlier attempt of the same execution is replaced.
+      yield* release(place)
+      const attachmentsDir = join(place.workdir, "attachments")
+      const attachments = spec.attachments.map((a) => ({ name: a.name, media_type: a.media_type, path: join(attachmentsDir, a.name) }))
+      const sandbox = sandboxAt(place, attachments, spec.env)
+      const setupFailed = (message: string) => new Executor.SetupFailed({ message, sandbox })
+
+      const created_at = DateTime.formatIso(yield* DateTime.now)
+      const deadline = Date.now() + setupTimeoutMs
+      const run = (file: string, args: ReadonlyArray<string>, env: Readonly<Record<string, string>>) =>
+        runToCompletion(file, args, { cwd: place.workdir, env, timeoutMs: Math.max(1, deadline - Date.now()) })
+      const timedOut = (what: string, completion: Completion) =>
+        setupFailed(withOutput(`${what} did not finish within the setup time limit of ${setupTimeoutMs} ms`, completion.output))
+
+      yield* Effect.gen(function*() {
+        yield* io(`could not create the sandbox directory ${place.runDir}`, () => mkdir(place.runDir, { recursive: true }))
+        yield* markerLock.withPermits(1)(writeMarker(place, {
+          version: 1,
+          run_id: spec.run_id,
+          execution_id: spec.execution_id,
+          created_at,
+          attachments,
+          process_groups: []
+        }))
+        yield* io(`could not create the work directory ${place.workdir}`, () => mkdir(place.workdir))
+
+        const targets = new Set<string>()
+        for (const repository of spec.repos) {
+          const problem = repositoryProblem(repository)
+          if (problem !== undefined) return yield* setupFailed(problem)
+          const name = `${repository.owner}/${repository.repo}`
+          if (targets.has(repository.repo)) return yield* setupFailed(`repository ${name}: another repository is cloned into ${repository.repo}/ already`)
+          targets.add(repository.repo)
+          const source = join(reposDir, repository.owner, repository.repo)
+          const found = yield* Effect.promise(() => stat(source).then((s) => s.isDirectory(), () => false))
+          if (!found) return yield* setupFailed(`repository ${name} not found`)
+          const completion = yield* run(
+            "git",
+            ["-c", `safe.directory=${source}`, "clone", "--quiet", "--", source, join(place.workdir, repository.repo)],
+            { ...baseEnv, GIT_TERMINAL_PROMPT: "0" }
+          )
+          if (completion._tag === "TimedOut") return yield* timedOut(`cloning repository ${name}`, completion)
+          if (completion.code !== 0) {
+            return yield* setupFailed(withOutput(`could not clone repository ${name} (git exited with ${completion.code})`, completion.output))
+          }
+        }
+
+        if (spec.attachments.length > 0) {
+          yield* io("could not write the attachments", async () => {
+            await mkdir(attachmentsDir, { recursive: true })
+            for (const attachment of spec.attachments) await writeFile(join(attachmentsDir, attachment.name), attachment.bytes)
+          })
+        }
+
+        const total = spec.setup_commands.length
+        for (const [index, command] of spec.setup_commands.entries()) {
+          const what = `setup command ${index + 1} of ${total} \`${shown(command)}\``
+          const completion = yield* run("/bin/sh", ["-c", command], { ...baseEnv, ...spec.env })
+          if (completion._tag === "TimedOut") return yield* timedOut(what, completion)
+          if (completion.code !== 0) return yield* setupFailed(withOutput(`${what} exited with ${completion.code}`, completion.output))
+        }
+      }).pipe(
+        // A failed setup keeps the sandbox for the caller; anything else that stops the preparation removes it.
+        Effect.onExit((exit) =>
+          Exit.isFailure(exit) && !Option.exists(Cause.failureOption(exit.cause), (e) => e._tag === "SetupFailed")
+            ? sandbox.release
+            : Effect.void
+        )
+      )
+      return sandbox
+    })
+
+    const leftovers = Effect.gen(function*() {
+      const runDirs = yield* io(`could not list the sandboxes in ${root}`, () =>
+        readdir(root, { withFileTypes: true }).catch((error) => (isMissing(error) ? [] : Promise.reject(error))))
+      const found: Array<Executor.Sandbox> = []
+      for (const runDir of runDirs) {
+        if (!runDir.isDirectory() || !isIdSegment(runDir.name)) continue
+        const files = yield* Effect.promise(() => readdir(join(root, runDir.name)).catch(() => []))
+        for (const fileName of files) {
+          if (!fileName.endsWith(MARKER_SUFFIX)) continue
+          const text = yield* Effect.promise(() => readFile(join(root, runDir.name, fileName), "utf8").catch(() => undefined))
+          const marker = text === undefined ? Option.none() : parseMarker(text, { runDir: runDir.name, fileName })
+          if (Option.isNone(marker)) {
+            yield* Effect.logWarning("ignoring an unreadable sandbox marker", join(root, runDir.name, fileName))
+            continue
+          }
+          found.push(sandboxAt(placeOf(marker.value.run_id, marker.value.execution_id), marker.value.attachments, {}))
+        }
+      }
+      return found as ReadonlyArray<Executor.Sandbox>
+    }).pipe(Effect.withSpan("ProcessExecutor.leftovers"))
+
+    return Executor.Executor.of({ prepare, leftovers })
+  })
+
+/** The Executor on local child processes, with sandboxes below `config.root`. */
+export const layer = (config: Config): Layer.Layer<Executor.Executor> => Layer.effect(Executor.Executor, make(config))

@@ -1,0 +1,2 @@
+/** @agent-runs/executor-process: the Executor port on local child processes. */
+export * as ProcessExecutor from "./ProcessExecutor.js"
