@@ -349,6 +349,15 @@ describe("runAgent: continuations and debug mode", () => {
     expect(await agent.exit).toBe(0)
     expect(agent.said()).toEqual(["debug: @say hi"])
   })
+  it("acts on a live follow-up of mode normal in a debug run", async () => {
+    const agent = memoryAgent()
+    // Sent before the start line, so it is queued (after the start message's follow-ups) when the run begins.
+    agent.stdin.send({ type: "followup", message: "@say acted", mode: "normal" })
+    agent.stdin.send(start({ mode: "debug", prompt: "x", followups: ["@say not acted"] }))
+    agent.stdin.close()
+    expect(await agent.exit).toBe(0)
+    expect(agent.said()).toEqual(["debug: @say not acted", "acted"])
+  })
 })
 
 describe("runAgent: cancel", () => {
