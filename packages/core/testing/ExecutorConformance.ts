@@ -289,6 +289,14 @@ export const executorConformance = <E>(name: string, options: ExecutorConformanc
         expect(bytes.subarray(0, size).every((b) => b === 120)).toBe(true)
       }))
 
+    it.scoped("stdout: what the agent wrote before anyone read it is kept, even once it has exited", () =>
+      Effect.gen(function*() {
+        const sandbox = yield* prepared(specOf())
+        const agent = yield* sandbox.start([node, "-e", `process.stdout.write("early\\n"); process.stderr.write("e".repeat(1 << 20) + "\\n")`], {})
+        expect(yield* agent.exitCode).toBe(0)
+        expect(decoder.decode(yield* collect(agent.stdout))).toBe("early\n")
+      }))
+
     it.scoped("exit codes: 0 and 3 from commands run one after the other in one sandbox", () =>
       Effect.gen(function*() {
         const sandbox = yield* prepared(specOf())

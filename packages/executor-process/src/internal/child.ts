@@ -221,6 +221,9 @@ export const spawnProcess = (
       })
       child.stdout!.on("error", () => undefined)
       child.stderr!.on("error", () => undefined)
+      // A 'readable' listener for the whole life of stdout: without one, Node resumes (and so
+      // discards) the unread output of a child that has exited.
+      child.stdout!.on("readable", () => undefined)
       child.on("error", (cause) => {
         if (child.pid === undefined) resume(Effect.fail(executorError(`could not start ${file}: ${cause.message}`, cause)))
       })
