@@ -16,6 +16,10 @@ const flushed = (stream: NodeJS.WriteStream): Promise<void> =>
     else stream.write("", () => resolve())
   })
 
+// A reader that went away (EPIPE) must not crash the agent with a stack trace: its output is lost anyway.
+process.stdout.on("error", () => {})
+process.stderr.on("error", () => {})
+
 const code = await runAgent({
   lines: createInterface({ input: process.stdin, crlfDelay: Infinity }),
   writeLine: (line) => {
