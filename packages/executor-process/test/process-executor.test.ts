@@ -3,6 +3,7 @@ import { createTestRepositories } from "@agent-runs/core/testing"
 import { Executor, Ids } from "@agent-runs/core"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Either, Option, Stream } from "effect"
+import type { Scope } from "effect"
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -38,7 +39,7 @@ const specOf = (overrides: Partial<Executor.SandboxSpec> = {}): Executor.Sandbox
 
 /** Runs `f` with an executor on `root` (a fresh one by default). */
 const withExecutor = <A, E>(
-  f: (executor: Executor.Executor["Type"], root: string) => Effect.Effect<A, E, import("effect").Scope.Scope>,
+  f: (executor: Executor.Executor["Type"], root: string) => Effect.Effect<A, E, Scope.Scope>,
   options: { readonly root?: string; readonly setupTimeoutMs?: number; readonly env?: Record<string, string> } = {}
 ) => {
   const root = options.root ?? freshRoot()
