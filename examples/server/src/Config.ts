@@ -8,7 +8,8 @@
  * `AGENT_RUNS_MAX_BODY_BYTES` (1 MiB), `AGENT_RUNS_DOWNLOAD_TTL_SECONDS` (900).
  * Execution: `AGENT_RUNS_EXECUTOR` (`process` | `docker`; `process`), `AGENT_RUNS_HARNESS` (the
  * default agent command, a shell command; the bundled scripted agent), `AGENT_RUNS_REPOS_DIR`
- * (`<data dir>/repos`), `AGENT_RUNS_CONCURRENCY` (runs executed at once by this server, 16),
+ * (`<data dir>/repos`), `AGENT_RUNS_CONCURRENCY` (runs executed at once by this server, 16; 0: an
+ * API-only replica that executes nothing but still sweeps leases and admits waiting runs),
  * `AGENT_RUNS_LEASE_SECONDS` (30), `AGENT_RUNS_CANCEL_GRACE_SECONDS` (5), and for Docker
  * `AGENT_RUNS_DOCKER_IMAGE` (the image of environments without one; `agent-runs-agent:latest`) and
  * `AGENT_RUNS_DOCKER_NETWORK` (`none` | `host`; `none`).
@@ -85,7 +86,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
   harness: Config.option(Config.nonEmptyString("AGENT_RUNS_HARNESS")),
   reposDir: Config.option(Config.string("AGENT_RUNS_REPOS_DIR")),
   concurrency: Config.integer("AGENT_RUNS_CONCURRENCY").pipe(
-    Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
+    Config.validate({ message: "must be 0 or more", validation: (n) => n >= 0 }),
     Config.withDefault(16)
   ),
   leaseSeconds: positive("AGENT_RUNS_LEASE_SECONDS", 30),

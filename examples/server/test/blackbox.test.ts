@@ -9,12 +9,12 @@
  * `AGENT_RUNS_ADMIN_TOKEN` makes that token an instance admin too, without echoing it.
  * The tests of a database share its process, so they run in order.
  */
-import { freshDatabase } from "@agent-runs/storage-pg/testing"
-import { Effect, ExecutionStrategy, Exit, Scope } from "effect"
+import { Effect, Exit, Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import { readFileSync, statSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest"
+import { lifecycle } from "./lifecycle.js"
 import { assertBuilt, call, type ServerProcess, spawnServer, tempDataDir } from "./process.js"
 
 const TOKEN = /ar_[A-Za-z0-9_-]{20,}/g
@@ -26,50 +26,9 @@ const BANNER = /Agent Runs is serving/
 
 const tokensIn = (text: string) => text.match(TOKEN) ?? []
 
-/** One data directory (and database) for the describe block; server processes started on it one at a time. */
-const lifecycle = (kind: "sqlite" | "postgres") => {
-  const scope = Effect.runSync(Scope.make())
-  const state = { dataDir: "", env: {} as Record<string, string> }
-  let instance: { readonly server: ServerProcess; readonly scope: Scope.CloseableScope } | undefined
-
-  beforeAll(async () => {
-    assertBuilt(inject("serverBuild"))
-    await Effect.runPromise(
-      Effect.gen(function*() {
-        state.dataDir = yield* tempDataDir
-        if (kind === "postgres") state.env = { AGENT_RUNS_DATABASE_URL: (yield* freshDatabase).url }
-      }).pipe(Scope.extend(scope))
-    )
-  }, 120_000)
-  // The child scope closes before the database is dropped and the directory removed.
-  afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)), 60_000)
-
-  return {
-    get dataDir() {
-      return state.dataDir
-    },
-    /** Starts a server on the data directory (and database) and waits until it is ready. */
-    start: async (env: Record<string, string> = {}): Promise<ServerProcess> => {
-      const child = await Effect.runPromise(Scope.fork(scope, ExecutionStrategy.sequential))
-      const server = await Effect.runPromise(
-        spawnServer({ dataDir: state.dataDir, env: { ...state.env, ...env } }).pipe(Scope.extend(child))
-      )
-      instance = { server, scope: child }
-      return server
-    },
-    /** Stops the running server; returns how it exited. */
-    stop: async () => {
-      const current = instance!
-      instance = undefined
-      const exited = await Effect.runPromise(current.server.stop)
-      await Effect.runPromise(Scope.close(current.scope, Exit.void))
-      return exited
-    }
-  }
-}
-
 describe.each(["sqlite", "postgres"] as const)("the built server as a process (%s)", (kind) => {
-  const life = lifecycle(kind)
+  // Runs stay QUEUED here (an API-only server): these tests are about the API, not execution.
+  const life = lifecycle(kind, { AGENT_RUNS_CONCURRENCY: "0" })
   /** What the tests learn, in order. */
   const known = {
     server: undefined as ServerProcess | undefined,

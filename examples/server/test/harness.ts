@@ -26,7 +26,11 @@ export interface TestServer {
 }
 
 /** Starts the server for the scope. */
-export const startServer = (kind: DatabaseKind, overrides: Partial<ServerConfig> = {}) =>
+export const startServer = (
+  kind: DatabaseKind,
+  overrides: Partial<ServerConfig> = {},
+  execution: Partial<ServerConfig["execution"]> = {}
+) =>
   Effect.gen(function*() {
     const dataDir = yield* tempDataDir
     const adminToken = `ar_${randomBytes(32).toString("base64url")}`
@@ -50,11 +54,13 @@ export const startServer = (kind: DatabaseKind, overrides: Partial<ServerConfig>
         executor: "process",
         harness: Option.none(),
         reposDir: join(dataDir, "repos"),
-        concurrency: 4,
+        // API tests keep their runs QUEUED; execution tests set a concurrency.
+        concurrency: 0,
         leaseSeconds: 30,
         cancelGraceSeconds: 2,
         dockerImage: "agent-runs-test:latest",
-        dockerNetwork: "none"
+        dockerNetwork: "none",
+        ...execution
       },
       ...overrides
     }

@@ -23,7 +23,7 @@ let server: ServerProcess
 beforeAll(async () => {
   assertBuilt(inject("serverBuild"))
   server = await Effect.runPromise(
-    Effect.flatMap(tempDataDir, (dataDir) => spawnServer({ dataDir, env: { AGENT_RUNS_ADMIN_TOKEN: adminToken } })).pipe(
+    Effect.flatMap(tempDataDir, (dataDir) => spawnServer({ dataDir, env: { AGENT_RUNS_ADMIN_TOKEN: adminToken, AGENT_RUNS_CONCURRENCY: "0" } })).pipe(
       Scope.extend(scope)
     )
   )

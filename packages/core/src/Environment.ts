@@ -35,7 +35,8 @@ export const EnvironmentConfig = Schema.Struct({
   github_repos: withDefault(Schema.Array(GitHubRepo), () => []),
   setup_commands: withDefault(Schema.Array(Schema.String), () => []),
   failure_session_retention_minutes: withDefault(
-    Schema.Int.pipe(Schema.between(0, MAX_FAILURE_SESSION_RETENTION_MINUTES)),
+    // Fractions of a minute are allowed (a short debug window, for tests and demos).
+    Schema.Finite.pipe(Schema.between(0, MAX_FAILURE_SESSION_RETENTION_MINUTES)),
     () => DEFAULT_FAILURE_SESSION_RETENTION_MINUTES
   ),
   harness: optionalInput(NonBlankString)

@@ -1,0 +1,286 @@
+/**
+ * Runs that run: the bundled server in-process with the process executor and the scripted agent,
+ * on SQLite and on PostgreSQL, driven through HTTP. Each directive of the scripted agent; the
+ * timeline, conversation and transcript of a run; follow-ups on each route (stored until start,
+ * live, a new execution with the history, the debug window of a failed setup); cancel in each
+ * state; admission at capacity; child runs started by an agent with its run token.
+ */
+import { Effect, Exit, Scope } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { call, type DatabaseKind, makeTeam, startServer, type TestServer } from "./harness.js"
+
+const started = (kind: DatabaseKind) => {
+  const scope = Effect.runSync(Scope.make())
+  let server: TestServer | undefined
+  beforeAll(async () => {
+    server = await Effect.runPromise(
+      Scope.extend(startServer(kind, {}, { concurrency: 4, cancelGraceSeconds: 1 }), scope)
+    )
+  }, 60_000)
+  afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)), 60_000)
+  return () => server!
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any
+
+/** Polls `GET /agent/runs/{id}` until `done` holds (10 s at most); returns the run. */
+const waitForRun = async (server: TestServer, token: string, runId: string, done: (run: Json) => boolean, timeoutMs = 10_000) => {
+  const deadline = Date.now() + timeoutMs
+  let run: Json
+  for (;;) {
+    run = (await call(server, "GET", `/api/v1/agent/runs/${runId}`, { token })).body
+    if (done(run) || Date.now() > deadline) return run
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+const ended = (run: Json) => ["SUCCEEDED", "FAILED", "BLOCKED", "ERROR", "CANCELLED"].includes(run.state)
+
+/** Every text block of a conversation, in order. */
+const texts = (steps: ReadonlyArray<Json>): Array<string> =>
+  steps.flatMap((step) => [
+    ...step.messages.flatMap((m: Json) => m.content.filter((b: Json) => b.type === "text").map((b: Json) => b.text)),
+    ...texts(step.steps)
+  ])
+
+/** Every block of a conversation, in order. */
+const blocks = (steps: ReadonlyArray<Json>): Array<Json> =>
+  steps.flatMap((step) => [...step.messages.flatMap((m: Json) => m.content), ...blocks(step.steps)])
+
+describe.each(["sqlite", "postgres"] as const)("execution (%s)", (kind) => {
+  const server = started(kind)
+  let member = ""
+  let admin = ""
+
+  beforeAll(async () => {
+    const team = await makeTeam(server(), `exec-${kind}`)
+    member = team.tokens.member
+    admin = team.tokens.admin
+  })
+
+  const create = async (prompt: string, extra: Record<string, unknown> = {}, token = member) => {
+    const created = await call(server(), "POST", "/api/v1/agent/runs", { token, body: { prompt, ...extra } })
+    expect(created.status).toBe(200)
+    return created.body.run_id as string
+  }
+  const get = (path: string, token = member) => call(server(), "GET", `/api/v1${path}`, { token })
+  const runToEnd = async (prompt: string, extra: Record<string, unknown> = {}) => {
+    const runId = await create(prompt, extra)
+    return { runId, run: await waitForRun(server(), member, runId, ended) }
+  }
+  /** The run's conversation (no steps while it has none: 404). */
+  const conversation = async (runId: string) => {
+    const reply = await get(`/agent/runs/${runId}/conversation`)
+    return reply.status === 404 ? { steps: [] } : reply.body
+  }
+
+  it("runs a prompt without directives to SUCCEEDED, with its timeline, conversation and transcript", async () => {
+    const { run, runId } = await runToEnd("Fix the parser\nIt breaks on empty input")
+    expect(run).toMatchObject({ state: "SUCCEEDED", attempt: 1, execution_count: 1, is_sandbox_running: false })
+    expect(run.started_at).not.toBeNull()
+    expect(run.ended_at).not.toBeNull()
+    expect(run.session_id).toMatch(/^scripted-/)
+    const timeline = (await get(`/agent/runs/${runId}/timeline`)).body.events.map((e: Json) => e.event_type)
+    expect(timeline).toEqual([
+      "run_created",
+      "run_pending",
+      "run_queued",
+      "run_claimed",
+      "environment_setup_started",
+      "environment_setup_succeeded",
+      "run_in_progress",
+      "run_succeeded"
+    ])
+    const convo = await conversation(runId)
+    expect(convo.run_ids).toEqual([runId])
+    expect(texts(convo.steps)).toEqual(["Done: Fix the parser"])
+    const transcript = await call(server(), "GET", `/api/v1/agent/runs/${runId}/transcript`, { token: member })
+    expect(transcript.status).toBe(302)
+    const raw = await fetch(transcript.headers.get("location")!).then((r) => r.text())
+    expect(raw.split("\n").filter((l) => l !== "").map((l) => JSON.parse(l).type)).toContain("message")
+    expect(raw).toContain("Done: Fix the parser")
+  })
+
+  it("acts on every directive: say, tool, read-skill, artifacts, steps, usage", async () => {
+    const { run, runId } = await runToEnd(
+      [
+        "Work",
+        "@say hello",
+        "@step Investigate",
+        "@tool grep {\"pattern\":\"TODO\"}",
+        "@read-skill skills/review/SKILL.md",
+        "@read-skill other/SKILL.md bundled-7",
+        "@end-step looked",
+        "@artifact PULL_REQUEST fix-parser https://example.test/pr/7",
+        `@artifact EXTERNAL_REFERENCE https://example.test/ext/${kind}`,
+        "@print this is not json",
+        "@sleep 10"
+      ].join("\n")
+    )
+    expect(run.state).toBe("SUCCEEDED")
+    expect(run.artifacts.map((a: Json) => a.artifact_type)).toEqual(["PULL_REQUEST", "EXTERNAL_REFERENCE"])
+    expect(run.request_usage.input_tokens).toBeGreaterThan(0)
+    const all = blocks((await conversation(runId)).steps)
+    expect(all).toContainEqual({ type: "text", text: "hello" })
+    expect(all).toContainEqual(expect.objectContaining({ type: "action", category: "command", name: "grep", input: { pattern: "TODO" } }))
+    expect(all).toContainEqual(expect.objectContaining({ type: "action_result", name: "grep", state: "completed" }))
+    const skills = all.filter((b) => b.name === "read_skill")
+    expect(skills.map((b) => b.input)).toEqual([
+      { skill_path: "skills/review/SKILL.md" },
+      { skill_path: "other/SKILL.md", bundled_skill_id: "bundled-7" }
+    ])
+    expect(all).toContainEqual({ type: "event", name: "output", data: { text: "this is not json" } })
+    const nested = (await conversation(runId)).steps.flatMap((s: Json) => s.steps)
+    expect(nested).toContainEqual(expect.objectContaining({ description: "Investigate", summary: "looked" }))
+    const found = await get(`/agent/run-by-external-reference?url=${encodeURIComponent(`https://example.test/ext/${kind}`)}`)
+    expect(found.body.run_id).toBe(runId)
+  })
+
+  it("ends BLOCKED, FAILED with the agent's code, and FAILED agent_failed on a non-zero exit", async () => {
+    const blocked = await runToEnd("@block need the API key")
+    expect(blocked.run).toMatchObject({ state: "BLOCKED", status_message: { message: "need the API key" } })
+    const failed = await runToEnd("@fail rate_limited the model said slow down")
+    expect(failed.run).toMatchObject({
+      state: "FAILED",
+      status_message: { message: "the model said slow down", error_code: "rate_limited", retryable: true }
+    })
+    const exited = await runToEnd("@exit 3")
+    expect(exited.run).toMatchObject({
+      state: "FAILED",
+      status_message: { message: "the agent exited with code 3", error_code: "agent_failed" }
+    })
+    const attachments = await runToEnd("@attachments")
+    expect(texts((await conversation(attachments.runId)).steps)).toEqual(["no attachments"])
+  })
+
+  it("survives a 10 MB line and garbage: the run ends and the service answers", async () => {
+    const { run, runId } = await runToEnd("@big 10000000\n@say after")
+    expect(run.state).toBe("SUCCEEDED")
+    const said = texts((await conversation(runId)).steps)
+    expect(said.map((t) => t.length)).toEqual([10_000_000, 5])
+    expect((await call(server(), "GET", "/healthz")).status).toBe(200)
+  }, 30_000)
+
+  it("starts a child run with the agent's run token", async () => {
+    const { run, runId } = await runToEnd("@spawn Review the change")
+    expect(run.state).toBe("SUCCEEDED")
+    const said = texts((await conversation(runId)).steps)
+    const child = /^spawned: (.+)$/.exec(said[0] ?? "")?.[1]
+    expect(child, said.join("\n")).toBeDefined()
+    const childRun = await waitForRun(server(), member, child!, ended)
+    expect(childRun).toMatchObject({ parent_run_id: runId, ancestor_run_ids: [runId], prompt: "Review the change", state: "SUCCEEDED" })
+    expect(childRun.creator.uid).toBe(run.executor.uid)
+  })
+
+  it("delivers a follow-up to the running agent, then continues the ended run with its history", async () => {
+    const runId = await create("Wait\n@await-followup")
+    await waitForRun(server(), member, runId, (r) => r.state === "INPROGRESS")
+    const live = await call(server(), "POST", `/api/v1/agent/runs/${runId}/followups`, { token: member, body: { message: "the key is 42" } })
+    expect(live.body).toMatchObject({ route: "deliver_live" })
+    const first = await waitForRun(server(), member, runId, ended)
+    expect(first.state).toBe("SUCCEEDED")
+    expect(texts((await conversation(runId)).steps)).toEqual(["received: the key is 42"])
+
+    const again = await call(server(), "POST", `/api/v1/agent/runs/${runId}/followups`, { token: member, body: { message: "@history" } })
+    expect(again.body).toMatchObject({ route: "new_execution", execution_count: 2, state: "QUEUED" })
+    const second = await waitForRun(server(), member, runId, (r) => ended(r) && r.execution_count === 2)
+    expect(second).toMatchObject({ state: "SUCCEEDED", execution_count: 2, attempt: 1 })
+    const said = texts((await conversation(runId)).steps)
+    expect(said[0]).toBe("received: the key is 42")
+    expect(said[1]).toMatch(/^history: 1 messages last: received: the key is 42/)
+  })
+
+  it("keeps follow-ups sent before the agent starts, and admits waiting runs when capacity frees", async () => {
+    const team = await makeTeam(server(), `capacity-${kind}`)
+    const adminToken = server().adminToken
+    const teams = await call(server(), "GET", "/api/v1/admin/teams", { token: adminToken })
+    const uid = teams.body.teams.find((t: Json) => t.name === `capacity-${kind}`).uid
+    expect((await call(server(), "PATCH", `/api/v1/admin/teams/${uid}`, { token: adminToken, body: { max_concurrent_runs: 1 } })).status).toBe(200)
+    const token = team.tokens.member
+    const busy = await create("@sleep 1500", {}, token)
+    const waiting = await call(server(), "POST", "/api/v1/agent/runs", { token, body: { prompt: "Second" } })
+    expect(waiting.body).toMatchObject({ state: "PENDING", at_capacity: true })
+    const stored = await call(server(), "POST", `/api/v1/agent/runs/${waiting.body.run_id}/followups`, {
+      token,
+      body: { message: "remember this" }
+    })
+    expect(stored.body).toMatchObject({ route: "store_for_start" })
+    expect((await call(server(), "POST", `/api/v1/agent/runs/${waiting.body.run_id}/cancel`, { token })).status).toBe(409)
+    const second = await waitForRun(server(), token, waiting.body.run_id, ended)
+    expect(second.state).toBe("SUCCEEDED")
+    expect((await waitForRun(server(), token, busy, ended)).state).toBe("SUCCEEDED")
+    const said = texts((await call(server(), "GET", `/api/v1/agent/runs/${waiting.body.run_id}/conversation`, { token })).body.steps)
+    expect(said).toEqual(["Done: Second", "received: remember this"])
+  })
+
+  it("cancels a running agent: CANCELLED quickly, the agent stopped", async () => {
+    const runId = await create("@sleep 60000")
+    await waitForRun(server(), member, runId, (r) => r.state === "INPROGRESS")
+    const started = Date.now()
+    const cancelled = await call(server(), "POST", `/api/v1/agent/runs/${runId}/cancel`, { token: member })
+    expect(cancelled).toMatchObject({ status: 200, body: runId })
+    const run = await waitForRun(server(), member, runId, (r) => r.state === "CANCELLED" && r.is_sandbox_running === false)
+    expect(run).toMatchObject({ state: "CANCELLED", status_message: { message: "cancelled by request" } })
+    expect(Date.now() - started).toBeLessThan(10_000)
+    // The agent gets the cancel message, says so and exits (its transcript shows it).
+    const deadline = Date.now() + 5_000
+    let raw = ""
+    while (Date.now() < deadline && !raw.includes("\"cancelled\"")) {
+      const transcript = await call(server(), "GET", `/api/v1/agent/runs/${runId}/transcript`, { token: member })
+      if (transcript.status === 302) raw = await fetch(transcript.headers.get("location")!).then((r) => r.text())
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    expect(raw).toContain("\"cancelled\"")
+  })
+
+  it("cancels during environment setup, and fails a setup with the debug window", async () => {
+    const slow = await call(server(), "POST", "/api/v1/agent/environments", {
+      token: admin,
+      body: { config: { name: `slow-${kind}`, setup_commands: ["sleep 2"] }, team: true }
+    })
+    expect(slow.status).toBe(201)
+    const runId = await create("never runs", { config: { environment_id: slow.body.uid } })
+    await waitForRun(server(), member, runId, (r) => r.state === "CLAIMED")
+    expect((await call(server(), "POST", `/api/v1/agent/runs/${runId}/cancel`, { token: member })).status).toBe(200)
+    const cancelled = await waitForRun(server(), member, runId, ended)
+    expect(cancelled.state).toBe("CANCELLED")
+
+    const broken = await call(server(), "POST", "/api/v1/agent/environments", {
+      token: admin,
+      body: {
+        config: { name: `broken-${kind}`, setup_commands: ["echo preparing", "echo broken >&2; exit 7"], failure_session_retention_minutes: 0.05 },
+        team: true
+      }
+    })
+    expect(broken.status).toBe(201)
+    const failedId = await create("set me up", { config: { environment_id: broken.body.uid } })
+    const failed = await waitForRun(server(), member, failedId, ended)
+    expect(failed).toMatchObject({
+      state: "FAILED",
+      is_sandbox_running: true,
+      status_message: { error_code: "environment_setup_failed" }
+    })
+    expect(failed.status_message.message).toMatch(/exit/)
+    expect(failed.status_message.session_debug_until).toBeDefined()
+    const env = (await get(`/agent/environments/${broken.body.uid}`, admin)).body
+    expect(env.setup_failed).toBe(true)
+
+    const debug = await call(server(), "POST", `/api/v1/agent/runs/${failedId}/followups`, { token: member, body: { message: "what broke?" } })
+    expect(debug.body).toMatchObject({ route: "debug_session", state: "FAILED" })
+    const deadline = Date.now() + 5_000
+    let said: Array<string> = []
+    while (Date.now() < deadline && !said.includes("debug: what broke?")) {
+      said = texts((await conversation(failedId)).steps)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    expect(said).toContain("debug: what broke?")
+    const still = (await get(`/agent/runs/${failedId}`)).body
+    expect(still).toMatchObject({ state: "FAILED", status_message: { error_code: "environment_setup_failed" } })
+    // The window (3 s) ends: the sandbox is released.
+    const released = await waitForRun(server(), member, failedId, (r) => r.is_sandbox_running === false, 10_000)
+    expect(released.is_sandbox_running).toBe(false)
+    const timeline = (await get(`/agent/runs/${failedId}/timeline`)).body.events.map((e: Json) => e.event_type)
+    expect(timeline).toEqual(expect.arrayContaining(["environment_setup_failed", "run_failed", "followup_received", "debug_session_started"]))
+  }, 30_000)
+})
