@@ -24,7 +24,9 @@ import { Executor } from "@agent-runs/core"
 import type { Ids } from "@agent-runs/core"
 import { Cause, DateTime, Deferred, Effect, Exit, Layer, Option, Runtime } from "effect"
 import type { Scope } from "effect"
-import { mkdir, readdir, readFile, readlink, rename, rm, rmdir, stat, writeFile } from "node:fs/promises"
+import type { FileHandle } from "node:fs/promises"
+import { mkdir, open, readdir, readFile, readlink, rename, rm, rmdir, stat, writeFile } from "node:fs/promises"
+import { randomBytes } from "node:crypto"
 import { join, resolve } from "node:path"
 import { pullStream, runToCompletion, signalGroup, spawnProcess } from "./internal/child.js"
 import type { Completion, Spawned } from "./internal/child.js"
@@ -157,17 +159,41 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
 
     const writeMarker = (place: Place, marker: Marker) =>
       io(`could not write the sandbox marker ${place.marker}`, async () => {
-        const temporary = `${place.marker}.tmp`
+        const temporary = `${place.marker}.${randomBytes(6).toString("hex")}.tmp`
         await writeFile(temporary, formatMarker(marker), { mode: 0o600 })
         await rename(temporary, place.marker)
       })
 
-    /** Changes the recorded process groups of an existing marker (a released sandbox stays released). */
+    /**
+     * Rewrites an existing marker in place, never creating it: a sandbox released meanwhile (by
+     * this or another instance over the same root) stays released. The new text is padded with
+     * spaces to the old size and written with one write, so a reader never sees half a marker.
+     */
+    const rewriteMarker = (place: Place, marker: Marker) =>
+      io(`could not update the sandbox marker ${place.marker}`, async () => {
+        let handle: FileHandle
+        try {
+          handle = await open(place.marker, "r+")
+        } catch (error) {
+          if (isMissing(error)) return
+          throw error
+        }
+        try {
+          const text = Buffer.from(formatMarker(marker))
+          const size = (await handle.stat()).size
+          const bytes = text.length >= size ? text : Buffer.concat([text, Buffer.alloc(size - text.length, " ")])
+          await handle.write(bytes, 0, bytes.length, 0)
+        } finally {
+          await handle.close()
+        }
+      })
+
+    /** Changes the recorded process groups of the marker, if the sandbox still has one. */
     const updateGroups = (place: Place, f: (groups: ReadonlyArray<number>) => ReadonlyArray<number>) =>
       markerLock.withPermits(1)(
         Effect.flatMap(readMarker(place), Option.match({
           onNone: () => Effect.void,
-          onSome: (marker) => writeMarker(place, { ...marker, process_groups: f(marker.process_groups) })
+          onSome: (marker) => rewriteMarker(place, { ...marker, process_groups: f(marker.process_groups) })
         }))
       ).pipe(Effect.catchAll((error) => Effect.logWarning("could not update the sandbox marker", error.message)))
 
@@ -258,7 +284,9 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
               yield* updateGroups(place, (groups) => [...groups, spawned.pid])
               yield* Effect.forkDaemon(Effect.gen(function*() {
                 yield* Deferred.await(spawned.exited)
-                running.get(place.workdir)?.delete(spawned)
+                const set = running.get(place.workdir)
+                set?.delete(spawned)
+                if (set?.size === 0) running.delete(place.workdir)
                 yield* updateGroups(place, (groups) => groups.filter((pgid) => pgid !== spawned.pid))
               }))
             })),

@@ -91,6 +91,8 @@ describe("marker", () => {
   it("round trips when it lies where its ids say", () => {
     const m = marker({ process_groups: [42], attachments: [{ name: "a.txt", media_type: "text/plain", path: "/x/attachments/a.txt" }] })
     expect(parseMarker(formatMarker(m), { runDir: m.run_id, fileName: `${m.execution_id}.sandbox.json` })).toEqual(Option.some(m))
+    // Rewritten in place, a shorter marker is padded with spaces.
+    expect(parseMarker(`${formatMarker(m)}      `, { runDir: m.run_id, fileName: `${m.execution_id}.sandbox.json` })).toEqual(Option.some(m))
   })
 
   it("is refused when malformed, of another version, or placed under other ids", () => {
