@@ -120,13 +120,34 @@ const terminate = (spawned: Spawned, graceMs: number): Effect.Effect<void> =>
   })
 
 /** Whether the process `pid` runs in `workdir` (Linux: its cwd); false when that cannot be told. */
-const runsIn = (pid: number, workdir: string) =>
+const runsInSync = async (pid: number, workdir: string) => {
+  try {
+    const cwd = (await readlink(`/proc/${pid}/cwd`)).replace(/ \(deleted\)$/, "")
+    return cwd === workdir || cwd.startsWith(`${workdir}/`)
+  } catch {
+    return false
+  }
+}
+
+const runsIn = (pid: number, workdir: string) => Effect.promise(() => runsInSync(pid, workdir))
+
+/**
+ * Kills every process whose working directory is in `workdir` (Linux, through `/proc`; nothing
+ * elsewhere): what setup commands left running in the background, and what escaped its group.
+ */
+const killStragglers = (workdir: string) =>
   Effect.promise(async () => {
-    try {
-      const cwd = (await readlink(`/proc/${pid}/cwd`)).replace(/ \(deleted\)$/, "")
-      return cwd === workdir || cwd.startsWith(`${workdir}/`)
-    } catch {
-      return false
+    const entries = await readdir("/proc").catch(() => [] as Array<string>)
+    for (const entry of entries) {
+      const pid = Number(entry)
+      if (!Number.isInteger(pid) || pid <= 1 || pid === process.pid) continue
+      if (await runsInSync(pid, workdir)) {
+        try {
+          process.kill(pid, "SIGKILL")
+        } catch {
+          // gone already
+        }
+      }
     }
   })
 
@@ -207,6 +228,7 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
           for (const pgid of recorded) {
             if (yield* runsIn(pgid, place.workdir)) signalGroup(pgid, "SIGKILL")
           }
+          yield* killStragglers(place.workdir)
           yield* io(`could not remove the work directory ${place.workdir}`, () => rm(place.workdir, { recursive: true, force: true }))
           yield* io(`could not remove the sandbox marker ${place.marker}`, () => rm(place.marker, { force: true }))
           yield* Effect.promise(() => rmdir(place.runDir).catch(() => undefined))

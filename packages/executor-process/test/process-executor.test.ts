@@ -254,6 +254,26 @@ describe("ProcessExecutor", () => {
         }), { root })
     }))
 
+  it.effect.skipIf(!existsSync("/proc/self/cwd"))("release kills what setup commands left running in the sandbox (Linux)", () =>
+    withExecutor((executor, root) =>
+      Effect.gen(function*() {
+        const spec = specOf({ setup_commands: ["sleep 30 > /dev/null 2>&1 & echo $! > background.pid"] })
+        const sandbox = yield* executor.prepare(spec)
+        const pid = Number(readFileSync(join(root, spec.run_id, spec.execution_id, "background.pid"), "utf8"))
+        const alive = () => {
+          try {
+            return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"))
+          } catch {
+            return false
+          }
+        }
+        expect(alive()).toBe(true)
+        yield* sandbox.release
+        // SIGKILL is delivered asynchronously; wait for it without a clock.
+        while (alive()) yield* Effect.yieldNow()
+        expect(alive()).toBe(false)
+      })))
+
   it.effect("a process group leaves the marker when it exits", () =>
     withExecutor((executor, root) =>
       Effect.gen(function*() {
