@@ -23,7 +23,7 @@ import {
 import { Downloads, RunTokens, Server } from "@agent-runs/http"
 import { PgStorage } from "@agent-runs/storage-pg"
 import { SqliteStorage } from "@agent-runs/storage-sqlite"
-import { Console, Effect, Layer, Option, Redacted } from "effect"
+import { Console, Deferred, Effect, Layer, Option, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { createServer } from "node:http"
@@ -137,13 +137,24 @@ export const ServerLive = (config: ServerConfig) =>
       mkdirSync(config.dataDir, { recursive: true })
       const secretKey = yield* secretKeyOf(config)
       const storage = storageLayer(config, secretKey)
+      const started = yield* Deferred.make<void>()
       const base = Layer.mergeAll(
         servicesLayer(config).pipe(Layer.provideMerge(FileBlobStore.layer({ root: join(config.dataDir, "blobs") }))),
         Downloads.layer({ secretKey, publicUrl: config.publicUrl, ttlSeconds: config.downloadTtlSeconds }),
         RunTokens.layer(secretKey),
-        Layer.effect(Server.Readiness, Effect.map(SqlClient.SqlClient, (sql) => Effect.asVoid(sql`SELECT 1`)))
+        // Ready once the start-up work is done (the bootstrap token exists) and while storage answers.
+        Layer.effect(
+          Server.Readiness,
+          Effect.map(SqlClient.SqlClient, (sql) =>
+            Effect.flatMap(
+              Deferred.isDone(started),
+              (done): Effect.Effect<void, unknown> => (done ? Effect.asVoid(sql`SELECT 1`) : Effect.fail("starting"))
+            ))
+        )
       ).pipe(Layer.provideMerge(storage))
-      const startup = Layer.effectDiscard(Effect.flatMap(bootstrap(config), (token) => banner(config, token)))
+      const startup = Layer.effectDiscard(
+        Effect.flatMap(bootstrap(config), (token) => banner(config, token)).pipe(Effect.zipRight(Deferred.succeed(started, undefined)))
+      )
       return Layer.mergeAll(Server.serve({ maxBodyBytes: config.maxBodyBytes }), startup, ExecutionLive(config)).pipe(
         Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.host })),
         Layer.provide(base)

@@ -111,6 +111,9 @@ class Lost {
 }
 
 
+/** How long the output of an agent that exited is still read. */
+const DRAIN_MS = 2_000
+
 /** A retained sandbox of a failed setup, kept for its debug window. */
 interface Retained {
   readonly sandbox: Sandbox
@@ -318,6 +321,22 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
       yield* patchItem(runId, executionId, fields).pipe(Effect.ignore)
     }).pipe(Effect.catchAll((e) => Effect.logWarning("dispatcher: saving the conversation failed", e)))
 
+  /**
+   * Waits until the agent has exited and its output is read: its exit code. Output still in the
+   * pipe is read for up to `DRAIN_MS` after the exit; a process the agent left behind that holds
+   * the pipe open does not keep the run going.
+   */
+  const finished = (agent: AgentProcess, pumping: Fiber.RuntimeFiber<void>) =>
+    Effect.gen(function*() {
+      const exitCode = yield* agent.exitCode.pipe(Effect.orElseSucceed(() => 1))
+      const drained = yield* Fiber.join(pumping).pipe(Effect.timeoutOption(Duration.millis(DRAIN_MS)))
+      if (Option.isNone(drained)) {
+        yield* Fiber.interrupt(pumping)
+        yield* Effect.logWarning(`dispatcher: the agent exited with code ${exitCode} but its output stayed open; stopped reading`)
+      }
+      return exitCode
+    })
+
   /** Stops an agent: the cancel message, then SIGTERM, then SIGKILL, each after the grace period. */
   const stopAgent = (agent: AgentProcess) =>
     Effect.gen(function*() {
@@ -485,8 +504,7 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
       )
       yield* Deferred.await(lost).pipe(Effect.zipRight(stop), Effect.forkScoped)
 
-      yield* Fiber.join(pumping)
-      const exitCode = yield* agent.exitCode.pipe(Effect.orElseSucceed(() => 1))
+      const exitCode = yield* finished(agent, pumping)
       yield* Fiber.interrupt(watching)
       yield* Fiber.interrupt(flushing)
       yield* flush(runId, executionId, state, held)
@@ -540,8 +558,7 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
         for (const f of yield* store.takeFollowups(runId)) yield* agent.send(followupMessage(f.message, "debug")).pipe(Effect.ignore)
         yield* flush(runId, executionId, state, undefined)
       }).pipe(Effect.repeat(Schedule.spaced(Duration.millis(settings.watchMs))), Effect.ignore, Effect.forkScoped)
-      yield* Fiber.join(pumping)
-      yield* agent.exitCode.pipe(Effect.ignore)
+      yield* finished(agent, pumping)
       yield* Fiber.interrupt(delivering)
       yield* flush(runId, executionId, state, undefined)
     }).pipe(
@@ -607,10 +624,11 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
         running += 1
         yield* execute(claimed.value, executionId).pipe(
           Effect.scoped,
-          // A slot is free again: look for more work at once.
+          // A slot is free again: look for more work at once (interruptible: a finalizer is not,
+          // and what it forks would inherit that).
           Effect.ensuring(Effect.suspend(() => {
             running -= 1
-            return Effect.forkIn(claimSome, scope)
+            return Effect.forkIn(Effect.interruptible(claimSome), scope)
           })),
           Effect.forkIn(scope)
         )
