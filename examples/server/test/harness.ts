@@ -69,7 +69,7 @@ export const startServer = (
   })
 
 /** Creates a team with one principal per role; returns their tokens. */
-export const makeTeam = async (server: TestServer, name: string) => {
+export const makeTeam = async (server: Pick<TestServer, "url" | "adminToken">, name: string) => {
   const team = await call(server, "POST", "/api/v1/admin/teams", { token: server.adminToken, body: { name } })
   expect(team.status).toBe(201)
   const tokens: Record<"admin" | "member" | "viewer", string> = { admin: "", member: "", viewer: "" }
