@@ -1,0 +1,318 @@
+/**
+ * The Docker executor against the real engine (started by globalSetup) and the imported test image
+ * (busybox + this Node binary). Every test prepares its own sandbox under its own temporary root.
+ */
+import { execFileSync } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import type { ExecutionId, RunId } from "@agent-runs/core/Ids"
+import type { AgentProcess, Sandbox, SandboxSpec } from "@agent-runs/core/ports/Executor"
+import { Executor } from "@agent-runs/core/ports/Executor"
+import Docker from "dockerode"
+import { Chunk, Effect, Exit, Layer, Option, Scope, Stream } from "effect"
+import { DockerExecutor } from "../src/index.js"
+import { testImage } from "./engine.js"
+
+const docker = new Docker()
+const uuid = () => crypto.randomUUID()
+
+/** A temporary root and repository directory with one repository, `acme/widgets`. */
+const makeDirs = () => {
+  const base = Fs.mkdtempSync(Path.join(Os.tmpdir(), "executor-docker-"))
+  const root = Path.join(base, "sandboxes")
+  const reposDir = Path.join(base, "repos")
+  const repo = Path.join(reposDir, "acme", "widgets")
+  Fs.mkdirSync(repo, { recursive: true })
+  Fs.writeFileSync(Path.join(repo, "README.md"), "widgets\n")
+  const git = (...args: Array<string>) =>
+    execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", ...args], { cwd: repo, stdio: "ignore" })
+  git("init", "--quiet")
+  git("add", "README.md")
+  git("commit", "--quiet", "-m", "init")
+  return { base, root, reposDir }
+}
+
+const executorLayer = (config: Partial<DockerExecutor.DockerExecutorConfig> = {}) => {
+  const dirs = makeDirs()
+  return Layer.effect(Executor, DockerExecutor.make({ root: dirs.root, reposDir: dirs.reposDir, image: testImage, ...config }))
+}
+
+const spec = (overrides: Partial<SandboxSpec> = {}): SandboxSpec => ({
+  run_id: uuid() as RunId,
+  execution_id: uuid() as ExecutionId,
+  docker_image: null,
+  repos: [],
+  setup_commands: [],
+  attachments: [],
+  env: {},
+  ...overrides
+})
+
+/** Prepares a sandbox released when the test's scope closes. */
+const prepare = (overrides: Partial<SandboxSpec> = {}) =>
+  Effect.acquireRelease(
+    Effect.flatMap(Executor, (executor) => executor.prepare(spec(overrides))),
+    (sandbox) => sandbox.release
+  )
+
+const text = (stream: Stream.Stream<Uint8Array, unknown>) =>
+  Stream.runCollect(stream).pipe(
+    Effect.map((chunks) => Buffer.concat(Chunk.toReadonlyArray(chunks)).toString("utf8"))
+  )
+
+/** Runs a command to its end: stdout and exit code. */
+const runIn = (sandbox: Sandbox, command: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+  Effect.gen(function*() {
+    const agent = yield* sandbox.start(command, env)
+    const stdout = yield* text(agent.stdout)
+    return { stdout, exitCode: yield* agent.exitCode }
+  }).pipe(Effect.scoped)
+
+const node = (script: string) => ["node", "-e", script]
+
+/** Reads stdout until it holds `needle`, then hands the process back. */
+const waitFor = (agent: AgentProcess, needle: string) =>
+  agent.stdout.pipe(
+    Stream.decodeText(),
+    Stream.scan("", (seen, piece) => seen + piece),
+    Stream.takeUntil((seen) => seen.includes(needle)),
+    Stream.runDrain
+  )
+
+const containerOf = (sandbox: Sandbox) => Effect.promise(() => docker.getContainer(sandbox.id).inspect())
+
+describe("DockerExecutor", () => {
+  it.layer(executorLayer({ memoryBytes: 256 * 1024 * 1024, nanoCpus: 500_000_000, pidsLimit: 200 }), { timeout: 60_000 })(
+    "one executor",
+    (it) => {
+      it.scoped("clones repositories, writes attachments at their in-container paths, runs setup in order with env", () =>
+        Effect.gen(function*() {
+          const sandbox = yield* prepare({
+            repos: [{ owner: "acme", repo: "widgets" }],
+            attachments: [{ name: "event-payload.json", media_type: "application/json", bytes: new TextEncoder().encode("{\"a\":1}") }],
+            setup_commands: ["echo \"one $GREETING\" >> /workspace/setup.log", "echo two >> setup.log"],
+            env: { GREETING: "hello" }
+          })
+          expect(sandbox.attachments).toEqual([
+            { name: "event-payload.json", media_type: "application/json", path: "/workspace/attachments/event-payload.json" }
+          ])
+          const result = yield* runIn(sandbox, ["sh", "-c", "cat widgets/README.md; cat setup.log; cat /workspace/attachments/event-payload.json; pwd"])
+          expect(result).toEqual({ stdout: "widgets\none hello\ntwo\n{\"a\":1}/workspace\n", exitCode: 0 })
+        }))
+
+      it.scoped("a failing setup command is SetupFailed naming command, code and output; the sandbox is kept and runs a debug agent", () =>
+        Effect.gen(function*() {
+          const executor = yield* Executor
+          const failure = yield* executor.prepare(spec({
+            setup_commands: ["echo first > first.txt", "echo broken-output; echo to-stderr >&2; exit 7", "echo never > never.txt"]
+          })).pipe(Effect.flip)
+          expect(failure._tag).toBe("SetupFailed")
+          if (failure._tag !== "SetupFailed") return
+          yield* Effect.addFinalizer(() => failure.sandbox.release)
+          expect(failure.message).toContain("echo broken-output; echo to-stderr >&2; exit 7")
+          expect(failure.message).toContain("7")
+          expect(failure.message).toContain("broken-output")
+          expect(failure.message).toContain("to-stderr")
+          const container = yield* containerOf(failure.sandbox)
+          expect(container.State.Running).toBe(true)
+          const debug = yield* runIn(failure.sandbox, ["sh", "-c", "ls first.txt never.txt 2>&1; echo $MODE"], { MODE: "debug" })
+          expect(debug.stdout).toContain("first.txt")
+          expect(debug.stdout).toContain("never.txt: No such file")
+          expect(debug.stdout).toContain("debug")
+        }))
+
+      it.scoped("a repository that does not exist is SetupFailed", () =>
+        Effect.gen(function*() {
+          const executor = yield* Executor
+          const failure = yield* executor.prepare(spec({ repos: [{ owner: "acme", repo: "missing" }] })).pipe(Effect.flip)
+          expect(failure._tag).toBe("SetupFailed")
+          if (failure._tag === "SetupFailed") {
+            expect(failure.message).toContain("acme/missing")
+            yield* failure.sandbox.release
+          }
+        }))
+
+      it.scoped("names that would escape the work directory are refused", () =>
+        Effect.gen(function*() {
+          const executor = yield* Executor
+          for (const bad of [
+            { repos: [{ owner: "..", repo: "etc" }] },
+            { attachments: [{ name: "../escape", media_type: "text/plain", bytes: new Uint8Array() }] }
+          ]) {
+            const failure = yield* executor.prepare(spec(bad)).pipe(Effect.flip)
+            expect(failure._tag).toBe("SetupFailed")
+            if (failure._tag === "SetupFailed") yield* failure.sandbox.release
+          }
+        }))
+
+      it.scoped("start passes the sandbox env plus its own; stderr is not in stdout; a 10 MB line arrives whole", () =>
+        Effect.gen(function*() {
+          const sandbox = yield* prepare({ env: { FROM_SANDBOX: "s", SHARED: "sandbox" } })
+          const env = yield* runIn(sandbox, ["sh", "-c", "echo $FROM_SANDBOX $FROM_START $SHARED; echo noise >&2"], {
+            FROM_START: "t",
+            SHARED: "start"
+          })
+          expect(env).toEqual({ stdout: "s t start\n", exitCode: 0 })
+          const big = yield* runIn(sandbox, node("process.stdout.write('x'.repeat(10 * 1024 * 1024) + '\\n')"))
+          expect(big.exitCode).toBe(0)
+          expect(big.stdout.length).toBe(10 * 1024 * 1024 + 1)
+          expect(big.stdout.endsWith("x\n")).toBe(true)
+        }))
+
+      it.scoped("send writes JSON lines to stdin", () =>
+        Effect.gen(function*() {
+          const sandbox = yield* prepare()
+          const agent = yield* sandbox.start(
+            node(
+              "const rl = require('readline').createInterface({ input: process.stdin });" +
+                "rl.on('line', (l) => { const m = JSON.parse(l); console.log('got ' + m.n); if (m.n === 2) process.exit(0) })"
+            ),
+            {}
+          )
+          yield* agent.send({ n: 1 })
+          yield* agent.send({ n: 2 })
+          expect(yield* text(agent.stdout)).toBe("got 1\ngot 2\n")
+          expect(yield* agent.exitCode).toBe(0)
+        }))
+
+      it.scoped("exit codes: 0, 3, and 143 for SIGTERM", () =>
+        Effect.gen(function*() {
+          const sandbox = yield* prepare()
+          expect((yield* runIn(sandbox, ["sh", "-c", "exit 0"])).exitCode).toBe(0)
+          expect((yield* runIn(sandbox, ["sh", "-c", "exit 3"])).exitCode).toBe(3)
+          expect((yield* runIn(sandbox, ["sh", "-c", "kill -s TERM $$; sleep 5"])).exitCode).toBe(143)
+          expect((yield* runIn(sandbox, ["no-such-command"])).exitCode).toBe(127)
+        }))
+
+      it.scoped("terminate: SIGTERM to the process group; SIGKILL after the grace when ignored", () =>
+        Effect.gen(function*() {
+          const sandbox = yield* prepare()
+          const polite = yield* sandbox.start(["sh", "-c", "sleep 300 & echo ready; wait"], {})
+          yield* waitFor(polite, "ready")
+          yield* polite.terminate(5_000)
+          expect(yield* polite.exitCode).toBe(143)
+
+          const stubborn = yield* sandbox.start(
+            node("process.on('SIGTERM', () => console.log('ignored')); console.log('ready'); setInterval(() => {}, 1000)"),
+            {}
+          )
+          yield* waitFor(stubborn, "ready")
+          const started = Date.now()
+          yield* stubborn.terminate(500)
+          expect(Date.now() - started).toBeGreaterThanOrEqual(500)
+          expect(yield* stubborn.exitCode).toBe(137)
+          // Nothing of either agent is left in the container (the background sleep went with its group).
+          const ps = yield* runIn(sandbox, ["ps", "-o", "comm"])
+          expect(ps.stdout).not.toContain("node")
+          expect(ps.stdout.split("\n").filter((line) => line.trim() === "sleep").length).toBe(1)
+        }))
+
+      it.scoped("closing the scope of start terminates the agent", () =>
+        Effect.gen(function*() {
+          const sandbox = yield* prepare()
+          yield* Effect.scoped(Effect.gen(function*() {
+            const agent = yield* sandbox.start(["sh", "-c", "echo ready; exec sleep 300"], {})
+            yield* waitFor(agent, "ready")
+          }))
+          const ps = yield* runIn(sandbox, ["ps", "-o", "args"])
+          expect(ps.stdout).not.toContain("sleep 300")
+        }))
+
+      it.scoped("labels, limits and network mode none are on the container", () =>
+        Effect.gen(function*() {
+          const s = spec()
+          const executor = yield* Executor
+          const sandbox = yield* Effect.acquireRelease(executor.prepare(s), (sandbox) => sandbox.release)
+          const info = yield* containerOf(sandbox)
+          expect(info.Config.Labels).toMatchObject({
+            "agent-runs.managed": "true",
+            "agent-runs.run-id": s.run_id,
+            "agent-runs.execution-id": s.execution_id
+          })
+          expect(info.HostConfig.NetworkMode).toBe("none")
+          expect(info.HostConfig.Memory).toBe(256 * 1024 * 1024)
+          expect(info.HostConfig.NanoCpus).toBe(500_000_000)
+          expect(info.HostConfig.PidsLimit).toBe(200)
+          const interfaces = yield* runIn(sandbox, ["cat", "/proc/net/dev"])
+          expect(interfaces.stdout).toContain("lo:")
+          expect(interfaces.stdout).not.toContain("eth0")
+        }))
+
+      it.scoped("release stops the agent, removes the container and the work directory; twice is fine", () =>
+        Effect.gen(function*() {
+          const executor = yield* Executor
+          const sandbox = yield* executor.prepare(spec())
+          const agent = yield* sandbox.start(["sh", "-c", "echo ready; exec sleep 300"], {})
+          yield* waitFor(agent, "ready")
+          const workdir = (yield* containerOf(sandbox)).Config.Labels["agent-runs.workdir"]!
+          expect(Fs.existsSync(workdir)).toBe(true)
+          yield* sandbox.release
+          yield* sandbox.release
+          const gone = yield* Effect.tryPromise(() => docker.getContainer(sandbox.id).inspect()).pipe(Effect.exit)
+          expect(Exit.isFailure(gone)).toBe(true)
+          expect(Fs.existsSync(workdir)).toBe(false)
+        }))
+    }
+  )
+
+  it.live("leftovers: a second executor on the same root finds the sandboxes, reattaches to a running agent and releases them", () =>
+    Effect.gen(function*() {
+      const dirs = makeDirs()
+      const config = { root: dirs.root, reposDir: dirs.reposDir, image: testImage }
+      const first = yield* DockerExecutor.make(config)
+      const second = yield* DockerExecutor.make(config)
+      const other = yield* DockerExecutor.make({ ...config, root: Path.join(dirs.base, "elsewhere") })
+
+      const idle = yield* first.prepare(spec({
+        attachments: [{ name: "a.txt", media_type: "text/plain", bytes: new TextEncoder().encode("a") }]
+      }))
+      const busy = yield* first.prepare(spec())
+      // The first life of the service ends while the agent runs: its connection goes, the agent stays.
+      const scope = yield* Scope.make()
+      const agent = yield* busy.start(["sh", "-c", "echo ready; sleep 300"], {}).pipe(Effect.provideService(Scope.Scope, scope))
+      yield* waitFor(agent, "ready")
+
+      const found = yield* second.leftovers
+      const byExecution = new Map(found.map((sandbox) => [sandbox.execution_id, sandbox]))
+      expect(byExecution.get(idle.execution_id)?.run_id).toBe(idle.run_id)
+      expect(byExecution.get(idle.execution_id)?.attachments).toEqual(idle.attachments)
+      expect(Option.isNone(byExecution.get(idle.execution_id)!.reattach)).toBe(true)
+      const leftover = byExecution.get(busy.execution_id)!
+      expect(Option.isSome(leftover.reattach)).toBe(true)
+      expect(yield* other.leftovers).toEqual([])
+
+      // Reattached: the agent can be terminated and its exit code read.
+      yield* Effect.scoped(Effect.gen(function*() {
+        const again = yield* Option.getOrThrow(leftover.reattach)
+        yield* again.terminate(2_000)
+        expect(yield* again.exitCode).toBe(143)
+      }))
+      yield* Effect.forEach(found, (sandbox) => sandbox.release)
+      expect((yield* second.leftovers).filter((s) => s.execution_id === idle.execution_id || s.execution_id === busy.execution_id))
+        .toEqual([])
+      yield* Scope.close(scope, Exit.void)
+    }), 60_000)
+
+  it.live("a missing image or an unreachable engine is an ExecutorError with a clear message", () =>
+    Effect.gen(function*() {
+      const dirs = makeDirs()
+      const missing = yield* DockerExecutor.make({ root: dirs.root, reposDir: dirs.reposDir, image: "agent-runs-no-such-image:1" })
+      const noImage = yield* missing.prepare(spec()).pipe(Effect.flip)
+      expect(noImage._tag).toBe("ExecutorError")
+      expect(noImage.message).toContain("agent-runs-no-such-image:1")
+      expect(noImage.message).toContain("not found")
+      expect(Fs.readdirSync(dirs.root)).toEqual([])
+
+      const nowhere = yield* DockerExecutor.make({
+        root: dirs.root,
+        reposDir: dirs.reposDir,
+        image: testImage,
+        socketPath: Path.join(dirs.base, "no-engine.sock")
+      })
+      const unreachable = yield* nowhere.leftovers.pipe(Effect.flip)
+      expect(unreachable.message).toContain("unreachable")
+      expect(unreachable.message).toContain("no-engine.sock")
+    }))
+})
