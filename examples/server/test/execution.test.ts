@@ -1,20 +1,34 @@
 /**
- * Runs that run: the bundled server in-process with the process executor and the scripted agent,
- * on SQLite and on PostgreSQL, driven through HTTP. Each directive of the scripted agent; the
+ * Runs that run: the bundled server in-process with the scripted agent, on SQLite and on
+ * PostgreSQL, with the process executor and with the Docker executor (the test image, the host's
+ * network), driven through HTTP. Each directive of the scripted agent; the
  * timeline, conversation and transcript of a run; follow-ups on each route (stored until start,
  * live, a new execution with the history, the debug window of a failed setup); cancel in each
  * state; admission at capacity; child runs started by an agent with its run token.
  */
+import { testImage } from "@agent-runs/executor-docker/testing"
 import { Effect, Exit, Scope } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call, type DatabaseKind, makeTeam, startServer, type TestServer } from "./harness.js"
 
-const started = (kind: DatabaseKind) => {
+type ExecutorKind = "process" | "docker"
+
+const started = (kind: DatabaseKind, executor: ExecutorKind) => {
   const scope = Effect.runSync(Scope.make())
   let server: TestServer | undefined
   beforeAll(async () => {
     server = await Effect.runPromise(
-      Scope.extend(startServer(kind, {}, { concurrency: 4, cancelGraceSeconds: 1 }), scope)
+      Scope.extend(
+        startServer(kind, {}, {
+          concurrency: 4,
+          cancelGraceSeconds: 1,
+          executor,
+          dockerImage: testImage,
+          // The host's network, so that an agent in a container reaches the API (`@spawn`).
+          dockerNetwork: "host"
+        }),
+        scope
+      )
     )
   }, 60_000)
   afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)), 60_000)
@@ -48,13 +62,18 @@ const texts = (steps: ReadonlyArray<Json>): Array<string> =>
 const blocks = (steps: ReadonlyArray<Json>): Array<Json> =>
   steps.flatMap((step) => [...step.messages.flatMap((m: Json) => m.content), ...blocks(step.steps)])
 
-describe.each(["sqlite", "postgres"] as const)("execution (%s)", (kind) => {
-  const server = started(kind)
+describe.each([
+  ["sqlite", "process"],
+  ["postgres", "process"],
+  ["sqlite", "docker"],
+  ["postgres", "docker"]
+] as const)("execution (%s, %s executor)", (kind, executor) => {
+  const server = started(kind, executor)
   let member = ""
   let admin = ""
 
   beforeAll(async () => {
-    const team = await makeTeam(server(), `exec-${kind}`)
+    const team = await makeTeam(server(), `exec-${kind}-${executor}`)
     member = team.tokens.member
     admin = team.tokens.admin
   })

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { DockerExecutor } from "../src/index.js"
-import { testImage } from "./engine.js"
+import { testImage } from "../testing/engine.js"
 
 const base = mkdtempSync(join(tmpdir(), "agent-runs-executor-docker-"))
 afterAll(() => rmSync(base, { recursive: true, force: true }))

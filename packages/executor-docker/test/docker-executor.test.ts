@@ -14,7 +14,7 @@ import { Executor } from "@agent-runs/core/ports/Executor"
 import Docker from "dockerode"
 import { Chunk, Effect, Exit, Layer, Option, Scope, Stream } from "effect"
 import { DockerExecutor } from "../src/index.js"
-import { testImage } from "./engine.js"
+import { testImage } from "../testing/engine.js"
 
 const docker = new Docker()
 const uuid = () => crypto.randomUUID()

@@ -1,4 +1,4 @@
-import { ensureEngine, ensureTestImage } from "./engine.js"
+import { ensureEngine, ensureTestImage } from "../testing/engine.js"
 
 // Once per test run: the engine answers and the test image exists (minutes the first time on a
 // fresh machine, a second or two afterwards).
