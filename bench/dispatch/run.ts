@@ -222,6 +222,8 @@ interface Latencies {
   readonly first: ReadonlyArray<number>
   /** Sent → exited (direct) or seen SUCCEEDED (ours), ms, sorted. */
   readonly ended: ReadonlyArray<number>
+  /** Ours: each measured run with its send time and logged first output, for the breakdown. */
+  readonly runs?: ReadonlyArray<{ readonly runId: string; readonly sent: number; readonly logged: number }>
 }
 
 const sorted = (values: Array<number>) => values.sort((a, b) => a - b)
@@ -246,6 +248,7 @@ const latencyDirect = async (tail: LogTail, cwd: string, runs: number, warmup: n
 const latencyOurs = async (api: Api, tail: LogTail, runs: number, warmup: number): Promise<Latencies> => {
   const first: Array<number> = []
   const ended: Array<number> = []
+  const measured: Array<{ runId: string; sent: number; logged: number }> = []
   for (let i = 0; i < warmup + runs; i++) {
     const sent = now()
     const runId = await createRun(api, i)
@@ -256,9 +259,47 @@ const latencyOurs = async (api: Api, tail: LogTail, runs: number, warmup: number
     if (i >= warmup) {
       first.push(logged - sent)
       ended.push(end - sent)
+      measured.push({ runId, sent, logged })
     }
   }
-  return { first: sorted(first), ended: sorted(ended) }
+  return { first: sorted(first), ended: sorted(ended), runs: measured }
+}
+
+/** The points of a run's way, in order: the timeline events' times (ms resolution) and the logged first output. */
+const STAGES = [
+  ["POST sent", "run_created"],
+  ["run_created", "run_queued"],
+  ["run_queued", "run_claimed"],
+  ["run_claimed", "environment_setup_started"],
+  ["environment_setup_started", "environment_setup_succeeded"],
+  ["environment_setup_succeeded", "run_in_progress"],
+  ["run_in_progress", "first output"],
+  ["first output", "run_succeeded"]
+] as const
+
+/** p50 of each stage over the measured runs, from their timelines (read after the measurement). */
+const breakdown = async ({ server, token }: Api, runs: NonNullable<Latencies["runs"]>) => {
+  const durations = new Map<string, Array<number>>()
+  for (const { logged, runId, sent } of runs) {
+    const timeline = await expectStatus<{ events: Array<{ event_type: string; occurred_at: string }> }>(
+      "get timeline",
+      await call(server, "GET", `/api/v1/agent/runs/${runId}/timeline`, { token }),
+      200
+    )
+    const points = new Map<string, number>([["POST sent", sent], ["first output", logged]])
+    for (const event of timeline.events) if (!points.has(event.event_type)) points.set(event.event_type, Date.parse(event.occurred_at))
+    for (const [from, to] of STAGES) {
+      const a = points.get(from)
+      const b = points.get(to)
+      if (a === undefined || b === undefined) continue
+      const key = `${from} → ${to}`
+      durations.set(key, [...(durations.get(key) ?? []), b - a])
+    }
+  }
+  return [...durations].map(([stage, values]) => {
+    const ordered = sorted(values)
+    return { stage, p50: at(ordered, 0.5), p99: at(ordered, 0.99) }
+  })
 }
 
 /** `total` tasks, `concurrency` at a time. */
@@ -305,6 +346,8 @@ const throughputOurs = async (api: Api, runs: number, warmup: number): Promise<T
 // ---------------------------------------------------------------------------------------------
 // Report
 
+/** The label column. */
+const WIDTH = 62
 const ms = (n: number) => n.toFixed(1).padStart(8)
 const number = (n: number, digits = 0) => n.toLocaleString("en", { minimumFractionDigits: digits, maximumFractionDigits: digits })
 const rate = (t: Throughput) => t.runs / t.seconds
@@ -378,25 +421,28 @@ const program = Effect.gen(function*() {
   console.log(`\nlatency to first output (${RUNS} runs, one at a time)`)
   const direct = yield* Effect.promise(() => latencyDirect(directTail, workDir, RUNS, WARMUP_RUNS))
   const ours = yield* withServerOutput(Effect.promise(() => latencyOurs(api, serverTail, RUNS, WARMUP_RUNS)))
-  console.log(`${"".padEnd(44)} ${"p50 ms".padStart(8)} ${"p99 ms".padStart(8)}`)
-  console.log(`${"direct spawn → first output".padEnd(44)} ${ms(at(direct.first, 0.5))} ${ms(at(direct.first, 0.99))}`)
-  console.log(`${"ours: POST → first output".padEnd(44)} ${ms(at(ours.first, 0.5))} ${ms(at(ours.first, 0.99))}`)
+  console.log(`${"".padEnd(WIDTH)} ${"p50 ms".padStart(8)} ${"p99 ms".padStart(8)}`)
+  console.log(`${"direct spawn → first output".padEnd(WIDTH)} ${ms(at(direct.first, 0.5))} ${ms(at(direct.first, 0.99))}`)
+  console.log(`${"ours: POST → first output".padEnd(WIDTH)} ${ms(at(ours.first, 0.5))} ${ms(at(ours.first, 0.99))}`)
   console.log(
-    `${"overhead (ours − direct)".padEnd(44)} ${ms(at(ours.first, 0.5) - at(direct.first, 0.5))} ${
+    `${"overhead (ours − direct)".padEnd(WIDTH)} ${ms(at(ours.first, 0.5) - at(direct.first, 0.5))} ${
       ms(at(ours.first, 0.99) - at(direct.first, 0.99))
     }`
   )
-  console.log(`${"direct spawn → exited".padEnd(44)} ${ms(at(direct.ended, 0.5))} ${ms(at(direct.ended, 0.99))}`)
-  console.log(`${"ours: POST → seen SUCCEEDED (5 ms polls)".padEnd(44)} ${ms(at(ours.ended, 0.5))} ${ms(at(ours.ended, 0.99))}`)
+  console.log(`${"direct spawn → exited".padEnd(WIDTH)} ${ms(at(direct.ended, 0.5))} ${ms(at(direct.ended, 0.99))}`)
+  console.log(`${"ours: POST → seen SUCCEEDED (5 ms polls)".padEnd(WIDTH)} ${ms(at(ours.ended, 0.5))} ${ms(at(ours.ended, 0.99))}`)
+  const stages = yield* Effect.promise(() => breakdown(api, ours.runs ?? []))
+  console.log("ours, by stage (timeline times have ms resolution; the stages' p50s need not add up):")
+  for (const { p50, p99, stage } of stages) console.log(`  ${stage.padEnd(WIDTH - 2)} ${ms(p50)} ${ms(p99)}`)
   const overhead = at(ours.first, 0.5) - at(direct.first, 0.5)
   console.log(`goal: overhead ≤ 15 ms p50 (${overhead <= 15 ? "met" : "not met"}: ${overhead.toFixed(1)} ms)`)
 
   // 2. Throughput
   console.log(`\nthroughput (${number(THROUGHPUT_RUNS)} runs, ${CONCURRENCY} at a time)`)
   const directRate = yield* Effect.promise(() => throughputDirect(directLog, workDir, THROUGHPUT_RUNS, WARMUP_RUNS))
-  console.log(`${"direct spawn, each to its exit".padEnd(44)} ${number(rate(directRate), 1).padStart(8)} runs/s (${directRate.seconds.toFixed(2)} s)`)
+  console.log(`${"direct spawn, each to its exit".padEnd(WIDTH)} ${number(rate(directRate), 1).padStart(8)} runs/s (${directRate.seconds.toFixed(2)} s)`)
   const oursRate = yield* withServerOutput(Effect.promise(() => throughputOurs(api, THROUGHPUT_RUNS, WARMUP_RUNS)))
-  console.log(`${"ours: POSTed, until all SUCCEEDED".padEnd(44)} ${number(rate(oursRate), 1).padStart(8)} runs/s (${oursRate.seconds.toFixed(2)} s)`)
+  console.log(`${"ours: POSTed, until all SUCCEEDED".padEnd(WIDTH)} ${number(rate(oursRate), 1).padStart(8)} runs/s (${oursRate.seconds.toFixed(2)} s)`)
   console.log(`ratio direct/ours ${(rate(directRate) / rate(oursRate)).toFixed(2)}×`)
 
   // Every run of the team must have succeeded.
