@@ -5,7 +5,8 @@
  * `AGENT_RUNS_ADMIN_TOKEN`, `AGENT_RUNS_PUBLIC_URL` (`http://<host>:<port>`),
  * `AGENT_RUNS_WEBHOOK_BASE_URL` (the public URL), `AGENT_RUNS_SECRET_KEY` (32 bytes as 64 hex
  * characters or base64; generated into `<data dir>/secret-key` when absent),
- * `AGENT_RUNS_MAX_BODY_BYTES` (1 MiB), `AGENT_RUNS_DOWNLOAD_TTL_SECONDS` (900).
+ * `AGENT_RUNS_MAX_BODY_BYTES` (1 MiB), `AGENT_RUNS_DOWNLOAD_TTL_SECONDS` (900), `AGENT_RUNS_BLOB_DIR`
+ * (`<data dir>/blobs`: transcripts; replicas share one so that any of them serves any transcript).
  * Execution: `AGENT_RUNS_EXECUTOR` (`process` | `docker`; `process`), `AGENT_RUNS_HARNESS` (the
  * default agent command, a shell command; the bundled scripted agent), `AGENT_RUNS_REPOS_DIR`
  * (`<data dir>/repos`), `AGENT_RUNS_CONCURRENCY` (runs executed at once by this server, 16; 0: an
@@ -33,6 +34,7 @@ export interface ServerConfig {
   readonly secretKey: Option.Option<Redacted.Redacted<string>>
   readonly maxBodyBytes: number
   readonly downloadTtlSeconds: number
+  readonly blobDir: string
   readonly execution: ExecutionConfig
 }
 
@@ -82,6 +84,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
     Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 }),
     Config.withDefault(15 * 60)
   ),
+  blobDir: Config.option(Config.string("AGENT_RUNS_BLOB_DIR")),
   executor: Config.literal("process", "docker")("AGENT_RUNS_EXECUTOR").pipe(Config.withDefault("process" as const)),
   harness: Config.option(Config.nonEmptyString("AGENT_RUNS_HARNESS")),
   reposDir: Config.option(Config.string("AGENT_RUNS_REPOS_DIR")),
@@ -114,6 +117,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
       secretKey: raw.secretKey,
       maxBodyBytes: raw.maxBodyBytes,
       downloadTtlSeconds: raw.downloadTtlSeconds,
+      blobDir: Option.match(raw.blobDir, { onNone: () => join(raw.dataDir, "blobs"), onSome: (dir) => resolve(dir) }),
       execution: {
         executor: raw.executor,
         harness: raw.harness,

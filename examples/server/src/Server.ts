@@ -139,7 +139,7 @@ export const ServerLive = (config: ServerConfig) =>
       const storage = storageLayer(config, secretKey)
       const started = yield* Deferred.make<void>()
       const base = Layer.mergeAll(
-        servicesLayer(config).pipe(Layer.provideMerge(FileBlobStore.layer({ root: join(config.dataDir, "blobs") }))),
+        servicesLayer(config).pipe(Layer.provideMerge(FileBlobStore.layer({ root: config.blobDir }))),
         Downloads.layer({ secretKey, publicUrl: config.publicUrl, ttlSeconds: config.downloadTtlSeconds }),
         RunTokens.layer(secretKey),
         // Ready once the start-up work is done (the bootstrap token exists) and while storage answers.

@@ -50,6 +50,7 @@ export const startServer = (
       secretKey: Option.none(),
       maxBodyBytes: 1024 * 1024,
       downloadTtlSeconds: 900,
+      blobDir: join(dataDir, "blobs"),
       execution: {
         executor: "process",
         harness: Option.none(),
