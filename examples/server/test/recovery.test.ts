@@ -3,8 +3,10 @@
  * started again on the same data directory (and database) with a one-second lease. Every run
  * reaches a terminal state or runs again under the attempt rule: none is lost, none stays
  * CLAIMED or INPROGRESS, none runs twice at once; a run whose executor is lost three times ends
- * ERROR `resource_unavailable`.
+ * ERROR `resource_unavailable`. On the process executor (both databases) and on Docker (the
+ * containers outlive the server; the restarted one removes them).
  */
+import { testImage } from "@agent-runs/executor-docker/testing"
 import { randomBytes } from "node:crypto"
 import { describe, expect, it } from "vitest"
 import { makeTeam } from "./harness.js"
@@ -32,9 +34,18 @@ const kill = async (life: ReturnType<typeof lifecycle>, server: ServerProcess) =
   expect(exited.signal).toBe("SIGKILL")
 }
 
-describe.each(["sqlite", "postgres"] as const)("recovery after SIGKILL (%s)", (kind) => {
+describe.each([
+  ["sqlite", "process"],
+  ["postgres", "process"],
+  ["sqlite", "docker"]
+] as const)("recovery after SIGKILL (%s, %s executor)", (kind, executor) => {
   const adminToken = `ar_${randomBytes(32).toString("base64url")}`
-  const life = lifecycle(kind, { AGENT_RUNS_ADMIN_TOKEN: adminToken, AGENT_RUNS_LEASE_SECONDS: "1" })
+  const life = lifecycle(kind, {
+    AGENT_RUNS_ADMIN_TOKEN: adminToken,
+    AGENT_RUNS_LEASE_SECONDS: "1",
+    AGENT_RUNS_EXECUTOR: executor,
+    AGENT_RUNS_DOCKER_IMAGE: testImage
+  })
 
   it("loses no run: those in flight run again (attempt 2), the queued ones run", async () => {
     let server = await life.start()
