@@ -68,6 +68,7 @@ import { RunItem } from "./Run.js"
 import { isTerminal } from "./RunState.js"
 import { isDebugWindowOpen, RunEvent, transition } from "./RunStateMachine.js"
 import { applyTransition, eventsAt, runSnapshot } from "./Runs.js"
+import type { TimelineEventType } from "./Timeline.js"
 
 /** How the dispatcher runs; the server reads it from its configuration. */
 export interface DispatcherSettings {
@@ -147,7 +148,7 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
    */
   const advance = (
     runId: RunId,
-    event: RunEvent,
+    event: RunEvent | ReadonlyArray<RunEvent>,
     executionId: ExecutionId,
     change: (next: StoredRun, now: number) => StoredRun = (next) => next
   ): Effect.Effect<StoredRun, Lost> =>
@@ -156,14 +157,21 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
       if (Option.isNone(found)) return yield* Effect.fail(new Lost())
       const run = found.value
       const now = yield* Clock.currentTimeMillis
-      const moved = transition(runSnapshot(run), event, now)
-      if (Either.isLeft(moved)) return yield* Effect.fail(new Lost())
-      const next = change(applyTransition(run, moved.right, now), now)
+      // Several events are applied in order and written at once (one round trip to storage).
+      let next = run
+      const timeline: Array<TimelineEventType> = []
+      for (const e of Array.isArray(event) ? event : [event]) {
+        const moved = transition(runSnapshot(next), e as RunEvent, now)
+        if (Either.isLeft(moved)) return yield* Effect.fail(new Lost())
+        next = applyTransition(next, moved.right, now)
+        timeline.push(...moved.right.timeline)
+      }
+      next = change(next, now)
       yield* store.update(
         runId,
         { state: run.item.state, ...(run.lease === null ? {} : { execution_id: run.lease.execution_id }) },
         next,
-        eventsAt(moved.right.timeline, now, executionId)
+        eventsAt(timeline, now, executionId)
       )
       return next
     }).pipe(
@@ -403,7 +411,10 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
 
       const envUid = claimed.item.environment_id
       const env = envUid === null ? undefined : Option.getOrUndefined(yield* environments.get(envUid).pipe(Effect.orElseSucceed(() => Option.none())))
-      yield* advance(runId, RunEvent.EnvironmentSetupStarted({ executionId }), executionId)
+      // With nothing to set up, the setup's start is written together with the agent's start.
+      const setupStarted = RunEvent.EnvironmentSetupStarted({ executionId })
+      const trivial = env === undefined && envUid === null
+      if (!trivial) yield* advance(runId, setupStarted, executionId)
       if (envUid !== null && env === undefined) {
         const failed = yield* advance(
           runId,
@@ -453,7 +464,6 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
       }
       const sandbox = prepared.right
       yield* Effect.addFinalizer(() => sandbox.release)
-      yield* advance(runId, RunEvent.EnvironmentSetupSucceeded({ executionId }), executionId)
 
       const followups = yield* store.takeFollowups(runId).pipe(Effect.orElseSucceed(() => []))
       const history = claimed.item.execution_count > 1 ? historyOf(yield* store.conversation(runId).pipe(Effect.orElseSucceed(() => []))) : []
@@ -466,14 +476,25 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
           ).pipe(Effect.zipRight(Effect.fail(new Lost())))
         )
       )
-      const started = yield* advance(runId, RunEvent.Start({ executionId }), executionId, (next, now) => ({
-        ...next,
-        item: new RunItem({ ...next.item, started_at: next.item.started_at ?? DateTime.unsafeMake(now) }, true)
-      }))
-      yield* touchEnvironment(started, false)
-      yield* agent.send(startMessage(started, executionId, sandbox, token, "normal", followups.map((f) => f.message), history)).pipe(
+      // The agent starts working while its start is written; if the write finds the run moved on
+      // (a cancel meanwhile), the execution ends and its scope stops the agent.
+      yield* agent.send(startMessage(claimed, executionId, sandbox, token, "normal", followups.map((f) => f.message), history)).pipe(
         Effect.ignore
       )
+      const started = yield* advance(
+        runId,
+        [
+          ...(trivial ? [setupStarted] : []),
+          RunEvent.EnvironmentSetupSucceeded({ executionId }),
+          RunEvent.Start({ executionId })
+        ],
+        executionId,
+        (next, now) => ({
+          ...next,
+          item: new RunItem({ ...next.item, started_at: next.item.started_at ?? DateTime.unsafeMake(now) }, true)
+        })
+      )
+      yield* touchEnvironment(started, false)
 
       const state = newExecutionState(executionId)
       const held = { base: started, written: "" }

@@ -340,6 +340,20 @@ export const executorConformance = <E>(name: string, options: ExecutorConformanc
         expect(yield* isLeftover(sandbox)).toBe(false)
       }))
 
+    it.scoped("a run's next execution is prepared while its previous one is released", () =>
+      Effect.gen(function*() {
+        const executor = yield* Executor
+        for (let i = 0; i < 10; i++) {
+          const previous = yield* executor.prepare(specOf())
+          const [, next] = yield* Effect.all(
+            [previous.release, executor.prepare(specOf({ run_id: previous.run_id }))],
+            { concurrency: 2 }
+          )
+          expect((yield* runNode(next, "console.log('ok')")).text).toBe("ok\n")
+          yield* next.release
+        }
+      }), { timeout: 30_000 })
+
     it.scoped("leftovers: a second executor over the same place finds the sandbox, starts in it and releases it", () =>
       Effect.gen(function*() {
         const first = yield* Executor

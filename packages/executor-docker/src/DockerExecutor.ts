@@ -341,7 +341,11 @@ export const make = (config: DockerExecutorConfig) =>
       yield* Effect.tryPromise({
         try: () => Fs.mkdir(Path.join(workdir, controlDir), { recursive: true }),
         catch: (cause) => new ExecutorError({ message: `cannot create the work directory ${workdir}: ${messageOf(cause)}`, cause })
-      })
+      }).pipe(
+        // The release of the run's previous execution may remove the run's directory while it is
+        // still empty, between the steps of the recursive mkdir: once more then.
+        Effect.retry({ times: 2 })
+      )
       const created = yield* Effect.tryPromise({
         try: () =>
           docker.createContainer({

@@ -342,8 +342,10 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
         names.add(attachment.name)
       }
       const place = placeOf(spec.run_id, spec.execution_id)
-      // An earlier attempt of the same execution is replaced.
-      yield* release(place)
+      // An earlier attempt of the same execution is replaced (a fresh execution has nothing to
+      // release: skip the look for stragglers, which reads /proc).
+      const exists = (path: string) => Effect.promise(() => stat(path).then(() => true, () => false))
+      if ((yield* exists(place.workdir)) || (yield* exists(place.marker))) yield* release(place)
       const attachmentsDir = join(place.workdir, "attachments")
       const attachments = spec.attachments.map((a) => ({ name: a.name, media_type: a.media_type, path: join(attachmentsDir, a.name) }))
       const sandbox = sandboxAt(place, attachments, spec.env)
@@ -357,14 +359,19 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
         setupFailed(withOutput(`${what} did not finish within the setup time limit of ${setupTimeoutMs} ms`, completion.output))
 
       yield* Effect.gen(function*() {
-        yield* io(`could not create the sandbox directory ${place.runDir}`, () => mkdir(place.runDir, { recursive: true }))
-        yield* markerLock.withPermits(1)(writeMarker(place, {
-          version: 1,
-          run_id: spec.run_id,
-          execution_id: spec.execution_id,
-          created_at,
-          attachments,
-          process_groups: []
+        // The run's directory and the marker together, under the lock that `release` takes to
+        // remove an emptied run directory: the release of the run's previous execution cannot
+        // remove the directory between the two.
+        yield* markerLock.withPermits(1)(Effect.gen(function*() {
+          yield* io(`could not create the sandbox directory ${place.runDir}`, () => mkdir(place.runDir, { recursive: true }))
+          yield* writeMarker(place, {
+            version: 1,
+            run_id: spec.run_id,
+            execution_id: spec.execution_id,
+            created_at,
+            attachments,
+            process_groups: []
+          })
         }))
         yield* io(`could not create the work directory ${place.workdir}`, () => mkdir(place.workdir))
 
