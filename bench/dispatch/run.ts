@@ -18,8 +18,8 @@
  *   BENCH_RUNS=20 BENCH_THROUGHPUT_RUNS=100 npm run bench:dispatch      # a quick run
  *
  * Settings: BENCH_RUNS, BENCH_THROUGHPUT_RUNS, BENCH_CONCURRENCY, BENCH_WARMUP_RUNS (5, not
- * measured, before each case), BENCH_SKIP_BUILD=1 (use the existing dist). No Docker variant: the
- * Docker executor is not wired into the server yet. Listens on 127.0.0.1 only, stops by itself (a
+ * measured, before each case), BENCH_SKIP_BUILD=1 (use the existing dist). No Docker variant yet
+ * (against `docker run` of the same image). Listens on 127.0.0.1 only, stops by itself (a
  * watchdog ends it if a case hangs), and removes its data directory. Never part of `npm test`.
  */
 import { type Ids } from "@agent-runs/core"
@@ -357,7 +357,7 @@ const quote = (word: string) => `'${word.replaceAll("'", "'\\''")}'`
 
 const program = Effect.gen(function*() {
   console.log(
-    `Dispatch benchmark: process executor on SQLite (no Docker variant: the Docker executor is not wired into the server yet); ` +
+    `Dispatch benchmark: process executor on SQLite (no Docker variant yet); ` +
       `${RUNS} latency runs one at a time, ${number(THROUGHPUT_RUNS)} throughput runs ${CONCURRENCY} at a time ` +
       `(+${WARMUP_RUNS} warm-up runs per case), node ${process.version}, ${cpus().length} CPUs`
   )
