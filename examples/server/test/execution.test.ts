@@ -7,6 +7,7 @@
  * state; admission at capacity; child runs started by an agent with its run token.
  */
 import { testImage } from "@agent-runs/executor-docker/testing"
+import { createTestRepositories } from "@agent-runs/core/testing"
 import { Effect, Exit, Scope } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call, type DatabaseKind, makeTeam, startServer, type TestServer } from "./harness.js"
@@ -73,6 +74,7 @@ describe.each([
   let admin = ""
 
   beforeAll(async () => {
+    createTestRepositories(server().config.execution.reposDir)
     const team = await makeTeam(server(), `exec-${kind}-${executor}`)
     member = team.tokens.member
     admin = team.tokens.admin
@@ -251,6 +253,31 @@ describe.each([
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
     expect(raw).toContain("\"cancelled\"")
+  })
+
+  it("clones the environment's repositories and runs its setup commands before the agent", async () => {
+    const env = await call(server(), "POST", "/api/v1/agent/environments", {
+      token: admin,
+      body: {
+        config: {
+          name: `repos-${kind}`,
+          github_repos: [{ owner: "acme", repo: "widgets" }, { owner: "acme", repo: "tools" }],
+          setup_commands: ["test -f widgets/README.md", "grep -q tools tools/TOOLS.md", "test \"$(pwd)\" = \"$(cd widgets/.. && pwd)\""]
+        },
+        team: true
+      }
+    })
+    expect(env.status).toBe(201)
+    const runId = await create("With repositories", { config: { environment_id: env.body.uid } })
+    const run = await waitForRun(server(), member, runId, ended)
+    expect(run, JSON.stringify(run.status_message)).toMatchObject({ state: "SUCCEEDED", environment_id: env.body.uid })
+    const missing = await call(server(), "POST", "/api/v1/agent/environments", {
+      token: admin,
+      body: { config: { name: `missing-${kind}`, github_repos: [{ owner: "acme", repo: "nowhere" }] }, team: true }
+    })
+    const failed = await waitForRun(server(), member, await create("No such repository", { config: { environment_id: missing.body.uid } }), ended)
+    expect(failed).toMatchObject({ state: "FAILED", status_message: { error_code: "environment_setup_failed" } })
+    expect(failed.status_message.message).toContain("acme/nowhere")
   })
 
   it("cancels during environment setup, and fails a setup with the debug window", async () => {
