@@ -9,6 +9,9 @@
 import { testImage } from "@agent-runs/executor-docker/testing"
 import { createTestRepositories } from "@agent-runs/core/testing"
 import { Effect, Exit, Scope } from "effect"
+import { execFileSync } from "node:child_process"
+import { existsSync } from "node:fs"
+import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call, type DatabaseKind, makeTeam, startServer, type TestServer } from "./harness.js"
 
@@ -279,6 +282,27 @@ describe.each([
     expect(failed).toMatchObject({ state: "FAILED", status_message: { error_code: "environment_setup_failed" } })
     expect(failed.status_message.message).toContain("acme/nowhere")
   })
+
+  it("cancel stops an agent that ignores the cancel message and SIGTERM (SIGKILL after the grace)", async () => {
+    const stubborn = `node -e 'process.on("SIGTERM", () => {}); console.log(JSON.stringify({ type: "session", session_id: "stubborn" })); setInterval(() => {}, 1000)'`
+    const env = await call(server(), "POST", "/api/v1/agent/environments", {
+      token: admin,
+      body: { config: { name: `stubborn-${kind}`, harness: stubborn }, team: true }
+    })
+    expect(env.status).toBe(201)
+    const runId = await create("Ignore everything", { config: { environment_id: env.body.uid } })
+    await waitForRun(server(), member, runId, (r) => r.state === "INPROGRESS" && r.session_id === "stubborn")
+    expect((await call(server(), "POST", `/api/v1/agent/runs/${runId}/cancel`, { token: member })).status).toBe(200)
+    // Cancel message, 1 s, SIGTERM, 1 s, SIGKILL: then the sandbox is released.
+    const gone = async () =>
+      executor === "docker"
+        ? execFileSync("docker", ["ps", "-aq", "--filter", `label=agent-runs.run-id=${runId}`]).toString().trim() === ""
+        : !existsSync(join(server().dataDir, "sandboxes", runId))
+    const deadline = Date.now() + 15_000
+    while (Date.now() < deadline && !(await gone())) await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(await gone()).toBe(true)
+    expect((await get(`/agent/runs/${runId}`)).body.state).toBe("CANCELLED")
+  }, 30_000)
 
   it("cancels during environment setup, and fails a setup with the debug window", async () => {
     const slow = await call(server(), "POST", "/api/v1/agent/environments", {
