@@ -64,8 +64,8 @@ const randomBytes = (n: number): Uint8Array => globalThis.crypto.getRandomValues
 const encoder = new TextEncoder()
 const decoder = new TextDecoder()
 
-/** A spec with fresh ids and nothing in it but `overrides`. */
-const specOf = (overrides: Partial<SandboxSpec> = {}): SandboxSpec => ({
+/** A sandbox spec with fresh ids and nothing in it but `overrides`. */
+export const sandboxSpec = (overrides: Partial<SandboxSpec> = {}): SandboxSpec => ({
   run_id: formatUuidV7(Date.now(), randomBytes(10)) as RunId,
   execution_id: formatUuidV7(Date.now(), randomBytes(10)) as ExecutionId,
   docker_image: null,
@@ -150,7 +150,7 @@ export const executorConformance = <E>(name: string, options: ExecutorConformanc
   layer(options.layer, { excludeTestServices: true, timeout: "60 seconds" })(`executor conformance (${name})`, (it) => {
     it.scoped("prepare clones each repository (bare or not) into <workdir>/<repo> with its files", () =>
       Effect.gen(function*() {
-        const sandbox = yield* prepared(specOf({ repos: [{ owner: "acme", repo: "widgets" }, { owner: "acme", repo: "tools" }] }))
+        const sandbox = yield* prepared(sandboxSpec({ repos: [{ owner: "acme", repo: "widgets" }, { owner: "acme", repo: "tools" }] }))
         const files = yield* nodeValue(sandbox, `const fs = require("fs"); console.log(JSON.stringify({
           readme: fs.readFileSync("widgets/README.md", "utf8"), source: fs.readFileSync("widgets/src/index.txt", "utf8"),
           tools: fs.readFileSync("tools/TOOLS.md", "utf8"), git: fs.existsSync("widgets/.git") && fs.existsSync("tools/.git") }))`)
@@ -165,7 +165,7 @@ export const executorConformance = <E>(name: string, options: ExecutorConformanc
     it.scoped("attachments are written into <workdir>/attachments and listed with their paths", () =>
       Effect.gen(function*() {
         const binary = Uint8Array.from({ length: 256 }, (_, i) => i)
-        const sandbox = yield* prepared(specOf({
+        const sandbox = yield* prepared(sandboxSpec({
           attachments: [
             { name: "notes.md", media_type: "text/markdown", bytes: encoder.encode("# notes\n") },
             { name: "blob.bin", media_type: "application/octet-stream", bytes: binary }
@@ -193,7 +193,7 @@ export const executorConformance = <E>(name: string, options: ExecutorConformanc
 
     it.scoped("setup commands run one by one with /bin/sh in the work directory with the env, after the clones", () =>
       Effect.gen(function*() {
-        const sandbox = yield* prepared(specOf({
+        const sandbox = yield* prepared(sandboxSpec({
           repos: [{ owner: "acme", repo: "widgets" }],
           env: { GREETING: "hello there" },
           setup_commands: [
@@ -210,7 +210,7 @@ export const executorConformance = <E>(name: string, options: ExecutorConformanc
       Effect.gen(function*() {
         const executor = yield* Executor
         const failing = `echo "out-marker"; echo "err-marker" >&2; exit 7`
-        const error = yield* Effect.flip(executor.prepare(specOf({
+        const error = yield* Effect.flip(executor.prepare(sandboxSpec({
           setup_commands: ["echo one > one.txt", failing, "echo three > three.txt"]
         })))
         expect(error._tag).toBe("SetupFailed")
@@ -231,7 +231,7 @@ export const executorConformance = <E>(name: string, options: ExecutorConformanc
     it.scoped("a repository that does not exist is SetupFailed naming it", () =>
       Effect.gen(function*() {
         const executor = yield* Executor
-        const error = yield* Effect.flip(executor.prepare(specOf({
+        const error = yield* Effect.flip(executor.prepare(sandboxSpec({
           repos: [{ owner: "acme", repo: "widgets" }, { owner: "acme", repo: "missing" }],
           setup_commands: ["echo never > never.txt"]
         })))
@@ -243,7 +243,7 @@ export const executorConformance = <E>(name: string, options: ExecutorConformanc
 
     it.scoped("start: the sandbox's env plus the given variables, in the work directory; stdin takes JSON lines", () =>
       Effect.gen(function*() {
-        const sandbox = yield* prepared(specOf({
+        const sandbox = yield* prepared(sandboxSpec({
           repos: [{ owner: "acme", repo: "widgets" }],
           env: { SPEC_ONLY: "from spec", SHARED: "spec" }
         }))
@@ -268,7 +268,7 @@ export const executorConformance = <E>(name: string, options: ExecutorConformanc
 
     it.scoped("stdout: many small writes arrive in full and in order", () =>
       Effect.gen(function*() {
-        const sandbox = yield* prepared(specOf())
+        const sandbox = yield* prepared(sandboxSpec())
         const { exitCode, text } = yield* runNode(sandbox, `
           let i = 0
           const next = () => { for (let j = 0; j < 20; j++) process.stdout.write("line " + i++ + "\\n"); if (i < 4000) setImmediate(next) }
@@ -279,7 +279,7 @@ export const executorConformance = <E>(name: string, options: ExecutorConformanc
 
     it.scoped("stdout: one line of 10 MB arrives in full", () =>
       Effect.gen(function*() {
-        const sandbox = yield* prepared(specOf())
+        const sandbox = yield* prepared(sandboxSpec())
         const size = 10 * 1024 * 1024
         const agent = yield* sandbox.start([node, "-e", `process.stdout.write("x".repeat(${size}) + "\\n")`], {})
         const bytes = yield* collect(agent.stdout)
@@ -291,7 +291,7 @@ export const executorConformance = <E>(name: string, options: ExecutorConformanc
 
     it.scoped("stdout: what the agent wrote before anyone read it is kept, even once it has exited", () =>
       Effect.gen(function*() {
-        const sandbox = yield* prepared(specOf())
+        const sandbox = yield* prepared(sandboxSpec())
         const agent = yield* sandbox.start([node, "-e", `process.stdout.write("early\\n"); process.stderr.write("e".repeat(1 << 20) + "\\n")`], {})
         expect(yield* agent.exitCode).toBe(0)
         expect(decoder.decode(yield* collect(agent.stdout))).toBe("early\n")
@@ -299,14 +299,14 @@ export const executorConformance = <E>(name: string, options: ExecutorConformanc
 
     it.scoped("exit codes: 0 and 3 from commands run one after the other in one sandbox", () =>
       Effect.gen(function*() {
-        const sandbox = yield* prepared(specOf())
+        const sandbox = yield* prepared(sandboxSpec())
         expect((yield* runNode(sandbox, "process.exit(0)")).exitCode).toBe(0)
         expect((yield* runNode(sandbox, "process.exit(3)")).exitCode).toBe(3)
       }))
 
     it.scoped("terminate: SIGTERM stops the agent, whose exit code is 128 + 15", () =>
       Effect.gen(function*() {
-        const sandbox = yield* prepared(specOf())
+        const sandbox = yield* prepared(sandboxSpec())
         const agent = yield* startWaiting(sandbox)
         yield* agent.terminate(5_000)
         expect(yield* agent.exitCode).toBe(128 + 15)
@@ -314,7 +314,7 @@ export const executorConformance = <E>(name: string, options: ExecutorConformanc
 
     it.scoped("terminate: an agent that ignores SIGTERM is killed after the grace period (128 + 9)", () =>
       Effect.gen(function*() {
-        const sandbox = yield* prepared(specOf())
+        const sandbox = yield* prepared(sandboxSpec())
         const agent = yield* startWaiting(sandbox, `process.on("SIGTERM", () => {})`)
         yield* agent.terminate(300)
         expect(yield* agent.exitCode).toBe(128 + 9)
@@ -322,7 +322,7 @@ export const executorConformance = <E>(name: string, options: ExecutorConformanc
 
     it.scoped("the scope of start closing stops an agent that still runs", () =>
       Effect.gen(function*() {
-        const sandbox = yield* prepared(specOf())
+        const sandbox = yield* prepared(sandboxSpec())
         const agent = yield* Effect.scoped(startWaiting(sandbox))
         expect(yield* agent.exitCode).toBe(128 + 15)
       }))
@@ -330,7 +330,7 @@ export const executorConformance = <E>(name: string, options: ExecutorConformanc
     it.scoped("release stops what still runs and removes the sandbox; releasing again is fine", () =>
       Effect.gen(function*() {
         const executor = yield* Executor
-        const sandbox = yield* executor.prepare(specOf({ repos: [{ owner: "acme", repo: "widgets" }] }))
+        const sandbox = yield* executor.prepare(sandboxSpec({ repos: [{ owner: "acme", repo: "widgets" }] }))
         expect(yield* isLeftover(sandbox)).toBe(true)
         const agent = yield* startWaiting(sandbox)
         yield* sandbox.release
@@ -344,9 +344,9 @@ export const executorConformance = <E>(name: string, options: ExecutorConformanc
       Effect.gen(function*() {
         const executor = yield* Executor
         for (let i = 0; i < 10; i++) {
-          const previous = yield* executor.prepare(specOf())
+          const previous = yield* executor.prepare(sandboxSpec())
           const [, next] = yield* Effect.all(
-            [previous.release, executor.prepare(specOf({ run_id: previous.run_id }))],
+            [previous.release, executor.prepare(sandboxSpec({ run_id: previous.run_id }))],
             { concurrency: 2 }
           )
           expect((yield* runNode(next, "console.log('ok')")).text).toBe("ok\n")
@@ -357,7 +357,7 @@ export const executorConformance = <E>(name: string, options: ExecutorConformanc
     it.scoped("leftovers: a second executor over the same place finds the sandbox, starts in it and releases it", () =>
       Effect.gen(function*() {
         const first = yield* Executor
-        const sandbox = yield* first.prepare(specOf({
+        const sandbox = yield* first.prepare(sandboxSpec({
           repos: [{ owner: "acme", repo: "widgets" }],
           setup_commands: ["echo prepared > state.txt"]
         }))

@@ -28,4 +28,10 @@ export { identitiesServiceSuite } from "./IdentitiesServiceSuite.js"
 export { runsServiceSuite } from "./RunsServiceSuite.js"
 export { secretsServiceSuite } from "./SecretsServiceSuite.js"
 export { webhooksServiceSuite } from "./WebhooksServiceSuite.js"
-export { createTestRepositories, executorConformance, type ExecutorConformanceOptions, TEST_REPOSITORIES } from "./ExecutorConformance.js"
+export {
+  createTestRepositories,
+  executorConformance,
+  type ExecutorConformanceOptions,
+  sandboxSpec,
+  TEST_REPOSITORIES
+} from "./ExecutorConformance.js"

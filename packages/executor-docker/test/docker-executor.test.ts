@@ -8,16 +8,15 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import type { ExecutionId, RunId } from "@agent-runs/core/Ids"
 import type { AgentProcess, Sandbox, SandboxSpec } from "@agent-runs/core/ports/Executor"
 import { Executor } from "@agent-runs/core/ports/Executor"
+import { sandboxSpec } from "@agent-runs/core/testing"
 import Docker from "dockerode"
 import { Chunk, Effect, Exit, Layer, Option, Scope, Stream } from "effect"
 import { DockerExecutor } from "../src/index.js"
 import { testImage } from "../testing/engine.js"
 
 const docker = new Docker()
-const uuid = () => crypto.randomUUID()
 
 /** A temporary root and (empty) repository directory. */
 const makeDirs = () => {
@@ -33,21 +32,11 @@ const executorLayer = (config: Partial<DockerExecutor.DockerExecutorConfig> = {}
   return Layer.effect(Executor, DockerExecutor.make({ root: dirs.root, reposDir: dirs.reposDir, image: testImage, ...config }))
 }
 
-const spec = (overrides: Partial<SandboxSpec> = {}): SandboxSpec => ({
-  run_id: uuid() as RunId,
-  execution_id: uuid() as ExecutionId,
-  docker_image: null,
-  repos: [],
-  setup_commands: [],
-  attachments: [],
-  env: {},
-  ...overrides
-})
 
 /** Prepares a sandbox released when the test's scope closes. */
 const prepare = (overrides: Partial<SandboxSpec> = {}) =>
   Effect.acquireRelease(
-    Effect.flatMap(Executor, (executor) => executor.prepare(spec(overrides))),
+    Effect.flatMap(Executor, (executor) => executor.prepare(sandboxSpec(overrides))),
     (sandbox) => sandbox.release
   )
 
@@ -86,7 +75,7 @@ describe("DockerExecutor", () => {
             { repos: [{ owner: "..", repo: "etc" }] },
             { attachments: [{ name: "../escape", media_type: "text/plain", bytes: new Uint8Array() }] }
           ]) {
-            const failure = yield* executor.prepare(spec(bad)).pipe(Effect.flip)
+            const failure = yield* executor.prepare(sandboxSpec(bad)).pipe(Effect.flip)
             expect(failure._tag).toBe("SetupFailed")
             if (failure._tag === "SetupFailed") yield* failure.sandbox.release
           }
@@ -120,7 +109,7 @@ describe("DockerExecutor", () => {
 
       it.scoped("labels, limits and network mode none are on the container", () =>
         Effect.gen(function*() {
-          const s = spec()
+          const s = sandboxSpec()
           const executor = yield* Executor
           const sandbox = yield* Effect.acquireRelease(executor.prepare(s), (sandbox) => sandbox.release)
           const info = yield* containerOf(sandbox)
@@ -141,7 +130,7 @@ describe("DockerExecutor", () => {
       it.scoped("release stops the agent, removes the container and the work directory; twice is fine", () =>
         Effect.gen(function*() {
           const executor = yield* Executor
-          const sandbox = yield* executor.prepare(spec())
+          const sandbox = yield* executor.prepare(sandboxSpec())
           const agent = yield* sandbox.start(["sh", "-c", "echo ready; exec sleep 300"], {})
           yield* waitFor(agent, "ready")
           const workdir = (yield* containerOf(sandbox)).Config.Labels["agent-runs.workdir"]!
@@ -163,10 +152,10 @@ describe("DockerExecutor", () => {
       const second = yield* DockerExecutor.make(config)
       const other = yield* DockerExecutor.make({ ...config, root: Path.join(dirs.base, "elsewhere") })
 
-      const idle = yield* first.prepare(spec({
+      const idle = yield* first.prepare(sandboxSpec({
         attachments: [{ name: "a.txt", media_type: "text/plain", bytes: new TextEncoder().encode("a") }]
       }))
-      const busy = yield* first.prepare(spec())
+      const busy = yield* first.prepare(sandboxSpec())
       // The first life of the service ends while the agent runs: its connection goes, the agent stays.
       const scope = yield* Scope.make()
       const agent = yield* busy.start(["sh", "-c", "echo ready; sleep 300"], {}).pipe(Effect.provideService(Scope.Scope, scope))
@@ -197,7 +186,7 @@ describe("DockerExecutor", () => {
     Effect.gen(function*() {
       const dirs = makeDirs()
       const missing = yield* DockerExecutor.make({ root: dirs.root, reposDir: dirs.reposDir, image: "agent-runs-no-such-image:1" })
-      const noImage = yield* missing.prepare(spec()).pipe(Effect.flip)
+      const noImage = yield* missing.prepare(sandboxSpec()).pipe(Effect.flip)
       expect(noImage._tag).toBe("ExecutorError")
       expect(noImage.message).toContain("agent-runs-no-such-image:1")
       expect(noImage.message).toContain("not found")

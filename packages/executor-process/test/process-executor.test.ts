@@ -1,5 +1,5 @@
 /** The process executor's own edge cases: names, markers, layout on disk, environment, errors. */
-import { createTestRepositories } from "@agent-runs/core/testing"
+import { createTestRepositories, sandboxSpec } from "@agent-runs/core/testing"
 import { Executor, Ids } from "@agent-runs/core"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Either, Option, Stream } from "effect"
@@ -26,15 +26,6 @@ const randomBytes = (n: number) => globalThis.crypto.getRandomValues(new Uint8Ar
 const ids = () => ({
   run_id: Ids.formatUuidV7(Date.now(), randomBytes(10)) as Ids.RunId,
   execution_id: Ids.formatUuidV7(Date.now(), randomBytes(10)) as Ids.ExecutionId
-})
-const specOf = (overrides: Partial<Executor.SandboxSpec> = {}): Executor.SandboxSpec => ({
-  ...ids(),
-  docker_image: null,
-  repos: [],
-  setup_commands: [],
-  attachments: [],
-  env: {},
-  ...overrides
 })
 
 /** Runs `f` with an executor on `root` (a fresh one by default). */
@@ -121,7 +112,7 @@ describe("ProcessExecutor", () => {
   it.effect("lays out <root>/<run_id>/<execution_id>/ with a marker beside it; release removes both", () =>
     withExecutor((executor, root) =>
       Effect.gen(function*() {
-        const spec = specOf({ attachments: [{ name: "a.txt", media_type: "text/plain", bytes: new TextEncoder().encode("A") }] })
+        const spec = sandboxSpec({ attachments: [{ name: "a.txt", media_type: "text/plain", bytes: new TextEncoder().encode("A") }] })
         const sandbox = yield* executor.prepare(spec)
         const workdir = join(root, spec.run_id, spec.execution_id)
         expect(sandbox.id).toBe(workdir)
@@ -139,11 +130,11 @@ describe("ProcessExecutor", () => {
     withExecutor((executor, root) =>
       Effect.gen(function*() {
         for (const name of ["../escape.txt", "a/b", "..", ""]) {
-          const error = yield* Effect.flip(executor.prepare(specOf({ attachments: [{ name, media_type: "text/plain", bytes: new Uint8Array() }] })))
+          const error = yield* Effect.flip(executor.prepare(sandboxSpec({ attachments: [{ name, media_type: "text/plain", bytes: new Uint8Array() }] })))
           expect(error._tag).toBe("ExecutorError")
         }
         const twice = { name: "a", media_type: "text/plain", bytes: new Uint8Array() }
-        expect((yield* Effect.flip(executor.prepare(specOf({ attachments: [twice, twice] }))))._tag).toBe("ExecutorError")
+        expect((yield* Effect.flip(executor.prepare(sandboxSpec({ attachments: [twice, twice] }))))._tag).toBe("ExecutorError")
         expect(existsSync(root) ? readdirSync(root) : []).toEqual([])
         expect(existsSync(join(base, "escape.txt"))).toBe(false)
       })))
@@ -152,7 +143,7 @@ describe("ProcessExecutor", () => {
     withExecutor((executor) =>
       Effect.gen(function*() {
         for (const repository of [{ owner: "..", repo: "repos" }, { owner: "acme", repo: "../acme" }, { owner: "-c", repo: "x" }]) {
-          const error = yield* Effect.flip(executor.prepare(specOf({ repos: [repository] })))
+          const error = yield* Effect.flip(executor.prepare(sandboxSpec({ repos: [repository] })))
           expect(error._tag).toBe("SetupFailed")
           if (error._tag === "SetupFailed") {
             expect(error.message).toContain(`${repository.owner}/${repository.repo}`)
@@ -164,7 +155,7 @@ describe("ProcessExecutor", () => {
   it.effect("the setup time limit kills the running command: SetupFailed", () =>
     withExecutor((executor) =>
       Effect.gen(function*() {
-        const error = yield* Effect.flip(executor.prepare(specOf({ setup_commands: ["echo started; sleep 30"] })))
+        const error = yield* Effect.flip(executor.prepare(sandboxSpec({ setup_commands: ["echo started; sleep 30"] })))
         expect(error._tag).toBe("SetupFailed")
         expect(error.message).toContain("setup command 1 of 1 `echo started; sleep 30` did not finish within the setup time limit of 300 ms: started")
         if (error._tag === "SetupFailed") yield* error.sandbox.release
@@ -173,7 +164,7 @@ describe("ProcessExecutor", () => {
   it.effect("the setup failure message reads 'setup command i of n `cmd` exited with code: output'", () =>
     withExecutor((executor) =>
       Effect.gen(function*() {
-        const error = yield* Effect.flip(executor.prepare(specOf({ setup_commands: ["true", "printf 'x%.0s' $(seq 1 6000); echo; echo last words; exit 2", "true"] })))
+        const error = yield* Effect.flip(executor.prepare(sandboxSpec({ setup_commands: ["true", "printf 'x%.0s' $(seq 1 6000); echo; echo last words; exit 2", "true"] })))
         expect(error._tag).toBe("SetupFailed")
         expect(error.message).toMatch(/^setup command 2 of 3 `printf .*; exit 2` exited with 2: x+\nlast words$/)
         expect(error.message.length).toBeLessThan(4096 + 200)
@@ -187,7 +178,7 @@ describe("ProcessExecutor", () => {
       const keys = (env?: Record<string, string>) =>
         withExecutor((executor) =>
           Effect.gen(function*() {
-            const sandbox = yield* Effect.acquireRelease(executor.prepare(specOf({ env: { SPEC: "1" } })), (s) => s.release)
+            const sandbox = yield* Effect.acquireRelease(executor.prepare(sandboxSpec({ env: { SPEC: "1" } })), (s) => s.release)
             const agent = yield* sandbox.start([node, "-e", script], { GIVEN: "1" })
             return JSON.parse(yield* text(agent.stdout))
           }), env === undefined ? {} : { env })
@@ -199,7 +190,7 @@ describe("ProcessExecutor", () => {
   it.effect("start fails with an ExecutorError: a command that does not exist, an empty command, a released sandbox", () =>
     withExecutor((executor) =>
       Effect.gen(function*() {
-        const sandbox = yield* executor.prepare(specOf())
+        const sandbox = yield* executor.prepare(sandboxSpec())
         expect((yield* Effect.flip(sandbox.start(["/no/such/agent"], {})))._tag).toBe("ExecutorError")
         expect((yield* Effect.flip(sandbox.start([], {})))._tag).toBe("ExecutorError")
         yield* sandbox.release
@@ -210,7 +201,7 @@ describe("ProcessExecutor", () => {
   it.effect("stdout written before anyone reads it is kept; send to an exited agent is an ExecutorError", () =>
     withExecutor((executor) =>
       Effect.gen(function*() {
-        const sandbox = yield* Effect.acquireRelease(executor.prepare(specOf()), (s) => s.release)
+        const sandbox = yield* Effect.acquireRelease(executor.prepare(sandboxSpec()), (s) => s.release)
         const agent = yield* sandbox.start([node, "-e", `process.stdout.write("early\\n"); process.stderr.write("e".repeat(1 << 20))`], {})
         expect(yield* agent.exitCode).toBe(0)
         expect(yield* text(agent.stdout)).toBe("early\n")
@@ -221,7 +212,7 @@ describe("ProcessExecutor", () => {
   it.effect("send: a message that is not JSON, and an agent that closed its stdin, are ExecutorErrors (no crash)", () =>
     withExecutor((executor) =>
       Effect.gen(function*() {
-        const sandbox = yield* Effect.acquireRelease(executor.prepare(specOf()), (s) => s.release)
+        const sandbox = yield* Effect.acquireRelease(executor.prepare(sandboxSpec()), (s) => s.release)
         const agent = yield* sandbox.start([node, "-e", `require("fs").closeSync(0); console.log("closed"); setInterval(() => {}, 1000)`], {})
         expect(Either.isLeft(yield* Effect.either(agent.send({ n: 1n })))).toBe(true)
         const stdout = agent.stdout.pipe(Stream.takeUntil((chunk) => Buffer.from(chunk).toString().includes("closed")), Stream.runDrain)
@@ -236,7 +227,7 @@ describe("ProcessExecutor", () => {
   it.effect("the marker records running process groups; the release of a leftover stops those of an earlier life", () =>
     Effect.gen(function*() {
       const root = freshRoot()
-      const spec = specOf()
+      const spec = sandboxSpec()
       const markerPath = join(root, spec.run_id, `${spec.execution_id}.sandbox.json`)
       const groups = () => JSON.parse(readFileSync(markerPath, "utf8")).process_groups as Array<number>
       yield* withExecutor((first) =>
@@ -257,7 +248,7 @@ describe("ProcessExecutor", () => {
   it.effect.skipIf(!existsSync("/proc/self/cwd"))("release kills what setup commands left running in the sandbox (Linux)", () =>
     withExecutor((executor, root) =>
       Effect.gen(function*() {
-        const spec = specOf({ setup_commands: ["sleep 30 > /dev/null 2>&1 & echo $! > background.pid"] })
+        const spec = sandboxSpec({ setup_commands: ["sleep 30 > /dev/null 2>&1 & echo $! > background.pid"] })
         const sandbox = yield* executor.prepare(spec)
         const pid = Number(readFileSync(join(root, spec.run_id, spec.execution_id, "background.pid"), "utf8"))
         const alive = () => {
@@ -277,7 +268,7 @@ describe("ProcessExecutor", () => {
   it.effect("a process group leaves the marker when it exits", () =>
     withExecutor((executor, root) =>
       Effect.gen(function*() {
-        const spec = specOf()
+        const spec = sandboxSpec()
         const sandbox = yield* Effect.acquireRelease(executor.prepare(spec), (s) => s.release)
         const agent = yield* sandbox.start([node, "-e", ""], {})
         expect(yield* agent.exitCode).toBe(0)
@@ -304,7 +295,7 @@ describe("ProcessExecutor", () => {
   it.effect("preparing the same execution again starts from a fresh work directory", () =>
     withExecutor((executor, root) =>
       Effect.gen(function*() {
-        const spec = specOf({ setup_commands: ["test ! -e old.txt && touch old.txt"] })
+        const spec = sandboxSpec({ setup_commands: ["test ! -e old.txt && touch old.txt"] })
         yield* executor.prepare(spec)
         const again = yield* executor.prepare(spec)
         expect(readdirSync(join(root, spec.run_id))).toEqual([spec.execution_id, `${spec.execution_id}.sandbox.json`].sort())
