@@ -17,14 +17,28 @@
  *   npm run bench:dispatch
  *   BENCH_RUNS=20 BENCH_THROUGHPUT_RUNS=100 npm run bench:dispatch      # a quick run
  *
+ * A second part, the Docker executor (BENCH_DOCKER=1; by default on when `docker info` answers),
+ * starts a second server (its own data directory) with `AGENT_RUNS_EXECUTOR=docker`, the image
+ * `agent-runs-test:latest` (busybox + this Node, made by `ensureTestImage`) and network `none`.
+ * Host files are not visible in the container, so its harness is an inline agent, `node -e
+ * <DOCKER_AGENT>`, whose first output line carries its own wall-clock time (`first-output <ms>`;
+ * containers share the host kernel's clock). Ours: the time is read back from the run's transcript
+ * once it is SUCCEEDED. Baseline: `docker run --rm -i --network none <image> node -e <same>`
+ * spawned by this script, the time read from its stdout. Latency over BENCH_DOCKER_RUNS (50) runs
+ * one at a time, throughput over BENCH_DOCKER_THROUGHPUT_RUNS (100) runs BENCH_DOCKER_CONCURRENCY
+ * (8) at a time. The containers of this script (its server's, label `agent-runs.root`, and its
+ * `docker run`s, label `agent-runs.bench`) are removed at the end, also by the watchdog.
+ *
  * Settings: BENCH_RUNS, BENCH_THROUGHPUT_RUNS, BENCH_CONCURRENCY, BENCH_WARMUP_RUNS (5, not
- * measured, before each case), BENCH_SKIP_BUILD=1 (use the existing dist). No Docker variant yet
- * (against `docker run` of the same image). Listens on 127.0.0.1 only, stops by itself (a
- * watchdog ends it if a case hangs), and removes its data directory. Never part of `npm test`.
+ * measured, before each case), BENCH_SKIP_BUILD=1 (use the existing dist), BENCH_DOCKER (1/0),
+ * BENCH_DOCKER_RUNS, BENCH_DOCKER_THROUGHPUT_RUNS, BENCH_DOCKER_CONCURRENCY. Listens on 127.0.0.1
+ * only, stops by itself (a watchdog ends it if a case hangs), and removes its data directories.
+ * Never part of `npm test`.
  */
 import { type Ids } from "@agent-runs/core"
 import { Effect } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
+import { ensureEngine, ensureTestImage, testImage } from "@agent-runs/executor-docker/testing"
+import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { closeSync, type FSWatcher, mkdtempSync, openSync, readSync, rmSync, watch, writeFileSync } from "node:fs"
 import { cpus, tmpdir } from "node:os"
@@ -43,12 +57,62 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 200)
 const THROUGHPUT_RUNS = Number(process.env.BENCH_THROUGHPUT_RUNS ?? 1_000)
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16)
 const WARMUP_RUNS = Number(process.env.BENCH_WARMUP_RUNS ?? 5)
+const DOCKER_RUNS = Number(process.env.BENCH_DOCKER_RUNS ?? 50)
+const DOCKER_THROUGHPUT_RUNS = Number(process.env.BENCH_DOCKER_THROUGHPUT_RUNS ?? 100)
+const DOCKER_CONCURRENCY = Number(process.env.BENCH_DOCKER_CONCURRENCY ?? 8)
+
+/** Whether `docker info` answers within 10 s. */
+const dockerAnswers = () => spawnSync("docker", ["info"], { stdio: "ignore", timeout: 10_000 }).status === 0
+/** BENCH_DOCKER=1 or 0, else on when the engine answers; and why. */
+const DOCKER: { readonly on: boolean; readonly why: string } = process.env.BENCH_DOCKER === "1"
+  ? { on: true, why: "BENCH_DOCKER=1" }
+  : process.env.BENCH_DOCKER === "0"
+  ? { on: false, why: "BENCH_DOCKER=0" }
+  : dockerAnswers()
+  ? { on: true, why: "docker info answers" }
+  : { on: false, why: "docker info does not answer" }
+
 /** The whole script's time limit: building and start-up, then generously per run. */
-const WATCHDOG_MS = 300_000 + (RUNS + WARMUP_RUNS) * 2 * 1_000 + (THROUGHPUT_RUNS + WARMUP_RUNS) * 2 * 200
+const WATCHDOG_MS = 300_000 + (RUNS + WARMUP_RUNS) * 2 * 1_000 + (THROUGHPUT_RUNS + WARMUP_RUNS) * 2 * 200 +
+  (DOCKER.on ? 120_000 + (DOCKER_RUNS + WARMUP_RUNS) * 10_000 + (DOCKER_THROUGHPUT_RUNS + WARMUP_RUNS) * 5_000 : 0)
 /** How long one run may take to show its first output or to end before the script gives up. */
 const RUN_TIMEOUT_MS = 30_000
 
 const AGENT = fileURLToPath(new URL("./agent.mjs", import.meta.url))
+
+/**
+ * The Docker part's agent (`node -e`; no file of the host is visible in the container): reads the
+ * start line, writes a status line with its wall-clock time as its first output, a message, and
+ * exits 0. Pipes are written synchronously on Linux, so the lines are out when `exit` is called.
+ */
+const DOCKER_AGENT = [
+  `let b = ""`,
+  `const line = (o) => process.stdout.write(JSON.stringify(o) + "\\n")`,
+  `process.stdin.setEncoding("utf8").on("data", (c) => {`,
+  `  b += c`,
+  `  if (!b.includes("\\n")) return`,
+  `  line({ type: "status", message: "first-output " + (performance.timeOrigin + performance.now()).toFixed(3) })`,
+  `  line({ type: "message", role: "assistant", text: "done" })`,
+  `  process.exit(0)`,
+  `})`
+].join("\n")
+
+/** The time in a `first-output <ms>` status line of the Docker agent's output (stdout or transcript). */
+const firstOutputIn = (text: string, what: string): number => {
+  const match = /first-output (\d+(?:\.\d+)?)/.exec(text)
+  if (match === null) throw new Error(`no first-output line in ${what}: ${text.slice(0, 500)}`)
+  return Number(match[1])
+}
+
+/** Removes the containers labelled `label` (`key=value`); how many there were. */
+const removeContainers = (label: string): number => {
+  const ids = spawnSync("docker", ["ps", "-aq", "--filter", `label=${label}`], { encoding: "utf8", timeout: 30_000 }).stdout?.split("\n")
+    .filter((id) => id !== "") ?? []
+  if (ids.length > 0) spawnSync("docker", ["rm", "-f", ...ids], { stdio: "ignore", timeout: 60_000 })
+  return ids.length
+}
+/** The label of this script's `docker run` containers. */
+const BENCH_LABEL = `agent-runs.bench=dispatch-${process.pid}`
 
 /** Milliseconds since the epoch with sub-millisecond precision, as the agent logs them. */
 const now = () => performance.timeOrigin + performance.now()
@@ -144,20 +208,61 @@ const tempDir = Effect.acquireRelease(
 /** The environment the server gives an agent: PATH and HOME (and its own four variables). */
 const agentEnv = () => ({ PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/" })
 
-/** Spawns the agent with a start line for `id`; resolves with the spawn time once it exited 0. */
-const spawnDirect = (id: string, log: string, cwd: string): { readonly sent: number; readonly exited: Promise<number> } => {
+/** An agent spawned by this script: when, when it showed its first output, when it exited 0. */
+interface Spawned {
+  readonly sent: number
+  readonly firstOutput: Promise<number>
+  readonly exited: Promise<number>
+}
+
+const startLine = (id: string) => `${JSON.stringify({ type: "start", run_id: id, prompt: "Fix the flaky test in the parser" })}\n`
+
+/**
+ * Spawns `command` with a start line for `id` on its stdin; `firstOutput` is given its first
+ * stdout line and returns the time of its first output.
+ */
+const spawnAgent = (
+  id: string,
+  command: string,
+  args: ReadonlyArray<string>,
+  options: { readonly cwd?: string; readonly env: NodeJS.ProcessEnv },
+  firstOutput: (firstLine: Promise<string>) => Promise<number>
+): Spawned => {
   const sent = now()
-  const child: ChildProcess = spawn(process.execPath, [AGENT, log], { cwd, env: agentEnv(), stdio: ["pipe", "pipe", "inherit"] })
-  child.stdout!.on("data", () => {})
+  const child: ChildProcess = spawn(command, args, { ...options, stdio: ["pipe", "pipe", "inherit"] })
+  let out = ""
+  let onLine: (line: string) => void = () => {}
+  const firstLine = new Promise<string>((resolve) => (onLine = resolve))
+  child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
+    out += chunk
+    const end = out.indexOf("\n")
+    if (end >= 0) onLine(out.slice(0, end))
+  })
   child.stdin!.on("error", () => {}) // the agent may exit before reading all of it
-  child.stdin!.write(`${JSON.stringify({ type: "start", run_id: id, prompt: "Fix the flaky test in the parser" })}\n`)
+  child.stdin!.write(startLine(id))
   const exited = new Promise<number>((resolve, reject) => {
     child.once("error", reject)
-    child.once("close", (code, signal) =>
-      code === 0 ? resolve(now()) : reject(new Error(`the direct agent ${id} exited with ${code ?? signal}`)))
+    child.once("close", (code, signal) => {
+      onLine(out) // no line: what there is (firstOutput fails on it)
+      return code === 0 ? resolve(now()) : reject(new Error(`the direct agent ${id} exited with ${code ?? signal}`))
+    })
   })
-  return { sent, exited }
+  return { sent, firstOutput: firstOutput(firstLine), exited }
 }
+
+/** The process part's baseline: agent.mjs spawned directly; its first output from the log. */
+const spawnDirect = (id: string, tail: LogTail, cwd: string): Spawned =>
+  spawnAgent(id, process.execPath, [AGENT, tail.path], { cwd, env: agentEnv() }, () => tail.waitFor(id))
+
+/** The Docker part's baseline: `docker run` of the image; its first output from its stdout. */
+const spawnDockerRun = (id: string): Spawned =>
+  spawnAgent(
+    id,
+    "docker",
+    ["run", "--rm", "-i", "--network", "none", "--label", BENCH_LABEL, testImage, "node", "-e", DOCKER_AGENT],
+    { env: process.env },
+    (firstLine) => firstLine.then((line) => firstOutputIn(line, `the stdout of docker run ${id}`))
+  )
 
 // ---------------------------------------------------------------------------------------------
 // The server
@@ -197,6 +302,16 @@ const waitEnded = async ({ server, token }: Api, runId: string): Promise<string>
   }
 }
 
+/** The run's transcript: the API answers 302 to a signed URL of the same server. */
+const transcript = async ({ server, token }: Api, runId: string): Promise<string> => {
+  const reply = await call(server, "GET", `/api/v1/agent/runs/${runId}/transcript`, { token })
+  const location = reply.headers.get("location")
+  if (reply.status !== 302 || location === null) throw new Error(`transcript of ${runId}: expected 302, got ${reply.status}`)
+  const response = await fetch(new URL(location, server.url))
+  if (response.status !== 200) throw new Error(`transcript of ${runId}: the signed URL answered ${response.status}`)
+  return await response.text()
+}
+
 /** How many runs of the team are in `states` (`state=…&state=…`), counted through pages of 100. */
 const countRuns = async ({ server, token }: Api, states: string): Promise<number> => {
   let count = 0
@@ -229,13 +344,12 @@ interface Latencies {
 const sorted = (values: Array<number>) => values.sort((a, b) => a - b)
 const at = (values: ReadonlyArray<number>, p: number) => values[Math.min(values.length - 1, Math.floor(p * values.length))] ?? NaN
 
-const latencyDirect = async (tail: LogTail, cwd: string, runs: number, warmup: number): Promise<Latencies> => {
+const latencyDirect = async (spawnOne: (id: string) => Spawned, runs: number, warmup: number): Promise<Latencies> => {
   const first: Array<number> = []
   const ended: Array<number> = []
   for (let i = 0; i < warmup + runs; i++) {
-    const id = `direct-latency-${i}`
-    const { exited, sent } = spawnDirect(id, tail.path, cwd)
-    const logged = await tail.waitFor(id)
+    const { exited, firstOutput, sent } = spawnOne(`direct-latency-${i}`)
+    const logged = await firstOutput
     const exit = await exited
     if (i >= warmup) {
       first.push(logged - sent)
@@ -245,17 +359,29 @@ const latencyDirect = async (tail: LogTail, cwd: string, runs: number, warmup: n
   return { first: sorted(first), ended: sorted(ended) }
 }
 
-const latencyOurs = async (api: Api, tail: LogTail, runs: number, warmup: number): Promise<Latencies> => {
+/**
+ * Where the time of a run's first output is read: as it happens, before polling the run (the
+ * process agents' log), or once the run ended (the Docker agent's line in the transcript).
+ */
+type FirstOutput =
+  | { readonly live: (runId: string) => Promise<number> }
+  | { readonly ended: (runId: string) => Promise<number> }
+
+const latencyOurs = async (api: Api, firstOutput: FirstOutput, runs: number, warmup: number): Promise<Latencies> => {
   const first: Array<number> = []
   const ended: Array<number> = []
   const measured: Array<{ runId: string; sent: number; logged: number }> = []
   for (let i = 0; i < warmup + runs; i++) {
     const sent = now()
     const runId = await createRun(api, i)
-    const logged = await tail.waitFor(runId)
+    const live = "live" in firstOutput ? await firstOutput.live(runId) : undefined
     const state = await waitEnded(api, runId)
     const end = now()
-    if (state !== "SUCCEEDED") throw new Error(`run ${runId} ended ${state}`)
+    if (state !== "SUCCEEDED") {
+      const run = await call(api.server, "GET", `/api/v1/agent/runs/${runId}`, { token: api.token })
+      throw new Error(`run ${runId} ended ${state}: ${JSON.stringify(run.body)}`)
+    }
+    const logged = "ended" in firstOutput ? await firstOutput.ended(runId) : live!
     if (i >= warmup) {
       first.push(logged - sent)
       ended.push(end - sent)
@@ -316,10 +442,10 @@ interface Throughput {
   readonly seconds: number
 }
 
-const throughputDirect = async (log: string, cwd: string, runs: number, warmup: number): Promise<Throughput> => {
-  await pool(warmup, CONCURRENCY, (i) => spawnDirect(`direct-warmup-${i}`, log, cwd).exited.then(() => {}))
+const throughputDirect = async (spawnOne: (id: string) => Spawned, runs: number, warmup: number, concurrency: number): Promise<Throughput> => {
+  await pool(warmup, concurrency, (i) => spawnOne(`direct-warmup-${i}`).exited.then(() => {}))
   const start = now()
-  await pool(runs, CONCURRENCY, (i) => spawnDirect(`direct-throughput-${i}`, log, cwd).exited.then(() => {}))
+  await pool(runs, concurrency, (i) => spawnOne(`direct-throughput-${i}`).exited.then(() => {}))
   return { runs, seconds: (now() - start) / 1000 }
 }
 
@@ -334,11 +460,11 @@ const drained = async (api: Api, timeoutMs: number) => {
   }
 }
 
-const throughputOurs = async (api: Api, runs: number, warmup: number): Promise<Throughput> => {
-  await pool(warmup, CONCURRENCY, (i) => createRun(api, i).then(() => {}))
+const throughputOurs = async (api: Api, runs: number, warmup: number, concurrency: number): Promise<Throughput> => {
+  await pool(warmup, concurrency, (i) => createRun(api, i).then(() => {}))
   await drained(api, RUN_TIMEOUT_MS)
   const start = now()
-  await pool(runs, CONCURRENCY, (i) => createRun(api, i).then(() => {}))
+  await pool(runs, concurrency, (i) => createRun(api, i).then(() => {}))
   await drained(api, RUN_TIMEOUT_MS + runs * 1_000)
   return { runs, seconds: (now() - start) / 1000 }
 }
@@ -355,11 +481,166 @@ const rate = (t: Throughput) => t.runs / t.seconds
 /** A shell word. */
 const quote = (word: string) => `'${word.replaceAll("'", "'\\''")}'`
 
+/** A server for the scope: its own data directory, a team whose limit is out of the way, a member's token. */
+const startServer = (env: Readonly<Record<string, string>>, concurrency: number, afterStop: (dataDir: string) => void = () => {}) =>
+  Effect.gen(function*() {
+    const dataDir = yield* tempDataDir
+    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
+    // Runs once the server stopped (the scope's finalizers run in reverse order), or by the watchdog.
+    yield* Effect.addFinalizer(() => Effect.sync(() => afterStop(dataDir)))
+    const adminToken = `ar_${randomBytes(32).toString("base64url")}`
+    const server = yield* spawnServer({
+      dataDir,
+      env: {
+        AGENT_RUNS_ADMIN_TOKEN: adminToken,
+        AGENT_RUNS_SECRET_KEY: randomBytes(32).toString("hex"),
+        AGENT_RUNS_CONCURRENCY: String(concurrency),
+        ...env
+      }
+    })
+    cleanups.unshift(() => {
+      try {
+        process.kill(server.pid, "SIGKILL")
+      } catch {
+        // gone already
+      }
+      afterStop(dataDir)
+    })
+    console.log(`server ${server.url} (pid ${server.pid}, SQLite in ${dataDir}, concurrency ${concurrency})`)
+    const api = yield* Effect.promise(async (): Promise<Api> => {
+      const admin = (method: string, path: string, body: unknown) => call(server, method, path, { token: adminToken, body })
+      const team = await expectStatus<{ uid: Ids.TeamUid }>("create team", await admin("POST", "/api/v1/admin/teams", { name: "bench" }), 201)
+      await expectStatus("raise max_concurrent_runs", await admin("PATCH", `/api/v1/admin/teams/${team.uid}`, { max_concurrent_runs: 10_000 }), 200)
+      const principal = await expectStatus<{ uid: Ids.PrincipalUid }>(
+        "create principal",
+        await admin("POST", "/api/v1/admin/principals", { type: "user", display_name: "bench", memberships: [{ team_uid: team.uid, role: "member" }] }),
+        201
+      )
+      const { token } = await expectStatus<{ token: string }>(
+        "create token",
+        await admin("POST", `/api/v1/admin/principals/${principal.uid}/tokens`, {}),
+        201
+      )
+      return { server, token }
+    })
+    return api
+  })
+
+/** Prints the server's last output when `effect` dies. */
+const withServerOutput = ({ server }: Api) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  effect.pipe(Effect.tapDefect(() => Effect.sync(() => console.error(`server output:\n${server.stdout().slice(-5_000)}\n${server.stderr().slice(-5_000)}`))))
+
+const row = (label: string, ...values: ReadonlyArray<string>) => console.log(`${label.padEnd(WIDTH)} ${values.join(" ")}`)
+const p50p99 = (values: ReadonlyArray<number>) => [ms(at(values, 0.5)), ms(at(values, 0.99))]
+
+/** One executor against its baseline. */
+interface Part {
+  readonly api: Api
+  /** What the baseline is called in the report ("direct spawn", "docker run"). */
+  readonly baseline: string
+  readonly spawnOne: (id: string) => Spawned
+  readonly firstOutput: FirstOutput
+  readonly runs: number
+  readonly throughputRuns: number
+  readonly concurrency: number
+  /** How many first outputs the agents logged (the process part). */
+  readonly logged?: () => number
+}
+
+/** Latency, its breakdown, throughput, and that every run SUCCEEDED; the p50 overhead (ms). */
+const measure = (part: Part) =>
+  Effect.gen(function*() {
+    const { api, baseline, concurrency, runs, throughputRuns } = part
+    const guarded = withServerOutput(api)
+
+    console.log(`\nlatency to first output (${runs} runs, one at a time)`)
+    const direct = yield* Effect.promise(() => latencyDirect(part.spawnOne, runs, WARMUP_RUNS))
+    const ours = yield* guarded(Effect.promise(() => latencyOurs(api, part.firstOutput, runs, WARMUP_RUNS)))
+    row("", "p50 ms".padStart(8), "p99 ms".padStart(8))
+    row(`${baseline} → first output`, ...p50p99(direct.first))
+    row("ours: POST → first output", ...p50p99(ours.first))
+    row(`overhead (ours − ${baseline})`, ms(at(ours.first, 0.5) - at(direct.first, 0.5)), ms(at(ours.first, 0.99) - at(direct.first, 0.99)))
+    row(`${baseline} → exited`, ...p50p99(direct.ended))
+    row("ours: POST → seen SUCCEEDED (5 ms polls)", ...p50p99(ours.ended))
+    const stages = yield* Effect.promise(() => breakdown(api, ours.runs ?? []))
+    console.log("ours, by stage (timeline times have ms resolution; the stages' p50s need not add up):")
+    for (const { p50, p99, stage } of stages) row(`  ${stage}`.padEnd(WIDTH), ms(p50), ms(p99))
+
+    console.log(`\nthroughput (${number(throughputRuns)} runs, ${concurrency} at a time)`)
+    const directRate = yield* Effect.promise(() => throughputDirect(part.spawnOne, throughputRuns, WARMUP_RUNS, concurrency))
+    row(`${baseline}, each to its exit`, `${number(rate(directRate), 1).padStart(8)} runs/s (${directRate.seconds.toFixed(2)} s)`)
+    const oursRate = yield* guarded(Effect.promise(() => throughputOurs(api, throughputRuns, WARMUP_RUNS, concurrency)))
+    row("ours: POSTed, until all SUCCEEDED", `${number(rate(oursRate), 1).padStart(8)} runs/s (${oursRate.seconds.toFixed(2)} s)`)
+    console.log(`ratio ${baseline}/ours ${(rate(directRate) / rate(oursRate)).toFixed(2)}×`)
+
+    // Every run of the team must have succeeded.
+    const created = (runs + WARMUP_RUNS) + (throughputRuns + WARMUP_RUNS)
+    const succeeded = yield* Effect.promise(() => countRuns(api, "state=SUCCEEDED"))
+    const other = yield* Effect.promise(() => countRuns(api, `${LIVE}&state=FAILED&state=BLOCKED&state=ERROR&state=CANCELLED`))
+    console.log(
+      `\nruns: ${number(created)} created, ${number(succeeded)} SUCCEEDED, ${number(other)} in another state` +
+        (part.logged === undefined ? "" : `; agents logged ${number(part.logged())}`)
+    )
+    if (succeeded !== created || other !== 0) return yield* Effect.dieMessage("not every run SUCCEEDED")
+    return at(ours.first, 0.5) - at(direct.first, 0.5)
+  })
+
+/** The process executor, its harness agent.mjs, against agent.mjs spawned directly. */
+const processPart = Effect.gen(function*() {
+  console.log(`\n== process executor, against the agent spawned directly`)
+  const dir = yield* tempDir
+  const serverTail = yield* logTail(join(dir, "server-agents.log"))
+  const directTail = yield* logTail(join(dir, "direct-agents.log"))
+  /** The direct agents' work directory. */
+  const workDir = mkdtempSync(join(dir, "work-"))
+  const api = yield* startServer({ AGENT_RUNS_HARNESS: [process.execPath, AGENT, serverTail.path].map(quote).join(" ") }, CONCURRENCY)
+  const overhead = yield* measure({
+    api,
+    baseline: "direct spawn",
+    spawnOne: (id) => spawnDirect(id, directTail, workDir),
+    firstOutput: { live: (runId) => serverTail.waitFor(runId) },
+    runs: RUNS,
+    throughputRuns: THROUGHPUT_RUNS,
+    concurrency: CONCURRENCY,
+    logged: () => serverTail.count
+  })
+  console.log(`goal: overhead ≤ 15 ms p50 (${overhead <= 15 ? "met" : "not met"}: ${overhead.toFixed(1)} ms)`)
+})
+
+/** The Docker executor, its harness the inline agent, against `docker run` of the same image. */
+const dockerPart = Effect.gen(function*() {
+  console.log(`\n== Docker executor (${testImage}, network none), against docker run of the same image`)
+  ensureEngine()
+  ensureTestImage()
+  /** Removes what is left of this script's containers once the server stopped; says so if any. */
+  const leftovers = (dataDir: string) => {
+    const left = removeContainers(`agent-runs.root=${join(dataDir, "sandboxes")}`) + removeContainers(BENCH_LABEL)
+    if (left > 0) console.log(`removed ${left} container(s) of this benchmark left behind`)
+  }
+  const api = yield* startServer(
+    { AGENT_RUNS_EXECUTOR: "docker", AGENT_RUNS_DOCKER_IMAGE: testImage, AGENT_RUNS_DOCKER_NETWORK: "none", AGENT_RUNS_HARNESS: `node -e ${quote(DOCKER_AGENT)}` },
+    DOCKER_CONCURRENCY,
+    leftovers
+  )
+  yield* measure({
+    api,
+    baseline: "docker run",
+    spawnOne: spawnDockerRun,
+    firstOutput: { ended: (runId) => transcript(api, runId).then((text) => firstOutputIn(text, `the transcript of ${runId}`)) },
+    runs: DOCKER_RUNS,
+    throughputRuns: DOCKER_THROUGHPUT_RUNS,
+    concurrency: DOCKER_CONCURRENCY
+  })
+})
+
 const program = Effect.gen(function*() {
   console.log(
-    `Dispatch benchmark: process executor on SQLite (no Docker variant yet); ` +
-      `${RUNS} latency runs one at a time, ${number(THROUGHPUT_RUNS)} throughput runs ${CONCURRENCY} at a time ` +
-      `(+${WARMUP_RUNS} warm-up runs per case), node ${process.version}, ${cpus().length} CPUs`
+    `Dispatch benchmark: process executor on SQLite, ` +
+      `${RUNS} latency runs one at a time, ${number(THROUGHPUT_RUNS)} throughput runs ${CONCURRENCY} at a time; ` +
+      (DOCKER.on
+        ? `Docker executor on (${DOCKER.why}), ${DOCKER_RUNS} latency runs, ${number(DOCKER_THROUGHPUT_RUNS)} throughput runs ${DOCKER_CONCURRENCY} at a time; `
+        : `Docker executor off (${DOCKER.why}); `) +
+      `+${WARMUP_RUNS} warm-up runs per case, node ${process.version}, ${cpus().length} CPUs`
   )
   if (process.env.BENCH_SKIP_BUILD !== "1") {
     console.log("building (npx tsc -b tsconfig.json)…")
@@ -368,89 +649,8 @@ const program = Effect.gen(function*() {
   }
   const clockSkew = () => Date.now() - now()
   const skewAtStart = clockSkew()
-
-  const dir = yield* tempDir
-  const serverLog = join(dir, "server-agents.log")
-  const directLog = join(dir, "direct-agents.log")
-  /** The direct agents' work directory. */
-  const workDir = mkdtempSync(join(dir, "work-"))
-  const serverTail = yield* logTail(serverLog)
-  const directTail = yield* logTail(directLog)
-
-  const dataDir = yield* tempDataDir
-  cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
-  const adminToken = `ar_${randomBytes(32).toString("base64url")}`
-  const server = yield* spawnServer({
-    dataDir,
-    env: {
-      AGENT_RUNS_ADMIN_TOKEN: adminToken,
-      AGENT_RUNS_SECRET_KEY: randomBytes(32).toString("hex"),
-      AGENT_RUNS_CONCURRENCY: String(CONCURRENCY),
-      AGENT_RUNS_HARNESS: [process.execPath, AGENT, serverLog].map(quote).join(" ")
-    }
-  })
-  cleanups.unshift(() => {
-    try {
-      process.kill(server.pid, "SIGKILL")
-    } catch {
-      // gone already
-    }
-  })
-  console.log(`server ${server.url} (pid ${server.pid}, SQLite in ${dataDir}, concurrency ${CONCURRENCY})`)
-
-  const api = yield* Effect.promise(async (): Promise<Api> => {
-    const admin = (method: string, path: string, body: unknown) => call(server, method, path, { token: adminToken, body })
-    const team = await expectStatus<{ uid: Ids.TeamUid }>("create team", await admin("POST", "/api/v1/admin/teams", { name: "bench" }), 201)
-    await expectStatus("raise max_concurrent_runs", await admin("PATCH", `/api/v1/admin/teams/${team.uid}`, { max_concurrent_runs: 10_000 }), 200)
-    const principal = await expectStatus<{ uid: Ids.PrincipalUid }>(
-      "create principal",
-      await admin("POST", "/api/v1/admin/principals", { type: "user", display_name: "bench", memberships: [{ team_uid: team.uid, role: "member" }] }),
-      201
-    )
-    const { token } = await expectStatus<{ token: string }>(
-      "create token",
-      await admin("POST", `/api/v1/admin/principals/${principal.uid}/tokens`, {}),
-      201
-    )
-    return { server, token }
-  })
-  const withServerOutput = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-    effect.pipe(Effect.tapDefect(() => Effect.sync(() => console.error(`server output:\n${server.stdout().slice(-5_000)}\n${server.stderr().slice(-5_000)}`))))
-
-  // 1. Latency to first output
-  console.log(`\nlatency to first output (${RUNS} runs, one at a time)`)
-  const direct = yield* Effect.promise(() => latencyDirect(directTail, workDir, RUNS, WARMUP_RUNS))
-  const ours = yield* withServerOutput(Effect.promise(() => latencyOurs(api, serverTail, RUNS, WARMUP_RUNS)))
-  console.log(`${"".padEnd(WIDTH)} ${"p50 ms".padStart(8)} ${"p99 ms".padStart(8)}`)
-  console.log(`${"direct spawn → first output".padEnd(WIDTH)} ${ms(at(direct.first, 0.5))} ${ms(at(direct.first, 0.99))}`)
-  console.log(`${"ours: POST → first output".padEnd(WIDTH)} ${ms(at(ours.first, 0.5))} ${ms(at(ours.first, 0.99))}`)
-  console.log(
-    `${"overhead (ours − direct)".padEnd(WIDTH)} ${ms(at(ours.first, 0.5) - at(direct.first, 0.5))} ${
-      ms(at(ours.first, 0.99) - at(direct.first, 0.99))
-    }`
-  )
-  console.log(`${"direct spawn → exited".padEnd(WIDTH)} ${ms(at(direct.ended, 0.5))} ${ms(at(direct.ended, 0.99))}`)
-  console.log(`${"ours: POST → seen SUCCEEDED (5 ms polls)".padEnd(WIDTH)} ${ms(at(ours.ended, 0.5))} ${ms(at(ours.ended, 0.99))}`)
-  const stages = yield* Effect.promise(() => breakdown(api, ours.runs ?? []))
-  console.log("ours, by stage (timeline times have ms resolution; the stages' p50s need not add up):")
-  for (const { p50, p99, stage } of stages) console.log(`  ${stage.padEnd(WIDTH - 2)} ${ms(p50)} ${ms(p99)}`)
-  const overhead = at(ours.first, 0.5) - at(direct.first, 0.5)
-  console.log(`goal: overhead ≤ 15 ms p50 (${overhead <= 15 ? "met" : "not met"}: ${overhead.toFixed(1)} ms)`)
-
-  // 2. Throughput
-  console.log(`\nthroughput (${number(THROUGHPUT_RUNS)} runs, ${CONCURRENCY} at a time)`)
-  const directRate = yield* Effect.promise(() => throughputDirect(directLog, workDir, THROUGHPUT_RUNS, WARMUP_RUNS))
-  console.log(`${"direct spawn, each to its exit".padEnd(WIDTH)} ${number(rate(directRate), 1).padStart(8)} runs/s (${directRate.seconds.toFixed(2)} s)`)
-  const oursRate = yield* withServerOutput(Effect.promise(() => throughputOurs(api, THROUGHPUT_RUNS, WARMUP_RUNS)))
-  console.log(`${"ours: POSTed, until all SUCCEEDED".padEnd(WIDTH)} ${number(rate(oursRate), 1).padStart(8)} runs/s (${oursRate.seconds.toFixed(2)} s)`)
-  console.log(`ratio direct/ours ${(rate(directRate) / rate(oursRate)).toFixed(2)}×`)
-
-  // Every run of the team must have succeeded.
-  const created = (RUNS + WARMUP_RUNS) + (THROUGHPUT_RUNS + WARMUP_RUNS)
-  const succeeded = yield* Effect.promise(() => countRuns(api, "state=SUCCEEDED"))
-  const other = yield* Effect.promise(() => countRuns(api, `${LIVE}&state=FAILED&state=BLOCKED&state=ERROR&state=CANCELLED`))
-  console.log(`\nruns: ${number(created)} created, ${number(succeeded)} SUCCEEDED, ${number(other)} in another state; agents logged ${number(serverTail.count)}`)
-  if (succeeded !== created || other !== 0) return yield* Effect.dieMessage("not every run SUCCEEDED")
+  yield* Effect.scoped(processPart)
+  if (DOCKER.on) yield* Effect.scoped(dockerPart)
   const skew = clockSkew() - skewAtStart
   if (Math.abs(skew) > 1) console.log(`note: the wall clock moved ${skew.toFixed(1)} ms against this process's monotonic clock during the benchmark`)
 })
