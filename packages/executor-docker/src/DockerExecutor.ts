@@ -116,9 +116,12 @@ export const make = (config: DockerExecutorConfig) =>
     /** Waits until an exec has exited: its exit code (the engine reports 128 + n for signal n). */
     const execExitCode = (exec: Docker.Exec, streamEnded: Effect.Effect<void>) =>
       Effect.gen(function*() {
-        for (;;) {
+        // An exec that has not started yet also reads "not running", with no exit code: only an
+        // exit code means it ended (an exec that never reports one gives up after ~10 s: -1).
+        for (let unknown = 0; ; ) {
           const info = yield* call("inspect an exec", () => exec.inspect())
-          if (!info.Running) return info.ExitCode ?? -1
+          if (!info.Running && typeof info.ExitCode === "number") return info.ExitCode
+          if (!info.Running && ++unknown > 1_000) return -1
           // Once the stream ended the exit follows within milliseconds; before that, a slow poll
           // still notices an exit whose stream stays open (a background child holding stdout).
           yield* Effect.raceFirst(streamEnded, Effect.sleep(Duration.seconds(1)))
