@@ -1,7 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
+import * as fc from "fast-check"
 import type { RejectionReason, VerifyInput } from "../src/Signatures.js"
-import { verify } from "../src/Signatures.js"
+import { sign, TIMESTAMP_TOLERANCE_MS, timingSafeEqual, verify } from "../src/Signatures.js"
+import { SignatureScheme as SignatureSchemes } from "../src/Webhook.js"
 import type { SignatureScheme } from "../src/Webhook.js"
 
 const bytes = (text: string): Uint8Array => new TextEncoder().encode(text)
@@ -13,11 +15,14 @@ const rejection = (scheme: SignatureScheme, input: VerifyInput) =>
     Effect.map((e) => {
       expect(e._tag).toBe("SignatureRejected")
       expect(e.scheme).toBe(scheme)
-      expect(e.message).not.toContain(input.secret)
+      if (input.secret !== "") expect(e.message).not.toContain(input.secret)
       return { reason: e.reason, header: e.header } as { reason: RejectionReason; header?: string | undefined }
     })
   )
 
+
+const OTHER_HEX = "0".repeat(64)
+const SCHEMES = SignatureSchemes.literals
 
 // --- published vectors -------------------------------------------------------------------------
 
@@ -211,6 +216,288 @@ describe("Signatures", () => {
           })
         ).toEqual({ reason: "no_signature_matches", header: "x-gitlab-token" })
       }))
+  })
+  describe("timestamp windows (inclusive, ±5 minutes)", () => {
+    const windows: ReadonlyArray<{
+      readonly scheme: SignatureScheme
+      readonly input: (now: number) => VerifyInput
+      readonly signedAt: number
+      readonly header: string
+    }> = [
+      {
+        scheme: "standard_webhooks",
+        input: (now) => ({ secret: STANDARD.secret, headers: standardHeaders(), body: STANDARD.body, now }),
+        signedAt: STANDARD.timestamp * 1000,
+        header: "webhook-timestamp"
+      },
+      {
+        scheme: "stripe",
+        input: (now) => ({
+          secret: STRIPE.secret,
+          headers: { "stripe-signature": `t=${STRIPE.timestamp},v1=${STRIPE.v1}` },
+          body: STRIPE.body,
+          now
+        }),
+        signedAt: STRIPE.timestamp * 1000,
+        header: "stripe-signature"
+      },
+      {
+        scheme: "slack",
+        input: (now) => ({
+          secret: SLACK.secret,
+          headers: { "x-slack-signature": SLACK.signature, "x-slack-request-timestamp": String(SLACK.timestamp) },
+          body: SLACK.body,
+          now
+        }),
+        signedAt: SLACK.timestamp * 1000,
+        header: "x-slack-request-timestamp"
+      },
+      {
+        scheme: "linear",
+        input: (now) => ({ secret: LINEAR.secret, headers: { "linear-signature": LINEAR.signature }, body: LINEAR.body, now }),
+        signedAt: LINEAR.webhookTimestamp,
+        header: "webhookTimestamp"
+      }
+    ]
+    for (const { header, input, scheme, signedAt } of windows) {
+      it.effect(`${scheme}: accepted just inside, refused just outside`, () =>
+        Effect.gen(function*() {
+          yield* verify(scheme, input(signedAt + TIMESTAMP_TOLERANCE_MS))
+          yield* verify(scheme, input(signedAt - TIMESTAMP_TOLERANCE_MS))
+          expect(yield* rejection(scheme, input(signedAt + TIMESTAMP_TOLERANCE_MS + 1))).toEqual({
+            reason: "timestamp_outside_window",
+            header
+          })
+          expect(yield* rejection(scheme, input(signedAt - TIMESTAMP_TOLERANCE_MS - 1))).toEqual({
+            reason: "timestamp_outside_window",
+            header
+          })
+        }))
+    }
+
+    it.effect("a malformed timestamp is refused before any signature is computed", () =>
+      Effect.gen(function*() {
+        expect(
+          yield* rejection("standard_webhooks", {
+            secret: STANDARD.secret,
+            headers: { ...standardHeaders(), "webhook-timestamp": "16142653.30" },
+            body: STANDARD.body,
+            now: STANDARD.timestamp * 1000
+          })
+        ).toEqual({ reason: "malformed_header", header: "webhook-timestamp" })
+      }))
+  })
+
+  describe("unsigned and mis-signed requests", () => {
+    it.effect("a missing signature header is refused for every scheme", () =>
+      Effect.gen(function*() {
+        for (const scheme of SCHEMES) {
+          const { reason } = yield* rejection(scheme, { secret: "whsec_c2VjcmV0", headers: {}, body: bytes("{}"), now: 0 })
+          expect(reason, scheme).toBe("missing_header")
+        }
+      }))
+
+    it.effect("a blank header counts as absent", () =>
+      Effect.gen(function*() {
+        expect(
+          yield* rejection("github", { secret: GITHUB.secret, headers: { "x-hub-signature-256": "  " }, body: GITHUB.body, now: 0 })
+        ).toEqual({ reason: "missing_header", header: "x-hub-signature-256" })
+      }))
+
+    it.effect("Standard Webhooks without an id or timestamp is refused", () =>
+      Effect.gen(function*() {
+        const { "webhook-id": _, ...noId } = standardHeaders()
+        expect(
+          yield* rejection("standard_webhooks", {
+            secret: STANDARD.secret,
+            headers: noId,
+            body: STANDARD.body,
+            now: STANDARD.timestamp * 1000
+          })
+        ).toEqual({ reason: "missing_header", header: "webhook-id" })
+      }))
+
+    it.effect("a valid signature for another body is refused", () =>
+      Effect.gen(function*() {
+        const other = bytes("Hello, World?")
+        expect(
+          yield* rejection("github", { secret: GITHUB.secret, headers: { "x-hub-signature-256": GITHUB.signature }, body: other, now: 0 })
+        ).toEqual({ reason: "no_signature_matches", header: "x-hub-signature-256" })
+        expect(
+          yield* rejection("shopify", { secret: SHOPIFY.secret, headers: { "x-shopify-hmac-sha256": SHOPIFY.signature }, body: other, now: 0 })
+        ).toEqual({ reason: "no_signature_matches", header: "x-shopify-hmac-sha256" })
+        expect(
+          yield* rejection("standard_webhooks", {
+            secret: STANDARD.secret,
+            headers: standardHeaders(),
+            body: other,
+            now: STANDARD.timestamp * 1000
+          })
+        ).toEqual({ reason: "no_signature_matches", header: "webhook-signature" })
+      }))
+
+    it.effect("the right signature under another secret is refused", () =>
+      Effect.gen(function*() {
+        expect(
+          yield* rejection("pagerduty", {
+            secret: "another secret",
+            headers: { "x-pagerduty-signature": `v1=${PAGERDUTY.v1}` },
+            body: PAGERDUTY.body,
+            now: 0
+          })
+        ).toEqual({ reason: "no_signature_matches", header: "x-pagerduty-signature" })
+      }))
+
+    it.effect("malformed headers and secrets", () =>
+      Effect.gen(function*() {
+        expect(
+          yield* rejection("github", {
+            secret: GITHUB.secret,
+            headers: { "x-hub-signature-256": GITHUB.signature.replace("sha256=", "sha1=") },
+            body: GITHUB.body,
+            now: 0
+          })
+        ).toEqual({ reason: "malformed_header", header: "x-hub-signature-256" })
+        expect(
+          yield* rejection("stripe", {
+            secret: STRIPE.secret,
+            headers: { "stripe-signature": `v1=${STRIPE.v1}` },
+            body: STRIPE.body,
+            now: STRIPE.timestamp * 1000
+          })
+        ).toEqual({ reason: "malformed_header", header: "stripe-signature" })
+        expect(
+          yield* rejection("stripe", {
+            secret: STRIPE.secret,
+            headers: { "stripe-signature": `t=${STRIPE.timestamp},v0=${STRIPE.v1}` },
+            body: STRIPE.body,
+            now: STRIPE.timestamp * 1000
+          })
+        ).toEqual({ reason: "malformed_header", header: "stripe-signature" })
+        expect(
+          yield* rejection("standard_webhooks", {
+            secret: "whsec_not base64!",
+            headers: standardHeaders(),
+            body: STANDARD.body,
+            now: STANDARD.timestamp * 1000
+          })
+        ).toEqual({ reason: "malformed_secret" })
+        expect(
+          yield* rejection("shopify", { secret: "", headers: { "x-shopify-hmac-sha256": SHOPIFY.signature }, body: SHOPIFY.body, now: 0 })
+        ).toEqual({ reason: "malformed_secret" })
+      }))
+
+    it.effect("a rejection never shows the secret or a signature", () =>
+      Effect.gen(function*() {
+        const error = yield* verify("standard_webhooks", {
+          secret: STANDARD.secret,
+          headers: standardHeaders(),
+          body: bytes("tampered"),
+          now: STANDARD.timestamp * 1000
+        }).pipe(Effect.flip)
+        const shown = `${error.message} ${JSON.stringify(error)} ${String(error)}`
+        expect(shown).not.toContain("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+        expect(shown).not.toContain("g0hM9SsE")
+        expect(shown).toContain("no signature matches")
+      }))
+  })
+
+  describe("several signatures in one header", () => {
+    it.effect("Standard Webhooks: only the second matches", () =>
+      Effect.gen(function*() {
+        yield* verify("standard_webhooks", {
+          secret: STANDARD.secret,
+          headers: standardHeaders(`v1,${btoa("x".repeat(32))} v1a,ignored ${STANDARD.signature}`),
+          body: STANDARD.body,
+          now: STANDARD.timestamp * 1000
+        })
+      }))
+
+    it.effect("Stripe: only the second v1 matches (v0 ignored)", () =>
+      Effect.gen(function*() {
+        yield* verify("stripe", {
+          secret: STRIPE.secret,
+          headers: { "stripe-signature": `t=${STRIPE.timestamp},v1=${OTHER_HEX},v1=${STRIPE.v1},v0=${OTHER_HEX}` },
+          body: STRIPE.body,
+          now: STRIPE.timestamp * 1000
+        })
+      }))
+
+    it.effect("PagerDuty: only the second matches; none matching is refused", () =>
+      Effect.gen(function*() {
+        yield* verify("pagerduty", {
+          secret: PAGERDUTY.secret,
+          headers: { "x-pagerduty-signature": `v1=${OTHER_HEX},v1=${PAGERDUTY.v1}` },
+          body: PAGERDUTY.body,
+          now: 0
+        })
+        expect(
+          yield* rejection("pagerduty", {
+            secret: PAGERDUTY.secret,
+            headers: { "x-pagerduty-signature": `v1=${OTHER_HEX},v1=not-hex` },
+            body: PAGERDUTY.body,
+            now: 0
+          })
+        ).toEqual({ reason: "no_signature_matches", header: "x-pagerduty-signature" })
+      }))
+  })
+
+  describe("timingSafeEqual", () => {
+    it("compares contents and lengths", () => {
+      expect(timingSafeEqual(bytes("abc"), bytes("abc"))).toBe(true)
+      expect(timingSafeEqual(bytes("abc"), bytes("abd"))).toBe(false)
+      expect(timingSafeEqual(bytes("abc"), bytes("abcd"))).toBe(false)
+    })
+  })
+
+  describe("sign", () => {
+    it.effect("reproduces the published Standard Webhooks and GitHub signatures", () =>
+      Effect.gen(function*() {
+        const standard = yield* sign("standard_webhooks", {
+          secret: STANDARD.secret,
+          body: STANDARD.body,
+          now: STANDARD.timestamp * 1000 + 999,
+          id: STANDARD.id
+        })
+        expect(standard).toEqual(standardHeaders())
+        const github = yield* sign("github", { secret: GITHUB.secret, body: GITHUB.body, now: 0, id: "g-1" })
+        expect(github).toEqual({ "x-hub-signature-256": GITHUB.signature, "x-github-delivery": "g-1" })
+      }))
+
+    const secrets: Record<SignatureScheme, string> = {
+      standard_webhooks: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+      stripe: STRIPE.secret,
+      github: GITHUB.secret,
+      slack: SLACK.secret,
+      linear: LINEAR.secret,
+      shopify: SHOPIFY.secret,
+      gitlab_token: GITLAB.secret,
+      pagerduty: PAGERDUTY.secret
+    }
+
+    it.effect.prop(
+      "sign then verify succeeds for every scheme; flipping a body byte fails (except GitLab's token)",
+      [
+        fc.constantFrom(...SCHEMES),
+        fc.uint8Array({ minLength: 1, maxLength: 256 }),
+        fc.integer({ min: 0, max: 4_000_000_000_000 }),
+        fc.nat(),
+        fc.integer({ min: 1, max: 255 })
+      ],
+      ([scheme, body, now, position, flip]) =>
+        Effect.gen(function*() {
+          const secret = secrets[scheme]
+          const headers = yield* sign(scheme, { secret, body, now, id: "delivery-1" })
+          const result = yield* verify(scheme, { secret, headers, body, now })
+          expect(result.scheme).toBe(scheme)
+          const flipped = Uint8Array.from(body)
+          flipped[position % body.length] = flipped[position % body.length]! ^ flip
+          const outcome = yield* Effect.exit(verify(scheme, { secret, headers, body: flipped, now }))
+          // GitLab's token does not depend on the body; every other scheme signs it.
+          expect(outcome._tag).toBe(scheme === "gitlab_token" ? "Success" : "Failure")
+        }),
+      { fastCheck: { numRuns: 200 } }
+    )
   })
 })
 
