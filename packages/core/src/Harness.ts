@@ -47,6 +47,7 @@ import {
   readSkillAction
 } from "./Conversation.js"
 import { RunErrorCode } from "./Errors.js"
+import { concatBytes } from "./internal/Bytes.js"
 import type { RequestUsage } from "./Run.js"
 
 /** The longest stdout line parsed; longer lines are truncated in the conversation. */
@@ -174,19 +175,8 @@ export const emptyLineBuffer: LineBuffer = { parts: [], size: 0, dropped: 0 }
 const NEWLINE = 0x0a
 const decoder = new TextDecoder()
 
-const concat = (parts: ReadonlyArray<Uint8Array>, size: number): Uint8Array => {
-  if (parts.length === 1) return parts[0]!
-  const out = new Uint8Array(size)
-  let at = 0
-  for (const part of parts) {
-    out.set(part, at)
-    at += part.length
-  }
-  return out
-}
-
 const lineOf = (buffer: LineBuffer): HarnessLine | undefined => {
-  const text = decoder.decode(concat(buffer.parts, buffer.size)).replace(/\r$/, "")
+  const text = decoder.decode(concatBytes(buffer.parts)).replace(/\r$/, "")
   if (buffer.dropped > 0) {
     return { _tag: "Truncated", bytes: buffer.size + buffer.dropped, head: text.slice(0, TRUNCATED_HEAD_CHARS) }
   }

@@ -33,6 +33,7 @@
  *   expected signature or the received one.
  */
 import { Data, Effect, Option } from "effect"
+import { concatBytes } from "./internal/Bytes.js"
 import type { SignatureScheme } from "./Webhook.js"
 
 /** How far a signed timestamp may be from `now` (either way), in milliseconds. */
@@ -93,16 +94,6 @@ export interface SignInput {
 // --- encodings -------------------------------------------------------------------------------
 
 const encoder = new TextEncoder()
-
-const concat = (...parts: ReadonlyArray<Uint8Array>): Uint8Array => {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0))
-  let offset = 0
-  for (const part of parts) {
-    out.set(part, offset)
-    offset += part.length
-  }
-  return out
-}
 
 const toHex = (bytes: Uint8Array): string => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")
 
@@ -254,7 +245,7 @@ const verifyStandard = Effect.fnUntraced(function*(input: VerifyInput) {
   const timestamp = yield* required(scheme, input.headers, `${prefix}-timestamp`)
   yield* checkTimestamp(scheme, timestamp, `${prefix}-timestamp`, input.now)
   const key = yield* standardKey(input.secret)
-  const expected = yield* hmacSha256(key, concat(encoder.encode(`${id}.${timestamp}.`), input.body))
+  const expected = yield* hmacSha256(key, concatBytes([encoder.encode(`${id}.${timestamp}.`), input.body]))
   const candidates = signature
     .split(" ")
     .filter((s) => s.startsWith("v1,"))
@@ -273,7 +264,7 @@ const verifyStripe = Effect.fnUntraced(function*(input: VerifyInput) {
   const t = ts[0]!
   yield* checkTimestamp(scheme, t, name, input.now)
   const key = yield* textKey(scheme, input.secret)
-  const expected = yield* hmacSha256(key, concat(encoder.encode(`${t}.`), input.body))
+  const expected = yield* hmacSha256(key, concatBytes([encoder.encode(`${t}.`), input.body]))
   const candidates = pairs.filter(([k]) => k === "v1").map(([, v]) => v)
   yield* match(scheme, name, expected, candidates, fromHex)
   return verified(scheme, Option.none())
@@ -298,7 +289,7 @@ const verifySlack = Effect.fnUntraced(function*(input: VerifyInput) {
   if (!value.startsWith("v0=")) return yield* rejector(scheme)("malformed_header", name)
   yield* checkTimestamp(scheme, timestamp, "x-slack-request-timestamp", input.now)
   const key = yield* textKey(scheme, input.secret)
-  const expected = yield* hmacSha256(key, concat(encoder.encode(`v0:${timestamp}:`), input.body))
+  const expected = yield* hmacSha256(key, concatBytes([encoder.encode(`v0:${timestamp}:`), input.body]))
   yield* match(scheme, name, expected, [value.slice("v0=".length)], fromHex)
   return verified(scheme, Option.none())
 })
@@ -398,11 +389,11 @@ export const sign = Effect.fn("Signatures.sign")(function*(
     case "standard_webhooks": {
       const key = yield* standardKey(input.secret)
       const id = input.id ?? (yield* generatedId)
-      const mac = yield* hmacSha256(key, concat(encoder.encode(`${id}.${ts}.`), input.body))
+      const mac = yield* hmacSha256(key, concatBytes([encoder.encode(`${id}.${ts}.`), input.body]))
       return { "webhook-id": id, "webhook-timestamp": ts, "webhook-signature": `v1,${toBase64(mac)}` }
     }
     case "stripe": {
-      const mac = yield* hmacSha256(yield* textKey(scheme, input.secret), concat(encoder.encode(`${ts}.`), input.body))
+      const mac = yield* hmacSha256(yield* textKey(scheme, input.secret), concatBytes([encoder.encode(`${ts}.`), input.body]))
       return { "stripe-signature": `t=${ts},v1=${toHex(mac)}` }
     }
     case "github": {
@@ -412,7 +403,7 @@ export const sign = Effect.fn("Signatures.sign")(function*(
     case "slack": {
       const mac = yield* hmacSha256(
         yield* textKey(scheme, input.secret),
-        concat(encoder.encode(`v0:${ts}:`), input.body)
+        concatBytes([encoder.encode(`v0:${ts}:`), input.body])
       )
       return { "x-slack-request-timestamp": ts, "x-slack-signature": `v0=${toHex(mac)}` }
     }

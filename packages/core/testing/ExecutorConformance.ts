@@ -18,6 +18,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type ExecutionId, formatUuidV7, type RunId } from "../src/Ids.js"
+import { concatBytes } from "../src/internal/Bytes.js"
 import { type AgentProcess, Executor, type Sandbox, type SandboxSpec } from "../src/ports/Executor.js"
 
 export interface ExecutorConformanceOptions<E> {
@@ -79,18 +80,8 @@ export const sandboxSpec = (overrides: Partial<SandboxSpec> = {}): SandboxSpec =
 /** A word quoted for `/bin/sh`. */
 const shQuote = (word: string) => `'${word.replace(/'/g, `'\\''`)}'`
 
-const concat = (chunks: ReadonlyArray<Uint8Array>): Uint8Array => {
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0))
-  let offset = 0
-  for (const chunk of chunks) {
-    out.set(chunk, offset)
-    offset += chunk.byteLength
-  }
-  return out
-}
-
 const collect = (stdout: Stream.Stream<Uint8Array, unknown>) =>
-  Effect.map(Stream.runFold(stdout, [] as Array<Uint8Array>, (chunks, chunk) => (chunks.push(chunk), chunks)), concat)
+  Effect.map(Stream.runFold(stdout, [] as Array<Uint8Array>, (chunks, chunk) => (chunks.push(chunk), chunks)), concatBytes)
 
 /** Parses every non-empty line of `text` as JSON. */
 const jsonLines = (text: string): Array<unknown> => text.split("\n").filter((line) => line !== "").map((line) => JSON.parse(line))
