@@ -1,0 +1,86 @@
+/**
+ * Sliding-window limits for webhook ingress (CONTRACT §8): at most `max` events per key in any
+ * window of `windowMs` — 60 deliveries a minute per webhook and client address (429 with
+ * `Retry-After`), 10 authentication failures a minute (the budget: 429 once spent). The clock is
+ * the caller's (`now` in epoch millis), so tests need no real time.
+ *
+ * Decisions where the contract is silent:
+ * - The window slides: an event counts for exactly `windowMs` after it happened. Each key keeps at
+ *   most `max` times, so memory is bounded by the number of active keys; `prune` drops the keys
+ *   whose events have all left the window.
+ * - `Retry-After` is the time until the oldest counted event leaves the window, rounded up to whole
+ *   seconds by the transport.
+ * - Limits are per process: replicas each count what they receive (documented with ingress).
+ */
+
+export interface Limit {
+  readonly max: number
+  readonly windowMs: number
+}
+
+/** The answer for one event: allowed, or how long until one would be. */
+export type Decision =
+  | { readonly allowed: true }
+  | { readonly allowed: false; readonly retryAfterMs: number }
+
+export interface Limiter {
+  /** Whether an event now would be allowed, without counting it. */
+  readonly check: (key: string, now: number) => Decision
+  /** Counts an event now, whatever `check` says (e.g. an authentication failure). */
+  readonly record: (key: string, now: number) => void
+  /** Counts an event now if it is allowed: `check` then `record`. */
+  readonly take: (key: string, now: number) => Decision
+  /** Forgets the keys with nothing left in the window; returns how many remain. */
+  readonly prune: (now: number) => number
+}
+
+export const DELIVERIES_PER_MINUTE: Limit = { max: 60, windowMs: 60_000 }
+export const AUTH_FAILURES_PER_MINUTE: Limit = { max: 10, windowMs: 60_000 }
+
+export const makeLimiter = (limit: Limit): Limiter => {
+  const events = new Map<string, Array<number>>()
+
+  /** Index of the first of `times` still in the window at `now`. */
+  const firstLive = (times: ReadonlyArray<number>, now: number): number => {
+    let at = 0
+    while (at < times.length && times[at]! <= now - limit.windowMs) at++
+    return at
+  }
+
+  /** The key's events still in the window at `now`; older ones are dropped. */
+  const live = (key: string, now: number): Array<number> => {
+    const times = events.get(key)
+    if (times === undefined) return []
+    times.splice(0, firstLive(times, now))
+    if (times.length === 0) events.delete(key)
+    return times
+  }
+
+  // Reads only: a look at another time (a caller's "when could it go") changes nothing.
+  const check = (key: string, now: number): Decision => {
+    const times = events.get(key) ?? []
+    const count = times.length - firstLive(times, now)
+    if (count < limit.max) return { allowed: true }
+    return { allowed: false, retryAfterMs: Math.max(1, times[times.length - limit.max]! + limit.windowMs - now) }
+  }
+
+  const record = (key: string, now: number): void => {
+    const times = live(key, now)
+    times.push(now)
+    if (times.length > limit.max) times.splice(0, times.length - limit.max)
+    events.set(key, times)
+  }
+
+  const take = (key: string, now: number): Decision => {
+    const decision = check(key, now)
+    if (decision.allowed) record(key, now)
+    return decision
+  }
+
+  const prune = (now: number): number => {
+    for (const key of [...events.keys()]) live(key, now)
+    return events.size
+  }
+
+  return { check, record, take, prune }
+}

@@ -1,0 +1,65 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as fc from "fast-check"
+import { AUTH_FAILURES_PER_MINUTE, DELIVERIES_PER_MINUTE, makeLimiter } from "../src/RateLimit.js"
+
+const T = 1_800_000_000_000
+
+describe("makeLimiter", () => {
+  it("allows 60 deliveries a minute per key, then answers how long to wait", () => {
+    const limiter = makeLimiter(DELIVERIES_PER_MINUTE)
+    for (let i = 0; i < 60; i++) expect(limiter.take("w1|10.0.0.1", T + i * 100)).toEqual({ allowed: true })
+    expect(limiter.take("w1|10.0.0.1", T + 6_000)).toEqual({ allowed: false, retryAfterMs: 54_000 })
+    // Another sender, or another webhook, has its own budget.
+    expect(limiter.take("w1|10.0.0.2", T + 6_000)).toEqual({ allowed: true })
+    expect(limiter.take("w2|10.0.0.1", T + 6_000)).toEqual({ allowed: true })
+    // The first event leaves the window exactly one minute after it happened.
+    expect(limiter.take("w1|10.0.0.1", T + 59_999).allowed).toBe(false)
+    expect(limiter.take("w1|10.0.0.1", T + 60_000)).toEqual({ allowed: true })
+  })
+
+  it("counts authentication failures as a budget: check does not spend, record does", () => {
+    const budget = makeLimiter(AUTH_FAILURES_PER_MINUTE)
+    for (let i = 0; i < 10; i++) {
+      expect(budget.check("w1|a", T + i).allowed).toBe(true)
+      budget.record("w1|a", T + i)
+    }
+    expect(budget.check("w1|a", T + 10)).toEqual({ allowed: false, retryAfterMs: 60_000 - 10 })
+    expect(budget.check("w1|a", T + 60_000).allowed).toBe(true)
+  })
+
+  it("prune forgets idle keys", () => {
+    const limiter = makeLimiter({ max: 2, windowMs: 1_000 })
+    limiter.take("a", T)
+    limiter.take("b", T + 500)
+    expect(limiter.prune(T + 999)).toBe(2)
+    expect(limiter.prune(T + 1_000)).toBe(1)
+    expect(limiter.prune(T + 1_500)).toBe(0)
+  })
+
+  it.prop(
+    "never allows more than max in any window, and waiting retryAfterMs is always enough",
+    [
+      fc.integer({ min: 1, max: 5 }),
+      fc.integer({ min: 10, max: 1_000 }),
+      fc.array(fc.tuple(fc.integer({ min: 0, max: 300 }), fc.constantFrom("a", "b")), { maxLength: 200 })
+    ],
+    ([max, windowMs, steps]) => {
+      const limiter = makeLimiter({ max, windowMs })
+      const allowed: Record<string, Array<number>> = { a: [], b: [] }
+      let now = T
+      for (const [gap, key] of steps) {
+        now += gap
+        const decision = limiter.take(key, now)
+        if (decision.allowed) {
+          allowed[key]!.push(now)
+          const inWindow = allowed[key]!.filter((t) => t > now - windowMs)
+          expect(inWindow.length).toBeLessThanOrEqual(max)
+        } else {
+          expect(decision.retryAfterMs).toBeGreaterThan(0)
+          expect(decision.retryAfterMs).toBeLessThanOrEqual(windowMs)
+          expect(limiter.check(key, now + decision.retryAfterMs).allowed).toBe(true)
+        }
+      }
+    }
+  )
+})
