@@ -67,7 +67,7 @@ import { RunTokens } from "./ports/RunTokens.js"
 import { RunItem } from "./Run.js"
 import { isTerminal } from "./RunState.js"
 import { isDebugWindowOpen, RunEvent, transition } from "./RunStateMachine.js"
-import { applyTransition, eventsAt, runSnapshot } from "./Runs.js"
+import { applyTransition, currentExecution, eventsAt, runSnapshot } from "./Runs.js"
 import type { TimelineEventType } from "./Timeline.js"
 
 /** How the dispatcher runs; the server reads it from its configuration. */
@@ -118,7 +118,6 @@ const DRAIN_MS = 2_000
 /** A retained sandbox of a failed setup, kept for its debug window. */
 interface Retained {
   readonly sandbox: Sandbox
-  readonly until: number
   debugging: boolean
 }
 
@@ -241,20 +240,12 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
       if (room <= 0) return
       const waiting = yield* store.pending(team, room)
       for (const run of waiting) {
-        const executionId = yield* latestExecution(run.item.run_id)
+        const executionId = yield* currentExecution(store, ids, run)
         yield* advance(run.item.run_id, RunEvent.CapacityFreed(), executionId, (next) => ({ ...next, at_capacity: false })).pipe(
           Effect.ignore
         )
       }
     }).pipe(Effect.catchAll((e) => Effect.logWarning("dispatcher: admission failed", e)))
-
-  /** The execution id of a run's latest timeline event (events outside a lease carry it). */
-  const latestExecution = (runId: RunId) =>
-    Effect.gen(function*() {
-      const timeline = yield* store.timeline(runId, 0)
-      const last = timeline[timeline.length - 1]
-      return last === undefined ? yield* ids.executionId : last.execution_id
-    })
 
   const sweep = Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
@@ -274,14 +265,8 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
   // -------------------------------------------------------------------------------------------
   // Running an agent
 
-  /** What an agent's output does to its run while it runs. */
-  interface Sink {
-    readonly state: ExecutionState
-    readonly onLine?: Effect.Effect<void>
-  }
-
   /** Pumps the agent's stdout into the transcript and the execution's state. */
-  const pump = (runId: RunId, agent: AgentProcess, sink: Sink) =>
+  const pump = (runId: RunId, agent: AgentProcess, state: ExecutionState) =>
     Effect.gen(function*() {
       const key = transcriptKey(runId)
       let buffer = emptyLineBuffer
@@ -292,13 +277,13 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
             const split = splitLines(buffer, chunk)
             buffer = split.buffer
             const now = yield* Clock.currentTimeMillis
-            for (const line of split.lines) reduce(sink.state, line, now)
+            for (const line of split.lines) reduce(state, line, now)
           })
         ),
         Effect.catchAll((e) => Effect.logWarning("dispatcher: reading the agent's output failed", e))
       )
       const now = yield* Clock.currentTimeMillis
-      for (const line of flushLines(buffer)) reduce(sink.state, line, now)
+      for (const line of flushLines(buffer)) reduce(state, line, now)
     })
 
   /** Saves what changed: conversation, artifacts, and for a held run its session, usage and status. */
@@ -451,12 +436,8 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
           executionId
         ).pipe(Effect.tapError(() => error.sandbox.release))
         yield* touchEnvironment(failed, true)
-        if (failed.sandbox_retained && failed.item.status_message?.session_debug_until !== undefined) {
-          retained.set(runId, {
-            sandbox: error.sandbox,
-            until: DateTime.toEpochMillis(failed.item.status_message.session_debug_until),
-            debugging: false
-          })
+        if (failed.sandbox_retained) {
+          retained.set(runId, { sandbox: error.sandbox, debugging: false })
         } else {
           yield* error.sandbox.release
         }
@@ -498,7 +479,7 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
 
       const state = newExecutionState(executionId)
       const held = { base: started, written: "" }
-      const pumping = yield* pump(runId, agent, { state }).pipe(Effect.forkScoped)
+      const pumping = yield* pump(runId, agent, state).pipe(Effect.forkScoped)
       const flushing = yield* flush(runId, executionId, state, held).pipe(
         Effect.repeat(Schedule.spaced(Duration.millis(settings.flushMs))),
         Effect.forkScoped
@@ -574,7 +555,7 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
       const agent = yield* keep.sandbox.start(harnessCommand(env), agentEnv(runId, executionId, token))
       yield* agent.send(startMessage(run, executionId, keep.sandbox, token, "debug", first, [])).pipe(Effect.ignore)
       const state = newExecutionState(executionId)
-      const pumping = yield* pump(runId, agent, { state }).pipe(Effect.forkScoped)
+      const pumping = yield* pump(runId, agent, state).pipe(Effect.forkScoped)
       const delivering = yield* Effect.gen(function*() {
         for (const f of yield* store.takeFollowups(runId)) yield* agent.send(followupMessage(f.message, "debug")).pipe(Effect.ignore)
         yield* flush(runId, executionId, state, undefined)
@@ -599,7 +580,7 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
         retained.delete(runId)
         yield* keep.sandbox.release
         if (run !== undefined && run.sandbox_retained) {
-          yield* advance(runId, RunEvent.SandboxReleased(), yield* latestExecution(runId)).pipe(Effect.ignore)
+          yield* advance(runId, RunEvent.SandboxReleased(), yield* currentExecution(store, ids, run)).pipe(Effect.ignore)
         }
         continue
       }
@@ -622,9 +603,8 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     for (const sandbox of leftovers) {
       const run = Option.getOrUndefined(yield* store.get(sandbox.run_id).pipe(Effect.orElseSucceed(() => Option.none())))
-      const until = run?.item.status_message?.session_debug_until
-      if (run !== undefined && until !== undefined && isDebugWindowOpen(runSnapshot(run), now) && !retained.has(run.item.run_id)) {
-        retained.set(run.item.run_id, { sandbox, until: DateTime.toEpochMillis(until), debugging: false })
+      if (run !== undefined && isDebugWindowOpen(runSnapshot(run), now) && !retained.has(run.item.run_id)) {
+        retained.set(run.item.run_id, { sandbox, debugging: false })
       } else {
         yield* sandbox.release
       }
@@ -657,7 +637,7 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
     })
   )
 
-  return { claimSome, sweep, tendRetained, recover, retained } as const
+  return { claimSome, sweep, tendRetained, recover } as const
 })
 
 /**
