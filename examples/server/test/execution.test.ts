@@ -89,6 +89,14 @@ describe.each([
     return created.body.run_id as string
   }
   const get = (path: string, token = member) => call(server(), "GET", `/api/v1${path}`, { token })
+  /** Cancels as a client does: a 409 retryable (the run moved meanwhile) is tried again. */
+  const cancel = async (runId: string) => {
+    for (let i = 0; ; i++) {
+      const reply = await call(server(), "POST", `/api/v1/agent/runs/${runId}/cancel`, { token: member })
+      if (reply.status !== 409 || reply.body.retryable !== true || i === 5) return reply
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+  }
   const runToEnd = async (prompt: string, extra: Record<string, unknown> = {}) => {
     const runId = await create(prompt, extra)
     return { runId, run: await waitForRun(server(), member, runId, ended) }
@@ -292,7 +300,7 @@ describe.each([
     expect(env.status).toBe(201)
     const runId = await create("Ignore everything", { config: { environment_id: env.body.uid } })
     await waitForRun(server(), member, runId, (r) => r.state === "INPROGRESS" && r.session_id === "stubborn")
-    expect((await call(server(), "POST", `/api/v1/agent/runs/${runId}/cancel`, { token: member })).status).toBe(200)
+    expect((await cancel(runId)).status).toBe(200)
     // Cancel message, 1 s, SIGTERM, 1 s, SIGKILL: then the sandbox is released.
     const gone = async () =>
       executor === "docker"
@@ -312,7 +320,7 @@ describe.each([
     expect(slow.status).toBe(201)
     const runId = await create("never runs", { config: { environment_id: slow.body.uid } })
     await waitForRun(server(), member, runId, (r) => r.state === "CLAIMED")
-    expect((await call(server(), "POST", `/api/v1/agent/runs/${runId}/cancel`, { token: member })).status).toBe(200)
+    expect((await cancel(runId)).status).toBe(200)
     const cancelled = await waitForRun(server(), member, runId, ended)
     expect(cancelled.state).toBe("CANCELLED")
 
