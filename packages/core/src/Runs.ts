@@ -61,9 +61,11 @@ import { EnvironmentStore } from "./ports/EnvironmentStore.js"
 import { IdentityStore } from "./ports/IdentityStore.js"
 import { RunStore } from "./ports/RunStore.js"
 import type { RunCredential } from "./ports/RunTokens.js"
-import type { NewTimelineEvent, StoredRun } from "./ports/RunStore.js"
+import type { NewRun, NewTimelineEvent, StoredRun } from "./ports/RunStore.js"
+import type { StoredEnvironment } from "./ports/EnvironmentStore.js"
+import type { ExactlyOnceKey } from "./ports/Storage.js"
 import { ListRunsResponse, RunAgentResponse, RunItem } from "./Run.js"
-import type { AgentConfig , RunAgentRequest} from "./Run.js"
+import type { AgentConfig, RunAgentRequest, RunScheduleRef } from "./Run.js"
 import { parseRunListQuery, requireRunListFeatures } from "./RunQuery.js"
 import type { RunListQueryParams } from "./RunQuery.js"
 import { isTerminal } from "./RunState.js"
@@ -211,6 +213,20 @@ const holdsRun = (run: StoredRun, credential: RunCredential) =>
   run.lease?.execution_id === credential.execution_id &&
   (run.item.state === "CLAIMED" || run.item.state === "INPROGRESS")
 
+/** How a run comes to be: its source, the schedule that fired it, metadata added to the request's. */
+export interface CreateOptions {
+  readonly source: RunSourceType
+  readonly schedule?: RunScheduleRef | undefined
+  readonly metadata?: Readonly<Record<string, string>> | undefined
+}
+
+/** A checked run request, ready to write. */
+interface PreparedRun {
+  readonly write: NewRun
+  readonly environment: StoredEnvironment | undefined
+  readonly response: RunAgentResponse
+}
+
 /** The runs service: every run endpoint's logic, with access checks, over the ports. */
 export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
   effect: Effect.gen(function* () {
@@ -273,11 +289,12 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
       )
 
     /**
-     * Creates a run from a decoded `RunAgentRequest` (callers decode bodies with `decodeRequest`
-     * or their transport's schema), admitted at once when the team has room.
+     * Checks a run request of `viewer` and builds the run to write (not written yet): refuses a
+     * viewer, checks references, decides admission. `pendingAhead` counts runs of the same team
+     * prepared earlier in the same batch (they hold no capacity yet).
      */
-    const create = Effect.fn("Runs.create")(
-      function* (viewer: Viewer, request: RunAgentRequest, source: RunSourceType = "API") {
+    const prepare = (viewer: Viewer, request: RunAgentRequest, options: CreateOptions, pendingAhead = 0) =>
+      Effect.gen(function* () {
         if (!canCreate(viewer)) return yield* new NotAuthorized({ message: "viewers cannot create runs" })
         if (request.conversation_id !== undefined) {
           return yield* new OperationNotSupported({
@@ -311,12 +328,13 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
 
         const active = yield* store.activeCount(team.uid)
         const waiting = yield* store.pending(team.uid, 1)
-        const atCapacity = active >= team.max_concurrent_runs || waiting.length > 0
+        const atCapacity = active + pendingAhead >= team.max_concurrent_runs || waiting.length > 0
 
         const now = yield* Clock.currentTimeMillis
         const runId = yield* ids.runId
         const conversationId = yield* ids.conversationId
         const executionId = yield* ids.executionId
+        const source = options.source
         const snapshot = newRunSnapshot({
           execution_location: "REMOTE",
           source,
@@ -325,7 +343,7 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         const admitted = transition(snapshot, RunEvent.Admit({ atCapacity }), now)
         if (Either.isLeft(admitted)) return yield* Effect.die(admitted.left)
         const at = DateTime.unsafeMake(now)
-        const written: StoredRun = {
+        const run: StoredRun = {
           team_uid: team.uid,
           lease: null,
           at_capacity: atCapacity,
@@ -351,10 +369,10 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
             source,
             execution_location: "REMOTE",
             environment_id: config.environment_id ?? null,
-            schedule: null,
+            schedule: options.schedule ?? null,
             parent_run_id: parent?.item.run_id ?? null,
             ancestor_run_ids: parent === undefined ? [] : [...parent.item.ancestor_run_ids, parent.item.run_id],
-            metadata: request.metadata ?? {},
+            metadata: { ...request.metadata, ...options.metadata },
             artifacts: [],
             status_message: null,
             request_usage: { input_tokens: 0, output_tokens: 0, inference_cost: 0, compute_cost: 0 },
@@ -365,27 +383,71 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
             execution_count: 1
           })
         }
-        yield* store.create([
-          { run: written, events: eventsAt([...CreationTimeline, ...admitted.right.timeline], now, executionId) }
-        ]).pipe(Effect.catchTag("DuplicateKey", Effect.die))
-        if (environment !== undefined) {
+        const prepared: PreparedRun = {
+          write: { run, events: eventsAt([...CreationTimeline, ...admitted.right.timeline], now, executionId) },
+          environment,
+          response: new RunAgentResponse({ run_id: runId, task_id: runId, state: run.item.state, at_capacity: atCapacity })
+        }
+        return prepared
+      })
+
+    /** Writes prepared runs in one transaction (with `key`), then notes each environment's newest run. */
+    const commit = (prepared: ReadonlyArray<PreparedRun>, key?: ExactlyOnceKey) =>
+      Effect.gen(function* () {
+        yield* store.create(prepared.map((p) => p.write), key)
+        for (const { environment, write: { run } } of prepared) {
+          if (environment === undefined) continue
           // The environment's newest run; its `updated_at` (configuration changes) stays as it was.
           yield* environments.update({
             ...environment,
             item: new Environment({
               ...environment.item,
               last_task_created: {
-                id: runId,
-                title: written.item.title,
-                state: written.item.state,
-                created_at: at,
-                updated_at: at,
+                id: run.item.run_id,
+                title: run.item.title,
+                state: run.item.state,
+                created_at: run.item.created_at,
+                updated_at: run.item.created_at,
                 started_at: null
               }
             })
-          })
+          }).pipe(Effect.catchAll((e) => Effect.logWarning(`runs: could not note the environment's newest run`, e)))
         }
-        return new RunAgentResponse({ run_id: runId, task_id: runId, state: written.item.state, at_capacity: atCapacity })
+        return prepared.map((p) => p.response)
+      })
+
+    /**
+     * Creates a run from a decoded `RunAgentRequest` (callers decode bodies with `decodeRequest`
+     * or their transport's schema), admitted at once when the team has room.
+     */
+    const create = Effect.fn("Runs.create")(
+      function* (viewer: Viewer, request: RunAgentRequest, source: RunSourceType = "API") {
+        const prepared = yield* prepare(viewer, request, { source })
+        const [response] = yield* commit([prepared]).pipe(Effect.catchTag("DuplicateKey", Effect.die))
+        return response!
+      },
+      storageUnavailable
+    )
+
+    /**
+     * Creates the runs of one event (a cron tick, a webhook delivery) at most once: every request
+     * is checked first (the first refusal fails the whole batch and writes nothing), then all are
+     * written in one transaction with `key`. When `key` was taken before: DuplicateKey, nothing
+     * written. With no requests, only the key is taken (a delivery that matched nothing is logged).
+     */
+    const createOnce = Effect.fn("Runs.createOnce")(
+      function* (
+        requests: ReadonlyArray<{ readonly viewer: Viewer; readonly request: RunAgentRequest; readonly options: CreateOptions }>,
+        key: ExactlyOnceKey
+      ) {
+        const prepared: Array<PreparedRun> = []
+        const ahead = new Map<string, number>()
+        for (const { options, request, viewer } of requests) {
+          const n = ahead.get(viewer.team_uid) ?? 0
+          prepared.push(yield* prepare(viewer, request, options, n))
+          ahead.set(viewer.team_uid, n + 1)
+        }
+        return yield* commit(prepared, key)
       },
       storageUnavailable
     )
@@ -536,6 +598,6 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
       storageUnavailable
     )
 
-    return { create, get, list, cancel, timeline, follow, reportArtifact, actingViewer } as const
+    return { create, createOnce, get, list, cancel, timeline, follow, reportArtifact, actingViewer } as const
   })
 }) {}
