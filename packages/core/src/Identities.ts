@@ -94,6 +94,17 @@ const requireInstanceAdmin = (viewer: Viewer) =>
     : Effect.fail(new NotAuthorized({ message: "the admin API is for instance administrators only" }))
 
 /** The identity service: authentication, bootstrap, and the admin API. */
+/**
+ * The viewer a principal is in `team` (for work done on its behalf: cron ticks, webhook
+ * automations), or undefined when it is no longer a member.
+ */
+export const memberViewer = (principal: Principal, team: TeamUid): Viewer | undefined => {
+  const membership = principal.memberships.find((m) => m.team_uid === team)
+  return membership === undefined
+    ? undefined
+    : { principal_uid: principal.uid, team_uid: team, role: membership.role, instance_admin: principal.instance_admin }
+}
+
 export class Identities extends Effect.Service<Identities>()("@agent-runs/core/Identities", {
   effect: Effect.gen(function*() {
     const store = yield* IdentityStore

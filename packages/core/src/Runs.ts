@@ -220,6 +220,16 @@ export interface CreateOptions {
   readonly metadata?: Readonly<Record<string, string>> | undefined
 }
 
+/** One run request of an event (a cron tick, a webhook delivery), made as `viewer`. */
+export interface EventRunRequest {
+  readonly viewer: Viewer
+  readonly request: RunAgentRequest
+  readonly options: CreateOptions
+}
+
+/** Why a run request was refused (the caller may not, or a referenced resource is unusable). */
+export type RunRefusal = NotAuthorized | OperationNotSupported
+
 /** A checked run request, ready to write. */
 interface PreparedRun {
   readonly write: NewRun
@@ -429,25 +439,58 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
       storageUnavailable
     )
 
-    /**
-     * Creates the runs of one event (a cron tick, a webhook delivery) at most once: every request
-     * is checked first (the first refusal fails the whole batch and writes nothing), then all are
-     * written in one transaction with `key`. When `key` was taken before: DuplicateKey, nothing
-     * written. With no requests, only the key is taken (a delivery that matched nothing is logged).
-     */
-    const createOnce = Effect.fn("Runs.createOnce")(
-      function* (
-        requests: ReadonlyArray<{ readonly viewer: Viewer; readonly request: RunAgentRequest; readonly options: CreateOptions }>,
-        key: ExactlyOnceKey
-      ) {
-        const prepared: Array<PreparedRun> = []
+    /** Checks each request of one event (`pendingAhead` counting the team's earlier ones); refusals kept apart. */
+    const prepareEach = (requests: ReadonlyArray<EventRunRequest>) =>
+      Effect.gen(function* () {
+        const results: Array<Either.Either<PreparedRun, RunRefusal>> = []
         const ahead = new Map<string, number>()
         for (const { options, request, viewer } of requests) {
           const n = ahead.get(viewer.team_uid) ?? 0
-          prepared.push(yield* prepare(viewer, request, options, n))
-          ahead.set(viewer.team_uid, n + 1)
+          const result: Either.Either<PreparedRun, RunRefusal> = yield* prepare(viewer, request, options, n).pipe(
+            Effect.map((p) => Either.right(p)),
+            Effect.catchTags({
+              NotAuthorized: (e) => Effect.succeed(Either.left(e)),
+              OperationNotSupported: (e) => Effect.succeed(Either.left(e))
+            })
+          )
+          if (Either.isRight(result)) ahead.set(viewer.team_uid, n + 1)
+          results.push(result)
+        }
+        return results
+      })
+
+    /**
+     * Creates the runs of one event (a cron tick) at most once: every request is checked first
+     * (the first refusal fails the whole batch and writes nothing), then all are written in one
+     * transaction with `key`. When `key` was taken before: DuplicateKey, nothing written.
+     */
+    const createOnce = Effect.fn("Runs.createOnce")(
+      function* (requests: ReadonlyArray<EventRunRequest>, key: ExactlyOnceKey) {
+        const prepared: Array<PreparedRun> = []
+        for (const result of yield* prepareEach(requests)) {
+          if (Either.isLeft(result)) return yield* result.left
+          prepared.push(result.right)
         }
         return yield* commit(prepared, key)
+      },
+      storageUnavailable
+    )
+
+    /**
+     * Creates the runs of one event (a webhook delivery) at most once, leaving out the requests
+     * that are refused: the others are written in one transaction with the key `keyFor` builds
+     * from the ids of the runs about to be written (the key is taken even when none is). When the
+     * key was taken before: DuplicateKey, nothing written. Answers each request's response or refusal.
+     */
+    const createForEvent = Effect.fn("Runs.createForEvent")(
+      function* (
+        requests: ReadonlyArray<EventRunRequest>,
+        keyFor: (runIds: ReadonlyArray<RunId>) => ExactlyOnceKey
+      ) {
+        const results = yield* prepareEach(requests)
+        const prepared = results.flatMap((r) => Either.isRight(r) ? [r.right] : [])
+        yield* commit(prepared, keyFor(prepared.map((p) => p.response.run_id)))
+        return results.map(Either.map((p) => p.response))
       },
       storageUnavailable
     )
@@ -598,6 +641,6 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
       storageUnavailable
     )
 
-    return { create, createOnce, get, list, cancel, timeline, follow, reportArtifact, actingViewer } as const
+    return { create, createOnce, createForEvent, get, list, cancel, timeline, follow, reportArtifact, actingViewer } as const
   })
 }) {}
