@@ -23,6 +23,7 @@ import {
   EnvironmentUid,
   formatUid22,
   PrincipalUid,
+  RunId,
   ScheduleId,
   TeamUid,
   TokenId,
@@ -34,12 +35,12 @@ import { EnvironmentStore } from "../src/ports/EnvironmentStore.js"
 import type { StoredEnvironment } from "../src/ports/EnvironmentStore.js"
 import { IdentityStore } from "../src/ports/IdentityStore.js"
 import { RunStore } from "../src/ports/RunStore.js"
-import { ScheduleStore } from "../src/ports/ScheduleStore.js"
+import { ScheduleStore, ticksOf } from "../src/ports/ScheduleStore.js"
 import type { StoredSchedule } from "../src/ports/ScheduleStore.js"
 import { SecretStore } from "../src/ports/SecretStore.js"
 import type { DeliveryPage, StoredWebhook } from "../src/ports/WebhookStore.js"
 import { WebhookStore } from "../src/ports/WebhookStore.js"
-import { ScheduledAgentItem } from "../src/Schedule.js"
+import { ScheduledAgentItem, ScheduleHistory } from "../src/Schedule.js"
 import type { ScheduleStatus } from "../src/ScheduleStateMachine.js"
 import { SecretName } from "../src/Secret.js"
 import { Delivery, Webhook } from "../src/Webhook.js"
@@ -502,7 +503,7 @@ export const catalogConformance = <E>(storage: Layer.Layer<Stores | RawStorage, 
       })
 
       it.effect.prop(
-        "a schedule survives create, read and update exactly",
+        "a schedule survives create, read and update exactly (update keeps the scheduler's part and the later watermark)",
         [storedSchedule, storedSchedule],
         ([first, second]) =>
           Effect.gen(function* () {
@@ -524,7 +525,16 @@ export const catalogConformance = <E>(storage: Layer.Layer<Stores | RawStorage, 
               state: { status: second.status, lastTickAt: second.lastTickAt }
             }
             yield* store.update(updated, DateTime.toEpochMillis(created.item.updated_at))
-            expect((yield* store.get(id)).pipe(Option.map(wireSchedule))).toEqual(Option.some(wireSchedule(updated)))
+            const expected: StoredSchedule = {
+              ...updated,
+              item: new ScheduledAgentItem({
+                ...updated.item,
+                history: created.item.history,
+                last_spawn_error: created.item.last_spawn_error
+              }),
+              state: { status: second.status, lastTickAt: Math.max(first.lastTickAt, second.lastTickAt) }
+            }
+            expect((yield* store.get(id)).pipe(Option.map(wireSchedule))).toEqual(Option.some(wireSchedule(expected)))
           }),
         PROPERTY_RUNS
       )
@@ -607,6 +617,90 @@ export const catalogConformance = <E>(storage: Layer.Layer<Stores | RawStorage, 
           expect(results.filter(Either.isLeft).map((r) => r.left._tag)).toEqual(["StaleWrite"])
           const winner = results[0]._tag === "Right" ? "first" : "second"
           expect((yield* store.get(schedule.item.id)).pipe(Option.map((s) => s.item.name))).toEqual(Option.some(winner))
+        }))
+
+      it.effect.prop(
+        "records the scheduler's part only from the part as read, and leaves the API's part alone",
+        [storedSchedule, Arbitrary.make(ScheduleHistory), fc.option(fc.string(), { nil: null }), fc.integer({ min: 0, max: 2 ** 47 })],
+        ([first, history, error, lastTickAt]) =>
+          Effect.gen(function* () {
+            const store = yield* ScheduleStore
+            const id = ScheduleId.make(randomUid())
+            const created: StoredSchedule = {
+              item: new ScheduledAgentItem({ ...first.item, id }),
+              team_uid: newTeamUid(),
+              creator_uid: newPrincipalUid(),
+              state: { status: first.status, lastTickAt: first.lastTickAt }
+            }
+            yield* store.create(created)
+            const write = { lastTickAt, last_ran: history.last_ran, recent_runs: history.recent_runs, last_spawn_error: error }
+            // A part that differs from the stored one in any of its three pieces loses.
+            const read = ticksOf(created)
+            const stale = [
+              { ...read, lastTickAt: read.lastTickAt + 1 },
+              { ...read, last_spawn_error: read.last_spawn_error === null ? "boom" : null },
+              { ...read, history: { ...read.history, last_ran: read.history.last_ran === null ? at(T0) : null } }
+            ]
+            for (const part of stale) {
+              expect((yield* failure(store.recordTicks(id, part, write)))._tag).toBe("StaleWrite")
+            }
+            expect((yield* store.get(id)).pipe(Option.map(wireSchedule))).toEqual(Option.some(wireSchedule(created)))
+            yield* store.recordTicks(id, read, write)
+            const expected: StoredSchedule = {
+              ...created,
+              item: new ScheduledAgentItem({
+                ...created.item,
+                history: { last_ran: history.last_ran, next_run: null, recent_runs: history.recent_runs },
+                last_spawn_error: error
+              }),
+              state: { ...created.state, lastTickAt }
+            }
+            const stored = yield* store.get(id)
+            expect(stored.pipe(Option.map(wireSchedule))).toEqual(Option.some(wireSchedule(expected)))
+            // The next write counts from what was just written.
+            yield* store.recordTicks(id, ticksOf(Option.getOrThrow(stored)), { ...write, last_spawn_error: null })
+            expect((yield* store.get(id)).pipe(Option.map((s) => s.item.last_spawn_error))).toEqual(Option.some(null))
+          }),
+        PROPERTY_RUNS
+      )
+
+      it.effect("an API update keeps the history and the later watermark; a deleted schedule records nothing", () =>
+        Effect.gen(function* () {
+          const store = yield* ScheduleStore
+          const schedule = makeSchedule({ team: newTeamUid(), creator: newPrincipalUid(), updatedAt: T0 })
+          yield* store.create(schedule)
+          const runId = RunId.make("018f2b7c-0000-7000-8000-000000000001")
+          const ran = { run_id: runId, state: "QUEUED" as const, scheduled_for: at(T0 + 60_000) }
+          yield* store.recordTicks(schedule.item.id, ticksOf(schedule), {
+            lastTickAt: T0 + 60_000,
+            last_ran: at(T0 + 60_000),
+            recent_runs: [ran],
+            last_spawn_error: null
+          })
+          // The API read the schedule before the tick was recorded: its write keeps the tick.
+          yield* store.update({ ...schedule, item: new ScheduledAgentItem({ ...schedule.item, name: "renamed", updated_at: at(T0 + 1) }) }, T0)
+          const read = Option.getOrThrow(yield* store.get(schedule.item.id))
+          expect(read.item.name).toBe("renamed")
+          expect(read.state.lastTickAt).toBe(T0 + 60_000)
+          expect(wire(ScheduleHistory, read.item.history)).toEqual(
+            wire(ScheduleHistory, { last_ran: at(T0 + 60_000), next_run: null, recent_runs: [ran] })
+          )
+          // A resume moves the watermark forwards.
+          yield* store.update({ ...read, item: new ScheduledAgentItem({ ...read.item, updated_at: at(T0 + 2) }), state: { status: "active", lastTickAt: T0 + 120_000 } }, T0 + 1)
+          const resumed = Option.getOrThrow(yield* store.get(schedule.item.id))
+          expect(resumed.state.lastTickAt).toBe(T0 + 120_000)
+          const timing = (yield* store.activeTimings).find((t) => t.id === schedule.item.id)
+          expect(timing).toEqual({
+            id: schedule.item.id,
+            cron_schedule: schedule.item.cron_schedule,
+            timezone: schedule.item.timezone,
+            updated_at: T0 + 2,
+            last_tick_at: T0 + 120_000
+          })
+          yield* store.update({ ...resumed, item: new ScheduledAgentItem({ ...resumed.item, updated_at: at(T0 + 3) }), state: { ...resumed.state, status: "deleted" } }, T0 + 2)
+          const gone = yield* failure(store.recordTicks(schedule.item.id, ticksOf(resumed), { lastTickAt: T0 + 180_000, last_ran: null, recent_runs: [], last_spawn_error: null }))
+          expect(gone._tag).toBe("StaleWrite")
+          expect((yield* store.activeTimings).some((t) => t.id === schedule.item.id)).toBe(false)
         }))
 
       it.effect("gives the scheduler every active schedule of every team, and only those", () =>

@@ -3,15 +3,18 @@
  * owner, scope, name, status, tick watermark) and the nested parts (agent configuration,
  * environment, principal references, history) as the JSON the core Schemas encode. A deleted
  * schedule keeps its row (status `deleted`) and is invisible to `get`, `list` and `active`.
- * `update` is a compare-and-set on `updated_at`, and never revives a deleted schedule.
+ * `update` is a compare-and-set on `updated_at`, and never revives a deleted schedule; it leaves
+ * the scheduler's columns (`history`, `last_spawn_error`) alone and keeps the later watermark.
+ * `recordTicks` writes only those, compare-and-set on the three of them as read (the history
+ * compared as the JSON text this module writes for it).
  */
 import type { Viewer } from "@agent-runs/core/Access"
 import { PrincipalUid, TeamUid } from "@agent-runs/core/Ids"
 import type { ScheduleId } from "@agent-runs/core/Ids"
 import { ScheduleStore } from "@agent-runs/core/ports/ScheduleStore"
-import type { StoredSchedule } from "@agent-runs/core/ports/ScheduleStore"
+import type { ScheduleTicks, StoredSchedule, TicksWrite } from "@agent-runs/core/ports/ScheduleStore"
 import { StaleWrite } from "@agent-runs/core/ports/Storage"
-import { ScheduledAgentItem } from "@agent-runs/core/Schedule"
+import { ScheduledAgentItem, ScheduleHistory } from "@agent-runs/core/Schedule"
 import { ScheduleStatus } from "@agent-runs/core/ScheduleStateMachine"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option, Schema } from "effect"
@@ -72,6 +75,17 @@ const fromRow = (row: typeof ScheduleRow.Type) =>
 const decodeSchedules = (rows: ReadonlyArray<unknown>) =>
   Effect.flatMap(decodeRows(ScheduleRow)(rows), Effect.forEach(fromRow))
 
+const TimingRow = Schema.Struct({
+  id: Schema.String,
+  cron_schedule: Schema.String,
+  timezone: Schema.String,
+  updated_at: Rows.Millis,
+  last_tick_at: Rows.Millis
+})
+
+/** The stored text of a history (the same encoding as a whole item's). */
+const historyText = (history: ScheduleHistory) => Effect.map(Schema.encode(ScheduleHistory)(history), json)
+
 /** ScheduleStore, needing `SqlClient`. */
 export const layer = Layer.effect(
   ScheduleStore,
@@ -128,10 +142,17 @@ export const layer = Layer.effect(
       operation("ScheduleStore.list")
     )
 
+    /** The later of the stored watermark and `at`. */
+    const laterTick = (at: number) =>
+      sql.onDialectOrElse({
+        pg: () => sql`GREATEST(last_tick_at, ${at})`,
+        orElse: () => sql`MAX(last_tick_at, ${at})`
+      })
+
     const update = Effect.fn("ScheduleStore.update")(
       function* (next: StoredSchedule, expectedUpdatedAt: number) {
-        const row = yield* columns(next)
-        const updated = yield* sql`UPDATE schedules SET ${sql.update(row)}
+        const { history: _history, last_spawn_error: _error, last_tick_at, ...row } = yield* columns(next)
+        const updated = yield* sql`UPDATE schedules SET ${sql.update(row)}, last_tick_at = ${laterTick(last_tick_at)}
           WHERE id = ${next.item.id} AND updated_at = ${expectedUpdatedAt} AND status <> 'deleted'
           RETURNING id`
         if (updated.length === 0) return yield* new StaleWrite({ what: `schedule ${next.item.id}` })
@@ -144,6 +165,30 @@ export const layer = Layer.effect(
       traced("ScheduleStore.active")
     )
 
-    return ScheduleStore.of({ create, get, list, update, active })
+    const activeTimings = sql`SELECT id, cron_schedule, timezone, updated_at, last_tick_at FROM schedules
+      WHERE status = 'active'`.pipe(
+      Effect.flatMap(decodeRows(TimingRow)),
+      Effect.map((rows) => rows.map((row) => ({ ...row, id: row.id as ScheduleId }))),
+      traced("ScheduleStore.activeTimings")
+    )
+
+    const recordTicks = Effect.fn("ScheduleStore.recordTicks")(
+      function* (id: ScheduleId, expected: ScheduleTicks, next: TicksWrite) {
+        const was = yield* historyText(expected.history)
+        const history = yield* historyText({ last_ran: next.last_ran, next_run: null, recent_runs: next.recent_runs })
+        const error = expected.last_spawn_error === null
+          ? sql`last_spawn_error IS NULL`
+          : sql`last_spawn_error = ${expected.last_spawn_error}`
+        const updated = yield* sql`UPDATE schedules
+          SET last_tick_at = ${next.lastTickAt}, history = ${history}, last_spawn_error = ${next.last_spawn_error}
+          WHERE id = ${id} AND status <> 'deleted' AND last_tick_at = ${expected.lastTickAt} AND history = ${was}
+            AND ${error}
+          RETURNING id`
+        if (updated.length === 0) return yield* new StaleWrite({ what: `schedule ${id}` })
+      },
+      operation("ScheduleStore.recordTicks")
+    )
+
+    return ScheduleStore.of({ create, get, list, update, active, activeTimings, recordTicks })
   })
 )
