@@ -14,9 +14,19 @@
  * `AGENT_RUNS_LEASE_SECONDS` (30), `AGENT_RUNS_CANCEL_GRACE_SECONDS` (5), and for Docker
  * `AGENT_RUNS_DOCKER_IMAGE` (the image of environments without one; `agent-runs-agent:latest`) and
  * `AGENT_RUNS_DOCKER_NETWORK` (`none` | `host`; `none`).
+ * Webhook ingress: `AGENT_RUNS_TRUSTED_PROXIES` (addresses and CIDR ranges, comma separated, whose
+ * `X-Forwarded-For` names the sender; none), `AGENT_RUNS_WEBHOOK_DELIVERIES_PER_MINUTE` (per webhook
+ * and sender, 60).
  */
+import { Ingress } from "@agent-runs/http"
 import { Config, ConfigError, Either, Option, Redacted } from "effect"
 import { join, resolve } from "node:path"
+
+/** The webhook ingress's settings. */
+export interface IngressConfig {
+  readonly trustedProxies: ReadonlyArray<string>
+  readonly deliveriesPerMinute: number
+}
 
 /** Where runs and everything else are stored. */
 export type Database =
@@ -36,6 +46,7 @@ export interface ServerConfig {
   readonly downloadTtlSeconds: number
   readonly blobDir: string
   readonly execution: ExecutionConfig
+  readonly ingress: IngressConfig
 }
 
 /** How runs are executed. */
@@ -95,7 +106,16 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
   leaseSeconds: positive("AGENT_RUNS_LEASE_SECONDS", 30),
   cancelGraceSeconds: positive("AGENT_RUNS_CANCEL_GRACE_SECONDS", 5),
   dockerImage: Config.nonEmptyString("AGENT_RUNS_DOCKER_IMAGE").pipe(Config.withDefault("agent-runs-agent:latest")),
-  dockerNetwork: Config.literal("none", "host")("AGENT_RUNS_DOCKER_NETWORK").pipe(Config.withDefault("none" as const))
+  dockerNetwork: Config.literal("none", "host")("AGENT_RUNS_DOCKER_NETWORK").pipe(Config.withDefault("none" as const)),
+  trustedProxies: Config.string("AGENT_RUNS_TRUSTED_PROXIES").pipe(
+    Config.withDefault(""),
+    Config.map((text) => text.split(/[\s,]+/).filter((entry) => entry !== "")),
+    Config.validate({
+      message: "must be IP addresses or CIDR ranges, comma separated",
+      validation: (entries) => Either.isRight(Either.try(() => Ingress.trustedProxies(entries)))
+    })
+  ),
+  deliveriesPerMinute: positive("AGENT_RUNS_WEBHOOK_DELIVERIES_PER_MINUTE", 60)
 }).pipe(
   Config.mapOrFail((raw) => {
     const url = Option.getOrElse(raw.databaseUrl, () => "sqlite:agent-runs.db")
@@ -127,7 +147,8 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
         cancelGraceSeconds: raw.cancelGraceSeconds,
         dockerImage: raw.dockerImage,
         dockerNetwork: raw.dockerNetwork
-      }
+      },
+      ingress: { trustedProxies: raw.trustedProxies, deliveriesPerMinute: raw.deliveriesPerMinute }
     })
   })
 )

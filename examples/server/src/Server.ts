@@ -15,12 +15,13 @@ import {
   Followups,
   Identities,
   Ids,
+  Ingress,
   Runs,
   Schedules,
   Secrets,
   Webhooks
 } from "@agent-runs/core"
-import { Downloads, RunTokens, Server } from "@agent-runs/http"
+import { Downloads, Ingress as HttpIngress, RunTokens, Server } from "@agent-runs/http"
 import { PgStorage } from "@agent-runs/storage-pg"
 import { SqliteStorage } from "@agent-runs/storage-sqlite"
 import { Console, Deferred, Effect, Layer, Option, Redacted } from "effect"
@@ -76,17 +77,25 @@ const storageLayer = (config: ServerConfig, secretKey: Redacted.Redacted<Uint8Ar
 
 /** Every core application service, over the stores and blob store of the context. */
 const servicesLayer = (config: ServerConfig) =>
-  Layer.mergeAll(
-    Runs.Runs.Default,
-    Followups.Followups.Default,
-    Conversations.Conversations.Default,
-    Schedules.Schedules.Default,
-    Environments.Environments.Default,
-    Webhooks.Webhooks.Default,
-    Automations.Automations.Default,
-    Secrets.Secrets.Default,
-    Identities.Identities.Default
+  Layer.merge(
+    Ingress.Ingress.Default.pipe(
+      Layer.provide(Ingress.IngressLimitsTag.layer({
+        deliveries: { max: config.ingress.deliveriesPerMinute, windowMs: 60_000 }
+      }))
+    ),
+    HttpIngress.TrustedProxies.layer(config.ingress.trustedProxies)
   ).pipe(
+    Layer.provideMerge(Layer.mergeAll(
+      Runs.Runs.Default,
+      Followups.Followups.Default,
+      Conversations.Conversations.Default,
+      Schedules.Schedules.Default,
+      Environments.Environments.Default,
+      Webhooks.Webhooks.Default,
+      Automations.Automations.Default,
+      Secrets.Secrets.Default,
+      Identities.Identities.Default
+    )),
     Layer.provide(Layer.succeed(Webhooks.WebhookIngressSettings, { baseUrl: config.webhookBaseUrl })),
     Layer.provideMerge(Ids.IdsLive)
   )

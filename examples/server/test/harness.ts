@@ -63,6 +63,7 @@ export const startServer = (
         dockerNetwork: "none",
         ...execution
       },
+      ingress: { trustedProxies: [], deliveriesPerMinute: 60 },
       ...overrides
     }
     yield* Layer.build(ServerLive(config))

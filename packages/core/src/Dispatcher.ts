@@ -55,6 +55,7 @@ import {
 import { Environment } from "./Environment.js"
 import { Ids } from "./Ids.js"
 import type { ExecutionId, RunId, TeamUid } from "./Ids.js"
+import { runAttachments } from "./Ingress.js"
 import { BlobStore } from "./ports/BlobStore.js"
 import { EnvironmentStore } from "./ports/EnvironmentStore.js"
 import type { StoredEnvironment } from "./ports/EnvironmentStore.js"
@@ -415,7 +416,9 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
         docker_image: env?.item.config.docker_image ?? null,
         repos: env?.item.config.github_repos ?? [],
         setup_commands: env?.item.config.setup_commands ?? [],
-        attachments: [],
+        attachments: yield* runAttachments(blobs, claimed.item).pipe(
+          Effect.catchAll((e) => Effect.as(Effect.logWarning(`dispatcher: the attachments of run ${runId} could not be read`, e), []))
+        ),
         env: {}
       }).pipe(Effect.either)
       if (Either.isLeft(prepared)) {

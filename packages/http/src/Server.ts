@@ -20,6 +20,7 @@ import { Api } from "./Api.js"
 import { AuthenticationLive } from "./AuthenticationLive.js"
 import { DecodeErrorsAsProblems } from "./DecodeErrors.js"
 import { DownloadUrls, TRANSCRIPT_DOWNLOAD_ROUTE, transcriptPath } from "./Downloads.js"
+import { INGRESS_PREFIX, IngressRoutesLive } from "./Ingress.js"
 import { AdminLive } from "./handlers/Admin.js"
 import { AgentsLive } from "./handlers/Agents.js"
 import { AutomationsLive } from "./handlers/Automations.js"
@@ -122,10 +123,16 @@ export const serve = (options: { readonly maxBodyBytes?: number } = {}) =>
   Layer.unwrapEffect(
     Effect.map(HttpApiBuilder.httpApp, (app) =>
       HttpServer.serve(
-        metricsMiddleware(serverMiddleware({ maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES })(app))
+        metricsMiddleware(
+          serverMiddleware({
+            maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+            ownBodyLimit: (path) => path.startsWith(INGRESS_PREFIX)
+          })(app)
+        )
       ))
   ).pipe(
     Layer.provide(ExtraRoutesLive),
+    Layer.provide(IngressRoutesLive),
     Layer.provide(ApiLive),
     Layer.provide(DecodeErrorsAsProblems),
     Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer])

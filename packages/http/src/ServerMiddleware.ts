@@ -20,14 +20,24 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 
 const problemEncoders = {
   InvalidRequest: Schema.encodeSync(Problems.InvalidRequest),
+  AuthenticationRequired: Schema.encodeSync(Problems.AuthenticationRequired),
   ResourceNotFound: Schema.encodeSync(Problems.ResourceNotFound),
+  RateLimited: Schema.encodeSync(Problems.RateLimited),
   PayloadTooLarge: Schema.encodeSync(Problems.PayloadTooLarge),
-  InternalError: Schema.encodeSync(Problems.InternalError)
+  InternalError: Schema.encodeSync(Problems.InternalError),
+  ResourceUnavailable: Schema.encodeSync(Problems.ResourceUnavailable)
 }
 
 /** A problem response for one of the errors the server itself raises. */
 export const problemResponse = (
-  error: Errors.InvalidRequest | Errors.ResourceNotFound | Errors.PayloadTooLarge | Errors.InternalError
+  error:
+    | Errors.InvalidRequest
+    | Errors.AuthenticationRequired
+    | Errors.ResourceNotFound
+    | Errors.RateLimited
+    | Errors.PayloadTooLarge
+    | Errors.InternalError
+    | Errors.ResourceUnavailable
 ): HttpServerResponse.HttpServerResponse => {
   const body = (problemEncoders[error._tag] as (e: typeof error) => unknown)(error)
   return HttpServerResponse.unsafeJson(body, {
@@ -75,12 +85,18 @@ const isBodyTooLarge = (error: HttpServerError.RequestError): boolean =>
  * The server middleware: body limit, problem answers for unreadable bodies, unknown paths and
  * defects, and the retry headers of every problem.
  */
-export const serverMiddleware = (options: { readonly maxBodyBytes: number }) =>
+export const serverMiddleware = (options: {
+  readonly maxBodyBytes: number
+  /** Paths that enforce their own body limit, in their own order of checks (the webhook ingress). */
+  readonly ownBodyLimit?: (path: string) => boolean
+}) =>
 <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<never, R | HttpServerRequest.HttpServerRequest> =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const declared = Number(request.headers["content-length"] ?? "0")
-    if (Number.isFinite(declared) && declared > options.maxBodyBytes) return withRetryHeaders(tooLarge(options.maxBodyBytes))
+    if (
+      Number.isFinite(declared) && declared > options.maxBodyBytes && options.ownBodyLimit?.(request.url) !== true
+    ) return withRetryHeaders(tooLarge(options.maxBodyBytes))
     const response = yield* app.pipe(
       HttpIncomingMessage.withMaxBodySize(Option.some(options.maxBodyBytes)),
       Effect.catchAllCause((cause) =>
