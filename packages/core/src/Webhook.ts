@@ -108,6 +108,24 @@ export class PatchWebhookRequest extends Schema.Class<PatchWebhookRequest>("Patc
   delivery_id_header: Schema.optional(Schema.NullOr(HeaderName))
 }) {}
 
+/**
+ * `POST /agent/webhooks/check-secret`: would the named team secret do as the credential of a
+ * webhook with this `auth_mode` (and `signature_scheme`)? Creates nothing; the definitions
+ * applier asks it before applying anything, since secret values are never returned.
+ */
+export class CheckWebhookSecretRequest extends Schema.Class<CheckWebhookSecretRequest>("CheckWebhookSecretRequest")({
+  secret_name: SecretName,
+  auth_mode: Schema.optionalWith(AuthMode, { default: () => "token" as const, nullable: true }),
+  signature_scheme: optionalInput(SignatureScheme)
+}) {}
+
+/** The verdict: `problem` says why the secret does not suit (absent, or a value of the wrong form). */
+export class CheckWebhookSecretResponse extends Schema.Class<CheckWebhookSecretResponse>("CheckWebhookSecretResponse")({
+  secret_name: SecretName,
+  suitable: Schema.Boolean,
+  problem: Schema.optional(Schema.String)
+}) {}
+
 /** `GET /agent/webhooks`. */
 export class ListWebhooksResponse extends Schema.Class<ListWebhooksResponse>("ListWebhooksResponse")({
   webhooks: Schema.Array(Webhook)

@@ -28,6 +28,9 @@
  *   next time its definition applies, for example when toggled off and on"); a changed team
  *   secret does not apply before that. Re-enabling when the team secret is gone or no longer
  *   suits the mode is a 409 naming it. A PATCH that repeats `enabled: true` re-reads nothing.
+ * - `checkSecret` answers whether a team secret would do as a `secret_name` credential (the
+ *   create checks and words, nothing stored; admins only): secret values are never returned, so
+ *   the definitions applier asks it before it applies anything.
  * - Rotating a `secret_name` webhook is a 422 `operation_not_supported`: its credential is the
  *   team secret; replace that and toggle the webhook instead. Rotation generates a new secret
  *   for every other webhook (a `signature` one gets a new `whsec_` secret, even for schemes whose
@@ -68,13 +71,20 @@ import { WebhookStore } from "./ports/WebhookStore.js"
 import type { StoredWebhook } from "./ports/WebhookStore.js"
 import type { SecretName } from "./Secret.js"
 import {
+  CheckWebhookSecretResponse,
   ListDeliveriesResponse,
   ListWebhooksResponse,
   MAX_WEBHOOKS_PER_TEAM,
   Webhook,
   WebhookWithSecret
 } from "./Webhook.js"
-import type { AuthMode, CreateWebhookRequest, PatchWebhookRequest, SignatureScheme } from "./Webhook.js"
+import type {
+  AuthMode,
+  CheckWebhookSecretRequest,
+  CreateWebhookRequest,
+  PatchWebhookRequest,
+  SignatureScheme
+} from "./Webhook.js"
 import { createdWebhookState, transition, WebhookEvent } from "./WebhookStateMachine.js"
 import type { WebhookState } from "./WebhookStateMachine.js"
 import { storageUnavailable } from "./internal/Services.js"
@@ -457,6 +467,32 @@ export class Webhooks extends Effect.Service<Webhooks>()("@agent-runs/core/Webho
       storageUnavailable
     )
 
+    /**
+     * Whether a team secret would do as a webhook's credential (`secret_name`), with the same
+     * checks and words as create; stores nothing (admins only, like the secrets themselves).
+     */
+    const checkSecret = Effect.fn("Webhooks.checkSecret")(
+      function* (viewer: Viewer, request: CheckWebhookSecretRequest) {
+        yield* requireAdmin(viewer)
+        const problem = yield* teamCredential(
+          viewer,
+          request.secret_name,
+          request.auth_mode,
+          request.signature_scheme,
+          (problem) => ({ _tag: "Unsuitable" as const, problem })
+        ).pipe(
+          Effect.as<string | undefined>(undefined),
+          Effect.catchTag("Unsuitable", (unsuitable) => Effect.succeed(unsuitable.problem))
+        )
+        return new CheckWebhookSecretResponse({
+          secret_name: request.secret_name,
+          suitable: problem === undefined,
+          ...(problem === undefined ? {} : { problem })
+        })
+      },
+      storageUnavailable
+    )
+
     /** A page of a webhook's delivery log, newest first. */
     const deliveries = Effect.fn("Webhooks.deliveries")(
       function* (viewer: Viewer, uid: WebhookUid, query: DeliveriesQuery = {}) {
@@ -492,6 +528,6 @@ export class Webhooks extends Effect.Service<Webhooks>()("@agent-runs/core/Webho
       storageUnavailable
     )
 
-    return { create, list, get, patch, remove, rotateSecret, deliveries, delivery } as const
+    return { create, list, get, patch, remove, rotateSecret, checkSecret, deliveries, delivery } as const
   })
 }) {}

@@ -50,6 +50,8 @@ const expectedEndpoints = [
   "PATCH /agent/webhooks/{uid}",
   "DELETE /agent/webhooks/{uid}",
   "POST /agent/webhooks/{uid}/rotate-secret",
+  // beyond CONTRACT §5: definitions as code check secrets before applying anything
+  "POST /agent/webhooks/check-secret",
   "GET /agent/webhooks/{uid}/deliveries",
   "GET /agent/webhooks/{uid}/deliveries/{delivery_id}",
   "POST /agent/automations",

@@ -24,6 +24,22 @@ export class WebhooksGroup extends HttpApiGroup.make("webhooks")
       )
   )
   .add(
+    HttpApiEndpoint.post("checkWebhookSecret", "/agent/webhooks/check-secret")
+      .setHeaders(TeamHeaders)
+      .setPayload(Webhook.CheckWebhookSecretRequest)
+      .addSuccess(Webhook.CheckWebhookSecretResponse)
+      .addError(Problems.PayloadTooLarge, { status: 413 })
+      .annotateContext(
+        doc(
+          "Check a team secret for a webhook",
+          "Whether the named team secret would do as the credential (`secret_name`) of a webhook with this " +
+            "`auth_mode` and `signature_scheme`: it exists and its value has the right form (URL-safe for " +
+            "url_token, ...). Creates nothing; `problem` says what is wrong. Team admins only. Used by " +
+            "`agent-runs apply` to check definitions before applying any."
+        )
+      )
+  )
+  .add(
     HttpApiEndpoint.get("listWebhooks", "/agent/webhooks")
       .setHeaders(TeamHeaders)
       .addSuccess(Webhook.ListWebhooksResponse)

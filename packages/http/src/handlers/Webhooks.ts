@@ -10,6 +10,8 @@ export const WebhooksLive = HttpApiBuilder.group(Api, "webhooks", (handlers) =>
   Effect.map(Webhooks.Webhooks, (webhooks) =>
     handlers
       .handle("createWebhook", ({ payload }) => Effect.flatMap(CurrentViewer, (v) => webhooks.create(v, payload)))
+      .handle("checkWebhookSecret", ({ payload }) =>
+        Effect.flatMap(CurrentViewer, (v) => webhooks.checkSecret(v, payload)))
       .handle("listWebhooks", () => Effect.flatMap(CurrentViewer, (v) => webhooks.list(v)))
       .handle("getWebhook", ({ path }) => Effect.flatMap(CurrentViewer, (v) => webhooks.get(v, path.uid)))
       .handle("updateWebhook", ({ path, payload }) =>

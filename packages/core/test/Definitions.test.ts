@@ -1,0 +1,658 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Arbitrary, DateTime, Effect, Either, Exit } from "effect"
+import * as fc from "fast-check"
+import { stringify } from "yaml"
+import { Automation } from "../src/Automation.js"
+import type { CreateAutomationRequest, UpdateAutomationRequest } from "../src/Automation.js"
+import type { AutomationDefinition, DefinitionFile, Parsed, SecretCheck, WebhookDefinition } from "../src/Definitions.js"
+import { changes, parse, plan } from "../src/Definitions.js"
+import { apply, DefinitionsApplyFailed, DefinitionsRejected, describeOutcome } from "../src/DefinitionsApplier.js"
+import type { DefinitionsTarget } from "../src/DefinitionsApplier.js"
+import { AutomationId, WebhookUid } from "../src/Ids.js"
+import { AgentConfig } from "../src/Run.js"
+import type { SecretName } from "../src/Secret.js"
+import { MAX_WEBHOOKS_PER_TEAM, SignatureScheme, Webhook } from "../src/Webhook.js"
+import type { CreateWebhookRequest, PatchWebhookRequest } from "../src/Webhook.js"
+import { credentialProblem } from "../src/Webhooks.js"
+
+const file = (path: string, text: string): DefinitionFile => ({ path, text })
+
+/** The messages of the errors of `files`. */
+const errorsOf = (...files: ReadonlyArray<DefinitionFile>) => parse(files).errors.map((e) => e.message)
+
+const valid = (files: ReadonlyArray<DefinitionFile>): Parsed => {
+  const parsed = parse(files)
+  expect(parsed.errors.map((e) => e.message)).toEqual([])
+  return parsed
+}
+
+const UID_A = WebhookUid.make("AAAAAAAAAAAAAAAAAAAAAA")
+
+describe("parse: webhook files", () => {
+  it("reads every key, named by the file", () => {
+    const parsed = valid([
+      file(
+        "webhooks/github.yaml",
+        "authMode: signature\nsignatureScheme: github\nsecretName: GITHUB_SECRET\ndeliveryIdHeader: X-GitHub-Delivery\nenabled: false\n"
+      )
+    ])
+    expect(parsed.webhooks).toEqual([{
+      path: "webhooks/github.yaml",
+      name: "github",
+      authMode: "signature",
+      signatureScheme: "github",
+      secretName: "GITHUB_SECRET",
+      deliveryIdHeader: "X-GitHub-Delivery",
+      enabled: false
+    }])
+  })
+
+  it("defaults authMode to token and enabled to true; a null key counts as omitted", () => {
+    const parsed = valid([file("webhooks/plain.yaml", "secretName: TOKEN\ndeliveryIdHeader:\nenabled: ~\n")])
+    expect(parsed.webhooks[0]).toMatchObject({
+      authMode: "token",
+      signatureScheme: null,
+      deliveryIdHeader: null,
+      enabled: true
+    })
+  })
+
+  it("names the file and the key of every problem", () => {
+    expect(errorsOf(file("webhooks/github.yaml", "authMode: signature\nsecretName: S\n"))).toEqual([
+      `webhooks/github.yaml: signatureScheme: is required when authMode is signature (one of ${
+        SignatureScheme.literals.join(", ")
+      })`
+    ])
+    expect(errorsOf(file("webhooks/a.yaml", "signatureScheme: github\nsecretName: S\n"))).toEqual([
+      "webhooks/a.yaml: signatureScheme: is only allowed when authMode is signature"
+    ])
+    expect(errorsOf(file("webhooks/a.yaml", "authMode: bearer\nsecretName: S\n"))).toEqual([
+      "webhooks/a.yaml: authMode: must be one of token, url_token, signature; got \"bearer\""
+    ])
+    expect(errorsOf(file("webhooks/a.yaml", "authMode: signature\nsignatureScheme: github2\nsecretName: S\n"))).toEqual([
+      expect.stringMatching(/^webhooks\/a\.yaml: signatureScheme: must be one of standard_webhooks, .*; got "github2"$/)
+    ])
+    expect(errorsOf(file("webhooks/a.yaml", "secretName: 9lives\n"))).toEqual([
+      "webhooks/a.yaml: secretName: must be 1-128 letters, digits or '_', not starting with a digit"
+    ])
+    expect(errorsOf(file("webhooks/a.yaml", "secretName: S\ndeliveryIdHeader: 'X Id'\n"))).toEqual([
+      "webhooks/a.yaml: deliveryIdHeader: must be an HTTP header name"
+    ])
+    expect(errorsOf(file("webhooks/a.yaml", "secretName: S\nenabled: yes\n"))).toEqual([
+      "webhooks/a.yaml: enabled: must be true or false; got \"yes\""
+    ])
+  })
+
+  it("requires secretName: definitions never carry secret values", () => {
+    expect(errorsOf(file("webhooks/a.yaml", "authMode: url_token\n"))).toEqual([
+      expect.stringMatching(/^webhooks\/a\.yaml: secretName: is required: definitions never hold secret values/)
+    ])
+    // An empty file is a mapping without keys.
+    expect(errorsOf(file("webhooks/empty.yaml", ""))).toEqual([
+      expect.stringMatching(/^webhooks\/empty\.yaml: secretName: is required/)
+    ])
+  })
+
+  it("rejects unknown keys by name, with a hint for snake_case spellings", () => {
+    expect(errorsOf(file("webhooks/a.yaml", "secretName: S\nsecret: hunter2\nsignature_scheme: github\n"))).toEqual([
+      "webhooks/a.yaml: secret: is not a known key (expected authMode, signatureScheme, secretName, deliveryIdHeader, enabled)",
+      "webhooks/a.yaml: signature_scheme: is not a known key (expected authMode, signatureScheme, secretName, " +
+      "deliveryIdHeader, enabled); did you mean signatureScheme?"
+    ])
+  })
+})
+
+describe("parse: YAML and file names", () => {
+  it("reports malformed YAML by line and column", () => {
+    expect(errorsOf(file("webhooks/bad.yaml", "secretName: S\nauthMode: [token,\n"))).toEqual([
+      expect.stringMatching(/^webhooks\/bad\.yaml: line \d+, column \d+: /)
+    ])
+    expect(errorsOf(file("webhooks/dup.yaml", "secretName: S\nsecretName: T\n"))).toEqual([
+      "webhooks/dup.yaml: line 2, column 1: Map keys must be unique"
+    ])
+    expect(errorsOf(file("webhooks/two.yaml", "secretName: S\n---\nsecretName: T\n"))).toEqual([
+      expect.stringMatching(/^webhooks\/two\.yaml: line 2, column 1: Source contains multiple documents/)
+    ])
+  })
+
+  it("rejects what is not a mapping of JSON values", () => {
+    expect(errorsOf(file("webhooks/list.yaml", "- secretName\n"))).toEqual([
+      "webhooks/list.yaml: must be a mapping of authMode, signatureScheme, secretName, deliveryIdHeader, enabled; got a list"
+    ])
+    expect(errorsOf(file("webhooks/loop.yaml", "secretName: &a [*a]\n"))).toEqual([
+      "webhooks/loop.yaml: secretName[0]: refers to itself (through a YAML alias)"
+    ])
+    expect(errorsOf(file("webhooks/bin.yaml", "secretName: !!binary aGVsbG8=\n"))).toEqual([
+      "webhooks/bin.yaml: secretName: is not a JSON value (binary data and other YAML types are not allowed)"
+    ])
+    expect(errorsOf(file("webhooks/key.yaml", "secretName: S\n[a]: 1\n"))).toEqual([
+      "webhooks/key.yaml: keys must be strings; quote the key a list"
+    ])
+  })
+
+  it("takes only webhooks/<name>.yaml and automations/<name>.yaml", () => {
+    expect(errorsOf(file("hooks/a.yaml", "secretName: S\n"))).toEqual([
+      "hooks/a.yaml: is not a definition file: definitions are webhooks/<name>.yaml and automations/<name>.yaml"
+    ])
+    expect(errorsOf(file("webhooks/a.yml", "secretName: S\n"))).toEqual([
+      "webhooks/a.yml: is not a definition file: the name must end in .yaml"
+    ])
+    expect(errorsOf(file("webhooks/ a.yaml", "secretName: S\n"))).toEqual([
+      "webhooks/ a.yaml: the file name (the definition's name) must not be blank nor start or end with whitespace"
+    ])
+    expect(errorsOf(file("x/webhooks/a.yaml", "secretName: S\n"), file("y/webhooks/a.yaml", "secretName: S\n"))).toEqual([
+      "y/webhooks/a.yaml: defines the same webhook as x/webhooks/a.yaml"
+    ])
+  })
+
+  it("collects the errors of every file at once, in path order", () => {
+    const parsed = parse([
+      file("webhooks/b.yaml", "authMode: nope\nsecretName: S\n"),
+      file("automations/x.yaml", "trigger: {filter: {webhookNames: [b]}}\n"),
+      file("webhooks/a.yaml", "secretName: S\n"),
+      file("webhooks/c.yaml", "secretName: [\n")
+    ])
+    expect(parsed.errors.map((e) => e.path)).toEqual(["automations/x.yaml", "webhooks/b.yaml", "webhooks/c.yaml"])
+    expect(parsed.errors[0]!.message).toBe("automations/x.yaml: prompt: is required")
+    expect(parsed.webhooks.map((w) => w.name)).toEqual(["a"])
+    expect(parsed.invalidWebhookNames).toEqual(["b", "c"])
+  })
+})
+
+describe("parse: automation files", () => {
+  it("reads the create request's keys in camelCase; data keys stay as written", () => {
+    const parsed = valid([
+      file(
+        "automations/triage.yaml",
+        [
+          "prompt: |",
+          "  Triage the issue.",
+          "enabled: false",
+          "trigger:",
+          "  provider: webhook",
+          "  event: received",
+          "  filter:",
+          `    webhookIds: [${UID_A}]`,
+          "    webhookNames: [github]",
+          "    payload:",
+          "      action: [opened, reopened]",
+          "      issue: { labels: { not_in: [wontfix] } }",
+          "agentConfig:",
+          "  modelId: claude",
+          "  computerUseEnabled: true",
+          "  mcpServers:",
+          "    my_tools: { command: tools, env: { API_KEY_NAME: x } }",
+          "    registered: { serverId: srv-1 }",
+          ""
+        ].join("\n")
+      )
+    ])
+    expect(parsed.automations).toEqual([{
+      path: "automations/triage.yaml",
+      name: "triage",
+      prompt: "Triage the issue.\n",
+      enabled: false,
+      webhookIds: [UID_A],
+      webhookNames: ["github"],
+      payload: { action: ["opened", "reopened"], issue: { labels: { not_in: ["wontfix"] } } },
+      agentConfig: {
+        model_id: "claude",
+        computer_use_enabled: true,
+        mcp_servers: { my_tools: { command: "tools", env: { API_KEY_NAME: "x" } }, registered: { server_id: "srv-1" } }
+      }
+    }])
+  })
+
+  it("defaults enabled to true, agentConfig to {}, provider and event to their only values", () => {
+    const parsed = valid([file("automations/a.yaml", "prompt: go\ntrigger:\n  filter:\n    webhookNames: [w]\n")])
+    expect(parsed.automations[0]).toMatchObject({ enabled: true, agentConfig: {}, payload: null, webhookIds: [] })
+  })
+
+  it("names nested keys as paths", () => {
+    const text = [
+      "prompt: ' '",
+      "trigger:",
+      "  provider: github",
+      "  filter:",
+      "    webhookIds: [not-a-uid]",
+      "    payload: { action: { in: [opened], nin: [x] } }",
+      "agentConfig:",
+      "  model_id: x",
+      "  environmentId: nope",
+      "  mcpServers: { a: { serverId: x, url: 'https://x' } }",
+      "schedule: daily",
+      ""
+    ].join("\n")
+    expect(errorsOf(file("automations/a.yaml", text))).toEqual([
+      "automations/a.yaml: schedule: is not a known key (expected prompt, enabled, trigger, agentConfig)",
+      "automations/a.yaml: prompt: must be a non-empty string; got \" \"",
+      "automations/a.yaml: trigger.provider: must be one of webhook; got \"github\"",
+      "automations/a.yaml: trigger.filter.webhookIds[0]: webhook uid must be exactly 22 characters of [A-Za-z0-9]",
+      "automations/a.yaml: trigger.filter.payload.action.nin: is not an operator (in, not_in, exists), and an object " +
+      "cannot mix operators (in) with nested field names",
+      expect.stringMatching(/^automations\/a\.yaml: agentConfig\.model_id: is not a known key .*; did you mean modelId\?$/),
+      "automations/a.yaml: agentConfig.environmentId: environment uid must be exactly 22 characters of [A-Za-z0-9]",
+      "automations/a.yaml: agentConfig.mcpServers.a: must be exactly one of {command, args?, env?}, {url, headers?} or {serverId}"
+    ])
+  })
+
+  it("requires a trigger with at least one webhook", () => {
+    expect(errorsOf(file("automations/a.yaml", "prompt: go\n"))).toEqual([
+      "automations/a.yaml: trigger: is required (with filter.webhookIds or filter.webhookNames)"
+    ])
+    expect(errorsOf(file("automations/a.yaml", "prompt: go\ntrigger: {filter: {webhookIds: []}}\n"))).toEqual([
+      "automations/a.yaml: trigger.filter: must name at least one webhook in webhookIds or webhookNames"
+    ])
+    expect(errorsOf(file("automations/a.yaml", "prompt: go\ntrigger: {filter: {webhookNames: github}}\n"))).toEqual([
+      "automations/a.yaml: trigger.filter.webhookNames: must be a list; got \"github\""
+    ])
+    // A uid of digits only reads as a number unless quoted.
+    expect(errorsOf(file("automations/a.yaml", "prompt: go\ntrigger: {filter: {webhookIds: [1234567890123456789012]}}\n")))
+      .toEqual([
+        "automations/a.yaml: trigger.filter.webhookIds[0]: must be a webhook uid (a string; quote it); got 1.2345678901234568e+21"
+      ])
+  })
+})
+
+// --- property tests ---------------------------------------------------------------------------
+
+const name = fc.stringMatching(/^[a-z0-9][a-z0-9._-]{0,20}$/)
+const secretName = fc.stringMatching(/^[A-Z_][A-Z0-9_]{0,20}$/).map((s) => s as SecretName)
+const uid = fc.stringMatching(/^[A-Za-z0-9]{22}$/).map((s) => WebhookUid.make(s))
+
+const webhookDefinition: fc.Arbitrary<Omit<WebhookDefinition, "path">> = fc
+  .record({
+    name,
+    authMode: fc.constantFrom("token" as const, "url_token" as const, "signature" as const),
+    scheme: fc.constantFrom(...SignatureScheme.literals),
+    secretName,
+    deliveryIdHeader: fc.option(fc.stringMatching(/^X-[A-Za-z-]{1,20}$/), { nil: null }),
+    enabled: fc.boolean()
+  })
+  .map(({ scheme, ...w }) => ({ ...w, signatureScheme: w.authMode === "signature" ? scheme : null }))
+
+/** A webhook file for a definition, leaving defaults out at random. */
+const webhookText = (w: Omit<WebhookDefinition, "path">, omitDefaults: boolean): string =>
+  stringify({
+    ...(omitDefaults && w.authMode === "token" ? {} : { authMode: w.authMode }),
+    ...(w.signatureScheme === null ? {} : { signatureScheme: w.signatureScheme }),
+    secretName: w.secretName,
+    ...(w.deliveryIdHeader === null ? {} : { deliveryIdHeader: w.deliveryIdHeader }),
+    ...(omitDefaults && w.enabled ? {} : { enabled: w.enabled })
+  })
+
+const camel = (snake: string) => snake.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())
+
+/** The agent configuration as a file writes it (camelCase keys, `serverId`). */
+const agentConfigInFile = (config: AgentConfig): Record<string, unknown> =>
+  Object.fromEntries(
+    Object.entries(config).map(([key, value]) => [
+      camel(key),
+      key === "mcp_servers"
+        ? Object.fromEntries(
+          Object.entries(value as Record<string, Record<string, unknown>>).map(([server, entry]) => [
+            server,
+            Object.fromEntries(Object.entries(entry).map(([k, v]) => [camel(k), v]))
+          ])
+        )
+        : value
+    ])
+  )
+
+const scalar = fc.oneof(fc.string({ maxLength: 8 }), fc.integer(), fc.boolean(), fc.constant(null))
+const payloadFilter = fc.option(
+  fc.dictionary(
+    fc.stringMatching(/^[a-z_]{1,8}$/),
+    fc.oneof(
+      fc.array(scalar, { maxLength: 3 }),
+      fc.record({ not_in: fc.array(scalar, { maxLength: 3 }) }),
+      fc.record({ exists: fc.boolean() })
+    ),
+    { maxKeys: 3 }
+  ),
+  { nil: null }
+)
+
+const automationDefinition: fc.Arbitrary<Omit<AutomationDefinition, "path">> = fc
+  .record({
+    name,
+    prompt: fc.string({ minLength: 1, maxLength: 40 }).filter((s) => s.trim() !== ""),
+    enabled: fc.boolean(),
+    webhookIds: fc.uniqueArray(uid, { maxLength: 3 }),
+    webhookNames: fc.uniqueArray(name, { maxLength: 3 }),
+    payload: payloadFilter,
+    agentConfig: Arbitrary.make(AgentConfig)
+  })
+  .filter((a) => a.webhookIds.length + a.webhookNames.length > 0)
+
+const automationText = (a: Omit<AutomationDefinition, "path">, omitDefaults: boolean): string =>
+  stringify({
+    prompt: a.prompt,
+    ...(omitDefaults && a.enabled ? {} : { enabled: a.enabled }),
+    trigger: {
+      ...(omitDefaults ? {} : { provider: "webhook", event: "received" }),
+      filter: {
+        ...(a.webhookIds.length === 0 ? {} : { webhookIds: a.webhookIds }),
+        ...(a.webhookNames.length === 0 ? {} : { webhookNames: a.webhookNames }),
+        ...(a.payload === null ? {} : { payload: a.payload })
+      }
+    },
+    ...(omitDefaults && Object.keys(a.agentConfig).length === 0 ? {} : { agentConfig: agentConfigInFile(a.agentConfig) })
+  })
+
+describe("parse: properties", () => {
+  it.prop("a written webhook definition reads back the same", [webhookDefinition, fc.boolean()], ([w, omit]) => {
+    const path = `webhooks/${w.name}.yaml`
+    const parsed = parse([file(path, webhookText(w, omit))])
+    expect(parsed.errors.map((e) => e.message)).toEqual([])
+    expect(parsed.webhooks).toEqual([{ ...w, path }])
+  })
+
+  it.prop("a written automation definition reads back the same", [automationDefinition, fc.boolean()], ([a, omit]) => {
+    const path = `automations/${a.name}.yaml`
+    const parsed = parse([file(path, automationText(a, omit))])
+    expect(parsed.errors.map((e) => e.message)).toEqual([])
+    expect(parsed.automations).toEqual([{ ...a, path }])
+  }, { fastCheck: { numRuns: 200 } })
+
+  const yamlish = fc.oneof(
+    fc.string(),
+    fc.string({ unit: "binary" }),
+    fc.jsonValue({ maxDepth: 3 }).map((v) => stringify(v)),
+    // Valid files cut or spliced at random places.
+    fc.tuple(fc.oneof(webhookDefinition.map((w) => webhookText(w, false)), automationDefinition.map((a) => automationText(a, false))), fc.nat(), fc.string({ maxLength: 4 }))
+      .map(([text, at, insert]) => text.slice(0, at % (text.length + 1)) + insert + text.slice(at % (text.length + 1))),
+    fc.constantFrom("&a [*a, *a]", "a: &x {b: *x}", "!!binary x", "? [a]\n: 1", "- - - -", "{", "'", ": :", "%YAML 1.1\n---\na: 1")
+  )
+
+  it.prop("any text yields definitions or errors naming the file, never a throw", [yamlish], ([text]) => {
+    const files = [file("webhooks/w.yaml", text), file("automations/a.yaml", text)]
+    const parsed = parse(files)
+    for (const error of parsed.errors) {
+      expect(error.message.startsWith(`${error.path}: `)).toBe(true)
+      expect(files.map((f) => f.path)).toContain(error.path)
+    }
+    const failed = new Set(parsed.errors.map((e) => e.path))
+    expect(parsed.webhooks.length + (failed.has("webhooks/w.yaml") ? 1 : 0)).toBe(1)
+    expect(parsed.automations.length + (failed.has("automations/a.yaml") ? 1 : 0)).toBe(1)
+  }, { fastCheck: { numRuns: 500 } })
+})
+
+// --- plan and apply ---------------------------------------------------------------------------
+
+const at = DateTime.unsafeMake(0)
+
+/**
+ * A team in memory behind the applier's port, recording each write. `secrets` maps team secret
+ * names to values; the problem words are credentialProblem's, as the services' are.
+ */
+const memoryTeam = (secrets: Record<string, string>) => {
+  let next = 0
+  const id = () => `w${String(++next).padStart(21, "0")}`
+  const webhooks: Array<Webhook> = []
+  const automations: Array<Automation> = []
+  const writes: Array<string> = []
+  let failOn: string | undefined
+  const target: DefinitionsTarget<Error> = {
+    listWebhooks: Effect.sync(() => [...webhooks]),
+    listAutomations: Effect.sync(() => [...automations]),
+    createWebhook: (r: CreateWebhookRequest) =>
+      Effect.suspend(() => {
+        if (failOn === r.name) return Effect.fail(new Error(`conflict: ${r.name}`))
+        writes.push(`create webhook ${r.name}`)
+        const w = new Webhook({
+          uid: WebhookUid.make(id()),
+          name: r.name,
+          auth_mode: r.auth_mode,
+          signature_scheme: r.signature_scheme ?? null,
+          ...(r.secret_name === undefined ? {} : { secret_name: r.secret_name }),
+          ...(r.delivery_id_header === undefined ? {} : { delivery_id_header: r.delivery_id_header }),
+          enabled: r.enabled,
+          ingress_url: "http://x",
+          created_at: at,
+          updated_at: at
+        })
+        webhooks.push(w)
+        return Effect.succeed(w)
+      }),
+    patchWebhook: (uid, r: PatchWebhookRequest) =>
+      Effect.sync(() => {
+        writes.push(`patch webhook ${uid} ${JSON.stringify(r)}`)
+        const i = webhooks.findIndex((w) => w.uid === uid)
+        const { delivery_id_header: _, ...rest } = webhooks[i]!
+        const header = r.delivery_id_header === undefined ? webhooks[i]!.delivery_id_header : r.delivery_id_header ?? undefined
+        webhooks[i] = new Webhook({
+          ...rest,
+          ...(header === undefined ? {} : { delivery_id_header: header }),
+          enabled: r.enabled ?? rest.enabled
+        })
+        return webhooks[i]!
+      }),
+    createAutomation: (r: CreateAutomationRequest) =>
+      Effect.suspend(() => {
+        if (failOn === r.name) return Effect.fail(new Error(`conflict: ${r.name}`))
+        writes.push(`create automation ${r.name}`)
+        const a = new Automation({
+          id: AutomationId.make(id()),
+          name: r.name,
+          enabled: r.enabled,
+          prompt: r.prompt,
+          agent_config: r.agent_config ?? {},
+          trigger: r.trigger,
+          created_at: at,
+          updated_at: at
+        })
+        automations.push(a)
+        return Effect.succeed(a)
+      }),
+    updateAutomation: (automationId, r: UpdateAutomationRequest) =>
+      Effect.sync(() => {
+        writes.push(`update automation ${r.name}`)
+        const i = automations.findIndex((a) => a.id === automationId)
+        automations[i] = new Automation({
+          ...automations[i]!,
+          enabled: r.enabled,
+          prompt: r.prompt,
+          trigger: r.trigger,
+          agent_config: r.agent_config ?? automations[i]!.agent_config
+        })
+        return automations[i]!
+      }),
+    secretProblem: (check: SecretCheck) =>
+      Effect.sync(() => {
+        const value = secrets[check.secretName]
+        if (value === undefined) return `no team secret named ${check.secretName}`
+        const problem = credentialProblem(check.authMode, check.signatureScheme, value)
+        return problem === undefined ? undefined : `the value of team secret ${check.secretName} ${problem}`
+      })
+  }
+  return {
+    target,
+    webhooks,
+    automations,
+    writes,
+    failOn: (n: string) => (failOn = n)
+  }
+}
+
+const SECRETS = { GITHUB: "gh-secret", TOKEN: "tok_abc", URL_SAFE: "abc-123", NOT_URL_SAFE: "a b/c" }
+
+const directory = [
+  file("webhooks/github.yaml", "authMode: signature\nsignatureScheme: github\nsecretName: GITHUB\n"),
+  file("webhooks/ci.yaml", "authMode: url_token\nsecretName: URL_SAFE\ndeliveryIdHeader: X-CI-Id\n"),
+  file(
+    "automations/triage.yaml",
+    "prompt: Triage\ntrigger:\n  filter:\n    webhookNames: [github, ci]\n    payload: {action: [opened]}\nagentConfig: {modelId: m}\n"
+  )
+]
+
+const rejected = <A, E>(exit: Exit.Exit<A, E>): ReadonlyArray<string> => {
+  if (Exit.isSuccess(exit)) throw new Error("expected the apply to be rejected")
+  const error = exit.cause._tag === "Fail" ? exit.cause.error : undefined
+  if (!(error instanceof DefinitionsRejected)) throw new Error(`expected DefinitionsRejected, got ${String(exit.cause)}`)
+  return error.errors.map((e) => e.message)
+}
+
+describe("apply", () => {
+  it.effect("creates what is missing, resolving webhookNames to the new uids; applying again changes nothing", () =>
+    Effect.gen(function*() {
+      const team = memoryTeam(SECRETS)
+      const first = yield* apply(team.target, directory)
+      expect(first.map((o) => describeOutcome(o))).toEqual([
+        `webhooks/ci.yaml: created webhook "ci" (${team.webhooks[0]!.uid})`,
+        `webhooks/github.yaml: created webhook "github" (${team.webhooks[1]!.uid})`,
+        `automations/triage.yaml: created automation "triage" (${team.automations[0]!.id})`
+      ])
+      expect(team.automations[0]!.trigger.filter).toEqual({
+        webhook_ids: [team.webhooks[1]!.uid, team.webhooks[0]!.uid],
+        payload: { action: ["opened"] }
+      })
+      expect(team.automations[0]!.agent_config).toEqual({ model_id: "m" })
+      expect(team.webhooks[0]).toMatchObject({ auth_mode: "url_token", secret_name: "URL_SAFE", delivery_id_header: "X-CI-Id" })
+
+      const writes = team.writes.length
+      const second = yield* apply(team.target, directory)
+      expect(team.writes.length).toBe(writes)
+      expect(second.map((o) => o.action)).toEqual(["unchanged", "unchanged", "unchanged"])
+      expect(describeOutcome(second[2]!)).toBe(`automations/triage.yaml: unchanged automation "triage" (${team.automations[0]!.id})`)
+      const again = plan(parse(directory), team, () => undefined)
+      expect(Either.isRight(again) && changes(again.right)).toEqual([])
+    }))
+
+  it.effect("updates only what differs, and says which keys", () =>
+    Effect.gen(function*() {
+      const team = memoryTeam(SECRETS)
+      yield* apply(team.target, directory)
+      team.writes.length = 0
+      const edited = [
+        file("webhooks/github.yaml", "authMode: signature\nsignatureScheme: github\nsecretName: GITHUB\nenabled: false\n"),
+        file("webhooks/ci.yaml", "authMode: url_token\nsecretName: URL_SAFE\n"),
+        file("automations/triage.yaml", "prompt: Triage it\ntrigger:\n  filter:\n    webhookNames: [github, ci]\n    payload: {action: [opened]}\n")
+      ]
+      const outcomes = yield* apply(team.target, edited)
+      expect(outcomes.map((o) => [o.path, o.action, o.changed])).toEqual([
+        ["webhooks/ci.yaml", "updated", ["deliveryIdHeader"]],
+        ["webhooks/github.yaml", "updated", ["enabled"]],
+        ["automations/triage.yaml", "updated", ["prompt", "agentConfig"]]
+      ])
+      expect(team.writes).toEqual([
+        `patch webhook ${team.webhooks[0]!.uid} {"delivery_id_header":null}`,
+        `patch webhook ${team.webhooks[1]!.uid} {"enabled":false}`,
+        "update automation triage"
+      ])
+      // An omitted agentConfig is {}: the file is the whole definition.
+      expect(team.automations[0]!.agent_config).toEqual({})
+      expect(team.webhooks[0]!.delivery_id_header).toBeUndefined()
+      expect((yield* apply(team.target, edited)).every((o) => o.action === "unchanged")).toBe(true)
+    }))
+
+  it.effect("leaves alone what the team has and the directory does not", () =>
+    Effect.gen(function*() {
+      const team = memoryTeam(SECRETS)
+      yield* apply(team.target, directory)
+      const outcomes = yield* apply(team.target, [directory[0]!])
+      expect(outcomes.map((o) => o.name)).toEqual(["github"])
+      expect(team.webhooks.map((w) => w.name)).toEqual(["ci", "github"])
+      expect(team.automations.map((a) => a.name)).toEqual(["triage"])
+    }))
+
+  it.effect("a dry run plans and checks but writes nothing", () =>
+    Effect.gen(function*() {
+      const team = memoryTeam(SECRETS)
+      const outcomes = yield* apply(team.target, directory, { dryRun: true })
+      expect(team.writes).toEqual([])
+      expect(outcomes.map((o) => describeOutcome(o, true))).toEqual([
+        "webhooks/ci.yaml: would create webhook \"ci\"",
+        "webhooks/github.yaml: would create webhook \"github\"",
+        "automations/triage.yaml: would create automation \"triage\""
+      ])
+    }))
+
+  it.effect("checks every team secret against its mode, naming the file and key; nothing is applied", () =>
+    Effect.gen(function*() {
+      const team = memoryTeam(SECRETS)
+      const exit = yield* Effect.exit(apply(team.target, [
+        ...directory,
+        file("webhooks/missing.yaml", "secretName: NOPE\n"),
+        file("webhooks/unsafe.yaml", "authMode: url_token\nsecretName: NOT_URL_SAFE\n"),
+        file("webhooks/spaces.yaml", "secretName: NOT_URL_SAFE\n"),
+        file("webhooks/bad.yaml", "authMode: basic\nsecretName: TOKEN\n"),
+        file("automations/broken.yaml", "prompt: x\ntrigger: {filter: {webhookNames: [bad, nowhere]}}\n")
+      ]))
+      expect(rejected(exit)).toEqual([
+        "automations/broken.yaml: trigger.filter.webhookNames[1]: no webhook named \"nowhere\" in this team or in webhooks/",
+        "webhooks/bad.yaml: authMode: must be one of token, url_token, signature; got \"basic\"",
+        "webhooks/missing.yaml: secretName: no team secret named NOPE",
+        "webhooks/spaces.yaml: secretName: the value of team secret NOT_URL_SAFE must be visible ASCII without spaces " +
+        "for a token webhook (it is sent in the Authorization header)",
+        "webhooks/unsafe.yaml: secretName: the value of team secret NOT_URL_SAFE must be URL-safe (letters, digits, " +
+        "'-', '.', '_', '~') for a url_token webhook"
+      ])
+      expect(team.writes).toEqual([])
+    }))
+
+  it.effect("refuses to change a webhook's authMode, signatureScheme or secretName", () =>
+    Effect.gen(function*() {
+      const team = memoryTeam(SECRETS)
+      yield* apply(team.target, directory)
+      team.writes.length = 0
+      const exit = yield* Effect.exit(apply(team.target, [
+        file("webhooks/github.yaml", "authMode: signature\nsignatureScheme: stripe\nsecretName: GITHUB\nenabled: false\n"),
+        file("webhooks/ci.yaml", "authMode: token\nsecretName: TOKEN\n")
+      ]))
+      const uid = team.webhooks[0]!.uid
+      expect(rejected(exit)).toEqual([
+        `webhooks/ci.yaml: authMode: is token here but url_token on the server: cannot change on an existing webhook ` +
+        `(its URL and senders depend on it); delete the webhook ${uid} to recreate it, or give the file another name`,
+        expect.stringMatching(/^webhooks\/ci\.yaml: secretName: is TOKEN here but URL_SAFE on the server: cannot change/),
+        expect.stringMatching(/^webhooks\/github\.yaml: signatureScheme: is stripe here but github on the server: cannot change/)
+      ])
+      expect(team.writes).toEqual([])
+    }))
+
+  it.effect("webhookIds must be webhooks of the team (ones the automation already selects stay accepted)", () =>
+    Effect.gen(function*() {
+      const team = memoryTeam(SECRETS)
+      yield* apply(team.target, directory)
+      const github = team.webhooks[1]!.uid
+      const byId = (ids: ReadonlyArray<string>) =>
+        file("automations/triage.yaml", `prompt: Triage\ntrigger: {filter: {webhookIds: [${ids.join(", ")}]}}\n`)
+      expect(rejected(yield* Effect.exit(apply(team.target, [byId([github, UID_A])])))).toEqual([
+        `automations/triage.yaml: trigger.filter.webhookIds[1]: no webhook ${UID_A} in this team`
+      ])
+      const outcomes = yield* apply(team.target, [byId([github])])
+      expect(outcomes[0]).toMatchObject({ action: "updated", changed: ["trigger", "agentConfig"] })
+      // The webhook goes away; the automation that selects it can still be applied unchanged.
+      team.webhooks.splice(1, 1)
+      expect((yield* apply(team.target, [byId([github])]))[0]!.action).toBe("unchanged")
+    }))
+
+  it.effect("refuses a webhook beyond the team's limit", () =>
+    Effect.gen(function*() {
+      const team = memoryTeam(SECRETS)
+      const many = Array.from({ length: MAX_WEBHOOKS_PER_TEAM + 1 }, (_, i) =>
+        file(`webhooks/w${String(i).padStart(2, "0")}.yaml`, "secretName: TOKEN\n"))
+      expect(rejected(yield* Effect.exit(apply(team.target, many)))).toEqual([
+        `webhooks/w${MAX_WEBHOOKS_PER_TEAM}.yaml: would be the team's webhook number ${
+          MAX_WEBHOOKS_PER_TEAM + 1
+        }; a team has at most ${MAX_WEBHOOKS_PER_TEAM}`
+      ])
+      expect(team.writes).toEqual([])
+    }))
+
+  it.effect("a write refused midway names the file and what was applied before it", () =>
+    Effect.gen(function*() {
+      const team = memoryTeam(SECRETS)
+      team.failOn("github")
+      const exit = yield* Effect.exit(apply(team.target, directory))
+      expect(Exit.isFailure(exit)).toBe(true)
+      const error = Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error : undefined
+      expect(error).toBeInstanceOf(DefinitionsApplyFailed)
+      const failed = error as DefinitionsApplyFailed<Error>
+      expect(failed.path).toBe("webhooks/github.yaml")
+      expect(failed.cause.message).toBe("conflict: github")
+      expect(failed.applied.map((o) => describeOutcome(o))).toEqual([
+        `webhooks/ci.yaml: created webhook "ci" (${team.webhooks[0]!.uid})`
+      ])
+    }))
+})
