@@ -26,6 +26,7 @@ export { conversationsServiceSuite } from "./ConversationsServiceSuite.js"
 export { followupsServiceSuite } from "./FollowupsServiceSuite.js"
 export { identitiesServiceSuite } from "./IdentitiesServiceSuite.js"
 export { runsServiceSuite } from "./RunsServiceSuite.js"
+export { schedulerServiceSuite } from "./SchedulerServiceSuite.js"
 export { secretsServiceSuite } from "./SecretsServiceSuite.js"
 export { webhooksServiceSuite } from "./WebhooksServiceSuite.js"
 export {

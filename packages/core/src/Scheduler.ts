@@ -1,0 +1,398 @@
+/**
+ * The scheduler (CONTRACT §9): what makes schedules fire. Every replica runs it over the ports.
+ * A pass reads the timing of every active schedule (`ScheduleStore.activeTimings`: id, expression,
+ * zone, `updated_at`, watermark), finds those with a fire time after their watermark that has
+ * come (`ScheduleStateMachine.dueTicks`: the on-time ticks, or at most one catch-up), and for each
+ * due tick creates the run with `Runs.createOnce` under the key `ScheduleTick(schedule id,
+ * scheduled time)`, then records the outcome on the schedule (`ScheduleStore.recordTicks`). Two
+ * replicas firing the same tick race on the key: one creates the run, the other gets
+ * DuplicateKey, so each tick starts exactly one run however many replicas run.
+ *
+ * The run is created as the schedule's creator would create it (their current role in the
+ * schedule's team, so the same checks as `POST /agent/runs`): prompt and `agent_config` of the
+ * schedule, `team: true` for a Team-scoped schedule, source `SCHEDULED_AGENT`, `schedule
+ * {schedule_id, schedule_name, cron_schedule}`, metadata `backfilled: "true"` on a catch-up run.
+ *
+ * Decisions where the contract is silent:
+ * - On time or missed: a tick is on time when it is at most `catchUpGraceMs` old at the start of
+ *   a pass, or when it came after this replica's previous pass began (the replica was up; a slow
+ *   pass does not turn ticks into catch-ups). Older ticks were missed (downtime): at most one
+ *   catch-up run, for the most recent of them, and only when no tick is on time.
+ * - A refused spawn (the environment deleted or no longer usable, the creator no longer in the
+ *   team or now a viewer, the team gone...) creates nothing; its message becomes
+ *   `last_spawn_error`, and the watermark still moves past the tick, so a broken schedule does not
+ *   retry the same tick forever: it tries again at its next tick, and the first run it starts
+ *   clears the error. Storage failing is not a refusal: the watermark stays, and the tick is tried
+ *   again on the next pass (on time, or later as the catch-up).
+ * - History: `last_ran` is the scheduled time of the newest tick that started a run;
+ *   `recent_runs` are the runs of the newest `recentRuns` (10) ticks, newest first, each with the
+ *   tick it was started for; `last_spawn_error` belongs to the newest tick handled (null when it
+ *   started a run). The record is a compare-and-set on that part of the schedule (re-read and
+ *   merged again when another replica or the API wrote meanwhile), and merging is order-free
+ *   (`recordOutcomes`), so the replica that lost a tick's race, or wrote first, never undoes the
+ *   winner's record. The replica that lost the race records that the tick ran (watermark,
+ *   `last_ran`); the winner adds its run.
+ * - Scale: a pass costs one light query and, per schedule, a cached look-up (the parsed
+ *   expression is kept per (id, `updated_at`), the next fire time per watermark); only due
+ *   schedules are read whole. Due schedules are fired `concurrency` at a time, in an order of
+ *   each replica's own (shuffled), so replicas split a large minute between them rather than
+ *   collide on every schedule. Between passes the loop sleeps until the next fire time it knows
+ *   of, at most `pollMs` (new and changed schedules are seen within it).
+ */
+import { Clock, Context, Data, DateTime, Duration, Effect, Either, Layer, Option, Random } from "effect"
+import type { Viewer } from "./Access.js"
+import type { CronSchedule } from "./Cron.js"
+import { nextFire, parseSchedule } from "./Cron.js"
+import type { PrincipalUid, RunId, ScheduleId } from "./Ids.js"
+import type { Principal } from "./Identity.js"
+import { IdentityStore } from "./ports/IdentityStore.js"
+import { ScheduleStore, ticksOf } from "./ports/ScheduleStore.js"
+import type { ScheduleTicks, StoredSchedule, TicksWrite } from "./ports/ScheduleStore.js"
+import { RunAgentRequest } from "./Run.js"
+import type { RunState } from "./RunState.js"
+import { Runs } from "./Runs.js"
+import type { ScheduledRunRef } from "./Schedule.js"
+import { DEFAULT_MAX_DUE_TICKS, dueTicksFor } from "./ScheduleStateMachine.js"
+import type { DueTick } from "./ScheduleStateMachine.js"
+
+/** How the scheduler runs; the server reads it from its configuration. */
+export interface SchedulerSettings {
+  /** Longest sleep between passes: new and changed schedules are seen within it. */
+  readonly pollMs: number
+  /** How old a tick may be at the start of a pass (and no older than the replica's previous pass) and still be on time. */
+  readonly catchUpGraceMs: number
+  /** Ticks being started at once (each a run-creating transaction). */
+  readonly concurrency: number
+  /** How many runs `history.recent_runs` keeps. */
+  readonly recentRuns: number
+  /** On-time ticks of one schedule started in one pass at most (the latest ones). */
+  readonly maxTicks: number
+}
+
+export const defaultSettings: SchedulerSettings = {
+  pollMs: 1_000,
+  catchUpGraceMs: 2_000,
+  concurrency: 16,
+  recentRuns: 10,
+  maxTicks: DEFAULT_MAX_DUE_TICKS
+}
+
+export class SchedulerConfig extends Context.Tag("@agent-runs/core/SchedulerConfig")<SchedulerConfig, SchedulerSettings>() {}
+
+// ---------------------------------------------------------------------------------------------
+// What a tick came to, and the history it leaves (pure)
+
+/**
+ * What became of one due tick (`scheduledFor` in epoch ms): this replica started its run, another
+ * had started it already (the key was taken), or the spawn was refused (`message` says why).
+ */
+export type TickOutcome = Data.TaggedEnum<{
+  Started: { readonly scheduledFor: number; readonly run_id: RunId; readonly state: RunState }
+  AlreadyStarted: { readonly scheduledFor: number }
+  Refused: { readonly scheduledFor: number; readonly message: string }
+}>
+export const TickOutcome = Data.taggedEnum<TickOutcome>()
+
+/**
+ * The scheduler's part of a schedule after `outcomes` (any order, any number of times: merging is
+ * commutative and idempotent, except which of two different refusals of one tick is kept):
+ * - the watermark is the latest of the stored one and the ticks';
+ * - `last_ran` the latest tick that has a run (started here or elsewhere);
+ * - `recent_runs` the runs started, newest tick first, at most `limit`;
+ * - `last_spawn_error` that of the newest tick handled: a refusal of a tick newer than the
+ *   watermark sets it, a run for a tick at least as new as the watermark clears it, anything
+ *   older leaves it.
+ */
+export const recordOutcomes = (part: ScheduleTicks, outcomes: ReadonlyArray<TickOutcome>, limit: number): TicksWrite => {
+  let lastTickAt = part.lastTickAt
+  let lastRan = part.history.last_ran === null ? undefined : DateTime.toEpochMillis(part.history.last_ran)
+  let error = part.last_spawn_error
+  const runs = new Map<string, ScheduledRunRef>(part.history.recent_runs.map((r) => [r.run_id, r]))
+  for (const outcome of outcomes) {
+    const t = outcome.scheduledFor
+    if (outcome._tag === "Refused") {
+      if (t > lastTickAt) error = outcome.message
+    } else {
+      lastRan = lastRan === undefined ? t : Math.max(lastRan, t)
+      if (t >= lastTickAt) error = null
+      if (outcome._tag === "Started" && !runs.has(outcome.run_id)) {
+        runs.set(outcome.run_id, { run_id: outcome.run_id, state: outcome.state, scheduled_for: DateTime.unsafeMake(t) })
+      }
+    }
+    lastTickAt = Math.max(lastTickAt, t)
+  }
+  const recent = [...runs.values()]
+    .sort((a, b) =>
+      DateTime.toEpochMillis(b.scheduled_for) - DateTime.toEpochMillis(a.scheduled_for) ||
+      (a.run_id < b.run_id ? 1 : a.run_id > b.run_id ? -1 : 0)
+    )
+    .slice(0, Math.max(0, limit))
+  return {
+    lastTickAt,
+    last_ran: lastRan === undefined ? null : DateTime.unsafeMake(lastRan),
+    recent_runs: recent,
+    last_spawn_error: error
+  }
+}
+
+const sameTime = (a: DateTime.Utc | null, b: DateTime.Utc | null) =>
+  a === null || b === null ? a === b : DateTime.toEpochMillis(a) === DateTime.toEpochMillis(b)
+
+/** Whether a write would change nothing of the part as read. */
+export const changesNothing = (part: ScheduleTicks, next: TicksWrite): boolean =>
+  part.lastTickAt === next.lastTickAt &&
+  part.last_spawn_error === next.last_spawn_error &&
+  sameTime(part.history.last_ran, next.last_ran) &&
+  part.history.recent_runs.length === next.recent_runs.length &&
+  part.history.recent_runs.every((r, i) => {
+    const n = next.recent_runs[i]!
+    return r.run_id === n.run_id && r.state === n.state && sameTime(r.scheduled_for, n.scheduled_for)
+  })
+
+// ---------------------------------------------------------------------------------------------
+// The passes
+
+/** What one pass did. */
+export interface PassReport {
+  /** Schedules that had a fire time due at the pass's start. */
+  readonly due: number
+  /** Runs this replica created. */
+  readonly started: number
+  /** The earliest fire time after the pass's start of any active schedule (undefined: none). */
+  readonly nextTickAt: number | undefined
+}
+
+/** A parsed expression, kept per (schedule id, `updated_at`), with its next fire time per watermark. */
+interface Cached {
+  readonly updatedAt: number
+  readonly expression: string
+  readonly timezone: string
+  /** Undefined when the stored expression no longer parses. */
+  readonly cron: CronSchedule | undefined
+  lastTickAt: number
+  /** The first fire time after `lastTickAt`; undefined when there is none. */
+  next: number | undefined
+}
+
+const messageOf = (error: unknown): string =>
+  typeof error === "object" && error !== null && "message" in error && typeof error.message === "string" && error.message !== ""
+    ? error.message
+    : String(error)
+
+/** Makes one replica's scheduler: `pass` fires what is due now. */
+export const make = Effect.gen(function*() {
+  const settings = yield* SchedulerConfig
+  const store = yield* ScheduleStore
+  const identities = yield* IdentityStore
+  const runs = yield* Runs
+
+  let cache = new Map<ScheduleId, Cached>()
+  /** When this replica's previous pass began. */
+  let previousPass: number | undefined
+
+  const cached = (id: ScheduleId, updatedAt: number, expression: string, timezone: string): Cached => {
+    const found = cache.get(id)
+    if (found !== undefined && found.updatedAt === updatedAt && found.expression === expression && found.timezone === timezone) {
+      return found
+    }
+    const parsed = parseSchedule(expression, timezone)
+    const entry: Cached = {
+      updatedAt,
+      expression,
+      timezone,
+      cron: Either.getOrUndefined(parsed),
+      lastTickAt: Number.NaN,
+      next: undefined
+    }
+    cache.set(id, entry)
+    return entry
+  }
+
+  /** The creator of a schedule as a caller in its team, or why there is none. */
+  const creatorOf = (schedule: StoredSchedule, principals: Map<PrincipalUid, Option.Option<Principal>>) =>
+    Effect.gen(function*() {
+      let principal = principals.get(schedule.creator_uid)
+      if (principal === undefined) {
+        principal = yield* identities.getPrincipal(schedule.creator_uid)
+        principals.set(schedule.creator_uid, principal)
+      }
+      if (Option.isNone(principal)) {
+        return Either.left(`the schedule's creator (${schedule.creator_uid}) no longer exists`)
+      }
+      const membership = principal.value.memberships.find((m) => m.team_uid === schedule.team_uid)
+      if (membership === undefined) {
+        return Either.left(`the schedule's creator (${principal.value.display_name}) is no longer a member of its team`)
+      }
+      const viewer: Viewer = {
+        principal_uid: principal.value.uid,
+        team_uid: schedule.team_uid,
+        role: membership.role,
+        instance_admin: principal.value.instance_admin
+      }
+      return Either.right(viewer)
+    })
+
+  /** Creates the run of one tick; undefined when storage failed (the tick is tried again later). */
+  const spawn = (schedule: StoredSchedule, viewer: Viewer, tick: DueTick) => {
+    const item = schedule.item
+    const scheduledFor = tick.scheduledFor.getTime()
+    const request = new RunAgentRequest(
+      { prompt: item.prompt, config: item.agent_config, ...(item.scope.type === "Team" ? { team: true } : {}) },
+      true
+    )
+    return runs.createOnce(
+      [{
+        viewer,
+        request,
+        options: {
+          source: "SCHEDULED_AGENT",
+          schedule: { schedule_id: item.id, schedule_name: item.name, cron_schedule: item.cron_schedule },
+          metadata: tick.backfilled ? { backfilled: "true" } : undefined
+        }
+      }],
+      { _tag: "ScheduleTick", schedule_id: item.id, scheduled_for: scheduledFor }
+    ).pipe(
+      Effect.map(([response]): TickOutcome | undefined =>
+        TickOutcome.Started({ scheduledFor, run_id: response!.run_id, state: response!.state })
+      ),
+      Effect.catchAll((error): Effect.Effect<TickOutcome | undefined> => {
+        switch (error._tag) {
+          case "DuplicateKey":
+            return Effect.succeed(TickOutcome.AlreadyStarted({ scheduledFor }))
+          case "ResourceUnavailable":
+            return Effect.as(
+              Effect.logWarning(`scheduler: schedule ${item.id} could not start its run for ${tick.scheduledFor.toISOString()}: storage is unavailable`),
+              undefined
+            )
+          default:
+            return Effect.as(
+              Effect.logInfo(`scheduler: schedule ${item.id} could not start its run: ${messageOf(error)}`),
+              TickOutcome.Refused({ scheduledFor, message: messageOf(error) })
+            )
+        }
+      })
+    )
+  }
+
+  /** Writes the outcomes on the schedule: compare-and-set, re-read and merged again after a lost race. */
+  const record = (first: StoredSchedule, outcomes: ReadonlyArray<TickOutcome>) => {
+    const attempt = (current: StoredSchedule, triesLeft: number): Effect.Effect<void, unknown> =>
+      Effect.gen(function*() {
+        const part = ticksOf(current)
+        const next = recordOutcomes(part, outcomes, settings.recentRuns)
+        if (changesNothing(part, next)) return
+        yield* store.recordTicks(current.item.id, part, next).pipe(
+          Effect.catchTag("StaleWrite", () =>
+            triesLeft <= 0
+              ? Effect.logWarning(`scheduler: could not record the ticks of schedule ${current.item.id}: it kept changing`)
+              : Effect.flatMap(
+                store.get(current.item.id),
+                Option.match({ onNone: () => Effect.void, onSome: (fresh) => attempt(fresh, triesLeft - 1) })
+              ))
+        )
+      })
+    return attempt(first, 10)
+  }
+
+  /** Fires the due ticks of one schedule (read again whole: another replica may have fired them). */
+  const fire = (
+    id: ScheduleId,
+    now: number,
+    graceMs: number,
+    principals: Map<PrincipalUid, Option.Option<Principal>>
+  ) =>
+    Effect.gen(function*() {
+      const found = yield* store.get(id)
+      if (Option.isNone(found) || found.value.state.status !== "active") return 0
+      const schedule = found.value
+      const item = schedule.item
+      const { cron } = cached(id, DateTime.toEpochMillis(item.updated_at), item.cron_schedule, item.timezone)
+      if (cron === undefined) return 0
+      const ticks = dueTicksFor(schedule.state, cron, now, { catchUpGraceMs: graceMs, maxTicks: settings.maxTicks })
+      if (ticks.length === 0) return 0
+      const creator = yield* creatorOf(schedule, principals)
+      const outcomes: Array<TickOutcome> = []
+      for (const tick of ticks) {
+        const outcome = Either.isLeft(creator)
+          ? TickOutcome.Refused({ scheduledFor: tick.scheduledFor.getTime(), message: creator.left })
+          : yield* spawn(schedule, creator.right, tick)
+        if (outcome === undefined) break
+        outcomes.push(outcome)
+      }
+      if (outcomes.length > 0) yield* record(schedule, outcomes)
+      return outcomes.filter((o) => o._tag === "Started").length
+    })
+
+  /** One pass: fires every tick due now, `concurrency` schedules at a time. */
+  const pass: Effect.Effect<PassReport, unknown> = Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const graceMs = previousPass === undefined
+      ? settings.catchUpGraceMs
+      : Math.max(settings.catchUpGraceMs, now - previousPass)
+    previousPass = now
+    const timings = yield* store.activeTimings
+    const previous = cache
+    cache = new Map()
+    const due: Array<ScheduleId> = []
+    let nextTickAt = Infinity
+    for (const timing of timings) {
+      const old = previous.get(timing.id)
+      if (old !== undefined) cache.set(timing.id, old)
+      const entry = cached(timing.id, timing.updated_at, timing.cron_schedule, timing.timezone)
+      if (entry.cron === undefined) continue
+      if (entry.lastTickAt !== timing.last_tick_at) {
+        entry.lastTickAt = timing.last_tick_at
+        entry.next = nextFire(entry.cron, timing.last_tick_at)?.getTime()
+      }
+      if (entry.next === undefined) continue
+      if (entry.next <= now) {
+        due.push(timing.id)
+        const after = nextFire(entry.cron, now)?.getTime()
+        if (after !== undefined) nextTickAt = Math.min(nextTickAt, after)
+      } else {
+        nextTickAt = Math.min(nextTickAt, entry.next)
+      }
+    }
+    const principals = new Map<PrincipalUid, Option.Option<Principal>>()
+    const order = yield* Random.shuffle(due)
+    let started = 0
+    yield* Effect.forEach(
+      order,
+      (id) =>
+        fire(id, now, graceMs, principals).pipe(
+          Effect.tap((n) => Effect.sync(() => (started += n))),
+          Effect.catchAllCause((cause) => Effect.logWarning(`scheduler: firing schedule ${id} failed`, cause))
+        ),
+      { concurrency: settings.concurrency, discard: true }
+    )
+    return { due: due.length, started, nextTickAt: nextTickAt === Infinity ? undefined : nextTickAt }
+  })
+
+  return { pass } as const
+})
+
+/**
+ * The scheduler's loop, for the scope of the layer: a pass, then a sleep until the next fire time
+ * it knows of (at most `pollMs`), forever.
+ */
+export const layer: Layer.Layer<never, never, SchedulerConfig | ScheduleStore | IdentityStore | Runs> = Layer
+  .scopedDiscard(
+    Effect.gen(function*() {
+      const settings = yield* SchedulerConfig
+      const scheduler = yield* make
+      const step = Effect.gen(function*() {
+        const report = yield* scheduler.pass.pipe(
+          Effect.catchAllCause((cause) =>
+            Effect.as(Effect.logWarning("scheduler: pass failed", cause), { due: 0, started: 0, nextTickAt: undefined })
+          )
+        )
+        if (report.started > 0) yield* Effect.logDebug(`scheduler: started ${report.started} runs of ${report.due} due schedules`)
+        const now = yield* Clock.currentTimeMillis
+        const wait = report.nextTickAt === undefined
+          ? settings.pollMs
+          : Math.min(settings.pollMs, Math.max(0, report.nextTickAt - now))
+        yield* Effect.sleep(Duration.millis(wait))
+      })
+      yield* Effect.forkScoped(Effect.forever(step))
+    })
+  )

@@ -1,0 +1,322 @@
+/**
+ * The scheduler (`Scheduler.make`'s passes) over a real storage adapter and the real `Runs` and
+ * `Schedules` services, with the TestClock: schedules created through `Schedules`, time set, a
+ * pass (or two replicas' passes at once) run, and the runs and history read back as a user would.
+ * Each test has a database of its own (the scheduler sees every schedule of the database). Call
+ * `schedulerServiceSuite(name, layer)` inside a vitest file; `layer` must make a fresh database
+ * each time it is built.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { DateTime, Effect, Layer, Option, TestClock } from "effect"
+import type { Viewer } from "../src/Access.js"
+import { IdsLive, ScheduleId } from "../src/Ids.js"
+import { EnvironmentStore } from "../src/ports/EnvironmentStore.js"
+import { type ScheduleTiming, ScheduleStore, type StoredSchedule } from "../src/ports/ScheduleStore.js"
+import { Runs } from "../src/Runs.js"
+import { CreateScheduledAgentRequest, ScheduledAgentItem, UpdateScheduledAgentRequest } from "../src/Schedule.js"
+import * as Scheduler from "../src/Scheduler.js"
+import { Schedules } from "../src/Schedules.js"
+import { makeEnvironment } from "./CatalogConformance.js"
+import type { Stores } from "./Stores.js"
+import { seedWorld } from "./World.js"
+
+const SECOND = 1_000
+const MINUTE = 60 * SECOND
+/** 2026-05-01T09:00:30Z: schedules are created half a minute before a whole minute. */
+const T0 = Date.UTC(2026, 4, 1, 9, 0, 30)
+const iso = (ms: number) => new Date(ms).toISOString()
+
+const settings: Scheduler.SchedulerSettings = { ...Scheduler.defaultSettings, catchUpGraceMs: 2 * SECOND }
+
+const schedule = (viewer: Viewer, fields: Partial<ConstructorParameters<typeof CreateScheduledAgentRequest>[0]> = {}) =>
+  Effect.flatMap(Schedules, (schedules) =>
+    schedules.create(
+      viewer,
+      new CreateScheduledAgentRequest({
+        name: "nightly",
+        cron_schedule: "* * * * *",
+        prompt: "Tidy up the repository",
+        enabled: true,
+        team: true,
+        ...fields
+      })
+    ))
+
+/** The runs a schedule started, oldest first, as its creator lists them (`schedule_id` filter). */
+const runsOf = (viewer: Viewer, item: ScheduledAgentItem) =>
+  Effect.flatMap(Runs, (runs) => runs.list(viewer, { schedule_id: item.id, limit: "100", sort_by: "created_at", sort_order: "asc" })).pipe(
+    Effect.map((page) => page.runs)
+  )
+
+const read = (viewer: Viewer, item: ScheduledAgentItem) => Effect.flatMap(Schedules, (s) => s.get(viewer, item.id))
+
+const at = (ms: number) => TestClock.setTime(ms)
+
+const scheduledFor = (item: ScheduledAgentItem) => item.history.recent_runs.map((r) => DateTime.formatIso(r.scheduled_for))
+
+/** Registers the suite against one storage adapter; `storage` is built afresh for every test. */
+export const schedulerServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E>): void => {
+  const services = Layer.mergeAll(Runs.Default, Schedules.Default).pipe(
+    Layer.provideMerge(Layer.mergeAll(storage, IdsLive, Layer.succeed(Scheduler.SchedulerConfig, settings)))
+  )
+  const test = (title: string, body: () => Effect.Effect<void, unknown, Layer.Layer.Success<typeof services>>) =>
+    it.effect(title, () => Effect.provide(body(), services), 60_000)
+
+  describe(`scheduler (${name})`, () => {
+    test("fires each tick once, as the schedule's creator, with the schedule on the run; history follows", () =>
+      Effect.gen(function*() {
+        yield* at(T0)
+        const world = yield* seedWorld()
+        const created = yield* schedule(world.alice)
+        expect(DateTime.formatIso(created.history.next_run!)).toBe("2026-05-01T09:01:00.000Z")
+        const scheduler = yield* Scheduler.make
+
+        yield* at(T0 + 10 * SECOND)
+        expect((yield* scheduler.pass).started).toBe(0)
+        yield* at(Date.UTC(2026, 4, 1, 9, 1, 0, 400))
+        const report = yield* scheduler.pass
+        expect(report).toMatchObject({ due: 1, started: 1, nextTickAt: Date.UTC(2026, 4, 1, 9, 2) })
+        expect((yield* scheduler.pass).started).toBe(0)
+
+        const [run, ...others] = yield* runsOf(world.bob, created)
+        expect(others).toEqual([])
+        expect(run!.source).toBe("SCHEDULED_AGENT")
+        expect(run!.schedule).toEqual({ schedule_id: created.id, schedule_name: "nightly", cron_schedule: "* * * * *" })
+        expect(run!.prompt).toBe("Tidy up the repository")
+        expect(run!.creator.uid).toBe(world.alice.principal_uid)
+        expect(run!.scope).toEqual({ type: "Team", uid: world.team })
+        expect(run!.metadata).toEqual({})
+        expect(run!.state).toBe("QUEUED")
+
+        const item = yield* read(world.alice, created)
+        expect(DateTime.formatIso(item.history.last_ran!)).toBe("2026-05-01T09:01:00.000Z")
+        expect(DateTime.formatIso(item.history.next_run!)).toBe("2026-05-01T09:02:00.000Z")
+        expect(item.history.recent_runs.map((r) => [r.run_id, r.state])).toEqual([[run!.run_id, "QUEUED"]])
+        expect(scheduledFor(item)).toEqual(["2026-05-01T09:01:00.000Z"])
+        expect(item.last_spawn_error).toBeNull()
+        // The API's own write of the schedule keeps the history.
+        const renamed = yield* Effect.flatMap(Schedules, (s) =>
+          s.update(world.alice, created.id, new UpdateScheduledAgentRequest({ name: "renamed", cron_schedule: "* * * * *", prompt: "Tidy up", enabled: true })))
+        expect(renamed.history.recent_runs.map((r) => r.run_id)).toEqual([run!.run_id])
+        // A User-scoped schedule's runs are User-scoped too.
+        const own = yield* schedule(world.bob, { team: false, name: "mine" })
+        yield* at(Date.UTC(2026, 4, 1, 9, 2, 0, 100))
+        yield* scheduler.pass
+        const [mine] = yield* runsOf(world.bob, own)
+        expect(mine!.scope).toEqual({ type: "User", uid: world.bob.principal_uid })
+        expect(mine!.schedule?.schedule_name).toBe("mine")
+        expect((yield* runsOf(world.bob, renamed)).map((r) => r.schedule?.schedule_name)).toEqual(["nightly", "renamed"])
+      }))
+
+    test("fires in the schedule's time zone", () =>
+      Effect.gen(function*() {
+        yield* at(T0)
+        const world = yield* seedWorld()
+        // 11:05 in Paris (UTC+2 in May) is 09:05Z.
+        const created = yield* schedule(world.alice, { cron_schedule: "5 11 * * *", timezone: "Europe/Paris" })
+        const scheduler = yield* Scheduler.make
+        yield* at(Date.UTC(2026, 4, 1, 9, 4, 59))
+        yield* scheduler.pass
+        expect(yield* runsOf(world.alice, created)).toEqual([])
+        yield* at(Date.UTC(2026, 4, 1, 9, 5, 0, 500))
+        yield* scheduler.pass
+        expect((yield* runsOf(world.alice, created)).length).toBe(1)
+        expect(scheduledFor(yield* read(world.alice, created))).toEqual(["2026-05-01T09:05:00.000Z"])
+      }))
+
+    test("two replicas passing at the same moments start exactly one run per tick, and the history lists each", () =>
+      Effect.gen(function*() {
+        yield* at(T0)
+        const world = yield* seedWorld({ maxConcurrentRuns: 100 })
+        const items = [
+          yield* schedule(world.alice, { cron_schedule: "* * * * * *", name: "every second" }),
+          yield* schedule(world.bob, { cron_schedule: "*/2 * * * * *", name: "every other second" })
+        ]
+        const replicas = [yield* Scheduler.make, yield* Scheduler.make]
+        for (let s = 1; s <= 12; s++) {
+          yield* at(T0 + s * SECOND + 100)
+          yield* Effect.all(replicas.map((r) => r.pass), { concurrency: "unbounded" })
+        }
+        const expected = [
+          Array.from({ length: 12 }, (_, i) => iso(T0 + (i + 1) * SECOND)),
+          Array.from({ length: 6 }, (_, i) => iso(T0 + (i + 1) * 2 * SECOND))
+        ]
+        for (const [i, item] of items.entries()) {
+          const runs = yield* runsOf(world.admin, item)
+          expect(runs.length).toBe(expected[i]!.length)
+          const after = yield* read(world.admin, item)
+          // Ten recent runs at most, newest first, each a different tick and run.
+          expect(scheduledFor(after)).toEqual(expected[i]!.slice(-10).reverse())
+          expect(new Set(after.history.recent_runs.map((r) => r.run_id)).size).toBe(after.history.recent_runs.length)
+          expect(after.history.recent_runs.every((r) => runs.some((run) => run.run_id === r.run_id))).toBe(true)
+          expect(DateTime.formatIso(after.history.last_ran!)).toBe(expected[i]!.at(-1))
+        }
+      }))
+
+    test("a replica that read the schedule before another fired it loses the race and never undoes the winner's record", () =>
+      Effect.gen(function*() {
+        yield* at(T0)
+        const world = yield* seedWorld({ maxConcurrentRuns: 100 })
+        const item = yield* schedule(world.alice, { cron_schedule: "* * * * * *" })
+        const store = yield* ScheduleStore
+        // Each replica sees the schedule as it was before the other's pass: the other always fires first.
+        // (Only its first read of a pass is stale: reading again after losing the write is not.)
+        let snapshot: { timings: ReadonlyArray<ScheduleTiming>; schedule: Option.Option<StoredSchedule> } | undefined
+        const stale = ScheduleStore.of({
+          ...store,
+          activeTimings: Effect.suspend(() => snapshot === undefined ? store.activeTimings : Effect.succeed(snapshot.timings)),
+          get: (id) => {
+            const seen = snapshot
+            snapshot = undefined
+            return seen === undefined ? store.get(id) : Effect.succeed(seen.schedule)
+          }
+        })
+        const replicas = [
+          yield* Effect.provideService(Scheduler.make, ScheduleStore, stale),
+          yield* Effect.provideService(Scheduler.make, ScheduleStore, stale)
+        ]
+        const started = [0, 0]
+        for (let s = 1; s <= 6; s++) {
+          yield* at(T0 + s * SECOND + 100)
+          const before = { timings: yield* store.activeTimings, schedule: yield* store.get(item.id) }
+          const [first, second] = s % 2 === 0 ? [0, 1] : [1, 0]
+          snapshot = before
+          started[first!]! += (yield* replicas[first!]!.pass).started
+          snapshot = before
+          // The loser's createOnce meets the taken key; its record of the tick is merged into the winner's.
+          started[second!]! += (yield* replicas[second!]!.pass).started
+        }
+        expect(started).toEqual([3, 3])
+        const runs = yield* runsOf(world.alice, item)
+        expect(runs.length).toBe(6)
+        const after = yield* read(world.alice, item)
+        expect(scheduledFor(after)).toEqual(Array.from({ length: 6 }, (_, i) => iso(T0 + (6 - i) * SECOND)))
+        expect(after.history.recent_runs.map((r) => r.run_id).sort()).toEqual(runs.map((r) => r.run_id).sort())
+        expect(DateTime.formatIso(after.history.last_ran!)).toBe(iso(T0 + 6 * SECOND))
+        expect(after.last_spawn_error).toBeNull()
+      }))
+
+    test("a paused schedule fires nothing, and resuming does not catch up the paused time", () =>
+      Effect.gen(function*() {
+        yield* at(T0)
+        const world = yield* seedWorld()
+        const created = yield* schedule(world.alice)
+        const scheduler = yield* Scheduler.make
+        const schedules = yield* Schedules
+        yield* at(T0 + 5 * SECOND)
+        yield* schedules.pause(world.alice, created.id)
+        for (let m = 1; m <= 3; m++) {
+          yield* at(T0 + m * MINUTE)
+          yield* scheduler.pass
+        }
+        expect(yield* runsOf(world.alice, created)).toEqual([])
+        expect((yield* read(world.alice, created)).history.next_run).toBeNull()
+        yield* at(Date.UTC(2026, 4, 1, 9, 3, 40))
+        const resumed = yield* schedules.resume(world.alice, created.id)
+        expect(DateTime.formatIso(resumed.history.next_run!)).toBe("2026-05-01T09:04:00.000Z")
+        // A pass long after the paused ticks, but before the next one: nothing.
+        yield* scheduler.pass
+        expect(yield* runsOf(world.alice, created)).toEqual([])
+        yield* at(Date.UTC(2026, 4, 1, 9, 4, 0, 200))
+        yield* scheduler.pass
+        const runs = yield* runsOf(world.alice, created)
+        expect(runs.map((r) => r.metadata)).toEqual([{}])
+        expect(scheduledFor(yield* read(world.alice, created))).toEqual(["2026-05-01T09:04:00.000Z"])
+      }))
+
+    test("after downtime, the missed ticks make one catch-up run, marked backfilled", () =>
+      Effect.gen(function*() {
+        yield* at(T0)
+        const world = yield* seedWorld()
+        const created = yield* schedule(world.alice)
+        yield* at(Date.UTC(2026, 4, 1, 9, 1, 0, 100))
+        yield* (yield* Scheduler.make).pass
+        // Down from 09:01:01 to 09:05:30: the ticks of 09:02 to 09:05 were missed.
+        yield* at(Date.UTC(2026, 4, 1, 9, 5, 30))
+        const restarted = yield* Scheduler.make
+        expect(yield* restarted.pass).toMatchObject({ due: 1, started: 1 })
+        const runs = yield* runsOf(world.alice, created)
+        expect(runs.map((r) => r.metadata)).toEqual([{}, { backfilled: "true" }])
+        expect(scheduledFor(yield* read(world.alice, created))).toEqual([
+          "2026-05-01T09:05:00.000Z",
+          "2026-05-01T09:01:00.000Z"
+        ])
+        // Then on time again; and a replica that was up all along counts its slow passes as up time.
+        yield* at(Date.UTC(2026, 4, 1, 9, 6, 0, 100))
+        yield* restarted.pass
+        yield* at(Date.UTC(2026, 4, 1, 9, 8, 0, 100))
+        yield* restarted.pass
+        const later = yield* runsOf(world.alice, created)
+        expect(later.slice(2).map((r) => r.metadata)).toEqual([{}, {}, {}])
+        expect(scheduledFor(yield* read(world.alice, created)).slice(0, 3)).toEqual([
+          "2026-05-01T09:08:00.000Z",
+          "2026-05-01T09:07:00.000Z",
+          "2026-05-01T09:06:00.000Z"
+        ])
+      }))
+
+    test("a refused spawn is recorded as last_spawn_error, moves past its tick, and the next run clears it", () =>
+      Effect.gen(function*() {
+        yield* at(T0)
+        const world = yield* seedWorld()
+        const environments = yield* EnvironmentStore
+        const env = makeEnvironment({ team: world.team, creator: world.alice.principal_uid, teamScope: true })
+        yield* environments.create(env)
+        const created = yield* schedule(world.alice, { agent_config: { environment_id: env.item.uid } })
+        const scheduler = yield* Scheduler.make
+        yield* at(Date.UTC(2026, 4, 1, 9, 1, 0, 100))
+        yield* scheduler.pass
+        expect((yield* runsOf(world.alice, created)).map((r) => r.environment_id)).toEqual([env.item.uid])
+
+        yield* environments.remove(env.item.uid)
+        yield* at(Date.UTC(2026, 4, 1, 9, 2, 0, 100))
+        expect(yield* scheduler.pass).toMatchObject({ due: 1, started: 0 })
+        const broken = yield* read(world.alice, created)
+        expect(broken.last_spawn_error).toMatch(/environment_id.*no permission to use environment/)
+        expect(DateTime.formatIso(broken.history.last_ran!)).toBe("2026-05-01T09:01:00.000Z")
+        expect(DateTime.formatIso(broken.history.next_run!)).toBe("2026-05-01T09:03:00.000Z")
+        // The same tick is not tried again.
+        yield* at(Date.UTC(2026, 4, 1, 9, 2, 0, 900))
+        expect(yield* scheduler.pass).toMatchObject({ due: 0 })
+
+        const schedules = yield* Schedules
+        yield* schedules.update(
+          world.alice,
+          created.id,
+          new UpdateScheduledAgentRequest({ name: "nightly", cron_schedule: "* * * * *", prompt: "Tidy up", enabled: true, agent_config: {} })
+        )
+        yield* at(Date.UTC(2026, 4, 1, 9, 3, 0, 100))
+        expect(yield* scheduler.pass).toMatchObject({ started: 1 })
+        const fixed = yield* read(world.alice, created)
+        expect(fixed.last_spawn_error).toBeNull()
+        expect(scheduledFor(fixed)).toEqual(["2026-05-01T09:03:00.000Z", "2026-05-01T09:01:00.000Z"])
+      }))
+
+    test("a schedule whose creator left its team, or is now a viewer, records why it did not run", () =>
+      Effect.gen(function*() {
+        yield* at(T0)
+        const world = yield* seedWorld()
+        const elsewhere = yield* seedWorld()
+        const created = yield* schedule(world.alice)
+        const store = yield* ScheduleStore
+        const stored = Option.getOrThrow(yield* store.get(created.id))
+        // The same schedule as if made by someone who has since left the team, or been made a viewer.
+        const as = (creator: Viewer, id: string): StoredSchedule => ({
+          ...stored,
+          creator_uid: creator.principal_uid,
+          item: new ScheduledAgentItem({ ...stored.item, id: ScheduleId.make(id) })
+        })
+        const left = as(elsewhere.alice, "leftTheTeam00000000000")
+        const viewer = as(world.viewer, "nowAViewer000000000000")
+        yield* store.create(left)
+        yield* store.create(viewer)
+        const scheduler = yield* Scheduler.make
+        yield* at(Date.UTC(2026, 4, 1, 9, 1, 0, 100))
+        expect(yield* scheduler.pass).toMatchObject({ due: 3, started: 1 })
+        const errorOf = (id: ScheduleId) => Effect.map(store.get(id), (s) => Option.getOrThrow(s).item.last_spawn_error)
+        expect(yield* errorOf(left.item.id)).toBe("the schedule's creator (Alice) is no longer a member of its team")
+        expect(yield* errorOf(viewer.item.id)).toBe("viewers cannot create runs")
+        expect(yield* errorOf(created.id)).toBeNull()
+      }))
+  })
+}

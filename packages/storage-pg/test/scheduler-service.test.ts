@@ -1,0 +1,4 @@
+import { schedulerServiceSuite } from "@agent-runs/core/testing"
+import { storageLayer } from "./harness.js"
+
+schedulerServiceSuite("postgresql", storageLayer)
