@@ -26,7 +26,7 @@ import type { Stores } from "./Stores.js"
 import { failureOf, seedWorld } from "./World.js"
 
 /** A BlobStore in memory, for the suite (the file-system one is tested on its own). */
-const memoryBlobStore = Layer.effect(
+export const memoryBlobStore = Layer.effect(
   BlobStore,
   Effect.map(Ref.make(new Map<string, Uint8Array>()), (blobs) =>
     BlobStore.of({

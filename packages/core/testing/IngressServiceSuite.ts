@@ -1,0 +1,185 @@
+/**
+ * The webhook ingress service against one storage adapter, on the TestClock: the rate-limit
+ * windows sliding by (which real time would make slow), signature timestamp windows, the log
+ * pruned to what it keeps (and duplicate detection with it), and automations that cannot start.
+ */
+import { describe, expect, layer } from "@effect/vitest"
+import { Effect, Layer, Option, TestClock } from "effect"
+import type { Viewer } from "../src/Access.js"
+import { Automations } from "../src/Automations.js"
+import { CreateAutomationRequest } from "../src/Automation.js"
+import { decodeRequest } from "../src/Common.js"
+import { IdsLive } from "../src/Ids.js"
+import type { WebhookUid } from "../src/Ids.js"
+import { Ingress, IngressLimitsTag } from "../src/Ingress.js"
+import type { BodyRead, IngressRequest } from "../src/Ingress.js"
+import { EnvironmentStore } from "../src/ports/EnvironmentStore.js"
+import { RunStore } from "../src/ports/RunStore.js"
+import { WebhookStore } from "../src/ports/WebhookStore.js"
+import { Runs } from "../src/Runs.js"
+import { sign, TIMESTAMP_TOLERANCE_MS } from "../src/Signatures.js"
+import { CreateWebhookRequest } from "../src/Webhook.js"
+import { webhookIngressSettings, Webhooks } from "../src/Webhooks.js"
+import { makeEnvironment } from "./CatalogConformance.js"
+import { memoryBlobStore } from "./ConversationsServiceSuite.js"
+import type { Stores } from "./Stores.js"
+import { failureOf, seedWorld } from "./World.js"
+
+const decodeWebhook = decodeRequest(CreateWebhookRequest)
+const decodeAutomation = decodeRequest(CreateAutomationRequest)
+
+const createWebhook = (viewer: Viewer, body: Record<string, unknown>) =>
+  Effect.flatMap(decodeWebhook({ name: `hook ${Math.random()}`, ...body }), (r) =>
+    Effect.flatMap(Webhooks, (w) => w.create(viewer, r)))
+
+const createAutomation = (viewer: Viewer, webhook: WebhookUid, extra: Record<string, unknown> = {}) =>
+  Effect.flatMap(
+    decodeAutomation({
+      name: `automation ${Math.random()}`,
+      prompt: "act",
+      trigger: { provider: "webhook", event: "received", filter: { webhook_ids: [webhook] } },
+      ...extra
+    }),
+    (r) => Effect.flatMap(Automations, (a) => a.create(viewer, r))
+  )
+
+const bytes = (text: string) => new TextEncoder().encode(text)
+
+/** A delivery from `client` with `body` and headers. */
+const request = (
+  uid: string,
+  body: string,
+  headers: Record<string, string> = {},
+  client = "192.0.2.1"
+): IngressRequest => ({
+  uid,
+  token: undefined,
+  headers,
+  client,
+  readBody: (): Effect.Effect<BodyRead> => Effect.succeed({ _tag: "Complete", bytes: bytes(body) })
+})
+
+const receive = (r: IngressRequest) => Effect.flatMap(Ingress, (i) => i.receive(r))
+
+const outcomes = (uid: WebhookUid) =>
+  Effect.flatMap(WebhookStore, (s) => s.deliveries(uid, 100, null)).pipe(
+    Effect.map((page) => page.deliveries.map((d) => d.outcome))
+  )
+
+/** Registers the suite against one adapter. */
+export const ingressServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E>): void => {
+  const limits = IngressLimitsTag.layer({ pruneEvery: 1, logKeep: 3, logDays: 7 })
+  const services = Layer.mergeAll(Ingress.Default, Webhooks.Default, Automations.Default).pipe(
+    Layer.provideMerge(Runs.Default),
+    Layer.provideMerge(Layer.mergeAll(storage, IdsLive, memoryBlobStore, limits, webhookIngressSettings("http://x")))
+  )
+
+  describe(`ingress service (${name})`, () => {
+    layer(services, { timeout: "60 seconds" })("Ingress", (it) => {
+      it.effect("the delivery rate slides: 60 a minute, Retry-After until the oldest leaves the window", () =>
+        Effect.gen(function* () {
+          yield* TestClock.setTime(Date.UTC(2026, 10, 23, 12))
+          const world = yield* seedWorld()
+          const hook = yield* createWebhook(world.admin, {})
+          const auth = { authorization: `Bearer ${hook.secret}` }
+          for (let i = 0; i < 60; i++) {
+            yield* receive(request(hook.uid, `{"i":${i}}`, auth))
+            yield* TestClock.adjust("500 millis")
+          }
+          // 30 s after the first: 30 s to wait.
+          const over = yield* failureOf(receive(request(hook.uid, `{"i":60}`, auth)))
+          expect(over._tag).toBe("RateLimited")
+          expect(over._tag === "RateLimited" && over.retryAfterSeconds).toBe(30)
+          // Another sender has its own window.
+          yield* receive(request(hook.uid, `{"i":61}`, auth, "198.51.100.7"))
+          yield* TestClock.adjust("30 seconds")
+          // The first delivery has left the window: one more goes through, then the next waits.
+          yield* receive(request(hook.uid, `{"i":62}`, auth))
+          const again = yield* failureOf(receive(request(hook.uid, `{"i":63}`, auth)))
+          expect(again._tag === "RateLimited" && again.retryAfterSeconds).toBe(1)
+          yield* TestClock.adjust("1 minute")
+          yield* receive(request(hook.uid, `{"i":64}`, auth))
+        }))
+
+      it.effect("the authentication-failure budget: 10 a minute, then 429 even when authenticated, until it recovers", () =>
+        Effect.gen(function* () {
+          yield* TestClock.setTime(Date.UTC(2026, 10, 23, 13))
+          const world = yield* seedWorld()
+          const hook = yield* createWebhook(world.admin, {})
+          for (let i = 0; i < 10; i++) {
+            const refused = yield* failureOf(receive(request(hook.uid, `{"i":${i}}`, { authorization: "Bearer bad" })))
+            expect(refused._tag).toBe("AuthenticationRequired")
+            yield* TestClock.adjust("1 second")
+          }
+          const spent = yield* failureOf(receive(request(hook.uid, "{}", { authorization: `Bearer ${hook.secret}` })))
+          expect(spent._tag === "RateLimited" && spent.retryAfterSeconds).toBe(50)
+          yield* TestClock.adjust("50 seconds")
+          // The first failure left the window: one more attempt is allowed (and a good one passes).
+          const ok = yield* receive(request(hook.uid, `{"ok":1}`, { authorization: `Bearer ${hook.secret}` }))
+          expect(ok.outcome).toBe("ACCEPTED")
+        }))
+
+      it.effect("signature timestamps: just inside the five minutes passes, just outside is a 401", () =>
+        Effect.gen(function* () {
+          const t = Date.UTC(2026, 10, 23, 14)
+          yield* TestClock.setTime(t)
+          const world = yield* seedWorld()
+          for (const scheme of ["standard_webhooks", "stripe", "slack"] as const) {
+            const hook = yield* createWebhook(world.admin, { auth_mode: "signature", signature_scheme: scheme })
+            const inside = yield* sign(scheme, { secret: hook.secret, body: bytes(`{"s":1}`), now: t - TIMESTAMP_TOLERANCE_MS + 1000 })
+            const outside = yield* sign(scheme, { secret: hook.secret, body: bytes(`{"s":2}`), now: t - TIMESTAMP_TOLERANCE_MS - 1000 })
+            const future = yield* sign(scheme, { secret: hook.secret, body: bytes(`{"s":3}`), now: t + TIMESTAMP_TOLERANCE_MS + 1000 })
+            expect((yield* receive(request(hook.uid, `{"s":1}`, inside))).outcome).toBe("ACCEPTED")
+            expect((yield* failureOf(receive(request(hook.uid, `{"s":2}`, outside))))._tag).toBe("AuthenticationRequired")
+            if (scheme === "standard_webhooks") {
+              expect((yield* failureOf(receive(request(hook.uid, `{"s":3}`, future))))._tag).toBe("AuthenticationRequired")
+            }
+          }
+        }))
+
+      it.effect("the log keeps the newest 3 and 7 days here; an identity pruned with its delivery is new again", () =>
+        Effect.gen(function* () {
+          yield* TestClock.setTime(Date.UTC(2026, 10, 1))
+          const world = yield* seedWorld()
+          const hook = yield* createWebhook(world.admin, {})
+          const auth = { authorization: `Bearer ${hook.secret}` }
+          const first = yield* receive(request(hook.uid, `{"n":1}`, { ...auth, "x-service-delivery-id": "one" }))
+          expect(first.outcome).toBe("ACCEPTED")
+          expect((yield* receive(request(hook.uid, `{"n":1}`, { ...auth, "x-service-delivery-id": "one" }))).outcome)
+            .toBe("DUPLICATE")
+          yield* TestClock.adjust("8 days")
+          for (let i = 2; i <= 4; i++) yield* receive(request(hook.uid, `{"n":${i}}`, { ...auth, "x-service-delivery-id": `id-${i}` }))
+          // The first delivery and its duplicate are older than 7 days and not among the newest 3.
+          expect(yield* outcomes(hook.uid)).toEqual(["ACCEPTED", "ACCEPTED", "ACCEPTED"])
+          expect((yield* receive(request(hook.uid, `{"n":1}`, { ...auth, "x-service-delivery-id": "one" }))).outcome)
+            .toBe("ACCEPTED")
+          // Within 7 days nothing is pruned, however many.
+          for (let i = 5; i <= 8; i++) yield* receive(request(hook.uid, `{"n":${i}}`, { ...auth, "x-service-delivery-id": `id-${i}` }))
+          expect((yield* outcomes(hook.uid)).length).toBe(8)
+          expect((yield* receive(request(hook.uid, `{"n":2}`, { ...auth, "x-service-delivery-id": "id-2" }))).outcome)
+            .toBe("DUPLICATE")
+        }))
+
+      it.effect("an automation that cannot start a run is left out; the delivery is accepted with the others", () =>
+        Effect.gen(function* () {
+          yield* TestClock.setTime(Date.UTC(2026, 10, 23, 15))
+          const world = yield* seedWorld()
+          const hook = yield* createWebhook(world.admin, {})
+          const kept = yield* createAutomation(world.admin, hook.uid)
+          // Another automation runs in an environment that is deleted since.
+          const environments = yield* EnvironmentStore
+          const env = makeEnvironment({ team: world.team, creator: world.admin.principal_uid, teamScope: true })
+          yield* environments.create(env)
+          yield* createAutomation(world.admin, hook.uid, { agent_config: { environment_id: env.item.uid } })
+          yield* environments.remove(env.item.uid)
+          const receipt = yield* receive(request(hook.uid, `{"go":1}`, { authorization: `Bearer ${hook.secret}` }))
+          expect(receipt.outcome).toBe("ACCEPTED")
+          expect(receipt.run_ids.length).toBe(1)
+          const run = Option.getOrThrow(yield* Effect.flatMap(RunStore, (s) => s.get(receipt.run_ids[0]!)))
+          expect(run.item.metadata).toMatchObject({ automation_id: kept.id, webhook_uid: hook.uid })
+          expect(run.item.source).toBe("WEBHOOK")
+          expect(run.item.scope.type).toBe("Team")
+        }))
+    })
+  })
+}

@@ -1,0 +1,4 @@
+import { ingressServiceSuite } from "@agent-runs/core/testing"
+import { storageLayer } from "./harness.js"
+
+ingressServiceSuite("sqlite", storageLayer)
