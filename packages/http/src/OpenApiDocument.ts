@@ -1,6 +1,71 @@
-/** The OpenAPI 3.1 document of the API, generated from the HttpApi definition (served at `/openapi.json`). */
+/**
+ * The OpenAPI 3.1 document of the API, generated from the HttpApi definition (served at
+ * `/openapi.json`), plus the webhook ingress, which is not part of the HttpApi (it reads raw bytes
+ * under its own limit and order of checks; see Ingress.ts).
+ */
 import { OpenApi } from "@effect/platform"
 import { Api } from "./Api.js"
 
-/** The OpenAPI 3.1 document of every endpoint of `Api` (info version 1.0.0). */
-export const openApiDocument = (): OpenApi.OpenAPISpec => OpenApi.fromApi(Api)
+const problem = (name: string, description: string) => ({
+  description,
+  content: { "application/problem+json": { schema: { $ref: `#/components/schemas/${name}Problem` } } }
+})
+
+const ingressOperation = (withToken: boolean) => ({
+  post: {
+    tags: ["webhook ingress"],
+    operationId: withToken ? "ingress.receiveWithToken" : "ingress.receive",
+    summary: withToken ? "Deliver to a url_token webhook" : "Deliver to a webhook",
+    description:
+      "Where senders POST JSON (at `{webhook_base_url}`). Checks in order: unknown, disabled or deleted webhook 404; " +
+      "the sender's authentication-failure budget spent 429; body over 256 KiB 413; authentication (Bearer secret, " +
+      "URL token, or the provider signature of the webhook's scheme) 401; over 60 deliveries a minute per webhook and " +
+      "sender 429 with Retry-After; body not JSON 400; a delivery seen before 202 (nothing starts); otherwise 202, " +
+      "and each enabled automation whose trigger matches starts a run.",
+    security: withToken ? [] : [{}, { webhookToken: [] }],
+    parameters: [
+      { name: "uid", in: "path", required: true, schema: { type: "string", pattern: "^[A-Za-z0-9]{22}$" } },
+      ...(withToken ? [{ name: "token", in: "path", required: true, schema: { type: "string" } }] : [])
+    ],
+    requestBody: { required: true, content: { "application/json": { schema: {} } } },
+    responses: {
+      "202": {
+        description: "Accepted for evaluation (also for a duplicate, which starts nothing)",
+        content: {
+          "application/json": {
+            schema: { type: "object", required: ["delivery_id"], properties: { delivery_id: { type: "string" } } }
+          }
+        }
+      },
+      "400": problem("InvalidRequest", "the body is not JSON"),
+      "401": problem("AuthenticationRequired", "authentication failed"),
+      "404": problem("ResourceNotFound", "unknown, disabled or deleted webhook"),
+      "413": problem("PayloadTooLarge", "the body is over 256 KiB"),
+      "429": problem("RateLimited", "over a rate limit; see Retry-After")
+    }
+  }
+})
+
+/** The OpenAPI 3.1 document of every endpoint of `Api` (info version 1.0.0) and of the webhook ingress. */
+export const openApiDocument = (): OpenApi.OpenAPISpec => {
+  const spec = OpenApi.fromApi(Api)
+  return {
+    ...spec,
+    paths: {
+      ...spec.paths,
+      "/webhooks/w/{uid}": ingressOperation(false),
+      "/webhooks/w/{uid}/{token}": ingressOperation(true)
+    } as unknown as OpenApi.OpenAPISpec["paths"],
+    components: {
+      ...spec.components,
+      securitySchemes: {
+        ...spec.components.securitySchemes,
+        webhookToken: {
+          type: "http",
+          scheme: "bearer",
+          description: "A `token` webhook's secret, sent as `Authorization: Bearer <secret>`"
+        }
+      }
+    }
+  }
+}
