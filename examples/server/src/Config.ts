@@ -17,6 +17,10 @@
  * Webhook ingress: `AGENT_RUNS_TRUSTED_PROXIES` (addresses and CIDR ranges, comma separated, whose
  * `X-Forwarded-For` names the sender; none), `AGENT_RUNS_WEBHOOK_DELIVERIES_PER_MINUTE` (per webhook
  * and sender, 60).
+ * Scheduler: `AGENT_RUNS_SCHEDULER` (`on` | `off`; `on`: every replica fires the schedules' ticks,
+ * each tick starting one run whatever the number of replicas; `off`: this replica fires none),
+ * `AGENT_RUNS_SCHEDULER_GRACE_SECONDS` (2: how late a tick may be, when the scheduler starts, and
+ * still fire on time; older missed ticks collapse into one catch-up run).
  */
 import { Ingress } from "@agent-runs/http"
 import { Config, ConfigError, Either, Option, Redacted } from "effect"
@@ -26,6 +30,12 @@ import { join, resolve } from "node:path"
 export interface IngressConfig {
   readonly trustedProxies: ReadonlyArray<string>
   readonly deliveriesPerMinute: number
+}
+
+/** The scheduler's settings (see `Scheduler` in core). */
+export interface SchedulingConfig {
+  readonly enabled: boolean
+  readonly graceSeconds: number
 }
 
 /** Where runs and everything else are stored. */
@@ -47,6 +57,7 @@ export interface ServerConfig {
   readonly blobDir: string
   readonly execution: ExecutionConfig
   readonly ingress: IngressConfig
+  readonly scheduler: SchedulingConfig
 }
 
 /** How runs are executed. */
@@ -115,7 +126,12 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
       validation: (entries) => Either.isRight(Either.try(() => Ingress.trustedProxies(entries)))
     })
   ),
-  deliveriesPerMinute: positive("AGENT_RUNS_WEBHOOK_DELIVERIES_PER_MINUTE", 60)
+  deliveriesPerMinute: positive("AGENT_RUNS_WEBHOOK_DELIVERIES_PER_MINUTE", 60),
+  scheduler: Config.literal("on", "off")("AGENT_RUNS_SCHEDULER").pipe(Config.withDefault("on" as const)),
+  schedulerGraceSeconds: Config.number("AGENT_RUNS_SCHEDULER_GRACE_SECONDS").pipe(
+    Config.validate({ message: "must be 0 or more", validation: (n) => n >= 0 }),
+    Config.withDefault(2)
+  )
 }).pipe(
   Config.mapOrFail((raw) => {
     const url = Option.getOrElse(raw.databaseUrl, () => "sqlite:agent-runs.db")
@@ -148,7 +164,8 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
         dockerImage: raw.dockerImage,
         dockerNetwork: raw.dockerNetwork
       },
-      ingress: { trustedProxies: raw.trustedProxies, deliveriesPerMinute: raw.deliveriesPerMinute }
+      ingress: { trustedProxies: raw.trustedProxies, deliveriesPerMinute: raw.deliveriesPerMinute },
+      scheduler: { enabled: raw.scheduler === "on", graceSeconds: raw.schedulerGraceSeconds }
     })
   })
 )

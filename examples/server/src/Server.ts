@@ -2,7 +2,7 @@
  * The bundled server as one layer: storage (SQLite or PostgreSQL), the file-system blob store
  * under the data directory, every core application service, the HTTP surface on Node's HTTP
  * server, and the start-up work (migrations run by the storage layer, the bootstrap admin token,
- * the banner). Composition only: the logic lives in the packages.
+ * the banner), the dispatcher and the scheduler. Composition only: the logic lives in the packages.
  */
 import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
@@ -31,6 +31,7 @@ import { createServer } from "node:http"
 import { join, relative } from "node:path"
 import type { ServerConfig } from "./Config.js"
 import { ExecutionLive } from "./Execution.js"
+import { SchedulingLive } from "./Scheduling.js"
 
 /** Decodes a 32-byte key given as 64 hex characters or base64. */
 export const decodeSecretKey = (text: string): Uint8Array | undefined => {
@@ -164,7 +165,12 @@ export const ServerLive = (config: ServerConfig) =>
       const startup = Layer.effectDiscard(
         Effect.flatMap(bootstrap(config), (token) => banner(config, token)).pipe(Effect.zipRight(Deferred.succeed(started, undefined)))
       )
-      return Layer.mergeAll(Server.serve({ maxBodyBytes: config.maxBodyBytes }), startup, ExecutionLive(config)).pipe(
+      return Layer.mergeAll(
+        Server.serve({ maxBodyBytes: config.maxBodyBytes }),
+        startup,
+        ExecutionLive(config),
+        SchedulingLive(config)
+      ).pipe(
         Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.host })),
         Layer.provide(base)
       )

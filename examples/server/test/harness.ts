@@ -64,6 +64,7 @@ export const startServer = (
         ...execution
       },
       ingress: { trustedProxies: [], deliveriesPerMinute: 60 },
+      scheduler: { enabled: true, graceSeconds: 2 },
       ...overrides
     }
     yield* Layer.build(ServerLive(config))

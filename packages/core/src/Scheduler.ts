@@ -44,6 +44,7 @@ import type { Viewer } from "./Access.js"
 import type { CronSchedule } from "./Cron.js"
 import { nextFire, parseSchedule } from "./Cron.js"
 import type { PrincipalUid, RunId, ScheduleId } from "./Ids.js"
+import { memberViewer } from "./Identities.js"
 import type { Principal } from "./Identity.js"
 import { IdentityStore } from "./ports/IdentityStore.js"
 import { ScheduleStore, ticksOf } from "./ports/ScheduleStore.js"
@@ -219,17 +220,10 @@ export const make = Effect.gen(function*() {
       if (Option.isNone(principal)) {
         return Either.left(`the schedule's creator (${schedule.creator_uid}) no longer exists`)
       }
-      const membership = principal.value.memberships.find((m) => m.team_uid === schedule.team_uid)
-      if (membership === undefined) {
-        return Either.left(`the schedule's creator (${principal.value.display_name}) is no longer a member of its team`)
-      }
-      const viewer: Viewer = {
-        principal_uid: principal.value.uid,
-        team_uid: schedule.team_uid,
-        role: membership.role,
-        instance_admin: principal.value.instance_admin
-      }
-      return Either.right(viewer)
+      const viewer = memberViewer(principal.value, schedule.team_uid)
+      return viewer === undefined
+        ? Either.left(`the schedule's creator (${principal.value.display_name}) is no longer a member of its team`)
+        : Either.right(viewer)
     })
 
   /** Creates the run of one tick; undefined when storage failed (the tick is tried again later). */

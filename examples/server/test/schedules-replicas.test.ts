@@ -1,0 +1,112 @@
+/**
+ * The scheduler on a fleet: built server processes on one PostgreSQL database, several schedules
+ * firing every second. Replica A alone first, then A and B together (both fire every tick and
+ * race on it), then B alone after A is stopped. Every tick (schedule id, scheduled time) in the
+ * window has exactly one run, none missed, including the ticks around A's stop. A run's tick is
+ * read from the schedule's `history.recent_runs`, polled often enough that no run leaves that
+ * list (ten newest) unseen.
+ */
+import { freshDatabase } from "@agent-runs/storage-pg/testing"
+import { Effect, Exit, Scope } from "effect"
+import { randomBytes } from "node:crypto"
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest"
+import { makeTeam } from "./harness.js"
+import { assertBuilt, call, type ServerProcess, spawnServer, tempDataDir } from "./process.js"
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+describe("the scheduler on two replicas on one PostgreSQL", () => {
+  const scope = Effect.runSync(Scope.make())
+  const adminToken = `ar_${randomBytes(32).toString("base64url")}`
+  let env: Record<string, string> = {}
+
+  const spawn = () =>
+    Effect.runPromise(Effect.gen(function*() {
+      return yield* spawnServer({ dataDir: yield* tempDataDir, env })
+    }).pipe(Scope.extend(scope)))
+
+  beforeAll(async () => {
+    assertBuilt(inject("serverBuild"))
+    await Effect.runPromise(
+      Effect.gen(function*() {
+        const { url } = yield* freshDatabase
+        env = {
+          AGENT_RUNS_DATABASE_URL: url,
+          AGENT_RUNS_ADMIN_TOKEN: adminToken,
+          AGENT_RUNS_CONCURRENCY: "0",
+          AGENT_RUNS_SECRET_KEY: randomBytes(32).toString("hex")
+        }
+      }).pipe(Scope.extend(scope))
+    )
+  }, 60_000)
+  afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)), 60_000)
+
+  it("every tick of every schedule starts exactly one run, with one replica, both, and the other", async () => {
+    const a: ServerProcess = await spawn()
+    const team = await makeTeam({ url: a.url, adminToken }, "fleet")
+    const token = team.tokens.member
+    const ids: Array<string> = []
+    for (const name of ["one", "two", "three", "four"]) {
+      const reply = await call(a, "POST", "/api/v1/agent/schedules", {
+        token,
+        body: { name, cron_schedule: "* * * * * *", prompt: `Schedule ${name}`, enabled: true, team: true }
+      })
+      expect(reply.status).toBe(201)
+      ids.push(reply.body.id)
+    }
+    const createdAt = Date.now()
+    /** Every run seen in a schedule's recent runs, with its tick (epoch seconds). */
+    const ticks = new Map<string, Map<string, number>>(ids.map((id) => [id, new Map()]))
+    const observe = async (server: ServerProcess) => {
+      for (const id of ids) {
+        const reply = await call(server, "GET", `/api/v1/agent/schedules/${id}`, { token })
+        expect(reply.status).toBe(200)
+        for (const r of reply.body.history.recent_runs as Array<Json>) ticks.get(id)!.set(r.run_id, Date.parse(r.scheduled_for) / 1000)
+      }
+    }
+    /** Observes every 2 s (the history keeps ten runs) for `ms`. */
+    const watch = async (server: ServerProcess, ms: number) => {
+      const until = Date.now() + ms
+      while (Date.now() < until) {
+        await sleep(Math.min(2_000, Math.max(0, until - Date.now())))
+        await observe(server)
+      }
+    }
+
+    await watch(a, 2_000)
+    const starting = Date.now()
+    const b = await spawn()
+    await observe(a)
+    await watch(b, Math.max(0, 5_000 - (Date.now() - starting)))
+    await Effect.runPromise(a.stop)
+    await watch(b, 3_000)
+    for (const id of ids) expect((await call(b, "POST", `/api/v1/agent/schedules/${id}/pause`, { token })).status).toBe(200)
+    const pausedAt = Date.now()
+    await sleep(500)
+    await observe(b)
+
+    for (const id of ids) {
+      const listed = await call(b, "GET", `/api/v1/agent/runs?schedule_id=${id}&limit=100`, { token })
+      expect(listed.status).toBe(200)
+      const runs = listed.body.runs as Array<Json>
+      const seen = ticks.get(id)!
+      // Every run is one a tick recorded, and no two runs share a tick.
+      expect(runs.map((r) => r.run_id).sort()).toEqual([...seen.keys()].sort())
+      const sorted = [...seen.values()].sort((x, y) => x - y)
+      expect(new Set(sorted).size).toBe(sorted.length)
+      // No tick missed: consecutive seconds from just after creation to the pause.
+      expect(sorted).toEqual(sorted.map((_, i) => sorted[0]! + i))
+      expect(sorted[0]!).toBeLessThanOrEqual(createdAt / 1000 + 2)
+      expect(sorted[sorted.length - 1]!).toBeGreaterThanOrEqual(pausedAt / 1000 - 2)
+      expect(sorted.length).toBeGreaterThanOrEqual(10)
+      for (const run of runs) {
+        expect(run.source).toBe("SCHEDULED_AGENT")
+        expect(run.schedule.schedule_id).toBe(id)
+        expect(run.metadata).toEqual({})
+      }
+    }
+  }, 90_000)
+})
