@@ -1,7 +1,8 @@
 /**
  * Scheduled agents (CONTRACT §3, §4, §9): create, list, get, replace (PUT), delete, pause and
  * resume. The scheduler that fires ticks keeps `history.last_ran`, `recent_runs` and
- * `last_spawn_error`; this service computes `history.next_run` on every read (null while paused).
+ * `last_spawn_error`; this service computes `history.next_run` on every read (null while paused),
+ * and shows each recent run's current state (one look-up for all the schedules of an answer).
  *
  * Decisions where the contract is silent:
  * - Checks in order: a viewer is refused (403); creating needs the team feature
@@ -28,6 +29,7 @@ import { Ids, type ScheduleId } from "./Ids.js"
 import { storageUnavailable } from "./internal/Services.js"
 import { EnvironmentStore } from "./ports/EnvironmentStore.js"
 import { IdentityStore } from "./ports/IdentityStore.js"
+import { RunStore } from "./ports/RunStore.js"
 import { ScheduleStore } from "./ports/ScheduleStore.js"
 import type { StoredSchedule } from "./ports/ScheduleStore.js"
 import type { AgentConfig } from "./Run.js"
@@ -51,18 +53,35 @@ export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Sch
     const store = yield* ScheduleStore
     const environments = yield* EnvironmentStore
     const identities = yield* IdentityStore
+    const runs = yield* RunStore
     const ids = yield* Ids
 
-    /** The item shown to callers: `enabled` from the state, `next_run` computed now. */
-    const present = (schedule: StoredSchedule, now: number): ScheduledAgentItem => {
-      const parsed = parseSchedule(schedule.item.cron_schedule, schedule.item.timezone)
-      const next = Either.isRight(parsed) ? nextRun(schedule.state, parsed.right, now) : null
-      return new ScheduledAgentItem({
-        ...schedule.item,
-        enabled: isEnabled(schedule.state),
-        history: { ...schedule.item.history, next_run: next === null ? null : DateTime.unsafeMake(next) }
-      })
-    }
+    /**
+     * The items shown to callers: `enabled` from the state, `next_run` computed now, the recent
+     * runs' states as they are now (a run no longer stored keeps the state it was recorded with).
+     */
+    const presentAll = (schedules: ReadonlyArray<StoredSchedule>, now: number) =>
+      Effect.map(
+        runs.states(schedules.flatMap((s) => s.item.history.recent_runs.map((r) => r.run_id))),
+        (states) =>
+          schedules.map((schedule) => {
+            const parsed = parseSchedule(schedule.item.cron_schedule, schedule.item.timezone)
+            const next = Either.isRight(parsed) ? nextRun(schedule.state, parsed.right, now) : null
+            const history = schedule.item.history
+            return new ScheduledAgentItem({
+              ...schedule.item,
+              enabled: isEnabled(schedule.state),
+              history: {
+                ...history,
+                next_run: next === null ? null : DateTime.unsafeMake(next),
+                recent_runs: history.recent_runs.map((r) => ({ ...r, state: states.get(r.run_id) ?? r.state }))
+              }
+            })
+          })
+      )
+
+    const present = (schedule: StoredSchedule, now: number) =>
+      Effect.map(presentAll([schedule], now), (items) => items[0]!)
 
     const principalRef = (viewer: Viewer) =>
       Effect.flatMap(
@@ -115,7 +134,7 @@ export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Sch
         const now = yield* Clock.currentTimeMillis
         const next = yield* change(current, now)
         yield* store.update(next, DateTime.toEpochMillis(current.item.updated_at))
-        return present(next, now)
+        return yield* present(next, now)
       })
       return once.pipe(
         Effect.catchTag("StaleWrite", () => once),
@@ -172,7 +191,7 @@ export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Sch
           })
         }
         yield* store.create(stored)
-        return present(stored, now)
+        return yield* present(stored, now)
       },
       storageUnavailable
     )
@@ -181,14 +200,14 @@ export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Sch
       function*(viewer: Viewer) {
         const now = yield* Clock.currentTimeMillis
         const schedules = yield* store.list(viewer)
-        return new ListScheduledAgentsResponse({ schedules: schedules.map((s) => present(s, now)) })
+        return new ListScheduledAgentsResponse({ schedules: yield* presentAll(schedules, now) })
       },
       storageUnavailable
     )
 
     const get = Effect.fn("Schedules.get")(
       function*(viewer: Viewer, id: ScheduleId) {
-        return present(yield* visible(viewer, id), yield* Clock.currentTimeMillis)
+        return yield* present(yield* visible(viewer, id), yield* Clock.currentTimeMillis)
       },
       storageUnavailable
     )

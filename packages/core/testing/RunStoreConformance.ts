@@ -547,6 +547,21 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
           expect(Option.isNone(yield* store.get(uuid()))).toBe(true)
         }))
 
+      it.effect("states: the current state of each run asked for that exists, in one call", () =>
+        Effect.gen(function* () {
+          const store = yield* RunStore
+          const team = uid<TeamUid>()
+          const creator = uid<PrincipalUid>()
+          const runs = [makeRun({ team, creator, state: "QUEUED" }), makeRun({ team, creator, state: "SUCCEEDED" })]
+          yield* createRuns(runs)
+          const unknown = uuid<RunId>()
+          const states = yield* store.states([runs[0]!.item.run_id, unknown, runs[1]!.item.run_id, runs[0]!.item.run_id])
+          expect([...states.entries()].sort()).toEqual(
+            [[runs[0]!.item.run_id, "QUEUED"], [runs[1]!.item.run_id, "SUCCEEDED"]].sort()
+          )
+          expect((yield* store.states([])).size).toBe(0)
+        }))
+
       it.effect("several runs and their events are created together, and a failure writes none of them", () =>
         Effect.gen(function* () {
           const store = yield* RunStore

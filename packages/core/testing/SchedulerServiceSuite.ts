@@ -94,6 +94,9 @@ export const schedulerServiceSuite = <E>(name: string, storage: Layer.Layer<Stor
         expect(item.history.recent_runs.map((r) => [r.run_id, r.state])).toEqual([[run!.run_id, "QUEUED"]])
         expect(scheduledFor(item)).toEqual(["2026-05-01T09:01:00.000Z"])
         expect(item.last_spawn_error).toBeNull()
+        // The recent runs show each run's state as it is now.
+        yield* Effect.flatMap(Runs, (runs) => runs.cancel(world.alice, run!.run_id))
+        expect((yield* read(world.alice, created)).history.recent_runs.map((r) => r.state)).toEqual(["CANCELLED"])
         // The API's own write of the schedule keeps the history.
         const renamed = yield* Effect.flatMap(Schedules, (s) =>
           s.update(world.alice, created.id, new UpdateScheduledAgentRequest({ name: "renamed", cron_schedule: "* * * * *", prompt: "Tidy up", enabled: true })))

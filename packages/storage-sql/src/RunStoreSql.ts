@@ -33,6 +33,7 @@ import { RunId } from "@agent-runs/core/Ids"
 import type { ConversationId, ExecutionId, TeamUid } from "@agent-runs/core/Ids"
 import { RunItem } from "@agent-runs/core/Run"
 import { encodeCursor, type RunListQuery } from "@agent-runs/core/RunQuery"
+import { RunState } from "@agent-runs/core/RunState"
 import {
   type FollowupWrite,
   type NewRun,
@@ -349,6 +350,22 @@ export const layer = Layer.effect(
       operation("RunStore.get")
     )
 
+    const states = Effect.fn("RunStore.states")(
+      function* (runIds: ReadonlyArray<RunId>) {
+        const found = new Map<RunId, RunState>()
+        const unique = [...new Set(runIds)]
+        for (let i = 0; i < unique.length; i += MAX_PARAMETERS) {
+          const rows = yield* read(
+            sql<{ run_id: string; state: string }>`SELECT run_id, state FROM runs
+              WHERE run_id IN ${sql.in(unique.slice(i, i + MAX_PARAMETERS))}`
+          )
+          for (const row of rows) found.set(row.run_id as RunId, yield* Schema.decodeUnknown(RunState)(row.state))
+        }
+        return found as ReadonlyMap<RunId, RunState>
+      },
+      operation("RunStore.states")
+    )
+
     const list = Effect.fn("RunStore.list")(
       function* (query: RunListQuery, viewer: Viewer) {
         const selected = yield* read(selectPage(sql, columns, query, viewer).pipe(Effect.flatMap(toStoredRuns)))
@@ -630,6 +647,7 @@ export const layer = Layer.effect(
     return RunStore.of({
       create,
       get,
+      states,
       list,
       update,
       claim,

@@ -97,6 +97,8 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
   readonly create: (runs: ReadonlyArray<NewRun>, key?: ExactlyOnceKey) => Effect.Effect<void, DuplicateKey | StorageError>
   /** Reads one run. */
   readonly get: (runId: RunId) => Effect.Effect<Option.Option<StoredRun>, StorageError>
+  /** The current state of each of these runs that exists (one query, e.g. for a schedule's recent runs). */
+  readonly states: (runIds: ReadonlyArray<RunId>) => Effect.Effect<ReadonlyMap<RunId, RunState>, StorageError>
   /** One page of the runs the viewer may see, filtered, sorted and keyset-paginated as `query` says. */
   readonly list: (query: RunListQuery, viewer: Viewer) => Effect.Effect<RunListPage<StoredRun>, StorageError>
   /**
