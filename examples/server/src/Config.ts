@@ -6,7 +6,10 @@
  * `AGENT_RUNS_WEBHOOK_BASE_URL` (the public URL), `AGENT_RUNS_SECRET_KEY` (32 bytes as 64 hex
  * characters or base64; generated into `<data dir>/secret-key` when absent),
  * `AGENT_RUNS_MAX_BODY_BYTES` (1 MiB), `AGENT_RUNS_DOWNLOAD_TTL_SECONDS` (900), `AGENT_RUNS_BLOB_DIR`
- * (`<data dir>/blobs`: transcripts; replicas share one so that any of them serves any transcript).
+ * (`<data dir>/blobs`: transcripts; replicas share one so that any of them serves any transcript),
+ * `AGENT_RUNS_DEFINITIONS_DIR` (none: a definitions directory, `webhooks/*.yaml` and
+ * `automations/*.yaml`, applied at start-up as the bootstrap admin in its team; see
+ * docs/definitions.md).
  * Execution: `AGENT_RUNS_EXECUTOR` (`process` | `docker`; `process`), `AGENT_RUNS_HARNESS` (the
  * default agent command, a shell command; the bundled scripted agent), `AGENT_RUNS_REPOS_DIR`
  * (`<data dir>/repos`), `AGENT_RUNS_CONCURRENCY` (runs executed at once by this server, 16; 0: an
@@ -49,6 +52,8 @@ export interface ServerConfig {
   readonly dataDir: string
   readonly database: Database
   readonly adminToken: Option.Option<Redacted.Redacted<string>>
+  /** `AGENT_RUNS_DEFINITIONS_DIR`, resolved; applied at start-up when set. */
+  readonly definitionsDir?: string | undefined
   readonly publicUrl: string
   readonly webhookBaseUrl: string
   readonly secretKey: Option.Option<Redacted.Redacted<string>>
@@ -107,6 +112,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
     Config.withDefault(15 * 60)
   ),
   blobDir: Config.option(Config.string("AGENT_RUNS_BLOB_DIR")),
+  definitionsDir: Config.option(Config.nonEmptyString("AGENT_RUNS_DEFINITIONS_DIR")),
   executor: Config.literal("process", "docker")("AGENT_RUNS_EXECUTOR").pipe(Config.withDefault("process" as const)),
   harness: Config.option(Config.nonEmptyString("AGENT_RUNS_HARNESS")),
   reposDir: Config.option(Config.string("AGENT_RUNS_REPOS_DIR")),
@@ -154,6 +160,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
       maxBodyBytes: raw.maxBodyBytes,
       downloadTtlSeconds: raw.downloadTtlSeconds,
       blobDir: Option.match(raw.blobDir, { onNone: () => join(raw.dataDir, "blobs"), onSome: (dir) => resolve(dir) }),
+      definitionsDir: Option.getOrUndefined(Option.map(raw.definitionsDir, (dir) => resolve(dir))),
       execution: {
         executor: raw.executor,
         harness: raw.harness,

@@ -2,15 +2,18 @@
  * The bundled server as one layer: storage (SQLite or PostgreSQL), the file-system blob store
  * under the data directory, every core application service, the HTTP surface on Node's HTTP
  * server, and the start-up work (migrations run by the storage layer, the bootstrap admin token,
- * the banner), the dispatcher and the scheduler. Composition only: the logic lives in the packages.
+ * the definitions of AGENT_RUNS_DEFINITIONS_DIR, the banner), the dispatcher and the scheduler.
+ * Composition only: the logic lives in the packages.
  */
 import { HttpServer } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
+import { NodeContext, NodeHttpServer } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
 import { FileBlobStore } from "@agent-runs/blob-store-fs"
+import { DefinitionsDirectory } from "@agent-runs/cli"
 import {
   Automations,
   Conversations,
+  DefinitionsApplier,
   Environments,
   Followups,
   Identities,
@@ -24,7 +27,7 @@ import {
 import { Downloads, Ingress as HttpIngress, RunTokens, Server } from "@agent-runs/http"
 import { PgStorage } from "@agent-runs/storage-pg"
 import { SqliteStorage } from "@agent-runs/storage-sqlite"
-import { Console, Deferred, Effect, Layer, Option, Redacted } from "effect"
+import { Console, Data, Deferred, Effect, Layer, Option, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { createServer } from "node:http"
@@ -124,6 +127,25 @@ const bootstrap = (config: ServerConfig) =>
     }
   })
 
+/** Start-up could not apply `AGENT_RUNS_DEFINITIONS_DIR`: the server does not start. */
+export class DefinitionsNotApplied extends Data.TaggedError("DefinitionsNotApplied")<{ readonly message: string }> {}
+
+/** Applies `AGENT_RUNS_DEFINITIONS_DIR` (if set) as the bootstrap admin, in its team; says what it did. */
+const applyDefinitions = (config: ServerConfig) =>
+  Effect.gen(function*() {
+    const dir = config.definitionsDir
+    if (dir === undefined) return
+    const files = yield* DefinitionsDirectory.read(dir)
+    for (const outcome of yield* DefinitionsApplier.applyAsBootstrapAdmin(files)) {
+      yield* Console.log(`Definitions: ${DefinitionsApplier.describeOutcome(outcome)}`)
+    }
+  }).pipe(
+    Effect.provide(NodeContext.layer),
+    Effect.mapError((e) =>
+      new DefinitionsNotApplied({ message: `AGENT_RUNS_DEFINITIONS_DIR (${config.definitionsDir}): ${e.message}` })
+    )
+  )
+
 const banner = (config: ServerConfig, tokenExpression: string) =>
   Effect.gen(function*() {
     const address = yield* HttpServer.addressFormattedWith((url) => Effect.succeed(url))
@@ -163,7 +185,9 @@ export const ServerLive = (config: ServerConfig) =>
         )
       ).pipe(Layer.provideMerge(storage))
       const startup = Layer.effectDiscard(
-        Effect.flatMap(bootstrap(config), (token) => banner(config, token)).pipe(Effect.zipRight(Deferred.succeed(started, undefined)))
+        Effect.flatMap(bootstrap(config), (token) => Effect.zipRight(applyDefinitions(config), banner(config, token))).pipe(
+          Effect.zipRight(Deferred.succeed(started, undefined))
+        )
       )
       return Layer.mergeAll(
         Server.serve({ maxBodyBytes: config.maxBodyBytes }),

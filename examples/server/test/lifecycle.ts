@@ -29,6 +29,10 @@ export const lifecycle = (kind: "sqlite" | "postgres", baseEnv: Readonly<Record<
     get dataDir() {
       return state.dataDir
     },
+    /** The environment every start gets (on PostgreSQL, the database's URL). */
+    get env(): Readonly<Record<string, string>> {
+      return state.env
+    },
     /** Starts a server on the data directory (and database) and waits until it is ready. */
     start: async (env: Record<string, string> = {}): Promise<ServerProcess> => {
       const child = await Effect.runPromise(Scope.fork(scope, ExecutionStrategy.sequential))

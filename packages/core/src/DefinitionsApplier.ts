@@ -76,7 +76,20 @@ export class DefinitionsApplyFailed<E> extends Data.TaggedError("DefinitionsAppl
   readonly path: string
   readonly cause: E
   readonly applied: ReadonlyArray<Outcome>
-}> {}
+}> {
+  /** The file, the refusal, and what was applied before it. */
+  override get message(): string {
+    const cause: unknown = this.cause
+    const refusal = typeof cause === "object" && cause !== null && "message" in cause ? String(cause.message) : String(cause)
+    return [
+      `${this.path}: not applied: ${refusal}`,
+      ...(this.applied.length === 0 ? ["Nothing was applied before it."] : [
+        "Applied before it (applying again resumes):",
+        ...this.applied.map((o) => `  ${describeOutcome(o)}`)
+      ])
+    ].join("\n")
+  }
+}
 
 /** One line saying what happened to a file (`would ...` in a dry run). */
 export const describeOutcome = (outcome: Outcome, dryRun = false): string => {

@@ -654,5 +654,10 @@ describe("apply", () => {
       expect(failed.applied.map((o) => describeOutcome(o))).toEqual([
         `webhooks/ci.yaml: created webhook "ci" (${team.webhooks[0]!.uid})`
       ])
+      expect(failed.message).toBe([
+        "webhooks/github.yaml: not applied: conflict: github",
+        "Applied before it (applying again resumes):",
+        `  webhooks/ci.yaml: created webhook "ci" (${team.webhooks[0]!.uid})`
+      ].join("\n"))
     }))
 })

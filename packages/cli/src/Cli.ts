@@ -1,0 +1,21 @@
+/**
+ * The `agent-runs` command: one subcommand per task (`apply`; the worker daemon comes as
+ * another). Add a subcommand by writing it in `commands/` and listing it in `subcommands`.
+ */
+import { Command } from "@effect/cli"
+import { applyCommand } from "./commands/Apply.js"
+
+/** The version `agent-runs --version` prints. */
+export const VERSION = "0.1.0"
+
+/** Every subcommand of `agent-runs`. */
+export const subcommands = [applyCommand] as const
+
+/** `agent-runs` with its subcommands. */
+export const command = Command.make("agent-runs").pipe(
+  Command.withDescription("Agent Runs from the command line."),
+  Command.withSubcommands(subcommands)
+)
+
+/** Runs the command line on `process.argv`-style arguments. */
+export const run = Command.run(command, { name: "agent-runs", version: VERSION })

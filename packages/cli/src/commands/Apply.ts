@@ -1,0 +1,63 @@
+/**
+ * `agent-runs apply DIR --server URL --token TOKEN [--team UID] [--dry-run]`: applies the
+ * definitions directory DIR (docs/definitions.md) to a team through the HTTP API. Prints one line
+ * per file (created, updated with the keys that changed, or unchanged) and a summary; on errors
+ * prints them (each naming the file and the key) on stderr, applies nothing, and fails, so the
+ * process exits non-zero. `--server`, `--token` and `--team` default to `AGENT_RUNS_URL`,
+ * `AGENT_RUNS_TOKEN` and `AGENT_RUNS_TEAM`.
+ */
+import { Args, Command, Options } from "@effect/cli"
+import { DefinitionsApplier } from "@agent-runs/core"
+import type { Definitions } from "@agent-runs/core"
+import { Config, Console, Effect } from "effect"
+import * as DefinitionsDirectory from "../DefinitionsDirectory.js"
+import { httpTarget } from "../HttpTarget.js"
+
+const dir = Args.directory({ name: "DIR" }).pipe(
+  Args.withDescription("the definitions directory: webhooks/<name>.yaml and automations/<name>.yaml")
+)
+
+const server = Options.text("server").pipe(
+  Options.withFallbackConfig(Config.string("AGENT_RUNS_URL")),
+  Options.withDescription("the server's base URL, e.g. http://127.0.0.1:8080 (default: $AGENT_RUNS_URL)")
+)
+
+const token = Options.redacted("token").pipe(
+  Options.withFallbackConfig(Config.redacted("AGENT_RUNS_TOKEN")),
+  Options.withDescription("an API token of a team admin (default: $AGENT_RUNS_TOKEN)")
+)
+
+const team = Options.text("team").pipe(
+  Options.withFallbackConfig(Config.string("AGENT_RUNS_TEAM")),
+  Options.optional,
+  Options.withDescription("the uid of the team to apply to (default: $AGENT_RUNS_TEAM, else the token's first team)")
+)
+
+const dryRun = Options.boolean("dry-run").pipe(
+  Options.withDescription("check everything and print what would change, changing nothing")
+)
+
+/** The closing line: how many of each. */
+const summary = (outcomes: ReadonlyArray<DefinitionsApplier.Outcome>, isDryRun: boolean): string => {
+  const count = (action: DefinitionsApplier.Outcome["action"]) => outcomes.filter((o) => o.action === action).length
+  const [created, updated] = isDryRun ? ["to create", "to update"] : ["created", "updated"]
+  return `${count("created")} ${created}, ${count("updated")} ${updated}, ${count("unchanged")} unchanged`
+}
+
+export const applyCommand = Command.make(
+  "apply",
+  { dir, server, token, team, dryRun },
+  (options) =>
+    Effect.gen(function*() {
+      const files: ReadonlyArray<Definitions.DefinitionFile> = yield* DefinitionsDirectory.read(options.dir)
+      const target = yield* httpTarget({ server: options.server, token: options.token, team: options.team })
+      const outcomes = yield* DefinitionsApplier.apply(target, files, { dryRun: options.dryRun })
+      for (const outcome of outcomes) yield* Console.log(DefinitionsApplier.describeOutcome(outcome, options.dryRun))
+      yield* Console.log(summary(outcomes, options.dryRun) + (options.dryRun ? " (dry run: nothing changed)" : ""))
+    }).pipe(Effect.tapError((error) => Console.error(error.message)))
+).pipe(
+  Command.withDescription(
+    "Apply a definitions directory to a team: create and update webhooks and automations so that they match " +
+      "the files (nothing is deleted). Applying the same files again changes nothing."
+  )
+)
