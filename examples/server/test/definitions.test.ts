@@ -8,14 +8,14 @@
  * is applied; the server applies a directory at start-up as the bootstrap admin (and again
  * without changes on a restart), and does not start with a bad directory.
  */
-import { Effect } from "effect"
+import { Effect, Exit } from "effect"
 import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { makeTeam } from "./harness.js"
+import { makeTeam, startServer } from "./harness.js"
 import { lifecycle } from "./lifecycle.js"
 import { call, MAIN, REPO_ROOT, type ServerProcess } from "./process.js"
 import { freePort } from "./support.js"
@@ -279,4 +279,21 @@ describe.each(["sqlite", "postgres"] as const)("definitions as code (%s)", (kind
     known.server = await life.start()
     expect(await list(ADMIN_TOKEN)).toEqual(before)
   }, 120_000)
+})
+
+describe.each(["sqlite", "postgres"] as const)("definitions at start-up, in process (%s)", (kind) => {
+  it("a new server cannot apply a webhook whose team secret is not there yet: start-up fails naming file and key", async () => {
+    const dir = directory({
+      "webhooks/github.yaml": GITHUB,
+      "automations/triage.yaml": `prompt: go\ntrigger: {filter: {webhookIds: [${"A".repeat(22)}]}}\n`
+    })
+    const exit = await Effect.runPromiseExit(Effect.scoped(startServer(kind, { definitionsDir: dir })))
+    expect(Exit.isFailure(exit)).toBe(true)
+    const message = Exit.isFailure(exit) ? String(exit.cause) : ""
+    expect(message).toContain(`AGENT_RUNS_DEFINITIONS_DIR (${dir}): 2 errors in the definitions; nothing was applied:`)
+    expect(message).toContain(`automations/triage.yaml: trigger.filter.webhookIds[0]: no webhook ${"A".repeat(22)} in this team`)
+    expect(message).toContain(
+      "webhooks/github.yaml: secretName: no team secret named GITHUB_SECRET; put it with PUT /agent/secrets/GITHUB_SECRET first"
+    )
+  })
 })
