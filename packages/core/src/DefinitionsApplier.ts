@@ -14,7 +14,7 @@
  *   `DefinitionsApplyFailed` names the file, the refusal, and what was applied before it;
  *   applying again resumes (what is done is `unchanged`).
  */
-import { Data, Effect, Either, Option } from "effect"
+import { Data, Effect, Either } from "effect"
 import type { Viewer } from "./Access.js"
 import type { Automation, CreateAutomationRequest, UpdateAutomationRequest } from "./Automation.js"
 import { Automations } from "./Automations.js"
@@ -29,7 +29,7 @@ import {
 import type { DefinitionError, DefinitionFile, Plan, SecretCheck, WebhookRef } from "./Definitions.js"
 import type { ApiError } from "./Errors.js"
 import type { AutomationId, WebhookUid } from "./Ids.js"
-import { BOOTSTRAP_ADMIN_NAME } from "./Identities.js"
+import { BOOTSTRAP_ADMIN_NAME, memberViewer } from "./Identities.js"
 import { storageUnavailable } from "./internal/Services.js"
 import { IdentityStore } from "./ports/IdentityStore.js"
 import { CheckWebhookSecretRequest } from "./Webhook.js"
@@ -248,18 +248,13 @@ export class NoBootstrapAdmin extends Data.TaggedError("NoBootstrapAdmin")<{ rea
  */
 export const bootstrapAdminViewer = Effect.gen(function*() {
   const store = yield* IdentityStore
-  const admin = Option.fromNullable((yield* store.instanceAdmins).find((p) => p.display_name === BOOTSTRAP_ADMIN_NAME))
-  const membership = Option.flatMap(admin, (a) => Option.fromNullable(a.memberships[0]))
-  if (Option.isNone(admin) || Option.isNone(membership)) {
+  const admin = (yield* store.instanceAdmins).find((p) => p.display_name === BOOTSTRAP_ADMIN_NAME)
+  const team = admin?.memberships[0]?.team_uid
+  const viewer = admin === undefined || team === undefined ? undefined : memberViewer(admin, team)
+  if (viewer === undefined) {
     return yield* new NoBootstrapAdmin({
       message: `no instance administrator named ${JSON.stringify(BOOTSTRAP_ADMIN_NAME)} with a team to apply the definitions as`
     })
-  }
-  const viewer: Viewer = {
-    principal_uid: admin.value.uid,
-    team_uid: membership.value.team_uid,
-    role: membership.value.role,
-    instance_admin: admin.value.instance_admin
   }
   return viewer
 }).pipe(storageUnavailable)
