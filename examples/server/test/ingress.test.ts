@@ -14,11 +14,15 @@ import { call, type DatabaseKind, makeTeam, startServer, type TestServer } from 
 
 type Scheme = Webhook.SignatureScheme
 
-const started = (kind: DatabaseKind, ...args: Array<Parameters<typeof startServer>[1] | Parameters<typeof startServer>[2]>) => {
+const started = (
+  kind: DatabaseKind,
+  overrides: Parameters<typeof startServer>[1] = {},
+  execution: Parameters<typeof startServer>[2] = {}
+) => {
   const scope = Effect.runSync(Scope.make())
   let server: TestServer | undefined
   beforeAll(async () => {
-    server = await Effect.runPromise(Scope.extend(startServer(kind, args[0] ?? {}, args[1] ?? {}), scope))
+    server = await Effect.runPromise(Scope.extend(startServer(kind, overrides, execution), scope))
   }, 60_000)
   afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)))
   return () => server!
