@@ -159,7 +159,10 @@ export interface PassReport {
   readonly due: number
   /** Runs this replica created. */
   readonly started: number
-  /** The earliest fire time after the pass's start of any active schedule (undefined: none). */
+  /**
+   * When to pass again: no later than the next fire time of any active schedule (undefined: none
+   * fires again). After due schedules, the next whole second (their next fire times are worked out then).
+   */
   readonly nextTickAt: number | undefined
 }
 
@@ -340,9 +343,10 @@ export const make = Effect.gen(function*() {
       }
       if (entry.next === undefined) continue
       if (entry.next <= now) {
+        // Its next fire time is after now, on a whole second: the next pass works it out (from
+        // the new watermark), after this one has started the runs.
         due.push(timing.id)
-        const after = nextFire(entry.cron, now)?.getTime()
-        if (after !== undefined) nextTickAt = Math.min(nextTickAt, after)
+        nextTickAt = Math.min(nextTickAt, Math.floor(now / 1000) * 1000 + 1000)
       } else {
         nextTickAt = Math.min(nextTickAt, entry.next)
       }

@@ -1,0 +1,274 @@
+/**
+ * Scheduler benchmark (issue 6). For SQLite and PostgreSQL: BENCH_SCHEDULES (10,000) active
+ * schedules, spread over BENCH_TEAMS (100) teams of one member each, all due at the same instant
+ * T (a daily 6-field cron naming T's second, minute and hour in UTC). The scheduler's loop
+ * (`Scheduler.layer`, default settings: 16 ticks at once) is started before T, does its first pass
+ * (nothing due; every expression parsed and cached), and sleeps until T. Measured: from T to the
+ * `created_at` of the last run created (every schedule's run, checked by count); also the time to
+ * the first run. On PostgreSQL a second case runs two schedulers at once (two replicas in one
+ * process, each with its own connection pool) on a fresh set of schedules.
+ *
+ * Baseline, in the same script on the same kind of database: the same number of runs (the same
+ * QUEUED run with its three creation events) written straight through `RunStore.create` in
+ * batches of 500, the cheapest way to put that many runs into storage; and the same runs created
+ * one by one through `Runs.createOnce` with a ScheduleTick key each, sequentially (the scheduler's
+ * own write path, without the scheduler), so that the ratios tell what the batching costs and
+ * what the scheduler adds around its write path.
+ *
+ *   npm run bench:scheduler
+ *   BENCH_ADAPTERS=sqlite BENCH_SCHEDULES=1000 npm run bench:scheduler
+ *
+ * Never part of `npm test`; stops by itself, removes its database file and drops its databases.
+ */
+import { type Access, type EnvironmentStore, Identity, IdentityStore, Ids, Run, Runs, RunStore, Schedule, Scheduler, ScheduleStore } from "@agent-runs/core"
+import { PgStorage } from "@agent-runs/storage-pg"
+import { freshDatabase } from "@agent-runs/storage-pg/testing"
+import { SqliteStorage } from "@agent-runs/storage-sqlite"
+import { SqlClient } from "@effect/sql"
+import { DateTime, Duration, Effect, Exit, Layer, Redacted, Scope } from "effect"
+import { randomBytes } from "node:crypto"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { storedRun } from "../support/runs.js"
+
+const SCHEDULES = Number(process.env.BENCH_SCHEDULES ?? 10_000)
+const TEAMS = Math.max(1, Math.min(SCHEDULES, Number(process.env.BENCH_TEAMS ?? 100)))
+const ADAPTERS = (process.env.BENCH_ADAPTERS ?? "sqlite,postgresql").split(",")
+/**
+ * T is this long after seeding starts: seeding (about 1 ms a schedule) and the scheduler's first
+ * pass (every expression parsed) are over well before it; the slack is printed.
+ */
+const LEAD_MS = 10_000 + SCHEDULES * 2
+const BATCH = 500
+/** The scheduler's settings: the defaults, or BENCH_CONCURRENCY ticks at once. */
+const SETTINGS: Scheduler.SchedulerSettings = {
+  ...Scheduler.defaultSettings,
+  concurrency: Number(process.env.BENCH_CONCURRENCY ?? Scheduler.defaultSettings.concurrency)
+}
+
+const key = Redacted.make(new Uint8Array(randomBytes(32)))
+
+const uid = () => {
+  for (;;) {
+    const id = Ids.formatUid22(randomBytes(64))
+    if (id !== undefined) return id
+  }
+}
+
+interface World {
+  readonly members: ReadonlyArray<Access.Viewer>
+}
+
+/** Teams with one member each, able to hold every run admitted (none waits PENDING). */
+const seedTeams = Effect.gen(function*() {
+  const identities = yield* IdentityStore.IdentityStore
+  const members: Array<Access.Viewer> = []
+  const at = DateTime.unsafeMake(Date.now())
+  for (let i = 0; i < TEAMS; i++) {
+    const team = uid() as Ids.TeamUid
+    const principal = uid() as Ids.PrincipalUid
+    yield* identities.createTeam(
+      new Identity.Team({
+        uid: team,
+        name: `bench ${i}`,
+        features: { metadata_filtering: true, scheduled_agents: true },
+        max_concurrent_runs: Math.min(10_000, SCHEDULES),
+        created_at: at
+      })
+    )
+    yield* identities.createPrincipal(
+      new Identity.Principal({
+        uid: principal,
+        type: "user",
+        display_name: `member ${i}`,
+        instance_admin: false,
+        memberships: [{ team_uid: team, role: "member" }],
+        created_at: at
+      })
+    )
+    members.push({ principal_uid: principal, team_uid: team, role: "member", instance_admin: false })
+  }
+  return { members } satisfies World
+})
+
+/** `SCHEDULES` schedules due at `t` (and, being daily, not again for a day), created now. */
+const seedSchedules = (world: World, t: number) =>
+  Effect.gen(function*() {
+    const store = yield* ScheduleStore.ScheduleStore
+    const d = new Date(t)
+    const cron = `${d.getUTCSeconds()} ${d.getUTCMinutes()} ${d.getUTCHours()} * * *`
+    const now = Date.now()
+    const at = DateTime.unsafeMake(now)
+    const stored: Array<ScheduleStore.StoredSchedule> = []
+    for (let i = 0; i < SCHEDULES; i++) {
+      const member = world.members[i % world.members.length]!
+      const by = { type: "user" as const, uid: member.principal_uid, display_name: "member" }
+      stored.push({
+        team_uid: member.team_uid,
+        creator_uid: member.principal_uid,
+        state: { status: "active", lastTickAt: now },
+        item: new Schedule.ScheduledAgentItem({
+          id: uid() as Ids.ScheduleId,
+          name: `schedule ${i}`,
+          cron_schedule: cron,
+          timezone: "UTC",
+          enabled: true,
+          prompt: `Scheduled job ${i}`,
+          agent_config: {},
+          environment: null,
+          created_at: at,
+          updated_at: at,
+          created_by: by,
+          updated_by: by,
+          scope: { type: "Team", uid: member.team_uid },
+          history: { last_ran: null, next_run: null, recent_runs: [] },
+          last_spawn_error: null
+        })
+      })
+    }
+    yield* Effect.forEach(stored, store.create, { concurrency: 8, discard: true })
+    return stored
+  })
+
+const countRuns = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const [row] = yield* sql<{ n: number | string; first: number | string | null; last: number | string | null }>`
+    SELECT count(*) AS n, min(created_at) AS first, max(created_at) AS last FROM runs WHERE source = 'SCHEDULED_AGENT'`
+  return { n: Number(row!.n), first: Number(row!.first), last: Number(row!.last) }
+})
+
+const fmt = (ms: number) => `${(ms / 1000).toFixed(2).padStart(7)} s`
+
+/**
+ * Starts one scheduler on the storage of the context, and one more on each of `more` (its own
+ * connection pool), before T; waits until every schedule has its run; ms from T.
+ */
+const fireAll = <E>(more: ReadonlyArray<Layer.Layer<StorageServices, E>>) =>
+  Effect.gen(function*() {
+    const world = yield* seedTeams
+    const t = Math.ceil((Date.now() + LEAD_MS) / 1000) * 1000
+    const seeded = performance.now()
+    yield* seedSchedules(world, t)
+    const seedSeconds = (performance.now() - seeded) / 1000
+    const before = yield* countRuns
+    const scope = yield* Scope.make()
+    const replica = Scheduler.layer.pipe(
+      Layer.provide(Runs.Runs.Default),
+      Layer.provide(Layer.succeed(Scheduler.SchedulerConfig, SETTINGS))
+    )
+    yield* Layer.buildWithScope(replica, scope)
+    for (const storage of more) yield* Layer.buildWithScope(replica.pipe(Layer.provide(storage)), scope)
+    // The first pass (nothing due; every expression parsed, next fire times cached) is over by now.
+    yield* Effect.sleep(Duration.seconds(2))
+    const slack = t - Date.now()
+    if (slack <= 0) return yield* Effect.dieMessage(`seeding took too long: T had passed (${seedSeconds.toFixed(1)} s)`)
+    let runs = yield* countRuns
+    while (runs.n - before.n < SCHEDULES) {
+      // (The runs' own created_at says when the last was made; polling only says when to stop.)
+      yield* Effect.sleep(Duration.millis(250))
+      runs = yield* countRuns
+      if (Date.now() > t + 600_000) return yield* Effect.dieMessage(`only ${runs.n - before.n} runs after 10 minutes`)
+    }
+    yield* Scope.close(scope, Exit.void)
+    return { toLast: runs.last - t, toFirst: runs.first - t, slack }
+  })
+
+/** The baselines: the same runs written in batches through RunStore.create, and one by one through Runs.createOnce. */
+const baselines = Effect.gen(function*() {
+  const store = yield* RunStore.RunStore
+  const world = yield* seedTeams
+  const runs: Array<RunStore.NewRun> = []
+  const now = Date.now()
+  for (let i = 0; i < SCHEDULES; i++) {
+    const member = world.members[i % world.members.length]!
+    const run = storedRun(now, member.team_uid, member.principal_uid, {
+      state: "QUEUED",
+      source: "SCHEDULED_AGENT",
+      prompt: `Scheduled job ${i}`,
+      title: `Scheduled job ${i}`,
+      updated_at: DateTime.unsafeMake(now)
+    })
+    const execution_id = yield* (yield* Ids.Ids).executionId
+    runs.push({
+      run,
+      events: (["run_created", "run_pending", "run_queued"] as const).map((event_type) => ({ event_type, occurred_at: now, execution_id }))
+    })
+  }
+  const start = performance.now()
+  for (let i = 0; i < runs.length; i += BATCH) yield* store.create(runs.slice(i, i + BATCH))
+  const batched = performance.now() - start
+
+  const service = yield* Runs.Runs
+  const scheduleId = uid() as Ids.ScheduleId
+  const one = performance.now()
+  for (let i = 0; i < SCHEDULES; i++) {
+    const member = world.members[i % world.members.length]!
+    yield* service.createOnce(
+      [{
+        viewer: member,
+        request: new Run.RunAgentRequest({ prompt: `Scheduled job ${i}`, team: true }),
+        options: { source: "SCHEDULED_AGENT", schedule: { schedule_id: scheduleId, schedule_name: "bench", cron_schedule: "* * * * *" } }
+      }],
+      { _tag: "ScheduleTick", schedule_id: scheduleId, scheduled_for: i }
+    )
+  }
+  const oneByOne = performance.now() - one
+  return { batched, oneByOne }
+})
+
+const report = (name: string, results: ReadonlyArray<readonly [string, { toLast: number; toFirst: number; slack: number }]>, base: { batched: number; oneByOne: number }) => {
+  console.log(`\n== ${name}: ${SCHEDULES.toLocaleString("en")} schedules over ${TEAMS} teams, all due at the same instant`)
+  console.log(`baseline: RunStore.create in batches of ${BATCH}: ${fmt(base.batched)}  (${Math.round(SCHEDULES / (base.batched / 1000)).toLocaleString("en")} runs/s)`)
+  console.log(`baseline: Runs.createOnce one by one:          ${fmt(base.oneByOne)}  (${Math.round(SCHEDULES / (base.oneByOne / 1000)).toLocaleString("en")} runs/s)`)
+  for (const [label, r] of results) {
+    console.log(
+      `${label.padEnd(26)} tick → first run ${fmt(r.toFirst)}, tick → last run ${fmt(r.toLast)}  ` +
+        `(${Math.round(SCHEDULES / (r.toLast / 1000)).toLocaleString("en")} runs/s; ` +
+        `×${(r.toLast / base.batched).toFixed(1)} the batched baseline, ×${(r.toLast / base.oneByOne).toFixed(2)} one by one; ` +
+        `idle ${(r.slack / 1000).toFixed(1)} s before T)`
+    )
+  }
+}
+
+const services = Runs.Runs.Default.pipe(Layer.provideMerge(Ids.IdsLive))
+
+/** What a storage adapter's layer provides that the scheduler and the services need. */
+type StorageServices = RunStore.RunStore | ScheduleStore.ScheduleStore | IdentityStore.IdentityStore | EnvironmentStore.EnvironmentStore
+
+const sqlite = Effect.gen(function*() {
+  const dir = mkdtempSync(join(tmpdir(), "agent-runs-bench-"))
+  const storage = (name: string) => SqliteStorage.layer({ filename: join(dir, name), secretKey: key })
+  try {
+    const base = yield* baselines.pipe(Effect.provide(services.pipe(Layer.provideMerge(storage("baseline.db")))))
+    const one = yield* fireAll([]).pipe(Effect.provide(services.pipe(Layer.provideMerge(storage("scheduler.db")))))
+    report("SQLite", [["one scheduler", one]], base)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+const postgres = Effect.scoped(Effect.gen(function*() {
+  const baseDb = yield* freshDatabase
+  const oneDb = yield* freshDatabase
+  const twoDb = yield* freshDatabase
+  const storage = (url: string) => PgStorage.layer({ url: Redacted.make(url), secretKey: key })
+  const base = yield* baselines.pipe(Effect.provide(services.pipe(Layer.provideMerge(storage(baseDb.url)))))
+  const one = yield* fireAll([]).pipe(Effect.provide(services.pipe(Layer.provideMerge(storage(oneDb.url)))))
+  const two = yield* fireAll([Layer.merge(storage(twoDb.url), Ids.IdsLive)]).pipe(Effect.provide(services.pipe(Layer.provideMerge(storage(twoDb.url)))))
+  report("PostgreSQL", [["one scheduler", one], ["two schedulers (replicas)", two]], base)
+}))
+
+const program = Effect.gen(function*() {
+  console.log(`scheduler benchmark: ${SCHEDULES.toLocaleString("en")} schedules, node ${process.version}`)
+  if (ADAPTERS.includes("sqlite")) yield* sqlite
+  if (ADAPTERS.includes("postgresql")) yield* postgres
+})
+
+Effect.runPromise(program).then(
+  () => process.exit(0),
+  (error) => {
+    console.error(error)
+    process.exit(1)
+  }
+)
