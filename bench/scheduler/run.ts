@@ -236,17 +236,16 @@ const services = Runs.Runs.Default.pipe(Layer.provideMerge(Ids.IdsLive))
 /** What a storage adapter's layer provides that the scheduler and the services need. */
 type StorageServices = RunStore.RunStore | ScheduleStore.ScheduleStore | IdentityStore.IdentityStore | EnvironmentStore.EnvironmentStore
 
-const sqlite = Effect.gen(function*() {
-  const dir = mkdtempSync(join(tmpdir(), "agent-runs-bench-"))
+const sqlite = Effect.scoped(Effect.gen(function*() {
+  const dir = yield* Effect.acquireRelease(
+    Effect.sync(() => mkdtempSync(join(tmpdir(), "agent-runs-bench-"))),
+    (path) => Effect.sync(() => rmSync(path, { recursive: true, force: true }))
+  )
   const storage = (name: string) => SqliteStorage.layer({ filename: join(dir, name), secretKey: key })
-  try {
-    const base = yield* baselines.pipe(Effect.provide(services.pipe(Layer.provideMerge(storage("baseline.db")))))
-    const one = yield* fireAll([]).pipe(Effect.provide(services.pipe(Layer.provideMerge(storage("scheduler.db")))))
-    report("SQLite", [["one scheduler", one]], base)
-  } finally {
-    rmSync(dir, { recursive: true, force: true })
-  }
-})
+  const base = yield* baselines.pipe(Effect.provide(services.pipe(Layer.provideMerge(storage("baseline.db")))))
+  const one = yield* fireAll([]).pipe(Effect.provide(services.pipe(Layer.provideMerge(storage("scheduler.db")))))
+  report("SQLite", [["one scheduler", one]], base)
+}))
 
 const postgres = Effect.scoped(Effect.gen(function*() {
   const baseDb = yield* freshDatabase
