@@ -32,8 +32,15 @@
  * - A failure of the executor itself (it could not prepare or start) ends the run ERROR
  *   `internal_error`; a failure of the setup commands ends it FAILED `environment_setup_failed`.
  * - A run whose environment was deleted since fails its setup ("environment … no longer exists").
+ * - The skill of a run (its resolved `skill_spec`) is read again from its repository when an
+ *   execution starts, and its MCP servers are resolved then (registered servers, team secrets;
+ *   McpServers.ts): the start message's `skill` is `{spec, name, description, path, content}`
+ *   (`spec` the id `owner/repo:path`, `path` the file in the repository, `content` the whole
+ *   file) and `mcp_servers` the resolved configurations. A skill no longer there, or a secret or
+ *   registered server deleted since, fails the setup (`environment_setup_failed`). Where no
+ *   SecretStore is at hand (a self-hosted worker), servers that need secrets fail the setup too.
  */
-import { Clock, Context, DateTime, Deferred, Duration, Effect, Either, Fiber, Layer, Option, Ref, Schedule, Stream } from "effect"
+import { Clock, Context, Data, DateTime, Deferred, Duration, Effect, Either, Fiber, Layer, Option, Ref, Schedule, Stream } from "effect"
 import type { Scope } from "effect"
 import { transcriptKey } from "./Conversations.js"
 import {
@@ -54,6 +61,8 @@ import {
 } from "./Harness.js"
 import { Environment } from "./Environment.js"
 import { Ids } from "./Ids.js"
+import { resolveMcpServers, secretReferences } from "./McpServers.js"
+import type { McpDirectServer } from "./McpServers.js"
 import type { ExecutionId, RunId, TeamUid } from "./Ids.js"
 import { runAttachments } from "./Ingress.js"
 import { BlobStore } from "./ports/BlobStore.js"
@@ -65,10 +74,13 @@ import { IdentityStore } from "./ports/IdentityStore.js"
 import { RunStore } from "./ports/RunStore.js"
 import type { StoredRun } from "./ports/RunStore.js"
 import { RunTokens } from "./ports/RunTokens.js"
+import { RepoSource } from "./ports/RepoSource.js"
+import { SecretStore } from "./ports/SecretStore.js"
 import { RunItem } from "./Run.js"
 import { isTerminal } from "./RunState.js"
 import { isDebugWindowOpen, RunEvent, transition } from "./RunStateMachine.js"
 import { applyTransition, currentExecution, eventsAt, runSnapshot } from "./Runs.js"
+import { readSkill } from "./Skills.js"
 import type { TimelineEventType } from "./Timeline.js"
 
 /** How the dispatcher runs; the server reads it from its configuration. */
@@ -113,6 +125,9 @@ class Lost {
 }
 
 
+/** The skill or MCP servers of a run cannot be given to its agent: the setup fails. */
+class InputsUnavailable extends Data.TaggedError("InputsUnavailable")<{ readonly message: string }> {}
+
 /** How long the output of an agent that exited is still read. */
 const DRAIN_MS = 2_000
 
@@ -131,6 +146,8 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
   const blobs = yield* BlobStore
   const tokens = yield* RunTokens
   const ids = yield* Ids
+  const repos = yield* RepoSource
+  const secrets = yield* Effect.serviceOption(SecretStore)
 
   const retained = new Map<RunId, Retained>()
   /** Executions under way on this replica. */
@@ -352,6 +369,40 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
     AGENT_RUNS_RUN_TOKEN: token
   })
 
+  /** What the agent receives besides the run itself: its skill, read again, and its MCP servers resolved. */
+  const agentInputs = (run: StoredRun) =>
+    Effect.gen(function*() {
+      const spec = run.item.agent_config.skill_spec
+      let skill: StartMessage["skill"] = null
+      if (spec !== undefined) {
+        const found = yield* readSkill(repos, spec).pipe(
+          Effect.mapError((e) => new InputsUnavailable({ message: `skill ${spec}: ${e.message}` }))
+        )
+        if (Option.isNone(found)) {
+          return yield* new InputsUnavailable({ message: `skill ${spec} is no longer available (missing or malformed)` })
+        }
+        const { content, description, id, name, path } = found.value
+        skill = { spec: id, name, description, path, content }
+      }
+      const servers = run.item.agent_config.mcp_servers
+      if (Option.isNone(secrets)) {
+        const needing = Object.entries(servers ?? {}).find(([, s]) =>
+          ("server_id" in s && s.server_id !== undefined) || secretReferences(s as McpDirectServer).length > 0
+        )
+        if (needing !== undefined) {
+          return yield* new InputsUnavailable({ message: `MCP server ${needing[0]} needs team secrets, which cannot be read here` })
+        }
+        return { skill, mcp_servers: servers ?? {} }
+      }
+      const mcp_servers = yield* resolveMcpServers(secrets.value, run.team_uid, servers).pipe(
+        Effect.catchTags({
+          StorageError: () => new InputsUnavailable({ message: "the team's secrets could not be read" }),
+          McpResolutionFailed: (e) => new InputsUnavailable({ message: e.message })
+        })
+      )
+      return { skill, mcp_servers }
+    })
+
   const startMessage = (
     run: StoredRun,
     executionId: ExecutionId,
@@ -359,7 +410,8 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
     token: string,
     mode: "normal" | "debug",
     followups: ReadonlyArray<string>,
-    history: StartMessage["history"]
+    history: StartMessage["history"],
+    inputs: Pick<StartMessage, "skill" | "mcp_servers">
   ): StartMessage => ({
     type: "start",
     run_id: run.item.run_id,
@@ -370,8 +422,8 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
     title: run.item.title,
     base_prompt: run.item.agent_config.base_prompt ?? null,
     model_id: run.item.agent_config.model_id ?? null,
-    skill: null,
-    mcp_servers: run.item.agent_config.mcp_servers ?? {},
+    skill: inputs.skill,
+    mcp_servers: inputs.mcp_servers,
     attachments: sandbox.attachments,
     history,
     followups,
@@ -405,6 +457,15 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
         const failed = yield* advance(
           runId,
           RunEvent.EnvironmentSetupFailed({ executionId, message: `environment ${envUid} no longer exists` }),
+          executionId
+        )
+        return yield* admit(failed.team_uid)
+      }
+      const inputs = yield* agentInputs(claimed).pipe(Effect.either)
+      if (Either.isLeft(inputs)) {
+        const failed = yield* advance(
+          runId,
+          [...(trivial ? [setupStarted] : []), RunEvent.EnvironmentSetupFailed({ executionId, message: inputs.left.message })],
           executionId
         )
         return yield* admit(failed.team_uid)
@@ -462,7 +523,7 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
       )
       // The agent starts working while its start is written; if the write finds the run moved on
       // (a cancel meanwhile), the execution ends and its scope stops the agent.
-      yield* agent.send(startMessage(claimed, executionId, sandbox, token, "normal", followups.map((f) => f.message), history)).pipe(
+      yield* agent.send(startMessage(claimed, executionId, sandbox, token, "normal", followups.map((f) => f.message), history, inputs.right)).pipe(
         Effect.ignore
       )
       const started = yield* advance(
@@ -556,7 +617,11 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
       const envUid = run.item.environment_id
       const env = envUid === null ? undefined : Option.getOrUndefined(yield* environments.get(envUid))
       const agent = yield* keep.sandbox.start(harnessCommand(env), agentEnv(runId, executionId, token))
-      yield* agent.send(startMessage(run, executionId, keep.sandbox, token, "debug", first, [])).pipe(Effect.ignore)
+      const inputs = yield* agentInputs(run).pipe(
+        Effect.tapError((e) => Effect.logWarning(`dispatcher: debug session of run ${runId} without skill and MCP servers: ${e.message}`)),
+        Effect.orElseSucceed(() => ({ skill: null, mcp_servers: {} }))
+      )
+      yield* agent.send(startMessage(run, executionId, keep.sandbox, token, "debug", first, [], inputs)).pipe(Effect.ignore)
       const state = newExecutionState(executionId)
       const pumping = yield* pump(runId, agent, state).pipe(Effect.forkScoped)
       const delivering = yield* Effect.gen(function*() {

@@ -76,7 +76,17 @@ export interface StartMessage {
   readonly title: string
   readonly base_prompt: string | null
   readonly model_id: string | null
-  readonly skill: { readonly spec: string; readonly name: string; readonly content: string } | null
+  /**
+   * The run's skill, read when the execution starts: `spec` its id (`owner/repo:path`), `path` the
+   * file in the repository, `content` the whole file (front matter included).
+   */
+  readonly skill: {
+    readonly spec: string
+    readonly name: string
+    readonly description: string
+    readonly path: string
+    readonly content: string
+  } | null
   readonly mcp_servers: Readonly<Record<string, unknown>>
   readonly attachments: ReadonlyArray<{ readonly name: string; readonly path: string; readonly media_type: string }>
   readonly history: ReadonlyArray<HistoryMessage>

@@ -35,6 +35,13 @@
  *   renewals fail) and stops the agent.
  * - `is_sandbox_running` is true while an executor holds the run (CLAIMED, INPROGRESS) or a
  *   failed setup's sandbox is retained; `is_run_type_cancellable` follows RunStateMachine.
+ * - A `skill_spec` (or `skill`) is resolved by `Skills.resolve` (an unknown or malformed skill is
+ *   a 400 naming the field): the resolved configuration names it by its id
+ *   (`owner/repo:path/to/SKILL.md`), `name` defaults to the skill's name and `base_prompt` to its
+ *   body; `agent_skill` is set (`full_path`: `<repo>/<path>`, where executors clone it). A `skill`
+ *   list filter in the name form matches the runs of the skill it resolves to.
+ * - MCP servers are checked by `McpServers.checkMcpServers` (403 for a server or secret the
+ *   caller may not use); the run keeps them as given, secrets are resolved only at execution.
  * - A storage failure is a 503 `resource_unavailable` (retryable), logged with its cause; the
  *   caller never sees the cause.
  */
@@ -44,6 +51,7 @@ import type { Owned, Viewer } from "./Access.js"
 import type { PrincipalRef } from "./Common.js"
 import { stampArtifact } from "./Artifact.js"
 import type { ArtifactReport } from "./Artifact.js"
+import { parseSkillSpec } from "./Agent.js"
 import {
   AuthenticationRequired,
   Conflict,
@@ -59,7 +67,9 @@ import { Environment } from "./Environment.js"
 import { usableBy } from "./Environments.js"
 import { EnvironmentStore } from "./ports/EnvironmentStore.js"
 import { IdentityStore } from "./ports/IdentityStore.js"
+import { checkMcpServers } from "./McpServers.js"
 import { RunStore } from "./ports/RunStore.js"
+import { SecretStore } from "./ports/SecretStore.js"
 import type { RunCredential } from "./ports/RunTokens.js"
 import type { NewRun, NewTimelineEvent, StoredRun } from "./ports/RunStore.js"
 import type { StoredEnvironment } from "./ports/EnvironmentStore.js"
@@ -80,6 +90,7 @@ import {
 } from "./RunStateMachine.js"
 import type { RunSnapshot, Transition } from "./RunStateMachine.js"
 import { storageUnavailable } from "./internal/Services.js"
+import { Skills } from "./Skills.js"
 import { RunTimeline } from "./Timeline.js"
 import type { TimelineEventType } from "./Timeline.js"
 
@@ -228,7 +239,7 @@ export interface EventRunRequest {
 }
 
 /** Why a run request was refused (the caller may not, or a referenced resource is unusable). */
-export type RunRefusal = NotAuthorized | OperationNotSupported
+export type RunRefusal = NotAuthorized | OperationNotSupported | InvalidRequest
 
 /** A checked run request, ready to write. */
 interface PreparedRun {
@@ -239,10 +250,13 @@ interface PreparedRun {
 
 /** The runs service: every run endpoint's logic, with access checks, over the ports. */
 export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
+  dependencies: [Skills.Default],
   effect: Effect.gen(function* () {
     const store = yield* RunStore
     const environments = yield* EnvironmentStore
     const identities = yield* IdentityStore
+    const secrets = yield* SecretStore
+    const skills = yield* Skills
     const ids = yield* Ids
 
     /** The viewer's team; a team that no longer exists refuses the caller. */
@@ -335,6 +349,15 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
           : yield* requireEnvironment(viewer, config.environment_id)
         const parentId = request.parent_run_id ?? viewer.acting_run_id
         const parent = parentId === undefined ? undefined : yield* requireParent(viewer, parentId)
+        // The skill: its id becomes the resolved skill_spec, its name the config name and its
+        // body the base prompt, unless the request sets them.
+        const skill = config.skill_spec === undefined
+          ? undefined
+          : yield* skills.resolve(viewer, config.skill_spec, request.skill !== undefined ? "skill" : "config.skill_spec")
+        yield* checkMcpServers(secrets, viewer, config.mcp_servers)
+        const resolved: AgentConfig = skill === undefined
+          ? config
+          : { ...config, skill_spec: skill.id, name: config.name ?? skill.name, base_prompt: config.base_prompt ?? skill.body }
 
         const active = yield* store.activeCount(team.uid)
         const waiting = yield* store.pending(team.uid, 1)
@@ -372,8 +395,10 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
             session_id: null,
             session_link: null,
             conversation_id: conversationId,
-            agent_config: config,
-            agent_skill: null,
+            agent_config: resolved,
+            agent_skill: skill === undefined
+              ? null
+              : { name: skill.name, description: skill.description, full_path: `${skill.repo}/${skill.path}` },
             creator,
             executor,
             source,
@@ -450,7 +475,8 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
             Effect.map((p) => Either.right(p)),
             Effect.catchTags({
               NotAuthorized: (e) => Effect.succeed(Either.left(e)),
-              OperationNotSupported: (e) => Effect.succeed(Either.left(e))
+              OperationNotSupported: (e) => Effect.succeed(Either.left(e)),
+              InvalidRequest: (e) => Effect.succeed(Either.left(e))
             })
           )
           if (Either.isRight(result)) ahead.set(viewer.team_uid, n + 1)
@@ -508,7 +534,21 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
       function* (viewer: Viewer, params: RunListQueryParams) {
         const parsed = yield* parseRunListQuery(params)
         const team = yield* teamOf(viewer)
-        const query = yield* requireRunListFeatures(parsed, team.features)
+        const checked = yield* requireRunListFeatures(parsed, team.features)
+        // A skill filter naming a skill by name matches the runs of the skill it resolves to.
+        const spec = checked.filters.skill_spec
+        const query = spec === undefined || parseSkillSpec(spec)?.kind !== "name"
+          ? checked
+          : {
+            ...checked,
+            filters: {
+              ...checked.filters,
+              skill_spec: yield* skills.resolve(viewer, spec, "skill").pipe(
+                Effect.map((s): string => s.id),
+                Effect.orElseSucceed(() => spec)
+              )
+            }
+          }
         const ancestor = query.filters.ancestor_run_id
         if (ancestor !== undefined && Option.isNone(yield* visibleRun(viewer, ancestor))) {
           return yield* InvalidRequest.forField("ancestor_run_id", `no run ${ancestor} that you can see`)

@@ -6,6 +6,7 @@ import { IdsLive, type PrincipalUid, type TeamUid } from "../src/Ids.js"
 import { EnvironmentStore } from "../src/ports/EnvironmentStore.js"
 import { IdentityStore } from "../src/ports/IdentityStore.js"
 import { RunStore } from "../src/ports/RunStore.js"
+import { SecretStore } from "../src/ports/SecretStore.js"
 import { StorageError } from "../src/ports/Storage.js"
 import { RunAgentRequest } from "../src/Run.js"
 import { defaultTitle, MAX_DEFAULT_TITLE_LENGTH, Runs } from "../src/Runs.js"
@@ -23,7 +24,7 @@ const down = <I, S>(tag: Context.Tag<I, S>): Layer.Layer<I> =>
   )
 
 const unreachable = Runs.Default.pipe(
-  Layer.provide([down(RunStore), down(EnvironmentStore), down(IdentityStore), IdsLive])
+  Layer.provide([down(RunStore), down(EnvironmentStore), down(IdentityStore), down(SecretStore), IdsLive])
 )
 
 const viewer: Viewer = {

@@ -6,13 +6,17 @@
  */
 import { makeEnvironment } from "./CatalogConformance.js"
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect, Either, Layer, Option } from "effect"
+import { Effect, Either, Layer, Option, Redacted } from "effect"
 import type { Viewer } from "../src/Access.js"
 import type { Conflict, InvalidRequest, NotAuthorized } from "../src/Errors.js"
 import { EnvironmentUid, type ExecutionId, IdsLive, isUuidV7, type PrincipalUid, type RunId } from "../src/Ids.js"
 import { decodeRequest } from "../src/Common.js"
 import { RunAgentRequest } from "../src/Run.js"
+import { Environment } from "../src/Environment.js"
 import { EnvironmentStore } from "../src/ports/EnvironmentStore.js"
+import { RepoSource } from "../src/ports/RepoSource.js"
+import { SecretStore } from "../src/ports/SecretStore.js"
+import type { SecretName } from "../src/Secret.js"
 import { RunStore } from "../src/ports/RunStore.js"
 import { RunEvent, transition } from "../src/RunStateMachine.js"
 import { applyTransition, MAX_DEFAULT_TITLE_LENGTH, Runs, runSnapshot } from "../src/Runs.js"
@@ -41,6 +45,34 @@ const seedEnvironment = (
     return envUid
   })
 
+/** The repositories the suite's skills live in: `acme/tools` with one valid and one malformed skill. */
+const FIX_SKILL = "---\nname: fix\ndescription: Fixes flaky tests\n---\n# Fix\nFind the flake."
+const testRepos = Layer.succeed(RepoSource, {
+  findFiles: (owner, repo) =>
+    Effect.succeed(
+      owner === "acme" && repo === "tools"
+        ? Option.some({
+          revision: "r1",
+          files: [
+            { path: "skills/fix/SKILL.md", size: FIX_SKILL.length, content: FIX_SKILL },
+            { path: "skills/bad/SKILL.md", size: 5, content: "oops\n" }
+          ]
+        })
+        : Option.none()
+    )
+})
+
+/** A Team-scoped environment of the viewer's team naming `acme/tools`. */
+const seedToolsEnvironment = (owner: Viewer) =>
+  Effect.gen(function* () {
+    const base = makeEnvironment({ team: owner.team_uid, creator: owner.principal_uid, teamScope: true })
+    yield* (yield* EnvironmentStore).create({
+      ...base,
+      item: new Environment({ ...base.item, config: { ...base.item.config, github_repos: [{ owner: "acme", repo: "tools" }] } })
+    })
+    return base.item.uid
+  })
+
 const decodeRunAgentRequest = decodeRequest(RunAgentRequest)
 
 /** Decodes an untrusted body as a transport does, then creates the run. */
@@ -58,7 +90,7 @@ const eventTypes = (viewer: Viewer, runId: string) =>
 
 /** Registers the runs service suite against one storage adapter's layer. */
 export const runsServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E>): void => {
-  const services = Runs.Default.pipe(Layer.provideMerge(Layer.merge(storage, IdsLive)))
+  const services = Runs.Default.pipe(Layer.provideMerge(Layer.mergeAll(storage, IdsLive, testRepos)))
 
   describe(`runs service (${name})`, () => {
     layer(services, { excludeTestServices: true, timeout: "60 seconds" })("Runs", (it) => {
@@ -66,6 +98,7 @@ export const runsServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E
         Effect.gen(function* () {
           const world = yield* seedWorld()
           const runs = yield* Runs
+          yield* seedToolsEnvironment(world.admin)
           const response = yield* create(world.alice, {
             prompt: "  \n  Fix the flaky test\nin the parser",
             config: { model_id: "model-1", name: "fixer" },
@@ -86,8 +119,10 @@ export const runsServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E
           expect(item.agent_config).toEqual({
             model_id: "model-1",
             name: "fixer",
-            skill_spec: "acme/tools:skills/fix/SKILL.md"
+            skill_spec: "acme/tools:skills/fix/SKILL.md",
+            base_prompt: "# Fix\nFind the flake."
           })
+          expect(item.agent_skill).toEqual({ name: "fix", description: "Fixes flaky tests", full_path: "tools/skills/fix/SKILL.md" })
           expect(item.metadata).toEqual({ ticket: "T-1" })
           expect(item.scope).toEqual({ type: "Team", uid: world.team })
           expect(item.creator).toEqual({ type: "user", uid: world.alice.principal_uid, display_name: "Alice" })
@@ -109,6 +144,57 @@ export const runsServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E
             [3, "run_queued"]
           ])
           expect(new Set(timeline.events.map((e) => e.execution_id)).size).toBe(1)
+        }))
+
+      it.effect("skills: a name spec resolves to the skill's id and name; unknown, malformed or unseen skills are 400s", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const runs = yield* Runs
+          const field = (e: { readonly _tag: string; readonly field?: string | undefined }) => [e._tag, e.field]
+          // No environment names acme/tools yet: the skill is unknown to the caller.
+          expect(field(yield* failureOf(create(world.alice, { prompt: "x", skill: "acme/tools:fix" })))).toEqual(["InvalidRequest", "skill"])
+          yield* seedToolsEnvironment(world.admin)
+          const created = yield* create(world.alice, { prompt: "x", config: { skill_spec: "acme/tools:fix" } })
+          const item = yield* runs.get(world.alice, created.run_id)
+          expect(item.agent_config.skill_spec).toBe("acme/tools:skills/fix/SKILL.md")
+          expect(item.agent_config.name).toBe("fix")
+          const unknown = yield* failureOf(create(world.alice, { prompt: "x", config: { skill_spec: "acme/tools:nope" } }))
+          expect(field(unknown)).toEqual(["InvalidRequest", "config.skill_spec"])
+          const malformed = yield* failureOf(create(world.alice, { prompt: "x", skill: "acme/tools:skills/bad/SKILL.md" }))
+          expect(malformed.message).toContain("malformed: no YAML front matter")
+          // The skill filter finds the run by the skill's id and by its name form alike.
+          for (const skill of ["acme/tools:skills/fix/SKILL.md", "acme/tools:fix"]) {
+            const page = yield* runs.list(world.alice, { skill })
+            expect(page.runs.map((r) => r.run_id)).toEqual([created.run_id])
+          }
+        }))
+
+      it.effect("MCP servers: an unregistered server_id or a member's secret reference is a 403; a registered one is kept as given", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const runs = yield* Runs
+          const secrets = yield* SecretStore
+          const forbidden = (viewer: Viewer, server: unknown) =>
+            failureOf(create(viewer, { prompt: "x", config: { mcp_servers: { s: server } } }))
+          const unregistered = yield* forbidden(world.alice, { server_id: "docs" })
+          expect([unregistered._tag, unregistered.message]).toEqual([
+            "NotAuthorized",
+            "config.mcp_servers.s.server_id: no MCP server \"docs\" is registered in this team"
+          ])
+          const inline = yield* forbidden(world.alice, { url: "https://x.example/mcp", headers: { A: "${{ secrets.TOKEN }}" } })
+          expect(inline._tag).toBe("NotAuthorized")
+          expect(inline.message).toContain("config.mcp_servers.s.headers.A")
+          // An admin may, once the secret exists.
+          const missing = yield* forbidden(world.admin, { command: "tool", env: { T: "${{ secrets.TOKEN }}" } })
+          expect([missing._tag, (missing as InvalidRequest).field]).toEqual(["InvalidRequest", "config.mcp_servers.s.env.T"])
+          yield* secrets.put(world.team, "TOKEN" as SecretName, Redacted.make("v"), 0)
+          yield* secrets.put(world.team, "MCP_SERVER_docs" as SecretName, Redacted.make(JSON.stringify({ url: "https://docs.example/mcp" })), 0)
+          yield* create(world.admin, { prompt: "x", config: { mcp_servers: { s: { command: "tool", env: { T: "${{ secrets.TOKEN }}" } } } } })
+          const used = yield* create(world.alice, { prompt: "x", config: { mcp_servers: { d: { server_id: "docs" } } } })
+          expect((yield* runs.get(world.alice, used.run_id)).agent_config.mcp_servers).toEqual({ d: { server_id: "docs" } })
+          // Another team's registration is not this team's.
+          const other = yield* seedWorld()
+          expect((yield* forbidden(other.alice, { server_id: "docs" }))._tag).toBe("NotAuthorized")
         }))
 
       it.effect("keeps a given title, defaults a blank one, and cuts a long first line", () =>

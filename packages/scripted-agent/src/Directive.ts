@@ -20,6 +20,10 @@ export type Directive =
   | { readonly kind: "fail"; readonly code: string; readonly message: string }
   | { readonly kind: "exit"; readonly code: number }
   | { readonly kind: "attachments" }
+  /** Says the skill of the start message (`skill: NAME SPEC`, then its content), or `no skill`. */
+  | { readonly kind: "skill" }
+  /** Says the MCP servers of the start message as JSON (`mcp_servers: {...}`). */
+  | { readonly kind: "mcp" }
   | { readonly kind: "spawn"; readonly prompt: string }
   | { readonly kind: "step"; readonly description: string }
   | { readonly kind: "end-step"; readonly summary: string }
@@ -113,6 +117,10 @@ export const parseDirective = (line: string): Directive | undefined => {
     }
     case "attachments":
       return { kind: "attachments" }
+    case "skill":
+      return { kind: "skill" }
+    case "mcp":
+      return { kind: "mcp" }
     case "spawn":
       return text === "" ? invalid("spawn", "@spawn needs a prompt") : { kind: "spawn", prompt: text }
     case "step":
@@ -161,6 +169,8 @@ export const formatDirective = (directive: Directive): string => {
         : withArgs("artifact", directive.artifactType, directive.url)
     case "await-followup":
     case "attachments":
+    case "skill":
+    case "mcp":
     case "history":
       return `@${directive.kind}`
     case "fail":

@@ -186,6 +186,14 @@ class Session {
         return { kind: "exit", code: directive.code }
       case "attachments":
         return this.sayAttachments()
+      case "skill": {
+        const skill = this.start.skill
+        this.say(skill === null ? "no skill" : `skill: ${skill.name} ${skill.spec}\n${skill.content}`)
+        return undefined
+      }
+      case "mcp":
+        this.say(`mcp_servers: ${JSON.stringify(this.start.mcp_servers ?? {})}`)
+        return undefined
       case "spawn":
         return this.spawn(directive.prompt)
       case "step": {

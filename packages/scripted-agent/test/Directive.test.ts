@@ -33,6 +33,8 @@ describe("parseDirective", () => {
     expect(parseDirective("@fail oops")).toEqual({ kind: "fail", code: "oops", message: "" })
     expect(parseDirective("@exit 3")).toEqual({ kind: "exit", code: 3 })
     expect(parseDirective("@attachments")).toEqual({ kind: "attachments" })
+    expect(parseDirective("@skill")).toEqual({ kind: "skill" })
+    expect(parseDirective("@mcp")).toEqual({ kind: "mcp" })
     expect(parseDirective("@spawn fix the build")).toEqual({ kind: "spawn", prompt: "fix the build" })
   })
 
@@ -124,6 +126,8 @@ const directiveArbitrary: fc.Arbitrary<Directive> = fc.oneof(
   fc.tuple(word, text).map(([code, message]) => ({ kind: "fail", code, message }) as const),
   nat(255).map((code) => ({ kind: "exit", code }) as const),
   fc.constant({ kind: "attachments" } as const),
+  fc.constant({ kind: "skill" } as const),
+  fc.constant({ kind: "mcp" } as const),
   nonEmptyText.map((prompt) => ({ kind: "spawn", prompt }) as const),
   text.map((description) => ({ kind: "step", description }) as const),
   text.map((summary) => ({ kind: "end-step", summary }) as const),

@@ -1,23 +1,17 @@
 /**
- * The agents group. Skill discovery (SKILL.md files in environments' repositories) and the
- * self-hosted worker protocol arrive with their own issue; until then no skill is discovered and
- * no worker can connect, so both lists are truthfully empty. The `repo` parameter is validated
- * already (400 naming `repo` when it is not `owner/repo`).
+ * The agents group. `GET /agent` lists the skills of the caller's environments (core `Skills`;
+ * `repo`, `sort_by` and the boolean parameters are checked there, 400 naming the parameter). The
+ * self-hosted worker protocol arrives with its own issue; until then no worker can connect, so that
+ * list is truthfully empty.
  */
 import { HttpApiBuilder } from "@effect/platform"
-import { Agent, Errors, Worker } from "@agent-runs/core"
-import { Effect, Schema } from "effect"
+import { Skills, Worker } from "@agent-runs/core"
+import { Effect } from "effect"
 import { Api } from "../Api.js"
-
-const isRepoSegment = Schema.is(Agent.RepoSegment)
+import { CurrentViewer } from "../Security.js"
 
 export const AgentsLive = HttpApiBuilder.group(Api, "agents", (handlers) =>
-  handlers
-    .handle("listAgents", ({ urlParams }) => {
-      const parts = urlParams.repo?.split("/")
-      if (parts !== undefined && (parts.length !== 2 || !parts.every(isRepoSegment))) {
-        return Effect.fail(Errors.InvalidRequest.forField("repo", "must be owner/repo"))
-      }
-      return Effect.succeed(new Agent.ListAgentsResponse({ agents: [] }))
-    })
-    .handle("listConnectedWorkers", () => Effect.succeed(new Worker.ListConnectedWorkersResponse({ workers: [] }))))
+  Effect.map(Skills.Skills, (skills) =>
+    handlers
+      .handle("listAgents", ({ urlParams }) => Effect.flatMap(CurrentViewer, (v) => skills.list(v, urlParams)))
+      .handle("listConnectedWorkers", () => Effect.succeed(new Worker.ListConnectedWorkersResponse({ workers: [] })))))
