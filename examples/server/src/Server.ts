@@ -22,10 +22,8 @@ import {
   Runs,
   Schedules,
   Secrets,
-  Skills,
   Webhooks
 } from "@agent-runs/core"
-import { LocalRepoSource } from "@agent-runs/executor-process"
 import { Downloads, Ingress as HttpIngress, RunTokens, Server } from "@agent-runs/http"
 import { PgStorage } from "@agent-runs/storage-pg"
 import { SqliteStorage } from "@agent-runs/storage-sqlite"
@@ -100,7 +98,6 @@ const servicesLayer = (config: ServerConfig) =>
       Webhooks.Webhooks.Default,
       Automations.Automations.Default,
       Secrets.Secrets.Default,
-      Skills.Skills.Default,
       Identities.Identities.Default
     )),
     Layer.provide(Layer.succeed(Webhooks.WebhookIngressSettings, { baseUrl: config.webhookBaseUrl })),
@@ -165,6 +162,19 @@ const banner = (config: ServerConfig, tokenExpression: string) =>
     )
   })
 
+/**
+ * Node's HTTP server. On shutdown it stops accepting at once; connections still open 2 s later are
+ * closed, so that a client polling `/readyz` over keep-alive cannot keep a failed start-up (or a
+ * stopping server) alive.
+ */
+const httpServerLayer = (config: ServerConfig) => {
+  const server = createServer()
+  const forceClose = Layer.scopedDiscard(
+    Effect.addFinalizer(() => Effect.sync(() => setTimeout(() => server.closeAllConnections(), 2000).unref()))
+  )
+  return forceClose.pipe(Layer.provideMerge(NodeHttpServer.layer(() => server, { port: config.port, host: config.host })))
+}
+
 /** The whole server for a configuration; building it listens, launching it serves until interrupted. */
 export const ServerLive = (config: ServerConfig) =>
   Layer.unwrapEffect(
@@ -174,11 +184,7 @@ export const ServerLive = (config: ServerConfig) =>
       const storage = storageLayer(config, secretKey)
       const started = yield* Deferred.make<void>()
       const base = Layer.mergeAll(
-        servicesLayer(config).pipe(
-          Layer.provideMerge(FileBlobStore.layer({ root: config.blobDir })),
-          // The repositories executors clone, read for skills (services and dispatcher alike).
-          Layer.provideMerge(LocalRepoSource.layer({ reposDir: config.execution.reposDir }))
-        ),
+        servicesLayer(config).pipe(Layer.provideMerge(FileBlobStore.layer({ root: config.blobDir }))),
         Downloads.layer({ secretKey, publicUrl: config.publicUrl, ttlSeconds: config.downloadTtlSeconds }),
         RunTokens.layer(secretKey),
         // Ready once the start-up work is done (the bootstrap token exists) and while storage answers.
@@ -202,7 +208,7 @@ export const ServerLive = (config: ServerConfig) =>
         ExecutionLive(config),
         SchedulingLive(config)
       ).pipe(
-        Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.host })),
+        Layer.provideMerge(httpServerLayer(config)),
         Layer.provide(base)
       )
     })
