@@ -22,8 +22,10 @@ import {
   Runs,
   Schedules,
   Secrets,
+  Skills,
   Webhooks
 } from "@agent-runs/core"
+import { LocalRepoSource } from "@agent-runs/executor-process"
 import { Downloads, Ingress as HttpIngress, RunTokens, Server } from "@agent-runs/http"
 import { PgStorage } from "@agent-runs/storage-pg"
 import { SqliteStorage } from "@agent-runs/storage-sqlite"
@@ -98,6 +100,7 @@ const servicesLayer = (config: ServerConfig) =>
       Webhooks.Webhooks.Default,
       Automations.Automations.Default,
       Secrets.Secrets.Default,
+      Skills.Skills.Default,
       Identities.Identities.Default
     )),
     Layer.provide(Layer.succeed(Webhooks.WebhookIngressSettings, { baseUrl: config.webhookBaseUrl })),
@@ -184,7 +187,11 @@ export const ServerLive = (config: ServerConfig) =>
       const storage = storageLayer(config, secretKey)
       const started = yield* Deferred.make<void>()
       const base = Layer.mergeAll(
-        servicesLayer(config).pipe(Layer.provideMerge(FileBlobStore.layer({ root: config.blobDir }))),
+        servicesLayer(config).pipe(
+          Layer.provideMerge(FileBlobStore.layer({ root: config.blobDir })),
+          // The repositories executors clone, read for skills (services and dispatcher alike).
+          Layer.provideMerge(LocalRepoSource.layer({ reposDir: config.execution.reposDir }))
+        ),
         Downloads.layer({ secretKey, publicUrl: config.publicUrl, ttlSeconds: config.downloadTtlSeconds }),
         RunTokens.layer(secretKey),
         // Ready once the start-up work is done (the bootstrap token exists) and while storage answers.
