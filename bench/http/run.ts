@@ -6,7 +6,7 @@
  * warm-up): `POST /api/v1/agent/runs` and `GET /api/v1/agent/runs?limit=20`. The baseline is a
  * bare `node:http` server on a worker thread of this script answering the same requests with
  * bodies of the same size (the server's own responses, recorded first; a POST body is read and
- * parsed). The load generator is node:http with one keep-alive Agent.
+ * parsed). The load generator is node:http with one keep-alive Agent (bench/support/load.ts).
  *
  *   npm run bench:http
  *   BENCH_SECONDS=2 BENCH_RUNS=5000 npm run bench:http      # a quick run
@@ -20,90 +20,18 @@ import { type Ids, RunStore } from "@agent-runs/core"
 import { SqliteStorage } from "@agent-runs/storage-sqlite"
 import { Effect, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
-import { Agent, request } from "node:http"
 import { cpus } from "node:os"
 import { join } from "node:path"
-import { Worker } from "node:worker_threads"
-import {
-  buildServer,
-  call,
-  type Reply,
-  type ServerProcess,
-  spawnServer,
-  tempDataDir
-} from "../../examples/server/test/process.js"
+import { type Reply, spawnServer, tempDataDir } from "../../examples/server/test/process.js"
+import { header, measure, type Measurement, number, rate, repeat, row, runBench, settings, startBare, type Target } from "../support/load.js"
 import { storedRun } from "../support/runs.js"
+import { buildUnlessSkipped, expectStatus, send1, teamPrincipal } from "../support/server.js"
 
 const N = Number(process.env.BENCH_RUNS ?? 100_000)
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
-const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 1)
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
+const { connections: CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP } = settings
 const BATCH = 1_000
 /** The whole script's time limit: building, seeding and four cases with generous slack. */
 const WATCHDOG_MS = 300_000 + 4 * (SECONDS + WARMUP) * 2_000
-
-// ---------------------------------------------------------------------------------------------
-// Load generator
-
-interface Target {
-  readonly port: number
-  readonly method: "GET" | "POST"
-  readonly path: string
-  readonly headers: Readonly<Record<string, string>>
-  readonly body?: string
-}
-
-interface Measurement {
-  readonly requests: number
-  readonly seconds: number
-  readonly p50: number
-  readonly p99: number
-  /** Responses by status code. */
-  readonly statuses: ReadonlyMap<number, number>
-}
-
-const send = (agent: Agent, target: Target): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const req = request(
-      { agent, host: "127.0.0.1", port: target.port, method: target.method, path: target.path, headers: target.headers },
-      (res) => {
-        res.on("data", () => {})
-        res.on("end", () => resolve(res.statusCode ?? 0))
-        res.on("error", reject)
-      }
-    )
-    req.on("error", reject)
-    req.end(target.body)
-  })
-
-/** `connections` loops sending `target` back to back for `seconds`; latencies only of what was sent in time. */
-const drive = async (target: Target, seconds: number, connections: number, record: boolean): Promise<Measurement> => {
-  const agent = new Agent({ keepAlive: true, maxSockets: connections })
-  const latencies: Array<number> = []
-  const statuses = new Map<number, number>()
-  const start = performance.now()
-  const deadline = start + seconds * 1000
-  const loop = async () => {
-    while (performance.now() < deadline) {
-      const sent = performance.now()
-      const status = await send(agent, target)
-      if (record) latencies.push(performance.now() - sent)
-      statuses.set(status, (statuses.get(status) ?? 0) + 1)
-    }
-  }
-  await Promise.all(Array.from({ length: connections }, loop))
-  const elapsed = (performance.now() - start) / 1000
-  agent.destroy()
-  latencies.sort((a, b) => a - b)
-  const at = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? NaN
-  return { requests: latencies.length, seconds: elapsed, p50: at(0.5), p99: at(0.99), statuses }
-}
-
-/** A warm-up (connections opened, code paths compiled), then the measured run. */
-const measure = async (target: Target): Promise<Measurement> => {
-  if (WARMUP > 0) await drive(target, WARMUP, CONNECTIONS, false)
-  return drive(target, SECONDS, CONNECTIONS, true)
-}
 
 // ---------------------------------------------------------------------------------------------
 // The bare node:http baseline, on its own thread (as the server has its own process)
@@ -128,26 +56,8 @@ server.keepAliveTimeout = 60000
 server.listen(0, "127.0.0.1", () => parentPort.postMessage(server.address().port))
 `
 
-const startBare = (bodies: { readonly get: string; readonly post: string }) =>
-  Effect.acquireRelease(
-    Effect.async<{ readonly worker: Worker; readonly port: number }>((resume) => {
-      const worker = new Worker(BARE_SERVER, { eval: true, workerData: bodies })
-      worker.once("message", (port: number) => resume(Effect.succeed({ worker, port })))
-    }),
-    ({ worker }) => Effect.promise(() => worker.terminate())
-  )
-
 // ---------------------------------------------------------------------------------------------
 // Set-up: the server, its team and member, and the seeded runs
-
-/** The JSON body of a reply with the expected status (the script stops otherwise). */
-const expectStatus = <A>(what: string, reply: Reply, status: number): Effect.Effect<A> =>
-  reply.status === status
-    ? Effect.succeed(reply.body as A)
-    : Effect.dieMessage(`${what}: expected ${status}, got ${reply.status}: ${JSON.stringify(reply.body)}`)
-
-const send1 = (server: ServerProcess, method: string, path: string, token: string, body?: unknown) =>
-  Effect.promise(() => call(server, method, path, body === undefined ? { token } : { token, body }))
 
 /** The body as the server sent it: compact JSON, so its length is the server's content-length. */
 const bodyText = (reply: Reply) => {
@@ -183,25 +93,12 @@ const seed = (filename: string, secretKey: Uint8Array, team: Ids.TeamUid, creato
 // ---------------------------------------------------------------------------------------------
 // Report
 
-const number = (n: number, digits = 0) => n.toLocaleString("en", { minimumFractionDigits: digits, maximumFractionDigits: digits })
-const rate = (m: Measurement) => m.requests / m.seconds
-const statusText = (m: Measurement) => [...m.statuses].map(([status, count]) => `${status}×${count}`).join(" ")
-
-const row = (label: string, server: string, m: Measurement) =>
-  `${label.padEnd(34)} ${server.padEnd(5)} ${number(rate(m)).padStart(9)} ${number(m.p50, 2).padStart(9)} ${
-    number(m.p99, 2).padStart(9)
-  }   ${statusText(m)}`
-
 const program = Effect.gen(function*() {
   console.log(
     `HTTP benchmark: ${number(N)} seeded runs, ${CONNECTIONS} keep-alive connections, ${SECONDS} s per case ` +
       `(+${WARMUP} s warm-up), node ${process.version}, ${cpus().length} CPUs`
   )
-  if (process.env.BENCH_SKIP_BUILD !== "1") {
-    console.log("building (npx tsc -b tsconfig.json)…")
-    const build = buildServer()
-    if (!build.ok) return yield* Effect.dieMessage(`the build failed:\n${build.output}`)
-  }
+  yield* buildUnlessSkipped
   const dataDir = yield* tempDataDir
   const secretKey = new Uint8Array(randomBytes(32))
   const adminToken = `ar_${randomBytes(32).toString("base64url")}`
@@ -211,24 +108,10 @@ const program = Effect.gen(function*() {
   })
   console.log(`server ${server.url} (pid ${server.pid}, SQLite in ${dataDir})`)
 
-  const team = yield* expectStatus<{ uid: Ids.TeamUid }>("create team", yield* send1(server, "POST", "/api/v1/admin/teams", adminToken, { name: "bench" }), 201)
-  const principal = yield* expectStatus<{ uid: Ids.PrincipalUid }>(
-    "create principal",
-    yield* send1(server, "POST", "/api/v1/admin/principals", adminToken, {
-      type: "user",
-      display_name: "bench",
-      memberships: [{ team_uid: team.uid, role: "member" }]
-    }),
-    201
-  )
-  const { token } = yield* expectStatus<{ token: string }>(
-    "create token",
-    yield* send1(server, "POST", `/api/v1/admin/principals/${principal.uid}/tokens`, adminToken, {}),
-    201
-  )
+  const { principal, team, token } = yield* teamPrincipal(server, adminToken, "member")
 
   const seedStart = performance.now()
-  yield* seed(join(dataDir, "agent-runs.db"), secretKey, team.uid, principal.uid)
+  yield* seed(join(dataDir, "agent-runs.db"), secretKey, team, principal)
   const seedSeconds = (performance.now() - seedStart) / 1000
   console.log(`seeded ${number(N)} runs in ${seedSeconds.toFixed(1)} s (${number(N / seedSeconds)} runs/s)`)
   // Seeding blocked this event loop for longer than the server's keep-alive timeout: let fetch see
@@ -251,18 +134,18 @@ const program = Effect.gen(function*() {
   const created = yield* send1(server, "POST", create.path, token, JSON.parse(postBody))
   yield* expectStatus("create run", created, 200)
   const bodies = { get: bodyText(listed), post: bodyText(created) }
-  const bare = yield* startBare(bodies)
+  const bare = yield* startBare(BARE_SERVER, bodies)
   console.log(
     `bodies: GET ${number(Buffer.byteLength(bodies.get))} bytes, POST ${number(Buffer.byteLength(bodies.post))} bytes ` +
       `(${bodies.post})\n`
   )
 
-  console.log(`${"case".padEnd(34)} ${"".padEnd(5)} ${"req/s".padStart(9)} ${"p50 ms".padStart(9)} ${"p99 ms".padStart(9)}   statuses`)
+  console.log(header())
   const results: Array<{ readonly label: string; readonly ours: Measurement; readonly bare: Measurement }> = []
   for (const [label, target] of [["GET /api/v1/agent/runs?limit=20", list], ["POST /api/v1/agent/runs", create]] as const) {
-    const theirs = yield* Effect.promise(() => measure({ ...target, port: bare.port }))
+    const theirs = yield* Effect.promise(() => measure(repeat({ ...target, port: bare.port })))
     console.log(row(label, "bare", theirs))
-    const ours = yield* Effect.promise(() => measure(target))
+    const ours = yield* Effect.promise(() => measure(repeat(target)))
     console.log(row("", "ours", ours))
     results.push({ label, ours, bare: theirs })
   }
@@ -280,16 +163,4 @@ const program = Effect.gen(function*() {
   if (failures.length > 0) console.log(`\nnon-200 responses: ${failures.join(", ")}`)
 })
 
-const watchdog = setTimeout(() => {
-  console.error(`bench:http did not finish within ${WATCHDOG_MS / 1000} s; stopping`)
-  process.exit(2)
-}, WATCHDOG_MS)
-watchdog.unref()
-
-Effect.runPromise(Effect.scoped(program)).then(
-  () => process.exit(0),
-  (error) => {
-    console.error(error)
-    process.exit(1)
-  }
-)
+runBench("bench:http", WATCHDOG_MS, Effect.scoped(program))

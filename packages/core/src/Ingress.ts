@@ -188,13 +188,14 @@ export class Ingress extends Effect.Service<Ingress>()("@agent-runs/core/Ingress
     /** A live webhook the path names, else 404 (unknown, disabled, deleted, wrong URL shape). */
     const target = (request: IngressRequest) =>
       Effect.gen(function* () {
-        const notFound = ResourceNotFound.of("webhook", request.uid.slice(0, 64))
-        if (!isWebhookUid(request.uid)) return yield* notFound
+        // Built only when it is the answer: constructing the error is not free.
+        const notFound = () => ResourceNotFound.of("webhook", request.uid.slice(0, 64))
+        if (!isWebhookUid(request.uid)) return yield* notFound()
         const found = yield* webhooks.get(request.uid as WebhookUid)
         if (Option.isNone(found) || found.value.state.status !== "enabled" || found.value.secret === null) {
-          return yield* notFound
+          return yield* notFound()
         }
-        if (request.token !== undefined && found.value.item.auth_mode !== "url_token") return yield* notFound
+        if (request.token !== undefined && found.value.item.auth_mode !== "url_token") return yield* notFound()
         return found.value
       })
 

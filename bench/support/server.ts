@@ -1,0 +1,51 @@
+/**
+ * The bundled server as the HTTP benchmarks use it (bench/http, bench/ingress): built unless
+ * BENCH_SKIP_BUILD=1, started as a process (examples/server/test/process.ts), JSON calls whose
+ * status is checked, and a team with one principal and its token.
+ */
+import type { Ids } from "@agent-runs/core"
+import { Effect } from "effect"
+import { buildServer, call, type Reply, type ServerProcess } from "../../examples/server/test/process.js"
+
+/** Builds every package and the server (`npx tsc -b tsconfig.json`) unless BENCH_SKIP_BUILD=1. */
+export const buildUnlessSkipped = Effect.suspend(() => {
+  if (process.env.BENCH_SKIP_BUILD === "1") return Effect.void
+  console.log("building (npx tsc -b tsconfig.json)…")
+  const build = buildServer()
+  return build.ok ? Effect.void : Effect.dieMessage(`the build failed:\n${build.output}`)
+})
+
+/** The JSON body of a reply with the expected status (the script stops otherwise). */
+export const expectStatus = <A>(what: string, reply: Reply, status: number): Effect.Effect<A> =>
+  reply.status === status
+    ? Effect.succeed(reply.body as A)
+    : Effect.dieMessage(`${what}: expected ${status}, got ${reply.status}: ${JSON.stringify(reply.body)}`)
+
+/** One JSON call with a bearer token. */
+export const send1 = (server: ServerProcess, method: string, path: string, token: string, body?: unknown) =>
+  Effect.promise(() => call(server, method, path, body === undefined ? { token } : { token, body }))
+
+/** A new team with one principal of `role` in it, and that principal's token (through the admin API). */
+export const teamPrincipal = (server: ServerProcess, adminToken: string, role: "admin" | "member") =>
+  Effect.gen(function*() {
+    const team = yield* expectStatus<{ uid: Ids.TeamUid }>(
+      "create team",
+      yield* send1(server, "POST", "/api/v1/admin/teams", adminToken, { name: "bench" }),
+      201
+    )
+    const principal = yield* expectStatus<{ uid: Ids.PrincipalUid }>(
+      "create principal",
+      yield* send1(server, "POST", "/api/v1/admin/principals", adminToken, {
+        type: "user",
+        display_name: "bench",
+        memberships: [{ team_uid: team.uid, role }]
+      }),
+      201
+    )
+    const { token } = yield* expectStatus<{ token: string }>(
+      "create token",
+      yield* send1(server, "POST", `/api/v1/admin/principals/${principal.uid}/tokens`, adminToken, {}),
+      201
+    )
+    return { team: team.uid, principal: principal.uid, token }
+  })
