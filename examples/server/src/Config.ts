@@ -17,6 +17,8 @@
  * `AGENT_RUNS_LEASE_SECONDS` (30), `AGENT_RUNS_CANCEL_GRACE_SECONDS` (5), and for Docker
  * `AGENT_RUNS_DOCKER_IMAGE` (the image of environments without one; `agent-runs-agent:latest`) and
  * `AGENT_RUNS_DOCKER_NETWORK` (`none` | `host`; `none`).
+ * Self-hosted workers: `AGENT_RUNS_WORKER_HEARTBEAT_SECONDS` (5: how often workers send heartbeats;
+ * a worker is listed until 3 intervals after its latest one; docs/workers.md).
  * Webhook ingress: `AGENT_RUNS_TRUSTED_PROXIES` (addresses and CIDR ranges, comma separated, whose
  * `X-Forwarded-For` names the sender; none), `AGENT_RUNS_WEBHOOK_DELIVERIES_PER_MINUTE` (per webhook
  * and sender, 60).
@@ -75,6 +77,8 @@ export interface ExecutionConfig {
   readonly cancelGraceSeconds: number
   readonly dockerImage: string
   readonly dockerNetwork: "none" | "host"
+  /** How often self-hosted workers send heartbeats (5 s when absent); stale after 3 intervals. */
+  readonly workerHeartbeatSeconds?: number | undefined
 }
 
 const positive = (name: string, fallback: number) =>
@@ -121,6 +125,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
     Config.withDefault(16)
   ),
   leaseSeconds: positive("AGENT_RUNS_LEASE_SECONDS", 30),
+  workerHeartbeatSeconds: positive("AGENT_RUNS_WORKER_HEARTBEAT_SECONDS", 5),
   cancelGraceSeconds: positive("AGENT_RUNS_CANCEL_GRACE_SECONDS", 5),
   dockerImage: Config.nonEmptyString("AGENT_RUNS_DOCKER_IMAGE").pipe(Config.withDefault("agent-runs-agent:latest")),
   dockerNetwork: Config.literal("none", "host")("AGENT_RUNS_DOCKER_NETWORK").pipe(Config.withDefault("none" as const)),
@@ -169,7 +174,8 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
         leaseSeconds: raw.leaseSeconds,
         cancelGraceSeconds: raw.cancelGraceSeconds,
         dockerImage: raw.dockerImage,
-        dockerNetwork: raw.dockerNetwork
+        dockerNetwork: raw.dockerNetwork,
+        workerHeartbeatSeconds: raw.workerHeartbeatSeconds
       },
       ingress: { trustedProxies: raw.trustedProxies, deliveriesPerMinute: raw.deliveriesPerMinute },
       scheduler: { enabled: raw.scheduler === "on", graceSeconds: raw.schedulerGraceSeconds }

@@ -6,25 +6,16 @@
 import { Dispatcher } from "@agent-runs/core"
 import { DockerExecutor } from "@agent-runs/executor-docker"
 import { ProcessExecutor } from "@agent-runs/executor-process"
+import { AGENT_MOUNT, defaultHarness as harnessFor, packageDir } from "@agent-runs/scripted-agent/Location"
 import { Layer } from "effect"
-import { createRequire } from "node:module"
-import { dirname, join } from "node:path"
+import { join } from "node:path"
 import type { ServerConfig } from "./Config.js"
 
 /** The directory of the bundled scripted agent's package (its `dist/main.js` is the program). */
-export const scriptedAgentDir = dirname(createRequire(import.meta.url).resolve("@agent-runs/scripted-agent/package.json"))
-
-/** Where the scripted agent's package is mounted in Docker sandboxes. */
-const AGENT_MOUNT = "/opt/agent-runs/scripted-agent"
-
-/** Quotes a word for `/bin/sh`. */
-const quote = (word: string) => `'${word.replace(/'/g, `'\\''`)}'`
+export const scriptedAgentDir = packageDir
 
 /** The default harness command: the scripted agent, run by this Node (or the image's `node`). */
-export const defaultHarness = (config: ServerConfig) =>
-  config.execution.executor === "docker"
-    ? `node ${AGENT_MOUNT}/dist/main.js`
-    : `${quote(process.execPath)} ${quote(join(scriptedAgentDir, "dist", "main.js"))}`
+export const defaultHarness = (config: ServerConfig) => harnessFor(config.execution.executor)
 
 const executorLayer = (config: ServerConfig) => {
   const root = join(config.dataDir, "sandboxes")

@@ -23,7 +23,8 @@ import {
   Schedules,
   Secrets,
   Skills,
-  Webhooks
+  Webhooks,
+  Workers
 } from "@agent-runs/core"
 import { LocalRepoSource } from "@agent-runs/executor-process"
 import { Downloads, Ingress as HttpIngress, RunTokens, Server } from "@agent-runs/http"
@@ -82,7 +83,7 @@ const storageLayer = (config: ServerConfig, secretKey: Redacted.Redacted<Uint8Ar
     : PgStorage.layer({ url: config.database.url, secretKey })
 
 /** Every core application service, over the stores and blob store of the context. */
-const servicesLayer = (config: ServerConfig) =>
+const servicesLayer = (config: ServerConfig, secretKey: Redacted.Redacted<Uint8Array>) =>
   Layer.merge(
     Ingress.Ingress.Default.pipe(
       Layer.provide(Ingress.IngressLimitsTag.layer({
@@ -101,11 +102,25 @@ const servicesLayer = (config: ServerConfig) =>
       Automations.Automations.Default,
       Secrets.Secrets.Default,
       Skills.Skills.Default,
-      Identities.Identities.Default
+      Identities.Identities.Default,
+      Workers.Workers.Default
     )),
     Layer.provide(Layer.succeed(Webhooks.WebhookIngressSettings, { baseUrl: config.webhookBaseUrl })),
+    Layer.provide(Layer.succeed(Workers.WorkerSettingsTag, workerSettings(config))),
+    Layer.provide(RunTokens.layer(secretKey)),
     Layer.provideMerge(Ids.IdsLive)
   )
+
+/** The self-hosted workers' settings: heartbeats, staleness after 3 of them, the execution lease. */
+const workerSettings = (config: ServerConfig): Workers.WorkerSettings => {
+  const heartbeatMs = (config.execution.workerHeartbeatSeconds ?? 5) * 1000
+  return {
+    ...Workers.defaultWorkerSettings,
+    heartbeatMs,
+    staleAfterMs: 3 * heartbeatMs,
+    leaseMs: config.execution.leaseSeconds * 1000
+  }
+}
 
 const shown = (path: string) => {
   const rel = relative(process.cwd(), path)
@@ -187,7 +202,7 @@ export const ServerLive = (config: ServerConfig) =>
       const storage = storageLayer(config, secretKey)
       const started = yield* Deferred.make<void>()
       const base = Layer.mergeAll(
-        servicesLayer(config).pipe(
+        servicesLayer(config, secretKey).pipe(
           Layer.provideMerge(FileBlobStore.layer({ root: config.blobDir })),
           // The repositories executors clone, read for skills (services and dispatcher alike).
           Layer.provideMerge(LocalRepoSource.layer({ reposDir: config.execution.reposDir }))

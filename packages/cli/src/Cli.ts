@@ -1,15 +1,15 @@
 /**
- * The `agent-runs` command: one subcommand per task (`apply`; the worker daemon comes as
- * another). Add a subcommand by writing it in `commands/` and listing it in `subcommands`.
+ * The `agent-runs` command: one subcommand per task (`apply`, `worker`). Add a subcommand by writing it in `commands/` and listing it in `subcommands`.
  */
 import { Command } from "@effect/cli"
 import { applyCommand } from "./commands/Apply.js"
+import { workerCommand } from "./commands/Worker.js"
 
 /** The version `agent-runs --version` prints. */
 export const VERSION = "0.1.0"
 
 /** Every subcommand of `agent-runs`. */
-export const subcommands = [applyCommand] as const
+export const subcommands = [applyCommand, workerCommand] as const
 
 /** `agent-runs` with its subcommands. */
 export const command = Command.make("agent-runs").pipe(

@@ -103,6 +103,13 @@ export interface DispatcherSettings {
   readonly cancelGraceMs: number
   /** How often the conversation is saved while the agent runs. */
   readonly flushMs: number
+  /**
+   * Set on a self-hosted worker (docs/workers.md): the worker id whose runs this dispatcher claims
+   * (`agent_config.worker_host`). Its ports are the server's worker endpoints, so it leaves the
+   * lease sweep, admission and environment bookkeeping to the server, and keeps no sandbox for a
+   * debug window. Absent (the server's own dispatcher): runs without a worker host.
+   */
+  readonly workerHost?: string | undefined
 }
 
 export const defaultSettings = (harness: string, apiBaseUrl: string): DispatcherSettings => ({
@@ -150,6 +157,8 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
   const secrets = yield* Effect.serviceOption(SecretStore)
 
   const retained = new Map<RunId, Retained>()
+  /** A self-hosted worker's dispatcher: the server sweeps, admits and keeps environments current. */
+  const onWorker = settings.workerHost !== undefined
   /** Executions under way on this replica. */
   let running = 0
   /** Serializes claiming: one claimer per replica at a time. */
@@ -222,6 +231,7 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
   /** Keeps the environment's `setup_failed` and newest-run summary current. */
   const touchEnvironment = (run: StoredRun, setupFailed?: boolean) =>
     Effect.gen(function*() {
+      if (onWorker) return
       const uid = run.item.environment_id
       if (uid === null) return
       const found = yield* environments.get(uid)
@@ -251,6 +261,7 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
   /** Queues a team's PENDING runs, oldest first, while it has capacity. */
   const admit = (team: TeamUid) =>
     Effect.gen(function*() {
+      if (onWorker) return
       const found = yield* identities.getTeam(team)
       if (Option.isNone(found)) return
       const active = yield* store.activeCount(team)
@@ -493,7 +504,7 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
           )
           return yield* admit(ended.team_uid)
         }
-        const retention = (env?.item.config.failure_session_retention_minutes ?? 0) * 60_000
+        const retention = onWorker ? 0 : (env?.item.config.failure_session_retention_minutes ?? 0) * 60_000
         const failed = yield* advance(
           runId,
           RunEvent.EnvironmentSetupFailed({ executionId, message: error.message, retentionMillis: retention }),
@@ -686,7 +697,7 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
       while (running < settings.concurrency) {
         const executionId = yield* ids.executionId
         const now = yield* Clock.currentTimeMillis
-        const claimed = yield* store.claim({ worker_host: null, execution_id: executionId, now, lease_ms: settings.leaseMs }).pipe(
+        const claimed = yield* store.claim({ worker_host: settings.workerHost ?? null, execution_id: executionId, now, lease_ms: settings.leaseMs }).pipe(
           Effect.catchAll((e) => Effect.logWarning("dispatcher: claim failed", e).pipe(Effect.as(Option.none<StoredRun>())))
         )
         if (Option.isNone(claimed)) return
@@ -728,7 +739,7 @@ export const layer: Layer.Layer<
       Effect.forkScoped
     )
     yield* dispatcher.claimSome.pipe(Effect.repeat(Schedule.spaced(Duration.millis(settings.pollMs))), Effect.forkScoped)
-    yield* Effect.all([dispatcher.sweep, dispatcher.tendRetained]).pipe(
+    yield* Effect.all(settings.workerHost === undefined ? [dispatcher.sweep, dispatcher.tendRetained] : [dispatcher.tendRetained]).pipe(
       Effect.repeat(Schedule.spaced(Duration.millis(settings.sweepMs))),
       Effect.forkScoped
     )

@@ -35,6 +35,8 @@
  *   renewals fail) and stops the agent.
  * - `is_sandbox_running` is true while an executor holds the run (CLAIMED, INPROGRESS) or a
  *   failed setup's sandbox is retained; `is_run_type_cancellable` follows RunStateMachine.
+ * - A run for a self-hosted worker (`agent_config.worker_host`) that is not connected when the
+ *   run is queued gets a `run_queued` event saying it waits for that worker (Workers.ts).
  * - A `skill_spec` (or `skill`) is resolved by `Skills.resolve` (an unknown or malformed skill is
  *   a 400 naming the field): the resolved configuration names it by its id
  *   (`owner/repo:path/to/SKILL.md`), `name` defaults to the skill's name and `base_prompt` to its
@@ -70,6 +72,7 @@ import { IdentityStore } from "./ports/IdentityStore.js"
 import { checkMcpServers } from "./McpServers.js"
 import { RunStore } from "./ports/RunStore.js"
 import { SecretStore } from "./ports/SecretStore.js"
+import { WorkerStore } from "./ports/WorkerStore.js"
 import type { RunCredential } from "./ports/RunTokens.js"
 import type { NewRun, NewTimelineEvent, StoredRun } from "./ports/RunStore.js"
 import type { StoredEnvironment } from "./ports/EnvironmentStore.js"
@@ -92,6 +95,7 @@ import type { RunSnapshot, Transition } from "./RunStateMachine.js"
 import { storageUnavailable } from "./internal/Services.js"
 import { Skills } from "./Skills.js"
 import { RunTimeline } from "./Timeline.js"
+import { waitingForWorkerMessage } from "./Worker.js"
 import type { TimelineEventType } from "./Timeline.js"
 
 /** How often `follow` looks for new timeline events between store wake-ups. */
@@ -258,6 +262,9 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
     const secrets = yield* SecretStore
     const skills = yield* Skills
     const ids = yield* Ids
+    // Worker presence, where the storage offers it: a run queued for a self-hosted worker that is
+    // not connected says so in its `run_queued` event.
+    const workers = yield* Effect.serviceOption(WorkerStore)
 
     /** The viewer's team; a team that no longer exists refuses the caller. */
     const teamOf = (viewer: Viewer) =>
@@ -418,8 +425,15 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
             execution_count: 1
           })
         }
+        const host = config.worker_host
+        const workerAbsent = host !== undefined && host !== "" && run.item.state === "QUEUED" && Option.isSome(workers)
+          ? !(yield* workers.value.connected(team.uid, now)).some((w) => w.worker_id === host)
+          : false
+        const events = eventsAt([...CreationTimeline, ...admitted.right.timeline], now, executionId).map((e) =>
+          workerAbsent && e.event_type === "run_queued" ? { ...e, message: waitingForWorkerMessage(host!) } : e
+        )
         const prepared: PreparedRun = {
-          write: { run, events: eventsAt([...CreationTimeline, ...admitted.right.timeline], now, executionId) },
+          write: { run, events },
           environment,
           response: new RunAgentResponse({ run_id: runId, task_id: runId, state: run.item.state, at_capacity: atCapacity })
         }

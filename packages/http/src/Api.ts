@@ -13,9 +13,10 @@
  * header values) become 400 invalid_request problems through `DecodeErrors.DecodeErrorsAsProblems`,
  * which the server must provide; the document lists them that way.
  *
+ * The self-hosted worker protocol (`/api/v1/workers/{workerId}/…`) is the `workers` group.
+ *
  * Not here (served beside the API by the server): the webhook ingress
- * (`POST /webhooks/w/{uid}[/{token}]`, raw bodies), the self-hosted worker protocol under
- * `/api/v1/workers/…`, `/openapi.json`, `/docs`, `/healthz`, `/readyz`, `/metrics`.
+ * (`POST /webhooks/w/{uid}[/{token}]`, raw bodies), `/openapi.json`, `/docs`, `/healthz`, `/readyz`, `/metrics`.
  */
 import { HttpApi, OpenApi } from "@effect/platform"
 import { AdminGroup } from "./api/Admin.js"
@@ -28,6 +29,7 @@ import { RunsGroup } from "./api/Runs.js"
 import { SchedulesGroup } from "./api/Schedules.js"
 import { SecretsGroup } from "./api/Secrets.js"
 import { WebhooksGroup } from "./api/Webhooks.js"
+import { WorkersGroup } from "./api/Workers.js"
 import * as Problems from "./Problems.js"
 
 /** The base path of every endpoint; the major version of the API. */
@@ -48,6 +50,7 @@ export class Api extends HttpApi.make("AgentRuns")
   .add(SecretsGroup)
   .add(AdminGroup)
   .add(HarnessSupportGroup)
+  .add(WorkersGroup)
   .addError(Problems.InvalidRequest, { status: 400 })
   .addError(Problems.NotAuthorized, { status: 403 })
   .addError(Problems.RateLimited, { status: 429 })

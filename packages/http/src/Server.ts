@@ -31,6 +31,7 @@ import { RunsLive } from "./handlers/Runs.js"
 import { SchedulesLive } from "./handlers/Schedules.js"
 import { SecretsLive } from "./handlers/Secrets.js"
 import { WebhooksLive } from "./handlers/Webhooks.js"
+import { WorkersLive } from "./handlers/Workers.js"
 import { metricsMiddleware, metricsResponse } from "./Metrics.js"
 import { openApiDocument } from "./OpenApiDocument.js"
 import * as Problems from "./Problems.js"
@@ -51,7 +52,8 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
     SecretsLive,
     AdminLive,
     AgentsLive,
-    HarnessSupportLive
+    HarnessSupportLive,
+    WorkersLive
   ]),
   Layer.provide([AuthenticationLive, RunAuthenticationLive])
 )

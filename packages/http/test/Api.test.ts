@@ -71,7 +71,20 @@ const expectedEndpoints = [
   "PATCH /admin/teams/{uid}",
   "POST /admin/principals",
   "POST /admin/principals/{uid}/tokens",
-  "DELETE /admin/tokens/{token_id}"
+  "DELETE /admin/tokens/{token_id}",
+  // CONTRACT §5: the self-hosted worker protocol
+  "POST /workers/{workerId}/heartbeat",
+  "DELETE /workers/{workerId}/heartbeat",
+  "POST /workers/{workerId}/claim",
+  "GET /workers/{workerId}/runs/{runId}",
+  "POST /workers/{workerId}/runs/{runId}/update",
+  "POST /workers/{workerId}/runs/{runId}/renew",
+  "POST /workers/{workerId}/runs/{runId}/take-followups",
+  "GET /workers/{workerId}/runs/{runId}/conversation",
+  "PUT /workers/{workerId}/runs/{runId}/conversation",
+  "POST /workers/{workerId}/runs/{runId}/artifacts",
+  "POST /workers/{workerId}/runs/{runId}/transcript",
+  "GET /workers/{workerId}/environments/{uid}"
 ]
 
 const RUN_LIST_PARAMS = [

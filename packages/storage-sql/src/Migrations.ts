@@ -7,11 +7,13 @@ import * as Migrator from "@effect/sql/Migrator"
 import runs from "./migrations/0001_runs.js"
 import catalog from "./migrations/0002_catalog.js"
 import runConversations from "./migrations/0003_run_conversations.js"
+import workers from "./migrations/0004_workers.js"
 
 export const loader = Migrator.fromRecord({
   "0001_runs": runs,
   "0002_catalog": catalog,
-  "0003_run_conversations": runConversations
+  "0003_run_conversations": runConversations,
+  "0004_workers": workers
 })
 
 /** Applies every migration not yet applied. */

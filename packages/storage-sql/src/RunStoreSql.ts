@@ -432,13 +432,16 @@ export const layer = Layer.effect(
     const claim = Effect.fn("RunStore.claim")(
       function* (params: {
         readonly worker_host: string | null
+        readonly team_uid?: TeamUid | undefined
         readonly execution_id: ExecutionId
         readonly now: number
         readonly lease_ms: number
       }) {
         const host = params.worker_host === null || params.worker_host === ""
           ? sql`worker_host IS NULL`
-          : sql`worker_host = ${params.worker_host}`
+          : params.team_uid === undefined
+          ? sql`worker_host = ${params.worker_host}`
+          : sql`worker_host = ${params.worker_host} AND team_uid = ${params.team_uid}`
         const skipLocked = sql.onDialectOrElse({
           pg: () => sql.literal("FOR UPDATE SKIP LOCKED"),
           orElse: () => sql.literal("")

@@ -10,6 +10,7 @@ import * as RunStoreSql from "./RunStoreSql.js"
 import * as ScheduleStoreSql from "./ScheduleStoreSql.js"
 import * as SecretStoreSql from "./SecretStoreSql.js"
 import * as WebhookStoreSql from "./WebhookStoreSql.js"
+import * as WorkerStoreSql from "./WorkerStoreSql.js"
 
 /** The stores, needing `SqlClient`, `Wakeups` and `StorageKey`. */
 export const layer = Layer.mergeAll(
@@ -20,5 +21,6 @@ export const layer = Layer.mergeAll(
   WebhookStoreSql.layer,
   AutomationStoreSql.layer,
   SecretStoreSql.layer,
-  IdentityStoreSql.layer
+  IdentityStoreSql.layer,
+  WorkerStoreSql.layer
 )

@@ -115,10 +115,12 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
    * Claims the oldest QUEUED run (by `created_at`, then `run_id`) for a worker host (null: runs
    * without one, for the service's own executors): CLAIMED, `updated_at = now`, a lease of
    * `execution_id` until `now + lease_ms`, and a `run_claimed` event, in one atomic step. Two
-   * claimers never get the same run.
+   * claimers never get the same run. With `team_uid`, only that team's runs (a self-hosted worker
+   * claims for its own team).
    */
   readonly claim: (params: {
     readonly worker_host: string | null
+    readonly team_uid?: TeamUid | undefined
     readonly execution_id: ExecutionId
     readonly now: number
     readonly lease_ms: number

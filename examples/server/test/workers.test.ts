@@ -1,0 +1,317 @@
+/**
+ * Self-hosted workers, black-box (docs/workers.md): the built server as a process and the built
+ * CLI's `agent-runs worker` as other processes, connected through a small TCP relay so that the
+ * worker keeps one address while the server behind it restarts. A worker runs the runs addressed
+ * to it, is listed while connected and not after, rides out a server restart; a worker killed
+ * mid-run loses the run to the lease sweep (attempt rule, ERROR after the third); a worker that
+ * comes back after losing its lease does not run the run a second time; a run for a worker that is
+ * not connected waits QUEUED and its timeline says why; cancelling a worker's run is a 422.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import { mkdtempSync, rmSync } from "node:fs"
+import { connect, createServer, type Server, type Socket } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { makeTeam } from "./harness.js"
+import { lifecycle } from "./lifecycle.js"
+import { call, REPO_ROOT, type ServerProcess } from "./process.js"
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any
+
+const CLI = join(REPO_ROOT, "packages", "cli", "dist", "main.js")
+const ENDED = ["SUCCEEDED", "FAILED", "BLOCKED", "ERROR", "CANCELLED"]
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** Polls `read` until `done` holds (or the time is up); returns the last value. */
+const until = async <A>(read: () => Promise<A>, done: (a: A) => boolean, timeoutMs = 20_000): Promise<A> => {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const value = await read()
+    if (done(value) || Date.now() > deadline) return value
+    await sleep(100)
+  }
+}
+
+/** A TCP relay on a fixed port to whichever server port `target` names now. */
+const relay = async () => {
+  const state = { target: 0 }
+  const sockets = new Set<Socket>()
+  const server: Server = createServer((socket) => {
+    const upstream = connect(state.target, "127.0.0.1")
+    for (const s of [socket, upstream]) {
+      sockets.add(s)
+      s.on("error", () => {
+        socket.destroy()
+        upstream.destroy()
+      })
+      s.on("close", () => sockets.delete(s))
+    }
+    socket.pipe(upstream)
+    upstream.pipe(socket)
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const port = (server.address() as { port: number }).port
+  return {
+    url: `http://127.0.0.1:${port}`,
+    set target(port: number) {
+      state.target = port
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy()
+        server.close(() => resolve())
+      })
+  }
+}
+
+interface WorkerProcess {
+  readonly child: ChildProcess
+  readonly output: () => string
+  readonly exited: Promise<void>
+}
+
+const workers = new Set<ChildProcess>()
+const dirs: Array<string> = []
+
+const tempDir = () => {
+  const dir = mkdtempSync(join(tmpdir(), "agent-runs-worker-"))
+  dirs.push(dir)
+  return dir
+}
+
+/** Starts `agent-runs worker` and waits until it says it is connected. */
+const startWorker = async (options: {
+  readonly url: string
+  readonly token: string
+  readonly workerId: string
+  readonly dataDir: string
+  readonly extra?: ReadonlyArray<string>
+}): Promise<WorkerProcess> => {
+  const env: Record<string, string> = {}
+  for (const [name, value] of Object.entries(process.env)) {
+    if (value !== undefined && !name.startsWith("AGENT_RUNS_") && name !== "NODE_OPTIONS") env[name] = value
+  }
+  const child = spawn(
+    process.execPath,
+    [CLI, "worker", "--server", options.url, "--token", options.token, "--worker-id", options.workerId, "--data-dir", options.dataDir, ...(options.extra ?? [])],
+    { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] }
+  )
+  workers.add(child)
+  let out = ""
+  child.stdout!.setEncoding("utf8").on("data", (chunk: string) => (out += chunk))
+  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (out += chunk))
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))
+  void exited.then(() => workers.delete(child))
+  await until(async () => out, (o) => o.includes("connected to") || child.exitCode !== null, 20_000)
+  if (!out.includes("connected to")) throw new Error(`the worker did not connect:\n${out}`)
+  return { child, output: () => out, exited }
+}
+
+const kill = async (worker: WorkerProcess, signal: NodeJS.Signals) => {
+  worker.child.kill(signal)
+  await worker.exited
+}
+
+afterAll(() => {
+  for (const child of workers) child.kill("SIGKILL")
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
+})
+
+/** A team with a member user and a service account (member) for workers. */
+const setUp = async (server: { url: string }, adminToken: string, name: string) => {
+  const team = await makeTeam({ url: server.url, adminToken }, name)
+  const principal = await call(server, "POST", "/api/v1/admin/principals", {
+    token: adminToken,
+    body: { type: "service_account", display_name: `${name} worker`, memberships: [{ team_uid: team.uid, role: "member" }] }
+  })
+  expect(principal.status).toBe(201)
+  const token = await call(server, "POST", `/api/v1/admin/principals/${principal.body.uid}/tokens`, {
+    token: adminToken,
+    body: { name: "worker" }
+  })
+  expect(token.status).toBe(201)
+  return { user: team.tokens.member, viewer: team.tokens.viewer, worker: token.body.token as string }
+}
+
+const api = (server: () => { url: string }, token: string) => ({
+  create: async (prompt: string, workerHost: string) => {
+    const reply = await call(server(), "POST", "/api/v1/agent/runs", { token, body: { prompt, config: { worker_host: workerHost } } })
+    expect(reply.status).toBe(200)
+    return reply.body.run_id as string
+  },
+  run: async (id: string): Promise<Json> => (await call(server(), "GET", `/api/v1/agent/runs/${id}`, { token })).body,
+  timeline: async (id: string): Promise<Array<Json>> =>
+    (await call(server(), "GET", `/api/v1/agent/runs/${id}/timeline`, { token })).body.events,
+  workers: async (): Promise<Array<Json>> =>
+    (await call(server(), "GET", "/api/v1/agent/connected-self-hosted-workers", { token })).body.workers
+})
+
+describe("self-hosted workers: running, listing, waiting, cancel, a server restart", () => {
+  const adminToken = `ar_${randomBytes(32).toString("base64url")}`
+  const life = lifecycle("sqlite", {
+    AGENT_RUNS_ADMIN_TOKEN: adminToken,
+    AGENT_RUNS_WORKER_HEARTBEAT_SECONDS: "1",
+    AGENT_RUNS_LEASE_SECONDS: "15"
+  })
+  let server: ServerProcess
+  let proxy: Awaited<ReturnType<typeof relay>>
+  let tokens: Awaited<ReturnType<typeof setUp>>
+
+  beforeAll(async () => {
+    server = await life.start()
+    proxy = await relay()
+    proxy.target = server.port
+    tokens = await setUp(server, adminToken, "workers")
+  }, 60_000)
+  afterAll(async () => {
+    await proxy?.close()
+  })
+
+  it("runs a worker's run, lists the worker while connected, makes a run wait for an absent worker, refuses cancel", async () => {
+    const runs = api(() => server, tokens.user)
+
+    // A run for a worker that is not connected waits QUEUED, and its timeline says why.
+    const waiting = await runs.create("Waits for its worker", "late-worker")
+    const queued = (await runs.timeline(waiting)).find((e) => e.event_type === "run_queued")
+    expect(queued.message).toContain("late-worker")
+    expect(queued.message).toContain("not connected")
+    // Cancel of a self-hosted run: 422.
+    const cancel = await call(server, "POST", `/api/v1/agent/runs/${waiting}/cancel`, { token: tokens.user })
+    expect(cancel.status).toBe(422)
+    expect(cancel.body.error_code).toBe("operation_not_supported")
+
+    // Only a service account may act as a worker.
+    const refused = await call(server, "POST", "/api/v1/workers/w1/heartbeat", { token: tokens.user, body: { capacity: 1 } })
+    expect(refused.status).toBe(403)
+    expect(await runs.workers()).toEqual([])
+
+    const worker = await startWorker({
+      url: proxy.url,
+      token: tokens.worker,
+      workerId: "w1",
+      dataDir: tempDir(),
+      extra: ["--capacity", "2", "--label", "linux", "--display-name", "First worker"]
+    })
+    expect(await runs.workers()).toEqual([
+      expect.objectContaining({ worker_id: "w1", display_name: "First worker", labels: ["linux"], capacity: 2, active_runs: 0 })
+    ])
+    // Another team does not see it.
+    const other = await setUp(server, adminToken, "others")
+    expect(await api(() => server, other.viewer).workers()).toEqual([])
+
+    const id = await runs.create("From the worker\n@say hello from w1\n@sleep 800", "w1")
+    const busy = await until(() => runs.workers(), (ws) => ws[0]?.active_runs === 1, 10_000)
+    expect(busy[0].active_runs).toBe(1)
+    const done = await until(() => runs.run(id), (r) => ENDED.includes(r.state))
+    expect(done).toMatchObject({ state: "SUCCEEDED", attempt: 1, is_run_type_cancellable: false })
+    const types = (await runs.timeline(id)).map((e) => e.event_type)
+    expect(types).toEqual(expect.arrayContaining(["run_claimed", "run_in_progress", "run_succeeded"]))
+    const conversation = await call(server, "GET", `/api/v1/agent/runs/${id}/conversation`, { token: tokens.user })
+    expect(JSON.stringify(conversation.body)).toContain("hello from w1")
+    // The run waiting for another worker stays QUEUED.
+    expect((await runs.run(waiting)).state).toBe("QUEUED")
+
+    // Stopped: no longer listed (it says goodbye).
+    await kill(worker, "SIGTERM")
+    expect(await until(() => runs.workers(), (ws) => ws.length === 0, 5_000)).toEqual([])
+
+    // The late worker connects: the waiting run runs. Killed, it drops off the list once stale (3 heartbeats).
+    const late = await startWorker({ url: proxy.url, token: tokens.worker, workerId: "late-worker", dataDir: tempDir() })
+    expect((await until(() => runs.run(waiting), (r) => ENDED.includes(r.state))).state).toBe("SUCCEEDED")
+    await kill(late, "SIGKILL")
+    expect((await runs.workers()).map((w) => w.worker_id)).toEqual(["late-worker"])
+    expect(await until(() => runs.workers(), (ws) => ws.length === 0, 8_000)).toEqual([])
+  }, 60_000)
+
+  it("keeps its run going while the server restarts, and reconnects", async () => {
+    const worker = await startWorker({ url: proxy.url, token: tokens.worker, workerId: "w2", dataDir: tempDir() })
+    const runs = api(() => server, tokens.user)
+    const id = await runs.create("Across a restart\n@sleep 3000\n@say still here", "w2")
+    await until(() => runs.run(id), (r) => r.state === "INPROGRESS", 10_000)
+    await life.stop()
+    server = await life.start()
+    proxy.target = server.port
+    const done = await until(() => runs.run(id), (r) => ENDED.includes(r.state), 20_000)
+    // The same execution finished it: one claim, one start, attempt 1.
+    expect(done).toMatchObject({ state: "SUCCEEDED", attempt: 1 })
+    const types = (await runs.timeline(id)).map((e) => e.event_type)
+    expect(types.filter((t) => t === "run_in_progress")).toHaveLength(1)
+    expect(types).not.toContain("requeued")
+    // Listed again after the restart (heartbeats reach the new server).
+    expect((await until(() => runs.workers(), (ws) => ws.length > 0, 5_000)).map((w) => w.worker_id)).toEqual(["w2"])
+    await kill(worker, "SIGTERM")
+  }, 60_000)
+})
+
+describe("self-hosted workers: lost workers and the attempt rule", () => {
+  const adminToken = `ar_${randomBytes(32).toString("base64url")}`
+  const life = lifecycle("sqlite", {
+    AGENT_RUNS_ADMIN_TOKEN: adminToken,
+    AGENT_RUNS_WORKER_HEARTBEAT_SECONDS: "1",
+    AGENT_RUNS_LEASE_SECONDS: "1"
+  })
+  let server: ServerProcess
+  let tokens: Awaited<ReturnType<typeof setUp>>
+
+  beforeAll(async () => {
+    server = await life.start()
+    tokens = await setUp(server, adminToken, "lost")
+  }, 60_000)
+
+  it("requeues the run of a worker killed mid-run, and ends it ERROR after the third attempt", async () => {
+    const runs = api(() => server, tokens.user)
+    const dataDir = tempDir()
+    const id = await runs.create("@sleep 60000", "wk")
+    for (const attempt of [1, 2, 3]) {
+      const worker = await startWorker({ url: server.url, token: tokens.worker, workerId: "wk", dataDir })
+      const run = await until(() => runs.run(id), (r) => r.state === "INPROGRESS" && r.attempt === attempt, 10_000)
+      expect(run).toMatchObject({ state: "INPROGRESS", attempt })
+      await kill(worker, "SIGKILL")
+      if (attempt < 3) {
+        const requeued = await until(() => runs.run(id), (r) => r.state === "QUEUED", 10_000)
+        expect(requeued).toMatchObject({ state: "QUEUED", attempt: attempt + 1 })
+      }
+    }
+    const ended = await until(() => runs.run(id), (r) => ENDED.includes(r.state), 10_000)
+    expect(ended).toMatchObject({ state: "ERROR", attempt: 3, status_message: { error_code: "resource_unavailable" } })
+    const types = (await runs.timeline(id)).map((e) => e.event_type)
+    expect(types.filter((t) => t === "lease_expired")).toHaveLength(3)
+    expect(types.filter((t) => t === "requeued")).toHaveLength(2)
+    // A worker started on that data directory takes back what the killed ones left (their agents).
+    await kill(await startWorker({ url: server.url, token: tokens.worker, workerId: "wk", dataDir }), "SIGTERM")
+  }, 60_000)
+
+  it("does not let a worker that lost its lease run the run a second time", async () => {
+    const runs = api(() => server, tokens.user)
+    const first = await startWorker({ url: server.url, token: tokens.worker, workerId: "wr", dataDir: tempDir() })
+    const id = await runs.create("Once only\n@sleep 1500\n@say finished once", "wr")
+    await until(() => runs.run(id), (r) => r.state === "INPROGRESS", 10_000)
+    // Frozen past its lease: the server requeues the run; another process with the same id takes it.
+    first.child.kill("SIGSTOP")
+    await until(() => runs.run(id), (r) => r.attempt === 2, 10_000)
+    const second = await startWorker({ url: server.url, token: tokens.worker, workerId: "wr", dataDir: tempDir() })
+    const done = await until(() => runs.run(id), (r) => ENDED.includes(r.state), 15_000)
+    // (A claim the frozen worker had waiting on the server may have taken the run once more
+    // before the second worker did, and lost it too: attempt 2 or 3.)
+    expect(done.state).toBe("SUCCEEDED")
+    expect(done.attempt).toBeGreaterThanOrEqual(2)
+    // The first one comes back: its writes are refused, nothing changes.
+    first.child.kill("SIGCONT")
+    await sleep(3_000)
+    expect(await runs.run(id)).toMatchObject({ state: "SUCCEEDED", attempt: done.attempt })
+    const timeline = await runs.timeline(id)
+    const succeeded = timeline.filter((e) => e.event_type === "run_succeeded")
+    expect(succeeded).toHaveLength(1)
+    const firstExecution = timeline.find((e) => e.event_type === "run_in_progress").execution_id
+    expect(succeeded[0].execution_id).not.toBe(firstExecution)
+    expect(timeline.filter((e) => e.event_type === "run_in_progress")).toHaveLength(2)
+    const conversation = await call(server, "GET", `/api/v1/agent/runs/${id}/conversation`, { token: tokens.user })
+    expect(JSON.stringify(conversation.body).match(/finished once/g)).toHaveLength(1)
+    await kill(first, "SIGTERM")
+    await kill(second, "SIGTERM")
+  }, 60_000)
+})

@@ -1,0 +1,107 @@
+/**
+ * `agent-runs worker --server URL --token TOKEN --worker-id ID [--executor process|docker]
+ * [--capacity N] [--team UID] [--data-dir DIR] [--repos-dir DIR] [--harness CMD]
+ * [--docker-image IMAGE] [--display-name NAME] [--label L]...`: the self-hosted worker daemon
+ * (`@agent-runs/worker`, docs/workers.md). It runs the runs whose `agent_config.worker_host` is
+ * its id until it is stopped (SIGINT/SIGTERM). `--server`, `--token`, `--team` and `--worker-id`
+ * default to `AGENT_RUNS_URL`, `AGENT_RUNS_TOKEN`, `AGENT_RUNS_TEAM` and `AGENT_RUNS_WORKER_ID`.
+ */
+import { Command, Options } from "@effect/cli"
+import { Worker } from "@agent-runs/core"
+import { WorkerDaemon } from "@agent-runs/worker"
+import { Config, Console, Data, Effect, Option, Schema } from "effect"
+import { resolve } from "node:path"
+
+/** The worker stopped on a failure (the server refused it); it has said why. */
+export class WorkerFailed extends Data.TaggedError("WorkerFailed")<{ readonly message: string }> {}
+
+const server = Options.text("server").pipe(
+  Options.withFallbackConfig(Config.string("AGENT_RUNS_URL")),
+  Options.withDescription("the server's base URL, e.g. http://127.0.0.1:8080 (default: $AGENT_RUNS_URL)")
+)
+
+const token = Options.redacted("token").pipe(
+  Options.withFallbackConfig(Config.redacted("AGENT_RUNS_TOKEN")),
+  Options.withDescription("the API token of a service account of the team, role member or admin (default: $AGENT_RUNS_TOKEN)")
+)
+
+const team = Options.text("team").pipe(
+  Options.withFallbackConfig(Config.string("AGENT_RUNS_TEAM")),
+  Options.optional,
+  Options.withDescription("the uid of the team to work for (default: $AGENT_RUNS_TEAM, else the token's first team)")
+)
+
+const workerId = Options.text("worker-id").pipe(
+  Options.withFallbackConfig(Config.string("AGENT_RUNS_WORKER_ID")),
+  Options.withSchema(Worker.WorkerId),
+  Options.withDescription("this worker's id: runs with agent_config.worker_host = ID run here (default: $AGENT_RUNS_WORKER_ID)")
+)
+
+const executor = Options.choice("executor", ["process", "docker"]).pipe(
+  Options.withDefault("process" as const),
+  Options.withDescription("run agents as local processes (default) or in Docker containers")
+)
+
+const capacity = Options.integer("capacity").pipe(
+  Options.withSchema(Schema.Int.pipe(Schema.between(1, 1000))),
+  Options.withDefault(4),
+  Options.withDescription("how many runs this worker executes at once (default 4)")
+)
+
+const dataDir = Options.directory("data-dir").pipe(
+  Options.withDefault("./agent-runs-worker"),
+  Options.withDescription("where sandboxes live (default ./agent-runs-worker)")
+)
+
+const reposDir = Options.directory("repos-dir").pipe(
+  Options.optional,
+  Options.withDescription("where owner/repo git repositories are found (default <data-dir>/repos)")
+)
+
+const harness = Options.text("harness").pipe(
+  Options.optional,
+  Options.withDescription("the default agent command, a shell command (default: the bundled scripted agent)")
+)
+
+const dockerImage = Options.text("docker-image").pipe(
+  Options.withDefault("agent-runs-agent:latest"),
+  Options.withDescription("with --executor docker: the image of environments that name none")
+)
+
+const displayName = Options.text("display-name").pipe(
+  Options.optional,
+  Options.withDescription("the name the connected-workers list shows (default: the worker id)")
+)
+
+const labels = Options.text("label").pipe(
+  Options.repeated,
+  Options.withDescription("a label the connected-workers list shows (repeatable)")
+)
+
+export const workerCommand = Command.make(
+  "worker",
+  { server, token, team, workerId, executor, capacity, dataDir, reposDir, harness, dockerImage, displayName, labels },
+  (options) =>
+    WorkerDaemon.run({
+      server: options.server,
+      token: options.token,
+      team: options.team,
+      workerId: options.workerId,
+      executor: options.executor,
+      capacity: options.capacity,
+      dataDir: resolve(options.dataDir),
+      reposDir: Option.getOrUndefined(Option.map(options.reposDir, (dir) => resolve(dir))),
+      harness: Option.getOrUndefined(options.harness),
+      dockerImage: options.dockerImage,
+      displayName: Option.getOrUndefined(options.displayName),
+      labels: options.labels
+    }).pipe(
+      Effect.tapError((error) => Console.error(error.message)),
+      Effect.mapError((error) => new WorkerFailed({ message: error.message }))
+    )
+).pipe(
+  Command.withDescription(
+    "Run a self-hosted worker: connect to the server, and run the runs whose agent_config.worker_host is this " +
+      "worker's id with a local executor, until stopped."
+  )
+)

@@ -1,0 +1,44 @@
+/**
+ * Port: the presence of self-hosted workers, from their heartbeats (in storage, so every replica
+ * lists the same workers). A worker is connected while its last heartbeat's `expires_at` has not
+ * passed; the service sets that to the heartbeat's time plus the staleness period.
+ */
+import type { Effect } from "effect"
+import { Context } from "effect"
+import type { TeamUid } from "../Ids.js"
+import type { StorageError } from "./Storage.js"
+
+/** What a heartbeat records. */
+export interface WorkerHeartbeat {
+  readonly team_uid: TeamUid
+  readonly worker_id: string
+  readonly display_name: string
+  readonly labels: ReadonlyArray<string>
+  readonly capacity: number
+  readonly now: number
+  /** Until when the worker counts as connected without another heartbeat. */
+  readonly expires_at: number
+}
+
+/** A connected worker as stored, with the runs it holds now (CLAIMED or INPROGRESS). */
+export interface StoredWorker {
+  readonly team_uid: TeamUid
+  readonly worker_id: string
+  readonly display_name: string
+  readonly labels: ReadonlyArray<string>
+  readonly capacity: number
+  /** The first heartbeat of this connection (a heartbeat after expiry starts a new one). */
+  readonly connected_at: number
+  readonly last_heartbeat_at: number
+  readonly expires_at: number
+  readonly active_runs: number
+}
+
+export class WorkerStore extends Context.Tag("@agent-runs/core/WorkerStore")<WorkerStore, {
+  /** Records a heartbeat; `connected_at` stays while the previous one had not expired at `now`, else it is `now`. */
+  readonly heartbeat: (beat: WorkerHeartbeat) => Effect.Effect<void, StorageError>
+  /** Forgets a worker (it said it disconnects); false when there was none. */
+  readonly disconnect: (team: TeamUid, workerId: string) => Effect.Effect<boolean, StorageError>
+  /** The team's workers connected at `now` (not expired), by worker id. */
+  readonly connected: (team: TeamUid, now: number) => Effect.Effect<ReadonlyArray<StoredWorker>, StorageError>
+}>() {}

@@ -1,0 +1,50 @@
+/** Handlers of the self-hosted worker protocol: each endpoint calls core's `Workers` with the caller. */
+import { HttpApiBuilder } from "@effect/platform"
+import { Errors, Workers } from "@agent-runs/core"
+import { Effect, Encoding, Either } from "effect"
+import { Api } from "../Api.js"
+import { CurrentViewer } from "../Security.js"
+
+const ok = { success: true } as const
+
+/** How long a claim waits when the worker does not say. */
+const DEFAULT_CLAIM_WAIT_SECONDS = 20
+
+export const WorkersLive = HttpApiBuilder.group(Api, "workers", (handlers) =>
+  Effect.gen(function*() {
+    const workers = yield* Workers.Workers
+    return handlers
+      .handle("workerHeartbeat", ({ path, payload }) =>
+        Effect.flatMap(CurrentViewer, (viewer) => workers.heartbeat(viewer, path.workerId, payload)))
+      .handle("workerDisconnect", ({ path }) =>
+        Effect.flatMap(CurrentViewer, (viewer) => Effect.as(workers.disconnect(viewer, path.workerId), ok)))
+      .handle("workerClaim", ({ path, payload }) =>
+        Effect.flatMap(CurrentViewer, (viewer) =>
+          workers.claim(viewer, path.workerId, payload.execution_id, payload.wait_seconds ?? DEFAULT_CLAIM_WAIT_SECONDS)))
+      .handle("workerGetRun", ({ path }) => Effect.flatMap(CurrentViewer, (viewer) => workers.get(viewer, path.workerId, path.runId)))
+      .handle("workerUpdateRun", ({ path, payload }) =>
+        Effect.flatMap(CurrentViewer, (viewer) =>
+          Effect.as(workers.update(viewer, path.workerId, path.runId, payload.guard, payload.run, payload.events), ok)))
+      .handle("workerRenewLease", ({ path, payload }) =>
+        Effect.flatMap(CurrentViewer, (viewer) => workers.renew(viewer, path.workerId, path.runId, payload.execution_id)))
+      .handle("workerTakeFollowups", ({ path }) =>
+        Effect.flatMap(CurrentViewer, (viewer) => workers.takeFollowups(viewer, path.workerId, path.runId)))
+      .handle("workerGetConversation", ({ path }) =>
+        Effect.flatMap(CurrentViewer, (viewer) => workers.conversation(viewer, path.workerId, path.runId)))
+      .handle("workerSaveConversation", ({ path, payload }) =>
+        Effect.flatMap(CurrentViewer, (viewer) =>
+          Effect.as(workers.saveConversation(viewer, path.workerId, path.runId, payload.execution_id, payload.steps), ok)))
+      .handle("workerAddArtifact", ({ path, payload }) =>
+        Effect.flatMap(CurrentViewer, (viewer) =>
+          Effect.as(workers.addArtifact(viewer, path.workerId, path.runId, payload.execution_id, payload.artifact), ok)))
+      .handle("workerAppendTranscript", ({ path, payload }) =>
+        Effect.flatMap(CurrentViewer, (viewer) =>
+          Effect.gen(function*() {
+            const bytes = Encoding.decodeBase64(payload.data_base64)
+            if (Either.isLeft(bytes)) return yield* Effect.fail(Errors.InvalidRequest.forField("data_base64", "must be base64"))
+            yield* workers.appendTranscript(viewer, path.workerId, path.runId, payload.execution_id, bytes.right)
+            return ok
+          })))
+      .handle("workerGetEnvironment", ({ path }) =>
+        Effect.flatMap(CurrentViewer, (viewer) => workers.environment(viewer, path.workerId, path.uid)))
+  }))

@@ -1,0 +1,79 @@
+/**
+ * WorkerStore over SqlClient: a row per (team, worker id), upserted by each heartbeat. A heartbeat
+ * after the row expired starts a new connection (`connected_at` = now). The connected list counts
+ * each worker's CLAIMED and INPROGRESS runs in the same query.
+ */
+import type { TeamUid } from "@agent-runs/core/Ids"
+import { WorkerStore } from "@agent-runs/core/ports/WorkerStore"
+import type { StoredWorker, WorkerHeartbeat } from "@agent-runs/core/ports/WorkerStore"
+import { SqlClient } from "@effect/sql"
+import { Effect, Layer, Schema } from "effect"
+import { Count, decodeRows, JsonColumn, json, operation } from "./internal/Catalog.js"
+import * as Rows from "./Rows.js"
+
+const WorkerRow = Schema.Struct({
+  team_uid: Schema.String,
+  worker_id: Schema.String,
+  display_name: Schema.String,
+  labels: JsonColumn.pipe(Schema.compose(Schema.Array(Schema.String))),
+  capacity: Count,
+  connected_at: Rows.Millis,
+  last_heartbeat_at: Rows.Millis,
+  expires_at: Rows.Millis,
+  active_runs: Count
+})
+
+/** WorkerStore, needing `SqlClient`. */
+export const layer = Layer.effect(
+  WorkerStore,
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    const heartbeat = Effect.fn("WorkerStore.heartbeat")(
+      function* (beat: WorkerHeartbeat) {
+        yield* sql`INSERT INTO workers ${
+          sql.insert({
+            team_uid: beat.team_uid,
+            worker_id: beat.worker_id,
+            display_name: beat.display_name,
+            labels: json(beat.labels),
+            capacity: beat.capacity,
+            connected_at: beat.now,
+            last_heartbeat_at: beat.now,
+            expires_at: beat.expires_at
+          })
+        } ON CONFLICT (team_uid, worker_id) DO UPDATE SET
+          display_name = excluded.display_name,
+          labels = excluded.labels,
+          capacity = excluded.capacity,
+          connected_at = CASE WHEN workers.expires_at > ${beat.now} THEN workers.connected_at ELSE excluded.connected_at END,
+          last_heartbeat_at = excluded.last_heartbeat_at,
+          expires_at = excluded.expires_at`
+      },
+      operation("WorkerStore.heartbeat")
+    )
+
+    const disconnect = Effect.fn("WorkerStore.disconnect")(
+      function* (team: TeamUid, workerId: string) {
+        const rows = yield* sql`DELETE FROM workers WHERE team_uid = ${team} AND worker_id = ${workerId} RETURNING worker_id`
+        return rows.length > 0
+      },
+      operation("WorkerStore.disconnect")
+    )
+
+    const connected = Effect.fn("WorkerStore.connected")(
+      function* (team: TeamUid, now: number) {
+        const rows = yield* sql`SELECT w.team_uid, w.worker_id, w.display_name, w.labels, w.capacity, w.connected_at,
+            w.last_heartbeat_at, w.expires_at,
+            (SELECT COUNT(*) FROM runs r WHERE r.team_uid = w.team_uid AND r.worker_host = w.worker_id
+              AND r.state IN ('CLAIMED', 'INPROGRESS')) AS active_runs
+          FROM workers w WHERE w.team_uid = ${team} AND w.expires_at > ${now}
+          ORDER BY w.worker_id`.pipe(Effect.flatMap(decodeRows(WorkerRow)))
+        return rows.map((row): StoredWorker => ({ ...row, team_uid: row.team_uid as TeamUid }))
+      },
+      operation("WorkerStore.connected")
+    )
+
+    return WorkerStore.of({ heartbeat, disconnect, connected })
+  })
+)

@@ -1,0 +1,116 @@
+/**
+ * The self-hosted worker daemon (`agent-runs worker`, docs/workers.md): connects to a server with
+ * a service account's token, says it is there (a heartbeat every `heartbeat_seconds` the server
+ * answers), and runs core's `Dispatcher` claiming the runs whose `agent_config.worker_host` is its
+ * id, with a local executor (processes or Docker containers) and the server's worker endpoints as
+ * its ports (`RemotePorts`). The server decides the lease; the worker renews it every third.
+ *
+ * - Start: the first heartbeat is retried until the server answers (it may not be up yet); a
+ *   refusal (401, 403, a bad worker id) ends the daemon with the server's message.
+ * - While the server is away (a restart): the agents go on; requests are retried for up to
+ *   `retryForMs`; the daemon reconnects by itself. A run whose lease expired meanwhile was
+ *   requeued by the server: the worker's writes for it are refused (409) and it stops its agent.
+ * - Stop (SIGINT/SIGTERM): the agents are stopped, their sandboxes released, and the worker says
+ *   it disconnects (no longer listed). Its runs come back through the server's lease sweep
+ *   (attempt + 1), to this worker id when a worker with it connects again.
+ * - Start-up after a crash: sandboxes left in the data directory are released (their agents
+ *   killed) before anything is claimed, so a run is never executed twice by one worker.
+ */
+import { Dispatcher, Ids, Worker } from "@agent-runs/core"
+import { DockerExecutor } from "@agent-runs/executor-docker"
+import { ProcessExecutor } from "@agent-runs/executor-process"
+import { AGENT_MOUNT, defaultHarness, packageDir } from "@agent-runs/scripted-agent/Location"
+import { Console, Data, Duration, Effect, Layer, Schedule } from "effect"
+import { join } from "node:path"
+import type { Connection } from "./RemotePorts.js"
+import * as RemotePorts from "./RemotePorts.js"
+
+/** How the worker runs. */
+export interface WorkerOptions extends Connection {
+  readonly executor: "process" | "docker"
+  /** Runs executed at once. */
+  readonly capacity: number
+  /** Sandboxes live under `<dataDir>/sandboxes`. */
+  readonly dataDir: string
+  /** Where `owner/repo` repositories are found (default `<dataDir>/repos`). */
+  readonly reposDir?: string | undefined
+  /** The default agent command (default: the bundled scripted agent). */
+  readonly harness?: string | undefined
+  /** Docker: the image of environments without one. */
+  readonly dockerImage?: string | undefined
+  readonly displayName?: string | undefined
+  readonly labels?: ReadonlyArray<string> | undefined
+}
+
+/** The server refused the worker (bad token, not a service account, bad worker id). */
+export class WorkerRefused extends Data.TaggedError("WorkerRefused")<{ readonly message: string }> {}
+
+const describe = (error: unknown) => {
+  const e = error as { readonly message?: string; readonly errorCode?: string }
+  return e.errorCode === undefined ? String(e.message ?? error) : `${e.errorCode}: ${e.message ?? ""}`
+}
+
+const executorLayer = (options: WorkerOptions) => {
+  const root = join(options.dataDir, "sandboxes")
+  const reposDir = options.reposDir ?? join(options.dataDir, "repos")
+  return options.executor === "docker"
+    ? DockerExecutor.layer({
+      root,
+      reposDir,
+      image: options.dockerImage ?? "agent-runs-agent:latest",
+      mounts: [{ host: packageDir, container: AGENT_MOUNT, readOnly: true }]
+    })
+    : ProcessExecutor.layer({ root, reposDir })
+}
+
+/** Runs the worker until interrupted. */
+export const run = (options: WorkerOptions) =>
+  Effect.gen(function*() {
+    const server = yield* RemotePorts.presence(options)
+    const beat = server.heartbeat(
+      new Worker.HeartbeatRequest({
+        capacity: options.capacity,
+        ...(options.displayName === undefined ? {} : { display_name: options.displayName }),
+        ...(options.labels === undefined ? {} : { labels: options.labels })
+      })
+    )
+    // The first heartbeat: wait for the server; a refusal ends the worker.
+    const settings = yield* beat.pipe(
+      Effect.tapError((e) =>
+        RemotePorts.isTransient(e) ? Effect.logWarning(`worker: ${options.server} does not answer yet: ${describe(e)}`) : Effect.void
+      ),
+      Effect.retry({ while: RemotePorts.isTransient, schedule: Schedule.spaced(Duration.seconds(1)) }),
+      Effect.mapError((e) => new WorkerRefused({ message: `the server refused worker ${options.workerId}: ${describe(e)}` }))
+    )
+    yield* Console.log(
+      `Worker ${options.workerId} connected to ${options.server} (${options.executor} executor, capacity ${options.capacity}, ` +
+        `lease ${settings.lease_seconds} s)`
+    )
+    // Heartbeats for as long as the worker lives; it says it leaves when it stops.
+    yield* beat.pipe(
+      Effect.catchAll((e) => Effect.logWarning(`worker: heartbeat failed: ${describe(e)}`)),
+      Effect.repeat(Schedule.spaced(Duration.seconds(settings.heartbeat_seconds))),
+      Effect.delay(Duration.seconds(settings.heartbeat_seconds)),
+      Effect.forkScoped
+    )
+    yield* Effect.addFinalizer(() =>
+      server.disconnect.pipe(
+        Effect.timeout(Duration.seconds(5)),
+        Effect.catchAll((e) => Effect.logWarning(`worker: could not say goodbye: ${describe(e)}`))
+      )
+    )
+    const dispatcher = Dispatcher.layer.pipe(
+      Layer.provide(executorLayer(options)),
+      Layer.provide(RemotePorts.layer(options)),
+      Layer.provide(Ids.IdsLive),
+      Layer.provide(
+        Layer.succeed(Dispatcher.DispatcherConfig, {
+          ...Dispatcher.defaultSettings(options.harness ?? defaultHarness(options.executor), `${options.server.replace(/\/+$/, "")}/api/v1`),
+          concurrency: options.capacity,
+          leaseMs: settings.lease_seconds * 1000,
+          workerHost: options.workerId
+        })
+      )
+    )
+    return yield* Layer.launch(dispatcher)
+  }).pipe(Effect.scoped)
