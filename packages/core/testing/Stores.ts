@@ -8,6 +8,7 @@ import type { RunStore } from "../src/ports/RunStore.js"
 import type { ScheduleStore } from "../src/ports/ScheduleStore.js"
 import type { SecretStore } from "../src/ports/SecretStore.js"
 import type { WebhookStore } from "../src/ports/WebhookStore.js"
+import type { WorkerStore } from "../src/ports/WorkerStore.js"
 
 export type Stores =
   | RunStore
@@ -17,6 +18,7 @@ export type Stores =
   | AutomationStore
   | SecretStore
   | IdentityStore
+  | WorkerStore
 
 /**
  * Test-only: what an adapter has actually stored, so the suite can check that secrets are

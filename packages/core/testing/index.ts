@@ -9,6 +9,7 @@ import type { Layer } from "effect"
 import { catalogConformance } from "./CatalogConformance.js"
 import { runStoreConformance } from "./RunStoreConformance.js"
 import type { RawStorage, Stores } from "./Stores.js"
+import { workerStoreConformance } from "./WorkerStoreConformance.js"
 
 export type { Stores } from "./Stores.js"
 export { RawStorage } from "./Stores.js"
@@ -19,6 +20,7 @@ export const storageConformance = <E>(name: string, layer: Layer.Layer<Stores | 
   describe(`storage conformance (${name})`, () => {
     runStoreConformance(layer)
     catalogConformance(layer)
+    workerStoreConformance(layer)
   })
 }
 export { automationsServiceSuite } from "./AutomationsServiceSuite.js"

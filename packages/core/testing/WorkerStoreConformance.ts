@@ -1,0 +1,182 @@
+/**
+ * The WorkerStore conformance suite (self-hosted workers' presence, docs/workers.md), and the
+ * team-scoped claim a worker makes through RunStore. Like the other blocks it shares one database:
+ * every test makes its own teams and worker hosts, so nothing depends on what others stored.
+ */
+import { expect, layer } from "@effect/vitest"
+import type { Layer } from "effect"
+import { Effect, Option } from "effect"
+import type { ExecutionId, PrincipalUid, TeamUid } from "../src/Ids.js"
+import { RunStore } from "../src/ports/RunStore.js"
+import type { WorkerHeartbeat } from "../src/ports/WorkerStore.js"
+import { WorkerStore } from "../src/ports/WorkerStore.js"
+import type { RunState } from "../src/RunState.js"
+import { creationEvents, makeRun, uid, uuid } from "./RunStoreConformance.js"
+import type { Stores } from "./Stores.js"
+
+/** A fixed moment the examples count from (2026-01-01). */
+const T0 = 1_767_225_600_000
+const STALE = 15_000
+
+const beat = (team: TeamUid, worker_id: string, now: number, facts: Partial<WorkerHeartbeat> = {}): WorkerHeartbeat => ({
+  team_uid: team,
+  worker_id,
+  display_name: worker_id,
+  labels: [],
+  capacity: 1,
+  now,
+  expires_at: now + STALE,
+  ...facts
+})
+
+const connectedIds = (team: TeamUid, now: number) =>
+  Effect.flatMap(WorkerStore, (store) => Effect.map(store.connected(team, now), (ws) => ws.map((w) => w.worker_id)))
+
+export const workerStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void => {
+  layer(storeLayer, { excludeTestServices: true, timeout: "60 seconds" })("WorkerStore", (it) => {
+    it.effect("a heartbeat makes a worker connected with every field as sent; none before", () =>
+      Effect.gen(function*() {
+        const store = yield* WorkerStore
+        const team = uid<TeamUid>()
+        expect(yield* store.connected(team, T0)).toEqual([])
+        const labels = ["linux", "gpu", "ünïcødé ✓", ""]
+        yield* store.heartbeat(beat(team, "w1", T0, { display_name: "Build box «1»", labels, capacity: 7 }))
+        expect(yield* store.connected(team, T0 + 1)).toEqual([{
+          team_uid: team,
+          worker_id: "w1",
+          display_name: "Build box «1»",
+          labels,
+          capacity: 7,
+          connected_at: T0,
+          last_heartbeat_at: T0,
+          expires_at: T0 + STALE,
+          active_runs: 0
+        }])
+      }))
+
+    it.effect("a heartbeat before expiry keeps the connection and takes the new facts (an upsert, one row)", () =>
+      Effect.gen(function*() {
+        const store = yield* WorkerStore
+        const team = uid<TeamUid>()
+        yield* store.heartbeat(beat(team, "w1", T0, { display_name: "old", labels: ["a"], capacity: 1 }))
+        yield* store.heartbeat(beat(team, "w1", T0 + 5_000, { display_name: "new", labels: ["b", "c"], capacity: 3 }))
+        const [w, ...rest] = yield* store.connected(team, T0 + 6_000)
+        expect(rest).toEqual([])
+        expect(w).toMatchObject({
+          display_name: "new",
+          labels: ["b", "c"],
+          capacity: 3,
+          connected_at: T0,
+          last_heartbeat_at: T0 + 5_000,
+          expires_at: T0 + 5_000 + STALE
+        })
+      }))
+
+    it.effect("connected until its expiry, excluded from it on; a heartbeat after expiry starts a new connection", () =>
+      Effect.gen(function*() {
+        const store = yield* WorkerStore
+        const team = uid<TeamUid>()
+        yield* store.heartbeat(beat(team, "w1", T0))
+        expect(yield* connectedIds(team, T0 + STALE - 1)).toEqual(["w1"])
+        expect(yield* connectedIds(team, T0 + STALE)).toEqual([])
+        expect(yield* connectedIds(team, T0 + 10 * STALE)).toEqual([])
+        // A heartbeat exactly at the expiry starts a new connection too.
+        yield* store.heartbeat(beat(team, "w1", T0 + STALE))
+        const [w] = yield* store.connected(team, T0 + STALE)
+        expect(w).toMatchObject({ connected_at: T0 + STALE, last_heartbeat_at: T0 + STALE })
+      }))
+
+    it.effect("lists only the team's workers, by worker id in code-point order", () =>
+      Effect.gen(function*() {
+        const store = yield* WorkerStore
+        const team = uid<TeamUid>()
+        const other = uid<TeamUid>()
+        for (const id of ["b-worker", "B-worker", "a.1", "a-1", "a_1", "A"]) yield* store.heartbeat(beat(team, id, T0))
+        yield* store.heartbeat(beat(other, "a-1", T0))
+        yield* store.heartbeat(beat(other, "only-there", T0))
+        expect(yield* connectedIds(team, T0)).toEqual(["A", "B-worker", "a-1", "a.1", "a_1", "b-worker"])
+        expect(yield* connectedIds(other, T0)).toEqual(["a-1", "only-there"])
+        // The same id in two teams is two workers: one heartbeat does not touch the other.
+        yield* store.heartbeat(beat(other, "a-1", T0 + 20_000, { capacity: 9 }))
+        const mine = (yield* store.connected(team, T0)).find((w) => w.worker_id === "a-1")
+        expect(mine).toMatchObject({ capacity: 1, last_heartbeat_at: T0 })
+      }))
+
+    it.effect("disconnect forgets the worker (true), then there is none (false); the other team's is kept", () =>
+      Effect.gen(function*() {
+        const store = yield* WorkerStore
+        const team = uid<TeamUid>()
+        const other = uid<TeamUid>()
+        yield* store.heartbeat(beat(team, "w1", T0))
+        yield* store.heartbeat(beat(team, "w2", T0))
+        yield* store.heartbeat(beat(other, "w1", T0))
+        expect(yield* store.disconnect(team, "w1")).toBe(true)
+        expect(yield* store.disconnect(team, "w1")).toBe(false)
+        expect(yield* store.disconnect(team, "never")).toBe(false)
+        expect(yield* connectedIds(team, T0)).toEqual(["w2"])
+        expect(yield* connectedIds(other, T0)).toEqual(["w1"])
+        // It connects again with a new connection.
+        yield* store.heartbeat(beat(team, "w1", T0 + 1_000))
+        expect((yield* store.connected(team, T0 + 1_000)).find((w) => w.worker_id === "w1")).toMatchObject({ connected_at: T0 + 1_000 })
+      }))
+
+    it.effect("active_runs counts the team's CLAIMED and INPROGRESS runs addressed to the worker", () =>
+      Effect.gen(function*() {
+        const store = yield* WorkerStore
+        const runs = yield* RunStore
+        const team = uid<TeamUid>()
+        const other = uid<TeamUid>()
+        const creator = uid<PrincipalUid>()
+        const host = `host-${uid()}`
+        const facts: ReadonlyArray<readonly [TeamUid, RunState, string]> = [
+          [team, "CLAIMED", host],
+          [team, "INPROGRESS", host],
+          [team, "INPROGRESS", host],
+          [team, "QUEUED", host],
+          [team, "PENDING", host],
+          [team, "SUCCEEDED", host],
+          [team, "FAILED", host],
+          [team, "INPROGRESS", `${host}-2`],
+          [other, "INPROGRESS", host]
+        ]
+        const made = facts.map(([t, state, worker_host]) => makeRun({ team: t, creator, state, worker_host }))
+        yield* runs.create(made.map((run) => ({ run, events: creationEvents(run) })))
+        yield* store.heartbeat(beat(team, host, T0))
+        yield* store.heartbeat(beat(team, `${host}-2`, T0))
+        yield* store.heartbeat(beat(team, `${host}-idle`, T0))
+        yield* store.heartbeat(beat(other, host, T0))
+        const count = (t: TeamUid) =>
+          Effect.map(store.connected(t, T0), (ws) => Object.fromEntries(ws.map((w) => [w.worker_id, w.active_runs])))
+        expect(yield* count(team)).toEqual({ [host]: 3, [`${host}-2`]: 1, [`${host}-idle`]: 0 })
+        expect(yield* count(other)).toEqual({ [host]: 1 })
+      }))
+
+    it.effect("a claim with a team takes only that team's QUEUED runs of the worker host, oldest first", () =>
+      Effect.gen(function*() {
+        const runs = yield* RunStore
+        const team = uid<TeamUid>()
+        const other = uid<TeamUid>()
+        const creator = uid<PrincipalUid>()
+        const host = `host-${uid()}`
+        const t = 1_700_000_600_000
+        const others = makeRun({ team: other, creator, state: "QUEUED", worker_host: host, created_at: t - 10 })
+        const older = makeRun({ team, creator, state: "QUEUED", worker_host: host, created_at: t })
+        const newer = makeRun({ team, creator, state: "QUEUED", worker_host: host, created_at: t + 1 })
+        const hostless = makeRun({ team, creator, state: "QUEUED", created_at: t - 20 })
+        yield* runs.create([others, older, newer, hostless].map((run) => ({ run, events: creationEvents(run) })))
+        const claim = () =>
+          Effect.map(
+            runs.claim({ worker_host: host, team_uid: team, execution_id: uuid<ExecutionId>(), now: T0, lease_ms: 60_000 }),
+            Option.map((r) => r.item.run_id)
+          )
+        expect(yield* claim()).toEqual(Option.some(older.item.run_id))
+        expect(yield* claim()).toEqual(Option.some(newer.item.run_id))
+        expect(yield* claim()).toEqual(Option.none())
+        const left = yield* runs.get(others.item.run_id)
+        expect(Option.map(left, (r) => r.item.state)).toEqual(Option.some("QUEUED"))
+        // Without the team, the host's claim reaches the other team's run (the server's own claims).
+        const any = yield* runs.claim({ worker_host: host, execution_id: uuid<ExecutionId>(), now: T0, lease_ms: 60_000 })
+        expect(Option.map(any, (r) => r.item.run_id)).toEqual(Option.some(others.item.run_id))
+      }))
+  })
+}
