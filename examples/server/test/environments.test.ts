@@ -215,6 +215,28 @@ describe.each(["sqlite", "postgres"] as const)("environments (%s)", (kind) => {
     expect((await api("POST", "/agent/runs", tokens.guest, { prompt: "p", config: { environment_id: uid } })).status).toBe(403)
   })
 
+  it("last_task_created shows the newest run of the environment's team, never a guest's run in another team", async () => {
+    const created = await api("POST", "/agent/environments", tokens.creator, {
+      config: { name: "summary" },
+      sharing: { guests: [guestUid] },
+      team: true
+    })
+    const uid = created.body.uid as string
+    expect(created.body.last_task_created).toBeNull()
+    const own = await api("POST", "/agent/runs", tokens.member, { prompt: "Team A's run", team: true, config: { environment_id: uid } })
+    expect(own.status).toBe(200)
+    const guests = await api("POST", "/agent/runs", tokens.guest, { prompt: "Team B's private plan", config: { environment_id: uid } })
+    expect(guests.status).toBe(200)
+    for (const token of [tokens.viewer, tokens.guest]) {
+      const env = (await api("GET", `/agent/environments/${uid}`, token)).body
+      expect(env.last_task_created).toMatchObject({ id: own.body.run_id, title: "Team A's run" })
+    }
+    // The guest's run is in its own team, naming the environment.
+    const run = (await api("GET", `/agent/runs/${guests.body.run_id}`, tokens.guest)).body
+    expect(run).toMatchObject({ environment_id: uid, scope: { type: "User" } })
+    expect((await api("GET", `/agent/runs/${guests.body.run_id}`, tokens.admin)).status).toBe(404)
+  })
+
   it("sorts the list by last_updated (default, newest first) or name; another sort_by is a 400 naming it", async () => {
     const team = await makeTeam(server(), "sorting")
     const token = team.tokens.member

@@ -63,7 +63,8 @@ export type LastTaskCreated = typeof LastTaskCreated.Type
 
 /**
  * An environment. `setup_failed` is true when its newest run failed during setup;
- * `last_task_created` is `null` until a run uses it.
+ * `last_task_created` is `null` until a run of its team uses it (guests' runs in other teams are
+ * not shown).
  */
 export class Environment extends Schema.Class<Environment>("Environment")({
   uid: EnvironmentUid,

@@ -445,8 +445,10 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
       Effect.gen(function* () {
         yield* store.create(prepared.map((p) => p.write), key)
         for (const { environment, write: { run } } of prepared) {
-          if (environment === undefined) continue
-          // The environment's newest run; its `updated_at` (configuration changes) stays as it was.
+          // The environment's newest run of its own team: a guest's run in another team is not
+          // shown to the environment's team (its title would leak across teams). The environment's
+          // `updated_at` (configuration changes) stays as it was.
+          if (environment === undefined || environment.team_uid !== run.team_uid) continue
           yield* environments.update({
             ...environment,
             item: new Environment({
