@@ -8,6 +8,8 @@
  *   writes its bytes as one piece, never interleaved with another append, put or remove of the
  *   same key from this process. This is the "one writer" the store supports: two processes
  *   appending to the same blob are not coordinated.
+ * - `appendAt` reads the file's size and appends what lies beyond it under the same lock, so a
+ *   repeated write is a no-op within a process (across processes, see "one writer").
  * - `put` writes a temporary file beside the blob and renames it over the blob, so a reader sees
  *   the old or the new bytes, never half of them; a failed put leaves no temporary file behind.
  * - `read` only checks that the blob is a file; the file is opened when the stream is run and
@@ -44,6 +46,16 @@ const stripeOf = (key: string): number => {
   let hash = 0
   for (let i = 0; i < key.length; i++) hash = (hash * 31 + key.charCodeAt(i)) | 0
   return Math.abs(hash) % STRIPES
+}
+
+/** A file's size; 0 when missing. */
+const sizeOf = async (path: string): Promise<number> => {
+  try {
+    return (await stat(path)).size
+  } catch (error) {
+    if (isMissing(error)) return 0
+    throw error
+  }
 }
 
 /** The file's bytes in chunks; the file is open only while the stream runs. */
@@ -93,6 +105,15 @@ export const layer = (options: { readonly root: string }): Layer.Layer<BlobStore
             await mkdir(dirname(path), { recursive: true })
             await appendFile(path, bytes)
           }),
+        appendAt: (key, offset, bytes) =>
+          exclusive("appendAt", key, async (path) => {
+            await mkdir(dirname(path), { recursive: true })
+            const size = await sizeOf(path)
+            const from = Math.min(Math.max(size - offset, 0), bytes.byteLength)
+            if (from < bytes.byteLength) await appendFile(path, bytes.subarray(from))
+            return size + bytes.byteLength - from
+          }),
+        size: (key) => withPath("size", key, sizeOf),
         put: (key, bytes) =>
           exclusive("put", key, async (path) => {
             await mkdir(dirname(path), { recursive: true })

@@ -83,6 +83,25 @@ describe("FileBlobStore", () => {
         expect(yield* contentOf(store, "a/b/c.log")).toEqual(Option.some("reset\nthree\n"))
       })))
 
+  it.scoped("appendAt writes only what lies beyond the blob's end: a repeated write is a no-op; size follows", () =>
+    withStore((store) =>
+      Effect.gen(function*() {
+        expect(yield* store.size("t/run.jsonl")).toBe(0)
+        expect(yield* store.appendAt("t/run.jsonl", 0, bytes("one\n"))).toBe(4)
+        // the same write again (a retry after a lost answer): nothing appended
+        expect(yield* store.appendAt("t/run.jsonl", 0, bytes("one\n"))).toBe(4)
+        expect(yield* store.appendAt("t/run.jsonl", 4, bytes("two\n"))).toBe(8)
+        // a write overlapping the end: only its new tail
+        expect(yield* store.appendAt("t/run.jsonl", 6, bytes("o\nthree\n"))).toBe(14)
+        // an offset past the end (bytes lost earlier): appended at the end
+        expect(yield* store.appendAt("t/run.jsonl", 100, bytes("four\n"))).toBe(19)
+        expect(yield* contentOf(store, "t/run.jsonl")).toEqual(Option.some("one\ntwo\nthree\nfour\n"))
+        expect(yield* store.size("t/run.jsonl")).toBe(19)
+        // concurrent repeats of one write append it once
+        yield* Effect.all(Array.from({ length: 8 }, () => store.appendAt("t/run.jsonl", 19, bytes("five\n"))), { concurrency: "unbounded" })
+        expect(yield* contentOf(store, "t/run.jsonl")).toEqual(Option.some("one\ntwo\nthree\nfour\nfive\n"))
+      })))
+
   it.scoped("missing keys: read is none, remove is false; a directory is not a blob", () =>
     withStore((store) =>
       Effect.gen(function*() {

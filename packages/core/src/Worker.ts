@@ -94,7 +94,9 @@ export class ClaimResponse extends Schema.Class<ClaimResponse>("WorkerClaimRespo
   /** The run token of the execution, for its agent. */
   run_token: Schema.NullOr(Schema.String),
   /** Blobs the run needs (its attachments). */
-  blobs: Schema.Array(WorkerBlob)
+  blobs: Schema.Array(WorkerBlob),
+  /** The size of the run's transcript now: where this execution's output starts (`offset` of appends). */
+  transcript_bytes: Schema.optionalWith(Schema.NonNegativeInt, { default: () => 0 })
 }) {}
 
 /** A timeline event before storage numbers it (the port's `NewTimelineEvent`). */
@@ -144,10 +146,21 @@ export class AddArtifactRequest extends Schema.Class<AddArtifactRequest>("Worker
   artifact: Artifact
 }) {}
 
-/** `POST …/runs/{runId}/transcript`: bytes the agent printed, appended to the run's transcript. */
+/**
+ * `POST …/runs/{runId}/transcript`: bytes the agent printed, appended to the run's transcript.
+ * With `offset` (where in the transcript these bytes go: the claim's `transcript_bytes`, then each
+ * answer's), bytes the transcript already has are not appended again, so a retry is a no-op.
+ */
 export class AppendTranscriptRequest extends Schema.Class<AppendTranscriptRequest>("WorkerAppendTranscriptRequest")({
   execution_id: ExecutionId,
-  data_base64: Schema.String
+  data_base64: Schema.String,
+  offset: Schema.optional(Schema.NonNegativeInt)
+}) {}
+
+/** The transcript's size after an append: the `offset` of the next one. */
+export class AppendTranscriptResponse extends Schema.Class<AppendTranscriptResponse>("WorkerAppendTranscriptResponse")({
+  success: Schema.Literal(true),
+  transcript_bytes: Schema.NonNegativeInt
 }) {}
 
 /** An environment of the worker's team (the port's `StoredEnvironment`). */

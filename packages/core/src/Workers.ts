@@ -23,6 +23,8 @@
  * - The server's sweep treats worker runs like any other: an expired lease requeues the run
  *   (attempt + 1), ERROR `resource_unavailable` after the third; admission stays on the server.
  * - Debug windows are not kept on workers: a failed setup releases the worker's sandbox at once.
+ * - Transcript appends carry their offset in the run's transcript (the claim answers where it
+ *   ends), and bytes already there are not written again: a retry after a lost answer is a no-op.
  */
 import { Chunk, Clock, Context, DateTime, Duration, Effect, Either, Encoding, Option, Stream } from "effect"
 import type { Viewer } from "./Access.js"
@@ -270,7 +272,8 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
             blobList.push({ key, data_base64: Encoding.encodeBase64(concat(Chunk.toReadonlyArray(chunks))) })
           }
         }
-        return new ClaimResponse({ run, run_token: token, blobs: blobList })
+        const transcriptBytes = yield* blobs.size(transcriptKey(run.item.run_id))
+        return new ClaimResponse({ run, run_token: token, blobs: blobList, transcript_bytes: transcriptBytes })
       },
       storageUnavailable
     )
@@ -334,10 +337,17 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
       storageUnavailable
     )
 
+    /**
+     * Appends to the run's transcript; answers its size after. With `offset`, bytes the transcript
+     * already has at and after it are not appended again (a retried request is a no-op).
+     */
     const appendTranscript = Effect.fn("Workers.appendTranscript")(
-      function*(viewer: Viewer, workerId: string, runId: RunId, executionId: ExecutionId, bytes: Uint8Array) {
+      function*(viewer: Viewer, workerId: string, runId: RunId, executionId: ExecutionId, bytes: Uint8Array, offset?: number) {
         yield* heldRun(yield* asWorker(viewer, workerId), runId, executionId)
-        yield* blobs.append(transcriptKey(runId), bytes)
+        const key = transcriptKey(runId)
+        if (offset !== undefined) return yield* blobs.appendAt(key, offset, bytes)
+        yield* blobs.append(key, bytes)
+        return yield* blobs.size(key)
       },
       storageUnavailable
     )

@@ -38,6 +38,16 @@ export const memoryBlobStore = Layer.effect(
           joined.set(bytes, old.byteLength)
           return new Map(m).set(key, joined)
         }),
+      appendAt: (key, offset, bytes) =>
+        Ref.modify(blobs, (m) => {
+          const old = m.get(key) ?? new Uint8Array(0)
+          const tail = bytes.subarray(Math.min(Math.max(old.byteLength - offset, 0), bytes.byteLength))
+          const joined = new Uint8Array(old.byteLength + tail.byteLength)
+          joined.set(old)
+          joined.set(tail, old.byteLength)
+          return [joined.byteLength, new Map(m).set(key, joined)]
+        }),
+      size: (key) => Effect.map(Ref.get(blobs), (m) => m.get(key)?.byteLength ?? 0),
       put: (key, bytes) => Ref.update(blobs, (m) => new Map(m).set(key, bytes)),
       read: (key) =>
         Effect.map(Ref.get(blobs), (m) => Option.map(Option.fromNullable(m.get(key)), (bytes) => Stream.make(bytes))),

@@ -32,6 +32,7 @@ export { runsServiceSuite } from "./RunsServiceSuite.js"
 export { schedulerServiceSuite } from "./SchedulerServiceSuite.js"
 export { secretsServiceSuite } from "./SecretsServiceSuite.js"
 export { webhooksServiceSuite } from "./WebhooksServiceSuite.js"
+export { workersServiceSuite } from "./WorkersServiceSuite.js"
 export {
   createTestRepositories,
   executorConformance,

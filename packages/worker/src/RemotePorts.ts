@@ -5,7 +5,8 @@
  * - `RunStore`: claim (long poll), get, guarded update, lease renewal, follow-ups, conversation,
  *   artifacts; wake-ups never come (the claim waits on the server instead). What only the server
  *   does (creating and listing runs, the sweep, admission) is not available here;
- * - `BlobStore`: appends to a run's transcript; reads the blobs the claim brought along;
+ * - `BlobStore`: appends to a run's transcript, each with its offset (a retried append is a no-op
+ *   on the server); reads the blobs the claim brought along;
  * - `EnvironmentStore`: reads an environment of the worker's team;
  * - `RunTokens`: the run token the claim brought along for its execution;
  * - `IdentityStore`: not available (only admission reads it, and a worker does not admit).
@@ -111,6 +112,8 @@ export const layer = (connection: Connection): Layer.Layer<
       const executions = new Map<RunId, ExecutionId>()
       /** The run token of each execution this worker claimed. */
       const tokens = new Map<string, string>()
+      /** Where in its run's transcript each execution's next output goes (from the claim, then each append's answer). */
+      const offsets = new Map<string, number>()
       /** Blobs claims brought along (webhook payloads), by key. */
       const blobs = new Map<string, Uint8Array>()
 
@@ -186,6 +189,7 @@ export const layer = (connection: Connection): Layer.Layer<
             if (answer.run === null) return Option.none()
             executions.set(answer.run.item.run_id, params.execution_id)
             if (answer.run_token !== null) tokens.set(params.execution_id, answer.run_token)
+            offsets.set(params.execution_id, answer.transcript_bytes)
             for (const blob of answer.blobs) {
               const bytes = Encoding.decodeBase64(blob.data_base64)
               if (bytes._tag === "Right") blobs.set(blob.key, bytes.right)
@@ -236,16 +240,23 @@ export const layer = (connection: Connection): Layer.Layer<
         append: (key, bytes) => {
           const runId = transcriptRun(key)
           if (runId === undefined) return Effect.fail(new Storage.StorageError({ operation: "BlobStore.append", cause: `not a transcript: ${key}` }))
-          return Effect.flatMap(executionOf(runId), (execution_id) =>
-            Effect.asVoid(sendPlain(
-              "BlobStore.append",
-              api.workerAppendTranscript({
-                headers,
-                path: { workerId, runId },
-                payload: new Worker.AppendTranscriptRequest({ execution_id, data_base64: Encoding.encodeBase64(bytes) })
+          // Sent with its offset, so a request retried after a lost answer does not append it twice.
+          return Effect.flatMap(executionOf(runId), (execution_id) => {
+            const offset = offsets.get(execution_id)
+            const payload = new Worker.AppendTranscriptRequest({
+              execution_id,
+              data_base64: Encoding.encodeBase64(bytes),
+              ...(offset === undefined ? {} : { offset })
+            })
+            return sendPlain("BlobStore.append", api.workerAppendTranscript({ headers, path: { workerId, runId }, payload })).pipe(
+              Effect.map((answer) => {
+                offsets.set(execution_id, answer.transcript_bytes)
               })
-            )))
+            )
+          })
         },
+        appendAt: unavailable("BlobStore.appendAt"),
+        size: unavailable("BlobStore.size"),
         read: (key) => {
           const bytes = blobs.get(key)
           return Effect.succeed(bytes === undefined ? Option.none() : Option.some(Stream.make(bytes)))

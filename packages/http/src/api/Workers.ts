@@ -124,11 +124,18 @@ export class WorkersGroup extends HttpApiGroup.make("workers")
     HttpApiEndpoint.post("workerAppendTranscript")`/workers/${workerId}/runs/${P.runId}/transcript`
       .setHeaders(TeamHeaders)
       .setPayload(Worker.AppendTranscriptRequest)
-      .addSuccess(Worker.WorkerOk)
+      .addSuccess(Worker.AppendTranscriptResponse)
       .addError(Problems.ResourceNotFound, { status: 404 })
       .addError(Problems.Conflict, { status: 409 })
       .addError(Problems.PayloadTooLarge, { status: 413 })
-      .annotateContext(doc("Append to the transcript", "Bytes the agent printed (base64), appended to the run's raw transcript. " + held))
+      .annotateContext(
+        doc(
+          "Append to the transcript",
+          "Bytes the agent printed (base64), appended to the run's raw transcript; answers its size after. With " +
+            "`offset` (the claim's `transcript_bytes`, then each answer's), bytes the transcript already has are not " +
+            "appended again, so a retried request is a no-op. " + held
+        )
+      )
   )
   .add(
     HttpApiEndpoint.get("workerGetEnvironment")`/workers/${workerId}/environments/${P.environmentUid}`

@@ -1,6 +1,6 @@
 /** Handlers of the self-hosted worker protocol: each endpoint calls core's `Workers` with the caller. */
 import { HttpApiBuilder } from "@effect/platform"
-import { Errors, Workers } from "@agent-runs/core"
+import { Errors, Worker, Workers } from "@agent-runs/core"
 import { Effect, Encoding, Either } from "effect"
 import { Api } from "../Api.js"
 import { CurrentViewer } from "../Security.js"
@@ -42,8 +42,8 @@ export const WorkersLive = HttpApiBuilder.group(Api, "workers", (handlers) =>
           Effect.gen(function*() {
             const bytes = Encoding.decodeBase64(payload.data_base64)
             if (Either.isLeft(bytes)) return yield* Effect.fail(Errors.InvalidRequest.forField("data_base64", "must be base64"))
-            yield* workers.appendTranscript(viewer, path.workerId, path.runId, payload.execution_id, bytes.right)
-            return ok
+            const size = yield* workers.appendTranscript(viewer, path.workerId, path.runId, payload.execution_id, bytes.right, payload.offset)
+            return new Worker.AppendTranscriptResponse({ success: true, transcript_bytes: size })
           })))
       .handle("workerGetEnvironment", ({ path }) =>
         Effect.flatMap(CurrentViewer, (viewer) => workers.environment(viewer, path.workerId, path.uid)))

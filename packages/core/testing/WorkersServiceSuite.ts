@@ -1,0 +1,166 @@
+/**
+ * The server's side of self-hosted workers (`Workers`, docs/workers.md) over a real storage
+ * adapter and an in-memory BlobStore: what a worker's claim brings, the transcript appends made
+ * idempotent by their offset (a retry after a lost answer appends nothing), and the scope of a
+ * worker (its team, its id, the execution holding the run). Each test makes a team and worker ids
+ * of its own. Call `workersServiceSuite(name, layer)` inside a vitest file.
+ */
+import { describe, expect, layer } from "@effect/vitest"
+import { Chunk, Effect, Layer, Option, Stream } from "effect"
+import type { Viewer } from "../src/Access.js"
+import { transcriptKey } from "../src/Conversations.js"
+import { type ExecutionId, IdsLive, type PrincipalUid, type RunId } from "../src/Ids.js"
+import { Principal } from "../src/Identity.js"
+import { BlobStore } from "../src/ports/BlobStore.js"
+import { IdentityStore } from "../src/ports/IdentityStore.js"
+import { RunTokens } from "../src/ports/RunTokens.js"
+import { RunAgentRequest } from "../src/Run.js"
+import { RunEvent } from "../src/RunStateMachine.js"
+import { Runs } from "../src/Runs.js"
+import { defaultWorkerSettings, Workers, WorkerSettingsTag } from "../src/Workers.js"
+import { memoryBlobStore } from "./ConversationsServiceSuite.js"
+import { advance } from "./FollowupsServiceSuite.js"
+import { uid, uuid } from "./RunStoreConformance.js"
+import type { Stores } from "./Stores.js"
+import { failureOf, seedWorld, T0, viewerOf } from "./World.js"
+
+const runTokens = Layer.succeed(RunTokens, {
+  issue: ({ execution_id }) => Effect.succeed(`rt_${execution_id}`),
+  verify: () => Effect.succeed(Option.none())
+})
+
+const text = (s: string) => new TextEncoder().encode(s)
+
+/** A team of its own, a member user and a service account acting as its workers. */
+const seedWorkers = Effect.gen(function*() {
+  const world = yield* seedWorld()
+  const principal = uid<PrincipalUid>()
+  yield* (yield* IdentityStore).createPrincipal(
+    new Principal({
+      uid: principal,
+      type: "service_account",
+      display_name: "worker",
+      instance_admin: false,
+      memberships: [{ team_uid: world.team, role: "member" }],
+      created_at: T0
+    })
+  )
+  return { ...world, worker: viewerOf(world.team, principal, "member") }
+})
+
+/** A run for `workerHost`, created by `viewer` (QUEUED). */
+const createFor = (viewer: Viewer, workerHost: string, prompt = "work") =>
+  Effect.flatMap(Runs, (runs) => runs.create(viewer, new RunAgentRequest({ prompt, config: { worker_host: workerHost } }))).pipe(
+    Effect.map((r) => r.run_id as RunId)
+  )
+
+/** Claims (no wait) for `workerId` with a fresh execution. */
+const claimAs = (worker: Viewer, workerId: string) =>
+  Effect.gen(function*() {
+    const execution = uuid<ExecutionId>()
+    const answer = yield* (yield* Workers).claim(worker, workerId, execution, 0)
+    return { execution, answer }
+  })
+
+const transcriptOf = (runId: RunId) =>
+  Effect.gen(function*() {
+    const blob = yield* (yield* BlobStore).read(transcriptKey(runId))
+    if (Option.isNone(blob)) return ""
+    const chunks = Chunk.toReadonlyArray(yield* Stream.runCollect(blob.value))
+    return chunks.map((c) => new TextDecoder().decode(c)).join("")
+  })
+
+export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E>): void => {
+  const services = Layer.mergeAll(Workers.Default, Runs.Default).pipe(
+    Layer.provideMerge(
+      Layer.mergeAll(storage, IdsLive, memoryBlobStore, runTokens, Layer.succeed(WorkerSettingsTag, defaultWorkerSettings))
+    )
+  )
+
+  describe(`workers service (${name})`, () => {
+    layer(services, { excludeTestServices: true, timeout: "60 seconds" })("Workers", (it) => {
+      it.effect("a claim takes the team's run for this worker id and says where its transcript ends", () =>
+        Effect.gen(function*() {
+          const world = yield* seedWorkers
+          const workerId = `w-${uid()}`
+          const runId = yield* createFor(world.alice, workerId)
+          // An earlier execution's output is in the transcript already.
+          yield* (yield* BlobStore).put(transcriptKey(runId), text("earlier\n"))
+          const { answer, execution } = yield* claimAs(world.worker, workerId)
+          expect(answer.run?.item.run_id).toBe(runId)
+          expect(answer.run?.lease?.execution_id).toBe(execution)
+          expect(answer.run_token).toBe(`rt_${execution}`)
+          expect(answer.transcript_bytes).toBe(8)
+          // Nothing left for it; another id's claim gets nothing either.
+          expect((yield* claimAs(world.worker, workerId)).answer.run).toBeNull()
+          const other = yield* createFor(world.alice, `${workerId}-other`)
+          expect((yield* claimAs(world.worker, workerId)).answer.run).toBeNull()
+          expect((yield* claimAs(world.worker, `${workerId}-other`)).answer.run?.item.run_id).toBe(other)
+        }))
+
+      it.effect("transcript appends with their offset: a retried request appends nothing; the answer is the next offset", () =>
+        Effect.gen(function*() {
+          const world = yield* seedWorkers
+          const workers = yield* Workers
+          const workerId = `w-${uid()}`
+          const runId = yield* createFor(world.alice, workerId)
+          const { answer, execution } = yield* claimAs(world.worker, workerId)
+          expect(answer.transcript_bytes).toBe(0)
+          const append = (chunk: string, offset?: number) =>
+            workers.appendTranscript(world.worker, workerId, runId, execution, text(chunk), offset)
+          const first = yield* append("{\"type\":\"message\"}\n", 0)
+          expect(first).toBe(19)
+          // The answer was lost; the worker sends the same request again: a no-op.
+          expect(yield* append("{\"type\":\"message\"}\n", 0)).toBe(19)
+          const second = yield* append("line two\n", first)
+          expect(second).toBe(28)
+          // Retried twice, and concurrently with itself: still once.
+          const retries = yield* Effect.all([append("line two\n", first), append("line two\n", first)], { concurrency: 2 })
+          expect(retries).toEqual([28, 28])
+          expect(yield* transcriptOf(runId)).toBe("{\"type\":\"message\"}\nline two\n")
+          // Without an offset (an older worker), bytes are appended as they come.
+          expect(yield* append("plain\n")).toBe(34)
+          expect(yield* append("plain\n")).toBe(40)
+          expect(yield* transcriptOf(runId)).toBe("{\"type\":\"message\"}\nline two\nplain\nplain\n")
+        }))
+
+      it.effect("a later execution's appends start where the earlier ones ended", () =>
+        Effect.gen(function*() {
+          const world = yield* seedWorkers
+          const workers = yield* Workers
+          const workerId = `w-${uid()}`
+          const runId = yield* createFor(world.alice, workerId)
+          const one = yield* claimAs(world.worker, workerId)
+          const end = yield* workers.appendTranscript(world.worker, workerId, runId, one.execution, text("first execution\n"), 0)
+          // The lease is lost and the run requeued (as the sweep does); a new execution claims it.
+          yield* advance(runId, RunEvent.LeaseExpired({ executionId: one.execution }), Date.now() + defaultWorkerSettings.leaseMs + 1)
+          const two = yield* claimAs(world.worker, workerId)
+          expect(two.answer.transcript_bytes).toBe(end)
+          yield* workers.appendTranscript(world.worker, workerId, runId, two.execution, text("second\n"), end)
+          // The first execution no longer holds the run: its (late) append is refused.
+          const late = yield* failureOf(workers.appendTranscript(world.worker, workerId, runId, one.execution, text("late\n"), end))
+          expect(late._tag).toBe("Conflict")
+          expect(yield* transcriptOf(runId)).toBe("first execution\nsecond\n")
+        }))
+
+      it.effect("a worker touches only its team's runs addressed to its id; users cannot act as workers", () =>
+        Effect.gen(function*() {
+          const world = yield* seedWorkers
+          const other = yield* seedWorkers
+          const workers = yield* Workers
+          const workerId = `w-${uid()}`
+          const runId = yield* createFor(world.alice, workerId)
+          // Another team's worker with the same id neither claims nor sees it.
+          expect((yield* claimAs(other.worker, workerId)).answer.run).toBeNull()
+          expect((yield* failureOf(workers.get(other.worker, workerId, runId)))._tag).toBe("ResourceNotFound")
+          expect((yield* failureOf(workers.get(world.worker, `${workerId}-x`, runId)))._tag).toBe("ResourceNotFound")
+          expect((yield* failureOf(workers.claim(world.alice, workerId, uuid<ExecutionId>(), 0)))._tag).toBe("NotAuthorized")
+          const { execution } = yield* claimAs(world.worker, workerId)
+          const stranger = uuid<ExecutionId>()
+          const refused = yield* failureOf(workers.appendTranscript(world.worker, workerId, runId, stranger, text("x"), 0))
+          expect(refused._tag).toBe("Conflict")
+          expect(yield* workers.appendTranscript(world.worker, workerId, runId, execution, text("x"), 0)).toBe(1)
+        }))
+    })
+  })
+}

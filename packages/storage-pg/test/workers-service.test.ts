@@ -1,0 +1,4 @@
+import { workersServiceSuite } from "@agent-runs/core/testing"
+import { storageLayer } from "./harness.js"
+
+workersServiceSuite("postgresql", storageLayer)
