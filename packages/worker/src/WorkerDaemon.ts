@@ -18,7 +18,7 @@
  */
 import { Dispatcher, Ids, Worker } from "@agent-runs/core"
 import { DockerExecutor } from "@agent-runs/executor-docker"
-import { ProcessExecutor } from "@agent-runs/executor-process"
+import { LocalRepoSource, ProcessExecutor } from "@agent-runs/executor-process"
 import { AGENT_MOUNT, defaultHarness, packageDir } from "@agent-runs/scripted-agent/Location"
 import { Console, Data, Duration, Effect, Layer, Schedule } from "effect"
 import { join } from "node:path"
@@ -50,9 +50,12 @@ const describe = (error: unknown) => {
   return e.errorCode === undefined ? String(e.message ?? error) : `${e.errorCode}: ${e.message ?? ""}`
 }
 
+/** Where `owner/repo` repositories are: `--repos-dir`, else `<dataDir>/repos` (as the server's default). */
+const reposDirOf = (options: WorkerOptions) => options.reposDir ?? join(options.dataDir, "repos")
+
 const executorLayer = (options: WorkerOptions) => {
   const root = join(options.dataDir, "sandboxes")
-  const reposDir = options.reposDir ?? join(options.dataDir, "repos")
+  const reposDir = reposDirOf(options)
   return options.executor === "docker"
     ? DockerExecutor.layer({
       root,
@@ -101,6 +104,8 @@ export const run = (options: WorkerOptions) =>
     )
     const dispatcher = Dispatcher.layer.pipe(
       Layer.provide(executorLayer(options)),
+      // Skills are read again when an execution starts (docs/skills.md): from this worker's repositories.
+      Layer.provide(LocalRepoSource.layer({ reposDir: reposDirOf(options) })),
       Layer.provide(RemotePorts.layer(options)),
       Layer.provide(Ids.IdsLive),
       Layer.provide(
