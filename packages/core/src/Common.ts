@@ -68,6 +68,14 @@ export const NonBlankString = Schema.String.pipe(
   Schema.filter((s) => s.trim().length > 0 || "must not be empty", { description: "a non-empty string" })
 )
 
+/**
+ * A key of a caller-named map (MCP servers, env, headers): any string but `__proto__`, which a
+ * JavaScript object cannot hold as a plain key (decoding would silently drop it).
+ */
+export const PlainKey = Schema.String.pipe(
+  Schema.filter((key) => key !== "__proto__" || "must not be __proto__", { identifier: "PlainKey" })
+)
+
 /** Free-form key/value pairs attached to a resource (`{string: string}`). */
 export const Metadata = Schema.Record({ key: Schema.String, value: Schema.String }).annotations({
   identifier: "Metadata"

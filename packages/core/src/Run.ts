@@ -16,6 +16,7 @@ import {
   NonBlankString,
   optionalInput,
   PageInfo,
+  PlainKey,
   PrincipalRef,
   Scope,
   Timestamp,
@@ -25,7 +26,7 @@ import { RunErrorCode } from "./Errors.js"
 import { ConversationId, EnvironmentUid, PrincipalUid, RunId, ScheduleId } from "./Ids.js"
 import { MAX_ATTEMPTS, RunExecutionLocation, RunSourceType, RunState } from "./RunState.js"
 
-const StringMap = Schema.Record({ key: Schema.String, value: Schema.String })
+const StringMap = Schema.Record({ key: PlainKey, value: Schema.String })
 
 /** An MCP server started as a local process (stdio transport). */
 export const McpStdioServer = Schema.Struct({
@@ -92,7 +93,7 @@ export const AgentConfig = Schema.Struct({
   base_prompt: optionalInput(Schema.String),
   environment_id: optionalInput(EnvironmentUid),
   skill_spec: optionalInput(SkillSpec),
-  mcp_servers: optionalInput(Schema.Record({ key: Schema.String, value: McpServerConfig })),
+  mcp_servers: optionalInput(Schema.Record({ key: PlainKey, value: McpServerConfig })),
   worker_host: optionalInput(Schema.String),
   computer_use_enabled: optionalInput(Schema.Boolean),
   agent_identity_uid: optionalInput(PrincipalUid)
