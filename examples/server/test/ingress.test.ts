@@ -225,15 +225,28 @@ describe.each(["sqlite", "postgres"] as const)("webhook ingress (%s)", (kind) =>
     const invalid = await post(server(), ingressPath(hook.uid), "{not json", auth)
     expect(invalid).toMatchObject({ status: 400, body: { error_code: "invalid_request" } })
     expect(invalid.body.error).toContain("body")
+    // JSON that is no payload: a number out of range, nesting past 128 levels, bytes that are not UTF-8.
+    const infinite = await post(server(), ingressPath(hook.uid), `{"a":1e999}`, auth)
+    expect(infinite).toMatchObject({ status: 400, body: { error_code: "invalid_request" } })
+    expect(infinite.body.error).toContain("finite")
+    const deep = await post(server(), ingressPath(hook.uid), `${"[".repeat(129)}${"]".repeat(129)}`, auth)
+    expect(deep.status).toBe(400)
+    expect(deep.body.error).toContain("128")
+    expect((await post(server(), ingressPath(hook.uid), `${"[".repeat(128)}${"]".repeat(128)}`, auth)).status).toBe(202)
+    expect((await post(server(), ingressPath(hook.uid), new Uint8Array([0x22, 0xff, 0x22]), auth)).status).toBe(400)
     const log = await deliveries(hook.uid)
     expect(log.map((d) => d.outcome)).toEqual([
+      "REJECTED_INVALID_JSON",
+      "ACCEPTED",
+      "REJECTED_INVALID_JSON",
+      "REJECTED_INVALID_JSON",
       "REJECTED_INVALID_JSON",
       "REJECTED_TOO_LARGE",
       "REJECTED_TOO_LARGE",
       "REJECTED_TOO_LARGE",
       "ACCEPTED"
     ])
-    expect(log[3]!.size_bytes).toBeGreaterThan(limit)
+    expect(log[7]!.size_bytes).toBeGreaterThan(limit)
     expect(log[0]!.payload).toBeUndefined()
   })
 

@@ -21,9 +21,10 @@
  * - A `url_token` webhook posted without its token segment fails authentication (401).
  * - A too-large body is not read past the limit: its log entry's identity is empty and its size
  *   is the larger of the declared length and the bytes read.
- * - The body must be UTF-8 JSON (any JSON value). Rejected deliveries keep their identity (the
- *   key duplicates would use) but never claim it: a rejected delivery does not make a later good
- *   one a duplicate.
+ * - The body must be UTF-8 JSON (any JSON value) with finite numbers (`1e999` is refused, not
+ *   kept as infinity) and at most MAX_PAYLOAD_DEPTH levels of nesting. Rejected deliveries keep
+ *   their identity (the key duplicates would use) but never claim it: a rejected delivery does not
+ *   make a later good one a duplicate.
  * - The runs start as each automation's creator in the automation's team, Team scope, titled with
  *   the automation's name; an automation whose run is refused (its creator left the team, its
  *   environment is gone) starts nothing and is logged; the delivery is still ACCEPTED with the
@@ -155,12 +156,36 @@ const filterMatches = (automation: StoredAutomation, payload: unknown): boolean 
 const utf8 = new TextEncoder()
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true })
 
+/** The deepest nesting of arrays and objects a delivery may have. */
+export const MAX_PAYLOAD_DEPTH = 128
+
+/** Why a parsed value is not a payload we keep (a number out of range, too deep), walked without recursion. */
+const payloadProblem = (value: unknown): string | undefined => {
+  const stack: Array<{ readonly value: unknown; readonly depth: number }> = [{ value, depth: 0 }]
+  while (stack.length > 0) {
+    const { depth, value: v } = stack.pop()!
+    if (typeof v === "number" && !Number.isFinite(v)) return "numbers must be finite (a number is out of range)"
+    if (v === null || typeof v !== "object") continue
+    if (depth >= MAX_PAYLOAD_DEPTH) return `nested deeper than ${MAX_PAYLOAD_DEPTH} levels`
+    for (const item of Array.isArray(v) ? v : Object.values(v)) stack.push({ value: item, depth: depth + 1 })
+  }
+  return undefined
+}
+
 /** The body as JSON, or why it is not. */
 const parseJson = (body: Uint8Array): Either.Either<unknown, string> => {
+  let text: string
   try {
-    return Either.right(JSON.parse(strictUtf8.decode(body)) as unknown)
+    text = strictUtf8.decode(body)
+  } catch {
+    return Either.left("not UTF-8")
+  }
+  try {
+    const value = JSON.parse(text) as unknown
+    const problem = payloadProblem(value)
+    return problem === undefined ? Either.right(value) : Either.left(problem)
   } catch (e) {
-    return Either.left(e instanceof SyntaxError ? e.message : "not UTF-8")
+    return Either.left(e instanceof Error ? e.message : "not JSON")
   }
 }
 
