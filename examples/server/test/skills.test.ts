@@ -7,35 +7,12 @@
  * secrets resolved in what the agent receives and nowhere else).
  */
 import { Effect, Exit, Scope } from "effect"
-import { execFileSync } from "node:child_process"
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call, type DatabaseKind, makeTeam, startServer, type TestServer } from "./harness.js"
+import { writeRepository } from "./repositories.js"
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any
-
-const git = (args: ReadonlyArray<string>) =>
-  execFileSync("git", ["-c", "user.email=skills@example.com", "-c", "user.name=Skills", ...args], { stdio: "pipe" })
-
-/** Creates (or replaces the content of) the bare repository `owner/repo` with `files`, committed on main. */
-const writeRepository = (reposDir: string, name: string, files: Record<string, string>) => {
-  const target = join(reposDir, ...name.split("/"))
-  const work = mkdtempSync(join(tmpdir(), "agent-runs-skills-"))
-  for (const [path, content] of Object.entries(files)) {
-    mkdirSync(join(work, path, ".."), { recursive: true })
-    writeFileSync(join(work, path), content)
-  }
-  git(["init", "-q", "-b", "main", work])
-  git(["-C", work, "add", "-A"])
-  git(["-C", work, "commit", "-q", "-m", "skills"])
-  rmSync(target, { recursive: true, force: true })
-  mkdirSync(join(target, ".."), { recursive: true })
-  git(["clone", "-q", "--bare", work, target])
-  rmSync(work, { recursive: true, force: true })
-}
 
 const DEPLOY = "---\nname: deploy\ndescription: Deploys the service\n---\n# Deploy\n@say deploying now\n"
 const REPOSITORY = {

@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeTeam } from "./harness.js"
 import { lifecycle } from "./lifecycle.js"
 import { call, REPO_ROOT, type ServerProcess } from "./process.js"
+import { writeRepository } from "./repositories.js"
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any
@@ -313,5 +314,87 @@ describe("self-hosted workers: lost workers and the attempt rule", () => {
     expect(JSON.stringify(conversation.body).match(/finished once/g)).toHaveLength(1)
     await kill(first, "SIGTERM")
     await kill(second, "SIGTERM")
+  }, 60_000)
+})
+
+describe("self-hosted workers on PostgreSQL: follow-ups, skills, a run requeued while its worker is away", () => {
+  const adminToken = `ar_${randomBytes(32).toString("base64url")}`
+  const serverRepos = tempDir()
+  const life = lifecycle("postgres", {
+    AGENT_RUNS_ADMIN_TOKEN: adminToken,
+    AGENT_RUNS_WORKER_HEARTBEAT_SECONDS: "1",
+    AGENT_RUNS_LEASE_SECONDS: "2",
+    AGENT_RUNS_REPOS_DIR: serverRepos
+  })
+  const skill = (body: string) => ({ "skills/deploy/SKILL.md": `---\nname: deploy\ndescription: Deploys\n---\n${body}\n` })
+  let server: ServerProcess
+  let tokens: Awaited<ReturnType<typeof setUp>>
+
+  beforeAll(async () => {
+    writeRepository(serverRepos, "acme/skills", skill("# The server's copy"))
+    server = await life.start()
+    tokens = await setUp(server, adminToken, "pg-workers")
+  }, 60_000)
+
+  const conversationOf = async (id: string) =>
+    JSON.stringify((await call(server, "GET", `/api/v1/agent/runs/${id}/conversation`, { token: tokens.user })).body)
+
+  it("delivers follow-ups to a worker's run, live and as a new execution; reads a run's skill from the worker's repositories", async () => {
+    const runs = api(() => server, tokens.user)
+    const workerRepos = tempDir()
+    writeRepository(workerRepos, "acme/skills", skill("# The worker's copy"))
+    const worker = await startWorker({
+      url: server.url,
+      token: tokens.worker,
+      workerId: "wf",
+      dataDir: tempDir(),
+      extra: ["--repos-dir", workerRepos]
+    })
+
+    // Live: the agent waits for a follow-up, which the worker hands to it.
+    const id = await runs.create("Talk to me\n@await-followup", "wf")
+    await until(() => runs.run(id), (r) => r.state === "INPROGRESS", 10_000)
+    const sent = await call(server, "POST", `/api/v1/agent/runs/${id}/followups`, { token: tokens.user, body: { message: "hello worker" } })
+    expect(sent.status).toBe(200)
+    expect(await until(() => runs.run(id), (r) => ENDED.includes(r.state))).toMatchObject({ state: "SUCCEEDED", execution_count: 1 })
+    expect(await conversationOf(id)).toContain("received: hello worker")
+
+    // Ended: a new execution of the run, claimed by the worker.
+    const again = await call(server, "POST", `/api/v1/agent/runs/${id}/followups`, { token: tokens.user, body: { message: "@say second round" } })
+    expect(again.status).toBe(200)
+    const second = await until(() => runs.run(id), (r) => r.execution_count === 2 && ENDED.includes(r.state))
+    expect(second).toMatchObject({ state: "SUCCEEDED", execution_count: 2 })
+    expect(await conversationOf(id)).toContain("second round")
+
+    // A skill: resolved by the server at creation, read again from the worker's repositories at start.
+    const env = await call(server, "POST", "/api/v1/agent/environments", {
+      token: tokens.user,
+      body: { team: true, config: { name: "skills", github_repos: [{ owner: "acme", repo: "skills" }] } }
+    })
+    expect(env.status).toBe(201)
+    const created = await call(server, "POST", "/api/v1/agent/runs", {
+      token: tokens.user,
+      body: { prompt: "@skill", config: { worker_host: "wf", environment_id: env.body.uid, skill_spec: "acme/skills:deploy" } }
+    })
+    expect(created.status).toBe(200)
+    const withSkill = await until(() => runs.run(created.body.run_id), (r) => ENDED.includes(r.state))
+    expect(withSkill.state).toBe("SUCCEEDED")
+    const said = await conversationOf(created.body.run_id)
+    expect(said).toContain("skill: deploy")
+    expect(said).toContain("The worker's copy")
+    await kill(worker, "SIGTERM")
+  }, 60_000)
+
+  it("a run requeued after its worker left says in its timeline that it waits for that worker", async () => {
+    const runs = api(() => server, tokens.user)
+    const worker = await startWorker({ url: server.url, token: tokens.worker, workerId: "wq", dataDir: tempDir() })
+    const id = await runs.create("@sleep 60000", "wq")
+    await until(() => runs.run(id), (r) => r.state === "INPROGRESS", 10_000)
+    // A clean stop: it says goodbye at once, and the run comes back when its lease expires.
+    await kill(worker, "SIGTERM")
+    expect(await until(() => runs.run(id), (r) => r.state === "QUEUED", 10_000)).toMatchObject({ state: "QUEUED", attempt: 2 })
+    const requeued = (await runs.timeline(id)).find((e) => e.event_type === "requeued")
+    expect(requeued.message).toContain("waiting for self-hosted worker wq")
+    expect(requeued.message).toContain("not connected")
   }, 60_000)
 })
