@@ -23,6 +23,8 @@
  * - The server's sweep treats worker runs like any other: an expired lease requeues the run
  *   (attempt + 1), ERROR `resource_unavailable` after the third; admission stays on the server.
  * - Debug windows are not kept on workers: a failed setup releases the worker's sandbox at once.
+ * - A claim takes a run only while the worker's latest heartbeat is at most 2 intervals old, so a
+ *   long poll left waiting by a worker that froze stops claiming once its heartbeats stop.
  * - Transcript appends carry their offset in the run's transcript (the claim answers where it
  *   ends), and bytes already there are not written again: a retry after a lost answer is a no-op.
  */
@@ -82,6 +84,9 @@ export interface WorkerRef {
   readonly team_uid: Viewer["team_uid"]
   readonly worker_id: string
 }
+
+/** A worker claims only while its latest heartbeat is at most this many intervals old. */
+const FRESH_HEARTBEATS = 2
 
 /** States in which a worker holds a run. */
 const HELD: ReadonlyArray<RunState> = ["CLAIMED", "INPROGRESS"]
@@ -250,8 +255,14 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
       function*(viewer: Viewer, workerId: string, executionId: ExecutionId, waitSeconds: number) {
         const worker = yield* asWorker(viewer, workerId)
         const deadline = (yield* Clock.currentTimeMillis) + waitSeconds * 1000
+        // Only for a worker that sent a heartbeat lately: a claim left waiting by a worker that froze
+        // or lost its network stops taking runs once its heartbeats stop (the run would sit unused
+        // under the lease and cost an attempt).
         const once = Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          store.claim({ worker_host: workerId, team_uid: worker.team_uid, execution_id: executionId, now, lease_ms: settings.leaseMs }))
+          Effect.flatMap(presence.connected(worker.team_uid, now), (workers) =>
+            workers.some((w) => w.worker_id === workerId && now - w.last_heartbeat_at <= FRESH_HEARTBEATS * settings.heartbeatMs)
+              ? store.claim({ worker_host: workerId, team_uid: worker.team_uid, execution_id: executionId, now, lease_ms: settings.leaseMs })
+              : Effect.succeed(Option.none())))
         // Long poll: look again every `claimPollMs` until a run is claimed or the wait is over.
         let claimed = yield* once
         while (Option.isNone(claimed) && (yield* Clock.currentTimeMillis) + settings.claimPollMs <= deadline) {

@@ -17,7 +17,9 @@ import { RunTokens } from "../src/ports/RunTokens.js"
 import { RunAgentRequest } from "../src/Run.js"
 import { RunEvent } from "../src/RunStateMachine.js"
 import { Runs } from "../src/Runs.js"
+import { HeartbeatRequest } from "../src/Worker.js"
 import { defaultWorkerSettings, Workers, WorkerSettingsTag } from "../src/Workers.js"
+import { WorkerStore } from "../src/ports/WorkerStore.js"
 import { memoryBlobStore } from "./ConversationsServiceSuite.js"
 import { advance } from "./FollowupsServiceSuite.js"
 import { uid, uuid } from "./RunStoreConformance.js"
@@ -54,11 +56,13 @@ const createFor = (viewer: Viewer, workerHost: string, prompt = "work") =>
     Effect.map((r) => r.run_id as RunId)
   )
 
-/** Claims (no wait) for `workerId` with a fresh execution. */
+/** Claims (no wait) for `workerId` with a fresh execution, after a heartbeat. */
 const claimAs = (worker: Viewer, workerId: string) =>
   Effect.gen(function*() {
+    const workers = yield* Workers
+    yield* workers.heartbeat(worker, workerId, new HeartbeatRequest({ capacity: 1 }))
     const execution = uuid<ExecutionId>()
-    const answer = yield* (yield* Workers).claim(worker, workerId, execution, 0)
+    const answer = yield* workers.claim(worker, workerId, execution, 0)
     return { execution, answer }
   })
 
@@ -141,6 +145,31 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           const late = yield* failureOf(workers.appendTranscript(world.worker, workerId, runId, one.execution, text("late\n"), end))
           expect(late._tag).toBe("Conflict")
           expect(yield* transcriptOf(runId)).toBe("first execution\nsecond\n")
+        }))
+
+      it.effect("a worker claims only while its heartbeats are recent (none yet, or older than 2 intervals: nothing)", () =>
+        Effect.gen(function*() {
+          const world = yield* seedWorkers
+          const workers = yield* Workers
+          const workerId = `w-${uid()}`
+          const runId = yield* createFor(world.alice, workerId)
+          const claimNow = () => workers.claim(world.worker, workerId, uuid<ExecutionId>(), 0)
+          expect((yield* claimNow()).run).toBeNull()
+          // Still listed (not expired), but its latest heartbeat is 2.5 intervals old: it froze.
+          const then = Date.now() - 2.5 * defaultWorkerSettings.heartbeatMs
+          yield* (yield* WorkerStore).heartbeat({
+            team_uid: world.team,
+            worker_id: workerId,
+            display_name: workerId,
+            labels: [],
+            capacity: 1,
+            now: then,
+            expires_at: then + defaultWorkerSettings.staleAfterMs
+          })
+          expect((yield* workers.list(world.alice)).workers.map((w) => w.worker_id)).toContain(workerId)
+          expect((yield* claimNow()).run).toBeNull()
+          // It comes back: its next heartbeat lets it claim.
+          expect((yield* claimAs(world.worker, workerId)).answer.run?.item.run_id).toBe(runId)
         }))
 
       it.effect("a worker touches only its team's runs addressed to its id; users cannot act as workers", () =>

@@ -51,7 +51,8 @@ export class WorkersGroup extends HttpApiGroup.make("workers")
           "Claim a run (long poll)",
           "Waits up to `wait_seconds` (default 20, at most 25) for the oldest QUEUED run of the team whose " +
             "`agent_config.worker_host` is this worker, and claims it under a lease of `execution_id` (CLAIMED, " +
-            "`run_claimed`); answers it with its run token, or `run: null`. " + forbidden
+            "`run_claimed`); answers it with its run token, or `run: null`. Only while the worker's latest heartbeat is " +
+            "at most 2 intervals old. " + forbidden
         )
       )
   )
