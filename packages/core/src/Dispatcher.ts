@@ -59,7 +59,6 @@ import {
   type StartMessage,
   takeArtifacts
 } from "./Harness.js"
-import { Environment } from "./Environment.js"
 import { Ids } from "./Ids.js"
 import { resolveMcpServers, secretReferences } from "./McpServers.js"
 import type { McpDirectServer } from "./McpServers.js"
@@ -257,22 +256,12 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
       if (uid === null) return
       const found = yield* environments.get(uid)
       if (Option.isNone(found)) return
-      const env: StoredEnvironment = found.value
-      const last = env.item.last_task_created
-      const newest = last !== null && last.id === run.item.run_id
-      if (!newest && setupFailed === undefined) return
-      yield* environments.update({
-        ...env,
-        item: new Environment(
-          {
-            ...env.item,
-            ...(setupFailed === undefined || !newest ? {} : { setup_failed: setupFailed }),
-            last_task_created: newest && last !== null
-              ? { ...last, state: run.item.state, updated_at: run.item.updated_at, started_at: run.item.started_at }
-              : last
-          },
-          true
-        )
+      const last = found.value.item.last_task_created
+      // Only the environment's newest run speaks for it.
+      if (last === null || last.id !== run.item.run_id) return
+      yield* environments.noteRun(uid, {
+        ...(setupFailed === undefined ? {} : { setup_failed: setupFailed }),
+        last_task_created: { ...last, state: run.item.state, updated_at: run.item.updated_at, started_at: run.item.started_at }
       })
     }).pipe(Effect.catchAll((e) => Effect.logWarning("dispatcher: could not update the environment", e)))
 

@@ -65,7 +65,6 @@ import {
 import { Ids, RunId } from "./Ids.js"
 import type { EnvironmentUid, ExecutionId, PrincipalUid } from "./Ids.js"
 import type { Principal, Team } from "./Identity.js"
-import { Environment } from "./Environment.js"
 import { usableBy } from "./Environments.js"
 import { EnvironmentStore } from "./ports/EnvironmentStore.js"
 import { IdentityStore } from "./ports/IdentityStore.js"
@@ -449,19 +448,15 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
           // shown to the environment's team (its title would leak across teams). The environment's
           // `updated_at` (configuration changes) stays as it was.
           if (environment === undefined || environment.team_uid !== run.team_uid) continue
-          yield* environments.update({
-            ...environment,
-            item: new Environment({
-              ...environment.item,
-              last_task_created: {
-                id: run.item.run_id,
-                title: run.item.title,
-                state: run.item.state,
-                created_at: run.item.created_at,
-                updated_at: run.item.created_at,
-                started_at: null
-              }
-            })
+          yield* environments.noteRun(environment.item.uid, {
+            last_task_created: {
+              id: run.item.run_id,
+              title: run.item.title,
+              state: run.item.state,
+              created_at: run.item.created_at,
+              updated_at: run.item.created_at,
+              started_at: null
+            }
           }).pipe(Effect.catchAll((e) => Effect.logWarning(`runs: could not note the environment's newest run`, e)))
         }
         return prepared.map((p) => p.response)

@@ -805,6 +805,42 @@ export const catalogConformance = <E>(storage: Layer.Layer<Stores | RawStorage, 
         PROPERTY_RUNS
       )
 
+      it.effect("noteRun writes only the newest run and the setup flag, keeping a concurrent change", () =>
+        Effect.gen(function* () {
+          const store = yield* EnvironmentStore
+          const env = makeEnvironment({ team: newTeamUid(), creator: newPrincipalUid(), linkSharing: true })
+          yield* store.create(env)
+          // Read by a run, then changed by someone else before the run's note is written.
+          const changed = new Environment({
+            ...env.item,
+            config: { ...env.item.config, name: "renamed" },
+            sharing: { guests: [], link_sharing: false }
+          })
+          yield* store.update({ ...env, item: changed })
+          const last = {
+            id: RunId.make("018f2b7c-0000-7000-8000-0000000000aa"),
+            title: "the newest run",
+            state: "QUEUED" as const,
+            created_at: env.item.created_at,
+            updated_at: env.item.created_at,
+            started_at: null
+          }
+          yield* store.noteRun(env.item.uid, { last_task_created: last })
+          const afterFirst = Option.getOrThrow(yield* store.get(env.item.uid))
+          expect(wireEnvironment(afterFirst)).toEqual(
+            wireEnvironment({ ...env, item: new Environment({ ...changed, last_task_created: last }) })
+          )
+          yield* store.noteRun(env.item.uid, { setup_failed: true })
+          const afterSecond = Option.getOrThrow(yield* store.get(env.item.uid))
+          expect(afterSecond.item.setup_failed).toBe(true)
+          expect(afterSecond.item.last_task_created).toEqual(last)
+          yield* store.noteRun(env.item.uid, { last_task_created: null, setup_failed: false })
+          const cleared = Option.getOrThrow(yield* store.get(env.item.uid))
+          expect([cleared.item.last_task_created, cleared.item.setup_failed]).toEqual([null, false])
+          expect(cleared.item.sharing.link_sharing).toBe(false)
+          yield* store.noteRun(EnvironmentUid.make(randomUid()), { setup_failed: true })
+        }))
+
       it.effect("records link access once, ignores unknown environments, and forgets it with the environment", () =>
         Effect.gen(function* () {
           const store = yield* EnvironmentStore

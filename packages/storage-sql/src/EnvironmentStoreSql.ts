@@ -6,11 +6,11 @@
  * link it opened while link sharing is on; newest `updated_at` first, ties by uid (descending).
  */
 import type { Viewer } from "@agent-runs/core/Access"
-import { Environment } from "@agent-runs/core/Environment"
+import { Environment, LastTaskCreated } from "@agent-runs/core/Environment"
 import type { EnvironmentUid } from "@agent-runs/core/Ids"
 import { PrincipalUid, TeamUid } from "@agent-runs/core/Ids"
 import { EnvironmentStore } from "@agent-runs/core/ports/EnvironmentStore"
-import type { StoredEnvironment } from "@agent-runs/core/ports/EnvironmentStore"
+import type { EnvironmentRunNote, StoredEnvironment } from "@agent-runs/core/ports/EnvironmentStore"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option, Schema } from "effect"
 import { bool, decodeRows, iso, json, JsonColumn, millis, operation, visibleTo } from "./internal/Catalog.js"
@@ -148,6 +148,21 @@ export const layer = Layer.effect(
       operation("EnvironmentStore.update")
     )
 
+    const noteRun = Effect.fn("EnvironmentStore.noteRun")(
+      function* (uid: EnvironmentUid, note: EnvironmentRunNote) {
+        const set: Record<string, unknown> = {}
+        if (note.last_task_created !== undefined) {
+          set["last_task_created"] = note.last_task_created === null
+            ? null
+            : json(yield* Schema.encode(LastTaskCreated)(note.last_task_created))
+        }
+        if (note.setup_failed !== undefined) set["setup_failed"] = bool(sql, note.setup_failed)
+        if (Object.keys(set).length === 0) return
+        yield* sql`UPDATE environments SET ${sql.update(set)} WHERE uid = ${uid}`
+      },
+      operation("EnvironmentStore.noteRun")
+    )
+
     const remove = Effect.fn("EnvironmentStore.remove")(
       function* (uid: EnvironmentUid) {
         const rows = yield* sql`DELETE FROM environments WHERE uid = ${uid} RETURNING uid`
@@ -165,6 +180,6 @@ export const layer = Layer.effect(
       operation("EnvironmentStore.recordLinkAccess")
     )
 
-    return EnvironmentStore.of({ create, get, list, update, remove, recordLinkAccess })
+    return EnvironmentStore.of({ create, get, list, update, noteRun, remove, recordLinkAccess })
   })
 )

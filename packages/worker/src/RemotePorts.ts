@@ -270,6 +270,7 @@ export const layer = (connection: Connection): Layer.Layer<
         create: unavailable("EnvironmentStore.create"),
         list: unavailable("EnvironmentStore.list"),
         update: unavailable("EnvironmentStore.update"),
+        noteRun: unavailable("EnvironmentStore.noteRun"),
         remove: unavailable("EnvironmentStore.remove"),
         recordLinkAccess: unavailable("EnvironmentStore.recordLinkAccess")
       }

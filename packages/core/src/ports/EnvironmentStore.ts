@@ -2,9 +2,15 @@
 import type { Effect, Option } from "effect"
 import { Context } from "effect"
 import type { Viewer } from "../Access.js"
-import type { Environment } from "../Environment.js"
+import type { Environment, LastTaskCreated } from "../Environment.js"
 import type { EnvironmentUid, PrincipalUid, TeamUid } from "../Ids.js"
 import type { StorageError } from "./Storage.js"
+
+/** What `noteRun` writes; an absent field is left as it is. */
+export interface EnvironmentRunNote {
+  readonly last_task_created?: LastTaskCreated | null
+  readonly setup_failed?: boolean
+}
 
 /** An environment as stored. */
 export interface StoredEnvironment {
@@ -26,6 +32,12 @@ export class EnvironmentStore extends Context.Tag("@agent-runs/core/EnvironmentS
   readonly list: (viewer: Viewer) => Effect.Effect<ReadonlyArray<StoredEnvironment>, StorageError>
   /** Replaces an environment. */
   readonly update: (environment: StoredEnvironment) => Effect.Effect<void, StorageError>
+  /**
+   * Notes what runs did with an environment: its newest run (`last_task_created`) and whether its
+   * setup failed, writing only these fields (a concurrent change of the configuration or sharing is
+   * kept). Nothing for an unknown uid.
+   */
+  readonly noteRun: (uid: EnvironmentUid, note: EnvironmentRunNote) => Effect.Effect<void, StorageError>
   /** Deletes an environment; false when there was none. */
   readonly remove: (uid: EnvironmentUid) => Effect.Effect<boolean, StorageError>
   /** Remembers that a principal opened an environment's share link (idempotent; nothing for an unknown uid). */
