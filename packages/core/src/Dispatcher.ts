@@ -79,10 +79,9 @@ import { WorkerStore } from "./ports/WorkerStore.js"
 import { RunItem } from "./Run.js"
 import { isTerminal } from "./RunState.js"
 import { isDebugWindowOpen, RunEvent, transition } from "./RunStateMachine.js"
-import { applyTransition, currentExecution, eventsAt, runSnapshot } from "./Runs.js"
+import { applyTransition, currentExecution, eventsAt, noteAbsentWorker, runSnapshot } from "./Runs.js"
 import { readSkill } from "./Skills.js"
 import type { TimelineEventType } from "./Timeline.js"
-import { waitingForWorkerMessage } from "./Worker.js"
 
 /** How the dispatcher runs; the server reads it from its configuration. */
 export interface DispatcherSettings {
@@ -200,7 +199,7 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
         runId,
         { state: run.item.state, ...(run.lease === null ? {} : { execution_id: run.lease.execution_id }) },
         next,
-        yield* noteAbsentWorker(next, eventsAt(timeline, now, executionId), now)
+        yield* noteAbsentWorker(presence, next, eventsAt(timeline, now, executionId), now)
       )
       return next
     }).pipe(
@@ -210,23 +209,6 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
         StorageError: (e) => Effect.logWarning("dispatcher: storage failed", e).pipe(Effect.zipRight(Effect.fail(new Lost())))
       })
     )
-
-  /**
-   * The events of a run that goes (back) to QUEUED for a self-hosted worker that is not connected:
-   * its `run_queued` or `requeued` event says that it waits for that worker (as at creation).
-   */
-  const noteAbsentWorker = (next: StoredRun, events: ReturnType<typeof eventsAt>, now: number) =>
-    Effect.gen(function*() {
-      const host = next.item.agent_config.worker_host
-      let queuedAt = -1
-      events.forEach((e, i) => {
-        if (e.event_type === "run_queued" || e.event_type === "requeued") queuedAt = i
-      })
-      if (Option.isNone(presence) || host === undefined || host === "" || next.item.state !== "QUEUED" || queuedAt < 0) return events
-      const connected = yield* presence.value.connected(next.team_uid, now)
-      if (connected.some((w) => w.worker_id === host)) return events
-      return events.map((e, i) => (i === queuedAt ? { ...e, message: waitingForWorkerMessage(host) } : e))
-    }).pipe(Effect.orElseSucceed(() => events))
 
   /** Replaces the item's fields of a run this execution holds (session, usage, status). */
   const patchItem = (runId: RunId, executionId: ExecutionId, fields: Partial<ConstructorParameters<typeof RunItem>[0]>) =>

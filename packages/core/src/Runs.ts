@@ -222,6 +222,31 @@ export const eventsAt = (
   execution_id: ExecutionId
 ): Array<NewTimelineEvent> => types.map((event_type) => ({ event_type, occurred_at: now, execution_id }))
 
+/**
+ * The events of a run (going) QUEUED for a self-hosted worker that is not connected: its last
+ * `run_queued` or `requeued` event says that it waits for that worker. Unchanged without worker
+ * presence (storage that does not offer it), for other runs, or when presence cannot be read.
+ */
+export const noteAbsentWorker = (
+  presence: Option.Option<WorkerStore["Type"]>,
+  run: StoredRun,
+  events: ReadonlyArray<NewTimelineEvent>,
+  now: number
+): Effect.Effect<ReadonlyArray<NewTimelineEvent>> =>
+  Effect.gen(function* () {
+    const host = run.item.agent_config.worker_host
+    let queuedAt = -1
+    events.forEach((e, i) => {
+      if (e.event_type === "run_queued" || e.event_type === "requeued") queuedAt = i
+    })
+    if (Option.isNone(presence) || host === undefined || host === "" || run.item.state !== "QUEUED" || queuedAt < 0) {
+      return events
+    }
+    const connected = yield* presence.value.connected(run.team_uid, now)
+    if (connected.some((w) => w.worker_id === host)) return events
+    return events.map((e, i) => (i === queuedAt ? { ...e, message: waitingForWorkerMessage(host) } : e))
+  }).pipe(Effect.orElseSucceed(() => events))
+
 /** Whether the execution a run token names holds the run (CLAIMED or INPROGRESS under its lease). */
 const holdsRun = (run: StoredRun, credential: RunCredential) =>
   run.lease?.execution_id === credential.execution_id &&
@@ -424,12 +449,11 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
             execution_count: 1
           })
         }
-        const host = config.worker_host
-        const workerAbsent = host !== undefined && host !== "" && run.item.state === "QUEUED" && Option.isSome(workers)
-          ? !(yield* workers.value.connected(team.uid, now)).some((w) => w.worker_id === host)
-          : false
-        const events = eventsAt([...CreationTimeline, ...admitted.right.timeline], now, executionId).map((e) =>
-          workerAbsent && e.event_type === "run_queued" ? { ...e, message: waitingForWorkerMessage(host!) } : e
+        const events = yield* noteAbsentWorker(
+          workers,
+          run,
+          eventsAt([...CreationTimeline, ...admitted.right.timeline], now, executionId),
+          now
         )
         const prepared: PreparedRun = {
           write: { run, events },
