@@ -4,8 +4,7 @@
  * scheme (signed, tampered, stale, unsigned), duplicates, both rate limits, automations starting
  * runs, the payload handed to the agent, and deliveries posted to two replicas at once.
  */
-import { Signatures } from "@agent-runs/core"
-import type { Webhook } from "@agent-runs/core"
+import { Signatures, Webhook } from "@agent-runs/core"
 import { Effect, Exit, Option, Redacted, Scope } from "effect"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
@@ -49,16 +48,7 @@ const ingressPath = (uid: string, token?: string) => `/webhooks/w/${uid}${token 
 const sign = (scheme: Scheme, secret: string, body: string, now = Date.now(), id?: string) =>
   Effect.runPromise(Signatures.sign(scheme, { secret, body: new TextEncoder().encode(body), now, id }))
 
-const SCHEMES: ReadonlyArray<Scheme> = [
-  "standard_webhooks",
-  "stripe",
-  "github",
-  "slack",
-  "linear",
-  "shopify",
-  "gitlab_token",
-  "pagerduty"
-]
+const SCHEMES: ReadonlyArray<Scheme> = Webhook.SignatureScheme.literals
 
 /** The schemes whose signatures carry a timestamp the ingress checks (Linear: in the body). */
 const TIMED: ReadonlyArray<Scheme> = ["standard_webhooks", "stripe", "slack", "linear"]

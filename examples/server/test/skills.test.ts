@@ -6,10 +6,10 @@
  * filter and `sort_by=agent`, and MCP servers (validation 400s, a forbidden reference 403, team
  * secrets resolved in what the agent receives and nowhere else).
  */
+import { writeRepository } from "@agent-runs/core/testing"
 import { Effect, Exit, Scope } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call, type DatabaseKind, makeTeam, startServer, type TestServer } from "./harness.js"
-import { writeRepository } from "./repositories.js"
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any

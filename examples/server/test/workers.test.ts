@@ -7,6 +7,7 @@
  * comes back after losing its lease does not run the run a second time; a run for a worker that is
  * not connected waits QUEUED and its timeline says why; cancelling a worker's run is a 422.
  */
+import { writeRepository } from "@agent-runs/core/testing"
 import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -17,7 +18,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeTeam } from "./harness.js"
 import { lifecycle } from "./lifecycle.js"
 import { call, REPO_ROOT, type ServerProcess } from "./process.js"
-import { writeRepository } from "./repositories.js"
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any

@@ -46,6 +46,7 @@ import { WorkerStore } from "./ports/WorkerStore.js"
 import { RunItem } from "./Run.js"
 import type { RunState } from "./RunState.js"
 import type { TimelineEventType } from "./Timeline.js"
+import { concatBytes } from "./internal/Bytes.js"
 import { storageUnavailable } from "./internal/Services.js"
 import {
   ClaimResponse,
@@ -280,7 +281,7 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
           const blob = yield* blobs.read(key)
           if (Option.isSome(blob)) {
             const chunks = yield* Stream.runCollect(blob.value)
-            blobList.push({ key, data_base64: Encoding.encodeBase64(concat(Chunk.toReadonlyArray(chunks))) })
+            blobList.push({ key, data_base64: Encoding.encodeBase64(concatBytes(Chunk.toReadonlyArray(chunks))) })
           }
         }
         const transcriptBytes = yield* blobs.size(transcriptKey(run.item.run_id))
@@ -389,12 +390,3 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
   })
 }) {}
 
-const concat = (parts: ReadonlyArray<Uint8Array>) => {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0))
-  let at = 0
-  for (const p of parts) {
-    out.set(p, at)
-    at += p.length
-  }
-  return out
-}

@@ -39,25 +39,36 @@ export const TEST_REPOSITORIES = {
 const git = (args: ReadonlyArray<string>) =>
   execFileSync("git", ["-c", "user.email=conformance@example.com", "-c", "user.name=Conformance", ...args], { stdio: "pipe" })
 
+/** Commits `files` on main in a new repository at `work`. */
+const commitFiles = (work: string, files: Readonly<Record<string, string>>) => {
+  mkdirSync(work, { recursive: true })
+  for (const [path, content] of Object.entries(files)) {
+    mkdirSync(join(work, path, ".."), { recursive: true })
+    writeFileSync(join(work, path), content)
+  }
+  git(["init", "-q", "-b", "main", work])
+  git(["-C", work, "add", "-A"])
+  git(["-C", work, "commit", "-q", "-m", "initial"])
+}
+
+/** Creates (or replaces) the bare repository `owner/repo` in `reposDir` with `files` committed on main. */
+export const writeRepository = (reposDir: string, name: string, files: Readonly<Record<string, string>>): void => {
+  const target = join(reposDir, ...name.split("/"))
+  const work = mkdtempSync(join(tmpdir(), "agent-runs-repo-"))
+  commitFiles(work, files)
+  rmSync(target, { recursive: true, force: true })
+  mkdirSync(join(target, ".."), { recursive: true })
+  git(["clone", "-q", "--bare", work, target])
+  rmSync(work, { recursive: true, force: true })
+}
+
 /** Creates the test repositories in `reposDir` (once): `acme/widgets` non-bare, `acme/tools` bare. */
 export const createTestRepositories = (reposDir: string): void => {
   for (const [name, files] of Object.entries(TEST_REPOSITORIES)) {
     const target = join(reposDir, ...name.split("/"))
     if (existsSync(target)) continue
-    const work = name === "acme/widgets" ? target : mkdtempSync(join(tmpdir(), "agent-runs-repo-"))
-    mkdirSync(work, { recursive: true })
-    for (const [path, content] of Object.entries(files)) {
-      mkdirSync(join(work, path, ".."), { recursive: true })
-      writeFileSync(join(work, path), content)
-    }
-    git(["init", "-q", "-b", "main", work])
-    git(["-C", work, "add", "-A"])
-    git(["-C", work, "commit", "-q", "-m", "initial"])
-    if (work !== target) {
-      mkdirSync(join(target, ".."), { recursive: true })
-      git(["clone", "-q", "--bare", work, target])
-      rmSync(work, { recursive: true, force: true })
-    }
+    if (name === "acme/widgets") commitFiles(target, files)
+    else writeRepository(reposDir, name, files)
   }
 }
 

@@ -38,5 +38,6 @@ export {
   executorConformance,
   type ExecutorConformanceOptions,
   sandboxSpec,
-  TEST_REPOSITORIES
+  TEST_REPOSITORIES,
+  writeRepository
 } from "./ExecutorConformance.js"

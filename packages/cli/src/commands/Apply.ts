@@ -9,29 +9,18 @@
 import { Args, Command, Options } from "@effect/cli"
 import { DefinitionsApplier } from "@agent-runs/core"
 import type { Definitions } from "@agent-runs/core"
-import { Config, Console, Effect } from "effect"
+import { Console, Effect } from "effect"
 import * as DefinitionsDirectory from "../DefinitionsDirectory.js"
 import { httpTarget } from "../HttpTarget.js"
+import * as Connection from "./Connection.js"
 
 const dir = Args.directory({ name: "DIR" }).pipe(
   Args.withDescription("the definitions directory: webhooks/<name>.yaml and automations/<name>.yaml")
 )
 
-const server = Options.text("server").pipe(
-  Options.withFallbackConfig(Config.string("AGENT_RUNS_URL")),
-  Options.withDescription("the server's base URL, e.g. http://127.0.0.1:8080 (default: $AGENT_RUNS_URL)")
-)
-
-const token = Options.redacted("token").pipe(
-  Options.withFallbackConfig(Config.redacted("AGENT_RUNS_TOKEN")),
-  Options.withDescription("an API token of a team admin (default: $AGENT_RUNS_TOKEN)")
-)
-
-const team = Options.text("team").pipe(
-  Options.withFallbackConfig(Config.string("AGENT_RUNS_TEAM")),
-  Options.optional,
-  Options.withDescription("the uid of the team to apply to (default: $AGENT_RUNS_TEAM, else the token's first team)")
-)
+const server = Connection.server
+const token = Connection.token("an API token of a team admin")
+const team = Connection.team("apply to")
 
 const dryRun = Options.boolean("dry-run").pipe(
   Options.withDescription("check everything and print what would change, changing nothing")

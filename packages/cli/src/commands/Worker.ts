@@ -11,25 +11,14 @@ import { Worker } from "@agent-runs/core"
 import { WorkerDaemon } from "@agent-runs/worker"
 import { Config, Console, Data, Effect, Option, Schema } from "effect"
 import { resolve } from "node:path"
+import * as Connection from "./Connection.js"
 
 /** The worker stopped on a failure (the server refused it); it has said why. */
 export class WorkerFailed extends Data.TaggedError("WorkerFailed")<{ readonly message: string }> {}
 
-const server = Options.text("server").pipe(
-  Options.withFallbackConfig(Config.string("AGENT_RUNS_URL")),
-  Options.withDescription("the server's base URL, e.g. http://127.0.0.1:8080 (default: $AGENT_RUNS_URL)")
-)
-
-const token = Options.redacted("token").pipe(
-  Options.withFallbackConfig(Config.redacted("AGENT_RUNS_TOKEN")),
-  Options.withDescription("the API token of a service account of the team, role member or admin (default: $AGENT_RUNS_TOKEN)")
-)
-
-const team = Options.text("team").pipe(
-  Options.withFallbackConfig(Config.string("AGENT_RUNS_TEAM")),
-  Options.optional,
-  Options.withDescription("the uid of the team to work for (default: $AGENT_RUNS_TEAM, else the token's first team)")
-)
+const server = Connection.server
+const token = Connection.token("the API token of a service account of the team, role member or admin")
+const team = Connection.team("work for")
 
 const workerId = Options.text("worker-id").pipe(
   Options.withFallbackConfig(Config.string("AGENT_RUNS_WORKER_ID")),
