@@ -43,10 +43,17 @@ export const visibleTo = (sql: SqlClient.SqlClient, viewer: Viewer, alias: strin
     } = ${viewer.principal_uid})`
 }
 
+const decoders = new WeakMap<object, unknown>()
+
 /** Decodes the rows a query returned. */
 export const decodeRows = <A, I>(schema: Schema.Schema<A, I>) => {
-  const decode = Schema.decodeUnknown(Schema.Array(schema))
-  return (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<A>, ParseResult.ParseError> => decode(rows)
+  // One decoder per row schema: queries call this for every statement, and building one is not free.
+  let decode = decoders.get(schema) as ((rows: unknown) => Effect.Effect<ReadonlyArray<A>, ParseResult.ParseError>) | undefined
+  if (decode === undefined) {
+    decode = Schema.decodeUnknown(Schema.Array(schema))
+    decoders.set(schema, decode)
+  }
+  return decode as (rows: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<A>, ParseResult.ParseError>
 }
 
 /**
