@@ -74,6 +74,17 @@ describe.each(["sqlite", "postgres"] as const)("bundled server (%s)", (kind) => 
     const unknown = await call(server(), "GET", "/api/v1/agent/nothing-here", { token: server().adminToken })
     expect(unknown.status).toBe(404)
     expect(unknown.body).toMatchObject({ error_code: "resource_not_found" })
+    // A missing id is a 400 naming it (the spec's "missing run, schedule or conversation ID").
+    for (const [path, field] of [
+      ["/api/v1/agent/runs//timeline", "runId"],
+      ["/api/v1/agent/schedules//pause", "scheduleId"],
+      ["/api/v1/agent/conversations/", "conversation_id"]
+    ] as const) {
+      const missing = await call(server(), path.endsWith("pause") ? "POST" : "GET", path, { token: server().adminToken })
+      expect(missing.status, path).toBe(400)
+      expect(missing.body, path).toMatchObject({ error_code: "invalid_request" })
+      expect(missing.body.error, path).toMatch(new RegExp(`^${field}: `))
+    }
   })
 
   it("creates teams, principals and tokens through the admin API; revocation is immediate", async () => {

@@ -6,7 +6,8 @@
  * - The body limit: a declared `Content-Length` over the limit is a 413 `payload_too_large`
  *   before anything is read; a chunked body is cut off at the limit while it is read (413 too).
  * - A body that is not JSON is a 400 `invalid_request` naming `body`.
- * - An unknown path under the API is a 404 `resource_not_found` problem; a defect anywhere is a
+ * - A run, schedule or conversation path with its id left empty is a 400 naming the id (the spec's
+ *   "missing id"); any other unknown path under the API is a 404 `resource_not_found` problem; a defect anywhere is a
  *   500 `internal_error` problem (logged with its cause; the body never carries a stack trace).
  */
 import { HttpIncomingMessage, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
@@ -81,6 +82,18 @@ const bodyFailure = (cause: Cause.Cause<unknown>): HttpServerError.RequestError 
 const isBodyTooLarge = (error: HttpServerError.RequestError): boolean =>
   error.cause instanceof Error && error.cause.message === "maxBytes exceeded"
 
+/** The id parameter a path leaves empty (`/api/v1/agent/runs//cancel`, `/api/v1/agent/conversations/`), if any. */
+const MISSING_ID: ReadonlyArray<readonly [RegExp, string]> = [
+  [/^\/api\/v1\/agent\/runs\/(\/|$)/, "runId"],
+  [/^\/api\/v1\/agent\/schedules\/(\/|$)/, "scheduleId"],
+  [/^\/api\/v1\/agent\/conversations\/(\/|$)/, "conversation_id"]
+]
+
+const missingIdParameter = (url: string): string | undefined => {
+  const path = url.split("?")[0] ?? ""
+  return MISSING_ID.find(([pattern]) => pattern.test(path))?.[1]
+}
+
 /**
  * The server middleware: body limit, problem answers for unreadable bodies, unknown paths and
  * defects, and the retry headers of every problem.
@@ -104,6 +117,8 @@ export const serverMiddleware = (options: {
           const failure = Cause.failureOption(cause)
           if (Option.isSome(failure) && HttpServerError.isServerError(failure.value) &&
             failure.value._tag === "RouteNotFound") {
+            const missing = missingIdParameter(request.url)
+            if (missing !== undefined) return problemResponse(Errors.InvalidRequest.forField(missing, "is required"))
             return problemResponse(
               new Errors.ResourceNotFound({
                 message: `no such endpoint: ${request.method} ${request.url.split("?")[0]}`,
