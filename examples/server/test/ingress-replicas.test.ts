@@ -3,38 +3,14 @@
  * the same deliveries at once (each delivery starts its runs once), and a replica started after
  * one was stopped still knows them (duplicates across restarts).
  */
-import { freshDatabase } from "@agent-runs/storage-pg/testing"
-import { Effect, Exit, Scope } from "effect"
-import { randomBytes } from "node:crypto"
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest"
+import { Effect } from "effect"
+import { describe, expect, it } from "vitest"
+import { postgresFleet } from "./fleet.js"
 import { makeTeam } from "./harness.js"
-import { assertBuilt, call, type ServerProcess, spawnServer, tempDataDir } from "./process.js"
+import { call, type ServerProcess } from "./process.js"
 
 describe("the webhook ingress on two server processes on one PostgreSQL", () => {
-  const scope = Effect.runSync(Scope.make())
-  const adminToken = `ar_${randomBytes(32).toString("base64url")}`
-  let env: Record<string, string> = {}
-
-  const spawn = () =>
-    Effect.runPromise(Effect.gen(function*() {
-      return yield* spawnServer({ dataDir: yield* tempDataDir, env })
-    }).pipe(Scope.extend(scope)))
-
-  beforeAll(async () => {
-    assertBuilt(inject("serverBuild"))
-    await Effect.runPromise(
-      Effect.gen(function*() {
-        const { url } = yield* freshDatabase
-        env = {
-          AGENT_RUNS_DATABASE_URL: url,
-          AGENT_RUNS_ADMIN_TOKEN: adminToken,
-          AGENT_RUNS_CONCURRENCY: "0",
-          AGENT_RUNS_SECRET_KEY: randomBytes(32).toString("hex")
-        }
-      }).pipe(Scope.extend(scope))
-    )
-  }, 60_000)
-  afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)), 60_000)
+  const { adminToken, spawn } = postgresFleet()
 
   it("deliveries posted to both replicas at once start each run once, and stay duplicates after a restart", async () => {
     const [a, b]: Array<ServerProcess> = await Promise.all([spawn(), spawn()])
