@@ -13,12 +13,14 @@ describe("the webhook ingress on two server processes on one PostgreSQL", () => 
   const { adminToken, spawn } = postgresFleet()
 
   it("deliveries posted to both replicas at once start each run once, and stay duplicates after a restart", async () => {
-    const [a, b]: Array<ServerProcess> = await Promise.all([spawn(), spawn()])
-    const team = await makeTeam({ url: a!.url, adminToken }, "fleet hooks")
+    // One after the other: first starts on an empty database race on the bootstrap admin (docs/http.md).
+    const a = await spawn()
+    const b = await spawn()
+    const team = await makeTeam({ url: a.url, adminToken }, "fleet hooks")
     const api = (server: ServerProcess, method: string, path: string, body?: unknown) =>
       call(server, method, `/api/v1${path}`, { token: team.tokens.admin, ...(body === undefined ? {} : { body }) })
-    const hook = (await api(a!, "POST", "/agent/webhooks", { name: "fleet" })).body
-    expect((await api(a!, "POST", "/agent/automations", {
+    const hook = (await api(a, "POST", "/agent/webhooks", { name: "fleet" })).body
+    expect((await api(a, "POST", "/agent/automations", {
       name: "on every delivery",
       prompt: "go",
       trigger: { provider: "webhook", event: "received", filter: { webhook_ids: [hook.uid] } }
@@ -35,12 +37,12 @@ describe("the webhook ingress on two server processes on one PostgreSQL", () => 
     const events = 12
     // Each delivery three times, to both replicas at once (two to B).
     const statuses = await Promise.all(
-      Array.from({ length: events }, (_, i) => [deliver(a!, i), deliver(b!, i), deliver(b!, i)]).flat()
+      Array.from({ length: events }, (_, i) => [deliver(a, i), deliver(b, i), deliver(b, i)]).flat()
     )
     expect(statuses.every((s) => s === 202)).toBe(true)
 
     // A replica started after the first one stopped still knows every delivery.
-    await Effect.runPromise(a!.stop)
+    await Effect.runPromise(a.stop)
     const c = await spawn()
     expect(await Promise.all(Array.from({ length: events }, (_, i) => deliver(c, i)))).toEqual(Array(events).fill(202))
 
@@ -51,7 +53,7 @@ describe("the webhook ingress on two server processes on one PostgreSQL", () => 
     expect(accepted.length).toBe(events)
     expect(new Set(accepted.map((d) => d.identity)).size).toBe(events)
     expect(log.filter((d) => d.outcome === "DUPLICATE").length).toBe(events * 3)
-    const runs = (await api(b!, "GET", "/agent/runs?source=WEBHOOK&limit=100")).body.runs as Array<
+    const runs = (await api(b, "GET", "/agent/runs?source=WEBHOOK&limit=100")).body.runs as Array<
       { metadata: Record<string, string> }
     >
     expect(runs.length).toBe(events)
