@@ -333,7 +333,12 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
       if (written === held.written) return
       held.written = written
       yield* patchItem(runId, executionId, fields).pipe(Effect.ignore)
-    }).pipe(Effect.catchAll((e) => Effect.logWarning("dispatcher: saving the conversation failed", e)))
+    }).pipe(
+      Effect.catchAll((e) => Effect.logWarning("dispatcher: saving the conversation failed", e)),
+      // A save cut short would lose changes it had already marked saved: the periodic flush is
+      // interrupted at the end of an execution, and must finish its save first.
+      Effect.uninterruptible
+    )
 
   /**
    * Waits until the agent has exited and its output is read: its exit code. Output still in the
