@@ -16,7 +16,10 @@
  * API-only replica that executes nothing but still sweeps leases and admits waiting runs),
  * `AGENT_RUNS_LEASE_SECONDS` (30), `AGENT_RUNS_CANCEL_GRACE_SECONDS` (5), and for Docker
  * `AGENT_RUNS_DOCKER_IMAGE` (the image of environments without one; `agent-runs-agent:latest`) and
- * `AGENT_RUNS_DOCKER_NETWORK` (`none` | `host`; `none`).
+ * `AGENT_RUNS_DOCKER_NETWORK` (`none` | `host`; `none`); for processes `AGENT_RUNS_PROCESS_ISOLATION`
+ * (`auto` | `uid` | `none`; `auto`: a user of its own per sandbox when the server runs as root,
+ * see docs/security.md) and `AGENT_RUNS_SANDBOX_UIDS` (the uids those users get,
+ * `1000000000-1999999999`).
  * Self-hosted workers: `AGENT_RUNS_WORKER_HEARTBEAT_SECONDS` (5: how often workers send heartbeats;
  * a worker is listed until 3 intervals after its latest one; docs/workers.md).
  * Webhook ingress: `AGENT_RUNS_TRUSTED_PROXIES` (addresses and CIDR ranges, comma separated, whose
@@ -27,6 +30,8 @@
  * `AGENT_RUNS_SCHEDULER_GRACE_SECONDS` (2: how late a tick may be, when the scheduler starts, and
  * still fire on time; older missed ticks collapse into one catch-up run).
  */
+import { ProcessIsolation } from "@agent-runs/executor-process"
+import type { ProcessExecutor } from "@agent-runs/executor-process"
 import { Ingress } from "@agent-runs/http"
 import { Config, ConfigError, Either, Option, Redacted } from "effect"
 import { join, resolve } from "node:path"
@@ -79,6 +84,10 @@ export interface ExecutionConfig {
   readonly dockerNetwork: "none" | "host"
   /** How often self-hosted workers send heartbeats (5 s when absent); stale after 3 intervals. */
   readonly workerHeartbeatSeconds?: number | undefined
+  /** Whether process sandboxes run as users of their own (`auto` when absent: when the server is root). */
+  readonly processIsolation?: ProcessIsolation.Mode | undefined
+  /** The uids those users get (`ProcessIsolation.DEFAULT_UIDS` when absent). */
+  readonly sandboxUids?: ProcessExecutor.UidRange | undefined
 }
 
 const positive = (name: string, fallback: number) =>
@@ -129,6 +138,18 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
   cancelGraceSeconds: positive("AGENT_RUNS_CANCEL_GRACE_SECONDS", 5),
   dockerImage: Config.nonEmptyString("AGENT_RUNS_DOCKER_IMAGE").pipe(Config.withDefault("agent-runs-agent:latest")),
   dockerNetwork: Config.literal("none", "host")("AGENT_RUNS_DOCKER_NETWORK").pipe(Config.withDefault("none" as const)),
+  processIsolation: Config.literal("auto", "uid", "none")("AGENT_RUNS_PROCESS_ISOLATION").pipe(
+    Config.withDefault("auto" as const)
+  ),
+  sandboxUids: Config.string("AGENT_RUNS_SANDBOX_UIDS").pipe(
+    Config.mapOrFail((text) => {
+      const range = ProcessIsolation.parseUidRange(text)
+      return range === undefined
+        ? Either.left(ConfigError.InvalidData([], "must be FIRST-LAST, uids from 1000 to 2147483647 that no one else has"))
+        : Either.right(range)
+    }),
+    Config.withDefault(ProcessIsolation.DEFAULT_UIDS)
+  ),
   trustedProxies: Config.string("AGENT_RUNS_TRUSTED_PROXIES").pipe(
     Config.withDefault(""),
     Config.map((text) => text.split(/[\s,]+/).filter((entry) => entry !== "")),
@@ -175,7 +196,9 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
         cancelGraceSeconds: raw.cancelGraceSeconds,
         dockerImage: raw.dockerImage,
         dockerNetwork: raw.dockerNetwork,
-        workerHeartbeatSeconds: raw.workerHeartbeatSeconds
+        workerHeartbeatSeconds: raw.workerHeartbeatSeconds,
+        processIsolation: raw.processIsolation,
+        sandboxUids: raw.sandboxUids
       },
       ingress: { trustedProxies: raw.trustedProxies, deliveriesPerMinute: raw.deliveriesPerMinute },
       scheduler: { enabled: raw.scheduler === "on", graceSeconds: raw.schedulerGraceSeconds }

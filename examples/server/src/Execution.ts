@@ -5,9 +5,9 @@
  */
 import { Dispatcher } from "@agent-runs/core"
 import { DockerExecutor } from "@agent-runs/executor-docker"
-import { ProcessExecutor } from "@agent-runs/executor-process"
-import { AGENT_MOUNT, defaultHarness as harnessFor, packageDir } from "@agent-runs/scripted-agent/Location"
-import { Layer } from "effect"
+import { ProcessExecutor, ProcessIsolation } from "@agent-runs/executor-process"
+import { AGENT_MOUNT, defaultHarness as harnessFor, installCopy, packageDir } from "@agent-runs/scripted-agent/Location"
+import { Effect, Layer, Option } from "effect"
 import { join } from "node:path"
 import type { ServerConfig } from "./Config.js"
 
@@ -17,8 +17,42 @@ export const scriptedAgentDir = packageDir
 /** The default harness command: the scripted agent, run by this Node (or the image's `node`). */
 export const defaultHarness = (config: ServerConfig) => harnessFor(config.execution.executor)
 
-const executorLayer = (config: ServerConfig) => {
-  const root = join(config.dataDir, "sandboxes")
+/** What executing runs needs decided at start: the process sandboxes' isolation and the default harness. */
+export interface ExecutionSetup {
+  readonly isolation: ProcessExecutor.Isolation | undefined
+  readonly harness: string
+}
+
+const sandboxesOf = (config: ServerConfig) => join(config.dataDir, "sandboxes")
+
+/**
+ * Decides the isolation of process sandboxes and prepares the data directory for it (before
+ * storage opens, so the database is created private). With isolation and no `AGENT_RUNS_HARNESS`,
+ * the scripted agent runs from a copy in `<data dir>/agents/` that sandbox users can read.
+ */
+export const setUpExecution = (config: ServerConfig) =>
+  Effect.gen(function*() {
+    const { execution } = config
+    const configured = Option.getOrUndefined(execution.harness)
+    if (execution.executor !== "process" || execution.concurrency === 0) {
+      return { isolation: undefined, harness: configured ?? defaultHarness(config) } satisfies ExecutionSetup
+    }
+    const isolation = yield* ProcessIsolation.setUp({
+      mode: execution.processIsolation ?? "auto",
+      uids: execution.sandboxUids ?? ProcessIsolation.DEFAULT_UIDS,
+      dataDir: config.dataDir,
+      root: sandboxesOf(config),
+      private: [config.blobDir, execution.reposDir]
+    })
+    const harness = configured ??
+      (isolation === undefined
+        ? defaultHarness(config)
+        : yield* ProcessIsolation.sharedProgram(config.dataDir, "scripted-agent", installCopy))
+    return { isolation, harness } satisfies ExecutionSetup
+  })
+
+const executorLayer = (config: ServerConfig, setup: ExecutionSetup) => {
+  const root = sandboxesOf(config)
   const { execution } = config
   return execution.executor === "docker"
     ? DockerExecutor.layer({
@@ -28,19 +62,16 @@ const executorLayer = (config: ServerConfig) => {
       network: execution.dockerNetwork,
       mounts: [{ host: scriptedAgentDir, container: AGENT_MOUNT, readOnly: true }]
     })
-    : ProcessExecutor.layer({ root, reposDir: execution.reposDir })
+    : ProcessExecutor.layer({ root, reposDir: execution.reposDir, isolation: setup.isolation })
 }
 
 /** The dispatcher on the configured executor; needs the stores, blob store, run tokens and ids. */
-export const ExecutionLive = (config: ServerConfig) =>
+export const ExecutionLive = (config: ServerConfig, setup: ExecutionSetup) =>
   Dispatcher.layer.pipe(
-    Layer.provide(executorLayer(config)),
+    Layer.provide(executorLayer(config, setup)),
     Layer.provide(
       Layer.succeed(Dispatcher.DispatcherConfig, {
-        ...Dispatcher.defaultSettings(
-          config.execution.harness._tag === "Some" ? config.execution.harness.value : defaultHarness(config),
-          `${config.publicUrl}/api/v1`
-        ),
+        ...Dispatcher.defaultSettings(setup.harness, `${config.publicUrl}/api/v1`),
         concurrency: config.execution.concurrency,
         leaseMs: config.execution.leaseSeconds * 1000,
         cancelGraceMs: config.execution.cancelGraceSeconds * 1000

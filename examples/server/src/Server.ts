@@ -36,7 +36,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "n
 import { createServer } from "node:http"
 import { join, relative } from "node:path"
 import type { ServerConfig } from "./Config.js"
-import { ExecutionLive } from "./Execution.js"
+import { ExecutionLive, setUpExecution } from "./Execution.js"
 import { SchedulingLive } from "./Scheduling.js"
 
 /** Decodes a 32-byte key given as 64 hex characters or base64. */
@@ -198,6 +198,8 @@ export const ServerLive = (config: ServerConfig) =>
   Layer.unwrapEffect(
     Effect.gen(function*() {
       mkdirSync(config.dataDir, { recursive: true })
+      // First: it may make the data directory private before anything is written into it.
+      const execution = yield* setUpExecution(config)
       const secretKey = yield* secretKeyOf(config)
       const storage = storageLayer(config, secretKey)
       const started = yield* Deferred.make<void>()
@@ -227,7 +229,7 @@ export const ServerLive = (config: ServerConfig) =>
       return Layer.mergeAll(
         Server.serve({ maxBodyBytes: config.maxBodyBytes }),
         startup,
-        ExecutionLive(config),
+        ExecutionLive(config, execution),
         SchedulingLive(config)
       ).pipe(
         Layer.provideMerge(httpServerLayer(config)),

@@ -7,8 +7,9 @@
  * transcript.
  */
 import { Effect, Exit, Scope } from "effect"
-import { writeFileSync } from "node:fs"
-import { join } from "node:path"
+import { chmodSync, mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { dirname, join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call, type DatabaseKind, makeTeam, startServer, type TestServer } from "./harness.js"
 
@@ -193,8 +194,11 @@ describe.each(["sqlite", "postgres"] as const)("artifacts and conversations (%s)
   })
 
   it("POST /harness-support/report-artifact records an artifact with the run token only while the run runs", async () => {
-    const script = join(server().dataDir, "reporting-harness.mjs")
+    // Where sandbox users may read it (the data directory is the server's alone).
+    const script = join(mkdtempSync(join(tmpdir(), "agent-runs-harness-")), "reporting-harness.mjs")
     writeFileSync(script, reportingHarness)
+    chmodSync(dirname(script), 0o755)
+    chmodSync(script, 0o644)
     const env = await api("POST", "/agent/environments", a.tokens.admin, {
       config: { name: "reporting", harness: `node ${script}` },
       team: true

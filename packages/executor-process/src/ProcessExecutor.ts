@@ -19,13 +19,20 @@
  * Processes run in process groups of their own; stopping one signals its whole group (SIGTERM,
  * then SIGKILL after the grace period). Setup commands (and clones) share one time limit,
  * `setupTimeoutMs`; past it the running command's group is killed and the setup fails.
+ *
+ * Isolation (`isolation`, the service running as root): each sandbox gets a uid of its own from
+ * the configured range (its gid the same number, no supplementary groups). Clones and attachments
+ * are made by the service, then the work directory is given to that uid with mode 0700; setup
+ * commands and agents run as it, with `HOME` set to the work directory. The root and each run's
+ * directory are 0711 (searchable, not listable), markers 0600, so a sandbox reaches only its own
+ * work directory. Releasing a sandbox kills every process of its uid, wherever it runs.
  */
 import { Executor } from "@agent-runs/core"
 import type { Ids } from "@agent-runs/core"
 import { Cause, DateTime, Deferred, Effect, Exit, Layer, Option, Runtime } from "effect"
 import type { Scope } from "effect"
 import type { FileHandle } from "node:fs/promises"
-import { mkdir, open, readdir, readFile, readlink, rename, rm, rmdir, stat, writeFile } from "node:fs/promises"
+import { chmod, mkdir, open, readdir, readFile, readlink, rename, rm, rmdir, stat, writeFile } from "node:fs/promises"
 import { randomBytes } from "node:crypto"
 import { join, resolve } from "node:path"
 import { pullStream, runToCompletion, signalGroup, spawnProcess } from "./internal/child.js"
@@ -33,6 +40,16 @@ import type { Completion, Spawned } from "./internal/child.js"
 import { formatMarker, MARKER_SUFFIX, parseMarker } from "./internal/marker.js"
 import type { Marker } from "./internal/marker.js"
 import { attachmentNameProblem, isIdSegment, repositoryProblem } from "./internal/names.js"
+import { allocateUid, chownTree, killUser, userOf } from "./internal/users.js"
+import type { UidRange, User } from "./internal/users.js"
+
+export type { UidRange } from "./internal/users.js"
+
+/** Sandboxes isolated from each other and from the service by running as users of their own. */
+export interface Isolation {
+  /** The uids sandboxes get, one each (also their gids); none of them may belong to anyone else. */
+  readonly uids: UidRange
+}
 
 export interface Config {
   /** The directory under which sandboxes live (created when missing). */
@@ -45,6 +62,11 @@ export interface Config {
   readonly setupTimeoutMs?: number
   /** The grace between SIGTERM and SIGKILL when a scope closes or a sandbox is released; default 2 s. */
   readonly terminateGraceMs?: number
+  /**
+   * Runs each sandbox's setup commands and agent as a user of its own (the service must run as
+   * root); absent, they run as the service's user and can read whatever it can.
+   */
+  readonly isolation?: Isolation | undefined
 }
 
 export const DEFAULT_SETUP_TIMEOUT_MS = 10 * 60_000
@@ -163,6 +185,17 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
     const running = new Map<string, Set<Spawned>>()
     /** Serializes marker reads and writes. */
     const markerLock = yield* Effect.makeSemaphore(1)
+    const isolation = config.isolation
+    /** The uids of this instance's sandboxes. */
+    const uidsInUse = new Set<number>()
+    if (isolation !== undefined) {
+      if (process.getuid?.() !== 0) return yield* Effect.dieMessage("ProcessExecutor: isolation needs the service to run as root")
+      // Searchable, not listable: a sandbox reaches its own directory by its path, sees no other.
+      yield* Effect.promise(async () => {
+        await mkdir(root, { recursive: true })
+        await chmod(root, 0o711)
+      })
+    }
 
     const placeOf = (run_id: Ids.RunId, execution_id: Ids.ExecutionId): Place => {
       const runDir = join(root, run_id)
@@ -224,11 +257,18 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
         yield* Effect.forEach(processes, (spawned) => terminate(spawned, graceMs), { concurrency: "unbounded", discard: true })
         yield* markerLock.withPermits(1)(Effect.gen(function*() {
           // Groups started by an earlier life of the service that still run in this sandbox.
-          const recorded = Option.match(yield* readMarker(place), { onNone: () => [], onSome: (m) => m.process_groups })
+          const marker = yield* readMarker(place)
+          const recorded = Option.match(marker, { onNone: () => [], onSome: (m) => m.process_groups })
           for (const pgid of recorded) {
             if (yield* runsIn(pgid, place.workdir)) signalGroup(pgid, "SIGKILL")
           }
           yield* killStragglers(place.workdir)
+          // Everything the sandbox's own user runs, in whatever group or directory.
+          const uid = Option.flatMap(marker, (m) => Option.fromNullable(m.uid))
+          if (Option.isSome(uid)) {
+            yield* Effect.promise(() => killUser(uid.value))
+            uidsInUse.delete(uid.value)
+          }
           yield* io(`could not remove the work directory ${place.workdir}`, () => rm(place.workdir, { recursive: true, force: true }))
           yield* io(`could not remove the sandbox marker ${place.marker}`, () => rm(place.marker, { force: true }))
           yield* Effect.promise(() => rmdir(place.runDir).catch(() => undefined))
@@ -289,7 +329,15 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
       }
     }
 
-    const sandboxAt = (place: Place, attachments: ReadonlyArray<Executor.SandboxAttachment>, sandboxEnv: Readonly<Record<string, string>>): Executor.Sandbox => {
+    /** The environment of a sandbox's processes before the spec's: `HOME` is the work directory of an isolated one. */
+    const envOf = (place: Place, user: User | undefined) => (user === undefined ? baseEnv : { ...baseEnv, HOME: place.workdir })
+
+    const sandboxAt = (
+      place: Place,
+      attachments: ReadonlyArray<Executor.SandboxAttachment>,
+      sandboxEnv: Readonly<Record<string, string>>,
+      user: User | undefined
+    ): Executor.Sandbox => {
       const start = Effect.fn("ProcessExecutor.start")(function*(
         command: ReadonlyArray<string>,
         env: Readonly<Record<string, string>>
@@ -298,7 +346,7 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
         if (!present) return yield* executorError(`the sandbox ${place.workdir} has been released`)
         const runtime = yield* Effect.runtime<never>()
         const spawned = yield* Effect.acquireRelease(
-          Effect.tap(spawnProcess(command, { cwd: place.workdir, env: { ...baseEnv, ...sandboxEnv, ...env } }), (spawned) =>
+          Effect.tap(spawnProcess(command, { cwd: place.workdir, env: { ...envOf(place, user), ...sandboxEnv, ...env }, user }), (spawned) =>
             Effect.gen(function*() {
               const set = running.get(place.workdir) ?? new Set()
               running.set(place.workdir, set.add(spawned))
@@ -348,13 +396,18 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
       if ((yield* exists(place.workdir)) || (yield* exists(place.marker))) yield* release(place)
       const attachmentsDir = join(place.workdir, "attachments")
       const attachments = spec.attachments.map((a) => ({ name: a.name, media_type: a.media_type, path: join(attachmentsDir, a.name) }))
-      const sandbox = sandboxAt(place, attachments, spec.env)
+      const uid = isolation === undefined
+        ? undefined
+        : yield* io("could not choose a user for the sandbox", () => allocateUid(isolation.uids, uidsInUse))
+      if (uid !== undefined) uidsInUse.add(uid)
+      const user = uid === undefined ? undefined : userOf(uid)
+      const sandbox = sandboxAt(place, attachments, spec.env, user)
       const setupFailed = (message: string) => new Executor.SetupFailed({ message, sandbox })
 
       const created_at = DateTime.formatIso(yield* DateTime.now)
       const deadline = Date.now() + setupTimeoutMs
-      const run = (file: string, args: ReadonlyArray<string>, env: Readonly<Record<string, string>>) =>
-        runToCompletion(file, args, { cwd: place.workdir, env, timeoutMs: Math.max(1, deadline - Date.now()) })
+      const run = (file: string, args: ReadonlyArray<string>, env: Readonly<Record<string, string>>, as?: User) =>
+        runToCompletion(file, args, { cwd: place.workdir, env, timeoutMs: Math.max(1, deadline - Date.now()), user: as })
       const timedOut = (what: string, completion: Completion) =>
         setupFailed(withOutput(`${what} did not finish within the setup time limit of ${setupTimeoutMs} ms`, completion.output))
 
@@ -363,14 +416,18 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
         // remove an emptied run directory: the release of the run's previous execution cannot
         // remove the directory between the two.
         yield* markerLock.withPermits(1)(Effect.gen(function*() {
-          yield* io(`could not create the sandbox directory ${place.runDir}`, () => mkdir(place.runDir, { recursive: true }))
+          yield* io(`could not create the sandbox directory ${place.runDir}`, async () => {
+            await mkdir(place.runDir, { recursive: true })
+            if (user !== undefined) await chmod(place.runDir, 0o711)
+          })
           yield* writeMarker(place, {
             version: 1,
             run_id: spec.run_id,
             execution_id: spec.execution_id,
             created_at,
             attachments,
-            process_groups: []
+            process_groups: [],
+            ...(uid === undefined ? {} : { uid })
           })
         }))
         yield* io(`could not create the work directory ${place.workdir}`, () => mkdir(place.workdir))
@@ -403,10 +460,18 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
           })
         }
 
+        // What the service made is the sandbox user's from here on, and only theirs.
+        if (user !== undefined) {
+          yield* io(`could not give the work directory ${place.workdir} to its user`, async () => {
+            await chownTree(place.workdir, user)
+            await chmod(place.workdir, 0o700)
+          })
+        }
+
         const total = spec.setup_commands.length
         for (const [index, command] of spec.setup_commands.entries()) {
           const what = `setup command ${index + 1} of ${total} \`${shown(command)}\``
-          const completion = yield* run("/bin/sh", ["-c", command], { ...baseEnv, ...spec.env })
+          const completion = yield* run("/bin/sh", ["-c", command], { ...envOf(place, user), ...spec.env }, user)
           if (completion._tag === "TimedOut") return yield* timedOut(what, completion)
           if (completion.code !== 0) return yield* setupFailed(withOutput(`${what} exited with ${completion.code}`, completion.output))
         }
@@ -436,7 +501,14 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
             yield* Effect.logWarning("ignoring an unreadable sandbox marker", join(root, runDir.name, fileName))
             continue
           }
-          found.push(sandboxAt(placeOf(marker.value.run_id, marker.value.execution_id), marker.value.attachments, {}))
+          const uid = marker.value.uid
+          if (uid !== undefined) uidsInUse.add(uid)
+          found.push(sandboxAt(
+            placeOf(marker.value.run_id, marker.value.execution_id),
+            marker.value.attachments,
+            {},
+            uid === undefined ? undefined : userOf(uid)
+          ))
         }
       }
       return found as ReadonlyArray<Executor.Sandbox>

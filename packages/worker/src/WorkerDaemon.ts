@@ -18,8 +18,8 @@
  */
 import { Dispatcher, Ids, Worker } from "@agent-runs/core"
 import { DockerExecutor } from "@agent-runs/executor-docker"
-import { LocalRepoSource, ProcessExecutor } from "@agent-runs/executor-process"
-import { AGENT_MOUNT, defaultHarness, packageDir } from "@agent-runs/scripted-agent/Location"
+import { LocalRepoSource, ProcessExecutor, ProcessIsolation } from "@agent-runs/executor-process"
+import { AGENT_MOUNT, defaultHarness, installCopy, packageDir } from "@agent-runs/scripted-agent/Location"
 import { Console, Data, Duration, Effect, Layer, Schedule } from "effect"
 import { join } from "node:path"
 import type { Connection } from "./RemotePorts.js"
@@ -40,6 +40,8 @@ export interface WorkerOptions extends Connection {
   readonly dockerImage?: string | undefined
   readonly displayName?: string | undefined
   readonly labels?: ReadonlyArray<string> | undefined
+  /** Process sandboxes as users of their own: `auto` (default: when root), `uid` or `none` (docs/security.md). */
+  readonly processIsolation?: ProcessIsolation.Mode | undefined
 }
 
 /** The server refused the worker (bad token, not a service account, bad worker id). */
@@ -53,8 +55,31 @@ const describe = (error: unknown) => {
 /** Where `owner/repo` repositories are: `--repos-dir`, else `<dataDir>/repos` (as the server's default). */
 const reposDirOf = (options: WorkerOptions) => options.reposDir ?? join(options.dataDir, "repos")
 
-const executorLayer = (options: WorkerOptions) => {
-  const root = join(options.dataDir, "sandboxes")
+const sandboxesOf = (options: WorkerOptions) => join(options.dataDir, "sandboxes")
+
+/**
+ * The process sandboxes' isolation (as the server's: docs/security.md) and the default harness:
+ * with isolation, the scripted agent runs from a copy under `<dataDir>/agents/` sandbox users can read.
+ */
+const setUpExecution = (options: WorkerOptions) =>
+  Effect.gen(function*() {
+    if (options.executor !== "process") return { isolation: undefined, harness: options.harness ?? defaultHarness(options.executor) }
+    const isolation = yield* ProcessIsolation.setUp({
+      mode: options.processIsolation ?? "auto",
+      uids: ProcessIsolation.DEFAULT_UIDS,
+      dataDir: options.dataDir,
+      root: sandboxesOf(options),
+      private: [reposDirOf(options)]
+    })
+    const harness = options.harness ??
+      (isolation === undefined
+        ? defaultHarness("process")
+        : yield* ProcessIsolation.sharedProgram(options.dataDir, "scripted-agent", installCopy))
+    return { isolation, harness }
+  })
+
+const executorLayer = (options: WorkerOptions, isolation: ProcessExecutor.Isolation | undefined) => {
+  const root = sandboxesOf(options)
   const reposDir = reposDirOf(options)
   return options.executor === "docker"
     ? DockerExecutor.layer({
@@ -63,12 +88,13 @@ const executorLayer = (options: WorkerOptions) => {
       image: options.dockerImage ?? "agent-runs-agent:latest",
       mounts: [{ host: packageDir, container: AGENT_MOUNT, readOnly: true }]
     })
-    : ProcessExecutor.layer({ root, reposDir })
+    : ProcessExecutor.layer({ root, reposDir, isolation })
 }
 
 /** Runs the worker until interrupted. */
 export const run = (options: WorkerOptions) =>
   Effect.gen(function*() {
+    const execution = yield* setUpExecution(options)
     const server = yield* RemotePorts.presence(options)
     const beat = server.heartbeat(
       new Worker.HeartbeatRequest({
@@ -103,14 +129,14 @@ export const run = (options: WorkerOptions) =>
       )
     )
     const dispatcher = Dispatcher.layer.pipe(
-      Layer.provide(executorLayer(options)),
+      Layer.provide(executorLayer(options, execution.isolation)),
       // Skills are read again when an execution starts (docs/skills.md): from this worker's repositories.
       Layer.provide(LocalRepoSource.layer({ reposDir: reposDirOf(options) })),
       Layer.provide(RemotePorts.layer(options)),
       Layer.provide(Ids.IdsLive),
       Layer.provide(
         Layer.succeed(Dispatcher.DispatcherConfig, {
-          ...Dispatcher.defaultSettings(options.harness ?? defaultHarness(options.executor), `${options.server.replace(/\/+$/, "")}/api/v1`),
+          ...Dispatcher.defaultSettings(execution.harness, `${options.server.replace(/\/+$/, "")}/api/v1`),
           concurrency: options.capacity,
           leaseMs: settings.lease_seconds * 1000,
           workerHost: options.workerId

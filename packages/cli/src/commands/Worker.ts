@@ -1,7 +1,7 @@
 /**
  * `agent-runs worker --server URL --token TOKEN --worker-id ID [--executor process|docker]
  * [--capacity N] [--team UID] [--data-dir DIR] [--repos-dir DIR] [--harness CMD]
- * [--docker-image IMAGE] [--display-name NAME] [--label L]...`: the self-hosted worker daemon
+ * [--docker-image IMAGE] [--display-name NAME] [--label L]... [--process-isolation auto|uid|none]`: the self-hosted worker daemon
  * (`@agent-runs/worker`, docs/workers.md). It runs the runs whose `agent_config.worker_host` is
  * its id until it is stopped (SIGINT/SIGTERM). `--server`, `--token`, `--team` and `--worker-id`
  * default to `AGENT_RUNS_URL`, `AGENT_RUNS_TOKEN`, `AGENT_RUNS_TEAM` and `AGENT_RUNS_WORKER_ID`.
@@ -67,9 +67,18 @@ const labels = Options.text("label").pipe(
   Options.withDescription("a label the connected-workers list shows (repeatable)")
 )
 
+const processIsolation = Options.choice("process-isolation", ["auto", "uid", "none"]).pipe(
+  Options.withFallbackConfig(Config.literal("auto", "uid", "none")("AGENT_RUNS_PROCESS_ISOLATION")),
+  Options.withDefault("auto" as const),
+  Options.withDescription(
+    "process sandboxes as users of their own: auto (default: when run as root), uid, or none " +
+      "(agents can then read this worker's files; default: $AGENT_RUNS_PROCESS_ISOLATION)"
+  )
+)
+
 export const workerCommand = Command.make(
   "worker",
-  { server, token, team, workerId, executor, capacity, dataDir, reposDir, harness, dockerImage, displayName, labels },
+  { server, token, team, workerId, executor, capacity, dataDir, reposDir, harness, dockerImage, displayName, labels, processIsolation },
   (options) =>
     WorkerDaemon.run({
       server: options.server,
@@ -83,7 +92,8 @@ export const workerCommand = Command.make(
       harness: Option.getOrUndefined(options.harness),
       dockerImage: options.dockerImage,
       displayName: Option.getOrUndefined(options.displayName),
-      labels: options.labels
+      labels: options.labels,
+      processIsolation: options.processIsolation
     }).pipe(
       Effect.tapError((error) => Console.error(error.message)),
       Effect.mapError((error) => new WorkerFailed({ message: error.message }))

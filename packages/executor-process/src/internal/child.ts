@@ -9,6 +9,7 @@ import { spawn } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
 import { constants } from "node:os"
 import type { Readable } from "node:stream"
+import type { User } from "./users.js"
 
 /** How much of a setup command's output is kept (its end). */
 export const OUTPUT_TAIL_BYTES = 4096
@@ -68,12 +69,18 @@ const PIPE_CLOSE_GRACE_MS = 200
 export const runToCompletion = (
   file: string,
   args: ReadonlyArray<string>,
-  options: { readonly cwd: string; readonly env: Readonly<Record<string, string>>; readonly timeoutMs: number }
+  options: {
+    readonly cwd: string
+    readonly env: Readonly<Record<string, string>>
+    readonly timeoutMs: number
+    /** Runs it as this user (the service must be root); as the service's own user when absent. */
+    readonly user?: User | undefined
+  }
 ): Effect.Effect<Completion, Executor.ExecutorError> =>
   Effect.async<Completion, Executor.ExecutorError>((resume) => {
     let child: ChildProcess
     try {
-      child = spawn(file, args, { cwd: options.cwd, env: options.env, stdio: ["ignore", "pipe", "pipe"], detached: true })
+      child = spawn(file, args, { cwd: options.cwd, env: options.env, stdio: ["ignore", "pipe", "pipe"], detached: true, ...options.user })
     } catch (cause) {
       resume(Effect.fail(executorError(`could not run ${file}`, cause)))
       return
@@ -198,7 +205,12 @@ export interface Spawned {
  */
 export const spawnProcess = (
   command: ReadonlyArray<string>,
-  options: { readonly cwd: string; readonly env: Readonly<Record<string, string>> }
+  options: {
+    readonly cwd: string
+    readonly env: Readonly<Record<string, string>>
+    /** Runs it as this user (the service must be root); as the service's own user when absent. */
+    readonly user?: User | undefined
+  }
 ): Effect.Effect<Spawned, Executor.ExecutorError> =>
   Effect.flatMap(Deferred.make<number>(), (exited) =>
     Effect.async<Spawned, Executor.ExecutorError>((resume) => {
@@ -209,7 +221,7 @@ export const spawnProcess = (
       }
       let child: ChildProcess
       try {
-        child = spawn(file, args, { cwd: options.cwd, env: options.env, stdio: ["pipe", "pipe", "pipe"], detached: true })
+        child = spawn(file, args, { cwd: options.cwd, env: options.env, stdio: ["pipe", "pipe", "pipe"], detached: true, ...options.user })
       } catch (cause) {
         resume(Effect.fail(executorError(`could not start ${file}`, cause)))
         return

@@ -18,7 +18,9 @@ export const Marker = Schema.Struct({
   created_at: Schema.String,
   attachments: Schema.Array(Schema.Struct({ name: Schema.String, media_type: Schema.String, path: Schema.String })),
   /** Process group ids of processes started in the sandbox that had not exited when last written. */
-  process_groups: Schema.Array(Schema.Int.pipe(Schema.positive()))
+  process_groups: Schema.Array(Schema.Int.pipe(Schema.positive())),
+  /** The sandbox's own uid, when the executor isolates sandboxes by user. */
+  uid: Schema.optional(Schema.Int.pipe(Schema.positive()))
 })
 export type Marker = typeof Marker.Type
 
