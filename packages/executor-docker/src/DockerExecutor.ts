@@ -8,6 +8,12 @@
  * setup commands and agents run in the container with `docker exec`. An agent is started through
  * a one-line shell wrapper that records its pid in `/workspace/.agent-runs/<tag>.pid`; every exec
  * is a session leader, so `terminate` signals the agent's whole process group.
+ *
+ * Confinement (docs/security.md): every process of the container (its init, setup commands,
+ * agents) runs as an unprivileged `user` (65534:65534 by default, never uid or gid 0) with
+ * `no-new-privileges`, no capabilities, a read-only root file system, a tmpfs `/tmp` (`HOME`) and
+ * the work directory, owned by that user, on a host mount that is `nosuid,nodev` (made so here and
+ * checked from inside the container).
  */
 import { execFile } from "node:child_process"
 import * as Fs from "node:fs/promises"
@@ -19,6 +25,8 @@ import { Executor, ExecutorError, SetupFailed } from "@agent-runs/core/ports/Exe
 import Docker from "dockerode"
 import { Clock, Deferred, Duration, Effect, Fiber, Layer, Mailbox, Option, Stream } from "effect"
 import { Demultiplexer, Tail } from "./internal/Demux.js"
+import { chownTree, readSmallFile } from "./internal/HostFiles.js"
+import { ensureNosuidNodev, unmountAll } from "./internal/HostMounts.js"
 
 /** How the Docker executor is set up. */
 export interface DockerExecutorConfig {
@@ -36,6 +44,14 @@ export interface DockerExecutorConfig {
   readonly nanoCpus?: number
   /** Most processes a sandbox may hold (4096 by default). */
   readonly pidsLimit?: number
+  /**
+   * The unprivileged user every process of a sandbox runs as (65534:65534, `nobody`, by default).
+   * Neither may be 0. The work directory is given to it (`chown`), so the executor runs as root,
+   * or as this very uid:gid.
+   */
+  readonly user?: { readonly uid: number; readonly gid: number }
+  /** Size of the sandbox's `/tmp`, a memory-backed tmpfs that is also `HOME` (1 GiB by default). */
+  readonly tmpBytes?: number
   /** Further bind mounts, e.g. the scripted agent read-only at /opt/agent-runs/scripted-agent. */
   readonly mounts?: ReadonlyArray<{ readonly host: string; readonly container: string; readonly readOnly: boolean }>
   /** The engine's socket (`/var/run/docker.sock` by default). */
@@ -57,6 +73,11 @@ const controlDir = ".agent-runs"
 /** `$0` of the agent wrapper: how a leftover container's running agent is recognised. */
 const agentMarker = "agent-runs-agent"
 const defaultPidsLimit = 4096
+/** `nobody`: owns nothing on the host. */
+export const defaultUser = { uid: 65534, gid: 65534 } as const
+const defaultTmpBytes = 1024 ** 3
+/** `HOME` of a sandbox whose env sets none: the root file system is read-only. */
+const defaultHome = "/tmp"
 /** Grace of an agent still running when the scope of `start` closes. */
 const scopeGraceMs = 2_000
 const outputTailBytes = 4_000
@@ -69,6 +90,17 @@ const wallClock = Clock.make()
 const inRealTime = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => Effect.withClock(effect, wallClock)
 
 const initCommand = ["/bin/sh", "-c", "trap \"exit 0\" TERM; while :; do sleep 3600 & wait; done"]
+/** Prints the options of the mount at the work directory, as the container sees it (shell builtins only). */
+const workdirMountCommand = [
+  "/bin/sh",
+  "-c",
+  `while read -r _id _parent _dev _root point options _rest; do [ "$point" = ${containerWorkdir} ] && echo "$options"; done < /proc/self/mountinfo; true`
+]
+/** How long `terminate` waits for an agent's pid file before it signals every process of the sandbox. */
+const pidFileWaitMs = 5_000
+
+/** A uid or gid the containers may run as: a plain number, not root's. */
+export const isUnprivilegedId = (id: number): boolean => Number.isInteger(id) && id > 0 && id < 2 ** 32 - 1
 
 interface Marker {
   readonly run_id: string
@@ -96,6 +128,8 @@ export const make = (config: DockerExecutorConfig) =>
     const docker = new Docker({ socketPath })
     const root = Path.resolve(config.root)
     const reposDir = Path.resolve(config.reposDir)
+    const user = config.user ?? defaultUser
+    const userSpec = `${user.uid}:${user.gid}`
 
     const engineError = (what: string, cause: unknown): ExecutorError => {
       const code = errorCode(cause)
@@ -133,7 +167,7 @@ export const make = (config: DockerExecutorConfig) =>
     const runToEnd = (container: Docker.Container, cmd: ReadonlyArray<string>) =>
       Effect.gen(function*() {
         const exec = yield* call("create an exec", () =>
-          container.exec({ Cmd: [...cmd], AttachStdout: true, AttachStderr: true, WorkingDir: containerWorkdir })
+          container.exec({ Cmd: [...cmd], User: userSpec, AttachStdout: true, AttachStderr: true, WorkingDir: containerWorkdir })
         )
         const stream = yield* call("start an exec", () => exec.start({ Detach: false }))
         const tail = new Tail(outputTailBytes)
@@ -153,17 +187,23 @@ export const make = (config: DockerExecutorConfig) =>
     const removeContainer = (id: string) =>
       callOrGone("remove a container", () => docker.getContainer(id).remove({ force: true, v: true })).pipe(Effect.asVoid)
 
+    /** Removes a work directory: its nosuid mount first, then the files (the run's directory once empty). */
     const removeWorkdir = (workdir: string) =>
-      Effect.promise(async () => {
-        await Fs.rm(workdir, { recursive: true, force: true })
-        // The run's directory goes too once its last execution's is gone.
-        await Fs.rmdir(Path.dirname(workdir)).catch(() => undefined)
-      })
+      unmountAll(workdir).pipe(
+        Effect.zipRight(Effect.promise(async () => {
+          await Fs.rm(workdir, { recursive: true, force: true })
+          // The run's directory goes too once its last execution's is gone.
+          await Fs.rmdir(Path.dirname(workdir)).catch(() => undefined)
+        }))
+      )
 
-    /** The host file of an agent's pid, once the wrapper wrote it (none while the agent has not got that far). */
+    /**
+     * The host file of an agent's pid, once the wrapper wrote it (none while the agent has not got
+     * that far). The container may have replaced it by anything: read without trusting it.
+     */
     const readPid = (workdir: string, tag: string) =>
-      Effect.promise(() => Fs.readFile(Path.join(workdir, controlDir, `${tag}.pid`), "utf8").catch(() => "")).pipe(
-        Effect.map((text) => /^\d+$/.test(text.trim()) ? Option.some(text.trim()) : Option.none())
+      readSmallFile(Path.join(workdir, controlDir, `${tag}.pid`), 32).pipe(
+        Effect.map((text) => text !== undefined && /^\d+$/.test(text.trim()) ? Option.some(text.trim()) : Option.none())
       )
 
     /**
@@ -190,17 +230,22 @@ export const make = (config: DockerExecutorConfig) =>
         const signal = (name: "TERM" | "KILL") =>
           Effect.gen(function*() {
             // The wrapper writes the pid first thing; wait for it while the agent runs.
+            const deadline = (yield* Clock.currentTimeMillis) + pidFileWaitMs
             let pid = yield* readPid(args.workdir, args.tag)
-            while (Option.isNone(pid) && (yield* running)) {
+            while (Option.isNone(pid) && (yield* Clock.currentTimeMillis) < deadline && (yield* running)) {
               yield* Effect.sleep(Duration.millis(20))
               pid = yield* readPid(args.workdir, args.tag)
             }
-            if (Option.isNone(pid)) return
-            yield* runToEnd(args.container, [
-              "/bin/sh",
-              "-c",
-              `kill -s ${name} -${pid.value} 2>/dev/null || kill -s ${name} ${pid.value} 2>/dev/null; true`
-            ])
+            if (Option.isSome(pid)) {
+              return yield* runToEnd(args.container, [
+                "/bin/sh",
+                "-c",
+                `kill -s ${name} -${pid.value} 2>/dev/null || kill -s ${name} ${pid.value} 2>/dev/null; true`
+              ])
+            }
+            // A running agent whose pid file is gone (the agent removed it): every process of the
+            // sandbox's user but the container's init gets the signal.
+            if (yield* running) yield* runToEnd(args.container, ["/bin/sh", "-c", `kill -s ${name} -1 2>/dev/null; true`])
           })
         const terminate = (graceMs: number) =>
           Effect.gen(function*() {
@@ -235,6 +280,7 @@ export const make = (config: DockerExecutorConfig) =>
         const exec = yield* call("create the agent's exec", () =>
           container.exec({
             Cmd: ["/bin/sh", "-c", wrapper, agentMarker, ...command],
+            User: userSpec,
             Env: Object.entries(env).map(([name, value]) => `${name}=${value}`),
             WorkingDir: containerWorkdir,
             AttachStdin: true,
@@ -338,9 +384,12 @@ export const make = (config: DockerExecutorConfig) =>
       if (!isSafeSegment(spec.run_id) || !isSafeSegment(spec.execution_id)) {
         return yield* new ExecutorError({ message: `run and execution ids must be plain names: ${spec.run_id}/${spec.execution_id}` })
       }
+      if (!isUnprivilegedId(user.uid) || !isUnprivilegedId(user.gid)) {
+        return yield* new ExecutorError({ message: `the sandboxes' user must be an unprivileged uid:gid (not 0), not ${userSpec}` })
+      }
       const workdir = Path.join(root, spec.run_id, spec.execution_id)
       const image = spec.docker_image ?? config.image
-      yield* Effect.promise(() => Fs.rm(workdir, { recursive: true, force: true }))
+      yield* removeWorkdir(workdir)
       yield* Effect.tryPromise({
         try: () => Fs.mkdir(Path.join(workdir, controlDir), { recursive: true }),
         catch: (cause) => new ExecutorError({ message: `cannot create the work directory ${workdir}: ${messageOf(cause)}`, cause })
@@ -349,13 +398,25 @@ export const make = (config: DockerExecutorConfig) =>
         // still empty, between the steps of the recursive mkdir: once more then.
         Effect.retry({ times: 2 })
       )
+      // Other users of the host have no business in a sandbox's files.
+      yield* Effect.promise(() => Fs.chmod(workdir, 0o700))
+      yield* ensureNosuidNodev(workdir).pipe(
+        Effect.mapError((reason) =>
+          new ExecutorError({
+            message: `the work directory ${workdir} must be on a nosuid,nodev mount and could not be made one (${reason}); ` +
+              `run the executor as root, or mount the sandbox root ${root} with nosuid,nodev`
+          })
+        ),
+        Effect.tapError(() => removeWorkdir(workdir))
+      )
       const created = yield* Effect.tryPromise({
         try: () =>
           docker.createContainer({
             Image: image,
             Cmd: initCommand,
             WorkingDir: containerWorkdir,
-            Env: Object.entries(spec.env).map(([name, value]) => `${name}=${value}`),
+            User: userSpec,
+            Env: Object.entries({ HOME: defaultHome, ...spec.env }).map(([name, value]) => `${name}=${value}`),
             Labels: {
               [Labels.managed]: "true",
               [Labels.runId]: spec.run_id,
@@ -371,6 +432,11 @@ export const make = (config: DockerExecutorConfig) =>
                 )
               ],
               NetworkMode: config.network ?? "none",
+              Privileged: false,
+              CapDrop: ["ALL"],
+              SecurityOpt: ["no-new-privileges"],
+              ReadonlyRootfs: true,
+              Tmpfs: { "/tmp": `rw,exec,nosuid,nodev,size=${config.tmpBytes ?? defaultTmpBytes},mode=1777` },
               PidsLimit: config.pidsLimit ?? defaultPidsLimit,
               ...(config.memoryBytes === undefined ? {} : { Memory: config.memoryBytes }),
               ...(config.nanoCpus === undefined ? {} : { NanoCpus: config.nanoCpus })
@@ -404,26 +470,51 @@ export const make = (config: DockerExecutorConfig) =>
         const marker: Marker = { run_id: spec.run_id, execution_id: spec.execution_id, attachments }
         yield* Effect.promise(() => Fs.writeFile(Path.join(workdir, controlDir, "sandbox.json"), JSON.stringify(marker)))
         yield* call("start the sandbox container", () => created.start())
-
-        for (const { owner, repo } of spec.repos) {
-          if (!isSafeSegment(owner) || !isSafeSegment(repo)) {
-            return yield* setupFailed(`repository ${owner}/${repo} is not a valid repository name`)
-          }
-          const source = Path.join(reposDir, owner, repo)
-          const exists = yield* Effect.promise(() => Fs.stat(source).then((stat) => stat.isDirectory(), () => false))
-          if (!exists) return yield* setupFailed(`repository ${owner}/${repo} not found`)
-          const cloned = yield* gitClone(source, Path.join(workdir, repo))
-          if (!cloned.ok) return yield* setupFailed(`cloning repository ${owner}/${repo} failed: ${cloned.output}`)
+        // What the kernel gave the container is what counts (an engine in another mount namespace
+        // would not see the host's nosuid mount): refuse a sandbox whose /workspace is not
+        // nosuid,nodev.
+        const seen = yield* runToEnd(created, workdirMountCommand)
+        const options = seen.output.trim().split("\n").at(-1)?.split(",") ?? []
+        if (!options.includes("nosuid") || !options.includes("nodev")) {
+          return yield* new ExecutorError({
+            message: `the container sees ${containerWorkdir} mounted "${options.join(",")}", not nosuid,nodev: ` +
+              `the Docker engine must see the executor's mounts (a local engine in the same mount namespace)`
+          })
         }
 
-        const attachmentsDir = Path.join(workdir, "attachments")
-        yield* Effect.promise(() => Fs.mkdir(attachmentsDir, { recursive: true }))
-        for (const attachment of spec.attachments) {
-          if (!isSafeFileName(attachment.name)) {
-            return yield* setupFailed(`attachment name ${JSON.stringify(attachment.name)} is not a plain file name`)
+        // Host side: the clones and the attachments; what went wrong, if anything.
+        const hostSteps = Effect.gen(function*() {
+          for (const { owner, repo } of spec.repos) {
+            if (!isSafeSegment(owner) || !isSafeSegment(repo)) return `repository ${owner}/${repo} is not a valid repository name`
+            const source = Path.join(reposDir, owner, repo)
+            const exists = yield* Effect.promise(() => Fs.stat(source).then((stat) => stat.isDirectory(), () => false))
+            if (!exists) return `repository ${owner}/${repo} not found`
+            const cloned = yield* gitClone(source, Path.join(workdir, repo))
+            if (!cloned.ok) return `cloning repository ${owner}/${repo} failed: ${cloned.output}`
           }
-          yield* Effect.promise(() => Fs.writeFile(Path.join(attachmentsDir, attachment.name), attachment.bytes))
-        }
+          const attachmentsDir = Path.join(workdir, "attachments")
+          yield* Effect.promise(() => Fs.mkdir(attachmentsDir, { recursive: true }))
+          for (const attachment of spec.attachments) {
+            if (!isSafeFileName(attachment.name)) {
+              return `attachment name ${JSON.stringify(attachment.name)} is not a plain file name`
+            }
+            yield* Effect.promise(() => Fs.writeFile(Path.join(attachmentsDir, attachment.name), attachment.bytes))
+          }
+          return undefined
+        })
+        const failure = yield* hostSteps
+        // Everything the host put there (the clones, the attachments, the marker) goes to the
+        // sandbox's user before anything of the sandbox's own runs (a debug agent too, after a
+        // failed step).
+        yield* chownTree(workdir, user.uid, user.gid).pipe(
+          Effect.mapError((reason) =>
+            new ExecutorError({
+              message: `cannot give the work directory ${workdir} to ${userSpec} (${reason}): ` +
+                `run the executor as root, or set its user to the executor's own uid:gid`
+            })
+          )
+        )
+        if (failure !== undefined) return yield* setupFailed(failure)
 
         for (const command of spec.setup_commands) {
           const result = yield* runToEnd(created, ["/bin/sh", "-c", command])
@@ -444,12 +535,21 @@ export const make = (config: DockerExecutorConfig) =>
       )
     })
 
+    /** The sandbox's marker; the container may have changed it, so it is read without trusting it. */
     const readMarker = (workdir: string) =>
-      Effect.promise(() =>
-        Fs.readFile(Path.join(workdir, controlDir, "sandbox.json"), "utf8").then(
-          (text) => JSON.parse(text) as Marker,
-          () => undefined
-        )
+      readSmallFile(Path.join(workdir, controlDir, "sandbox.json"), 1024 * 1024).pipe(
+        Effect.map((text): ReadonlyArray<SandboxAttachment> => {
+          try {
+            const marker = text === undefined ? undefined : JSON.parse(text) as { readonly attachments?: unknown } | null
+            const attachments: ReadonlyArray<unknown> = Array.isArray(marker?.attachments) ? marker.attachments : []
+            return attachments.filter((a): a is SandboxAttachment =>
+              typeof a === "object" && a !== null && "name" in a && typeof a.name === "string" && "media_type" in a &&
+              typeof a.media_type === "string" && "path" in a && typeof a.path === "string"
+            )
+          } catch {
+            return []
+          }
+        })
       )
 
     /** The agent exec still running in a leftover container, if any. */
@@ -477,13 +577,12 @@ export const make = (config: DockerExecutorConfig) =>
         if (Option.isNone(info)) continue
         const labels = info.value.Config.Labels ?? {}
         const workdir = labels[Labels.workdir] ?? Path.join(root, labels[Labels.runId] ?? "", labels[Labels.executionId] ?? "")
-        const marker = yield* readMarker(workdir)
         sandboxes.push(makeSandbox({
           containerId: summary.Id,
           runId: (labels[Labels.runId] ?? "") as RunId,
           executionId: (labels[Labels.executionId] ?? "") as ExecutionId,
           workdir,
-          attachments: marker?.attachments ?? [],
+          attachments: yield* readMarker(workdir),
           runningAgent: yield* runningAgentOf(info.value)
         }))
       }
