@@ -16,7 +16,8 @@
  * API-only replica that executes nothing but still sweeps leases and admits waiting runs),
  * `AGENT_RUNS_LEASE_SECONDS` (30), `AGENT_RUNS_CANCEL_GRACE_SECONDS` (5), and for Docker
  * `AGENT_RUNS_DOCKER_IMAGE` (the image of environments without one; `agent-runs-agent:latest`) and
- * `AGENT_RUNS_DOCKER_NETWORK` (`none` | `host`; `none`); for processes `AGENT_RUNS_PROCESS_ISOLATION`
+ * `AGENT_RUNS_DOCKER_NETWORK` (`none` | `host`; `none`), the Docker sandboxes' user and limits in
+ * DockerSandboxConfig.ts; for processes `AGENT_RUNS_PROCESS_ISOLATION`
  * (`auto` | `uid` | `none`; `auto`: a user of its own per sandbox when the server runs as root,
  * see docs/security.md) and `AGENT_RUNS_SANDBOX_UIDS` (the uids those users get,
  * `1000000000-1999999999`).
@@ -35,6 +36,7 @@ import type { ProcessExecutor } from "@agent-runs/executor-process"
 import { Ingress } from "@agent-runs/http"
 import { Config, ConfigError, Either, Option, Redacted } from "effect"
 import { join, resolve } from "node:path"
+import { DockerSandboxConfig } from "./DockerSandboxConfig.js"
 
 /** The webhook ingress's settings. */
 export interface IngressConfig {
@@ -82,6 +84,8 @@ export interface ExecutionConfig {
   readonly cancelGraceSeconds: number
   readonly dockerImage: string
   readonly dockerNetwork: "none" | "host"
+  /** The Docker sandboxes' user and limits (the executor's defaults and no memory/CPU limit when absent). */
+  readonly dockerSandbox?: DockerSandboxConfig | undefined
   /** How often self-hosted workers send heartbeats (5 s when absent); stale after 3 intervals. */
   readonly workerHeartbeatSeconds?: number | undefined
   /** Whether process sandboxes run as users of their own (`auto` when absent: when the server is root). */
@@ -150,6 +154,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
     }),
     Config.withDefault(ProcessIsolation.DEFAULT_UIDS)
   ),
+  dockerSandbox: DockerSandboxConfig,
   trustedProxies: Config.string("AGENT_RUNS_TRUSTED_PROXIES").pipe(
     Config.withDefault(""),
     Config.map((text) => text.split(/[\s,]+/).filter((entry) => entry !== "")),
@@ -198,7 +203,8 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
         dockerNetwork: raw.dockerNetwork,
         workerHeartbeatSeconds: raw.workerHeartbeatSeconds,
         processIsolation: raw.processIsolation,
-        sandboxUids: raw.sandboxUids
+        sandboxUids: raw.sandboxUids,
+        dockerSandbox: raw.dockerSandbox
       },
       ingress: { trustedProxies: raw.trustedProxies, deliveriesPerMinute: raw.deliveriesPerMinute },
       scheduler: { enabled: raw.scheduler === "on", graceSeconds: raw.schedulerGraceSeconds }

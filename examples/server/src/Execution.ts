@@ -60,6 +60,7 @@ const executorLayer = (config: ServerConfig, setup: ExecutionSetup) => {
       reposDir: execution.reposDir,
       image: execution.dockerImage,
       network: execution.dockerNetwork,
+      ...execution.dockerSandbox,
       mounts: [{ host: scriptedAgentDir, container: AGENT_MOUNT, readOnly: true }]
     })
     : ProcessExecutor.layer({ root, reposDir: execution.reposDir, isolation: setup.isolation })

@@ -2,6 +2,7 @@
  * Helpers shared by the server's tests, in-process and spawned: free loopback ports, temporary data
  * directories, and a JSON HTTP call.
  */
+import { removeSandboxesUnder } from "@agent-runs/executor-docker/testing"
 import { Effect } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:net"
@@ -18,10 +19,17 @@ export const freePort = Effect.async<number>((resume) => {
   })
 })
 
-/** A temporary data directory for the scope, removed when it closes. */
+/**
+ * A temporary data directory for the scope, removed when it closes (with the Docker sandboxes a
+ * stopped server left in it: their work directories are mounts that `rm` cannot remove).
+ */
 export const tempDataDir = Effect.acquireRelease(
   Effect.sync(() => mkdtempSync(join(tmpdir(), "agent-runs-server-"))),
-  (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+  (dir) =>
+    Effect.sync(() => {
+      removeSandboxesUnder(dir)
+      rmSync(dir, { recursive: true, force: true })
+    })
 )
 
 /** A JSON response. */

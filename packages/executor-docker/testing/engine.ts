@@ -8,12 +8,15 @@
  *   made here: busybox-static (installed with apt-get when /bin/busybox is missing) and its applets,
  *   plus this Node binary and the shared libraries `ldd` lists. The image carries the Node version
  *   as a label and is rebuilt when it differs; otherwise it is reused across runs.
+ * - `removeSandboxesUnder(dir)`: what a test's server left running in a temporary directory it is
+ *   about to delete (containers, and the work directories' nosuid mounts, which `rm` cannot remove).
  */
 import { execFileSync, spawnSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
+import { parseMountInfo } from "../src/internal/HostMounts.js"
 
 export const testImage = "agent-runs-test:latest"
 
@@ -89,5 +92,24 @@ export const ensureTestImage = (): void => {
     run("docker", ["rmi", temporary])
   } finally {
     Fs.rmSync(rootfs, { recursive: true, force: true })
+  }
+}
+
+/**
+ * Removes the Docker sandboxes still mounted under `dir` (a server that stops keeps its sandboxes
+ * for its next life): their containers, then their work directories' mounts, so that `dir` can be
+ * deleted. Asks nothing of the engine when nothing is mounted there.
+ */
+export const removeSandboxesUnder = (dir: string): void => {
+  if (!Fs.existsSync("/proc/self/mountinfo") || !Fs.existsSync(dir)) return
+  const real = Fs.realpathSync(dir)
+  const points = parseMountInfo(Fs.readFileSync("/proc/self/mountinfo", "utf8"))
+    .map((entry) => entry.mountPoint)
+    .filter((point) => point.startsWith(`${real}/`))
+  for (const point of [...new Set(points)].reverse()) {
+    const ids = spawnSync("docker", ["ps", "-aq", "--filter", `label=agent-runs.workdir=${point}`], { encoding: "utf8" })
+      .stdout?.split("\n").filter((id) => id !== "") ?? []
+    if (ids.length > 0) spawnSync("docker", ["rm", "-f", ...ids], { stdio: "ignore" })
+    if (spawnSync("umount", [point], { stdio: "ignore" }).status !== 0) spawnSync("umount", ["-l", point], { stdio: "ignore" })
   }
 }
