@@ -39,7 +39,7 @@
  */
 import { type Ids } from "@agent-runs/core"
 import { Effect } from "effect"
-import { ensureEngine, ensureTestImage, testImage } from "@agent-runs/executor-docker/testing"
+import { ensureEngine, ensureTestImage, removeSandboxesUnder, testImage } from "@agent-runs/executor-docker/testing"
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { closeSync, type FSWatcher, mkdtempSync, openSync, readSync, rmSync, watch, writeFileSync } from "node:fs"
@@ -194,14 +194,20 @@ class LogTail {
 
 const logTail = (path: string) => Effect.acquireRelease(Effect.sync(() => new LogTail(path)), (tail) => Effect.sync(() => tail.close()))
 
+/** Removes a directory, with the Docker sandboxes (mounts) a server may have left in it. */
+const removeDir = (dir: string) => {
+  removeSandboxesUnder(dir)
+  rmSync(dir, { recursive: true, force: true })
+}
+
 /** A temporary directory for the scope (the agents' logs, the direct agents' work directory). */
 const tempDir = Effect.acquireRelease(
   Effect.sync(() => {
     const dir = mkdtempSync(join(tmpdir(), "agent-runs-bench-dispatch-"))
-    cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+    cleanups.push(() => removeDir(dir))
     return dir
   }),
-  (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+  (dir) => Effect.sync(() => removeDir(dir))
 )
 
 // ---------------------------------------------------------------------------------------------
@@ -491,7 +497,7 @@ const quote = (word: string) => `'${word.replaceAll("'", "'\\''")}'`
 const startServer = (env: Readonly<Record<string, string>>, concurrency: number, afterStop: (dataDir: string) => void = () => {}) =>
   Effect.gen(function*() {
     const dataDir = yield* tempDataDir
-    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
+    cleanups.push(() => removeDir(dataDir))
     // Runs once the server stopped (the scope's finalizers run in reverse order), or by the watchdog.
     yield* Effect.addFinalizer(() => Effect.sync(() => afterStop(dataDir)))
     const adminToken = `ar_${randomBytes(32).toString("base64url")}`
