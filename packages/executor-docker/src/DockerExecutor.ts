@@ -391,15 +391,15 @@ export const make = (config: DockerExecutorConfig) =>
       const image = spec.docker_image ?? config.image
       yield* removeWorkdir(workdir)
       yield* Effect.tryPromise({
-        try: () => Fs.mkdir(Path.join(workdir, controlDir), { recursive: true }),
+        // 0700 for what is made here (the root, the run's directory, the work directory): other
+        // users of the host have no business in a sandbox's files.
+        try: () => Fs.mkdir(Path.join(workdir, controlDir), { recursive: true, mode: 0o700 }),
         catch: (cause) => new ExecutorError({ message: `cannot create the work directory ${workdir}: ${messageOf(cause)}`, cause })
       }).pipe(
         // The release of the run's previous execution may remove the run's directory while it is
         // still empty, between the steps of the recursive mkdir: once more then.
         Effect.retry({ times: 2 })
       )
-      // Other users of the host have no business in a sandbox's files.
-      yield* Effect.promise(() => Fs.chmod(workdir, 0o700))
       yield* ensureNosuidNodev(workdir).pipe(
         Effect.mapError((reason) =>
           new ExecutorError({

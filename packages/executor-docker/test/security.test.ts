@@ -14,7 +14,8 @@
  * setgid file of root's group, or a device; both ran as the sandbox's unprivileged user (65534),
  * with no capabilities (CapEff, CapPrm, CapBnd all 0) and `no-new-privileges`; `/etc` could not be
  * written (read-only root file system) while `/tmp` and the work directory could; the work
- * directory is `nosuid,nodev` both on the host and inside the container, and its mount goes with
+ * directory is `nosuid,nodev` both on the host and inside the container (the run's directory
+ * closed to other users of the host), and its mount goes with
  * the sandbox; the memory, CPU and process limits stay. An agent that tampers with the executor's
  * pid file (a FIFO in its place, or none) cannot hang the host's reads or escape `terminate`.
  */
@@ -110,8 +111,9 @@ describe("Docker sandbox security", () => {
           expect(seenBy(workdir, "setup")).toEqual(expectedSeen)
           expect(seenBy(workdir, "agent")).toEqual(expectedSeen)
 
-          // The host's view of the work directory: nosuid,nodev as well.
+          // The host's view of the work directory: nosuid,nodev as well, and out of other users' reach.
           expect(hostMountOptions(workdir)).toEqual(expect.arrayContaining(["nosuid", "nodev"]))
+          expect(Fs.statSync(Path.dirname(workdir)).mode & 0o077).toBe(0)
         }))
 
       it.scoped("the container: non-root user, no capabilities, no new privileges, read-only root, tmpfs /tmp; limits kept", () =>
