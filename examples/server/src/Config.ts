@@ -25,7 +25,11 @@
  * a worker is listed until 3 intervals after its latest one; docs/workers.md).
  * Webhook ingress: `AGENT_RUNS_TRUSTED_PROXIES` (addresses and CIDR ranges, comma separated, whose
  * `X-Forwarded-For` names the sender; none), `AGENT_RUNS_WEBHOOK_DELIVERIES_PER_MINUTE` (per webhook
- * and sender, 60).
+ * and sender, 60), `AGENT_RUNS_WEBHOOK_LOG_MAX` (10000: the most ACCEPTED, and apart DUPLICATE,
+ * entries a webhook's delivery log keeps; at least 50), `AGENT_RUNS_WEBHOOK_LOG_DAYS` (7: days of
+ * them kept, up to the max), `AGENT_RUNS_WEBHOOK_LOG_REJECTED` (20: rejected entries kept per
+ * webhook, the others only counted), `AGENT_RUNS_WEBHOOK_BODY_TIMEOUT_SECONDS` (10: a body not
+ * arrived by then is dropped with a 408 and counts in the sender's authentication-failure budget).
  * Scheduler: `AGENT_RUNS_SCHEDULER` (`on` | `off`; `on`: every replica fires the schedules' ticks,
  * each tick starting one run whatever the number of replicas; `off`: this replica fires none),
  * `AGENT_RUNS_SCHEDULER_GRACE_SECONDS` (2: how late a tick may be, when the scheduler starts, and
@@ -38,10 +42,18 @@ import { Config, ConfigError, Either, Option, Redacted } from "effect"
 import { join, resolve } from "node:path"
 import { DockerSandboxConfig } from "./DockerSandboxConfig.js"
 
-/** The webhook ingress's settings. */
+/** The webhook ingress's settings (the optional ones default to the core's `DEFAULT_INGRESS_LIMITS`). */
 export interface IngressConfig {
   readonly trustedProxies: ReadonlyArray<string>
   readonly deliveriesPerMinute: number
+  /** The most ACCEPTED (and, apart, DUPLICATE) entries a webhook's delivery log keeps (10,000). */
+  readonly logMax?: number | undefined
+  /** How many days of ACCEPTED and DUPLICATE entries the log keeps, up to `logMax` (7). */
+  readonly logDays?: number | undefined
+  /** How many rejected entries the log keeps per webhook; the others are only counted (20). */
+  readonly logRejected?: number | undefined
+  /** How long a delivery's body may take to arrive, in seconds (10). */
+  readonly bodyTimeoutSeconds?: number | undefined
 }
 
 /** The scheduler's settings (see `Scheduler` in core). */
@@ -164,6 +176,22 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
     })
   ),
   deliveriesPerMinute: positive("AGENT_RUNS_WEBHOOK_DELIVERIES_PER_MINUTE", 60),
+  webhookLogMax: Config.integer("AGENT_RUNS_WEBHOOK_LOG_MAX").pipe(
+    Config.validate({ message: "must be an integer of at least 50", validation: (n) => n >= 50 }),
+    Config.withDefault(10_000)
+  ),
+  webhookLogDays: Config.integer("AGENT_RUNS_WEBHOOK_LOG_DAYS").pipe(
+    Config.validate({ message: "must be an integer of at least 1", validation: (n) => n >= 1 }),
+    Config.withDefault(7)
+  ),
+  webhookLogRejected: Config.integer("AGENT_RUNS_WEBHOOK_LOG_REJECTED").pipe(
+    Config.validate({ message: "must be an integer from 0 to 1000", validation: (n) => n >= 0 && n <= 1000 }),
+    Config.withDefault(20)
+  ),
+  webhookBodyTimeoutSeconds: Config.number("AGENT_RUNS_WEBHOOK_BODY_TIMEOUT_SECONDS").pipe(
+    Config.validate({ message: "must be a number from 0.1 to 300", validation: (n) => n >= 0.1 && n <= 300 }),
+    Config.withDefault(10)
+  ),
   scheduler: Config.literal("on", "off")("AGENT_RUNS_SCHEDULER").pipe(Config.withDefault("on" as const)),
   schedulerGraceSeconds: Config.number("AGENT_RUNS_SCHEDULER_GRACE_SECONDS").pipe(
     Config.validate({ message: "must be 0 or more", validation: (n) => n >= 0 }),
@@ -206,7 +234,14 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
         sandboxUids: raw.sandboxUids,
         dockerSandbox: raw.dockerSandbox
       },
-      ingress: { trustedProxies: raw.trustedProxies, deliveriesPerMinute: raw.deliveriesPerMinute },
+      ingress: {
+        trustedProxies: raw.trustedProxies,
+        deliveriesPerMinute: raw.deliveriesPerMinute,
+        logMax: raw.webhookLogMax,
+        logDays: raw.webhookLogDays,
+        logRejected: raw.webhookLogRejected,
+        bodyTimeoutSeconds: raw.webhookBodyTimeoutSeconds
+      },
       scheduler: { enabled: raw.scheduler === "on", graceSeconds: raw.schedulerGraceSeconds }
     })
   })

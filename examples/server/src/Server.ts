@@ -86,9 +86,7 @@ const storageLayer = (config: ServerConfig, secretKey: Redacted.Redacted<Uint8Ar
 const servicesLayer = (config: ServerConfig, secretKey: Redacted.Redacted<Uint8Array>) =>
   Layer.merge(
     Ingress.Ingress.Default.pipe(
-      Layer.provide(Ingress.IngressLimitsTag.layer({
-        deliveries: { max: config.ingress.deliveriesPerMinute, windowMs: 60_000 }
-      }))
+      Layer.provide(Ingress.IngressLimitsTag.layer(ingressLimits(config)))
     ),
     HttpIngress.TrustedProxies.layer(config.ingress.trustedProxies)
   ).pipe(
@@ -110,6 +108,19 @@ const servicesLayer = (config: ServerConfig, secretKey: Redacted.Redacted<Uint8A
     Layer.provide(RunTokens.layer(secretKey)),
     Layer.provideMerge(Ids.IdsLive)
   )
+
+/** The ingress's limits: the contract's, with the rate and the log's bounds from the configuration. */
+const ingressLimits = (config: ServerConfig): Partial<Ingress.IngressLimits> => {
+  const { bodyTimeoutSeconds, deliveriesPerMinute, logDays, logMax, logRejected } = config.ingress
+  const defaults = Ingress.DEFAULT_INGRESS_LIMITS
+  return {
+    deliveries: { max: deliveriesPerMinute, windowMs: 60_000 },
+    logMax: logMax ?? defaults.logMax,
+    logDays: logDays ?? defaults.logDays,
+    logRejected: logRejected ?? defaults.logRejected,
+    bodyTimeoutMs: bodyTimeoutSeconds === undefined ? defaults.bodyTimeoutMs : Math.round(bodyTimeoutSeconds * 1000)
+  }
+}
 
 /** The self-hosted workers' settings: heartbeats, staleness after 3 of them, the execution lease. */
 const workerSettings = (config: ServerConfig): Workers.WorkerSettings => {

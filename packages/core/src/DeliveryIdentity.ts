@@ -11,6 +11,13 @@
  *   one way never collides with another kind (a sender's id that happens to equal a body hash).
  * - An id longer than 256 characters is replaced by its SHA-256 (`…:sha256:<hex>`): the stored key
  *   stays bounded and equal ids still collide.
+ *
+ * Replays (issue 15, finding 7): the id headers above are not covered by the signature of most
+ * schemes, so a captured signed delivery could be posted again under a new id. A signed delivery
+ * therefore also has a content key, `signed:<SHA-256 of the bytes its signature covers>`
+ * (`contentKey`), claimed together with its identity: the same signed bytes are a duplicate
+ * whatever id headers come with them. Two different events never share signed bytes (their bodies,
+ * or for Standard Webhooks their signed ids, differ).
  */
 import { Effect, Option } from "effect"
 
@@ -57,6 +64,10 @@ const keyOf = (source: IdentitySource, id: string): Effect.Effect<DeliveryIdenti
   id.length <= MAX_ID_LENGTH
     ? Effect.succeed({ source, key: `${source}:${id}` })
     : Effect.map(sha256Hex(new TextEncoder().encode(id)), (hex) => ({ source, key: `${source}:sha256:${hex}` }))
+
+/** The replay key of a signed delivery: the SHA-256 of the bytes its signature covers. */
+export const contentKey = (signedContent: Uint8Array): Effect.Effect<string> =>
+  Effect.map(sha256Hex(signedContent), (hex) => `signed:${hex}`)
 
 /** The delivery's identity, by the spec's order of preference. */
 export const deliveryIdentity = (input: IdentityInput): Effect.Effect<DeliveryIdentity> => {

@@ -19,8 +19,12 @@
  *   webhook uid, client address and delivery id — never the URL, so a `url_token` never reaches
  *   a log.
  * - A `url_token` webhook posted without its token segment fails authentication (401).
- * - A too-large body is not read past the limit: its log entry's identity is empty and its size
+ * - A too-large body is not kept past the limit: its log entry's identity is empty and its size
  *   is the larger of the declared length and the bytes read.
+ * - A body that has not arrived in full `bodyTimeoutMs` after the checks reach it (10 s) is dropped
+ *   (`BodyTimedOut`: the transport answers 408 and closes the connection) and counts in the
+ *   sender's authentication-failure budget, like a failed authentication: a slow sender cannot hold
+ *   connections for free. It has no log outcome; it is in the application log and the metric.
  * - The body must be UTF-8 JSON (any JSON value) with finite numbers (`1e999` is refused, not
  *   kept as infinity) and at most MAX_PAYLOAD_DEPTH levels of nesting. Rejected deliveries keep
  *   their identity (the key duplicates would use) but never claim it: a rejected delivery does not
@@ -30,15 +34,23 @@
  *   environment is gone) starts nothing and is logged; the delivery is still ACCEPTED with the
  *   runs that did start. The claim of the identity, the log entry and the runs are one
  *   transaction, so replicas and restarts never start a delivery twice.
+ * - A signed delivery also claims the key of its signed content (`DeliveryIdentity.contentKey`) in
+ *   that transaction: the id headers of most schemes are not signed, so the same signed bytes
+ *   replayed under a new id (or none) are a DUPLICATE. Tokens sign no content and claim no such key.
  * - The raw body is kept as a blob (`eventPayloadKey`) and handed to each run's agent as the
  *   attachment `event-payload.json`, whatever the delivery log has pruned since.
- * - The log is pruned as deliveries arrive: at most every `pruneEvery` deliveries of a webhook in
- *   this process, keeping the newest `logKeep` and the last `logDays` days (duplicates are detected
- *   over what the log keeps).
+ * - The log is bounded (issue 15, finding 9). Every logged delivery is counted per webhook and
+ *   outcome (the counts survive pruning). A rejected delivery trims the webhook's rejected entries
+ *   to the newest `logRejected` (20) as it is logged, so unauthenticated senders add counts, not
+ *   rows. ACCEPTED and DUPLICATE entries are pruned at most every `pruneEvery` deliveries of a
+ *   webhook in this process, each outcome apart: the newest `logKeep` (50) and those of the last
+ *   `logDays` days (7) stay, but never more than `logMax` (10,000). Duplicates are detected over
+ *   what the log keeps; as DUPLICATE entries are ranked apart, replays never push the ACCEPTED entry
+ *   they duplicate (and its identities) out of the log.
  */
-import { Chunk, Clock, Context, DateTime, Effect, Either, Layer, Option, Redacted, Schema, Stream } from "effect"
+import { Chunk, Clock, Context, Data, DateTime, Duration, Effect, Either, Layer, Metric, Option, Redacted, Schema, Stream } from "effect"
 import type { Automation } from "./Automation.js"
-import { deliveryIdentity } from "./DeliveryIdentity.js"
+import { contentKey, deliveryIdentity } from "./DeliveryIdentity.js"
 import type { DeliveryIdentity } from "./DeliveryIdentity.js"
 import { AuthenticationRequired, InvalidRequest, PayloadTooLarge, RateLimited, ResourceNotFound } from "./Errors.js"
 import { memberViewer } from "./Identities.js"
@@ -78,23 +90,49 @@ export interface IngressLimits {
   readonly deliveries: Limit
   /** Authentication failures per webhook and client address. */
   readonly authFailures: Limit
-  /** The delivery log keeps at least this many newest deliveries per webhook… */
+  /** The delivery log keeps at least this many newest ACCEPTED (and as many DUPLICATE) deliveries per webhook… */
   readonly logKeep: number
-  /** …and everything of this many last days. */
+  /** …and those of this many last days… */
   readonly logDays: number
+  /** …but never more than this many of either outcome. */
+  readonly logMax: number
+  /** Of rejected deliveries, only the newest this many per webhook are kept (all are counted). */
+  readonly logRejected: number
   /** Prune a webhook's log every this many deliveries it receives (per process). */
   readonly pruneEvery: number
+  /** A body that has not arrived in full this many milliseconds after the request is dropped. */
+  readonly bodyTimeoutMs: number
 }
 
-/** The contract's limits. */
+/** The contract's limits, and the bounds of issue 15 (finding 9). */
 export const DEFAULT_INGRESS_LIMITS: IngressLimits = {
   maxBodyBytes: MAX_DELIVERY_BYTES,
   deliveries: DELIVERIES_PER_MINUTE,
   authFailures: AUTH_FAILURES_PER_MINUTE,
   logKeep: 50,
   logDays: 7,
-  pruneEvery: 16
+  logMax: 10_000,
+  logRejected: 20,
+  pruneEvery: 16,
+  bodyTimeoutMs: 10_000
 }
+
+/**
+ * A body that did not arrive in full within `IngressLimits.bodyTimeoutMs` (a slow sender, or one
+ * holding the connection open): counted in the sender's authentication-failure budget; the
+ * transport answers 408 and closes the connection.
+ */
+export class BodyTimedOut extends Data.TaggedError("BodyTimedOut")<{ readonly timeoutMs: number }> {
+  override get message(): string {
+    return `body: the delivery's body did not arrive within ${Math.ceil(this.timeoutMs / 1000)} seconds`
+  }
+}
+
+/** Deliveries received by this process, by outcome (`BODY_TIMED_OUT` for bodies dropped unread). */
+export const deliveriesReceived = Metric.counter("agent_runs_webhook_deliveries_total", {
+  description: "webhook deliveries received by this process, by outcome (BODY_TIMED_OUT: dropped before its body arrived)",
+  incremental: true
+})
 
 /** The ingress's limits, provided by the server (the defaults are the contract's). */
 export class IngressLimitsTag extends Context.Tag("@agent-runs/core/IngressLimits")<IngressLimitsTag, IngressLimits>() {
@@ -117,7 +155,10 @@ export interface IngressRequest {
   readonly headers: Readonly<Record<string, string | undefined>>
   /** The sender's address (after trusted-proxy handling). */
   readonly client: string
-  /** Reads the body, stopping once it is over `limit` bytes. */
+  /**
+   * Reads the body, keeping at most `limit` bytes (the transport may read on and drop some more, so
+   * that a sender still writing sees the answer). The ingress interrupts it past its body timeout.
+   */
   readonly readBody: (limit: number) => Effect.Effect<BodyRead>
 }
 
@@ -193,6 +234,14 @@ const secretEquals = (given: string, secret: string) => timingSafeEqual(utf8.enc
 
 const isWebhookUid = Schema.is(WebhookUid)
 
+/** What an authenticated request's credential vouched for. */
+interface Authenticated {
+  /** The provider's delivery id, when the scheme's headers carry one. */
+  readonly providerId: Option.Option<string>
+  /** The bytes a signature covers; none for tokens (and GitLab's shared token). */
+  readonly signedContent: Option.Option<Uint8Array>
+}
+
 const bearer = /^Bearer[ \t]+(\S+)[ \t]*$/i
 
 /** The webhook ingress service. */
@@ -224,33 +273,48 @@ export class Ingress extends Effect.Service<Ingress>()("@agent-runs/core/Ingress
         return found.value
       })
 
-    /** Why the request does not authenticate, or the provider's delivery id when it does. */
+    /**
+     * Why the request does not authenticate, or what a signature vouched for when it does: the
+     * provider's delivery id and the signed bytes (none for tokens, which sign nothing).
+     */
     const authenticate = (webhook: StoredWebhook, request: IngressRequest, body: Uint8Array, now: number) =>
       Effect.gen(function* () {
         const secret = Redacted.value(webhook.secret!)
+        const unsigned: Authenticated = { providerId: Option.none(), signedContent: Option.none() }
         switch (webhook.item.auth_mode) {
           case "token": {
             const given = bearer.exec(request.headers["authorization"] ?? "")?.[1]
             if (given === undefined) return Either.left("missing or malformed Authorization: Bearer header")
-            return secretEquals(given, secret) ? Either.right(Option.none<string>()) : Either.left("wrong token")
+            return secretEquals(given, secret) ? Either.right(unsigned) : Either.left("wrong token")
           }
           case "url_token":
             if (request.token === undefined) return Either.left("the URL has no token segment")
-            return secretEquals(request.token, secret) ? Either.right(Option.none<string>()) : Either.left("wrong URL token")
+            return secretEquals(request.token, secret) ? Either.right(unsigned) : Either.left("wrong URL token")
           case "signature": {
             const verified = yield* Effect.either(
               verify(webhook.item.signature_scheme!, { secret, headers: request.headers, body, now })
             )
             return Either.isRight(verified)
-              ? Either.right(verified.right.deliveryId)
+              ? Either.right<Authenticated>({
+                providerId: verified.right.deliveryId,
+                signedContent: verified.right.signedContent
+              })
               : Either.left(verified.left.message)
           }
         }
       })
 
-    /** Logs a delivery that started nothing, and prunes the webhook's log now and then. */
+    /**
+     * Logs a delivery that started nothing (a rejected one trims the webhook's rejected entries to
+     * the newest `logRejected` at once), and prunes the webhook's log now and then.
+     */
     const logOutcome = (webhook: StoredWebhook, delivery: Delivery) =>
-      Effect.zipRight(webhooks.logDelivery(webhook.item.uid, delivery), pruneSometimes(webhook.item.uid))
+      Effect.zipRight(
+        webhooks.logDelivery(webhook.item.uid, delivery, limits.logRejected),
+        Effect.zipRight(countOutcome(delivery.outcome), pruneSometimes(webhook.item.uid))
+      )
+
+    const countOutcome = (outcome: DeliveryOutcome) => Metric.increment(Metric.tagged(deliveriesReceived, "outcome", outcome))
 
     const pruneSometimes = (uid: WebhookUid) =>
       Effect.gen(function* () {
@@ -258,7 +322,12 @@ export class Ingress extends Effect.Service<Ingress>()("@agent-runs/core/Ingress
         received.set(uid, count % limits.pruneEvery)
         if (count % limits.pruneEvery !== 0) return
         const now = yield* Clock.currentTimeMillis
-        yield* webhooks.prune(uid, limits.logKeep, now - limits.logDays * 24 * 60 * 60 * 1000)
+        yield* webhooks.prune(uid, {
+          keep: limits.logKeep,
+          since: now - limits.logDays * 24 * 60 * 60 * 1000,
+          max: limits.logMax,
+          rejected: limits.logRejected
+        })
       })
 
     /** Forgets idle rate-limit keys every few thousand requests. */
@@ -322,15 +391,20 @@ export class Ingress extends Effect.Service<Ingress>()("@agent-runs/core/Ingress
         return requests
       })
 
-    /** Accepts a delivery: claims its identity, logs it and starts its runs in one transaction. */
+    /**
+     * Accepts a delivery: claims its identity (and the key of its signed content, when signed),
+     * logs it and starts its runs in one transaction.
+     */
     const accept = (
       webhook: StoredWebhook,
       base: { delivery_id: DeliveryId; received_at: number; size_bytes: number },
       identity: DeliveryIdentity,
+      signedContent: Option.Option<Uint8Array>,
       body: Uint8Array,
       payload: unknown
     ) =>
       Effect.gen(function* () {
+        const content_key = Option.isSome(signedContent) ? yield* contentKey(signedContent.value) : undefined
         const requests = yield* runRequests(webhook, base.delivery_id, payload)
         const payloadKey = eventPayloadKey(base.delivery_id)
         if (requests.length > 0) yield* blobs.put(payloadKey, body)
@@ -338,6 +412,7 @@ export class Ingress extends Effect.Service<Ingress>()("@agent-runs/core/Ingress
           _tag: "Delivery",
           webhook_uid: webhook.item.uid,
           identity: identity.key,
+          content_key,
           delivery: entry({ ...base, identity: identity.key, outcome: "ACCEPTED", run_ids, payload })
         })).pipe(
           Effect.map(Option.some),
@@ -359,6 +434,7 @@ export class Ingress extends Effect.Service<Ingress>()("@agent-runs/core/Ingress
           }
         }
         if (requests.length > 0 && run_ids.length === 0) yield* blobs.remove(payloadKey)
+        yield* countOutcome("ACCEPTED")
         yield* pruneSometimes(webhook.item.uid)
         return { delivery_id: base.delivery_id, outcome: "ACCEPTED", run_ids } satisfies IngressReceipt
       })
@@ -381,29 +457,43 @@ export class Ingress extends Effect.Service<Ingress>()("@agent-runs/core/Ingress
           received_at: arrived
         }
         const declared = Number(request.headers["content-length"] ?? "0")
-        const read: BodyRead = Number.isFinite(declared) && declared > limits.maxBodyBytes
-          ? { _tag: "TooLarge", sizeBytes: declared }
-          : yield* request.readBody(limits.maxBodyBytes)
-        if (read._tag === "TooLarge") {
+        const tooLarge = new PayloadTooLarge({
+          message: `body: the delivery is over ${limits.maxBodyBytes} bytes`,
+          limitBytes: limits.maxBodyBytes
+        })
+        const declaredTooLarge = Number.isFinite(declared) && declared > limits.maxBodyBytes
+        // Declared too large: refused on the declared length, before any byte is read (the
+        // transport then reads and drops a little of it, within the body timeout).
+        if (declaredTooLarge) {
+          yield* logOutcome(webhook, entry({ ...base, size_bytes: declared, identity: "", outcome: "REJECTED_TOO_LARGE" }))
+        }
+        const read = yield* request.readBody(limits.maxBodyBytes).pipe(
+          Effect.timeoutOption(Duration.millis(limits.bodyTimeoutMs))
+        )
+        if (Option.isNone(read)) {
+          // A body that does not arrive holds a connection: it costs the sender like a failed authentication.
+          failureLimiter.record(key, yield* Clock.currentTimeMillis)
+          yield* Metric.increment(Metric.tagged(deliveriesReceived, "outcome", "BODY_TIMED_OUT"))
+          yield* Effect.logInfo(`ingress: delivery ${base.delivery_id} dropped: its body did not arrive in time`)
+          return yield* new BodyTimedOut({ timeoutMs: limits.bodyTimeoutMs })
+        }
+        if (declaredTooLarge) return yield* tooLarge
+        if (read.value._tag === "TooLarge") {
           yield* logOutcome(webhook, entry({
             ...base,
-            size_bytes: Math.max(read.sizeBytes, Number.isFinite(declared) ? declared : 0),
+            size_bytes: Math.max(read.value.sizeBytes, Number.isFinite(declared) ? declared : 0),
             identity: "",
             outcome: "REJECTED_TOO_LARGE"
           }))
-          return yield* new PayloadTooLarge({
-            message: `body: the delivery is over ${limits.maxBodyBytes} bytes`,
-            limitBytes: limits.maxBodyBytes
-          })
+          return yield* tooLarge
         }
-        const body = read.bytes
+        const body = read.value.bytes
         const sized = { ...base, size_bytes: body.length }
         const now = yield* Clock.currentTimeMillis
         const authenticated = yield* authenticate(webhook, request, body, now)
-        const providerId = Either.isRight(authenticated) ? authenticated.right : Option.none<string>()
         const identity = yield* deliveryIdentity({
           deliveryIdHeader: webhook.item.delivery_id_header ?? null,
-          providerDeliveryId: providerId,
+          providerDeliveryId: Either.isRight(authenticated) ? authenticated.right.providerId : Option.none(),
           headers: request.headers,
           body
         })
@@ -425,7 +515,7 @@ export class Ingress extends Effect.Service<Ingress>()("@agent-runs/core/Ingress
           yield* logOutcome(webhook, entry({ ...sized, identity: identity.key, outcome: "REJECTED_INVALID_JSON" }))
           return yield* InvalidRequest.forField("body", `must be JSON: ${payload.left}`)
         }
-        return yield* accept(webhook, sized, identity, body, payload.right)
+        return yield* accept(webhook, sized, identity, authenticated.right.signedContent, body, payload.right)
       })
 
     /** Receives one delivery (the checks of CONTRACT §8, in order). */
@@ -441,7 +531,10 @@ export class Ingress extends Effect.Service<Ingress>()("@agent-runs/core/Ingress
         }
         if (outcome.left._tag !== "StorageError") {
           yield* Effect.logInfo("ingress: delivery refused").pipe(
-            Effect.annotateLogs({ ...fields, error_code: outcome.left.errorCode })
+            Effect.annotateLogs({
+              ...fields,
+              error_code: outcome.left._tag === "BodyTimedOut" ? "body_timed_out" : outcome.left.errorCode
+            })
           )
         }
         return yield* outcome.left
@@ -449,7 +542,7 @@ export class Ingress extends Effect.Service<Ingress>()("@agent-runs/core/Ingress
       storageUnavailable
     )
 
-    return { receive } as const
+    return { receive, limits } as const
   })
 }) {}
 

@@ -31,6 +31,10 @@
  *   for the other schemes the delivery-id header is sent only when an `id` is given.
  * - A rejection carries the scheme, a reason and the header concerned, never the secret, the
  *   expected signature or the received one.
+ * - What each scheme signs (`Verified.signedContent`): Standard Webhooks `{id}.{timestamp}.{body}`
+ *   (its delivery id is covered); Stripe `{t}.{body}`; Slack `v0:{timestamp}:{body}`; GitHub, Linear,
+ *   Shopify and PagerDuty the body alone (their delivery id headers are not covered, so a captured
+ *   delivery can be replayed under another id); GitLab nothing (the token is the whole credential).
  */
 import { Data, Effect, Option } from "effect"
 import { concatBytes } from "./internal/Bytes.js"
@@ -39,10 +43,16 @@ import type { SignatureScheme } from "./Webhook.js"
 /** How far a signed timestamp may be from `now` (either way), in milliseconds. */
 export const TIMESTAMP_TOLERANCE_MS = 5 * 60 * 1000
 
-/** A verified request; `deliveryId` is the provider's delivery id when its headers carry one. */
+/**
+ * A verified request; `deliveryId` is the provider's delivery id when its headers carry one, and
+ * `signedContent` the exact bytes the signature covers (none for `gitlab_token`, whose shared token
+ * covers nothing): the ingress keys replay detection on them, since the delivery id header is not
+ * covered by the signature in most schemes.
+ */
 export interface Verified {
   readonly scheme: SignatureScheme
   readonly deliveryId: Option.Option<string>
+  readonly signedContent: Option.Option<Uint8Array>
 }
 
 /** Why a request was refused. */
@@ -230,7 +240,11 @@ const match = (
     : Effect.fail(rejector(scheme)("no_signature_matches", name))
 }
 
-const verified = (scheme: SignatureScheme, deliveryId: Option.Option<string>): Verified => ({ scheme, deliveryId })
+const verified = (
+  scheme: SignatureScheme,
+  deliveryId: Option.Option<string>,
+  signedContent: Uint8Array | undefined
+): Verified => ({ scheme, deliveryId, signedContent: Option.fromNullable(signedContent) })
 
 // --- schemes ---------------------------------------------------------------------------------
 
@@ -245,13 +259,14 @@ const verifyStandard = Effect.fnUntraced(function*(input: VerifyInput) {
   const timestamp = yield* required(scheme, input.headers, `${prefix}-timestamp`)
   yield* checkTimestamp(scheme, timestamp, `${prefix}-timestamp`, input.now)
   const key = yield* standardKey(input.secret)
-  const expected = yield* hmacSha256(key, concatBytes([encoder.encode(`${id}.${timestamp}.`), input.body]))
+  const signed = concatBytes([encoder.encode(`${id}.${timestamp}.`), input.body])
+  const expected = yield* hmacSha256(key, signed)
   const candidates = signature
     .split(" ")
     .filter((s) => s.startsWith("v1,"))
     .map((s) => s.slice(3))
   yield* match(scheme, `${prefix}-signature`, expected, candidates, fromBase64)
-  return verified(scheme, Option.some(id))
+  return verified(scheme, Option.some(id), signed)
 })
 
 const verifyStripe = Effect.fnUntraced(function*(input: VerifyInput) {
@@ -264,10 +279,11 @@ const verifyStripe = Effect.fnUntraced(function*(input: VerifyInput) {
   const t = ts[0]!
   yield* checkTimestamp(scheme, t, name, input.now)
   const key = yield* textKey(scheme, input.secret)
-  const expected = yield* hmacSha256(key, concatBytes([encoder.encode(`${t}.`), input.body]))
+  const signed = concatBytes([encoder.encode(`${t}.`), input.body])
+  const expected = yield* hmacSha256(key, signed)
   const candidates = pairs.filter(([k]) => k === "v1").map(([, v]) => v)
   yield* match(scheme, name, expected, candidates, fromHex)
-  return verified(scheme, Option.none())
+  return verified(scheme, Option.none(), signed)
 })
 
 const verifyGithub = Effect.fnUntraced(function*(input: VerifyInput) {
@@ -278,7 +294,7 @@ const verifyGithub = Effect.fnUntraced(function*(input: VerifyInput) {
   const key = yield* textKey(scheme, input.secret)
   const expected = yield* hmacSha256(key, input.body)
   yield* match(scheme, name, expected, [value.slice("sha256=".length)], fromHex)
-  return verified(scheme, header(input.headers, "x-github-delivery"))
+  return verified(scheme, header(input.headers, "x-github-delivery"), input.body)
 })
 
 const verifySlack = Effect.fnUntraced(function*(input: VerifyInput) {
@@ -289,9 +305,10 @@ const verifySlack = Effect.fnUntraced(function*(input: VerifyInput) {
   if (!value.startsWith("v0=")) return yield* rejector(scheme)("malformed_header", name)
   yield* checkTimestamp(scheme, timestamp, "x-slack-request-timestamp", input.now)
   const key = yield* textKey(scheme, input.secret)
-  const expected = yield* hmacSha256(key, concatBytes([encoder.encode(`v0:${timestamp}:`), input.body]))
+  const signed = concatBytes([encoder.encode(`v0:${timestamp}:`), input.body])
+  const expected = yield* hmacSha256(key, signed)
   yield* match(scheme, name, expected, [value.slice("v0=".length)], fromHex)
-  return verified(scheme, Option.none())
+  return verified(scheme, Option.none(), signed)
 })
 
 /** Linear's `webhookTimestamp` (epoch ms) when the body is a JSON object carrying a number there. */
@@ -319,7 +336,7 @@ const verifyLinear = Effect.fnUntraced(function*(input: VerifyInput) {
   if (Option.isSome(ts) && Math.abs(input.now - ts.value) > TIMESTAMP_TOLERANCE_MS) {
     return yield* rejector(scheme)("timestamp_outside_window", "webhookTimestamp")
   }
-  return verified(scheme, header(input.headers, "linear-delivery"))
+  return verified(scheme, header(input.headers, "linear-delivery"), input.body)
 })
 
 const verifyShopify = Effect.fnUntraced(function*(input: VerifyInput) {
@@ -329,7 +346,7 @@ const verifyShopify = Effect.fnUntraced(function*(input: VerifyInput) {
   const key = yield* textKey(scheme, input.secret)
   const expected = yield* hmacSha256(key, input.body)
   yield* match(scheme, name, expected, [value], fromBase64)
-  return verified(scheme, header(input.headers, "x-shopify-webhook-id"))
+  return verified(scheme, header(input.headers, "x-shopify-webhook-id"), input.body)
 })
 
 const verifyGitlab = Effect.fnUntraced(function*(input: VerifyInput) {
@@ -339,7 +356,7 @@ const verifyGitlab = Effect.fnUntraced(function*(input: VerifyInput) {
   const key = yield* textKey(scheme, input.secret)
   const [expected, received] = yield* Effect.all([sha256(key), sha256(encoder.encode(value))])
   if (!timingSafeEqual(expected, received)) return yield* rejector(scheme)("no_signature_matches", name)
-  return verified(scheme, header(input.headers, "idempotency-key"))
+  return verified(scheme, header(input.headers, "idempotency-key"), undefined)
 })
 
 const verifyPagerduty = Effect.fnUntraced(function*(input: VerifyInput) {
@@ -350,7 +367,7 @@ const verifyPagerduty = Effect.fnUntraced(function*(input: VerifyInput) {
   const expected = yield* hmacSha256(key, input.body)
   const candidates = keyValues(value).filter(([k]) => k === "v1").map(([, v]) => v)
   yield* match(scheme, name, expected, candidates, fromHex)
-  return verified(scheme, Option.none())
+  return verified(scheme, Option.none(), input.body)
 })
 
 const verifiers: Record<SignatureScheme, (input: VerifyInput) => Effect.Effect<Verified, SignatureRejected>> = {

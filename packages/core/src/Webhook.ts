@@ -162,10 +162,25 @@ export class Delivery extends Schema.Class<Delivery>("Delivery")(
   )
 ) {}
 
-/** `GET /agent/webhooks/{uid}/deliveries`: newest first. */
+/**
+ * How many deliveries a webhook has logged, by outcome, since the counts began (its creation, or the
+ * upgrade that introduced them): the log itself keeps only the newest rejected ones and prunes the
+ * rest by age and count, the counts keep everything.
+ */
+export const DeliveryCounts = Schema.Struct({
+  ACCEPTED: Schema.NonNegativeInt,
+  DUPLICATE: Schema.NonNegativeInt,
+  REJECTED_AUTH: Schema.NonNegativeInt,
+  REJECTED_INVALID_JSON: Schema.NonNegativeInt,
+  REJECTED_TOO_LARGE: Schema.NonNegativeInt
+}).annotations({ identifier: "DeliveryCounts" })
+export type DeliveryCounts = typeof DeliveryCounts.Type
+
+/** `GET /agent/webhooks/{uid}/deliveries`: newest first, with the webhook's counts by outcome. */
 export class ListDeliveriesResponse extends Schema.Class<ListDeliveriesResponse>("ListDeliveriesResponse")({
   deliveries: Schema.Array(Delivery),
-  page_info: PageInfo
+  page_info: PageInfo,
+  counts: Schema.optional(DeliveryCounts)
 }) {}
 
 /** The ingress's 202 body. */

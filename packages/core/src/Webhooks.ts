@@ -500,9 +500,11 @@ export class Webhooks extends Effect.Service<Webhooks>()("@agent-runs/core/Webho
         const before = yield* parseCursor(uid, query.cursor)
         yield* requireWebhook(viewer, uid)
         const page = yield* store.deliveries(uid, limit, before)
+        const counts = yield* store.deliveryCounts(uid)
         const next = page.next
         return new ListDeliveriesResponse({
           deliveries: page.deliveries,
+          counts,
           page_info: next === null
             ? { has_next_page: false }
             : {

@@ -983,34 +983,87 @@ export const catalogConformance = <E>(storage: Layer.Layer<Stores | RawStorage, 
       )
 
       it.effect.prop(
-        "prunes exactly what is neither among the newest `keep` nor received at or after `since`",
+        "prunes exactly what the retention does not keep, each of ACCEPTED, DUPLICATE and the rejections apart",
         [
-          fc.array(fc.integer({ min: 0, max: 20 }), { maxLength: 25 }),
-          fc.integer({ min: 0, max: 30 }),
+          fc.array(
+            fc.tuple(
+              fc.integer({ min: 0, max: 20 }),
+              fc.constantFrom<DeliveryOutcome>(
+                "ACCEPTED",
+                "DUPLICATE",
+                "REJECTED_AUTH",
+                "REJECTED_INVALID_JSON",
+                "REJECTED_TOO_LARGE"
+              )
+            ),
+            { maxLength: 25 }
+          ),
+          fc.integer({ min: 0, max: 12 }),
+          fc.integer({ min: 0, max: 12 }),
+          fc.integer({ min: 0, max: 12 }),
           fc.integer({ min: -1, max: 21 })
         ],
-        ([offsets, keep, sinceOffset]) =>
+        ([entries, keep, max, rejected, sinceOffset]) =>
           Effect.gen(function* () {
             const store = yield* WebhookStore
             const webhook = newWebhookUid()
             const neighbour = newWebhookUid()
-            const log = offsets.map((o) => makeDelivery(T0 + o * 1000))
+            const log = entries.map(([o, outcome]) => makeDelivery(T0 + o * 1000, outcome))
             const since = T0 + sinceOffset * 1000
             yield* Effect.forEach(log, (d) => store.logDelivery(webhook, d), { concurrency: 4 })
             yield* store.logDelivery(neighbour, makeDelivery(T0 - 1000))
 
-            const newest = [...log].sort(newestFirst)
-            const rule = new Set([
-              ...newest.slice(0, keep).map((d) => d.delivery_id),
-              ...log.filter((d) => DateTime.toEpochMillis(d.received_at) >= since).map((d) => d.delivery_id)
-            ])
-            const removed = yield* store.prune(webhook, keep, since)
+            const classOf = (d: Delivery) => (d.outcome === "ACCEPTED" || d.outcome === "DUPLICATE" ? d.outcome : "REJECTED")
+            const rule = new Set<string>()
+            for (const kind of ["ACCEPTED", "DUPLICATE", "REJECTED"]) {
+              const newest = log.filter((d) => classOf(d) === kind).sort(newestFirst)
+              newest.forEach((d, i) => {
+                const kept = kind === "REJECTED"
+                  ? i < rejected
+                  : i < max && (i < keep || DateTime.toEpochMillis(d.received_at) >= since)
+                if (kept) rule.add(d.delivery_id)
+              })
+            }
+            const removed = yield* store.prune(webhook, { keep, since, max, rejected })
 
             const left = (yield* store.deliveries(webhook, 1000, null)).deliveries.map((d) => d.delivery_id)
-            for (const id of rule) expect(left).toContain(id)
             expect(new Set(left)).toEqual(rule)
             expect(removed).toBe(log.length - rule.size)
             expect((yield* store.deliveries(neighbour, 10, null)).deliveries).toHaveLength(1)
+          }),
+        PROPERTY_RUNS
+      )
+
+      it.effect.prop(
+        "counts every logged delivery by outcome; a rejected one trims the rejections to the newest `keepRejected`",
+        [
+          fc.array(
+            fc.tuple(
+              fc.integer({ min: 0, max: 20 }),
+              fc.constantFrom<DeliveryOutcome>("DUPLICATE", "REJECTED_AUTH", "REJECTED_INVALID_JSON", "REJECTED_TOO_LARGE")
+            ),
+            { maxLength: 20 }
+          ),
+          fc.integer({ min: 0, max: 5 })
+        ],
+        ([entries, keepRejected]) =>
+          Effect.gen(function* () {
+            const store = yield* WebhookStore
+            const webhook = newWebhookUid()
+            const log = entries.map(([o, outcome]) => makeDelivery(T0 + o * 1000, outcome))
+            // One at a time: each rejected one trims what is logged so far.
+            for (const d of log) yield* store.logDelivery(webhook, d, keepRejected)
+            const counts = yield* store.deliveryCounts(webhook)
+            for (const outcome of ["ACCEPTED", "DUPLICATE", "REJECTED_AUTH", "REJECTED_INVALID_JSON", "REJECTED_TOO_LARGE"] as const) {
+              expect(counts[outcome]).toBe(log.filter((d) => d.outcome === outcome).length)
+            }
+            const left = (yield* store.deliveries(webhook, 1000, null)).deliveries
+            // The newest `keepRejected` rejections stay (each trim keeps the newest of what is there).
+            const rejections = log.filter((d) => d.outcome !== "DUPLICATE").sort(newestFirst)
+            expect(left.filter((d) => d.outcome !== "DUPLICATE").map((d) => d.delivery_id))
+              .toEqual(rejections.slice(0, keepRejected).map((d) => d.delivery_id))
+            expect(left.filter((d) => d.outcome === "DUPLICATE").length).toBe(log.filter((d) => d.outcome === "DUPLICATE").length)
+            expect((yield* store.deliveryCounts(newWebhookUid())).REJECTED_AUTH).toBe(0)
           }),
         PROPERTY_RUNS
       )
@@ -1030,7 +1083,7 @@ export const catalogConformance = <E>(storage: Layer.Layer<Stores | RawStorage, 
           const duplicate = yield* failure(runs.create([], key(accepted(T0 + 1))))
           expect(duplicate._tag).toBe("DuplicateKey")
 
-          expect(yield* webhooks.prune(webhook, 0, T0 + 1)).toBe(1)
+          expect(yield* webhooks.prune(webhook, { keep: 0, since: T0 + 1, max: 10, rejected: 0 })).toBe(1)
           expect(yield* webhooks.delivery(webhook, first.delivery_id)).toEqual(Option.none())
           const again = accepted(T0 + 2)
           yield* runs.create([], key(again))

@@ -4,7 +4,7 @@
  * pruned to what it keeps (and duplicate detection with it), and automations that cannot start.
  */
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect, Layer, Option, TestClock } from "effect"
+import { Chunk, Clock, Effect, Fiber, Layer, Option, TestClock } from "effect"
 import type { Viewer } from "../src/Access.js"
 import { Automations } from "../src/Automations.js"
 import { CreateAutomationRequest } from "../src/Automation.js"
@@ -12,7 +12,7 @@ import { decodeRequest } from "../src/Common.js"
 import { IdsLive } from "../src/Ids.js"
 import type { WebhookUid } from "../src/Ids.js"
 import { Ingress, IngressLimitsTag } from "../src/Ingress.js"
-import type { BodyRead, IngressRequest } from "../src/Ingress.js"
+import type { BodyRead, IngressLimits, IngressRequest } from "../src/Ingress.js"
 import { EnvironmentStore } from "../src/ports/EnvironmentStore.js"
 import { RunStore } from "../src/ports/RunStore.js"
 import { WebhookStore } from "../src/ports/WebhookStore.js"
@@ -66,13 +66,19 @@ const outcomes = (uid: WebhookUid) =>
     Effect.map((page) => page.deliveries.map((d) => d.outcome))
   )
 
+const counts = (uid: WebhookUid) => Effect.flatMap(WebhookStore, (s) => s.deliveryCounts(uid))
+
 /** Registers the suite against one adapter. */
 export const ingressServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E>): void => {
-  const limits = IngressLimitsTag.layer({ pruneEvery: 1, logKeep: 3, logDays: 7 })
-  const services = Layer.mergeAll(Ingress.Default, Webhooks.Default, Automations.Default).pipe(
-    Layer.provideMerge(Runs.Default),
-    Layer.provideMerge(Layer.mergeAll(storage, IdsLive, memoryBlobStore, limits, webhookIngressSettings("http://x")))
-  )
+  const servicesWith = (limits: Partial<IngressLimits>) =>
+    Layer.mergeAll(Ingress.Default, Webhooks.Default, Automations.Default).pipe(
+      Layer.provideMerge(Runs.Default),
+      Layer.provideMerge(
+        Layer.mergeAll(storage, IdsLive, memoryBlobStore, IngressLimitsTag.layer(limits), webhookIngressSettings("http://x"))
+      )
+    )
+  const services = servicesWith({ pruneEvery: 1, logKeep: 3, logDays: 7 })
+  const bounded = servicesWith({ pruneEvery: 1, logKeep: 2, logDays: 7, logMax: 4, logRejected: 2 })
 
   describe(`ingress service (${name})`, () => {
     layer(services, { timeout: "60 seconds" })("Ingress", (it) => {
@@ -149,13 +155,15 @@ export const ingressServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
             .toBe("DUPLICATE")
           yield* TestClock.adjust("8 days")
           for (let i = 2; i <= 4; i++) yield* receive(request(hook.uid, `{"n":${i}}`, { ...auth, "x-service-delivery-id": `id-${i}` }))
-          // The first delivery and its duplicate are older than 7 days and not among the newest 3.
-          expect(yield* outcomes(hook.uid)).toEqual(["ACCEPTED", "ACCEPTED", "ACCEPTED"])
+          // The first delivery is older than 7 days and not among the newest 3 ACCEPTED. Its duplicate
+          // is ranked among the DUPLICATE entries (so that replays never push out what they duplicate):
+          // it is still among the newest 3 of those.
+          expect(yield* outcomes(hook.uid)).toEqual(["ACCEPTED", "ACCEPTED", "ACCEPTED", "DUPLICATE"])
           expect((yield* receive(request(hook.uid, `{"n":1}`, { ...auth, "x-service-delivery-id": "one" }))).outcome)
             .toBe("ACCEPTED")
-          // Within 7 days nothing is pruned, however many.
+          // Within 7 days nothing is pruned (up to the cap, 10,000 here).
           for (let i = 5; i <= 8; i++) yield* receive(request(hook.uid, `{"n":${i}}`, { ...auth, "x-service-delivery-id": `id-${i}` }))
-          expect((yield* outcomes(hook.uid)).length).toBe(8)
+          expect((yield* outcomes(hook.uid)).length).toBe(9)
           expect((yield* receive(request(hook.uid, `{"n":2}`, { ...auth, "x-service-delivery-id": "id-2" }))).outcome)
             .toBe("DUPLICATE")
         }))
@@ -179,6 +187,117 @@ export const ingressServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           expect(run.item.metadata).toMatchObject({ automation_id: kept.id, webhook_uid: hook.uid })
           expect(run.item.source).toBe("WEBHOOK")
           expect(run.item.scope.type).toBe("Team")
+        }))
+
+      it.effect("replays of signed bytes under new ids are duplicates; tokens and signed ids keep different events apart", () =>
+        Effect.gen(function* () {
+          const t = Date.UTC(2026, 10, 23, 16)
+          yield* TestClock.setTime(t)
+          const world = yield* seedWorld()
+          const body = `{"id":"evt_1","type":"charge.succeeded"}`
+          for (const scheme of ["github", "stripe", "slack", "shopify", "linear", "pagerduty"] as const) {
+            const hook = yield* createWebhook(world.admin, { auth_mode: "signature", signature_scheme: scheme, secret: `s-${scheme}` })
+            const signed = yield* sign(scheme, { secret: hook.secret, body: bytes(body), now: t, id: "d-1" })
+            expect((yield* receive(request(hook.uid, body, signed))).outcome).toBe("ACCEPTED")
+            for (const extra of [{ "x-github-delivery": "d-2", "linear-delivery": "d-2", "x-shopify-webhook-id": "d-2" }, {
+              "x-service-delivery-id": "fresh"
+            }]) {
+              const replay = yield* receive(request(hook.uid, body, { ...signed, ...extra }, "203.0.113.9"))
+              expect([scheme, replay.outcome]).toEqual([scheme, "DUPLICATE"])
+            }
+          }
+          // Standard Webhooks signs its id: the same body under two ids is two events.
+          const standard = yield* createWebhook(world.admin, { auth_mode: "signature", signature_scheme: "standard_webhooks" })
+          for (const id of ["msg_1", "msg_2"]) {
+            const headers = yield* sign("standard_webhooks", { secret: standard.secret, body: bytes(body), now: t, id })
+            expect((yield* receive(request(standard.uid, body, headers))).outcome).toBe("ACCEPTED")
+          }
+          // A token signs nothing: the sender's ids tell its events apart.
+          const token = yield* createWebhook(world.admin, {})
+          for (const id of ["a", "b"]) {
+            const headers = { authorization: `Bearer ${token.secret}`, "x-service-delivery-id": id }
+            expect((yield* receive(request(token.uid, body, headers))).outcome).toBe("ACCEPTED")
+          }
+        }))
+
+      it.effect("a body that does not arrive within the timeout is dropped and counts in the failure budget", () =>
+        Effect.gen(function* () {
+          yield* TestClock.setTime(Date.UTC(2026, 10, 23, 17))
+          const world = yield* seedWorld()
+          const hook = yield* createWebhook(world.admin, {})
+          const auth = { authorization: `Bearer ${hook.secret}` }
+          let waiting = 0
+          const slow: IngressRequest = {
+            ...request(hook.uid, "{}", auth),
+            readBody: () => Effect.zipRight(Effect.sync(() => waiting++), Effect.never)
+          }
+          // Ten at once: each passes the budget check, then waits for its body (and the timeout's sleep).
+          const fibers = yield* Effect.forEach(Array.from({ length: 10 }), () => Effect.fork(failureOf(receive(slow))))
+          while (waiting < 10 || Chunk.size(yield* TestClock.sleeps()) < 10) yield* Effect.sleep("10 millis").pipe(Effect.withClock(Clock.make()))
+          yield* TestClock.adjust("9999 millis")
+          expect(fibers.map((f) => f.unsafePoll())).toEqual(fibers.map(() => null))
+          yield* TestClock.adjust("1 millis")
+          for (const fiber of fibers) expect((yield* Fiber.join(fiber))._tag).toBe("BodyTimedOut")
+          const spent = yield* failureOf(receive(request(hook.uid, `{"ok":1}`, auth)))
+          expect(spent._tag).toBe("RateLimited")
+          // Nothing was logged: a dropped body has no outcome.
+          expect(yield* outcomes(hook.uid)).toEqual([])
+        }))
+    })
+
+    layer(bounded, { timeout: "60 seconds" })("Ingress with a bounded log", (it) => {
+      it.effect("rejected deliveries are counted; only the newest few stay in the log", () =>
+        Effect.gen(function* () {
+          yield* TestClock.setTime(Date.UTC(2026, 10, 24, 12))
+          const world = yield* seedWorld()
+          const hook = yield* createWebhook(world.admin, {})
+          for (let i = 0; i < 30; i++) {
+            // From as many senders, so that no budget stops them.
+            const refused = yield* failureOf(receive(request(hook.uid, `{"i":${i}}`, { authorization: "Bearer no" }, `10.0.0.${i}`)))
+            expect(refused._tag).toBe("AuthenticationRequired")
+            yield* TestClock.adjust("1 second")
+          }
+          const invalid = yield* failureOf(receive(request(hook.uid, "{", { authorization: `Bearer ${hook.secret}` })))
+          expect(invalid._tag).toBe("InvalidRequest")
+          expect(yield* outcomes(hook.uid)).toEqual(["REJECTED_INVALID_JSON", "REJECTED_AUTH"])
+          expect(yield* counts(hook.uid)).toEqual({
+            ACCEPTED: 0,
+            DUPLICATE: 0,
+            REJECTED_AUTH: 30,
+            REJECTED_INVALID_JSON: 1,
+            REJECTED_TOO_LARGE: 0
+          })
+        }))
+
+      it.effect("ACCEPTED and DUPLICATE entries are capped each apart: a flood of replays never evicts the original", () =>
+        Effect.gen(function* () {
+          const t = Date.UTC(2026, 10, 24, 13)
+          yield* TestClock.setTime(t)
+          const world = yield* seedWorld()
+          const hook = yield* createWebhook(world.admin, { auth_mode: "signature", signature_scheme: "github", secret: "gh" })
+          const body = `{"action":"opened","number":1}`
+          const signed = yield* sign("github", { secret: "gh", body: bytes(body), now: t, id: "g-0" })
+          const original = yield* receive(request(hook.uid, body, signed))
+          expect(original.outcome).toBe("ACCEPTED")
+          for (let i = 1; i <= 20; i++) {
+            yield* TestClock.adjust("1 second")
+            const replay = yield* receive(request(hook.uid, body, { ...signed, "x-github-delivery": `g-${i}` }, `10.1.0.${i}`))
+            expect(replay.outcome).toBe("DUPLICATE")
+          }
+          const log = yield* outcomes(hook.uid)
+          expect(log.filter((o) => o === "DUPLICATE").length).toBe(4)
+          expect(log.filter((o) => o === "ACCEPTED").length).toBe(1)
+          expect((yield* receive(request(hook.uid, body, { ...signed, "x-github-delivery": "g-99" }))).outcome).toBe("DUPLICATE")
+          expect((yield* counts(hook.uid)).DUPLICATE).toBe(21)
+          // Newer genuine deliveries do push it out, past the cap of 4.
+          for (let i = 1; i <= 4; i++) {
+            yield* TestClock.adjust("1 second")
+            const next = `{"action":"opened","number":${i + 1}}`
+            const headers = yield* sign("github", { secret: "gh", body: bytes(next), now: t, id: `n-${i}` })
+            expect((yield* receive(request(hook.uid, next, headers, "10.2.0.1"))).outcome).toBe("ACCEPTED")
+          }
+          expect((yield* outcomes(hook.uid)).filter((o) => o === "ACCEPTED").length).toBe(4)
+          expect((yield* receive(request(hook.uid, body, signed, "10.2.0.2"))).outcome).toBe("ACCEPTED")
         }))
     })
   })

@@ -1210,6 +1210,44 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
           })
           expect(Option.isSome(yield* store.get(third.item.run_id))).toBe(true)
         }))
+
+      it.effect("a taken content key is a DuplicateKey under any identity; the failed attempt takes nothing", () =>
+        Effect.gen(function* () {
+          const store = yield* RunStore
+          const webhooks = yield* WebhookStore
+          const team = uid<TeamUid>()
+          const creator = uid<PrincipalUid>()
+          const webhook = uid<WebhookUid>()
+          const key = (identity: string, content_key: string | undefined, runId: RunId) => ({
+            _tag: "Delivery" as const,
+            webhook_uid: webhook,
+            identity,
+            content_key,
+            delivery: new Delivery({
+              delivery_id: uid(),
+              received_at: at(1_700_000_950_000),
+              size_bytes: 12,
+              identity,
+              outcome: "ACCEPTED",
+              run_ids: [runId],
+              payload: {}
+            })
+          })
+          const first = makeRun({ team, creator, state: "QUEUED", source: "WEBHOOK" })
+          yield* createRuns([first], key("provider:a", "signed:x", first.item.run_id))
+          // The same signed content under a new id: a duplicate, and "provider:b" stays free.
+          const replay = makeRun({ team, creator, state: "QUEUED", source: "WEBHOOK" })
+          expect((yield* Effect.flip(createRuns([replay], key("provider:b", "signed:x", replay.item.run_id))))._tag)
+            .toBe("DuplicateKey")
+          expect(Option.isNone(yield* store.get(replay.item.run_id))).toBe(true)
+          const fresh = makeRun({ team, creator, state: "QUEUED", source: "WEBHOOK" })
+          yield* createRuns([fresh], key("provider:b", "signed:y", fresh.item.run_id))
+          // Without a content key only the identity counts.
+          const unsigned = makeRun({ team, creator, state: "QUEUED", source: "WEBHOOK" })
+          yield* createRuns([unsigned], key("sender:c", undefined, unsigned.item.run_id))
+          expect((yield* webhooks.deliveries(webhook, 10, null)).deliveries.length).toBe(3)
+          expect((yield* webhooks.deliveryCounts(webhook)).ACCEPTED).toBe(3)
+        }))
     })
 
     describe("follow-ups, conversations, artifacts", () => {

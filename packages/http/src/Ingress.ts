@@ -13,13 +13,18 @@
  *   (if every hop is trusted, the leftmost). A malformed entry ends the walk at the hop that added
  *   it. Without trusted proxies the header is ignored, so a sender cannot pick its own rate-limit
  *   key. IPv4-mapped IPv6 addresses (`::ffff:1.2.3.4`) count as IPv4.
- * - A refused body (413) is read and dropped up to 1 MiB more before answering, so that a sender
- *   still writing it sees the 413; past that the connection is closed.
+ * - A too-large body (413), or one refused before it was read (404, 429), is read and dropped up to
+ *   1 MiB more before answering, within the core's body timeout, so that a sender still writing it
+ *   sees the answer. Whenever the body was not read to its end (past that, or too slow) the answer
+ *   carries `Connection: close`, so Node does not go on draining it at the sender's pace.
+ * - A body that does not arrive within the core's body timeout is answered 408 (an
+ *   `invalid_request` problem naming `body`) and the connection closed.
  */
 import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Ingress } from "@agent-runs/core"
-import { Context, Effect, Layer, Option, Stream } from "effect"
+import { Context, Deferred, Duration, Effect, Layer, Option, Stream } from "effect"
 import { isIP } from "node:net"
+import * as Problems from "./Problems.js"
 import { problemResponse } from "./ServerMiddleware.js"
 
 /** Where senders post. */
@@ -102,15 +107,44 @@ export const clientAddress = (
   return client
 }
 
+/** Whether the core started reading the body, and whether it was read to its end. */
+interface Consumption {
+  started: boolean
+  complete: boolean
+}
+
+/**
+ * Runs `read` on a fiber of its own and waits for it. Interrupting the wait (the core's body
+ * timeout) leaves the read running: interrupting a read destroys the request, and with it the
+ * connection, before the answer could be written. The read ends when the connection closes after
+ * the answer (`Connection: close`), or is interrupted `graceMs` after it started at the latest.
+ */
+const detached = <A>(read: Effect.Effect<A>, graceMs: number): Effect.Effect<A> =>
+  Effect.gen(function*() {
+    const result = yield* Deferred.make<A>()
+    yield* read.pipe(
+      Effect.exit,
+      Effect.flatMap((exit) => Deferred.done(result, exit)),
+      Effect.timeout(Duration.millis(graceMs)),
+      Effect.ignore,
+      Effect.forkDaemon
+    )
+    return yield* Deferred.await(result)
+  })
+
+/** How long a read may go on past the body timeout before it is interrupted (and the connection with it). */
+const READ_GRACE_MS = 5_000
+
 /**
  * Reads a request body, keeping at most `limit` bytes; past the limit it reads on and drops up to
- * DRAIN_BYTES more (the stream can be read once: a reader that stops early resets the connection).
+ * DRAIN_BYTES more, so that a sender still writing sees the 413 (the stream can be read once: a
+ * reader that stops early resets the connection). The core's body timeout stops waiting for it.
  */
-const readBody = (request: HttpServerRequest.HttpServerRequest, consumed: { read: boolean }) =>
+const readBody = (request: HttpServerRequest.HttpServerRequest, consumed: Consumption, graceMs: number) =>
 (limit: number): Effect.Effect<Ingress.BodyRead> =>
   Effect.suspend(() => {
-    consumed.read = true
-    return request.stream.pipe(
+    consumed.started = true
+    return detached(request.stream.pipe(
       Stream.runFoldWhile(
         { chunks: [] as Array<Uint8Array>, size: 0 },
         (acc) => acc.size <= limit + DRAIN_BYTES,
@@ -120,6 +154,7 @@ const readBody = (request: HttpServerRequest.HttpServerRequest, consumed: { read
         }
       ),
       Effect.map((acc): Ingress.BodyRead => {
+        consumed.complete = acc.size <= limit + DRAIN_BYTES
         if (acc.size > limit) return { _tag: "TooLarge", sizeBytes: acc.size }
         const bytes = new Uint8Array(acc.size)
         let at = 0
@@ -130,7 +165,7 @@ const readBody = (request: HttpServerRequest.HttpServerRequest, consumed: { read
         return { _tag: "Complete", bytes }
       }),
       Effect.orDie
-    )
+    ), graceMs)
   })
 
 const receive = (ingress: Ingress.Ingress, trusted: TrustedProxies["Type"]) => Effect.gen(function*() {
@@ -141,25 +176,56 @@ const receive = (ingress: Ingress.Ingress, trusted: TrustedProxies["Type"]) => E
     request.headers["x-forwarded-for"],
     trusted
   )
-  const consumed = { read: false }
-  return yield* ingress.receive({ uid, token, headers: request.headers, client, readBody: readBody(request, consumed) }).pipe(
+  const consumed: Consumption = { started: false, complete: false }
+  const timeoutMs = ingress.limits.bodyTimeoutMs
+  const graceMs = timeoutMs + READ_GRACE_MS
+  const response = yield* ingress.receive({
+    uid,
+    token,
+    headers: request.headers,
+    client,
+    readBody: readBody(request, consumed, graceMs)
+  }).pipe(
     Effect.map((receipt) => HttpServerResponse.unsafeJson({ delivery_id: receipt.delivery_id }, { status: 202 })),
-    Effect.catchAll((error) =>
-      error._tag === "PayloadTooLarge" && !consumed.read
-        ? Effect.as(drain(request), problemResponse(error))
-        : Effect.succeed(problemResponse(error))
-    )
+    Effect.catchAll((error) => Effect.succeed(error._tag === "BodyTimedOut" ? bodyTimedOut(error) : problemResponse(error)))
   )
+  // Refused before its body was read (404, 429): the body is read and dropped (up to DRAIN_BYTES,
+  // within the body timeout) so that the sender sees the answer.
+  if (!consumed.started) {
+    consumed.complete = yield* detached(drain(request), graceMs).pipe(
+      Effect.timeoutOption(Duration.millis(timeoutMs)),
+      Effect.map(Option.getOrElse(() => false))
+    )
+  }
+  // A body left unread (cut off, timed out, or too slow to drain) is not drained at the sender's
+  // pace by Node afterwards: the connection closes once the answer is sent.
+  return consumed.complete ? response : HttpServerResponse.setHeader(response, "connection", "close")
 })
 
 /** How much of a refused body is read and dropped so that the sender sees the 413 (beyond it: reset). */
 export const DRAIN_BYTES = 1024 * 1024
 
-/** Reads and drops a body that was refused unread, up to DRAIN_BYTES. */
-const drain = (request: HttpServerRequest.HttpServerRequest) =>
+/** Reads and drops a body that was refused unread, up to DRAIN_BYTES; whether it was read to its end. */
+const drain = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<boolean> =>
   request.stream.pipe(
     Stream.runFoldWhile(0, (size) => size <= DRAIN_BYTES, (size, chunk) => size + chunk.length),
-    Effect.ignore
+    Effect.map((size) => size <= DRAIN_BYTES),
+    Effect.orElseSucceed(() => false)
+  )
+
+/** The 408 of a body that did not arrive in time: an `invalid_request` problem naming `body`. */
+const bodyTimedOut = (error: Ingress.BodyTimedOut) =>
+  HttpServerResponse.unsafeJson(
+    {
+      type: Problems.problemType("invalid_request"),
+      title: "Request timeout",
+      status: 408,
+      error: error.message,
+      error_code: "invalid_request",
+      retryable: true,
+      field: "body"
+    },
+    { status: 408, contentType: Problems.PROBLEM_CONTENT_TYPE }
   )
 
 /** The ingress routes. */

@@ -18,7 +18,8 @@ const ingressOperation = (withToken: boolean) => ({
     summary: withToken ? "Deliver to a url_token webhook" : "Deliver to a webhook",
     description:
       "Where senders POST JSON (at `{webhook_base_url}`). Checks in order: unknown, disabled or deleted webhook 404; " +
-      "the sender's authentication-failure budget spent 429; body over 256 KiB 413; authentication (Bearer secret, " +
+      "the sender's authentication-failure budget spent 429; body over 256 KiB 413; body not arrived within the " +
+      "body timeout 408; authentication (Bearer secret, " +
       "URL token, or the provider signature of the webhook's scheme) 401; over 60 deliveries a minute per webhook and " +
       "sender 429 with Retry-After; body not JSON 400; a delivery seen before 202 (nothing starts); otherwise 202, " +
       "and each enabled automation whose trigger matches starts a run.",
@@ -40,6 +41,12 @@ const ingressOperation = (withToken: boolean) => ({
       "400": problem("InvalidRequest", "the body is not JSON"),
       "401": problem("AuthenticationRequired", "authentication failed"),
       "404": problem("ResourceNotFound", "unknown, disabled or deleted webhook"),
+      "408": {
+        description: "the body did not arrive in full within the server's body timeout (10 s by default): " +
+          "`error_code` `invalid_request` naming `body`; the connection is closed and the attempt counts in the " +
+          "sender's authentication-failure budget",
+        content: { "application/problem+json": { schema: { type: "object" } } }
+      },
       "413": problem("PayloadTooLarge", "the body is over 256 KiB"),
       "429": problem("RateLimited", "over a rate limit; see Retry-After")
     }

@@ -1,12 +1,18 @@
 /**
- * Writing a webhook's delivery log and its de-duplication identities. Shared by the webhook store
- * (rejected and duplicate deliveries) and the run store (an accepted delivery, written in the
- * transaction that creates its runs).
+ * Writing a webhook's delivery log, its de-duplication identities and its counts per outcome.
+ * Shared by the webhook store (rejected and duplicate deliveries) and the run store (an accepted
+ * delivery, written in the transaction that creates its runs).
+ *
+ * Every delivery logged adds one to its webhook's count of its outcome (`delivery_counts`, one row
+ * per webhook and outcome), so the counts stay true after the log itself is pruned or trimmed.
  */
 import type { Delivery } from "@agent-runs/core/Webhook"
 import type { WebhookUid } from "@agent-runs/core/Ids"
 import { SqlClient } from "@effect/sql"
 import { DateTime, Effect } from "effect"
+
+/** The outcomes that are rejections: kept only in a small window, counted always. */
+export const REJECTED_OUTCOMES = ["REJECTED_AUTH", "REJECTED_INVALID_JSON", "REJECTED_TOO_LARGE"] as const
 
 /** Appends one entry to a webhook's delivery log. */
 export const insertDelivery = (webhook: WebhookUid, delivery: Delivery) =>
@@ -21,6 +27,32 @@ export const insertDelivery = (webhook: WebhookUid, delivery: Delivery) =>
       run_ids: JSON.stringify(delivery.run_ids),
       payload: delivery.payload === undefined ? null : JSON.stringify(delivery.payload)
     })}`
+  )
+
+/** Adds one to a webhook's count of a delivery's outcome (and moves its latest time forward). */
+export const countDelivery = (webhook: WebhookUid, delivery: Delivery) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql`INSERT INTO delivery_counts ${sql.insert({
+      webhook_uid: webhook,
+      outcome: delivery.outcome,
+      count: 1,
+      last_received_at: DateTime.toEpochMillis(delivery.received_at)
+    })} ON CONFLICT (webhook_uid, outcome) DO UPDATE SET
+      count = delivery_counts.count + 1,
+      last_received_at = CASE WHEN excluded.last_received_at > delivery_counts.last_received_at
+        THEN excluded.last_received_at ELSE delivery_counts.last_received_at END`
+  )
+
+/** Removes a webhook's rejected entries beyond the newest `keep` (with nothing to free: they claim no identity). */
+export const trimRejected = (webhook: WebhookUid, keep: number) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql`DELETE FROM deliveries
+      WHERE webhook_uid = ${webhook} AND outcome IN ${sql.in(REJECTED_OUTCOMES)}
+        AND delivery_id NOT IN (
+          SELECT delivery_id FROM deliveries
+          WHERE webhook_uid = ${webhook} AND outcome IN ${sql.in(REJECTED_OUTCOMES)}
+          ORDER BY received_at DESC, delivery_id DESC LIMIT ${Math.max(0, Math.floor(keep))}
+        )`
   )
 
 /**

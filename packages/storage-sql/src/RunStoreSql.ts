@@ -49,7 +49,7 @@ import { TimelineEvent } from "@agent-runs/core/Timeline"
 import { SqlClient } from "@effect/sql"
 import type { Statement } from "@effect/sql"
 import { Effect, Layer, Option, Schema, Stream } from "effect"
-import { claimIdentity, insertDelivery } from "./DeliveriesSql.js"
+import { claimIdentity, countDelivery, insertDelivery } from "./DeliveriesSql.js"
 import { bool, iso, json, JsonColumn as Json, millis, visibleTo } from "./internal/Catalog.js"
 import { searchColumns, selectPage } from "./RunListSql.js"
 import * as Rows from "./Rows.js"
@@ -294,6 +294,11 @@ export const layer = Layer.effect(
             yield* insertDelivery(key.webhook_uid, key.delivery)
             const claimed = yield* claimIdentity(key.webhook_uid, key.identity, key.delivery.delivery_id)
             if (!claimed) return yield* new DuplicateKey({ key })
+            if (key.content_key !== undefined && key.content_key !== key.identity) {
+              const signed = yield* claimIdentity(key.webhook_uid, key.content_key, key.delivery.delivery_id)
+              if (!signed) return yield* new DuplicateKey({ key })
+            }
+            yield* countDelivery(key.webhook_uid, key.delivery)
             return
           }
         }

@@ -5,21 +5,24 @@
  * Deleted webhooks keep their row and are invisible. `update` is a compare-and-set on the secret
  * version and never revives a deleted webhook: of two rotations from the same version, one wins.
  *
- * The delivery log is paged newest first by (received_at, delivery_id); pruning keeps the newest
- * `keep` entries and everything received at or after `since`, and removes the rest with the
- * de-duplication identities they hold (ON DELETE CASCADE).
+ * The delivery log is paged newest first by (received_at, delivery_id); pruning ranks the entries
+ * within ACCEPTED, within DUPLICATE and within the rejections (one window function), removes what
+ * `LogRetention` does not keep, and with it the de-duplication identities those held (ON DELETE
+ * CASCADE). Each logged delivery is counted per outcome (`delivery_counts`), in the transaction
+ * that logs it; a rejected one may trim the webhook's rejected entries in that transaction too.
  */
 import type { DeliveryId, WebhookUid } from "@agent-runs/core/Ids"
 import { PrincipalUid, TeamUid } from "@agent-runs/core/Ids"
 import { StaleWrite } from "@agent-runs/core/ports/Storage"
 import { WebhookStore } from "@agent-runs/core/ports/WebhookStore"
-import type { StoredWebhook } from "@agent-runs/core/ports/WebhookStore"
+import type { LogRetention, StoredWebhook } from "@agent-runs/core/ports/WebhookStore"
 import { Delivery, Webhook } from "@agent-runs/core/Webhook"
+import type { DeliveryOutcome } from "@agent-runs/core/Webhook"
 import { WebhookStatus } from "@agent-runs/core/WebhookStateMachine"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option, Schema } from "effect"
 import * as Crypto from "./Crypto.js"
-import { insertDelivery } from "./DeliveriesSql.js"
+import { countDelivery, insertDelivery, REJECTED_OUTCOMES, trimRejected } from "./DeliveriesSql.js"
 import { bool, Bytes, decodeRows, iso, JsonColumn, millis, operation } from "./internal/Catalog.js"
 import * as Rows from "./Rows.js"
 import { StorageKey } from "./StorageKey.js"
@@ -57,6 +60,8 @@ const DeliveryRow = Schema.Struct({
 })
 
 const parsePayload = Schema.decode(JsonColumn)
+
+const CountRow = Schema.Struct({ outcome: Schema.String, count: Rows.Integer })
 
 /** A logged delivery, decoded with the core Schema (`payload` present exactly when stored). */
 const toDelivery = (row: typeof DeliveryRow.Type) =>
@@ -173,10 +178,35 @@ export const layer = Layer.effect(
     )
 
     const logDelivery = Effect.fn("WebhookStore.logDelivery")(
-      function* (webhook: WebhookUid, delivery: Delivery) {
-        yield* insertDelivery(webhook, delivery).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+      function* (webhook: WebhookUid, delivery: Delivery, keepRejected?: number) {
+        const rejected = (REJECTED_OUTCOMES as ReadonlyArray<string>).includes(delivery.outcome)
+        yield* sql.withTransaction(
+          Effect.gen(function* () {
+            yield* insertDelivery(webhook, delivery)
+            yield* countDelivery(webhook, delivery)
+            if (rejected && keepRejected !== undefined) yield* trimRejected(webhook, keepRejected)
+          })
+        ).pipe(Effect.provideService(SqlClient.SqlClient, sql))
       },
       operation("WebhookStore.logDelivery")
+    )
+
+    const deliveryCounts = Effect.fn("WebhookStore.deliveryCounts")(
+      function* (webhook: WebhookUid) {
+        const rows = yield* sql`SELECT outcome, count FROM delivery_counts WHERE webhook_uid = ${webhook}`.pipe(
+          Effect.flatMap(decodeRows(CountRow))
+        )
+        const counts: Record<DeliveryOutcome, number> = {
+          ACCEPTED: 0,
+          DUPLICATE: 0,
+          REJECTED_AUTH: 0,
+          REJECTED_INVALID_JSON: 0,
+          REJECTED_TOO_LARGE: 0
+        }
+        for (const row of rows) if (row.outcome in counts) counts[row.outcome as DeliveryOutcome] = row.count
+        return counts
+      },
+      operation("WebhookStore.deliveryCounts")
     )
 
     const deliveries = Effect.fn("WebhookStore.deliveries")(
@@ -209,19 +239,28 @@ export const layer = Layer.effect(
     )
 
     const prune = Effect.fn("WebhookStore.prune")(
-      function* (webhook: WebhookUid, keep: number, since: number) {
-        const removed = yield* sql`DELETE FROM deliveries
-          WHERE webhook_uid = ${webhook} AND received_at < ${since}
-            AND delivery_id NOT IN (
-              SELECT delivery_id FROM deliveries WHERE webhook_uid = ${webhook}
-              ORDER BY received_at DESC, delivery_id DESC LIMIT ${Math.max(0, Math.floor(keep))}
-            )
+      function* (webhook: WebhookUid, retention: LogRetention) {
+        const whole = (n: number) => Math.max(0, Math.floor(n))
+        // Ranked within ACCEPTED, within DUPLICATE, and within every rejection together.
+        const removed = yield* sql`DELETE FROM deliveries WHERE delivery_id IN (
+            SELECT delivery_id FROM (
+              SELECT delivery_id, received_at, outcome, ROW_NUMBER() OVER (
+                PARTITION BY CASE WHEN outcome IN ('ACCEPTED', 'DUPLICATE') THEN outcome ELSE 'REJECTED' END
+                ORDER BY received_at DESC, delivery_id DESC
+              ) AS position
+              FROM deliveries WHERE webhook_uid = ${webhook}
+            ) ranked
+            WHERE CASE WHEN outcome IN ('ACCEPTED', 'DUPLICATE')
+              THEN position > ${whole(retention.max)}
+                OR (position > ${whole(retention.keep)} AND received_at < ${retention.since})
+              ELSE position > ${whole(retention.rejected)} END
+          )
           RETURNING delivery_id`
         return removed.length
       },
       operation("WebhookStore.prune")
     )
 
-    return WebhookStore.of({ create, get, list, update, logDelivery, deliveries, delivery, prune })
+    return WebhookStore.of({ create, get, list, update, logDelivery, deliveryCounts, deliveries, delivery, prune })
   })
 )

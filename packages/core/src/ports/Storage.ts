@@ -24,8 +24,15 @@ export class DuplicateKey extends Data.TaggedError("DuplicateKey")<{
 
 /**
  * A key that makes run creation happen at most once: a cron tick (schedule id, scheduled time), or
- * a webhook delivery (webhook uid, delivery identity) together with its log entry.
+ * a webhook delivery (webhook uid, delivery identity, and for a signed delivery the key of its
+ * signed content) together with its log entry. A delivery is a duplicate when either key was taken.
  */
 export type ExactlyOnceKey =
   | { readonly _tag: "ScheduleTick"; readonly schedule_id: ScheduleId; readonly scheduled_for: number }
-  | { readonly _tag: "Delivery"; readonly webhook_uid: WebhookUid; readonly identity: string; readonly delivery: Delivery }
+  | {
+    readonly _tag: "Delivery"
+    readonly webhook_uid: WebhookUid
+    readonly identity: string
+    readonly content_key?: string | undefined
+    readonly delivery: Delivery
+  }

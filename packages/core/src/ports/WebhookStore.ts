@@ -6,7 +6,7 @@
 import type { Effect, Option, Redacted } from "effect"
 import { Context } from "effect"
 import type { DeliveryId, PrincipalUid, TeamUid, WebhookUid } from "../Ids.js"
-import type { Delivery, Webhook } from "../Webhook.js"
+import type { Delivery, DeliveryCounts, Webhook } from "../Webhook.js"
 import type { WebhookState } from "../WebhookStateMachine.js"
 import type { StaleWrite, StorageError } from "./Storage.js"
 
@@ -30,6 +30,19 @@ export interface DeliveryPage {
   readonly next: Delivery | null
 }
 
+/**
+ * What a webhook's delivery log keeps. ACCEPTED and DUPLICATE entries are ranked each outcome apart:
+ * an entry is kept while it is among the newest `max` of its outcome, and either among the newest
+ * `keep` or received at or after `since`. Rejected entries (every REJECTED_* outcome together) are
+ * kept while among the newest `rejected`, whatever their age.
+ */
+export interface LogRetention {
+  readonly keep: number
+  readonly since: number
+  readonly max: number
+  readonly rejected: number
+}
+
 export class WebhookStore extends Context.Tag("@agent-runs/core/WebhookStore")<WebhookStore, {
   /** Creates a webhook. */
   readonly create: (webhook: StoredWebhook) => Effect.Effect<void, StorageError>
@@ -39,8 +52,14 @@ export class WebhookStore extends Context.Tag("@agent-runs/core/WebhookStore")<W
   readonly list: (team: TeamUid) => Effect.Effect<ReadonlyArray<StoredWebhook>, StorageError>
   /** Replaces a webhook (state, secret, fields) if its secret version is still `expectedSecretVersion`. */
   readonly update: (next: StoredWebhook, expectedSecretVersion: number) => Effect.Effect<void, StaleWrite | StorageError>
-  /** Logs a delivery that started nothing (duplicate or rejected). */
-  readonly logDelivery: (webhook: WebhookUid, delivery: Delivery) => Effect.Effect<void, StorageError>
+  /**
+   * Logs a delivery that started nothing (duplicate or rejected) and counts it under its outcome.
+   * With `keepRejected`, a rejected delivery also trims the webhook's rejected entries to the newest
+   * `keepRejected` (in the same transaction), so rejections never pile up between prunes.
+   */
+  readonly logDelivery: (webhook: WebhookUid, delivery: Delivery, keepRejected?: number) => Effect.Effect<void, StorageError>
+  /** How many deliveries the webhook has logged, by outcome, including those pruned since. */
+  readonly deliveryCounts: (webhook: WebhookUid) => Effect.Effect<DeliveryCounts, StorageError>
   /** A page of a webhook's log, newest first, strictly older than `before` when given. */
   readonly deliveries: (
     webhook: WebhookUid,
@@ -50,9 +69,9 @@ export class WebhookStore extends Context.Tag("@agent-runs/core/WebhookStore")<W
   /** One logged delivery. */
   readonly delivery: (webhook: WebhookUid, id: DeliveryId) => Effect.Effect<Option.Option<Delivery>, StorageError>
   /**
-   * Prunes a webhook's log: removes exactly the deliveries that are neither among the newest `keep`
-   * (by received_at, then delivery_id) nor received at or after `since`, with the de-duplication
-   * identities they hold. Returns how many were removed.
+   * Prunes a webhook's log as `retention` says (ranks by received_at, then delivery_id, newest
+   * first), with the de-duplication identities the removed deliveries hold. Returns how many were
+   * removed.
    */
-  readonly prune: (webhook: WebhookUid, keep: number, since: number) => Effect.Effect<number, StorageError>
+  readonly prune: (webhook: WebhookUid, retention: LogRetention) => Effect.Effect<number, StorageError>
 }>() {}

@@ -97,7 +97,11 @@ export class WebhooksGroup extends HttpApiGroup.make("webhooks")
       .addSuccess(Webhook.ListDeliveriesResponse)
       .addError(Problems.ResourceNotFound, { status: 404 })
       .annotateContext(
-        doc("List a webhook's deliveries", "Newest first, cursor-paginated; at least 50 deliveries and 7 days kept.")
+        doc(
+          "List a webhook's deliveries",
+          "Newest first, cursor-paginated; accepted and duplicate deliveries: at least the newest 50 and 7 days kept " +
+            "(up to the server's cap); rejected ones: only the newest 20. `counts`: every delivery logged, by outcome."
+        )
       )
   )
   .add(
