@@ -76,12 +76,14 @@ export const makeTeam = async (server: Pick<TestServer, "url" | "adminToken">, n
   const team = await call(server, "POST", "/api/v1/admin/teams", { token: server.adminToken, body: { name } })
   expect(team.status).toBe(201)
   const tokens: Record<"admin" | "member" | "viewer", string> = { admin: "", member: "", viewer: "" }
+  const principals: Record<"admin" | "member" | "viewer", string> = { admin: "", member: "", viewer: "" }
   for (const role of ["admin", "member", "viewer"] as const) {
     const principal = await call(server, "POST", "/api/v1/admin/principals", {
       token: server.adminToken,
       body: { type: "user", display_name: `${name} ${role}`, memberships: [{ team_uid: team.body.uid, role }] }
     })
     expect(principal.status).toBe(201)
+    principals[role] = principal.body.uid
     const token = await call(server, "POST", `/api/v1/admin/principals/${principal.body.uid}/tokens`, {
       token: server.adminToken,
       body: { name: "test" }
@@ -89,6 +91,6 @@ export const makeTeam = async (server: Pick<TestServer, "url" | "adminToken">, n
     expect(token.status).toBe(201)
     tokens[role] = token.body.token
   }
-  return { uid: team.body.uid as string, tokens }
+  return { uid: team.body.uid as string, tokens, principals }
 }
 

@@ -48,3 +48,30 @@ export const canCreate = (viewer: Viewer): boolean => viewer.role !== "viewer"
 
 /** Whether the viewer may manage the factory: webhooks, secrets, automations, team settings. */
 export const canManageFactory = (viewer: Viewer): boolean => viewer.role === "admin"
+
+/** The roles from least to most rights. */
+const ROLE_RANK: Record<Role, number> = { viewer: 0, member: 1, admin: 2 }
+
+/** The role with fewer rights of the two. */
+export const lesserRole = (a: Role, b: Role): Role => (ROLE_RANK[a] <= ROLE_RANK[b] ? a : b)
+
+/** What deciding who may act as whom needs to know of a principal. */
+export interface Actor {
+  readonly uid: PrincipalUid
+  readonly type: "user" | "service_account"
+  readonly memberships: ReadonlyArray<{ readonly team_uid: TeamUid; readonly role: Role }>
+}
+
+/**
+ * Why the viewer may not name `identity` as the identity its runs act as (`agent_identity_uid`),
+ * or undefined when it may: itself always; a service account of its team when it is an admin of
+ * the team (admins manage the team's service accounts). Never another user, and never a
+ * principal of another team.
+ */
+export const actAsProblem = (viewer: Viewer, identity: Actor): string | undefined => {
+  if (identity.uid === viewer.principal_uid) return undefined
+  if (!identity.memberships.some((m) => m.team_uid === viewer.team_uid)) return `principal ${identity.uid} is not a member of this team`
+  if (identity.type !== "service_account") return `runs may act only as their creator or a service account of the team, not as user ${identity.uid}`
+  if (viewer.role !== "admin") return `only a team admin may name a service account (${identity.uid}); a member may name only itself`
+  return undefined
+}

@@ -36,7 +36,7 @@
  * - A storage failure is a 503 `resource_unavailable` (retryable).
  */
 import { Clock, DateTime, Effect, Either, Option } from "effect"
-import { canManageFactory, canSee } from "./Access.js"
+import { actAsProblem, canManageFactory, canSee } from "./Access.js"
 import type { Viewer } from "./Access.js"
 import {
   Automation,
@@ -173,6 +173,8 @@ export class Automations extends Effect.Service<Automations>()("@agent-runs/core
               `no principal ${config.agent_identity_uid} in this team`
             )
           }
+          const problem = actAsProblem(viewer, principal.value)
+          if (problem !== undefined) return yield* new NotAuthorized({ message: `agent_config.agent_identity_uid: ${problem}` })
         }
       })
 

@@ -48,7 +48,7 @@
  *   caller never sees the cause.
  */
 import { Clock, DateTime, Effect, Either, Option, Schema, Stream } from "effect"
-import { canChange, canCreate, canSee, scopeFor } from "./Access.js"
+import { actAsProblem, canChange, canCreate, canSee, lesserRole, scopeFor } from "./Access.js"
 import type { Owned, Viewer } from "./Access.js"
 import type { PrincipalRef } from "./Common.js"
 import { stampArtifact } from "./Artifact.js"
@@ -368,11 +368,8 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         let executor = creator
         if (config.agent_identity_uid !== undefined) {
           const agent = yield* principalOf(config.agent_identity_uid, "config.agent_identity_uid")
-          if (!agent.memberships.some((m) => m.team_uid === viewer.team_uid)) {
-            return yield* new NotAuthorized({
-              message: `config.agent_identity_uid: principal ${agent.uid} is not a member of this team`
-            })
-          }
+          const problem = actAsProblem(viewer, agent)
+          if (problem !== undefined) return yield* new NotAuthorized({ message: `config.agent_identity_uid: ${problem}` })
           executor = principalRef(agent)
         }
         const environment = config.environment_id === undefined
@@ -702,13 +699,17 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         const expired = new AuthenticationRequired({ message: "the run token's execution is no longer running" })
         const run = Option.getOrUndefined(yield* store.get(credential.run_id))
         if (run === undefined || !holdsRun(run, credential)) return yield* expired
-        const principal = Option.getOrUndefined(yield* identities.getPrincipal(run.item.executor.uid))
-        const membership = principal?.memberships.find((m) => m.team_uid === run.team_uid)
-        if (principal === undefined || membership === undefined) return yield* expired
+        const roleOf = (uid: PrincipalUid) =>
+          Effect.map(identities.getPrincipal(uid), (p) =>
+            Option.getOrUndefined(p)?.memberships.find((m) => m.team_uid === run.team_uid)?.role)
+        const executorRole = yield* roleOf(run.item.executor.uid)
+        // Never more than the run's creator may do now (the executor may be a service account it named).
+        const creatorRole = run.item.creator.uid === run.item.executor.uid ? executorRole : yield* roleOf(run.item.creator.uid)
+        if (executorRole === undefined || creatorRole === undefined) return yield* expired
         return {
-          principal_uid: principal.uid,
+          principal_uid: run.item.executor.uid,
           team_uid: run.team_uid,
-          role: membership.role,
+          role: lesserRole(executorRole, creatorRole),
           instance_admin: false,
           acting_run_id: run.item.run_id
         } satisfies Viewer

@@ -8,8 +8,11 @@
  * replicas firing the same tick race on the key: one creates the run, the other gets
  * DuplicateKey, so each tick starts exactly one run however many replicas run.
  *
- * The run is created as the schedule's creator would create it (their current role in the
- * schedule's team, so the same checks as `POST /agent/runs`): prompt and `agent_config` of the
+ * The run is created as the principal who last set the schedule's definition (`updated_by`: its
+ * creator until someone PUTs it; pause and resume do not change it) would create it, with their current role in the
+ * schedule's team, so the same checks as `POST /agent/runs`. Whoever sets a schedule's prompt and
+ * config answers for its runs: a member who edits an admin's Team schedule makes it run as the
+ * member, never as the admin. prompt and `agent_config` of the
  * schedule, `team: true` for a Team-scoped schedule, source `SCHEDULED_AGENT`, `schedule
  * {schedule_id, schedule_name, cron_schedule}`, metadata `backfilled: "true"` on a catch-up run.
  *
@@ -212,20 +215,21 @@ export const make = Effect.gen(function*() {
     return entry
   }
 
-  /** The creator of a schedule as a caller in its team, or why there is none. */
-  const creatorOf = (schedule: StoredSchedule, principals: Map<PrincipalUid, Option.Option<Principal>>) =>
+  /** The principal a schedule's runs act as (who last changed it) as a caller in its team, or why there is none. */
+  const actorOf = (schedule: StoredSchedule, principals: Map<PrincipalUid, Option.Option<Principal>>) =>
     Effect.gen(function*() {
-      let principal = principals.get(schedule.creator_uid)
+      const uid = schedule.item.updated_by.uid
+      let principal = principals.get(uid)
       if (principal === undefined) {
-        principal = yield* identities.getPrincipal(schedule.creator_uid)
-        principals.set(schedule.creator_uid, principal)
+        principal = yield* identities.getPrincipal(uid)
+        principals.set(uid, principal)
       }
       if (Option.isNone(principal)) {
-        return Either.left(`the schedule's creator (${schedule.creator_uid}) no longer exists`)
+        return Either.left(`the schedule's last editor (${uid}) no longer exists`)
       }
       const viewer = memberViewer(principal.value, schedule.team_uid)
       return viewer === undefined
-        ? Either.left(`the schedule's creator (${principal.value.display_name}) is no longer a member of its team`)
+        ? Either.left(`the schedule's last editor (${principal.value.display_name}) is no longer a member of its team`)
         : Either.right(viewer)
     })
 
@@ -307,7 +311,7 @@ export const make = Effect.gen(function*() {
       if (cron === undefined) return 0
       const ticks = dueTicksFor(schedule.state, cron, now, { catchUpGraceMs: graceMs, maxTicks: settings.maxTicks })
       if (ticks.length === 0) return 0
-      const creator = yield* creatorOf(schedule, principals)
+      const creator = yield* actorOf(schedule, principals)
       const outcomes: Array<TickOutcome> = []
       for (const tick of ticks) {
         const outcome = Either.isLeft(creator)

@@ -19,7 +19,7 @@
  *   409 retryable. Pausing a paused schedule (or resuming an active one) changes nothing but is a 200.
  */
 import { Clock, DateTime, Effect, Either, Option } from "effect"
-import { canChange, canCreate, canSee, scopeFor } from "./Access.js"
+import { actAsProblem, canChange, canCreate, canSee, scopeFor } from "./Access.js"
 import type { Viewer } from "./Access.js"
 import type { PrincipalRef } from "./Common.js"
 import { parseSchedule } from "./Cron.js"
@@ -94,6 +94,17 @@ export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Sch
       )
 
     /** The configuration of the referenced environment, which the caller must be able to use. */
+    /** The schedule's runs act as its last editor: it must be allowed to name the config's identity. */
+    const checkIdentity = (viewer: Viewer, config: AgentConfig) =>
+      Effect.gen(function*() {
+        if (config.agent_identity_uid === undefined) return
+        const principal = yield* identities.getPrincipal(config.agent_identity_uid)
+        const problem = Option.isNone(principal)
+          ? `principal ${config.agent_identity_uid} does not exist`
+          : actAsProblem(viewer, principal.value)
+        if (problem !== undefined) return yield* new NotAuthorized({ message: `agent_config.agent_identity_uid: ${problem}` })
+      })
+
     const environmentOf = (viewer: Viewer, config: AgentConfig) =>
       Effect.gen(function*() {
         const uid = config.environment_id
@@ -164,6 +175,7 @@ export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Sch
         }
         yield* parseSchedule(request.cron_schedule, request.timezone)
         const config = request.agent_config ?? {}
+        yield* checkIdentity(viewer, config)
         const environment = yield* environmentOf(viewer, config)
         const now = yield* Clock.currentTimeMillis
         const at = DateTime.unsafeMake(now)
@@ -220,6 +232,7 @@ export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Sch
             const cron = request.cron_schedule.trim()
             yield* parseSchedule(cron, timezone)
             const config = request.agent_config ?? current.item.agent_config
+            yield* checkIdentity(viewer, config)
             const environment = yield* environmentOf(viewer, config)
             const scheduleChanged = cron !== current.item.cron_schedule || timezone !== current.item.timezone
             const state = yield* apply(current, ScheduleEvent.Update({ enabled: request.enabled, scheduleChanged, at: now }))
@@ -256,8 +269,8 @@ export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Sch
                 item: new ScheduledAgentItem({
                   ...current.item,
                   enabled: isEnabled(state),
-                  updated_at: DateTime.unsafeMake(now),
-                  updated_by: yield* principalRef(viewer)
+                  // Not updated_by: it names who set the prompt and config, whom the runs act as.
+                  updated_at: DateTime.unsafeMake(now)
                 })
               }
             }))

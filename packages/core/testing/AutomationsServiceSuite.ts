@@ -196,9 +196,13 @@ export const automationsServiceSuite = <E>(name: string, storage: Layer.Layer<St
           // Bob's private environment: the admin sees every environment of the team.
           const ok = yield* create(world.admin, {
             ...base,
-            agent_config: { environment_id: ours.item.uid, agent_identity_uid: world.bob.principal_uid }
+            agent_config: { environment_id: ours.item.uid, agent_identity_uid: world.robot.principal_uid }
           })
-          expect(ok.agent_config).toEqual({ environment_id: ours.item.uid, agent_identity_uid: world.bob.principal_uid })
+          expect(ok.agent_config).toEqual({ environment_id: ours.item.uid, agent_identity_uid: world.robot.principal_uid })
+          // Another user of the team: an automation never acts as someone else (403).
+          const asBob = yield* failureOf(create(world.admin, { ...base, name: "y", agent_config: { agent_identity_uid: world.bob.principal_uid } }))
+          expect(asBob._tag).toBe("NotAuthorized")
+          expect(asBob.message).toContain("agent_config.agent_identity_uid")
         }))
 
       it.effect("names are unique within a team (409)", () =>

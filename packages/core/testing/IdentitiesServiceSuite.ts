@@ -606,15 +606,15 @@ export const identitiesServiceSuite = <E>(name: string, storage: Layer.Layer<Sto
         onFreshDatabase(Effect.gen(function*() {
           const world = yield* seedWorld()
           expect(yield* bootstrap()).toEqual({ _tag: "Existing" })
-          expect(yield* countPrincipals).toBe(4)
+          expect(yield* countPrincipals).toBe(5)
           const token = yield* generateToken
           expect(yield* bootstrap(token)).toEqual({ _tag: "Configured" })
           const admin = yield* expectBootstrapAdministrator(token)
           expect(admin.team.uid).not.toBe(world.team)
-          expect(yield* countPrincipals).toBe(5)
+          expect(yield* countPrincipals).toBe(6)
           expect((yield* listTeams(admin.viewer)).teams.map((t) => t.uid).sort()).toEqual([world.team, admin.team.uid].sort())
           expect(yield* bootstrap(token)).toEqual({ _tag: "Configured" })
-          expect(yield* countPrincipals).toBe(5)
+          expect(yield* countPrincipals).toBe(6)
         })), 60_000)
 
       it.live("a configured token that could not work is refused naming the variable: malformed, revoked, not an admin's", () =>

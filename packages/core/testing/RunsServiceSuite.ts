@@ -302,16 +302,25 @@ export const runsServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E
           expect(error.message).toContain("parent_run_id")
         }))
 
-      it.effect("resolves agent_identity_uid as the executor only within the team", () =>
+      it.effect("agent_identity_uid: oneself, or (a team admin) a service account of the team; nobody else (403)", () =>
         Effect.gen(function* () {
           const world = yield* seedWorld()
           const other = yield* seedWorld()
-          const ok = yield* create(world.alice, { prompt: "x", config: { agent_identity_uid: world.bob.principal_uid } })
-          const item = yield* Effect.flatMap(Runs, (r) => r.get(world.alice, ok.run_id))
-          expect(item.executor).toEqual({ type: "user", uid: world.bob.principal_uid, display_name: "Bob" })
-          expect(item.creator.uid).toBe(world.alice.principal_uid)
-          for (const agent of [other.bob.principal_uid, uid<PrincipalUid>()]) {
-            const error = yield* failureOf(create(world.alice, { prompt: "x", config: { agent_identity_uid: agent } }))
+          const ok = yield* create(world.admin, { prompt: "x", config: { agent_identity_uid: world.robot.principal_uid } })
+          const item = yield* Effect.flatMap(Runs, (r) => r.get(world.admin, ok.run_id))
+          expect(item.executor).toEqual({ type: "service_account", uid: world.robot.principal_uid, display_name: "Robot" })
+          expect(item.creator.uid).toBe(world.admin.principal_uid)
+          yield* create(world.alice, { prompt: "x", config: { agent_identity_uid: world.alice.principal_uid } })
+          const refused: Array<[Viewer, PrincipalUid]> = [
+            [world.alice, world.admin.principal_uid], // a member naming an admin
+            [world.alice, world.bob.principal_uid], // another user
+            [world.alice, world.robot.principal_uid], // a service account: admins only
+            [world.admin, world.bob.principal_uid], // even an admin never acts as another user
+            [world.admin, other.robot.principal_uid], // another team's
+            [world.alice, uid<PrincipalUid>()] // nobody
+          ]
+          for (const [viewer, agent] of refused) {
+            const error = yield* failureOf(create(viewer, { prompt: "x", config: { agent_identity_uid: agent } }))
             expect(error._tag).toBe("NotAuthorized")
             expect(error.message).toContain("config.agent_identity_uid")
           }

@@ -295,7 +295,7 @@ export const schedulerServiceSuite = <E>(name: string, storage: Layer.Layer<Stor
         expect(scheduledFor(fixed)).toEqual(["2026-05-01T09:03:00.000Z", "2026-05-01T09:01:00.000Z"])
       }))
 
-    test("a schedule whose creator left its team, or is now a viewer, records why it did not run", () =>
+    test("a schedule whose last editor left its team, or is now a viewer, records why it did not run", () =>
       Effect.gen(function*() {
         yield* at(T0)
         const world = yield* seedWorld()
@@ -303,11 +303,14 @@ export const schedulerServiceSuite = <E>(name: string, storage: Layer.Layer<Stor
         const created = yield* schedule(world.alice)
         const store = yield* ScheduleStore
         const stored = Option.getOrThrow(yield* store.get(created.id))
-        // The same schedule as if made by someone who has since left the team, or been made a viewer.
-        const as = (creator: Viewer, id: string): StoredSchedule => ({
+        // The same schedule as if last changed by someone who has since left the team, or been made a viewer.
+        const as = (editor: Viewer, id: string): StoredSchedule => ({
           ...stored,
-          creator_uid: creator.principal_uid,
-          item: new ScheduledAgentItem({ ...stored.item, id: ScheduleId.make(id) })
+          item: new ScheduledAgentItem({
+            ...stored.item,
+            id: ScheduleId.make(id),
+            updated_by: { ...stored.item.updated_by, uid: editor.principal_uid }
+          })
         })
         const left = as(elsewhere.alice, "leftTheTeam00000000000")
         const viewer = as(world.viewer, "nowAViewer000000000000")
@@ -317,7 +320,7 @@ export const schedulerServiceSuite = <E>(name: string, storage: Layer.Layer<Stor
         yield* at(Date.UTC(2026, 4, 1, 9, 1, 0, 100))
         expect(yield* scheduler.pass).toMatchObject({ due: 3, started: 1 })
         const errorOf = (id: ScheduleId) => Effect.map(store.get(id), (s) => Option.getOrThrow(s).item.last_spawn_error)
-        expect(yield* errorOf(left.item.id)).toBe("the schedule's creator (Alice) is no longer a member of its team")
+        expect(yield* errorOf(left.item.id)).toBe("the schedule's last editor (Alice) is no longer a member of its team")
         expect(yield* errorOf(viewer.item.id)).toBe("viewers cannot create runs")
         expect(yield* errorOf(created.id)).toBeNull()
       }))

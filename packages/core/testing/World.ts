@@ -19,6 +19,8 @@ export interface World {
   readonly alice: Viewer
   readonly bob: Viewer
   readonly viewer: Viewer
+  /** A service account of the team, role member. */
+  readonly robot: Viewer
 }
 
 export const viewerOf = (team: TeamUid, principal: PrincipalUid, role: Role): Viewer => ({
@@ -41,13 +43,13 @@ export const seedWorld = (options: { readonly maxConcurrentRuns?: number; readon
         created_at: T0
       })
     )
-    const member = (role: Role, name: string) =>
+    const member = (role: Role, name: string, type: "user" | "service_account" = "user") =>
       Effect.gen(function* () {
         const principal = uid<PrincipalUid>()
         yield* identities.createPrincipal(
           new Principal({
             uid: principal,
-            type: "user",
+            type,
             display_name: name,
             instance_admin: false,
             memberships: [{ team_uid: team, role }],
@@ -61,7 +63,8 @@ export const seedWorld = (options: { readonly maxConcurrentRuns?: number; readon
       admin: yield* member("admin", "Ada Admin"),
       alice: yield* member("member", "Alice"),
       bob: yield* member("member", "Bob"),
-      viewer: yield* member("viewer", "Vic Viewer")
+      viewer: yield* member("viewer", "Vic Viewer"),
+      robot: yield* member("member", "Robot", "service_account")
     } satisfies World
   })
 
