@@ -14,6 +14,9 @@
  * - Who may act as a worker: a `service_account` principal with the `member` or `admin` role in
  *   the team (CONTRACT §5 says "service-account token"); a user, a viewer or an agent's run token
  *   is refused with 403. Anyone in the team (viewers too) may list the connected workers.
+ * - A worker id belongs to the service account that used it first in the team (bound in storage,
+ *   kept across disconnects); another service account using it is refused with 403 on every
+ *   worker endpoint, until the owner is deleted, leaves the team or becomes a viewer.
  * - A worker is connected from its first heartbeat until `staleAfterMs` (3 heartbeat intervals by
  *   default) after its latest one, or until it disconnects.
  * - A run the worker may not touch (another team's, another worker's, unknown) is a 404; a write or
@@ -187,7 +190,29 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
         if (viewer.acting_run_id !== undefined || viewer.role === "viewer") return yield* Effect.fail(refuse)
         const principal = yield* identities.getPrincipal(viewer.principal_uid)
         if (Option.isNone(principal) || principal.value.type !== "service_account") return yield* Effect.fail(refuse)
+        yield* ownWorkerId(viewer, workerId)
         return { team_uid: viewer.team_uid, worker_id: workerId } satisfies WorkerRef
+      })
+
+    /**
+     * The worker id belongs to the service account that used it first in the team; another one is
+     * refused (403) while that owner exists and may still act as a worker in the team. An owner
+     * deleted, removed from the team or made a viewer gives the id up to the next caller.
+     */
+    const ownWorkerId = (viewer: Viewer, workerId: string) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const holder = yield* presence.bind(viewer.team_uid, workerId, viewer.principal_uid, now)
+        if (holder === viewer.principal_uid) return
+        const owner = yield* identities.getPrincipal(holder)
+        const ownerActive = Option.exists(owner, (p) =>
+          p.memberships.some((m) => m.team_uid === viewer.team_uid && m.role !== "viewer"))
+        const taken = new NotAuthorized({
+          message: `workerId: worker id ${JSON.stringify(workerId)} belongs to another service account of this team`
+        })
+        if (ownerActive) return yield* Effect.fail(taken)
+        const after = yield* presence.bind(viewer.team_uid, workerId, viewer.principal_uid, now, holder)
+        if (after !== viewer.principal_uid) return yield* Effect.fail(taken)
       })
 
     /** A run this worker may touch (404 otherwise). */

@@ -178,5 +178,27 @@ export const workerStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): v
         const any = yield* runs.claim({ worker_host: host, execution_id: uuid<ExecutionId>(), now: T0, lease_ms: 60_000 })
         expect(Option.map(any, (r) => r.item.run_id)).toEqual(Option.some(others.item.run_id))
       }))
+
+    it.effect("a worker id is bound to its first principal, across disconnects, and moves only from a named holder", () =>
+      Effect.gen(function*() {
+        const store = yield* WorkerStore
+        const team = uid<TeamUid>()
+        const other = uid<TeamUid>()
+        const [a, b, c] = [uid<PrincipalUid>(), uid<PrincipalUid>(), uid<PrincipalUid>()]
+        expect(yield* store.bind(team, "w1", a, T0)).toBe(a)
+        expect(yield* store.bind(team, "w1", b, T0 + 1)).toBe(a)
+        // Another team's id of the same name is its own.
+        expect(yield* store.bind(other, "w1", b, T0)).toBe(b)
+        yield* store.heartbeat(beat(team, "w1", T0))
+        yield* store.disconnect(team, "w1")
+        expect(yield* store.bind(team, "w1", b, T0 + 2)).toBe(a)
+        // A move from someone who is not the holder changes nothing; from the holder it moves.
+        expect(yield* store.bind(team, "w1", b, T0 + 3, c)).toBe(a)
+        expect(yield* store.bind(team, "w1", b, T0 + 4, a)).toBe(b)
+        expect(yield* store.bind(team, "w1", a, T0 + 5)).toBe(b)
+        // Concurrent first binds: one wins, all see it.
+        const holders = yield* Effect.all([a, b, c].map((p) => store.bind(team, "w2", p, T0)), { concurrency: "unbounded" })
+        expect(new Set(holders).size).toBe(1)
+      }))
   })
 }

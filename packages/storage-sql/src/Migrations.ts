@@ -9,13 +9,15 @@ import catalog from "./migrations/0002_catalog.js"
 import runConversations from "./migrations/0003_run_conversations.js"
 import workers from "./migrations/0004_workers.js"
 import deliveryCounts from "./migrations/0005_delivery_counts.js"
+import workerBindings from "./migrations/0006_worker_bindings.js"
 
 export const loader = Migrator.fromRecord({
   "0001_runs": runs,
   "0002_catalog": catalog,
   "0003_run_conversations": runConversations,
   "0004_workers": workers,
-  "0005_delivery_counts": deliveryCounts
+  "0005_delivery_counts": deliveryCounts,
+  "0006_worker_bindings": workerBindings
 })
 
 /** Applies every migration not yet applied. */

@@ -1,9 +1,10 @@
 /**
- * WorkerStore over SqlClient: a row per (team, worker id), upserted by each heartbeat. A heartbeat
+ * WorkerStore over SqlClient: a row per (team, worker id), upserted by each heartbeat, and the
+ * worker id's owner in `worker_bindings` (inserted once, moved only from a given owner). A heartbeat
  * after the row expired starts a new connection (`connected_at` = now). The connected list counts
  * each worker's CLAIMED and INPROGRESS runs in the same query.
  */
-import type { TeamUid } from "@agent-runs/core/Ids"
+import type { PrincipalUid, TeamUid } from "@agent-runs/core/Ids"
 import { WorkerStore } from "@agent-runs/core/ports/WorkerStore"
 import type { StoredWorker, WorkerHeartbeat } from "@agent-runs/core/ports/WorkerStore"
 import { SqlClient } from "@effect/sql"
@@ -74,6 +75,27 @@ export const layer = Layer.effect(
       operation("WorkerStore.connected")
     )
 
-    return WorkerStore.of({ heartbeat, disconnect, connected })
+    const bind = Effect.fn("WorkerStore.bind")(
+      function* (team: TeamUid, workerId: string, principal: PrincipalUid, now: number, from?: PrincipalUid) {
+        const holder = sql<{ principal_uid: string }>`SELECT principal_uid FROM worker_bindings
+          WHERE team_uid = ${team} AND worker_id = ${workerId}`
+        // Every worker call binds: a read alone once the id is bound.
+        if (from === undefined) {
+          const bound = yield* holder
+          if (bound.length > 0) return bound[0]!.principal_uid as PrincipalUid
+        } else {
+          yield* sql`UPDATE worker_bindings SET principal_uid = ${principal}, bound_at = ${now}
+            WHERE team_uid = ${team} AND worker_id = ${workerId} AND principal_uid = ${from}`
+        }
+        yield* sql`INSERT INTO worker_bindings ${
+          sql.insert({ team_uid: team, worker_id: workerId, principal_uid: principal, bound_at: now })
+        } ON CONFLICT (team_uid, worker_id) DO NOTHING`
+        const rows = yield* holder
+        return rows[0]!.principal_uid as PrincipalUid
+      },
+      operation("WorkerStore.bind")
+    )
+
+    return WorkerStore.of({ heartbeat, disconnect, connected, bind })
   })
 )

@@ -5,7 +5,7 @@
  */
 import type { Effect } from "effect"
 import { Context } from "effect"
-import type { TeamUid } from "../Ids.js"
+import type { PrincipalUid, TeamUid } from "../Ids.js"
 import type { StorageError } from "./Storage.js"
 
 /** What a heartbeat records. */
@@ -41,4 +41,16 @@ export class WorkerStore extends Context.Tag("@agent-runs/core/WorkerStore")<Wor
   readonly disconnect: (team: TeamUid, workerId: string) => Effect.Effect<boolean, StorageError>
   /** The team's workers connected at `now` (not expired), by worker id. */
   readonly connected: (team: TeamUid, now: number) => Effect.Effect<ReadonlyArray<StoredWorker>, StorageError>
+  /**
+   * Binds the worker id to `principal` unless it is bound already (to `principal`, or to `from`
+   * when given: then it moves to `principal`); returns the principal it is bound to afterwards.
+   * Bindings outlive disconnects.
+   */
+  readonly bind: (
+    team: TeamUid,
+    workerId: string,
+    principal: PrincipalUid,
+    now: number,
+    from?: PrincipalUid
+  ) => Effect.Effect<PrincipalUid, StorageError>
 }>() {}
