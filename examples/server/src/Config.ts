@@ -22,7 +22,9 @@
  * see docs/security.md) and `AGENT_RUNS_SANDBOX_UIDS` (the uids those users get,
  * `1000000000-1999999999`).
  * Self-hosted workers: `AGENT_RUNS_WORKER_HEARTBEAT_SECONDS` (5: how often workers send heartbeats;
- * a worker is listed until 3 intervals after its latest one; docs/workers.md).
+ * a worker is listed until 3 intervals after its latest one; docs/workers.md) and
+ * `AGENT_RUNS_WORKER_WAIT_SECONDS` (600: a run waiting that long for a worker that has been away as
+ * long fails `resource_unavailable`).
  * Webhook ingress: `AGENT_RUNS_TRUSTED_PROXIES` (addresses and CIDR ranges, comma separated, whose
  * `X-Forwarded-For` names the sender; none), `AGENT_RUNS_WEBHOOK_DELIVERIES_PER_MINUTE` (per webhook
  * and sender, 60), `AGENT_RUNS_WEBHOOK_LOG_MAX` (10000: the most ACCEPTED, and apart DUPLICATE,
@@ -100,6 +102,8 @@ export interface ExecutionConfig {
   readonly dockerSandbox?: DockerSandboxConfig | undefined
   /** How often self-hosted workers send heartbeats (5 s when absent); stale after 3 intervals. */
   readonly workerHeartbeatSeconds?: number | undefined
+  /** How long a run waits for an absent self-hosted worker before it fails (600 s when absent). */
+  readonly workerWaitSeconds?: number | undefined
   /** Whether process sandboxes run as users of their own (`auto` when absent: when the server is root). */
   readonly processIsolation?: ProcessIsolation.Mode | undefined
   /** The uids those users get (`ProcessIsolation.DEFAULT_UIDS` when absent). */
@@ -151,6 +155,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
   ),
   leaseSeconds: positive("AGENT_RUNS_LEASE_SECONDS", 30),
   workerHeartbeatSeconds: positive("AGENT_RUNS_WORKER_HEARTBEAT_SECONDS", 5),
+  workerWaitSeconds: positive("AGENT_RUNS_WORKER_WAIT_SECONDS", 600),
   cancelGraceSeconds: positive("AGENT_RUNS_CANCEL_GRACE_SECONDS", 5),
   dockerImage: Config.nonEmptyString("AGENT_RUNS_DOCKER_IMAGE").pipe(Config.withDefault("agent-runs-agent:latest")),
   dockerNetwork: Config.literal("none", "host")("AGENT_RUNS_DOCKER_NETWORK").pipe(Config.withDefault("none" as const)),
@@ -230,6 +235,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
         dockerImage: raw.dockerImage,
         dockerNetwork: raw.dockerNetwork,
         workerHeartbeatSeconds: raw.workerHeartbeatSeconds,
+        workerWaitSeconds: raw.workerWaitSeconds,
         processIsolation: raw.processIsolation,
         sandboxUids: raw.sandboxUids,
         dockerSandbox: raw.dockerSandbox

@@ -75,7 +75,8 @@ export const ExecutionLive = (config: ServerConfig, setup: ExecutionSetup) =>
         ...Dispatcher.defaultSettings(setup.harness, `${config.publicUrl}/api/v1`),
         concurrency: config.execution.concurrency,
         leaseMs: config.execution.leaseSeconds * 1000,
-        cancelGraceMs: config.execution.cancelGraceSeconds * 1000
+        cancelGraceMs: config.execution.cancelGraceSeconds * 1000,
+        workerWaitMs: (config.execution.workerWaitSeconds ?? 600) * 1000
       })
     )
   )

@@ -172,7 +172,7 @@ describe("self-hosted workers: running, listing, waiting, cancel, a server resta
     await proxy?.close()
   })
 
-  it("runs a worker's run, lists the worker while connected, makes a run wait for an absent worker, refuses cancel", async () => {
+  it("runs a worker's run, lists the worker while connected, makes a run wait for an absent worker, cancels it", async () => {
     const runs = api(() => server, tokens.user)
 
     // A run for a worker that is not connected waits QUEUED, and its timeline says why.
@@ -180,10 +180,11 @@ describe("self-hosted workers: running, listing, waiting, cancel, a server resta
     const queued = (await runs.timeline(waiting)).find((e) => e.event_type === "run_queued")
     expect(queued.message).toContain("late-worker")
     expect(queued.message).toContain("not connected")
-    // Cancel of a self-hosted run: 422.
-    const cancel = await call(server, "POST", `/api/v1/agent/runs/${waiting}/cancel`, { token: tokens.user })
-    expect(cancel.status).toBe(422)
-    expect(cancel.body.error_code).toBe("operation_not_supported")
+    // A run waiting for its worker can be cancelled at once.
+    const doomed = await runs.create("Cancelled while it waits", "late-worker")
+    const cancel = await call(server, "POST", `/api/v1/agent/runs/${doomed}/cancel`, { token: tokens.user })
+    expect(cancel.status).toBe(200)
+    expect((await runs.run(doomed)).state).toBe("CANCELLED")
 
     // Only a service account may act as a worker.
     const refused = await call(server, "POST", "/api/v1/workers/w1/heartbeat", { token: tokens.user, body: { capacity: 1 } })
@@ -208,7 +209,7 @@ describe("self-hosted workers: running, listing, waiting, cancel, a server resta
     const busy = await until(() => runs.workers(), (ws) => ws[0]?.active_runs === 1, 10_000)
     expect(busy[0].active_runs).toBe(1)
     const done = await until(() => runs.run(id), (r) => ENDED.includes(r.state))
-    expect(done).toMatchObject({ state: "SUCCEEDED", attempt: 1, is_run_type_cancellable: false })
+    expect(done).toMatchObject({ state: "SUCCEEDED", attempt: 1, is_run_type_cancellable: true })
     const types = (await runs.timeline(id)).map((e) => e.event_type)
     expect(types).toEqual(expect.arrayContaining(["run_claimed", "run_in_progress", "run_succeeded"]))
     const conversation = await call(server, "GET", `/api/v1/agent/runs/${id}/conversation`, { token: tokens.user })

@@ -104,6 +104,11 @@ export interface DispatcherSettings {
   /** How often the conversation is saved while the agent runs. */
   readonly flushMs: number
   /**
+   * How long a QUEUED run waits for its self-hosted worker: once the run has waited this long and
+   * the worker has sent no heartbeat for as long, the sweep fails it (`resource_unavailable`).
+   */
+  readonly workerWaitMs?: number | undefined
+  /**
    * Set on a self-hosted worker (docs/workers.md): the worker id whose runs this dispatcher claims
    * (`agent_config.worker_host`). Its ports are the server's worker endpoints, so it leaves the
    * lease sweep, admission and environment bookkeeping to the server, and keeps no sandbox for a
@@ -111,6 +116,9 @@ export interface DispatcherSettings {
    */
   readonly workerHost?: string | undefined
 }
+
+/** How long a run waits for an absent self-hosted worker by default: 10 minutes. */
+export const DEFAULT_WORKER_WAIT_MS = 10 * 60_000
 
 export const defaultSettings = (harness: string, apiBaseUrl: string): DispatcherSettings => ({
   harness,
@@ -121,7 +129,8 @@ export const defaultSettings = (harness: string, apiBaseUrl: string): Dispatcher
   watchMs: 250,
   sweepMs: 1_000,
   cancelGraceMs: 5_000,
-  flushMs: 250
+  flushMs: 250,
+  workerWaitMs: DEFAULT_WORKER_WAIT_MS
 })
 
 export class DispatcherConfig extends Context.Tag("@agent-runs/core/DispatcherConfig")<DispatcherConfig, DispatcherSettings>() {}
@@ -281,7 +290,33 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
       if (Option.isSome(next)) yield* Effect.logInfo(`dispatcher: lease of run ${run.item.run_id} expired; now ${next.value.item.state}`)
     }
     for (const team of yield* store.waitingTeams(100)) yield* admit(team)
+    yield* failAbandoned(now)
   }).pipe(Effect.catchAll((e) => Effect.logWarning("dispatcher: sweep failed", e)))
+
+  /**
+   * Fails the QUEUED runs whose self-hosted worker stayed away: the run has waited `workerWaitMs`
+   * and the worker has sent no heartbeat for as long (or never sent one). Their team's capacity
+   * goes to the next waiting runs.
+   */
+  const failAbandoned = (now: number) =>
+    Effect.gen(function*() {
+      const waitMs = settings.workerWaitMs ?? DEFAULT_WORKER_WAIT_MS
+      if (Option.isNone(presence)) return
+      for (const run of yield* store.waitingForWorkers(now - waitMs, 100)) {
+        const workerId = run.item.agent_config.worker_host
+        if (workerId === undefined) continue
+        const seen = yield* presence.value.lastHeartbeat(run.team_uid, workerId)
+        if (Option.isSome(seen) && now - seen.value < waitMs) continue
+        const executionId = yield* currentExecution(store, ids, run)
+        const message = `self-hosted worker ${workerId} has not been connected for ${Math.round(waitMs / 1000)} s; ` +
+          "the run stopped waiting for it"
+        const next = yield* advance(run.item.run_id, RunEvent.WorkerAbsent({ message }), executionId).pipe(Effect.option)
+        if (Option.isSome(next)) {
+          yield* Effect.logInfo(`dispatcher: run ${run.item.run_id} failed: ${message}`)
+          yield* admit(run.team_uid)
+        }
+      }
+    })
 
   // -------------------------------------------------------------------------------------------
   // Running an agent

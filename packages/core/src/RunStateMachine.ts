@@ -124,6 +124,8 @@ export type RunEvent = Data.TaggedEnum<{
   LeaseExpired: { readonly executionId: string }
   /** A caller cancels the run (checked by `decideCancel`). */
   Cancel: Empty
+  /** The self-hosted worker a queued run waits for has stayed away too long: the run fails. */
+  WorkerAbsent: { readonly message: string }
   /** A follow-up stored for the agent's start or delivered to the running agent. */
   FollowupReceived: { readonly message: string }
   /** A follow-up to an ended run: a new execution. */
@@ -190,6 +192,7 @@ export const TransitionTable: ReadonlyArray<TransitionRule> = [
     ["Claim", "CLAIMED"],
     ["Cancel", "CANCELLED"],
     ["Error", "ERROR"],
+    ["WorkerAbsent", "FAILED"],
     ["FollowupReceived", "QUEUED"]
   ]),
   ...rules("CLAIMED", [
@@ -249,18 +252,16 @@ export class StopRun extends Data.TaggedClass("StopRun")<{
 
 /** Why the run's type cannot be cancelled, or undefined when it can. */
 export const cancelUnsupportedReason = (
-  run: Pick<RunSnapshot, "worker_host" | "execution_location" | "source">
+  run: Pick<RunSnapshot, "execution_location" | "source">
 ): string | undefined =>
-  run.worker_host !== undefined && run.worker_host !== ""
-    ? "runs on a self-hosted worker cannot be cancelled"
-    : run.execution_location === "LOCAL"
+  run.execution_location === "LOCAL"
     ? "runs executed locally cannot be cancelled"
     : run.source === "GITHUB_ACTION"
     ? "runs started by a GitHub Action cannot be cancelled"
     : undefined
 
 /** Whether the run's type supports cancel (the RunItem's `is_run_type_cancellable`). */
-export const isRunTypeCancellable = (run: Pick<RunSnapshot, "worker_host" | "execution_location" | "source">): boolean =>
+export const isRunTypeCancellable = (run: Pick<RunSnapshot, "execution_location" | "source">): boolean =>
   cancelUnsupportedReason(run) === undefined
 
 /** The answer to a cancel request: 404, 422, 400, 409 in that precedence, else stop the run. */
@@ -515,6 +516,10 @@ export const transition = (run: RunSnapshot, event: RunEvent, now: number): Resu
         checkLease(run, event, event.executionId, now) ??
         move(run, event, end(run, "BLOCKED", status(event.message)), ["run_blocked"])
       )
+    case "WorkerAbsent":
+      return run.worker_host === undefined || run.worker_host === ""
+        ? reject(run, event, "Refused", "the run does not wait for a self-hosted worker")
+        : move(run, event, end(run, "FAILED", status(event.message, "resource_unavailable")), ["run_failed"])
     case "Error":
       return (
         (event.executionId === undefined ? undefined : checkLease(run, event, event.executionId, now)) ??

@@ -253,7 +253,7 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
 
     const disconnect = Effect.fn("Workers.disconnect")(function*(viewer: Viewer, workerId: string) {
       const worker = yield* asWorker(viewer, workerId)
-      yield* presence.disconnect(worker.team_uid, workerId)
+      yield* presence.disconnect(worker.team_uid, workerId, yield* Clock.currentTimeMillis)
     }, storageUnavailable)
 
     const list = Effect.fn("Workers.list")(function*(viewer: Viewer) {

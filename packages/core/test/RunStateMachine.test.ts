@@ -84,6 +84,7 @@ const runIn = (state: RunState): RunSnapshot => {
 // Random event sequences
 
 const ALL_EVENT_TAGS = [
+  "WorkerAbsent",
   "Admit",
   "CapacityFreed",
   "Claim",
@@ -216,6 +217,8 @@ const toEvent = (run: RunSnapshot, step: Step, now: number, n: number): RunEvent
       return RunEvent.LeaseExpired({ executionId })
     case "Cancel":
       return RunEvent.Cancel()
+    case "WorkerAbsent":
+      return RunEvent.WorkerAbsent({ message: "the worker stayed away" })
     case "FollowupReceived":
       return RunEvent.FollowupReceived({ message: step.message })
     case "FollowupContinuation":
@@ -452,11 +455,12 @@ describe("RunStateMachine", () => {
       expect(refusal(undefined)).toMatchObject({ tag: "ResourceNotFound", error_code: "resource_not_found", retryable: false })
     })
 
-    it("422 for self-hosted, local and GitHub Action runs, in every state", () => {
+    it("422 for local and GitHub Action runs, in every state; self-hosted worker runs cancel like any other", () => {
       for (const state of RunState.literals) {
         const base = runIn(state)
+        expect(isRunTypeCancellable(base)).toBe(true)
+        expect(refusal({ ...base, worker_host: "gpu-box" })).toEqual(refusal(base))
         for (const run of [
-          { ...base, worker_host: "gpu-box" },
           { ...base, execution_location: "LOCAL" as const },
           { ...base, source: "GITHUB_ACTION" as const }
         ]) {
@@ -464,7 +468,6 @@ describe("RunStateMachine", () => {
           expect(isRunTypeCancellable(run)).toBe(false)
         }
       }
-      expect(refusal({ ...queued(), worker_host: "gpu-box" }).message).toContain("self-hosted")
       expect(refusal({ ...queued(), execution_location: "LOCAL" }).message).toContain("locally")
       expect(refusal({ ...queued(), source: "GITHUB_ACTION" }).message).toContain("GitHub Action")
     })
@@ -492,15 +495,25 @@ describe("RunStateMachine", () => {
       }
     })
 
+    it("WorkerAbsent fails a QUEUED run waiting for a self-hosted worker (resource_unavailable), nothing else", () => {
+      const waiting = { ...queued(), worker_host: "gpu-box" }
+      const moved = Either.getOrThrow(transition(waiting, RunEvent.WorkerAbsent({ message: "gone" }), T0))
+      expect(moved).toMatchObject({ from: "QUEUED", to: "FAILED", timeline: ["run_failed"] })
+      expect(moved.run.status_message).toMatchObject({ message: "gone", error_code: "resource_unavailable" })
+      expect(Either.isLeft(transition(queued(), RunEvent.WorkerAbsent({ message: "gone" }), T0))).toBe(true)
+      for (const state of RunState.literals.filter((s) => s !== "QUEUED")) {
+        expect(Either.isLeft(transition({ ...runIn(state), worker_host: "gpu-box" }, RunEvent.WorkerAbsent({ message: "gone" }), T0))).toBe(true)
+      }
+    })
+
     it("an empty worker_host counts as unset", () => {
       expect(refusal({ ...queued(), worker_host: "" }).tag).toBe("StopRun")
     })
 
-    /** The contract's precedence, written independently of the module. */
+    /** The contract's precedence (self-hosted worker runs cancellable since issue 15), written independently of the module. */
     const oracle = (run: RunSnapshot | undefined): string => {
       if (run === undefined) return "resource_not_found/false"
-      const selfHosted = typeof run.worker_host === "string" && run.worker_host.length > 0
-      if (selfHosted || run.execution_location === "LOCAL" || run.source === "GITHUB_ACTION") {
+      if (run.execution_location === "LOCAL" || run.source === "GITHUB_ACTION") {
         return "operation_not_supported/false"
       }
       switch (run.state) {

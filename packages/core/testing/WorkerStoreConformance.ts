@@ -102,7 +102,7 @@ export const workerStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): v
         expect(mine).toMatchObject({ capacity: 1, last_heartbeat_at: T0 })
       }))
 
-    it.effect("disconnect forgets the worker (true), then there is none (false); the other team's is kept", () =>
+    it.effect("disconnect ends the connection (true), then there is none (false), its latest heartbeat kept; the other team's stays", () =>
       Effect.gen(function*() {
         const store = yield* WorkerStore
         const team = uid<TeamUid>()
@@ -110,9 +110,11 @@ export const workerStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): v
         yield* store.heartbeat(beat(team, "w1", T0))
         yield* store.heartbeat(beat(team, "w2", T0))
         yield* store.heartbeat(beat(other, "w1", T0))
-        expect(yield* store.disconnect(team, "w1")).toBe(true)
-        expect(yield* store.disconnect(team, "w1")).toBe(false)
-        expect(yield* store.disconnect(team, "never")).toBe(false)
+        expect(yield* store.lastHeartbeat(team, "never")).toEqual(Option.none())
+        expect(yield* store.disconnect(team, "w1", T0)).toBe(true)
+        expect(yield* store.disconnect(team, "w1", T0)).toBe(false)
+        expect(yield* store.disconnect(team, "never", T0)).toBe(false)
+        expect(yield* store.lastHeartbeat(team, "w1")).toEqual(Option.some(T0))
         expect(yield* connectedIds(team, T0)).toEqual(["w2"])
         expect(yield* connectedIds(other, T0)).toEqual(["w1"])
         // It connects again with a new connection.
@@ -190,7 +192,7 @@ export const workerStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): v
         // Another team's id of the same name is its own.
         expect(yield* store.bind(other, "w1", b, T0)).toBe(b)
         yield* store.heartbeat(beat(team, "w1", T0))
-        yield* store.disconnect(team, "w1")
+        yield* store.disconnect(team, "w1", T0 + 1)
         expect(yield* store.bind(team, "w1", b, T0 + 2)).toBe(a)
         // A move from someone who is not the holder changes nothing; from the holder it moves.
         expect(yield* store.bind(team, "w1", b, T0 + 3, c)).toBe(a)

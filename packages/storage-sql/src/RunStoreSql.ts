@@ -504,6 +504,17 @@ export const layer = Layer.effect(
       operation("RunStore.expiredLeases")
     )
 
+    const waitingForWorkers = Effect.fn("RunStore.waitingForWorkers")(
+      function* (before: number, limit: number) {
+        return yield* read(
+          sql`SELECT ${columns} FROM runs
+            WHERE state = 'QUEUED' AND worker_host IS NOT NULL AND worker_host <> '' AND updated_at <= ${before}
+            ORDER BY updated_at, run_id LIMIT ${limit}`.pipe(Effect.flatMap(toStoredRuns))
+        )
+      },
+      operation("RunStore.waitingForWorkers")
+    )
+
     const activeCount = Effect.fn("RunStore.activeCount")(
       function* (team: TeamUid) {
         const rows = yield* read(
@@ -661,6 +672,7 @@ export const layer = Layer.effect(
       claim,
       renewLease,
       expiredLeases,
+      waitingForWorkers,
       activeCount,
       waitingTeams,
       pending,

@@ -8,7 +8,7 @@ import type { PrincipalUid, TeamUid } from "@agent-runs/core/Ids"
 import { WorkerStore } from "@agent-runs/core/ports/WorkerStore"
 import type { StoredWorker, WorkerHeartbeat } from "@agent-runs/core/ports/WorkerStore"
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer, Schema } from "effect"
+import { Effect, Layer, Option, Schema } from "effect"
 import { Count, decodeRows, JsonColumn, json, operation } from "./internal/Catalog.js"
 import * as Rows from "./Rows.js"
 
@@ -55,11 +55,22 @@ export const layer = Layer.effect(
     )
 
     const disconnect = Effect.fn("WorkerStore.disconnect")(
-      function* (team: TeamUid, workerId: string) {
-        const rows = yield* sql`DELETE FROM workers WHERE team_uid = ${team} AND worker_id = ${workerId} RETURNING worker_id`
+      function* (team: TeamUid, workerId: string, now: number) {
+        const rows = yield* sql`UPDATE workers SET expires_at = ${now}
+          WHERE team_uid = ${team} AND worker_id = ${workerId} AND expires_at > ${now} RETURNING worker_id`
         return rows.length > 0
       },
       operation("WorkerStore.disconnect")
+    )
+
+    const lastHeartbeat = Effect.fn("WorkerStore.lastHeartbeat")(
+      function* (team: TeamUid, workerId: string) {
+        const rows = yield* sql`SELECT last_heartbeat_at FROM workers WHERE team_uid = ${team} AND worker_id = ${workerId}`.pipe(
+          Effect.flatMap(decodeRows(Schema.Struct({ last_heartbeat_at: Rows.Millis })))
+        )
+        return Option.fromNullable(rows[0]?.last_heartbeat_at)
+      },
+      operation("WorkerStore.lastHeartbeat")
     )
 
     const connected = Effect.fn("WorkerStore.connected")(
@@ -96,6 +107,6 @@ export const layer = Layer.effect(
       operation("WorkerStore.bind")
     )
 
-    return WorkerStore.of({ heartbeat, disconnect, connected, bind })
+    return WorkerStore.of({ heartbeat, disconnect, connected, bind, lastHeartbeat })
   })
 )

@@ -152,6 +152,7 @@ export const layer = (connection: Connection): Layer.Layer<
         states: unavailable("RunStore.states"),
         list: unavailable("RunStore.list"),
         expiredLeases: unavailable("RunStore.expiredLeases"),
+        waitingForWorkers: unavailable("RunStore.waitingForWorkers"),
         activeCount: unavailable("RunStore.activeCount"),
         waitingTeams: unavailable("RunStore.waitingTeams"),
         pending: unavailable("RunStore.pending"),

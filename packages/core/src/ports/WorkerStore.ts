@@ -5,6 +5,7 @@
  */
 import type { Effect } from "effect"
 import { Context } from "effect"
+import type { Option } from "effect"
 import type { PrincipalUid, TeamUid } from "../Ids.js"
 import type { StorageError } from "./Storage.js"
 
@@ -37,8 +38,10 @@ export interface StoredWorker {
 export class WorkerStore extends Context.Tag("@agent-runs/core/WorkerStore")<WorkerStore, {
   /** Records a heartbeat; `connected_at` stays while the previous one had not expired at `now`, else it is `now`. */
   readonly heartbeat: (beat: WorkerHeartbeat) => Effect.Effect<void, StorageError>
-  /** Forgets a worker (it said it disconnects); false when there was none. */
-  readonly disconnect: (team: TeamUid, workerId: string) => Effect.Effect<boolean, StorageError>
+  /** The worker said it disconnects: no longer connected from `now` (its latest heartbeat is kept); false when it was not connected. */
+  readonly disconnect: (team: TeamUid, workerId: string, now: number) => Effect.Effect<boolean, StorageError>
+  /** The time of the worker's latest heartbeat, connected or not; none when it never sent one. */
+  readonly lastHeartbeat: (team: TeamUid, workerId: string) => Effect.Effect<Option.Option<number>, StorageError>
   /** The team's workers connected at `now` (not expired), by worker id. */
   readonly connected: (team: TeamUid, now: number) => Effect.Effect<ReadonlyArray<StoredWorker>, StorageError>
   /**
