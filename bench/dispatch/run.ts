@@ -507,6 +507,8 @@ const startServer = (env: Readonly<Record<string, string>>, concurrency: number,
         AGENT_RUNS_ADMIN_TOKEN: adminToken,
         AGENT_RUNS_SECRET_KEY: randomBytes(32).toString("hex"),
         AGENT_RUNS_CONCURRENCY: String(concurrency),
+        // The per-team run quota off: the benchmark measures throughput, not the quota.
+        AGENT_RUNS_RUNS_PER_MINUTE: "100000000",
         ...env
       }
     })

@@ -104,7 +104,12 @@ const program = Effect.gen(function*() {
   const adminToken = `ar_${randomBytes(32).toString("base64url")}`
   const server = yield* spawnServer({
     dataDir,
-    env: { AGENT_RUNS_ADMIN_TOKEN: adminToken, AGENT_RUNS_SECRET_KEY: Buffer.from(secretKey).toString("hex") }
+    // The per-team run quota off: the benchmark measures throughput, not the quota.
+    env: {
+      AGENT_RUNS_ADMIN_TOKEN: adminToken,
+      AGENT_RUNS_SECRET_KEY: Buffer.from(secretKey).toString("hex"),
+      AGENT_RUNS_RUNS_PER_MINUTE: "100000000"
+    }
   })
   console.log(`server ${server.url} (pid ${server.pid}, SQLite in ${dataDir})`)
 

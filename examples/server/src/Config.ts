@@ -32,6 +32,9 @@
  * them kept, up to the max), `AGENT_RUNS_WEBHOOK_LOG_REJECTED` (20: rejected entries kept per
  * webhook, the others only counted), `AGENT_RUNS_WEBHOOK_BODY_TIMEOUT_SECONDS` (10: a body not
  * arrived by then is dropped with a 408 and counts in the sender's authentication-failure budget).
+ * Quotas (docs/security.md): `AGENT_RUNS_MAX_PROMPT_BYTES` (65536: a prompt or base prompt),
+ * `AGENT_RUNS_MAX_FOLLOWUP_BYTES` (65536), `AGENT_RUNS_MAX_PENDING_FOLLOWUPS` (100 waiting per
+ * run), `AGENT_RUNS_RUNS_PER_MINUTE` (120 per team through the API, per process).
  * Scheduler: `AGENT_RUNS_SCHEDULER` (`on` | `off`; `on`: every replica fires the schedules' ticks,
  * each tick starting one run whatever the number of replicas; `off`: this replica fires none),
  * `AGENT_RUNS_SCHEDULER_GRACE_SECONDS` (2: how late a tick may be, when the scheduler starts, and
@@ -39,6 +42,8 @@
  */
 import { ProcessIsolation } from "@agent-runs/executor-process"
 import type { ProcessExecutor } from "@agent-runs/executor-process"
+import { Quotas } from "@agent-runs/core"
+import type { QuotaSettings } from "@agent-runs/core/Quotas"
 import { Ingress } from "@agent-runs/http"
 import { Config, ConfigError, Either, Option, Redacted } from "effect"
 import { join, resolve } from "node:path"
@@ -86,6 +91,8 @@ export interface ServerConfig {
   readonly execution: ExecutionConfig
   readonly ingress: IngressConfig
   readonly scheduler: SchedulingConfig
+  /** Prompt and follow-up sizes, follow-ups waiting per run, runs per team and minute (core's defaults when absent). */
+  readonly quotas?: QuotaSettings | undefined
 }
 
 /** How runs are executed. */
@@ -197,6 +204,10 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
     Config.validate({ message: "must be a number from 0.1 to 300", validation: (n) => n >= 0.1 && n <= 300 }),
     Config.withDefault(10)
   ),
+  promptBytes: positive("AGENT_RUNS_MAX_PROMPT_BYTES", Quotas.defaultQuotas.promptBytes),
+  followupBytes: positive("AGENT_RUNS_MAX_FOLLOWUP_BYTES", Quotas.defaultQuotas.followupBytes),
+  pendingFollowups: positive("AGENT_RUNS_MAX_PENDING_FOLLOWUPS", Quotas.defaultQuotas.pendingFollowups),
+  runsPerMinute: positive("AGENT_RUNS_RUNS_PER_MINUTE", Quotas.defaultQuotas.runsPerMinute),
   scheduler: Config.literal("on", "off")("AGENT_RUNS_SCHEDULER").pipe(Config.withDefault("on" as const)),
   schedulerGraceSeconds: Config.number("AGENT_RUNS_SCHEDULER_GRACE_SECONDS").pipe(
     Config.validate({ message: "must be 0 or more", validation: (n) => n >= 0 }),
@@ -248,7 +259,13 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
         logRejected: raw.webhookLogRejected,
         bodyTimeoutSeconds: raw.webhookBodyTimeoutSeconds
       },
-      scheduler: { enabled: raw.scheduler === "on", graceSeconds: raw.schedulerGraceSeconds }
+      scheduler: { enabled: raw.scheduler === "on", graceSeconds: raw.schedulerGraceSeconds },
+      quotas: {
+        promptBytes: raw.promptBytes,
+        followupBytes: raw.followupBytes,
+        pendingFollowups: raw.pendingFollowups,
+        runsPerMinute: raw.runsPerMinute
+      }
     })
   })
 )

@@ -19,6 +19,7 @@ import {
   Identities,
   Ids,
   Ingress,
+  Quotas,
   Runs,
   Schedules,
   Secrets,
@@ -104,6 +105,7 @@ const servicesLayer = (config: ServerConfig, secretKey: Redacted.Redacted<Uint8A
       Workers.Workers.Default
     )),
     Layer.provide(Layer.succeed(Webhooks.WebhookIngressSettings, { baseUrl: config.webhookBaseUrl })),
+    Layer.provide(Layer.succeed(Quotas.Quotas, config.quotas ?? Quotas.defaultQuotas)),
     Layer.provide(Layer.succeed(Workers.WorkerSettingsTag, workerSettings(config))),
     Layer.provide(RunTokens.layer(secretKey)),
     Layer.provideMerge(Ids.IdsLive)

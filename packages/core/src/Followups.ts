@@ -40,9 +40,10 @@
 import { Clock, Effect, Either, Option, Schema } from "effect"
 import { canChange, canSee } from "./Access.js"
 import type { Viewer } from "./Access.js"
-import { Conflict, InvalidRequest, NotAuthorized, ResourceNotFound } from "./Errors.js"
+import { Conflict, InvalidRequest, NotAuthorized, RateLimited, ResourceNotFound } from "./Errors.js"
 import { Ids, RunId } from "./Ids.js"
 import { storageUnavailable } from "./internal/Services.js"
+import { Quotas } from "./Quotas.js"
 import { RunStore } from "./ports/RunStore.js"
 import type { StoredRun } from "./ports/RunStore.js"
 import type { RunFollowupRequest } from "./Run.js"
@@ -55,7 +56,7 @@ import {
   transition
 } from "./RunStateMachine.js"
 import type { FollowupRoute, RunSnapshot } from "./RunStateMachine.js"
-import { applyTransition, currentExecution, eventsAt, runOwnership, runSnapshot } from "./Runs.js"
+import { applyTransition, checkSize, currentExecution, eventsAt, runOwnership, runSnapshot } from "./Runs.js"
 import type { TimelineEvent } from "./Timeline.js"
 
 /** What became of a follow-up message. */
@@ -95,6 +96,8 @@ export class Followups extends Effect.Service<Followups>()("@agent-runs/core/Fol
   effect: Effect.gen(function*() {
     const store = yield* RunStore
     const ids = yield* Ids
+    // Read when the service is built: the host's quotas, not those of a request's fiber.
+    const quotas = yield* Quotas
 
     /** The machine's view of the run, with whether a debug session runs when its window is open. */
     const snapshotOf = (run: StoredRun, now: number) =>
@@ -113,10 +116,19 @@ export class Followups extends Effect.Service<Followups>()("@agent-runs/core/Fol
         if (!canChange(viewer, runOwnership(run))) {
           return yield* new NotAuthorized({ message: "viewers cannot send follow-ups" })
         }
+        yield* checkSize("message", message, quotas.followupBytes)
         const now = yield* Clock.currentTimeMillis
         const snapshot = yield* snapshotOf(run, now)
         const route = decideFollowup(snapshot, message, now)
         if (Either.isLeft(route)) return yield* route.left
+        const toInbox = !isBlankMessage(message) && (route.right._tag === "StoreForStart" || route.right._tag === "DeliverLive")
+        if (toInbox && (yield* store.inboxSize(runId)) >= quotas.pendingFollowups) {
+          return yield* new RateLimited({
+            message: `run ${runId} has ${quotas.pendingFollowups} follow-ups waiting for its agent, its quota; ` +
+              "try again once the agent has taken them",
+            retryAfterSeconds: 5
+          })
+        }
         const moved = transition(snapshot, followupEvent(route.right, message), now)
         if (Either.isLeft(moved)) return yield* Effect.die(moved.left)
         const newExecution = route.right._tag === "NewExecution"

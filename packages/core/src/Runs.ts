@@ -60,8 +60,12 @@ import {
   InvalidRequest,
   NotAuthorized,
   OperationNotSupported,
+  PayloadTooLarge,
+  RateLimited,
   ResourceNotFound
 } from "./Errors.js"
+import { Quotas, utf8Bytes } from "./Quotas.js"
+import { makeLimiter } from "./RateLimit.js"
 import { Ids, RunId } from "./Ids.js"
 import type { EnvironmentUid, ExecutionId, PrincipalUid } from "./Ids.js"
 import type { Principal, Team } from "./Identity.js"
@@ -267,7 +271,16 @@ export interface EventRunRequest {
 }
 
 /** Why a run request was refused (the caller may not, or a referenced resource is unusable). */
-export type RunRefusal = NotAuthorized | OperationNotSupported | InvalidRequest
+export type RunRefusal = NotAuthorized | OperationNotSupported | InvalidRequest | PayloadTooLarge
+
+/** 413 naming `field` when `text` is over `limit` bytes of UTF-8. */
+export const checkSize = (field: string, text: string | undefined, limit: number) => {
+  if (text === undefined || text.length * 3 <= limit) return Effect.void
+  const bytes = utf8Bytes(text)
+  return bytes <= limit
+    ? Effect.void
+    : Effect.fail(new PayloadTooLarge({ message: `${field}: ${bytes} bytes; at most ${limit} are allowed`, limitBytes: limit }))
+}
 
 /** A checked run request, ready to write. */
 interface PreparedRun {
@@ -281,6 +294,8 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
   dependencies: [Skills.Default],
   effect: Effect.gen(function* () {
     const store = yield* RunStore
+    // Read when the service is built: the host's quotas, not those of a request's fiber.
+    const quotas = yield* Quotas
     const environments = yield* EnvironmentStore
     const identities = yield* IdentityStore
     const secrets = yield* SecretStore
@@ -359,6 +374,8 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         if (request.images !== undefined && request.images.length > 0) {
           return yield* new OperationNotSupported({ message: "images: image inputs are not supported yet" })
         }
+        yield* checkSize("prompt", request.prompt, quotas.promptBytes)
+        yield* checkSize("config.base_prompt", request.config?.base_prompt, quotas.promptBytes)
         const team = yield* teamOf(viewer)
         const creator = principalRef(yield* principalOf(viewer.principal_uid, "creator"))
         const config: AgentConfig = {
@@ -487,9 +504,21 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
      * Creates a run from a decoded `RunAgentRequest` (callers decode bodies with `decodeRequest`
      * or their transport's schema), admitted at once when the team has room.
      */
+    /** Runs created through the API per team and minute (this process). */
+    const creations = makeLimiter({ max: quotas.runsPerMinute, windowMs: 60_000 })
+
     const create = Effect.fn("Runs.create")(
       function* (viewer: Viewer, request: RunAgentRequest, source: RunSourceType = "API") {
+        const now = yield* Clock.currentTimeMillis
+        const quota = creations.check(viewer.team_uid, now)
+        if (!quota.allowed) {
+          return yield* new RateLimited({
+            message: `the team created ${quotas.runsPerMinute} runs in the last minute, its quota; try again later`,
+            retryAfterSeconds: Math.max(1, Math.ceil(quota.retryAfterMs / 1000))
+          })
+        }
         const prepared = yield* prepare(viewer, request, { source })
+        creations.record(viewer.team_uid, now)
         const [response] = yield* commit([prepared]).pipe(Effect.catchTag("DuplicateKey", Effect.die))
         return response!
       },
@@ -508,7 +537,8 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
             Effect.catchTags({
               NotAuthorized: (e) => Effect.succeed(Either.left(e)),
               OperationNotSupported: (e) => Effect.succeed(Either.left(e)),
-              InvalidRequest: (e) => Effect.succeed(Either.left(e))
+              InvalidRequest: (e) => Effect.succeed(Either.left(e)),
+              PayloadTooLarge: (e) => Effect.succeed(Either.left(e))
             })
           )
           if (Either.isRight(result)) ahead.set(viewer.team_uid, n + 1)

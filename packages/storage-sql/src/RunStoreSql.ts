@@ -604,6 +604,16 @@ export const layer = Layer.effect(
       operation("RunStore.enqueueFollowup")
     )
 
+    const inboxSize = Effect.fn("RunStore.inboxSize")(
+      function* (runId: RunId) {
+        const rows = yield* read(sql`SELECT COUNT(*) AS n FROM followup_inbox WHERE run_id = ${runId}`).pipe(
+          Effect.flatMap(Schema.decodeUnknown(Count))
+        )
+        return rows[0]?.n ?? 0
+      },
+      operation("RunStore.inboxSize")
+    )
+
     const takeFollowups = Effect.fn("RunStore.takeFollowups")(
       function* (runId: RunId) {
         const rows = yield* sql.withTransaction(
@@ -681,6 +691,7 @@ export const layer = Layer.effect(
       conversation,
       recordFollowup,
       enqueueFollowup,
+      inboxSize,
       takeFollowups,
       addArtifact,
       findByExternalReference,

@@ -157,6 +157,8 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
   readonly enqueueFollowup: (runId: RunId, followup: StoredFollowup) => Effect.Effect<void, StorageError>
   /** Removes and returns the stored follow-ups, oldest first (by `received_at`, then arrival); atomic. */
   readonly takeFollowups: (runId: RunId) => Effect.Effect<ReadonlyArray<StoredFollowup>, StorageError>
+  /** How many follow-ups wait in the run's inbox. */
+  readonly inboxSize: (runId: RunId) => Effect.Effect<number, StorageError>
   /** Records an artifact of a run. */
   readonly addArtifact: (runId: RunId, artifact: Artifact) => Effect.Effect<void, StorageError>
   /**
