@@ -21,8 +21,9 @@
  *   400 naming it. The runs an automation starts are checked again when they are created.
  * - Names are trimmed and unique within the team (409 otherwise): definition files
  *   (`automations/<name>.yaml`) are keyed by name. Checked by reading then writing.
- * - Validation order: 404 (replace/delete of an unknown automation), 403 (not an admin), 400
- *   (webhooks, filter, references), 409 (name). Nothing is stored when a request is refused.
+ * - Validation order: 404 (replace/delete of an unknown automation), 403 (not an admin), 413 (a
+ *   `prompt` or `agent_config.base_prompt` over the quota, Quotas.ts), 400 (webhooks, filter,
+ *   references), 409 (name). Nothing is stored when a request is refused.
  * - PUT replaces every field but `agent_config`, which is kept when omitted; `created_at` stays,
  *   `updated_at` becomes now. Delete keeps the runs the automation started.
  * - test-filter finds the delivery in the logs of the webhooks the trigger selects, then of the
@@ -58,6 +59,7 @@ import type { StoredAutomation } from "./ports/AutomationStore.js"
 import { EnvironmentStore } from "./ports/EnvironmentStore.js"
 import { IdentityStore } from "./ports/IdentityStore.js"
 import { WebhookStore } from "./ports/WebhookStore.js"
+import { checkPromptSizes, Quotas } from "./Quotas.js"
 import type { AgentConfig } from "./Run.js"
 import type { Delivery } from "./Webhook.js"
 import { storageUnavailable } from "./internal/Services.js"
@@ -115,6 +117,7 @@ export class Automations extends Effect.Service<Automations>()("@agent-runs/core
     const environments = yield* EnvironmentStore
     const identities = yield* IdentityStore
     const ids = yield* Ids
+    const quotas = yield* Quotas
 
     const requireAdmin = (viewer: Viewer) =>
       canManageFactory(viewer) ? Effect.void : Effect.fail(new NotAuthorized({ message: ADMINS_ONLY }))
@@ -190,6 +193,7 @@ export class Automations extends Effect.Service<Automations>()("@agent-runs/core
     const create = Effect.fn("Automations.create")(
       function* (viewer: Viewer, request: CreateAutomationRequest) {
         yield* requireAdmin(viewer)
+        yield* checkPromptSizes(quotas, request.prompt, request.agent_config)
         const trigger = yield* checkTrigger(viewer, request.trigger, [])
         const agentConfig = request.agent_config ?? {}
         yield* checkConfig(viewer, agentConfig)
@@ -234,6 +238,7 @@ export class Automations extends Effect.Service<Automations>()("@agent-runs/core
       function* (viewer: Viewer, id: AutomationId, request: UpdateAutomationRequest) {
         const current = yield* requireAutomation(viewer, id)
         yield* requireAdmin(viewer)
+        yield* checkPromptSizes(quotas, request.prompt, request.agent_config)
         const trigger = yield* checkTrigger(viewer, request.trigger, current.item.trigger.filter.webhook_ids)
         const agentConfig = request.agent_config ?? current.item.agent_config
         yield* checkConfig(viewer, agentConfig)

@@ -36,6 +36,11 @@
  * - `updated_at` becomes the time of the follow-up, whatever the route.
  * - The answer is `RunFollowupResponse {run_id, state, execution_count, route}`, with the state and
  *   count after the follow-up and `route` naming what happened to the message.
+ * - Quotas (Quotas.ts): a message over `followupBytes` is a 413 naming `message`, checked after
+ *   the viewer check; a run whose inbox already holds `pendingFollowups` messages its agent has
+ *   not received is a 429 (`Retry-After`: FOLLOWUP_RETRY_SECONDS), nothing written. The inbox is
+ *   counted in the same write as the new entry (`FollowupWrite.maxPending`), so concurrent senders
+ *   never take it past the limit. Messages delivered to a running agent leave the inbox at once.
  */
 import { Clock, Effect, Either, Option, Schema } from "effect"
 import { canChange, canSee } from "./Access.js"
@@ -43,8 +48,8 @@ import type { Viewer } from "./Access.js"
 import { Conflict, InvalidRequest, NotAuthorized, RateLimited, ResourceNotFound } from "./Errors.js"
 import { Ids, RunId } from "./Ids.js"
 import { storageUnavailable } from "./internal/Services.js"
-import { Quotas } from "./Quotas.js"
 import { RunStore } from "./ports/RunStore.js"
+import { checkSize, Quotas } from "./Quotas.js"
 import type { StoredRun } from "./ports/RunStore.js"
 import type { RunFollowupRequest } from "./Run.js"
 import { RunState } from "./RunState.js"
@@ -56,7 +61,7 @@ import {
   transition
 } from "./RunStateMachine.js"
 import type { FollowupRoute, RunSnapshot } from "./RunStateMachine.js"
-import { applyTransition, checkSize, currentExecution, eventsAt, runOwnership, runSnapshot } from "./Runs.js"
+import { applyTransition, currentExecution, eventsAt, runOwnership, runSnapshot } from "./Runs.js"
 import type { TimelineEvent } from "./Timeline.js"
 
 /** What became of a follow-up message. */
@@ -91,12 +96,14 @@ export const debugSessionStarted = (timeline: ReadonlyArray<TimelineEvent>): boo
 
 const isRunId = Schema.is(RunId)
 
+/** The `Retry-After` of a follow-up refused because the run's inbox is full: its agent has yet to start. */
+export const FOLLOWUP_RETRY_SECONDS = 30
+
 /** The follow-up service. */
 export class Followups extends Effect.Service<Followups>()("@agent-runs/core/Followups", {
   effect: Effect.gen(function*() {
     const store = yield* RunStore
     const ids = yield* Ids
-    // Read when the service is built: the host's quotas, not those of a request's fiber.
     const quotas = yield* Quotas
 
     /** The machine's view of the run, with whether a debug session runs when its window is open. */
@@ -121,14 +128,6 @@ export class Followups extends Effect.Service<Followups>()("@agent-runs/core/Fol
         const snapshot = yield* snapshotOf(run, now)
         const route = decideFollowup(snapshot, message, now)
         if (Either.isLeft(route)) return yield* route.left
-        const toInbox = !isBlankMessage(message) && (route.right._tag === "StoreForStart" || route.right._tag === "DeliverLive")
-        if (toInbox && (yield* store.inboxSize(runId)) >= quotas.pendingFollowups) {
-          return yield* new RateLimited({
-            message: `run ${runId} has ${quotas.pendingFollowups} follow-ups waiting for its agent, its quota; ` +
-              "try again once the agent has taken them",
-            retryAfterSeconds: 5
-          })
-        }
         const moved = transition(snapshot, followupEvent(route.right, message), now)
         if (Either.isLeft(moved)) return yield* Effect.die(moved.left)
         const newExecution = route.right._tag === "NewExecution"
@@ -141,8 +140,18 @@ export class Followups extends Effect.Service<Followups>()("@agent-runs/core/Fol
             ...(newExecution ? { next } : {}),
             at: now,
             events: eventsAt(moved.right.timeline, now, execution),
-            ...(isBlankMessage(message) ? {} : { followup: { message, received_at: now } })
+            ...(isBlankMessage(message) ? {} : { followup: { message, received_at: now } }),
+            maxPending: quotas.pendingFollowups
           }
+        ).pipe(
+          Effect.catchTag("FollowupInboxFull", ({ pending }) =>
+            Effect.fail(
+              new RateLimited({
+                message: `message: run ${runId} has ${pending} follow-ups waiting for its agent, its quota ` +
+                  `(${quotas.pendingFollowups}); try again once the agent has taken them`,
+                retryAfterSeconds: FOLLOWUP_RETRY_SECONDS
+              })
+            ))
         )
         return new RunFollowupResponse({
           run_id: runId,

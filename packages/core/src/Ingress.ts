@@ -33,7 +33,9 @@
  *   the automation's name; an automation whose run is refused (its creator left the team, its
  *   environment is gone) starts nothing and is logged; the delivery is still ACCEPTED with the
  *   runs that did start. The claim of the identity, the log entry and the runs are one
- *   transaction, so replicas and restarts never start a delivery twice.
+ *   transaction, so replicas and restarts never start a delivery twice. When the team is over its
+ *   run-creation quota (Quotas.ts) the whole delivery is answered 429 with `Retry-After`, nothing
+ *   logged, claimed or started, so its sender can deliver it again.
  * - A signed delivery also claims the key of its signed content (`DeliveryIdentity.contentKey`) in
  *   that transaction: the id headers of most schemes are not signed, so the same signed bytes
  *   replayed under a new id (or none) are a DUPLICATE. Tokens sign no content and claim no such key.
@@ -416,7 +418,13 @@ export class Ingress extends Effect.Service<Ingress>()("@agent-runs/core/Ingress
           delivery: entry({ ...base, identity: identity.key, outcome: "ACCEPTED", run_ids, payload })
         })).pipe(
           Effect.map(Option.some),
-          Effect.catchTag("DuplicateKey", () => Effect.succeedNone)
+          Effect.catchTag("DuplicateKey", () => Effect.succeedNone),
+          // Over the team's run-creation quota: nothing logged or started; the sender may deliver it again.
+          Effect.tapErrorTag("RateLimited", () =>
+            Effect.zipRight(
+              requests.length > 0 ? blobs.remove(payloadKey).pipe(Effect.ignore) : Effect.void,
+              Effect.logInfo(`ingress: delivery ${base.delivery_id} refused: its team is over its run-creation quota`)
+            ))
         )
         if (Option.isNone(outcome)) {
           if (requests.length > 0) yield* blobs.remove(payloadKey)

@@ -1,8 +1,9 @@
 /**
- * Sliding-window limits for webhook ingress (CONTRACT §8): at most `max` events per key in any
- * window of `windowMs` — 60 deliveries a minute per webhook and client address (429 with
- * `Retry-After`), 10 authentication failures a minute (the budget: 429 once spent). The clock is
- * the caller's (`now` in epoch millis), so tests need no real time.
+ * Sliding-window limits: at most `max` events per key in any window of `windowMs`. The webhook
+ * ingress (CONTRACT §8) allows 60 deliveries a minute per webhook and client address (429 with
+ * `Retry-After`) and 10 authentication failures a minute (the budget: 429 once spent); `Runs`
+ * bounds the runs a team creates per minute (Quotas.ts). The clock is the caller's (`now` in
+ * epoch millis), so tests need no real time.
  *
  * Decisions where the contract is silent:
  * - The window slides: an event counts for exactly `windowMs` after it happened. Each key keeps at
@@ -24,12 +25,14 @@ export type Decision =
   | { readonly allowed: false; readonly retryAfterMs: number }
 
 export interface Limiter {
-  /** Whether an event now would be allowed, without counting it. */
-  readonly check: (key: string, now: number) => Decision
+  /** Whether `count` events now (1 by default) would be allowed, without counting them. */
+  readonly check: (key: string, now: number, count?: number) => Decision
   /** Counts an event now, whatever `check` says (e.g. an authentication failure). */
   readonly record: (key: string, now: number) => void
-  /** Counts an event now if it is allowed: `check` then `record`. */
-  readonly take: (key: string, now: number) => Decision
+  /** Counts `count` events now (1 by default) if they are allowed, all or none: `check` then `record`. */
+  readonly take: (key: string, now: number, count?: number) => Decision
+  /** Forgets the newest `count` events of `key` (1 by default): a refund for work that did not happen. */
+  readonly refund: (key: string, count?: number) => void
   /** Forgets the keys with nothing left in the window; returns how many remain. */
   readonly prune: (now: number) => number
 }
@@ -57,11 +60,15 @@ export const makeLimiter = (limit: Limit): Limiter => {
   }
 
   // Reads only: a look at another time (a caller's "when could it go") changes nothing.
-  const check = (key: string, now: number): Decision => {
+  const check = (key: string, now: number, count = 1): Decision => {
     const times = events.get(key) ?? []
-    const count = times.length - firstLive(times, now)
-    if (count < limit.max) return { allowed: true }
-    return { allowed: false, retryAfterMs: Math.max(1, times[times.length - limit.max]! + limit.windowMs - now) }
+    const first = firstLive(times, now)
+    const over = times.length - first + count - limit.max
+    if (over <= 0) return { allowed: true }
+    // More than the limit at once is never allowed: the whole window is the honest answer.
+    if (count > limit.max) return { allowed: false, retryAfterMs: limit.windowMs }
+    // Allowed once the `over` oldest counted events have left the window.
+    return { allowed: false, retryAfterMs: Math.max(1, times[first + over - 1]! + limit.windowMs - now) }
   }
 
   const record = (key: string, now: number): void => {
@@ -71,10 +78,17 @@ export const makeLimiter = (limit: Limit): Limiter => {
     events.set(key, times)
   }
 
-  const take = (key: string, now: number): Decision => {
-    const decision = check(key, now)
-    if (decision.allowed) record(key, now)
+  const take = (key: string, now: number, count = 1): Decision => {
+    const decision = check(key, now, count)
+    if (decision.allowed) for (let i = 0; i < count; i++) record(key, now)
     return decision
+  }
+
+  const refund = (key: string, count = 1): void => {
+    const times = events.get(key)
+    if (times === undefined) return
+    times.splice(Math.max(0, times.length - count), count)
+    if (times.length === 0) events.delete(key)
   }
 
   const prune = (now: number): number => {
@@ -82,5 +96,5 @@ export const makeLimiter = (limit: Limit): Limiter => {
     return events.size
   }
 
-  return { check, record, take, prune }
+  return { check, record, take, refund, prune }
 }

@@ -46,6 +46,14 @@
  *   caller may not use); the run keeps them as given, secrets are resolved only at execution.
  * - A storage failure is a 503 `resource_unavailable` (retryable), logged with its cause; the
  *   caller never sees the cause.
+ * - Quotas (Quotas.ts): a `prompt` or `config.base_prompt` over `promptBytes`, or a `title` over
+ *   `titleBytes`, is a 413 naming the field, checked right after the viewer check. A team creates
+ *   at most `runsPerMinute` runs a minute, whatever creates them (API, run token, schedule,
+ *   webhook): the quota is taken once a request is checked, just before the write, all of an
+ *   event's runs or none (429 with `Retry-After`, nothing written), and given back when the write
+ *   fails (a duplicate delivery or tick, storage), so replays never spend it. A list page stops
+ *   before the item that would take its JSON over `listBytes` (at least one item), `next_cursor`
+ *   continuing after the last item sent.
  */
 import { Clock, DateTime, Effect, Either, Option, Schema, Stream } from "effect"
 import { actAsProblem, canChange, canCreate, canSee, lesserRole, scopeFor } from "./Access.js"
@@ -60,12 +68,10 @@ import {
   InvalidRequest,
   NotAuthorized,
   OperationNotSupported,
-  PayloadTooLarge,
   RateLimited,
   ResourceNotFound
 } from "./Errors.js"
-import { Quotas, utf8Bytes } from "./Quotas.js"
-import { makeLimiter } from "./RateLimit.js"
+import type { PayloadTooLarge } from "./Errors.js"
 import { Ids, RunId } from "./Ids.js"
 import type { EnvironmentUid, ExecutionId, PrincipalUid } from "./Ids.js"
 import type { Principal, Team } from "./Identity.js"
@@ -73,7 +79,7 @@ import { usableBy } from "./Environments.js"
 import { EnvironmentStore } from "./ports/EnvironmentStore.js"
 import { IdentityStore } from "./ports/IdentityStore.js"
 import { checkMcpServers } from "./McpServers.js"
-import { RunStore } from "./ports/RunStore.js"
+import { RunStore, runListRow } from "./ports/RunStore.js"
 import { SecretStore } from "./ports/SecretStore.js"
 import { WorkerStore } from "./ports/WorkerStore.js"
 import type { RunCredential } from "./ports/RunTokens.js"
@@ -82,7 +88,9 @@ import type { StoredEnvironment } from "./ports/EnvironmentStore.js"
 import type { ExactlyOnceKey } from "./ports/Storage.js"
 import { ListRunsResponse, RunAgentResponse, RunItem } from "./Run.js"
 import type { AgentConfig, RunAgentRequest, RunScheduleRef } from "./Run.js"
-import { parseRunListQuery, requireRunListFeatures } from "./RunQuery.js"
+import { checkPromptSizes, checkSize, fittingCount, Quotas, utf8Bytes } from "./Quotas.js"
+import { makeLimiter } from "./RateLimit.js"
+import { encodeCursor, parseRunListQuery, requireRunListFeatures } from "./RunQuery.js"
 import type { RunListQueryParams } from "./RunQuery.js"
 import { isTerminal } from "./RunState.js"
 import type { RunSourceType } from "./RunState.js"
@@ -270,17 +278,14 @@ export interface EventRunRequest {
   readonly options: CreateOptions
 }
 
-/** Why a run request was refused (the caller may not, or a referenced resource is unusable). */
+/** Why a run request was refused (the caller may not, a referenced resource is unusable, a field is too large). */
 export type RunRefusal = NotAuthorized | OperationNotSupported | InvalidRequest | PayloadTooLarge
 
-/** 413 naming `field` when `text` is over `limit` bytes of UTF-8. */
-export const checkSize = (field: string, text: string | undefined, limit: number) => {
-  if (text === undefined || text.length * 3 <= limit) return Effect.void
-  const bytes = utf8Bytes(text)
-  return bytes <= limit
-    ? Effect.void
-    : Effect.fail(new PayloadTooLarge({ message: `${field}: ${bytes} bytes; at most ${limit} are allowed`, limitBytes: limit }))
-}
+/** What a list page's JSON holds besides its items (`{"runs":[`, `page_info` with a cursor), generously. */
+const LIST_PAGE_OVERHEAD = 1024
+
+/** The size of a run item's JSON, in bytes (DateTimes serialize as their ISO strings, as on the wire). */
+export const runItemBytes = (item: RunItem): number => utf8Bytes(JSON.stringify(item))
 
 /** A checked run request, ready to write. */
 interface PreparedRun {
@@ -294,8 +299,6 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
   dependencies: [Skills.Default],
   effect: Effect.gen(function* () {
     const store = yield* RunStore
-    // Read when the service is built: the host's quotas, not those of a request's fiber.
-    const quotas = yield* Quotas
     const environments = yield* EnvironmentStore
     const identities = yield* IdentityStore
     const secrets = yield* SecretStore
@@ -304,6 +307,41 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
     // Worker presence, where the storage offers it: a run queued for a self-hosted worker that is
     // not connected says so in its `run_queued` event.
     const workers = yield* Effect.serviceOption(WorkerStore)
+    const quotas = yield* Quotas
+    // Runs created per team in the last minute (this process's).
+    const creations = makeLimiter({ max: quotas.runsPerMinute, windowMs: 60_000 })
+    let prunedAt = 0
+
+    /**
+     * Writes `prepared` with `write` under the run-creation quota of each team, all or none: 429
+     * with `Retry-After` (nothing written) when a team's runs of the last minute leave no room for
+     * them. The quota is taken before the write and given back when the write fails (a duplicate
+     * event, storage), so only runs actually written count.
+     */
+    const withCreationQuota = <A, E>(prepared: ReadonlyArray<PreparedRun>, write: Effect.Effect<A, E>) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        if (now - prunedAt >= 60_000) {
+          creations.prune(now)
+          prunedAt = now
+        }
+        const perTeam = new Map<string, number>()
+        for (const p of prepared) perTeam.set(p.write.run.team_uid, (perTeam.get(p.write.run.team_uid) ?? 0) + 1)
+        for (const [team, count] of perTeam) {
+          const decision = creations.check(team, now, count)
+          if (!decision.allowed) {
+            return yield* new RateLimited({
+              message: `runs: over the team's quota of ${quotas.runsPerMinute} runs in the last minute; ` +
+                `try again in ${Math.ceil(decision.retryAfterMs / 1000)} s`,
+              retryAfterSeconds: Math.max(1, Math.ceil(decision.retryAfterMs / 1000))
+            })
+          }
+        }
+        for (const [team, count] of perTeam) creations.take(team, now, count)
+        return yield* write.pipe(
+          Effect.onError(() => Effect.sync(() => perTeam.forEach((count, team) => creations.refund(team, count))))
+        )
+      })
 
     /** The viewer's team; a team that no longer exists refuses the caller. */
     const teamOf = (viewer: Viewer) =>
@@ -366,6 +404,8 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
     const prepare = (viewer: Viewer, request: RunAgentRequest, options: CreateOptions, pendingAhead = 0) =>
       Effect.gen(function* () {
         if (!canCreate(viewer)) return yield* new NotAuthorized({ message: "viewers cannot create runs" })
+        yield* checkPromptSizes(quotas, request.prompt, request.config, "config")
+        yield* checkSize("title", request.title, quotas.titleBytes)
         if (request.conversation_id !== undefined) {
           return yield* new OperationNotSupported({
             message: "conversation_id: starting a run from a saved conversation is not supported yet"
@@ -374,8 +414,6 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         if (request.images !== undefined && request.images.length > 0) {
           return yield* new OperationNotSupported({ message: "images: image inputs are not supported yet" })
         }
-        yield* checkSize("prompt", request.prompt, quotas.promptBytes)
-        yield* checkSize("config.base_prompt", request.config?.base_prompt, quotas.promptBytes)
         const team = yield* teamOf(viewer)
         const creator = principalRef(yield* principalOf(viewer.principal_uid, "creator"))
         const config: AgentConfig = {
@@ -504,22 +542,12 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
      * Creates a run from a decoded `RunAgentRequest` (callers decode bodies with `decodeRequest`
      * or their transport's schema), admitted at once when the team has room.
      */
-    /** Runs created through the API per team and minute (this process). */
-    const creations = makeLimiter({ max: quotas.runsPerMinute, windowMs: 60_000 })
-
     const create = Effect.fn("Runs.create")(
       function* (viewer: Viewer, request: RunAgentRequest, source: RunSourceType = "API") {
-        const now = yield* Clock.currentTimeMillis
-        const quota = creations.check(viewer.team_uid, now)
-        if (!quota.allowed) {
-          return yield* new RateLimited({
-            message: `the team created ${quotas.runsPerMinute} runs in the last minute, its quota; try again later`,
-            retryAfterSeconds: Math.max(1, Math.ceil(quota.retryAfterMs / 1000))
-          })
-        }
         const prepared = yield* prepare(viewer, request, { source })
-        creations.record(viewer.team_uid, now)
-        const [response] = yield* commit([prepared]).pipe(Effect.catchTag("DuplicateKey", Effect.die))
+        const [response] = yield* withCreationQuota([prepared], commit([prepared])).pipe(
+          Effect.catchTag("DuplicateKey", Effect.die)
+        )
         return response!
       },
       storageUnavailable
@@ -549,8 +577,9 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
 
     /**
      * Creates the runs of one event (a cron tick) at most once: every request is checked first
-     * (the first refusal fails the whole batch and writes nothing), then all are written in one
-     * transaction with `key`. When `key` was taken before: DuplicateKey, nothing written.
+     * (the first refusal fails the whole batch and writes nothing), then the teams' creation quota
+     * is taken (429 otherwise, nothing written), then all are written in one transaction with
+     * `key`. When `key` was taken before: DuplicateKey, nothing written.
      */
     const createOnce = Effect.fn("Runs.createOnce")(
       function* (requests: ReadonlyArray<EventRunRequest>, key: ExactlyOnceKey) {
@@ -559,7 +588,7 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
           if (Either.isLeft(result)) return yield* result.left
           prepared.push(result.right)
         }
-        return yield* commit(prepared, key)
+        return yield* withCreationQuota(prepared, commit(prepared, key))
       },
       storageUnavailable
     )
@@ -568,7 +597,9 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
      * Creates the runs of one event (a webhook delivery) at most once, leaving out the requests
      * that are refused: the others are written in one transaction with the key `keyFor` builds
      * from the ids of the runs about to be written (the key is taken even when none is). When the
-     * key was taken before: DuplicateKey, nothing written. Answers each request's response or refusal.
+     * key was taken before: DuplicateKey, nothing written. When the team's creation quota has no
+     * room for all of the runs: 429, nothing written (the key is not taken, the event can come
+     * again). Answers each request's response or refusal.
      */
     const createForEvent = Effect.fn("Runs.createForEvent")(
       function* (
@@ -577,7 +608,7 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
       ) {
         const results = yield* prepareEach(requests)
         const prepared = results.flatMap((r) => Either.isRight(r) ? [r.right] : [])
-        yield* commit(prepared, keyFor(prepared.map((p) => p.response.run_id)))
+        yield* withCreationQuota(prepared, commit(prepared, keyFor(prepared.map((p) => p.response.run_id))))
         return results.map(Either.map((p) => p.response))
       },
       storageUnavailable
@@ -616,7 +647,14 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
           return yield* InvalidRequest.forField("ancestor_run_id", `no run ${ancestor} that you can see`)
         }
         const page = yield* store.list(query, viewer)
-        return new ListRunsResponse({ runs: page.rows.map(presentRun), page_info: page.page_info })
+        const runs = page.rows.map(presentRun)
+        // The response stays under maxListBytes: the page ends early, continuing after its last item.
+        const fitting = fittingCount(runs, runItemBytes, quotas.listBytes, LIST_PAGE_OVERHEAD)
+        if (fitting === runs.length) return new ListRunsResponse({ runs, page_info: page.page_info })
+        return new ListRunsResponse({
+          runs: runs.slice(0, fitting),
+          page_info: { has_next_page: true, next_cursor: encodeCursor(query, runListRow(page.rows[fitting - 1]!)) }
+        })
       },
       storageUnavailable
     )

@@ -5,7 +5,8 @@
  * and shows each recent run's current state (one look-up for all the schedules of an answer).
  *
  * Decisions where the contract is silent:
- * - Checks in order: a viewer is refused (403); creating needs the team feature
+ * - Checks in order: a viewer is refused (403); a `prompt` or `agent_config.base_prompt` over the
+ *   quota (Quotas.ts) is a 413 naming it; creating needs the team feature
  *   `scheduled_agents` (403 `feature_not_available`); the cron expression and time zone are
  *   parsed (400 naming `cron_schedule` or `timezone`, also for an expression that never fires);
  *   a referenced `agent_config.environment_id` must be usable by the caller (403 naming the field,
@@ -31,6 +32,7 @@ import { EnvironmentStore } from "./ports/EnvironmentStore.js"
 import { IdentityStore } from "./ports/IdentityStore.js"
 import { RunStore } from "./ports/RunStore.js"
 import { ScheduleStore } from "./ports/ScheduleStore.js"
+import { checkPromptSizes, Quotas } from "./Quotas.js"
 import type { StoredSchedule } from "./ports/ScheduleStore.js"
 import type { AgentConfig } from "./Run.js"
 import {
@@ -55,6 +57,7 @@ export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Sch
     const identities = yield* IdentityStore
     const runs = yield* RunStore
     const ids = yield* Ids
+    const quotas = yield* Quotas
 
     /**
      * The items shown to callers: `enabled` from the state, `next_run` computed now, the recent
@@ -165,6 +168,7 @@ export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Sch
     const create = Effect.fn("Schedules.create")(
       function*(viewer: Viewer, request: CreateScheduledAgentRequest) {
         if (!canCreate(viewer)) return yield* new NotAuthorized({ message: "viewers cannot create schedules" })
+        yield* checkPromptSizes(quotas, request.prompt, request.agent_config)
         const team = yield* identities.getTeam(viewer.team_uid)
         if (Option.isNone(team)) return yield* new NotAuthorized({ message: `team ${viewer.team_uid} does not exist` })
         if (!team.value.features.scheduled_agents) {
@@ -228,6 +232,7 @@ export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Sch
       function*(viewer: Viewer, id: ScheduleId, request: UpdateScheduledAgentRequest) {
         return yield* modify(viewer, id, (current, now) =>
           Effect.gen(function*() {
+            yield* checkPromptSizes(quotas, request.prompt, request.agent_config)
             const timezone = request.timezone ?? current.item.timezone
             const cron = request.cron_schedule.trim()
             yield* parseSchedule(cron, timezone)

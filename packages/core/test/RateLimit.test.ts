@@ -62,4 +62,54 @@ describe("makeLimiter", () => {
       }
     }
   )
+
+  it("takes several events at once, all or none (a batch of runs)", () => {
+    const limiter = makeLimiter({ max: 5, windowMs: 60_000 })
+    expect(limiter.take("team", T, 3)).toEqual({ allowed: true })
+    expect(limiter.take("team", T + 1_000, 3)).toEqual({ allowed: false, retryAfterMs: 59_000 })
+    // Nothing was counted for the refused batch: two single events still fit.
+    expect(limiter.take("team", T + 1_000, 2)).toEqual({ allowed: true })
+    expect(limiter.check("team", T + 2_000)).toEqual({ allowed: false, retryAfterMs: 58_000 })
+    expect(limiter.check("team", T + 2_000, 6)).toEqual({ allowed: false, retryAfterMs: 60_000 })
+  })
+
+  it("refund forgets the newest events of a key", () => {
+    const limiter = makeLimiter({ max: 2, windowMs: 60_000 })
+    expect(limiter.take("team", T, 2)).toEqual({ allowed: true })
+    limiter.refund("team")
+    expect(limiter.take("team", T + 1_000)).toEqual({ allowed: true })
+    expect(limiter.check("team", T + 2_000)).toEqual({ allowed: false, retryAfterMs: 58_000 })
+    limiter.refund("team", 5)
+    limiter.refund("nobody")
+    expect(limiter.prune(T + 2_000)).toBe(0)
+  })
+
+  it.prop(
+    "batches: never more than max in any window, and retryAfterMs is exactly how long to wait",
+    [
+      fc.integer({ min: 1, max: 5 }),
+      fc.integer({ min: 10, max: 1_000 }),
+      fc.array(fc.tuple(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 1, max: 4 })), { maxLength: 200 })
+    ],
+    ([max, windowMs, steps]) => {
+      const limiter = makeLimiter({ max, windowMs })
+      const allowed: Array<number> = []
+      let now = T
+      for (const [gap, count] of steps) {
+        now += gap
+        const decision = limiter.take("k", now, count)
+        if (decision.allowed) {
+          for (let i = 0; i < count; i++) allowed.push(now)
+          expect(allowed.filter((t) => t > now - windowMs).length).toBeLessThanOrEqual(max)
+        } else if (count <= max) {
+          expect(decision.retryAfterMs).toBeGreaterThan(0)
+          expect(decision.retryAfterMs).toBeLessThanOrEqual(windowMs)
+          expect(limiter.check("k", now + decision.retryAfterMs, count).allowed).toBe(true)
+          expect(limiter.check("k", now + decision.retryAfterMs - 1, count).allowed).toBe(false)
+        } else {
+          expect(decision).toEqual({ allowed: false, retryAfterMs: windowMs })
+        }
+      }
+    }
+  )
 })

@@ -6,21 +6,23 @@
  */
 import { makeEnvironment } from "./CatalogConformance.js"
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect, Either, Layer, Option, Redacted } from "effect"
+import { Effect, Either, Layer, Option, Redacted, TestClock } from "effect"
 import type { Viewer } from "../src/Access.js"
-import type { Conflict, InvalidRequest, NotAuthorized } from "../src/Errors.js"
+import type { Conflict, InvalidRequest, NotAuthorized, RateLimited } from "../src/Errors.js"
 import { EnvironmentUid, type ExecutionId, IdsLive, isUuidV7, type PrincipalUid, type RunId } from "../src/Ids.js"
 import { decodeRequest } from "../src/Common.js"
 import { RunAgentRequest } from "../src/Run.js"
 import { Environment } from "../src/Environment.js"
 import { EnvironmentStore } from "../src/ports/EnvironmentStore.js"
 import { RepoSource } from "../src/ports/RepoSource.js"
+import { defaultQuotas, Quotas } from "../src/Quotas.js"
 import { SecretStore } from "../src/ports/SecretStore.js"
 import type { SecretName } from "../src/Secret.js"
 import { RunStore } from "../src/ports/RunStore.js"
 import { RunEvent, transition } from "../src/RunStateMachine.js"
 import { applyTransition, MAX_DEFAULT_TITLE_LENGTH, Runs, runSnapshot } from "../src/Runs.js"
 import { uid, uuid } from "./RunStoreConformance.js"
+import type { ScheduleId } from "../src/Ids.js"
 import { failureOf, seedWorld, type World } from "./World.js"
 import type { Stores } from "./Stores.js"
 
@@ -509,6 +511,75 @@ export const runsServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E
           expect((yield* runs.get(world.alice, queued.run_id)).state).toBe("QUEUED")
           expect((yield* runs.get(world.alice, pending.run_id)).state).toBe("PENDING")
           expect((yield* runs.get(world.alice, privateRun.run_id)).state).toBe("PENDING")
+        }))
+    })
+
+    // Small quotas, on the test clock: the creation window slides with time.
+    const limited = Runs.Default.pipe(
+      Layer.provide(Layer.succeed(Quotas, { ...defaultQuotas, runsPerMinute: 3, listBytes: 8192 })),
+      Layer.provideMerge(Layer.mergeAll(storage, IdsLive, testRepos))
+    )
+    layer(limited, { timeout: "60 seconds" })("Runs with quotas", (it) => {
+      it.effect("a team creates at most runsPerMinute runs in any minute; an event's runs all fit or none is written", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const runs = yield* Runs
+          const request = new RunAgentRequest({ prompt: "go" })
+          const event = { viewer: world.alice, request, options: { source: "SCHEDULED_AGENT" as const } }
+          const tick = (n: number) => ({ _tag: "ScheduleTick" as const, schedule_id: uid<ScheduleId>(), scheduled_for: n })
+          const first = tick(1)
+          yield* runs.createOnce([event], first)
+          // The same tick again writes nothing and spends nothing.
+          expect((yield* failureOf(runs.createOnce([event], first)))._tag).toBe("DuplicateKey")
+          yield* runs.create(world.bob, request)
+          yield* TestClock.adjust("30 seconds")
+          // A tick's two runs do not fit in the one slot left: neither is written.
+          const batch = yield* failureOf(runs.createOnce([event, event], tick(2)))
+          expect(batch._tag).toBe("RateLimited")
+          expect((batch as RateLimited).retryAfterSeconds).toBe(30)
+          expect(yield* allRuns(world)).toHaveLength(2)
+          yield* runs.create(world.alice, request)
+          const over = yield* failureOf(runs.create(world.alice, request))
+          expect(over._tag).toBe("RateLimited")
+          expect((over as RateLimited).message).toMatch(/^runs: over the team's quota of 3 runs in the last minute/)
+          expect((over as RateLimited).retryAfterSeconds).toBe(30)
+          // Another team has its own quota.
+          const other = yield* seedWorld()
+          yield* runs.create(other.alice, request)
+          // The first two leave the window a minute after they were created.
+          yield* TestClock.adjust("30 seconds")
+          yield* runs.create(world.alice, request)
+          yield* runs.create(world.alice, request)
+          expect((yield* failureOf(runs.create(world.alice, request)))._tag).toBe("RateLimited")
+          expect(yield* allRuns(world)).toHaveLength(5)
+        }))
+
+      it.effect("prompts and titles over their limit are 413s naming the field; a list page ends before the item that overflows it", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const runs = yield* Runs
+          for (const [field, body] of [
+            ["prompt", { prompt: "x".repeat(64 * 1024 + 1) }],
+            ["config.base_prompt", { prompt: "x", config: { base_prompt: "y".repeat(64 * 1024 + 1) } }],
+            ["title", { prompt: "x", title: "t".repeat(1025) }]
+          ] as const) {
+            const refused = yield* failureOf(create(world.alice, body))
+            expect(refused._tag).toBe("PayloadTooLarge")
+            expect(refused.message.startsWith(`${field}: `)).toBe(true)
+          }
+          const prompts = ["a", "b", "c"].map((c) => c.repeat(5000))
+          for (const prompt of prompts) yield* create(world.alice, { prompt })
+          // 8 KiB a page: one of these items each (about 6 KB apiece).
+          const seen: Array<string> = []
+          let cursor: string | undefined
+          for (let page = 0; page < 5; page++) {
+            const listed = yield* runs.list(world.alice, { limit: "500", ...(cursor === undefined ? {} : { cursor }) })
+            expect(listed.runs).toHaveLength(1)
+            seen.push(listed.runs[0]!.prompt)
+            if (!listed.page_info.has_next_page) break
+            cursor = listed.page_info.next_cursor
+          }
+          expect(seen.sort()).toEqual(prompts)
         }))
     })
   })

@@ -17,7 +17,8 @@
  * - `update` is one `UPDATE ... WHERE run_id AND state [AND lease holder] RETURNING`: the guard
  *   and the write are one step, so a lost race is a StaleWrite, never a lost update.
  * - `recordFollowup` is the same guarded statement (setting only `updated_at` when the run does not
- *   otherwise change), its events and the inbox row, in one transaction.
+ *   otherwise change), its events and the inbox row, in one transaction; with `maxPending`, the
+ *   inbox is counted after the guarded statement, whose row lock orders concurrent follow-ups.
  * - Timeline sequences come from the run row's `last_sequence`, bumped by the same statement
  *   that writes the run (the row lock orders concurrent appends on PostgreSQL).
  * - `claim` is one statement: `UPDATE runs ... WHERE run_id = (SELECT the oldest QUEUED run ...
@@ -35,6 +36,7 @@ import { RunItem } from "@agent-runs/core/Run"
 import { encodeCursor, type RunListQuery } from "@agent-runs/core/RunQuery"
 import { RunState } from "@agent-runs/core/RunState"
 import {
+  FollowupInboxFull,
   type FollowupWrite,
   type NewRun,
   type NewTimelineEvent,
@@ -126,15 +128,16 @@ const MAX_PARAMETERS = 30_000
 
 /**
  * Names the operation as a span and turns every failure except the port's own (a lost
- * conditional write, a taken exactly-once key) into a `StorageError` for that operation.
+ * conditional write, a taken exactly-once key, a full follow-up inbox) into a `StorageError` for
+ * that operation.
  */
 const operation = (name: string) => <A, E, R>(
   self: Effect.Effect<A, E, R>
-): Effect.Effect<A, Extract<E, StaleWrite | DuplicateKey> | StorageError, R> =>
+): Effect.Effect<A, Extract<E, StaleWrite | DuplicateKey | FollowupInboxFull> | StorageError, R> =>
   self.pipe(
-    Effect.mapError((e): Extract<E, StaleWrite | DuplicateKey> | StorageError =>
-      e instanceof StaleWrite || e instanceof DuplicateKey
-        ? (e as Extract<E, StaleWrite | DuplicateKey>)
+    Effect.mapError((e): Extract<E, StaleWrite | DuplicateKey | FollowupInboxFull> | StorageError =>
+      e instanceof StaleWrite || e instanceof DuplicateKey || e instanceof FollowupInboxFull
+        ? (e as Extract<E, StaleWrite | DuplicateKey | FollowupInboxFull>)
         : new StorageError({ operation: name, cause: e })
     ),
     Effect.withSpan(name)
@@ -420,6 +423,14 @@ export const layer = Layer.effect(
         yield* sql.withTransaction(
           Effect.gen(function* () {
             yield* guardedWrite(runId, guard, set, write.events)
+            if (write.followup !== undefined && write.maxPending !== undefined) {
+              // After the guarded update: its row lock orders concurrent follow-ups of the run.
+              const [counted] = yield* sql`SELECT COUNT(*) AS n FROM followup_inbox WHERE run_id = ${runId}`.pipe(
+                Effect.flatMap(Schema.decodeUnknown(Count))
+              )
+              const pending = counted?.n ?? 0
+              if (pending >= write.maxPending) return yield* new FollowupInboxFull({ pending })
+            }
             if (write.followup !== undefined) {
               yield* sql`INSERT INTO followup_inbox ${sql.insert({
                 run_id: runId,
@@ -604,16 +615,6 @@ export const layer = Layer.effect(
       operation("RunStore.enqueueFollowup")
     )
 
-    const inboxSize = Effect.fn("RunStore.inboxSize")(
-      function* (runId: RunId) {
-        const rows = yield* read(sql`SELECT COUNT(*) AS n FROM followup_inbox WHERE run_id = ${runId}`).pipe(
-          Effect.flatMap(Schema.decodeUnknown(Count))
-        )
-        return rows[0]?.n ?? 0
-      },
-      operation("RunStore.inboxSize")
-    )
-
     const takeFollowups = Effect.fn("RunStore.takeFollowups")(
       function* (runId: RunId) {
         const rows = yield* sql.withTransaction(
@@ -691,7 +692,6 @@ export const layer = Layer.effect(
       conversation,
       recordFollowup,
       enqueueFollowup,
-      inboxSize,
       takeFollowups,
       addArtifact,
       findByExternalReference,

@@ -153,7 +153,6 @@ export const layer = (connection: Connection): Layer.Layer<
         list: unavailable("RunStore.list"),
         expiredLeases: unavailable("RunStore.expiredLeases"),
         waitingForWorkers: unavailable("RunStore.waitingForWorkers"),
-        inboxSize: unavailable("RunStore.inboxSize"),
         activeCount: unavailable("RunStore.activeCount"),
         waitingTeams: unavailable("RunStore.waitingTeams"),
         pending: unavailable("RunStore.pending"),

@@ -10,7 +10,7 @@
  * - Everything else of the `StoredRun` is replaced by `update`.
  */
 import type { Effect, Option, Stream } from "effect"
-import { Context, DateTime } from "effect"
+import { Context, Data, DateTime } from "effect"
 import type { Viewer } from "../Access.js"
 import type { Artifact } from "../Artifact.js"
 import type { JsonObject } from "../Common.js"
@@ -86,7 +86,18 @@ export interface FollowupWrite {
   readonly events: ReadonlyArray<NewTimelineEvent>
   /** The message to store in the follow-up inbox; absent: none (an empty continuation). */
   readonly followup?: StoredFollowup
+  /**
+   * The most messages the inbox may hold with `followup` added: when it already holds this many,
+   * FollowupInboxFull and nothing written. Counted inside the write, after the guarded run update
+   * (whose row lock orders concurrent follow-ups), so concurrent senders never exceed it.
+   */
+  readonly maxPending?: number
 }
+
+/** The run's follow-up inbox already holds `FollowupWrite.maxPending` messages its agent has not received. */
+export class FollowupInboxFull extends Data.TaggedError("FollowupInboxFull")<{
+  readonly pending: number
+}> {}
 
 export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore, {
   /**
@@ -151,14 +162,17 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
    * Records a follow-up in one transaction if the run still matches `guard` (state, and lease
    * holder when given), else StaleWrite and nothing written: the run change, its events and the
    * inbox entry together, so an executor claiming the run sees the message with the new state.
+   * With `maxPending`, a full inbox fails FollowupInboxFull and nothing is written.
    */
-  readonly recordFollowup: (runId: RunId, guard: RunGuard, write: FollowupWrite) => Effect.Effect<void, StaleWrite | StorageError>
+  readonly recordFollowup: (
+    runId: RunId,
+    guard: RunGuard,
+    write: FollowupWrite
+  ) => Effect.Effect<void, StaleWrite | FollowupInboxFull | StorageError>
   /** Stores a follow-up for the agent that starts next. */
   readonly enqueueFollowup: (runId: RunId, followup: StoredFollowup) => Effect.Effect<void, StorageError>
   /** Removes and returns the stored follow-ups, oldest first (by `received_at`, then arrival); atomic. */
   readonly takeFollowups: (runId: RunId) => Effect.Effect<ReadonlyArray<StoredFollowup>, StorageError>
-  /** How many follow-ups wait in the run's inbox. */
-  readonly inboxSize: (runId: RunId) => Effect.Effect<number, StorageError>
   /** Records an artifact of a run. */
   readonly addArtifact: (runId: RunId, artifact: Artifact) => Effect.Effect<void, StorageError>
   /**
