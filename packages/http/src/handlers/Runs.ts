@@ -1,11 +1,16 @@
-/** Handlers of the runs group: each endpoint calls one core service with the authenticated viewer. */
+/**
+ * Handlers of the runs group: each endpoint calls one core service with the authenticated viewer.
+ * The event stream is bounded and re-checks its caller's access as it goes (EventStreams.ts).
+ */
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import type { HttpRouter } from "@effect/platform"
 import { Conversations, Followups, Runs, RunQuery, Timeline } from "@agent-runs/core"
-import { Effect, Schema, Stream } from "effect"
+import { Duration, Effect, Schema, Stream } from "effect"
 import { Api } from "../Api.js"
 import { transcriptRedirect } from "../Downloads.js"
+import { EventStreamLimitsTag, makeStreamSlots } from "../EventStreams.js"
 import { RunByExternalReferenceResponse } from "../Models.js"
-import { CurrentViewer } from "../Security.js"
+import { Authentication, bearerAuth, CurrentViewer } from "../Security.js"
 
 /** How often an idle event stream sends a comment, so proxies keep it open. */
 export const SSE_KEEPALIVE = "15 seconds"
@@ -29,6 +34,9 @@ export const RunsLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
     const runs = yield* Runs.Runs
     const followups = yield* Followups.Followups
     const conversations = yield* Conversations.Conversations
+    const authentication = yield* Authentication
+    const streamLimits = yield* EventStreamLimitsTag
+    const slots = makeStreamSlots(streamLimits)
     const create = ({ payload }: { readonly payload: Parameters<typeof runs.create>[1] }) =>
       Effect.flatMap(CurrentViewer, (viewer) => runs.create(viewer, payload))
 
@@ -57,12 +65,38 @@ export const RunsLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
         Effect.gen(function*() {
           const viewer = yield* CurrentViewer
           const events = yield* runs.follow(viewer, path.runId, resumeAfter(headers["last-event-id"]))
+          // A slot until the response ends (the request's scope closes after its body is written).
+          yield* Effect.acquireRelease(slots.acquire(viewer.principal_uid), () => slots.release(viewer.principal_uid))
+          // The request as the authentication middleware saw it, to authenticate it again later.
+          const request = yield* Effect.context<HttpRouter.HttpRouter.Provided>()
+          const token = yield* HttpApiBuilder.securityDecode(bearerAuth)
+          /** Why the caller may no longer follow the run, or undefined while it may (or storage cannot tell). */
+          const recheck = authentication.bearerAuth(token).pipe(
+            Effect.flatMap((current) => runs.get(current, path.runId)),
+            Effect.as(undefined),
+            Effect.catchAll((error) => Effect.succeed(error._tag === "ResourceUnavailable" ? undefined : error.message)),
+            Effect.provide(request)
+          )
+          const lostAccess = Effect.gen(function*() {
+            while (true) {
+              yield* Effect.sleep(Duration.millis(streamLimits.recheckMs))
+              const reason = yield* recheck
+              if (reason !== undefined) return reason
+            }
+          })
+          const closing = Stream.fromEffect(lostAccess).pipe(
+            Stream.map((reason) => encoder.encode(`: closed: ${reason.replace(/[\r\n]+/g, " ")}\n\n`))
+          )
           const keepalive = Stream.tick(SSE_KEEPALIVE).pipe(Stream.drop(1), Stream.as(encoder.encode(": keep-alive\n\n")))
           // The opening comment sends the headers at once, so clients see the stream open even
-          // when no event is due yet (resuming at the latest event).
+          // when no event is due yet (resuming at the latest event). The stream ends once access is lost.
           const body = Stream.concat(
             Stream.succeed(encoder.encode(": open\n\n")),
-            Stream.merge(Stream.map(events, sseEvent), keepalive, { haltStrategy: "left" })
+            Stream.merge(
+              Stream.merge(Stream.map(events, sseEvent), keepalive, { haltStrategy: "left" }),
+              closing,
+              { haltStrategy: "either" }
+            )
           )
           return HttpServerResponse.stream(body, {
             contentType: "text/event-stream",
