@@ -251,6 +251,8 @@ const startServer = (database: "SQLite" | "PostgreSQL", env: Readonly<Record<str
         AGENT_RUNS_SECRET_KEY: randomBytes(32).toString("hex"),
         AGENT_RUNS_CONCURRENCY: "0",
         AGENT_RUNS_WEBHOOK_DELIVERIES_PER_MINUTE: "10000000",
+        // Deliveries to the automation start runs: the team's run quota is out of the way too.
+        AGENT_RUNS_RUNS_PER_MINUTE: "100000000",
         ...(SERVER_NODE_OPTIONS === undefined ? {} : { NODE_OPTIONS: SERVER_NODE_OPTIONS }),
         ...env
       }

@@ -32,9 +32,13 @@
  * them kept, up to the max), `AGENT_RUNS_WEBHOOK_LOG_REJECTED` (20: rejected entries kept per
  * webhook, the others only counted), `AGENT_RUNS_WEBHOOK_BODY_TIMEOUT_SECONDS` (10: a body not
  * arrived by then is dropped with a 408 and counts in the sender's authentication-failure budget).
- * Quotas (docs/security.md): `AGENT_RUNS_MAX_PROMPT_BYTES` (65536: a prompt or base prompt),
- * `AGENT_RUNS_MAX_FOLLOWUP_BYTES` (65536), `AGENT_RUNS_MAX_PENDING_FOLLOWUPS` (100 waiting per
- * run), `AGENT_RUNS_RUNS_PER_MINUTE` (120 per team through the API, per process).
+ * Quotas (docs/security.md): `AGENT_RUNS_MAX_PROMPT_BYTES` (65536: a prompt or base prompt of a
+ * run, schedule or automation), `AGENT_RUNS_MAX_TITLE_BYTES` (1024), `AGENT_RUNS_MAX_FOLLOWUP_BYTES`
+ * (65536), `AGENT_RUNS_MAX_PENDING_FOLLOWUPS` (100 waiting per run), `AGENT_RUNS_MAX_LIST_BYTES`
+ * (1048576: a run list page's JSON), `AGENT_RUNS_RUNS_PER_MINUTE` (120 per team, whatever creates
+ * them, per process). Event streams: `AGENT_RUNS_SSE_PER_PRINCIPAL` (16 open at once per
+ * principal), `AGENT_RUNS_SSE_MAX` (1000 in all), `AGENT_RUNS_SSE_RECHECK_SECONDS` (3: how often an
+ * open stream checks its token and access again).
  * Scheduler: `AGENT_RUNS_SCHEDULER` (`on` | `off`; `on`: every replica fires the schedules' ticks,
  * each tick starting one run whatever the number of replicas; `off`: this replica fires none),
  * `AGENT_RUNS_SCHEDULER_GRACE_SECONDS` (2: how late a tick may be, when the scheduler starts, and
@@ -44,6 +48,7 @@ import { ProcessIsolation } from "@agent-runs/executor-process"
 import type { ProcessExecutor } from "@agent-runs/executor-process"
 import { Quotas } from "@agent-runs/core"
 import type { QuotaSettings } from "@agent-runs/core/Quotas"
+import type { EventStreams } from "@agent-runs/http"
 import { Ingress } from "@agent-runs/http"
 import { Config, ConfigError, Either, Option, Redacted } from "effect"
 import { join, resolve } from "node:path"
@@ -91,8 +96,10 @@ export interface ServerConfig {
   readonly execution: ExecutionConfig
   readonly ingress: IngressConfig
   readonly scheduler: SchedulingConfig
-  /** Prompt and follow-up sizes, follow-ups waiting per run, runs per team and minute (core's defaults when absent). */
-  readonly quotas?: QuotaSettings | undefined
+  /** Prompt, title and follow-up sizes, follow-ups waiting per run, list page size, runs per team and minute (core's defaults for those absent). */
+  readonly quotas?: Partial<QuotaSettings> | undefined
+  /** The event streams' caps and re-check interval (http's `DEFAULT_EVENT_STREAM_LIMITS` for those absent). */
+  readonly eventStreams?: Partial<EventStreams.EventStreamLimits> | undefined
 }
 
 /** How runs are executed. */
@@ -120,6 +127,12 @@ export interface ExecutionConfig {
 const positive = (name: string, fallback: number) =>
   Config.number(name).pipe(
     Config.validate({ message: "must be a number greater than 0", validation: (n) => n > 0 }),
+    Config.withDefault(fallback)
+  )
+
+const atLeast = (name: string, min: number, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.validate({ message: `must be an integer of at least ${min}`, validation: (n) => n >= min }),
     Config.withDefault(fallback)
   )
 
@@ -208,6 +221,14 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
   followupBytes: positive("AGENT_RUNS_MAX_FOLLOWUP_BYTES", Quotas.defaultQuotas.followupBytes),
   pendingFollowups: positive("AGENT_RUNS_MAX_PENDING_FOLLOWUPS", Quotas.defaultQuotas.pendingFollowups),
   runsPerMinute: positive("AGENT_RUNS_RUNS_PER_MINUTE", Quotas.defaultQuotas.runsPerMinute),
+  titleBytes: atLeast("AGENT_RUNS_MAX_TITLE_BYTES", 100, Quotas.defaultQuotas.titleBytes),
+  listBytes: atLeast("AGENT_RUNS_MAX_LIST_BYTES", 64 * 1024, Quotas.defaultQuotas.listBytes),
+  ssePerPrincipal: atLeast("AGENT_RUNS_SSE_PER_PRINCIPAL", 1, 16),
+  sseMax: atLeast("AGENT_RUNS_SSE_MAX", 1, 1000),
+  sseRecheckSeconds: Config.number("AGENT_RUNS_SSE_RECHECK_SECONDS").pipe(
+    Config.validate({ message: "must be a number from 0.1 to 60", validation: (n) => n >= 0.1 && n <= 60 }),
+    Config.withDefault(3)
+  ),
   scheduler: Config.literal("on", "off")("AGENT_RUNS_SCHEDULER").pipe(Config.withDefault("on" as const)),
   schedulerGraceSeconds: Config.number("AGENT_RUNS_SCHEDULER_GRACE_SECONDS").pipe(
     Config.validate({ message: "must be 0 or more", validation: (n) => n >= 0 }),
@@ -264,7 +285,14 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
         promptBytes: raw.promptBytes,
         followupBytes: raw.followupBytes,
         pendingFollowups: raw.pendingFollowups,
-        runsPerMinute: raw.runsPerMinute
+        runsPerMinute: raw.runsPerMinute,
+        titleBytes: raw.titleBytes,
+        listBytes: raw.listBytes
+      },
+      eventStreams: {
+        perPrincipal: raw.ssePerPrincipal,
+        max: raw.sseMax,
+        recheckMs: Math.round(raw.sseRecheckSeconds * 1000)
       }
     })
   })

@@ -28,7 +28,7 @@ import {
   Workers
 } from "@agent-runs/core"
 import { LocalRepoSource } from "@agent-runs/executor-process"
-import { Downloads, Ingress as HttpIngress, RunTokens, Server } from "@agent-runs/http"
+import { Downloads, EventStreams, Ingress as HttpIngress, RunTokens, Server } from "@agent-runs/http"
 import { PgStorage } from "@agent-runs/storage-pg"
 import { SqliteStorage } from "@agent-runs/storage-sqlite"
 import { Console, Data, Deferred, Effect, Layer, Option, Redacted } from "effect"
@@ -105,7 +105,7 @@ const servicesLayer = (config: ServerConfig, secretKey: Redacted.Redacted<Uint8A
       Workers.Workers.Default
     )),
     Layer.provide(Layer.succeed(Webhooks.WebhookIngressSettings, { baseUrl: config.webhookBaseUrl })),
-    Layer.provide(Layer.succeed(Quotas.Quotas, config.quotas ?? Quotas.defaultQuotas)),
+    Layer.provide(Layer.succeed(Quotas.Quotas, { ...Quotas.defaultQuotas, ...config.quotas })),
     Layer.provide(Layer.succeed(Workers.WorkerSettingsTag, workerSettings(config))),
     Layer.provide(RunTokens.layer(secretKey)),
     Layer.provideMerge(Ids.IdsLive)
@@ -224,6 +224,7 @@ export const ServerLive = (config: ServerConfig) =>
         ),
         Downloads.layer({ secretKey, publicUrl: config.publicUrl, ttlSeconds: config.downloadTtlSeconds }),
         RunTokens.layer(secretKey),
+        EventStreams.EventStreamLimitsTag.layer(config.eventStreams),
         // Ready once the start-up work is done (the bootstrap token exists) and while storage answers.
         Layer.effect(
           Server.Readiness,
