@@ -12,7 +12,7 @@
  * docs/definitions.md).
  * Execution: `AGENT_RUNS_EXECUTOR` (`process` | `docker`; `process`), `AGENT_RUNS_HARNESS` (the
  * default agent command, a shell command; the bundled scripted agent), `AGENT_RUNS_REPOS_DIR`
- * (`<data dir>/repos`), `AGENT_RUNS_CONCURRENCY` (runs executed at once by this server, 16; 0: an
+ * (`<data dir>/repos`; a team's repositories at `<team_uid>/<owner>/<repo>`), `AGENT_RUNS_CONCURRENCY` (runs executed at once by this server, 16; 0: an
  * API-only replica that executes nothing but still sweeps leases and admits waiting runs),
  * `AGENT_RUNS_LEASE_SECONDS` (30), `AGENT_RUNS_CANCEL_GRACE_SECONDS` (5), and for Docker
  * `AGENT_RUNS_DOCKER_IMAGE` (the image of environments without one; `agent-runs-agent:latest`) and

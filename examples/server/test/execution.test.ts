@@ -7,10 +7,10 @@
  * state; admission at capacity; child runs started by an agent with its run token.
  */
 import { testImage } from "@agent-runs/executor-docker/testing"
-import { createTestRepositories } from "@agent-runs/core/testing"
+import { createTestRepositories, writeRepository } from "@agent-runs/core/testing"
 import { Effect, Exit, Scope } from "effect"
 import { execFileSync } from "node:child_process"
-import { existsSync } from "node:fs"
+import { existsSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call, type DatabaseKind, makeTeam, startServer, type TestServer } from "./harness.js"
@@ -75,10 +75,12 @@ describe.each([
   const server = started(kind, executor)
   let member = ""
   let admin = ""
+  let teamUid = ""
 
   beforeAll(async () => {
-    createTestRepositories(server().config.execution.reposDir)
     const team = await makeTeam(server(), `exec-${kind}-${executor}`)
+    teamUid = team.uid
+    createTestRepositories(server().config.execution.reposDir, team.uid)
     member = team.tokens.member
     admin = team.tokens.admin
   })
@@ -282,13 +284,30 @@ describe.each([
     const runId = await create("With repositories", { config: { environment_id: env.body.uid } })
     const run = await waitForRun(server(), member, runId, ended)
     expect(run, JSON.stringify(run.status_message)).toMatchObject({ state: "SUCCEEDED", environment_id: env.body.uid })
+    // A repository the team does not have: the environment is refused, naming it.
     const missing = await call(server(), "POST", "/api/v1/agent/environments", {
       token: admin,
       body: { config: { name: `missing-${kind}`, github_repos: [{ owner: "acme", repo: "nowhere" }] }, team: true }
     })
-    const failed = await waitForRun(server(), member, await create("No such repository", { config: { environment_id: missing.body.uid } }), ended)
-    expect(failed).toMatchObject({ state: "FAILED", status_message: { error_code: "environment_setup_failed" } })
-    expect(failed.status_message.message).toContain("acme/nowhere")
+    expect(missing.status).toBe(400)
+    expect(missing.body.error).toContain("config.github_repos[0]")
+    expect(missing.body.error).toContain("acme/nowhere")
+    // One removed since the environment was made: its runs are refused, naming the environment.
+    const reposDir = server().config.execution.reposDir
+    writeRepository(reposDir, teamUid, "acme/gone", { "README.md": "soon gone\n" })
+    const gone = await call(server(), "POST", "/api/v1/agent/environments", {
+      token: admin,
+      body: { config: { name: `gone-${kind}`, github_repos: [{ owner: "acme", repo: "gone" }] }, team: true }
+    })
+    expect(gone.status).toBe(201)
+    rmSync(join(reposDir, teamUid, "acme", "gone"), { recursive: true, force: true })
+    const refused = await call(server(), "POST", "/api/v1/agent/runs", {
+      token: member,
+      body: { prompt: "No such repository", config: { environment_id: gone.body.uid } }
+    })
+    expect(refused.status).toBe(400)
+    expect(refused.body.error).toContain("config.environment_id")
+    expect(refused.body.error).toContain("acme/gone")
   })
 
   it("cancel stops an agent that ignores the cancel message and SIGTERM (SIGKILL after the grace)", async () => {

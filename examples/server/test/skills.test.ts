@@ -1,7 +1,7 @@
 /**
  * Skills and MCP servers through the bundled server (in-process, SQLite and PostgreSQL, the
- * process executor and the scripted agent): a test repository in the server's repositories
- * directory with valid and malformed `SKILL.md` files, an environment naming it, `GET /agent`
+ * process executor and the scripted agent): a test repository of the team in the server's
+ * repositories directory (`<reposDir>/<team_uid>/acme/skills`) with valid and malformed `SKILL.md` files, an environment naming it, `GET /agent`
  * with its parameters, a run with a `skill_spec` that hands the skill to the agent, the `skill`
  * filter and `sort_by=agent`, and MCP servers (validation 400s, a forbidden reference 403, team
  * secrets resolved in what the agent receives and nowhere else).
@@ -59,9 +59,9 @@ describe.each(["sqlite", "postgres"] as const)("skills and MCP servers (%s)", (k
     texts((await call(server(), "GET", `/api/v1/agent/runs/${runId}/conversation`, { token })).body.steps).join("\n")
 
   beforeAll(async () => {
-    writeRepository(server().config.execution.reposDir, "acme/skills", REPOSITORY)
-    writeRepository(server().config.execution.reposDir, "acme/other", { "x/SKILL.md": "---\nname: hidden\ndescription: h\n---\n" })
     team = await makeTeam(server(), `skills-${kind}`)
+    writeRepository(server().config.execution.reposDir, team.uid, "acme/skills", REPOSITORY)
+    writeRepository(server().config.execution.reposDir, team.uid, "acme/other", { "x/SKILL.md": "---\nname: hidden\ndescription: h\n---\n" })
     const env = await call(server(), "POST", "/api/v1/agent/environments", {
       token: team.tokens.member,
       body: { team: true, config: { name: "skills env", github_repos: [{ owner: "acme", repo: "skills" }] } }
@@ -110,10 +110,10 @@ describe.each(["sqlite", "postgres"] as const)("skills and MCP servers (%s)", (k
   it("the list is cached until refresh=true", async () => {
     const reposDir = server().config.execution.reposDir
     await agents()
-    writeRepository(reposDir, "acme/skills", { ...REPOSITORY, "new/SKILL.md": "---\nname: newer\ndescription: n\n---\n" })
+    writeRepository(reposDir, team.uid, "acme/skills", { ...REPOSITORY, "new/SKILL.md": "---\nname: newer\ndescription: n\n---\n" })
     expect((await agents()).body.agents.map((a: Json) => a.name)).toEqual(["deploy", "review"])
     expect((await agents("?refresh=true")).body.agents.map((a: Json) => a.name)).toEqual(["deploy", "newer", "review"])
-    writeRepository(reposDir, "acme/skills", REPOSITORY)
+    writeRepository(reposDir, team.uid, "acme/skills", REPOSITORY)
     expect((await agents("?refresh=true")).body.agents.map((a: Json) => a.name)).toEqual(["deploy", "review"])
   })
 

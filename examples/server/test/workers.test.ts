@@ -135,7 +135,7 @@ const setUp = async (server: { url: string }, adminToken: string, name: string) 
     body: { name: "worker" }
   })
   expect(token.status).toBe(201)
-  return { user: team.tokens.member, viewer: team.tokens.viewer, worker: token.body.token as string }
+  return { team: team.uid, user: team.tokens.member, viewer: team.tokens.viewer, worker: token.body.token as string }
 }
 
 const api = (server: () => { url: string }, token: string) => ({
@@ -332,9 +332,9 @@ describe("self-hosted workers on PostgreSQL: follow-ups, skills, a run requeued 
   let tokens: Awaited<ReturnType<typeof setUp>>
 
   beforeAll(async () => {
-    writeRepository(serverRepos, "acme/skills", skill("# The server's copy"))
     server = await life.start()
     tokens = await setUp(server, adminToken, "pg-workers")
+    writeRepository(serverRepos, tokens.team, "acme/skills", skill("# The server's copy"))
   }, 60_000)
 
   const conversationOf = async (id: string) =>
@@ -343,7 +343,8 @@ describe("self-hosted workers on PostgreSQL: follow-ups, skills, a run requeued 
   it("delivers follow-ups to a worker's run, live and as a new execution; reads a run's skill from the worker's repositories", async () => {
     const runs = api(() => server, tokens.user)
     const workerRepos = tempDir()
-    writeRepository(workerRepos, "acme/skills", skill("# The worker's copy"))
+    // The worker's repositories directory has the same layout: <repos-dir>/<team_uid>/<owner>/<repo>.
+    writeRepository(workerRepos, tokens.team, "acme/skills", skill("# The worker's copy"))
     const worker = await startWorker({
       url: server.url,
       token: tokens.worker,

@@ -418,7 +418,7 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
       const spec = run.item.agent_config.skill_spec
       let skill: StartMessage["skill"] = null
       if (spec !== undefined) {
-        const found = yield* readSkill(repos, spec).pipe(
+        const found = yield* readSkill(repos, run.team_uid, spec).pipe(
           Effect.mapError((e) => new InputsUnavailable({ message: `skill ${spec}: ${e.message}` }))
         )
         if (Option.isNone(found)) {
@@ -517,6 +517,7 @@ const make = (scope: Scope.Scope) => Effect.gen(function*() {
       const prepared = yield* executor.prepare({
         run_id: runId,
         execution_id: executionId,
+        team_uid: claimed.team_uid,
         docker_image: env?.item.config.docker_image ?? null,
         repos: env?.item.config.github_repos ?? [],
         setup_commands: env?.item.config.setup_commands ?? [],

@@ -14,6 +14,8 @@
  * - The list is sorted by `last_updated` (most recently updated first, ties by uid) or by `name`
  *   (code-point order, ties by uid); any other `sort_by` is a 400 naming it.
  * - A deleted environment is gone: runs and schedules naming it are refused like an unknown one.
+ * - `config.github_repos` names only repositories of the environment's team (`RepoSource.has`):
+ *   any other is a 400 naming `config.github_repos[i]` (Repositories.ts).
  */
 import { Clock, DateTime, Effect, Option } from "effect"
 import { canChange, canCreate, canSee, scopeFor } from "./Access.js"
@@ -26,6 +28,8 @@ import { storageUnavailable } from "./internal/Services.js"
 import { EnvironmentStore } from "./ports/EnvironmentStore.js"
 import type { StoredEnvironment } from "./ports/EnvironmentStore.js"
 import { IdentityStore } from "./ports/IdentityStore.js"
+import { RepoSource } from "./ports/RepoSource.js"
+import { checkEnvironmentRepositories } from "./Repositories.js"
 
 /** How the environment list may be sorted. */
 export const ENVIRONMENT_SORTS = ["last_updated", "name"] as const
@@ -59,6 +63,7 @@ export class Environments extends Effect.Service<Environments>()("@agent-runs/co
     const store = yield* EnvironmentStore
     const identities = yield* IdentityStore
     const ids = yield* Ids
+    const repositories = yield* RepoSource
 
     const checkGuests = (sharing: EnvironmentSharing | undefined) =>
       Effect.gen(function*() {
@@ -96,6 +101,7 @@ export class Environments extends Effect.Service<Environments>()("@agent-runs/co
       function*(viewer: Viewer, request: CreateEnvironmentRequest) {
         if (!canCreate(viewer)) return yield* new NotAuthorized({ message: "viewers cannot create environments" })
         yield* checkGuests(request.sharing)
+        yield* checkEnvironmentRepositories(repositories, viewer.team_uid, request.config.github_repos)
         const at = DateTime.unsafeMake(yield* Clock.currentTimeMillis)
         const item = new Environment({
           uid: (yield* ids.uid22) as EnvironmentUid,
@@ -137,6 +143,7 @@ export class Environments extends Effect.Service<Environments>()("@agent-runs/co
       function*(viewer: Viewer, uid: EnvironmentUid, request: UpdateEnvironmentRequest) {
         const env = yield* changeable(viewer, uid)
         yield* checkGuests(request.sharing)
+        yield* checkEnvironmentRepositories(repositories, env.team_uid, request.config.github_repos)
         const item = new Environment({
           ...env.item,
           config: request.config,

@@ -11,6 +11,9 @@
  *   permission for referenced resources"); unknown and hidden answer alike, so nothing leaks.
  *   An environment is usable when the caller sees it (Access.canSee), is one of its guests, or
  *   opened its share link while link sharing is on.
+ * - A run uses its own team's repositories: an environment naming one the team does not have (a
+ *   guest's environment of another team, or a repository removed since) is a 400 naming
+ *   `config.environment_id` (Repositories.ts).
  * - `conversation_id` (start from a saved conversation) and `images` are refused with 422
  *   `operation_not_supported` until the ports can look conversations up and store images.
  * - The title defaults to the prompt's first non-blank line, trimmed, cut to 100 characters
@@ -79,6 +82,8 @@ import { usableBy } from "./Environments.js"
 import { EnvironmentStore } from "./ports/EnvironmentStore.js"
 import { IdentityStore } from "./ports/IdentityStore.js"
 import { checkMcpServers } from "./McpServers.js"
+import { RepoSource } from "./ports/RepoSource.js"
+import { checkRunRepositories } from "./Repositories.js"
 import { RunStore, runListRow } from "./ports/RunStore.js"
 import { SecretStore } from "./ports/SecretStore.js"
 import { WorkerStore } from "./ports/WorkerStore.js"
@@ -304,6 +309,7 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
     const secrets = yield* SecretStore
     const skills = yield* Skills
     const ids = yield* Ids
+    const repositories = yield* RepoSource
     // Worker presence, where the storage offers it: a run queued for a self-hosted worker that is
     // not connected says so in its `run_queued` event.
     const workers = yield* Effect.serviceOption(WorkerStore)
@@ -430,6 +436,14 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         const environment = config.environment_id === undefined
           ? undefined
           : yield* requireEnvironment(viewer, config.environment_id)
+        if (environment !== undefined) {
+          yield* checkRunRepositories(
+            repositories,
+            team.uid,
+            { uid: environment.item.uid, repos: environment.item.config.github_repos },
+            "config.environment_id"
+          )
+        }
         const parentId = request.parent_run_id ?? viewer.acting_run_id
         const parent = parentId === undefined ? undefined : yield* requireParent(viewer, parentId)
         // The skill: its id becomes the resolved skill_spec, its name the config name and its

@@ -29,6 +29,9 @@
  *   valid skill, or several, is a 400; a path form naming a malformed skill is a 400 carrying
  *   its error.
  * - A repository that cannot be read is left out of the list (logged); resolving in it is a 503.
+ * - Repositories belong to teams (Repositories.ts): the list and the resolution read the caller's
+ *   team's repository of each name (an environment shared from another team names a repository;
+ *   the caller's team must have it), and an execution reads the run's team's.
  */
 import { Clock, DateTime, Effect, Either, Option, Ref, Schema } from "effect"
 import { parseDocument } from "yaml"
@@ -36,6 +39,7 @@ import type { Viewer } from "./Access.js"
 import { AgentListing, AgentVariant, ListAgentsResponse, parseSkillSpec, RepoSegment } from "./Agent.js"
 import type { AgentEnvironmentRef, SkillSpec } from "./Agent.js"
 import { InvalidRequest, ResourceUnavailable } from "./Errors.js"
+import type { TeamUid } from "./Ids.js"
 import { storageUnavailable } from "./internal/Services.js"
 import { EnvironmentStore } from "./ports/EnvironmentStore.js"
 import type { StoredEnvironment } from "./ports/EnvironmentStore.js"
@@ -244,14 +248,14 @@ export class Skills extends Effect.Service<Skills>()("@agent-runs/core/Skills", 
     const source = yield* RepoSource
     const cache = yield* Ref.make(new Map<string, { readonly at: number; readonly files: Option.Option<RepoFiles> }>())
 
-    /** The SKILL.md files of a repository: from the cache when fresh enough (and `cached`). */
-    const read = (owner: string, repo: string, cached: boolean) =>
+    /** The SKILL.md files of a team's repository: from the cache when fresh enough (and `cached`). */
+    const read = (team: TeamUid, owner: string, repo: string, cached: boolean) =>
       Effect.gen(function*() {
-        const key = `${owner}/${repo}`
+        const key = `${team}/${owner}/${repo}`
         const now = yield* Clock.currentTimeMillis
         const hit = (yield* Ref.get(cache)).get(key)
         if (cached && hit !== undefined && now - hit.at < CACHE_TTL_MS) return hit.files
-        const files = yield* source.findFiles(owner, repo, SKILL_FILE)
+        const files = yield* source.findFiles(team, owner, repo, SKILL_FILE)
         yield* Ref.update(cache, (m) => new Map(m).set(key, { at: now, files }))
         return files
       })
@@ -281,7 +285,7 @@ export class Skills extends Effect.Service<Skills>()("@agent-runs/core/Skills", 
         const variants: Array<{ name: string; variant: AgentVariant }> = []
         for (const { environments: envs, owner, repo } of repos.values()) {
           if (only !== undefined && (only.owner !== owner || only.repo !== repo)) continue
-          const files = yield* read(owner, repo, true).pipe(
+          const files = yield* read(viewer.team_uid, owner, repo, true).pipe(
             Effect.catchTag("RepoSourceError", (e) =>
               Effect.as(Effect.logWarning(`skills: repository ${e.repository} could not be read: ${e.message}`), Option.none()))
           )
@@ -321,7 +325,7 @@ export class Skills extends Effect.Service<Skills>()("@agent-runs/core/Skills", 
         if (!repos.has(`${parts.owner}/${parts.repo}`)) {
           return yield* unknownSkill(field, spec, `no environment you can use has the repository ${parts.owner}/${parts.repo}`)
         }
-        const files = yield* read(parts.owner, parts.repo, false).pipe(
+        const files = yield* read(viewer.team_uid, parts.owner, parts.repo, false).pipe(
           Effect.mapError((e) => new ResourceUnavailable({ message: `repository ${e.repository} could not be read; try again` }))
         )
         const skills = Option.isNone(files) ? [] : skillsOf(parts.owner, parts.repo, files.value.files)
@@ -358,14 +362,15 @@ export class Skills extends Effect.Service<Skills>()("@agent-runs/core/Skills", 
 }) {}
 
 /**
- * Reads a skill again at execution, by its resolved id, without access checks (they were made
- * when the run was created). None when it is gone or no longer well formed.
+ * Reads a skill again at execution, by its resolved id, in the run's team's repositories, without
+ * access checks (they were made when the run was created). None when it is gone or no longer well
+ * formed.
  */
-export const readSkill = (source: RepoSourceService, id: string) =>
+export const readSkill = (source: RepoSourceService, team: TeamUid, id: string) =>
   Effect.gen(function*() {
     const parts = parseSkillSpec(id)
     if (parts === undefined || parts.kind !== "path") return Option.none<ResolvedSkill>()
-    const files = yield* source.findFiles(parts.owner, parts.repo, SKILL_FILE)
+    const files = yield* source.findFiles(team, parts.owner, parts.repo, SKILL_FILE)
     if (Option.isNone(files)) return Option.none<ResolvedSkill>()
     const skill = skillsOf(parts.owner, parts.repo, files.value.files).find((s) => s.path === parts.path)
     return Option.fromNullable(skill === undefined ? undefined : resolvedOf(skill))

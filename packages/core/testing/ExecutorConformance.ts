@@ -6,7 +6,8 @@
  *
  * Call `executorConformance(name, { layer, reposDir, node })` in a vitest file: `layer` provides the
  * Executor built over `reposDir`, where the suite creates its test repositories before the first
- * test (`createTestRepositories`: `acme/widgets`, non-bare, and `acme/tools`, bare); `node` is the
+ * test (`createTestRepositories`: `acme/widgets`, non-bare, and `acme/tools`, bare, of the team
+ * `TEST_TEAM`, at `<reposDir>/<team_uid>/<owner>/<repo>`); `node` is the
  * command that runs node inside the sandbox (an absolute path on the host for the process
  * executor, `node` in the image for Docker), used as argv[0] and, quoted, in setup commands. The
  * leftovers test builds `layer` a second time: a second executor instance over the same place.
@@ -17,7 +18,7 @@ import { execFileSync } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { type ExecutionId, formatUuidV7, type RunId } from "../src/Ids.js"
+import { type ExecutionId, formatUuidV7, type RunId, type TeamUid } from "../src/Ids.js"
 import { concatBytes } from "../src/internal/Bytes.js"
 import { type AgentProcess, Executor, type Sandbox, type SandboxSpec } from "../src/ports/Executor.js"
 
@@ -29,6 +30,11 @@ export interface ExecutorConformanceOptions<E> {
   /** The command running node inside the sandbox. */
   readonly node: string
 }
+
+/** The team the suite's sandboxes run for; the test repositories are its own. */
+export const TEST_TEAM = "ConformanceTeam0000001" as TeamUid
+/** Another team, which has no repository. */
+export const OTHER_TEAM = "ConformanceTeam0000002" as TeamUid
 
 /** What the test repositories hold. */
 export const TEST_REPOSITORIES = {
@@ -51,9 +57,12 @@ const commitFiles = (work: string, files: Readonly<Record<string, string>>) => {
   git(["-C", work, "commit", "-q", "-m", "initial"])
 }
 
-/** Creates (or replaces) the bare repository `owner/repo` in `reposDir` with `files` committed on main. */
-export const writeRepository = (reposDir: string, name: string, files: Readonly<Record<string, string>>): void => {
-  const target = join(reposDir, ...name.split("/"))
+/**
+ * Creates (or replaces) the bare repository `owner/repo` (`name`) of `team` in `reposDir`
+ * (`<reposDir>/<team>/<owner>/<repo>`) with `files` committed on main.
+ */
+export const writeRepository = (reposDir: string, team: string, name: string, files: Readonly<Record<string, string>>): void => {
+  const target = join(reposDir, team, ...name.split("/"))
   const work = mkdtempSync(join(tmpdir(), "agent-runs-repo-"))
   commitFiles(work, files)
   rmSync(target, { recursive: true, force: true })
@@ -62,13 +71,13 @@ export const writeRepository = (reposDir: string, name: string, files: Readonly<
   rmSync(work, { recursive: true, force: true })
 }
 
-/** Creates the test repositories in `reposDir` (once): `acme/widgets` non-bare, `acme/tools` bare. */
-export const createTestRepositories = (reposDir: string): void => {
+/** Creates the test repositories of `team` (`TEST_TEAM`) in `reposDir` (once): `acme/widgets` non-bare, `acme/tools` bare. */
+export const createTestRepositories = (reposDir: string, team: string = TEST_TEAM): void => {
   for (const [name, files] of Object.entries(TEST_REPOSITORIES)) {
-    const target = join(reposDir, ...name.split("/"))
+    const target = join(reposDir, team, ...name.split("/"))
     if (existsSync(target)) continue
     if (name === "acme/widgets") commitFiles(target, files)
-    else writeRepository(reposDir, name, files)
+    else writeRepository(reposDir, team, name, files)
   }
 }
 
@@ -80,6 +89,7 @@ const decoder = new TextDecoder()
 export const sandboxSpec = (overrides: Partial<SandboxSpec> = {}): SandboxSpec => ({
   run_id: formatUuidV7(Date.now(), randomBytes(10)) as RunId,
   execution_id: formatUuidV7(Date.now(), randomBytes(10)) as ExecutionId,
+  team_uid: TEST_TEAM,
   docker_image: null,
   repos: [],
   setup_commands: [],
@@ -241,6 +251,22 @@ export const executorConformance = <E>(name: string, options: ExecutorConformanc
         if (error._tag !== "SetupFailed") return
         yield* Effect.addFinalizer(() => error.sandbox.release)
         expect(error.message).toContain("acme/missing")
+      }))
+
+    it.scoped("a repository of another team is not there: SetupFailed naming it (a team uses only its own)", () =>
+      Effect.gen(function*() {
+        const executor = yield* Executor
+        const error = yield* Effect.flip(executor.prepare(sandboxSpec({
+          team_uid: OTHER_TEAM,
+          repos: [{ owner: "acme", repo: "widgets" }],
+          setup_commands: ["echo never > never.txt"]
+        })))
+        expect(error._tag).toBe("SetupFailed")
+        if (error._tag !== "SetupFailed") return
+        yield* Effect.addFinalizer(() => error.sandbox.release)
+        expect(error.message).toContain("acme/widgets")
+        expect(yield* nodeValue(error.sandbox, `const fs = require("fs"); console.log(JSON.stringify([fs.existsSync("widgets"), fs.existsSync("never.txt")]))`))
+          .toEqual([false, false])
       }))
 
     it.scoped("start: the sandbox's env plus the given variables, in the work directory; stdin takes JSON lines", () =>

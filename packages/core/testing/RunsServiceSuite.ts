@@ -12,7 +12,9 @@ import type { Conflict, InvalidRequest, NotAuthorized, RateLimited } from "../sr
 import { EnvironmentUid, type ExecutionId, IdsLive, isUuidV7, type PrincipalUid, type RunId } from "../src/Ids.js"
 import { decodeRequest } from "../src/Common.js"
 import { RunAgentRequest } from "../src/Run.js"
-import { Environment } from "../src/Environment.js"
+import { CreateEnvironmentRequest, Environment, UpdateEnvironmentRequest } from "../src/Environment.js"
+import { Environments } from "../src/Environments.js"
+import { Skills } from "../src/Skills.js"
 import { EnvironmentStore } from "../src/ports/EnvironmentStore.js"
 import { RepoSource } from "../src/ports/RepoSource.js"
 import { defaultQuotas, Quotas } from "../src/Quotas.js"
@@ -47,12 +49,21 @@ const seedEnvironment = (
     return envUid
   })
 
-/** The repositories the suite's skills live in: `acme/tools` with one valid and one malformed skill. */
+/**
+ * The repositories the suite's skills live in: every team has `acme/tools` with one valid and one
+ * malformed skill; each team also has `own/<its team uid>` (skill `own`), which no other team has.
+ */
 const FIX_SKILL = "---\nname: fix\ndescription: Fixes flaky tests\n---\n# Fix\nFind the flake."
+const OWN_SKILL = "---\nname: own\ndescription: The team's own\n---\nMine."
+const hasRepository = (team: string, owner: string, repo: string) =>
+  (owner === "acme" && repo === "tools") || (owner === "own" && repo === team)
 const testRepos = Layer.succeed(RepoSource, {
-  findFiles: (owner, repo) =>
+  has: (team, owner, repo) => Effect.succeed(hasRepository(team, owner, repo)),
+  findFiles: (team, owner, repo) =>
     Effect.succeed(
-      owner === "acme" && repo === "tools"
+      !hasRepository(team, owner, repo)
+        ? Option.none()
+        : owner === "acme"
         ? Option.some({
           revision: "r1",
           files: [
@@ -60,7 +71,7 @@ const testRepos = Layer.succeed(RepoSource, {
             { path: "skills/bad/SKILL.md", size: 5, content: "oops\n" }
           ]
         })
-        : Option.none()
+        : Option.some({ revision: "r1", files: [{ path: "SKILL.md", size: OWN_SKILL.length, content: OWN_SKILL }] })
     )
 })
 
@@ -92,7 +103,9 @@ const eventTypes = (viewer: Viewer, runId: string) =>
 
 /** Registers the runs service suite against one storage adapter's layer. */
 export const runsServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E>): void => {
-  const services = Runs.Default.pipe(Layer.provideMerge(Layer.mergeAll(storage, IdsLive, testRepos)))
+  const services = Layer.mergeAll(Runs.Default, Environments.Default, Skills.Default).pipe(
+    Layer.provideMerge(Layer.mergeAll(storage, IdsLive, testRepos))
+  )
 
   describe(`runs service (${name})`, () => {
     layer(services, { excludeTestServices: true, timeout: "60 seconds" })("Runs", (it) => {
@@ -169,6 +182,45 @@ export const runsServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E
             const page = yield* runs.list(world.alice, { skill })
             expect(page.runs.map((r) => r.run_id)).toEqual([created.run_id])
           }
+        }))
+
+      it.effect("repositories are per team: environments, runs and skills see only the team's own", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const other = yield* seedWorld()
+          const environments = yield* Environments
+          const skills = yield* Skills
+          const repos = (...names: ReadonlyArray<string>) => names.map((n) => ({ owner: n.split("/")[0]!, repo: n.split("/")[1]! }))
+          const request = (...names: ReadonlyArray<string>) =>
+            decodeRequest(CreateEnvironmentRequest)({ config: { name: "e", github_repos: repos(...names) }, team: true })
+          // An environment may name the team's own repositories only: 400 naming the first other one.
+          const mine = yield* environments.create(world.admin, yield* request("acme/tools", `own/${world.team}`))
+          const theirs = yield* failureOf(environments.create(world.admin, yield* request("acme/tools", `own/${other.team}`)))
+          expect([theirs._tag, (theirs as InvalidRequest).field]).toEqual(["InvalidRequest", "config.github_repos[1]"])
+          expect(theirs.message).toContain(`own/${other.team}`)
+          const replaced = yield* failureOf(environments.update(world.admin, mine.uid, yield* request(`own/${other.team}`)))
+          expect((replaced as InvalidRequest).field).toBe("config.github_repos[0]")
+          // The other team shares its environment naming its own repository with alice: she may
+          // see the environment, but her runs use her team's repositories, which lack it.
+          const shared = yield* environments.create(other.admin, yield* request(`own/${other.team}`))
+          yield* environments.update(other.admin, shared.uid, new UpdateEnvironmentRequest({
+            config: shared.config,
+            sharing: { guests: [world.alice.principal_uid], link_sharing: false }
+          }))
+          const guestRun = yield* failureOf(create(world.alice, { prompt: "x", config: { environment_id: shared.uid } }))
+          expect([guestRun._tag, (guestRun as InvalidRequest).field]).toEqual(["InvalidRequest", "config.environment_id"])
+          expect(guestRun.message).toContain(`own/${other.team}`)
+          yield* create(other.alice, { prompt: "x", config: { environment_id: shared.uid } })
+          yield* create(world.alice, { prompt: "x", config: { environment_id: mine.uid } })
+          // Skills: the other team's skill is unknown to alice though an environment she sees names
+          // its repository; her team's own is listed.
+          const unknown = yield* failureOf(create(world.alice, { prompt: "x", skill: `own/${other.team}:own` }))
+          expect([unknown._tag, (unknown as InvalidRequest).field]).toEqual(["InvalidRequest", "skill"])
+          const listed = yield* skills.list(world.alice, {})
+          const ids = listed.agents.flatMap((a) => a.variants.map((v) => v.id))
+          expect(ids).toContain(`own/${world.team}:SKILL.md`)
+          expect(ids.some((id) => id.includes(other.team))).toBe(false)
+          expect((yield* skills.list(other.alice, {})).agents.flatMap((a) => a.variants.map((v) => v.id))).toContain(`own/${other.team}:SKILL.md`)
         }))
 
       it.effect("MCP servers: an unregistered server_id or a member's secret reference is a 403; a registered one is kept as given", () =>

@@ -37,7 +37,9 @@ export {
   createTestRepositories,
   executorConformance,
   type ExecutorConformanceOptions,
+  OTHER_TEAM,
   sandboxSpec,
   TEST_REPOSITORIES,
+  TEST_TEAM,
   writeRepository
 } from "./ExecutorConformance.js"

@@ -32,7 +32,7 @@ import { ensureNosuidNodev, unmountAll } from "./internal/HostMounts.js"
 export interface DockerExecutorConfig {
   /** Host directory of the work directories (`<root>/<run_id>/<execution_id>`). */
   readonly root: string
-  /** Host directory of the `owner/repo` git repositories that sandboxes clone. */
+  /** Host directory of the git repositories that sandboxes clone: `<reposDir>/<team_uid>/<owner>/<repo>`, the run's team's. */
   readonly reposDir: string
   /** The image of a sandbox whose environment names none (`docker_image` null). */
   readonly image: string
@@ -486,7 +486,9 @@ export const make = (config: DockerExecutorConfig) =>
         const hostSteps = Effect.gen(function*() {
           for (const { owner, repo } of spec.repos) {
             if (!isSafeSegment(owner) || !isSafeSegment(repo)) return `repository ${owner}/${repo} is not a valid repository name`
-            const source = Path.join(reposDir, owner, repo)
+            if (!isSafeSegment(spec.team_uid)) return `team ${spec.team_uid} cannot name a directory`
+            // The run's team's repository: a team uses only its own.
+            const source = Path.join(reposDir, spec.team_uid, owner, repo)
             const exists = yield* Effect.promise(() => Fs.stat(source).then((stat) => stat.isDirectory(), () => false))
             if (!exists) return `repository ${owner}/${repo} not found`
             const cloned = yield* gitClone(source, Path.join(workdir, repo))

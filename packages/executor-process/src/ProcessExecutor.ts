@@ -4,8 +4,8 @@
  *
  * On disk:
  * - `<root>/<run_id>/<execution_id>/` is the work directory (the sandbox id): each repository
- *   `owner/repo` is cloned into `<repo>/` from `<reposDir>/<owner>/<repo>` (a bare or non-bare
- *   git repository), attachments are written into `attachments/<name>`.
+ *   `owner/repo` is cloned into `<repo>/` from `<reposDir>/<team_uid>/<owner>/<repo>` (the run's
+ *   team's: a bare or non-bare git repository), attachments are written into `attachments/<name>`.
  * - `<root>/<run_id>/<execution_id>.sandbox.json` beside it is the marker: run and execution ids,
  *   creation time, attachments and the process groups that may still run (see `internal/marker`).
  *   It is written before the work directory is made and removed after it, so `leftovers` finds
@@ -39,7 +39,7 @@ import { pullStream, runToCompletion, signalGroup, spawnProcess } from "./intern
 import type { Completion, Spawned } from "./internal/child.js"
 import { formatMarker, MARKER_SUFFIX, parseMarker } from "./internal/marker.js"
 import type { Marker } from "./internal/marker.js"
-import { attachmentNameProblem, isIdSegment, repositoryProblem } from "./internal/names.js"
+import { attachmentNameProblem, isIdSegment, repositoryDir } from "./internal/names.js"
 import { allocateUid, chownTree, killUser, userOf } from "./internal/users.js"
 import type { UidRange, User } from "./internal/users.js"
 
@@ -54,7 +54,7 @@ export interface Isolation {
 export interface Config {
   /** The directory under which sandboxes live (created when missing). */
   readonly root: string
-  /** Where repositories are found, as `<reposDir>/<owner>/<repo>`. */
+  /** Where repositories are found, as `<reposDir>/<team_uid>/<owner>/<repo>`. */
   readonly reposDir: string
   /** The base environment of every process; default: `PATH` and `HOME` of the service. */
   readonly env?: Readonly<Record<string, string>>
@@ -434,14 +434,14 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
 
         const targets = new Set<string>()
         for (const repository of spec.repos) {
-          const problem = repositoryProblem(repository)
-          if (problem !== undefined) return yield* setupFailed(problem)
+          const found = repositoryDir(reposDir, spec.team_uid, repository)
+          if ("problem" in found) return yield* setupFailed(found.problem)
           const name = `${repository.owner}/${repository.repo}`
           if (targets.has(repository.repo)) return yield* setupFailed(`repository ${name}: another repository is cloned into ${repository.repo}/ already`)
           targets.add(repository.repo)
-          const source = join(reposDir, repository.owner, repository.repo)
-          const found = yield* Effect.promise(() => stat(source).then((s) => s.isDirectory(), () => false))
-          if (!found) return yield* setupFailed(`repository ${name} not found`)
+          const source = found.dir
+          const exists = yield* Effect.promise(() => stat(source).then((s) => s.isDirectory(), () => false))
+          if (!exists) return yield* setupFailed(`repository ${name} not found`)
           const completion = yield* run(
             "git",
             ["-c", `safe.directory=${source}`, "clone", "--quiet", "--", source, join(place.workdir, repository.repo)],

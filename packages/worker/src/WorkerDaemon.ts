@@ -32,7 +32,7 @@ export interface WorkerOptions extends Connection {
   readonly capacity: number
   /** Sandboxes live under `<dataDir>/sandboxes`. */
   readonly dataDir: string
-  /** Where `owner/repo` repositories are found (default `<dataDir>/repos`). */
+  /** Where repositories are found, as `<reposDir>/<team_uid>/<owner>/<repo>` like the server's (default `<dataDir>/repos`). */
   readonly reposDir?: string | undefined
   /** The default agent command (default: the bundled scripted agent). */
   readonly harness?: string | undefined

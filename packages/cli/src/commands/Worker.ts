@@ -44,7 +44,7 @@ const dataDir = Options.directory("data-dir").pipe(
 
 const reposDir = Options.directory("repos-dir").pipe(
   Options.optional,
-  Options.withDescription("where owner/repo git repositories are found (default <data-dir>/repos)")
+  Options.withDescription("where the team's git repositories are found, as <team_uid>/<owner>/<repo> (default <data-dir>/repos)")
 )
 
 const harness = Options.text("harness").pipe(

@@ -5,7 +5,8 @@
  * process and Docker executors (and, with issue 7, the self-hosted worker bridge).
  *
  * The contract every implementation keeps (the executor conformance suite checks it):
- * - `prepare` makes the sandbox, clones each repository `owner/repo` of the repository source into
+ * - `prepare` makes the sandbox, clones each repository `owner/repo` of the run's team
+ *   (`team_uid`: a team uses only its own repositories, never another team's of the same name) into
  *   `<workdir>/<repo>`, writes each attachment into `<workdir>/attachments/<name>`, then runs the
  *   setup commands one by one with `/bin/sh -c` in the work directory with `env` set, stopping at
  *   the first that exits non-zero: `SetupFailed` whose message names the command, its exit code
@@ -22,12 +23,14 @@
  */
 import type { Effect, Option, Scope, Stream } from "effect"
 import { Context, Data } from "effect"
-import type { ExecutionId, RunId } from "../Ids.js"
+import type { ExecutionId, RunId, TeamUid } from "../Ids.js"
 
 /** What a sandbox is made of. */
 export interface SandboxSpec {
   readonly run_id: RunId
   readonly execution_id: ExecutionId
+  /** The run's team: the repositories are this team's (a local executor's `<reposDir>/<team_uid>/<owner>/<repo>`). */
+  readonly team_uid: TeamUid
   /** The Docker image (the Docker executor's default when null; the process executor ignores it). */
   readonly docker_image: string | null
   readonly repos: ReadonlyArray<{ readonly owner: string; readonly repo: string }>

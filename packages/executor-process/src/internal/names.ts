@@ -1,7 +1,8 @@
 /**
- * Names that become path segments: repository owners and names, run and execution ids,
+ * Names that become path segments: repository owners and names, team, run and execution ids,
  * attachment names. Each check keeps the resulting path below the directory it is joined to.
  */
+import { join } from "node:path"
 
 const REPOSITORY_SEGMENT = /^[A-Za-z0-9_.][A-Za-z0-9_.-]{0,99}$/
 
@@ -19,6 +20,20 @@ export const repositoryProblem = (repository: { readonly owner: string; readonly
     : `repository ${JSON.stringify(`${repository.owner}/${repository.repo}`)} is not a valid owner/repo`
 
 const ID_SEGMENT = /^[A-Za-z0-9_-]{1,128}$/
+
+/**
+ * Where a team's repository is below the repositories directory: `<reposDir>/<team>/<owner>/<repo>`
+ * (repositories belong to teams), or why it cannot be used.
+ */
+export const repositoryDir = (
+  reposDir: string,
+  team: string,
+  repository: { readonly owner: string; readonly repo: string }
+): { readonly dir: string } | { readonly problem: string } => {
+  if (!isIdSegment(team)) return { problem: `team ${JSON.stringify(team.slice(0, 40))} cannot name a directory` }
+  const problem = repositoryProblem(repository)
+  return problem !== undefined ? { problem } : { dir: join(reposDir, team, repository.owner, repository.repo) }
+}
 
 /** Whether a run or execution id can name a directory (ids are UUIDs; this only guards the path). */
 export const isIdSegment = (id: string): boolean => ID_SEGMENT.test(id)
