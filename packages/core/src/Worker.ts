@@ -172,3 +172,8 @@ export class WorkerEnvironment extends Schema.Class<WorkerEnvironment>("WorkerEn
 
 /** `{success: true}`. */
 export class WorkerOk extends Schema.Class<WorkerOk>("WorkerOk")({ success: Schema.Literal(true) }) {}
+
+/** `DELETE /workers/{workerId}/binding`: whether the id was bound to a service account (and no longer is). */
+export class ReleaseWorkerResponse extends Schema.Class<ReleaseWorkerResponse>("ReleaseWorkerResponse")({
+  released: Schema.Boolean
+}) {}

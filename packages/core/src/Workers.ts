@@ -15,8 +15,10 @@
  *   the team (CONTRACT §5 says "service-account token"); a user, a viewer or an agent's run token
  *   is refused with 403. Anyone in the team (viewers too) may list the connected workers.
  * - A worker id belongs to the service account that used it first in the team (bound in storage,
- *   kept across disconnects); another service account using it is refused with 403 on every
- *   worker endpoint, until the owner is deleted, leaves the team or becomes a viewer.
+ *   kept across disconnects, restarts and token revocations: a new token of the same account keeps
+ *   it); another service account using it is refused with 403 on every worker endpoint, until a
+ *   team admin releases the id (`release`), or the owner is deleted, leaves the team or becomes a
+ *   viewer. Then the next service account to call binds it.
  * - A worker is connected from its first heartbeat until `staleAfterMs` (3 heartbeat intervals by
  *   default) after its latest one, or until it disconnects.
  * - A run the worker may not touch (another team's, another worker's, unknown) is a 404; a write or
@@ -256,6 +258,17 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
       yield* presence.disconnect(worker.team_uid, workerId, yield* Clock.currentTimeMillis)
     }, storageUnavailable)
 
+    /**
+     * A team admin releases a worker id (its binding): the next service account to use it binds it.
+     * Anyone else, run tokens too, gets 403. False when the id was not bound.
+     */
+    const release = Effect.fn("Workers.release")(function*(viewer: Viewer, workerId: string) {
+      if (viewer.acting_run_id !== undefined || viewer.role !== "admin") {
+        return yield* Effect.fail(new NotAuthorized({ message: "only a team admin may release a worker id" }))
+      }
+      return yield* presence.release(viewer.team_uid, workerId)
+    }, storageUnavailable)
+
     const list = Effect.fn("Workers.list")(function*(viewer: Viewer) {
       const now = yield* Clock.currentTimeMillis
       const workers = yield* presence.connected(viewer.team_uid, now)
@@ -399,6 +412,7 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
     return {
       heartbeat,
       disconnect,
+      release,
       list,
       isConnected,
       claim,

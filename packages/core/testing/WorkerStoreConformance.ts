@@ -181,7 +181,7 @@ export const workerStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): v
         expect(Option.map(any, (r) => r.item.run_id)).toEqual(Option.some(others.item.run_id))
       }))
 
-    it.effect("a worker id is bound to its first principal, across disconnects, and moves only from a named holder", () =>
+    it.effect("a worker id is bound to its first principal, across disconnects, moves only from a named holder or once released", () =>
       Effect.gen(function*() {
         const store = yield* WorkerStore
         const team = uid<TeamUid>()
@@ -198,6 +198,11 @@ export const workerStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): v
         expect(yield* store.bind(team, "w1", b, T0 + 3, c)).toBe(a)
         expect(yield* store.bind(team, "w1", b, T0 + 4, a)).toBe(b)
         expect(yield* store.bind(team, "w1", a, T0 + 5)).toBe(b)
+        // Released: the next caller binds it; releasing what is not bound says so.
+        expect(yield* store.release(team, "w1")).toBe(true)
+        expect(yield* store.release(team, "w1")).toBe(false)
+        expect(yield* store.bind(team, "w1", c, T0 + 6)).toBe(c)
+        expect(yield* store.bind(other, "w1", a, T0 + 6)).toBe(b)
         // Concurrent first binds: one wins, all see it.
         const holders = yield* Effect.all([a, b, c].map((p) => store.bind(team, "w2", p, T0)), { concurrency: "unbounded" })
         expect(new Set(holders).size).toBe(1)

@@ -75,6 +75,7 @@ const expectedEndpoints = [
   // CONTRACT §5: the self-hosted worker protocol
   "POST /workers/{workerId}/heartbeat",
   "DELETE /workers/{workerId}/heartbeat",
+  "DELETE /workers/{workerId}/binding",
   "POST /workers/{workerId}/claim",
   "GET /workers/{workerId}/runs/{runId}",
   "POST /workers/{workerId}/runs/{runId}/update",

@@ -107,6 +107,14 @@ export const layer = Layer.effect(
       operation("WorkerStore.bind")
     )
 
-    return WorkerStore.of({ heartbeat, disconnect, connected, bind, lastHeartbeat })
+    const release = Effect.fn("WorkerStore.release")(
+      function* (team: TeamUid, workerId: string) {
+        const rows = yield* sql`DELETE FROM worker_bindings WHERE team_uid = ${team} AND worker_id = ${workerId} RETURNING worker_id`
+        return rows.length > 0
+      },
+      operation("WorkerStore.release")
+    )
+
+    return WorkerStore.of({ heartbeat, disconnect, connected, bind, lastHeartbeat, release })
   })
 )

@@ -9,7 +9,13 @@
  *
  * Expected: every call of B as "box" is a 403 `not_authorized` naming the worker id, B gets no
  * run, and A still claims the run. Another team's service account using the same id has its own
- * worker of that name (ids are per team) and never sees team A's run.
+ * worker of that name (ids are per team) and never sees team A's run. While A holds the run, B
+ * cannot write it as "box" either (update, renew, transcript, follow-ups, conversation, artifacts,
+ * environment: 403), even with A's execution id.
+ *
+ * Handing an id over: revoking A's token keeps the id A's (a new token of A works, B still gets
+ * 403); only a team admin may release the id (a member, B or a run's creator get 403); once
+ * released, the next service account to call binds it and A is refused.
  */
 import { Ids } from "@agent-runs/core"
 import { Effect, Exit, Scope } from "effect"
@@ -22,18 +28,24 @@ const executionId = () => Ids.formatUuidV7(Date.now(), new Uint8Array(randomByte
 describe("worker ids belong to the service account that registered them", () => {
   const scope = Effect.runSync(Scope.make())
   let server: TestServer
-  const tokens = { a: "", b: "", otherTeam: "", member: "" }
+  const tokens = { a: "", b: "", otherTeam: "", member: "", admin: "" }
+  const principals = { a: "" }
+  let tokenIdA = ""
 
+  const newToken = async (principal: string, name: string) => {
+    const token = await call(server, "POST", `/api/v1/admin/principals/${principal}/tokens`, {
+      token: server.adminToken,
+      body: { name }
+    })
+    expect(token.status).toBe(201)
+    return { token: token.body.token as string, id: token.body.token_id as string }
+  }
   const serviceAccount = async (team: string, name: string) => {
     const principal = await call(server, "POST", "/api/v1/admin/principals", {
       token: server.adminToken,
       body: { type: "service_account", display_name: name, memberships: [{ team_uid: team, role: "member" }] }
     })
-    const token = await call(server, "POST", `/api/v1/admin/principals/${principal.body.uid}/tokens`, {
-      token: server.adminToken,
-      body: { name }
-    })
-    return token.body.token as string
+    return { uid: principal.body.uid as string, ...(await newToken(principal.body.uid, name)) }
   }
 
   beforeAll(async () => {
@@ -41,9 +53,13 @@ describe("worker ids belong to the service account that registered them", () => 
     const team = await makeTeam(server, "workers-a")
     const other = await makeTeam(server, "workers-b")
     tokens.member = team.tokens.member
-    tokens.a = await serviceAccount(team.uid, "worker a")
-    tokens.b = await serviceAccount(team.uid, "worker b")
-    tokens.otherTeam = await serviceAccount(other.uid, "worker of another team")
+    tokens.admin = team.tokens.admin
+    const a = await serviceAccount(team.uid, "worker a")
+    tokens.a = a.token
+    tokenIdA = a.id
+    principals.a = a.uid
+    tokens.b = (await serviceAccount(team.uid, "worker b")).token
+    tokens.otherTeam = (await serviceAccount(other.uid, "worker of another team")).token
   })
   afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)))
 
@@ -83,5 +99,70 @@ describe("worker ids belong to the service account that registered them", () => 
     const claimed = await a.claim()
     expect(claimed.status).toBe(200)
     expect(claimed.body.run.item.run_id).toBe(runId)
+  })
+
+  it("another service account cannot write the run the owner holds, even with its execution id", async () => {
+    const a = asWorker(tokens.a)
+    expect((await a.heartbeat()).status).toBe(200)
+    const created = await call(server, "POST", "/api/v1/agent/runs", {
+      token: tokens.member,
+      body: { prompt: "held by box", config: { worker_host: "box" } }
+    })
+    expect(created.status).toBe(200)
+    const claimed = await a.claim()
+    expect(claimed.body.run.item.run_id).toBe(created.body.run_id)
+    const heldRun = claimed.body.run
+    const runId = heldRun.item.run_id as string
+    const execution = heldRun.lease.execution_id as string
+    const path = `/api/v1/workers/box/runs/${runId}`
+    const writes = [
+      ["POST", `${path}/update`, { guard: { state: "CLAIMED", execution_id: execution }, run: { ...heldRun, item: { ...heldRun.item, state: "SUCCEEDED" } }, events: [] }],
+      ["POST", `${path}/renew`, { execution_id: execution }],
+      ["POST", `${path}/transcript`, { execution_id: execution, data_base64: Buffer.from("forged\n").toString("base64"), offset: 0 }],
+      ["POST", `${path}/take-followups`, undefined],
+      ["GET", `${path}/conversation`, undefined],
+      ["PUT", `${path}/conversation`, { execution_id: execution, steps: [] }],
+      ["POST", `${path}/artifacts`, { execution_id: execution, artifact: { artifact_type: "PULL_REQUEST", created_at: new Date().toISOString(), data: { url: "https://x.example/pr/1", branch: "b" } } }],
+      ["GET", "/api/v1/workers/box/environments/AAAAAAAAAAAAAAAAAAAAAA", undefined]
+    ] as const
+    for (const [method, url, body] of writes) {
+      const reply = await call(server, method, url, { token: tokens.b, ...(body === undefined ? {} : { body }) })
+      expect(reply.status, `${method} ${url}`).toBe(403)
+      expect(reply.body.error).toContain("box")
+    }
+    // The run is still the owner's, as it was.
+    const still = await call(server, "GET", path, { token: tokens.a })
+    expect(still.status).toBe(200)
+    expect(still.body.item.state).toBe("CLAIMED")
+    expect(still.body.lease.execution_id).toBe(execution)
+  })
+
+  it("a revoked token keeps the id its account's; only a team admin releases it, then the next service account binds it", async () => {
+    const a = asWorker(tokens.a)
+    const b = asWorker(tokens.b)
+    expect((await call(server, "DELETE", `/api/v1/admin/tokens/${tokenIdA}`, { token: server.adminToken })).status).toBe(200)
+    expect((await a.heartbeat()).status).toBe(401)
+    const renewed = await newToken(principals.a, "worker a again")
+    expect((await asWorker(renewed.token).heartbeat()).status).toBe(200)
+    expect((await b.heartbeat()).status).toBe(403)
+    // Releasing: a member, the other service account and an unknown id.
+    const release = (token: string, id = "box") => call(server, "DELETE", `/api/v1/workers/${id}/binding`, { token })
+    for (const token of [tokens.member, tokens.b, renewed.token]) {
+      const refused = await release(token)
+      expect(refused.status).toBe(403)
+      expect(refused.body.error_code).toBe("not_authorized")
+    }
+    expect((await b.heartbeat()).status).toBe(403)
+    expect((await release(tokens.admin, "never-used")).body).toEqual({ released: false })
+    // The admin retires A's account's token, then releases the id: B binds it, A is refused.
+    expect((await call(server, "DELETE", `/api/v1/admin/tokens/${renewed.id}`, { token: server.adminToken })).status).toBe(200)
+    const released = await release(tokens.admin)
+    expect(released.status).toBe(200)
+    expect(released.body).toEqual({ released: true })
+    expect((await b.heartbeat()).status).toBe(200)
+    const third = await newToken(principals.a, "worker a, later")
+    const refused = await asWorker(third.token).heartbeat()
+    expect(refused.status).toBe(403)
+    expect(refused.body.error).toContain("box")
   })
 })

@@ -56,4 +56,6 @@ export class WorkerStore extends Context.Tag("@agent-runs/core/WorkerStore")<Wor
     now: number,
     from?: PrincipalUid
   ) => Effect.Effect<PrincipalUid, StorageError>
+  /** Forgets whom the worker id is bound to (the next `bind` binds it afresh); false when it was not bound. */
+  readonly release: (team: TeamUid, workerId: string) => Effect.Effect<boolean, StorageError>
 }>() {}

@@ -42,6 +42,20 @@ export class WorkersGroup extends HttpApiGroup.make("workers")
       .annotateContext(doc("Worker disconnect", "The worker stops: it is no longer listed. " + forbidden))
   )
   .add(
+    HttpApiEndpoint.del("workerRelease")`/workers/${workerId}/binding`
+      .setHeaders(TeamHeaders)
+      .addSuccess(Worker.ReleaseWorkerResponse)
+      .annotateContext(
+        doc(
+          "Release a worker id (team admin)",
+          "A worker id belongs to the service account that used it first in the team; no other may use it (403). " +
+            "A team admin releases it: the next service account to call as this worker binds it (revoke the old " +
+            "account's tokens first, or it takes the id back on its next call). `released` is false when it was not " +
+            "bound. 403: not a team admin."
+        )
+      )
+  )
+  .add(
     HttpApiEndpoint.post("workerClaim")`/workers/${workerId}/claim`
       .setHeaders(TeamHeaders)
       .setPayload(Worker.ClaimRequest)

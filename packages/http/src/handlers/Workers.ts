@@ -18,6 +18,9 @@ export const WorkersLive = HttpApiBuilder.group(Api, "workers", (handlers) =>
         Effect.flatMap(CurrentViewer, (viewer) => workers.heartbeat(viewer, path.workerId, payload)))
       .handle("workerDisconnect", ({ path }) =>
         Effect.flatMap(CurrentViewer, (viewer) => Effect.as(workers.disconnect(viewer, path.workerId), ok)))
+      .handle("workerRelease", ({ path }) =>
+        Effect.flatMap(CurrentViewer, (viewer) =>
+          Effect.map(workers.release(viewer, path.workerId), (released) => new Worker.ReleaseWorkerResponse({ released }))))
       .handle("workerClaim", ({ path, payload }) =>
         Effect.flatMap(CurrentViewer, (viewer) =>
           workers.claim(viewer, path.workerId, payload.execution_id, payload.wait_seconds ?? DEFAULT_CLAIM_WAIT_SECONDS)))
