@@ -10,7 +10,7 @@
 import { writeRepository } from "@agent-runs/core/testing"
 import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { mkdtempSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
 import { connect, createServer, type Server, type Socket } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -191,11 +191,12 @@ describe("self-hosted workers: running, listing, waiting, cancel, a server resta
     expect(refused.status).toBe(403)
     expect(await runs.workers()).toEqual([])
 
+    const w1Data = tempDir()
     const worker = await startWorker({
       url: proxy.url,
       token: tokens.worker,
       workerId: "w1",
-      dataDir: tempDir(),
+      dataDir: w1Data,
       extra: ["--capacity", "2", "--label", "linux", "--display-name", "First worker"]
     })
     expect(await runs.workers()).toEqual([
@@ -216,6 +217,18 @@ describe("self-hosted workers: running, listing, waiting, cancel, a server resta
     expect(JSON.stringify(conversation.body)).toContain("hello from w1")
     // The run waiting for another worker stays QUEUED.
     expect((await runs.run(waiting)).state).toBe("QUEUED")
+
+    // A run the worker is running is cancelled at once; the worker sees it (its writes and lease
+    // renewals are refused) and stops the agent: its sandbox is gone within seconds.
+    const long = await runs.create("Runs until cancelled\n@sleep 60000", "w1")
+    await until(() => runs.run(long), (r) => r.state === "INPROGRESS", 10_000)
+    const sandboxes = () => readdirSync(join(w1Data, "sandboxes", long), { withFileTypes: true }).length
+    expect(sandboxes()).toBeGreaterThan(0)
+    expect((await call(server, "POST", `/api/v1/agent/runs/${long}/cancel`, { token: tokens.user })).status).toBe(200)
+    expect((await runs.run(long)).state).toBe("CANCELLED")
+    const gone = async () => (existsSync(join(w1Data, "sandboxes", long)) ? sandboxes() : 0)
+    expect(await until(gone, (n) => n === 0, 10_000)).toBe(0)
+    expect((await runs.run(long)).state).toBe("CANCELLED")
 
     // Stopped: no longer listed (it says goodbye).
     await kill(worker, "SIGTERM")

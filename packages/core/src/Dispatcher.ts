@@ -153,7 +153,12 @@ interface Retained {
   debugging: boolean
 }
 
-const make = (scope: Scope.Scope) => Effect.gen(function*() {
+/**
+ * The dispatcher's parts, for the scope given: claiming, the sweep (lease expiry, admission, runs
+ * whose self-hosted worker stayed away), the retained sandboxes and recovery. `layer` runs them in
+ * loops; tests call them one by one on the TestClock.
+ */
+export const make = (scope: Scope.Scope) => Effect.gen(function*() {
   const settings = yield* DispatcherConfig
   const store = yield* RunStore
   const environments = yield* EnvironmentStore

@@ -3,10 +3,14 @@
  * adapter and an in-memory BlobStore: what a worker's claim brings, the transcript appends made
  * idempotent by their offset (a retry after a lost answer appends nothing), and the scope of a
  * worker (its team, its id, the execution holding the run). Each test makes a team and worker ids
- * of its own. Call `workersServiceSuite(name, layer)` inside a vitest file.
+ * of its own. Then the dispatcher's sweep on the TestClock (a database of its own per test): runs
+ * waiting for a worker that stays away fail after the wait. Call `workersServiceSuite(name, layer)`
+ * inside a vitest file; `layer` must make a fresh database each time it is built.
  */
-import { describe, expect, layer } from "@effect/vitest"
-import { Chunk, Effect, Layer, Option, Stream } from "effect"
+import { describe, expect, it as plainIt, layer } from "@effect/vitest"
+import { Chunk, Effect, Layer, Option, Stream, TestClock } from "effect"
+import * as Dispatcher from "../src/Dispatcher.js"
+import { Executor, ExecutorError } from "../src/ports/Executor.js"
 import type { Viewer } from "../src/Access.js"
 import { transcriptKey } from "../src/Conversations.js"
 import { type ExecutionId, IdsLive, type PrincipalUid, type RunId } from "../src/Ids.js"
@@ -34,8 +38,8 @@ const runTokens = Layer.succeed(RunTokens, {
 const text = (s: string) => new TextEncoder().encode(s)
 
 /** A team of its own, a member user and a service account acting as its workers. */
-const seedWorkers = Effect.gen(function*() {
-  const world = yield* seedWorld()
+const seedTeamWorkers = (options: { readonly maxConcurrentRuns?: number } = {}) => Effect.gen(function*() {
+  const world = yield* seedWorld(options)
   const principal = uid<PrincipalUid>()
   yield* (yield* IdentityStore).createPrincipal(
     new Principal({
@@ -48,6 +52,13 @@ const seedWorkers = Effect.gen(function*() {
     })
   )
   return { ...world, worker: viewerOf(world.team, principal, "member") }
+})
+const seedWorkers = seedTeamWorkers()
+
+/** An executor the sweep never uses (nothing is claimed there). */
+const idleExecutor = Layer.succeed(Executor, {
+  prepare: () => Effect.fail(new ExecutorError({ message: "no executions in this test" })),
+  leftovers: Effect.succeed([])
 })
 
 /** A run for `workerHost`, created by `viewer` (QUEUED). */
@@ -80,6 +91,66 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
       Layer.mergeAll(storage, IdsLive, memoryBlobStore, runTokens, Layer.succeed(WorkerSettingsTag, defaultWorkerSettings))
     )
   )
+
+  /** The dispatcher's sweep over a fresh database, on the TestClock; the default wait (10 minutes). */
+  const sweepServices = Layer.mergeAll(Workers.Default, Runs.Default).pipe(
+    Layer.provideMerge(
+      Layer.mergeAll(
+        storage,
+        IdsLive,
+        memoryBlobStore,
+        runTokens,
+        idleExecutor,
+        Layer.succeed(WorkerSettingsTag, defaultWorkerSettings),
+        Layer.succeed(Dispatcher.DispatcherConfig, { ...Dispatcher.defaultSettings("true", "http://localhost/api/v1"), concurrency: 0 })
+      )
+    )
+  )
+
+  describe(`runs waiting for an absent self-hosted worker (${name})`, () => {
+    plainIt.scoped("fail resource_unavailable once they and their worker's absence reach the wait (10 min), freeing the slot", () =>
+      Effect.gen(function*() {
+        const MINUTE = 60_000
+        const start = Date.UTC(2026, 10, 2)
+        yield* TestClock.setTime(start)
+        const world = yield* seedTeamWorkers({ maxConcurrentRuns: 2 })
+        const runs = yield* Runs
+        const workers = yield* Workers
+        const dispatcher = yield* Dispatcher.make(yield* Effect.scope)
+        const state = (id: RunId) => Effect.map(runs.get(world.alice, id), (r) => r.state)
+        const sweepAt = (ms: number) => Effect.zipRight(TestClock.setTime(start + ms), dispatcher.sweep)
+
+        const ghost = yield* createFor(world.alice, "ghost")
+        const box = yield* createFor(world.alice, "box")
+        const later = yield* createFor(world.alice, "later")
+        expect([yield* state(ghost), yield* state(box), yield* state(later)]).toEqual(["QUEUED", "QUEUED", "PENDING"])
+        // "box" connects once, five minutes in, then stays away.
+        yield* TestClock.setTime(start + 5 * MINUTE)
+        yield* workers.heartbeat(world.worker, "box", new HeartbeatRequest({ capacity: 1 }))
+
+        yield* sweepAt(10 * MINUTE - 1)
+        expect([yield* state(ghost), yield* state(box), yield* state(later)]).toEqual(["QUEUED", "QUEUED", "PENDING"])
+        // The ghost run has waited 10 minutes for a worker never seen: it fails, and the waiting run gets its slot.
+        yield* sweepAt(10 * MINUTE)
+        const failed = yield* runs.get(world.alice, ghost)
+        expect(failed.state).toBe("FAILED")
+        expect(failed.status_message).toMatchObject({ error_code: "resource_unavailable" })
+        expect(failed.status_message?.message).toContain("ghost")
+        expect(failed.status_message?.message).toContain("600 s")
+        expect((yield* runs.timeline(world.alice, ghost)).events.map((e) => e.event_type)).toContain("run_failed")
+        expect([yield* state(box), yield* state(later)]).toEqual(["QUEUED", "QUEUED"])
+        // "box" was seen 5 minutes in: its run waits until 10 minutes after that.
+        yield* sweepAt(15 * MINUTE - 1)
+        expect(yield* state(box)).toBe("QUEUED")
+        yield* sweepAt(15 * MINUTE)
+        expect(yield* state(box)).toBe("FAILED")
+        // A worker seen within the wait keeps its runs waiting, however long they have waited.
+        yield* TestClock.setTime(start + 19 * MINUTE)
+        yield* workers.heartbeat(world.worker, "later", new HeartbeatRequest({ capacity: 1 }))
+        yield* sweepAt(25 * MINUTE)
+        expect(yield* state(later)).toBe("QUEUED")
+      }).pipe(Effect.provide(sweepServices)), 60_000)
+  })
 
   describe(`workers service (${name})`, () => {
     layer(services, { excludeTestServices: true, timeout: "60 seconds" })("Workers", (it) => {
