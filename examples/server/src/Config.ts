@@ -23,7 +23,7 @@
  * `1000000000-1999999999`).
  * Self-hosted workers: `AGENT_RUNS_WORKER_HEARTBEAT_SECONDS` (5: how often workers send heartbeats;
  * a worker is listed until 3 intervals after its latest one; docs/workers.md) and
- * `AGENT_RUNS_WORKER_WAIT_SECONDS` (600: a run waiting that long for a worker that has been away as
+ * `AGENT_RUNS_WORKER_WAIT_SECONDS` (600: a run that old, waiting for a worker that has been away as
  * long fails `resource_unavailable`).
  * Webhook ingress: `AGENT_RUNS_TRUSTED_PROXIES` (addresses and CIDR ranges, comma separated, whose
  * `X-Forwarded-For` names the sender; none), `AGENT_RUNS_WEBHOOK_DELIVERIES_PER_MINUTE` (per webhook

@@ -104,8 +104,8 @@ export interface DispatcherSettings {
   /** How often the conversation is saved while the agent runs. */
   readonly flushMs: number
   /**
-   * How long a QUEUED run waits for its self-hosted worker: once the run has waited this long and
-   * the worker has sent no heartbeat for as long, the sweep fails it (`resource_unavailable`).
+   * How long a QUEUED run waits for its self-hosted worker: once the run is this old and the
+   * worker has sent no heartbeat for as long, the sweep fails it (`resource_unavailable`).
    */
   readonly workerWaitMs?: number | undefined
   /**
@@ -299,9 +299,10 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
   }).pipe(Effect.catchAll((e) => Effect.logWarning("dispatcher: sweep failed", e)))
 
   /**
-   * Fails the QUEUED runs whose self-hosted worker stayed away: the run has waited `workerWaitMs`
-   * and the worker has sent no heartbeat for as long (or never sent one). Their team's capacity
-   * goes to the next waiting runs.
+   * Fails the QUEUED runs whose self-hosted worker stayed away: the run was created at least
+   * `workerWaitMs` ago and the worker has sent no heartbeat for as long (or never sent one); a
+   * follow-up or a late admission does not restart the wait. Their team's capacity goes to the
+   * next waiting runs.
    */
   const failAbandoned = (now: number) =>
     Effect.gen(function*() {

@@ -181,6 +181,40 @@ export const workerStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): v
         expect(Option.map(any, (r) => r.item.run_id)).toEqual(Option.some(others.item.run_id))
       }))
 
+    it.effect("runs waiting for absent workers: QUEUED, old enough, and their worker of the team not seen since", () =>
+      Effect.gen(function*() {
+        const runs = yield* RunStore
+        const store = yield* WorkerStore
+        const team = uid<TeamUid>()
+        const other = uid<TeamUid>()
+        const creator = uid<PrincipalUid>()
+        const [ghost, seen, away] = [`ghost-${uid()}`, `seen-${uid()}`, `away-${uid()}`]
+        const t = T0 - 60_000
+        const old = makeRun({ team, creator, state: "QUEUED", worker_host: ghost, created_at: t })
+        const older = makeRun({ team, creator, state: "QUEUED", worker_host: away, created_at: t - 1 })
+        const young = makeRun({ team, creator, state: "QUEUED", worker_host: ghost, created_at: T0 + 1 })
+        const served = makeRun({ team, creator, state: "QUEUED", worker_host: seen, created_at: t })
+        const claimed = makeRun({ team, creator, state: "CLAIMED", worker_host: ghost, created_at: t })
+        const local = makeRun({ team, creator, state: "QUEUED", created_at: t })
+        // The other team's worker of the same id does not count for this team's run.
+        const foreign = makeRun({ team: other, creator, state: "QUEUED", worker_host: seen, created_at: t })
+        yield* runs.create([old, older, young, served, claimed, local, foreign].map((run) => ({ run, events: creationEvents(run) })))
+        // "seen" sent a heartbeat after T0, "away" at T0; "ghost" never did.
+        yield* store.heartbeat(beat(team, seen, T0 + 1))
+        yield* store.heartbeat(beat(team, away, T0))
+        const waiting = (before: number) =>
+          Effect.map(
+            runs.waitingForWorkers(before, 10_000),
+            (rs) => rs.filter((r) => r.team_uid === team || r.team_uid === other).map((r) => r.item.run_id)
+          )
+        // Oldest first (then by run id).
+        const sameAge = [old.item.run_id, foreign.item.run_id].sort()
+        expect(yield* waiting(T0)).toEqual([older.item.run_id, ...sameAge])
+        expect(yield* waiting(t - 2)).toEqual([])
+        // A moment later the young run is old enough, and "seen" has been quiet since.
+        expect(new Set(yield* waiting(T0 + 1))).toEqual(new Set([older, old, foreign, young, served].map((r) => r.item.run_id)))
+      }))
+
     it.effect("a worker id is bound to its first principal, across disconnects, moves only from a named holder or once released", () =>
       Effect.gen(function*() {
         const store = yield* WorkerStore

@@ -18,7 +18,8 @@ import { Principal } from "../src/Identity.js"
 import { BlobStore } from "../src/ports/BlobStore.js"
 import { IdentityStore } from "../src/ports/IdentityStore.js"
 import { RunTokens } from "../src/ports/RunTokens.js"
-import { RunAgentRequest } from "../src/Run.js"
+import { Followups } from "../src/Followups.js"
+import { RunAgentRequest, RunFollowupRequest } from "../src/Run.js"
 import { RunEvent } from "../src/RunStateMachine.js"
 import { Runs } from "../src/Runs.js"
 import { HeartbeatRequest } from "../src/Worker.js"
@@ -93,7 +94,7 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
   )
 
   /** The dispatcher's sweep over a fresh database, on the TestClock; the default wait (10 minutes). */
-  const sweepServices = Layer.mergeAll(Workers.Default, Runs.Default).pipe(
+  const sweepServices = Layer.mergeAll(Workers.Default, Runs.Default, Followups.Default).pipe(
     Layer.provideMerge(
       Layer.mergeAll(
         storage,
@@ -108,7 +109,7 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
   )
 
   describe(`runs waiting for an absent self-hosted worker (${name})`, () => {
-    plainIt.scoped("fail resource_unavailable once they and their worker's absence reach the wait (10 min), freeing the slot", () =>
+    plainIt.scoped("fail resource_unavailable once they and their worker's absence reach the wait (10 min), freeing the slot; follow-ups do not restart it", () =>
       Effect.gen(function*() {
         const MINUTE = 60_000
         const start = Date.UTC(2026, 10, 2)
@@ -116,6 +117,7 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
         const world = yield* seedTeamWorkers({ maxConcurrentRuns: 2 })
         const runs = yield* Runs
         const workers = yield* Workers
+        const followups = yield* Followups
         const dispatcher = yield* Dispatcher.make(yield* Effect.scope)
         const state = (id: RunId) => Effect.map(runs.get(world.alice, id), (r) => r.state)
         const sweepAt = (ms: number) => Effect.zipRight(TestClock.setTime(start + ms), dispatcher.sweep)
@@ -128,6 +130,9 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
         yield* TestClock.setTime(start + 5 * MINUTE)
         yield* workers.heartbeat(world.worker, "box", new HeartbeatRequest({ capacity: 1 }))
 
+        // Follow-ups to the ghost run do not make it wait longer.
+        yield* TestClock.setTime(start + 9 * MINUTE)
+        yield* followups.send(world.alice, ghost, new RunFollowupRequest({ message: "still there?" }))
         yield* sweepAt(10 * MINUTE - 1)
         expect([yield* state(ghost), yield* state(box), yield* state(later)]).toEqual(["QUEUED", "QUEUED", "PENDING"])
         // The ghost run has waited 10 minutes for a worker never seen: it fails, and the waiting run gets its slot.
@@ -139,16 +144,19 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
         expect(failed.status_message?.message).toContain("600 s")
         expect((yield* runs.timeline(world.alice, ghost)).events.map((e) => e.event_type)).toContain("run_failed")
         expect([yield* state(box), yield* state(later)]).toEqual(["QUEUED", "QUEUED"])
+        // "later"'s worker shows up once, 12 minutes in.
+        yield* TestClock.setTime(start + 12 * MINUTE)
+        yield* workers.heartbeat(world.worker, "later", new HeartbeatRequest({ capacity: 1 }))
         // "box" was seen 5 minutes in: its run waits until 10 minutes after that.
         yield* sweepAt(15 * MINUTE - 1)
         expect(yield* state(box)).toBe("QUEUED")
         yield* sweepAt(15 * MINUTE)
-        expect(yield* state(box)).toBe("FAILED")
-        // A worker seen within the wait keeps its runs waiting, however long they have waited.
-        yield* TestClock.setTime(start + 19 * MINUTE)
-        yield* workers.heartbeat(world.worker, "later", new HeartbeatRequest({ capacity: 1 }))
-        yield* sweepAt(25 * MINUTE)
+        expect([yield* state(box), yield* state(later)]).toEqual(["FAILED", "QUEUED"])
+        // A worker seen within the wait keeps its runs waiting; 10 minutes after its last heartbeat, no longer.
+        yield* sweepAt(22 * MINUTE - 1)
         expect(yield* state(later)).toBe("QUEUED")
+        yield* sweepAt(22 * MINUTE)
+        expect(yield* state(later)).toBe("FAILED")
       }).pipe(Effect.provide(sweepServices)), 60_000)
   })
 

@@ -519,8 +519,10 @@ export const layer = Layer.effect(
       function* (before: number, limit: number) {
         return yield* read(
           sql`SELECT ${columns} FROM runs
-            WHERE state = 'QUEUED' AND worker_host IS NOT NULL AND worker_host <> '' AND updated_at <= ${before}
-            ORDER BY updated_at, run_id LIMIT ${limit}`.pipe(Effect.flatMap(toStoredRuns))
+            WHERE state = 'QUEUED' AND worker_host IS NOT NULL AND worker_host <> '' AND created_at <= ${before}
+              AND NOT EXISTS (SELECT 1 FROM workers w
+                WHERE w.team_uid = runs.team_uid AND w.worker_id = runs.worker_host AND w.last_heartbeat_at > ${before})
+            ORDER BY created_at, run_id LIMIT ${limit}`.pipe(Effect.flatMap(toStoredRuns))
         )
       },
       operation("RunStore.waitingForWorkers")

@@ -140,7 +140,11 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
   readonly renewLease: (runId: RunId, execution_id: ExecutionId, expires_at: number) => Effect.Effect<void, StaleWrite | StorageError>
   /** CLAIMED or INPROGRESS runs whose lease expired at or before `now`, oldest expiry first (then run id). */
   readonly expiredLeases: (now: number, limit: number) => Effect.Effect<ReadonlyArray<StoredRun>, StorageError>
-  /** QUEUED runs for a self-hosted worker (a non-empty `worker_host`) not updated since `before`, oldest first. */
+  /**
+   * QUEUED runs for a self-hosted worker (a non-empty `worker_host`) created at or before `before`
+   * whose worker (of the run's team) has sent no heartbeat after `before`, or none at all; oldest
+   * first. A run's later changes (a follow-up, an admission) do not make it younger.
+   */
   readonly waitingForWorkers: (before: number, limit: number) => Effect.Effect<ReadonlyArray<StoredRun>, StorageError>
   /** How many of a team's runs hold capacity (CLAIMED or INPROGRESS, or QUEUED). */
   readonly activeCount: (team: TeamUid) => Effect.Effect<number, StorageError>
