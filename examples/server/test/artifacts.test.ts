@@ -6,26 +6,17 @@
  * like no run); and a conversation read by its id across the executions of its run, with its raw
  * transcript.
  */
-import { Effect, Exit, Scope } from "effect"
 import { chmodSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { call, type DatabaseKind, makeTeam, startServer, type TestServer } from "./harness.js"
+import { beforeAll, describe, expect, it } from "vitest"
+import { call, type DatabaseKind, makeTeam, suiteServer } from "./harness.js"
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any
 type Team = Awaited<ReturnType<typeof makeTeam>>
 
-const started = (kind: DatabaseKind) => {
-  const scope = Effect.runSync(Scope.make())
-  let server: TestServer | undefined
-  beforeAll(async () => {
-    server = await Effect.runPromise(Scope.extend(startServer(kind, {}, { concurrency: 4 }), scope))
-  }, 60_000)
-  afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)), 60_000)
-  return () => server!
-}
+const started = (kind: DatabaseKind) => suiteServer(kind, {}, { concurrency: 4 })
 
 const ended = (run: Json) => ["SUCCEEDED", "FAILED", "BLOCKED", "ERROR", "CANCELLED"].includes(run.state)
 

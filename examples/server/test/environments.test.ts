@@ -6,9 +6,8 @@
  * and another team's admin and member), the list's sort orders, guests that must exist, and how a
  * run refuses an environment id that is malformed (400), unknown (403) or deleted (403).
  */
-import { Effect, Exit, Scope } from "effect"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { call, type DatabaseKind, makeTeam, startServer, type TestServer } from "./harness.js"
+import { beforeAll, describe, expect, it } from "vitest"
+import { call, type DatabaseKind, makeTeam, suiteServer, type TestServer } from "./harness.js"
 
 type Team = Awaited<ReturnType<typeof makeTeam>>
 type EnvScope = "User" | "Team"
@@ -106,15 +105,7 @@ const listedUids = async (server: TestServer, token: string, query = "") => {
   return (reply.body.environments as ReadonlyArray<{ uid: string }>).map((e) => e.uid)
 }
 
-const started = (kind: DatabaseKind) => {
-  const scope = Effect.runSync(Scope.make())
-  let server: TestServer | undefined
-  beforeAll(async () => {
-    server = await Effect.runPromise(Scope.extend(startServer(kind), scope))
-  }, 60_000)
-  afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)), 60_000)
-  return () => server!
-}
+const started = (kind: DatabaseKind) => suiteServer(kind)
 
 describe.each(["sqlite", "postgres"] as const)("environments (%s)", (kind) => {
   const server = started(kind)

@@ -4,8 +4,8 @@
  * known admin token. `api` sends JSON requests to it.
  */
 import { freshDatabase } from "@agent-runs/storage-pg/testing"
-import { Effect, Layer, Option, Redacted } from "effect"
-import { expect } from "vitest"
+import { Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
+import { afterAll, beforeAll, expect } from "vitest"
 import { randomBytes } from "node:crypto"
 import { join } from "node:path"
 import type { ServerConfig } from "../src/Config.js"
@@ -70,6 +70,24 @@ export const startServer = (
     yield* Layer.build(ServerLive(config))
     return { url, adminToken, dataDir, config } satisfies TestServer
   })
+
+/**
+ * The server of a describe block: started (with `startServer`'s arguments) before its tests and
+ * stopped after them; the getter answers it once started.
+ */
+export const suiteServer = (
+  kind: DatabaseKind,
+  overrides: Partial<ServerConfig> = {},
+  execution: Partial<ServerConfig["execution"]> = {}
+) => {
+  const scope = Effect.runSync(Scope.make())
+  let server: TestServer | undefined
+  beforeAll(async () => {
+    server = await Effect.runPromise(Scope.extend(startServer(kind, overrides, execution), scope))
+  }, 60_000)
+  afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)), 60_000)
+  return () => server!
+}
 
 /** Creates a team with one principal per role; returns their tokens. */
 export const makeTeam = async (server: Pick<TestServer, "url" | "adminToken">, name: string) => {

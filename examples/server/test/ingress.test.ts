@@ -9,39 +9,12 @@ import { Effect, Exit, Option, Redacted, Scope } from "effect"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { call, type DatabaseKind, makeTeam, startServer, type TestServer } from "./harness.js"
+import { call, makeTeam, startServer, suiteServer, type TestServer } from "./harness.js"
+import { postRaw as post } from "./support.js"
 
 type Scheme = Webhook.SignatureScheme
 
-const started = (
-  kind: DatabaseKind,
-  overrides: Parameters<typeof startServer>[1] = {},
-  execution: Parameters<typeof startServer>[2] = {}
-) => {
-  const scope = Effect.runSync(Scope.make())
-  let server: TestServer | undefined
-  beforeAll(async () => {
-    server = await Effect.runPromise(Scope.extend(startServer(kind, overrides, execution), scope))
-  }, 60_000)
-  afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)))
-  return () => server!
-}
-
-/** Posts raw bytes to a webhook's ingress URL. */
-const post = async (
-  server: { readonly url: string },
-  path: string,
-  body: string | Uint8Array,
-  headers: Record<string, string> = {}
-) => {
-  const response = await fetch(`${server.url}${path}`, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...headers },
-    body
-  })
-  const text = await response.text()
-  return { status: response.status, headers: response.headers, body: text === "" ? undefined : JSON.parse(text) }
-}
+const started = suiteServer
 
 const ingressPath = (uid: string, token?: string) => `/webhooks/w/${uid}${token === undefined ? "" : `/${token}`}`
 

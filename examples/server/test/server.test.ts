@@ -5,22 +5,15 @@
  */
 import { FileBlobStore } from "@agent-runs/blob-store-fs"
 import { BlobStore, Conversations } from "@agent-runs/core"
-import { Effect, Exit, Scope } from "effect"
+import { Effect } from "effect"
 import { join } from "node:path"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { call, type DatabaseKind, makeTeam, startServer, type TestServer } from "./harness.js"
+import { describe, expect, it } from "vitest"
+import type { startServer} from "./harness.js";
+import { call, type DatabaseKind, makeTeam, suiteServer } from "./harness.js"
 
 const PROBLEM = "application/problem+json"
 
-const started = (kind: DatabaseKind, overrides?: Parameters<typeof startServer>[1]) => {
-  const scope = Effect.runSync(Scope.make())
-  let server: TestServer | undefined
-  beforeAll(async () => {
-    server = await Effect.runPromise(Scope.extend(startServer(kind, overrides), scope))
-  }, 60_000)
-  afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)))
-  return () => server!
-}
+const started = (kind: DatabaseKind, overrides?: Parameters<typeof startServer>[1]) => suiteServer(kind, overrides)
 
 /** Reads a stream until `done` says it has seen enough (or 5 s pass), then aborts it; returns the text. */
 const readUntil = async (

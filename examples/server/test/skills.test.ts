@@ -7,9 +7,8 @@
  * secrets resolved in what the agent receives and nowhere else).
  */
 import { writeRepository } from "@agent-runs/core/testing"
-import { Effect, Exit, Scope } from "effect"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { call, type DatabaseKind, makeTeam, startServer, type TestServer } from "./harness.js"
+import { beforeAll, describe, expect, it } from "vitest"
+import { call, type DatabaseKind, makeTeam, suiteServer, type TestServer } from "./harness.js"
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any
@@ -23,15 +22,7 @@ const REPOSITORY = {
   "nameless/SKILL.md": "---\ndescription: no name\n---\nbody\n"
 }
 
-const started = (kind: DatabaseKind) => {
-  const scope = Effect.runSync(Scope.make())
-  let server: TestServer | undefined
-  beforeAll(async () => {
-    server = await Effect.runPromise(Scope.extend(startServer(kind, {}, { concurrency: 2 }), scope))
-  }, 60_000)
-  afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)), 60_000)
-  return () => server!
-}
+const started = (kind: DatabaseKind) => suiteServer(kind, {}, { concurrency: 2 })
 
 const waitForRun = async (server: TestServer, token: string, runId: string) => {
   const deadline = Date.now() + 15_000

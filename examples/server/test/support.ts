@@ -65,3 +65,25 @@ export const call = async (
   }
   return { status: response.status, headers: response.headers, body: parsed }
 }
+
+/** Posts raw bytes (a webhook delivery) to `path`; the answer, its body parsed when it is JSON. */
+export const postRaw = async (
+  server: { readonly url: string },
+  path: string,
+  body: string | Uint8Array,
+  headers: Record<string, string> = {}
+): Promise<Reply> => {
+  const response = await fetch(`${server.url}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body
+  })
+  const text = await response.text()
+  let parsed: unknown = text === "" ? undefined : text
+  try {
+    parsed = text === "" ? undefined : JSON.parse(text)
+  } catch {
+    // not JSON: keep the text
+  }
+  return { status: response.status, headers: response.headers, body: parsed }
+}

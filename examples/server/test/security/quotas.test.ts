@@ -24,7 +24,7 @@
  */
 import { Effect, Exit, Scope } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { call, type DatabaseKind, makeTeam, startServer, type TestServer } from "../harness.js"
+import { call, type DatabaseKind, makeTeam, startServer, suiteServer, type TestServer } from "../harness.js"
 
 /** The defaults this test holds the server to (core's `DEFAULT_QUOTAS`, docs/security.md). */
 const MAX_PROMPT_BYTES = 64 * 1024
@@ -32,15 +32,7 @@ const MAX_PENDING_FOLLOWUPS = 100
 const MAX_LIST_BYTES = 1024 * 1024
 const RUNS_PER_MINUTE = 120
 
-const started = (kind: DatabaseKind) => {
-  const scope = Effect.runSync(Scope.make())
-  let server: TestServer | undefined
-  beforeAll(async () => {
-    server = await Effect.runPromise(Scope.extend(startServer(kind), scope))
-  }, 60_000)
-  afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)))
-  return () => server!
-}
+const started = (kind: DatabaseKind) => suiteServer(kind)
 
 describe.each(["sqlite", "postgres"] as const)("quotas (%s)", (kind) => {
   const server = started(kind)

@@ -23,6 +23,7 @@ import { Effect, Exit, Scope } from "effect"
 import { connect } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call, type DatabaseKind, makeTeam, startServer, type TestServer } from "../harness.js"
+import { postRaw } from "../support.js"
 
 const BODY_TIMEOUT_SECONDS = 1
 const LOG_MAX = 50
@@ -114,15 +115,8 @@ describe.each(["sqlite", "postgres"] as const)("webhook ingress floods (%s)", (k
     return created.body as { uid: string; secret: string }
   }
 
-  const post = async (uid: string, body: string, headers: Record<string, string>) => {
-    const response = await fetch(`${server().url}/webhooks/w/${uid}`, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...headers },
-      body
-    })
-    await response.text()
-    return response.status
-  }
+  const post = async (uid: string, body: string, headers: Record<string, string>) =>
+    (await postRaw(server(), `/webhooks/w/${uid}`, body, headers)).status
 
   /** The whole log, every page, and the counts. */
   const wholeLog = async (uid: string) => {

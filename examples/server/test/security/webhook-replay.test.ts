@@ -16,19 +16,12 @@
  * events apart by the sender's id.
  */
 import { Signatures, type Webhook } from "@agent-runs/core"
-import { Effect, Exit, Scope } from "effect"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { call, type DatabaseKind, makeTeam, startServer, type TestServer } from "../harness.js"
+import { Effect } from "effect"
+import { beforeAll, describe, expect, it } from "vitest"
+import { call, type DatabaseKind, makeTeam, suiteServer } from "../harness.js"
+import { postRaw } from "../support.js"
 
-const started = (kind: DatabaseKind) => {
-  const scope = Effect.runSync(Scope.make())
-  let server: TestServer | undefined
-  beforeAll(async () => {
-    server = await Effect.runPromise(Scope.extend(startServer(kind), scope))
-  }, 60_000)
-  afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)))
-  return () => server!
-}
+const started = (kind: DatabaseKind) => suiteServer(kind)
 
 const sign = (scheme: Webhook.SignatureScheme, secret: string, body: string, id?: string) =>
   Effect.runPromise(Signatures.sign(scheme, { secret, body: new TextEncoder().encode(body), now: Date.now(), id }))
@@ -54,15 +47,8 @@ describe.each(["sqlite", "postgres"] as const)("webhook replay under a new deliv
     return hook
   }
 
-  const post = async (uid: string, body: string, headers: Record<string, string>) => {
-    const response = await fetch(`${server().url}/webhooks/w/${uid}`, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...headers },
-      body
-    })
-    await response.text()
-    return response.status
-  }
+  const post = async (uid: string, body: string, headers: Record<string, string>) =>
+    (await postRaw(server(), `/webhooks/w/${uid}`, body, headers)).status
 
   const outcomes = async (uid: string) => {
     const log = await api("GET", `/agent/webhooks/${uid}/deliveries?limit=100`)
