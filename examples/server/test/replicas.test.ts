@@ -4,13 +4,15 @@
  * share the runs created through either, both execute some, and no run is executed twice. Each
  * replica's harness prints its name first, so the transcript tells which one ran a run.
  */
+import { installCopy } from "@agent-runs/scripted-agent/Location"
 import { freshDatabase } from "@agent-runs/storage-pg/testing"
 import { Effect, Exit, Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest"
 import { makeTeam } from "./harness.js"
-import { assertBuilt, call, REPO_ROOT, type ServerProcess, spawnServer, tempDataDir } from "./process.js"
+import { assertBuilt, call, type ServerProcess, spawnServer, tempDataDir } from "./process.js"
+import { sharedDir } from "./support.js"
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any
@@ -32,7 +34,10 @@ describe("two replicas on one PostgreSQL", () => {
           AGENT_RUNS_SECRET_KEY: randomBytes(32).toString("hex"),
           AGENT_RUNS_BLOB_DIR: yield* tempDataDir
         }
-        const agent = join(REPO_ROOT, "packages/scripted-agent/dist/main.js")
+        // A copy sandbox users can run (the checkout may be private; sandboxes run as users of their own).
+        const shared = yield* sharedDir
+        installCopy(join(shared, "scripted-agent"))
+        const agent = join(shared, "scripted-agent", "dist", "main.js")
         const harness = (name: string) => `/bin/sh -c 'echo ${name}; exec "$0" "$1"' '${process.execPath}' '${agent}'`
         // One replica first (it bootstraps the administrator), then the second.
         for (const name of ["replica-a", "replica-b"]) {

@@ -4,7 +4,7 @@
  */
 import { removeSandboxesUnder } from "@agent-runs/executor-docker/testing"
 import { Effect } from "effect"
-import { mkdtempSync, rmSync } from "node:fs"
+import { chmodSync, mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -18,6 +18,19 @@ export const freePort = Effect.async<number>((resume) => {
     server.close(() => resume(Effect.succeed(port)))
   })
 })
+
+/**
+ * A temporary directory every user may read, for the scope: agent programs that sandboxes running
+ * as users of their own must run (a checkout, or `tmpdir()`'s own directories, may be private).
+ */
+export const sharedDir = Effect.acquireRelease(
+  Effect.sync(() => {
+    const dir = mkdtempSync(join(tmpdir(), "agent-runs-shared-"))
+    chmodSync(dir, 0o755)
+    return dir
+  }),
+  (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+)
 
 /**
  * A temporary data directory for the scope, removed when it closes (with the Docker sandboxes a
