@@ -14,7 +14,9 @@
  * default agent command, a shell command; the bundled scripted agent), `AGENT_RUNS_REPOS_DIR`
  * (`<data dir>/repos`; a team's repositories at `<team_uid>/<owner>/<repo>`), `AGENT_RUNS_CONCURRENCY` (runs executed at once by this server, 16; 0: an
  * API-only replica that executes nothing but still sweeps leases and admits waiting runs),
- * `AGENT_RUNS_LEASE_SECONDS` (30), `AGENT_RUNS_CANCEL_GRACE_SECONDS` (5), and for Docker
+ * `AGENT_RUNS_LEASE_SECONDS` (30), `AGENT_RUNS_CANCEL_GRACE_SECONDS` (5),
+ * `AGENT_RUNS_MAX_OUTPUT_BYTES` (52428800: the most a run's agents may print; past it the agent is
+ * stopped and the run FAILED), and for Docker
  * `AGENT_RUNS_DOCKER_IMAGE` (the image of environments without one; `agent-runs-agent:latest`) and
  * `AGENT_RUNS_DOCKER_NETWORK` (`none` | `host`; `none`), the Docker sandboxes' user and limits in
  * DockerSandboxConfig.ts; for processes `AGENT_RUNS_PROCESS_ISOLATION`
@@ -110,6 +112,8 @@ export interface ExecutionConfig {
   readonly concurrency: number
   readonly leaseSeconds: number
   readonly cancelGraceSeconds: number
+  /** The most a run's agents may print, in bytes (50 MiB when absent). */
+  readonly maxOutputBytes?: number | undefined
   readonly dockerImage: string
   readonly dockerNetwork: "none" | "host"
   /** The Docker sandboxes' user and limits (the executor's defaults and no memory/CPU limit when absent). */
@@ -177,6 +181,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
   workerHeartbeatSeconds: positive("AGENT_RUNS_WORKER_HEARTBEAT_SECONDS", 5),
   workerWaitSeconds: positive("AGENT_RUNS_WORKER_WAIT_SECONDS", 600),
   cancelGraceSeconds: positive("AGENT_RUNS_CANCEL_GRACE_SECONDS", 5),
+  maxOutputBytes: positive("AGENT_RUNS_MAX_OUTPUT_BYTES", 50 * 1024 * 1024),
   dockerImage: Config.nonEmptyString("AGENT_RUNS_DOCKER_IMAGE").pipe(Config.withDefault("agent-runs-agent:latest")),
   dockerNetwork: Config.literal("none", "host")("AGENT_RUNS_DOCKER_NETWORK").pipe(Config.withDefault("none" as const)),
   processIsolation: Config.literal("auto", "uid", "none")("AGENT_RUNS_PROCESS_ISOLATION").pipe(
@@ -264,6 +269,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
         concurrency: raw.concurrency,
         leaseSeconds: raw.leaseSeconds,
         cancelGraceSeconds: raw.cancelGraceSeconds,
+        maxOutputBytes: raw.maxOutputBytes,
         dockerImage: raw.dockerImage,
         dockerNetwork: raw.dockerNetwork,
         workerHeartbeatSeconds: raw.workerHeartbeatSeconds,

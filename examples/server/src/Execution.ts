@@ -76,6 +76,7 @@ export const ExecutionLive = (config: ServerConfig, setup: ExecutionSetup) =>
         concurrency: config.execution.concurrency,
         leaseMs: config.execution.leaseSeconds * 1000,
         cancelGraceMs: config.execution.cancelGraceSeconds * 1000,
+        ...(config.execution.maxOutputBytes === undefined ? {} : { maxOutputBytes: config.execution.maxOutputBytes }),
         workerWaitMs: (config.execution.workerWaitSeconds ?? 600) * 1000
       })
     )

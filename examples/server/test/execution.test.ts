@@ -26,6 +26,8 @@ const started = (kind: DatabaseKind, executor: ExecutorKind) => {
         startServer(kind, {}, {
           concurrency: 4,
           cancelGraceSeconds: 1,
+          // Above the 10 MB line of one test, below the output of another.
+          maxOutputBytes: 12_000_000,
           executor,
           dockerImage: testImage,
           // The host's network, so that an agent in a container reaches the API (`@spawn`).
@@ -193,6 +195,22 @@ describe.each([
     expect(run.state).toBe("SUCCEEDED")
     const said = texts((await conversation(runId)).steps)
     expect(said.map((t) => t.length)).toEqual([10_000_000, 5])
+    expect((await call(server(), "GET", "/healthz")).status).toBe(200)
+  }, 30_000)
+
+  it("fails an agent that prints JSON nested 3,000 levels deep, or more than the run's output limit", async () => {
+    const deep = `${"[".repeat(3000)}${"]".repeat(3000)}`
+    const nested = await runToEnd(`@print ${deep}\n@say after`)
+    expect(nested.run.state).toBe("FAILED")
+    expect(nested.run.status_message).toMatchObject({ error_code: "agent_failed", message: expect.stringContaining("nested deeper than 100 levels") })
+    const rejected = blocks((await conversation(nested.runId)).steps).filter((b) => b.type === "event")
+    expect(rejected.map((b) => b.name)).toContain("output_rejected")
+    const talkative = await runToEnd("@big 13000000\n@say after")
+    expect(talkative.run.state).toBe("FAILED")
+    expect(talkative.run.status_message.message).toContain("passed the run's limit of 12000000 bytes")
+    const transcript = await get(`/agent/runs/${talkative.runId}/transcript`)
+    const raw = await fetch(transcript.headers.get("location")!).then((r) => r.arrayBuffer())
+    expect(raw.byteLength).toBe(12_000_000)
     expect((await call(server(), "GET", "/healthz")).status).toBe(200)
   }, 30_000)
 

@@ -104,6 +104,11 @@ export interface DispatcherSettings {
   /** How often the conversation is saved while the agent runs. */
   readonly flushMs: number
   /**
+   * The most a run's agents may print (its transcript, over all its executions), in bytes: past
+   * it the agent is stopped and the run FAILED `agent_failed`. Default 50 MiB.
+   */
+  readonly maxOutputBytes?: number | undefined
+  /**
    * How long a QUEUED run waits for its self-hosted worker: once the run is this old and the
    * worker has sent no heartbeat for as long, the sweep fails it (`resource_unavailable`).
    */
@@ -116,6 +121,9 @@ export interface DispatcherSettings {
    */
   readonly workerHost?: string | undefined
 }
+
+/** The most a run's agents may print by default: 50 MiB. */
+export const DEFAULT_MAX_OUTPUT_BYTES = 50 * 1024 * 1024
 
 /** How long a run waits for an absent self-hosted worker by default: 10 minutes. */
 export const DEFAULT_WORKER_WAIT_MS = 10 * 60_000
@@ -130,6 +138,7 @@ export const defaultSettings = (harness: string, apiBaseUrl: string): Dispatcher
   sweepMs: 1_000,
   cancelGraceMs: 5_000,
   flushMs: 250,
+  maxOutputBytes: DEFAULT_MAX_OUTPUT_BYTES,
   workerWaitMs: DEFAULT_WORKER_WAIT_MS
 })
 
@@ -327,25 +336,43 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
   // -------------------------------------------------------------------------------------------
   // Running an agent
 
-  /** Pumps the agent's stdout into the transcript and the execution's state. */
-  const pump = (runId: RunId, agent: AgentProcess, state: ExecutionState) =>
+  /**
+   * Pumps the agent's stdout into the transcript and the execution's state. Output past the run's
+   * limit is not kept: the state records the violation, and `violated` is completed once the agent
+   * breaks the protocol so that the execution stops it.
+   */
+  const pump = (runId: RunId, agent: AgentProcess, state: ExecutionState, violated: Deferred.Deferred<void>) =>
     Effect.gen(function*() {
       const key = transcriptKey(runId)
+      const limit = settings.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES
+      let size = yield* blobs.size(key).pipe(Effect.orElseSucceed(() => 0))
       let buffer = emptyLineBuffer
+      const noteViolation = Effect.suspend(() => state.violation === undefined ? Effect.void : Deferred.succeed(violated, undefined))
       yield* agent.stdout.pipe(
         Stream.runForEach((chunk) =>
           Effect.gen(function*() {
-            yield* blobs.append(key, chunk).pipe(Effect.catchAll((e) => Effect.logWarning("dispatcher: transcript write failed", e)))
-            const split = splitLines(buffer, chunk)
+            if (state.violation !== undefined) return
+            const room = limit - size
+            const kept = chunk.length <= room ? chunk : chunk.subarray(0, Math.max(0, room))
+            if (kept.length > 0) {
+              yield* blobs.append(key, kept).pipe(Effect.catchAll((e) => Effect.logWarning("dispatcher: transcript write failed", e)))
+              size += kept.length
+            }
+            const split = splitLines(buffer, kept)
             buffer = split.buffer
             const now = yield* Clock.currentTimeMillis
             for (const line of split.lines) reduce(state, line, now)
+            if (kept.length < chunk.length) {
+              state.violation ??= `the agent's output passed the run's limit of ${limit} bytes; the agent was stopped`
+            }
+            yield* noteViolation
           })
         ),
         Effect.catchAll((e) => Effect.logWarning("dispatcher: reading the agent's output failed", e))
       )
       const now = yield* Clock.currentTimeMillis
       for (const line of flushLines(buffer)) reduce(state, line, now)
+      yield* noteViolation
     })
 
   /** Saves what changed: conversation, artifacts, and for a held run its session, usage and status. */
@@ -593,7 +620,8 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
 
       const state = newExecutionState(executionId)
       const held = { base: started, written: "" }
-      const pumping = yield* pump(runId, agent, state).pipe(Effect.forkScoped)
+      const violated = yield* Deferred.make<void>()
+      const pumping = yield* pump(runId, agent, state, violated).pipe(Effect.forkScoped)
       const flushing = yield* flush(runId, executionId, state, held).pipe(
         Effect.repeat(Schedule.spaced(Duration.millis(settings.flushMs))),
         Effect.forkScoped
@@ -619,6 +647,8 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
         Effect.forkScoped
       )
       yield* Deferred.await(lost).pipe(Effect.zipRight(stop), Effect.forkScoped)
+      // An agent that broke the protocol is stopped; its run fails (below) with the reason.
+      yield* Deferred.await(violated).pipe(Effect.zipRight(stopAgent(agent)), Effect.forkScoped)
 
       const exitCode = yield* finished(agent, pumping)
       yield* Fiber.interrupt(watching)
@@ -673,7 +703,9 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
       )
       yield* agent.send(startMessage(run, executionId, keep.sandbox, token, "debug", first, [], inputs)).pipe(Effect.ignore)
       const state = newExecutionState(executionId)
-      const pumping = yield* pump(runId, agent, state).pipe(Effect.forkScoped)
+      const violated = yield* Deferred.make<void>()
+      const pumping = yield* pump(runId, agent, state, violated).pipe(Effect.forkScoped)
+      yield* Deferred.await(violated).pipe(Effect.zipRight(stopAgent(agent)), Effect.forkScoped)
       const delivering = yield* Effect.gen(function*() {
         for (const f of yield* store.takeFollowups(runId)) yield* agent.send(followupMessage(f.message, "debug")).pipe(Effect.ignore)
         yield* flush(runId, executionId, state, undefined)

@@ -11,7 +11,9 @@
  * - A line that is not JSON is an `event` block named `output` with `{text}` (at most the first
  *   64 KiB of it; the transcript keeps it all). A JSON line that is not one of the events (an
  *   unknown `type`, a wrong field) is an `event` block named `unrecognized` with the object.
- *   Blank lines are ignored.
+ *   Blank lines are ignored. A line nesting JSON deeper than `MAX_JSON_DEPTH` (100) levels is an
+ *   `event` block named `output_rejected` and a protocol violation: the agent is stopped and the
+ *   run FAILED `agent_failed`.
  * - The conversation of one execution is a list of top-level steps. `step_start` opens a step
  *   inside the innermost open step (or at the top), `step_end` closes the innermost open step of
  *   that id (and any opened inside it). Content outside any open step goes to an implicit step
@@ -54,6 +56,11 @@ import type { RequestUsage } from "./Run.js"
 export const MAX_LINE_BYTES = 16 * 1024 * 1024
 /** How much of a non-JSON line an `output` event block shows. */
 export const MAX_OUTPUT_BLOCK_CHARS = 64 * 1024
+/**
+ * The deepest nesting of arrays and objects a JSON line may have. A deeper line is refused before
+ * it is parsed (the service's recursive checks would overflow the stack on it): the run fails.
+ */
+export const MAX_JSON_DEPTH = 100
 const TRUNCATED_HEAD_CHARS = 1_000
 
 // ---------------------------------------------------------------------------------------------
@@ -151,6 +158,24 @@ export type HarnessLine =
   | { readonly _tag: "Unrecognized"; readonly value: JsonValue }
   | { readonly _tag: "Output"; readonly text: string }
   | { readonly _tag: "Truncated"; readonly bytes: number; readonly head: string }
+  | { readonly _tag: "TooDeep"; readonly head: string }
+
+/** Whether the JSON text nests arrays and objects deeper than `max` (strings skipped; one pass, no recursion). */
+export const nestsDeeperThan = (text: string, max: number): boolean => {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 0x5c) i++
+      else if (c === 0x22) inString = false
+    } else if (c === 0x22) inString = true
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true
+    } else if (c === 0x5d || c === 0x7d) depth--
+  }
+  return false
+}
 
 const decodeEvent = Schema.decodeUnknownEither(HarnessEvent)
 const isJson = Schema.is(Schema.Union(JsonObject, Schema.Array(Schema.Unknown)))
@@ -158,6 +183,7 @@ const isJson = Schema.is(Schema.Union(JsonObject, Schema.Array(Schema.Unknown)))
 /** Parses one complete line (without its newline). Never throws. */
 export const parseLine = (line: string): HarnessLine | undefined => {
   if (line.trim() === "") return undefined
+  if (nestsDeeperThan(line, MAX_JSON_DEPTH)) return { _tag: "TooDeep", head: line.slice(0, TRUNCATED_HEAD_CHARS) }
   let value: unknown
   try {
     value = JSON.parse(line)
@@ -261,6 +287,11 @@ export interface ExecutionState {
   outcome: AgentOutcome | undefined
   /** Artifacts reported since the last `takeArtifacts`. */
   artifacts: Array<Artifact>
+  /**
+   * Why the agent broke the protocol (JSON nested too deep, output over the run's limit), when it
+   * did: the agent is stopped and the run fails with this message, whatever it reports after.
+   */
+  violation: string | undefined
   /** Whether the conversation changed since the last `markSaved`. */
   dirty: boolean
   readSkill: number
@@ -277,6 +308,7 @@ export const newExecutionState = (execution_id: string): ExecutionState => ({
   usage: undefined,
   status: undefined,
   outcome: undefined,
+  violation: undefined,
   artifacts: [],
   dirty: false,
   readSkill: 0
@@ -326,6 +358,10 @@ export const reduce = (state: ExecutionState, line: HarnessLine, nowMillis: numb
         { type: "event", name: "output_truncated", data: { bytes: line.bytes, head: line.head } },
         undefined
       )
+    case "TooDeep":
+      state.dirty = true
+      state.violation ??= `the agent printed JSON nested deeper than ${MAX_JSON_DEPTH} levels`
+      return addBlock(state, now, { type: "event", name: "output_rejected", data: { reason: state.violation, head: line.head } }, undefined)
     case "Unrecognized":
       state.dirty = true
       return addBlock(state, now, { type: "event", name: "unrecognized", data: line.value }, undefined)
@@ -456,6 +492,7 @@ export const takeArtifacts = (state: ExecutionState): Array<Artifact> => {
 
 /** How the execution ended, given the agent's exit code. */
 export const outcomeOf = (state: ExecutionState, exitCode: number): AgentOutcome => {
+  if (state.violation !== undefined) return { _tag: "Failed", error_code: "agent_failed", message: state.violation }
   const told = state.outcome
   if (told !== undefined && told._tag !== "Succeeded") return told
   if (exitCode === 0) return told ?? { _tag: "Succeeded" }

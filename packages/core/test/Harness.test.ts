@@ -8,7 +8,9 @@ import {
   flushLines,
   type HarnessLine,
   historyOf,
+  MAX_JSON_DEPTH,
   MAX_LINE_BYTES,
+  nestsDeeperThan,
   newExecutionState,
   outcomeOf,
   parseLine,
@@ -105,6 +107,27 @@ describe("parseLine", () => {
     expect(parseLine("42")).toEqual({ _tag: "Output", text: "42" })
     expect(parseLine("not json")).toEqual({ _tag: "Output", text: "not json" })
     expect(parseLine("   ")).toBeUndefined()
+  })
+
+  it("refuses JSON nested deeper than MAX_JSON_DEPTH before parsing it, and the run fails", () => {
+    const deep = (n: number) => `${"[".repeat(n)}${"]".repeat(n)}`
+    expect(parseLine(deep(MAX_JSON_DEPTH))?._tag).toBe("Unrecognized")
+    expect(parseLine(deep(MAX_JSON_DEPTH + 1))?._tag).toBe("TooDeep")
+    expect(parseLine(json({ type: "action", id: "a", category: "command", name: "x", input: JSON.parse(deep(3000)) }))?._tag).toBe("TooDeep")
+    // Brackets inside strings do not count.
+    expect(nestsDeeperThan(json({ text: "[".repeat(500), quote: "\\\"{{{" }), 2)).toBe(false)
+    const state = run(json({ type: "result", outcome: "succeeded" }), deep(3000), json({ type: "result", outcome: "succeeded" }))
+    expect(outcomeOf(state, 0)).toEqual({ _tag: "Failed", error_code: "agent_failed", message: expect.stringContaining("nested deeper") })
+    expect(conversationOf(state)[0]!.messages[0]!.content[0]).toMatchObject({ type: "event", name: "output_rejected" })
+  })
+
+  it.prop("finds the nesting depth of any JSON value", [fc.jsonValue({ depthSize: "large" })], ([value]) => {
+    const depthOf = (v: unknown): number =>
+      typeof v === "object" && v !== null ? 1 + Math.max(0, ...Object.values(v).map(depthOf)) : 0
+    const text = JSON.stringify(value)
+    const depth = depthOf(value)
+    expect(nestsDeeperThan(text, depth)).toBe(false)
+    if (depth > 0) expect(nestsDeeperThan(text, depth - 1)).toBe(true)
   })
 })
 
