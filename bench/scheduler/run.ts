@@ -20,7 +20,7 @@
  *
  * Never part of `npm test`; stops by itself, removes its database file and drops its databases.
  */
-import { type Access, type EnvironmentStore, Identity, IdentityStore, Ids, Run, Runs, RunStore, Schedule, Scheduler, ScheduleStore } from "@agent-runs/core"
+import { type Access, type EnvironmentStore, Health, Identity, IdentityStore, Ids, Run, Runs, RunStore, Schedule, Scheduler, ScheduleStore } from "@agent-runs/core"
 import { PgStorage } from "@agent-runs/storage-pg"
 import { freshDatabase } from "@agent-runs/storage-pg/testing"
 import { SqliteStorage } from "@agent-runs/storage-sqlite"
@@ -155,7 +155,8 @@ const fireAll = <E>(more: ReadonlyArray<Layer.Layer<StorageServices, E>>) =>
     const scope = yield* Scope.make()
     const replica = Scheduler.layer.pipe(
       Layer.provide(Runs.Runs.Default),
-      Layer.provide(Layer.succeed(Scheduler.SchedulerConfig, SETTINGS))
+      Layer.provide(Layer.succeed(Scheduler.SchedulerConfig, SETTINGS)),
+      Layer.provide(Health.layer)
     )
     yield* Layer.buildWithScope(replica, scope)
     for (const storage of more) yield* Layer.buildWithScope(replica.pipe(Layer.provide(storage)), scope)

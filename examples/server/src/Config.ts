@@ -45,6 +45,8 @@
  * each tick starting one run whatever the number of replicas; `off`: this replica fires none),
  * `AGENT_RUNS_SCHEDULER_GRACE_SECONDS` (2: how late a tick may be, when the scheduler starts, and
  * still fire on time; older missed ticks collapse into one catch-up run).
+ * Logs: `AGENT_RUNS_LOG_FORMAT` (`pretty` | `json`; `pretty`: one readable line each; `json`: one
+ * JSON object per line, structured fields such as `run_id` under `annotations`).
  */
 import { ProcessIsolation } from "@agent-runs/executor-process"
 import type { ProcessExecutor } from "@agent-runs/executor-process"
@@ -98,6 +100,8 @@ export interface ServerConfig {
   readonly execution: ExecutionConfig
   readonly ingress: IngressConfig
   readonly scheduler: SchedulingConfig
+  /** How log lines are written (`pretty` when absent). */
+  readonly logFormat?: "pretty" | "json" | undefined
   /** Prompt, title and follow-up sizes, follow-ups waiting per run, list page size, runs per team and minute (core's defaults for those absent). */
   readonly quotas?: Partial<QuotaSettings> | undefined
   /** The event streams' caps and re-check interval (http's `DEFAULT_EVENT_STREAM_LIMITS` for those absent). */
@@ -235,6 +239,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
     Config.withDefault(3)
   ),
   scheduler: Config.literal("on", "off")("AGENT_RUNS_SCHEDULER").pipe(Config.withDefault("on" as const)),
+  logFormat: Config.literal("pretty", "json")("AGENT_RUNS_LOG_FORMAT").pipe(Config.withDefault("pretty" as const)),
   schedulerGraceSeconds: Config.number("AGENT_RUNS_SCHEDULER_GRACE_SECONDS").pipe(
     Config.validate({ message: "must be 0 or more", validation: (n) => n >= 0 }),
     Config.withDefault(2)
@@ -287,6 +292,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
         bodyTimeoutSeconds: raw.webhookBodyTimeoutSeconds
       },
       scheduler: { enabled: raw.scheduler === "on", graceSeconds: raw.schedulerGraceSeconds },
+      logFormat: raw.logFormat,
       quotas: {
         promptBytes: raw.promptBytes,
         followupBytes: raw.followupBytes,

@@ -16,6 +16,7 @@ import {
   DefinitionsApplier,
   Environments,
   Followups,
+  Health,
   Identities,
   Ids,
   Ingress,
@@ -225,16 +226,22 @@ export const ServerLive = (config: ServerConfig) =>
         Downloads.layer({ secretKey, publicUrl: config.publicUrl, ttlSeconds: config.downloadTtlSeconds }),
         RunTokens.layer(secretKey),
         EventStreams.EventStreamLimitsTag.layer(config.eventStreams),
-        // Ready once the start-up work is done (the bootstrap token exists) and while storage answers.
+        // Ready once the start-up work is done (the bootstrap token exists), while storage answers,
+        // no background loop is failing and no storage failure was seen lately (Health).
         Layer.effect(
           Server.Readiness,
-          Effect.map(SqlClient.SqlClient, (sql) =>
-            Effect.flatMap(
-              Deferred.isDone(started),
-              (done): Effect.Effect<void, unknown> => (done ? Effect.asVoid(sql`SELECT 1`) : Effect.fail("starting"))
-            ))
+          Effect.gen(function*() {
+            const sql = yield* SqlClient.SqlClient
+            const health = yield* Health.Health
+            return Effect.gen(function*() {
+              if (!(yield* Deferred.isDone(started))) return yield* Effect.fail("the service is starting")
+              yield* sql`SELECT 1`.pipe(Effect.mapError(() => "storage is unreachable"))
+              const problems = yield* health.problems
+              if (problems.length > 0) return yield* Effect.fail(problems.join("; "))
+            })
+          })
         )
-      ).pipe(Layer.provideMerge(storage))
+      ).pipe(Layer.provideMerge(storage), Layer.provideMerge(Health.layer))
       const startup = Layer.effectDiscard(
         Effect.flatMap(bootstrap(config), (token) => Effect.zipRight(applyDefinitions(config), banner(config, token))).pipe(
           Effect.zipRight(Deferred.succeed(started, undefined))

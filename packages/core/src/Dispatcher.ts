@@ -28,7 +28,8 @@
  *   `AGENT_RUNS_EXECUTION_ID`, `AGENT_RUNS_API_URL` and `AGENT_RUNS_RUN_TOKEN` set (the start
  *   message carries the same `api`).
  * - The transcript of a run is one blob over all its executions (and debug sessions).
- * - The conversation is saved at most every `flushMs` while the agent runs, and at its end.
+ * - The conversation is appended to (new operations only, ConversationLog.ts) at most every
+ *   `flushMs` while the agent runs, and at its end.
  * - A failure of the executor itself (it could not prepare or start) ends the run ERROR
  *   `internal_error`; a failure of the setup commands ends it FAILED `environment_setup_failed`.
  * - A run whose environment was deleted since fails its setup ("environment … no longer exists").
@@ -46,7 +47,6 @@ import { transcriptKey } from "./Conversations.js"
 import {
   addUsage,
   cancelMessage,
-  conversationOf,
   emptyLineBuffer,
   type ExecutionState,
   flushLines,
@@ -57,8 +57,11 @@ import {
   reduce,
   splitLines,
   type StartMessage,
-  takeArtifacts
+  takeArtifacts,
+  takeOps
 } from "./Harness.js"
+import type { ConversationOp } from "./ConversationLog.js"
+import { Health, STORAGE_PATIENCE_MS, supervise } from "./Health.js"
 import { Ids } from "./Ids.js"
 import { resolveMcpServers, secretReferences } from "./McpServers.js"
 import type { McpDirectServer } from "./McpServers.js"
@@ -75,11 +78,13 @@ import type { StoredRun } from "./ports/RunStore.js"
 import { RunTokens } from "./ports/RunTokens.js"
 import { RepoSource } from "./ports/RepoSource.js"
 import { SecretStore } from "./ports/SecretStore.js"
+import type { StorageError } from "./ports/Storage.js"
 import { WorkerStore } from "./ports/WorkerStore.js"
 import { RunItem } from "./Run.js"
 import { isTerminal } from "./RunState.js"
 import { isDebugWindowOpen, RunEvent, transition } from "./RunStateMachine.js"
 import { applyTransition, currentExecution, eventsAt, noteAbsentWorker, runSnapshot } from "./Runs.js"
+import { logClaimed, logTransition } from "./RunLog.js"
 import { readSkill } from "./Skills.js"
 import type { TimelineEventType } from "./Timeline.js"
 
@@ -156,6 +161,25 @@ class InputsUnavailable extends Data.TaggedError("InputsUnavailable")<{ readonly
 /** How long the output of an agent that exited is still read. */
 const DRAIN_MS = 2_000
 
+/** Where an execution's conversation log stands: the next part's number, the part being written. */
+interface ConversationWriter {
+  seq: number
+  inflight: Array<ConversationOp> | undefined
+}
+
+/** About how large a part of a conversation log is at most (one operation may be larger). */
+const PART_CHARS = 256 * 1024
+
+/** Whether an execution still holds its run: once it lost it (a cancel, a lost lease), it stops retrying writes. */
+interface Holding {
+  lost: boolean
+}
+
+/** What the reader of an agent's output is doing: whether it waits for storage to take a chunk. */
+interface Reading {
+  writing: boolean
+}
+
 /** A retained sandbox of a failed setup, kept for its debug window. */
 interface Retained {
   readonly sandbox: Sandbox
@@ -180,6 +204,7 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
   const secrets = yield* Effect.serviceOption(SecretStore)
   // Worker presence (on the server): a run queued again for a worker that is not connected says so.
   const presence = yield* Effect.serviceOption(WorkerStore)
+  const health = yield* Health
 
   const retained = new Map<RunId, Retained>()
   /** A self-hosted worker's dispatcher: the server sweeps, admits and keeps environments current. */
@@ -193,16 +218,35 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
   // Writing transitions
 
   /**
+   * Retries a write of an execution while storage fails (reported to `Health`), backing off up to
+   * 5 s, for `STORAGE_PATIENCE_MS` at most: an outage delays the run instead of losing it (its
+   * lease stays held meanwhile, see `execute`).
+   */
+  const persistently = <A, E>(write: Effect.Effect<A, E | StorageError>, holding?: Holding): Effect.Effect<A, E | StorageError> =>
+    write.pipe(
+      Effect.tapErrorTag("StorageError" as never, () => health.storageFailed),
+      Effect.retry({
+        schedule: Schedule.exponential(Duration.millis(100)).pipe(
+          Schedule.union(Schedule.spaced(Duration.seconds(5))),
+          Schedule.upTo(Duration.millis(STORAGE_PATIENCE_MS))
+        ),
+        // An execution that lost its run stops retrying (a worker's server refuses its writes).
+        while: (e) => (e as { _tag?: string })._tag === "StorageError" && holding?.lost !== true
+      })
+    )
+
+  /**
    * Applies `event` to the current run and writes it guarded by its state and lease holder, with
    * `change` applied to the next item. Retries a lost race twice; `Lost` when the event no longer
-   * applies (the run moved on without us).
+   * applies (the run moved on without us). A storage failure is the caller's to handle: the loops
+   * report it, executions retry (`advance`).
    */
-  const advance = (
+  const advanceOnce = (
     runId: RunId,
     event: RunEvent | ReadonlyArray<RunEvent>,
     executionId: ExecutionId,
     change: (next: StoredRun, now: number) => StoredRun = (next) => next
-  ): Effect.Effect<StoredRun, Lost> =>
+  ): Effect.Effect<StoredRun, Lost | StorageError> =>
     Effect.gen(function*() {
       const found = yield* store.get(runId)
       if (Option.isNone(found)) return yield* Effect.fail(new Lost())
@@ -224,14 +268,27 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
         next,
         yield* noteAbsentWorker(presence, next, eventsAt(timeline, now, executionId), now)
       )
+      yield* logTransition(run, next, executionId)
       return next
     }).pipe(
       Effect.retry({ times: 2, while: (e) => e._tag === "StaleWrite" }),
-      Effect.catchTags({
-        StaleWrite: () => Effect.fail(new Lost()),
-        StorageError: (e) => Effect.logWarning("dispatcher: storage failed", e).pipe(Effect.zipRight(Effect.fail(new Lost())))
-      })
+      Effect.catchTag("StaleWrite", () => Effect.fail(new Lost()))
     )
+
+  /** `advanceOnce` for an execution: retried while storage fails. */
+  const advance = (
+    runId: RunId,
+    event: RunEvent | ReadonlyArray<RunEvent>,
+    executionId: ExecutionId,
+    change?: (next: StoredRun, now: number) => StoredRun
+  ): Effect.Effect<StoredRun, Lost | StorageError> => persistently(advanceOnce(runId, event, executionId, change))
+
+  /** The run after `write`, or none when the run moved on without us. */
+  const unlessLost = <E>(write: Effect.Effect<StoredRun, Lost | E>): Effect.Effect<Option.Option<StoredRun>, Exclude<E, Lost>> =>
+    write.pipe(
+      Effect.asSome,
+      Effect.catchIf((e): e is Lost => e instanceof Lost, () => Effect.succeedNone)
+    ) as Effect.Effect<Option.Option<StoredRun>, Exclude<E, Lost>>
 
   /** Replaces the item's fields of a run this execution holds (session, usage, status). */
   const patchItem = (runId: RunId, executionId: ExecutionId, fields: Partial<ConstructorParameters<typeof RunItem>[0]>) =>
@@ -246,12 +303,7 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
         item: new RunItem({ ...run.item, ...fields, updated_at: DateTime.unsafeMake(now) }, true)
       }
       yield* store.update(runId, { state: run.item.state, execution_id: executionId }, next, [])
-    }).pipe(
-      Effect.catchTags({
-        StaleWrite: () => Effect.fail(new Lost()),
-        StorageError: (e) => Effect.logWarning("dispatcher: storage failed", e).pipe(Effect.zipRight(Effect.fail(new Lost())))
-      })
-    )
+    }).pipe(Effect.catchTag("StaleWrite", () => Effect.fail(new Lost())))
 
   /** Keeps the environment's `setup_failed` and newest-run summary current. */
   const touchEnvironment = (run: StoredRun, setupFailed?: boolean) =>
@@ -285,27 +337,30 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
       const waiting = yield* store.pending(team, room)
       for (const run of waiting) {
         const executionId = yield* currentExecution(store, ids, run)
-        yield* advance(run.item.run_id, RunEvent.CapacityFreed(), executionId, (next) => ({ ...next, at_capacity: false })).pipe(
-          Effect.ignore
-        )
+        yield* unlessLost(advanceOnce(run.item.run_id, RunEvent.CapacityFreed(), executionId, (next) => ({ ...next, at_capacity: false })))
       }
-    }).pipe(Effect.catchAll((e) => Effect.logWarning("dispatcher: admission failed", e)))
+    })
+
+  /** `admit` after an execution ended: a failure is only logged (the sweep admits the team later). */
+  const admitAfter = (team: TeamUid) =>
+    admit(team).pipe(Effect.catchAll((e) => Effect.logWarning("dispatcher: admission failed; the sweep will admit later", e)))
 
   const sweep = Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
-    const expired = yield* store.expiredLeases(now, 100)
+    // While storage failed lately, holders could not renew: their leases expire a whole lease
+    // after the last failure at the earliest.
+    const fault = yield* health.lastStorageFault
+    const expired = Option.isSome(fault) && now - fault.value < settings.leaseMs ? [] : yield* store.expiredLeases(now, 100)
     for (const run of expired) {
       const lease = run.lease
       if (lease === null) continue
-      const next = yield* advance(run.item.run_id, RunEvent.LeaseExpired({ executionId: lease.execution_id }), lease.execution_id).pipe(
-        Effect.option
-      )
+      const next = yield* unlessLost(advanceOnce(run.item.run_id, RunEvent.LeaseExpired({ executionId: lease.execution_id }), lease.execution_id))
       if (Option.isSome(next) && isTerminal(next.value.item.state)) yield* admit(next.value.team_uid)
       if (Option.isSome(next)) yield* Effect.logInfo(`dispatcher: lease of run ${run.item.run_id} expired; now ${next.value.item.state}`)
     }
     for (const team of yield* store.waitingTeams(100)) yield* admit(team)
     yield* failAbandoned(now)
-  }).pipe(Effect.catchAll((e) => Effect.logWarning("dispatcher: sweep failed", e)))
+  })
 
   /**
    * Fails the QUEUED runs whose self-hosted worker stayed away: the run was created at least
@@ -325,7 +380,7 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
         const executionId = yield* currentExecution(store, ids, run)
         const message = `self-hosted worker ${workerId} has not been connected for ${Math.round(waitMs / 1000)} s; ` +
           "the run stopped waiting for it"
-        const next = yield* advance(run.item.run_id, RunEvent.WorkerAbsent({ message }), executionId).pipe(Effect.option)
+        const next = yield* unlessLost(advanceOnce(run.item.run_id, RunEvent.WorkerAbsent({ message }), executionId))
         if (Option.isSome(next)) {
           yield* Effect.logInfo(`dispatcher: run ${run.item.run_id} failed: ${message}`)
           yield* admit(run.team_uid)
@@ -341,11 +396,18 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
    * limit is not kept: the state records the violation, and `violated` is completed once the agent
    * breaks the protocol so that the execution stops it.
    */
-  const pump = (runId: RunId, agent: AgentProcess, state: ExecutionState, violated: Deferred.Deferred<void>) =>
+  const pump = (
+    runId: RunId,
+    agent: AgentProcess,
+    state: ExecutionState,
+    violated: Deferred.Deferred<void>,
+    reading: Reading,
+    holding: Holding
+  ) =>
     Effect.gen(function*() {
       const key = transcriptKey(runId)
       const limit = settings.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES
-      let size = yield* blobs.size(key).pipe(Effect.orElseSucceed(() => 0))
+      let size = yield* persistently(blobs.size(key))
       let buffer = emptyLineBuffer
       const noteViolation = Effect.suspend(() => state.violation === undefined ? Effect.void : Deferred.succeed(violated, undefined))
       yield* agent.stdout.pipe(
@@ -355,7 +417,13 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
             const room = limit - size
             const kept = chunk.length <= room ? chunk : chunk.subarray(0, Math.max(0, room))
             if (kept.length > 0) {
-              yield* blobs.append(key, kept).pipe(Effect.catchAll((e) => Effect.logWarning("dispatcher: transcript write failed", e)))
+              // The agent waits (its pipe fills) while storage fails: no output is dropped.
+              const at = size
+              reading.writing = true
+              yield* persistently(blobs.appendAt(key, at, kept), holding).pipe(
+                Effect.ensuring(Effect.sync(() => (reading.writing = false))),
+                Effect.catchAll((e) => Effect.logError("dispatcher: the transcript could not be written; output lost", e))
+              )
               size += kept.length
             }
             const split = splitLines(buffer, kept)
@@ -375,19 +443,34 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
       yield* noteViolation
     })
 
-  /** Saves what changed: conversation, artifacts, and for a held run its session, usage and status. */
-  const flush = (
+  /**
+   * Saves what changed: conversation, artifacts, and for a held run its session, usage and status.
+   * Nothing counts as saved before storage confirmed it: after a failed write, the next save writes
+   * it again. Fails with the storage failure (the caller decides whether to retry).
+   */
+  const save = (
     runId: RunId,
     executionId: ExecutionId,
     state: ExecutionState,
+    log: ConversationWriter,
     held: { readonly base: StoredRun; written: string } | undefined
   ) =>
     Effect.gen(function*() {
-      if (state.dirty) {
-        state.dirty = false
-        yield* store.saveConversation(runId, executionId, conversationOf(state))
+      // The conversation's new operations, in parts: a part once formed is written as it is until
+      // storage took it (a retry after a lost answer is then a no-op), before the next is formed.
+      for (;;) {
+        if (log.inflight === undefined && state.pending.length > 0) log.inflight = takeOps(state, PART_CHARS)
+        if (log.inflight === undefined) break
+        yield* store.appendConversation(runId, executionId, { seq: log.seq, ops: log.inflight })
+        log.inflight = undefined
+        log.seq += 1
       }
-      for (const artifact of takeArtifacts(state)) yield* store.addArtifact(runId, artifact)
+      const artifacts = takeArtifacts(state)
+      for (const [i, artifact] of artifacts.entries()) {
+        yield* store.addArtifact(runId, artifact).pipe(
+          Effect.tapError(() => Effect.sync(() => state.artifacts.unshift(...artifacts.slice(i))))
+        )
+      }
       if (held === undefined) return
       const base = held.base.item
       const usage = state.usage === undefined ? base.request_usage : addUsage(base.request_usage, state.usage)
@@ -399,24 +482,47 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
       }
       const written = JSON.stringify(fields)
       if (written === held.written) return
+      yield* patchItem(runId, executionId, fields).pipe(Effect.catchTag("Lost", () => Effect.void))
       held.written = written
-      yield* patchItem(runId, executionId, fields).pipe(Effect.ignore)
     }).pipe(
-      Effect.catchAll((e) => Effect.logWarning("dispatcher: saving the conversation failed", e)),
-      // A save cut short would lose changes it had already marked saved: the periodic flush is
-      // interrupted at the end of an execution, and must finish its save first.
+      Effect.tapErrorTag("StorageError", () => health.storageFailed),
+      // A save cut short would leave half of it unmarked: the periodic save is interrupted at the
+      // end of an execution, and finishes first.
       Effect.uninterruptible
     )
+
+  /** The periodic save while the agent runs: a failure is logged, and the next save tries again. */
+  const flush = (
+    runId: RunId,
+    executionId: ExecutionId,
+    state: ExecutionState,
+    log: ConversationWriter,
+    held: { readonly base: StoredRun; written: string } | undefined
+  ) => save(runId, executionId, state, log, held).pipe(Effect.catchAll((e) => Effect.logWarning("dispatcher: saving the conversation failed; retried at the next save", e)))
+
+  /** The last save of an execution: retried while storage fails, before the run's outcome is written. */
+  const flushLast = (
+    runId: RunId,
+    executionId: ExecutionId,
+    state: ExecutionState,
+    log: ConversationWriter,
+    held: { readonly base: StoredRun; written: string } | undefined,
+    holding: Holding
+  ) => persistently(save(runId, executionId, state, log, held), holding)
 
   /**
    * Waits until the agent has exited and its output is read: its exit code. Output still in the
    * pipe is read for up to `DRAIN_MS` after the exit; a process the agent left behind that holds
    * the pipe open does not keep the run going.
    */
-  const finished = (agent: AgentProcess, pumping: Fiber.RuntimeFiber<void>) =>
+  const finished = (agent: AgentProcess, pumping: Fiber.RuntimeFiber<void, StorageError>, reading: Reading) =>
     Effect.gen(function*() {
       const exitCode = yield* agent.exitCode.pipe(Effect.orElseSucceed(() => 1))
-      const drained = yield* Fiber.join(pumping).pipe(Effect.timeoutOption(Duration.millis(DRAIN_MS)))
+      let drained = yield* Fiber.join(pumping).pipe(Effect.timeoutOption(Duration.millis(DRAIN_MS)))
+      // Output read but not yet written (storage failing) is waited for.
+      while (Option.isNone(drained) && reading.writing) {
+        drained = yield* Fiber.join(pumping).pipe(Effect.timeoutOption(Duration.millis(DRAIN_MS)))
+      }
       if (Option.isNone(drained)) {
         yield* Fiber.interrupt(pumping)
         yield* Effect.logWarning(`dispatcher: the agent exited with code ${exitCode} but its output stayed open; stopped reading`)
@@ -511,12 +617,23 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
     Effect.gen(function*() {
       const runId = claimed.item.run_id
       const lost = yield* Deferred.make<void>()
-      // Renew the lease while the execution lives; a failed renewal means the run was taken away.
+      // Renew the lease while the execution lives; a renewal refused means the run was taken away.
+      // One that storage failed is tried again (logged once per outage): the agent goes on, and
+      // the sweep leaves the lease alone until the holder could renew it again (Health.ts).
+      let renewalFailing = false
       yield* Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         yield* store.renewLease(runId, executionId, now + settings.leaseMs)
+        if (renewalFailing) yield* Effect.logInfo("dispatcher: lease renewal works again")
+        renewalFailing = false
       }).pipe(
-        Effect.catchTag("StorageError", (e) => Effect.logWarning("dispatcher: lease renewal failed", e)),
+        Effect.catchTag("StorageError", (e) =>
+          Effect.zipRight(
+            health.storageFailed,
+            renewalFailing ? Effect.void : Effect.sync(() => (renewalFailing = true)).pipe(
+              Effect.zipRight(Effect.logWarning("dispatcher: lease renewal failed; the agent goes on, renewal is retried", e))
+            )
+          )),
         Effect.repeat(Schedule.spaced(Duration.millis(Math.max(10, Math.floor(settings.leaseMs / 3))))),
         Effect.catchTag("StaleWrite", () => Deferred.succeed(lost, undefined)),
         Effect.delay(Duration.millis(Math.floor(settings.leaseMs / 3))),
@@ -535,7 +652,7 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
           RunEvent.EnvironmentSetupFailed({ executionId, message: `environment ${envUid} no longer exists` }),
           executionId
         )
-        return yield* admit(failed.team_uid)
+        return yield* admitAfter(failed.team_uid)
       }
       const inputs = yield* agentInputs(claimed).pipe(Effect.either)
       if (Either.isLeft(inputs)) {
@@ -544,7 +661,7 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
           [...(trivial ? [setupStarted] : []), RunEvent.EnvironmentSetupFailed({ executionId, message: inputs.left.message })],
           executionId
         )
-        return yield* admit(failed.team_uid)
+        return yield* admitAfter(failed.team_uid)
       }
       const token = yield* tokens.issue({ run_id: runId, execution_id: executionId })
       const prepared = yield* executor.prepare({
@@ -568,7 +685,7 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
             RunEvent.Error({ executionId, errorCode: "internal_error", message: `the executor failed: ${error.message}` }),
             executionId
           )
-          return yield* admit(ended.team_uid)
+          return yield* admitAfter(ended.team_uid)
         }
         const retention = onWorker ? 0 : (env?.item.config.failure_session_retention_minutes ?? 0) * 60_000
         const failed = yield* advance(
@@ -582,7 +699,7 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
         } else {
           yield* error.sandbox.release
         }
-        return yield* admit(failed.team_uid)
+        return yield* admitAfter(failed.team_uid)
       }
       const sandbox = prepared.right
       yield* Effect.addFinalizer(() => sandbox.release)
@@ -619,19 +736,26 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
       yield* touchEnvironment(started, false)
 
       const state = newExecutionState(executionId)
+      const log: ConversationWriter = { seq: 1, inflight: undefined }
       const held = { base: started, written: "" }
       const violated = yield* Deferred.make<void>()
-      const pumping = yield* pump(runId, agent, state, violated).pipe(Effect.forkScoped)
-      const flushing = yield* flush(runId, executionId, state, held).pipe(
+      const reading: Reading = { writing: false }
+      const holding: Holding = { lost: false }
+      const pumping = yield* pump(runId, agent, state, violated, reading, holding).pipe(Effect.forkScoped)
+      const flushing = yield* flush(runId, executionId, state, log, held).pipe(
         Effect.repeat(Schedule.spaced(Duration.millis(settings.flushMs))),
         Effect.forkScoped
       )
       const stopped = yield* Ref.make(false)
+      // Stops the agent of a run this execution no longer holds (cancelled, or its lease lost).
       const stop = Effect.gen(function*() {
         if (yield* Ref.getAndSet(stopped, true)) return
+        holding.lost = true
         yield* stopAgent(agent)
       })
-      // Watch for a cancel (or a lost lease) and for follow-ups to deliver.
+      // Watch for a cancel (or a lost lease) and for follow-ups to deliver. While storage fails the
+      // agent goes on (logged once per outage).
+      let watchFailing = false
       const watching = yield* Effect.gen(function*() {
         const found = yield* store.get(runId)
         const run = Option.getOrUndefined(found)
@@ -640,8 +764,15 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
         }
         const messages = yield* store.takeFollowups(runId)
         for (const f of messages) yield* agent.send(followupMessage(f.message, "normal")).pipe(Effect.ignore)
+        watchFailing = false
       }).pipe(
-        Effect.catchTag("StorageError", (e) => Effect.logWarning("dispatcher: watching the run failed", e)),
+        Effect.catchTag("StorageError", (e) =>
+          Effect.zipRight(
+            health.storageFailed,
+            watchFailing ? Effect.void : Effect.sync(() => (watchFailing = true)).pipe(
+              Effect.zipRight(Effect.logWarning("dispatcher: watching the run failed; the agent goes on", e))
+            )
+          )),
         Effect.repeat(Schedule.spaced(Duration.millis(settings.watchMs))),
         Effect.catchAll(() => stop),
         Effect.forkScoped
@@ -650,13 +781,13 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
       // An agent that broke the protocol is stopped; its run fails (below) with the reason.
       yield* Deferred.await(violated).pipe(Effect.zipRight(stopAgent(agent)), Effect.forkScoped)
 
-      const exitCode = yield* finished(agent, pumping)
+      const exitCode = yield* finished(agent, pumping, reading)
       yield* Fiber.interrupt(watching)
       yield* Fiber.interrupt(flushing)
-      yield* flush(runId, executionId, state, held)
+      yield* flushLast(runId, executionId, state, log, held, holding)
       if (yield* Ref.get(stopped)) {
         const run = Option.getOrUndefined(yield* store.get(runId).pipe(Effect.orElseSucceed(() => Option.none())))
-        if (run !== undefined) yield* admit(run.team_uid)
+        if (run !== undefined) yield* admitAfter(run.team_uid)
         return
       }
       const outcome = outcomeOf(state, exitCode)
@@ -667,7 +798,7 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
         : RunEvent.Fail({ executionId, errorCode: outcome.error_code, message: outcome.message })
       const ended = yield* advance(runId, event, executionId)
       yield* touchEnvironment(ended)
-      yield* admit(ended.team_uid)
+      yield* admitAfter(ended.team_uid)
     }).pipe(
       Effect.catchTag("Lost", () => Effect.logDebug(`dispatcher: run ${claimed.item.run_id} moved on without this execution`)),
       Effect.catchAllCause((cause) =>
@@ -703,16 +834,19 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
       )
       yield* agent.send(startMessage(run, executionId, keep.sandbox, token, "debug", first, [], inputs)).pipe(Effect.ignore)
       const state = newExecutionState(executionId)
+      const log: ConversationWriter = { seq: 1, inflight: undefined }
       const violated = yield* Deferred.make<void>()
-      const pumping = yield* pump(runId, agent, state, violated).pipe(Effect.forkScoped)
+      const reading: Reading = { writing: false }
+      const holding: Holding = { lost: false }
+      const pumping = yield* pump(runId, agent, state, violated, reading, holding).pipe(Effect.forkScoped)
       yield* Deferred.await(violated).pipe(Effect.zipRight(stopAgent(agent)), Effect.forkScoped)
       const delivering = yield* Effect.gen(function*() {
         for (const f of yield* store.takeFollowups(runId)) yield* agent.send(followupMessage(f.message, "debug")).pipe(Effect.ignore)
-        yield* flush(runId, executionId, state, undefined)
+        yield* flush(runId, executionId, state, log, undefined)
       }).pipe(Effect.repeat(Schedule.spaced(Duration.millis(settings.watchMs))), Effect.ignore, Effect.forkScoped)
-      yield* finished(agent, pumping)
+      yield* finished(agent, pumping, reading)
       yield* Fiber.interrupt(delivering)
-      yield* flush(runId, executionId, state, undefined)
+      yield* flushLast(runId, executionId, state, log, undefined, holding)
     }).pipe(
       Effect.scoped,
       Effect.catchAllCause((cause) => Effect.logWarning(`dispatcher: debug session of run ${runId} failed`, cause)),
@@ -730,7 +864,7 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
         retained.delete(runId)
         yield* keep.sandbox.release
         if (run !== undefined && run.sandbox_retained) {
-          yield* advance(runId, RunEvent.SandboxReleased(), yield* currentExecution(store, ids, run)).pipe(Effect.ignore)
+          yield* unlessLost(advanceOnce(runId, RunEvent.SandboxReleased(), yield* currentExecution(store, ids, run)))
         }
         continue
       }
@@ -740,7 +874,7 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
       keep.debugging = true
       yield* debugSession(runId, keep, waiting.map((f) => f.message)).pipe(Effect.forkIn(scope))
     }
-  }).pipe(Effect.catchAll((e) => Effect.logWarning("dispatcher: tending retained sandboxes failed", e)))
+  })
 
   // -------------------------------------------------------------------------------------------
   // Start-up and the loops
@@ -763,15 +897,14 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
   })
 
   /** Claims and starts runs while there are free slots and queued runs. */
-  const claimSome: Effect.Effect<void> = claiming.withPermits(1)(
+  const claimSome: Effect.Effect<void, StorageError> = claiming.withPermits(1)(
     Effect.gen(function*() {
       while (running < settings.concurrency) {
         const executionId = yield* ids.executionId
         const now = yield* Clock.currentTimeMillis
-        const claimed = yield* store.claim({ worker_host: settings.workerHost ?? null, execution_id: executionId, now, lease_ms: settings.leaseMs }).pipe(
-          Effect.catchAll((e) => Effect.logWarning("dispatcher: claim failed", e).pipe(Effect.as(Option.none<StoredRun>())))
-        )
+        const claimed = yield* store.claim({ worker_host: settings.workerHost ?? null, execution_id: executionId, now, lease_ms: settings.leaseMs })
         if (Option.isNone(claimed)) return
+        yield* logClaimed(claimed.value, executionId)
         running += 1
         yield* execute(claimed.value, executionId).pipe(
           Effect.scoped,
@@ -779,7 +912,7 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
           // and what it forks would inherit that).
           Effect.ensuring(Effect.suspend(() => {
             running -= 1
-            return Effect.forkIn(Effect.interruptible(claimSome), scope)
+            return Effect.forkIn(Effect.interruptible(claimQuietly), scope)
           })),
           Effect.forkIn(scope)
         )
@@ -787,32 +920,41 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
     })
   )
 
-  return { claimSome, sweep, tendRetained, recover } as const
+  /** `claimSome` on a wake-up or a freed slot: a failure is left to the polling loop to report. */
+  const claimQuietly = claimSome.pipe(Effect.catchAllCause((cause) => Effect.logDebug("dispatcher: claim failed", cause)))
+
+  return { claimSome, claimQuietly, sweep, tendRetained, recover } as const
 })
 
 /**
  * The dispatcher's loops, for the scope of the layer: recovery first, then claiming (on every
- * wake-up and every `pollMs`), the sweep and the retained sandboxes (every `sweepMs`).
+ * wake-up and every `pollMs`), the sweep and the retained sandboxes (every `sweepMs`), each
+ * supervised (Health.ts): a failing iteration is reported and retried, never the end of the loop.
  */
 export const layer: Layer.Layer<
   never,
   never,
-  DispatcherConfig | RunStore | EnvironmentStore | IdentityStore | Executor | BlobStore | RunTokens | Ids
+  DispatcherConfig | RunStore | EnvironmentStore | IdentityStore | Executor | BlobStore | RunTokens | Ids | RepoSource | Health
 > = Layer.scopedDiscard(
   Effect.gen(function*() {
     const settings = yield* DispatcherConfig
     const store = yield* RunStore
     const dispatcher = yield* make(yield* Effect.scope)
     yield* dispatcher.recover
+    // Wake-ups only hasten claiming (the poll finds the same runs): a broken subscription is
+    // opened again, and not reported.
     yield* store.wakeups.pipe(
-      Stream.runForEach(() => dispatcher.claimSome),
-      Effect.catchAll((e) => Effect.logWarning("dispatcher: wake-ups failed; polling only", e)),
+      Stream.runForEach(() => dispatcher.claimQuietly),
+      Effect.zipRight(Effect.fail("the wake-ups ended")),
+      Effect.catchAllCause((cause) => Effect.logWarning("dispatcher: wake-ups failed; polling until they are back", cause)),
+      Effect.zipRight(Effect.sleep(Duration.millis(settings.pollMs))),
+      Effect.forever,
       Effect.forkScoped
     )
-    yield* dispatcher.claimSome.pipe(Effect.repeat(Schedule.spaced(Duration.millis(settings.pollMs))), Effect.forkScoped)
-    yield* Effect.all(settings.workerHost === undefined ? [dispatcher.sweep, dispatcher.tendRetained] : [dispatcher.tendRetained]).pipe(
-      Effect.repeat(Schedule.spaced(Duration.millis(settings.sweepMs))),
-      Effect.forkScoped
-    )
+    yield* supervise("dispatcher claim loop", dispatcher.claimSome, settings.pollMs).pipe(Effect.forkScoped)
+    if (settings.workerHost === undefined) {
+      yield* supervise("dispatcher lease sweep", dispatcher.sweep, settings.sweepMs).pipe(Effect.forkScoped)
+    }
+    yield* supervise("dispatcher debug windows", dispatcher.tendRetained, settings.sweepMs).pipe(Effect.forkScoped)
   })
 )

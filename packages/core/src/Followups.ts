@@ -62,6 +62,7 @@ import {
 } from "./RunStateMachine.js"
 import type { FollowupRoute, RunSnapshot } from "./RunStateMachine.js"
 import { applyTransition, currentExecution, eventsAt, runOwnership, runSnapshot } from "./Runs.js"
+import { logTransition } from "./RunLog.js"
 import type { TimelineEvent } from "./Timeline.js"
 
 /** What became of a follow-up message. */
@@ -153,6 +154,7 @@ export class Followups extends Effect.Service<Followups>()("@agent-runs/core/Fol
               })
             ))
         )
+        if (newExecution) yield* logTransition(run, next)
         return new RunFollowupResponse({
           run_id: runId,
           state: next.item.state,

@@ -9,7 +9,8 @@
  *   of one line: a longer line is kept whole in the transcript (the raw bytes) and becomes an
  *   `event` block named `output_truncated` with its size and its first 1,000 characters.
  * - A line that is not JSON is an `event` block named `output` with `{text}` (at most the first
- *   64 KiB of it; the transcript keeps it all). A JSON line that is not one of the events (an
+ *   64 KiB of it; the transcript keeps it all). Consecutive such lines in one message are one
+ *   block, their texts joined by newlines, up to 64 KiB a block. A JSON line that is not one of the events (an
  *   unknown `type`, a wrong field) is an `event` block named `unrecognized` with the object.
  *   Blank lines are ignored. A line nesting JSON deeper than `MAX_JSON_DEPTH` (100) levels is an
  *   `event` block named `output_rejected` and a protocol violation: the agent is stopped and the
@@ -49,6 +50,7 @@ import {
   readSkillAction
 } from "./Conversation.js"
 import { RunErrorCode } from "./Errors.js"
+import type { ConversationOp } from "./ConversationLog.js"
 import { concatBytes } from "./internal/Bytes.js"
 import type { RequestUsage } from "./Run.js"
 
@@ -261,48 +263,56 @@ export type AgentOutcome =
   | { readonly _tag: "Failed"; readonly error_code: RunErrorCode; readonly message: string }
   | { readonly _tag: "Blocked"; readonly message: string }
 
-interface MutableStep {
+/** A step that may still get content: an open one, or the implicit step while it is the latest. */
+interface LiveStep {
+  readonly key: number
   readonly id: string
-  description?: string | undefined
-  summary?: string | undefined
-  started_at: DateTime.Utc
-  completed_at?: DateTime.Utc | undefined
-  readonly messages: Array<{ role: ConversationMessage["role"]; timestamp: DateTime.Utc; content: Array<ContentBlock> }>
-  readonly steps: Array<MutableStep>
+  /** The role of the step's latest message; none before its first. */
+  lastRole: ConversationMessage["role"] | undefined
+  /** The length of the text of the latest block when it is an `output` block that may grow. */
+  outputChars: number | undefined
 }
 
-/** What one execution has produced so far. Mutable for speed; owned by one execution's reader. */
+/**
+ * What one execution has produced so far. Mutable for speed; owned by one execution's reader. It
+ * keeps only what later output depends on (the steps that may still get content, the actions'
+ * names); the conversation itself leaves as operations (`pending`, ConversationLog.ts).
+ */
 export interface ExecutionState {
   readonly execution_id: string
-  readonly steps: Array<MutableStep>
   /** The open steps, outermost first. */
-  readonly open: Array<MutableStep>
+  readonly open: Array<LiveStep>
   /** The implicit step content outside any open step goes to, while it is the latest top step. */
-  implicit: MutableStep | undefined
+  implicit: LiveStep | undefined
   implicitCount: number
+  /** The key of the latest top-level step. */
+  lastTop: number | undefined
+  /** Keys given to steps so far. */
+  steps: number
   readonly actions: Map<string, { readonly category: ActionCategory; readonly name: string }>
   session: { readonly session_id: string; readonly session_link: string | null } | undefined
   usage: RequestUsage | undefined
   status: string | undefined
   outcome: AgentOutcome | undefined
-  /** Artifacts reported since the last `takeArtifacts`. */
-  artifacts: Array<Artifact>
   /**
    * Why the agent broke the protocol (JSON nested too deep, output over the run's limit), when it
    * did: the agent is stopped and the run fails with this message, whatever it reports after.
    */
   violation: string | undefined
-  /** Whether the conversation changed since the last `markSaved`. */
-  dirty: boolean
+  /** Artifacts reported since the last `takeArtifacts`. */
+  artifacts: Array<Artifact>
+  /** Operations on the conversation not yet taken (`takeOps`). */
+  pending: Array<ConversationOp>
   readSkill: number
 }
 
 export const newExecutionState = (execution_id: string): ExecutionState => ({
   execution_id,
-  steps: [],
   open: [],
   implicit: undefined,
   implicitCount: 0,
+  lastTop: undefined,
+  steps: 0,
   actions: new Map(),
   session: undefined,
   usage: undefined,
@@ -310,32 +320,49 @@ export const newExecutionState = (execution_id: string): ExecutionState => ({
   outcome: undefined,
   violation: undefined,
   artifacts: [],
-  dirty: false,
+  pending: [],
   readSkill: 0
 })
 
-const currentStep = (state: ExecutionState, now: DateTime.Utc): MutableStep => {
+const currentStep = (state: ExecutionState, at: number): LiveStep => {
   const open = state.open[state.open.length - 1]
   if (open !== undefined) return open
-  if (state.implicit !== undefined && state.steps[state.steps.length - 1] === state.implicit) return state.implicit
+  if (state.implicit !== undefined && state.lastTop === state.implicit.key) return state.implicit
   state.implicitCount += 1
   const id = `execution-${state.execution_id}${state.implicitCount === 1 ? "" : `-${state.implicitCount}`}`
-  const step: MutableStep = { id, started_at: now, messages: [], steps: [] }
-  state.steps.push(step)
+  const step: LiveStep = { key: ++state.steps, id, lastRole: undefined, outputChars: undefined }
+  state.pending.push({ op: "step", key: step.key, parent: null, id, at })
   state.implicit = step
+  state.lastTop = step.key
   return step
 }
 
 const addBlock = (
   state: ExecutionState,
-  now: DateTime.Utc,
+  at: number,
   block: ContentBlock,
   role: ConversationMessage["role"] | undefined
-): void => {
-  const step = currentStep(state, now)
-  const last = step.messages[step.messages.length - 1]
-  if (last !== undefined && (role === undefined || last.role === role)) last.content.push(block)
-  else step.messages.push({ role: role ?? "assistant", timestamp: now, content: [block] })
+): LiveStep => {
+  const step = currentStep(state, at)
+  if (step.lastRole !== undefined && (role === undefined || step.lastRole === role)) {
+    state.pending.push({ op: "block", key: step.key, block })
+  } else {
+    step.lastRole = role ?? "assistant"
+    state.pending.push({ op: "message", key: step.key, role: step.lastRole, at, block })
+  }
+  step.outputChars = undefined
+  return step
+}
+
+/** A line of text: one more line of the latest `output` block when it has room, else a new block. */
+const addOutput = (state: ExecutionState, at: number, text: string): void => {
+  const step = currentStep(state, at)
+  if (step.outputChars !== undefined && step.outputChars + 1 + text.length <= MAX_OUTPUT_BLOCK_CHARS) {
+    state.pending.push({ op: "text", key: step.key, text })
+    step.outputChars += 1 + text.length
+    return
+  }
+  addBlock(state, at, { type: "event", name: "output", data: { text } }, undefined).outputChars = text.length
 }
 
 const isErrorCode = Schema.is(RunErrorCode)
@@ -344,79 +371,85 @@ const decodeArtifact = Schema.decodeUnknownEither(ArtifactReport)
 const asJson = (value: unknown): JsonValue => (value === undefined ? null : (value as JsonValue))
 
 /** Applies one line to the execution's state at `now` (epoch millis). */
-export const reduce = (state: ExecutionState, line: HarnessLine, nowMillis: number): void => {
-  const now = DateTime.unsafeMake(nowMillis)
+export const reduce = (state: ExecutionState, line: HarnessLine, now: number): void => {
   switch (line._tag) {
     case "Output":
-      state.dirty = true
-      return addBlock(state, now, { type: "event", name: "output", data: { text: line.text } }, undefined)
+      return addOutput(state, now, line.text)
     case "Truncated":
-      state.dirty = true
-      return addBlock(
+      addBlock(
         state,
         now,
         { type: "event", name: "output_truncated", data: { bytes: line.bytes, head: line.head } },
         undefined
       )
+      return
     case "TooDeep":
-      state.dirty = true
       state.violation ??= `the agent printed JSON nested deeper than ${MAX_JSON_DEPTH} levels`
-      return addBlock(state, now, { type: "event", name: "output_rejected", data: { reason: state.violation, head: line.head } }, undefined)
+      addBlock(state, now, { type: "event", name: "output_rejected", data: { reason: state.violation, head: line.head } }, undefined)
+      return
     case "Unrecognized":
-      state.dirty = true
-      return addBlock(state, now, { type: "event", name: "unrecognized", data: line.value }, undefined)
+      addBlock(state, now, { type: "event", name: "unrecognized", data: line.value }, undefined)
+      return
     case "Event":
       return reduceEvent(state, line.event, now)
   }
 }
 
-const reduceEvent = (state: ExecutionState, e: HarnessEvent, now: DateTime.Utc): void => {
+const reduceEvent = (state: ExecutionState, e: HarnessEvent, now: number): void => {
   switch (e.type) {
     case "session":
       state.session = { session_id: e.session_id, session_link: e.session_link }
       return
     case "message": {
-      state.dirty = true
-      currentStep(state, now).messages.push({ role: e.role, timestamp: now, content: [{ type: "text", text: e.text }] })
+      const step = currentStep(state, now)
+      state.pending.push({ op: "message", key: step.key, role: e.role, at: now, block: { type: "text", text: e.text } })
+      step.lastRole = e.role
+      step.outputChars = undefined
       return
     }
     case "action":
-      state.dirty = true
       state.actions.set(e.id, { category: e.category, name: e.name })
-      return addBlock(
+      addBlock(
         state,
         now,
         { type: "action", id: e.id, category: e.category, name: e.name, input: asJson(e.input) },
         "assistant"
       )
+      return
     case "read_skill": {
-      state.dirty = true
       state.readSkill += 1
       const id = `read-skill-${state.readSkill}`
       state.actions.set(id, { category: "skill", name: "read_skill" })
-      return addBlock(
+      addBlock(
         state,
         now,
         readSkillAction({ id, skillPath: e.skill_path, bundledSkillId: e.bundled_skill_id }),
         "assistant"
       )
+      return
     }
     case "action_result": {
-      state.dirty = true
       const action = state.actions.get(e.action_id) ?? { category: "command" as const, name: "unknown" }
-      return addBlock(
+      addBlock(
         state,
         now,
         { type: "action_result", action_id: e.action_id, ...action, state: e.state, output: asJson(e.output) },
         "tool"
       )
+      return
     }
     case "step_start": {
-      state.dirty = true
-      const step: MutableStep = { id: e.id, description: e.description, started_at: now, messages: [], steps: [] }
+      const step: LiveStep = { key: ++state.steps, id: e.id, lastRole: undefined, outputChars: undefined }
       const parent = state.open[state.open.length - 1]
-      if (parent === undefined) state.steps.push(step)
-      else parent.steps.push(step)
+      state.pending.push({
+        op: "step",
+        key: step.key,
+        parent: parent?.key ?? null,
+        id: e.id,
+        ...(e.description === undefined ? {} : { description: e.description }),
+        at: now
+      })
+      if (parent === undefined) state.lastTop = step.key
       state.open.push(step)
       return
     }
@@ -424,24 +457,22 @@ const reduceEvent = (state: ExecutionState, e: HarnessEvent, now: DateTime.Utc):
       let at = state.open.length - 1
       while (at >= 0 && state.open[at]!.id !== e.id) at--
       if (at < 0) return
-      state.dirty = true
-      const step = state.open[at]!
-      step.summary = e.summary
-      step.completed_at = now
-      for (const inner of state.open.slice(at + 1)) inner.completed_at ??= now
+      // The steps opened inside it end with it (innermost first).
+      for (const inner of state.open.slice(at + 1).reverse()) state.pending.push({ op: "end", key: inner.key, at: now })
+      state.pending.push({ op: "end", key: state.open[at]!.key, ...(e.summary === undefined ? {} : { summary: e.summary }), at: now })
       state.open.length = at
       return
     }
     case "artifact": {
       const decoded = decodeArtifact({ artifact_type: e.artifact_type, data: e.data })
       if (Either.isLeft(decoded)) {
-        state.dirty = true
         const data: JsonValue = e.data === undefined
           ? { type: "artifact", artifact_type: e.artifact_type }
           : { type: "artifact", artifact_type: e.artifact_type, data: e.data as JsonValue }
-        return addBlock(state, now, { type: "event", name: "unrecognized", data }, undefined)
+        addBlock(state, now, { type: "event", name: "unrecognized", data }, undefined)
+        return
       }
-      state.artifacts.push(stampArtifact(decoded.right, now))
+      state.artifacts.push(stampArtifact(decoded.right, DateTime.unsafeMake(now)))
       return
     }
     case "usage":
@@ -470,18 +501,23 @@ const reduceEvent = (state: ExecutionState, e: HarnessEvent, now: DateTime.Utc):
   }
 }
 
-const freezeStep = (step: MutableStep): ConversationStep => ({
-  id: step.id,
-  ...(step.description === undefined ? {} : { description: step.description }),
-  ...(step.summary === undefined ? {} : { summary: step.summary }),
-  started_at: step.started_at,
-  ...(step.completed_at === undefined ? {} : { completed_at: step.completed_at }),
-  messages: step.messages.map((m) => ({ role: m.role, timestamp: m.timestamp, content: [...m.content] })),
-  steps: step.steps.map(freezeStep)
-})
+/** About how many characters an operation takes when stored. */
+const sizeOf = (op: ConversationOp): number =>
+  op.op === "text" ? op.text.length + 32 : op.op === "step" || op.op === "end" ? 128 : op.block.type === "text" ? op.block.text.length + 96 : JSON.stringify(op.block).length + 64
 
-/** The execution's conversation so far (a copy). */
-export const conversationOf = (state: ExecutionState): Array<ConversationStep> => state.steps.map(freezeStep)
+/**
+ * The conversation's oldest operations not yet taken (ConversationLog.ts), about `maxChars` of
+ * them when stored (at least one), and forgets them.
+ */
+export const takeOps = (state: ExecutionState, maxChars: number): Array<ConversationOp> => {
+  let count = 0
+  let size = 0
+  while (count < state.pending.length && (count === 0 || size + sizeOf(state.pending[count]!) <= maxChars)) {
+    size += sizeOf(state.pending[count]!)
+    count++
+  }
+  return state.pending.splice(0, count)
+}
 
 /** The artifacts reported since the last call, and forgets them. */
 export const takeArtifacts = (state: ExecutionState): Array<Artifact> => {

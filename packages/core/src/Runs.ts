@@ -109,6 +109,7 @@ import {
 } from "./RunStateMachine.js"
 import type { RunSnapshot, Transition } from "./RunStateMachine.js"
 import { storageUnavailable } from "./internal/Services.js"
+import { logCreated, logTransition } from "./RunLog.js"
 import { Skills } from "./Skills.js"
 import { RunTimeline } from "./Timeline.js"
 import { waitingForWorkerMessage } from "./Worker.js"
@@ -533,6 +534,7 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
     const commit = (prepared: ReadonlyArray<PreparedRun>, key?: ExactlyOnceKey) =>
       Effect.gen(function* () {
         yield* store.create(prepared.map((p) => p.write), key)
+        for (const p of prepared) yield* logCreated(p.write.run)
         for (const { environment, write: { run } } of prepared) {
           // The environment's newest run of its own team: a guest's run in another team is not
           // shown to the environment's team (its title would leak across teams). The environment's
@@ -688,12 +690,14 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         const moved = transition(snapshot, RunEvent.Cancel(), now)
         if (Either.isLeft(moved)) return yield* Effect.die(moved.left)
         const execution = yield* currentExecution(store, ids, run)
+        const next = applyTransition(run, moved.right, now)
         yield* store.update(
           runId,
           { state: run.item.state, ...(run.lease === null ? {} : { execution_id: run.lease.execution_id }) },
-          applyTransition(run, moved.right, now),
+          next,
           eventsAt(moved.right.timeline, now, execution)
         )
+        yield* logTransition(run, next)
         return runId
       })
 

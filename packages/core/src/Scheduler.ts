@@ -42,10 +42,11 @@
  *   collide on every schedule. Between passes the loop sleeps until the next fire time it knows
  *   of, at most `pollMs` (new and changed schedules are seen within it).
  */
-import { Clock, Context, Data, DateTime, Duration, Effect, Either, Layer, Option, Random } from "effect"
+import { Clock, Context, Data, DateTime, Effect, Either, Layer, Option, Random } from "effect"
 import type { Viewer } from "./Access.js"
 import type { CronSchedule } from "./Cron.js"
 import { nextFire, parseSchedule } from "./Cron.js"
+import { type Health, supervise } from "./Health.js"
 import type { PrincipalUid, RunId, ScheduleId } from "./Ids.js"
 import { memberViewer } from "./Identities.js"
 import type { Principal } from "./Identity.js"
@@ -375,26 +376,22 @@ export const make = Effect.gen(function*() {
 
 /**
  * The scheduler's loop, for the scope of the layer: a pass, then a sleep until the next fire time
- * it knows of (at most `pollMs`), forever.
+ * it knows of (at most `pollMs`), forever; supervised (Health.ts): a failing pass is reported and
+ * retried, never the end of the loop.
  */
-export const layer: Layer.Layer<never, never, SchedulerConfig | ScheduleStore | IdentityStore | Runs> = Layer
+export const layer: Layer.Layer<never, never, SchedulerConfig | ScheduleStore | IdentityStore | Runs | Health> = Layer
   .scopedDiscard(
     Effect.gen(function*() {
       const settings = yield* SchedulerConfig
       const scheduler = yield* make
       const step = Effect.gen(function*() {
-        const report = yield* scheduler.pass.pipe(
-          Effect.catchAllCause((cause) =>
-            Effect.as(Effect.logWarning("scheduler: pass failed", cause), { due: 0, started: 0, nextTickAt: undefined })
-          )
-        )
+        const report = yield* scheduler.pass
         if (report.started > 0) yield* Effect.logDebug(`scheduler: started ${report.started} runs of ${report.due} due schedules`)
         const now = yield* Clock.currentTimeMillis
-        const wait = report.nextTickAt === undefined
+        return report.nextTickAt === undefined
           ? settings.pollMs
           : Math.min(settings.pollMs, Math.max(0, report.nextTickAt - now))
-        yield* Effect.sleep(Duration.millis(wait))
       })
-      yield* Effect.forkScoped(Effect.forever(step))
+      yield* Effect.forkScoped(supervise("scheduler", step, settings.pollMs))
     })
   )

@@ -8,6 +8,7 @@ import { Schema } from "effect"
 import { Artifact } from "./Artifact.js"
 import { JsonObject, NonBlankString, Timestamp } from "./Common.js"
 import { ConversationStep } from "./Conversation.js"
+import { ConversationOp } from "./ConversationLog.js"
 import { Environment } from "./Environment.js"
 import { ExecutionId, PrincipalUid, TeamUid } from "./Ids.js"
 import { RunItem } from "./Run.js"
@@ -134,10 +135,11 @@ export class WorkerConversation extends Schema.Class<WorkerConversation>("Worker
   steps: Schema.Array(ConversationStep)
 }) {}
 
-/** `PUT …/runs/{runId}/conversation`: the steps of one execution so far. */
-export class SaveConversationRequest extends Schema.Class<SaveConversationRequest>("WorkerSaveConversationRequest")({
+/** `POST …/runs/{runId}/conversation/parts`: one part of the holding execution's conversation log. */
+export class AppendConversationRequest extends Schema.Class<AppendConversationRequest>("WorkerAppendConversationRequest")({
   execution_id: ExecutionId,
-  steps: Schema.Array(ConversationStep)
+  seq: Schema.Int.pipe(Schema.positive()),
+  ops: Schema.Array(ConversationOp)
 }) {}
 
 /** `POST …/runs/{runId}/artifacts`. */

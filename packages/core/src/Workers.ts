@@ -36,9 +36,9 @@
 import { Chunk, Clock, Context, DateTime, Duration, Effect, Either, Encoding, Option, Stream } from "effect"
 import type { Viewer } from "./Access.js"
 import type { Artifact } from "./Artifact.js"
-import type { ConversationStep } from "./Conversation.js"
+import type { ConversationPart } from "./ConversationLog.js"
 import { transcriptKey } from "./Conversations.js"
-import { Conflict, NotAuthorized, ResourceNotFound } from "./Errors.js"
+import { Conflict, NotAuthorized, OperationNotSupported, ResourceNotFound } from "./Errors.js"
 import type { EnvironmentUid, ExecutionId, RunId } from "./Ids.js"
 import { eventPayloadKey } from "./Ingress.js"
 import { BlobStore } from "./ports/BlobStore.js"
@@ -172,6 +172,12 @@ export const acceptWorkerWrite = (
   }
   return Either.right({ run, events })
 }
+
+/** The answer to a worker of the previous protocol (it saved whole conversations): upgrade. */
+export const upgradeNeeded = new OperationNotSupported({
+  message: "this server takes a worker's conversation in parts (POST …/conversation/parts); " +
+    "upgrade the worker (agent-runs worker) to the server's version"
+})
 
 export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers", {
   effect: Effect.gen(function*() {
@@ -371,10 +377,10 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
       return new WorkerConversation({ steps: yield* store.conversation(runId) })
     }, storageUnavailable)
 
-    const saveConversation = Effect.fn("Workers.saveConversation")(
-      function*(viewer: Viewer, workerId: string, runId: RunId, executionId: ExecutionId, steps: ReadonlyArray<ConversationStep>) {
+    const appendConversation = Effect.fn("Workers.appendConversation")(
+      function*(viewer: Viewer, workerId: string, runId: RunId, executionId: ExecutionId, part: ConversationPart) {
         yield* heldRun(yield* asWorker(viewer, workerId), runId, executionId)
-        yield* store.saveConversation(runId, executionId, steps)
+        yield* store.appendConversation(runId, executionId, part)
       },
       storageUnavailable
     )
@@ -421,7 +427,7 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
       renew,
       takeFollowups,
       conversation,
-      saveConversation,
+      appendConversation,
       addArtifact,
       appendTranscript,
       environment

@@ -2,9 +2,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { Schema } from "effect"
 import * as fc from "fast-check"
 import { ConversationStep } from "../src/Conversation.js"
+import { foldConversation } from "../src/ConversationLog.js"
 import {
-  conversationOf,
   emptyLineBuffer,
+  type ExecutionState,
   flushLines,
   type HarnessLine,
   historyOf,
@@ -16,7 +17,8 @@ import {
   parseLine,
   reduce,
   splitLines,
-  takeArtifacts
+  takeArtifacts,
+  takeOps
 } from "../src/Harness.js"
 
 const encoder = new TextEncoder()
@@ -57,6 +59,8 @@ const run = (...lines: Array<string>) => {
 }
 
 const json = (value: unknown) => JSON.stringify(value)
+/** The conversation of every operation not yet taken (all of them, in these tests). */
+const conversationOf = (state: ExecutionState) => foldConversation(state.pending)
 const isStep = Schema.is(ConversationStep)
 
 describe("splitLines", () => {
@@ -229,6 +233,41 @@ describe("outcomeOf", () => {
     expect(outcomeOf(run(json({ type: "blocked", message: "need input" })), 0)).toEqual({ _tag: "Blocked", message: "need input" })
     expect(outcomeOf(run(json({ type: "result", outcome: "succeeded" })), 2)._tag).toBe("Failed")
   })
+})
+
+describe("the conversation log", () => {
+  it("joins consecutive text lines of one message into one output block, up to 64 KiB", () => {
+    const long = "y".repeat(40 * 1024)
+    const state = run("one", "two", json({ type: "message", role: "assistant", text: "said" }), "three", long, long, "four")
+    expect(state.pending.filter((op) => op.op === "text")).toHaveLength(3)
+    const [step] = conversationOf(state)
+    expect(step!.messages.map((m) => m.content.map((b) => (b.type === "event" ? (b.data as { text: string }).text.length : b.type)))).toEqual([
+      [7],
+      ["text", 5 + 1 + long.length, long.length + 1 + 4]
+    ])
+    expect(step!.messages[0]!.content[0]).toEqual({ type: "event", name: "output", data: { text: "one\ntwo" } })
+  })
+
+  it.prop(
+    "taken in parts of any size, the operations fold into the same conversation",
+    [fc.array(fc.oneof(fc.constantFrom("x", "y z"), fc.constantFrom(
+      json({ type: "message", role: "user", text: "hi" }),
+      json({ type: "step_start", id: "a" }),
+      json({ type: "step_start", id: "b", description: "B" }),
+      json({ type: "step_end", id: "a", summary: "A" }),
+      json({ type: "step_end", id: "b" }),
+      json({ type: "action", id: "t", category: "command", name: "ls" }),
+      json({ type: "action_result", action_id: "t", state: "completed", output: "ok" })
+    )), { maxLength: 40 }), fc.integer({ min: 1, max: 400 })],
+    ([lines, partChars]) => {
+      const whole = conversationOf(run(...lines))
+      const state = run(...lines)
+      const parts: Array<ReturnType<typeof takeOps>> = []
+      while (state.pending.length > 0) parts.push(takeOps(state, partChars))
+      expect(foldConversation(parts.flat())).toEqual(whole)
+      for (const part of parts) expect(part.length).toBeGreaterThan(0)
+    }
+  )
 })
 
 describe("historyOf", () => {

@@ -2,7 +2,7 @@
  * The conversations service (`Conversations`) over a real storage adapter: a run's conversation
  * across its executions, a conversation by id, where a run's raw transcript is, and the run
  * behind an external reference, with the caller's access checked. Conversations are seeded with
- * `saveConversation`, artifacts with `addArtifact`, transcripts in an in-memory BlobStore (the
+ * `appendConversation`, artifacts with `addArtifact`, transcripts in an in-memory BlobStore (the
  * file-system adapter has its own tests). Call `conversationsServiceSuite(name, layer)` inside a
  * vitest file.
  */
@@ -20,6 +20,7 @@ import { RunStore } from "../src/ports/RunStore.js"
 import { RunFollowupRequest } from "../src/Run.js"
 import { RunEvent } from "../src/RunStateMachine.js"
 import { Runs } from "../src/Runs.js"
+import { opsOf } from "./ConversationOps.js"
 import { advance, createRun, start } from "./FollowupsServiceSuite.js"
 import { uid, uuid } from "./RunStoreConformance.js"
 import type { Stores } from "./Stores.js"
@@ -59,14 +60,17 @@ export const memoryBlobStore = Layer.effect(
     }))
 )
 
+const T = DateTime.unsafeMake(Date.UTC(2026, 10, 2, 10, 0, 0, 123))
+
 const step = (id: string, text: string): ConversationStep => ({
   id,
   description: `step ${id}`,
-  started_at: DateTime.unsafeMake(Date.UTC(2026, 10, 2, 10, 0, 0, 123)),
+  started_at: T,
   messages: [
-    { role: "user", content: [{ type: "text", text: `please ${text}` }] },
+    { role: "user", timestamp: T, content: [{ type: "text", text: `please ${text}` }] },
     {
       role: "assistant",
+      timestamp: T,
       content: [
         { type: "text", text },
         { type: "action", id: `${id}-a`, category: "command", name: "run", input: { command: "npm test" } },
@@ -74,13 +78,14 @@ const step = (id: string, text: string): ConversationStep => ({
       ]
     }
   ],
-  steps: [{ id: `${id}.1`, messages: [], steps: [] }]
+  steps: [{ id: `${id}.1`, started_at: T, messages: [], steps: [] }]
 })
 
 const encodeSteps = Schema.encodeSync(Schema.Array(ConversationStep))
 
-const save = (runId: RunId, execution: ExecutionId, steps: ReadonlyArray<ConversationStep>) =>
-  Effect.flatMap(RunStore, (store) => store.saveConversation(runId, execution, steps))
+/** Appends `steps` as part `seq` of the execution's conversation log (step keys after `firstKey`). */
+const save = (runId: RunId, execution: ExecutionId, steps: ReadonlyArray<ConversationStep>, seq = 1, firstKey = 1) =>
+  Effect.flatMap(RunStore, (store) => store.appendConversation(runId, execution, { seq, ops: opsOf(steps, firstKey) }))
 
 const conversationIdOf = (runId: RunId) =>
   Effect.flatMap(RunStore, (store) => store.get(runId)).pipe(
@@ -158,9 +163,9 @@ export const conversationsServiceSuite = <E>(name: string, storage: Layer.Layer<
           expect(continued.route).toBe("new_execution")
           const second = yield* start(runId)
           yield* save(runId, second, [step("s2", "second")])
-          // the first execution's conversation saved again keeps its place
-          yield* save(runId, first, [step("s1", "first, final")])
-          const expected = encodeSteps([step("s1", "first, final"), step("s2", "second")])
+          // the first execution's conversation appended to later keeps its place
+          yield* save(runId, first, [step("s1b", "first, more")], 2, 3)
+          const expected = encodeSteps([step("s1", "first"), step("s1b", "first, more"), step("s2", "second")])
           const ofRun = yield* conversations.ofRun(world.alice, runId)
           expect(encodeSteps(ofRun.steps)).toEqual(expected)
           expect(ofRun.run_ids).toEqual([runId])

@@ -16,6 +16,7 @@ import * as fc from "fast-check"
 import { canSee, type Viewer } from "../src/Access.js"
 import type { Artifact } from "../src/Artifact.js"
 import { ConversationStep } from "../src/Conversation.js"
+import { type ConversationOp, foldConversation } from "../src/ConversationLog.js"
 import { decodeKeysetCursor } from "../src/Cursor.js"
 import {
   type EnvironmentUid,
@@ -1278,26 +1279,39 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
           expect(yield* store.takeFollowups(other.item.run_id)).toEqual([{ message: "elsewhere", received_at: 1 }])
         }))
 
-      it.effect("conversations: one save per execution, replaced by later saves, read in execution order", () =>
+      it.effect("conversations: parts per execution, appended once each (a repeated part is a no-op), read in execution order", () =>
         Effect.gen(function* () {
           const store = yield* RunStore
           const run = makeRun({ team: uid(), creator: uid() })
           yield* createRuns([run])
           const runId = run.item.run_id
-          const step = (id: string, text: string): ConversationStep => ({
-            id,
-            started_at: at(1_700_000_000_123),
-            messages: [{ role: "assistant", content: [{ type: "text", text }] }],
-            steps: [{ id: `${id}.1`, messages: [], steps: [] }]
-          })
+          const T = 1_700_000_000_123
           const [e1, e2] = [uuid<ExecutionId>(2000), uuid<ExecutionId>(1000)]
           expect(yield* store.conversation(runId)).toEqual([])
-          yield* store.saveConversation(runId, e1, [step("s1", "draft")])
-          yield* store.saveConversation(runId, e2, [step("s3", "second execution")])
-          yield* store.saveConversation(runId, e1, [step("s1", "final"), step("s2", "more")])
-          const steps = yield* store.conversation(runId)
+          const part1: ReadonlyArray<ConversationOp> = [
+            { op: "step", key: 1, parent: null, id: "s1", at: T },
+            { op: "message", key: 1, role: "assistant", at: T, block: { type: "event", name: "output", data: { text: "one" } } }
+          ]
+          const part2: ReadonlyArray<ConversationOp> = [
+            { op: "text", key: 1, text: "two" },
+            { op: "step", key: 2, parent: 1, id: "s1.1", description: "inner", at: T + 1 },
+            { op: "block", key: 1, block: { type: "action", id: "a", category: "command", name: "run", input: { deep: [1, { x: null }] } } },
+            { op: "end", key: 2, summary: "done", at: T + 2 }
+          ]
+          yield* store.appendConversation(runId, e1, { seq: 1, ops: part1 })
+          yield* store.appendConversation(runId, e2, { seq: 1, ops: [{ op: "step", key: 1, parent: null, id: "s3", at: T }] })
+          yield* store.appendConversation(runId, e1, { seq: 2, ops: part2 })
+          // A retried part changes nothing, even with other operations.
+          yield* store.appendConversation(runId, e1, { seq: 2, ops: [{ op: "text", key: 1, text: "again" }] })
           const encode = Schema.encodeSync(Schema.Array(ConversationStep))
-          expect(encode(steps)).toEqual(encode([step("s1", "final"), step("s2", "more"), step("s3", "second execution")]))
+          expect(encode(yield* store.conversation(runId))).toEqual(
+            encode([...foldConversation([...part1, ...part2]), ...foldConversation([{ op: "step", key: 1, parent: null, id: "s3", at: T }])])
+          )
+          expect(encode(yield* store.conversation(runId))[0]).toMatchObject({
+            id: "s1",
+            messages: [{ content: [{ type: "event", data: { text: "one\ntwo" } }, { type: "action" }] }],
+            steps: [{ id: "s1.1", description: "inner", summary: "done" }]
+          })
         }))
 
       it.effect("artifacts are appended in order, survive stale updates, and external references are found", () =>

@@ -10,6 +10,7 @@
 import { describe, expect, it as plainIt, layer } from "@effect/vitest"
 import { Chunk, Effect, Layer, Option, Stream, TestClock } from "effect"
 import * as Dispatcher from "../src/Dispatcher.js"
+import * as Health from "../src/Health.js"
 import { Executor, ExecutorError } from "../src/ports/Executor.js"
 import type { Viewer } from "../src/Access.js"
 import { transcriptKey } from "../src/Conversations.js"
@@ -102,6 +103,7 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
         memoryBlobStore,
         runTokens,
         idleExecutor,
+        Health.layer,
         Layer.succeed(WorkerSettingsTag, defaultWorkerSettings),
         Layer.succeed(Dispatcher.DispatcherConfig, { ...Dispatcher.defaultSettings("true", "http://localhost/api/v1"), concurrency: 0 })
       )

@@ -6,8 +6,9 @@
  *
  * Decisions:
  * - `/healthz` answers 200 `{status: "ok"}` while the process serves; `/readyz` answers 200
- *   `{status: "ready"}` when `Readiness` succeeds (storage reachable) and 503 `resource_unavailable`
- *   otherwise.
+ *   `{status: "ready"}` when `Readiness` succeeds (storage reachable, the background loops
+ *   working) and 503 `resource_unavailable` with `Retry-After: 5` otherwise, its `error` saying what
+ *   is wrong (a failing loop by name, a recent storage failure).
  * - A transcript download (`GET /api/v1/downloads/transcripts/{runId}?expires&signature`) needs no
  *   bearer token; an altered or unsigned URL is a 403 `not_authorized`, an expired one a 403 that
  *   says so; a run without a transcript a 404. The body is the raw bytes the agent printed
@@ -15,7 +16,7 @@
  */
 import { HttpApiBuilder, HttpApiScalar, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { BlobStore, Conversations, Errors } from "@agent-runs/core"
-import { Clock, Context, Effect, Layer, Option, Schema, Stream } from "effect"
+import { Cause, Clock, Context, Effect, Layer, Option, Schema, Stream } from "effect"
 import { Api } from "./Api.js"
 import { AuthenticationLive } from "./AuthenticationLive.js"
 import { DecodeErrorsAsProblems } from "./DecodeErrors.js"
@@ -69,15 +70,22 @@ const refused = (message: string) =>
     contentType: Problems.PROBLEM_CONTENT_TYPE
   })
 
-const notReady = HttpServerResponse.unsafeJson(
-  encodeResourceUnavailable(new Errors.ResourceUnavailable({ message: "storage is unreachable" })),
-  { status: 503, contentType: Problems.PROBLEM_CONTENT_TYPE }
-)
+const notReady = (message: string) =>
+  HttpServerResponse.unsafeJson(encodeResourceUnavailable(new Errors.ResourceUnavailable({ message })), {
+    status: 503,
+    contentType: Problems.PROBLEM_CONTENT_TYPE,
+    headers: { "retry-after": "5" }
+  })
 
+/** 200 when ready; else 503 with what is wrong (a readiness failure that is a string says it). */
 const readiness = (ready: Effect.Effect<void, unknown>) =>
   ready.pipe(
     Effect.as(json({ status: "ready" })),
-    Effect.catchAllCause((cause) => Effect.logWarning("not ready", cause).pipe(Effect.as(notReady)))
+    Effect.catchAllCause((cause) => {
+      const failure = Cause.failureOption(cause)
+      const message = Option.isSome(failure) && typeof failure.value === "string" ? failure.value : "storage is unreachable"
+      return Effect.logWarning(`not ready: ${message}`).pipe(Effect.as(notReady(message)))
+    })
   )
 
 const download = (downloads: DownloadUrls["Type"], blobs: BlobStore.BlobStore["Type"]) =>

@@ -2,7 +2,7 @@
  * What the server adds around every response (CONTRACT §2):
  * - `x-should-retry: true` on retryable problems and `x-should-retry: false` on the others (so
  *   clients that retry 409 and 5xx by default, like the Stainless-generated SDKs, follow the
- *   server's judgement), and `Retry-After` (seconds) on a 429.
+ *   server's judgement), and `Retry-After` (seconds) on a 429, and on a 503 (5 s).
  * - The body limit: a declared `Content-Length` over the limit is a 413 `payload_too_large`
  *   before anything is read; a chunked body is cut off at the limit while it is read (413 too).
  * - A body that is not JSON is a 400 `invalid_request` naming `body`.
@@ -49,7 +49,13 @@ export const problemResponse = (
 
 const decoder = new TextDecoder()
 
-/** Adds `x-should-retry` (and `Retry-After` on a 429) from a problem body's `retryable` and `retry_after_seconds`. */
+/** How long a client is told to wait after a 503 (storage unavailable, a full disk), in seconds. */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5
+
+/**
+ * Adds `x-should-retry` (and `Retry-After` on a 429) from a problem body's `retryable` and
+ * `retry_after_seconds`; a 503 without them says `Retry-After: 5`.
+ */
 const withRetryHeaders = (response: HttpServerResponse.HttpServerResponse): HttpServerResponse.HttpServerResponse => {
   if (response.status < 400 || response.body._tag !== "Uint8Array") return response
   if (response.body.contentType !== Problems.PROBLEM_CONTENT_TYPE) return response
@@ -61,7 +67,8 @@ const withRetryHeaders = (response: HttpServerResponse.HttpServerResponse): Http
   }
   if (typeof problem !== "object" || problem === null) return response
   const retryable = (problem as { retryable?: unknown }).retryable === true
-  const retryAfter = (problem as { retry_after_seconds?: unknown }).retry_after_seconds
+  const told = (problem as { retry_after_seconds?: unknown }).retry_after_seconds
+  const retryAfter = typeof told === "number" ? told : response.status === 503 ? UNAVAILABLE_RETRY_AFTER_SECONDS : undefined
   const withRetry = HttpServerResponse.setHeader(response, "x-should-retry", retryable ? "true" : "false")
   return typeof retryAfter === "number" ? HttpServerResponse.setHeader(withRetry, "retry-after", String(retryAfter)) : withRetry
 }

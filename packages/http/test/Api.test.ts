@@ -84,6 +84,7 @@ const expectedEndpoints = [
   "GET /workers/{workerId}/runs/{runId}/conversation",
   "PUT /workers/{workerId}/runs/{runId}/conversation",
   "POST /workers/{workerId}/runs/{runId}/artifacts",
+  "POST /workers/{workerId}/runs/{runId}/conversation/parts",
   "POST /workers/{workerId}/runs/{runId}/transcript",
   "GET /workers/{workerId}/environments/{uid}"
 ]

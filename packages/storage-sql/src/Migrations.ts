@@ -10,6 +10,7 @@ import runConversations from "./migrations/0003_run_conversations.js"
 import workers from "./migrations/0004_workers.js"
 import deliveryCounts from "./migrations/0005_delivery_counts.js"
 import workerBindings from "./migrations/0006_worker_bindings.js"
+import conversationParts from "./migrations/0007_conversation_parts.js"
 
 export const loader = Migrator.fromRecord({
   "0001_runs": runs,
@@ -17,7 +18,8 @@ export const loader = Migrator.fromRecord({
   "0003_run_conversations": runConversations,
   "0004_workers": workers,
   "0005_delivery_counts": deliveryCounts,
-  "0006_worker_bindings": workerBindings
+  "0006_worker_bindings": workerBindings,
+  "0007_conversation_parts": conversationParts
 })
 
 /** Applies every migration not yet applied. */

@@ -30,6 +30,7 @@
 import type { Viewer } from "@agent-runs/core/Access"
 import { Artifact } from "@agent-runs/core/Artifact"
 import { ConversationStep } from "@agent-runs/core/Conversation"
+import { ConversationOp, type ConversationPart, foldParts } from "@agent-runs/core/ConversationLog"
 import { RunId } from "@agent-runs/core/Ids"
 import type { ConversationId, ExecutionId, TeamUid } from "@agent-runs/core/Ids"
 import { RunItem } from "@agent-runs/core/Run"
@@ -52,7 +53,7 @@ import { SqlClient } from "@effect/sql"
 import type { Statement } from "@effect/sql"
 import { Effect, Layer, Option, Schema, Stream } from "effect"
 import { claimIdentity, countDelivery, insertDelivery } from "./DeliveriesSql.js"
-import { bool, iso, json, JsonColumn as Json, millis, visibleTo } from "./internal/Catalog.js"
+import { bool, iso, json, JsonColumn as Json, millis, operation, visibleTo } from "./internal/Catalog.js"
 import { searchColumns, selectPage } from "./RunListSql.js"
 import * as Rows from "./Rows.js"
 import { Wakeups } from "./Wakeups.js"
@@ -105,9 +106,12 @@ const LIVE = "state IN ('PENDING', 'QUEUED', 'CLAIMED', 'INPROGRESS')"
 const encodeItem = Schema.encode(RunItem)
 const encodeArtifact = Schema.encode(Artifact)
 const decodeArtifacts = Schema.decodeUnknown(Schema.Array(Json))
-const Steps = Schema.parseJson(Schema.Array(ConversationStep))
-const decodeSteps = Schema.decodeUnknown(Schema.Array(Schema.Struct({ steps: Steps })))
-const encodeSteps = Schema.encode(Steps)
+const decodeExecutions = Schema.decodeUnknown(
+  Schema.Array(Schema.Struct({ execution_id: Schema.String, steps: Schema.parseJson(Schema.Array(ConversationStep)) }))
+)
+const Ops = Schema.parseJson(Schema.Array(ConversationOp))
+const encodeOps = Schema.encode(Ops)
+const decodeParts = Schema.decodeUnknown(Schema.Array(Schema.Struct({ execution_id: Schema.String, seq: Int, ops: Ops })))
 const decodeEvents = Schema.decodeUnknown(Schema.Array(TimelineEvent))
 
 const EventRow = Schema.Struct({
@@ -125,23 +129,6 @@ const decodeClaimed = Schema.decodeUnknown(Schema.Array(Schema.Struct({ run_id: 
 
 /** Inserting many rows: chunks that stay below SQLite's limit of bound parameters per statement. */
 const MAX_PARAMETERS = 30_000
-
-/**
- * Names the operation as a span and turns every failure except the port's own (a lost
- * conditional write, a taken exactly-once key, a full follow-up inbox) into a `StorageError` for
- * that operation.
- */
-const operation = (name: string) => <A, E, R>(
-  self: Effect.Effect<A, E, R>
-): Effect.Effect<A, Extract<E, StaleWrite | DuplicateKey | FollowupInboxFull> | StorageError, R> =>
-  self.pipe(
-    Effect.mapError((e): Extract<E, StaleWrite | DuplicateKey | FollowupInboxFull> | StorageError =>
-      e instanceof StaleWrite || e instanceof DuplicateKey || e instanceof FollowupInboxFull
-        ? (e as Extract<E, StaleWrite | DuplicateKey | FollowupInboxFull>)
-        : new StorageError({ operation: name, cause: e })
-    ),
-    Effect.withSpan(name)
-  )
 
 /** RunStore, needing `SqlClient` and `Wakeups`. */
 export const layer = Layer.effect(
@@ -580,26 +567,38 @@ export const layer = Layer.effect(
       operation("RunStore.timeline")
     )
 
-    const saveConversation = Effect.fn("RunStore.saveConversation")(
-      function* (runId: RunId, execution_id: ExecutionId, steps: ReadonlyArray<ConversationStep>) {
-        const text = yield* encodeSteps(steps)
-        // The first save of an execution takes the next ordinal; later saves replace its steps.
+    const appendConversation = Effect.fn("RunStore.appendConversation")(
+      function* (runId: RunId, execution_id: ExecutionId, part: ConversationPart) {
+        const ops = yield* encodeOps(part.ops)
+        // The first part of an execution gives it the next ordinal; a part stored already stays.
         yield* sql.withTransaction(
-          sql`INSERT INTO conversations (run_id, execution_id, ordinal, steps)
-            SELECT CAST(${runId} AS TEXT), CAST(${execution_id} AS TEXT), COALESCE(MAX(ordinal), 0) + 1, CAST(${text} AS TEXT)
-            FROM conversations WHERE run_id = ${runId}
-            ON CONFLICT (run_id, execution_id) DO UPDATE SET steps = excluded.steps`
+          Effect.zipRight(
+            sql`INSERT INTO conversations (run_id, execution_id, ordinal, steps)
+              SELECT CAST(${runId} AS TEXT), CAST(${execution_id} AS TEXT), COALESCE(MAX(ordinal), 0) + 1, '[]'
+              FROM conversations WHERE run_id = ${runId}
+              ON CONFLICT (run_id, execution_id) DO NOTHING`,
+            sql`INSERT INTO conversation_parts ${sql.insert({ run_id: runId, execution_id, seq: part.seq, ops })}
+              ON CONFLICT (run_id, execution_id, seq) DO NOTHING`
+          )
         )
       },
-      operation("RunStore.saveConversation")
+      operation("RunStore.appendConversation")
     )
 
     const conversation = Effect.fn("RunStore.conversation")(
       function* (runId: RunId) {
-        const rows = yield* read(sql`SELECT steps FROM conversations WHERE run_id = ${runId} ORDER BY ordinal`).pipe(
-          Effect.flatMap(decodeSteps)
-        )
-        return rows.flatMap((r) => r.steps)
+        const [executions, parts] = yield* read(Effect.all([
+          sql`SELECT execution_id, steps FROM conversations WHERE run_id = ${runId} ORDER BY ordinal`.pipe(Effect.flatMap(decodeExecutions)),
+          sql`SELECT execution_id, seq, ops FROM conversation_parts WHERE run_id = ${runId} ORDER BY seq`.pipe(Effect.flatMap(decodeParts))
+        ]))
+        const byExecution = new Map<string, Array<ConversationPart>>()
+        for (const p of parts) {
+          const list = byExecution.get(p.execution_id)
+          if (list === undefined) byExecution.set(p.execution_id, [p])
+          else list.push(p)
+        }
+        // Executions saved whole (before parts existed) keep their steps; the others fold theirs.
+        return executions.flatMap((e) => [...e.steps, ...foldParts(byExecution.get(e.execution_id) ?? [])])
       },
       operation("RunStore.conversation")
     )
@@ -690,7 +689,7 @@ export const layer = Layer.effect(
       waitingTeams,
       pending,
       timeline,
-      saveConversation,
+      appendConversation,
       conversation,
       recordFollowup,
       enqueueFollowup,

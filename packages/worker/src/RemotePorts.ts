@@ -5,8 +5,8 @@
  * - `RunStore`: claim (long poll), get, guarded update, lease renewal, follow-ups, conversation,
  *   artifacts; wake-ups never come (the claim waits on the server instead). What only the server
  *   does (creating and listing runs, the sweep, admission) is not available here;
- * - `BlobStore`: appends to a run's transcript, each with its offset (a retried append is a no-op
- *   on the server); reads the blobs the claim brought along;
+ * - `BlobStore`: appends to a run's transcript at an offset (a retried append is a no-op
+ *   on the server), its size as last answered; reads the blobs the claim brought along;
  * - `EnvironmentStore`: reads an environment of the worker's team;
  * - `RunTokens`: the run token the claim brought along for its execution;
  * - `IdentityStore`: not available (only admission reads it, and a worker does not admit).
@@ -209,13 +209,13 @@ export const layer = (connection: Connection): Layer.Layer<
           ),
         conversation: (runId) =>
           Effect.map(sendPlain("RunStore.conversation", api.workerGetConversation({ headers, path: { workerId, runId } })), (r) => r.steps),
-        saveConversation: (runId, execution_id, steps) =>
+        appendConversation: (runId, execution_id, part) =>
           Effect.asVoid(sendPlain(
-            "RunStore.saveConversation",
-            api.workerSaveConversation({
+            "RunStore.appendConversation",
+            api.workerAppendConversation({
               headers,
               path: { workerId, runId },
-              payload: new Worker.SaveConversationRequest({ execution_id, steps })
+              payload: new Worker.AppendConversationRequest({ execution_id, seq: part.seq, ops: part.ops })
             })
           )),
         addArtifact: (runId, artifact) =>
@@ -237,27 +237,38 @@ export const layer = (connection: Connection): Layer.Layer<
         return match !== null && Conversations.transcriptKey(match[1]! as RunId) === key ? (match[1]! as RunId) : undefined
       }
 
-      const blobStore: BlobStore.BlobStore["Type"] = {
-        append: (key, bytes) => {
-          const runId = transcriptRun(key)
-          if (runId === undefined) return Effect.fail(new Storage.StorageError({ operation: "BlobStore.append", cause: `not a transcript: ${key}` }))
-          // Sent with its offset, so a request retried after a lost answer does not append it twice.
-          return Effect.flatMap(executionOf(runId), (execution_id) => {
-            const offset = offsets.get(execution_id)
-            const payload = new Worker.AppendTranscriptRequest({
-              execution_id,
-              data_base64: Encoding.encodeBase64(bytes),
-              ...(offset === undefined ? {} : { offset })
-            })
-            return sendPlain("BlobStore.append", api.workerAppendTranscript({ headers, path: { workerId, runId }, payload })).pipe(
-              Effect.map((answer) => {
-                offsets.set(execution_id, answer.transcript_bytes)
-              })
-            )
+      /**
+       * Appends to a run's transcript at `offset` (the end as last answered when absent): sent with
+       * its offset, so a request retried after a lost answer does not append it twice.
+       */
+      const appendTranscript = (operation: string, key: string, bytes: Uint8Array, at?: number) => {
+        const runId = transcriptRun(key)
+        if (runId === undefined) return Effect.fail(new Storage.StorageError({ operation, cause: `not a transcript: ${key}` }))
+        return Effect.flatMap(executionOf(runId), (execution_id) => {
+          const offset = at ?? offsets.get(execution_id)
+          const payload = new Worker.AppendTranscriptRequest({
+            execution_id,
+            data_base64: Encoding.encodeBase64(bytes),
+            ...(offset === undefined ? {} : { offset })
           })
+          return sendPlain(operation, api.workerAppendTranscript({ headers, path: { workerId, runId }, payload })).pipe(
+            Effect.map((answer) => {
+              offsets.set(execution_id, answer.transcript_bytes)
+              return answer.transcript_bytes
+            })
+          )
+        })
+      }
+
+      const blobStore: BlobStore.BlobStore["Type"] = {
+        append: (key, bytes) => Effect.asVoid(appendTranscript("BlobStore.append", key, bytes)),
+        appendAt: (key, offset, bytes) => appendTranscript("BlobStore.appendAt", key, bytes, offset),
+        // A transcript's size as the server last answered it (the claim brings it).
+        size: (key) => {
+          const runId = transcriptRun(key)
+          if (runId === undefined) return Effect.fail(new Storage.StorageError({ operation: "BlobStore.size", cause: `not a transcript: ${key}` }))
+          return Effect.map(executionOf(runId), (execution_id) => offsets.get(execution_id) ?? 0)
         },
-        appendAt: unavailable("BlobStore.appendAt"),
-        size: unavailable("BlobStore.size"),
         read: (key) => {
           const bytes = blobs.get(key)
           return Effect.succeed(bytes === undefined ? Option.none() : Option.some(Stream.make(bytes)))

@@ -121,7 +121,7 @@ describe("worker ids belong to the service account that registered them", () => 
       ["POST", `${path}/transcript`, { execution_id: execution, data_base64: Buffer.from("forged\n").toString("base64"), offset: 0 }],
       ["POST", `${path}/take-followups`, undefined],
       ["GET", `${path}/conversation`, undefined],
-      ["PUT", `${path}/conversation`, { execution_id: execution, steps: [] }],
+      ["POST", `${path}/conversation/parts`, { execution_id: execution, seq: 1, ops: [{ op: "step", key: 1, parent: null, id: "forged", at: 0 }] }],
       ["POST", `${path}/artifacts`, { execution_id: execution, artifact: { artifact_type: "PULL_REQUEST", created_at: new Date().toISOString(), data: { url: "https://x.example/pr/1", branch: "b" } } }],
       ["GET", "/api/v1/workers/box/environments/AAAAAAAAAAAAAAAAAAAAAA", undefined]
     ] as const
@@ -130,6 +130,10 @@ describe("worker ids belong to the service account that registered them", () => 
       expect(reply.status, `${method} ${url}`).toBe(403)
       expect(reply.body.error).toContain("box")
     }
+    // A worker of the previous protocol, saving whole conversations, is told to upgrade.
+    const old = await call(server, "PUT", `${path}/conversation`, { token: tokens.a, body: { execution_id: execution, steps: [] } })
+    expect(old.status).toBe(422)
+    expect(old.body.error).toContain("upgrade the worker")
     // The run is still the owner's, as it was.
     const still = await call(server, "GET", path, { token: tokens.a })
     expect(still.status).toBe(200)

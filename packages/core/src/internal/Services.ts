@@ -1,14 +1,17 @@
 /** Helpers shared by the application services. */
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { ResourceUnavailable } from "../Errors.js"
+import { Health } from "../Health.js"
 import type { StorageError } from "../ports/Storage.js"
 
 const unavailable = (error: StorageError) =>
   Effect.logError("storage failed", error.operation, error.cause).pipe(
+    // The service is not ready for a while after (`/readyz`), where a Health is provided.
+    Effect.zipRight(Effect.serviceOption(Health).pipe(Effect.flatMap(Option.match({ onNone: () => Effect.void, onSome: (h) => h.storageFailed })))),
     Effect.zipRight(Effect.fail(new ResourceUnavailable({ message: "storage is unavailable; try again shortly" })))
   )
 
-/** Maps storage failures to 503 `resource_unavailable` (retryable). */
+/** Maps storage failures to 503 `resource_unavailable` (retryable), and reports them to `Health`. */
 export const storageUnavailable = <A, E, R>(self: Effect.Effect<A, E | StorageError, R>) =>
   Effect.catchIf(self, (e): e is StorageError => isStorageError(e), unavailable) as Effect.Effect<
     A,

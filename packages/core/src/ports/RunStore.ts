@@ -15,6 +15,7 @@ import type { Viewer } from "../Access.js"
 import type { Artifact } from "../Artifact.js"
 import type { JsonObject } from "../Common.js"
 import type { ConversationStep } from "../Conversation.js"
+import type { ConversationPart } from "../ConversationLog.js"
 import type { ConversationId, ExecutionId, RunId, TeamUid } from "../Ids.js"
 import type { RunItem } from "../Run.js"
 import type { RunListPage, RunListQuery, RunListRow } from "../RunQuery.js"
@@ -154,13 +155,15 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
   readonly pending: (team: TeamUid, limit: number) => Effect.Effect<ReadonlyArray<StoredRun>, StorageError>
   /** A run's timeline events with a sequence greater than `after` (0: all), in order. */
   readonly timeline: (runId: RunId, after: number) => Effect.Effect<ReadonlyArray<TimelineEvent>, StorageError>
-  /** Saves the conversation of one execution (the normalized steps so far), replacing the previous save. */
-  readonly saveConversation: (
-    runId: RunId,
-    execution_id: ExecutionId,
-    steps: ReadonlyArray<ConversationStep>
-  ) => Effect.Effect<void, StorageError>
-  /** The conversation of every execution of a run, in execution order (the order of their first saves). */
+  /**
+   * Appends a part of one execution's conversation log (ConversationLog.ts). A part stored already
+   * under its `seq` is left as it is (a retried write is a no-op).
+   */
+  readonly appendConversation: (runId: RunId, execution_id: ExecutionId, part: ConversationPart) => Effect.Effect<void, StorageError>
+  /**
+   * The conversation of every execution of a run, in execution order (the order of their first
+   * parts), each execution's parts folded in `seq` order.
+   */
   readonly conversation: (runId: RunId) => Effect.Effect<ReadonlyArray<ConversationStep>, StorageError>
   /**
    * Records a follow-up in one transaction if the run still matches `guard` (state, and lease

@@ -117,14 +117,32 @@ export class WorkersGroup extends HttpApiGroup.make("workers")
       .annotateContext(doc("Read the conversation", "Every execution's steps so far (the history of a continuation). " + held))
   )
   .add(
-    HttpApiEndpoint.put("workerSaveConversation")`/workers/${workerId}/runs/${P.runId}/conversation`
+    HttpApiEndpoint.post("workerAppendConversation")`/workers/${workerId}/runs/${P.runId}/conversation/parts`
       .setHeaders(TeamHeaders)
-      .setPayload(Worker.SaveConversationRequest)
+      .setPayload(Worker.AppendConversationRequest)
       .addSuccess(Worker.WorkerOk)
       .addError(Problems.ResourceNotFound, { status: 404 })
       .addError(Problems.Conflict, { status: 409 })
       .addError(Problems.PayloadTooLarge, { status: 413 })
-      .annotateContext(doc("Save the conversation", "Replaces the steps of the holding execution. " + held))
+      .annotateContext(
+        doc(
+          "Append to the conversation",
+          "Stores a part (`seq` from 1) of the holding execution's conversation log: its operations since the previous part. " +
+            "A part stored already is left as it is, so a retry is harmless. " + held
+        )
+      )
+  )
+  .add(
+    HttpApiEndpoint.put("workerSaveConversation")`/workers/${workerId}/runs/${P.runId}/conversation`
+      .setHeaders(TeamHeaders)
+      .addSuccess(Worker.WorkerOk)
+      .addError(Problems.OperationNotSupported, { status: 422 })
+      .annotateContext(
+        doc(
+          "Save the conversation (previous protocol)",
+          "Workers of the previous protocol saved whole conversations here. Always 422 `operation_not_supported`, telling the worker to upgrade."
+        )
+      )
   )
   .add(
     HttpApiEndpoint.post("workerAddArtifact")`/workers/${workerId}/runs/${P.runId}/artifacts`

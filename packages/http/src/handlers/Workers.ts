@@ -34,9 +34,10 @@ export const WorkersLive = HttpApiBuilder.group(Api, "workers", (handlers) =>
         Effect.flatMap(CurrentViewer, (viewer) => workers.takeFollowups(viewer, path.workerId, path.runId)))
       .handle("workerGetConversation", ({ path }) =>
         Effect.flatMap(CurrentViewer, (viewer) => workers.conversation(viewer, path.workerId, path.runId)))
-      .handle("workerSaveConversation", ({ path, payload }) =>
+      .handle("workerAppendConversation", ({ path, payload }) =>
         Effect.flatMap(CurrentViewer, (viewer) =>
-          Effect.as(workers.saveConversation(viewer, path.workerId, path.runId, payload.execution_id, payload.steps), ok)))
+          Effect.as(workers.appendConversation(viewer, path.workerId, path.runId, payload.execution_id, { seq: payload.seq, ops: payload.ops }), ok)))
+      .handle("workerSaveConversation", () => Effect.fail(Workers.upgradeNeeded))
       .handle("workerAddArtifact", ({ path, payload }) =>
         Effect.flatMap(CurrentViewer, (viewer) =>
           Effect.as(workers.addArtifact(viewer, path.workerId, path.runId, payload.execution_id, payload.artifact), ok)))

@@ -4,10 +4,12 @@
  * `Access.canSee` in SQL, row decoding, and the mapping of failures to `StorageError`.
  */
 import type { Viewer } from "@agent-runs/core/Access"
-import { StaleWrite, StorageError } from "@agent-runs/core/ports/Storage"
+import { FollowupInboxFull } from "@agent-runs/core/ports/RunStore"
+import { DuplicateKey, StaleWrite, StorageError } from "@agent-runs/core/ports/Storage"
 import type { SqlClient, Statement } from "@effect/sql"
+import { SqlError } from "@effect/sql/SqlError"
 import type { ParseResult } from "effect"
-import { DateTime, Effect, Schema } from "effect"
+import { DateTime, Effect, Option, Schema } from "effect"
 
 /** A boolean parameter: BOOLEAN on PostgreSQL, 0/1 on SQLite (whose driver binds no booleans). */
 export const bool = (sql: SqlClient.SqlClient, value: boolean): boolean | number =>
@@ -56,15 +58,29 @@ export const decodeRows = <A, I>(schema: Schema.Schema<A, I>) => {
   return decode as (rows: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<A>, ParseResult.ParseError>
 }
 
+/** The ports' own failures (a lost conditional write, a taken exactly-once key, a full follow-up inbox). */
+type PortFailure = StaleWrite | DuplicateKey | FollowupInboxFull
+
+const isPortFailure = (e: unknown): e is PortFailure =>
+  e instanceof StaleWrite || e instanceof DuplicateKey || e instanceof FollowupInboxFull
+
 /**
- * Turns every failure of an operation except a lost conditional write (`StaleWrite`) into a
- * `StorageError` naming the operation. (`Effect.fn` names the span; `traced` does for plain effects.)
+ * Turns every failure of an operation except the ports' own into a `StorageError` naming the
+ * operation. So does a `SqlError` defect: `@effect/sql` dies when a transaction's COMMIT or ROLLBACK
+ * fails (SQLite on a full disk fails the commit), and that is a storage failure like any other, not
+ * a bug. (`Effect.fn` names the span; `traced` does for plain effects.)
  */
 export const operation = (name: string) => <A, E, R>(
   self: Effect.Effect<A, E, R>
-): Effect.Effect<A, Extract<E, StaleWrite> | StorageError, R> =>
-  Effect.mapError(self, (e): Extract<E, StaleWrite> | StorageError =>
-    e instanceof StaleWrite ? (e as Extract<E, StaleWrite>) : new StorageError({ operation: name, cause: e }))
+): Effect.Effect<A, Extract<E, PortFailure> | StorageError, R> =>
+  self.pipe(
+    Effect.mapError((e): Extract<E, PortFailure> | StorageError =>
+      isPortFailure(e) ? (e as Extract<E, PortFailure>) : new StorageError({ operation: name, cause: e })
+    ),
+    Effect.catchSomeDefect((defect) =>
+      defect instanceof SqlError ? Option.some(Effect.fail(new StorageError({ operation: name, cause: defect }))) : Option.none()
+    )
+  )
 
 /** `operation` for an effect that is not an `Effect.fn`: also a span of that name. */
 export const traced = (name: string) => <A, E, R>(self: Effect.Effect<A, E, R>) =>

@@ -1,0 +1,20 @@
+/**
+ * The server's log format (`AGENT_RUNS_LOG_FORMAT`): `pretty`, the runtime's readable lines, or
+ * `json`, one JSON object per line (`message`, `logLevel`, `timestamp`, `cause`, and the
+ * structured fields such as `run_id` under `annotations`), for log collectors.
+ */
+import { Effect, FiberRef, HashSet, Layer, Logger } from "effect"
+import type { ServerConfig } from "./Config.js"
+
+/** One JSON object per line on stdout. */
+const jsonLines = Logger.withConsoleLog(Logger.jsonLogger)
+
+/** The logger layer for the configured format (nothing to change for `pretty`). */
+export const LoggingLive = (config: ServerConfig) =>
+  config.logFormat === "json"
+    ? Layer.scopedDiscard(
+      // `NodeRuntime.runMain` installs the pretty logger in place of the default one: either goes.
+      Effect.locallyScopedWith(FiberRef.currentLoggers, (loggers) =>
+        loggers.pipe(HashSet.remove(Logger.defaultLogger), HashSet.remove(Logger.prettyLoggerDefault), HashSet.add(jsonLines)))
+    )
+    : Layer.empty
