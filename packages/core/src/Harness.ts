@@ -182,15 +182,30 @@ export const nestsDeeperThan = (text: string, max: number): boolean => {
 const decodeEvent = Schema.decodeUnknownEither(HarnessEvent)
 const isJson = Schema.is(Schema.Union(JsonObject, Schema.Array(Schema.Unknown)))
 
+const outputOf = (line: string): HarnessLine => ({
+  _tag: "Output",
+  text: line.length > MAX_OUTPUT_BLOCK_CHARS ? line.slice(0, MAX_OUTPUT_BLOCK_CHARS) : line
+})
+
+/**
+ * Whether a line may be JSON: its first character other than white space may start a JSON value.
+ * Plain text is told apart without `JSON.parse` throwing on it (a throw per line is costly).
+ */
+const mayBeJson = (line: string): boolean => {
+  const first = /\S/.exec(line)?.[0]
+  return first !== undefined && '{["-0123456789tfn'.includes(first)
+}
+
 /** Parses one complete line (without its newline). Never throws. */
 export const parseLine = (line: string): HarnessLine | undefined => {
   if (line.trim() === "") return undefined
+  if (!mayBeJson(line)) return outputOf(line)
   if (nestsDeeperThan(line, MAX_JSON_DEPTH)) return { _tag: "TooDeep", head: line.slice(0, TRUNCATED_HEAD_CHARS) }
   let value: unknown
   try {
     value = JSON.parse(line)
   } catch {
-    return { _tag: "Output", text: line.length > MAX_OUTPUT_BLOCK_CHARS ? line.slice(0, MAX_OUTPUT_BLOCK_CHARS) : line }
+    return outputOf(line)
   }
   const decoded = decodeEvent(value)
   if (Either.isRight(decoded)) return { _tag: "Event", event: decoded.right }

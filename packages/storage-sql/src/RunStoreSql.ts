@@ -110,7 +110,6 @@ const decodeExecutions = Schema.decodeUnknown(
   Schema.Array(Schema.Struct({ execution_id: Schema.String, steps: Schema.parseJson(Schema.Array(ConversationStep)) }))
 )
 const Ops = Schema.parseJson(Schema.Array(ConversationOp))
-const encodeOps = Schema.encode(Ops)
 const decodeParts = Schema.decodeUnknown(Schema.Array(Schema.Struct({ execution_id: Schema.String, seq: Int, ops: Ops })))
 const decodeEvents = Schema.decodeUnknown(Schema.Array(TimelineEvent))
 
@@ -569,7 +568,8 @@ export const layer = Layer.effect(
 
     const appendConversation = Effect.fn("RunStore.appendConversation")(
       function* (runId: RunId, execution_id: ExecutionId, part: ConversationPart) {
-        const ops = yield* encodeOps(part.ops)
+        // Operations are plain JSON (their encoded form is themselves): written as they are.
+        const ops = JSON.stringify(part.ops)
         // The first part of an execution gives it the next ordinal; a part stored already stays.
         yield* sql.withTransaction(
           Effect.zipRight(
