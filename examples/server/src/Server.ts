@@ -85,7 +85,7 @@ const storageLayer = (config: ServerConfig, secretKey: Redacted.Redacted<Uint8Ar
     : PgStorage.layer({ url: config.database.url, secretKey })
 
 /** Every core application service, over the stores and blob store of the context. */
-const servicesLayer = (config: ServerConfig, secretKey: Redacted.Redacted<Uint8Array>) =>
+const servicesLayer = (config: ServerConfig) =>
   Layer.merge(
     Ingress.Ingress.Default.pipe(
       Layer.provide(Ingress.IngressLimitsTag.layer(ingressLimits(config)))
@@ -108,7 +108,6 @@ const servicesLayer = (config: ServerConfig, secretKey: Redacted.Redacted<Uint8A
     Layer.provide(Layer.succeed(Webhooks.WebhookIngressSettings, { baseUrl: config.webhookBaseUrl })),
     Layer.provide(Layer.succeed(Quotas.Quotas, { ...Quotas.defaultQuotas, ...config.quotas })),
     Layer.provide(Layer.succeed(Workers.WorkerSettingsTag, workerSettings(config))),
-    Layer.provide(RunTokens.layer(secretKey)),
     Layer.provideMerge(Ids.IdsLive)
   )
 
@@ -218,13 +217,14 @@ export const ServerLive = (config: ServerConfig) =>
       const storage = storageLayer(config, secretKey)
       const started = yield* Deferred.make<void>()
       const base = Layer.mergeAll(
-        servicesLayer(config, secretKey).pipe(
+        servicesLayer(config).pipe(
           Layer.provideMerge(FileBlobStore.layer({ root: config.blobDir })),
+          // Run tokens: made once, for the services, the HTTP handlers and the dispatcher.
+          Layer.provideMerge(RunTokens.layer(secretKey)),
           // The repositories executors clone, read for skills (services and dispatcher alike).
           Layer.provideMerge(LocalRepoSource.layer({ reposDir: config.execution.reposDir }))
         ),
         Downloads.layer({ secretKey, publicUrl: config.publicUrl, ttlSeconds: config.downloadTtlSeconds }),
-        RunTokens.layer(secretKey),
         EventStreams.EventStreamLimitsTag.layer(config.eventStreams),
         // Ready once the start-up work is done (the bootstrap token exists), while storage answers,
         // no background loop is failing and no storage failure was seen lately (Health).

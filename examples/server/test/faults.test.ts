@@ -1,6 +1,7 @@
 /**
  * Storage faults: the built server on SQLite whose data directory is a 64 MiB tmpfs, filled up
- * while runs are in flight (a 2 s lease, so a lease lost to the fault would show at once).
+ * while runs are in flight, for longer than two leases (4 s each; short, so that a lease lost to the
+ * fault shows, long enough that a loaded machine renews in time).
  *
  * While the disk is full: creates answer 503 `resource_unavailable` with `Retry-After` (never a
  * 500), `/readyz` answers 503 saying storage failed. Once space is back: `/readyz` is ready again
@@ -73,7 +74,7 @@ describe.runIf(isRoot)("a full disk under SQLite", () => {
     server = await Effect.runPromise(
       spawnServer({
         dataDir: join(mount, "data"),
-        env: { AGENT_RUNS_ADMIN_TOKEN: adminToken, AGENT_RUNS_LEASE_SECONDS: "2" }
+        env: { AGENT_RUNS_ADMIN_TOKEN: adminToken, AGENT_RUNS_LEASE_SECONDS: "4" }
       }).pipe(Scope.extend(scope))
     )
   }, 60_000)
@@ -114,8 +115,8 @@ describe.runIf(isRoot)("a full disk under SQLite", () => {
     const notReady = await until(() => call(server, "GET", "/readyz"), (r) => r.status === 503, 15_000)
     expect(notReady.status).toBe(503)
     expect(notReady.body.error).toContain("storage failed")
-    // The agents print while the disk is full, for longer than three leases.
-    await new Promise((resolve) => setTimeout(resolve, 7_000))
+    // The agents print while the disk is full, for longer than two leases.
+    await new Promise((resolve) => setTimeout(resolve, 10_000))
 
     unlinkSync(filler)
     const runs = await until(

@@ -52,3 +52,17 @@ export const lifecycle = (kind: "sqlite" | "postgres", baseEnv: Readonly<Record<
     }
   }
 }
+
+/** The built server as one process for a describe block (or a file), on a data directory of its own, with `env`. */
+export const suiteProcess = (env: Readonly<Record<string, string>>) => {
+  const scope = Effect.runSync(Scope.make())
+  let server: ServerProcess | undefined
+  beforeAll(async () => {
+    assertBuilt(inject("serverBuild"))
+    server = await Effect.runPromise(
+      Effect.flatMap(tempDataDir, (dataDir) => spawnServer({ dataDir, env })).pipe(Scope.extend(scope))
+    )
+  }, 60_000)
+  afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)), 60_000)
+  return () => server!
+}

@@ -4,31 +4,21 @@
  * read by filtering on its `run_id`.
  */
 import { randomBytes } from "node:crypto"
-import { Effect, Exit, Scope } from "effect"
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest"
+import { Effect } from "effect"
+import { describe, expect, it } from "vitest"
 import { makeTeam } from "./harness.js"
-import { assertBuilt, call, type ServerProcess, spawnServer, tempDataDir } from "./process.js"
+import { suiteProcess } from "./lifecycle.js"
+import { call } from "./process.js"
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any
 
 describe("logs (AGENT_RUNS_LOG_FORMAT=json)", () => {
   const adminToken = `ar_${randomBytes(32).toString("base64url")}`
-  const scope = Effect.runSync(Scope.make())
-  let server: ServerProcess
-
-  beforeAll(async () => {
-    assertBuilt(inject("serverBuild"))
-    server = await Effect.runPromise(
-      Effect.gen(function*() {
-        const dataDir = yield* tempDataDir
-        return yield* spawnServer({ dataDir, env: { AGENT_RUNS_ADMIN_TOKEN: adminToken, AGENT_RUNS_LOG_FORMAT: "json" } })
-      }).pipe(Scope.extend(scope))
-    )
-  }, 60_000)
-  afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)), 60_000)
+  const started = suiteProcess({ AGENT_RUNS_ADMIN_TOKEN: adminToken, AGENT_RUNS_LOG_FORMAT: "json" })
 
   it("writes JSON lines; a run's transitions and failure carry its run id as a field", async () => {
+    const server = started()
     const team = await makeTeam({ url: server.url, adminToken }, "logs")
     const created = await call(server, "POST", "/api/v1/agent/runs", {
       token: team.tokens.member,

@@ -6,50 +6,39 @@
  * the SDK's error classes and retry decisions, which follow our status codes and `x-should-retry`.
  * The team and tokens come from the admin API with the configured `AGENT_RUNS_ADMIN_TOKEN`.
  */
-import { Effect, Exit, Scope } from "effect"
 import OzAPI, { AuthenticationError, BadRequestError, ConflictError, NotFoundError } from "oz-agent-sdk"
 import { randomBytes } from "node:crypto"
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest"
-import { assertBuilt, call, type ServerProcess, spawnServer, tempDataDir } from "./process.js"
+import { describe, expect, it } from "vitest"
+import { suiteProcess } from "./lifecycle.js"
+import { call } from "./process.js"
 
 const UID22 = /^[A-Za-z0-9]{22}$/
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
 
 const adminToken = `ar_${randomBytes(32).toString("base64url")}`
-const scope = Effect.runSync(Scope.make())
-let server: ServerProcess
-
-beforeAll(async () => {
-  assertBuilt(inject("serverBuild"))
-  server = await Effect.runPromise(
-    Effect.flatMap(tempDataDir, (dataDir) => spawnServer({ dataDir, env: { AGENT_RUNS_ADMIN_TOKEN: adminToken, AGENT_RUNS_CONCURRENCY: "0" } })).pipe(
-      Scope.extend(scope)
-    )
-  )
-}, 60_000)
-afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)), 60_000)
+const server = suiteProcess({ AGENT_RUNS_ADMIN_TOKEN: adminToken, AGENT_RUNS_CONCURRENCY: "0" })
 
 /** A team with a member (and its SDK client); `maxConcurrentRuns` lowers the team's capacity. */
 const team = async (name: string, maxConcurrentRuns?: number) => {
   const admin = { token: adminToken }
-  const created = await call(server, "POST", "/api/v1/admin/teams", { ...admin, body: { name } })
+  const created = await call(server(), "POST", "/api/v1/admin/teams", { ...admin, body: { name } })
   expect(created.status).toBe(201)
   if (maxConcurrentRuns !== undefined) {
-    const patched = await call(server, "PATCH", `/api/v1/admin/teams/${created.body.uid}`, {
+    const patched = await call(server(), "PATCH", `/api/v1/admin/teams/${created.body.uid}`, {
       ...admin,
       body: { max_concurrent_runs: maxConcurrentRuns }
     })
     expect(patched.status).toBe(200)
   }
-  const principal = await call(server, "POST", "/api/v1/admin/principals", {
+  const principal = await call(server(), "POST", "/api/v1/admin/principals", {
     ...admin,
     body: { type: "user", display_name: `${name} member`, memberships: [{ team_uid: created.body.uid, role: "member" }] }
   })
   expect(principal.status).toBe(201)
-  const token = await call(server, "POST", `/api/v1/admin/principals/${principal.body.uid}/tokens`, { ...admin, body: {} })
+  const token = await call(server(), "POST", `/api/v1/admin/principals/${principal.body.uid}/tokens`, { ...admin, body: {} })
   expect(token.status).toBe(201)
-  const client = new OzAPI({ apiKey: token.body.token, baseURL: `${server.url}/api/v1`, maxRetries: 0 })
+  const client = new OzAPI({ apiKey: token.body.token, baseURL: `${server().url}/api/v1`, maxRetries: 0 })
   return { uid: created.body.uid as string, principal: principal.body.uid as string, token: token.body.token as string, client }
 }
 
@@ -154,7 +143,7 @@ describe("oz-agent-sdk against the built server", () => {
     expect((invalid as BadRequestError).error).toMatchObject({ error_code: "invalid_request" })
     expect(String((invalid as { error: { error: string } }).error.error)).toMatch(/^prompt/)
 
-    const stranger = new OzAPI({ apiKey: `${token.slice(0, -2)}zz`, baseURL: `${server.url}/api/v1`, maxRetries: 0 })
+    const stranger = new OzAPI({ apiKey: `${token.slice(0, -2)}zz`, baseURL: `${server().url}/api/v1`, maxRetries: 0 })
     const refused = await rejection(stranger.agent.runs.list())
     expect(refused).toBeInstanceOf(AuthenticationError)
     expect(refused).toMatchObject({ status: 401, error: { error_code: "authentication_required" } })
@@ -169,7 +158,7 @@ describe("oz-agent-sdk against the built server", () => {
     let requests = 0
     const counting = new OzAPI({
       apiKey: token,
-      baseURL: `${server.url}/api/v1`,
+      baseURL: `${server().url}/api/v1`,
       maxRetries: 2,
       fetch: (input, init) => {
         requests++

@@ -20,23 +20,22 @@
  *   team reporting the same url never hides the caller's run. The answer is the RunItem (the
  *   transport wraps it as `{run_id, run}`).
  */
-import { Effect, Option, Schema } from "effect"
+import { Effect, Option } from "effect"
 import type { Viewer } from "./Access.js"
 import { canSee } from "./Access.js"
 import { MAX_EXTERNAL_REFERENCE_URL_LENGTH } from "./Artifact.js"
 import { ConversationResponse } from "./Conversation.js"
 import { InvalidRequest, ResourceNotFound } from "./Errors.js"
-import { type ConversationId, RunId } from "./Ids.js"
+import type { ConversationId, RunId } from "./Ids.js"
 import { storageUnavailable } from "./internal/Services.js"
 import { BlobStore } from "./ports/BlobStore.js"
 import { RunStore } from "./ports/RunStore.js"
 import type { StoredRun } from "./ports/RunStore.js"
-import { presentRun, runOwnership } from "./Runs.js"
+import { presentRun, requireVisibleRun, runOwnership } from "./RunRecords.js"
 
 /** The blob key of a run's raw transcript. */
 export const transcriptKey = (runId: string): string => `transcripts/${runId}.jsonl`
 
-const isRunId = Schema.is(RunId)
 
 /** Which run's transcript: by run id or by conversation id. */
 export type TranscriptOf = { readonly runId: string } | { readonly conversationId: ConversationId }
@@ -57,13 +56,7 @@ export class Conversations extends Effect.Service<Conversations>()("@agent-runs/
     const visible = (viewer: Viewer, run: Option.Option<StoredRun>) =>
       Option.filter(run, (r) => canSee(viewer, runOwnership(r)))
 
-    const runById = (viewer: Viewer, runId: string) =>
-      Effect.gen(function*() {
-        if (!isRunId(runId)) return yield* InvalidRequest.forField("runId", "must be a run id (a lowercase UUIDv7)")
-        const run = visible(viewer, yield* store.get(runId))
-        if (Option.isNone(run)) return yield* ResourceNotFound.of("run", runId)
-        return run.value
-      })
+    const runById = (viewer: Viewer, runId: string) => requireVisibleRun(store, viewer, runId)
 
     const runByConversation = (viewer: Viewer, conversationId: ConversationId) =>
       Effect.gen(function*() {

@@ -61,7 +61,7 @@ import {
   takeOps
 } from "./Harness.js"
 import type { ConversationOp } from "./ConversationLog.js"
-import { Health, STORAGE_PATIENCE_MS, supervise } from "./Health.js"
+import { Health, outage, STORAGE_PATIENCE_MS, supervise } from "./Health.js"
 import { Ids } from "./Ids.js"
 import { resolveMcpServers, secretReferences } from "./McpServers.js"
 import type { McpDirectServer } from "./McpServers.js"
@@ -83,7 +83,7 @@ import { WorkerStore } from "./ports/WorkerStore.js"
 import { RunItem } from "./Run.js"
 import { isTerminal } from "./RunState.js"
 import { isDebugWindowOpen, RunEvent, transition } from "./RunStateMachine.js"
-import { applyTransition, currentExecution, eventsAt, noteAbsentWorker, runSnapshot } from "./Runs.js"
+import { applyTransition, currentExecution, eventsAt, guardOf, noteAbsentWorker, runSnapshot } from "./RunRecords.js"
 import { logClaimed, logTransition } from "./RunLog.js"
 import { readSkill } from "./Skills.js"
 import type { TimelineEventType } from "./Timeline.js"
@@ -167,6 +167,16 @@ interface ConversationWriter {
   inflight: Array<ConversationOp> | undefined
 }
 
+/** What an execution's output is saved into, and where its saving stands. */
+interface Output {
+  readonly runId: RunId
+  readonly executionId: ExecutionId
+  readonly state: ExecutionState
+  readonly log: ConversationWriter
+  /** The run as this execution holds it, and its item fields last written; none for a debug session. */
+  readonly held: { readonly base: StoredRun; written: string } | undefined
+}
+
 /** About how large a part of a conversation log is at most (one operation may be larger). */
 const PART_CHARS = 256 * 1024
 
@@ -239,19 +249,27 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
    * Applies `event` to the current run and writes it guarded by its state and lease holder, with
    * `change` applied to the next item. Retries a lost race twice; `Lost` when the event no longer
    * applies (the run moved on without us). A storage failure is the caller's to handle: the loops
-   * report it, executions retry (`advance`).
+   * report it, executions retry (`advance`). Only the `holder` (the execution itself, never the
+   * sweep writing for a gone one) renews its lapsed lease first.
    */
   const advanceOnce = (
     runId: RunId,
     event: RunEvent | ReadonlyArray<RunEvent>,
     executionId: ExecutionId,
-    change: (next: StoredRun, now: number) => StoredRun = (next) => next
+    change: (next: StoredRun, now: number) => StoredRun = (next) => next,
+    holder = false
   ): Effect.Effect<StoredRun, Lost | StorageError> =>
     Effect.gen(function*() {
       const found = yield* store.get(runId)
       if (Option.isNone(found)) return yield* Effect.fail(new Lost())
-      const run = found.value
       const now = yield* Clock.currentTimeMillis
+      let run = found.value
+      if (holder && run.lease !== null && run.lease.execution_id === executionId && run.lease.expires_at <= now) {
+        // A lease that lapsed while storage failed (renewals failed too) is still this execution's
+        // as long as no one took the run: renewed first (refused, StaleWrite, once it was taken).
+        yield* store.renewLease(runId, executionId, now + settings.leaseMs)
+        run = { ...run, lease: { ...run.lease, expires_at: now + settings.leaseMs } }
+      }
       // Several events are applied in order and written at once (one round trip to storage).
       let next = run
       const timeline: Array<TimelineEventType> = []
@@ -264,7 +282,7 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
       next = change(next, now)
       yield* store.update(
         runId,
-        { state: run.item.state, ...(run.lease === null ? {} : { execution_id: run.lease.execution_id }) },
+        guardOf(run),
         next,
         yield* noteAbsentWorker(presence, next, eventsAt(timeline, now, executionId), now)
       )
@@ -281,7 +299,7 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
     event: RunEvent | ReadonlyArray<RunEvent>,
     executionId: ExecutionId,
     change?: (next: StoredRun, now: number) => StoredRun
-  ): Effect.Effect<StoredRun, Lost | StorageError> => persistently(advanceOnce(runId, event, executionId, change))
+  ): Effect.Effect<StoredRun, Lost | StorageError> => persistently(advanceOnce(runId, event, executionId, change, true))
 
   /** The run after `write`, or none when the run moved on without us. */
   const unlessLost = <E>(write: Effect.Effect<StoredRun, Lost | E>): Effect.Effect<Option.Option<StoredRun>, Exclude<E, Lost>> =>
@@ -444,17 +462,12 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
     })
 
   /**
-   * Saves what changed: conversation, artifacts, and for a held run its session, usage and status.
-   * Nothing counts as saved before storage confirmed it: after a failed write, the next save writes
-   * it again. Fails with the storage failure (the caller decides whether to retry).
+   * Saves what an execution's output changed: conversation, artifacts, and for a held run its
+   * session, usage and status. Nothing counts as saved before storage confirmed it: after a failed
+   * write, the next save writes it again. Fails with the storage failure (the caller decides
+   * whether to retry).
    */
-  const save = (
-    runId: RunId,
-    executionId: ExecutionId,
-    state: ExecutionState,
-    log: ConversationWriter,
-    held: { readonly base: StoredRun; written: string } | undefined
-  ) =>
+  const save = ({ executionId, held, log, runId, state }: Output) =>
     Effect.gen(function*() {
       // The conversation's new operations, in parts: a part once formed is written as it is until
       // storage took it (a retry after a lost answer is then a no-op), before the next is formed.
@@ -485,30 +498,19 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
       yield* patchItem(runId, executionId, fields).pipe(Effect.catchTag("Lost", () => Effect.void))
       held.written = written
     }).pipe(
-      Effect.tapErrorTag("StorageError", () => health.storageFailed),
       // A save cut short would leave half of it unmarked: the periodic save is interrupted at the
       // end of an execution, and finishes first.
       Effect.uninterruptible
     )
 
-  /** The periodic save while the agent runs: a failure is logged, and the next save tries again. */
-  const flush = (
-    runId: RunId,
-    executionId: ExecutionId,
-    state: ExecutionState,
-    log: ConversationWriter,
-    held: { readonly base: StoredRun; written: string } | undefined
-  ) => save(runId, executionId, state, log, held).pipe(Effect.catchAll((e) => Effect.logWarning("dispatcher: saving the conversation failed; retried at the next save", e)))
+  /** The periodic save while the agent runs: a failure is logged once per outage, the next save tries again. */
+  const flush = (output: Output) => {
+    const saves = outage(health, "dispatcher: saving the conversation (the next save tries again)")
+    return save(output).pipe(Effect.zipRight(saves.succeeded), Effect.catchAll(saves.failed))
+  }
 
   /** The last save of an execution: retried while storage fails, before the run's outcome is written. */
-  const flushLast = (
-    runId: RunId,
-    executionId: ExecutionId,
-    state: ExecutionState,
-    log: ConversationWriter,
-    held: { readonly base: StoredRun; written: string } | undefined,
-    holding: Holding
-  ) => persistently(save(runId, executionId, state, log, held), holding)
+  const flushLast = (output: Output, holding: Holding) => persistently(save(output), holding)
 
   /**
    * Waits until the agent has exited and its output is read: its exit code. Output still in the
@@ -620,20 +622,13 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
       // Renew the lease while the execution lives; a renewal refused means the run was taken away.
       // One that storage failed is tried again (logged once per outage): the agent goes on, and
       // the sweep leaves the lease alone until the holder could renew it again (Health.ts).
-      let renewalFailing = false
+      const renewals = outage(health, "dispatcher: lease renewal (the agent goes on)")
       yield* Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         yield* store.renewLease(runId, executionId, now + settings.leaseMs)
-        if (renewalFailing) yield* Effect.logInfo("dispatcher: lease renewal works again")
-        renewalFailing = false
+        yield* renewals.succeeded
       }).pipe(
-        Effect.catchTag("StorageError", (e) =>
-          Effect.zipRight(
-            health.storageFailed,
-            renewalFailing ? Effect.void : Effect.sync(() => (renewalFailing = true)).pipe(
-              Effect.zipRight(Effect.logWarning("dispatcher: lease renewal failed; the agent goes on, renewal is retried", e))
-            )
-          )),
+        Effect.catchTag("StorageError", renewals.failed),
         Effect.repeat(Schedule.spaced(Duration.millis(Math.max(10, Math.floor(settings.leaseMs / 3))))),
         Effect.catchTag("StaleWrite", () => Deferred.succeed(lost, undefined)),
         Effect.delay(Duration.millis(Math.floor(settings.leaseMs / 3))),
@@ -742,7 +737,8 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
       const reading: Reading = { writing: false }
       const holding: Holding = { lost: false }
       const pumping = yield* pump(runId, agent, state, violated, reading, holding).pipe(Effect.forkScoped)
-      const flushing = yield* flush(runId, executionId, state, log, held).pipe(
+      const output: Output = { runId, executionId, state, log, held }
+      const flushing = yield* flush(output).pipe(
         Effect.repeat(Schedule.spaced(Duration.millis(settings.flushMs))),
         Effect.forkScoped
       )
@@ -755,7 +751,7 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
       })
       // Watch for a cancel (or a lost lease) and for follow-ups to deliver. While storage fails the
       // agent goes on (logged once per outage).
-      let watchFailing = false
+      const watches = outage(health, "dispatcher: watching the run (the agent goes on)")
       const watching = yield* Effect.gen(function*() {
         const found = yield* store.get(runId)
         const run = Option.getOrUndefined(found)
@@ -764,15 +760,9 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
         }
         const messages = yield* store.takeFollowups(runId)
         for (const f of messages) yield* agent.send(followupMessage(f.message, "normal")).pipe(Effect.ignore)
-        watchFailing = false
+        yield* watches.succeeded
       }).pipe(
-        Effect.catchTag("StorageError", (e) =>
-          Effect.zipRight(
-            health.storageFailed,
-            watchFailing ? Effect.void : Effect.sync(() => (watchFailing = true)).pipe(
-              Effect.zipRight(Effect.logWarning("dispatcher: watching the run failed; the agent goes on", e))
-            )
-          )),
+        Effect.catchTag("StorageError", watches.failed),
         Effect.repeat(Schedule.spaced(Duration.millis(settings.watchMs))),
         Effect.catchAll(() => stop),
         Effect.forkScoped
@@ -784,7 +774,7 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
       const exitCode = yield* finished(agent, pumping, reading)
       yield* Fiber.interrupt(watching)
       yield* Fiber.interrupt(flushing)
-      yield* flushLast(runId, executionId, state, log, held, holding)
+      yield* flushLast(output, holding)
       if (yield* Ref.get(stopped)) {
         const run = Option.getOrUndefined(yield* store.get(runId).pipe(Effect.orElseSucceed(() => Option.none())))
         if (run !== undefined) yield* admitAfter(run.team_uid)
@@ -840,13 +830,15 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
       const holding: Holding = { lost: false }
       const pumping = yield* pump(runId, agent, state, violated, reading, holding).pipe(Effect.forkScoped)
       yield* Deferred.await(violated).pipe(Effect.zipRight(stopAgent(agent)), Effect.forkScoped)
+      const output: Output = { runId, executionId, state, log, held: undefined }
+      const flushing = flush(output)
       const delivering = yield* Effect.gen(function*() {
         for (const f of yield* store.takeFollowups(runId)) yield* agent.send(followupMessage(f.message, "debug")).pipe(Effect.ignore)
-        yield* flush(runId, executionId, state, log, undefined)
+        yield* flushing
       }).pipe(Effect.repeat(Schedule.spaced(Duration.millis(settings.watchMs))), Effect.ignore, Effect.forkScoped)
       yield* finished(agent, pumping, reading)
       yield* Fiber.interrupt(delivering)
-      yield* flushLast(runId, executionId, state, log, undefined, holding)
+      yield* flushLast(output, holding)
     }).pipe(
       Effect.scoped,
       Effect.catchAllCause((cause) => Effect.logWarning(`dispatcher: debug session of run ${runId} failed`, cause)),

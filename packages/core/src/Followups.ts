@@ -43,9 +43,9 @@
  *   never take it past the limit. Messages delivered to a running agent leave the inbox at once.
  */
 import { Clock, Effect, Either, Option, Schema } from "effect"
-import { canChange, canSee } from "./Access.js"
+import { canChange } from "./Access.js"
 import type { Viewer } from "./Access.js"
-import { Conflict, InvalidRequest, NotAuthorized, RateLimited, ResourceNotFound } from "./Errors.js"
+import { Conflict, NotAuthorized, RateLimited, ResourceNotFound } from "./Errors.js"
 import { Ids, RunId } from "./Ids.js"
 import { storageUnavailable } from "./internal/Services.js"
 import { RunStore } from "./ports/RunStore.js"
@@ -61,7 +61,7 @@ import {
   transition
 } from "./RunStateMachine.js"
 import type { FollowupRoute, RunSnapshot } from "./RunStateMachine.js"
-import { applyTransition, currentExecution, eventsAt, runOwnership, runSnapshot } from "./Runs.js"
+import { applyTransition, currentExecution, eventsAt, guardOf, parseRunId, runOwnership, runSnapshot, visibleRun } from "./RunRecords.js"
 import { logTransition } from "./RunLog.js"
 import type { TimelineEvent } from "./Timeline.js"
 
@@ -95,7 +95,6 @@ export const debugSessionStarted = (timeline: ReadonlyArray<TimelineEvent>): boo
   return false
 }
 
-const isRunId = Schema.is(RunId)
 
 /** The `Retry-After` of a follow-up refused because the run's inbox is full: its agent has yet to start. */
 export const FOLLOWUP_RETRY_SECONDS = 30
@@ -118,7 +117,7 @@ export class Followups extends Effect.Service<Followups>()("@agent-runs/core/Fol
 
     const sendOnce = (viewer: Viewer, runId: RunId, message: string) =>
       Effect.gen(function*() {
-        const found = Option.filter(yield* store.get(runId), (run) => canSee(viewer, runOwnership(run)))
+        const found = yield* visibleRun(store, viewer, runId)
         if (Option.isNone(found)) return yield* ResourceNotFound.of("run", runId)
         const run = found.value
         if (!canChange(viewer, runOwnership(run))) {
@@ -136,7 +135,7 @@ export class Followups extends Effect.Service<Followups>()("@agent-runs/core/Fol
         const next = applyTransition(run, moved.right, now)
         yield* store.recordFollowup(
           runId,
-          { state: run.item.state, ...(run.lease === null ? {} : { execution_id: run.lease.execution_id }) },
+          guardOf(run),
           {
             ...(newExecution ? { next } : {}),
             at: now,
@@ -166,14 +165,9 @@ export class Followups extends Effect.Service<Followups>()("@agent-runs/core/Fol
     /** Sends a follow-up (a decoded `RunFollowupRequest`) to a run the viewer may change. */
     const send = Effect.fn("Followups.send")(
       function*(viewer: Viewer, rawId: string, request: RunFollowupRequest) {
-        if (!isRunId(rawId)) {
-          return yield* InvalidRequest.forField(
-            "runId",
-            `must be a run id (a lowercase UUIDv7); got ${JSON.stringify(rawId.slice(0, 80))}`
-          )
-        }
-        return yield* sendOnce(viewer, rawId, request.message).pipe(
-          Effect.catchTag("StaleWrite", () => sendOnce(viewer, rawId, request.message)),
+        const runId = yield* parseRunId(rawId)
+        return yield* sendOnce(viewer, runId, request.message).pipe(
+          Effect.catchTag("StaleWrite", () => sendOnce(viewer, runId, request.message)),
           Effect.catchTag(
             "StaleWrite",
             () => Effect.fail(new Conflict({ message: "the run changed while sending the follow-up; try again", retryable: true }))

@@ -78,6 +78,30 @@ export const make = (): HealthService => {
   }
 }
 
+/**
+ * The storage failures of an operation repeated while they last (a lease renewal, a watch):
+ * each reported to `Health`, logged once per outage, and the recovery logged too.
+ */
+export const outage = (health: HealthService, what: string) => {
+  let failing = false
+  return {
+    failed: (cause: unknown) =>
+      Effect.zipRight(
+        health.storageFailed,
+        Effect.suspend(() => {
+          if (failing) return Effect.void
+          failing = true
+          return Effect.logWarning(`${what} failed; retried meanwhile`, cause)
+        })
+      ),
+    succeeded: Effect.suspend(() => {
+      const was = failing
+      failing = false
+      return was ? Effect.logInfo(`${what} works again`) : Effect.void
+    })
+  }
+}
+
 /** A fresh `Health` for one service. */
 export const layer = Layer.sync(Health, make)
 

@@ -703,24 +703,6 @@ export const catalogConformance = <E>(storage: Layer.Layer<Stores | RawStorage, 
           expect((yield* store.activeTimings).some((t) => t.id === schedule.item.id)).toBe(false)
         }))
 
-      it.effect("gives the scheduler every active schedule of every team, and only those", () =>
-        Effect.gen(function* () {
-          const store = yield* ScheduleStore
-          const creator = newPrincipalUid()
-          const mine = [
-            makeSchedule({ team: newTeamUid(), creator, status: "active" }),
-            makeSchedule({ team: newTeamUid(), creator, status: "active", teamScope: false }),
-            makeSchedule({ team: newTeamUid(), creator, status: "paused" }),
-            makeSchedule({ team: newTeamUid(), creator, status: "deleted" })
-          ]
-          yield* Effect.forEach(mine, store.create)
-          const active = yield* store.active
-          expect(active.every((s) => s.state.status === "active")).toBe(true)
-          const ids = new Set(active.map((s) => s.item.id))
-          expect(mine.map((s) => ids.has(s.item.id))).toEqual([true, true, false, false])
-          const own = active.find((s) => s.item.id === mine[0]!.item.id)
-          expect(own && wireSchedule(own)).toEqual(wireSchedule(mine[0]!))
-        }))
     })
 
     describe("EnvironmentStore", () => {

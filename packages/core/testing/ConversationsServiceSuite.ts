@@ -7,7 +7,7 @@
  * vitest file.
  */
 import { describe, expect, layer } from "@effect/vitest"
-import { DateTime, Effect, Layer, Option, Ref, Schema, Stream } from "effect"
+import { Chunk, DateTime, Effect, Layer, Option, Ref, Schema, Stream } from "effect"
 import type { Viewer } from "../src/Access.js"
 import type { Artifact } from "../src/Artifact.js"
 import { ConversationStep } from "../src/Conversation.js"
@@ -59,6 +59,15 @@ export const memoryBlobStore = Layer.effect(
         })
     }))
 )
+
+/** The text of a run's transcript in the BlobStore ("" when it has none). */
+export const transcriptText = (runId: RunId) =>
+  Effect.gen(function*() {
+    const blob = yield* (yield* BlobStore).read(transcriptKey(runId))
+    if (Option.isNone(blob)) return ""
+    const chunks = Chunk.toReadonlyArray(yield* Stream.runCollect(blob.value))
+    return chunks.map((c) => new TextDecoder().decode(c)).join("")
+  })
 
 const T = DateTime.unsafeMake(Date.UTC(2026, 10, 2, 10, 0, 0, 123))
 

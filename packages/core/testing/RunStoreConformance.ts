@@ -8,7 +8,7 @@
  * claim use a worker host of their own; the one test of host-less claims uses runs created before
  * 1970, older than anything else the suite writes.
  */
-import { applyTransition, runSnapshot } from "../src/Runs.js"
+import { applyTransition, runSnapshot } from "../src/RunRecords.js"
 import { describe, expect, layer } from "@effect/vitest"
 import { Arbitrary, DateTime, Effect, Either, Fiber, Option, Schema, Stream } from "effect"
 import type { Layer } from "effect"
@@ -1259,10 +1259,12 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
           const other = makeRun({ team: uid(), creator: uid() })
           yield* createRuns([run, other])
           const runId = run.item.run_id
+          const enqueue = (target: StoredRun, message: string, received_at: number) =>
+            store.recordFollowup(target.item.run_id, { state: target.item.state }, { at: received_at, events: [], followup: { message, received_at } })
           for (const [message, received_at] of [["c", 30], ["a1", 10], ["b", 20], ["a2", 10]] as const) {
-            yield* store.enqueueFollowup(runId, { message, received_at })
+            yield* enqueue(run, message, received_at)
           }
-          yield* store.enqueueFollowup(other.item.run_id, { message: "elsewhere", received_at: 1 })
+          yield* enqueue(other, "elsewhere", 1)
           expect(yield* store.takeFollowups(runId)).toEqual([
             { message: "a1", received_at: 10 },
             { message: "a2", received_at: 10 },
@@ -1271,7 +1273,7 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
           ])
           expect(yield* store.takeFollowups(runId)).toEqual([])
           // Concurrent takers never both get a message.
-          for (let i = 0; i < 20; i++) yield* store.enqueueFollowup(runId, { message: `m${i}`, received_at: 100 + i })
+          for (let i = 0; i < 20; i++) yield* enqueue(run, `m${i}`, 100 + i)
           const taken = yield* Effect.all(Array.from({ length: 4 }, () => store.takeFollowups(runId)), {
             concurrency: "unbounded"
           })

@@ -8,7 +8,7 @@
  * inside a vitest file; `layer` must make a fresh database each time it is built.
  */
 import { describe, expect, it as plainIt, layer } from "@effect/vitest"
-import { Chunk, Effect, Layer, Option, Stream, TestClock } from "effect"
+import { Effect, Layer, Option, TestClock } from "effect"
 import * as Dispatcher from "../src/Dispatcher.js"
 import * as Health from "../src/Health.js"
 import { Executor, ExecutorError } from "../src/ports/Executor.js"
@@ -26,7 +26,7 @@ import { Runs } from "../src/Runs.js"
 import { HeartbeatRequest } from "../src/Worker.js"
 import { defaultWorkerSettings, Workers, WorkerSettingsTag } from "../src/Workers.js"
 import { WorkerStore } from "../src/ports/WorkerStore.js"
-import { memoryBlobStore } from "./ConversationsServiceSuite.js"
+import { memoryBlobStore, transcriptText } from "./ConversationsServiceSuite.js"
 import { advance } from "./FollowupsServiceSuite.js"
 import { uid, uuid } from "./RunStoreConformance.js"
 import type { Stores } from "./Stores.js"
@@ -77,14 +77,6 @@ const claimAs = (worker: Viewer, workerId: string) =>
     const execution = uuid<ExecutionId>()
     const answer = yield* workers.claim(worker, workerId, execution, 0)
     return { execution, answer }
-  })
-
-const transcriptOf = (runId: RunId) =>
-  Effect.gen(function*() {
-    const blob = yield* (yield* BlobStore).read(transcriptKey(runId))
-    if (Option.isNone(blob)) return ""
-    const chunks = Chunk.toReadonlyArray(yield* Stream.runCollect(blob.value))
-    return chunks.map((c) => new TextDecoder().decode(c)).join("")
   })
 
 export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E>): void => {
@@ -202,11 +194,11 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           // Retried twice, and concurrently with itself: still once.
           const retries = yield* Effect.all([append("line two\n", first), append("line two\n", first)], { concurrency: 2 })
           expect(retries).toEqual([28, 28])
-          expect(yield* transcriptOf(runId)).toBe("{\"type\":\"message\"}\nline two\n")
+          expect(yield* transcriptText(runId)).toBe("{\"type\":\"message\"}\nline two\n")
           // Without an offset (an older worker), bytes are appended as they come.
           expect(yield* append("plain\n")).toBe(34)
           expect(yield* append("plain\n")).toBe(40)
-          expect(yield* transcriptOf(runId)).toBe("{\"type\":\"message\"}\nline two\nplain\nplain\n")
+          expect(yield* transcriptText(runId)).toBe("{\"type\":\"message\"}\nline two\nplain\nplain\n")
         }))
 
       it.effect("a later execution's appends start where the earlier ones ended", () =>
@@ -225,7 +217,7 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           // The first execution no longer holds the run: its (late) append is refused.
           const late = yield* failureOf(workers.appendTranscript(world.worker, workerId, runId, one.execution, text("late\n"), end))
           expect(late._tag).toBe("Conflict")
-          expect(yield* transcriptOf(runId)).toBe("first execution\nsecond\n")
+          expect(yield* transcriptText(runId)).toBe("first execution\nsecond\n")
         }))
 
       it.effect("a worker claims only while its heartbeats are recent (none yet, or older than 2 intervals: nothing)", () =>

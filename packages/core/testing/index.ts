@@ -33,6 +33,8 @@ export { schedulerServiceSuite } from "./SchedulerServiceSuite.js"
 export { secretsServiceSuite } from "./SecretsServiceSuite.js"
 export { webhooksServiceSuite } from "./WebhooksServiceSuite.js"
 export { workersServiceSuite } from "./WorkersServiceSuite.js"
+export { dispatcherSuite } from "./DispatcherSuite.js"
+export { scriptedExecutor } from "./ScriptedExecutor.js"
 export {
   createTestRepositories,
   executorConformance,

@@ -603,19 +603,6 @@ export const layer = Layer.effect(
       operation("RunStore.conversation")
     )
 
-    const enqueueFollowup = Effect.fn("RunStore.enqueueFollowup")(
-      function* (runId: RunId, followup: StoredFollowup) {
-        yield* sql.withTransaction(
-          sql`INSERT INTO followup_inbox ${sql.insert({
-            run_id: runId,
-            message: followup.message,
-            received_at: followup.received_at
-          })}`
-        )
-      },
-      operation("RunStore.enqueueFollowup")
-    )
-
     const takeFollowups = Effect.fn("RunStore.takeFollowups")(
       function* (runId: RunId) {
         const rows = yield* sql.withTransaction(
@@ -692,7 +679,6 @@ export const layer = Layer.effect(
       appendConversation,
       conversation,
       recordFollowup,
-      enqueueFollowup,
       takeFollowups,
       addArtifact,
       findByExternalReference,

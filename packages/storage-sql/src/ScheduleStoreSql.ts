@@ -160,11 +160,6 @@ export const layer = Layer.effect(
       operation("ScheduleStore.update")
     )
 
-    const active = sql`SELECT * FROM schedules WHERE status = 'active' ORDER BY id`.pipe(
-      Effect.flatMap(decodeSchedules),
-      traced("ScheduleStore.active")
-    )
-
     const activeTimings = sql`SELECT id, cron_schedule, timezone, updated_at, last_tick_at FROM schedules
       WHERE status = 'active'`.pipe(
       Effect.flatMap(decodeRows(TimingRow)),
@@ -189,6 +184,6 @@ export const layer = Layer.effect(
       operation("ScheduleStore.recordTicks")
     )
 
-    return ScheduleStore.of({ create, get, list, update, active, activeTimings, recordTicks })
+    return ScheduleStore.of({ create, get, list, update, activeTimings, recordTicks })
   })
 )

@@ -158,7 +158,6 @@ export const layer = (connection: Connection): Layer.Layer<
         pending: unavailable("RunStore.pending"),
         timeline: unavailable("RunStore.timeline"),
         recordFollowup: unavailable("RunStore.recordFollowup"),
-        enqueueFollowup: unavailable("RunStore.enqueueFollowup"),
         findByExternalReference: unavailable("RunStore.findByExternalReference"),
         findByConversation: unavailable("RunStore.findByConversation"),
         get: (runId) => found("RunStore.get", api.workerGetRun({ headers, path: { workerId, runId } })),

@@ -176,8 +176,6 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
     guard: RunGuard,
     write: FollowupWrite
   ) => Effect.Effect<void, StaleWrite | FollowupInboxFull | StorageError>
-  /** Stores a follow-up for the agent that starts next. */
-  readonly enqueueFollowup: (runId: RunId, followup: StoredFollowup) => Effect.Effect<void, StorageError>
   /** Removes and returns the stored follow-ups, oldest first (by `received_at`, then arrival); atomic. */
   readonly takeFollowups: (runId: RunId) => Effect.Effect<ReadonlyArray<StoredFollowup>, StorageError>
   /** Records an artifact of a run. */

@@ -70,8 +70,6 @@ export class ScheduleStore extends Context.Tag("@agent-runs/core/ScheduleStore")
    * scheduler's), and the watermark becomes the later of the stored one and `next`'s.
    */
   readonly update: (next: StoredSchedule, expectedUpdatedAt: number) => Effect.Effect<void, StaleWrite | StorageError>
-  /** Every active schedule of every team, for the scheduler. */
-  readonly active: Effect.Effect<ReadonlyArray<StoredSchedule>, StorageError>
   /** The timing of every active schedule of every team: what the scheduler reads on every pass. */
   readonly activeTimings: Effect.Effect<ReadonlyArray<ScheduleTiming>, StorageError>
   /**

@@ -1,0 +1,181 @@
+/**
+ * The execution engine (`Dispatcher`) over a real storage adapter, an in-memory BlobStore and the
+ * in-process scripted executor, on the TestClock: no server, no processes, no wall-clock sleeps.
+ * Storage faults are injected by a switch in front of the RunStore (its writes fail while on).
+ * Call `dispatcherSuite(name, layer)` inside a vitest file; `layer` must make a fresh database
+ * each time it is built, and answer without real waiting (SQLite: its calls are synchronous, so
+ * the TestClock alone decides what happens when).
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Duration, Effect, Layer, Option, Ref, TestClock } from "effect"
+import type { Viewer } from "../src/Access.js"
+import type { ConversationStep } from "../src/Conversation.js"
+import * as Dispatcher from "../src/Dispatcher.js"
+import * as Health from "../src/Health.js"
+import { IdsLive, type RunId } from "../src/Ids.js"
+import type { BlobStore } from "../src/ports/BlobStore.js"
+import { RunStore } from "../src/ports/RunStore.js"
+import { RunTokens } from "../src/ports/RunTokens.js"
+import { StorageError } from "../src/ports/Storage.js"
+import { RunAgentRequest } from "../src/Run.js"
+import { Runs } from "../src/Runs.js"
+import { memoryBlobStore, transcriptText } from "./ConversationsServiceSuite.js"
+import { scriptedExecutor } from "./ScriptedExecutor.js"
+import type { Stores } from "./Stores.js"
+import { seedWorld } from "./World.js"
+
+const runTokens = Layer.succeed(RunTokens, {
+  issue: ({ execution_id }) => Effect.succeed(`rt_${execution_id}`),
+  verify: () => Effect.succeed(Option.none())
+})
+
+/** A switch that makes the RunStore's writes fail while it is on. */
+class StorageFault extends Context.Tag("@agent-runs/core/testing/StorageFault")<StorageFault, Ref.Ref<boolean>>() {}
+
+const faulty = Layer.effect(
+  RunStore,
+  Effect.gen(function*() {
+    const inner = yield* RunStore
+    const fault = yield* StorageFault
+    const guarded = <A extends ReadonlyArray<unknown>, R, E>(name: string, write: (...args: A) => Effect.Effect<R, E>) =>
+    (...args: A): Effect.Effect<R, E | StorageError> =>
+      Effect.flatMap(Ref.get(fault), (on): Effect.Effect<R, E | StorageError> =>
+        on ? Effect.fail(new StorageError({ operation: name, cause: "injected fault" })) : write(...args))
+    return RunStore.of({
+      ...inner,
+      update: guarded("RunStore.update", inner.update),
+      renewLease: guarded("RunStore.renewLease", inner.renewLease),
+      appendConversation: guarded("RunStore.appendConversation", inner.appendConversation),
+      addArtifact: guarded("RunStore.addArtifact", inner.addArtifact)
+    })
+  })
+)
+
+const LEASE_MS = 3_000
+
+const texts = (steps: ReadonlyArray<ConversationStep>): Array<string> =>
+  steps.flatMap((s) => [...s.messages.flatMap((m) => m.content.flatMap((b) => (b.type === "text" ? [b.text] : []))), ...texts(s.steps)])
+
+export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>) => {
+  const setup = Effect.gen(function*() {
+    const executor = yield* scriptedExecutor
+    const fault = yield* Ref.make(false)
+    const services = Runs.Default.pipe(
+      Layer.provideMerge(
+        Layer.mergeAll(
+          faulty.pipe(Layer.provide(Layer.succeed(StorageFault, fault))),
+          executor.layer,
+          memoryBlobStore,
+          runTokens,
+          IdsLive,
+          Health.layer,
+          Layer.succeed(Dispatcher.DispatcherConfig, {
+            ...Dispatcher.defaultSettings("agent", "http://localhost/api/v1"),
+            concurrency: 4,
+            leaseMs: LEASE_MS
+          })
+        ).pipe(Layer.provideMerge(storage))
+      )
+    )
+    return { executor, fault, services }
+  })
+
+  /** Runs `test` with a dispatcher (its parts called by the test) over fresh storage. */
+  const withDispatcher = <A>(
+    test: (env: {
+      readonly viewer: Viewer
+      readonly create: (prompt: string) => Effect.Effect<RunId, unknown, Runs>
+      readonly dispatcher: Effect.Effect.Success<ReturnType<typeof Dispatcher.make>>
+      readonly fault: Ref.Ref<boolean>
+      readonly sandboxes: Effect.Effect<number>
+      /** Moves the clock `ms` in steps of 50 ms, letting every fiber run at each. */
+      readonly pass: (ms: number) => Effect.Effect<void>
+    }) => Effect.Effect<A, unknown, Runs | RunStore | BlobStore | Health.Health>
+  ) =>
+    Effect.gen(function*() {
+      const { executor, fault, services } = yield* setup
+      return yield* Effect.gen(function*() {
+        yield* TestClock.setTime(Date.UTC(2026, 10, 25))
+        const world = yield* seedWorld()
+        const dispatcher = yield* Dispatcher.make(yield* Effect.scope)
+        const pass = (ms: number) =>
+          Effect.gen(function*() {
+            for (let t = 0; t < ms; t += 50) {
+              yield* TestClock.adjust(Duration.millis(50))
+              for (let i = 0; i < 20; i++) yield* Effect.yieldNow()
+            }
+          })
+        const create = (prompt: string) =>
+          Effect.map(Effect.flatMap(Runs, (runs) => runs.create(world.alice, new RunAgentRequest({ prompt }))), (r) => r.run_id as RunId)
+        return yield* test({ viewer: world.alice, create, dispatcher, fault, sandboxes: executor.sandboxes, pass })
+      }).pipe(Effect.scoped, Effect.provide(services))
+    })
+
+  const runOf = (viewer: Viewer, id: RunId) => Effect.flatMap(Runs, (runs) => runs.get(viewer, id))
+  describe(`the execution engine on the TestClock (${name})`, () => {
+    it.scoped("runs a run to SUCCEEDED: output in the transcript and the conversation, the sandbox released", () =>
+      withDispatcher(({ create, dispatcher, pass, sandboxes, viewer }) =>
+        Effect.gen(function*() {
+          const id = yield* create("say hello\nsleep 1000\nprint plain text\nsay bye")
+          yield* dispatcher.claimSome
+          yield* pass(500)
+          expect((yield* runOf(viewer, id)).state).toBe("INPROGRESS")
+          yield* pass(1_500)
+          const run = yield* runOf(viewer, id)
+          expect(run.state).toBe("SUCCEEDED")
+          expect(run.attempt).toBe(1)
+          const steps = yield* Effect.flatMap(RunStore, (store) => store.conversation(id))
+          expect(texts(steps)).toEqual(["hello", "bye"])
+          expect(yield* transcriptText(id)).toContain("plain text")
+          expect(yield* sandboxes).toBe(0)
+        })
+      ))
+
+    it.scoped("while storage fails: the agent goes on, its lease is kept, nothing is lost; once it works, the run ends once", () =>
+      withDispatcher(({ create, dispatcher, fault, pass, viewer }) =>
+        Effect.gen(function*() {
+          const health = yield* Health.Health
+          const id = yield* create("say first\nsleep 1000\nsay during the fault\nsay last")
+          yield* dispatcher.claimSome
+          yield* pass(500)
+          expect((yield* runOf(viewer, id)).state).toBe("INPROGRESS")
+          yield* Ref.set(fault, true)
+          // Three leases long: the agent finishes, its writes and renewals fail, the sweep runs.
+          for (let i = 0; i < 9; i++) {
+            yield* pass(1_000)
+            yield* dispatcher.sweep
+          }
+          expect((yield* runOf(viewer, id)).state).toBe("INPROGRESS")
+          expect((yield* health.problems).join()).toContain("storage failed")
+          yield* Ref.set(fault, false)
+          yield* pass(6_000)
+          yield* dispatcher.sweep
+          const run = yield* runOf(viewer, id)
+          expect(run.state).toBe("SUCCEEDED")
+          expect(run.attempt).toBe(1)
+          const steps = yield* Effect.flatMap(RunStore, (store) => store.conversation(id))
+          expect(texts(steps)).toEqual(["first", "during the fault", "last"])
+          const timeline = yield* Effect.flatMap(Runs, (runs) => runs.timeline(viewer, id))
+          expect(timeline.events.map((e) => e.event_type)).not.toContain("lease_expired")
+        })
+      ))
+
+    it.scoped("fails an agent that prints JSON nested 3,000 levels deep (FAILED agent_failed), and cancels a running one", () =>
+      withDispatcher(({ create, dispatcher, pass, sandboxes, viewer }) =>
+        Effect.gen(function*() {
+          const deep = yield* create(`print ${"[".repeat(3000)}${"]".repeat(3000)}\nsleep 60000`)
+          const long = yield* create("say started\nsleep 60000")
+          yield* dispatcher.claimSome
+          yield* pass(1_000)
+          const failed = yield* runOf(viewer, deep)
+          expect(failed.state).toBe("FAILED")
+          expect(failed.status_message).toMatchObject({ error_code: "agent_failed", message: expect.stringContaining("nested deeper") })
+          expect((yield* runOf(viewer, long)).state).toBe("INPROGRESS")
+          yield* Effect.flatMap(Runs, (runs) => runs.cancel(viewer, long))
+          yield* pass(1_000)
+          expect((yield* runOf(viewer, long)).state).toBe("CANCELLED")
+          expect(yield* sandboxes).toBe(0)
+        })
+      ))
+  })
+}

@@ -1,0 +1,82 @@
+/**
+ * An executor whose agents run in-process, for tests of the execution engine on the TestClock (no
+ * processes, no wall-clock sleeps). Each agent reads its start message, then follows the run's
+ * prompt, one line a step:
+ * - `say TEXT`: prints a `message` event; `print TEXT`: prints TEXT as a raw line;
+ * - `sleep MS`: waits MS on the clock (a cancel message meanwhile ends the agent, exit 0);
+ * - `exit N`: exits with N (after the last line: 0).
+ * Other lines are said. `sandboxes` counts the sandboxes not yet released.
+ */
+import { Deferred, Effect, Fiber, Layer, Option, Queue, Ref, Stream } from "effect"
+import type { StartMessage } from "../src/Harness.js"
+import { Executor } from "../src/ports/Executor.js"
+import type { AgentProcess, Sandbox } from "../src/ports/Executor.js"
+
+const encoder = new TextEncoder()
+
+/** The agent of one execution, started by the dispatcher's first message. */
+const agentProcess = Effect.gen(function*() {
+  const out = yield* Queue.unbounded<Uint8Array | null>()
+  const inbox = yield* Queue.unbounded<unknown>()
+  const exit = yield* Deferred.make<number>()
+  const print = (line: string) => Queue.offer(out, encoder.encode(`${line}\n`))
+  const program = Effect.gen(function*() {
+    const start = (yield* Queue.take(inbox)) as StartMessage
+    for (const line of start.prompt.split("\n")) {
+      const [word = "", ...rest] = line.split(" ")
+      const arg = rest.join(" ")
+      if (word === "say") yield* print(JSON.stringify({ type: "message", role: "assistant", text: arg }))
+      else if (word === "print") yield* print(arg)
+      else if (word === "exit") return Number(arg)
+      else if (word === "sleep") {
+        // A cancel message while asleep ends the agent.
+        const cancelled = yield* Queue.take(inbox).pipe(
+          Effect.repeat({ until: (m) => (m as { type?: string }).type === "cancel" }),
+          Effect.as(true),
+          Effect.timeoutTo({ duration: `${Number(arg)} millis`, onSuccess: () => true, onTimeout: () => false })
+        )
+        if (cancelled) return 0
+      } else yield* print(JSON.stringify({ type: "message", role: "assistant", text: line }))
+    }
+    return 0
+  })
+  const fiber = yield* program.pipe(
+    Effect.flatMap((code) => Deferred.succeed(exit, code)),
+    Effect.ensuring(Queue.offer(out, null)),
+    Effect.fork
+  )
+  const process: AgentProcess = {
+    stdout: Stream.fromQueue(out).pipe(Stream.takeWhile((c): c is Uint8Array => c !== null)),
+    send: (message) => Effect.asVoid(Queue.offer(inbox, message)),
+    terminate: () =>
+      Fiber.interrupt(fiber).pipe(Effect.zipRight(Deferred.succeed(exit, 143)), Effect.zipRight(Queue.offer(out, null)), Effect.asVoid),
+    exitCode: Deferred.await(exit)
+  }
+  return process
+})
+
+/** The scripted executor, and how many of its sandboxes are still held. */
+export const scriptedExecutor = Effect.gen(function*() {
+  const held = yield* Ref.make(0)
+  const layer = Layer.succeed(Executor, {
+    prepare: (spec) =>
+      Effect.map(Ref.update(held, (n) => n + 1), (): Sandbox => {
+        let released = false
+        return {
+          id: `sandbox-${spec.execution_id}`,
+          run_id: spec.run_id,
+          execution_id: spec.execution_id,
+          attachments: [],
+          start: () => agentProcess,
+          reattach: Option.none(),
+          release: Effect.suspend(() => {
+            if (released) return Effect.void
+            released = true
+            return Ref.update(held, (n) => n - 1)
+          })
+        }
+      }),
+    leftovers: Effect.succeed([])
+  })
+  return { layer, sandboxes: Ref.get(held) } as const
+})
