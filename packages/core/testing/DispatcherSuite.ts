@@ -17,7 +17,8 @@ import type { BlobStore } from "../src/ports/BlobStore.js"
 import { RunStore } from "../src/ports/RunStore.js"
 import { RunTokens } from "../src/ports/RunTokens.js"
 import { StorageError } from "../src/ports/Storage.js"
-import { RunAgentRequest } from "../src/Run.js"
+import { RunAgentRequest, RunFollowupRequest } from "../src/Run.js"
+import { Followups } from "../src/Followups.js"
 import { Runs } from "../src/Runs.js"
 import { memoryBlobStore, transcriptText } from "./ConversationsServiceSuite.js"
 import { scriptedExecutor } from "./ScriptedExecutor.js"
@@ -52,6 +53,7 @@ const faulty = Layer.effect(
 )
 
 const LEASE_MS = 3_000
+const MAX_OUTPUT = 100_000
 
 const texts = (steps: ReadonlyArray<ConversationStep>): Array<string> =>
   steps.flatMap((s) => [...s.messages.flatMap((m) => m.content.flatMap((b) => (b.type === "text" ? [b.text] : []))), ...texts(s.steps)])
@@ -60,7 +62,7 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
   const setup = Effect.gen(function*() {
     const executor = yield* scriptedExecutor
     const fault = yield* Ref.make(false)
-    const services = Runs.Default.pipe(
+    const services = Layer.merge(Runs.Default, Followups.Default).pipe(
       Layer.provideMerge(
         Layer.mergeAll(
           faulty.pipe(Layer.provide(Layer.succeed(StorageFault, fault))),
@@ -72,7 +74,8 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
           Layer.succeed(Dispatcher.DispatcherConfig, {
             ...Dispatcher.defaultSettings("agent", "http://localhost/api/v1"),
             concurrency: 4,
-            leaseMs: LEASE_MS
+            leaseMs: LEASE_MS,
+            maxOutputBytes: MAX_OUTPUT
           })
         ).pipe(Layer.provideMerge(storage))
       )
@@ -90,13 +93,14 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
       readonly sandboxes: Effect.Effect<number>
       /** Moves the clock `ms` in steps of 50 ms, letting every fiber run at each. */
       readonly pass: (ms: number) => Effect.Effect<void>
-    }) => Effect.Effect<A, unknown, Runs | RunStore | BlobStore | Health.Health>
+    }) => Effect.Effect<A, unknown, Runs | Followups | RunStore | BlobStore | Health.Health>
   ) =>
     Effect.gen(function*() {
       const { executor, fault, services } = yield* setup
       return yield* Effect.gen(function*() {
         yield* TestClock.setTime(Date.UTC(2026, 10, 25))
-        const world = yield* seedWorld()
+        // One run at a time for the team: the second waits PENDING.
+        const world = yield* seedWorld({ maxConcurrentRuns: 1 })
         const dispatcher = yield* Dispatcher.make(yield* Effect.scope)
         const pass = (ms: number) =>
           Effect.gen(function*() {
@@ -113,6 +117,41 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
 
   const runOf = (viewer: Viewer, id: RunId) => Effect.flatMap(Runs, (runs) => runs.get(viewer, id))
   describe(`the execution engine on the TestClock (${name})`, () => {
+    it.scoped("delivers a follow-up to the running agent; admits the waiting run once the first ends", () =>
+      withDispatcher(({ create, dispatcher, pass, viewer }) =>
+        Effect.gen(function*() {
+          const first = yield* create("say working\nsleep 2000\nsay done")
+          const second = yield* create("say second")
+          expect((yield* runOf(viewer, second)).state).toBe("PENDING")
+          yield* dispatcher.claimSome
+          yield* pass(500)
+          yield* Effect.flatMap(Followups, (f) => f.send(viewer, first, new RunFollowupRequest({ message: "also this" })))
+          yield* pass(2_000)
+          expect((yield* runOf(viewer, first)).state).toBe("SUCCEEDED")
+          const steps = yield* Effect.flatMap(RunStore, (store) => store.conversation(first))
+          expect(texts(steps)).toEqual(["working", "got: also this", "done"])
+          // The first run's end admitted the second, and its freed slot claimed and ran it.
+          yield* pass(500)
+          const admitted = yield* runOf(viewer, second)
+          expect(admitted.state).toBe("SUCCEEDED")
+          expect(texts(yield* Effect.flatMap(RunStore, (store) => store.conversation(second)))).toEqual(["second"])
+        })
+      ))
+
+    it.scoped("stops an agent that prints more than the run's output limit: FAILED, the transcript cut at the limit", () =>
+      withDispatcher(({ create, dispatcher, pass, sandboxes, viewer }) =>
+        Effect.gen(function*() {
+          const id = yield* create(`say start\nbig ${MAX_OUTPUT}\nsleep 60000`)
+          yield* dispatcher.claimSome
+          yield* pass(1_000)
+          const run = yield* runOf(viewer, id)
+          expect(run.state).toBe("FAILED")
+          expect(run.status_message?.message).toContain(`limit of ${MAX_OUTPUT} bytes`)
+          expect((yield* transcriptText(id)).length).toBe(MAX_OUTPUT)
+          expect(yield* sandboxes).toBe(0)
+        })
+      ))
+
     it.scoped("runs a run to SUCCEEDED: output in the transcript and the conversation, the sandbox released", () =>
       withDispatcher(({ create, dispatcher, pass, sandboxes, viewer }) =>
         Effect.gen(function*() {

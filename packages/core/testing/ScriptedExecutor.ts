@@ -3,7 +3,9 @@
  * processes, no wall-clock sleeps). Each agent reads its start message, then follows the run's
  * prompt, one line a step:
  * - `say TEXT`: prints a `message` event; `print TEXT`: prints TEXT as a raw line;
- * - `sleep MS`: waits MS on the clock (a cancel message meanwhile ends the agent, exit 0);
+ * - `big N`: prints a line of N characters (not JSON);
+ * - `sleep MS`: waits MS on the clock (a follow-up meanwhile is answered `got: MESSAGE`; a cancel
+ *   message ends the agent, exit 0);
  * - `exit N`: exits with N (after the last line: 0).
  * Other lines are said. `sandboxes` counts the sandboxes not yet released.
  */
@@ -28,9 +30,14 @@ const agentProcess = Effect.gen(function*() {
       if (word === "say") yield* print(JSON.stringify({ type: "message", role: "assistant", text: arg }))
       else if (word === "print") yield* print(arg)
       else if (word === "exit") return Number(arg)
+      else if (word === "big") yield* print("x".repeat(Number(arg)))
       else if (word === "sleep") {
-        // A cancel message while asleep ends the agent.
+        // A cancel message while asleep ends the agent; a follow-up is answered.
         const cancelled = yield* Queue.take(inbox).pipe(
+          Effect.tap((m) => {
+            const message = m as { type?: string; message?: string }
+            return message.type === "followup" ? print(JSON.stringify({ type: "message", role: "assistant", text: `got: ${message.message}` })) : Effect.void
+          }),
           Effect.repeat({ until: (m) => (m as { type?: string }).type === "cancel" }),
           Effect.as(true),
           Effect.timeoutTo({ duration: `${Number(arg)} millis`, onSuccess: () => true, onTimeout: () => false })
