@@ -32,6 +32,15 @@ describe("repositories belong to teams", () => {
   let a: Awaited<ReturnType<typeof makeTeam>>
   let b: Awaited<ReturnType<typeof makeTeam>>
   let envA = ""
+  /** A team environment that clones acme/secret and checks, in its setup, that it is team `team`'s copy. */
+  const secretEnvironment = (token: string, name: string, team: string) =>
+    call(server, "POST", "/api/v1/agent/environments", {
+      token,
+      body: {
+        team: true,
+        config: { name, github_repos: [{ owner: "acme", repo: "secret" }], setup_commands: [`grep -q 'team ${team}' secret/SECRET.txt`] }
+      }
+    })
 
   beforeAll(async () => {
     server = await Effect.runPromise(Scope.extend(startServer("sqlite", {}, { concurrency: 2 }), scope))
@@ -41,13 +50,7 @@ describe("repositories belong to teams", () => {
     writeRepository(reposDir, a.uid, "acme/secret", secretOf("A"))
     // Where the repository was for every team before repositories were per team.
     writeRepository(reposDir, ".", "acme/secret", secretOf("A"))
-    const env = await call(server, "POST", "/api/v1/agent/environments", {
-      token: a.tokens.admin,
-      body: {
-        team: true,
-        config: { name: "secret env", github_repos: [{ owner: "acme", repo: "secret" }], setup_commands: ["grep -q 'team A' secret/SECRET.txt"] }
-      }
-    })
+    const env = await secretEnvironment(a.tokens.admin, "secret env", "A")
     expect(env.status).toBe(201)
     envA = env.body.uid
   }, 60_000)
@@ -116,13 +119,7 @@ describe("repositories belong to teams", () => {
 
   it("a team with a repository of the same name gets its own copy in its runs; the other team keeps its own", async () => {
     writeRepository(server.config.execution.reposDir, b.uid, "acme/secret", secretOf("B"))
-    const env = await call(server, "POST", "/api/v1/agent/environments", {
-      token: b.tokens.admin,
-      body: {
-        team: true,
-        config: { name: "b's own", github_repos: [{ owner: "acme", repo: "secret" }], setup_commands: ["grep -q 'team B' secret/SECRET.txt"] }
-      }
-    })
+    const env = await secretEnvironment(b.tokens.admin, "b's own", "B")
     expect(env.status).toBe(201)
     const runB = await call(server, "POST", "/api/v1/agent/runs", {
       token: b.tokens.member,

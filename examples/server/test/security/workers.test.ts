@@ -70,14 +70,15 @@ describe("worker ids belong to the service account that registered them", () => 
     disconnect: () => call(server, "DELETE", "/api/v1/workers/box/heartbeat", { token })
   })
 
+  /** A run of the team for the worker id "box", created by its member. */
+  const createForBox = (prompt: string) =>
+    call(server, "POST", "/api/v1/agent/runs", { token: tokens.member, body: { prompt, config: { worker_host: "box" } } })
+
   it("another service account of the team is refused on every worker endpoint, and gets no run", async () => {
     const a = asWorker(tokens.a)
     const b = asWorker(tokens.b)
     expect((await a.heartbeat()).status).toBe(200)
-    const created = await call(server, "POST", "/api/v1/agent/runs", {
-      token: tokens.member,
-      body: { prompt: "for box", config: { worker_host: "box" } }
-    })
+    const created = await createForBox("for box")
     expect(created.status).toBe(200)
     const runId = created.body.run_id as string
     const attempts = async () => [await b.heartbeat(), await b.claim(), await b.get(runId), await b.disconnect()]
@@ -104,10 +105,7 @@ describe("worker ids belong to the service account that registered them", () => 
   it("another service account cannot write the run the owner holds, even with its execution id", async () => {
     const a = asWorker(tokens.a)
     expect((await a.heartbeat()).status).toBe(200)
-    const created = await call(server, "POST", "/api/v1/agent/runs", {
-      token: tokens.member,
-      body: { prompt: "held by box", config: { worker_host: "box" } }
-    })
+    const created = await createForBox("held by box")
     expect(created.status).toBe(200)
     const claimed = await a.claim()
     expect(claimed.body.run.item.run_id).toBe(created.body.run_id)
