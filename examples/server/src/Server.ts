@@ -21,6 +21,7 @@ import {
   Ids,
   Ingress,
   Quotas,
+  RunExecutions,
   Runs,
   Schedules,
   Secrets,
@@ -105,6 +106,8 @@ const servicesLayer = (config: ServerConfig) =>
       Identities.Identities.Default,
       Workers.Workers.Default
     )),
+    // The records of executions: the server's own (the dispatcher) and self-hosted workers' (Workers).
+    Layer.provideMerge(RunExecutions.RunExecutions.Default),
     Layer.provide(Layer.succeed(Webhooks.WebhookIngressSettings, { baseUrl: config.webhookBaseUrl })),
     Layer.provide(Layer.succeed(Quotas.Quotas, { ...Quotas.defaultQuotas, ...config.quotas })),
     Layer.provide(Layer.succeed(Workers.WorkerSettingsTag, workerSettings(config))),

@@ -153,6 +153,10 @@ export const parseRunId = (raw: string): Either.Either<RunId, InvalidRequest> =>
       InvalidRequest.forField("runId", `must be a run id (a lowercase UUIDv7); got ${JSON.stringify(raw.slice(0, 80))}`)
     )
 
+/** Whether `executionId` holds the run now: CLAIMED or INPROGRESS under its lease. */
+export const holds = (run: StoredRun, executionId: string): boolean =>
+  run.lease !== null && run.lease.execution_id === executionId && (run.item.state === "CLAIMED" || run.item.state === "INPROGRESS")
+
 /** The guard of a write based on `run` as read: its state, and its lease holder when it has one. */
 export const guardOf = (run: StoredRun): RunGuard => ({
   state: run.item.state,

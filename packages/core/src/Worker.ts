@@ -6,14 +6,14 @@
  */
 import { Schema } from "effect"
 import { Artifact } from "./Artifact.js"
-import { JsonObject, NonBlankString, Timestamp } from "./Common.js"
-import { ConversationStep } from "./Conversation.js"
+import { NonBlankString, Timestamp } from "./Common.js"
+import { ContentBlock, MessageRole } from "./Conversation.js"
 import { ConversationOp } from "./ConversationLog.js"
-import { Environment } from "./Environment.js"
-import { ExecutionId, PrincipalUid, TeamUid } from "./Ids.js"
+import { ExecutionEvent, Report } from "./engine/ExecutionEvent.js"
+import { EnvironmentConfig } from "./Environment.js"
+import { ExecutionId, TeamUid } from "./Ids.js"
 import { RunItem } from "./Run.js"
 import { RunState } from "./RunState.js"
-import { TimelineEventType } from "./Timeline.js"
 
 /** A self-hosted worker that is connected now. */
 export const ConnectedWorker = Schema.Struct({
@@ -40,8 +40,9 @@ export const waitingForWorkerMessage = (workerId: string) =>
 
 // ---------------------------------------------------------------------------------------------
 // The worker protocol (`/api/v1/workers/{workerId}/…`, docs/workers.md): what a self-hosted
-// worker and the server exchange. The worker runs core's Dispatcher over ports that call these
-// endpoints, so the wire carries the ports' own values (a stored run, timeline events, ...).
+// worker and the server exchange. The worker runs core's execution loop over a host that calls
+// these endpoints: a claim brings what the execution needs, and the worker sends its execution's
+// events, report and output, which the server applies as it does its own (engine/RunExecutions.ts).
 
 /** A worker id: what a run's `agent_config.worker_host` names (1–64 of `[A-Za-z0-9._-]`). */
 export const WorkerId = Schema.String.pipe(
@@ -65,55 +66,69 @@ export class HeartbeatResponse extends Schema.Class<HeartbeatResponse>("WorkerHe
   lease_seconds: Schema.Number
 }) {}
 
-/** A lease on the wire. */
-export const WireLease = Schema.Struct({ execution_id: ExecutionId, expires_at: Schema.Number })
+/** The worker protocol this server speaks; a claim without it comes from an older worker (422: upgrade). */
+export const WORKER_PROTOCOL = 2
 
-/** A run as stored (the RunStore port's `StoredRun`), on the wire to the worker holding it. */
-export const WorkerRun = Schema.Struct({
-  item: RunItem,
+/** A file the claimed run's agent gets (the payload of a webhook-started run), base64. */
+export const WorkerAttachment = Schema.Struct({
+  name: Schema.String,
+  media_type: Schema.String,
+  data_base64: Schema.String
+})
+
+/** A message of the conversation of a run's earlier executions. */
+export const WorkerHistoryMessage = Schema.Struct({ role: MessageRole, content: Schema.Array(ContentBlock) })
+
+/**
+ * A claimed run, as its execution needs it: the run (its public item), its team, the run token,
+ * its environment's configuration, attachments, the history of a continuation, and where its
+ * transcript ends. The worker resolves the rest of its plan itself (the skill from its own
+ * repositories).
+ */
+export const WorkerClaim = Schema.Struct({
+  run: RunItem,
   team_uid: TeamUid,
-  lease: Schema.NullOr(WireLease),
-  at_capacity: Schema.Boolean,
-  sandbox_retained: Schema.Boolean,
-  has_conversation: Schema.Boolean
-}).annotations({ identifier: "WorkerRun" })
-
-/** A blob the claimed run needs (the payload of a webhook-started run), base64. */
-export const WorkerBlob = Schema.Struct({ key: Schema.String, data_base64: Schema.String })
+  run_token: Schema.String,
+  environment: Schema.NullOr(EnvironmentConfig),
+  /** The run names an environment that no longer exists (its setup fails). */
+  environment_missing: Schema.Boolean,
+  attachments: Schema.Array(WorkerAttachment),
+  history: Schema.Array(WorkerHistoryMessage),
+  /** The size of the run's transcript now: where this execution's output starts (`offset` of appends). */
+  transcript_bytes: Schema.NonNegativeInt
+}).annotations({ identifier: "WorkerClaim" })
+export type WorkerClaim = typeof WorkerClaim.Type
 
 /** `POST /workers/{workerId}/claim`: long-polls for a QUEUED run addressed to this worker. */
 export class ClaimRequest extends Schema.Class<ClaimRequest>("WorkerClaimRequest")({
   /** The execution the claim starts (the lease's fencing token), chosen by the worker. */
   execution_id: ExecutionId,
   /** How long to wait for a run (0 to 25 seconds; default 20). */
-  wait_seconds: Schema.optional(Schema.Number.pipe(Schema.between(0, 25)))
+  wait_seconds: Schema.optional(Schema.Number.pipe(Schema.between(0, 25))),
+  /** The worker protocol the worker speaks (`WORKER_PROTOCOL`); absent from workers older than it. */
+  protocol: Schema.optional(Schema.Int)
 }) {}
 
 export class ClaimResponse extends Schema.Class<ClaimResponse>("WorkerClaimResponse")({
   /** The claimed run (CLAIMED under a lease of `execution_id`), or null when none came in time. */
-  run: Schema.NullOr(WorkerRun),
-  /** The run token of the execution, for its agent. */
-  run_token: Schema.NullOr(Schema.String),
-  /** Blobs the run needs (its attachments). */
-  blobs: Schema.Array(WorkerBlob),
-  /** The size of the run's transcript now: where this execution's output starts (`offset` of appends). */
-  transcript_bytes: Schema.optionalWith(Schema.NonNegativeInt, { default: () => 0 })
+  claim: Schema.NullOr(WorkerClaim)
 }) {}
 
-/** A timeline event before storage numbers it (the port's `NewTimelineEvent`). */
-export const WireTimelineEvent = Schema.Struct({
-  event_type: TimelineEventType,
-  occurred_at: Schema.Number,
+/** `POST …/runs/{runId}/events`: the holding execution's events, applied in order at once. */
+export class RecordEventsRequest extends Schema.Class<RecordEventsRequest>("WorkerRecordEventsRequest")({
   execution_id: ExecutionId,
-  message: Schema.optionalWith(Schema.String, { exact: true }),
-  data: Schema.optionalWith(JsonObject, { exact: true })
-})
+  events: Schema.Array(ExecutionEvent).pipe(Schema.minItems(1), Schema.maxItems(10))
+}) {}
 
-/** `POST …/runs/{runId}/update`: a guarded write of a run the worker holds (events of its execution). */
-export class UpdateRunRequest extends Schema.Class<UpdateRunRequest>("WorkerUpdateRunRequest")({
-  guard: Schema.Struct({ state: RunState, execution_id: ExecutionId }),
-  run: WorkerRun,
-  events: Schema.Array(WireTimelineEvent)
+/** The run's state after the events. */
+export class RecordEventsResponse extends Schema.Class<RecordEventsResponse>("WorkerRecordEventsResponse")({
+  state: RunState
+}) {}
+
+/** `POST …/runs/{runId}/report`: what the agent reported (session, usage, status). */
+export class ReportRequest extends Schema.Class<ReportRequest>("WorkerReportRequest")({
+  execution_id: ExecutionId,
+  report: Report
 }) {}
 
 /** `POST …/runs/{runId}/renew`. */
@@ -125,14 +140,14 @@ export class RenewLeaseResponse extends Schema.Class<RenewLeaseResponse>("Worker
   expires_at: Schema.Number
 }) {}
 
-/** Follow-ups taken from a run's inbox (the port's `StoredFollowup`). */
-export class FollowupsResponse extends Schema.Class<FollowupsResponse>("WorkerFollowupsResponse")({
-  followups: Schema.Array(Schema.Struct({ message: Schema.String, received_at: Schema.Number }))
+/** `POST …/runs/{runId}/followups`: takes the follow-ups waiting for the holding execution's agent. */
+export class TakeFollowupsRequest extends Schema.Class<TakeFollowupsRequest>("WorkerTakeFollowupsRequest")({
+  execution_id: ExecutionId
 }) {}
 
-/** The conversation of a run (every execution's steps). */
-export class WorkerConversation extends Schema.Class<WorkerConversation>("WorkerConversation")({
-  steps: Schema.Array(ConversationStep)
+/** Follow-ups taken from a run's inbox, oldest first. */
+export class FollowupsResponse extends Schema.Class<FollowupsResponse>("WorkerFollowupsResponse")({
+  followups: Schema.Array(Schema.String)
 }) {}
 
 /** `POST …/runs/{runId}/conversation/parts`: one part of the holding execution's conversation log. */
@@ -163,13 +178,6 @@ export class AppendTranscriptRequest extends Schema.Class<AppendTranscriptReques
 export class AppendTranscriptResponse extends Schema.Class<AppendTranscriptResponse>("WorkerAppendTranscriptResponse")({
   success: Schema.Literal(true),
   transcript_bytes: Schema.NonNegativeInt
-}) {}
-
-/** An environment of the worker's team (the port's `StoredEnvironment`). */
-export class WorkerEnvironment extends Schema.Class<WorkerEnvironment>("WorkerEnvironment")({
-  item: Environment,
-  team_uid: TeamUid,
-  creator_uid: PrincipalUid
 }) {}
 
 /** `{success: true}`. */

@@ -1,14 +1,16 @@
 /**
  * Self-hosted workers, the server's side (CONTRACT §4, §5; docs/workers.md). A worker runs core's
- * `Dispatcher` on its own machine over ports that call `/api/v1/workers/{workerId}/…`; this
- * service answers those calls over the real stores, scoped to the worker's team and id:
+ * execution loop on its own machine over a host that calls `/api/v1/workers/{workerId}/…`; this
+ * service answers those calls, scoped to the worker's team and id, through the same execution
+ * records as the server's own executions (engine/RunExecutions.ts):
  * - presence: heartbeats recorded in `WorkerStore` (every replica lists the same workers), the
  *   connected-workers list of a team, and a disconnect when a worker stops;
  * - claiming (long-polled) the QUEUED runs of the worker's team whose `agent_config.worker_host`
  *   is its id, under a lease whose length the server decides;
- * - for a run the worker holds (its team, its id, the execution holding the lease): reading it,
- *   guarded writes (`acceptWorkerWrite` decides what a worker may change), lease renewal,
- *   follow-ups, the conversation, artifacts and the transcript, and the environment it needs.
+ * - for a run the worker holds (its team, its id, the execution holding the lease): its
+ *   execution's events (setup, start, outcome: the run state machine decides what applies), the
+ *   agent's report (session, usage, status), lease renewal, follow-ups, the conversation log,
+ *   artifacts and the transcript. A worker never writes a stored run itself.
  *
  * Decisions where the contract is silent:
  * - Who may act as a worker: a `service_account` principal with the `member` or `admin` role in
@@ -27,40 +29,40 @@
  *   execution (its agent is stopped), so a worker that comes back never runs a run twice.
  * - The server's sweep treats worker runs like any other: an expired lease requeues the run
  *   (attempt + 1), ERROR `resource_unavailable` after the third; admission stays on the server.
- * - Debug windows are not kept on workers: a failed setup releases the worker's sandbox at once.
+ * - Debug windows are not kept on workers: a failed setup releases the worker's sandbox at once
+ *   (a retention in its events is ignored).
+ * - A worker older than the protocol (`ClaimRequest.protocol` absent or older) is answered 422
+ *   `operation_not_supported` telling it to upgrade, as are the endpoints only older workers call.
  * - A claim takes a run only while the worker's latest heartbeat is at most 2 intervals old, so a
  *   long poll left waiting by a worker that froze stops claiming once its heartbeats stop.
  * - Transcript appends carry their offset in the run's transcript (the claim answers where it
  *   ends), and bytes already there are not written again: a retry after a lost answer is a no-op.
  */
-import { Chunk, Clock, Context, DateTime, Duration, Effect, Either, Encoding, Option, Stream } from "effect"
+import { Clock, Context, DateTime, Duration, Effect, Encoding, Option } from "effect"
 import type { Viewer } from "./Access.js"
 import type { Artifact } from "./Artifact.js"
 import type { ConversationPart } from "./ConversationLog.js"
 import { transcriptKey } from "./Conversations.js"
+import type { ExecutionEvent, Report } from "./engine/ExecutionEvent.js"
+import { Lost } from "./engine/ExecutionHost.js"
+import { RunExecutions } from "./engine/RunExecutions.js"
 import { Conflict, NotAuthorized, OperationNotSupported, ResourceNotFound } from "./Errors.js"
-import type { EnvironmentUid, ExecutionId, RunId } from "./Ids.js"
-import { eventPayloadKey } from "./Ingress.js"
+import type { ExecutionId, RunId } from "./Ids.js"
 import { BlobStore } from "./ports/BlobStore.js"
-import { EnvironmentStore } from "./ports/EnvironmentStore.js"
 import { IdentityStore } from "./ports/IdentityStore.js"
 import { RunStore } from "./ports/RunStore.js"
-import type { NewTimelineEvent, RunGuard, StoredRun } from "./ports/RunStore.js"
-import { RunTokens } from "./ports/RunTokens.js"
+import type { StoredRun } from "./ports/RunStore.js"
 import { WorkerStore } from "./ports/WorkerStore.js"
-import { RunItem } from "./Run.js"
-import type { RunState } from "./RunState.js"
-import type { TimelineEventType } from "./Timeline.js"
-import { concatBytes } from "./internal/Bytes.js"
+import { holds } from "./RunRecords.js"
 import { storageUnavailable } from "./internal/Services.js"
 import {
   ClaimResponse,
   FollowupsResponse,
   HeartbeatResponse,
   ListConnectedWorkersResponse,
+  RecordEventsResponse,
   RenewLeaseResponse,
-  WorkerConversation,
-  WorkerEnvironment
+  WORKER_PROTOCOL
 } from "./Worker.js"
 import type { HeartbeatRequest } from "./Worker.js"
 
@@ -94,88 +96,13 @@ export interface WorkerRef {
 /** A worker claims only while its latest heartbeat is at most this many intervals old. */
 const FRESH_HEARTBEATS = 2
 
-/** States in which a worker holds a run. */
-const HELD: ReadonlyArray<RunState> = ["CLAIMED", "INPROGRESS"]
-
-/** States a worker may write for a run it holds. */
-const WRITABLE: ReadonlyArray<RunState> = ["CLAIMED", "INPROGRESS", "SUCCEEDED", "FAILED", "BLOCKED", "ERROR"]
-
-/** Timeline events a worker may append for its execution. */
-const WORKER_EVENTS: ReadonlyArray<TimelineEventType> = [
-  "environment_setup_started",
-  "environment_setup_succeeded",
-  "environment_setup_failed",
-  "run_in_progress",
-  "run_succeeded",
-  "run_failed",
-  "run_blocked",
-  "run_errored"
-]
-
 /** Whether the run is addressed to this worker (its team, its id). */
 export const isWorkersRun = (run: StoredRun, worker: WorkerRef): boolean =>
   run.team_uid === worker.team_uid && run.item.agent_config.worker_host === worker.worker_id
 
-/** Whether `executionId` holds the run now (CLAIMED or INPROGRESS under its lease). */
-export const holds = (run: StoredRun, executionId: string): boolean =>
-  run.lease !== null && run.lease.execution_id === executionId && HELD.includes(run.item.state)
-
-/**
- * What a worker's guarded write of a run it holds becomes (pure): the current run with only the
- * fields an executor changes taken from the proposal (state, status message, times, session,
- * usage, the conversation flag, the lease released or kept), and its events if each is one an
- * executor writes, for its own execution. Everything else (prompt, team, configuration, creator,
- * metadata, attempt, execution count, the lease's expiry) stays the server's. Left with the reason
- * when the write is refused: the guard does not match the run, the execution does not hold it,
- * or the proposal is not an executor's.
- */
-export const acceptWorkerWrite = (
-  current: StoredRun,
-  guard: { readonly state: RunState; readonly execution_id: ExecutionId },
-  proposed: StoredRun,
-  events: ReadonlyArray<NewTimelineEvent>
-): Either.Either<{ readonly run: StoredRun; readonly events: ReadonlyArray<NewTimelineEvent> }, string> => {
-  if (current.item.state !== guard.state || !holds(current, guard.execution_id)) {
-    return Either.left("the run is no longer held by this execution")
-  }
-  const state = proposed.item.state
-  if (!WRITABLE.includes(state)) return Either.left(`a worker cannot move a run to ${state}`)
-  if (proposed.lease !== null && proposed.lease.execution_id !== guard.execution_id) {
-    return Either.left("a worker cannot hand its lease to another execution")
-  }
-  const ended = !HELD.includes(state)
-  if (!ended && proposed.lease === null) return Either.left("a run the worker holds keeps its lease until it ends")
-  for (const event of events) {
-    if (!WORKER_EVENTS.includes(event.event_type)) return Either.left(`a worker cannot write ${event.event_type} events`)
-    if (event.execution_id !== guard.execution_id) return Either.left("events must belong to the execution holding the run")
-  }
-  const p = proposed.item
-  const run: StoredRun = {
-    ...current,
-    lease: ended ? null : current.lease,
-    sandbox_retained: false,
-    has_conversation: current.has_conversation || proposed.has_conversation,
-    item: new RunItem(
-      {
-        ...current.item,
-        state,
-        status_message: p.status_message,
-        started_at: current.item.started_at ?? p.started_at,
-        ended_at: ended ? p.ended_at : null,
-        updated_at: p.updated_at,
-        session_id: p.session_id,
-        session_link: p.session_link,
-        request_usage: p.request_usage
-      },
-      true
-    )
-  }
-  return Either.right({ run, events })
-}
-
-/** The answer to a worker of the previous protocol (it saved whole conversations): upgrade. */
+/** The answer to a worker of an older protocol: upgrade. */
 export const upgradeNeeded = new OperationNotSupported({
-  message: "this server takes a worker's conversation in parts (POST …/conversation/parts); " +
+  message: `this server speaks worker protocol ${WORKER_PROTOCOL} (a worker sends its execution's events, not stored runs); ` +
     "upgrade the worker (agent-runs worker) to the server's version"
 })
 
@@ -184,10 +111,9 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
     const settings = yield* WorkerSettingsTag
     const presence = yield* WorkerStore
     const store = yield* RunStore
-    const environments = yield* EnvironmentStore
     const identities = yield* IdentityStore
     const blobs = yield* BlobStore
-    const tokens = yield* RunTokens
+    const executions = yield* RunExecutions
 
     /** The caller as a worker: a service account that may change things in its team. */
     const asWorker = (viewer: Viewer, workerId: string) =>
@@ -297,8 +223,9 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
         Effect.map(presence.connected(team, now), (workers) => workers.some((w) => w.worker_id === workerId)))
 
     const claim = Effect.fn("Workers.claim")(
-      function*(viewer: Viewer, workerId: string, executionId: ExecutionId, waitSeconds: number) {
+      function*(viewer: Viewer, workerId: string, executionId: ExecutionId, waitSeconds: number, protocol: number | undefined) {
         const worker = yield* asWorker(viewer, workerId)
+        if (protocol === undefined || protocol < WORKER_PROTOCOL) return yield* Effect.fail(upgradeNeeded)
         const deadline = (yield* Clock.currentTimeMillis) + waitSeconds * 1000
         // Only for a worker that sent a heartbeat lately: a claim left waiting by a worker that froze
         // or lost its network stops taking runs once its heartbeats stop (the run would sit unused
@@ -306,7 +233,7 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
         const once = Effect.flatMap(Clock.currentTimeMillis, (now) =>
           Effect.flatMap(presence.connected(worker.team_uid, now), (workers) =>
             workers.some((w) => w.worker_id === workerId && now - w.last_heartbeat_at <= FRESH_HEARTBEATS * settings.heartbeatMs)
-              ? store.claim({ worker_host: workerId, team_uid: worker.team_uid, execution_id: executionId, now, lease_ms: settings.leaseMs })
+              ? executions.claim({ worker_host: workerId, team_uid: worker.team_uid, execution_id: executionId, lease_ms: settings.leaseMs })
               : Effect.succeed(Option.none())))
         // Long poll: look again every `claimPollMs` until a run is claimed or the wait is over.
         let claimed = yield* once
@@ -314,47 +241,43 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
           yield* Effect.sleep(Duration.millis(settings.claimPollMs))
           claimed = yield* once
         }
-        if (Option.isNone(claimed)) return new ClaimResponse({ run: null, run_token: null, blobs: [] })
-        const run = claimed.value
-        const token = yield* tokens.issue({ run_id: run.item.run_id, execution_id: executionId })
-        // The payload of a webhook-started run, which its agent gets as an attachment.
-        const deliveryId = run.item.metadata["delivery_id"]
-        const blobList: Array<{ key: string; data_base64: string }> = []
-        if (run.item.source === "WEBHOOK" && deliveryId !== undefined) {
-          const key = eventPayloadKey(deliveryId)
-          const blob = yield* blobs.read(key)
-          if (Option.isSome(blob)) {
-            const chunks = yield* Stream.runCollect(blob.value)
-            blobList.push({ key, data_base64: Encoding.encodeBase64(concatBytes(Chunk.toReadonlyArray(chunks))) })
+        if (Option.isNone(claimed)) return new ClaimResponse({ claim: null })
+        const c = claimed.value
+        return new ClaimResponse({
+          claim: {
+            run: c.run,
+            team_uid: c.team_uid,
+            run_token: c.run_token,
+            environment: c.environment,
+            environment_missing: c.environment_missing,
+            attachments: c.attachments.map((a) => ({ name: a.name, media_type: a.media_type, data_base64: Encoding.encodeBase64(a.bytes) })),
+            history: c.history,
+            transcript_bytes: c.transcript_bytes
           }
-        }
-        const transcriptBytes = yield* blobs.size(transcriptKey(run.item.run_id))
-        return new ClaimResponse({ run, run_token: token, blobs: blobList, transcript_bytes: transcriptBytes })
+        })
       },
       storageUnavailable
     )
 
-    const get = Effect.fn("Workers.get")(function*(viewer: Viewer, workerId: string, runId: RunId) {
-      return yield* workersRun(yield* asWorker(viewer, workerId), runId)
-    }, storageUnavailable)
+    /** `Lost` as the worker's 409: its execution no longer holds the run. */
+    const asConflict = <A, E, R>(effect: Effect.Effect<A, E | Lost, R>) =>
+      Effect.catchIf(effect, (e): e is Lost => e instanceof Lost, () => Effect.fail(stale()))
 
-    const update = Effect.fn("Workers.update")(
-      function*(
-        viewer: Viewer,
-        workerId: string,
-        runId: RunId,
-        guard: { readonly state: RunState; readonly execution_id: ExecutionId },
-        proposed: StoredRun,
-        events: ReadonlyArray<NewTimelineEvent>
-      ) {
-        const worker = yield* asWorker(viewer, workerId)
-        const current = yield* workersRun(worker, runId)
-        const accepted = acceptWorkerWrite(current, guard, proposed, events)
-        if (Either.isLeft(accepted)) return yield* Effect.fail(new Conflict({ message: accepted.left }))
-        const storeGuard: RunGuard = { state: guard.state, execution_id: guard.execution_id }
-        yield* store.update(runId, storeGuard, accepted.right.run, accepted.right.events).pipe(
-          Effect.catchTag("StaleWrite", () => Effect.fail(stale()))
-        )
+    const recordEvents = Effect.fn("Workers.recordEvents")(
+      function*(viewer: Viewer, workerId: string, runId: RunId, executionId: ExecutionId, events: ReadonlyArray<ExecutionEvent>) {
+        yield* workersRun(yield* asWorker(viewer, workerId), runId)
+        // No debug windows on workers: a failed setup's sandbox is not kept.
+        const kept = events.map((e) => (e._tag === "EnvironmentSetupFailed" ? { _tag: e._tag, message: e.message } as const : e))
+        const recorded = yield* asConflict(executions.record(runId, executionId, kept, settings.leaseMs))
+        return new RecordEventsResponse({ state: recorded.state })
+      },
+      storageUnavailable
+    )
+
+    const report = Effect.fn("Workers.report")(
+      function*(viewer: Viewer, workerId: string, runId: RunId, executionId: ExecutionId, reported: Report) {
+        yield* workersRun(yield* asWorker(viewer, workerId), runId)
+        yield* asConflict(executions.report(runId, executionId, reported))
       },
       storageUnavailable
     )
@@ -363,24 +286,19 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
       const worker = yield* asWorker(viewer, workerId)
       yield* heldRun(worker, runId, executionId)
       const expires = (yield* Clock.currentTimeMillis) + settings.leaseMs
-      yield* store.renewLease(runId, executionId, expires).pipe(Effect.catchTag("StaleWrite", () => Effect.fail(stale())))
+      yield* asConflict(executions.renew(runId, executionId, settings.leaseMs))
       return new RenewLeaseResponse({ expires_at: expires })
     }, storageUnavailable)
 
-    const takeFollowups = Effect.fn("Workers.takeFollowups")(function*(viewer: Viewer, workerId: string, runId: RunId) {
+    const takeFollowups = Effect.fn("Workers.takeFollowups")(function*(viewer: Viewer, workerId: string, runId: RunId, executionId: ExecutionId) {
       yield* workersRun(yield* asWorker(viewer, workerId), runId)
-      return new FollowupsResponse({ followups: yield* store.takeFollowups(runId) })
-    }, storageUnavailable)
-
-    const conversation = Effect.fn("Workers.conversation")(function*(viewer: Viewer, workerId: string, runId: RunId) {
-      yield* workersRun(yield* asWorker(viewer, workerId), runId)
-      return new WorkerConversation({ steps: yield* store.conversation(runId) })
+      return new FollowupsResponse({ followups: yield* asConflict(executions.followups(runId, executionId)) })
     }, storageUnavailable)
 
     const appendConversation = Effect.fn("Workers.appendConversation")(
       function*(viewer: Viewer, workerId: string, runId: RunId, executionId: ExecutionId, part: ConversationPart) {
         yield* heldRun(yield* asWorker(viewer, workerId), runId, executionId)
-        yield* store.appendConversation(runId, executionId, part)
+        yield* executions.output(runId, executionId).appendConversation(part)
       },
       storageUnavailable
     )
@@ -388,7 +306,7 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
     const addArtifact = Effect.fn("Workers.addArtifact")(
       function*(viewer: Viewer, workerId: string, runId: RunId, executionId: ExecutionId, artifact: Artifact) {
         yield* heldRun(yield* asWorker(viewer, workerId), runId, executionId)
-        yield* store.addArtifact(runId, artifact)
+        yield* executions.output(runId, executionId).addArtifact(artifact)
       },
       storageUnavailable
     )
@@ -401,19 +319,12 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
       function*(viewer: Viewer, workerId: string, runId: RunId, executionId: ExecutionId, bytes: Uint8Array, offset?: number) {
         yield* heldRun(yield* asWorker(viewer, workerId), runId, executionId)
         const key = transcriptKey(runId)
-        if (offset !== undefined) return yield* blobs.appendAt(key, offset, bytes)
+        if (offset !== undefined) return yield* executions.output(runId, executionId).appendTranscript(offset, bytes)
         yield* blobs.append(key, bytes)
         return yield* blobs.size(key)
       },
       storageUnavailable
     )
-
-    const environment = Effect.fn("Workers.environment")(function*(viewer: Viewer, workerId: string, uid: EnvironmentUid) {
-      const worker = yield* asWorker(viewer, workerId)
-      const found = yield* environments.get(uid)
-      if (Option.isNone(found) || found.value.team_uid !== worker.team_uid) return yield* Effect.fail(ResourceNotFound.of("environment", uid))
-      return new WorkerEnvironment(found.value)
-    }, storageUnavailable)
 
     return {
       heartbeat,
@@ -422,15 +333,13 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
       list,
       isConnected,
       claim,
-      get,
-      update,
+      recordEvents,
+      report,
       renew,
       takeFollowups,
-      conversation,
       appendConversation,
       addArtifact,
-      appendTranscript,
-      environment
+      appendTranscript
     } as const
   })
 }) {}

@@ -11,6 +11,11 @@ import { Context, Duration, Effect, Layer, Option, Ref, TestClock } from "effect
 import type { Viewer } from "../src/Access.js"
 import type { ConversationStep } from "../src/Conversation.js"
 import * as Dispatcher from "../src/Dispatcher.js"
+import { DebugWindows } from "../src/engine/DebugWindows.js"
+import * as ExecutionLoop from "../src/engine/ExecutionLoop.js"
+import * as LeaseSweep from "../src/engine/LeaseSweep.js"
+import * as LocalHost from "../src/engine/LocalHost.js"
+import { RunExecutions } from "../src/engine/RunExecutions.js"
 import * as Health from "../src/Health.js"
 import { IdsLive, type RunId } from "../src/Ids.js"
 import type { BlobStore } from "../src/ports/BlobStore.js"
@@ -21,6 +26,7 @@ import { RunAgentRequest, RunFollowupRequest } from "../src/Run.js"
 import { Followups } from "../src/Followups.js"
 import { Runs } from "../src/Runs.js"
 import { memoryBlobStore, transcriptText } from "./ConversationsServiceSuite.js"
+import { testRepos } from "./RunsServiceSuite.js"
 import { scriptedExecutor } from "./ScriptedExecutor.js"
 import type { Stores } from "./Stores.js"
 import { seedWorld } from "./World.js"
@@ -62,13 +68,16 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
   const setup = Effect.gen(function*() {
     const executor = yield* scriptedExecutor
     const fault = yield* Ref.make(false)
-    const services = Layer.merge(Runs.Default, Followups.Default).pipe(
+    const services = Layer.mergeAll(Runs.Default, Followups.Default, LocalHost.layer).pipe(
+      Layer.provideMerge(DebugWindows.Default),
+      Layer.provideMerge(RunExecutions.Default),
       Layer.provideMerge(
         Layer.mergeAll(
           faulty.pipe(Layer.provide(Layer.succeed(StorageFault, fault))),
           executor.layer,
           memoryBlobStore,
           runTokens,
+          testRepos,
           IdsLive,
           Health.layer,
           Layer.succeed(Dispatcher.DispatcherConfig, {
@@ -88,7 +97,11 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
     test: (env: {
       readonly viewer: Viewer
       readonly create: (prompt: string) => Effect.Effect<RunId, unknown, Runs>
-      readonly dispatcher: Effect.Effect.Success<ReturnType<typeof Dispatcher.make>>
+      /** The execution loop's claiming and the lease sweep, called by the test. */
+      readonly dispatcher: {
+        readonly claimSome: Effect.Effect<void, unknown>
+        readonly sweep: Effect.Effect<void, unknown>
+      }
       readonly fault: Ref.Ref<boolean>
       readonly sandboxes: Effect.Effect<number>
       /** Moves the clock `ms` in steps of 50 ms, letting every fiber run at each. */
@@ -101,7 +114,8 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
         yield* TestClock.setTime(Date.UTC(2026, 10, 25))
         // One run at a time for the team: the second waits PENDING.
         const world = yield* seedWorld({ maxConcurrentRuns: 1 })
-        const dispatcher = yield* Dispatcher.make(yield* Effect.scope)
+        const loop = yield* ExecutionLoop.make(yield* Effect.scope)
+        const dispatcher = { claimSome: loop.claimSome, sweep: yield* LeaseSweep.make }
         const pass = (ms: number) =>
           Effect.gen(function*() {
             for (let t = 0; t < ms; t += 50) {

@@ -58,7 +58,7 @@ const FIX_SKILL = "---\nname: fix\ndescription: Fixes flaky tests\n---\n# Fix\nF
 const OWN_SKILL = "---\nname: own\ndescription: The team's own\n---\nMine."
 const hasRepository = (team: string, owner: string, repo: string) =>
   (owner === "acme" && repo === "tools") || (owner === "own" && repo === team)
-const testRepos = Layer.succeed(RepoSource, {
+export const testRepos = Layer.succeed(RepoSource, {
   has: (team, owner, repo) => Effect.succeed(hasRepository(team, owner, repo)),
   findFiles: (team, owner, repo) =>
     Effect.succeed(

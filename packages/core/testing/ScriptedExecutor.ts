@@ -7,11 +7,13 @@
  * - `sleep MS`: waits MS on the clock (a follow-up meanwhile is answered `got: MESSAGE`; a cancel
  *   message ends the agent, exit 0);
  * - `exit N`: exits with N (after the last line: 0).
- * Other lines are said. `sandboxes` counts the sandboxes not yet released.
+ * Other lines are said. `sandboxes` counts the sandboxes not yet released. A sandbox whose setup
+ * commands include `exit 1` fails its setup (kept, for the caller to release or retain); one of the
+ * Docker image `broken` is an executor failure.
  */
 import { Deferred, Effect, Fiber, Layer, Option, Queue, Ref, Stream } from "effect"
 import type { StartMessage } from "../src/Harness.js"
-import { Executor } from "../src/ports/Executor.js"
+import { Executor, ExecutorError, SetupFailed } from "../src/ports/Executor.js"
 import type { AgentProcess, Sandbox } from "../src/ports/Executor.js"
 
 const encoder = new TextEncoder()
@@ -67,9 +69,11 @@ export const scriptedExecutor = Effect.gen(function*() {
   const held = yield* Ref.make(0)
   const layer = Layer.succeed(Executor, {
     prepare: (spec) =>
-      Effect.map(Ref.update(held, (n) => n + 1), (): Sandbox => {
+      Effect.gen(function*() {
+        if (spec.docker_image === "broken") return yield* new ExecutorError({ message: "the engine is broken" })
+        yield* Ref.update(held, (n) => n + 1)
         let released = false
-        return {
+        const sandbox: Sandbox = {
           id: `sandbox-${spec.execution_id}`,
           run_id: spec.run_id,
           execution_id: spec.execution_id,
@@ -82,6 +86,10 @@ export const scriptedExecutor = Effect.gen(function*() {
             return Ref.update(held, (n) => n - 1)
           })
         }
+        if (spec.setup_commands.includes("exit 1")) {
+          return yield* new SetupFailed({ message: "setup command `exit 1` exited with code 1", sandbox })
+        }
+        return sandbox
       }),
     leftovers: Effect.succeed([])
   })

@@ -10,6 +10,8 @@
 import { describe, expect, it as plainIt, layer } from "@effect/vitest"
 import { Effect, Layer, Option, TestClock } from "effect"
 import * as Dispatcher from "../src/Dispatcher.js"
+import * as LeaseSweep from "../src/engine/LeaseSweep.js"
+import { RunExecutions } from "../src/engine/RunExecutions.js"
 import * as Health from "../src/Health.js"
 import { Executor, ExecutorError } from "../src/ports/Executor.js"
 import type { Viewer } from "../src/Access.js"
@@ -23,7 +25,7 @@ import { Followups } from "../src/Followups.js"
 import { RunAgentRequest, RunFollowupRequest } from "../src/Run.js"
 import { RunEvent } from "../src/RunStateMachine.js"
 import { Runs } from "../src/Runs.js"
-import { HeartbeatRequest } from "../src/Worker.js"
+import { HeartbeatRequest, WORKER_PROTOCOL } from "../src/Worker.js"
 import { defaultWorkerSettings, Workers, WorkerSettingsTag } from "../src/Workers.js"
 import { WorkerStore } from "../src/ports/WorkerStore.js"
 import { memoryBlobStore, transcriptText } from "./ConversationsServiceSuite.js"
@@ -75,12 +77,13 @@ const claimAs = (worker: Viewer, workerId: string) =>
     const workers = yield* Workers
     yield* workers.heartbeat(worker, workerId, new HeartbeatRequest({ capacity: 1 }))
     const execution = uuid<ExecutionId>()
-    const answer = yield* workers.claim(worker, workerId, execution, 0)
+    const answer = yield* workers.claim(worker, workerId, execution, 0, WORKER_PROTOCOL)
     return { execution, answer }
   })
 
 export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E>): void => {
   const services = Layer.mergeAll(Workers.Default, Runs.Default).pipe(
+    Layer.provideMerge(RunExecutions.Default),
     Layer.provideMerge(
       Layer.mergeAll(storage, IdsLive, memoryBlobStore, runTokens, Layer.succeed(WorkerSettingsTag, defaultWorkerSettings))
     )
@@ -88,6 +91,7 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
 
   /** The dispatcher's sweep over a fresh database, on the TestClock; the default wait (10 minutes). */
   const sweepServices = Layer.mergeAll(Workers.Default, Runs.Default, Followups.Default).pipe(
+    Layer.provideMerge(RunExecutions.Default),
     Layer.provideMerge(
       Layer.mergeAll(
         storage,
@@ -112,9 +116,9 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
         const runs = yield* Runs
         const workers = yield* Workers
         const followups = yield* Followups
-        const dispatcher = yield* Dispatcher.make(yield* Effect.scope)
+        const sweep = yield* LeaseSweep.make
         const state = (id: RunId) => Effect.map(runs.get(world.alice, id), (r) => r.state)
-        const sweepAt = (ms: number) => Effect.zipRight(TestClock.setTime(start + ms), dispatcher.sweep)
+        const sweepAt = (ms: number) => Effect.zipRight(TestClock.setTime(start + ms), sweep)
 
         const ghost = yield* createFor(world.alice, "ghost")
         const box = yield* createFor(world.alice, "box")
@@ -164,15 +168,17 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           // An earlier execution's output is in the transcript already.
           yield* (yield* BlobStore).put(transcriptKey(runId), text("earlier\n"))
           const { answer, execution } = yield* claimAs(world.worker, workerId)
-          expect(answer.run?.item.run_id).toBe(runId)
-          expect(answer.run?.lease?.execution_id).toBe(execution)
-          expect(answer.run_token).toBe(`rt_${execution}`)
-          expect(answer.transcript_bytes).toBe(8)
+          expect(answer.claim?.run.run_id).toBe(runId)
+          expect(answer.claim?.run.state).toBe("CLAIMED")
+          expect(answer.claim?.run_token).toBe(`rt_${execution}`)
+          expect(answer.claim?.transcript_bytes).toBe(8)
+          expect(answer.claim?.environment).toBeNull()
+          expect(answer.claim?.history).toEqual([])
           // Nothing left for it; another id's claim gets nothing either.
-          expect((yield* claimAs(world.worker, workerId)).answer.run).toBeNull()
+          expect((yield* claimAs(world.worker, workerId)).answer.claim).toBeNull()
           const other = yield* createFor(world.alice, `${workerId}-other`)
-          expect((yield* claimAs(world.worker, workerId)).answer.run).toBeNull()
-          expect((yield* claimAs(world.worker, `${workerId}-other`)).answer.run?.item.run_id).toBe(other)
+          expect((yield* claimAs(world.worker, workerId)).answer.claim).toBeNull()
+          expect((yield* claimAs(world.worker, `${workerId}-other`)).answer.claim?.run.run_id).toBe(other)
         }))
 
       it.effect("transcript appends with their offset: a retried request appends nothing; the answer is the next offset", () =>
@@ -182,7 +188,7 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           const workerId = `w-${uid()}`
           const runId = yield* createFor(world.alice, workerId)
           const { answer, execution } = yield* claimAs(world.worker, workerId)
-          expect(answer.transcript_bytes).toBe(0)
+          expect(answer.claim?.transcript_bytes).toBe(0)
           const append = (chunk: string, offset?: number) =>
             workers.appendTranscript(world.worker, workerId, runId, execution, text(chunk), offset)
           const first = yield* append("{\"type\":\"message\"}\n", 0)
@@ -212,7 +218,7 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           // The lease is lost and the run requeued (as the sweep does); a new execution claims it.
           yield* advance(runId, RunEvent.LeaseExpired({ executionId: one.execution }), Date.now() + defaultWorkerSettings.leaseMs + 1)
           const two = yield* claimAs(world.worker, workerId)
-          expect(two.answer.transcript_bytes).toBe(end)
+          expect(two.answer.claim?.transcript_bytes).toBe(end)
           yield* workers.appendTranscript(world.worker, workerId, runId, two.execution, text("second\n"), end)
           // The first execution no longer holds the run: its (late) append is refused.
           const late = yield* failureOf(workers.appendTranscript(world.worker, workerId, runId, one.execution, text("late\n"), end))
@@ -226,8 +232,8 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           const workers = yield* Workers
           const workerId = `w-${uid()}`
           const runId = yield* createFor(world.alice, workerId)
-          const claimNow = () => workers.claim(world.worker, workerId, uuid<ExecutionId>(), 0)
-          expect((yield* claimNow()).run).toBeNull()
+          const claimNow = () => workers.claim(world.worker, workerId, uuid<ExecutionId>(), 0, WORKER_PROTOCOL)
+          expect((yield* claimNow()).claim).toBeNull()
           // Still listed (not expired), but its latest heartbeat is 2.5 intervals old: it froze.
           const then = Date.now() - 2.5 * defaultWorkerSettings.heartbeatMs
           yield* (yield* WorkerStore).heartbeat({
@@ -240,9 +246,9 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
             expires_at: then + defaultWorkerSettings.staleAfterMs
           })
           expect((yield* workers.list(world.alice)).workers.map((w) => w.worker_id)).toContain(workerId)
-          expect((yield* claimNow()).run).toBeNull()
+          expect((yield* claimNow()).claim).toBeNull()
           // It comes back: its next heartbeat lets it claim.
-          expect((yield* claimAs(world.worker, workerId)).answer.run?.item.run_id).toBe(runId)
+          expect((yield* claimAs(world.worker, workerId)).answer.claim?.run.run_id).toBe(runId)
         }))
 
       it.effect("a worker touches only its team's runs addressed to its id; users cannot act as workers", () =>
@@ -253,15 +259,100 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           const workerId = `w-${uid()}`
           const runId = yield* createFor(world.alice, workerId)
           // Another team's worker with the same id neither claims nor sees it.
-          expect((yield* claimAs(other.worker, workerId)).answer.run).toBeNull()
-          expect((yield* failureOf(workers.get(other.worker, workerId, runId)))._tag).toBe("ResourceNotFound")
-          expect((yield* failureOf(workers.get(world.worker, `${workerId}-x`, runId)))._tag).toBe("ResourceNotFound")
-          expect((yield* failureOf(workers.claim(world.alice, workerId, uuid<ExecutionId>(), 0)))._tag).toBe("NotAuthorized")
+          expect((yield* claimAs(other.worker, workerId)).answer.claim).toBeNull()
+          expect((yield* failureOf(workers.claim(world.alice, workerId, uuid<ExecutionId>(), 0, WORKER_PROTOCOL)))._tag).toBe("NotAuthorized")
           const { execution } = yield* claimAs(world.worker, workerId)
+          // Not its run (another team's worker, another id): 404, whatever the execution.
+          const start = [{ _tag: "Start" }] as const
+          expect((yield* failureOf(workers.recordEvents(other.worker, workerId, runId, execution, start)))._tag).toBe("ResourceNotFound")
+          expect((yield* failureOf(workers.takeFollowups(world.worker, `${workerId}-x`, runId, execution)))._tag).toBe("ResourceNotFound")
           const stranger = uuid<ExecutionId>()
           const refused = yield* failureOf(workers.appendTranscript(world.worker, workerId, runId, stranger, text("x"), 0))
           expect(refused._tag).toBe("Conflict")
           expect(yield* workers.appendTranscript(world.worker, workerId, runId, execution, text("x"), 0)).toBe(1)
+          // Another execution's events, report or follow-ups: 409 (it does not hold the run).
+          expect((yield* failureOf(workers.recordEvents(world.worker, workerId, runId, stranger, start)))._tag).toBe("Conflict")
+          expect((yield* failureOf(workers.takeFollowups(world.worker, workerId, runId, stranger)))._tag).toBe("Conflict")
+        }))
+
+      it.effect("a worker older than the protocol is told to upgrade", () =>
+        Effect.gen(function*() {
+          const world = yield* seedWorkers
+          const workers = yield* Workers
+          const workerId = `w-${uid()}`
+          yield* createFor(world.alice, workerId)
+          yield* workers.heartbeat(world.worker, workerId, new HeartbeatRequest({ capacity: 1 }))
+          for (const protocol of [undefined, WORKER_PROTOCOL - 1]) {
+            const refused = yield* failureOf(workers.claim(world.worker, workerId, uuid<ExecutionId>(), 0, protocol))
+            expect(refused._tag).toBe("OperationNotSupported")
+            expect(refused.message).toContain("upgrade the worker")
+          }
+          // The run was not claimed by the refused worker.
+          expect((yield* claimAs(world.worker, workerId)).answer.claim).not.toBeNull()
+        }))
+
+      it.effect("a worker's events move its run as the server's own executions do; the run's other fields stay the server's", () =>
+        Effect.gen(function*() {
+          const world = yield* seedWorkers
+          const workers = yield* Workers
+          const runs = yield* Runs
+          const workerId = `w-${uid()}`
+          const runId = yield* createFor(world.alice, workerId, "the server's prompt")
+          const { execution } = yield* claimAs(world.worker, workerId)
+          const progress = yield* workers.recordEvents(world.worker, workerId, runId, execution, [
+            { _tag: "EnvironmentSetupStarted" },
+            { _tag: "EnvironmentSetupSucceeded" },
+            { _tag: "Start" }
+          ])
+          expect(progress.state).toBe("INPROGRESS")
+          yield* workers.report(world.worker, workerId, runId, execution, {
+            session_id: "s-1",
+            request_usage: { input_tokens: 5, output_tokens: 7, inference_cost: 0, compute_cost: 0 },
+            status: "working"
+          })
+          const during = yield* runs.get(world.alice, runId)
+          expect(during).toMatchObject({ state: "INPROGRESS", session_id: "s-1", status_message: { message: "working" } })
+          expect(during.started_at).not.toBeNull()
+          expect(during.request_usage.output_tokens).toBe(7)
+          // An event that does not apply (a second start) is refused as stale: 409, the run unchanged.
+          expect((yield* failureOf(workers.recordEvents(world.worker, workerId, runId, execution, [{ _tag: "EnvironmentSetupStarted" }])))._tag)
+            .toBe("Conflict")
+          const done = yield* workers.recordEvents(world.worker, workerId, runId, execution, [{ _tag: "Succeed", message: "done" }])
+          expect(done.state).toBe("SUCCEEDED")
+          const after = yield* runs.get(world.alice, runId)
+          expect(after).toMatchObject({ state: "SUCCEEDED", prompt: "the server's prompt", attempt: 1, is_sandbox_running: false })
+          expect((yield* runs.timeline(world.alice, runId)).events.map((e) => e.event_type)).toEqual([
+            "run_created",
+            "run_pending",
+            "run_queued",
+            "run_claimed",
+            "environment_setup_started",
+            "environment_setup_succeeded",
+            "run_in_progress",
+            "run_succeeded"
+          ])
+          // Once ended, the execution holds nothing: no more reports, events or follow-ups.
+          expect((yield* failureOf(workers.report(world.worker, workerId, runId, execution, { request_usage: during.request_usage })))._tag)
+            .toBe("Conflict")
+          expect((yield* failureOf(workers.takeFollowups(world.worker, workerId, runId, execution)))._tag).toBe("Conflict")
+        }))
+
+      it.effect("a worker's failed setup keeps no sandbox, whatever retention it asks for", () =>
+        Effect.gen(function*() {
+          const world = yield* seedWorkers
+          const workers = yield* Workers
+          const runs = yield* Runs
+          const workerId = `w-${uid()}`
+          const runId = yield* createFor(world.alice, workerId)
+          const { execution } = yield* claimAs(world.worker, workerId)
+          const failed = yield* workers.recordEvents(world.worker, workerId, runId, execution, [
+            { _tag: "EnvironmentSetupStarted" },
+            { _tag: "EnvironmentSetupFailed", message: "setup broke", retention_ms: 3_600_000 }
+          ])
+          expect(failed.state).toBe("FAILED")
+          const run = yield* runs.get(world.alice, runId)
+          expect(run.is_sandbox_running).toBe(false)
+          expect(run.status_message?.session_debug_until).toBeUndefined()
         }))
     })
   })

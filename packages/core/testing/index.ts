@@ -45,3 +45,4 @@ export {
   TEST_TEAM,
   writeRepository
 } from "./ExecutorConformance.js"
+export { memoryHost, type MemoryRun, planFor } from "./MemoryHost.js"

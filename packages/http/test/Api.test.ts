@@ -77,16 +77,15 @@ const expectedEndpoints = [
   "DELETE /workers/{workerId}/heartbeat",
   "DELETE /workers/{workerId}/binding",
   "POST /workers/{workerId}/claim",
-  "GET /workers/{workerId}/runs/{runId}",
+  "POST /workers/{workerId}/runs/{runId}/events",
+  "POST /workers/{workerId}/runs/{runId}/report",
   "POST /workers/{workerId}/runs/{runId}/update",
   "POST /workers/{workerId}/runs/{runId}/renew",
-  "POST /workers/{workerId}/runs/{runId}/take-followups",
-  "GET /workers/{workerId}/runs/{runId}/conversation",
+  "POST /workers/{workerId}/runs/{runId}/followups",
   "PUT /workers/{workerId}/runs/{runId}/conversation",
   "POST /workers/{workerId}/runs/{runId}/artifacts",
   "POST /workers/{workerId}/runs/{runId}/conversation/parts",
-  "POST /workers/{workerId}/runs/{runId}/transcript",
-  "GET /workers/{workerId}/environments/{uid}"
+  "POST /workers/{workerId}/runs/{runId}/transcript"
 ]
 
 const RUN_LIST_PARAMS = [

@@ -1,9 +1,9 @@
 /**
  * The self-hosted worker daemon (`agent-runs worker`, docs/workers.md): connects to a server with
  * a service account's token, says it is there (a heartbeat every `heartbeat_seconds` the server
- * answers), and runs core's `Dispatcher` claiming the runs whose `agent_config.worker_host` is its
- * id, with a local executor (processes or Docker containers) and the server's worker endpoints as
- * its ports (`RemotePorts`). The server decides the lease; the worker renews it every third.
+ * answers), and runs core's execution loop claiming the runs whose `agent_config.worker_host` is
+ * its id, with a local executor (processes or Docker containers) and the server's worker endpoints
+ * as its execution host (`RemoteHost`). The server decides the lease; the worker renews it every third.
  *
  * - Start: the first heartbeat is retried until the server answers (it may not be up yet); a
  *   refusal (401, 403, a bad worker id) ends the daemon with the server's message.
@@ -16,14 +16,14 @@
  * - Start-up after a crash: sandboxes left in the data directory are released (their agents
  *   killed) before anything is claimed, so a run is never executed twice by one worker.
  */
-import { Dispatcher, Health, Ids, Worker } from "@agent-runs/core"
+import { Dispatcher, ExecutionLoop, Executor, Health, Ids, Worker } from "@agent-runs/core"
 import { DockerExecutor } from "@agent-runs/executor-docker"
 import { LocalRepoSource, ProcessExecutor, ProcessIsolation } from "@agent-runs/executor-process"
 import { AGENT_MOUNT, defaultHarness, installCopy, packageDir } from "@agent-runs/scripted-agent/Location"
 import { Console, Data, Duration, Effect, Layer, Schedule } from "effect"
 import { join } from "node:path"
-import type { Connection } from "./RemotePorts.js"
-import * as RemotePorts from "./RemotePorts.js"
+import type { Connection } from "./RemoteHost.js"
+import * as RemoteHost from "./RemoteHost.js"
 
 /** How the worker runs. */
 export interface WorkerOptions extends Connection {
@@ -91,11 +91,26 @@ const executorLayer = (options: WorkerOptions, isolation: ProcessExecutor.Isolat
     : ProcessExecutor.layer({ root, reposDir, isolation })
 }
 
+/**
+ * Releases the sandboxes of an earlier life of the worker (their agents killed) before anything is
+ * claimed: workers keep no debug windows, and the server requeues those runs once their leases expire.
+ */
+const releaseLeftovers = Layer.effectDiscard(
+  Effect.gen(function*() {
+    const executor = yield* Executor.Executor
+    const leftovers = yield* executor.leftovers.pipe(
+      Effect.catchAll((e) => Effect.as(Effect.logWarning("worker: could not list leftover sandboxes", e), []))
+    )
+    for (const sandbox of leftovers) yield* sandbox.release
+    if (leftovers.length > 0) yield* Effect.logInfo(`worker: released ${leftovers.length} sandboxes of an earlier run of the worker`)
+  })
+)
+
 /** Runs the worker until interrupted. */
 export const run = (options: WorkerOptions) =>
   Effect.gen(function*() {
     const execution = yield* setUpExecution(options)
-    const server = yield* RemotePorts.presence(options)
+    const server = yield* RemoteHost.presence(options)
     const beat = server.heartbeat(
       new Worker.HeartbeatRequest({
         capacity: options.capacity,
@@ -106,9 +121,9 @@ export const run = (options: WorkerOptions) =>
     // The first heartbeat: wait for the server; a refusal ends the worker.
     const settings = yield* beat.pipe(
       Effect.tapError((e) =>
-        RemotePorts.isTransient(e) ? Effect.logWarning(`worker: ${options.server} does not answer yet: ${describe(e)}`) : Effect.void
+        RemoteHost.isTransient(e) ? Effect.logWarning(`worker: ${options.server} does not answer yet: ${describe(e)}`) : Effect.void
       ),
-      Effect.retry({ while: RemotePorts.isTransient, schedule: Schedule.spaced(Duration.seconds(1)) }),
+      Effect.retry({ while: RemoteHost.isTransient, schedule: Schedule.spaced(Duration.seconds(1)) }),
       Effect.mapError((e) => new WorkerRefused({ message: `the server refused worker ${options.workerId}: ${describe(e)}` }))
     )
     yield* Console.log(
@@ -128,21 +143,20 @@ export const run = (options: WorkerOptions) =>
         Effect.catchAll((e) => Effect.logWarning(`worker: could not say goodbye: ${describe(e)}`))
       )
     )
-    const dispatcher = Dispatcher.layer.pipe(
+    const loop = ExecutionLoop.layer.pipe(
+      Layer.provide(releaseLeftovers),
       Layer.provide(executorLayer(options, execution.isolation)),
-      // Skills are read again when an execution starts (docs/skills.md): from this worker's repositories.
-      Layer.provide(LocalRepoSource.layer({ reposDir: reposDirOf(options) })),
-      Layer.provide(RemotePorts.layer(options)),
+      // Skills are read when a run is claimed (docs/skills.md): from this worker's repositories.
+      Layer.provide(RemoteHost.layer(options).pipe(Layer.provide(LocalRepoSource.layer({ reposDir: reposDirOf(options) })))),
       Layer.provide(Ids.IdsLive),
       Layer.provide(Health.layer),
       Layer.provide(
         Layer.succeed(Dispatcher.DispatcherConfig, {
           ...Dispatcher.defaultSettings(execution.harness, `${options.server.replace(/\/+$/, "")}/api/v1`),
           concurrency: options.capacity,
-          leaseMs: settings.lease_seconds * 1000,
-          workerHost: options.workerId
+          leaseMs: settings.lease_seconds * 1000
         })
       )
     )
-    return yield* Layer.launch(dispatcher)
+    return yield* Layer.launch(loop)
   }).pipe(Effect.scoped)

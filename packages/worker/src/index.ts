@@ -1,3 +1,3 @@
 /** @agent-runs/worker: the self-hosted worker (docs/workers.md). */
-export * as RemotePorts from "./RemotePorts.js"
+export * as RemoteHost from "./RemoteHost.js"
 export * as WorkerDaemon from "./WorkerDaemon.js"

@@ -10,8 +10,8 @@
  * Expected: every call of B as "box" is a 403 `not_authorized` naming the worker id, B gets no
  * run, and A still claims the run. Another team's service account using the same id has its own
  * worker of that name (ids are per team) and never sees team A's run. While A holds the run, B
- * cannot write it as "box" either (update, renew, transcript, follow-ups, conversation, artifacts,
- * environment: 403), even with A's execution id.
+ * cannot act for it as "box" either (events, report, renew, transcript, follow-ups, conversation,
+ * artifacts: 403), even with A's execution id.
  *
  * Handing an id over: revoking A's token keeps the id A's (a new token of A works, B still gets
  * 403); only a team admin may release the id (a member, B or a run's creator get 403); once
@@ -65,8 +65,10 @@ describe("worker ids belong to the service account that registered them", () => 
 
   const asWorker = (token: string) => ({
     heartbeat: () => call(server, "POST", "/api/v1/workers/box/heartbeat", { token, body: { capacity: 1 } }),
-    claim: () => call(server, "POST", "/api/v1/workers/box/claim", { token, body: { execution_id: executionId(), wait_seconds: 0 } }),
-    get: (runId: string) => call(server, "GET", `/api/v1/workers/box/runs/${runId}`, { token }),
+    claim: (execution = executionId()) =>
+      call(server, "POST", "/api/v1/workers/box/claim", { token, body: { execution_id: execution, wait_seconds: 0, protocol: 2 } }),
+    followups: (runId: string, execution = executionId()) =>
+      call(server, "POST", `/api/v1/workers/box/runs/${runId}/followups`, { token, body: { execution_id: execution } }),
     disconnect: () => call(server, "DELETE", "/api/v1/workers/box/heartbeat", { token })
   })
 
@@ -81,7 +83,7 @@ describe("worker ids belong to the service account that registered them", () => 
     const created = await createForBox("for box")
     expect(created.status).toBe(200)
     const runId = created.body.run_id as string
-    const attempts = async () => [await b.heartbeat(), await b.claim(), await b.get(runId), await b.disconnect()]
+    const attempts = async () => [await b.heartbeat(), await b.claim(), await b.followups(runId), await b.disconnect()]
     for (const reply of await attempts()) {
       expect(reply.status).toBe(403)
       expect(reply.body).toMatchObject({ error_code: "not_authorized" })
@@ -93,13 +95,13 @@ describe("worker ids belong to the service account that registered them", () => 
     // Another team's service account: its own "box", which never sees team A's run.
     const foreign = asWorker(tokens.otherTeam)
     expect((await foreign.heartbeat()).status).toBe(200)
-    expect((await foreign.claim()).body.run).toBeNull()
-    expect((await foreign.get(runId)).status).toBe(404)
+    expect((await foreign.claim()).body.claim).toBeNull()
+    expect((await foreign.followups(runId)).status).toBe(404)
     // The owner comes back and takes its run.
     expect((await a.heartbeat()).status).toBe(200)
     const claimed = await a.claim()
     expect(claimed.status).toBe(200)
-    expect(claimed.body.run.item.run_id).toBe(runId)
+    expect(claimed.body.claim.run.run_id).toBe(runId)
   })
 
   it("another service account cannot write the run the owner holds, even with its execution id", async () => {
@@ -107,36 +109,45 @@ describe("worker ids belong to the service account that registered them", () => 
     expect((await a.heartbeat()).status).toBe(200)
     const created = await createForBox("held by box")
     expect(created.status).toBe(200)
-    const claimed = await a.claim()
-    expect(claimed.body.run.item.run_id).toBe(created.body.run_id)
-    const heldRun = claimed.body.run
-    const runId = heldRun.item.run_id as string
-    const execution = heldRun.lease.execution_id as string
+    const execution = executionId()
+    const claimed = await a.claim(execution)
+    expect(claimed.body.claim.run.run_id).toBe(created.body.run_id)
+    const runId = created.body.run_id as string
     const path = `/api/v1/workers/box/runs/${runId}`
     const writes = [
-      ["POST", `${path}/update`, { guard: { state: "CLAIMED", execution_id: execution }, run: { ...heldRun, item: { ...heldRun.item, state: "SUCCEEDED" } }, events: [] }],
+      ["POST", `${path}/events`, { execution_id: execution, events: [{ _tag: "Start" }] }],
+      ["POST", `${path}/report`, { execution_id: execution, report: { request_usage: { input_tokens: 1, output_tokens: 1, inference_cost: 0, compute_cost: 0 } } }],
       ["POST", `${path}/renew`, { execution_id: execution }],
       ["POST", `${path}/transcript`, { execution_id: execution, data_base64: Buffer.from("forged\n").toString("base64"), offset: 0 }],
-      ["POST", `${path}/take-followups`, undefined],
-      ["GET", `${path}/conversation`, undefined],
+      ["POST", `${path}/followups`, { execution_id: execution }],
       ["POST", `${path}/conversation/parts`, { execution_id: execution, seq: 1, ops: [{ op: "step", key: 1, parent: null, id: "forged", at: 0 }] }],
-      ["POST", `${path}/artifacts`, { execution_id: execution, artifact: { artifact_type: "PULL_REQUEST", created_at: new Date().toISOString(), data: { url: "https://x.example/pr/1", branch: "b" } } }],
-      ["GET", "/api/v1/workers/box/environments/AAAAAAAAAAAAAAAAAAAAAA", undefined]
+      ["POST", `${path}/artifacts`, { execution_id: execution, artifact: { artifact_type: "PULL_REQUEST", created_at: new Date().toISOString(), data: { url: "https://x.example/pr/1", branch: "b" } } }]
     ] as const
     for (const [method, url, body] of writes) {
-      const reply = await call(server, method, url, { token: tokens.b, ...(body === undefined ? {} : { body }) })
+      const reply = await call(server, method, url, { token: tokens.b, body })
       expect(reply.status, `${method} ${url}`).toBe(403)
       expect(reply.body.error).toContain("box")
     }
-    // A worker of the previous protocol, saving whole conversations, is told to upgrade.
-    const old = await call(server, "PUT", `${path}/conversation`, { token: tokens.a, body: { execution_id: execution, steps: [] } })
-    expect(old.status).toBe(422)
-    expect(old.body.error).toContain("upgrade the worker")
+    // A worker of the previous protocol (claims without `protocol`, writes whole runs and
+    // conversations) is told to upgrade.
+    const olds = [
+      ["POST", "/api/v1/workers/box/claim", { execution_id: executionId(), wait_seconds: 0 }],
+      ["POST", `${path}/update`, { guard: { state: "CLAIMED", execution_id: execution }, run: {}, events: [] }],
+      ["PUT", `${path}/conversation`, { execution_id: execution, steps: [] }]
+    ] as const
+    for (const [method, url, body] of olds) {
+      const old = await call(server, method, url, { token: tokens.a, body })
+      expect(old.status, `${method} ${url}`).toBe(422)
+      expect(old.body.error).toContain("upgrade the worker")
+    }
     // The run is still the owner's, as it was.
-    const still = await call(server, "GET", path, { token: tokens.a })
+    const still = await call(server, "GET", `/api/v1/agent/runs/${runId}`, { token: tokens.member })
     expect(still.status).toBe(200)
-    expect(still.body.item.state).toBe("CLAIMED")
-    expect(still.body.lease.execution_id).toBe(execution)
+    expect(still.body.state).toBe("CLAIMED")
+    const transcript = await call(server, "GET", `/api/v1/agent/runs/${runId}/transcript`, { token: tokens.member })
+    expect(JSON.stringify(transcript.body ?? null)).not.toContain("forged")
+    // The owner's execution still holds it.
+    expect((await a.followups(runId, execution)).status).toBe(200)
   })
 
   it("a revoked token keeps the id its account's; only a team admin releases it, then the next service account binds it", async () => {

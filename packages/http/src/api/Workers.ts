@@ -2,9 +2,9 @@
  * The self-hosted worker protocol (CONTRACT §5, docs/workers.md): what the `agent-runs worker`
  * daemon calls, under `/workers/{workerId}/…`, with the token of a service account of its team
  * (`bearerAuth`; the TEAM header selects the team). Presence (heartbeat, disconnect), the
- * long-polled claim, and for a run the worker holds: read, guarded update (state changes and
- * timeline events: progress and completion), lease renewal, follow-ups, conversation, artifacts,
- * transcript; and the environments it needs.
+ * long-polled claim, and for a run the worker holds: its execution's events and the agent's report
+ * (applied by the server as its own executions' are), lease renewal, follow-ups, the conversation
+ * log, artifacts, transcript.
  */
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
 import { Worker } from "@agent-runs/core"
@@ -60,36 +60,55 @@ export class WorkersGroup extends HttpApiGroup.make("workers")
       .setHeaders(TeamHeaders)
       .setPayload(Worker.ClaimRequest)
       .addSuccess(Worker.ClaimResponse)
+      .addError(Problems.OperationNotSupported, { status: 422 })
       .annotateContext(
         doc(
           "Claim a run (long poll)",
           "Waits up to `wait_seconds` (default 20, at most 25) for the oldest QUEUED run of the team whose " +
             "`agent_config.worker_host` is this worker, and claims it under a lease of `execution_id` (CLAIMED, " +
-            "`run_claimed`); answers it with its run token, or `run: null`. Only while the worker's latest heartbeat is " +
-            "at most 2 intervals old. " + forbidden
+            "`run_claimed`); answers what its execution needs (the run, its run token, environment, attachments, history, " +
+            "where its transcript ends), or `claim: null`. Only while the worker's latest heartbeat is at most 2 intervals " +
+            "old. 422: `protocol` absent or older than the server's (upgrade the worker). " + forbidden
         )
       )
   )
   .add(
-    HttpApiEndpoint.get("workerGetRun")`/workers/${workerId}/runs/${P.runId}`
+    HttpApiEndpoint.post("workerRecordEvents")`/workers/${workerId}/runs/${P.runId}/events`
       .setHeaders(TeamHeaders)
-      .addSuccess(Worker.WorkerRun)
-      .addError(Problems.ResourceNotFound, { status: 404 })
-      .annotateContext(doc("Read a run of this worker", "The run as stored, with its lease. " + held))
-  )
-  .add(
-    HttpApiEndpoint.post("workerUpdateRun")`/workers/${workerId}/runs/${P.runId}/update`
-      .setHeaders(TeamHeaders)
-      .setPayload(Worker.UpdateRunRequest)
-      .addSuccess(Worker.WorkerOk)
+      .setPayload(Worker.RecordEventsRequest)
+      .addSuccess(Worker.RecordEventsResponse)
       .addError(Problems.ResourceNotFound, { status: 404 })
       .addError(Problems.Conflict, { status: 409 })
       .annotateContext(
         doc(
-          "Record progress or completion",
-          "A guarded write by the execution holding the run (guard: the state it read and its execution id): " +
-            "the new state (setup, INPROGRESS, SUCCEEDED, FAILED, BLOCKED, ERROR), status message, times, session, " +
-            "usage, and the timeline events of its execution. Everything else of the run stays the server's. " + held
+          "Record the execution's events",
+          "The holding execution's events, applied in order at once through the run state machine, as the server's own " +
+            "executions' are: `EnvironmentSetupStarted`, `EnvironmentSetupSucceeded`, `EnvironmentSetupFailed` (`message`), " +
+            "`Start`, `Succeed` (`message`?), `Block` (`message`), `Fail` and `Error` (`error_code`, `message`). Answers the " +
+            "run's state after them. An event that no longer applies is a 409. " + held
+        )
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("workerReport")`/workers/${workerId}/runs/${P.runId}/report`
+      .setHeaders(TeamHeaders)
+      .setPayload(Worker.ReportRequest)
+      .addSuccess(Worker.WorkerOk)
+      .addError(Problems.ResourceNotFound, { status: 404 })
+      .addError(Problems.Conflict, { status: 409 })
+      .annotateContext(
+        doc("Record the agent's report", "What the agent reported so far: its session, the run's usage, its status line. " + held)
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("workerUpdateRun")`/workers/${workerId}/runs/${P.runId}/update`
+      .setHeaders(TeamHeaders)
+      .addSuccess(Worker.WorkerOk)
+      .addError(Problems.OperationNotSupported, { status: 422 })
+      .annotateContext(
+        doc(
+          "Write a run (previous protocol)",
+          "Workers of the previous protocol wrote whole runs here. Always 422 `operation_not_supported`, telling the worker to upgrade."
         )
       )
   )
@@ -103,18 +122,15 @@ export class WorkersGroup extends HttpApiGroup.make("workers")
       .annotateContext(doc("Renew a lease", "Extends the execution's lease by the server's lease length. " + held))
   )
   .add(
-    HttpApiEndpoint.post("workerTakeFollowups")`/workers/${workerId}/runs/${P.runId}/take-followups`
+    HttpApiEndpoint.post("workerTakeFollowups")`/workers/${workerId}/runs/${P.runId}/followups`
       .setHeaders(TeamHeaders)
+      .setPayload(Worker.TakeFollowupsRequest)
       .addSuccess(Worker.FollowupsResponse)
       .addError(Problems.ResourceNotFound, { status: 404 })
-      .annotateContext(doc("Take follow-ups", "Removes and answers the run's waiting follow-ups, oldest first. " + held))
-  )
-  .add(
-    HttpApiEndpoint.get("workerGetConversation")`/workers/${workerId}/runs/${P.runId}/conversation`
-      .setHeaders(TeamHeaders)
-      .addSuccess(Worker.WorkerConversation)
-      .addError(Problems.ResourceNotFound, { status: 404 })
-      .annotateContext(doc("Read the conversation", "Every execution's steps so far (the history of a continuation). " + held))
+      .addError(Problems.Conflict, { status: 409 })
+      .annotateContext(
+        doc("Take follow-ups", "Removes and answers the follow-ups waiting for the holding execution's agent, oldest first. " + held)
+      )
   )
   .add(
     HttpApiEndpoint.post("workerAppendConversation")`/workers/${workerId}/runs/${P.runId}/conversation/parts`
@@ -169,13 +185,6 @@ export class WorkersGroup extends HttpApiGroup.make("workers")
             "appended again, so a retried request is a no-op. " + held
         )
       )
-  )
-  .add(
-    HttpApiEndpoint.get("workerGetEnvironment")`/workers/${workerId}/environments/${P.environmentUid}`
-      .setHeaders(TeamHeaders)
-      .addSuccess(Worker.WorkerEnvironment)
-      .addError(Problems.ResourceNotFound, { status: 404 })
-      .annotateContext(doc("Read an environment", "An environment of the worker's team (image, repositories, setup commands). 404 otherwise."))
   )
   .middleware(Authentication)
   .annotateContext(

@@ -23,17 +23,17 @@ export const WorkersLive = HttpApiBuilder.group(Api, "workers", (handlers) =>
           Effect.map(workers.release(viewer, path.workerId), (released) => new Worker.ReleaseWorkerResponse({ released }))))
       .handle("workerClaim", ({ path, payload }) =>
         Effect.flatMap(CurrentViewer, (viewer) =>
-          workers.claim(viewer, path.workerId, payload.execution_id, payload.wait_seconds ?? DEFAULT_CLAIM_WAIT_SECONDS)))
-      .handle("workerGetRun", ({ path }) => Effect.flatMap(CurrentViewer, (viewer) => workers.get(viewer, path.workerId, path.runId)))
-      .handle("workerUpdateRun", ({ path, payload }) =>
+          workers.claim(viewer, path.workerId, payload.execution_id, payload.wait_seconds ?? DEFAULT_CLAIM_WAIT_SECONDS, payload.protocol)))
+      .handle("workerRecordEvents", ({ path, payload }) =>
+        Effect.flatMap(CurrentViewer, (viewer) => workers.recordEvents(viewer, path.workerId, path.runId, payload.execution_id, payload.events)))
+      .handle("workerReport", ({ path, payload }) =>
         Effect.flatMap(CurrentViewer, (viewer) =>
-          Effect.as(workers.update(viewer, path.workerId, path.runId, payload.guard, payload.run, payload.events), ok)))
+          Effect.as(workers.report(viewer, path.workerId, path.runId, payload.execution_id, payload.report), ok)))
+      .handle("workerUpdateRun", () => Effect.fail(Workers.upgradeNeeded))
       .handle("workerRenewLease", ({ path, payload }) =>
         Effect.flatMap(CurrentViewer, (viewer) => workers.renew(viewer, path.workerId, path.runId, payload.execution_id)))
-      .handle("workerTakeFollowups", ({ path }) =>
-        Effect.flatMap(CurrentViewer, (viewer) => workers.takeFollowups(viewer, path.workerId, path.runId)))
-      .handle("workerGetConversation", ({ path }) =>
-        Effect.flatMap(CurrentViewer, (viewer) => workers.conversation(viewer, path.workerId, path.runId)))
+      .handle("workerTakeFollowups", ({ path, payload }) =>
+        Effect.flatMap(CurrentViewer, (viewer) => workers.takeFollowups(viewer, path.workerId, path.runId, payload.execution_id)))
       .handle("workerAppendConversation", ({ path, payload }) =>
         Effect.flatMap(CurrentViewer, (viewer) =>
           Effect.as(workers.appendConversation(viewer, path.workerId, path.runId, payload.execution_id, { seq: payload.seq, ops: payload.ops }), ok)))
@@ -49,6 +49,4 @@ export const WorkersLive = HttpApiBuilder.group(Api, "workers", (handlers) =>
             const size = yield* workers.appendTranscript(viewer, path.workerId, path.runId, payload.execution_id, bytes.right, payload.offset)
             return new Worker.AppendTranscriptResponse({ success: true, transcript_bytes: size })
           })))
-      .handle("workerGetEnvironment", ({ path }) =>
-        Effect.flatMap(CurrentViewer, (viewer) => workers.environment(viewer, path.workerId, path.uid)))
   }))

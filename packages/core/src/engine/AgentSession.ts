@@ -1,0 +1,234 @@
+/**
+ * Driving one agent process: its output read into the transcript and reduced (Harness.ts) into the
+ * execution's state, what changed saved incrementally, its end awaited, and stopping it. Shared by
+ * executions (ExecutionLoop.ts) and the debug sessions of retained sandboxes (DebugWindows.ts).
+ *
+ * - The transcript is appended at known offsets as the output comes; the agent waits (its pipe
+ *   fills) while storage fails, so nothing it printed is dropped. Output past the run's limit is
+ *   not kept: the state records the violation, and the agent is stopped.
+ * - Saving is incremental: the conversation's new operations in numbered parts (ConversationLog.ts),
+ *   new artifacts, and for a held run what the agent reported. Nothing counts as saved before
+ *   storage confirmed it: after a failed write, the next save writes it again.
+ */
+import { Clock, Deferred, Duration, Effect, Fiber, Option, Schedule, Stream } from "effect"
+import type { ConversationOp } from "../ConversationLog.js"
+import {
+  addUsage,
+  cancelMessage,
+  emptyLineBuffer,
+  type ExecutionState,
+  flushLines,
+  reduce,
+  splitLines,
+  takeArtifacts,
+  takeOps
+} from "../Harness.js"
+import type { HealthService } from "../Health.js"
+import { outage, STORAGE_PATIENCE_MS } from "../Health.js"
+import type { AgentProcess } from "../ports/Executor.js"
+import type { StorageError } from "../ports/Storage.js"
+import type { Report } from "./ExecutionEvent.js"
+import type { Lost, OutputSink } from "./ExecutionHost.js"
+import { DEFAULT_MAX_OUTPUT_BYTES, type DispatcherSettings } from "./Settings.js"
+
+/** How long the output of an agent that exited is still read. */
+const DRAIN_MS = 2_000
+
+/** About how large a part of a conversation log is at most (one operation may be larger). */
+const PART_CHARS = 256 * 1024
+
+/** Whether an execution still holds its run: once it lost it (a cancel, a lost lease), it stops retrying writes. */
+export interface Holding {
+  lost: boolean
+}
+
+/** Where an execution's conversation log stands: the next part's number, the part being written. */
+interface ConversationWriter {
+  seq: number
+  inflight: Array<ConversationOp> | undefined
+}
+
+/** An agent's output as it is read and saved. */
+export interface Output {
+  readonly state: ExecutionState
+  readonly sink: OutputSink
+  /** Where the transcript ends: the next output's offset. */
+  size: number
+  /** Whether the reader waits for storage to take a chunk. */
+  writing: boolean
+  readonly log: ConversationWriter
+  /** For an execution holding its run: where its report goes, the usage before it, and the report last written. */
+  readonly reports: {
+    readonly send: (report: Report) => Effect.Effect<void, Lost | StorageError>
+    readonly usage: Report["request_usage"]
+    written: string
+  } | undefined
+}
+
+/** A new output record for an execution's state. */
+export const output = (
+  state: ExecutionState,
+  sink: OutputSink,
+  size: number,
+  reports?: { readonly send: (report: Report) => Effect.Effect<void, Lost | StorageError>; readonly usage: Report["request_usage"] }
+): Output => ({
+  state,
+  sink,
+  size,
+  writing: false,
+  log: { seq: 1, inflight: undefined },
+  reports: reports === undefined ? undefined : { ...reports, written: "" }
+})
+
+export const make = (settings: DispatcherSettings, health: HealthService) => {
+  /**
+   * Retries a write while storage fails (reported to `Health`), backing off up to 5 s, for
+   * `STORAGE_PATIENCE_MS` at most: an outage delays the run instead of losing it. An execution
+   * that lost its run stops retrying.
+   */
+  const persistently = <A, E>(write: Effect.Effect<A, E | StorageError>, holding?: Holding): Effect.Effect<A, E | StorageError> =>
+    write.pipe(
+      Effect.tapErrorTag("StorageError" as never, () => health.storageFailed),
+      Effect.retry({
+        schedule: Schedule.exponential(Duration.millis(100)).pipe(
+          Schedule.union(Schedule.spaced(Duration.seconds(5))),
+          Schedule.upTo(Duration.millis(STORAGE_PATIENCE_MS))
+        ),
+        while: (e) => (e as { _tag?: string })._tag === "StorageError" && holding?.lost !== true
+      })
+    )
+
+  /**
+   * Pumps the agent's stdout into the transcript and the execution's state; completes `violated`
+   * once the agent broke the protocol (too much output, a line refused), so that it is stopped.
+   */
+  const pump = (agent: AgentProcess, out: Output, violated: Deferred.Deferred<void>, holding: Holding) =>
+    Effect.gen(function*() {
+      const { state } = out
+      const limit = settings.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES
+      let buffer = emptyLineBuffer
+      const noteViolation = Effect.suspend(() => state.violation === undefined ? Effect.void : Deferred.succeed(violated, undefined))
+      yield* agent.stdout.pipe(
+        Stream.runForEach((chunk) =>
+          Effect.gen(function*() {
+            if (state.violation !== undefined) return
+            const room = limit - out.size
+            const kept = chunk.length <= room ? chunk : chunk.subarray(0, Math.max(0, room))
+            if (kept.length > 0) {
+              out.writing = true
+              yield* persistently(out.sink.appendTranscript(out.size, kept), holding).pipe(
+                Effect.ensuring(Effect.sync(() => (out.writing = false))),
+                Effect.catchAll((e) => Effect.logError("execution: the transcript could not be written; output lost", e))
+              )
+              out.size += kept.length
+            }
+            const split = splitLines(buffer, kept)
+            buffer = split.buffer
+            const now = yield* Clock.currentTimeMillis
+            for (const line of split.lines) reduce(state, line, now)
+            if (kept.length < chunk.length) {
+              state.violation ??= `the agent's output passed the run's limit of ${limit} bytes; the agent was stopped`
+            }
+            yield* noteViolation
+          })
+        ),
+        Effect.catchAll((e) => Effect.logWarning("execution: reading the agent's output failed", e))
+      )
+      const now = yield* Clock.currentTimeMillis
+      for (const line of flushLines(buffer)) reduce(state, line, now)
+      yield* noteViolation
+    })
+
+  /**
+   * Saves what the output changed: conversation, artifacts, and for a held run the report. Fails
+   * with the storage failure (the caller decides whether to retry); what failed is written again
+   * by the next save.
+   */
+  const save = (out: Output) =>
+    Effect.gen(function*() {
+      const { log, state } = out
+      // A part once formed is written as it is until storage took it (a retry after a lost answer
+      // is then a no-op), before the next is formed.
+      for (;;) {
+        if (log.inflight === undefined && state.pending.length > 0) log.inflight = takeOps(state, PART_CHARS)
+        if (log.inflight === undefined) break
+        yield* out.sink.appendConversation({ seq: log.seq, ops: log.inflight })
+        log.inflight = undefined
+        log.seq += 1
+      }
+      const artifacts = takeArtifacts(state)
+      for (const [i, artifact] of artifacts.entries()) {
+        yield* out.sink.addArtifact(artifact).pipe(
+          Effect.tapError(() => Effect.sync(() => state.artifacts.unshift(...artifacts.slice(i))))
+        )
+      }
+      const reports = out.reports
+      if (reports === undefined) return
+      const session = state.session
+      const report: Report = {
+        ...(session === undefined ? {} : { session_id: session.session_id, session_link: session.session_link }),
+        request_usage: state.usage === undefined ? reports.usage : addUsage(reports.usage, state.usage),
+        ...(state.status === undefined ? {} : { status: state.status })
+      }
+      const written = JSON.stringify(report)
+      if (written === reports.written) return
+      yield* reports.send(report).pipe(Effect.catchTag("Lost", () => Effect.void))
+      reports.written = written
+    }).pipe(
+      // A save cut short would leave half of it unmarked: the periodic save is interrupted at the
+      // end of an execution, and finishes first.
+      Effect.uninterruptible
+    )
+
+  /** The periodic save while the agent runs: a failure is logged once per outage, the next save tries again. */
+  const flush = (out: Output) => {
+    const saves = outage(health, "execution: saving the conversation (the next save tries again)")
+    return save(out).pipe(Effect.zipRight(saves.succeeded), Effect.catchAll(saves.failed))
+  }
+
+  /** The last save: retried while storage fails, before the run's outcome is written. */
+  const flushLast = (out: Output, holding: Holding) => persistently(save(out), holding)
+
+  /**
+   * Waits until the agent has exited and its output is read: its exit code. Output still in the
+   * pipe is read for up to `DRAIN_MS` after the exit (longer while a chunk waits for storage); a
+   * process the agent left behind that holds the pipe open does not keep the run going.
+   */
+  const finished = (agent: AgentProcess, pumping: Fiber.RuntimeFiber<void, StorageError>, out: Output) =>
+    Effect.gen(function*() {
+      const exitCode = yield* agent.exitCode.pipe(Effect.orElseSucceed(() => 1))
+      let drained = yield* Fiber.join(pumping).pipe(Effect.timeoutOption(Duration.millis(DRAIN_MS)))
+      while (Option.isNone(drained) && out.writing) {
+        drained = yield* Fiber.join(pumping).pipe(Effect.timeoutOption(Duration.millis(DRAIN_MS)))
+      }
+      if (Option.isNone(drained)) {
+        yield* Fiber.interrupt(pumping)
+        yield* Effect.logWarning(`execution: the agent exited with code ${exitCode} but its output stayed open; stopped reading`)
+      }
+      return exitCode
+    })
+
+  /** Stops an agent: the cancel message, then SIGTERM, then SIGKILL, each after the grace period. */
+  const stopAgent = (agent: AgentProcess) =>
+    Effect.gen(function*() {
+      yield* agent.send(cancelMessage).pipe(Effect.ignore)
+      const exited = yield* agent.exitCode.pipe(
+        Effect.timeoutOption(Duration.millis(settings.cancelGraceMs)),
+        Effect.orElseSucceed(() => Option.some(-1))
+      )
+      if (Option.isNone(exited)) yield* agent.terminate(settings.cancelGraceMs)
+    })
+
+  /** The harness command as argv: a shell command run by `/bin/sh -c "exec …"`. */
+  const harnessCommand = (harness: string | null) => ["/bin/sh", "-c", `exec ${harness ?? settings.harness}`]
+
+  /** The variables every agent gets. */
+  const agentEnv = (runId: string, executionId: string, token: string) => ({
+    AGENT_RUNS_RUN_ID: runId,
+    AGENT_RUNS_EXECUTION_ID: executionId,
+    AGENT_RUNS_API_URL: settings.apiBaseUrl,
+    AGENT_RUNS_RUN_TOKEN: token
+  })
+
+  return { persistently, pump, save, flush, flushLast, finished, stopAgent, harnessCommand, agentEnv } as const
+}

@@ -1,0 +1,65 @@
+/**
+ * Port: what the execution loop (ExecutionLoop.ts) needs from the place that keeps runs: claim a
+ * run as an execution plan, keep its lease, record its events and what its agent reported, take
+ * its follow-ups, and store its output. Three implementations:
+ * - local (LocalHost.ts): the server's own executions, over storage;
+ * - remote (`@agent-runs/worker`): a self-hosted worker, over the server's worker endpoints,
+ *   which apply the same events through the same code as local (RunExecutions.ts);
+ * - in memory (`@agent-runs/core/testing`, MemoryHost.ts): tests of the loop alone.
+ *
+ * Every operation on a run is the execution's: `Lost` says the execution no longer holds its run
+ * (a cancel, a lease taken over), and the execution stops. A `StorageError` is the host failing
+ * (storage, or the server out of reach): the loop retries and keeps the agent going.
+ */
+import type { Effect, Option, Stream } from "effect"
+import { Context, Data } from "effect"
+import type { Artifact } from "../Artifact.js"
+import type { ConversationPart } from "../ConversationLog.js"
+import type { ExecutionId, RunId } from "../Ids.js"
+import type { Sandbox } from "../ports/Executor.js"
+import type { StorageError } from "../ports/Storage.js"
+import type { RunState } from "../RunState.js"
+import type { ExecutionEvent, Report } from "./ExecutionEvent.js"
+import type { ExecutionPlan } from "./ExecutionPlan.js"
+
+/** The execution no longer holds its run: someone else moved it (a cancel, a lease expiry). */
+export class Lost extends Data.TaggedError("Lost") {}
+
+/** The run after an execution's events: its state, and whether a failed setup's sandbox is to be kept. */
+export interface Recorded {
+  readonly state: RunState
+  readonly sandbox_retained: boolean
+}
+
+/** Where an execution's output goes: its run's transcript, conversation log and artifacts. */
+export interface OutputSink {
+  /** Appends bytes at `offset` of the transcript (bytes already there are not written again); its size after. */
+  readonly appendTranscript: (offset: number, bytes: Uint8Array) => Effect.Effect<number, StorageError>
+  /** Stores one numbered part of the execution's conversation log (a stored part again is a no-op). */
+  readonly appendConversation: (part: ConversationPart) => Effect.Effect<void, StorageError>
+  readonly addArtifact: (artifact: Artifact) => Effect.Effect<void, StorageError>
+}
+
+export interface ExecutionHostService {
+  /** Hints that runs may be waiting (the loop also polls). */
+  readonly wakeups: Stream.Stream<void, StorageError>
+  /** Claims a run for a new execution under a lease: its plan, or none when nothing waits. */
+  readonly claim: (executionId: ExecutionId) => Effect.Effect<Option.Option<ExecutionPlan>, StorageError>
+  /** Extends the execution's lease. */
+  readonly renew: (runId: RunId, executionId: ExecutionId) => Effect.Effect<void, Lost | StorageError>
+  /** Records the execution's events, in order, at once. */
+  readonly record: (runId: RunId, executionId: ExecutionId, events: ReadonlyArray<ExecutionEvent>) => Effect.Effect<Recorded, Lost | StorageError>
+  /** Records what the agent reported (session, usage, status). */
+  readonly report: (runId: RunId, executionId: ExecutionId, report: Report) => Effect.Effect<void, Lost | StorageError>
+  /** Takes the follow-ups waiting for the execution's agent, oldest first. */
+  readonly followups: (runId: RunId, executionId: ExecutionId) => Effect.Effect<ReadonlyArray<string>, Lost | StorageError>
+  /** Where the execution's output goes. */
+  readonly output: (runId: RunId, executionId: ExecutionId) => OutputSink
+  /**
+   * Takes the sandbox of a failed setup whose run keeps it (`Recorded.sandbox_retained`) for its
+   * debug window; a host without debug windows releases it.
+   */
+  readonly retain: (runId: RunId, sandbox: Sandbox) => Effect.Effect<void>
+}
+
+export class ExecutionHost extends Context.Tag("@agent-runs/core/ExecutionHost")<ExecutionHost, ExecutionHostService>() {}

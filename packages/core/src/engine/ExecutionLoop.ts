@@ -1,0 +1,239 @@
+/**
+ * The execution loop (CONTRACT §6, §7), the same on the server and on a self-hosted worker: while
+ * it has free slots it claims runs from its `ExecutionHost` (woken by the host's wake-ups, polling
+ * as a fallback), and runs each claimed plan to its end:
+ *
+ * 1. the lease is renewed every third of it while the execution lives (a renewal refused: the run
+ *    was taken away; one that failed: tried again, the agent goes on);
+ * 2. the environment is set up in a sandbox of the `Executor` (its start recorded first when there
+ *    is one); a plan that cannot run fails its setup with its reason;
+ * 3. the harness starts, gets its start message, and the agent's start is recorded (INPROGRESS);
+ * 4. its output is pumped into the transcript and reduced into the conversation, artifacts and
+ *    report (AgentSession.ts); waiting follow-ups are delivered to its stdin every `watchMs`, which
+ *    is also when the loop notices that the run is no longer its own (cancelled, lease lost) and
+ *    stops the agent (cancel message, SIGTERM, SIGKILL, each after the grace period);
+ * 5. the outcome is recorded (SUCCEEDED, FAILED, BLOCKED), after the output's last save.
+ *
+ * Decisions where the contract is silent:
+ * - The harness command is a shell command: the environment's `config.harness`, else the default,
+ *   run as `/bin/sh -c "exec <command>"` in the sandbox with `AGENT_RUNS_RUN_ID`,
+ *   `AGENT_RUNS_EXECUTION_ID`, `AGENT_RUNS_API_URL` and `AGENT_RUNS_RUN_TOKEN` set (the start
+ *   message carries the same `api`).
+ * - A failure of the executor itself (it could not prepare or start) ends the run ERROR
+ *   `internal_error`; a failure of the setup commands ends it FAILED `environment_setup_failed`.
+ * - Storage failing (the host's `StorageError`) delays an execution's writes (retried with backoff
+ *   for up to 10 minutes) and never stops its agent.
+ *
+ * The loop depends on the ports only (host, executor, ids, health): no service, no storage.
+ */
+import { Deferred, Duration, Effect, Either, Fiber, Layer, Ref, Schedule, Stream } from "effect"
+import type { Scope } from "effect"
+import { followupMessage, newExecutionState, outcomeOf } from "../Harness.js"
+import type { StartMessage } from "../Harness.js"
+import { Health, outage, supervise } from "../Health.js"
+import { Ids } from "../Ids.js"
+import { Executor } from "../ports/Executor.js"
+import type { Sandbox } from "../ports/Executor.js"
+import type { StorageError } from "../ports/Storage.js"
+import * as AgentSession from "./AgentSession.js"
+import type { ExecutionEvent } from "./ExecutionEvent.js"
+import { ExecutionHost, Lost } from "./ExecutionHost.js"
+import type { ExecutionPlan } from "./ExecutionPlan.js"
+import { DispatcherConfig } from "./Settings.js"
+
+/** The start message of a plan's agent. */
+export const startMessage = (
+  plan: Pick<ExecutionPlan, "run_id" | "execution_id" | "start">,
+  sandbox: Sandbox,
+  token: string,
+  apiBaseUrl: string,
+  mode: "normal" | "debug",
+  followups: ReadonlyArray<string>
+): StartMessage => ({
+  type: "start",
+  run_id: plan.run_id,
+  execution_id: plan.execution_id,
+  mode,
+  ...plan.start,
+  attachments: sandbox.attachments,
+  followups,
+  api: { base_url: apiBaseUrl, run_token: token }
+})
+
+/** The loop's parts for the scope given: `claimSome` claims and starts runs while slots are free. */
+export const make = (scope: Scope.Scope) => Effect.gen(function*() {
+  const settings = yield* DispatcherConfig
+  const host = yield* ExecutionHost
+  const executor = yield* Executor
+  const ids = yield* Ids
+  const health = yield* Health
+  const session = AgentSession.make(settings, health)
+  /** Executions under way. */
+  let running = 0
+  /** Serializes claiming: one claimer at a time. */
+  const claiming = yield* Effect.makeSemaphore(1)
+
+  /** Runs one claimed plan to its end. */
+  const execute = (plan: ExecutionPlan): Effect.Effect<void, never, Scope.Scope> =>
+    Effect.gen(function*() {
+      const { execution_id: executionId, run_id: runId } = plan
+      const holding: AgentSession.Holding = { lost: false }
+      const record = (...events: ReadonlyArray<ExecutionEvent>) => session.persistently(host.record(runId, executionId, events), holding)
+      const lost = yield* Deferred.make<void>()
+      const renewals = outage(health, "execution: lease renewal (the agent goes on)")
+      yield* host.renew(runId, executionId).pipe(
+        Effect.zipRight(renewals.succeeded),
+        Effect.catchTag("StorageError", renewals.failed),
+        Effect.repeat(Schedule.spaced(Duration.millis(Math.max(10, Math.floor(settings.leaseMs / 3))))),
+        Effect.catchTag("Lost", () => Deferred.succeed(lost, undefined)),
+        Effect.delay(Duration.millis(Math.floor(settings.leaseMs / 3))),
+        Effect.forkScoped
+      )
+
+      // With nothing to set up, the setup's start is recorded together with the agent's start.
+      const setupStarted: ReadonlyArray<ExecutionEvent> = [{ _tag: "EnvironmentSetupStarted" }]
+      const firstEvents = plan.has_environment ? [] : setupStarted
+      if (plan.has_environment) yield* record(...setupStarted)
+      if (plan.failure !== null) {
+        yield* record(...firstEvents, { _tag: "EnvironmentSetupFailed", message: plan.failure })
+        return
+      }
+      const prepared = yield* executor.prepare(plan.sandbox).pipe(Effect.either)
+      if (Either.isLeft(prepared)) {
+        const error = prepared.left
+        if (error._tag === "ExecutorError") {
+          yield* Effect.logError(`execution: the executor failed for run ${runId}: ${error.message}`)
+          yield* record({ _tag: "Error", error_code: "internal_error", message: `the executor failed: ${error.message}` })
+          return
+        }
+        const failed = yield* record(...firstEvents, {
+          _tag: "EnvironmentSetupFailed",
+          message: error.message,
+          ...(plan.retention_ms > 0 ? { retention_ms: plan.retention_ms } : {})
+        }).pipe(Effect.tapError(() => error.sandbox.release))
+        yield* failed.sandbox_retained ? host.retain(runId, error.sandbox) : error.sandbox.release
+        return
+      }
+      const sandbox = prepared.right
+      yield* Effect.addFinalizer(() => sandbox.release)
+
+      const followups = yield* host.followups(runId, executionId).pipe(Effect.orElseSucceed(() => []))
+      const agent = yield* sandbox.start(session.harnessCommand(plan.harness), session.agentEnv(runId, executionId, plan.run_token)).pipe(
+        Effect.catchTag("ExecutorError", (error) =>
+          record({ _tag: "Error", error_code: "internal_error", message: `the agent could not start: ${error.message}` }).pipe(
+            Effect.zipRight(Effect.fail(new Lost()))
+          ))
+      )
+      // The agent starts working while its start is recorded; if the run moved on meanwhile (a
+      // cancel), the execution ends and its scope stops the agent.
+      yield* agent.send(startMessage(plan, sandbox, plan.run_token, settings.apiBaseUrl, "normal", followups)).pipe(Effect.ignore)
+      yield* record(...firstEvents, { _tag: "EnvironmentSetupSucceeded" }, { _tag: "Start" })
+
+      const state = newExecutionState(executionId)
+      const out = AgentSession.output(state, host.output(runId, executionId), plan.transcript_bytes, {
+        send: (report) => host.report(runId, executionId, report),
+        usage: plan.usage
+      })
+      const violated = yield* Deferred.make<void>()
+      const pumping = yield* session.pump(agent, out, violated, holding).pipe(Effect.forkScoped)
+      const flushing = yield* session.flush(out).pipe(Effect.repeat(Schedule.spaced(Duration.millis(settings.flushMs))), Effect.forkScoped)
+      const stopped = yield* Ref.make(false)
+      // Stops the agent of a run this execution no longer holds (cancelled, or its lease lost).
+      const stop = Effect.gen(function*() {
+        if (yield* Ref.getAndSet(stopped, true)) return
+        holding.lost = true
+        yield* session.stopAgent(agent)
+      })
+      // Follow-ups delivered; a run no longer held stops the agent. While the host fails the agent goes on.
+      const watches = outage(health, "execution: watching the run (the agent goes on)")
+      const watching = yield* host.followups(runId, executionId).pipe(
+        Effect.flatMap((messages) => Effect.forEach(messages, (m) => agent.send(followupMessage(m, "normal")).pipe(Effect.ignore))),
+        Effect.zipRight(watches.succeeded),
+        Effect.catchTag("StorageError", watches.failed),
+        Effect.repeat(Schedule.spaced(Duration.millis(settings.watchMs))),
+        Effect.catchAll(() => stop),
+        Effect.forkScoped
+      )
+      yield* Deferred.await(lost).pipe(Effect.zipRight(stop), Effect.forkScoped)
+      // An agent that broke the protocol is stopped; its run fails (below) with the reason.
+      yield* Deferred.await(violated).pipe(Effect.zipRight(session.stopAgent(agent)), Effect.forkScoped)
+
+      const exitCode = yield* session.finished(agent, pumping, out)
+      yield* Fiber.interrupt(watching)
+      yield* Fiber.interrupt(flushing)
+      yield* session.flushLast(out, holding)
+      if (yield* Ref.get(stopped)) return
+      const outcome = outcomeOf(state, exitCode)
+      yield* record(
+        outcome._tag === "Succeeded"
+          ? { _tag: "Succeed", ...(outcome.message === undefined ? {} : { message: outcome.message }) }
+          : outcome._tag === "Blocked"
+          ? { _tag: "Block", message: outcome.message }
+          : { _tag: "Fail", error_code: outcome.error_code, message: outcome.message }
+      )
+    }).pipe(
+      Effect.catchTag("Lost", () => Effect.logDebug(`execution: run ${plan.run_id} moved on without this execution`)),
+      Effect.catchAllCause((cause) =>
+        Effect.logError(`execution: execution of run ${plan.run_id} failed`, cause).pipe(
+          Effect.zipRight(
+            host.record(plan.run_id, plan.execution_id, [
+              { _tag: "Error", error_code: "internal_error", message: "the service failed while running the agent" }
+            ]).pipe(Effect.ignore)
+          )
+        )
+      ),
+      Effect.annotateLogs({ run_id: plan.run_id, execution_id: plan.execution_id })
+    )
+
+  /** Claims and starts runs while there are free slots and runs waiting. */
+  const claimSome: Effect.Effect<void, StorageError> = claiming.withPermits(1)(
+    Effect.gen(function*() {
+      while (running < settings.concurrency) {
+        const claimed = yield* host.claim(yield* ids.executionId)
+        if (claimed._tag === "None") return
+        running += 1
+        yield* execute(claimed.value).pipe(
+          Effect.scoped,
+          // A slot is free again: look for more work at once (interruptible: a finalizer is not,
+          // and what it forks would inherit that).
+          Effect.ensuring(Effect.suspend(() => {
+            running -= 1
+            return Effect.forkIn(Effect.interruptible(claimQuietly), scope)
+          })),
+          Effect.forkIn(scope)
+        )
+      }
+    })
+  )
+
+  /** `claimSome` on a wake-up or a freed slot: a failure is left to the polling loop to report. */
+  const claimQuietly = claimSome.pipe(Effect.catchAllCause((cause) => Effect.logDebug("execution: claim failed", cause)))
+
+  /** Executions under way now. */
+  const active = Effect.sync(() => running)
+
+  return { claimSome, claimQuietly, active } as const
+})
+
+/**
+ * The loop for the scope of the layer: claiming on every wake-up and every `pollMs`, supervised
+ * (Health.ts): a failing iteration is reported and retried, never the end of the loop.
+ */
+export const layer: Layer.Layer<never, never, DispatcherConfig | ExecutionHost | Executor | Ids | Health> = Layer.scopedDiscard(
+  Effect.gen(function*() {
+    const settings = yield* DispatcherConfig
+    const host = yield* ExecutionHost
+    const loop = yield* make(yield* Effect.scope)
+    // Wake-ups only hasten claiming (the poll finds the same runs): a broken subscription is
+    // opened again, and not reported.
+    yield* host.wakeups.pipe(
+      Stream.runForEach(() => loop.claimQuietly),
+      Effect.zipRight(Effect.fail("the wake-ups ended")),
+      Effect.catchAllCause((cause) => Effect.logWarning("execution: wake-ups failed; polling until they are back", cause)),
+      Effect.zipRight(Effect.sleep(Duration.millis(settings.pollMs))),
+      Effect.forever,
+      Effect.forkScoped
+    )
+    yield* supervise("execution claim loop", loop.claimSome, settings.pollMs).pipe(Effect.forkScoped)
+  })
+)

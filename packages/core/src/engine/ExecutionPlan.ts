@@ -1,0 +1,149 @@
+/**
+ * What an execution will run, resolved once when its run is claimed: the sandbox to prepare, the
+ * harness to start, and what the agent's start message carries (prompt, skill, MCP servers,
+ * history). The execution loop only follows a plan; it never reads the run's configuration.
+ *
+ * A claim gathers the stored facts (`ClaimedRun`: the run, its environment, attachments, history,
+ * token); `planOf` resolves the rest where the agent will run: the skill read from that side's
+ * repositories, the MCP servers resolved with the team's secrets where they can be read (the
+ * server), refused where they cannot (a self-hosted worker). Anything that cannot be resolved
+ * becomes the plan's `failure`: the execution fails its setup with it (`environment_setup_failed`).
+ */
+import { Data, Effect, Either, Option } from "effect"
+import type { EnvironmentConfig } from "../Environment.js"
+import type { HistoryMessage, StartMessage } from "../Harness.js"
+import type { ExecutionId, RunId, TeamUid } from "../Ids.js"
+import { resolveMcpServers, secretReferences } from "../McpServers.js"
+import type { McpDirectServer } from "../McpServers.js"
+import type { RepoSource } from "../ports/RepoSource.js"
+import type { SandboxSpec } from "../ports/Executor.js"
+import type { SecretStore } from "../ports/SecretStore.js"
+import type { RequestUsage, RunItem } from "../Run.js"
+import { readSkill } from "../Skills.js"
+
+/** What a claim brings: the run as claimed and what its execution needs from storage. */
+export interface ClaimedRun {
+  readonly run: RunItem
+  readonly team_uid: TeamUid
+  readonly execution_id: ExecutionId
+  /** The run token of the execution, for its agent. */
+  readonly run_token: string
+  /** The run's environment's configuration; null without one. */
+  readonly environment: EnvironmentConfig | null
+  /** The run names an environment that no longer exists. */
+  readonly environment_missing: boolean
+  readonly attachments: SandboxSpec["attachments"]
+  /** The conversation of the run's earlier executions, for a continuation. */
+  readonly history: ReadonlyArray<HistoryMessage>
+  /** Where the run's transcript ends now: this execution's output goes after it. */
+  readonly transcript_bytes: number
+}
+
+/** What an execution runs. */
+export interface ExecutionPlan {
+  readonly run_id: RunId
+  readonly execution_id: ExecutionId
+  readonly team_uid: TeamUid
+  readonly run_token: string
+  /** The harness command (a shell command); null for the host's default. */
+  readonly harness: string | null
+  readonly sandbox: SandboxSpec
+  /** Whether there is an environment to set up (its start is then recorded before preparing). */
+  readonly has_environment: boolean
+  /** How long a failed setup's sandbox is kept for a debug window (0: released at once). */
+  readonly retention_ms: number
+  /** Why the execution cannot start: its setup fails with this message. */
+  readonly failure: string | null
+  /** What the start message carries besides the sandbox's attachments, the mode, the follow-ups and the API. */
+  readonly start: Pick<StartMessage, "conversation_id" | "prompt" | "title" | "base_prompt" | "model_id" | "skill" | "mcp_servers" | "history">
+  /** The run's usage before this execution: the agent's is added to it. */
+  readonly usage: RequestUsage
+  readonly transcript_bytes: number
+}
+
+/** Where a plan resolves skills and MCP servers. */
+export interface PlanSources {
+  readonly repos: RepoSource["Type"]
+  /** The team secrets MCP servers may name; none where they cannot be read (a self-hosted worker). */
+  readonly secrets: Option.Option<SecretStore["Type"]>
+  /** Whether failed setups may keep their sandbox for a debug window (the server only). */
+  readonly debugWindows: boolean
+}
+
+class Unavailable extends Data.TaggedError("Unavailable")<{ readonly message: string }> {}
+
+/** The skill and MCP servers of the start message, or why they cannot be given. */
+const agentInputs = (claimed: ClaimedRun, sources: PlanSources) =>
+  Effect.gen(function*() {
+    const config = claimed.run.agent_config
+    let skill: StartMessage["skill"] = null
+    const spec = config.skill_spec
+    if (spec !== undefined) {
+      const found = yield* readSkill(sources.repos, claimed.team_uid, spec).pipe(
+        Effect.mapError((e) => new Unavailable({ message: `skill ${spec}: ${e.message}` }))
+      )
+      if (Option.isNone(found)) return yield* new Unavailable({ message: `skill ${spec} is no longer available (missing or malformed)` })
+      const { content, description, id, name, path } = found.value
+      skill = { spec: id, name, description, path, content }
+    }
+    const servers = config.mcp_servers
+    if (Option.isNone(sources.secrets)) {
+      const needing = Object.entries(servers ?? {}).find(([, s]) =>
+        ("server_id" in s && s.server_id !== undefined) || secretReferences(s as McpDirectServer).length > 0
+      )
+      if (needing !== undefined) {
+        return yield* new Unavailable({ message: `MCP server ${needing[0]} needs team secrets, which cannot be read here` })
+      }
+      return { skill, mcp_servers: servers ?? {} }
+    }
+    const mcp_servers = yield* resolveMcpServers(sources.secrets.value, claimed.team_uid, servers).pipe(
+      Effect.catchTags({
+        StorageError: () => new Unavailable({ message: "the team's secrets could not be read" }),
+        McpResolutionFailed: (e) => new Unavailable({ message: e.message })
+      })
+    )
+    return { skill, mcp_servers }
+  })
+
+/** The plan of a claimed run: resolved once, where the agent runs. */
+export const planOf = (claimed: ClaimedRun, sources: PlanSources): Effect.Effect<ExecutionPlan> =>
+  Effect.gen(function*() {
+    const run = claimed.run
+    const env = claimed.environment
+    const inputs = claimed.environment_missing
+      ? Either.left(new Unavailable({ message: `environment ${run.environment_id} no longer exists` }))
+      : yield* Effect.either(agentInputs(claimed, sources))
+    const resolved = Either.getOrElse(inputs, () => ({ skill: null, mcp_servers: {} }))
+    return {
+      run_id: run.run_id,
+      execution_id: claimed.execution_id,
+      team_uid: claimed.team_uid,
+      run_token: claimed.run_token,
+      harness: env?.harness ?? null,
+      sandbox: {
+        run_id: run.run_id,
+        execution_id: claimed.execution_id,
+        team_uid: claimed.team_uid,
+        docker_image: env?.docker_image ?? null,
+        repos: env?.github_repos ?? [],
+        setup_commands: env?.setup_commands ?? [],
+        attachments: claimed.attachments,
+        env: {}
+      },
+      has_environment: run.environment_id !== null,
+      retention_ms: sources.debugWindows ? Math.round((env?.failure_session_retention_minutes ?? 0) * 60_000) : 0,
+      failure: Either.isLeft(inputs) ? inputs.left.message : null,
+      start: {
+        conversation_id: run.conversation_id,
+        prompt: run.prompt,
+        title: run.title,
+        base_prompt: run.agent_config.base_prompt ?? null,
+        model_id: run.agent_config.model_id ?? null,
+        skill: resolved.skill,
+        mcp_servers: resolved.mcp_servers,
+        history: claimed.history
+      },
+      usage: run.request_usage,
+      transcript_bytes: claimed.transcript_bytes
+    } satisfies ExecutionPlan
+  })

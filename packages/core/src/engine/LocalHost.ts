@@ -1,0 +1,43 @@
+/**
+ * The execution host of the server's own executions: over storage (RunExecutions.ts), claiming the
+ * runs no self-hosted worker is named for. Plans read skills from the server's repositories and
+ * resolve MCP servers with the team's secrets; a failed setup's sandbox goes to its debug window
+ * (DebugWindows.ts).
+ */
+import { Effect, Layer, Option } from "effect"
+import { RepoSource } from "../ports/RepoSource.js"
+import { RunStore } from "../ports/RunStore.js"
+import { SecretStore } from "../ports/SecretStore.js"
+import { DebugWindows } from "./DebugWindows.js"
+import { ExecutionHost } from "./ExecutionHost.js"
+import { planOf } from "./ExecutionPlan.js"
+import { RunExecutions } from "./RunExecutions.js"
+import { DispatcherConfig } from "./Settings.js"
+
+export const layer: Layer.Layer<ExecutionHost, never, RunExecutions | RunStore | RepoSource | SecretStore | DebugWindows | DispatcherConfig> =
+  Layer.effect(
+    ExecutionHost,
+    Effect.gen(function*() {
+      const settings = yield* DispatcherConfig
+      const executions = yield* RunExecutions
+      const store = yield* RunStore
+      const sources = { repos: yield* RepoSource, secrets: Option.some(yield* SecretStore), debugWindows: true }
+      const windows = yield* DebugWindows
+      return ExecutionHost.of({
+        wakeups: store.wakeups,
+        claim: (executionId) =>
+          executions.claim({ worker_host: null, execution_id: executionId, lease_ms: settings.leaseMs }).pipe(
+            Effect.flatMap(Option.match({
+              onNone: () => Effect.succeedNone,
+              onSome: (claimed) => Effect.asSome(planOf(claimed, sources))
+            }))
+          ),
+        renew: (runId, executionId) => executions.renew(runId, executionId, settings.leaseMs),
+        record: (runId, executionId, events) => executions.record(runId, executionId, events, settings.leaseMs),
+        report: executions.report,
+        followups: executions.followups,
+        output: executions.output,
+        retain: windows.retain
+      })
+    })
+  )

@@ -1,0 +1,242 @@
+/**
+ * The server's records of executions, over storage: what an execution's claim, events, report,
+ * follow-ups and lease do to its stored run. One implementation for every execution, wherever its
+ * agent runs: the server's own (LocalHost.ts) and self-hosted workers' (the worker endpoints,
+ * Workers.ts), so a worker's events are applied exactly like the server's. The sweep and debug
+ * windows (Supervisor.ts, DebugWindows.ts) write through it too.
+ *
+ * - Every state change is a `RunStateMachine.transition` written with a guard on the state and
+ *   lease holder (`advance`); a guard that fails means someone else moved the run: `Lost`.
+ * - A lease that lapsed while storage failed (renewals failed too) is still its execution's as long
+ *   as no one took the run: the holder's next write renews it first.
+ * - After an execution's events: the environment's `setup_failed` and newest-run summary are kept
+ *   current, and an ended run's team admits its next waiting runs.
+ */
+import { Chunk, Clock, DateTime, Effect, Either, Option, Stream } from "effect"
+import type { Artifact } from "../Artifact.js"
+import type { ConversationPart } from "../ConversationLog.js"
+import { transcriptKey } from "../Conversations.js"
+import { historyOf } from "../Harness.js"
+import { Ids } from "../Ids.js"
+import type { ExecutionId, RunId, TeamUid } from "../Ids.js"
+import { EVENT_PAYLOAD_NAME, eventPayloadKey } from "../Ingress.js"
+import { concatBytes } from "../internal/Bytes.js"
+import { BlobStore } from "../ports/BlobStore.js"
+import { EnvironmentStore } from "../ports/EnvironmentStore.js"
+import { IdentityStore } from "../ports/IdentityStore.js"
+import { RunStore } from "../ports/RunStore.js"
+import type { StoredRun } from "../ports/RunStore.js"
+import { RunTokens } from "../ports/RunTokens.js"
+import type { StorageError } from "../ports/Storage.js"
+import { WorkerStore } from "../ports/WorkerStore.js"
+import { RunItem } from "../Run.js"
+import { isTerminal } from "../RunState.js"
+import { RunEvent, transition } from "../RunStateMachine.js"
+import { applyTransition, currentExecution, eventsAt, guardOf, holds, noteAbsentWorker, runSnapshot } from "../RunRecords.js"
+import { logClaimed, logTransition } from "../RunLog.js"
+import type { TimelineEventType } from "../Timeline.js"
+import type { ExecutionEvent, Report } from "./ExecutionEvent.js"
+import { toRunEvent } from "./ExecutionEvent.js"
+import { Lost } from "./ExecutionHost.js"
+import type { OutputSink, Recorded } from "./ExecutionHost.js"
+import type { ClaimedRun } from "./ExecutionPlan.js"
+
+export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/core/RunExecutions", {
+  effect: Effect.gen(function*() {
+    const store = yield* RunStore
+    const blobs = yield* BlobStore
+    const environments = yield* EnvironmentStore
+    const identities = yield* IdentityStore
+    const tokens = yield* RunTokens
+    const ids = yield* Ids
+    // Worker presence: a run queued again for a worker that is not connected says so.
+    const presence = yield* Effect.serviceOption(WorkerStore)
+
+    /**
+     * Applies `event` (several in order, written at once) to the current run, guarded by its state
+     * and lease holder, with `change` applied to the result. Retries a lost race twice; `Lost` when
+     * the event no longer applies. With `renewFor`, the writer is the execution holding the run,
+     * and renews its lapsed lease by that long first (never the sweep writing for a gone holder).
+     */
+    const advance = (
+      runId: RunId,
+      event: RunEvent | ReadonlyArray<RunEvent>,
+      executionId: ExecutionId,
+      options: { readonly change?: (next: StoredRun, now: number) => StoredRun; readonly renewFor?: number } = {}
+    ): Effect.Effect<StoredRun, Lost | StorageError> =>
+      Effect.gen(function*() {
+        const found = yield* store.get(runId)
+        if (Option.isNone(found)) return yield* new Lost()
+        const now = yield* Clock.currentTimeMillis
+        let run = found.value
+        const renewFor = options.renewFor
+        if (renewFor !== undefined && run.lease !== null && run.lease.execution_id === executionId && run.lease.expires_at <= now) {
+          yield* store.renewLease(runId, executionId, now + renewFor)
+          run = { ...run, lease: { ...run.lease, expires_at: now + renewFor } }
+        }
+        let next = run
+        const timeline: Array<TimelineEventType> = []
+        for (const e of Array.isArray(event) ? event : [event]) {
+          const moved = transition(runSnapshot(next), e as RunEvent, now)
+          if (Either.isLeft(moved)) return yield* new Lost()
+          next = applyTransition(next, moved.right, now)
+          timeline.push(...moved.right.timeline)
+        }
+        if (options.change !== undefined) next = options.change(next, now)
+        yield* store.update(runId, guardOf(run), next, yield* noteAbsentWorker(presence, next, eventsAt(timeline, now, executionId), now))
+        yield* logTransition(run, next, executionId)
+        return next
+      }).pipe(
+        Effect.retry({ times: 2, while: (e) => e._tag === "StaleWrite" }),
+        Effect.catchTag("StaleWrite", () => Effect.fail(new Lost()))
+      )
+
+    /** `advance` by the sweep or a debug window: none when the run moved on. */
+    const advanceUnlessLost = (runId: RunId, event: RunEvent, executionId: ExecutionId, change?: (next: StoredRun) => StoredRun) =>
+      advance(runId, event, executionId, change === undefined ? {} : { change }).pipe(
+        Effect.asSome,
+        Effect.catchTag("Lost", () => Effect.succeedNone)
+      )
+
+    /** Queues a team's PENDING runs, oldest first, while it has capacity. */
+    const admit = (team: TeamUid) =>
+      Effect.gen(function*() {
+        const found = yield* identities.getTeam(team)
+        if (Option.isNone(found)) return
+        const room = found.value.max_concurrent_runs - (yield* store.activeCount(team))
+        if (room <= 0) return
+        for (const run of yield* store.pending(team, room)) {
+          const executionId = yield* currentExecution(store, ids, run)
+          yield* advanceUnlessLost(run.item.run_id, RunEvent.CapacityFreed(), executionId, (next) => ({ ...next, at_capacity: false }))
+        }
+      })
+
+    /** Keeps the environment's `setup_failed` and newest-run summary current; a failure is only logged. */
+    const touchEnvironment = (run: StoredRun, setupFailed: boolean | undefined) =>
+      Effect.gen(function*() {
+        const uid = run.item.environment_id
+        if (uid === null) return
+        const found = yield* environments.get(uid)
+        if (Option.isNone(found)) return
+        const last = found.value.item.last_task_created
+        // Only the environment's newest run speaks for it.
+        if (last === null || last.id !== run.item.run_id) return
+        yield* environments.noteRun(uid, {
+          ...(setupFailed === undefined ? {} : { setup_failed: setupFailed }),
+          last_task_created: { ...last, state: run.item.state, updated_at: run.item.updated_at, started_at: run.item.started_at }
+        })
+      }).pipe(Effect.catchAll((e) => Effect.logWarning("execution: could not update the environment", e)))
+
+    /** What a claimed run's execution needs from storage (read failures: left out, as before a retry). */
+    const gather = (run: StoredRun, executionId: ExecutionId): Effect.Effect<ClaimedRun, StorageError> =>
+      Effect.gen(function*() {
+        const item = run.item
+        const runId = item.run_id
+        const uid = item.environment_id
+        const env = uid === null ? Option.none() : yield* environments.get(uid)
+        const deliveryId = item.metadata["delivery_id"]
+        const attachments: Array<ClaimedRun["attachments"][number]> = []
+        if (item.source === "WEBHOOK" && deliveryId !== undefined) {
+          const blob = yield* blobs.read(eventPayloadKey(deliveryId))
+          if (Option.isSome(blob)) {
+            const bytes = concatBytes(Chunk.toReadonlyArray(yield* Stream.runCollect(blob.value)))
+            attachments.push({ name: EVENT_PAYLOAD_NAME, media_type: "application/json", bytes })
+          }
+        }
+        const history = item.execution_count > 1 ? historyOf(yield* store.conversation(runId)) : []
+        return {
+          run: item,
+          team_uid: run.team_uid,
+          execution_id: executionId,
+          run_token: yield* tokens.issue({ run_id: runId, execution_id: executionId }),
+          environment: Option.match(env, { onNone: () => null, onSome: (e) => e.item.config }),
+          environment_missing: uid !== null && Option.isNone(env),
+          attachments,
+          history,
+          transcript_bytes: yield* blobs.size(transcriptKey(runId))
+        }
+      })
+
+    /**
+     * Claims the oldest QUEUED run for `worker_host` (null: the server's own) under a lease of
+     * `execution_id`, and gathers what its execution needs. What cannot be read once claimed is
+     * read again (a few times); then the execution goes on without it (no history, no attachment)
+     * rather than wait for its lease to expire.
+     */
+    const claim = (params: {
+      readonly worker_host: string | null
+      readonly team_uid?: TeamUid | undefined
+      readonly execution_id: ExecutionId
+      readonly lease_ms: number
+    }): Effect.Effect<Option.Option<ClaimedRun>, StorageError> =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const claimed = yield* store.claim({ ...params, now })
+        if (Option.isNone(claimed)) return Option.none()
+        const run = claimed.value
+        yield* logClaimed(run, params.execution_id)
+        return Option.some(yield* gather(run, params.execution_id).pipe(Effect.retry({ times: 3 })))
+      })
+
+    /** Records an execution's events; keeps its environment current and admits after its end. */
+    const record = (runId: RunId, executionId: ExecutionId, events: ReadonlyArray<ExecutionEvent>, leaseMs: number) =>
+      Effect.gen(function*() {
+        const started = events.some((e) => e._tag === "Start")
+        const next = yield* advance(runId, events.map((e) => toRunEvent(e, executionId)), executionId, {
+          renewFor: leaseMs,
+          change: (run, now) =>
+            started && run.item.started_at === null
+              ? { ...run, item: new RunItem({ ...run.item, started_at: DateTime.unsafeMake(now) }, true) }
+              : run
+        })
+        const setupFailed = events.some((e) => e._tag === "EnvironmentSetupFailed") ? true : started ? false : undefined
+        yield* touchEnvironment(next, setupFailed)
+        if (isTerminal(next.item.state)) {
+          yield* admit(next.team_uid).pipe(
+            Effect.catchAll((e) => Effect.logWarning("execution: admission failed; the sweep will admit later", e))
+          )
+        }
+        return { state: next.item.state, sandbox_retained: next.sandbox_retained } satisfies Recorded
+      })
+
+    /** Records what the agent reported, on the run its execution holds. */
+    const report = (runId: RunId, executionId: ExecutionId, reported: Report) =>
+      Effect.gen(function*() {
+        const found = yield* store.get(runId)
+        if (Option.isNone(found) || !holds(found.value, executionId)) return yield* new Lost()
+        const run = found.value
+        const now = yield* Clock.currentTimeMillis
+        const item = new RunItem({
+          ...run.item,
+          ...(reported.session_id === undefined ? {} : { session_id: reported.session_id, session_link: reported.session_link ?? null }),
+          request_usage: reported.request_usage,
+          ...(reported.status === undefined ? {} : { status_message: { message: reported.status } }),
+          updated_at: DateTime.unsafeMake(now)
+        }, true)
+        yield* store.update(runId, { state: run.item.state, execution_id: executionId }, { ...run, item }, [])
+      }).pipe(Effect.catchTag("StaleWrite", () => Effect.fail(new Lost())))
+
+    /** Takes the follow-ups waiting for the agent of the execution holding the run. */
+    const followups = (runId: RunId, executionId: ExecutionId) =>
+      Effect.gen(function*() {
+        const found = yield* store.get(runId)
+        if (Option.isNone(found) || !holds(found.value, executionId)) return yield* new Lost()
+        return (yield* store.takeFollowups(runId)).map((f) => f.message)
+      })
+
+    /** Extends the lease of the execution holding the run. */
+    const renew = (runId: RunId, executionId: ExecutionId, leaseMs: number) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => store.renewLease(runId, executionId, now + leaseMs)).pipe(
+        Effect.catchTag("StaleWrite", () => Effect.fail(new Lost()))
+      )
+
+    /** Where an execution's (or a debug session's) output goes: the run's transcript, conversation log, artifacts. */
+    const output = (runId: RunId, executionId: ExecutionId): OutputSink => ({
+      appendTranscript: (offset, bytes) => blobs.appendAt(transcriptKey(runId), offset, bytes),
+      appendConversation: (part: ConversationPart) => store.appendConversation(runId, executionId, part),
+      addArtifact: (artifact: Artifact) => store.addArtifact(runId, artifact)
+    })
+
+    return { advance, advanceUnlessLost, admit, claim, record, report, followups, renew, output } as const
+  })
+}) {}

@@ -1,0 +1,58 @@
+/**
+ * How the execution engine runs (the server reads it from its configuration; a self-hosted worker
+ * from its options and the server's heartbeat answer).
+ */
+import { Context } from "effect"
+
+export interface DispatcherSettings {
+  /** The default harness command (a shell command), when the environment names none. */
+  readonly harness: string
+  /** The API base URL agents call, e.g. `http://127.0.0.1:8080/api/v1`. */
+  readonly apiBaseUrl: string
+  /** How many runs this replica executes at once. */
+  readonly concurrency: number
+  /** Lease length; renewed every third of it. */
+  readonly leaseMs: number
+  /** Claim poll when no wake-up comes. */
+  readonly pollMs: number
+  /** How often a live run is checked for cancel and follow-ups. */
+  readonly watchMs: number
+  /** How often expired leases and waiting teams are swept. */
+  readonly sweepMs: number
+  /** How long an agent has to exit after the cancel message, and then after SIGTERM. */
+  readonly cancelGraceMs: number
+  /** How often the conversation is saved while the agent runs. */
+  readonly flushMs: number
+  /**
+   * The most a run's agents may print (its transcript, over all its executions), in bytes: past
+   * it the agent is stopped and the run FAILED `agent_failed`. Default 50 MiB.
+   */
+  readonly maxOutputBytes?: number | undefined
+  /**
+   * How long a QUEUED run waits for its self-hosted worker: once the run is this old and the
+   * worker has sent no heartbeat for as long, the sweep fails it (`resource_unavailable`).
+   */
+  readonly workerWaitMs?: number | undefined
+}
+
+/** The most a run's agents may print by default: 50 MiB. */
+export const DEFAULT_MAX_OUTPUT_BYTES = 50 * 1024 * 1024
+
+/** How long a run waits for an absent self-hosted worker by default: 10 minutes. */
+export const DEFAULT_WORKER_WAIT_MS = 10 * 60_000
+
+export const defaultSettings = (harness: string, apiBaseUrl: string): DispatcherSettings => ({
+  harness,
+  apiBaseUrl,
+  concurrency: 16,
+  leaseMs: 30_000,
+  pollMs: 1_000,
+  watchMs: 250,
+  sweepMs: 1_000,
+  cancelGraceMs: 5_000,
+  flushMs: 250,
+  maxOutputBytes: DEFAULT_MAX_OUTPUT_BYTES,
+  workerWaitMs: DEFAULT_WORKER_WAIT_MS
+})
+
+export class DispatcherConfig extends Context.Tag("@agent-runs/core/DispatcherConfig")<DispatcherConfig, DispatcherSettings>() {}

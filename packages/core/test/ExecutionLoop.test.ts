@@ -1,0 +1,156 @@
+/**
+ * The execution loop alone, over the in-memory execution host and the in-process scripted executor,
+ * on the TestClock: no storage, no server, no processes, no sleeps.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Duration, Effect, Layer, Ref, TestClock } from "effect"
+import * as ExecutionLoop from "../src/engine/ExecutionLoop.js"
+import { defaultSettings, DispatcherConfig } from "../src/engine/Settings.js"
+import * as Health from "../src/Health.js"
+import { IdsLive, type RunId } from "../src/Ids.js"
+import { memoryHost, planFor } from "../testing/MemoryHost.js"
+import { scriptedExecutor } from "../testing/ScriptedExecutor.js"
+
+const LEASE_MS = 3_000
+const runId = (n: number) => `01a20000-0000-7000-8000-${String(n).padStart(12, "0")}` as RunId
+
+/** A loop over a fresh memory host: its parts, the host and the executor's sandboxes, and `pass` to move the clock. */
+const withLoop = <A, E>(
+  test: (env: {
+    readonly host: Effect.Effect.Success<ReturnType<typeof memoryHost>>
+    readonly claimSome: Effect.Effect<void, unknown>
+    readonly sandboxes: Effect.Effect<number>
+    readonly pass: (ms: number) => Effect.Effect<void>
+  }) => Effect.Effect<A, E, Health.Health>
+) =>
+  Effect.gen(function*() {
+    const host = yield* memoryHost(LEASE_MS)
+    const executor = yield* scriptedExecutor
+    const pass = (ms: number) =>
+      Effect.gen(function*() {
+        for (let t = 0; t < ms; t += 50) {
+          yield* TestClock.adjust(Duration.millis(50))
+          for (let i = 0; i < 20; i++) yield* Effect.yieldNow()
+        }
+      })
+    return yield* Effect.gen(function*() {
+      const loop = yield* ExecutionLoop.make(yield* Effect.scope)
+      return yield* test({ host, claimSome: loop.claimSome, sandboxes: executor.sandboxes, pass })
+    }).pipe(
+      Effect.provide(Layer.mergeAll(
+        host.layer,
+        executor.layer,
+        IdsLive,
+        Health.layer,
+        Layer.succeed(DispatcherConfig, { ...defaultSettings("agent", "http://localhost/api/v1"), concurrency: 2, leaseMs: LEASE_MS })
+      ))
+    )
+  })
+
+describe("the execution loop over an in-memory host (TestClock)", () => {
+  it.scoped("runs a plan: setup and start recorded at once, output in transcript and conversation, the outcome last", () =>
+    withLoop(({ claimSome, host, pass, sandboxes }) =>
+      Effect.gen(function*() {
+        const id = runId(1)
+        yield* host.offer(planFor(id, "say hello\nprint {\"type\":\"usage\",\"input_tokens\":3,\"output_tokens\":4}\nsleep 500\nsay bye"))
+        yield* claimSome
+        yield* pass(1_500)
+        const run = yield* host.run(id)
+        expect(run.snapshot.state).toBe("SUCCEEDED")
+        expect(run.events.map((e) => e._tag)).toEqual(["EnvironmentSetupStarted", "EnvironmentSetupSucceeded", "Start", "Succeed"])
+        expect(yield* host.texts(id)).toEqual(["hello", "bye"])
+        expect(yield* host.transcriptText(id)).toContain("\"text\":\"bye\"")
+        expect(run.reports.at(-1)?.request_usage).toMatchObject({ input_tokens: 3, output_tokens: 4 })
+        expect(yield* sandboxes).toBe(0)
+      })))
+
+  it.scoped("a plan that cannot run fails its setup with the reason; no sandbox is made", () =>
+    withLoop(({ claimSome, host, pass, sandboxes }) =>
+      Effect.gen(function*() {
+        const id = runId(2)
+        yield* host.offer(planFor(id, "say never", { has_environment: true, failure: "skill acme/tools:fix is no longer available" }))
+        yield* claimSome
+        yield* pass(200)
+        const run = yield* host.run(id)
+        expect(run.snapshot.state).toBe("FAILED")
+        expect(run.snapshot.status_message).toMatchObject({ error_code: "environment_setup_failed", message: expect.stringContaining("skill") })
+        expect(run.events.map((e) => e._tag)).toEqual(["EnvironmentSetupStarted", "EnvironmentSetupFailed"])
+        expect(yield* sandboxes).toBe(0)
+      })))
+
+  it.scoped("a failed setup with a debug window hands its sandbox to the host; an executor failure is ERROR internal_error", () =>
+    withLoop(({ claimSome, host, pass, sandboxes }) =>
+      Effect.gen(function*() {
+        const kept = runId(3)
+        const broken = runId(4)
+        yield* host.offer(planFor(kept, "say never", {
+          has_environment: true,
+          retention_ms: 60_000,
+          sandbox: { ...planFor(kept, "").sandbox, setup_commands: ["exit 1"] }
+        }))
+        yield* host.offer(planFor(broken, "say never", { sandbox: { ...planFor(broken, "").sandbox, docker_image: "broken" } }))
+        yield* claimSome
+        yield* pass(200)
+        const failed = yield* host.run(kept)
+        expect(failed.snapshot.state).toBe("FAILED")
+        expect(failed.snapshot.sandbox_retained).toBe(true)
+        expect(failed.retained).toBeDefined()
+        expect(yield* sandboxes).toBe(1)
+        const errored = yield* host.run(broken)
+        expect(errored.snapshot.state).toBe("ERROR")
+        expect(errored.snapshot.status_message).toMatchObject({ error_code: "internal_error" })
+      })))
+
+  it.scoped("delivers follow-ups live; a run cancelled meanwhile has its agent stopped and records nothing more", () =>
+    withLoop(({ claimSome, host, pass, sandboxes }) =>
+      Effect.gen(function*() {
+        const id = runId(5)
+        yield* host.offer(planFor(id, "say working\nsleep 60000\nsay after"))
+        yield* claimSome
+        yield* pass(500)
+        yield* host.send(id, "also this")
+        yield* pass(500)
+        expect(yield* host.texts(id)).toEqual(["working", "got: also this"])
+        yield* host.cancel(id)
+        yield* pass(1_000)
+        const run = yield* host.run(id)
+        expect(run.snapshot.state).toBe("CANCELLED")
+        expect(run.events.map((e) => e._tag)).toEqual(["EnvironmentSetupStarted", "EnvironmentSetupSucceeded", "Start"])
+        expect(yield* host.texts(id)).not.toContain("after")
+        expect(yield* sandboxes).toBe(0)
+      })))
+
+  it.scoped("while the host fails the agent goes on and its lease is kept; once it answers, the run ends once with all its output", () =>
+    withLoop(({ claimSome, host, pass }) =>
+      Effect.gen(function*() {
+        const id = runId(6)
+        yield* host.offer(planFor(id, "say first\nsleep 1000\nsay during\nsay last"))
+        yield* claimSome
+        yield* pass(500)
+        yield* Ref.set(host.failing, true)
+        yield* pass(3 * LEASE_MS)
+        expect((yield* host.run(id)).snapshot.state).toBe("INPROGRESS")
+        yield* Ref.set(host.failing, false)
+        yield* pass(6_000)
+        const run = yield* host.run(id)
+        expect(run.snapshot.state).toBe("SUCCEEDED")
+        expect(run.events.filter((e) => e._tag === "Succeed")).toHaveLength(1)
+        expect(yield* host.texts(id)).toEqual(["first", "during", "last"])
+      })))
+
+  it.scoped("claims no more than its concurrency; a freed slot claims the next run", () =>
+    withLoop(({ claimSome, host, pass }) =>
+      Effect.gen(function*() {
+        const ids = [runId(7), runId(8), runId(9)]
+        for (const id of ids) yield* host.offer(planFor(id, "sleep 1000\nsay done"))
+        yield* claimSome
+        yield* pass(200)
+        const states = Effect.forEach(ids, (id) => Effect.map(host.run(id), (r) => r.snapshot.state))
+        expect(yield* states).toEqual(["INPROGRESS", "INPROGRESS", "QUEUED"])
+        yield* pass(1_500)
+        expect((yield* states).slice(0, 2)).toEqual(["SUCCEEDED", "SUCCEEDED"])
+        expect((yield* states)[2]).toBe("INPROGRESS")
+        yield* pass(1_500)
+        expect(yield* states).toEqual(["SUCCEEDED", "SUCCEEDED", "SUCCEEDED"])
+      })))
+})

@@ -1,0 +1,193 @@
+/**
+ * The execution host of a self-hosted worker (core's `ExecutionHost`), over the server's worker
+ * endpoints (`/api/v1/workers/{workerId}/…`, docs/workers.md) with the worker's service-account
+ * token, so a worker runs core's execution loop on its own executor:
+ * - claim: long-polls the server (which claims the run and answers what its execution needs); the
+ *   plan is resolved here (the skill from this worker's repositories; MCP servers that need team
+ *   secrets fail the setup, as secrets never leave the server); wake-ups never come (the claim
+ *   waits on the server instead);
+ * - the execution's events, the agent's report, lease renewal and follow-ups: sent as they are;
+ *   the server applies them as it applies its own executions';
+ * - output: transcript appends at an offset (a retried append is a no-op on the server), parts of
+ *   the conversation log, artifacts;
+ * - a failed setup's sandbox is released at once (no debug windows on workers).
+ *
+ * A request the server did not answer (it restarts, the network drops) or answered 5xx is retried
+ * with backoff for up to `retryForMs`, so a worker rides out a server restart with its runs going
+ * on; a 409 is the server saying the execution no longer holds the run (`Lost`).
+ */
+import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
+import { ExecutionHost, ExecutionPlan, RepoSource, Storage, Worker } from "@agent-runs/core"
+import { Api, Security } from "@agent-runs/http"
+import { Duration, Effect, Encoding, Layer, Option, Redacted, Schedule, Stream } from "effect"
+
+/** Where the server is and who this worker is. */
+export interface Connection {
+  /** e.g. `http://127.0.0.1:8080` (the API is under `/api/v1`). */
+  readonly server: string
+  /** A service account's API token. */
+  readonly token: Redacted.Redacted<string>
+  /** The team to act in (`X-Team-Uid`); the token's first team when absent. */
+  readonly team: Option.Option<string>
+  /** This worker's id: the `agent_config.worker_host` of its runs. */
+  readonly workerId: string
+  /** How long a request the server did not answer is retried (default 30 s). */
+  readonly retryForMs?: number
+}
+
+/** How long a claim waits on the server for a run. */
+export const CLAIM_WAIT_SECONDS = 20
+
+/** The typed client of the API for a connection. */
+const client = (connection: Connection) =>
+  HttpApiClient.make(Api.Api, {
+    baseUrl: connection.server.replace(/\/+$/, ""),
+    transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(Redacted.value(connection.token)))
+  }).pipe(Effect.provide(FetchHttpClient.layer))
+
+/** The TEAM header of a connection. */
+const teamHeaders = (connection: Connection) =>
+  Option.match(connection.team, { onNone: () => ({}), onSome: (team) => ({ [Security.TEAM_HEADER]: team }) })
+
+/** The worker's presence calls: a heartbeat (answering the server's settings) and the goodbye. */
+export interface Presence {
+  readonly heartbeat: (request: Worker.HeartbeatRequest) => Effect.Effect<Worker.HeartbeatResponse, unknown>
+  readonly disconnect: Effect.Effect<void, unknown>
+}
+
+/** The presence calls of a connection. */
+export const presence = (connection: Connection): Effect.Effect<Presence> =>
+  Effect.map(client(connection), ({ workers }) => {
+    const headers = teamHeaders(connection)
+    const path = { workerId: connection.workerId }
+    return {
+      heartbeat: (payload) => workers.workerHeartbeat({ headers, path, payload }),
+      disconnect: Effect.asVoid(workers.workerDisconnect({ headers, path }))
+    }
+  })
+
+const codeOf = (error: unknown): string | undefined => (error as { readonly errorCode?: string }).errorCode
+
+/** Whether a failure is worth retrying: no answer, or the server failing (5xx). */
+export const isTransient = (error: unknown): boolean => {
+  const e = error as { readonly _tag?: string; readonly response?: { readonly status?: number } }
+  if (e._tag === "RequestError") return true
+  if (e._tag === "ResponseError") return (e.response?.status ?? 0) >= 500
+  const code = codeOf(error)
+  return code === "resource_unavailable" || code === "internal_error"
+}
+
+/** Retries transient failures with backoff (200 ms doubling to 2 s) for up to `forMs`. */
+export const retryTransient = (forMs: number) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.retry(effect, {
+    while: isTransient,
+    schedule: Schedule.exponential(Duration.millis(200)).pipe(
+      Schedule.either(Schedule.spaced(Duration.seconds(2))),
+      Schedule.upTo(Duration.millis(forMs))
+    )
+  })
+
+/** The execution host over the server's worker endpoints, for the runs of `connection.workerId`. */
+export const layer = (connection: Connection): Layer.Layer<ExecutionHost.ExecutionHost, never, RepoSource.RepoSource> =>
+  Layer.effect(
+    ExecutionHost.ExecutionHost,
+    Effect.gen(function*() {
+      const api = (yield* client(connection)).workers
+      const headers = teamHeaders(connection)
+      const workerId = connection.workerId
+      const retry = retryTransient(connection.retryForMs ?? 30_000)
+      const sources = { repos: yield* RepoSource.RepoSource, secrets: Option.none(), debugWindows: false }
+
+      /** Sends a request: transient failures retried; 409 → Lost; others → StorageError. */
+      const send = <A, E>(operation: string, request: Effect.Effect<A, E>) =>
+        request.pipe(
+          retry,
+          Effect.mapError((error) =>
+            codeOf(error) === "conflict" ? new ExecutionHost.Lost() : new Storage.StorageError({ operation, cause: error })
+          )
+        )
+      /** For calls that cannot be refused as stale: a 409 is a failure like any other. */
+      const sendPlain = <A, E>(operation: string, request: Effect.Effect<A, E>) =>
+        Effect.catchTag(send(operation, request), "Lost", (e) => Effect.fail(new Storage.StorageError({ operation, cause: e })))
+
+      const claim = (executionId: ExecutionPlan.ExecutionPlan["execution_id"]) =>
+        Effect.gen(function*() {
+          const answer = yield* sendPlain(
+            "claim",
+            api.workerClaim({
+              headers,
+              path: { workerId },
+              payload: new Worker.ClaimRequest({ execution_id: executionId, wait_seconds: CLAIM_WAIT_SECONDS, protocol: Worker.WORKER_PROTOCOL })
+            })
+          )
+          const c = answer.claim
+          if (c === null) return Option.none()
+          const attachments = c.attachments.flatMap((a) => {
+            const bytes = Encoding.decodeBase64(a.data_base64)
+            return bytes._tag === "Right" ? [{ name: a.name, media_type: a.media_type, bytes: bytes.right }] : []
+          })
+          return Option.some(yield* ExecutionPlan.planOf({ ...c, execution_id: executionId, attachments }, sources))
+        })
+
+      return ExecutionHost.ExecutionHost.of({
+        wakeups: Stream.never,
+        claim,
+        renew: (runId, execution_id) =>
+          Effect.asVoid(send(
+            "renew",
+            api.workerRenewLease({ headers, path: { workerId, runId }, payload: new Worker.RenewLeaseRequest({ execution_id }) })
+          )),
+        record: (runId, execution_id, events) =>
+          Effect.map(
+            send(
+              "events",
+              api.workerRecordEvents({ headers, path: { workerId, runId }, payload: new Worker.RecordEventsRequest({ execution_id, events }) })
+            ),
+            (answer) => ({ state: answer.state, sandbox_retained: false })
+          ),
+        report: (runId, execution_id, report) =>
+          Effect.asVoid(send(
+            "report",
+            api.workerReport({ headers, path: { workerId, runId }, payload: new Worker.ReportRequest({ execution_id, report }) })
+          )),
+        followups: (runId, execution_id) =>
+          Effect.map(
+            send(
+              "followups",
+              api.workerTakeFollowups({ headers, path: { workerId, runId }, payload: new Worker.TakeFollowupsRequest({ execution_id }) })
+            ),
+            (answer) => answer.followups
+          ),
+        output: (runId, execution_id) => ({
+          appendTranscript: (offset, bytes) =>
+            Effect.map(
+              sendPlain(
+                "transcript",
+                api.workerAppendTranscript({
+                  headers,
+                  path: { workerId, runId },
+                  payload: new Worker.AppendTranscriptRequest({ execution_id, data_base64: Encoding.encodeBase64(bytes), offset })
+                })
+              ),
+              (answer) => answer.transcript_bytes
+            ),
+          appendConversation: (part) =>
+            Effect.asVoid(sendPlain(
+              "conversation",
+              api.workerAppendConversation({
+                headers,
+                path: { workerId, runId },
+                payload: new Worker.AppendConversationRequest({ execution_id, seq: part.seq, ops: part.ops })
+              })
+            )),
+          addArtifact: (artifact) =>
+            Effect.asVoid(sendPlain(
+              "artifact",
+              api.workerAddArtifact({ headers, path: { workerId, runId }, payload: new Worker.AddArtifactRequest({ execution_id, artifact }) })
+            ))
+        }),
+        // No debug windows on workers.
+        retain: (_runId, sandbox) => sandbox.release
+      })
+    })
+  )
