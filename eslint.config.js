@@ -25,5 +25,34 @@ export default tseslint.config(
         paths: ["fs", "path", "crypto", "http", "https", "child_process", "os", "net", "stream", "url", "util", "events"]
       }]
     }
+  },
+  {
+    // Layers inside the core (docs/architecture.md): the domain and the ports know neither the
+    // services nor the engine; the execution engine does not use the application services.
+    files: ["packages/core/src/domain/**/*.ts", "packages/core/src/ports/**/*.ts"],
+    rules: {
+      "no-restricted-imports": ["error", {
+        patterns: [
+          { group: ["node:*"], message: "packages/core is pure: no Node imports." },
+          { group: ["@effect/platform*", "@effect/sql*", "dockerode", "better-sqlite3", "pg"], message: "packages/core is pure: adapters bring HTTP, SQL and Docker." },
+          { group: ["../services/*", "../engine/*"], message: "the domain and the ports depend on nothing above them (services, engine)." }
+        ],
+        paths: ["fs", "path", "crypto", "http", "https", "child_process", "os", "net", "stream", "url", "util", "events"]
+      }]
+    }
+  },
+  {
+    files: ["packages/core/src/engine/**/*.ts"],
+    ignores: ["packages/core/src/engine/Scheduler.ts"],
+    rules: {
+      "no-restricted-imports": ["error", {
+        patterns: [
+          { group: ["node:*"], message: "packages/core is pure: no Node imports." },
+          { group: ["@effect/platform*", "@effect/sql*", "dockerode", "better-sqlite3", "pg"], message: "packages/core is pure: adapters bring HTTP, SQL and Docker." },
+          { group: ["../services/*"], message: "the execution engine depends on the domain and the ports, not on the application services." }
+        ],
+        paths: ["fs", "path", "crypto", "http", "https", "child_process", "os", "net", "stream", "url", "util", "events"]
+      }]
+    }
   }
 )

@@ -51,7 +51,7 @@
 import { ProcessIsolation } from "@agent-runs/executor-process"
 import type { ProcessExecutor } from "@agent-runs/executor-process"
 import { Quotas } from "@agent-runs/core"
-import type { QuotaSettings } from "@agent-runs/core/Quotas"
+import type { QuotaSettings } from "@agent-runs/core/domain/Quotas"
 import type { EventStreams } from "@agent-runs/http"
 import { Ingress } from "@agent-runs/http"
 import { Config, ConfigError, Either, Option, Redacted } from "effect"

@@ -4,7 +4,7 @@
  * transcript downloads and the event stream.
  */
 import { FileBlobStore } from "@agent-runs/blob-store-fs"
-import { BlobStore, Conversations } from "@agent-runs/core"
+import { BlobKeys, BlobStore } from "@agent-runs/core"
 import { Effect } from "effect"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
@@ -300,7 +300,7 @@ describe.each(["sqlite", "postgres"] as const)("bundled server (%s)", (kind) => 
     expect(missing.status).toBe(404)
     const bytes = new TextEncoder().encode('{"type":"message","role":"assistant","text":"hi"}\nnot json\n')
     await Effect.runPromise(
-      Effect.flatMap(BlobStore.BlobStore, (blobs) => blobs.put(Conversations.transcriptKey(runId), bytes)).pipe(
+      Effect.flatMap(BlobStore.BlobStore, (blobs) => blobs.put(BlobKeys.transcriptKey(runId), bytes)).pipe(
         Effect.provide(FileBlobStore.layer({ root: join(server().dataDir, "blobs") }))
       )
     )
@@ -358,7 +358,7 @@ describe("bundled server download expiry", () => {
     const created = await call(server(), "POST", "/api/v1/agent/runs", { token: team.tokens.member, body: { prompt: "x" } })
     const runId: string = created.body.run_id
     await Effect.runPromise(
-      Effect.flatMap(BlobStore.BlobStore, (blobs) => blobs.put(Conversations.transcriptKey(runId), new Uint8Array([1]))).pipe(
+      Effect.flatMap(BlobStore.BlobStore, (blobs) => blobs.put(BlobKeys.transcriptKey(runId), new Uint8Array([1]))).pipe(
         Effect.provide(FileBlobStore.layer({ root: join(server().dataDir, "blobs") }))
       )
     )

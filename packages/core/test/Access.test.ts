@@ -1,9 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import type { Owned, Viewer } from "../src/Access.js"
-import { canChange, canCreate, canManageFactory, canSee, scopeFor } from "../src/Access.js"
-import type { PrincipalUid, TeamUid } from "../src/Ids.js"
-import type { Role } from "../src/Identity.js"
+import type { Owned, Viewer } from "../src/domain/Access.js"
+import { canChange, canCreate, canManageFactory, canSee, scopeFor } from "../src/domain/Access.js"
+import type { PrincipalUid, TeamUid } from "../src/domain/Ids.js"
+import type { Role } from "../src/domain/Identity.js"
 
 const teamA = "TeamAaaaaaaaaaaaaaaaaa" as TeamUid
 const teamB = "TeamBbbbbbbbbbbbbbbbbb" as TeamUid

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Cron, DateTime, Either } from "effect"
 import * as fc from "fast-check"
-import type { CronSchedule } from "../src/Cron.js"
-import { fireTimesBetween, isFireTime, nextFire, nextFireTimes, parseSchedule } from "../src/Cron.js"
+import type { CronSchedule } from "../src/domain/Cron.js"
+import { fireTimesBetween, isFireTime, nextFire, nextFireTimes, parseSchedule } from "../src/domain/Cron.js"
 
 const HOUR = 3_600_000
 const DAY = 24 * HOUR

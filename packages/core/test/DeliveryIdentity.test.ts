@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import * as fc from "fast-check"
-import { deliveryIdentity, type IdentityInput, MAX_ID_LENGTH, SENDER_DELIVERY_HEADER } from "../src/DeliveryIdentity.js"
+import { deliveryIdentity, type IdentityInput, MAX_ID_LENGTH, SENDER_DELIVERY_HEADER } from "../src/domain/DeliveryIdentity.js"
 
 const bytes = (text: string) => new TextEncoder().encode(text)
 

@@ -14,7 +14,7 @@ import {
   RateLimited,
   ResourceNotFound,
   ResourceUnavailable
-} from "../src/Errors.js"
+} from "../src/domain/Errors.js"
 
 describe("Errors", () => {
   const all = [

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Schema } from "effect"
 import * as fc from "fast-check"
-import { ConversationStep } from "../src/Conversation.js"
-import { foldConversation } from "../src/ConversationLog.js"
+import { ConversationStep } from "../src/domain/Conversation.js"
+import { foldConversation } from "../src/domain/ConversationLog.js"
 import {
   emptyLineBuffer,
   type ExecutionState,
@@ -19,7 +19,7 @@ import {
   splitLines,
   takeArtifacts,
   takeOps
-} from "../src/Harness.js"
+} from "../src/domain/Harness.js"
 
 const encoder = new TextEncoder()
 const T = Date.UTC(2026, 10, 23, 12)

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, Option, Ref, TestClock } from "effect"
-import { Health, layer, STORAGE_FAULT_MS, supervise } from "../src/Health.js"
+import { Health, layer, STORAGE_FAULT_MS, supervise } from "../src/engine/Health.js"
 import { StorageError } from "../src/ports/Storage.js"
 
 describe("supervise", () => {

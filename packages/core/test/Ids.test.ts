@@ -12,7 +12,7 @@ import {
   isUuidV7,
   RunId,
   uuidV7Millis
-} from "../src/Ids.js"
+} from "../src/domain/Ids.js"
 
 describe("Ids", () => {
   it.prop(

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Arbitrary, DateTime, Either, FastCheck, JSONSchema, Redacted, Schema } from "effect"
 import * as fc from "fast-check"
-import { ListAgentsResponse, parseSkillSpec, SkillSpec } from "../src/Agent.js"
-import { Artifact, ArtifactReport, stampArtifact } from "../src/Artifact.js"
+import { ListAgentsResponse, parseSkillSpec, SkillSpec } from "../src/domain/Agent.js"
+import { Artifact, ArtifactReport, stampArtifact } from "../src/domain/Artifact.js"
 import {
   Automation,
   CreateAutomationRequest,
@@ -10,15 +10,15 @@ import {
   TestFilterRequest,
   TestFilterResult,
   UpdateAutomationRequest
-} from "../src/Automation.js"
-import { decodeRequest, JsonValue, PageInfo, Scope, Timestamp } from "../src/Common.js"
-import { ConversationResponse, readSkillAction } from "../src/Conversation.js"
+} from "../src/domain/Automation.js"
+import { decodeRequest, JsonValue, PageInfo, Scope, Timestamp } from "../src/domain/Common.js"
+import { ConversationResponse, readSkillAction } from "../src/domain/Conversation.js"
 import {
   CreateEnvironmentRequest,
   Environment,
   ListEnvironmentsResponse,
   UpdateEnvironmentRequest
-} from "../src/Environment.js"
+} from "../src/domain/Environment.js"
 import {
   CreatePrincipalRequest,
   CreateTeamRequest,
@@ -29,8 +29,8 @@ import {
   Principal,
   Team,
   TokenRecord
-} from "../src/Identity.js"
-import { formatUuidV7 } from "../src/Ids.js"
+} from "../src/domain/Identity.js"
+import { formatUuidV7 } from "../src/domain/Ids.js"
 import {
   AgentConfig,
   AgentSkill,
@@ -39,16 +39,16 @@ import {
   RunAgentResponse,
   RunFollowupRequest,
   RunItem
-} from "../src/Run.js"
+} from "../src/domain/Run.js"
 import {
   CreateScheduledAgentRequest,
   DeleteScheduledAgentResponse,
   ListScheduledAgentsResponse,
   ScheduledAgentItem,
   UpdateScheduledAgentRequest
-} from "../src/Schedule.js"
-import { ListSecretsResponse, PutSecretRequest } from "../src/Secret.js"
-import { RunTimeline } from "../src/Timeline.js"
+} from "../src/domain/Schedule.js"
+import { ListSecretsResponse, PutSecretRequest } from "../src/domain/Secret.js"
+import { RunTimeline } from "../src/domain/Timeline.js"
 import {
   CreateWebhookRequest,
   Delivery,
@@ -58,8 +58,8 @@ import {
   PatchWebhookRequest,
   Webhook,
   WebhookWithSecret
-} from "../src/Webhook.js"
-import { ListConnectedWorkersResponse } from "../src/Worker.js"
+} from "../src/domain/Webhook.js"
+import { ListConnectedWorkersResponse } from "../src/domain/Worker.js"
 
 // ---------------------------------------------------------------------------------------------
 // Fixture ids (UUIDv7 for runs, conversations, executions; 22 base62 characters otherwise)

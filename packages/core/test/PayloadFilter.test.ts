@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
 import * as fc from "fast-check"
-import type { Condition, JsonObject, JsonValue, Operators, PathSegment, PayloadFilter } from "../src/PayloadFilter.js"
+import type { Condition, JsonObject, JsonValue, Operators, PathSegment, PayloadFilter } from "../src/domain/PayloadFilter.js"
 import {
   evaluate,
   explain,
@@ -11,7 +11,7 @@ import {
   parseOrInvalidRequest,
   renderPath,
   serialize
-} from "../src/PayloadFilter.js"
+} from "../src/domain/PayloadFilter.js"
 
 const runs = { numRuns: 200 }
 

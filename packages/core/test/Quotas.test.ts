@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { fittingCount, isOverBytes, utf8Bytes } from "../src/Quotas.js"
+import { fittingCount, isOverBytes, utf8Bytes } from "../src/domain/Quotas.js"
 
 describe("Quotas", () => {
   it.prop("utf8Bytes is the length of the UTF-8 encoding", [fc.string({ unit: "binary" })], ([text]) => {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either, Encoding } from "effect"
 import * as fc from "fast-check"
-import { canonicalJson, decodeKeysetCursor, encodeKeysetCursor, fingerprint, fnv1a64 } from "../src/Cursor.js"
-import { FeatureNotAvailable, InvalidRequest } from "../src/Errors.js"
-import { formatUuidV7 } from "../src/Ids.js"
+import { canonicalJson, decodeKeysetCursor, encodeKeysetCursor, fingerprint, fnv1a64 } from "../src/domain/Cursor.js"
+import { FeatureNotAvailable, InvalidRequest } from "../src/domain/Errors.js"
+import { formatUuidV7 } from "../src/domain/Ids.js"
 import {
   compareCodePoints,
   compareRunsForQuery,
@@ -20,8 +20,8 @@ import {
   type RunListRow,
   type RunSortBy,
   type SortOrder
-} from "../src/RunQuery.js"
-import { ArtifactType, RunExecutionLocation, RunState, type RunSourceType } from "../src/RunState.js"
+} from "../src/domain/RunQuery.js"
+import { ArtifactType, RunExecutionLocation, RunState, type RunSourceType } from "../src/domain/RunState.js"
 
 // ---------------------------------------------------------------------------------------------
 // Helpers

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
 import * as fc from "fast-check"
-import { RunErrorCode } from "../src/Errors.js"
-import { MAX_ATTEMPTS, RunExecutionLocation, RunSourceType, RunState, TerminalRunStates } from "../src/RunState.js"
+import { RunErrorCode } from "../src/domain/Errors.js"
+import { MAX_ATTEMPTS, RunExecutionLocation, RunSourceType, RunState, TerminalRunStates } from "../src/domain/RunState.js"
 import {
   CreationTimeline,
   decideCancel,
@@ -15,8 +15,8 @@ import {
   RunEvent,
   transition,
   TransitionTable
-} from "../src/RunStateMachine.js"
-import type { Rejection, RunEventTag, RunSnapshot, Transition } from "../src/RunStateMachine.js"
+} from "../src/domain/RunStateMachine.js"
+import type { Rejection, RunEventTag, RunSnapshot, Transition } from "../src/domain/RunStateMachine.js"
 
 const T0 = 1_700_000_000_000
 const MINUTE = 60_000

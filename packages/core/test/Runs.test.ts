@@ -1,15 +1,15 @@
 import { describe, expect, it } from "@effect/vitest"
 import type { Context } from "effect"
 import { Effect, Layer } from "effect"
-import type { Viewer } from "../src/Access.js"
-import { IdsLive, type PrincipalUid, type TeamUid } from "../src/Ids.js"
+import type { Viewer } from "../src/domain/Access.js"
+import { IdsLive, type PrincipalUid, type TeamUid } from "../src/domain/Ids.js"
 import { EnvironmentStore } from "../src/ports/EnvironmentStore.js"
 import { IdentityStore } from "../src/ports/IdentityStore.js"
 import { RunStore } from "../src/ports/RunStore.js"
 import { SecretStore } from "../src/ports/SecretStore.js"
 import { StorageError } from "../src/ports/Storage.js"
-import { RunAgentRequest } from "../src/Run.js"
-import { defaultTitle, MAX_DEFAULT_TITLE_LENGTH, Runs } from "../src/Runs.js"
+import { RunAgentRequest } from "../src/domain/Run.js"
+import { defaultTitle, MAX_DEFAULT_TITLE_LENGTH, Runs } from "../src/services/Runs.js"
 
 /** A store whose every operation fails as an unreachable database would. */
 const down = <I, S>(tag: Context.Tag<I, S>): Layer.Layer<I> =>

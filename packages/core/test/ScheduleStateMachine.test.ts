@@ -1,9 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
 import * as fc from "fast-check"
-import type { CronSchedule } from "../src/Cron.js"
-import { fireTimesBetween, parseSchedule } from "../src/Cron.js"
-import type { ScheduleState, ScheduleStatus } from "../src/ScheduleStateMachine.js"
+import type { CronSchedule } from "../src/domain/Cron.js"
+import { fireTimesBetween, parseSchedule } from "../src/domain/Cron.js"
+import type { ScheduleState, ScheduleStatus } from "../src/domain/ScheduleStateMachine.js"
 import {
   dueTicks,
   dueTicksFor,
@@ -14,7 +14,7 @@ import {
   ScheduleEvent,
   ScheduleTransitions,
   transition
-} from "../src/ScheduleStateMachine.js"
+} from "../src/domain/ScheduleStateMachine.js"
 
 const MINUTE = 60_000
 const HOUR = 60 * MINUTE

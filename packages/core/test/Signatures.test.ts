@@ -1,10 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import * as fc from "fast-check"
-import type { RejectionReason, VerifyInput } from "../src/Signatures.js"
-import { sign, TIMESTAMP_TOLERANCE_MS, timingSafeEqual, verify } from "../src/Signatures.js"
-import { SignatureScheme as SignatureSchemes } from "../src/Webhook.js"
-import type { SignatureScheme } from "../src/Webhook.js"
+import type { RejectionReason, VerifyInput } from "../src/domain/Signatures.js"
+import { sign, TIMESTAMP_TOLERANCE_MS, timingSafeEqual, verify } from "../src/domain/Signatures.js"
+import { SignatureScheme as SignatureSchemes } from "../src/domain/Webhook.js"
+import type { SignatureScheme } from "../src/domain/Webhook.js"
 
 const bytes = (text: string): Uint8Array => new TextEncoder().encode(text)
 

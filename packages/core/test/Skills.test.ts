@@ -1,12 +1,13 @@
 import { describe, expect, it } from "@effect/vitest"
 import { DateTime, Either, FastCheck as fc, Option, Redacted } from "effect"
 import { Effect } from "effect"
-import { parseSkillSpec } from "../src/Agent.js"
-import type { AgentVariant } from "../src/Agent.js"
-import { parseRegistered, resolveMcpServers, secretReferences, substituteSecrets } from "../src/McpServers.js"
-import type { SecretName } from "../src/Secret.js"
-import type { TeamUid } from "../src/Ids.js"
-import { groupAgents, parseRepoParam, parseSkillFile, skillsOf } from "../src/Skills.js"
+import { parseSkillSpec } from "../src/domain/Agent.js"
+import type { AgentVariant } from "../src/domain/Agent.js"
+import { parseRegistered, resolveMcpServers, secretReferences, substituteSecrets } from "../src/domain/McpServers.js"
+import type { SecretName } from "../src/domain/Secret.js"
+import type { TeamUid } from "../src/domain/Ids.js"
+import { parseSkillFile, skillsOf } from "../src/domain/SkillFiles.js"
+import { groupAgents, parseRepoParam } from "../src/services/Skills.js"
 
 const name = fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,30}$/)
 const description = fc.string({ minLength: 1, maxLength: 60 }).filter((s) => s.trim() !== "")

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either, Schema } from "effect"
 import * as fc from "fast-check"
-import type { WebhookState, WebhookStatus, WebhookTransition } from "../src/WebhookStateMachine.js"
+import type { WebhookState, WebhookStatus, WebhookTransition } from "../src/domain/WebhookStateMachine.js"
 import {
   acceptsDeliveries,
   acceptsSecretVersion,
@@ -12,7 +12,7 @@ import {
   WebhookEvent,
   WebhookState as WebhookStateSchema,
   WebhookTransitionTable
-} from "../src/WebhookStateMachine.js"
+} from "../src/domain/WebhookStateMachine.js"
 
 const runs = { numRuns: 200 }
 

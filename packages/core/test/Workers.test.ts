@@ -1,12 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Arbitrary } from "effect"
 import * as fc from "fast-check"
-import type { ExecutionId, TeamUid } from "../src/Ids.js"
+import type { ExecutionId, TeamUid } from "../src/domain/Ids.js"
 import type { StoredRun } from "../src/ports/RunStore.js"
-import { RunItem } from "../src/Run.js"
-import type { RunState } from "../src/RunState.js"
-import { holds } from "../src/RunRecords.js"
-import { isWorkersRun } from "../src/Workers.js"
+import { RunItem } from "../src/domain/Run.js"
+import type { RunState } from "../src/domain/RunState.js"
+import { holds } from "../src/domain/RunRecords.js"
+import { isWorkersRun } from "../src/services/Workers.js"
 
 const HOLDER = "01a208ee-b8be-7a20-a79a-f1c93d6c2eee" as ExecutionId
 const OTHER = "01a208ee-b920-7839-9fb9-bc08cd6c7240" as ExecutionId

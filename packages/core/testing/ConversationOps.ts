@@ -3,8 +3,8 @@
  * conversation: every step needs its `started_at`, every message its `timestamp`.
  */
 import { DateTime } from "effect"
-import type { ConversationStep } from "../src/Conversation.js"
-import type { ConversationOp } from "../src/ConversationLog.js"
+import type { ConversationStep } from "../src/domain/Conversation.js"
+import type { ConversationOp } from "../src/domain/ConversationLog.js"
 
 export const opsOf = (steps: ReadonlyArray<ConversationStep>, firstKey = 1): Array<ConversationOp> => {
   const ops: Array<ConversationOp> = []

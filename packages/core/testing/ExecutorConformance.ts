@@ -18,7 +18,7 @@ import { execFileSync } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { type ExecutionId, formatUuidV7, type RunId, type TeamUid } from "../src/Ids.js"
+import { type ExecutionId, formatUuidV7, type RunId, type TeamUid } from "../src/domain/Ids.js"
 import { concatBytes } from "../src/internal/Bytes.js"
 import { type AgentProcess, Executor, type Sandbox, type SandboxSpec } from "../src/ports/Executor.js"
 

@@ -8,9 +8,9 @@
  */
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
-import type { Viewer } from "../src/Access.js"
-import { decodeRequest } from "../src/Common.js"
-import type { InvalidRequest, ResourceNotFound } from "../src/Errors.js"
+import type { Viewer } from "../src/domain/Access.js"
+import { decodeRequest } from "../src/domain/Common.js"
+import type { InvalidRequest, ResourceNotFound } from "../src/domain/Errors.js"
 import {
   ADMIN_TOKEN_VARIABLE,
   BOOTSTRAP_ADMIN_NAME,
@@ -18,7 +18,7 @@ import {
   generateToken,
   hashToken,
   Identities
-} from "../src/Identities.js"
+} from "../src/services/Identities.js"
 import {
   CreatePrincipalRequest,
   CreateTeamRequest,
@@ -26,8 +26,8 @@ import {
   DEFAULT_MAX_CONCURRENT_RUNS,
   PatchTeamRequest,
   Principal
-} from "../src/Identity.js"
-import { IdsLive, isUid22, type PrincipalUid, type TeamUid, type TokenId } from "../src/Ids.js"
+} from "../src/domain/Identity.js"
+import { IdsLive, isUid22, type PrincipalUid, type TeamUid, type TokenId } from "../src/domain/Ids.js"
 import { IdentityStore } from "../src/ports/IdentityStore.js"
 import { uid } from "./RunStoreConformance.js"
 import type { Stores } from "./Stores.js"

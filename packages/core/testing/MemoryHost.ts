@@ -5,18 +5,18 @@
  * the claim fail with a `StorageError` while it is on; `cancel` cancels a run as a caller would.
  */
 import { Clock, Effect, Either, Layer, Option, Ref, Stream } from "effect"
-import type { Artifact } from "../src/Artifact.js"
-import { foldParts } from "../src/ConversationLog.js"
-import type { ConversationPart } from "../src/ConversationLog.js"
-import type { ExecutionEvent, Report } from "../src/engine/ExecutionEvent.js"
-import { toRunEvent } from "../src/engine/ExecutionEvent.js"
+import type { Artifact } from "../src/domain/Artifact.js"
+import { foldParts } from "../src/domain/ConversationLog.js"
+import type { ConversationPart } from "../src/domain/ConversationLog.js"
+import type { ExecutionEvent, Report } from "../src/domain/ExecutionEvent.js"
+import { toRunEvent } from "../src/domain/ExecutionEvent.js"
 import { ExecutionHost, Lost } from "../src/engine/ExecutionHost.js"
 import type { ExecutionPlan } from "../src/engine/ExecutionPlan.js"
-import type { ExecutionId, RunId, TeamUid } from "../src/Ids.js"
+import type { ExecutionId, RunId, TeamUid } from "../src/domain/Ids.js"
 import type { Sandbox } from "../src/ports/Executor.js"
 import { StorageError } from "../src/ports/Storage.js"
-import { newRunSnapshot, RunEvent, transition } from "../src/RunStateMachine.js"
-import type { RunSnapshot } from "../src/RunStateMachine.js"
+import { newRunSnapshot, RunEvent, transition } from "../src/domain/RunStateMachine.js"
+import type { RunSnapshot } from "../src/domain/RunStateMachine.js"
 
 /** A run as the memory host keeps it. */
 export interface MemoryRun {

@@ -8,16 +8,16 @@
  * claim use a worker host of their own; the one test of host-less claims uses runs created before
  * 1970, older than anything else the suite writes.
  */
-import { applyTransition, runSnapshot } from "../src/RunRecords.js"
+import { applyTransition, runSnapshot } from "../src/domain/RunRecords.js"
 import { describe, expect, layer } from "@effect/vitest"
 import { Arbitrary, DateTime, Effect, Either, Fiber, Option, Schema, Stream } from "effect"
 import type { Layer } from "effect"
 import * as fc from "fast-check"
-import { canSee, type Viewer } from "../src/Access.js"
-import type { Artifact } from "../src/Artifact.js"
-import { ConversationStep } from "../src/Conversation.js"
-import { type ConversationOp, foldConversation } from "../src/ConversationLog.js"
-import { decodeKeysetCursor } from "../src/Cursor.js"
+import { canSee, type Viewer } from "../src/domain/Access.js"
+import type { Artifact } from "../src/domain/Artifact.js"
+import { ConversationStep } from "../src/domain/Conversation.js"
+import { type ConversationOp, foldConversation } from "../src/domain/ConversationLog.js"
+import { decodeKeysetCursor } from "../src/domain/Cursor.js"
 import {
   type EnvironmentUid,
   type ExecutionId,
@@ -29,10 +29,10 @@ import {
   type TeamUid,
   type WebhookUid,
   type DeliveryId
-} from "../src/Ids.js"
-import type { Role } from "../src/Identity.js"
-import { RunItem } from "../src/Run.js"
-import type { AgentSkill } from "../src/Run.js"
+} from "../src/domain/Ids.js"
+import type { Role } from "../src/domain/Identity.js"
+import { RunItem } from "../src/domain/Run.js"
+import type { AgentSkill } from "../src/domain/Run.js"
 import {
   pageOf,
   queryFingerprint,
@@ -40,14 +40,14 @@ import {
   type RunListQuery,
   type RunSortBy,
   type SortOrder
-} from "../src/RunQuery.js"
-import { ArtifactType, type RunExecutionLocation, type RunSourceType, RunState } from "../src/RunState.js"
-import { RunEvent, transition } from "../src/RunStateMachine.js"
-import type { SkillSpec } from "../src/Agent.js"
+} from "../src/domain/RunQuery.js"
+import { ArtifactType, type RunExecutionLocation, type RunSourceType, RunState } from "../src/domain/RunState.js"
+import { RunEvent, transition } from "../src/domain/RunStateMachine.js"
+import type { SkillSpec } from "../src/domain/Agent.js"
 import { type NewTimelineEvent, runListRow, RunStore, type StoredRun } from "../src/ports/RunStore.js"
 import type { ExactlyOnceKey } from "../src/ports/Storage.js"
 import { WebhookStore } from "../src/ports/WebhookStore.js"
-import { Delivery } from "../src/Webhook.js"
+import { Delivery } from "../src/domain/Webhook.js"
 import type { Stores } from "./Stores.js"
 
 // ---------------------------------------------------------------------------------------------

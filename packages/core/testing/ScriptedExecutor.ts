@@ -12,7 +12,7 @@
  * Docker image `broken` is an executor failure.
  */
 import { Deferred, Effect, Fiber, Layer, Option, Queue, Ref, Stream } from "effect"
-import type { StartMessage } from "../src/Harness.js"
+import type { StartMessage } from "../src/domain/Harness.js"
 import { Executor, ExecutorError, SetupFailed } from "../src/ports/Executor.js"
 import type { AgentProcess, Sandbox } from "../src/ports/Executor.js"
 

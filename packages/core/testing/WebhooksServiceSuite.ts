@@ -7,13 +7,13 @@
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { DateTime, Effect, Either, Encoding, Layer, Option, Redacted, Schema } from "effect"
-import type { Viewer } from "../src/Access.js"
-import { decodeRequest } from "../src/Common.js"
-import type { InvalidRequest } from "../src/Errors.js"
-import { DeliveryId, IdsLive, WebhookUid } from "../src/Ids.js"
+import type { Viewer } from "../src/domain/Access.js"
+import { decodeRequest } from "../src/domain/Common.js"
+import type { InvalidRequest } from "../src/domain/Errors.js"
+import { DeliveryId, IdsLive, WebhookUid } from "../src/domain/Ids.js"
 import { WebhookStore } from "../src/ports/WebhookStore.js"
-import { PutSecretRequest, type SecretName } from "../src/Secret.js"
-import { Secrets } from "../src/Secrets.js"
+import { PutSecretRequest, type SecretName } from "../src/domain/Secret.js"
+import { Secrets } from "../src/services/Secrets.js"
 import {
   CreateWebhookRequest,
   Delivery,
@@ -23,8 +23,8 @@ import {
   PatchWebhookRequest,
   Webhook,
   WebhookWithSecret
-} from "../src/Webhook.js"
-import { DELIVERY_PAGE_LIMIT, standardWebhooksKey, webhookIngressSettings, Webhooks } from "../src/Webhooks.js"
+} from "../src/domain/Webhook.js"
+import { DELIVERY_PAGE_LIMIT, standardWebhooksKey, webhookIngressSettings, Webhooks } from "../src/services/Webhooks.js"
 import { uid } from "./RunStoreConformance.js"
 import type { Stores } from "./Stores.js"
 import { failureOf, seedWorld, type World } from "./World.js"

@@ -6,11 +6,11 @@
 import { expect, layer } from "@effect/vitest"
 import type { Layer } from "effect"
 import { Effect, Option } from "effect"
-import type { ExecutionId, PrincipalUid, TeamUid } from "../src/Ids.js"
+import type { ExecutionId, PrincipalUid, TeamUid } from "../src/domain/Ids.js"
 import { RunStore } from "../src/ports/RunStore.js"
 import type { WorkerHeartbeat } from "../src/ports/WorkerStore.js"
 import { WorkerStore } from "../src/ports/WorkerStore.js"
-import type { RunState } from "../src/RunState.js"
+import type { RunState } from "../src/domain/RunState.js"
 import { creationEvents, makeRun, uid, uuid } from "./RunStoreConformance.js"
 import type { Stores } from "./Stores.js"
 

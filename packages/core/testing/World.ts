@@ -3,9 +3,9 @@
  * principal of each role, seeded through the stores, and `failureOf` for effects that must fail.
  */
 import { DateTime, Effect, Either } from "effect"
-import type { Viewer } from "../src/Access.js"
-import type { PrincipalUid, TeamUid } from "../src/Ids.js"
-import { Principal, type Role, Team } from "../src/Identity.js"
+import type { Viewer } from "../src/domain/Access.js"
+import type { PrincipalUid, TeamUid } from "../src/domain/Ids.js"
+import { Principal, type Role, Team } from "../src/domain/Identity.js"
 import { IdentityStore } from "../src/ports/IdentityStore.js"
 import { uid } from "./RunStoreConformance.js"
 

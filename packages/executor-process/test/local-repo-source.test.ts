@@ -1,4 +1,4 @@
-import type { TeamUid } from "@agent-runs/core/Ids"
+import type { TeamUid } from "@agent-runs/core/domain/Ids"
 import { writeRepository } from "@agent-runs/core/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"

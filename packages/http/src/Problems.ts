@@ -1,5 +1,5 @@
 /**
- * The wire form of every error of `@agent-runs/core/Errors` (CONTRACT §2): an
+ * The wire form of every error of `@agent-runs/core/domain/Errors` (CONTRACT §2): an
  * `application/problem+json` body `{type, title, status, error, error_code, retryable, detail?,
  * trace_id?}` plus a few extension members, with the HTTP status that belongs to each error.
  *

@@ -15,7 +15,7 @@
  *   (`application/x-ndjson`), streamed.
  */
 import { HttpApiBuilder, HttpApiScalar, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { BlobStore, Conversations, Errors } from "@agent-runs/core"
+import { BlobKeys, BlobStore, Errors } from "@agent-runs/core"
 import { Cause, Clock, Context, Effect, Layer, Option, Schema, Stream } from "effect"
 import { Api } from "./Api.js"
 import { AuthenticationLive } from "./AuthenticationLive.js"
@@ -101,7 +101,7 @@ const download = (downloads: DownloadUrls["Type"], blobs: BlobStore.BlobStore["T
     )
     if (refusal === "expired") return refused("this download link has expired; ask the API for a new one")
     if (refusal === "invalid") return refused("this download link is not valid")
-    const blob = yield* blobs.read(Conversations.transcriptKey(runId))
+    const blob = yield* blobs.read(BlobKeys.transcriptKey(runId))
     if (Option.isNone(blob)) return problemResponse(Errors.ResourceNotFound.of("transcript", runId))
     return HttpServerResponse.stream(blob.value.pipe(Stream.orDie), {
       contentType: "application/x-ndjson",

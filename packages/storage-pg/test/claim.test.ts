@@ -4,7 +4,7 @@
  * wake-up sent through one pool is heard through the other (LISTEN/NOTIFY).
  */
 import { creationEvents, makeRun, uid, uuid } from "@agent-runs/core/testing"
-import type { ExecutionId, PrincipalUid, TeamUid } from "@agent-runs/core/Ids"
+import type { ExecutionId, PrincipalUid, TeamUid } from "@agent-runs/core/domain/Ids"
 import { RunStore } from "@agent-runs/core/ports/RunStore"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer, Option, Redacted, Stream } from "effect"

@@ -3,9 +3,9 @@
  * JSON the core Schemas encode), and one `automation_webhooks` row per webhook its trigger
  * selects, so that finding the automations of a delivery's webhook is an index lookup.
  */
-import { Automation } from "@agent-runs/core/Automation"
-import type { AutomationId, WebhookUid } from "@agent-runs/core/Ids"
-import { PrincipalUid, TeamUid } from "@agent-runs/core/Ids"
+import { Automation } from "@agent-runs/core/domain/Automation"
+import type { AutomationId, WebhookUid } from "@agent-runs/core/domain/Ids"
+import { PrincipalUid, TeamUid } from "@agent-runs/core/domain/Ids"
 import { AutomationStore } from "@agent-runs/core/ports/AutomationStore"
 import type { StoredAutomation } from "@agent-runs/core/ports/AutomationStore"
 import { SqlClient } from "@effect/sql"

@@ -6,8 +6,8 @@
  * Every delivery logged adds one to its webhook's count of its outcome (`delivery_counts`, one row
  * per webhook and outcome), so the counts stay true after the log itself is pruned or trimmed.
  */
-import type { Delivery } from "@agent-runs/core/Webhook"
-import type { WebhookUid } from "@agent-runs/core/Ids"
+import type { Delivery } from "@agent-runs/core/domain/Webhook"
+import type { WebhookUid } from "@agent-runs/core/domain/Ids"
 import { SqlClient } from "@effect/sql"
 import { DateTime, Effect } from "effect"
 

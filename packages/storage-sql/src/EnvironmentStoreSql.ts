@@ -5,10 +5,10 @@
  * every environment naming it as a guest (in any team), and the environments of its team whose
  * link it opened while link sharing is on; newest `updated_at` first, ties by uid (descending).
  */
-import type { Viewer } from "@agent-runs/core/Access"
-import { Environment, LastTaskCreated } from "@agent-runs/core/Environment"
-import type { EnvironmentUid } from "@agent-runs/core/Ids"
-import { PrincipalUid, TeamUid } from "@agent-runs/core/Ids"
+import type { Viewer } from "@agent-runs/core/domain/Access"
+import { Environment, LastTaskCreated } from "@agent-runs/core/domain/Environment"
+import type { EnvironmentUid } from "@agent-runs/core/domain/Ids"
+import { PrincipalUid, TeamUid } from "@agent-runs/core/domain/Ids"
 import { EnvironmentStore } from "@agent-runs/core/ports/EnvironmentStore"
 import type { EnvironmentRunNote, StoredEnvironment } from "@agent-runs/core/ports/EnvironmentStore"
 import { SqlClient } from "@effect/sql"

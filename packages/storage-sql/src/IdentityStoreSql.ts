@@ -3,8 +3,8 @@
  * API tokens stored only as their SHA-256 hash (unique). A token authenticates while `revoked_at`
  * is null; revoking sets it at once and keeps the record.
  */
-import type { PrincipalUid, TeamUid, TokenId } from "@agent-runs/core/Ids"
-import { Principal, Team, TokenRecord } from "@agent-runs/core/Identity"
+import type { PrincipalUid, TeamUid, TokenId } from "@agent-runs/core/domain/Ids"
+import { Principal, Team, TokenRecord } from "@agent-runs/core/domain/Identity"
 import { IdentityStore } from "@agent-runs/core/ports/IdentityStore"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option, Schema } from "effect"

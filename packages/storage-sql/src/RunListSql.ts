@@ -14,8 +14,8 @@
  *   itself holds U+0001; such a term is matched against each part, cut out by its stored length.
  *   PostgreSQL uses `LIKE` (served by the trigram index), SQLite `instr`.
  */
-import type { Viewer } from "@agent-runs/core/Access"
-import type { RunListQuery } from "@agent-runs/core/RunQuery"
+import type { Viewer } from "@agent-runs/core/domain/Access"
+import type { RunListQuery } from "@agent-runs/core/domain/RunQuery"
 import type { SqlClient, Statement } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"

@@ -27,15 +27,15 @@
  *   written in the same transaction.
  * - Wake-ups are signalled after the transaction commits, so a woken dispatcher finds the run.
  */
-import type { Viewer } from "@agent-runs/core/Access"
-import { Artifact } from "@agent-runs/core/Artifact"
-import { ConversationStep } from "@agent-runs/core/Conversation"
-import { ConversationOp, type ConversationPart, foldParts } from "@agent-runs/core/ConversationLog"
-import { RunId } from "@agent-runs/core/Ids"
-import type { ConversationId, ExecutionId, TeamUid } from "@agent-runs/core/Ids"
-import { RunItem } from "@agent-runs/core/Run"
-import { encodeCursor, type RunListQuery } from "@agent-runs/core/RunQuery"
-import { RunState } from "@agent-runs/core/RunState"
+import type { Viewer } from "@agent-runs/core/domain/Access"
+import { Artifact } from "@agent-runs/core/domain/Artifact"
+import { ConversationStep } from "@agent-runs/core/domain/Conversation"
+import { ConversationOp, type ConversationPart, foldParts } from "@agent-runs/core/domain/ConversationLog"
+import { RunId } from "@agent-runs/core/domain/Ids"
+import type { ConversationId, ExecutionId, TeamUid } from "@agent-runs/core/domain/Ids"
+import { RunItem } from "@agent-runs/core/domain/Run"
+import { encodeCursor, type RunListQuery } from "@agent-runs/core/domain/RunQuery"
+import { RunState } from "@agent-runs/core/domain/RunState"
 import {
   FollowupInboxFull,
   type FollowupWrite,
@@ -48,7 +48,7 @@ import {
   type StoredRun
 } from "@agent-runs/core/ports/RunStore"
 import { DuplicateKey, type ExactlyOnceKey, StaleWrite, StorageError } from "@agent-runs/core/ports/Storage"
-import { TimelineEvent } from "@agent-runs/core/Timeline"
+import { TimelineEvent } from "@agent-runs/core/domain/Timeline"
 import { SqlClient } from "@effect/sql"
 import type { Statement } from "@effect/sql"
 import { Effect, Layer, Option, Schema, Stream } from "effect"

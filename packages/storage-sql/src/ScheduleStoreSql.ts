@@ -8,14 +8,14 @@
  * `recordTicks` writes only those, compare-and-set on the three of them as read (the history
  * compared as the JSON text this module writes for it).
  */
-import type { Viewer } from "@agent-runs/core/Access"
-import { PrincipalUid, TeamUid } from "@agent-runs/core/Ids"
-import type { ScheduleId } from "@agent-runs/core/Ids"
+import type { Viewer } from "@agent-runs/core/domain/Access"
+import { PrincipalUid, TeamUid } from "@agent-runs/core/domain/Ids"
+import type { ScheduleId } from "@agent-runs/core/domain/Ids"
 import { ScheduleStore } from "@agent-runs/core/ports/ScheduleStore"
 import type { ScheduleTicks, StoredSchedule, TicksWrite } from "@agent-runs/core/ports/ScheduleStore"
 import { StaleWrite } from "@agent-runs/core/ports/Storage"
-import { ScheduledAgentItem, ScheduleHistory } from "@agent-runs/core/Schedule"
-import { ScheduleStatus } from "@agent-runs/core/ScheduleStateMachine"
+import { ScheduledAgentItem, ScheduleHistory } from "@agent-runs/core/domain/Schedule"
+import { ScheduleStatus } from "@agent-runs/core/domain/ScheduleStateMachine"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option, Schema } from "effect"
 import { bool, decodeRows, iso, json, JsonColumn, millis, operation, traced, visibleTo } from "./internal/Catalog.js"

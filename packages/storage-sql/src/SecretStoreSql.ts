@@ -3,10 +3,10 @@
  * the server key and bound to its (team, name) (Crypto.ts). Values leave only as `Redacted`, to
  * the caller of `get`; listing reads names and times only.
  */
-import type { TeamUid } from "@agent-runs/core/Ids"
+import type { TeamUid } from "@agent-runs/core/domain/Ids"
 import { SecretStore } from "@agent-runs/core/ports/SecretStore"
-import type { SecretName } from "@agent-runs/core/Secret"
-import { SecretMetadata } from "@agent-runs/core/Secret"
+import type { SecretName } from "@agent-runs/core/domain/Secret"
+import { SecretMetadata } from "@agent-runs/core/domain/Secret"
 import { SqlClient } from "@effect/sql"
 import type { Redacted } from "effect"
 import { Effect, Layer, Option, Schema } from "effect"

@@ -11,14 +11,14 @@
  * CASCADE). Each logged delivery is counted per outcome (`delivery_counts`), in the transaction
  * that logs it; a rejected one may trim the webhook's rejected entries in that transaction too.
  */
-import type { DeliveryId, WebhookUid } from "@agent-runs/core/Ids"
-import { PrincipalUid, TeamUid } from "@agent-runs/core/Ids"
+import type { DeliveryId, WebhookUid } from "@agent-runs/core/domain/Ids"
+import { PrincipalUid, TeamUid } from "@agent-runs/core/domain/Ids"
 import { StaleWrite } from "@agent-runs/core/ports/Storage"
 import { WebhookStore } from "@agent-runs/core/ports/WebhookStore"
 import type { LogRetention, StoredWebhook } from "@agent-runs/core/ports/WebhookStore"
-import { Delivery, Webhook } from "@agent-runs/core/Webhook"
-import type { DeliveryOutcome } from "@agent-runs/core/Webhook"
-import { WebhookStatus } from "@agent-runs/core/WebhookStateMachine"
+import { Delivery, Webhook } from "@agent-runs/core/domain/Webhook"
+import type { DeliveryOutcome } from "@agent-runs/core/domain/Webhook"
+import { WebhookStatus } from "@agent-runs/core/domain/WebhookStateMachine"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option, Schema } from "effect"
 import * as Crypto from "./Crypto.js"

@@ -4,7 +4,7 @@
  * after the row expired starts a new connection (`connected_at` = now). The connected list counts
  * each worker's CLAIMED and INPROGRESS runs in the same query.
  */
-import type { PrincipalUid, TeamUid } from "@agent-runs/core/Ids"
+import type { PrincipalUid, TeamUid } from "@agent-runs/core/domain/Ids"
 import { WorkerStore } from "@agent-runs/core/ports/WorkerStore"
 import type { StoredWorker, WorkerHeartbeat } from "@agent-runs/core/ports/WorkerStore"
 import { SqlClient } from "@effect/sql"

@@ -4,7 +4,7 @@
  * no run is claimed twice and no claim fails with SQLITE_BUSY.
  */
 import { creationEvents, makeRun, uid, uuid } from "@agent-runs/core/testing"
-import type { ExecutionId, PrincipalUid, TeamUid } from "@agent-runs/core/Ids"
+import type { ExecutionId, PrincipalUid, TeamUid } from "@agent-runs/core/domain/Ids"
 import { RunStore } from "@agent-runs/core/ports/RunStore"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, Option } from "effect"

@@ -4,12 +4,12 @@
  * dialect shows that each row's ciphertext is bound to that row.
  */
 import { describe, expect, layer } from "@effect/vitest"
-import type { TeamUid, WebhookUid } from "@agent-runs/core/Ids"
+import type { TeamUid, WebhookUid } from "@agent-runs/core/domain/Ids"
 import { SecretStore } from "@agent-runs/core/ports/SecretStore"
 import { WebhookStore } from "@agent-runs/core/ports/WebhookStore"
 import type { StoredWebhook } from "@agent-runs/core/ports/WebhookStore"
-import type { SecretName } from "@agent-runs/core/Secret"
-import { Webhook } from "@agent-runs/core/Webhook"
+import type { SecretName } from "@agent-runs/core/domain/Secret"
+import { Webhook } from "@agent-runs/core/domain/Webhook"
 import { SqlClient } from "@effect/sql"
 import { DateTime, Effect, Either, Option, Redacted } from "effect"
 import { storageLayer } from "./harness.js"

@@ -11,7 +11,7 @@
  *   storage confirmed it: after a failed write, the next save writes it again.
  */
 import { Clock, Deferred, Duration, Effect, Fiber, Option, Schedule, Stream } from "effect"
-import type { ConversationOp } from "../ConversationLog.js"
+import type { ConversationOp } from "../domain/ConversationLog.js"
 import {
   addUsage,
   cancelMessage,
@@ -22,12 +22,12 @@ import {
   splitLines,
   takeArtifacts,
   takeOps
-} from "../Harness.js"
-import type { HealthService } from "../Health.js"
-import { outage, STORAGE_PATIENCE_MS } from "../Health.js"
+} from "../domain/Harness.js"
+import type { HealthService } from "./Health.js"
+import { outage, STORAGE_PATIENCE_MS } from "./Health.js"
 import type { AgentProcess } from "../ports/Executor.js"
 import type { StorageError } from "../ports/Storage.js"
-import type { Report } from "./ExecutionEvent.js"
+import type { Report } from "../domain/ExecutionEvent.js"
 import type { Lost, OutputSink } from "./ExecutionHost.js"
 import { DEFAULT_MAX_OUTPUT_BYTES, type DispatcherSettings } from "./Settings.js"
 

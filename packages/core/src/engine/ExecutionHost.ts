@@ -13,13 +13,13 @@
  */
 import type { Effect, Option, Stream } from "effect"
 import { Context, Data } from "effect"
-import type { Artifact } from "../Artifact.js"
-import type { ConversationPart } from "../ConversationLog.js"
-import type { ExecutionId, RunId } from "../Ids.js"
+import type { Artifact } from "../domain/Artifact.js"
+import type { ConversationPart } from "../domain/ConversationLog.js"
+import type { ExecutionId, RunId } from "../domain/Ids.js"
 import type { Sandbox } from "../ports/Executor.js"
 import type { StorageError } from "../ports/Storage.js"
-import type { RunState } from "../RunState.js"
-import type { ExecutionEvent, Report } from "./ExecutionEvent.js"
+import type { RunState } from "../domain/RunState.js"
+import type { ExecutionEvent, Report } from "../domain/ExecutionEvent.js"
 import type { ExecutionPlan } from "./ExecutionPlan.js"
 
 /** The execution no longer holds its run: someone else moved it (a cancel, a lease expiry). */

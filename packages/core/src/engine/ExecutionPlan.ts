@@ -10,16 +10,16 @@
  * becomes the plan's `failure`: the execution fails its setup with it (`environment_setup_failed`).
  */
 import { Data, Effect, Either, Option } from "effect"
-import type { EnvironmentConfig } from "../Environment.js"
-import type { HistoryMessage, StartMessage } from "../Harness.js"
-import type { ExecutionId, RunId, TeamUid } from "../Ids.js"
-import { resolveMcpServers, secretReferences } from "../McpServers.js"
-import type { McpDirectServer } from "../McpServers.js"
+import type { EnvironmentConfig } from "../domain/Environment.js"
+import type { HistoryMessage, StartMessage } from "../domain/Harness.js"
+import type { ExecutionId, RunId, TeamUid } from "../domain/Ids.js"
+import { resolveMcpServers, secretReferences } from "../domain/McpServers.js"
+import type { McpDirectServer } from "../domain/McpServers.js"
 import type { RepoSource } from "../ports/RepoSource.js"
 import type { SandboxSpec } from "../ports/Executor.js"
 import type { SecretStore } from "../ports/SecretStore.js"
-import type { RequestUsage, RunItem } from "../Run.js"
-import { readSkill } from "../Skills.js"
+import type { RequestUsage, RunItem } from "../domain/Run.js"
+import { readSkill } from "../domain/SkillFiles.js"
 
 /** What a claim brings: the run as claimed and what its execution needs from storage. */
 export interface ClaimedRun {

@@ -9,13 +9,13 @@
  *   late admission does not restart the wait.
  */
 import { Clock, Effect, Layer, Option } from "effect"
-import { Health, supervise } from "../Health.js"
-import { Ids } from "../Ids.js"
+import { Health, supervise } from "./Health.js"
+import { Ids } from "../domain/Ids.js"
 import { RunStore } from "../ports/RunStore.js"
 import { WorkerStore } from "../ports/WorkerStore.js"
-import { isTerminal } from "../RunState.js"
-import { RunEvent } from "../RunStateMachine.js"
-import { currentExecution } from "../RunRecords.js"
+import { isTerminal } from "../domain/RunState.js"
+import { RunEvent } from "../domain/RunStateMachine.js"
+import { currentExecution } from "../domain/RunRecords.js"
 import { RunExecutions } from "./RunExecutions.js"
 import { DEFAULT_WORKER_WAIT_MS, DispatcherConfig } from "./Settings.js"
 

@@ -1,7 +1,7 @@
 /** Helpers shared by the application services. */
 import { Effect, Option } from "effect"
-import { ResourceUnavailable } from "../Errors.js"
-import { Health } from "../Health.js"
+import { ResourceUnavailable } from "../domain/Errors.js"
+import { Health } from "../engine/Health.js"
 import type { StorageError } from "../ports/Storage.js"
 
 const unavailable = (error: StorageError) =>

@@ -1,8 +1,8 @@
 /** Port: automations (webhook triggers with payload filters that start runs). */
 import type { Effect, Option } from "effect"
 import { Context } from "effect"
-import type { Automation } from "../Automation.js"
-import type { AutomationId, PrincipalUid, TeamUid, WebhookUid } from "../Ids.js"
+import type { Automation } from "../domain/Automation.js"
+import type { AutomationId, PrincipalUid, TeamUid, WebhookUid } from "../domain/Ids.js"
 import type { StorageError } from "./Storage.js"
 
 /** An automation as stored. */

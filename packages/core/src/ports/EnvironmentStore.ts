@@ -1,9 +1,9 @@
 /** Port: environments (sandbox image, repositories, setup commands) and their sharing. */
 import type { Effect, Option } from "effect"
 import { Context } from "effect"
-import type { Viewer } from "../Access.js"
-import type { Environment, LastTaskCreated } from "../Environment.js"
-import type { EnvironmentUid, PrincipalUid, TeamUid } from "../Ids.js"
+import type { Viewer } from "../domain/Access.js"
+import type { Environment, LastTaskCreated } from "../domain/Environment.js"
+import type { EnvironmentUid, PrincipalUid, TeamUid } from "../domain/Ids.js"
 import type { StorageError } from "./Storage.js"
 
 /** What `noteRun` writes; an absent field is left as it is. */

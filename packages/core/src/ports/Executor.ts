@@ -23,7 +23,7 @@
  */
 import type { Effect, Option, Scope, Stream } from "effect"
 import { Context, Data } from "effect"
-import type { ExecutionId, RunId, TeamUid } from "../Ids.js"
+import type { ExecutionId, RunId, TeamUid } from "../domain/Ids.js"
 
 /** What a sandbox is made of. */
 export interface SandboxSpec {

@@ -1,8 +1,8 @@
 /** Port: teams, principals and their memberships, and API tokens (stored only as SHA-256 hashes). */
 import type { Effect, Option } from "effect"
 import { Context } from "effect"
-import type { PrincipalUid, TeamUid, TokenId } from "../Ids.js"
-import type { Principal, Team, TokenRecord } from "../Identity.js"
+import type { PrincipalUid, TeamUid, TokenId } from "../domain/Ids.js"
+import type { Principal, Team, TokenRecord } from "../domain/Identity.js"
 import type { StorageError } from "./Storage.js"
 
 export class IdentityStore extends Context.Tag("@agent-runs/core/IdentityStore")<IdentityStore, {

@@ -15,7 +15,7 @@
  * whose executor clones from elsewhere provides a source whose `has` answers for its teams.
  */
 import { Context, Data, Effect, Option } from "effect"
-import type { TeamUid } from "../Ids.js"
+import type { TeamUid } from "../domain/Ids.js"
 
 /** A file of a repository's default branch. `content` is `undefined` when it was too large to read. */
 export interface RepoFile {

@@ -5,7 +5,7 @@
  */
 import type { Effect, Option } from "effect"
 import { Context } from "effect"
-import type { ExecutionId, RunId } from "../Ids.js"
+import type { ExecutionId, RunId } from "../domain/Ids.js"
 
 /** What a run token stands for. */
 export interface RunCredential {

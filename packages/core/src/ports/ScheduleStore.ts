@@ -10,10 +10,10 @@
  */
 import type { DateTime, Effect, Option } from "effect"
 import { Context } from "effect"
-import type { Viewer } from "../Access.js"
-import type { PrincipalUid, ScheduleId, TeamUid } from "../Ids.js"
-import type { ScheduledAgentItem, ScheduleHistory, ScheduledRunRef } from "../Schedule.js"
-import type { ScheduleState } from "../ScheduleStateMachine.js"
+import type { Viewer } from "../domain/Access.js"
+import type { PrincipalUid, ScheduleId, TeamUid } from "../domain/Ids.js"
+import type { ScheduledAgentItem, ScheduleHistory, ScheduledRunRef } from "../domain/Schedule.js"
+import type { ScheduleState } from "../domain/ScheduleStateMachine.js"
 import type { StaleWrite, StorageError } from "./Storage.js"
 
 /** A schedule as stored: its wire item (history is computed on read), owner and machine state. */

@@ -1,8 +1,8 @@
 /** Port: team secrets, encrypted at rest by the adapter; values leave it only as `Redacted`. */
 import type { Effect, Option, Redacted } from "effect"
 import { Context } from "effect"
-import type { TeamUid } from "../Ids.js"
-import type { SecretMetadata, SecretName } from "../Secret.js"
+import type { TeamUid } from "../domain/Ids.js"
+import type { SecretMetadata, SecretName } from "../domain/Secret.js"
 import type { StorageError } from "./Storage.js"
 
 export class SecretStore extends Context.Tag("@agent-runs/core/SecretStore")<SecretStore, {

@@ -3,8 +3,8 @@
  * transaction as the runs they create.
  */
 import { Data } from "effect"
-import type { Delivery } from "../Webhook.js"
-import type { ScheduleId, WebhookUid } from "../Ids.js"
+import type { Delivery } from "../domain/Webhook.js"
+import type { ScheduleId, WebhookUid } from "../domain/Ids.js"
 
 /** The storage itself failed (connection, constraint the caller could not foresee, corruption). */
 export class StorageError extends Data.TaggedError("StorageError")<{

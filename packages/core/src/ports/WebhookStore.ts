@@ -5,9 +5,9 @@
  */
 import type { Effect, Option, Redacted } from "effect"
 import { Context } from "effect"
-import type { DeliveryId, PrincipalUid, TeamUid, WebhookUid } from "../Ids.js"
-import type { Delivery, DeliveryCounts, Webhook } from "../Webhook.js"
-import type { WebhookState } from "../WebhookStateMachine.js"
+import type { DeliveryId, PrincipalUid, TeamUid, WebhookUid } from "../domain/Ids.js"
+import type { Delivery, DeliveryCounts, Webhook } from "../domain/Webhook.js"
+import type { WebhookState } from "../domain/WebhookStateMachine.js"
 import type { StaleWrite, StorageError } from "./Storage.js"
 
 /**

@@ -6,7 +6,7 @@
 import type { Effect } from "effect"
 import { Context } from "effect"
 import type { Option } from "effect"
-import type { PrincipalUid, TeamUid } from "../Ids.js"
+import type { PrincipalUid, TeamUid } from "../domain/Ids.js"
 import type { StorageError } from "./Storage.js"
 
 /** What a heartbeat records. */

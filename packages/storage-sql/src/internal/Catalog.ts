@@ -3,7 +3,7 @@
  * share: parameter encoding per dialect, time conversions, the visibility condition of
  * `Access.canSee` in SQL, row decoding, and the mapping of failures to `StorageError`.
  */
-import type { Viewer } from "@agent-runs/core/Access"
+import type { Viewer } from "@agent-runs/core/domain/Access"
 import { FollowupInboxFull } from "@agent-runs/core/ports/RunStore"
 import { DuplicateKey, StaleWrite, StorageError } from "@agent-runs/core/ports/Storage"
 import type { SqlClient, Statement } from "@effect/sql"

@@ -59,17 +59,17 @@
  * - A storage failure is a 503 `resource_unavailable` (retryable).
  */
 import { Clock, Context, DateTime, Effect, Either, Encoding, Layer, Option, Redacted } from "effect"
-import { canManageFactory } from "./Access.js"
-import type { Viewer } from "./Access.js"
-import { decodeKeysetCursor, encodeKeysetCursor, fingerprint } from "./Cursor.js"
-import { Conflict, InvalidRequest, NotAuthorized, OperationNotSupported, ResourceNotFound } from "./Errors.js"
-import { Ids, WebhookUid } from "./Ids.js"
-import type { DeliveryId } from "./Ids.js"
-import { SecretStore } from "./ports/SecretStore.js"
-import { StaleWrite } from "./ports/Storage.js"
-import { WebhookStore } from "./ports/WebhookStore.js"
-import type { StoredWebhook } from "./ports/WebhookStore.js"
-import type { SecretName } from "./Secret.js"
+import { canManageFactory } from "../domain/Access.js"
+import type { Viewer } from "../domain/Access.js"
+import { decodeKeysetCursor, encodeKeysetCursor, fingerprint } from "../domain/Cursor.js"
+import { Conflict, InvalidRequest, NotAuthorized, OperationNotSupported, ResourceNotFound } from "../domain/Errors.js"
+import { Ids, WebhookUid } from "../domain/Ids.js"
+import type { DeliveryId } from "../domain/Ids.js"
+import { SecretStore } from "../ports/SecretStore.js"
+import { StaleWrite } from "../ports/Storage.js"
+import { WebhookStore } from "../ports/WebhookStore.js"
+import type { StoredWebhook } from "../ports/WebhookStore.js"
+import type { SecretName } from "../domain/Secret.js"
 import {
   CheckWebhookSecretResponse,
   ListDeliveriesResponse,
@@ -77,17 +77,17 @@ import {
   MAX_WEBHOOKS_PER_TEAM,
   Webhook,
   WebhookWithSecret
-} from "./Webhook.js"
+} from "../domain/Webhook.js"
 import type {
   AuthMode,
   CheckWebhookSecretRequest,
   CreateWebhookRequest,
   PatchWebhookRequest,
   SignatureScheme
-} from "./Webhook.js"
-import { createdWebhookState, transition, WebhookEvent } from "./WebhookStateMachine.js"
-import type { WebhookState } from "./WebhookStateMachine.js"
-import { storageUnavailable } from "./internal/Services.js"
+} from "../domain/Webhook.js"
+import { createdWebhookState, transition, WebhookEvent } from "../domain/WebhookStateMachine.js"
+import type { WebhookState } from "../domain/WebhookStateMachine.js"
+import { storageUnavailable } from "../internal/Services.js"
 
 /** Where senders post: the base URL of the webhook ingress, provided by the server. */
 export class WebhookIngressSettings extends Context.Tag("@agent-runs/core/WebhookIngressSettings")<

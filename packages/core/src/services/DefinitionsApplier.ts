@@ -15,8 +15,8 @@
  *   applying again resumes (what is done is `unchanged`).
  */
 import { Data, Effect, Either } from "effect"
-import type { Viewer } from "./Access.js"
-import type { Automation, CreateAutomationRequest, UpdateAutomationRequest } from "./Automation.js"
+import type { Viewer } from "../domain/Access.js"
+import type { Automation, CreateAutomationRequest, UpdateAutomationRequest } from "../domain/Automation.js"
 import { Automations } from "./Automations.js"
 import {
   automationCreateRequest,
@@ -25,15 +25,15 @@ import {
   plan,
   secretCheckKey,
   secretChecks
-} from "./Definitions.js"
-import type { DefinitionError, DefinitionFile, Plan, SecretCheck, WebhookRef } from "./Definitions.js"
-import type { ApiError } from "./Errors.js"
-import type { AutomationId, WebhookUid } from "./Ids.js"
+} from "../domain/Definitions.js"
+import type { DefinitionError, DefinitionFile, Plan, SecretCheck, WebhookRef } from "../domain/Definitions.js"
+import type { ApiError } from "../domain/Errors.js"
+import type { AutomationId, WebhookUid } from "../domain/Ids.js"
 import { BOOTSTRAP_ADMIN_NAME, memberViewer } from "./Identities.js"
-import { storageUnavailable } from "./internal/Services.js"
-import { IdentityStore } from "./ports/IdentityStore.js"
-import { CheckWebhookSecretRequest } from "./Webhook.js"
-import type { CreateWebhookRequest, PatchWebhookRequest, Webhook } from "./Webhook.js"
+import { storageUnavailable } from "../internal/Services.js"
+import { IdentityStore } from "../ports/IdentityStore.js"
+import { CheckWebhookSecretRequest } from "../domain/Webhook.js"
+import type { CreateWebhookRequest, PatchWebhookRequest, Webhook } from "../domain/Webhook.js"
 import { Webhooks } from "./Webhooks.js"
 
 /** What applying definitions needs of a team, failing with `E`. */

@@ -16,14 +16,14 @@
  * - A storage failure is a 503 `resource_unavailable` (retryable).
  */
 import { Clock, DateTime, Effect, Option } from "effect"
-import { canManageFactory } from "./Access.js"
-import type { Viewer } from "./Access.js"
-import { Conflict, NotAuthorized, ResourceNotFound } from "./Errors.js"
-import { SecretStore } from "./ports/SecretStore.js"
-import { WebhookStore } from "./ports/WebhookStore.js"
-import { ListSecretsResponse } from "./Secret.js"
-import type { PutSecretRequest, SecretMetadata, SecretName } from "./Secret.js"
-import { storageUnavailable } from "./internal/Services.js"
+import { canManageFactory } from "../domain/Access.js"
+import type { Viewer } from "../domain/Access.js"
+import { Conflict, NotAuthorized, ResourceNotFound } from "../domain/Errors.js"
+import { SecretStore } from "../ports/SecretStore.js"
+import { WebhookStore } from "../ports/WebhookStore.js"
+import { ListSecretsResponse } from "../domain/Secret.js"
+import type { PutSecretRequest, SecretMetadata, SecretName } from "../domain/Secret.js"
+import { storageUnavailable } from "../internal/Services.js"
 
 /** The secrets service: a team's named secrets, managed by its admins. */
 export class Secrets extends Effect.Service<Secrets>()("@agent-runs/core/Secrets", {

@@ -21,20 +21,19 @@
  *   transport wraps it as `{run_id, run}`).
  */
 import { Effect, Option } from "effect"
-import type { Viewer } from "./Access.js"
-import { canSee } from "./Access.js"
-import { MAX_EXTERNAL_REFERENCE_URL_LENGTH } from "./Artifact.js"
-import { ConversationResponse } from "./Conversation.js"
-import { InvalidRequest, ResourceNotFound } from "./Errors.js"
-import type { ConversationId, RunId } from "./Ids.js"
-import { storageUnavailable } from "./internal/Services.js"
-import { BlobStore } from "./ports/BlobStore.js"
-import { RunStore } from "./ports/RunStore.js"
-import type { StoredRun } from "./ports/RunStore.js"
-import { presentRun, requireVisibleRun, runOwnership } from "./RunRecords.js"
+import type { Viewer } from "../domain/Access.js"
+import { canSee } from "../domain/Access.js"
+import { MAX_EXTERNAL_REFERENCE_URL_LENGTH } from "../domain/Artifact.js"
+import { ConversationResponse } from "../domain/Conversation.js"
+import { InvalidRequest, ResourceNotFound } from "../domain/Errors.js"
+import type { ConversationId, RunId } from "../domain/Ids.js"
+import { transcriptKey } from "../domain/BlobKeys.js"
+import { storageUnavailable } from "../internal/Services.js"
+import { BlobStore } from "../ports/BlobStore.js"
+import { RunStore } from "../ports/RunStore.js"
+import type { StoredRun } from "../ports/RunStore.js"
+import { presentRun, requireVisibleRun, runOwnership } from "../domain/RunRecords.js"
 
-/** The blob key of a run's raw transcript. */
-export const transcriptKey = (runId: string): string => `transcripts/${runId}.jsonl`
 
 
 /** Which run's transcript: by run id or by conversation id. */

@@ -13,9 +13,9 @@
  * - A repository source that cannot answer is a 503 (try again).
  */
 import { Effect } from "effect"
-import { InvalidRequest, ResourceUnavailable } from "./Errors.js"
-import type { TeamUid } from "./Ids.js"
-import type { RepoSourceService } from "./ports/RepoSource.js"
+import { InvalidRequest, ResourceUnavailable } from "../domain/Errors.js"
+import type { TeamUid } from "../domain/Ids.js"
+import type { RepoSourceService } from "../ports/RepoSource.js"
 
 type Repository = { readonly owner: string; readonly repo: string }
 

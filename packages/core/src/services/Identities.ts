@@ -34,9 +34,9 @@
  *   unknown token id is a 404.
  */
 import { Clock, DateTime, Effect, Option } from "effect"
-import type { Viewer } from "./Access.js"
-import { AuthenticationRequired, InvalidRequest, NotAuthorized, ResourceNotFound } from "./Errors.js"
-import { Ids, type PrincipalUid, type TeamUid, type TokenId } from "./Ids.js"
+import type { Viewer } from "../domain/Access.js"
+import { AuthenticationRequired, InvalidRequest, NotAuthorized, ResourceNotFound } from "../domain/Errors.js"
+import { Ids, type PrincipalUid, type TeamUid, type TokenId } from "../domain/Ids.js"
 import {
   CreateTokenResponse,
   DEFAULT_MAX_CONCURRENT_RUNS,
@@ -45,10 +45,10 @@ import {
   Team,
   TOKEN_PREFIX,
   TokenRecord
-} from "./Identity.js"
-import type { CreatePrincipalRequest, CreateTeamRequest, CreateTokenRequest, PatchTeamRequest } from "./Identity.js"
-import { storageUnavailable } from "./internal/Services.js"
-import { IdentityStore } from "./ports/IdentityStore.js"
+} from "../domain/Identity.js"
+import type { CreatePrincipalRequest, CreateTeamRequest, CreateTokenRequest, PatchTeamRequest } from "../domain/Identity.js"
+import { storageUnavailable } from "../internal/Services.js"
+import { IdentityStore } from "../ports/IdentityStore.js"
 
 /** The display name of the bootstrap administrator. */
 export const BOOTSTRAP_ADMIN_NAME = "admin"

@@ -37,7 +37,7 @@
  *   delivery can be replayed under another id); GitLab nothing (the token is the whole credential).
  */
 import { Data, Effect, Option } from "effect"
-import { concatBytes } from "./internal/Bytes.js"
+import { concatBytes } from "../internal/Bytes.js"
 import type { SignatureScheme } from "./Webhook.js"
 
 /** How far a signed timestamp may be from `now` (either way), in milliseconds. */

@@ -5,7 +5,7 @@
  * whose `annotations` hold these fields, so one run's story is a filter on `run_id`.
  */
 import { Effect } from "effect"
-import type { StoredRun } from "./ports/RunStore.js"
+import type { StoredRun } from "../ports/RunStore.js"
 
 /** Logs a run's creation (its first state). */
 export const logCreated = (run: StoredRun) =>

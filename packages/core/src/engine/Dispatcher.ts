@@ -11,10 +11,10 @@
  * (engine/RunExecutions.ts).
  */
 import { Layer } from "effect"
-import * as DebugWindows from "./engine/DebugWindows.js"
-import * as ExecutionLoop from "./engine/ExecutionLoop.js"
-import * as LeaseSweep from "./engine/LeaseSweep.js"
-import * as LocalHost from "./engine/LocalHost.js"
+import * as DebugWindows from "./DebugWindows.js"
+import * as ExecutionLoop from "./ExecutionLoop.js"
+import * as LeaseSweep from "./LeaseSweep.js"
+import * as LocalHost from "./LocalHost.js"
 
 export {
   DEFAULT_MAX_OUTPUT_BYTES,
@@ -22,7 +22,7 @@ export {
   defaultSettings,
   DispatcherConfig,
   type DispatcherSettings
-} from "./engine/Settings.js"
+} from "./Settings.js"
 
 /** The loop, the sweep and the debug windows, for the scope of the layer. */
 export const layer = Layer.mergeAll(

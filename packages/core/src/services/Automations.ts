@@ -37,32 +37,32 @@
  * - A storage failure is a 503 `resource_unavailable` (retryable).
  */
 import { Clock, DateTime, Effect, Either, Option } from "effect"
-import { actAsProblem, canManageFactory, canSee } from "./Access.js"
-import type { Viewer } from "./Access.js"
+import { actAsProblem, canManageFactory, canSee } from "../domain/Access.js"
+import type { Viewer } from "../domain/Access.js"
 import {
   Automation,
   ListAutomationsResponse,
   TestFilterResult
-} from "./Automation.js"
+} from "../domain/Automation.js"
 import type {
   AutomationTrigger,
   CreateAutomationRequest,
   TestFilterRequest,
   UpdateAutomationRequest
-} from "./Automation.js"
-import { Conflict, InvalidRequest, NotAuthorized, ResourceNotFound } from "./Errors.js"
-import { AutomationId, Ids } from "./Ids.js"
-import type { WebhookUid } from "./Ids.js"
-import * as PayloadFilter from "./PayloadFilter.js"
-import { AutomationStore } from "./ports/AutomationStore.js"
-import type { StoredAutomation } from "./ports/AutomationStore.js"
-import { EnvironmentStore } from "./ports/EnvironmentStore.js"
-import { IdentityStore } from "./ports/IdentityStore.js"
-import { WebhookStore } from "./ports/WebhookStore.js"
-import { checkPromptSizes, Quotas } from "./Quotas.js"
-import type { AgentConfig } from "./Run.js"
-import type { Delivery } from "./Webhook.js"
-import { storageUnavailable } from "./internal/Services.js"
+} from "../domain/Automation.js"
+import { Conflict, InvalidRequest, NotAuthorized, ResourceNotFound } from "../domain/Errors.js"
+import { AutomationId, Ids } from "../domain/Ids.js"
+import type { WebhookUid } from "../domain/Ids.js"
+import * as PayloadFilter from "../domain/PayloadFilter.js"
+import { AutomationStore } from "../ports/AutomationStore.js"
+import type { StoredAutomation } from "../ports/AutomationStore.js"
+import { EnvironmentStore } from "../ports/EnvironmentStore.js"
+import { IdentityStore } from "../ports/IdentityStore.js"
+import { WebhookStore } from "../ports/WebhookStore.js"
+import { checkPromptSizes, Quotas } from "../domain/Quotas.js"
+import type { AgentConfig } from "../domain/Run.js"
+import type { Delivery } from "../domain/Webhook.js"
+import { storageUnavailable } from "../internal/Services.js"
 
 /** Where payload filter paths start in validation errors. */
 export const FILTER_FIELD = "trigger.filter.payload"

@@ -50,40 +50,35 @@
  *   what the log keeps; as DUPLICATE entries are ranked apart, replays never push the ACCEPTED entry
  *   they duplicate (and its identities) out of the log.
  */
-import { Chunk, Clock, Context, Data, DateTime, Duration, Effect, Either, Layer, Metric, Option, Redacted, Schema, Stream } from "effect"
-import type { Automation } from "./Automation.js"
-import { contentKey, deliveryIdentity } from "./DeliveryIdentity.js"
-import type { DeliveryIdentity } from "./DeliveryIdentity.js"
-import { AuthenticationRequired, InvalidRequest, PayloadTooLarge, RateLimited, ResourceNotFound } from "./Errors.js"
+import { Clock, Context, Data, DateTime, Duration, Effect, Either, Layer, Metric, Option, Redacted, Schema } from "effect"
+import { EVENT_PAYLOAD_NAME, eventPayloadKey } from "../domain/BlobKeys.js"
+import type { Automation } from "../domain/Automation.js"
+import { contentKey, deliveryIdentity } from "../domain/DeliveryIdentity.js"
+import type { DeliveryIdentity } from "../domain/DeliveryIdentity.js"
+import { AuthenticationRequired, InvalidRequest, PayloadTooLarge, RateLimited, ResourceNotFound } from "../domain/Errors.js"
 import { memberViewer } from "./Identities.js"
-import { Ids, WebhookUid } from "./Ids.js"
-import type { DeliveryId, RunId } from "./Ids.js"
-import * as PayloadFilter from "./PayloadFilter.js"
-import { AutomationStore } from "./ports/AutomationStore.js"
-import type { StoredAutomation } from "./ports/AutomationStore.js"
-import { BlobStore } from "./ports/BlobStore.js"
-import { IdentityStore } from "./ports/IdentityStore.js"
-import { WebhookStore } from "./ports/WebhookStore.js"
-import type { StoredWebhook } from "./ports/WebhookStore.js"
-import { AUTH_FAILURES_PER_MINUTE, DELIVERIES_PER_MINUTE, makeLimiter } from "./RateLimit.js"
-import type { Limit } from "./RateLimit.js"
-import { RunAgentRequest } from "./Run.js"
+import { Ids, WebhookUid } from "../domain/Ids.js"
+import type { DeliveryId, RunId } from "../domain/Ids.js"
+import * as PayloadFilter from "../domain/PayloadFilter.js"
+import { AutomationStore } from "../ports/AutomationStore.js"
+import type { StoredAutomation } from "../ports/AutomationStore.js"
+import { BlobStore } from "../ports/BlobStore.js"
+import { IdentityStore } from "../ports/IdentityStore.js"
+import { WebhookStore } from "../ports/WebhookStore.js"
+import type { StoredWebhook } from "../ports/WebhookStore.js"
+import { AUTH_FAILURES_PER_MINUTE, DELIVERIES_PER_MINUTE, makeLimiter } from "../domain/RateLimit.js"
+import type { Limit } from "../domain/RateLimit.js"
+import { RunAgentRequest } from "../domain/Run.js"
 import { Runs } from "./Runs.js"
 import type { EventRunRequest } from "./Runs.js"
-import { timingSafeEqual, verify } from "./Signatures.js"
-import { Delivery } from "./Webhook.js"
-import type { DeliveryOutcome } from "./Webhook.js"
-import { concatBytes } from "./internal/Bytes.js"
-import { storageUnavailable } from "./internal/Services.js"
+import { timingSafeEqual, verify } from "../domain/Signatures.js"
+import { Delivery } from "../domain/Webhook.js"
+import type { DeliveryOutcome } from "../domain/Webhook.js"
+import { storageUnavailable } from "../internal/Services.js"
 
 /** The largest delivery body, in bytes (256 KiB). */
 export const MAX_DELIVERY_BYTES = 256 * 1024
 
-/** The name of the attachment that carries a delivery's body. */
-export const EVENT_PAYLOAD_NAME = "event-payload.json"
-
-/** Where a delivery's raw body is kept for the runs it starts. */
-export const eventPayloadKey = (deliveryId: string): string => `webhook-payloads/${deliveryId}.json`
 
 /** The ingress's limits. */
 export interface IngressLimits {
@@ -554,17 +549,4 @@ export class Ingress extends Effect.Service<Ingress>()("@agent-runs/core/Ingress
   })
 }) {}
 
-/** The attachments of a run started by a delivery: its body as `event-payload.json`. */
-export const runAttachments = (
-  blobs: BlobStore["Type"],
-  run: { readonly source: string; readonly metadata: Readonly<Record<string, string>> }
-) =>
-  Effect.gen(function* () {
-    const deliveryId = run.metadata["delivery_id"]
-    if (run.source !== "WEBHOOK" || deliveryId === undefined) return []
-    const blob = yield* blobs.read(eventPayloadKey(deliveryId))
-    if (Option.isNone(blob)) return []
-    const chunks = yield* blob.value.pipe(Stream.runCollect)
-    const bytes = concatBytes(Chunk.toReadonlyArray(chunks))
-    return [{ name: EVENT_PAYLOAD_NAME, media_type: "application/json", bytes }]
-  })
+

@@ -39,22 +39,22 @@
  *   ends), and bytes already there are not written again: a retry after a lost answer is a no-op.
  */
 import { Clock, Context, DateTime, Duration, Effect, Encoding, Option } from "effect"
-import type { Viewer } from "./Access.js"
-import type { Artifact } from "./Artifact.js"
-import type { ConversationPart } from "./ConversationLog.js"
-import { transcriptKey } from "./Conversations.js"
-import type { ExecutionEvent, Report } from "./engine/ExecutionEvent.js"
-import { Lost } from "./engine/ExecutionHost.js"
-import { RunExecutions } from "./engine/RunExecutions.js"
-import { Conflict, NotAuthorized, OperationNotSupported, ResourceNotFound } from "./Errors.js"
-import type { ExecutionId, RunId } from "./Ids.js"
-import { BlobStore } from "./ports/BlobStore.js"
-import { IdentityStore } from "./ports/IdentityStore.js"
-import { RunStore } from "./ports/RunStore.js"
-import type { StoredRun } from "./ports/RunStore.js"
-import { WorkerStore } from "./ports/WorkerStore.js"
-import { holds } from "./RunRecords.js"
-import { storageUnavailable } from "./internal/Services.js"
+import type { Viewer } from "../domain/Access.js"
+import type { Artifact } from "../domain/Artifact.js"
+import type { ConversationPart } from "../domain/ConversationLog.js"
+import { transcriptKey } from "../domain/BlobKeys.js"
+import type { ExecutionEvent, Report } from "../domain/ExecutionEvent.js"
+import { Lost } from "../engine/ExecutionHost.js"
+import { RunExecutions } from "../engine/RunExecutions.js"
+import { Conflict, NotAuthorized, OperationNotSupported, ResourceNotFound } from "../domain/Errors.js"
+import type { ExecutionId, RunId } from "../domain/Ids.js"
+import { BlobStore } from "../ports/BlobStore.js"
+import { IdentityStore } from "../ports/IdentityStore.js"
+import { RunStore } from "../ports/RunStore.js"
+import type { StoredRun } from "../ports/RunStore.js"
+import { WorkerStore } from "../ports/WorkerStore.js"
+import { holds } from "../domain/RunRecords.js"
+import { storageUnavailable } from "../internal/Services.js"
 import {
   ClaimResponse,
   FollowupsResponse,
@@ -63,8 +63,8 @@ import {
   RecordEventsResponse,
   RenewLeaseResponse,
   WORKER_PROTOCOL
-} from "./Worker.js"
-import type { HeartbeatRequest } from "./Worker.js"
+} from "../domain/Worker.js"
+import type { HeartbeatRequest } from "../domain/Worker.js"
 
 /** The server's settings for workers. */
 export interface WorkerSettings {

@@ -43,27 +43,27 @@
  *   never take it past the limit. Messages delivered to a running agent leave the inbox at once.
  */
 import { Clock, Effect, Either, Option, Schema } from "effect"
-import { canChange } from "./Access.js"
-import type { Viewer } from "./Access.js"
-import { Conflict, NotAuthorized, RateLimited, ResourceNotFound } from "./Errors.js"
-import { Ids, RunId } from "./Ids.js"
-import { storageUnavailable } from "./internal/Services.js"
-import { RunStore } from "./ports/RunStore.js"
-import { checkSize, Quotas } from "./Quotas.js"
-import type { StoredRun } from "./ports/RunStore.js"
-import type { RunFollowupRequest } from "./Run.js"
-import { RunState } from "./RunState.js"
+import { canChange } from "../domain/Access.js"
+import type { Viewer } from "../domain/Access.js"
+import { Conflict, NotAuthorized, RateLimited, ResourceNotFound } from "../domain/Errors.js"
+import { Ids, RunId } from "../domain/Ids.js"
+import { storageUnavailable } from "../internal/Services.js"
+import { RunStore } from "../ports/RunStore.js"
+import { checkSize, Quotas } from "../domain/Quotas.js"
+import type { StoredRun } from "../ports/RunStore.js"
+import type { RunFollowupRequest } from "../domain/Run.js"
+import { RunState } from "../domain/RunState.js"
 import {
   decideFollowup,
   followupEvent,
   isBlankMessage,
   isDebugWindowOpen,
   transition
-} from "./RunStateMachine.js"
-import type { FollowupRoute, RunSnapshot } from "./RunStateMachine.js"
-import { applyTransition, currentExecution, eventsAt, guardOf, parseRunId, runOwnership, runSnapshot, visibleRun } from "./RunRecords.js"
-import { logTransition } from "./RunLog.js"
-import type { TimelineEvent } from "./Timeline.js"
+} from "../domain/RunStateMachine.js"
+import type { FollowupRoute, RunSnapshot } from "../domain/RunStateMachine.js"
+import { applyTransition, currentExecution, eventsAt, guardOf, parseRunId, runOwnership, runSnapshot, visibleRun } from "../domain/RunRecords.js"
+import { logTransition } from "../domain/RunLog.js"
+import type { TimelineEvent } from "../domain/Timeline.js"
 
 /** What became of a follow-up message. */
 export const FollowupRouteName = Schema.Literal("store_for_start", "deliver_live", "new_execution", "debug_session")

@@ -51,7 +51,7 @@ import {
 } from "./Conversation.js"
 import { RunErrorCode } from "./Errors.js"
 import type { ConversationOp } from "./ConversationLog.js"
-import { concatBytes } from "./internal/Bytes.js"
+import { concatBytes } from "../internal/Bytes.js"
 import type { RequestUsage } from "./Run.js"
 
 /** The longest stdout line parsed; longer lines are truncated in the conversation. */

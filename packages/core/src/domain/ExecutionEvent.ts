@@ -6,10 +6,10 @@
  * reported meanwhile (session, usage, status) as a `Report`.
  */
 import { Schema } from "effect"
-import { RunErrorCode } from "../Errors.js"
-import type { ExecutionId } from "../Ids.js"
-import { RequestUsage } from "../Run.js"
-import { RunEvent } from "../RunStateMachine.js"
+import { RunErrorCode } from "./Errors.js"
+import type { ExecutionId } from "./Ids.js"
+import { RequestUsage } from "./Run.js"
+import { RunEvent } from "./RunStateMachine.js"
 
 /** The longest message an execution event carries. */
 const Message = Schema.String.pipe(Schema.maxLength(16_384))

@@ -20,28 +20,28 @@
  *   409 retryable. Pausing a paused schedule (or resuming an active one) changes nothing but is a 200.
  */
 import { Clock, DateTime, Effect, Either, Option } from "effect"
-import { actAsProblem, canChange, canCreate, canSee, scopeFor } from "./Access.js"
-import type { Viewer } from "./Access.js"
-import type { PrincipalRef } from "./Common.js"
-import { parseSchedule } from "./Cron.js"
+import { actAsProblem, canChange, canCreate, canSee, scopeFor } from "../domain/Access.js"
+import type { Viewer } from "../domain/Access.js"
+import type { PrincipalRef } from "../domain/Common.js"
+import { parseSchedule } from "../domain/Cron.js"
 import { usableBy } from "./Environments.js"
-import { Conflict, FeatureNotAvailable, NotAuthorized, ResourceNotFound } from "./Errors.js"
-import { Ids, type ScheduleId } from "./Ids.js"
-import { storageUnavailable } from "./internal/Services.js"
-import { EnvironmentStore } from "./ports/EnvironmentStore.js"
-import { IdentityStore } from "./ports/IdentityStore.js"
-import { RunStore } from "./ports/RunStore.js"
-import { ScheduleStore } from "./ports/ScheduleStore.js"
-import { checkPromptSizes, Quotas } from "./Quotas.js"
-import type { StoredSchedule } from "./ports/ScheduleStore.js"
-import type { AgentConfig } from "./Run.js"
+import { Conflict, FeatureNotAvailable, NotAuthorized, ResourceNotFound } from "../domain/Errors.js"
+import { Ids, type ScheduleId } from "../domain/Ids.js"
+import { storageUnavailable } from "../internal/Services.js"
+import { EnvironmentStore } from "../ports/EnvironmentStore.js"
+import { IdentityStore } from "../ports/IdentityStore.js"
+import { RunStore } from "../ports/RunStore.js"
+import { ScheduleStore } from "../ports/ScheduleStore.js"
+import { checkPromptSizes, Quotas } from "../domain/Quotas.js"
+import type { StoredSchedule } from "../ports/ScheduleStore.js"
+import type { AgentConfig } from "../domain/Run.js"
 import {
   DeleteScheduledAgentResponse,
   ListScheduledAgentsResponse,
   ScheduledAgentItem
-} from "./Schedule.js"
-import type { CreateScheduledAgentRequest, UpdateScheduledAgentRequest } from "./Schedule.js"
-import { initialState, isEnabled, nextRun, ScheduleEvent, transition } from "./ScheduleStateMachine.js"
+} from "../domain/Schedule.js"
+import type { CreateScheduledAgentRequest, UpdateScheduledAgentRequest } from "../domain/Schedule.js"
+import { initialState, isEnabled, nextRun, ScheduleEvent, transition } from "../domain/ScheduleStateMachine.js"
 
 const ownership = (schedule: StoredSchedule) => ({
   team_uid: schedule.team_uid,

@@ -25,7 +25,7 @@ import { Data, Effect, Either, Option, ParseResult, Redacted, Schema } from "eff
 import type { Viewer } from "./Access.js"
 import { InvalidRequest, NotAuthorized } from "./Errors.js"
 import type { TeamUid } from "./Ids.js"
-import type { SecretStore } from "./ports/SecretStore.js"
+import type { SecretStore } from "../ports/SecretStore.js"
 import { McpHttpServer, McpStdioServer } from "./Run.js"
 import type { McpServerConfig } from "./Run.js"
 import type { SecretName } from "./Secret.js"

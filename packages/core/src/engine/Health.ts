@@ -9,7 +9,7 @@
  * - Storage is faulty for `STORAGE_FAULT_MS` after anyone reported a storage failure (a loop, an
  *   execution writing its run, a request answered 503). A lease the holder could not renew during
  *   a fault is not a dead holder: the sweep leaves leases alone until a whole lease has passed
- *   since the last fault (Dispatcher.ts).
+ *   since the last fault (LeaseSweep.ts).
  * - The service is ready while no loop is failing and storage had no fault lately; `problems`
  *   names what is wrong otherwise.
  */

@@ -18,17 +18,17 @@
  *   any other is a 400 naming `config.github_repos[i]` (Repositories.ts).
  */
 import { Clock, DateTime, Effect, Option } from "effect"
-import { canChange, canCreate, canSee, scopeFor } from "./Access.js"
-import type { Viewer } from "./Access.js"
-import { Environment, ListEnvironmentsResponse } from "./Environment.js"
-import type { CreateEnvironmentRequest, EnvironmentSharing, UpdateEnvironmentRequest } from "./Environment.js"
-import { InvalidRequest, NotAuthorized, ResourceNotFound } from "./Errors.js"
-import { type EnvironmentUid, Ids } from "./Ids.js"
-import { storageUnavailable } from "./internal/Services.js"
-import { EnvironmentStore } from "./ports/EnvironmentStore.js"
-import type { StoredEnvironment } from "./ports/EnvironmentStore.js"
-import { IdentityStore } from "./ports/IdentityStore.js"
-import { RepoSource } from "./ports/RepoSource.js"
+import { canChange, canCreate, canSee, scopeFor } from "../domain/Access.js"
+import type { Viewer } from "../domain/Access.js"
+import { Environment, ListEnvironmentsResponse } from "../domain/Environment.js"
+import type { CreateEnvironmentRequest, EnvironmentSharing, UpdateEnvironmentRequest } from "../domain/Environment.js"
+import { InvalidRequest, NotAuthorized, ResourceNotFound } from "../domain/Errors.js"
+import { type EnvironmentUid, Ids } from "../domain/Ids.js"
+import { storageUnavailable } from "../internal/Services.js"
+import { EnvironmentStore } from "../ports/EnvironmentStore.js"
+import type { StoredEnvironment } from "../ports/EnvironmentStore.js"
+import { IdentityStore } from "../ports/IdentityStore.js"
+import { RepoSource } from "../ports/RepoSource.js"
 import { checkEnvironmentRepositories } from "./Repositories.js"
 
 /** How the environment list may be sorted. */

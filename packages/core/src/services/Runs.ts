@@ -59,12 +59,12 @@
  *   continuing after the last item sent.
  */
 import { Clock, DateTime, Effect, Either, Option, Stream } from "effect"
-import { actAsProblem, canChange, canCreate, lesserRole, scopeFor } from "./Access.js"
-import type { Viewer } from "./Access.js"
-import type { PrincipalRef } from "./Common.js"
-import { stampArtifact } from "./Artifact.js"
-import type { ArtifactReport } from "./Artifact.js"
-import { parseSkillSpec } from "./Agent.js"
+import { actAsProblem, canChange, canCreate, lesserRole, scopeFor } from "../domain/Access.js"
+import type { Viewer } from "../domain/Access.js"
+import type { PrincipalRef } from "../domain/Common.js"
+import { stampArtifact } from "../domain/Artifact.js"
+import type { ArtifactReport } from "../domain/Artifact.js"
+import { parseSkillSpec } from "../domain/Agent.js"
 import {
   AuthenticationRequired,
   Conflict,
@@ -73,31 +73,31 @@ import {
   OperationNotSupported,
   RateLimited,
   ResourceNotFound
-} from "./Errors.js"
-import type { PayloadTooLarge } from "./Errors.js"
-import { Ids } from "./Ids.js"
-import type { EnvironmentUid, PrincipalUid , RunId } from "./Ids.js"
-import type { Principal, Team } from "./Identity.js"
+} from "../domain/Errors.js"
+import type { PayloadTooLarge } from "../domain/Errors.js"
+import { Ids } from "../domain/Ids.js"
+import type { EnvironmentUid, PrincipalUid , RunId } from "../domain/Ids.js"
+import type { Principal, Team } from "../domain/Identity.js"
 import { usableBy } from "./Environments.js"
-import { EnvironmentStore } from "./ports/EnvironmentStore.js"
-import { IdentityStore } from "./ports/IdentityStore.js"
-import { checkMcpServers } from "./McpServers.js"
-import { RepoSource } from "./ports/RepoSource.js"
+import { EnvironmentStore } from "../ports/EnvironmentStore.js"
+import { IdentityStore } from "../ports/IdentityStore.js"
+import { checkMcpServers } from "../domain/McpServers.js"
+import { RepoSource } from "../ports/RepoSource.js"
 import { checkRunRepositories } from "./Repositories.js"
-import { RunStore, runListRow } from "./ports/RunStore.js"
-import { SecretStore } from "./ports/SecretStore.js"
-import { WorkerStore } from "./ports/WorkerStore.js"
-import type { RunCredential } from "./ports/RunTokens.js"
-import type { NewRun, StoredRun } from "./ports/RunStore.js"
-import type { StoredEnvironment } from "./ports/EnvironmentStore.js"
-import type { ExactlyOnceKey } from "./ports/Storage.js"
-import { ListRunsResponse, RunAgentResponse, RunItem } from "./Run.js"
-import type { AgentConfig, RunAgentRequest, RunScheduleRef } from "./Run.js"
-import { checkPromptSizes, checkSize, fittingCount, Quotas, utf8Bytes } from "./Quotas.js"
-import { makeLimiter } from "./RateLimit.js"
-import { encodeCursor, parseRunListQuery, requireRunListFeatures } from "./RunQuery.js"
-import type { RunListQueryParams } from "./RunQuery.js"
-import type { RunSourceType } from "./RunState.js"
+import { RunStore, runListRow } from "../ports/RunStore.js"
+import { SecretStore } from "../ports/SecretStore.js"
+import { WorkerStore } from "../ports/WorkerStore.js"
+import type { RunCredential } from "../ports/RunTokens.js"
+import type { NewRun, StoredRun } from "../ports/RunStore.js"
+import type { StoredEnvironment } from "../ports/EnvironmentStore.js"
+import type { ExactlyOnceKey } from "../ports/Storage.js"
+import { ListRunsResponse, RunAgentResponse, RunItem } from "../domain/Run.js"
+import type { AgentConfig, RunAgentRequest, RunScheduleRef } from "../domain/Run.js"
+import { checkPromptSizes, checkSize, fittingCount, Quotas, utf8Bytes } from "../domain/Quotas.js"
+import { makeLimiter } from "../domain/RateLimit.js"
+import { encodeCursor, parseRunListQuery, requireRunListFeatures } from "../domain/RunQuery.js"
+import type { RunListQueryParams } from "../domain/RunQuery.js"
+import type { RunSourceType } from "../domain/RunState.js"
 import {
   CreationTimeline,
   decideCancel,
@@ -105,8 +105,8 @@ import {
   newRunSnapshot,
   RunEvent,
   transition
-} from "./RunStateMachine.js"
-import { storageUnavailable } from "./internal/Services.js"
+} from "../domain/RunStateMachine.js"
+import { storageUnavailable } from "../internal/Services.js"
 import {
   applyTransition,
   currentExecution,
@@ -119,10 +119,10 @@ import {
   runOwnership,
   runSnapshot,
   visibleRun as visibleRunOf
-} from "./RunRecords.js"
-import { logCreated, logTransition } from "./RunLog.js"
+} from "../domain/RunRecords.js"
+import { logCreated, logTransition } from "../domain/RunLog.js"
 import { Skills } from "./Skills.js"
-import { RunTimeline } from "./Timeline.js"
+import { RunTimeline } from "../domain/Timeline.js"
 
 /** How often `follow` looks for new timeline events between store wake-ups. */
 export const FOLLOW_POLL = "500 millis"

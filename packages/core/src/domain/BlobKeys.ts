@@ -1,0 +1,14 @@
+/**
+ * Where the service keeps blobs (the `BlobStore` port's keys): a run's raw transcript (one blob
+ * over all its executions and debug sessions), and the raw body of a webhook delivery, which the
+ * runs it starts get as an attachment.
+ */
+
+/** The blob key of a run's raw transcript. */
+export const transcriptKey = (runId: string): string => `transcripts/${runId}.jsonl`
+
+/** Where a delivery's raw body is kept for the runs it starts. */
+export const eventPayloadKey = (deliveryId: string): string => `webhook-payloads/${deliveryId}.json`
+
+/** The name of the attachment that carries a delivery's body. */
+export const EVENT_PAYLOAD_NAME = "event-payload.json"
