@@ -134,7 +134,8 @@ const workerSettings = (config: ServerConfig): Workers.WorkerSettings => {
     ...Workers.defaultWorkerSettings,
     heartbeatMs,
     staleAfterMs: 3 * heartbeatMs,
-    leaseMs: config.execution.leaseSeconds * 1000
+    leaseMs: config.execution.leaseSeconds * 1000,
+    ...(config.execution.maxOutputBytes === undefined ? {} : { maxOutputBytes: config.execution.maxOutputBytes })
   }
 }
 

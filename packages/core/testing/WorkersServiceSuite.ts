@@ -11,6 +11,7 @@ import { describe, expect, it as plainIt, layer } from "@effect/vitest"
 import { Effect, Layer, Option, TestClock } from "effect"
 import * as Dispatcher from "../src/engine/Dispatcher.js"
 import * as LeaseSweep from "../src/engine/LeaseSweep.js"
+import { DEFAULT_MAX_OUTPUT_BYTES } from "../src/engine/Settings.js"
 import { RunExecutions } from "../src/engine/RunExecutions.js"
 import * as Health from "../src/engine/Health.js"
 import { Executor, ExecutorError } from "../src/ports/Executor.js"
@@ -200,6 +201,12 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           // Retried twice, and concurrently with itself: still once.
           const retries = yield* Effect.all([append("line two\n", first), append("line two\n", first)], { concurrency: 2 })
           expect(retries).toEqual([28, 28])
+          expect(yield* transcriptText(runId)).toBe("{\"type\":\"message\"}\nline two\n")
+          // Past the run's output limit (which the heartbeat answers): 413, nothing appended.
+          const limit = (yield* workers.heartbeat(world.worker, workerId, new HeartbeatRequest({ capacity: 1 }))).max_output_bytes
+          expect(limit).toBe(DEFAULT_MAX_OUTPUT_BYTES)
+          const past = yield* failureOf(append("too far\n", DEFAULT_MAX_OUTPUT_BYTES - 3))
+          expect(past._tag).toBe("PayloadTooLarge")
           expect(yield* transcriptText(runId)).toBe("{\"type\":\"message\"}\nline two\n")
           // Without an offset (an older worker), bytes are appended as they come.
           expect(yield* append("plain\n")).toBe(34)

@@ -154,7 +154,9 @@ export const run = (options: WorkerOptions) =>
         Layer.succeed(Dispatcher.DispatcherConfig, {
           ...Dispatcher.defaultSettings(execution.harness, `${options.server.replace(/\/+$/, "")}/api/v1`),
           concurrency: options.capacity,
-          leaseMs: settings.lease_seconds * 1000
+          leaseMs: settings.lease_seconds * 1000,
+          // The server's output limit (it refuses transcript bytes past it).
+          ...(settings.max_output_bytes === undefined ? {} : { maxOutputBytes: settings.max_output_bytes })
         })
       )
     )

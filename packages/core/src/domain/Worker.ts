@@ -63,7 +63,9 @@ export class HeartbeatResponse extends Schema.Class<HeartbeatResponse>("WorkerHe
   /** A worker is listed until this long after its last heartbeat. */
   stale_after_seconds: Schema.Number,
   /** The lease length of a claimed run; the worker renews it every third of it. */
-  lease_seconds: Schema.Number
+  lease_seconds: Schema.Number,
+  /** The most a run's agents may print (its transcript); the worker stops an agent past it. */
+  max_output_bytes: Schema.optional(Schema.NonNegativeInt)
 }) {}
 
 /** The worker protocol this server speaks; a claim without it comes from an older worker (422: upgrade). */

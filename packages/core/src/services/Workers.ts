@@ -46,7 +46,8 @@ import { transcriptKey } from "../domain/BlobKeys.js"
 import type { ExecutionEvent, Report } from "../domain/ExecutionEvent.js"
 import { Lost } from "../engine/ExecutionHost.js"
 import { RunExecutions } from "../engine/RunExecutions.js"
-import { Conflict, NotAuthorized, OperationNotSupported, ResourceNotFound } from "../domain/Errors.js"
+import { DEFAULT_MAX_OUTPUT_BYTES } from "../engine/Settings.js"
+import { Conflict, NotAuthorized, OperationNotSupported, PayloadTooLarge, ResourceNotFound } from "../domain/Errors.js"
 import type { ExecutionId, RunId } from "../domain/Ids.js"
 import { BlobStore } from "../ports/BlobStore.js"
 import { IdentityStore } from "../ports/IdentityStore.js"
@@ -76,6 +77,8 @@ export interface WorkerSettings {
   readonly leaseMs: number
   /** How often a waiting claim looks for a run again. */
   readonly claimPollMs: number
+  /** The most a run's transcript may hold (the server's output limit): past it, appends are refused (413). */
+  readonly maxOutputBytes?: number | undefined
 }
 
 export const defaultWorkerSettings: WorkerSettings = {
@@ -181,7 +184,8 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
       return new HeartbeatResponse({
         heartbeat_seconds: settings.heartbeatMs / 1000,
         stale_after_seconds: settings.staleAfterMs / 1000,
-        lease_seconds: settings.leaseMs / 1000
+        lease_seconds: settings.leaseMs / 1000,
+        max_output_bytes: settings.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES
       })
     }, storageUnavailable)
 
@@ -319,6 +323,12 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
       function*(viewer: Viewer, workerId: string, runId: RunId, executionId: ExecutionId, bytes: Uint8Array, offset?: number) {
         yield* heldRun(yield* asWorker(viewer, workerId), runId, executionId)
         const key = transcriptKey(runId)
+        // The run's output limit holds for workers too: a worker past it is refused, nothing appended.
+        const limit = settings.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES
+        const end = (offset ?? (yield* blobs.size(key))) + bytes.length
+        if (end > limit) {
+          return yield* new PayloadTooLarge({ message: `the run's transcript would pass its limit of ${limit} bytes`, limitBytes: limit })
+        }
         if (offset !== undefined) return yield* executions.output(runId, executionId).appendTranscript(offset, bytes)
         yield* blobs.append(key, bytes)
         return yield* blobs.size(key)
