@@ -1,0 +1,83 @@
+/** An execution's plan, resolved once at its claim: environment, skill, MCP servers, debug window. */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Option } from "effect"
+import type { SkillSpec } from "../src/domain/Agent.js"
+import type { ClaimedRun } from "../src/engine/ExecutionPlan.js"
+import { planOf } from "../src/engine/ExecutionPlan.js"
+import type { EnvironmentUid, ExecutionId, PrincipalUid, TeamUid } from "../src/domain/Ids.js"
+import { RunItem } from "../src/domain/Run.js"
+import { RepoSource } from "../src/ports/RepoSource.js"
+import { makeRun } from "../testing/RunStoreConformance.js"
+import { testRepos } from "../testing/RunsServiceSuite.js"
+
+const TEAM = "tEaMtEaMtEaMtEaMtEaM01" as TeamUid
+const EXECUTION = "01a20000-0000-7000-8000-000000000001" as ExecutionId
+
+const claimed = (config: Partial<RunItem["agent_config"]>, overrides: Partial<ClaimedRun> = {}): ClaimedRun => {
+  const run = makeRun({ team: TEAM, creator: "cReAtOrcReAtOrcReAtOr1" as PrincipalUid, prompt: "fix it" })
+  return {
+    run: new RunItem({ ...run.item, agent_config: { ...run.item.agent_config, ...config } }),
+    team_uid: TEAM,
+    execution_id: EXECUTION,
+    run_token: "rt",
+    environment: null,
+    environment_missing: false,
+    attachments: [],
+    history: [],
+    transcript_bytes: 12,
+    ...overrides
+  }
+}
+
+const plan = (c: ClaimedRun, debugWindows = true) =>
+  Effect.flatMap(RepoSource, (repos) => planOf(c, { repos, secrets: Option.none(), debugWindows })).pipe(Effect.provide(testRepos))
+
+describe("planOf", () => {
+  it.effect("reads the run's skill from the team's repository into the start message", () =>
+    Effect.gen(function*() {
+      const p = yield* plan(claimed({ skill_spec: "acme/tools:skills/fix/SKILL.md" as SkillSpec, base_prompt: "be brief" }))
+      expect(p.failure).toBeNull()
+      expect(p.start).toMatchObject({ prompt: "fix it", base_prompt: "be brief", skill: { spec: "acme/tools:skills/fix/SKILL.md", name: "fix" } })
+      expect(p.start.skill?.content).toContain("Find the flake.")
+      expect(p.transcript_bytes).toBe(12)
+      expect(p.has_environment).toBe(false)
+    }))
+
+  it.effect("a skill gone or malformed since, or an environment deleted since, is the plan's failure", () =>
+    Effect.gen(function*() {
+      expect((yield* plan(claimed({ skill_spec: "acme/tools:skills/bad/SKILL.md" as SkillSpec }))).failure).toContain("no longer available")
+      expect((yield* plan(claimed({ skill_spec: "acme/gone:SKILL.md" as SkillSpec }))).failure).toContain("acme/gone:SKILL.md")
+      const env = "eNvIrOnMeNteNvIrOnMe01" as EnvironmentUid
+      const gone = claimed({}, { run: new RunItem({ ...claimed({}).run, environment_id: env }), environment_missing: true })
+      const failed = yield* plan(gone)
+      expect(failed.failure).toBe(`environment ${env} no longer exists`)
+      expect(failed.has_environment).toBe(true)
+    }))
+
+  it.effect("MCP servers that need team secrets fail where secrets cannot be read; others pass as they are", () =>
+    Effect.gen(function*() {
+      const direct = { files: { command: "mcp-files", args: ["--root", "."] } }
+      expect((yield* plan(claimed({ mcp_servers: direct }))).start.mcp_servers).toEqual(direct)
+      const needing = yield* plan(claimed({ mcp_servers: { gh: { url: "https://mcp.example/gh", headers: { Authorization: "Bearer ${{ secrets.GH_TOKEN }}" } } } }))
+      expect(needing.failure).toContain("MCP server gh needs team secrets")
+    }))
+
+  it.effect("the environment's sandbox, harness and debug window, the window only where debug windows are kept", () =>
+    Effect.gen(function*() {
+      const environment = {
+        name: "env",
+        description: null,
+        docker_image: "node:20",
+        github_repos: [{ owner: "acme", repo: "tools" }],
+        setup_commands: ["npm ci"],
+        failure_session_retention_minutes: 0.5,
+        harness: "claude -p"
+      }
+      const c = claimed({}, { environment, run: new RunItem({ ...claimed({}).run, environment_id: "eNvIrOnMeNteNvIrOnMe01" as EnvironmentUid }) })
+      const p = yield* plan(c)
+      expect(p.sandbox).toMatchObject({ docker_image: "node:20", repos: [{ owner: "acme", repo: "tools" }], setup_commands: ["npm ci"], execution_id: EXECUTION })
+      expect(p.harness).toBe("claude -p")
+      expect(p.retention_ms).toBe(30_000)
+      expect((yield* plan(c, false)).retention_ms).toBe(0)
+    }))
+})
