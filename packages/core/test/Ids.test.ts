@@ -60,6 +60,20 @@ describe("Ids", () => {
       expect(yield* ids.uid22).not.toBe(uid)
     }).pipe(Effect.provide(IdsLive)))
 
+  it.effect("ids made within one millisecond sort in the order they were made", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(1_700_000_000_123)
+      const ids = yield* Ids
+      const made: Array<string> = []
+      for (let i = 0; i < 3000; i++) made.push(yield* ids.runId)
+      expect([...made].sort()).toEqual(made)
+      expect(new Set(made).size).toBe(made.length)
+      expect(made.every((id) => isUuidV7(id))).toBe(true)
+      // At most one borrowed millisecond for 3,000 ids.
+      expect(uuidV7Millis(made[0]!)).toBe(1_700_000_000_123)
+      expect(uuidV7Millis(made[made.length - 1]!)).toBeLessThanOrEqual(1_700_000_000_124)
+    }).pipe(Effect.provide(IdsLive)))
+
   it("rejects empty-environment and malformed ids, naming the problem", () => {
     const decode = Schema.decodeUnknownEither(EnvironmentUid)
     const empty = decode(EMPTY_ENVIRONMENT)

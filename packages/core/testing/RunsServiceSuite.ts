@@ -252,6 +252,35 @@ export const runsServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E
           expect((yield* forbidden(other.alice, { server_id: "docs" }))._tag).toBe("NotAuthorized")
         }))
 
+      it.effect("a run token acts only while its execution holds the run: artifacts, and the caller it stands for", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const runs = yield* Runs
+          const store = yield* RunStore
+          // For a worker id of its own, so that the claim takes this run and no other test's.
+          const host = `w-${uid()}`
+          const created = yield* create(world.alice, { prompt: "report things", config: { worker_host: host } })
+          const runId = created.run_id as RunId
+          const execution = uuid<ExecutionId>()
+          const claimed = yield* store.claim({ worker_host: host, team_uid: world.team, execution_id: execution, now: Date.now(), lease_ms: 60_000 })
+          expect(Option.map(claimed, (r) => r.item.run_id)).toEqual(Option.some(runId))
+          const credential = { run_id: runId, execution_id: execution }
+          const reference = { artifact_type: "EXTERNAL_REFERENCE", data: { url: "https://tracker.example/T-9" } } as const
+          const artifact = yield* runs.reportArtifact(credential, reference)
+          expect(artifact).toMatchObject(reference)
+          expect((yield* runs.get(world.alice, runId)).artifacts?.map((a) => a.artifact_type)).toEqual(["EXTERNAL_REFERENCE"])
+          const acting = yield* runs.actingViewer(credential)
+          expect(acting).toMatchObject({ principal_uid: world.alice.principal_uid, team_uid: world.team, role: "member", acting_run_id: runId })
+          // Another execution's token (an earlier one, or made up): 401, nothing recorded.
+          const stranger = { run_id: runId, execution_id: uuid<ExecutionId>() }
+          expect((yield* failureOf(runs.reportArtifact(stranger, reference)))._tag).toBe("AuthenticationRequired")
+          expect((yield* failureOf(runs.actingViewer(stranger)))._tag).toBe("AuthenticationRequired")
+          expect((yield* runs.get(world.alice, runId)).artifacts).toHaveLength(1)
+          // Once the run is cancelled, the execution holds nothing: its token no longer acts.
+          yield* runs.cancel(world.alice, runId)
+          expect((yield* failureOf(runs.actingViewer(credential)))._tag).toBe("AuthenticationRequired")
+        }))
+
       it.effect("keeps a given title, defaults a blank one, and cuts a long first line", () =>
         Effect.gen(function* () {
           const world = yield* seedWorld()

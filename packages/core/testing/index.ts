@@ -46,3 +46,4 @@ export {
   writeRepository
 } from "./ExecutorConformance.js"
 export { memoryHost, type MemoryRun, planFor } from "./MemoryHost.js"
+export { memoryStorage } from "./memory/MemoryStorage.js"

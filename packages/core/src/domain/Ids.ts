@@ -127,7 +127,36 @@ export class Ids extends Context.Tag("@agent-runs/core/Ids")<
 /** Fills a buffer from the platform's cryptographic random source (Web Crypto, a JS global). */
 const randomBytes = (n: number): Uint8Array => globalThis.crypto.getRandomValues(new Uint8Array(n))
 
-const uuidV7 = Effect.map(Clock.currentTimeMillis, (now) => formatUuidV7(now, randomBytes(10)))
+/**
+ * UUIDv7s that increase within the process (RFC 9562 §6.2, method 1): the 12 bits after the version
+ * are a counter, started at a random value below 2048 each millisecond and incremented for each id
+ * of the same millisecond (past 4095, which needs 2048 ids in one millisecond, the next
+ * millisecond is borrowed, and its ids start afresh). So ids made one after the
+ * other sort in the order they were made, even within one millisecond (a run list's tie-breaker).
+ */
+const monotonicUuidV7 = () => {
+  let lastMillis = -1
+  let counter = 0
+  return (now: number): string => {
+    const random = randomBytes(10)
+    // A clock that went back (or a test's clock) starts afresh: only ids of one millisecond count up.
+    if (now !== lastMillis) {
+      lastMillis = now
+      counter = ((random[0]! & 0x07) << 8) | random[1]!
+    } else if (counter < 0xfff) {
+      counter += 1
+    } else {
+      lastMillis += 1
+      counter = 0
+    }
+    random[0] = counter >> 8
+    random[1] = counter & 0xff
+    return formatUuidV7(lastMillis, random)
+  }
+}
+
+const nextUuidV7 = monotonicUuidV7()
+const uuidV7 = Effect.map(Clock.currentTimeMillis, nextUuidV7)
 
 /** Ids from the cryptographic random source and the Clock (TestClock in tests). */
 export const IdsLive = Layer.succeed(Ids, {

@@ -112,6 +112,7 @@ import {
   currentExecution,
   eventsAt,
   guardOf,
+  holds,
   noteAbsentWorker,
   parseRunId,
   presentRun,
@@ -138,11 +139,6 @@ export const defaultTitle = (prompt: string): string => {
 }
 
 const principalRef = (p: Principal): PrincipalRef => ({ type: p.type, uid: p.uid, display_name: p.display_name })
-
-/** Whether the execution a run token names holds the run (CLAIMED or INPROGRESS under its lease). */
-const holdsRun = (run: StoredRun, credential: RunCredential) =>
-  run.lease?.execution_id === credential.execution_id &&
-  (run.item.state === "CLAIMED" || run.item.state === "INPROGRESS")
 
 /** How a run comes to be: its source, the schedule that fired it, metadata added to the request's. */
 export interface CreateOptions {
@@ -630,7 +626,7 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
     const reportArtifact = Effect.fn("Runs.reportArtifact")(
       function* (credential: RunCredential, report: ArtifactReport) {
         const run = yield* store.get(credential.run_id)
-        if (Option.isNone(run) || !holdsRun(run.value, credential)) {
+        if (Option.isNone(run) || !holds(run.value, credential.execution_id)) {
           return yield* new AuthenticationRequired({ message: "the run token's execution is no longer running" })
         }
         const artifact = stampArtifact(report, DateTime.unsafeMake(yield* Clock.currentTimeMillis))
@@ -648,7 +644,7 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
       function* (credential: RunCredential) {
         const expired = new AuthenticationRequired({ message: "the run token's execution is no longer running" })
         const run = Option.getOrUndefined(yield* store.get(credential.run_id))
-        if (run === undefined || !holdsRun(run, credential)) return yield* expired
+        if (run === undefined || !holds(run, credential.execution_id)) return yield* expired
         const roleOf = (uid: PrincipalUid) =>
           Effect.map(identities.getPrincipal(uid), (p) =>
             Option.getOrUndefined(p)?.memberships.find((m) => m.team_uid === run.team_uid)?.role)

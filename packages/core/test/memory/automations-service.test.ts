@@ -1,0 +1,3 @@
+import { automationsServiceSuite, memoryStorage } from "../../testing/index.js"
+
+automationsServiceSuite("memory", memoryStorage)

@@ -1,0 +1,3 @@
+import { memoryStorage, storageConformance } from "../../testing/index.js"
+
+storageConformance("memory", memoryStorage)

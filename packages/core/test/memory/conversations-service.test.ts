@@ -1,0 +1,3 @@
+import { conversationsServiceSuite, memoryStorage } from "../../testing/index.js"
+
+conversationsServiceSuite("memory", memoryStorage)

@@ -1,0 +1,3 @@
+import { dispatcherSuite, memoryStorage } from "../../testing/index.js"
+
+dispatcherSuite("memory", memoryStorage)

@@ -1,0 +1,3 @@
+import { followupsServiceSuite, memoryStorage } from "../../testing/index.js"
+
+followupsServiceSuite("memory", memoryStorage)

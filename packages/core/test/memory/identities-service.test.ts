@@ -1,0 +1,3 @@
+import { identitiesServiceSuite, memoryStorage } from "../../testing/index.js"
+
+identitiesServiceSuite("memory", memoryStorage)

@@ -1,0 +1,3 @@
+import { ingressServiceSuite, memoryStorage } from "../../testing/index.js"
+
+ingressServiceSuite("memory", memoryStorage)

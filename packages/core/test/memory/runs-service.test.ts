@@ -1,0 +1,3 @@
+import { runsServiceSuite, memoryStorage } from "../../testing/index.js"
+
+runsServiceSuite("memory", memoryStorage)

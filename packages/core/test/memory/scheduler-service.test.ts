@@ -1,0 +1,3 @@
+import { schedulerServiceSuite, memoryStorage } from "../../testing/index.js"
+
+schedulerServiceSuite("memory", memoryStorage)

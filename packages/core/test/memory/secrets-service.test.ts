@@ -1,0 +1,3 @@
+import { secretsServiceSuite, memoryStorage } from "../../testing/index.js"
+
+secretsServiceSuite("memory", memoryStorage)

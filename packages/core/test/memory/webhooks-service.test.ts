@@ -1,0 +1,3 @@
+import { webhooksServiceSuite, memoryStorage } from "../../testing/index.js"
+
+webhooksServiceSuite("memory", memoryStorage)

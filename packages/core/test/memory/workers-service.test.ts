@@ -1,0 +1,3 @@
+import { workersServiceSuite, memoryStorage } from "../../testing/index.js"
+
+workersServiceSuite("memory", memoryStorage)

@@ -1,0 +1,406 @@
+/**
+ * RunStore in memory, with the semantics of the SQL adapter (`RunStoreSql.ts`):
+ *
+ * - `create` checks its exactly-once key first (a taken key: DuplicateKey; a delivery id logged
+ *   already: StorageError), then that no run id exists (StorageError), and only then writes the
+ *   key, the runs and their first events: all or nothing.
+ * - `update` and `recordFollowup` are guarded by the state and, when given, the lease holder (the
+ *   fencing token); a guard that does not hold is a StaleWrite and writes nothing. Metadata,
+ *   ancestors and artifacts stay as stored. A full follow-up inbox (`maxPending`) is counted after
+ *   the guard and writes nothing either.
+ * - Timeline sequences count from the run's last one, without gaps.
+ * - `claim` takes the oldest QUEUED run (created_at, then run id) of its worker host (and team,
+ *   when given); a wake-up is signalled after a write that leaves a run QUEUED.
+ * - The list is the reference evaluator `RunQuery.pageOf` over the runs the viewer may see.
+ *
+ * Each operation runs in one synchronous step on the shared state, so it is atomic.
+ */
+import type { Context } from "effect"
+import { DateTime, Effect, Option } from "effect"
+import { canSee, type Viewer } from "../../src/domain/Access.js"
+import type { Artifact } from "../../src/domain/Artifact.js"
+import { type ConversationPart, foldParts } from "../../src/domain/ConversationLog.js"
+import type { ConversationId, ExecutionId, RunId, TeamUid } from "../../src/domain/Ids.js"
+import { RunItem } from "../../src/domain/Run.js"
+import { compareCodePoints, pageOf, type RunListQuery } from "../../src/domain/RunQuery.js"
+import type { RunState } from "../../src/domain/RunState.js"
+import type { TimelineEvent } from "../../src/domain/Timeline.js"
+import {
+  FollowupInboxFull,
+  type FollowupWrite,
+  type NewRun,
+  type NewTimelineEvent,
+  type RunGuard,
+  runListRow,
+  RunStore,
+  type StoredFollowup,
+  type StoredRun
+} from "../../src/ports/RunStore.js"
+import { DuplicateKey, type ExactlyOnceKey, StaleWrite, type StorageError } from "../../src/ports/Storage.js"
+import { claimIdentity, countDelivery, insertDelivery, isLogged, isTaken } from "./MemoryDeliveries.js"
+import { entryOf, HOLDING_STATES, type MemoryState, type RunRecord, storageError, workerHostOf } from "./MemoryState.js"
+import type { MemoryWakeups } from "./MemoryWakeups.js"
+
+const millis = DateTime.toEpochMillis
+const at = (ms: number): DateTime.Utc => DateTime.unsafeMake(ms)
+
+/** A run as the store keeps and gives it: its fields in one order, its lease a copy. */
+const canonical = (run: StoredRun, item: RunItem = run.item): StoredRun => ({
+  item,
+  team_uid: run.team_uid,
+  lease: run.lease === null ? null : { execution_id: run.lease.execution_id, expires_at: run.lease.expires_at },
+  at_capacity: run.at_capacity,
+  sandbox_retained: run.sandbox_retained,
+  has_conversation: run.has_conversation
+})
+
+/** `next` as it replaces `current`: its run id, metadata, ancestors and artifacts stay. */
+const replacing = (current: StoredRun, next: StoredRun): StoredRun =>
+  canonical(
+    next,
+    new RunItem({
+      ...next.item,
+      run_id: current.item.run_id,
+      metadata: current.item.metadata,
+      ancestor_run_ids: current.item.ancestor_run_ids,
+      artifacts: current.item.artifacts
+    })
+  )
+
+/** Oldest first: by `created_at`, then run id. */
+const oldestFirst = (a: StoredRun, b: StoredRun): number =>
+  millis(a.item.created_at) - millis(b.item.created_at) || compareCodePoints(a.item.run_id, b.item.run_id)
+
+const guardHolds = (run: StoredRun, guard: RunGuard): boolean =>
+  run.item.state === guard.state && (guard.execution_id === undefined || run.lease?.execution_id === guard.execution_id)
+
+const visibleTo = (viewer: Viewer, run: StoredRun): boolean =>
+  canSee(viewer, { team_uid: run.team_uid, creator_uid: run.item.creator.uid, scope: run.item.scope })
+
+/** The states of a run that hold its team's capacity. */
+const ACTIVE: ReadonlyArray<RunState> = ["QUEUED", ...HOLDING_STATES]
+
+/** RunStore over the shared state; signals `wakeups` when a run may have become claimable. */
+export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): Context.Tag.Service<RunStore> => {
+  const idsIn = (s: RunState) => entryOf(state.runsByState, s, () => new Set<RunId>())
+  const idsOf = (team: TeamUid) => entryOf(state.runsByTeam, team, () => new Set<RunId>())
+
+  /** The runs in these states (the SQL adapter's partial indexes of the live states). */
+  const runsIn = (...states: ReadonlyArray<RunState>): Array<StoredRun> =>
+    states.flatMap((s) => [...(state.runsByState.get(s) ?? [])].map((id) => state.runs.get(id)!.run))
+
+  const record = (runId: RunId): RunRecord | undefined => state.runs.get(runId)
+
+  /** Writes a run into its record, keeping the indexes by state and team. */
+  const write = (target: RunRecord, run: StoredRun): void => {
+    const before = target.run
+    const id = before.item.run_id
+    target.run = run
+    if (before.item.state !== run.item.state) {
+      state.runsByState.get(before.item.state)?.delete(id)
+      idsIn(run.item.state).add(id)
+    }
+    if (before.team_uid !== run.team_uid) {
+      state.runsByTeam.get(before.team_uid)?.delete(id)
+      idsOf(run.team_uid).add(id)
+    }
+  }
+
+  /** Appends timeline events after the run's last sequence. */
+  const appendEvents = (target: RunRecord, events: ReadonlyArray<NewTimelineEvent>): void => {
+    for (const e of events) {
+      target.lastSequence += 1
+      const event: TimelineEvent = {
+        sequence: target.lastSequence,
+        event_type: e.event_type,
+        occurred_at: at(e.occurred_at),
+        execution_id: e.execution_id,
+        ...(e.message === undefined ? {} : { message: e.message }),
+        ...(e.data === undefined ? {} : { data: e.data })
+      }
+      target.events.push(event)
+    }
+  }
+
+  /** Why a key cannot be taken, or undefined when it can. */
+  const keyProblem = (key: ExactlyOnceKey): DuplicateKey | StorageError | undefined => {
+    switch (key._tag) {
+      case "ScheduleTick":
+        return state.scheduleTicks.get(key.schedule_id)?.has(key.scheduled_for) === true ? new DuplicateKey({ key }) : undefined
+      case "Delivery": {
+        if (isLogged(state, key.delivery.delivery_id)) {
+          return storageError("RunStore.create", `delivery ${key.delivery.delivery_id} is logged already`)
+        }
+        const signed = key.content_key !== undefined && key.content_key !== key.identity ? key.content_key : undefined
+        return isTaken(state, key.webhook_uid, key.identity) || (signed !== undefined && isTaken(state, key.webhook_uid, signed))
+          ? new DuplicateKey({ key })
+          : undefined
+      }
+    }
+  }
+
+  /** Takes a key that `keyProblem` found free. */
+  const takeKey = (key: ExactlyOnceKey, runs: ReadonlyArray<NewRun>): void => {
+    switch (key._tag) {
+      case "ScheduleTick":
+        entryOf(state.scheduleTicks, key.schedule_id, () => new Map()).set(key.scheduled_for, runs[0]?.run.item.run_id ?? "")
+        return
+      case "Delivery": {
+        const id = key.delivery.delivery_id
+        insertDelivery(state, key.webhook_uid, key.delivery)
+        claimIdentity(state, key.webhook_uid, key.identity, id)
+        if (key.content_key !== undefined && key.content_key !== key.identity) {
+          claimIdentity(state, key.webhook_uid, key.content_key, id)
+        }
+        countDelivery(state, key.webhook_uid, key.delivery)
+        return
+      }
+    }
+  }
+
+  const wakeIf = (queued: boolean): Effect.Effect<void> => (queued ? wakeups.notify : Effect.void)
+
+  const create = (runs: ReadonlyArray<NewRun>, key?: ExactlyOnceKey) =>
+    Effect.suspend((): Effect.Effect<void, DuplicateKey | StorageError> => {
+      const problem = key === undefined ? undefined : keyProblem(key)
+      if (problem !== undefined) return Effect.fail(problem)
+      const ids = new Set<RunId>()
+      for (const { run } of runs) {
+        const id = run.item.run_id
+        if (state.runs.has(id) || ids.has(id)) return Effect.fail(storageError("RunStore.create", `run ${id} exists already`))
+        ids.add(id)
+      }
+      if (key !== undefined) takeKey(key, runs)
+      for (const { events, run } of runs) {
+        const stored = canonical(run)
+        const created: RunRecord = { run: stored, lastSequence: 0, events: [], inbox: [], conversations: [] }
+        state.runs.set(stored.item.run_id, created)
+        idsIn(stored.item.state).add(stored.item.run_id)
+        idsOf(stored.team_uid).add(stored.item.run_id)
+        appendEvents(created, events)
+      }
+      return wakeIf(runs.some(({ run }) => run.item.state === "QUEUED"))
+    })
+
+  const get = (runId: RunId) => Effect.sync(() => Option.fromNullable(record(runId)?.run))
+
+  const states = (runIds: ReadonlyArray<RunId>) =>
+    Effect.sync(() => {
+      const found = new Map<RunId, RunState>()
+      for (const id of runIds) {
+        const run = record(id)?.run
+        if (run !== undefined) found.set(id, run.item.state)
+      }
+      return found as ReadonlyMap<RunId, RunState>
+    })
+
+  const list = (query: RunListQuery, viewer: Viewer) =>
+    Effect.sync(() => {
+      const rows = [...(state.runsByTeam.get(viewer.team_uid) ?? [])]
+        .map((id) => state.runs.get(id)!.run)
+        .filter((run) => visibleTo(viewer, run))
+        .map((run) => ({ ...runListRow(run), stored: run }))
+      const page = pageOf(rows, query)
+      return { rows: page.rows.map((row) => row.stored), page_info: page.page_info }
+    })
+
+  const update = (runId: RunId, guard: RunGuard, next: StoredRun, events: ReadonlyArray<NewTimelineEvent>) =>
+    Effect.suspend((): Effect.Effect<void, StaleWrite> => {
+      const target = record(runId)
+      if (target === undefined || !guardHolds(target.run, guard)) return Effect.fail(new StaleWrite({ what: `run ${runId}` }))
+      write(target, replacing(target.run, next))
+      appendEvents(target, events)
+      return wakeIf(next.item.state === "QUEUED")
+    })
+
+  const recordFollowup = (runId: RunId, guard: RunGuard, followup: FollowupWrite) =>
+    Effect.suspend((): Effect.Effect<void, StaleWrite | FollowupInboxFull> => {
+      const target = record(runId)
+      if (target === undefined || !guardHolds(target.run, guard)) return Effect.fail(new StaleWrite({ what: `run ${runId}` }))
+      const pending = target.inbox.length
+      if (followup.followup !== undefined && followup.maxPending !== undefined && pending >= followup.maxPending) {
+        return Effect.fail(new FollowupInboxFull({ pending }))
+      }
+      const current = target.run
+      write(
+        target,
+        followup.next === undefined
+          ? canonical(current, new RunItem({ ...current.item, updated_at: at(followup.at) }))
+          : replacing(current, followup.next)
+      )
+      appendEvents(target, followup.events)
+      if (followup.followup !== undefined) {
+        state.followupCounter += 1
+        target.inbox.push({ id: state.followupCounter, message: followup.followup.message, received_at: followup.followup.received_at })
+      }
+      return wakeIf(followup.next?.item.state === "QUEUED")
+    })
+
+  const takeFollowups = (runId: RunId) =>
+    Effect.sync((): ReadonlyArray<StoredFollowup> => {
+      const target = record(runId)
+      if (target === undefined) return []
+      const taken = target.inbox.splice(0, target.inbox.length)
+      return taken
+        .sort((a, b) => a.received_at - b.received_at || a.id - b.id)
+        .map((entry) => ({ message: entry.message, received_at: entry.received_at }))
+    })
+
+  const claim = (params: {
+    readonly worker_host: string | null
+    readonly team_uid?: TeamUid | undefined
+    readonly execution_id: ExecutionId
+    readonly now: number
+    readonly lease_ms: number
+  }) =>
+    Effect.sync(() => {
+      const host = params.worker_host === "" ? null : params.worker_host
+      const candidates = runsIn("QUEUED").filter((run) =>
+        workerHostOf(run) === host && (params.team_uid === undefined || run.team_uid === params.team_uid)
+      )
+      const oldest = candidates.reduce<StoredRun | undefined>(
+        (best, run) => (best === undefined || oldestFirst(run, best) < 0 ? run : best),
+        undefined
+      )
+      if (oldest === undefined) return Option.none()
+      const target = record(oldest.item.run_id)!
+      write(
+        target,
+        canonical(
+          { ...oldest, lease: { execution_id: params.execution_id, expires_at: params.now + params.lease_ms } },
+          new RunItem({ ...oldest.item, state: "CLAIMED", updated_at: at(params.now) })
+        )
+      )
+      appendEvents(target, [{ event_type: "run_claimed", occurred_at: params.now, execution_id: params.execution_id }])
+      return Option.some(target.run)
+    })
+
+  const renewLease = (runId: RunId, execution_id: ExecutionId, expires_at: number) =>
+    Effect.suspend((): Effect.Effect<void, StaleWrite> => {
+      const target = record(runId)
+      if (
+        target === undefined ||
+        target.run.lease?.execution_id !== execution_id ||
+        !HOLDING_STATES.includes(target.run.item.state)
+      ) {
+        return Effect.fail(new StaleWrite({ what: `lease of run ${runId}` }))
+      }
+      write(target, canonical({ ...target.run, lease: { execution_id, expires_at } }))
+      return Effect.void
+    })
+
+  const expiredLeases = (now: number, limit: number) =>
+    Effect.sync(() =>
+      runsIn(...HOLDING_STATES)
+        .filter((run) => run.lease !== null && run.lease.expires_at <= now)
+        .sort((a, b) => a.lease!.expires_at - b.lease!.expires_at || compareCodePoints(a.item.run_id, b.item.run_id))
+        .slice(0, Math.max(0, limit))
+    )
+
+  const waitingForWorkers = (before: number, limit: number) =>
+    Effect.sync(() =>
+      runsIn("QUEUED")
+        .filter((run) => {
+          const host = workerHostOf(run)
+          if (host === null || millis(run.item.created_at) > before) return false
+          const worker = state.workers.get(run.team_uid)?.get(host)
+          return worker === undefined || worker.last_heartbeat_at <= before
+        })
+        .sort(oldestFirst)
+        .slice(0, Math.max(0, limit))
+    )
+
+  const activeCount = (team: TeamUid) => Effect.sync(() => runsIn(...ACTIVE).filter((run) => run.team_uid === team).length)
+
+  const waitingTeams = (limit: number) =>
+    Effect.sync(() => [...new Set(runsIn("PENDING").map((run) => run.team_uid))].slice(0, Math.max(0, limit)))
+
+  const pending = (team: TeamUid, limit: number) =>
+    Effect.sync(() =>
+      runsIn("PENDING")
+        .filter((run) => run.team_uid === team)
+        .sort(oldestFirst)
+        .slice(0, Math.max(0, limit))
+    )
+
+  const timeline = (runId: RunId, after: number) =>
+    Effect.sync((): ReadonlyArray<TimelineEvent> => (record(runId)?.events ?? []).filter((e) => e.sequence > after))
+
+  const appendConversation = (runId: RunId, execution_id: ExecutionId, part: ConversationPart) =>
+    Effect.suspend((): Effect.Effect<void, StorageError> => {
+      const target = record(runId)
+      if (target === undefined) return Effect.fail(storageError("RunStore.appendConversation", `no run ${runId}`))
+      let execution = target.conversations.find((c) => c.execution_id === execution_id)
+      if (execution === undefined) {
+        // The first part of an execution places it after the run's other executions.
+        execution = { execution_id, parts: new Map() }
+        target.conversations.push(execution)
+      }
+      // A part stored already under its seq stays as it is.
+      if (!execution.parts.has(part.seq)) execution.parts.set(part.seq, { seq: part.seq, ops: part.ops })
+      return Effect.void
+    })
+
+  const conversation = (runId: RunId) =>
+    Effect.sync(() => (record(runId)?.conversations ?? []).flatMap((c) => foldParts([...c.parts.values()])))
+
+  const addArtifact = (runId: RunId, artifact: Artifact) =>
+    Effect.suspend((): Effect.Effect<void, StorageError> => {
+      const target = record(runId)
+      if (target === undefined) return Effect.fail(storageError("RunStore.addArtifact", `no run ${runId}`))
+      const item = target.run.item
+      write(target, canonical(target.run, new RunItem({ ...item, artifacts: [...item.artifacts, artifact] })))
+      return Effect.void
+    })
+
+  const findByExternalReference = (url: string, viewer?: Viewer) =>
+    Effect.sync(() => {
+      // The latest report: by the artifact's created_at, then run id, both descending.
+      let latest: { readonly run: StoredRun; readonly at: number } | undefined
+      for (const { run } of state.runs.values()) {
+        if (viewer !== undefined && !visibleTo(viewer, run)) continue
+        for (const artifact of run.item.artifacts) {
+          if (artifact.artifact_type !== "EXTERNAL_REFERENCE" || artifact.data.url !== url) continue
+          const reported = millis(artifact.created_at)
+          if (
+            latest === undefined ||
+            reported > latest.at ||
+            (reported === latest.at && compareCodePoints(run.item.run_id, latest.run.item.run_id) > 0)
+          ) {
+            latest = { run, at: reported }
+          }
+        }
+      }
+      return Option.fromNullable(latest?.run)
+    })
+
+  const findByConversation = (conversationId: ConversationId) =>
+    Effect.sync(() => {
+      for (const { run } of state.runs.values()) if (run.item.conversation_id === conversationId) return Option.some(run)
+      return Option.none<StoredRun>()
+    })
+
+  return RunStore.of({
+    create,
+    get,
+    states,
+    list,
+    update,
+    claim,
+    renewLease,
+    expiredLeases,
+    waitingForWorkers,
+    activeCount,
+    waitingTeams,
+    pending,
+    timeline,
+    appendConversation,
+    conversation,
+    recordFollowup,
+    takeFollowups,
+    addArtifact,
+    findByExternalReference,
+    findByConversation,
+    wakeups: wakeups.signals
+  })
+}
