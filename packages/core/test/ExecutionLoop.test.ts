@@ -8,6 +8,7 @@ import * as ExecutionLoop from "../src/engine/ExecutionLoop.js"
 import { defaultSettings, DispatcherConfig } from "../src/engine/Settings.js"
 import * as Health from "../src/engine/Health.js"
 import { IdsLive, type RunId } from "../src/domain/Ids.js"
+import { Executor } from "../src/ports/Executor.js"
 import { memoryHost, planFor } from "../testing/MemoryHost.js"
 import { scriptedExecutor } from "../testing/ScriptedExecutor.js"
 
@@ -153,4 +154,57 @@ describe("the execution loop over an in-memory host (TestClock)", () => {
         yield* pass(1_500)
         expect(yield* states).toEqual(["SUCCEEDED", "SUCCEEDED", "SUCCEEDED"])
       })))
+
+  it.scoped("as a layer: claims by polling, with no call from the test", () =>
+    Effect.gen(function*() {
+      const host = yield* memoryHost(LEASE_MS)
+      const executor = yield* scriptedExecutor
+      const settings = { ...defaultSettings("agent", "http://localhost/api/v1"), concurrency: 1, leaseMs: LEASE_MS }
+      yield* Layer.build(ExecutionLoop.layer.pipe(
+        Layer.provide(Layer.mergeAll(host.layer, executor.layer, IdsLive, Health.layer, Layer.succeed(DispatcherConfig, settings)))
+      ))
+      const id = runId(10)
+      yield* host.offer(planFor(id, "say polled"))
+      for (let t = 0; t < 3 * settings.pollMs; t += 50) {
+        yield* TestClock.adjust(Duration.millis(50))
+        for (let i = 0; i < 20; i++) yield* Effect.yieldNow()
+      }
+      expect((yield* host.run(id)).snapshot.state).toBe("SUCCEEDED")
+      expect(yield* host.texts(id)).toEqual(["polled"])
+    }))
+
+  it.scoped("a defect while running ends the run ERROR internal_error; the loop goes on with the next run", () =>
+    Effect.gen(function*() {
+      const host = yield* memoryHost(LEASE_MS)
+      const executor = yield* scriptedExecutor
+      let first = true
+      const dying = Layer.succeed(Executor, {
+        leftovers: Effect.succeed([]),
+        prepare: (spec) => {
+          if (!first) return Effect.flatMap(Executor, (e) => e.prepare(spec)).pipe(Effect.provide(executor.layer))
+          first = false
+          return Effect.die(new Error("the executor broke"))
+        }
+      })
+      const loop = yield* ExecutionLoop.make(yield* Effect.scope).pipe(
+        Effect.provide(Layer.mergeAll(
+          host.layer,
+          dying,
+          IdsLive,
+          Health.layer,
+          Layer.succeed(DispatcherConfig, { ...defaultSettings("agent", "http://localhost/api/v1"), concurrency: 1, leaseMs: LEASE_MS })
+        ))
+      )
+      yield* host.offer(planFor(runId(11), "say never"))
+      yield* host.offer(planFor(runId(12), "say after"))
+      yield* loop.claimSome
+      for (let t = 0; t < 1_000; t += 50) {
+        yield* TestClock.adjust(Duration.millis(50))
+        for (let i = 0; i < 20; i++) yield* Effect.yieldNow()
+      }
+      const broken = yield* host.run(runId(11))
+      expect(broken.snapshot.state).toBe("ERROR")
+      expect(broken.snapshot.status_message).toMatchObject({ error_code: "internal_error", message: "the service failed while running the agent" })
+      expect((yield* host.run(runId(12))).snapshot.state).toBe("SUCCEEDED")
+    }))
 })

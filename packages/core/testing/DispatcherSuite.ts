@@ -7,7 +7,7 @@
  * the TestClock alone decides what happens when).
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Duration, Effect, Layer, Option, Ref, TestClock } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option, Ref, TestClock } from "effect"
 import type { Viewer } from "../src/domain/Access.js"
 import type { ConversationStep } from "../src/domain/Conversation.js"
 import * as Dispatcher from "../src/engine/Dispatcher.js"
@@ -22,10 +22,13 @@ import type { BlobStore } from "../src/ports/BlobStore.js"
 import { RunStore } from "../src/ports/RunStore.js"
 import { RunTokens } from "../src/ports/RunTokens.js"
 import { StorageError } from "../src/ports/Storage.js"
+import { Environment } from "../src/domain/Environment.js"
 import { RunAgentRequest, RunFollowupRequest } from "../src/domain/Run.js"
+import { EnvironmentStore } from "../src/ports/EnvironmentStore.js"
 import { Followups } from "../src/services/Followups.js"
 import { Runs } from "../src/services/Runs.js"
 import { memoryBlobStore, transcriptText } from "./ConversationsServiceSuite.js"
+import { makeEnvironment } from "./CatalogConformance.js"
 import { testRepos } from "./RunsServiceSuite.js"
 import { scriptedExecutor } from "./ScriptedExecutor.js"
 import type { Stores } from "./Stores.js"
@@ -101,7 +104,11 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
       readonly dispatcher: {
         readonly claimSome: Effect.Effect<void, unknown>
         readonly sweep: Effect.Effect<void, unknown>
+        /** The debug windows' tending (ends windows, starts debug agents). */
+        readonly tend: Effect.Effect<void, unknown>
       }
+      /** Creates a run in a new environment of the team with these setup commands and debug window. */
+      readonly createIn: (prompt: string, setup: ReadonlyArray<string>, retentionMinutes: number) => Effect.Effect<RunId, unknown, Runs>
       readonly fault: Ref.Ref<boolean>
       readonly sandboxes: Effect.Effect<number>
       /** Moves the clock `ms` in steps of 50 ms, letting every fiber run at each. */
@@ -115,7 +122,8 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
         // One run at a time for the team: the second waits PENDING.
         const world = yield* seedWorld({ maxConcurrentRuns: 1 })
         const loop = yield* ExecutionLoop.make(yield* Effect.scope)
-        const dispatcher = { claimSome: loop.claimSome, sweep: yield* LeaseSweep.make }
+        const windows = yield* DebugWindows
+        const dispatcher = { claimSome: loop.claimSome, sweep: yield* LeaseSweep.make, tend: windows.tend }
         const pass = (ms: number) =>
           Effect.gen(function*() {
             for (let t = 0; t < ms; t += 50) {
@@ -125,7 +133,20 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
           })
         const create = (prompt: string) =>
           Effect.map(Effect.flatMap(Runs, (runs) => runs.create(world.alice, new RunAgentRequest({ prompt }))), (r) => r.run_id as RunId)
-        return yield* test({ viewer: world.alice, create, dispatcher, fault, sandboxes: executor.sandboxes, pass })
+        const environments = yield* EnvironmentStore
+        const createIn = (prompt: string, setup: ReadonlyArray<string>, retentionMinutes: number) =>
+          Effect.gen(function*() {
+            const base = makeEnvironment({ team: world.team, creator: world.alice.principal_uid, teamScope: true })
+            const env = new Environment({
+              ...base.item,
+              config: { ...base.item.config, setup_commands: setup, failure_session_retention_minutes: retentionMinutes }
+            })
+            yield* environments.create({ ...base, item: env })
+            const created = yield* Effect.flatMap(Runs, (runs) =>
+              runs.create(world.alice, new RunAgentRequest({ prompt, config: { environment_id: env.uid } })))
+            return created.run_id as RunId
+          })
+        return yield* test({ viewer: world.alice, create, createIn, dispatcher, fault, sandboxes: executor.sandboxes, pass })
       }).pipe(Effect.scoped, Effect.provide(services))
     })
 
@@ -228,6 +249,60 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
           yield* pass(1_000)
           expect((yield* runOf(viewer, long)).state).toBe("CANCELLED")
           expect(yield* sandboxes).toBe(0)
+        })
+      ))
+
+    it.scoped("a failed setup keeps its sandbox for the debug window: a follow-up starts a debug agent; the window's end releases it", () =>
+      withDispatcher(({ createIn, dispatcher, pass, sandboxes, viewer }) =>
+        Effect.gen(function*() {
+          // A window of 6 s.
+          const id = yield* createIn("say never", ["exit 1"], 0.1)
+          yield* dispatcher.claimSome
+          yield* pass(200)
+          const failed = yield* runOf(viewer, id)
+          expect(failed.state).toBe("FAILED")
+          expect(failed.status_message).toMatchObject({ error_code: "environment_setup_failed" })
+          expect(failed.is_sandbox_running).toBe(true)
+          expect(yield* sandboxes).toBe(1)
+          // A follow-up inside the window goes to a debug agent in the kept sandbox.
+          yield* Effect.flatMap(Followups, (f) => f.send(viewer, id, new RunFollowupRequest({ message: "say debugging" })))
+          yield* dispatcher.tend
+          yield* pass(1_000)
+          expect((yield* runOf(viewer, id)).state).toBe("FAILED")
+          expect(yield* transcriptText(id)).toContain("debugging")
+          // The window ends: the sandbox is released, and the run says so.
+          yield* pass(6_000)
+          yield* dispatcher.tend
+          expect(yield* sandboxes).toBe(0)
+          expect((yield* runOf(viewer, id)).is_sandbox_running).toBe(false)
+        })
+      ))
+
+    it.scoped("the sweep requeues a run whose execution vanished (attempt 2), which then runs to its end", () =>
+      withDispatcher(({ create, dispatcher, pass, viewer }) =>
+        Effect.gen(function*() {
+          const id = yield* create("say second try")
+          const store = yield* RunStore
+          // An execution claims the run, then is gone (no renewals).
+          const gone = yield* store.claim({
+            worker_host: null,
+            execution_id: "01a20000-0000-7000-8000-0000000000aa" as never,
+            now: yield* Clock.currentTimeMillis,
+            lease_ms: LEASE_MS
+          })
+          expect(gone._tag).toBe("Some")
+          yield* dispatcher.sweep
+          expect((yield* runOf(viewer, id)).state).toBe("CLAIMED")
+          yield* pass(LEASE_MS + 100)
+          yield* dispatcher.sweep
+          const requeued = yield* runOf(viewer, id)
+          expect(requeued).toMatchObject({ state: "QUEUED", attempt: 2 })
+          yield* dispatcher.claimSome
+          yield* pass(500)
+          expect(yield* runOf(viewer, id)).toMatchObject({ state: "SUCCEEDED", attempt: 2 })
+          const events = (yield* Effect.flatMap(Runs, (runs) => runs.timeline(viewer, id))).events.map((e) => e.event_type)
+          expect(events).toContain("lease_expired")
+          expect(events).toContain("requeued")
         })
       ))
   })

@@ -1,7 +1,7 @@
 /**
  * An executor whose agents run in-process, for tests of the execution engine on the TestClock (no
  * processes, no wall-clock sleeps). Each agent reads its start message, then follows the run's
- * prompt, one line a step:
+ * prompt (a debug agent: its follow-ups), one line a step:
  * - `say TEXT`: prints a `message` event; `print TEXT`: prints TEXT as a raw line;
  * - `big N`: prints a line of N characters (not JSON);
  * - `sleep MS`: waits MS on the clock (a follow-up meanwhile is answered `got: MESSAGE`; a cancel
@@ -26,7 +26,9 @@ const agentProcess = Effect.gen(function*() {
   const print = (line: string) => Queue.offer(out, encoder.encode(`${line}\n`))
   const program = Effect.gen(function*() {
     const start = (yield* Queue.take(inbox)) as StartMessage
-    for (const line of start.prompt.split("\n")) {
+    // A debug agent follows the follow-ups that started it.
+    const script = start.mode === "debug" ? start.followups.join("\n") : start.prompt
+    for (const line of script.split("\n")) {
       const [word = "", ...rest] = line.split(" ")
       const arg = rest.join(" ")
       if (word === "say") yield* print(JSON.stringify({ type: "message", role: "assistant", text: arg }))
