@@ -8,7 +8,7 @@
  * inside a vitest file; `layer` must make a fresh database each time it is built.
  */
 import { describe, expect, it as plainIt, layer } from "@effect/vitest"
-import { Effect, Layer, Option, TestClock } from "effect"
+import { DateTime, Effect, Layer, Option, TestClock } from "effect"
 import * as Dispatcher from "../src/engine/Dispatcher.js"
 import * as LeaseSweep from "../src/engine/LeaseSweep.js"
 import { DEFAULT_MAX_OUTPUT_BYTES } from "../src/engine/Settings.js"
@@ -21,6 +21,7 @@ import { type ExecutionId, IdsLive, type PrincipalUid, type RunId } from "../src
 import { Principal } from "../src/domain/Identity.js"
 import { BlobStore } from "../src/ports/BlobStore.js"
 import { IdentityStore } from "../src/ports/IdentityStore.js"
+import { RunStore } from "../src/ports/RunStore.js"
 import { RunTokens } from "../src/ports/RunTokens.js"
 import { Followups } from "../src/services/Followups.js"
 import { RunAgentRequest, RunFollowupRequest } from "../src/domain/Run.js"
@@ -72,14 +73,13 @@ const createFor = (viewer: Viewer, workerHost: string, prompt = "work") =>
     Effect.map((r) => r.run_id as RunId)
   )
 
-/** Claims (no wait) for `workerId` with a fresh execution, after a heartbeat. */
+/** Claims (no wait) for `workerId` after a heartbeat: the answer and the execution the server named (none without a run). */
 const claimAs = (worker: Viewer, workerId: string) =>
   Effect.gen(function*() {
     const workers = yield* Workers
     yield* workers.heartbeat(worker, workerId, new HeartbeatRequest({ capacity: 1 }))
-    const execution = uuid<ExecutionId>()
-    const answer = yield* workers.claim(worker, workerId, execution, 0, WORKER_PROTOCOL)
-    return { execution, answer }
+    const answer = yield* workers.claim(worker, workerId, 0, WORKER_PROTOCOL)
+    return { execution: (answer.claim?.execution_id ?? uuid<ExecutionId>()) as ExecutionId, answer }
   })
 
 export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E>): void => {
@@ -190,7 +190,7 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           const runId = yield* createFor(world.alice, workerId)
           const { answer, execution } = yield* claimAs(world.worker, workerId)
           expect(answer.claim?.transcript_bytes).toBe(0)
-          const append = (chunk: string, offset?: number) =>
+          const append = (chunk: string, offset: number) =>
             workers.appendTranscript(world.worker, workerId, runId, execution, text(chunk), offset)
           const first = yield* append("{\"type\":\"message\"}\n", 0)
           expect(first).toBe(19)
@@ -208,10 +208,6 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           const past = yield* failureOf(append("too far\n", DEFAULT_MAX_OUTPUT_BYTES - 3))
           expect(past._tag).toBe("PayloadTooLarge")
           expect(yield* transcriptText(runId)).toBe("{\"type\":\"message\"}\nline two\n")
-          // Without an offset (an older worker), bytes are appended as they come.
-          expect(yield* append("plain\n")).toBe(34)
-          expect(yield* append("plain\n")).toBe(40)
-          expect(yield* transcriptText(runId)).toBe("{\"type\":\"message\"}\nline two\nplain\nplain\n")
         }))
 
       it.effect("a later execution's appends start where the earlier ones ended", () =>
@@ -239,7 +235,7 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           const workers = yield* Workers
           const workerId = `w-${uid()}`
           const runId = yield* createFor(world.alice, workerId)
-          const claimNow = () => workers.claim(world.worker, workerId, uuid<ExecutionId>(), 0, WORKER_PROTOCOL)
+          const claimNow = () => workers.claim(world.worker, workerId, 0, WORKER_PROTOCOL)
           expect((yield* claimNow()).claim).toBeNull()
           // Still listed (not expired), but its latest heartbeat is 2.5 intervals old: it froze.
           const then = Date.now() - 2.5 * defaultWorkerSettings.heartbeatMs
@@ -267,7 +263,7 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           const runId = yield* createFor(world.alice, workerId)
           // Another team's worker with the same id neither claims nor sees it.
           expect((yield* claimAs(other.worker, workerId)).answer.claim).toBeNull()
-          expect((yield* failureOf(workers.claim(world.alice, workerId, uuid<ExecutionId>(), 0, WORKER_PROTOCOL)))._tag).toBe("NotAuthorized")
+          expect((yield* failureOf(workers.claim(world.alice, workerId, 0, WORKER_PROTOCOL)))._tag).toBe("NotAuthorized")
           const { execution } = yield* claimAs(world.worker, workerId)
           // Not its run (another team's worker, another id): 404, whatever the execution.
           const start = [{ _tag: "Start" }] as const
@@ -290,7 +286,7 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           yield* createFor(world.alice, workerId)
           yield* workers.heartbeat(world.worker, workerId, new HeartbeatRequest({ capacity: 1 }))
           for (const protocol of [undefined, WORKER_PROTOCOL - 1]) {
-            const refused = yield* failureOf(workers.claim(world.worker, workerId, uuid<ExecutionId>(), 0, protocol))
+            const refused = yield* failureOf(workers.claim(world.worker, workerId, 0, protocol))
             expect(refused._tag).toBe("OperationNotSupported")
             expect(refused.message).toContain("upgrade the worker")
           }
@@ -342,6 +338,43 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           expect((yield* failureOf(workers.report(world.worker, workerId, runId, execution, { request_usage: during.request_usage })))._tag)
             .toBe("Conflict")
           expect((yield* failureOf(workers.takeFollowups(world.worker, workerId, runId, execution)))._tag).toBe("Conflict")
+        }))
+
+      it.effect("a lapsed lease is lost for a worker: renewals and events are 409 even before the sweep; an older worker's renewal is 422", () =>
+        Effect.gen(function*() {
+          const world = yield* seedWorkers
+          const workers = yield* Workers
+          const workerId = `w-${uid()}`
+          const runId = yield* createFor(world.alice, workerId)
+          const { execution } = yield* claimAs(world.worker, workerId)
+          const refused = yield* failureOf(workers.renew(world.worker, workerId, runId, execution, undefined))
+          expect(refused._tag).toBe("OperationNotSupported")
+          expect((yield* workers.renew(world.worker, workerId, runId, execution, WORKER_PROTOCOL)).expires_at).toBeGreaterThan(Date.now())
+          // The worker froze: its lease ran out (the sweep has not run yet).
+          yield* (yield* RunStore).renewLease(runId, execution, Date.now() - 1)
+          expect((yield* failureOf(workers.renew(world.worker, workerId, runId, execution, WORKER_PROTOCOL)))._tag).toBe("Conflict")
+          expect((yield* failureOf(workers.recordEvents(world.worker, workerId, runId, execution, [{ _tag: "Start" }])))._tag).toBe("Conflict")
+          expect((yield* failureOf(workers.appendTranscript(world.worker, workerId, runId, execution, text("late\n"), 0)))._tag).toBe("Conflict")
+          expect((yield* Effect.flatMap(Runs, (runs) => runs.get(world.alice, runId))).state).toBe("CLAIMED")
+        }))
+
+      it.effect("a worker's artifact is stamped with the server's time", () =>
+        Effect.gen(function*() {
+          const world = yield* seedWorkers
+          const workers = yield* Workers
+          const workerId = `w-${uid()}`
+          const runId = yield* createFor(world.alice, workerId)
+          const { execution } = yield* claimAs(world.worker, workerId)
+          const future = DateTime.unsafeMake(Date.UTC(2099, 0, 1))
+          const before = Date.now()
+          yield* workers.addArtifact(world.worker, workerId, runId, execution, {
+            artifact_type: "EXTERNAL_REFERENCE",
+            created_at: future,
+            data: { url: "https://tracker.example/T-1" }
+          })
+          const [artifact] = (yield* Effect.flatMap(Runs, (runs) => runs.get(world.alice, runId))).artifacts ?? []
+          expect(DateTime.toEpochMillis(artifact!.created_at)).toBeGreaterThanOrEqual(before)
+          expect(DateTime.toEpochMillis(artifact!.created_at)).toBeLessThan(Date.UTC(2099, 0, 1))
         }))
 
       it.effect("a worker's failed setup keeps no sandbox, whatever retention it asks for", () =>

@@ -110,14 +110,15 @@ export const layer = (connection: Connection): Layer.Layer<ExecutionHost.Executi
       const sendPlain = <A, E>(operation: string, request: Effect.Effect<A, E>) =>
         Effect.catchTag(send(operation, request), "Lost", (e) => Effect.fail(new Storage.StorageError({ operation, cause: e })))
 
-      const claim = (executionId: ExecutionPlan.ExecutionPlan["execution_id"]) =>
+      // The server names the execution (the claim's `execution_id`); the loop's proposal is not sent.
+      const claim = () =>
         Effect.gen(function*() {
           const answer = yield* sendPlain(
             "claim",
             api.workerClaim({
               headers,
               path: { workerId },
-              payload: new Worker.ClaimRequest({ execution_id: executionId, wait_seconds: CLAIM_WAIT_SECONDS, protocol: Worker.WORKER_PROTOCOL })
+              payload: new Worker.ClaimRequest({ wait_seconds: CLAIM_WAIT_SECONDS, protocol: Worker.WORKER_PROTOCOL })
             })
           )
           const c = answer.claim
@@ -126,7 +127,7 @@ export const layer = (connection: Connection): Layer.Layer<ExecutionHost.Executi
             const bytes = Encoding.decodeBase64(a.data_base64)
             return bytes._tag === "Right" ? [{ name: a.name, media_type: a.media_type, bytes: bytes.right }] : []
           })
-          return Option.some(yield* ExecutionPlan.planOf({ ...c, execution_id: executionId, attachments }, sources))
+          return Option.some(yield* ExecutionPlan.planOf({ ...c, attachments }, sources))
         })
 
       return ExecutionHost.ExecutionHost.of({
@@ -135,7 +136,7 @@ export const layer = (connection: Connection): Layer.Layer<ExecutionHost.Executi
         renew: (runId, execution_id) =>
           Effect.asVoid(send(
             "renew",
-            api.workerRenewLease({ headers, path: { workerId, runId }, payload: new Worker.RenewLeaseRequest({ execution_id }) })
+            api.workerRenewLease({ headers, path: { workerId, runId }, payload: new Worker.RenewLeaseRequest({ execution_id, protocol: Worker.WORKER_PROTOCOL }) })
           )),
         record: (runId, execution_id, events) =>
           Effect.map(

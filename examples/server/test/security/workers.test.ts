@@ -65,8 +65,7 @@ describe("worker ids belong to the service account that registered them", () => 
 
   const asWorker = (token: string) => ({
     heartbeat: () => call(server, "POST", "/api/v1/workers/box/heartbeat", { token, body: { capacity: 1 } }),
-    claim: (execution = executionId()) =>
-      call(server, "POST", "/api/v1/workers/box/claim", { token, body: { execution_id: execution, wait_seconds: 0, protocol: 2 } }),
+    claim: () => call(server, "POST", "/api/v1/workers/box/claim", { token, body: { wait_seconds: 0, protocol: 2 } }),
     followups: (runId: string, execution = executionId()) =>
       call(server, "POST", `/api/v1/workers/box/runs/${runId}/followups`, { token, body: { execution_id: execution } }),
     disconnect: () => call(server, "DELETE", "/api/v1/workers/box/heartbeat", { token })
@@ -109,15 +108,16 @@ describe("worker ids belong to the service account that registered them", () => 
     expect((await a.heartbeat()).status).toBe(200)
     const created = await createForBox("held by box")
     expect(created.status).toBe(200)
-    const execution = executionId()
-    const claimed = await a.claim(execution)
+    const claimed = await a.claim()
     expect(claimed.body.claim.run.run_id).toBe(created.body.run_id)
+    // The server names the execution.
+    const execution = claimed.body.claim.execution_id as string
     const runId = created.body.run_id as string
     const path = `/api/v1/workers/box/runs/${runId}`
     const writes = [
       ["POST", `${path}/events`, { execution_id: execution, events: [{ _tag: "Start" }] }],
       ["POST", `${path}/report`, { execution_id: execution, report: { request_usage: { input_tokens: 1, output_tokens: 1, inference_cost: 0, compute_cost: 0 } } }],
-      ["POST", `${path}/renew`, { execution_id: execution }],
+      ["POST", `${path}/renew`, { execution_id: execution, protocol: 2 }],
       ["POST", `${path}/transcript`, { execution_id: execution, data_base64: Buffer.from("forged\n").toString("base64"), offset: 0 }],
       ["POST", `${path}/followups`, { execution_id: execution }],
       ["POST", `${path}/conversation/parts`, { execution_id: execution, seq: 1, ops: [{ op: "step", key: 1, parent: null, id: "forged", at: 0 }] }],
@@ -128,12 +128,13 @@ describe("worker ids belong to the service account that registered them", () => 
       expect(reply.status, `${method} ${url}`).toBe(403)
       expect(reply.body.error).toContain("box")
     }
-    // A worker of the previous protocol (claims without `protocol`, writes whole runs and
-    // conversations) is told to upgrade.
+    // A worker of the previous protocol (claims and renews without `protocol`, writes whole runs
+    // and conversations) is told to upgrade: even in the middle of a run it cannot keep renewing.
     const olds = [
       ["POST", "/api/v1/workers/box/claim", { execution_id: executionId(), wait_seconds: 0 }],
       ["POST", `${path}/update`, { guard: { state: "CLAIMED", execution_id: execution }, run: {}, events: [] }],
-      ["PUT", `${path}/conversation`, { execution_id: execution, steps: [] }]
+      ["PUT", `${path}/conversation`, { execution_id: execution, steps: [] }],
+      ["POST", `${path}/renew`, { execution_id: execution }]
     ] as const
     for (const [method, url, body] of olds) {
       const old = await call(server, method, url, { token: tokens.a, body })

@@ -11,6 +11,9 @@ import type { ArtifactType } from "./RunState.js"
 /** The longest external-reference URL (the limit of the lookup by external reference). */
 export const MAX_EXTERNAL_REFERENCE_URL_LENGTH = 2048
 
+/** The most artifacts a run keeps from its agents (reported with a run token, or by a worker); past it, 413. */
+export const MAX_ARTIFACTS_PER_RUN = 1000
+
 export const PullRequestData = Schema.Struct({ branch: Schema.String, url: Schema.String })
 export const PlanData = Schema.Struct({ document_uid: Schema.String, title: Schema.String })
 export const ScreenshotData = Schema.Struct({ url: Schema.String, media_type: Schema.String })

@@ -12,6 +12,18 @@
 import { DateTime, Schema } from "effect"
 import { ContentBlock, type ConversationMessage, type ConversationStep, MessageRole } from "./Conversation.js"
 
+/** The largest epoch millis a date can have (±8.64e15, the ECMAScript range). */
+const MAX_MILLIS = 8.64e15
+
+/** Epoch millis of a date that exists. */
+const At = Schema.Number.pipe(Schema.between(0, MAX_MILLIS))
+
+/**
+ * How deeply steps nest at most when a log is folded: a deeper step is shown at the top level (so a
+ * log from an untrusted worker cannot nest the conversation deep enough to overflow a reader).
+ */
+export const MAX_STEP_DEPTH = 32
+
 /** One operation on an execution's conversation; `at` is epoch millis. */
 export const ConversationOp = Schema.Union(
   Schema.Struct({
@@ -20,10 +32,10 @@ export const ConversationOp = Schema.Union(
     parent: Schema.NullOr(Schema.Int),
     id: Schema.String,
     description: Schema.optional(Schema.String),
-    at: Schema.Number
+    at: At
   }),
-  Schema.Struct({ op: Schema.Literal("end"), key: Schema.Int, summary: Schema.optional(Schema.String), at: Schema.Number }),
-  Schema.Struct({ op: Schema.Literal("message"), key: Schema.Int, role: MessageRole, at: Schema.Number, block: ContentBlock }),
+  Schema.Struct({ op: Schema.Literal("end"), key: Schema.Int, summary: Schema.optional(Schema.String), at: At }),
+  Schema.Struct({ op: Schema.Literal("message"), key: Schema.Int, role: MessageRole, at: At, block: ContentBlock }),
   Schema.Struct({ op: Schema.Literal("block"), key: Schema.Int, block: ContentBlock }),
   Schema.Struct({ op: Schema.Literal("text"), key: Schema.Int, text: Schema.String })
 )
@@ -51,7 +63,8 @@ interface MutableStep {
   steps: Array<MutableStep>
 }
 
-const utc = (millis: number) => DateTime.unsafeMake(millis)
+/** A date from stored millis; one out of range (stored before they were checked) is the epoch. */
+const utc = (millis: number) => DateTime.unsafeMake(Number.isFinite(millis) && Math.abs(millis) <= MAX_MILLIS ? millis : 0)
 
 /**
  * The steps an execution's operations build, in order. Operations that name a step not opened
@@ -60,6 +73,7 @@ const utc = (millis: number) => DateTime.unsafeMake(millis)
 export const foldConversation = (ops: Iterable<ConversationOp>): Array<ConversationStep> => {
   const top: Array<MutableStep> = []
   const byKey = new Map<number, MutableStep>()
+  const depthOf = new Map<number, number>()
   for (const op of ops) {
     if (op.op === "step") {
       const step: MutableStep = {
@@ -69,10 +83,12 @@ export const foldConversation = (ops: Iterable<ConversationOp>): Array<Conversat
         messages: [],
         steps: []
       }
-      const parent = op.parent === null ? undefined : byKey.get(op.parent)
+      const parentDepth = op.parent === null ? undefined : depthOf.get(op.parent)
+      const parent = op.parent === null || parentDepth === undefined || parentDepth >= MAX_STEP_DEPTH ? undefined : byKey.get(op.parent)
       if (parent === undefined) top.push(step)
       else parent.steps.push(step)
       byKey.set(op.key, step)
+      depthOf.set(op.key, parent === undefined ? 1 : parentDepth! + 1)
       continue
     }
     const step = byKey.get(op.key)

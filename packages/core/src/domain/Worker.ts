@@ -88,6 +88,8 @@ export const WorkerHistoryMessage = Schema.Struct({ role: MessageRole, content: 
  * repositories).
  */
 export const WorkerClaim = Schema.Struct({
+  /** The execution the claim started (the lease's fencing token), named by the server. */
+  execution_id: ExecutionId,
   run: RunItem,
   team_uid: TeamUid,
   run_token: Schema.String,
@@ -103,8 +105,8 @@ export type WorkerClaim = typeof WorkerClaim.Type
 
 /** `POST /workers/{workerId}/claim`: long-polls for a QUEUED run addressed to this worker. */
 export class ClaimRequest extends Schema.Class<ClaimRequest>("WorkerClaimRequest")({
-  /** The execution the claim starts (the lease's fencing token), chosen by the worker. */
-  execution_id: ExecutionId,
+  /** Ignored (older workers chose the execution's id; the server names it now: `WorkerClaim.execution_id`). */
+  execution_id: Schema.optional(ExecutionId),
   /** How long to wait for a run (0 to 25 seconds; default 20). */
   wait_seconds: Schema.optional(Schema.Number.pipe(Schema.between(0, 25))),
   /** The worker protocol the worker speaks (`WORKER_PROTOCOL`); absent from workers older than it. */
@@ -135,7 +137,9 @@ export class ReportRequest extends Schema.Class<ReportRequest>("WorkerReportRequ
 
 /** `POST …/runs/{runId}/renew`. */
 export class RenewLeaseRequest extends Schema.Class<RenewLeaseRequest>("WorkerRenewLeaseRequest")({
-  execution_id: ExecutionId
+  execution_id: ExecutionId,
+  /** The worker protocol (`WORKER_PROTOCOL`); absent from older workers, which are told to upgrade. */
+  protocol: Schema.optional(Schema.Int)
 }) {}
 
 export class RenewLeaseResponse extends Schema.Class<RenewLeaseResponse>("WorkerRenewLeaseResponse")({
@@ -173,7 +177,7 @@ export class AddArtifactRequest extends Schema.Class<AddArtifactRequest>("Worker
 export class AppendTranscriptRequest extends Schema.Class<AppendTranscriptRequest>("WorkerAppendTranscriptRequest")({
   execution_id: ExecutionId,
   data_base64: Schema.String,
-  offset: Schema.optional(Schema.NonNegativeInt)
+  offset: Schema.NonNegativeInt
 }) {}
 
 /** The transcript's size after an append: the `offset` of the next one. */

@@ -33,6 +33,7 @@ export const layer: Layer.Layer<ExecutionHost, never, RunExecutions | RunStore |
             }))
           ),
         renew: (runId, executionId) => executions.renew(runId, executionId, settings.leaseMs),
+        // A lease that lapsed while storage failed is renewed first (the execution is alive here).
         record: (runId, executionId, events) => executions.record(runId, executionId, events, settings.leaseMs),
         report: executions.report,
         followups: executions.followups,

@@ -177,12 +177,16 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
         return Option.some(yield* gather(run, params.execution_id).pipe(Effect.retry({ times: 3 })))
       })
 
-    /** Records an execution's events; keeps its environment current and admits after its end. */
-    const record = (runId: RunId, executionId: ExecutionId, events: ReadonlyArray<ExecutionEvent>, leaseMs: number) =>
+    /**
+     * Records an execution's events; keeps its environment current and admits after its end. With
+     * `renewFor`, a lease that lapsed while storage failed is renewed first (the server's own
+     * executions); without, a lapsed lease is lost.
+     */
+    const record = (runId: RunId, executionId: ExecutionId, events: ReadonlyArray<ExecutionEvent>, renewFor?: number) =>
       Effect.gen(function*() {
         const started = events.some((e) => e._tag === "Start")
         const next = yield* advance(runId, events.map((e) => toRunEvent(e, executionId)), executionId, {
-          renewFor: leaseMs,
+          ...(renewFor === undefined ? {} : { renewFor }),
           change: (run, now) =>
             started && run.item.started_at === null
               ? { ...run, item: new RunItem({ ...run.item, started_at: DateTime.unsafeMake(now) }, true) }

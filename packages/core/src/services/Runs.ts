@@ -62,7 +62,7 @@ import { Clock, DateTime, Effect, Either, Option, Stream } from "effect"
 import { actAsProblem, canChange, canCreate, lesserRole, scopeFor } from "../domain/Access.js"
 import type { Viewer } from "../domain/Access.js"
 import type { PrincipalRef } from "../domain/Common.js"
-import { stampArtifact } from "../domain/Artifact.js"
+import { MAX_ARTIFACTS_PER_RUN, stampArtifact } from "../domain/Artifact.js"
 import type { ArtifactReport } from "../domain/Artifact.js"
 import { parseSkillSpec } from "../domain/Agent.js"
 import {
@@ -74,7 +74,7 @@ import {
   RateLimited,
   ResourceNotFound
 } from "../domain/Errors.js"
-import type { PayloadTooLarge } from "../domain/Errors.js"
+import { PayloadTooLarge } from "../domain/Errors.js"
 import { Ids } from "../domain/Ids.js"
 import type { EnvironmentUid, PrincipalUid , RunId } from "../domain/Ids.js"
 import type { Principal, Team } from "../domain/Identity.js"
@@ -628,6 +628,9 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         const run = yield* store.get(credential.run_id)
         if (Option.isNone(run) || !holds(run.value, credential.execution_id)) {
           return yield* new AuthenticationRequired({ message: "the run token's execution is no longer running" })
+        }
+        if ((run.value.item.artifacts?.length ?? 0) >= MAX_ARTIFACTS_PER_RUN) {
+          return yield* new PayloadTooLarge({ message: `a run keeps at most ${MAX_ARTIFACTS_PER_RUN} artifacts`, limitBytes: MAX_ARTIFACTS_PER_RUN })
         }
         const artifact = stampArtifact(report, DateTime.unsafeMake(yield* Clock.currentTimeMillis))
         yield* store.addArtifact(credential.run_id, artifact)

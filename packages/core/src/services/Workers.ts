@@ -40,16 +40,15 @@
  */
 import { Clock, Context, DateTime, Duration, Effect, Encoding, Option } from "effect"
 import type { Viewer } from "../domain/Access.js"
-import type { Artifact } from "../domain/Artifact.js"
+import { type Artifact, MAX_ARTIFACTS_PER_RUN } from "../domain/Artifact.js"
 import type { ConversationPart } from "../domain/ConversationLog.js"
-import { transcriptKey } from "../domain/BlobKeys.js"
 import type { ExecutionEvent, Report } from "../domain/ExecutionEvent.js"
 import { Lost } from "../engine/ExecutionHost.js"
 import { RunExecutions } from "../engine/RunExecutions.js"
 import { DEFAULT_MAX_OUTPUT_BYTES } from "../engine/Settings.js"
 import { Conflict, NotAuthorized, OperationNotSupported, PayloadTooLarge, ResourceNotFound } from "../domain/Errors.js"
+import { Ids } from "../domain/Ids.js"
 import type { ExecutionId, RunId } from "../domain/Ids.js"
-import { BlobStore } from "../ports/BlobStore.js"
 import { IdentityStore } from "../ports/IdentityStore.js"
 import { RunStore } from "../ports/RunStore.js"
 import type { StoredRun } from "../ports/RunStore.js"
@@ -115,8 +114,8 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
     const presence = yield* WorkerStore
     const store = yield* RunStore
     const identities = yield* IdentityStore
-    const blobs = yield* BlobStore
     const executions = yield* RunExecutions
+    const ids = yield* Ids
 
     /** The caller as a worker: a service account that may change things in its team. */
     const asWorker = (viewer: Viewer, workerId: string) =>
@@ -160,12 +159,17 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
         return found.value
       })
 
-    /** A run this worker's execution holds (404 when not its run, 409 when no longer held). */
+    /**
+     * A run this worker's execution holds now, under a lease that has not run out (404 when not its
+     * run, 409 otherwise): a worker whose lease lapsed (it froze, or lost the network) cannot take it
+     * back, even before the sweep requeued the run.
+     */
     const heldRun = (worker: WorkerRef, runId: RunId, executionId: ExecutionId) =>
       Effect.flatMap(workersRun(worker, runId), (run) =>
-        holds(run, executionId)
-          ? Effect.succeed(run)
-          : Effect.fail(new Conflict({ message: "the run is no longer held by this execution" })))
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          holds(run, executionId) && run.lease !== null && run.lease.expires_at > now
+            ? Effect.succeed(run)
+            : Effect.fail(new Conflict({ message: "the run is no longer held by this execution" }))))
 
     const stale = () => new Conflict({ message: "the run is no longer held by this execution" })
 
@@ -227,9 +231,12 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
         Effect.map(presence.connected(team, now), (workers) => workers.some((w) => w.worker_id === workerId)))
 
     const claim = Effect.fn("Workers.claim")(
-      function*(viewer: Viewer, workerId: string, executionId: ExecutionId, waitSeconds: number, protocol: number | undefined) {
+      function*(viewer: Viewer, workerId: string, waitSeconds: number, protocol: number | undefined) {
         const worker = yield* asWorker(viewer, workerId)
         if (protocol === undefined || protocol < WORKER_PROTOCOL) return yield* Effect.fail(upgradeNeeded)
+        // The server names the execution (the lease's fencing token): a worker cannot reuse an
+        // earlier execution's id to make its tokens and writes valid again.
+        const executionId = yield* ids.executionId
         const deadline = (yield* Clock.currentTimeMillis) + waitSeconds * 1000
         // Only for a worker that sent a heartbeat lately: a claim left waiting by a worker that froze
         // or lost its network stops taking runs once its heartbeats stop (the run would sit unused
@@ -249,6 +256,7 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
         const c = claimed.value
         return new ClaimResponse({
           claim: {
+            execution_id: executionId,
             run: c.run,
             team_uid: c.team_uid,
             run_token: c.run_token,
@@ -269,10 +277,11 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
 
     const recordEvents = Effect.fn("Workers.recordEvents")(
       function*(viewer: Viewer, workerId: string, runId: RunId, executionId: ExecutionId, events: ReadonlyArray<ExecutionEvent>) {
-        yield* workersRun(yield* asWorker(viewer, workerId), runId)
+        yield* heldRun(yield* asWorker(viewer, workerId), runId, executionId)
         // No debug windows on workers: a failed setup's sandbox is not kept.
         const kept = events.map((e) => (e._tag === "EnvironmentSetupFailed" ? { _tag: e._tag, message: e.message } as const : e))
-        const recorded = yield* asConflict(executions.record(runId, executionId, kept, settings.leaseMs))
+        // Never reviving a lapsed lease (the server's own executions may, after a storage fault).
+        const recorded = yield* asConflict(executions.record(runId, executionId, kept))
         return new RecordEventsResponse({ state: recorded.state })
       },
       storageUnavailable
@@ -280,14 +289,23 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
 
     const report = Effect.fn("Workers.report")(
       function*(viewer: Viewer, workerId: string, runId: RunId, executionId: ExecutionId, reported: Report) {
-        yield* workersRun(yield* asWorker(viewer, workerId), runId)
+        yield* heldRun(yield* asWorker(viewer, workerId), runId, executionId)
         yield* asConflict(executions.report(runId, executionId, reported))
       },
       storageUnavailable
     )
 
-    const renew = Effect.fn("Workers.renew")(function*(viewer: Viewer, workerId: string, runId: RunId, executionId: ExecutionId) {
+    const renew = Effect.fn("Workers.renew")(function*(
+      viewer: Viewer,
+      workerId: string,
+      runId: RunId,
+      executionId: ExecutionId,
+      protocol: number | undefined
+    ) {
       const worker = yield* asWorker(viewer, workerId)
+      // A worker of an older protocol in the middle of a run stops renewing: its run comes back
+      // through the sweep to an upgraded worker, instead of being held forever.
+      if (protocol === undefined || protocol < WORKER_PROTOCOL) return yield* Effect.fail(upgradeNeeded)
       yield* heldRun(worker, runId, executionId)
       const expires = (yield* Clock.currentTimeMillis) + settings.leaseMs
       yield* asConflict(executions.renew(runId, executionId, settings.leaseMs))
@@ -295,7 +313,7 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
     }, storageUnavailable)
 
     const takeFollowups = Effect.fn("Workers.takeFollowups")(function*(viewer: Viewer, workerId: string, runId: RunId, executionId: ExecutionId) {
-      yield* workersRun(yield* asWorker(viewer, workerId), runId)
+      yield* heldRun(yield* asWorker(viewer, workerId), runId, executionId)
       return new FollowupsResponse({ followups: yield* asConflict(executions.followups(runId, executionId)) })
     }, storageUnavailable)
 
@@ -309,8 +327,13 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
 
     const addArtifact = Effect.fn("Workers.addArtifact")(
       function*(viewer: Viewer, workerId: string, runId: RunId, executionId: ExecutionId, artifact: Artifact) {
-        yield* heldRun(yield* asWorker(viewer, workerId), runId, executionId)
-        yield* executions.output(runId, executionId).addArtifact(artifact)
+        const run = yield* heldRun(yield* asWorker(viewer, workerId), runId, executionId)
+        if ((run.item.artifacts?.length ?? 0) >= MAX_ARTIFACTS_PER_RUN) {
+          return yield* new PayloadTooLarge({ message: `a run keeps at most ${MAX_ARTIFACTS_PER_RUN} artifacts`, limitBytes: MAX_ARTIFACTS_PER_RUN })
+        }
+        // Stamped with the server's time, as an agent's reported artifact is.
+        const stamped = { ...artifact, created_at: DateTime.unsafeMake(yield* Clock.currentTimeMillis) } as Artifact
+        yield* executions.output(runId, executionId).addArtifact(stamped)
       },
       storageUnavailable
     )
@@ -320,18 +343,14 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
      * already has at and after it are not appended again (a retried request is a no-op).
      */
     const appendTranscript = Effect.fn("Workers.appendTranscript")(
-      function*(viewer: Viewer, workerId: string, runId: RunId, executionId: ExecutionId, bytes: Uint8Array, offset?: number) {
+      function*(viewer: Viewer, workerId: string, runId: RunId, executionId: ExecutionId, bytes: Uint8Array, offset: number) {
         yield* heldRun(yield* asWorker(viewer, workerId), runId, executionId)
-        const key = transcriptKey(runId)
         // The run's output limit holds for workers too: a worker past it is refused, nothing appended.
         const limit = settings.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES
-        const end = (offset ?? (yield* blobs.size(key))) + bytes.length
-        if (end > limit) {
+        if (offset + bytes.length > limit) {
           return yield* new PayloadTooLarge({ message: `the run's transcript would pass its limit of ${limit} bytes`, limitBytes: limit })
         }
-        if (offset !== undefined) return yield* executions.output(runId, executionId).appendTranscript(offset, bytes)
-        yield* blobs.append(key, bytes)
-        return yield* blobs.size(key)
+        return yield* executions.output(runId, executionId).appendTranscript(offset, bytes)
       },
       storageUnavailable
     )

@@ -119,7 +119,14 @@ export class WorkersGroup extends HttpApiGroup.make("workers")
       .addSuccess(Worker.RenewLeaseResponse)
       .addError(Problems.ResourceNotFound, { status: 404 })
       .addError(Problems.Conflict, { status: 409 })
-      .annotateContext(doc("Renew a lease", "Extends the execution's lease by the server's lease length. " + held))
+      .addError(Problems.OperationNotSupported, { status: 422 })
+      .annotateContext(
+        doc(
+          "Renew a lease",
+          "Extends the execution's lease by the server's lease length, while it has not run out (a lapsed lease is lost: 409). " +
+            "422 without `protocol` 2 (an older worker: upgrade it). " + held
+        )
+      )
   )
   .add(
     HttpApiEndpoint.post("workerTakeFollowups")`/workers/${workerId}/runs/${P.runId}/followups`
@@ -167,7 +174,13 @@ export class WorkersGroup extends HttpApiGroup.make("workers")
       .addSuccess(Worker.WorkerOk)
       .addError(Problems.ResourceNotFound, { status: 404 })
       .addError(Problems.Conflict, { status: 409 })
-      .annotateContext(doc("Record an artifact", "An artifact the agent reported in its output. " + held))
+      .addError(Problems.PayloadTooLarge, { status: 413 })
+      .annotateContext(
+        doc(
+          "Record an artifact",
+          "An artifact the agent reported in its output, stamped with the server's time. 413 once the run has 1000 artifacts. " + held
+        )
+      )
   )
   .add(
     HttpApiEndpoint.post("workerAppendTranscript")`/workers/${workerId}/runs/${P.runId}/transcript`
@@ -180,9 +193,9 @@ export class WorkersGroup extends HttpApiGroup.make("workers")
       .annotateContext(
         doc(
           "Append to the transcript",
-          "Bytes the agent printed (base64), appended to the run's raw transcript; answers its size after. With " +
-            "`offset` (the claim's `transcript_bytes`, then each answer's), bytes the transcript already has are not " +
-            "appended again, so a retried request is a no-op. " + held
+          "Bytes the agent printed (base64), appended to the run's raw transcript at `offset` (the claim's " +
+            "`transcript_bytes`, then each answer's); answers its size after. Bytes the transcript already has are not " +
+            "appended again, so a retried request is a no-op. 413 past the run's output limit (`max_output_bytes`). " + held
         )
       )
   )

@@ -23,7 +23,7 @@ export const WorkersLive = HttpApiBuilder.group(Api, "workers", (handlers) =>
           Effect.map(workers.release(viewer, path.workerId), (released) => new Worker.ReleaseWorkerResponse({ released }))))
       .handle("workerClaim", ({ path, payload }) =>
         Effect.flatMap(CurrentViewer, (viewer) =>
-          workers.claim(viewer, path.workerId, payload.execution_id, payload.wait_seconds ?? DEFAULT_CLAIM_WAIT_SECONDS, payload.protocol)))
+          workers.claim(viewer, path.workerId, payload.wait_seconds ?? DEFAULT_CLAIM_WAIT_SECONDS, payload.protocol)))
       .handle("workerRecordEvents", ({ path, payload }) =>
         Effect.flatMap(CurrentViewer, (viewer) => workers.recordEvents(viewer, path.workerId, path.runId, payload.execution_id, payload.events)))
       .handle("workerReport", ({ path, payload }) =>
@@ -31,7 +31,7 @@ export const WorkersLive = HttpApiBuilder.group(Api, "workers", (handlers) =>
           Effect.as(workers.report(viewer, path.workerId, path.runId, payload.execution_id, payload.report), ok)))
       .handle("workerUpdateRun", () => Effect.fail(Workers.upgradeNeeded))
       .handle("workerRenewLease", ({ path, payload }) =>
-        Effect.flatMap(CurrentViewer, (viewer) => workers.renew(viewer, path.workerId, path.runId, payload.execution_id)))
+        Effect.flatMap(CurrentViewer, (viewer) => workers.renew(viewer, path.workerId, path.runId, payload.execution_id, payload.protocol)))
       .handle("workerTakeFollowups", ({ path, payload }) =>
         Effect.flatMap(CurrentViewer, (viewer) => workers.takeFollowups(viewer, path.workerId, path.runId, payload.execution_id)))
       .handle("workerAppendConversation", ({ path, payload }) =>
