@@ -131,7 +131,7 @@ const randomBytes = (n: number): Uint8Array => globalThis.crypto.getRandomValues
  * UUIDv7s that increase within the process (RFC 9562 §6.2, method 1): the 12 bits after the version
  * are a counter, started at a random value below 2048 each millisecond and incremented for each id
  * of the same millisecond (past 4095, which needs 2048 ids in one millisecond, the next
- * millisecond is borrowed, and its ids start afresh). So ids made one after the
+ * millisecond is borrowed and the count goes on there). So ids made one after the
  * other sort in the order they were made, even within one millisecond (a run list's tie-breaker).
  */
 const monotonicUuidV7 = () => {
@@ -139,8 +139,9 @@ const monotonicUuidV7 = () => {
   let counter = 0
   return (now: number): string => {
     const random = randomBytes(10)
-    // A clock that went back (or a test's clock) starts afresh: only ids of one millisecond count up.
-    if (now !== lastMillis) {
+    // A later millisecond, or a clock that jumped back more than a second (a test's clock): afresh.
+    // Within a second behind (a borrowed millisecond, a small step back) the count goes on.
+    if (now > lastMillis || lastMillis - now > 1_000) {
       lastMillis = now
       counter = ((random[0]! & 0x07) << 8) | random[1]!
     } else if (counter < 0xfff) {
