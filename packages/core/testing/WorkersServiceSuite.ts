@@ -229,6 +229,27 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           expect(yield* transcriptText(runId)).toBe("first execution\nsecond\n")
         }))
 
+      it.effect("a worker claims no more runs than the capacity its heartbeat declares", () =>
+        Effect.gen(function*() {
+          const world = yield* seedWorkers
+          const workers = yield* Workers
+          const workerId = `w-${uid()}`
+          const first = yield* createFor(world.alice, workerId)
+          const second = yield* createFor(world.alice, workerId)
+          const one = yield* claimAs(world.worker, workerId)
+          expect(one.answer.claim?.run.run_id).toBe(first)
+          // Capacity 1, one run held: nothing more.
+          expect((yield* claimAs(world.worker, workerId)).answer.claim).toBeNull()
+          yield* workers.recordEvents(world.worker, workerId, first, one.execution, [
+            { _tag: "EnvironmentSetupStarted" },
+            { _tag: "EnvironmentSetupSucceeded" },
+            { _tag: "Start" }
+          ])
+          expect((yield* claimAs(world.worker, workerId)).answer.claim).toBeNull()
+          yield* workers.recordEvents(world.worker, workerId, first, one.execution, [{ _tag: "Succeed" }])
+          expect((yield* claimAs(world.worker, workerId)).answer.claim?.run.run_id).toBe(second)
+        }))
+
       it.effect("a worker claims only while its heartbeats are recent (none yet, or older than 2 intervals: nothing)", () =>
         Effect.gen(function*() {
           const world = yield* seedWorkers

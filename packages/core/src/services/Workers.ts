@@ -34,7 +34,8 @@
  * - A worker older than the protocol (`ClaimRequest.protocol` absent or older) is answered 422
  *   `operation_not_supported` telling it to upgrade, as are the endpoints only older workers call.
  * - A claim takes a run only while the worker's latest heartbeat is at most 2 intervals old, so a
- *   long poll left waiting by a worker that froze stops claiming once its heartbeats stop.
+ *   long poll left waiting by a worker that froze stops claiming once its heartbeats stop, and
+ *   while the worker holds fewer runs than the capacity its heartbeat declares.
  * - Transcript appends carry their offset in the run's transcript (the claim answers where it
  *   ends), and bytes already there are not written again: a retry after a lost answer is a no-op.
  */
@@ -243,7 +244,11 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
         // under the lease and cost an attempt).
         const once = Effect.flatMap(Clock.currentTimeMillis, (now) =>
           Effect.flatMap(presence.connected(worker.team_uid, now), (workers) =>
-            workers.some((w) => w.worker_id === workerId && now - w.last_heartbeat_at <= FRESH_HEARTBEATS * settings.heartbeatMs)
+            workers.some((w) =>
+                w.worker_id === workerId && now - w.last_heartbeat_at <= FRESH_HEARTBEATS * settings.heartbeatMs &&
+                // No more runs than the capacity its heartbeat declares.
+                w.active_runs < w.capacity
+              )
               ? executions.claim({ worker_host: workerId, team_uid: worker.team_uid, execution_id: executionId, lease_ms: settings.leaseMs })
               : Effect.succeed(Option.none())))
         // Long poll: look again every `claimPollMs` until a run is claimed or the wait is over.
