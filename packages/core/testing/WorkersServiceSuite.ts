@@ -82,6 +82,17 @@ const claimAs = (worker: Viewer, workerId: string) =>
     return { execution: (answer.claim?.execution_id ?? uuid<ExecutionId>()) as ExecutionId, answer }
   })
 
+/** A run of a new team's worker, claimed: the world, the service, the worker id, the run and its execution. */
+const heldByWorker = (prompt = "work") =>
+  Effect.gen(function*() {
+    const world = yield* seedWorkers
+    const workers = yield* Workers
+    const workerId = `w-${uid()}`
+    const runId = yield* createFor(world.alice, workerId, prompt)
+    const { execution } = yield* claimAs(world.worker, workerId)
+    return { world, workers, workerId, runId, execution }
+  })
+
 export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E>): void => {
   const services = Layer.mergeAll(Workers.Default, Runs.Default).pipe(
     Layer.provideMerge(RunExecutions.Default),
@@ -317,12 +328,8 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
 
       it.effect("a worker's events move its run as the server's own executions do; the run's other fields stay the server's", () =>
         Effect.gen(function*() {
-          const world = yield* seedWorkers
-          const workers = yield* Workers
+          const { execution, runId, workerId, workers, world } = yield* heldByWorker("the server's prompt")
           const runs = yield* Runs
-          const workerId = `w-${uid()}`
-          const runId = yield* createFor(world.alice, workerId, "the server's prompt")
-          const { execution } = yield* claimAs(world.worker, workerId)
           const progress = yield* workers.recordEvents(world.worker, workerId, runId, execution, [
             { _tag: "EnvironmentSetupStarted" },
             { _tag: "EnvironmentSetupSucceeded" },
@@ -363,11 +370,7 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
 
       it.effect("a lapsed lease is lost for a worker: renewals and events are 409 even before the sweep; an older worker's renewal is 422", () =>
         Effect.gen(function*() {
-          const world = yield* seedWorkers
-          const workers = yield* Workers
-          const workerId = `w-${uid()}`
-          const runId = yield* createFor(world.alice, workerId)
-          const { execution } = yield* claimAs(world.worker, workerId)
+          const { execution, runId, workerId, workers, world } = yield* heldByWorker()
           const refused = yield* failureOf(workers.renew(world.worker, workerId, runId, execution, undefined))
           expect(refused._tag).toBe("OperationNotSupported")
           expect((yield* workers.renew(world.worker, workerId, runId, execution, WORKER_PROTOCOL)).expires_at).toBeGreaterThan(Date.now())
@@ -381,11 +384,7 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
 
       it.effect("a worker's artifact is stamped with the server's time", () =>
         Effect.gen(function*() {
-          const world = yield* seedWorkers
-          const workers = yield* Workers
-          const workerId = `w-${uid()}`
-          const runId = yield* createFor(world.alice, workerId)
-          const { execution } = yield* claimAs(world.worker, workerId)
+          const { execution, runId, workerId, workers, world } = yield* heldByWorker()
           const future = DateTime.unsafeMake(Date.UTC(2099, 0, 1))
           const before = Date.now()
           yield* workers.addArtifact(world.worker, workerId, runId, execution, {
@@ -400,12 +399,8 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
 
       it.effect("a worker's failed setup keeps no sandbox, whatever retention it asks for", () =>
         Effect.gen(function*() {
-          const world = yield* seedWorkers
-          const workers = yield* Workers
+          const { execution, runId, workerId, workers, world } = yield* heldByWorker()
           const runs = yield* Runs
-          const workerId = `w-${uid()}`
-          const runId = yield* createFor(world.alice, workerId)
-          const { execution } = yield* claimAs(world.worker, workerId)
           const failed = yield* workers.recordEvents(world.worker, workerId, runId, execution, [
             { _tag: "EnvironmentSetupStarted" },
             { _tag: "EnvironmentSetupFailed", message: "setup broke", retention_ms: 3_600_000 }
