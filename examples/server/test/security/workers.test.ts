@@ -64,7 +64,7 @@ describe("worker ids belong to the service account that registered them", () => 
   afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)))
 
   const asWorker = (token: string) => ({
-    heartbeat: () => call(server, "POST", "/api/v1/workers/box/heartbeat", { token, body: { capacity: 1 } }),
+    heartbeat: () => call(server, "POST", "/api/v1/workers/box/heartbeat", { token, body: { capacity: 4 } }),
     claim: () => call(server, "POST", "/api/v1/workers/box/claim", { token, body: { wait_seconds: 0, protocol: 2 } }),
     followups: (runId: string, execution = executionId()) =>
       call(server, "POST", `/api/v1/workers/box/runs/${runId}/followups`, { token, body: { execution_id: execution } }),
