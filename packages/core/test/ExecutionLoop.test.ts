@@ -3,12 +3,13 @@
  * on the TestClock: no storage, no server, no processes, no sleeps.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Layer, Ref, TestClock } from "effect"
+import { Effect, Layer, Ref } from "effect"
 import * as ExecutionLoop from "../src/engine/ExecutionLoop.js"
 import { defaultSettings, DispatcherConfig } from "../src/engine/Settings.js"
 import * as Health from "../src/engine/Health.js"
 import { IdsLive, type RunId } from "../src/domain/Ids.js"
 import { Executor } from "../src/ports/Executor.js"
+import { pass } from "../testing/ClockSteps.js"
 import { memoryHost, planFor } from "../testing/MemoryHost.js"
 import { scriptedExecutor } from "../testing/ScriptedExecutor.js"
 
@@ -27,13 +28,6 @@ const withLoop = <A, E>(
   Effect.gen(function*() {
     const host = yield* memoryHost(LEASE_MS)
     const executor = yield* scriptedExecutor
-    const pass = (ms: number) =>
-      Effect.gen(function*() {
-        for (let t = 0; t < ms; t += 50) {
-          yield* TestClock.adjust(Duration.millis(50))
-          for (let i = 0; i < 20; i++) yield* Effect.yieldNow()
-        }
-      })
     return yield* Effect.gen(function*() {
       const loop = yield* ExecutionLoop.make(yield* Effect.scope)
       return yield* test({ host, claimSome: loop.claimSome, sandboxes: executor.sandboxes, pass })
@@ -165,10 +159,7 @@ describe("the execution loop over an in-memory host (TestClock)", () => {
       ))
       const id = runId(10)
       yield* host.offer(planFor(id, "say polled"))
-      for (let t = 0; t < 3 * settings.pollMs; t += 50) {
-        yield* TestClock.adjust(Duration.millis(50))
-        for (let i = 0; i < 20; i++) yield* Effect.yieldNow()
-      }
+      yield* pass(3 * settings.pollMs)
       expect((yield* host.run(id)).snapshot.state).toBe("SUCCEEDED")
       expect(yield* host.texts(id)).toEqual(["polled"])
     }))
@@ -198,10 +189,7 @@ describe("the execution loop over an in-memory host (TestClock)", () => {
       yield* host.offer(planFor(runId(11), "say never"))
       yield* host.offer(planFor(runId(12), "say after"))
       yield* loop.claimSome
-      for (let t = 0; t < 1_000; t += 50) {
-        yield* TestClock.adjust(Duration.millis(50))
-        for (let i = 0; i < 20; i++) yield* Effect.yieldNow()
-      }
+      yield* pass(1_000)
       const broken = yield* host.run(runId(11))
       expect(broken.snapshot.state).toBe("ERROR")
       expect(broken.snapshot.status_message).toMatchObject({ error_code: "internal_error", message: "the service failed while running the agent" })

@@ -7,7 +7,7 @@
  * the TestClock alone decides what happens when).
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Context, Duration, Effect, Layer, Option, Ref, TestClock } from "effect"
+import { Clock, Context, Effect, Layer, Option, Ref, TestClock } from "effect"
 import type { Viewer } from "../src/domain/Access.js"
 import type { ConversationStep } from "../src/domain/Conversation.js"
 import * as Dispatcher from "../src/engine/Dispatcher.js"
@@ -30,6 +30,7 @@ import { Runs } from "../src/services/Runs.js"
 import { memoryBlobStore, transcriptText } from "./ConversationsServiceSuite.js"
 import { makeEnvironment } from "./CatalogConformance.js"
 import { testRepos } from "./RunsServiceSuite.js"
+import { pass } from "./ClockSteps.js"
 import { scriptedExecutor } from "./ScriptedExecutor.js"
 import type { Stores } from "./Stores.js"
 import { seedWorld } from "./World.js"
@@ -124,13 +125,6 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
         const loop = yield* ExecutionLoop.make(yield* Effect.scope)
         const windows = yield* DebugWindows
         const dispatcher = { claimSome: loop.claimSome, sweep: yield* LeaseSweep.make, tend: windows.tend }
-        const pass = (ms: number) =>
-          Effect.gen(function*() {
-            for (let t = 0; t < ms; t += 50) {
-              yield* TestClock.adjust(Duration.millis(50))
-              for (let i = 0; i < 20; i++) yield* Effect.yieldNow()
-            }
-          })
         const create = (prompt: string) =>
           Effect.map(Effect.flatMap(Runs, (runs) => runs.create(world.alice, new RunAgentRequest({ prompt }))), (r) => r.run_id as RunId)
         const environments = yield* EnvironmentStore
