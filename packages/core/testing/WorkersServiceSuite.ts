@@ -16,6 +16,7 @@ import { RunExecutions } from "../src/engine/RunExecutions.js"
 import * as Health from "../src/engine/Health.js"
 import { Executor, ExecutorError } from "../src/ports/Executor.js"
 import type { Viewer } from "../src/domain/Access.js"
+import { MAX_ARTIFACTS_PER_RUN } from "../src/domain/Artifact.js"
 import { transcriptKey } from "../src/domain/BlobKeys.js"
 import { type ExecutionId, IdsLive, type PrincipalUid, type RunId } from "../src/domain/Ids.js"
 import { Principal } from "../src/domain/Identity.js"
@@ -382,7 +383,7 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           expect((yield* Effect.flatMap(Runs, (runs) => runs.get(world.alice, runId))).state).toBe("CLAIMED")
         }))
 
-      it.effect("a worker's artifact is stamped with the server's time", () =>
+      it.effect("a worker's artifact is stamped with the server's time; a run keeps at most 1,000", () =>
         Effect.gen(function*() {
           const { execution, runId, workerId, workers, world } = yield* heldByWorker()
           const future = DateTime.unsafeMake(Date.UTC(2099, 0, 1))
@@ -395,6 +396,16 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           const [artifact] = (yield* Effect.flatMap(Runs, (runs) => runs.get(world.alice, runId))).artifacts ?? []
           expect(DateTime.toEpochMillis(artifact!.created_at)).toBeGreaterThanOrEqual(before)
           expect(DateTime.toEpochMillis(artifact!.created_at)).toBeLessThan(Date.UTC(2099, 0, 1))
+          // A run keeps at most 1,000: the next is 413, nothing stored.
+          const reference = (n: number) =>
+            workers.addArtifact(world.worker, workerId, runId, execution, {
+              artifact_type: "EXTERNAL_REFERENCE",
+              created_at: future,
+              data: { url: `https://tracker.example/T-${n}` }
+            })
+          for (let n = 2; n <= MAX_ARTIFACTS_PER_RUN; n++) yield* reference(n)
+          expect((yield* failureOf(reference(0)))._tag).toBe("PayloadTooLarge")
+          expect((yield* Effect.flatMap(Runs, (runs) => runs.get(world.alice, runId))).artifacts).toHaveLength(MAX_ARTIFACTS_PER_RUN)
         }))
 
       it.effect("a worker's failed setup keeps no sandbox, whatever retention it asks for", () =>
