@@ -149,6 +149,26 @@ describe("the execution loop over an in-memory host (TestClock)", () => {
         expect(yield* states).toEqual(["SUCCEEDED", "SUCCEEDED", "SUCCEEDED"])
       })))
 
+  it.scoped("an agent CLI without its auth secret, or without an adapter here, fails integration_not_configured; no sandbox is made", () =>
+    withLoop(({ claimSome, host, pass, sandboxes }) =>
+      Effect.gen(function*() {
+        const gone = runId(40)
+        const noAdapter = runId(41)
+        yield* host.offer(planFor(gone, "say never", {
+          agent: { type: "claude", model_id: null, reasoning_level: null, auth: null },
+          unconfigured: "the team secret ANTHROPIC_API_KEY for the claude harness no longer exists"
+        }))
+        yield* host.offer(planFor(noAdapter, "say never", { agent: { type: "codex", model_id: null, reasoning_level: null, auth: "k" } }))
+        yield* claimSome
+        yield* pass(200)
+        for (const [id, words] of [[gone, "ANTHROPIC_API_KEY"], [noAdapter, "@agent-runs/harness-codex"]] as const) {
+          const run = yield* host.run(id)
+          expect(run.snapshot.state).toBe("FAILED")
+          expect(run.snapshot.status_message).toMatchObject({ error_code: "integration_not_configured", message: expect.stringContaining(words) })
+        }
+        expect(yield* sandboxes).toBe(0)
+      })))
+
   it.scoped("as a layer: claims by polling, with no call from the test", () =>
     Effect.gen(function*() {
       const host = yield* memoryHost(LEASE_MS)

@@ -1,12 +1,14 @@
 /** An execution's plan, resolved once at its claim: environment, skill, MCP servers, debug window. */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option } from "effect"
+import { Effect, Option, Redacted } from "effect"
 import type { SkillSpec } from "../src/domain/Agent.js"
 import type { ClaimedRun } from "../src/engine/ExecutionPlan.js"
 import { planOf } from "../src/engine/ExecutionPlan.js"
 import type { EnvironmentUid, ExecutionId, PrincipalUid, TeamUid } from "../src/domain/Ids.js"
 import { RunItem } from "../src/domain/Run.js"
 import { RepoSource } from "../src/ports/RepoSource.js"
+import type { SecretStore } from "../src/ports/SecretStore.js"
+import type { SecretName } from "../src/domain/Secret.js"
 import { makeRun } from "../testing/RunStoreConformance.js"
 import { testRepos } from "../testing/RunsServiceSuite.js"
 
@@ -79,5 +81,45 @@ describe("planOf", () => {
       expect(p.harness).toBe("claude -p")
       expect(p.retention_ms).toBe(30_000)
       expect((yield* plan(c, false)).retention_ms).toBe(0)
+    }))
+})
+
+describe("planOf: the agent CLI and its auth secret", () => {
+  const secretsOf = (values: Record<string, string>): SecretStore["Type"] => ({
+    put: () => Effect.void,
+    get: (_team, name) => Effect.succeed(values[name] === undefined ? Option.none() : Option.some(Redacted.make(values[name]!))),
+    list: () => Effect.succeed([]),
+    remove: () => Effect.succeed(false)
+  })
+  const withSecrets = (c: ClaimedRun, values: Record<string, string> | undefined) =>
+    Effect.flatMap(RepoSource, (repos) =>
+      planOf(c, { repos, secrets: values === undefined ? Option.none() : Option.some(secretsOf(values)), debugWindows: true })
+    ).pipe(Effect.provide(testRepos))
+
+  it.effect("the harness's model (over the configuration's) and the value of its auth secret, the named one first", () =>
+    Effect.gen(function*() {
+      const oz = yield* withSecrets(claimed({}), {})
+      expect([oz.agent, oz.unconfigured]).toEqual([{ type: "oz" }, null])
+      const claude = yield* withSecrets(
+        claimed({ model_id: "outer", harness: { type: "claude", model_id: "inner", reasoning_level: "high" } }),
+        { ANTHROPIC_API_KEY: "conventional" }
+      )
+      expect(claude.agent).toEqual({ type: "claude", model_id: "inner", reasoning_level: "high", auth: "conventional" })
+      const named = yield* withSecrets(
+        claimed({ model_id: "outer", harness: { type: "codex" }, harness_auth_secrets: { codex_auth_secret_name: "MY_KEY" as SecretName } }),
+        { MY_KEY: "mine", OPENAI_API_KEY: "other" }
+      )
+      expect(named.agent).toEqual({ type: "codex", model_id: "outer", reasoning_level: null, auth: "mine" })
+      // opencode may run without a key.
+      expect((yield* withSecrets(claimed({ harness: { type: "opencode" } }), {})).agent).toMatchObject({ type: "opencode", auth: null })
+    }))
+
+  it.effect("an auth secret gone since the run was created, or unreadable here (a worker), leaves the agent unconfigured", () =>
+    Effect.gen(function*() {
+      const gone = yield* withSecrets(claimed({ harness: { type: "gemini" } }), {})
+      expect(gone.unconfigured).toContain("GEMINI_API_KEY")
+      expect(gone.failure).toBeNull()
+      const worker = yield* withSecrets(claimed({ harness: { type: "claude" } }), undefined)
+      expect(worker.unconfigured).toContain("cannot be read here")
     }))
 })

@@ -55,6 +55,7 @@ const seedEnvironment = (
  * malformed skill; each team also has `own/<its team uid>` (skill `own`), which no other team has.
  */
 const FIX_SKILL = "---\nname: fix\ndescription: Fixes flaky tests\n---\n# Fix\nFind the flake."
+const CLAUDE_SKILL = "---\nname: reviewer\ndescription: Reviews with Claude Code\nharness:\n  type: claude\n---\nReview."
 const OWN_SKILL = "---\nname: own\ndescription: The team's own\n---\nMine."
 const hasRepository = (team: string, owner: string, repo: string) =>
   (owner === "acme" && repo === "tools") || (owner === "own" && repo === team)
@@ -69,7 +70,8 @@ export const testRepos = Layer.succeed(RepoSource, {
           revision: "r1",
           files: [
             { path: "skills/fix/SKILL.md", size: FIX_SKILL.length, content: FIX_SKILL },
-            { path: "skills/bad/SKILL.md", size: 5, content: "oops\n" }
+            { path: "skills/bad/SKILL.md", size: 5, content: "oops\n" },
+            { path: "skills/reviewer/SKILL.md", size: CLAUDE_SKILL.length, content: CLAUDE_SKILL }
           ]
         })
         : Option.some({ revision: "r1", files: [{ path: "SKILL.md", size: OWN_SKILL.length, content: OWN_SKILL }] })
@@ -250,6 +252,62 @@ export const runsServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E
           // Another team's registration is not this team's.
           const other = yield* seedWorld()
           expect((yield* forbidden(other.alice, { server_id: "docs" }))._tag).toBe("NotAuthorized")
+        }))
+
+      it.effect("harness: an unknown type is a 400 naming the allowed ones; the auth secret must exist; only admins name other secrets", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const runs = yield* Runs
+          const secrets = yield* SecretStore
+          const unknown = yield* failureOf(create(world.alice, { prompt: "x", config: { harness: { type: "cursor" } } }))
+          expect([unknown._tag, (unknown as InvalidRequest).field]).toEqual(["InvalidRequest", "config.harness.type"])
+          expect(unknown.message).toContain("oz, claude, codex, gemini, opencode")
+          // Claude Code needs ANTHROPIC_API_KEY (or the secret named): a 400 naming the field and what to do.
+          const missing = yield* failureOf(create(world.alice, { prompt: "x", config: { harness: { type: "claude" } } }))
+          expect([missing._tag, (missing as InvalidRequest).field]).toEqual(["InvalidRequest", "config.harness_auth_secrets.claude_auth_secret_name"])
+          expect(missing.message).toContain("PUT /agent/secrets/ANTHROPIC_API_KEY")
+          yield* secrets.put(world.team, "ANTHROPIC_API_KEY" as SecretName, Redacted.make("sk-ant-x"), 0)
+          yield* secrets.put(world.team, "DEPLOY_TOKEN" as SecretName, Redacted.make("v"), 0)
+          const made = yield* create(world.alice, { prompt: "x", config: { harness: { type: "claude", model_id: "claude-x", reasoning_level: "high" } } })
+          expect((yield* runs.get(world.alice, made.run_id)).agent_config.harness).toEqual({ type: "claude", model_id: "claude-x", reasoning_level: "high" })
+          // A member may not hand another team secret to an agent; an admin may.
+          const named = { prompt: "x", config: { harness: { type: "codex" }, harness_auth_secrets: { codex_auth_secret_name: "DEPLOY_TOKEN" } } }
+          const refused = yield* failureOf(create(world.alice, named))
+          expect(refused._tag).toBe("NotAuthorized")
+          expect(refused.message).toContain("config.harness_auth_secrets.codex_auth_secret_name")
+          const byAdmin = yield* create(world.admin, named)
+          expect((yield* runs.get(world.admin, byAdmin.run_id)).agent_config.harness_auth_secrets).toEqual({ codex_auth_secret_name: "DEPLOY_TOKEN" })
+          // opencode runs without a key; oz (the default) needs none.
+          yield* create(world.alice, { prompt: "x", config: { harness: { type: "opencode" } } })
+          yield* create(world.alice, { prompt: "x", config: { harness: { type: "oz" } } })
+        }))
+
+      it.effect("harness precedence: the run's, then the skill's front matter, then the environment's", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const runs = yield* Runs
+          const secrets = yield* SecretStore
+          yield* secrets.put(world.team, "GEMINI_API_KEY" as SecretName, Redacted.make("g"), 0)
+          yield* secrets.put(world.team, "ANTHROPIC_API_KEY" as SecretName, Redacted.make("a"), 0)
+          const base = makeEnvironment({ team: world.team, creator: world.admin.principal_uid, teamScope: true })
+          yield* (yield* EnvironmentStore).create({
+            ...base,
+            item: new Environment({
+              ...base.item,
+              config: { ...base.item.config, github_repos: [{ owner: "acme", repo: "tools" }], harness: { type: "gemini", model_id: "gemini-env" } }
+            })
+          })
+          const env = base.item.uid
+          const fromEnv = yield* create(world.alice, { prompt: "x", config: { environment_id: env } })
+          expect((yield* runs.get(world.alice, fromEnv.run_id)).agent_config.harness).toEqual({ type: "gemini", model_id: "gemini-env" })
+          // The skill names claude in its front matter: it wins over the environment (and its model does not apply).
+          const fromSkill = yield* create(world.alice, { prompt: "x", config: { environment_id: env, skill_spec: "acme/tools:skills/reviewer/SKILL.md" } })
+          expect((yield* runs.get(world.alice, fromSkill.run_id)).agent_config.harness).toEqual({ type: "claude" })
+          const fromRun = yield* create(world.alice, {
+            prompt: "x",
+            config: { environment_id: env, skill_spec: "acme/tools:skills/reviewer/SKILL.md", harness: { type: "gemini", reasoning_level: "low" } }
+          })
+          expect((yield* runs.get(world.alice, fromRun.run_id)).agent_config.harness).toEqual({ type: "gemini", model_id: "gemini-env", reasoning_level: "low" })
         }))
 
       it.effect("a run token acts only while its execution holds the run: artifacts, and the caller it stands for", () =>

@@ -35,6 +35,7 @@ export { webhooksServiceSuite } from "./WebhooksServiceSuite.js"
 export { workersServiceSuite } from "./WorkersServiceSuite.js"
 export { dispatcherSuite } from "./DispatcherSuite.js"
 export { scriptedExecutor } from "./ScriptedExecutor.js"
+export { type FakeModelLike, harnessSuite, type HarnessSuiteOptions } from "./HarnessSuite.js"
 export {
   createTestRepositories,
   executorConformance,

@@ -227,7 +227,7 @@ export const make = (config: DockerExecutorConfig) =>
           Effect.map((info) => info.Running),
           Effect.orElseSucceed(() => false)
         )
-        const signal = (name: "TERM" | "KILL") =>
+        const signal = (name: "INT" | "TERM" | "KILL") =>
           Effect.gen(function*() {
             // The wrapper writes the pid first thing; wait for it while the agent runs.
             const deadline = (yield* Clock.currentTimeMillis) + pidFileWaitMs
@@ -256,7 +256,10 @@ export const make = (config: DockerExecutorConfig) =>
             yield* signal("KILL")
             yield* exitCode
           }).pipe(Effect.ignore, inRealTime)
-        const agent: AgentProcess = { stdout: args.stdout, send: args.send, terminate, exitCode }
+        const interrupt = Effect.gen(function*() {
+          if (yield* running) yield* signal("INT")
+        }).pipe(Effect.ignore, inRealTime)
+        const agent: AgentProcess = { stdout: args.stdout, send: args.send, interrupt, terminate, exitCode }
         return agent
       })
 

@@ -324,6 +324,7 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
                 resume(error ? Effect.fail(executorError(`cannot send to the agent: ${error.message}`, error)) : Effect.void))
             })
           }),
+        interrupt: Effect.sync(() => void signalGroup(spawned.pid, "SIGINT")),
         terminate: (ms) => terminate(spawned, ms),
         exitCode: Deferred.await(spawned.exited)
       }

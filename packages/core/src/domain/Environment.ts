@@ -5,11 +5,15 @@
  *
  * Defaults applied on input (and always present on output): `description` and `docker_image`
  * `null`, `github_repos` and `setup_commands` `[]`, `failure_session_retention_minutes` 30.
- * `harness` is omitted when the server default harness is used.
+ * `harness` is omitted when the server default harness is used; it is either a harness command
+ * (a string, run by the `oz` harness) or a harness selection `{type, model_id?, reasoning_level?}`
+ * (HarnessSelection.ts), with `harness_auth_secrets` beside it. `env` holds plain variables for the
+ * sandbox's processes (a model endpoint, say); secrets go in team secrets, never here.
  */
 import { Schema } from "effect"
 import { RepoSegment } from "./Agent.js"
-import { NonBlankString, optionalInput, Scope, Timestamp } from "./Common.js"
+import { NonBlankString, optionalInput, Scope, Timestamp, unionMessage } from "./Common.js"
+import { HarnessAuthSecrets, HarnessConfig, type HarnessSources } from "./HarnessSelection.js"
 import { EnvironmentUid, PrincipalUid, RunId } from "./Ids.js"
 import { RunState } from "./RunState.js"
 
@@ -27,6 +31,30 @@ export type GitHubRepo = typeof GitHubRepo.Type
 const withDefault = <S extends Schema.Schema.Any>(schema: S, value: () => Schema.Schema.Type<S>) =>
   Schema.optionalWith(schema, { default: value, nullable: true })
 
+/** The most variables an environment may set, and the longest value. */
+export const MAX_ENVIRONMENT_VARIABLES = 64
+export const MAX_ENVIRONMENT_VARIABLE_CHARS = 4096
+
+const variableNamePattern = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/
+
+/**
+ * Variables every process of the environment's sandboxes gets (setup commands and agents), such
+ * as a model endpoint (`ANTHROPIC_BASE_URL`). Not secret: they are shown to everyone who can read
+ * the environment. Names `AGENT_RUNS_*` are the service's own.
+ */
+export const EnvironmentVariables = Schema.Record({
+  key: Schema.String.pipe(
+    Schema.filter(
+      (k) =>
+        (variableNamePattern.test(k) && !k.startsWith("AGENT_RUNS_")) ||
+        "must be 1-128 letters, digits or '_', not starting with a digit, and not AGENT_RUNS_*"
+    )
+  ),
+  value: Schema.String.pipe(Schema.maxLength(MAX_ENVIRONMENT_VARIABLE_CHARS))
+}).pipe(
+  Schema.filter((vars) => Object.keys(vars).length <= MAX_ENVIRONMENT_VARIABLES || `at most ${MAX_ENVIRONMENT_VARIABLES} variables`)
+).annotations({ identifier: "EnvironmentVariables" })
+
 /** The configuration of an environment; decoding fills the defaults. */
 export const EnvironmentConfig = Schema.Struct({
   name: NonBlankString,
@@ -39,9 +67,25 @@ export const EnvironmentConfig = Schema.Struct({
     Schema.Finite.pipe(Schema.between(0, MAX_FAILURE_SESSION_RETENTION_MINUTES)),
     () => DEFAULT_FAILURE_SESSION_RETENTION_MINUTES
   ),
-  harness: optionalInput(NonBlankString)
+  harness: optionalInput(
+    Schema.Union(NonBlankString, HarnessConfig).annotations({
+      message: unionMessage("must be a harness command (a string) or {type: oz|claude|codex|gemini|opencode, model_id?, reasoning_level?: low|medium|high}")
+    })
+  ),
+  harness_auth_secrets: optionalInput(HarnessAuthSecrets),
+  env: optionalInput(EnvironmentVariables)
 }).annotations({ identifier: "EnvironmentConfig" })
 export type EnvironmentConfig = typeof EnvironmentConfig.Type
+
+/** The harness command of an environment (its `harness` as a string); null for the default. */
+export const harnessCommandOf = (config: EnvironmentConfig | null): string | null =>
+  typeof config?.harness === "string" ? config.harness : null
+
+/** The harness selection of an environment (its `harness` as an object); none for a command or no harness. */
+export const harnessSelectionOf = (config: EnvironmentConfig): HarnessSources => ({
+  ...(typeof config.harness === "object" ? { harness: config.harness } : {}),
+  ...(config.harness_auth_secrets === undefined ? {} : { harness_auth_secrets: config.harness_auth_secrets })
+})
 
 /** Who else may use an environment: guest principals, and anyone in the team holding the link. */
 export const EnvironmentSharing = Schema.Struct({

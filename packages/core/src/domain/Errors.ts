@@ -26,7 +26,8 @@ export const RunErrorCode = Schema.Literal(
   ...HttpErrorCode.literals,
   "environment_setup_failed",
   "budget_exceeded",
-  "agent_failed"
+  "agent_failed",
+  "integration_not_configured"
 )
 export type RunErrorCode = typeof RunErrorCode.Type
 

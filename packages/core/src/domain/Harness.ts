@@ -228,12 +228,26 @@ export const emptyLineBuffer: LineBuffer = { parts: [], size: 0, dropped: 0 }
 const NEWLINE = 0x0a
 const decoder = new TextDecoder()
 
-const lineOf = (buffer: LineBuffer): HarnessLine | undefined => {
+/**
+ * How a complete line is read: our protocol's `parseLine` by default; an agent CLI's decoder
+ * (ports/AgentHarness.ts) turns its own lines into our events.
+ */
+export type LineParser = (line: string) => HarnessLine | ReadonlyArray<HarnessLine> | undefined
+
+/** A decoder's events as parsed lines (its lines are never text or unrecognized JSON of ours). */
+export const eventLines = (decode: (line: string) => ReadonlyArray<HarnessEvent>): LineParser => (line) =>
+  decode(line).map((event) => ({ _tag: "Event" as const, event }))
+
+const lineOf = (buffer: LineBuffer, parse: LineParser, lines: Array<HarnessLine>): void => {
   const text = decoder.decode(concatBytes(buffer.parts)).replace(/\r$/, "")
   if (buffer.dropped > 0) {
-    return { _tag: "Truncated", bytes: buffer.size + buffer.dropped, head: text.slice(0, TRUNCATED_HEAD_CHARS) }
+    lines.push({ _tag: "Truncated", bytes: buffer.size + buffer.dropped, head: text.slice(0, TRUNCATED_HEAD_CHARS) })
+    return
   }
-  return parseLine(text)
+  const parsed = parse(text)
+  if (parsed === undefined) return
+  if ("_tag" in parsed) lines.push(parsed as HarnessLine)
+  else lines.push(...(parsed as ReadonlyArray<HarnessLine>))
 }
 
 const append = (buffer: LineBuffer, bytes: Uint8Array): LineBuffer => {
@@ -249,13 +263,16 @@ const append = (buffer: LineBuffer, bytes: Uint8Array): LineBuffer => {
 }
 
 /** Feeds a chunk: the lines it completes, and the buffer of the unfinished one. */
-export const splitLines = (buffer: LineBuffer, chunk: Uint8Array): { buffer: LineBuffer; lines: Array<HarnessLine> } => {
+export const splitLines = (
+  buffer: LineBuffer,
+  chunk: Uint8Array,
+  parse: LineParser = parseLine
+): { buffer: LineBuffer; lines: Array<HarnessLine> } => {
   const lines: Array<HarnessLine> = []
   let current = buffer
   let start = 0
   for (let i = chunk.indexOf(NEWLINE); i !== -1; i = chunk.indexOf(NEWLINE, start)) {
-    const line = lineOf(append(current, chunk.subarray(start, i)))
-    if (line !== undefined) lines.push(line)
+    lineOf(append(current, chunk.subarray(start, i)), parse, lines)
     current = emptyLineBuffer
     start = i + 1
   }
@@ -263,10 +280,11 @@ export const splitLines = (buffer: LineBuffer, chunk: Uint8Array): { buffer: Lin
 }
 
 /** The last line when the stream ended without a newline. */
-export const flushLines = (buffer: LineBuffer): Array<HarnessLine> => {
+export const flushLines = (buffer: LineBuffer, parse: LineParser = parseLine): Array<HarnessLine> => {
   if (buffer.size === 0 && buffer.dropped === 0) return []
-  const line = lineOf(buffer)
-  return line === undefined ? [] : [line]
+  const lines: Array<HarnessLine> = []
+  lineOf(buffer, parse, lines)
+  return lines
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ import {
   unionMessage
 } from "./Common.js"
 import { RunErrorCode } from "./Errors.js"
+import { HarnessAuthSecrets, HarnessConfig } from "./HarnessSelection.js"
 import { ConversationId, EnvironmentUid, PrincipalUid, RunId, ScheduleId } from "./Ids.js"
 import { MAX_ATTEMPTS, RunExecutionLocation, RunSourceType, RunState } from "./RunState.js"
 
@@ -96,7 +97,9 @@ export const AgentConfig = Schema.Struct({
   mcp_servers: optionalInput(Schema.Record({ key: PlainKey, value: McpServerConfig })),
   worker_host: optionalInput(Schema.String),
   computer_use_enabled: optionalInput(Schema.Boolean),
-  agent_identity_uid: optionalInput(PrincipalUid)
+  agent_identity_uid: optionalInput(PrincipalUid),
+  harness: optionalInput(HarnessConfig),
+  harness_auth_secrets: optionalInput(HarnessAuthSecrets)
 }).annotations({ identifier: "AmbientAgentConfig" })
 export type AgentConfig = typeof AgentConfig.Type
 

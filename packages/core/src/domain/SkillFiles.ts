@@ -3,8 +3,9 @@
  * (pure and total: what is wrong is said), the skills of a repository's files, and a skill read
  * by its id for an execution. The `Skills` service lists and resolves them for callers.
  */
-import { Effect, Either, Option } from "effect"
+import { Effect, Either, Option, ParseResult, Schema } from "effect"
 import { parseDocument } from "yaml"
+import { HarnessConfig, type HarnessSources } from "./HarnessSelection.js"
 import { parseSkillSpec } from "./Agent.js"
 import type { SkillSpec } from "./Agent.js"
 import type { TeamUid } from "./Ids.js"
@@ -23,6 +24,11 @@ export interface SkillDocument {
   readonly description: string
   /** The text after the front matter, trimmed. */
   readonly body: string
+  /**
+   * The harness the skill runs with, from the front matter's `harness`: a type (`harness: claude`)
+   * or `{type, model_id?, reasoning_level?}`. A skill names no auth secret: only team admins may.
+   */
+  readonly harness?: HarnessConfig
 }
 
 /** A malformed `SKILL.md`: why, and its front-matter name when that one was usable. */
@@ -63,8 +69,19 @@ export const parseSkillFile = (text: string): Either.Either<SkillDocument, Skill
   if (description === undefined || description === null) return fail("front matter has no description", goodName)
   if (typeof description !== "string") return fail("front matter description must be a string", goodName)
   if (description.trim() === "") return fail("front matter description must not be blank", goodName)
-  return Either.right({ name: goodName, description, body: lines.slice(end + 1).join("\n").trim() })
+  const body = lines.slice(end + 1).join("\n").trim()
+  const rawHarness = (value as Record<string, unknown>).harness
+  if (rawHarness === undefined || rawHarness === null) return Either.right({ name: goodName, description, body })
+  const harness = decodeHarness(typeof rawHarness === "string" ? { type: rawHarness } : rawHarness)
+  if (Either.isLeft(harness)) {
+    const issue = ParseResult.ArrayFormatter.formatErrorSync(harness.left)[0]
+    const where = issue === undefined || issue.path.length === 0 ? "harness" : `harness.${issue.path.join(".")}`
+    return fail(`front matter ${where} ${issue?.message ?? "is not valid"}`, goodName)
+  }
+  return Either.right({ name: goodName, description, body, harness: harness.right })
 }
+
+const decodeHarness = Schema.decodeUnknownEither(HarnessConfig, { onExcessProperty: "error" })
 
 /** One `SKILL.md` of one repository, parsed. */
 export interface FoundSkill {
@@ -90,6 +107,8 @@ export interface ResolvedSkill {
   readonly description: string
   readonly body: string
   readonly content: string
+  /** The harness settings the skill gives a run (its front matter's `harness`). */
+  readonly harness: HarnessSources | undefined
 }
 
 /** A well-formed skill as a run uses it; undefined when it is malformed. */
@@ -104,7 +123,8 @@ export const resolvedOf = (skill: FoundSkill): ResolvedSkill | undefined =>
       name: skill.parsed.right.name,
       description: skill.parsed.right.description,
       body: skill.parsed.right.body,
-      content: skill.content
+      content: skill.content,
+      harness: skill.parsed.right.harness === undefined ? undefined : { harness: skill.parsed.right.harness }
     }
 
 const folderName = (repo: string, path: string) => {

@@ -18,6 +18,7 @@ import {
   emptyLineBuffer,
   type ExecutionState,
   flushLines,
+  type LineParser,
   reduce,
   splitLines,
   takeArtifacts,
@@ -102,7 +103,7 @@ export const make = (settings: DispatcherSettings, health: HealthService) => {
    * Pumps the agent's stdout into the transcript and the execution's state; completes `violated`
    * once the agent broke the protocol (too much output, a line refused), so that it is stopped.
    */
-  const pump = (agent: AgentProcess, out: Output, violated: Deferred.Deferred<void>, holding: Holding) =>
+  const pump = (agent: AgentProcess, out: Output, violated: Deferred.Deferred<void>, holding: Holding, parse?: LineParser) =>
     Effect.gen(function*() {
       const { state } = out
       const limit = settings.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES
@@ -122,7 +123,7 @@ export const make = (settings: DispatcherSettings, health: HealthService) => {
               )
               out.size += kept.length
             }
-            const split = splitLines(buffer, kept)
+            const split = splitLines(buffer, kept, parse)
             buffer = split.buffer
             const now = yield* Clock.currentTimeMillis
             for (const line of split.lines) reduce(state, line, now)
@@ -135,7 +136,7 @@ export const make = (settings: DispatcherSettings, health: HealthService) => {
         Effect.catchAll((e) => Effect.logWarning("execution: reading the agent's output failed", e))
       )
       const now = yield* Clock.currentTimeMillis
-      for (const line of flushLines(buffer)) reduce(state, line, now)
+      for (const line of flushLines(buffer, parse)) reduce(state, line, now)
       yield* noteViolation
     })
 

@@ -26,9 +26,12 @@
  *
  * The loop depends on the ports only (host, executor, ids, health): no service, no storage.
  */
-import { Deferred, Duration, Effect, Either, Fiber, Layer, Ref, Schedule, Stream } from "effect"
+import { Deferred, Duration, Effect, Either, Fiber, Layer, Option, Ref, Schedule, Stream } from "effect"
 import type { Scope } from "effect"
-import { followupMessage, newExecutionState, outcomeOf } from "../domain/Harness.js"
+import { eventLines, followupMessage, newExecutionState, outcomeOf } from "../domain/Harness.js"
+import type { McpDirectServer } from "../domain/McpServers.js"
+import { AgentHarnesses } from "../ports/AgentHarness.js"
+import * as CliAgent from "./CliAgent.js"
 import type { StartMessage } from "../domain/Harness.js"
 import { Health, outage, supervise } from "./Health.js"
 import { Ids } from "../domain/Ids.js"
@@ -68,6 +71,7 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
   const ids = yield* Ids
   const health = yield* Health
   const session = AgentSession.make(settings, health)
+  const harnesses = Option.getOrElse(yield* Effect.serviceOption(AgentHarnesses), () => new Map())
   /** Executions under way. */
   let running = 0
   /** Serializes claiming: one claimer at a time. */
@@ -98,6 +102,14 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
         yield* record(...firstEvents, { _tag: "EnvironmentSetupFailed", message: plan.failure })
         return
       }
+      const cli = plan.agent.type === "oz" ? undefined : harnesses.get(plan.agent.type)
+      const unconfigured = plan.unconfigured ?? (plan.agent.type !== "oz" && cli === undefined
+        ? `this server cannot run the ${plan.agent.type} harness: its adapter (@agent-runs/harness-${plan.agent.type}) is not installed`
+        : null)
+      if (unconfigured !== null) {
+        yield* record(...firstEvents, { _tag: "Fail", error_code: "integration_not_configured", message: unconfigured })
+        return
+      }
       const prepared = yield* executor.prepare(plan.sandbox).pipe(Effect.either)
       if (Either.isLeft(prepared)) {
         const error = prepared.left
@@ -118,24 +130,47 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
       yield* Effect.addFinalizer(() => sandbox.release)
 
       const followups = yield* host.followups(runId, executionId).pipe(Effect.orElseSucceed(() => []))
-      const agent = yield* sandbox.start(session.harnessCommand(plan.harness), session.agentEnv(runId, executionId, plan.run_token)).pipe(
-        Effect.catchTag("ExecutorError", (error) =>
-          record({ _tag: "Error", error_code: "internal_error", message: `the agent could not start: ${error.message}` }).pipe(
-            Effect.zipRight(Effect.fail(new Lost()))
-          ))
-      )
+      const state = newExecutionState(executionId)
+      const env = session.agentEnv(runId, executionId, plan.run_token)
+      const agent = yield* (cli === undefined || plan.agent.type === "oz"
+        ? sandbox.start(session.harnessCommand(plan.harness), env)
+        : CliAgent.start({
+          sandbox,
+          harness: cli,
+          turn: {
+            base_prompt: plan.start.base_prompt,
+            skill: plan.start.skill,
+            model_id: plan.agent.model_id,
+            reasoning_level: plan.agent.reasoning_level,
+            mcp_servers: plan.start.mcp_servers as Readonly<Record<string, McpDirectServer>>,
+            auth: plan.agent.auth,
+            attachments: sandbox.attachments
+          },
+          ...CliAgent.firstMessage(plan.start.prompt, plan.start.history, followups),
+          session: () => state.session?.session_id ?? null,
+          env,
+          takeFollowups: host.followups(runId, executionId).pipe(Effect.orElseSucceed(() => []))
+        })).pipe(
+          Effect.catchTag("ExecutorError", (error) =>
+            record({ _tag: "Error", error_code: "internal_error", message: `the agent could not start: ${error.message}` }).pipe(
+              Effect.zipRight(Effect.fail(new Lost()))
+            ))
+        )
       // The agent starts working while its start is recorded; if the run moved on meanwhile (a
-      // cancel), the execution ends and its scope stops the agent.
-      yield* agent.send(startMessage(plan, sandbox, plan.run_token, settings.apiBaseUrl, "normal", followups)).pipe(Effect.ignore)
+      // cancel), the execution ends and its scope stops the agent. An agent CLI has its first
+      // message already (CliAgent.ts).
+      if (cli === undefined) {
+        yield* agent.send(startMessage(plan, sandbox, plan.run_token, settings.apiBaseUrl, "normal", followups)).pipe(Effect.ignore)
+      }
       yield* record(...firstEvents, { _tag: "EnvironmentSetupSucceeded" }, { _tag: "Start" })
 
-      const state = newExecutionState(executionId)
       const out = AgentSession.output(state, host.output(runId, executionId), plan.transcript_bytes, {
         send: (report) => host.report(runId, executionId, report),
         usage: plan.usage
       })
       const violated = yield* Deferred.make<void>()
-      const pumping = yield* session.pump(agent, out, violated, holding).pipe(Effect.forkScoped)
+      const parse = cli === undefined ? undefined : eventLines(cli.decoder())
+      const pumping = yield* session.pump(agent, out, violated, holding, parse).pipe(Effect.forkScoped)
       const flushing = yield* session.flush(out).pipe(Effect.repeat(Schedule.spaced(Duration.millis(settings.flushMs))), Effect.forkScoped)
       const stopped = yield* Ref.make(false)
       // Stops the agent of a run this execution no longer holds (cancelled, or its lease lost).

@@ -9,8 +9,9 @@
  * server), refused where they cannot (a self-hosted worker). Anything that cannot be resolved
  * becomes the plan's `failure`: the execution fails its setup with it (`environment_setup_failed`).
  */
-import { Data, Effect, Either, Option } from "effect"
-import type { EnvironmentConfig } from "../domain/Environment.js"
+import { Data, Effect, Either, Option, Redacted } from "effect"
+import { authSecretOf, type CliHarnessType, needsAuthSecret, type ReasoningLevel } from "../domain/HarnessSelection.js"
+import { type EnvironmentConfig, harnessCommandOf } from "../domain/Environment.js"
 import type { HistoryMessage, StartMessage } from "../domain/Harness.js"
 import type { ExecutionId, RunId, TeamUid } from "../domain/Ids.js"
 import { resolveMcpServers, secretReferences } from "../domain/McpServers.js"
@@ -54,12 +55,27 @@ export interface ExecutionPlan {
   readonly retention_ms: number
   /** Why the execution cannot start: its setup fails with this message. */
   readonly failure: string | null
+  /** The agent: the service's own harness (the command above), or an agent CLI with its auth secret's value. */
+  readonly agent: PlannedAgent
+  /** Why the agent CLI cannot run (its auth secret is gone): the run fails `integration_not_configured`. */
+  readonly unconfigured: string | null
   /** What the start message carries besides the sandbox's attachments, the mode, the follow-ups and the API. */
   readonly start: Pick<StartMessage, "conversation_id" | "prompt" | "title" | "base_prompt" | "model_id" | "skill" | "mcp_servers" | "history">
   /** The run's usage before this execution: the agent's is added to it. */
   readonly usage: RequestUsage
   readonly transcript_bytes: number
 }
+
+/** The agent an execution runs. */
+export type PlannedAgent =
+  | { readonly type: "oz" }
+  | {
+    readonly type: CliHarnessType
+    readonly model_id: string | null
+    readonly reasoning_level: ReasoningLevel | null
+    /** The auth secret's value; null when the harness runs without one. */
+    readonly auth: string | null
+  }
 
 /** Where a plan resolves skills and MCP servers. */
 export interface PlanSources {
@@ -105,6 +121,35 @@ const agentInputs = (claimed: ClaimedRun, sources: PlanSources) =>
     return { skill, mcp_servers }
   })
 
+/** The agent CLI of a run and its auth secret's value, or why it cannot run. */
+const agentOf = (claimed: ClaimedRun, sources: PlanSources): Effect.Effect<Either.Either<PlannedAgent, string>> =>
+  Effect.gen(function*() {
+    const config = claimed.run.agent_config
+    const type = config.harness?.type ?? "oz"
+    if (type === "oz") return Either.right({ type })
+    const agent = {
+      type,
+      model_id: config.harness?.model_id ?? config.model_id ?? null,
+      reasoning_level: config.harness?.reasoning_level ?? null
+    }
+    const secret = authSecretOf(type, config.harness_auth_secrets)
+    if (!secret.named && !needsAuthSecret(type)) {
+      // opencode may run without a key; it gets the conventional secret when the team has one.
+      if (Option.isNone(sources.secrets)) return Either.right({ ...agent, auth: null })
+      const value = yield* sources.secrets.value.get(claimed.team_uid, secret.name).pipe(Effect.option)
+      return Either.right({ ...agent, auth: Option.getOrNull(Option.map(Option.flatten(value), Redacted.value)) })
+    }
+    if (Option.isNone(sources.secrets)) {
+      return Either.left(`the ${type} harness needs the team secret ${secret.name}, which cannot be read here (a self-hosted worker)`)
+    }
+    const value = yield* sources.secrets.value.get(claimed.team_uid, secret.name).pipe(Effect.either)
+    if (Either.isLeft(value)) return Either.left("the team's secrets could not be read")
+    if (Option.isNone(value.right)) {
+      return Either.left(`the team secret ${secret.name} for the ${type} harness no longer exists: store it again, or name another in config.harness_auth_secrets`)
+    }
+    return Either.right({ ...agent, auth: Redacted.value(value.right.value) })
+  })
+
 /** The plan of a claimed run: resolved once, where the agent runs. */
 export const planOf = (claimed: ClaimedRun, sources: PlanSources): Effect.Effect<ExecutionPlan> =>
   Effect.gen(function*() {
@@ -114,12 +159,13 @@ export const planOf = (claimed: ClaimedRun, sources: PlanSources): Effect.Effect
       ? Either.left(new Unavailable({ message: `environment ${run.environment_id} no longer exists` }))
       : yield* Effect.either(agentInputs(claimed, sources))
     const resolved = Either.getOrElse(inputs, () => ({ skill: null, mcp_servers: {} }))
+    const agent = yield* agentOf(claimed, sources)
     return {
       run_id: run.run_id,
       execution_id: claimed.execution_id,
       team_uid: claimed.team_uid,
       run_token: claimed.run_token,
-      harness: env?.harness ?? null,
+      harness: harnessCommandOf(env),
       sandbox: {
         run_id: run.run_id,
         execution_id: claimed.execution_id,
@@ -128,11 +174,13 @@ export const planOf = (claimed: ClaimedRun, sources: PlanSources): Effect.Effect
         repos: env?.github_repos ?? [],
         setup_commands: env?.setup_commands ?? [],
         attachments: claimed.attachments,
-        env: {}
+        env: env?.env ?? {}
       },
       has_environment: run.environment_id !== null,
       retention_ms: sources.debugWindows ? Math.round((env?.failure_session_retention_minutes ?? 0) * 60_000) : 0,
       failure: Either.isLeft(inputs) ? inputs.left.message : null,
+      agent: Either.getOrElse(agent, () => ({ type: "oz" as const })),
+      unconfigured: Either.isLeft(agent) ? agent.left : null,
       start: {
         conversation_id: run.conversation_id,
         prompt: run.prompt,

@@ -65,6 +65,11 @@ export interface AgentProcess {
   readonly stdout: Stream.Stream<Uint8Array, ExecutorError>
   /** Writes one JSON line (`JSON.stringify(message)` and a newline) to the agent's stdin. */
   readonly send: (message: unknown) => Effect.Effect<void, ExecutorError>
+  /**
+   * Asks the agent to stop what it is doing, as Ctrl-C would (SIGINT to its process group); it may
+   * go on. Optional: without it, a stop goes straight to `terminate`.
+   */
+  readonly interrupt?: Effect.Effect<void>
   /** Stops the agent: SIGTERM, then SIGKILL once `graceMs` have passed; done when it has exited. */
   readonly terminate: (graceMs: number) => Effect.Effect<void>
   /** Waits for the agent to exit: its exit code (`128 + n` when killed by signal n). */

@@ -23,6 +23,7 @@ import type { Viewer } from "../domain/Access.js"
 import { Environment, ListEnvironmentsResponse } from "../domain/Environment.js"
 import type { CreateEnvironmentRequest, EnvironmentSharing, UpdateEnvironmentRequest } from "../domain/Environment.js"
 import { InvalidRequest, NotAuthorized, ResourceNotFound } from "../domain/Errors.js"
+import { checkAuthSecretNames } from "../domain/HarnessSelection.js"
 import { type EnvironmentUid, Ids } from "../domain/Ids.js"
 import { storageUnavailable } from "../internal/Services.js"
 import { EnvironmentStore } from "../ports/EnvironmentStore.js"
@@ -100,6 +101,7 @@ export class Environments extends Effect.Service<Environments>()("@agent-runs/co
     const create = Effect.fn("Environments.create")(
       function*(viewer: Viewer, request: CreateEnvironmentRequest) {
         if (!canCreate(viewer)) return yield* new NotAuthorized({ message: "viewers cannot create environments" })
+        yield* checkAuthSecretNames(viewer, request.config.harness_auth_secrets, "config")
         yield* checkGuests(request.sharing)
         yield* checkEnvironmentRepositories(repositories, viewer.team_uid, request.config.github_repos)
         const at = DateTime.unsafeMake(yield* Clock.currentTimeMillis)
@@ -142,6 +144,7 @@ export class Environments extends Effect.Service<Environments>()("@agent-runs/co
     const update = Effect.fn("Environments.update")(
       function*(viewer: Viewer, uid: EnvironmentUid, request: UpdateEnvironmentRequest) {
         const env = yield* changeable(viewer, uid)
+        yield* checkAuthSecretNames(viewer, request.config.harness_auth_secrets, "config")
         yield* checkGuests(request.sharing)
         yield* checkEnvironmentRepositories(repositories, env.team_uid, request.config.github_repos)
         const item = new Environment({

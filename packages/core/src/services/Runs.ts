@@ -82,6 +82,8 @@ import { usableBy } from "./Environments.js"
 import { EnvironmentStore } from "../ports/EnvironmentStore.js"
 import { IdentityStore } from "../ports/IdentityStore.js"
 import { checkMcpServers } from "../domain/McpServers.js"
+import { checkHarnessAuth, resolveHarness } from "../domain/HarnessSelection.js"
+import { harnessSelectionOf } from "../domain/Environment.js"
 import { RepoSource } from "../ports/RepoSource.js"
 import { checkRunRepositories } from "./Repositories.js"
 import { RunStore, runListRow } from "../ports/RunStore.js"
@@ -313,9 +315,18 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
           ? undefined
           : yield* skills.resolve(viewer, config.skill_spec, request.skill !== undefined ? "skill" : "config.skill_spec")
         yield* checkMcpServers(secrets, viewer, config.mcp_servers)
-        const resolved: AgentConfig = skill === undefined
+        const withSkill: AgentConfig = skill === undefined
           ? config
           : { ...config, skill_spec: skill.id, name: config.name ?? skill.name, base_prompt: config.base_prompt ?? skill.body }
+        // The harness: the request's, then the skill's, then the environment's, field by field.
+        const { harness: _h, harness_auth_secrets: _a, ...rest } = withSkill
+        const harness = resolveHarness([
+          { harness: config.harness, harness_auth_secrets: config.harness_auth_secrets },
+          skill?.harness,
+          environment === undefined ? undefined : harnessSelectionOf(environment.item.config)
+        ])
+        yield* checkHarnessAuth(secrets, viewer, config.harness_auth_secrets, harness)
+        const resolved: AgentConfig = { ...rest, ...harness }
 
         const active = yield* store.activeCount(team.uid)
         const waiting = yield* store.pending(team.uid, 1)

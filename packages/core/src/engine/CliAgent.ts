@@ -1,0 +1,188 @@
+/**
+ * An agent CLI (ports/AgentHarness.ts) as the one agent process of an execution: each turn is a
+ * process of the CLI started in the sandbox as its adapter says, their outputs one stream (the
+ * run's transcript). The execution loop drives it like any agent: it reads its output, sends it
+ * follow-ups and the cancel message, and waits for its end.
+ *
+ * - Turns: the first runs the first message; a follow-up received meanwhile (or waiting when the
+ *   turn ends) runs as the next turn, resuming the CLI's session (the one its output reported). The
+ *   CLI is done when a turn ends with nothing waiting, or fails (its exit code is the agent's).
+ * - Each turn's files are written into the agent's home first, by a small shell command that
+ *   decodes them from base64 on its stdin (every sandbox has `/bin/sh`, `head`, `tr` and
+ *   `base64`); the command then runs with `HOME` and the XDG directories in that home, so the CLI
+ *   keeps its state and settings there and reads nothing of the host's.
+ * - Cancel: the CLI's own interrupt (SIGINT, as Ctrl-C) on the cancel message; the loop then
+ *   terminates it (SIGTERM, SIGKILL) once the grace period has passed. No turn starts after it.
+ */
+import { Deferred, Duration, Effect, Fiber, Option, Queue, Stream, Take } from "effect"
+import type { Scope } from "effect"
+import type { HistoryMessage } from "../domain/Harness.js"
+import { AGENT_HOME } from "../ports/AgentHarness.js"
+import type { AgentHarness, HarnessLaunch, HarnessTurn } from "../ports/AgentHarness.js"
+import { type AgentProcess, ExecutorError, type Sandbox } from "../ports/Executor.js"
+
+/** How long the output of a turn that exited is still read. */
+const DRAIN_MS = 2_000
+
+/** Starts the command of a launch with the agent's home: `sh -c SCRIPT agent STDIN COMMAND…`. */
+const LAUNCH_SCRIPT = [
+  `export HOME="$(pwd)/${AGENT_HOME}"`,
+  `export XDG_CONFIG_HOME="$HOME/.config" XDG_DATA_HOME="$HOME/.local/share" XDG_STATE_HOME="$HOME/.local/state" XDG_CACHE_HOME="$HOME/.cache"`,
+  `mkdir -p "$HOME"`,
+  `s="$1"; shift`,
+  `if [ -n "$s" ]; then exec "$@" < "$HOME/$s"; else exec "$@" < /dev/null; fi`
+].join("\n")
+
+/** Writes one file into the agent's home from a base64 line on stdin: `sh -c SCRIPT write PATH`. */
+const WRITE_SCRIPT = [
+  "umask 077",
+  `f="$(pwd)/${AGENT_HOME}/$1"`,
+  `mkdir -p "$(dirname "$f")" && head -n 1 | tr -d '"' | base64 -d > "$f"`
+].join("\n")
+
+/** The argv that starts a launch. */
+export const launchCommand = (launch: HarnessLaunch): Array<string> => [
+  "/bin/sh",
+  "-c",
+  LAUNCH_SCRIPT,
+  "agent",
+  launch.stdin ?? "",
+  ...launch.command
+]
+
+const safePath = (path: string) =>
+  path !== "" && !path.startsWith("/") && path.split("/").every((part) => part !== "" && part !== "." && part !== "..")
+
+const base64Of = (text: string): string => {
+  const bytes = new TextEncoder().encode(text)
+  let binary = ""
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000))
+  return btoa(binary)
+}
+
+/** Writes a launch's files into the agent's home. */
+const writeFiles = (sandbox: Sandbox, files: HarnessLaunch["files"]) =>
+  Effect.forEach(files, (file) =>
+    Effect.scoped(Effect.gen(function*() {
+      if (!safePath(file.path)) return yield* new ExecutorError({ message: `the harness asked for a file outside the agent's home: ${file.path}` })
+      const writer = yield* sandbox.start(["/bin/sh", "-c", WRITE_SCRIPT, "write", file.path], {})
+      yield* writer.stdout.pipe(Stream.runDrain, Effect.ignore, Effect.forkScoped)
+      yield* writer.send(base64Of(file.content))
+      const code = yield* writer.exitCode
+      if (code !== 0) return yield* new ExecutorError({ message: `could not write ${file.path} into the agent's home (exit code ${code})` })
+    })), { discard: true })
+
+/** The earlier conversation of a run, as text for a CLI that starts a new session in a continuation. */
+export const historyText = (history: ReadonlyArray<HistoryMessage>): string =>
+  history
+    .flatMap((m) =>
+      m.content.flatMap((block) =>
+        block.type === "text" && block.text.trim() !== "" ? [`${m.role === "user" ? "User" : "Assistant"}: ${block.text.trim()}`] : []
+      )
+    )
+    .join("\n\n")
+
+/** The first message of an execution: the prompt, or in a continuation the earlier conversation and what is new. */
+export const firstMessage = (
+  prompt: string,
+  history: ReadonlyArray<HistoryMessage>,
+  followups: ReadonlyArray<string>
+): { readonly message: string; readonly queued: ReadonlyArray<string> } => {
+  if (history.length === 0) return { message: prompt, queued: followups }
+  const earlier = historyText(history)
+  const now = followups.filter((m) => m.trim() !== "").join("\n\n")
+  return {
+    message: [
+      "This continues an earlier conversation of this task.",
+      `The task: ${prompt}`,
+      ...(earlier === "" ? [] : ["What was said so far:", earlier]),
+      now === "" ? "Continue the task from where it stopped." : `The new message: ${now}`
+    ].join("\n\n"),
+    queued: []
+  }
+}
+
+export interface CliAgentOptions {
+  readonly sandbox: Sandbox
+  readonly harness: AgentHarness
+  /** What every turn carries besides its message and session. */
+  readonly turn: Omit<HarnessTurn, "message" | "session_id">
+  readonly message: string
+  /** Messages already waiting: the next turns. */
+  readonly queued: ReadonlyArray<string>
+  /** The CLI session the output reported so far (the execution's state); null before it did. */
+  readonly session: () => string | null
+  /** Variables of every process (the agent's, from the loop). */
+  readonly env: Readonly<Record<string, string>>
+  /** Takes the follow-ups waiting now (asked when a turn ends). */
+  readonly takeFollowups: Effect.Effect<ReadonlyArray<string>>
+}
+
+/** Starts the CLI's first turn; the agent lives until its last turn ends or the scope closes. */
+export const start = (options: CliAgentOptions): Effect.Effect<AgentProcess, ExecutorError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { harness, sandbox } = options
+    const output = yield* Queue.bounded<Take.Take<Uint8Array, ExecutorError>>(16)
+    const exited = yield* Deferred.make<number, ExecutorError>()
+    const waiting: Array<string> = [...options.queued]
+    let current: AgentProcess | undefined
+    let stopping = false
+
+    const launchTurn = (message: string) =>
+      Effect.gen(function*() {
+        const launch = harness.launch({ ...options.turn, message, session_id: options.session() })
+        yield* writeFiles(sandbox, launch.files)
+        return yield* sandbox.start(launchCommand(launch), { ...options.env, ...launch.env })
+      })
+
+    /** Runs one turn to its end: its exit code. */
+    const turn = (process: AgentProcess) =>
+      Effect.gen(function*() {
+        current = process
+        const forwarding = yield* process.stdout.pipe(
+          Stream.runForEach((chunk) => Queue.offer(output, Take.of(chunk))),
+          Effect.catchAll((e) => Queue.offer(output, Take.fail(e))),
+          Effect.fork
+        )
+        const code = yield* process.exitCode.pipe(Effect.orElseSucceed(() => 1))
+        const drained = yield* Fiber.join(forwarding).pipe(Effect.timeoutOption(Duration.millis(DRAIN_MS)))
+        if (Option.isNone(drained)) yield* Fiber.interrupt(forwarding)
+        return code
+      })
+
+    const first = yield* launchTurn(options.message)
+    yield* Effect.gen(function*() {
+      let code = yield* turn(first)
+      while (code === 0 && !stopping) {
+        waiting.push(...(yield* options.takeFollowups))
+        if (waiting.length === 0 || stopping) break
+        const message = waiting.splice(0, waiting.length).join("\n\n")
+        code = yield* Effect.scoped(Effect.flatMap(launchTurn(message), turn))
+      }
+      return code
+    }).pipe(
+      Effect.exit,
+      Effect.flatMap((exit) =>
+        Queue.offer(output, Take.end).pipe(Effect.zipRight(Deferred.complete(exited, exit)))
+      ),
+      Effect.forkScoped
+    )
+
+    const agent: AgentProcess = {
+      stdout: Stream.fromQueue(output).pipe(Stream.flattenTake),
+      send: (message) =>
+        Effect.sync(() => {
+          const m = message as { readonly type?: unknown; readonly message?: unknown }
+          if (m.type === "followup" && typeof m.message === "string") waiting.push(m.message)
+          if (m.type === "cancel") stopping = true
+        }).pipe(Effect.zipRight(Effect.suspend(() => (stopping && current?.interrupt !== undefined ? current.interrupt : Effect.void)))),
+      interrupt: Effect.suspend(() => current?.interrupt ?? Effect.void),
+      terminate: (graceMs) =>
+        Effect.suspend(() => {
+          stopping = true
+          return current === undefined ? Effect.void : current.terminate(graceMs)
+        }).pipe(Effect.zipRight(Deferred.await(exited).pipe(Effect.ignore))),
+      exitCode: Deferred.await(exited)
+    }
+    return agent
+  })

@@ -1,0 +1,17 @@
+/**
+ * Where an installed agent CLI's command is: the `bin` of its npm package (a devDependency of the
+ * harness package that tests it), resolved from the repository's `node_modules`.
+ */
+import { createRequire } from "node:module"
+import * as Path from "node:path"
+
+const require = createRequire(import.meta.url)
+
+/** The absolute path of the command `bin` of the npm package `pkg`. */
+export const cliPath = (pkg: string, bin: string): string => {
+  const manifest = require.resolve(`${pkg}/package.json`)
+  const bins = (require(manifest) as { bin?: string | Record<string, string> }).bin
+  const relative = typeof bins === "string" ? bins : bins?.[bin]
+  if (relative === undefined) throw new Error(`${pkg} has no command ${bin}`)
+  return Path.join(Path.dirname(manifest), relative)
+}

@@ -1,0 +1,41 @@
+/**
+ * What the fake model server sees of one model call (a {@link ModelTurn}) and what a script
+ * answers to it (a {@link ModelReply}). Shared by the server and the four protocol modules.
+ */
+
+/** The wire protocols the fake model server speaks. */
+export type Protocol = "anthropic" | "responses" | "chat" | "gemini"
+
+/** What the scripted model answers to one call. */
+export type ModelReply =
+  | { readonly text: string }
+  /** A call of the CLI's own shell tool with this command (see {@link shellToolCall}). */
+  | { readonly tool: { readonly command: string } }
+  /** This HTTP status, with the protocol's error JSON body carrying this message. */
+  | { readonly error: { readonly status: number; readonly message: string } }
+
+/** One model call, as read from the request of the CLI. */
+export interface ModelTurn {
+  readonly protocol: Protocol
+  readonly model: string
+  /** The system prompt / instructions, joined with blank lines (Codex: `instructions` and the developer messages). */
+  readonly system: string
+  /**
+   * The user messages' texts, in order, each with the CLI's own wrappers removed (see
+   * `userText` in `text.ts`); user messages without any text (only tool results) are left out.
+   */
+  readonly userTexts: ReadonlyArray<string>
+  /** The newest of {@link userTexts} ("" when there is none). */
+  readonly lastUser: string
+  /** When the newest input is a tool result: its output text (several results joined by newlines). */
+  readonly toolOutput: string | undefined
+  /** Names of the tools offered, in the order the request lists them. */
+  readonly tools: ReadonlyArray<string>
+  /** The shell tool among {@link tools} that a `tool` reply calls, if any. */
+  readonly shellTool: string | undefined
+  /** The request's headers, names in lower case. */
+  readonly headers: Readonly<Record<string, string>>
+  readonly stream: boolean
+  /** The request path, with its query. */
+  readonly path: string
+}
