@@ -10,6 +10,7 @@ import { AGENT_MOUNT, defaultHarness as harnessFor, installCopy, packageDir } fr
 import { Effect, Layer, Option } from "effect"
 import { join } from "node:path"
 import type { ServerConfig } from "./Config.js"
+import { HarnessesLive } from "./Harnesses.js"
 
 /** The directory of the bundled scripted agent's package (its `dist/main.js` is the program). */
 export const scriptedAgentDir = packageDir
@@ -70,6 +71,7 @@ const executorLayer = (config: ServerConfig, setup: ExecutionSetup) => {
 export const ExecutionLive = (config: ServerConfig, setup: ExecutionSetup) =>
   Dispatcher.layer.pipe(
     Layer.provide(executorLayer(config, setup)),
+    Layer.provide(HarnessesLive),
     Layer.provide(
       Layer.succeed(Dispatcher.DispatcherConfig, {
         ...Dispatcher.defaultSettings(setup.harness, `${config.publicUrl}/api/v1`),

@@ -1,0 +1,10 @@
+/**
+ * The agent CLIs the bundled server runs (`config.harness.type`), each started by its command on
+ * the sandbox's `PATH`: `claude`, `codex`, `gemini`, `opencode` (the agent image has all four;
+ * on local processes, install them where the service's `PATH` finds them). Composition only.
+ */
+import { AgentHarnesses } from "@agent-runs/core/ports/AgentHarness"
+import { claudeHarness } from "@agent-runs/harness-claude"
+import { Layer } from "effect"
+
+export const HarnessesLive = Layer.succeed(AgentHarnesses, new Map([["claude", claudeHarness()]] as const))

@@ -1,0 +1,82 @@
+/**
+ * A real agent CLI through the whole service: Claude Code (the pinned devDependency, on the
+ * sandbox's PATH) run by the bundled server on local processes against a fake Anthropic server on
+ * 127.0.0.1, chosen per run with `config.harness`, authenticated with the team secret
+ * `ANTHROPIC_API_KEY`, and pointed at the endpoint by the environment's variables.
+ */
+import { fakeModel } from "@agent-runs/testing"
+import { Effect, Exit, Scope } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { call, makeTeam, startServer, type TestServer } from "./harness.js"
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any
+
+const blocks = (steps: ReadonlyArray<Json>): Array<Json> =>
+  steps.flatMap((step) => [...step.messages.flatMap((m: Json) => m.content), ...blocks(step.steps)])
+
+describe("agent CLIs as harnesses, through the API", () => {
+  const scope = Effect.runSync(Scope.make())
+  let server: TestServer
+  let modelUrl = ""
+  let team: Awaited<ReturnType<typeof makeTeam>>
+  beforeAll(async () => {
+    const model = await Effect.runPromise(Scope.extend(fakeModel({ apiKey: "sk-team-key" }), scope))
+    modelUrl = model.url
+    server = await Effect.runPromise(Scope.extend(startServer("sqlite", {}, { concurrency: 2, cancelGraceSeconds: 1 }), scope))
+    team = await makeTeam(server, "harnesses")
+  }, 60_000)
+  afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)), 60_000)
+
+  it("refuses an unknown harness and a harness without its auth secret, naming the field (400)", async () => {
+    const unknown = await call(server, "POST", "/api/v1/agent/runs", {
+      token: team.tokens.member,
+      body: { prompt: "x", config: { harness: { type: "cursor" } } }
+    })
+    expect(unknown.status).toBe(400)
+    expect(unknown.body.error).toContain("config.harness.type")
+    expect(unknown.body.error).toContain("oz, claude, codex, gemini, opencode")
+    const missing = await call(server, "POST", "/api/v1/agent/runs", {
+      token: team.tokens.member,
+      body: { prompt: "x", config: { harness: { type: "claude" } } }
+    })
+    expect(missing.status).toBe(400)
+    expect(missing.body.error).toContain("config.harness_auth_secrets.claude_auth_secret_name")
+  })
+
+  it("runs Claude Code to SUCCEEDED: its conversation, session, usage and raw transcript", async () => {
+    const token = team.tokens.admin
+    expect((await call(server, "PUT", "/api/v1/agent/secrets/ANTHROPIC_API_KEY", { token, body: { value: "sk-team-key" } })).status)
+      .toBeLessThan(300)
+    const env = await call(server, "POST", "/api/v1/agent/environments", {
+      token,
+      body: { config: { name: "claude-local", harness: { type: "claude", model_id: "claude-sonnet-4-5" }, env: { ANTHROPIC_BASE_URL: modelUrl } }, team: true }
+    })
+    expect(env.status).toBe(201)
+    const created = await call(server, "POST", "/api/v1/agent/runs", {
+      token: team.tokens.member,
+      body: { prompt: "RUN: echo hi > g.txt && ls", config: { environment_id: env.body.uid } }
+    })
+    expect(created.status).toBe(200)
+    const runId = created.body.run_id
+    let run: Json
+    const deadline = Date.now() + 90_000
+    do {
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      run = (await call(server, "GET", `/api/v1/agent/runs/${runId}`, { token: team.tokens.member })).body
+    } while (!["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"].includes(run.state) && Date.now() < deadline)
+    expect(run.state, JSON.stringify(run.status_message)).toBe("SUCCEEDED")
+    expect(run.agent_config.harness).toEqual({ type: "claude", model_id: "claude-sonnet-4-5" })
+    expect(run.session_id).toBeTruthy()
+    expect(run.request_usage.input_tokens).toBeGreaterThan(0)
+    const conversation = await call(server, "GET", `/api/v1/agent/runs/${runId}/conversation`, { token: team.tokens.member })
+    const all = blocks(conversation.body.steps)
+    expect(all.find((b) => b.type === "action")).toMatchObject({ category: "command", name: "Bash" })
+    expect(all.some((b) => b.type === "text" && b.text.includes("DONE:") && b.text.includes("g.txt"))).toBe(true)
+    const transcript = await call(server, "GET", `/api/v1/agent/runs/${runId}/transcript`, { token: team.tokens.member })
+    const raw = await fetch(transcript.headers.get("location")!).then((r) => r.text())
+    expect(raw).toContain(`"session_id":"${run.session_id}"`)
+    // The key reached the model as Claude Code sends it, and nowhere in what the service shows.
+    expect(raw).not.toContain("sk-team-key")
+  }, 120_000)
+})
