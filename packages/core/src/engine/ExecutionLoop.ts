@@ -15,10 +15,13 @@
  * 5. the outcome is recorded (SUCCEEDED, FAILED, BLOCKED), after the output's last save.
  *
  * Decisions where the contract is silent:
- * - The harness command is a shell command: the environment's `config.harness`, else the default,
- *   run as `/bin/sh -c "exec <command>"` in the sandbox with `AGENT_RUNS_RUN_ID`,
+ * - The `oz` harness command is a shell command: the environment's `config.harness`, else the
+ *   default, run as `/bin/sh -c "exec <command>"` in the sandbox with `AGENT_RUNS_RUN_ID`,
  *   `AGENT_RUNS_EXECUTION_ID`, `AGENT_RUNS_API_URL` and `AGENT_RUNS_RUN_TOKEN` set (the start
- *   message carries the same `api`).
+ *   message carries the same `api`). An agent CLI (`plan.agent`) runs through its adapter
+ *   (`AgentHarnesses`, CliAgent.ts) with the same variables and no start message; its output is
+ *   read with the adapter's decoder. One whose auth secret is gone, or without an adapter here,
+ *   ends the run FAILED `integration_not_configured` before a sandbox is made.
  * - A failure of the executor itself (it could not prepare or start) ends the run ERROR
  *   `internal_error`; a failure of the setup commands ends it FAILED `environment_setup_failed`.
  * - Storage failing (the host's `StorageError`) delays an execution's writes (retried with backoff
