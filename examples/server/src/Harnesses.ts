@@ -5,6 +5,10 @@
  */
 import { AgentHarnesses } from "@agent-runs/core/ports/AgentHarness"
 import { claudeHarness } from "@agent-runs/harness-claude"
+import { codexHarness } from "@agent-runs/harness-codex"
 import { Layer } from "effect"
 
-export const HarnessesLive = Layer.succeed(AgentHarnesses, new Map([["claude", claudeHarness()]] as const))
+export const HarnessesLive = Layer.succeed(AgentHarnesses, new Map([
+  ["claude", claudeHarness()],
+  ["codex", codexHarness()]
+] as const))

@@ -78,5 +78,22 @@ describe("agent CLIs as harnesses, through the API", () => {
     expect(raw).toContain(`"session_id":"${run.session_id}"`)
     // The key reached the model as Claude Code sends it, and nowhere in what the service shows.
     expect(raw).not.toContain("sk-team-key")
-  }, 120_000)
+
+    // A follow-up after the end continues the run in a new sandbox, resuming the same Claude session.
+    const followup = await call(server, "POST", `/api/v1/agent/runs/${runId}/followups`, {
+      token: team.tokens.member,
+      body: { message: "AND-THEN" }
+    })
+    expect(followup.status).toBeLessThan(300)
+    let again: Json
+    const until = Date.now() + 90_000
+    do {
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      again = (await call(server, "GET", `/api/v1/agent/runs/${runId}`, { token: team.tokens.member })).body
+    } while (!(again.execution_count === 2 && ["SUCCEEDED", "FAILED", "ERROR"].includes(again.state)) && Date.now() < until)
+    expect(again.state, JSON.stringify(again.status_message)).toBe("SUCCEEDED")
+    expect(again.session_id).toBe(run.session_id)
+    const later = blocks((await call(server, "GET", `/api/v1/agent/runs/${runId}/conversation`, { token: team.tokens.member })).body.steps)
+    expect(later.some((b) => b.type === "text" && b.text === "ANSWER: AND-THEN")).toBe(true)
+  }, 240_000)
 })

@@ -199,28 +199,38 @@ export const harnessSuite = (name: string, options: HarnessSuiteOptions): void =
           }), model)
       }), timeout * 2)
 
-    it.scopedLive("continues a run from its earlier conversation", () =>
+    it.scopedLive("a continued run (a new execution) resumes the CLI's session, or starts from the conversation so far", () =>
       Effect.gen(function*() {
         const model = yield* options.model({})
         yield* withLoop(({ host, plan, until }) =>
           Effect.gen(function*() {
             const p = plan("THE-TASK")
+            yield* host.offer(p)
+            yield* until(p.run_id, "the first execution ends", () => ended(host, p.run_id) === "SUCCEEDED")
+            const session = (yield* host.run(p.run_id)).reports.at(-1)?.session_id
+            expect(session).toBeTruthy()
+            // The run continues: a new execution of it, with the conversation so far and the new message.
             const continued: ExecutionPlan = {
               ...p,
-              start: {
-                ...p.start,
-                history: [
-                  { role: "assistant", content: [{ type: "text", text: "EARLIER-ANSWER" }] }
-                ]
-              }
+              resume_session: session!,
+              start: { ...p.start, history: [{ role: "assistant", content: [{ type: "text", text: "ANSWER: THE-TASK" }] }] }
             }
             yield* host.offer(continued)
             yield* host.send(p.run_id, "NEW-MESSAGE")
-            yield* until(p.run_id, "the run ends", () => ["SUCCEEDED", "FAILED", "ERROR"].includes(ended(host, p.run_id)))
-            expect((yield* host.run(p.run_id)).snapshot.state).toBe("SUCCEEDED")
-            const first = model.turns.find((t) => t.lastUser.includes("NEW-MESSAGE"))
-            expect(first?.lastUser).toContain("EARLIER-ANSWER")
-            expect(first?.lastUser).toContain("THE-TASK")
+            yield* until(p.run_id, "the continuation ends", () =>
+              (Effect.runSync(host.run(p.run_id)).events.length > 0) && ["SUCCEEDED", "FAILED", "ERROR"].includes(ended(host, p.run_id)))
+            const run = yield* host.run(p.run_id)
+            expect(run.snapshot.state, JSON.stringify(run.events)).toBe("SUCCEEDED")
+            const turn = model.turns.find((t) => t.lastUser.includes("NEW-MESSAGE"))
+            expect(turn).toBeDefined()
+            if (options.harness.sessionState !== undefined) {
+              // Resumed: the same session, the task as an earlier user message, the new message alone.
+              expect(run.reports.at(-1)?.session_id).toBe(session)
+              expect(turn!.userTexts.some((u) => u.includes("THE-TASK") && !u.includes("NEW-MESSAGE"))).toBe(true)
+            } else {
+              expect(turn!.lastUser).toContain("ANSWER: THE-TASK")
+              expect(turn!.lastUser).toContain("THE-TASK")
+            }
           }), model)
       }), timeout * 2)
 

@@ -55,6 +55,7 @@ export const planFor = (runId: RunId, prompt: string, overrides: Partial<Executi
   failure: null,
   agent: { type: "oz" },
   unconfigured: null,
+  resume_session: null,
   start: { conversation_id: null, prompt, title: prompt.slice(0, 20), base_prompt: null, model_id: null, skill: null, mcp_servers: {}, history: [] },
   usage: { input_tokens: 0, output_tokens: 0, inference_cost: 0, compute_cost: 0 },
   transcript_bytes: 0,
@@ -64,6 +65,8 @@ export const planFor = (runId: RunId, prompt: string, overrides: Partial<Executi
 export const memoryHost = (leaseMs: number) =>
   Effect.gen(function*() {
     const runs = new Map<RunId, MemoryRun>()
+    /** Agent CLI session files by run: kept when a run is offered again (a continuation). */
+    const agentStates = new Map<RunId, Uint8Array>()
     const queue: Array<RunId> = []
     const failing = yield* Ref.make(false)
 
@@ -144,7 +147,9 @@ export const memoryHost = (leaseMs: number) =>
           addArtifact: (artifact) => Effect.map(up(), () => void run().artifacts.push(artifact))
         }
       },
-      retain: (runId, sandbox) => Effect.sync(() => void (runs.get(runId)!.retained = sandbox))
+      retain: (runId, sandbox) => Effect.sync(() => void (runs.get(runId)!.retained = sandbox)),
+      agentState: (runId) => Effect.sync(() => Option.fromNullable(agentStates.get(runId))),
+      saveAgentState: (runId, executionId, state) => Effect.map(held(runId, executionId), () => void agentStates.set(runId, state))
     }))
 
     return {

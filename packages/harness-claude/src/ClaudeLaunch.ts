@@ -6,13 +6,17 @@
  * (`--mcp-config`, `--strict-mcp-config`: only the run's servers), the skill as
  * `~/.claude/skills/NAME/SKILL.md`, where Claude Code finds skills.
  *
+ * Sessions are files under `~/.claude/projects/<the work directory's path, each character other
+ * than a letter or digit a '-'>/`: a continued run's restored sessions are moved under the new
+ * work directory's name before its first turn (`sessionState`).
+ *
  * The auth secret is `ANTHROPIC_API_KEY`, or `CLAUDE_CODE_OAUTH_TOKEN` for an OAuth token
  * (`sk-ant-oat…`). `ANTHROPIC_BASE_URL` (a proxy, a gateway) comes from the environment's
  * variables. Retries of a failing model request are capped at 2 (`CLAUDE_CODE_MAX_RETRIES`): the
  * default, 10 with back-off, keeps a run with a refused key going for minutes. Update checks,
  * telemetry and error reports are off. `IS_SANDBOX=1` lets it bypass permissions as root.
  */
-import type { HarnessLaunch, HarnessTurn } from "@agent-runs/core/ports/AgentHarness"
+import type { HarnessLaunch, HarnessTurn, SessionState } from "@agent-runs/core/ports/AgentHarness"
 import { AGENT_HOME } from "@agent-runs/core/ports/AgentHarness"
 
 /** Where the files of a turn go in the agent's home. */
@@ -42,6 +46,15 @@ export const withAttachments = (turn: HarnessTurn): string =>
   turn.session_id !== null || turn.attachments.length === 0
     ? turn.message
     : `${turn.message}\n\nAttached files (in the work directory):\n${turn.attachments.map((a) => `- ${a.path} (${a.media_type})`).join("\n")}`
+
+/** Claude Code's sessions, moved to the new work directory's project after a restore. */
+export const sessionState: SessionState = {
+  paths: [".claude/projects"],
+  afterRestore: [
+    `k="$(pwd -P | sed 's/[^A-Za-z0-9]/-/g')"; d="$HOME/.claude/projects"`,
+    `for p in "$d"/*; do [ "$p" = "$d/$k" ] || { mkdir -p "$d/$k" && cp -a "$p"/. "$d/$k"/ && rm -rf "$p"; }; done`
+  ].join("\n")
+}
 
 export const launch = (command: string) => (turn: HarnessTurn): HarnessLaunch => {
   const files: Array<{ path: string; content: string }> = [{ path: PROMPT, content: withAttachments(turn) }]

@@ -5,7 +5,7 @@
  */
 import type { AgentHarness } from "@agent-runs/core/ports/AgentHarness"
 import { decoder } from "./ClaudeEvents.js"
-import { launch } from "./ClaudeLaunch.js"
+import { launch, sessionState } from "./ClaudeLaunch.js"
 
 export interface ClaudeHarnessOptions {
   /** The command that starts Claude Code in the sandbox; default `claude`. */
@@ -15,7 +15,8 @@ export interface ClaudeHarnessOptions {
 export const claudeHarness = (options: ClaudeHarnessOptions = {}): AgentHarness => ({
   type: "claude",
   launch: launch(options.command ?? "claude"),
-  decoder
+  decoder,
+  sessionState
 })
 
 export { decoder as claudeDecoder } from "./ClaudeEvents.js"

@@ -17,11 +17,11 @@ import { chat } from "./chat.js"
 import { gemini, geminiPath } from "./gemini.js"
 import type { ModelReply, ModelTurn } from "./ModelTurn.js"
 import { responses } from "./responses.js"
-import { findShellTool, shellToolCall } from "./text.js"
+import { asJson, findShellTool, shellToolCall } from "./text.js"
 import { type Answer, type ProtocolModule, output } from "./wire.js"
 
 export type { ModelReply, ModelTurn, Protocol } from "./ModelTurn.js"
-export { findShellTool, shellToolCall, userPartText, userText } from "./text.js"
+export { asJson, findShellTool, jsonFor, shellToolCall, userPartText, userText } from "./text.js"
 
 /** One HTTP request the server received. */
 export interface RecordedRequest {
@@ -139,14 +139,12 @@ export const startFakeModel = async (options: FakeModelOptions = {}): Promise<Fa
       out.json(reply.error.status, module.errorBody(reply.error.status, reply.error.message))
       return
     }
-    let answer: Answer
-    if ("tool" in reply) {
-      const call = shellToolCall(parsed.tools, reply.tool.command)
-      // No shell tool offered (a title or routing call): answer text, as the default script would.
-      answer = call === undefined ? { kind: "text", text: `ANSWER: ${trimmed(turn.lastUser)}` } : { kind: "tool", ...call }
-    } else {
-      answer = { kind: "text", text: reply.text }
-    }
+    const call = "tool" in reply ? shellToolCall(parsed.tools, reply.tool.command) : undefined
+    // A tool reply when no shell tool is offered (a title or routing call) answers text instead,
+    // as the default script would; a text reply to a call demanding JSON is made JSON.
+    const text = "text" in reply ? reply.text : `ANSWER: ${trimmed(turn.lastUser)}`
+    const answer: Answer =
+      call !== undefined ? { kind: "tool", ...call } : { kind: "text", text: parsed.responseSchema === undefined ? text : asJson(parsed.responseSchema, text) }
     await module.answer({ model: parsed.model, stream: parsed.stream, id, out }, answer)
   }
 

@@ -33,6 +33,12 @@ export interface ModelTurn {
   readonly tools: ReadonlyArray<string>
   /** The shell tool among {@link tools} that a `tool` reply calls, if any. */
   readonly shellTool: string | undefined
+  /**
+   * The JSON schema the request demands the answer to follow (Claude Code's title call, Gemini
+   * CLI's routing call), or undefined. A text reply that is not JSON is then made JSON: the schema
+   * filled with the text (see `jsonFor` in `text.ts`).
+   */
+  readonly responseSchema: unknown
   /** The request's headers, names in lower case. */
   readonly headers: Readonly<Record<string, string>>
   readonly stream: boolean

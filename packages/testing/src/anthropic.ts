@@ -3,8 +3,8 @@
  * `message_start`, `content_block_start|delta|stop` (text deltas, or a `tool_use` block whose input
  * comes as `input_json_delta` pieces), `message_delta` (stop reason, usage) and `message_stop`.
  */
-import { splitText, userText } from "./text.js"
-import { type Answer, type AnswerContext, type ParsedCall, type ProtocolModule, array, bearer, outputText, record, string, usage } from "./wire.js"
+import { splitText, userPartText, userText } from "./text.js"
+import { type Answer, type AnswerContext, type ParsedCall, type ProtocolModule, array, bearer, lastIndexOf, outputText, record, string, usage } from "./wire.js"
 
 const errorTypes: Readonly<Record<number, string>> = {
   400: "invalid_request_error",
@@ -31,6 +31,9 @@ const textsOf = (content: unknown): ReadonlyArray<string> =>
         return block["type"] === "text" && text !== undefined ? [text] : []
       })
 
+/** `{type: "json_schema", schema}` → the schema. */
+const jsonSchema = (format: Readonly<Record<string, unknown>>): unknown => (format["type"] === "json_schema" ? (format["schema"] ?? {}) : undefined)
+
 const parse = (body: unknown): ParsedCall => {
   const request = record(body)
   const system = request["system"]
@@ -39,23 +42,25 @@ const parse = (body: unknown): ParsedCall => {
     .filter((message) => message["role"] === "user")
     .map((message) => userText(textsOf(message["content"])))
     .filter((text) => text !== "")
-  const last = messages.at(-1)
-  const results =
-    last?.["role"] === "user"
-      ? array(last["content"])
-          .map(record)
-          .filter((block) => block["type"] === "tool_result")
-      : []
+  // Claude Code also sends `role: "system"` messages among the messages: they count as system text.
+  const last = messages.filter((message) => message["role"] !== "system").at(-1)
+  const blocks = last?.["role"] === "user" ? array(last["content"]).map(record) : []
+  // The tool results count when no user text follows them in the message (after an interrupt,
+  // Claude Code sends the rejected call's result and the next user text in one message).
+  const lastResult = lastIndexOf(blocks, (block) => block["type"] === "tool_result")
+  const textAfter = blocks.slice(lastResult + 1).some((block) => block["type"] === "text" && userPartText(String(block["text"] ?? "")) !== "")
+  const results = textAfter ? [] : blocks.filter((block) => block["type"] === "tool_result")
   return {
     model: string(request["model"]) ?? "",
-    system: textsOf(system).join("\n\n"),
+    system: [...textsOf(system), ...messages.filter((message) => message["role"] === "system").flatMap((message) => textsOf(message["content"]))].join("\n\n"),
     userTexts,
     toolOutput: results.length === 0 ? undefined : results.map((block) => outputText(block["content"])).join("\n"),
     tools: array(request["tools"]).flatMap((tool) => {
       const name = string(record(tool)["name"])
       return name === undefined ? [] : [name]
     }),
-    stream: request["stream"] === true
+    stream: request["stream"] === true,
+    responseSchema: jsonSchema(record(record(request["output_config"])["format"]))
   }
 }
 

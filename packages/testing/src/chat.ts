@@ -17,6 +17,10 @@ const textsOf = (content: unknown): ReadonlyArray<string> =>
         return (block["type"] ?? "text") === "text" && text !== undefined ? [text] : []
       })
 
+/** `response_format` `{type: "json_schema", json_schema: {schema}}` → the schema; `{type: "json_object"}` → any JSON. */
+const responseSchema = (format: Readonly<Record<string, unknown>>): unknown =>
+  format["type"] === "json_schema" ? (record(format["json_schema"])["schema"] ?? {}) : format["type"] === "json_object" ? {} : undefined
+
 const parse = (body: unknown): ParsedCall => {
   const request = record(body)
   const messages = array(request["messages"]).map(record)
@@ -41,7 +45,8 @@ const parse = (body: unknown): ParsedCall => {
       const name = string(record(record(tool)["function"])["name"]) ?? string(record(tool)["name"])
       return name === undefined ? [] : [name]
     }),
-    stream: request["stream"] === true
+    stream: request["stream"] === true,
+    responseSchema: responseSchema(record(request["response_format"]))
   }
 }
 

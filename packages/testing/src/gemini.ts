@@ -4,8 +4,8 @@
  * parts}}]}`, the last with `finishReason: "STOP"` and `usageMetadata`. A tool's result comes
  * back as a `functionResponse` part of a user content.
  */
-import { splitText, userText } from "./text.js"
-import { type Answer, type AnswerContext, type ParsedCall, type ProtocolModule, array, outputText, record, string, usage } from "./wire.js"
+import { splitText, userPartText, userText } from "./text.js"
+import { type Answer, type AnswerContext, type ParsedCall, type ProtocolModule, array, lastIndexOf, outputText, record, string, usage } from "./wire.js"
 
 const statuses: Readonly<Record<number, string>> = {
   400: "INVALID_ARGUMENT",
@@ -45,15 +45,15 @@ const parse = (body: unknown, url: URL): ParsedCall => {
   const request = record(body)
   const target = geminiPath(url.pathname)
   const instruction = request["systemInstruction"] ?? request["system_instruction"]
+  const config = record(request["generationConfig"])
   const contents = array(request["contents"]).map(record)
   const last = contents.at(-1)
-  const results =
-    last !== undefined && last["role"] !== "model"
-      ? array(last["parts"])
-          .map(record)
-          .map((part) => part["functionResponse"] ?? part["function_response"])
-          .filter((response) => response !== undefined)
-      : []
+  const parts = last !== undefined && last["role"] !== "model" ? array(last["parts"]).map(record) : []
+  const responseOf = (part: Readonly<Record<string, unknown>>) => part["functionResponse"] ?? part["function_response"]
+  // The function responses count when no user text follows them in the content.
+  const lastResponse = lastIndexOf(parts, (part) => responseOf(part) !== undefined)
+  const textAfter = parts.slice(lastResponse + 1).some((part) => typeof part["text"] === "string" && userPartText(part["text"]) !== "")
+  const results = textAfter ? [] : parts.map(responseOf).filter((response) => response !== undefined)
   return {
     model: target?.model ?? "",
     system: typeof instruction === "string" ? instruction : textsOf(record(instruction)["parts"]).join("\n\n"),
@@ -68,7 +68,8 @@ const parse = (body: unknown, url: URL): ParsedCall => {
         return name === undefined ? [] : [name]
       })
     ),
-    stream: target?.method === "streamGenerateContent"
+    stream: target?.method === "streamGenerateContent",
+    responseSchema: config["responseMimeType"] === "application/json" ? (config["responseJsonSchema"] ?? config["responseSchema"] ?? {}) : undefined
   }
 }
 

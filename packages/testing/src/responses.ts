@@ -33,6 +33,10 @@ const textsOf = (content: unknown): ReadonlyArray<string> =>
 
 const toolOutputTypes = new Set(["function_call_output", "custom_tool_call_output", "local_shell_call_output"])
 
+/** `{type: "json_schema", schema}` → the schema; `{type: "json_object"}` → any JSON. */
+const jsonSchema = (format: Readonly<Record<string, unknown>>): unknown =>
+  format["type"] === "json_schema" ? (format["schema"] ?? {}) : format["type"] === "json_object" ? {} : undefined
+
 const parse = (body: unknown): ParsedCall => {
   const request = record(body)
   const rawInput = request["input"]
@@ -57,11 +61,20 @@ const parse = (body: unknown): ParsedCall => {
       .map((message) => userText(textsOf(message["content"])))
       .filter((text) => text !== ""),
     toolOutput: trailing.length === 0 ? undefined : trailing.map((item) => outputText(record(item)["output"])).join("\n"),
-    tools: array(request["tools"]).flatMap((tool) => {
+    tools: array(request["tools"]).flatMap((tool): ReadonlyArray<string> => {
       const name = string(record(tool)["name"]) ?? string(record(tool)["type"])
+      // A namespace (Codex groups each MCP server's tools so: `{type: "namespace", name:
+      // "mcp__SERVER", tools: [...]}`) offers its inner tools, named `NAMESPACE__TOOL`.
+      if (record(tool)["type"] === "namespace") {
+        return array(record(tool)["tools"]).flatMap((inner) => {
+          const innerName = string(record(inner)["name"])
+          return innerName === undefined ? [] : [name === undefined ? innerName : `${name}__${innerName}`]
+        })
+      }
       return name === undefined ? [] : [name]
     }),
-    stream: request["stream"] === true
+    stream: request["stream"] === true,
+    responseSchema: jsonSchema(record(record(request["text"])["format"]))
   }
 }
 

@@ -5,22 +5,25 @@
  * is not the user's text. Claude Code adds `<system-reminder>…</system-reminder>` blocks (as
  * extra content parts, or inside a part); Codex sends `<environment_context>…` and
  * `# AGENTS.md instructions for …` user messages; Gemini CLI sends a first user part of
- * `<session_context>…`. So, for each text part: every `<system-reminder>` block is cut out; a part
- * that is then nothing but one `<tag>…</tag>` block (a tag name with a letter, digit, `_` or `-`
- * only) or an `# AGENTS.md instructions` block is dropped; the remaining parts of one message are
- * trimmed and joined with a newline. A user message with no text left (only tool results, or only
- * context) is not a user text.
+ * `<session_context>…`; `opencode run "PROMPT"` sends a prompt given as one argument with spaces
+ * inside double quotes. So, for each text part: every `<system-reminder>` block is cut out; a part
+ * that is then nothing but one `<tag>…</tag>` block (a tag name of letters, digits, `_` or `-`) or
+ * an `# AGENTS.md instructions` block or Claude Code's `[Request interrupted by user…]` marker is
+ * dropped; a part wholly inside double quotes loses them;
+ * the remaining parts of one message are trimmed and joined with a newline. A user message with no
+ * text left (only tool results, or only context) is not a user text.
  */
 
 const systemReminder = /<system-reminder>[\s\S]*?<\/system-reminder>/g
 const wholeTagBlock = /^<([A-Za-z][\w-]*)(\s[^>]*)?>[\s\S]*<\/\1>$/
 const agentsMd = /^# AGENTS\.md instructions for /
+const interrupted = /^\[Request interrupted by user[^\]]*\]$/
 
 /** One text part of a user message, with the CLI's wrappers removed ("" when it is all wrapper). */
 export const userPartText = (text: string): string => {
   const cut = text.replace(systemReminder, "").trim()
-  if (wholeTagBlock.test(cut) || agentsMd.test(cut)) return ""
-  return cut
+  if (wholeTagBlock.test(cut) || agentsMd.test(cut) || interrupted.test(cut)) return ""
+  return cut.length >= 2 && cut.startsWith('"') && cut.endsWith('"') ? cut.slice(1, -1).trim() : cut
 }
 
 /** The user text of one message made of these text parts ("" when none is left). */
@@ -68,4 +71,47 @@ export const splitText = (text: string, count = 3): ReadonlyArray<string> => {
   const pieces: Array<string> = []
   for (let start = 0; start < chars.length; start += size) pieces.push(chars.slice(start, start + size).join(""))
   return pieces
+}
+
+/**
+ * A JSON value following this JSON schema, filled with this text: an object gets every property
+ * of its schema, a string the text (or its enum's first value), a number its minimum or 1, a
+ * boolean false, an array []. Types may be in upper case (Gemini's schemas).
+ */
+export const jsonFor = (schema: unknown, text: string): unknown => {
+  if (typeof schema !== "object" || schema === null) return text
+  const s = schema as Record<string, unknown>
+  const first = (value: unknown): unknown => (Array.isArray(value) ? value[0] : value)
+  if (Array.isArray(s["enum"]) && s["enum"].length > 0) return s["enum"][0]
+  if ("const" in s) return s["const"]
+  const choice = first(s["anyOf"]) ?? first(s["oneOf"]) ?? first(s["allOf"])
+  if (choice !== undefined && s["type"] === undefined) return jsonFor(choice, text)
+  const type = String(first(s["type"]) ?? (s["properties"] === undefined ? "string" : "object")).toLowerCase()
+  switch (type) {
+    case "object": {
+      const properties = typeof s["properties"] === "object" && s["properties"] !== null ? (s["properties"] as Record<string, unknown>) : {}
+      return Object.fromEntries(Object.entries(properties).map(([key, value]) => [key, jsonFor(value, text)]))
+    }
+    case "array":
+      return []
+    case "number":
+    case "integer":
+      return typeof s["minimum"] === "number" ? s["minimum"] : 1
+    case "boolean":
+      return false
+    case "null":
+      return null
+    default:
+      return text
+  }
+}
+
+/** This text when it is JSON; else the schema filled with it ({@link jsonFor}), as JSON. */
+export const asJson = (schema: unknown, text: string): string => {
+  try {
+    JSON.parse(text)
+    return text
+  } catch {
+    return JSON.stringify(jsonFor(schema, text))
+  }
 }

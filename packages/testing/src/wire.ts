@@ -93,6 +93,8 @@ export interface ParsedCall {
   readonly toolOutput: string | undefined
   readonly tools: ReadonlyArray<string>
   readonly stream: boolean
+  /** The JSON schema the answer must follow, or undefined. */
+  readonly responseSchema: unknown
 }
 
 /** How one protocol reads its calls and writes its answers. */
@@ -114,4 +116,10 @@ export const bearer = (headers: Readonly<Record<string, string>>): string | unde
   if (value === undefined) return undefined
   const match = /^Bearer\s+(.*)$/i.exec(value)
   return match?.[1]?.trim()
+}
+
+/** The index of the last element matching, or -1 (Array.prototype.findLastIndex is ES2023). */
+export const lastIndexOf = <A>(items: ReadonlyArray<A>, predicate: (item: A) => boolean): number => {
+  for (let index = items.length - 1; index >= 0; index -= 1) if (predicate(items[index] as A)) return index
+  return -1
 }

@@ -188,7 +188,11 @@ export const layer = (connection: Connection): Layer.Layer<ExecutionHost.Executi
             ))
         }),
         // No debug windows on workers.
-        retain: (_runId, sandbox) => sandbox.release
+        retain: (_runId, sandbox) => sandbox.release,
+        // A worker keeps no agent CLI sessions between executions: a continued run starts a new
+        // session with the conversation so far (docs/harnesses.md).
+        agentState: () => Effect.succeedNone,
+        saveAgentState: () => Effect.void
       })
     })
   )

@@ -7,6 +7,9 @@
 /** The blob key of a run's raw transcript. */
 export const transcriptKey = (runId: string): string => `transcripts/${runId}.jsonl`
 
+/** The session files of a run's agent CLI (a gzipped tar of its home's session paths), for its next execution. */
+export const agentStateKey = (runId: string): string => `agent-state/${runId}.tar.gz`
+
 /** Where a delivery's raw body is kept for the runs it starts. */
 export const eventPayloadKey = (deliveryId: string): string => `webhook-payloads/${deliveryId}.json`
 

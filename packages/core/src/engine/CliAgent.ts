@@ -13,12 +13,18 @@
  *   keeps its state and settings there and reads nothing of the host's.
  * - Cancel: the CLI's own interrupt (SIGINT, as Ctrl-C) on the cancel message; the loop then
  *   terminates it (SIGTERM, SIGKILL) once the grace period has passed. No turn starts after it.
+ * - A continued run (a new execution in a new sandbox) resumes the CLI's session: the session files
+ *   the last execution left (`archiveState`, the adapter's `sessionState` paths, kept by the host)
+ *   are restored into the new agent's home first. Without them (not kept, too large, a restore
+ *   that failed, a CLI without `sessionState`) it starts a new session whose first message tells
+ *   the task and the conversation so far.
  */
 import { Deferred, Duration, Effect, Fiber, Option, Queue, Stream, Take } from "effect"
 import type { Scope } from "effect"
 import type { HistoryMessage } from "../domain/Harness.js"
 import { AGENT_HOME } from "../ports/AgentHarness.js"
-import type { AgentHarness, HarnessLaunch, HarnessTurn } from "../ports/AgentHarness.js"
+import type { AgentHarness, HarnessLaunch, HarnessTurn, SessionState } from "../ports/AgentHarness.js"
+import { concatBytes } from "../internal/Bytes.js"
 import { type AgentProcess, ExecutorError, type Sandbox } from "../ports/Executor.js"
 
 /** How long the output of a turn that exited is still read. */
@@ -40,6 +46,30 @@ const WRITE_SCRIPT = [
   `mkdir -p "$(dirname "$f")" && head -n 1 | tr -d '"' | base64 -d > "$f"`
 ].join("\n")
 
+/** Exports the agent's home as the launch script does. */
+const HOME_EXPORT = LAUNCH_SCRIPT.split("\n").slice(0, 3).join("\n")
+
+/**
+ * Restores session files: `sh -c SCRIPT restore LINES AFTER`, the gzipped tar in base64 on stdin
+ * (LINES JSON strings), then the harness's command to run after a restore.
+ */
+const RESTORE_SCRIPT = [
+  HOME_EXPORT,
+  `head -n "$1" | tr -d '"' | base64 -d | tar -xzf - -C "$HOME" || exit 1`,
+  `eval "$2"`
+].join("\n")
+
+/** Archives the session paths that exist (`sh -c SCRIPT archive PATH…`): a gzipped tar, in base64, on stdout. */
+const ARCHIVE_SCRIPT = [
+  `cd "$(pwd)/${AGENT_HOME}" 2>/dev/null || exit 0`,
+  `for p in "$@"; do shift; [ -e "$p" ] && set -- "$@" "$p"; done`,
+  `[ $# -gt 0 ] || exit 0`,
+  `tar -czf - "$@" | base64`
+].join("\n")
+
+/** The most session state kept for a continuation (larger: the continuation starts a new session). */
+export const MAX_AGENT_STATE_BYTES = 64 * 1024 * 1024
+
 /** The argv that starts a launch. */
 export const launchCommand = (launch: HarnessLaunch): Array<string> => [
   "/bin/sh",
@@ -53,11 +83,19 @@ export const launchCommand = (launch: HarnessLaunch): Array<string> => [
 const safePath = (path: string) =>
   path !== "" && !path.startsWith("/") && path.split("/").every((part) => part !== "" && part !== "." && part !== "..")
 
-const base64Of = (text: string): string => {
-  const bytes = new TextEncoder().encode(text)
+const base64OfBytes = (bytes: Uint8Array): string => {
   let binary = ""
   for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000))
   return btoa(binary)
+}
+
+const base64Of = (text: string): string => base64OfBytes(new TextEncoder().encode(text))
+
+const bytesOfBase64 = (text: string): Uint8Array => {
+  const binary = atob(text)
+  const bytes = new Uint8Array(binary.length)
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i)
+  return bytes
 }
 
 /** Writes a launch's files into the agent's home. */
@@ -71,6 +109,57 @@ const writeFiles = (sandbox: Sandbox, files: HarnessLaunch["files"]) =>
       const code = yield* writer.exitCode
       if (code !== 0) return yield* new ExecutorError({ message: `could not write ${file.path} into the agent's home (exit code ${code})` })
     })), { discard: true })
+
+/** Runs a helper command in the sandbox to its end: its stdout (at most `limit` bytes) and exit code. */
+const runHelper = (sandbox: Sandbox, argv: ReadonlyArray<string>, lines: ReadonlyArray<string>, limit: number) =>
+  Effect.scoped(Effect.gen(function*() {
+    const helper = yield* sandbox.start(argv, {})
+    let size = 0
+    const chunks: Array<Uint8Array> = []
+    const reading = yield* helper.stdout.pipe(
+      Stream.runForEach((chunk) => Effect.sync(() => {
+        size += chunk.length
+        if (size <= limit) chunks.push(chunk)
+      })),
+      Effect.ignore,
+      Effect.fork
+    )
+    for (const line of lines) yield* helper.send(line)
+    const code = yield* helper.exitCode
+    yield* Fiber.join(reading).pipe(Effect.timeoutOption(Duration.millis(DRAIN_MS)))
+    return { code, output: size <= limit ? chunks : undefined }
+  }))
+
+/** Restores a CLI's session files into the agent's home of a new sandbox. */
+const restoreState = (sandbox: Sandbox, state: SessionState, bytes: Uint8Array) =>
+  Effect.gen(function*() {
+    const text = base64OfBytes(bytes)
+    const lines: Array<string> = []
+    for (let i = 0; i < text.length; i += 65_536) lines.push(text.slice(i, i + 65_536))
+    const { code } = yield* runHelper(
+      sandbox,
+      ["/bin/sh", "-c", RESTORE_SCRIPT, "restore", String(lines.length), state.afterRestore ?? ":"],
+      lines,
+      0
+    )
+    if (code !== 0) return yield* new ExecutorError({ message: `restoring the agent's session files failed (exit code ${code})` })
+  })
+
+/** The CLI's session files in the sandbox now (a gzipped tar), if any and not too large. */
+export const archiveState = (sandbox: Sandbox, harness: AgentHarness): Effect.Effect<Option.Option<Uint8Array>, ExecutorError> =>
+  Effect.gen(function*() {
+    const state = harness.sessionState
+    if (state === undefined) return Option.none()
+    const { code, output } = yield* runHelper(
+      sandbox,
+      ["/bin/sh", "-c", ARCHIVE_SCRIPT, "archive", ...state.paths],
+      [],
+      Math.ceil(MAX_AGENT_STATE_BYTES * 4 / 3) + 1024 * 1024
+    )
+    if (code !== 0 || output === undefined) return Option.none()
+    const text = new TextDecoder().decode(concatBytes(output)).replace(/\s+/g, "")
+    return text === "" ? Option.none() : Option.some(bytesOfBase64(text))
+  })
 
 /** The earlier conversation of a run, as text for a CLI that starts a new session in a continuation. */
 export const historyText = (history: ReadonlyArray<HistoryMessage>): string =>
@@ -107,9 +196,13 @@ export interface CliAgentOptions {
   readonly harness: AgentHarness
   /** What every turn carries besides its message and session. */
   readonly turn: Omit<HarnessTurn, "message" | "session_id">
-  readonly message: string
-  /** Messages already waiting: the next turns. */
-  readonly queued: ReadonlyArray<string>
+  readonly prompt: string
+  /** The conversation of the run's earlier executions (a continuation). */
+  readonly history: ReadonlyArray<HistoryMessage>
+  /** Follow-ups waiting at the start. */
+  readonly followups: ReadonlyArray<string>
+  /** In a continuation: the CLI's session of the earlier executions and its saved files. */
+  readonly resume: { readonly session_id: string; readonly state: Uint8Array } | null
   /** The CLI session the output reported so far (the execution's state); null before it did. */
   readonly session: () => string | null
   /** Variables of every process (the agent's, from the loop). */
@@ -124,13 +217,27 @@ export const start = (options: CliAgentOptions): Effect.Effect<AgentProcess, Exe
     const { harness, sandbox } = options
     const output = yield* Queue.bounded<Take.Take<Uint8Array, ExecutorError>>(16)
     const exited = yield* Deferred.make<number, ExecutorError>()
-    const waiting: Array<string> = [...options.queued]
+    // A continuation resumes the CLI's session when its files could be restored; else it starts
+    // a new session told the conversation so far.
+    const resumed = options.resume !== null && harness.sessionState !== undefined
+      ? yield* restoreState(sandbox, harness.sessionState, options.resume.state).pipe(
+        Effect.as(options.resume.session_id),
+        Effect.catchAll((e) => Effect.as(Effect.logWarning(`agent CLI: ${e.message}; starting a new session`), null))
+      )
+      : null
+    const first = resumed === null
+      ? firstMessage(options.prompt, options.history, options.followups)
+      : {
+        message: options.followups.filter((m) => m.trim() !== "").join("\n\n") || "Continue the task from where it stopped.",
+        queued: []
+      }
+    const waiting: Array<string> = [...first.queued]
     let current: AgentProcess | undefined
     let stopping = false
 
     const launchTurn = (message: string) =>
       Effect.gen(function*() {
-        const launch = harness.launch({ ...options.turn, message, session_id: options.session() })
+        const launch = harness.launch({ ...options.turn, message, session_id: options.session() ?? resumed })
         yield* writeFiles(sandbox, launch.files)
         return yield* sandbox.start(launchCommand(launch), { ...options.env, ...launch.env })
       })
@@ -150,9 +257,9 @@ export const start = (options: CliAgentOptions): Effect.Effect<AgentProcess, Exe
         return code
       })
 
-    const first = yield* launchTurn(options.message)
+    const started = yield* launchTurn(first.message)
     yield* Effect.gen(function*() {
-      let code = yield* turn(first)
+      let code = yield* turn(started)
       while (code === 0 && !stopping) {
         waiting.push(...(yield* options.takeFollowups))
         if (waiting.length === 0 || stopping) break

@@ -60,6 +60,13 @@ export interface ExecutionHostService {
    * debug window; a host without debug windows releases it.
    */
   readonly retain: (runId: RunId, sandbox: Sandbox) => Effect.Effect<void>
+  /**
+   * The session files an agent CLI left in the run's earlier execution (CliAgent.ts), for the
+   * execution to resume its session; none where they are not kept (a self-hosted worker).
+   */
+  readonly agentState: (runId: RunId) => Effect.Effect<Option.Option<Uint8Array>, StorageError>
+  /** Keeps the session files of the execution's agent CLI for the run's next execution. */
+  readonly saveAgentState: (runId: RunId, executionId: ExecutionId, state: Uint8Array) => Effect.Effect<void, Lost | StorageError>
 }
 
 export class ExecutionHost extends Context.Tag("@agent-runs/core/ExecutionHost")<ExecutionHost, ExecutionHostService>() {}

@@ -33,7 +33,7 @@ import { Deferred, Duration, Effect, Either, Fiber, Layer, Option, Ref, Schedule
 import type { Scope } from "effect"
 import { eventLines, followupMessage, newExecutionState, outcomeOf } from "../domain/Harness.js"
 import type { McpDirectServer } from "../domain/McpServers.js"
-import { AgentHarnesses } from "../ports/AgentHarness.js"
+import { type AgentHarness, AgentHarnesses } from "../ports/AgentHarness.js"
 import * as CliAgent from "./CliAgent.js"
 import type { StartMessage } from "../domain/Harness.js"
 import { Health, outage, supervise } from "./Health.js"
@@ -79,6 +79,26 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
   let running = 0
   /** Serializes claiming: one claimer at a time. */
   const claiming = yield* Effect.makeSemaphore(1)
+
+  /** A continuation's CLI session and its saved files, when both are there. */
+  const resumeOf = (plan: ExecutionPlan, cli: AgentHarness) =>
+    Effect.gen(function*() {
+      if (plan.resume_session === null || cli.sessionState === undefined) return null
+      const state = yield* host.agentState(plan.run_id).pipe(
+        Effect.catchAll((e) => Effect.as(Effect.logWarning("execution: the agent's session files could not be read", e), Option.none()))
+      )
+      return Option.isSome(state) ? { session_id: plan.resume_session, state: state.value } : null
+    })
+
+  /** Saves the CLI's session files of an execution; a failure only costs the next one its resume. */
+  const keepAgentState = (plan: ExecutionPlan, sandbox: Sandbox, cli: AgentHarness) =>
+    CliAgent.archiveState(sandbox, cli).pipe(
+      Effect.flatMap(Option.match({
+        onNone: () => Effect.void,
+        onSome: (state) => host.saveAgentState(plan.run_id, plan.execution_id, state)
+      })),
+      Effect.catchAll((e) => Effect.logWarning("execution: the agent's session files could not be kept", e))
+    )
 
   /** Runs one claimed plan to its end. */
   const execute = (plan: ExecutionPlan): Effect.Effect<void, never, Scope.Scope> =>
@@ -149,7 +169,10 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
             auth: plan.agent.auth,
             attachments: sandbox.attachments
           },
-          ...CliAgent.firstMessage(plan.start.prompt, plan.start.history, followups),
+          prompt: plan.start.prompt,
+          history: plan.start.history,
+          followups,
+          resume: yield* resumeOf(plan, cli),
           session: () => state.session?.session_id ?? null,
           env,
           takeFollowups: host.followups(runId, executionId).pipe(Effect.orElseSucceed(() => []))
@@ -201,6 +224,8 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
       yield* Fiber.interrupt(flushing)
       yield* session.flushLast(out, holding)
       if (yield* Ref.get(stopped)) return
+      // The CLI's session files, for a continuation to resume (before the run is seen ended).
+      if (cli !== undefined) yield* keepAgentState(plan, sandbox, cli)
       const outcome = outcomeOf(state, exitCode)
       yield* record(
         outcome._tag === "Succeeded"

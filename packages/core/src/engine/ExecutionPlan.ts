@@ -59,6 +59,8 @@ export interface ExecutionPlan {
   readonly agent: PlannedAgent
   /** Why the agent CLI cannot run (its auth secret is gone): the run fails `integration_not_configured`. */
   readonly unconfigured: string | null
+  /** In a continuation, the agent CLI's session of the run's earlier executions (to resume); null otherwise. */
+  readonly resume_session: string | null
   /** What the start message carries besides the sandbox's attachments, the mode, the follow-ups and the API. */
   readonly start: Pick<StartMessage, "conversation_id" | "prompt" | "title" | "base_prompt" | "model_id" | "skill" | "mcp_servers" | "history">
   /** The run's usage before this execution: the agent's is added to it. */
@@ -181,6 +183,7 @@ export const planOf = (claimed: ClaimedRun, sources: PlanSources): Effect.Effect
       failure: Either.isLeft(inputs) ? inputs.left.message : null,
       agent: Either.getOrElse(agent, () => ({ type: "oz" as const })),
       unconfigured: Either.isLeft(agent) ? agent.left : null,
+      resume_session: run.execution_count > 1 ? run.session_id : null,
       start: {
         conversation_id: run.conversation_id,
         prompt: run.prompt,

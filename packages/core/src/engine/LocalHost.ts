@@ -4,7 +4,10 @@
  * resolve MCP servers with the team's secrets; a failed setup's sandbox goes to its debug window
  * (DebugWindows.ts).
  */
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer, Option, Stream } from "effect"
+import { agentStateKey } from "../domain/BlobKeys.js"
+import { concatBytes } from "../internal/Bytes.js"
+import { BlobStore } from "../ports/BlobStore.js"
 import { RepoSource } from "../ports/RepoSource.js"
 import { RunStore } from "../ports/RunStore.js"
 import { SecretStore } from "../ports/SecretStore.js"
@@ -14,7 +17,7 @@ import { planOf } from "./ExecutionPlan.js"
 import { RunExecutions } from "./RunExecutions.js"
 import { DispatcherConfig } from "./Settings.js"
 
-export const layer: Layer.Layer<ExecutionHost, never, RunExecutions | RunStore | RepoSource | SecretStore | DebugWindows | DispatcherConfig> =
+export const layer: Layer.Layer<ExecutionHost, never, RunExecutions | RunStore | RepoSource | SecretStore | DebugWindows | DispatcherConfig | BlobStore> =
   Layer.effect(
     ExecutionHost,
     Effect.gen(function*() {
@@ -23,6 +26,7 @@ export const layer: Layer.Layer<ExecutionHost, never, RunExecutions | RunStore |
       const store = yield* RunStore
       const sources = { repos: yield* RepoSource, secrets: Option.some(yield* SecretStore), debugWindows: true }
       const windows = yield* DebugWindows
+      const blobs = yield* BlobStore
       return ExecutionHost.of({
         wakeups: store.wakeups,
         claim: (executionId) =>
@@ -38,7 +42,17 @@ export const layer: Layer.Layer<ExecutionHost, never, RunExecutions | RunStore |
         report: executions.report,
         followups: executions.followups,
         output: executions.output,
-        retain: windows.retain
+        retain: windows.retain,
+        agentState: (runId) =>
+          blobs.read(agentStateKey(runId)).pipe(
+            Effect.flatMap(Option.match({
+              onNone: () => Effect.succeedNone,
+              onSome: (stream) => Effect.map(Stream.runCollect(stream), (chunks) => Option.some(concatBytes([...chunks])))
+            }))
+          ),
+        saveAgentState: (runId, executionId, state) =>
+          // Only the execution holding the run writes its state.
+          executions.held(runId, executionId).pipe(Effect.zipRight(blobs.put(agentStateKey(runId), state)))
       })
     })
   )

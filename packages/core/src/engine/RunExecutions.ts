@@ -220,10 +220,16 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
       }).pipe(Effect.catchTag("StaleWrite", () => Effect.fail(new Lost())))
 
     /** Takes the follow-ups waiting for the agent of the execution holding the run. */
-    const followups = (runId: RunId, executionId: ExecutionId) =>
+    /** Fails `Lost` unless the execution holds the run. */
+    const held = (runId: RunId, executionId: ExecutionId) =>
       Effect.gen(function*() {
         const found = yield* store.get(runId)
         if (Option.isNone(found) || !holds(found.value, executionId)) return yield* new Lost()
+      })
+
+    const followups = (runId: RunId, executionId: ExecutionId) =>
+      Effect.gen(function*() {
+        yield* held(runId, executionId)
         return (yield* store.takeFollowups(runId)).map((f) => f.message)
       })
 
@@ -240,6 +246,6 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
       addArtifact: (artifact: Artifact) => store.addArtifact(runId, artifact)
     })
 
-    return { advance, advanceUnlessLost, admit, claim, record, report, followups, renew, output } as const
+    return { advance, advanceUnlessLost, admit, claim, record, report, held, followups, renew, output } as const
   })
 }) {}

@@ -56,6 +56,18 @@ export interface HarnessLaunch {
 /** Turns one line of the CLI's output (without its newline) into our harness events. */
 export type HarnessDecoder = (line: string) => ReadonlyArray<HarnessEvent>
 
+/**
+ * Where a CLI keeps its sessions, so that a continued run (a new execution, in a new sandbox)
+ * resumes the same session: `paths` (relative to the agent's home) are saved when an execution
+ * ends and restored before the next one's first turn; `afterRestore` is a shell command run then
+ * in the work directory with `HOME` set (for a CLI that files sessions under its work directory's
+ * path, which differs from one sandbox to the next).
+ */
+export interface SessionState {
+  readonly paths: ReadonlyArray<string>
+  readonly afterRestore?: string
+}
+
 /** An agent CLI. */
 export interface AgentHarness {
   readonly type: CliHarnessType
@@ -63,6 +75,8 @@ export interface AgentHarness {
   readonly launch: (turn: HarnessTurn) => HarnessLaunch
   /** A decoder for one execution's output. */
   readonly decoder: () => HarnessDecoder
+  /** Its sessions' files; without it a continued run starts a new session with the conversation so far. */
+  readonly sessionState?: SessionState
 }
 
 /** The agent CLIs the service can run, by type; a type without an adapter fails its runs. */
