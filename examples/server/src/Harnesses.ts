@@ -6,9 +6,11 @@
 import { AgentHarnesses } from "@agent-runs/core/ports/AgentHarness"
 import { claudeHarness } from "@agent-runs/harness-claude"
 import { codexHarness } from "@agent-runs/harness-codex"
+import { geminiHarness } from "@agent-runs/harness-gemini"
 import { Layer } from "effect"
 
 export const HarnessesLive = Layer.succeed(AgentHarnesses, new Map([
   ["claude", claudeHarness()],
-  ["codex", codexHarness()]
+  ["codex", codexHarness()],
+  ["gemini", geminiHarness()]
 ] as const))

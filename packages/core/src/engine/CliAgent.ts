@@ -9,8 +9,9 @@
  *   CLI is done when a turn ends with nothing waiting, or fails (its exit code is the agent's).
  * - Each turn's files are written into the agent's home first, by a small shell command that
  *   decodes them from base64 on its stdin (every sandbox has `/bin/sh`, `head`, `tr` and
- *   `base64`); the command then runs with `HOME` and the XDG directories in that home, so the CLI
- *   keeps its state and settings there and reads nothing of the host's.
+ *   `base64`); the command then runs with `HOME`, the XDG directories and `TMPDIR` in that home,
+ *   so the CLI keeps its state, settings and temporary files there (some write reports to the
+ *   temporary directory, readable by all users of a shared `/tmp`) and reads nothing of the host's.
  * - Cancel: the CLI's own interrupt (SIGINT, as Ctrl-C) on the cancel message; the loop then
  *   terminates it (SIGTERM, SIGKILL) once the grace period has passed. No turn starts after it.
  * - A continued run (a new execution in a new sandbox) resumes the CLI's session: the session files
@@ -34,7 +35,8 @@ const DRAIN_MS = 2_000
 const LAUNCH_SCRIPT = [
   `export HOME="$(pwd)/${AGENT_HOME}"`,
   `export XDG_CONFIG_HOME="$HOME/.config" XDG_DATA_HOME="$HOME/.local/share" XDG_STATE_HOME="$HOME/.local/state" XDG_CACHE_HOME="$HOME/.cache"`,
-  `mkdir -p "$HOME"`,
+  `export TMPDIR="$HOME/.tmp"`,
+  `mkdir -p "$TMPDIR"`,
   `s="$1"; shift`,
   `if [ -n "$s" ]; then exec "$@" < "$HOME/$s"; else exec "$@" < /dev/null; fi`
 ].join("\n")
@@ -47,7 +49,7 @@ const WRITE_SCRIPT = [
 ].join("\n")
 
 /** Exports the agent's home as the launch script does. */
-const HOME_EXPORT = LAUNCH_SCRIPT.split("\n").slice(0, 3).join("\n")
+const HOME_EXPORT = LAUNCH_SCRIPT.split("\n").slice(0, 4).join("\n")
 
 /**
  * Restores session files: `sh -c SCRIPT restore LINES AFTER`, the gzipped tar in base64 on stdin
