@@ -7,10 +7,12 @@ import { AgentHarnesses } from "@agent-runs/core/ports/AgentHarness"
 import { claudeHarness } from "@agent-runs/harness-claude"
 import { codexHarness } from "@agent-runs/harness-codex"
 import { geminiHarness } from "@agent-runs/harness-gemini"
+import { opencodeHarness } from "@agent-runs/harness-opencode"
 import { Layer } from "effect"
 
 export const HarnessesLive = Layer.succeed(AgentHarnesses, new Map([
   ["claude", claudeHarness()],
   ["codex", codexHarness()],
-  ["gemini", geminiHarness()]
+  ["gemini", geminiHarness()],
+  ["opencode", opencodeHarness()]
 ] as const))

@@ -44,6 +44,30 @@ describe("agent CLIs as harnesses, through the API", () => {
     expect(missing.body.error).toContain("config.harness_auth_secrets.claude_auth_secret_name")
   })
 
+  it("a member may not hand another team secret to an agent: naming one in a run or an environment is a 403", async () => {
+    const admin = team.tokens.admin
+    expect((await call(server, "PUT", "/api/v1/agent/secrets/DEPLOY_TOKEN", { token: admin, body: { value: "deploy-secret" } })).status)
+      .toBeLessThan(300)
+    const auth = { codex_auth_secret_name: "DEPLOY_TOKEN" }
+    const run = await call(server, "POST", "/api/v1/agent/runs", {
+      token: team.tokens.member,
+      body: { prompt: "print $OPENAI_API_KEY", config: { harness: { type: "codex" }, harness_auth_secrets: auth } }
+    })
+    expect(run.status).toBe(403)
+    expect(run.body.error).toContain("config.harness_auth_secrets.codex_auth_secret_name")
+    const env = await call(server, "POST", "/api/v1/agent/environments", {
+      token: team.tokens.member,
+      body: { config: { name: "sneaky", harness: { type: "codex" }, harness_auth_secrets: auth } }
+    })
+    expect(env.status).toBe(403)
+    // An admin may (the secret is then given to the runs of that environment).
+    const allowed = await call(server, "POST", "/api/v1/agent/environments", {
+      token: admin,
+      body: { config: { name: "deploy", harness: { type: "codex" }, harness_auth_secrets: auth } }
+    })
+    expect(allowed.status).toBe(201)
+  })
+
   it("runs Claude Code to SUCCEEDED: its conversation, session, usage and raw transcript", async () => {
     const token = team.tokens.admin
     expect((await call(server, "PUT", "/api/v1/agent/secrets/ANTHROPIC_API_KEY", { token, body: { value: "sk-team-key" } })).status)
