@@ -38,6 +38,8 @@ export interface FakeModelLike {
 
 export interface HarnessSuiteOptions {
   readonly harness: AgentHarness
+  /** The same adapter with a command that does not exist (the CLI missing from the sandbox). */
+  readonly missing: AgentHarness
   /** A real executor for the scope (its sandboxes under a temporary directory). */
   readonly executor: (root: string) => Layer.Layer<Executor>
   /** Starts a fake model server for the scope; with `apiKey`, other keys are refused. */
@@ -92,7 +94,8 @@ export const harnessSuite = (name: string, options: HarnessSuiteOptions): void =
       readonly plan: (prompt: string, overrides?: Partial<ExecutionPlan>) => ExecutionPlan
       readonly until: (runId: RunId, what: string, done: () => boolean) => Effect.Effect<void>
     }) => Effect.Effect<A, E>,
-    model: FakeModelLike
+    model: FakeModelLike,
+    harness: AgentHarness = options.harness
   ) =>
     Effect.gen(function*() {
       const root = Fs.mkdtempSync(Path.join(Os.tmpdir(), `agent-runs-${options.harness.type}-`))
@@ -137,7 +140,7 @@ export const harnessSuite = (name: string, options: HarnessSuiteOptions): void =
             IdsLive,
             Health.layer,
             Layer.succeed(DispatcherConfig, settings),
-            Layer.succeed(AgentHarnesses, new Map([[options.harness.type, options.harness]]))
+            Layer.succeed(AgentHarnesses, new Map([[harness.type, harness]]))
           ))
         ))
       )
@@ -271,6 +274,21 @@ export const harnessSuite = (name: string, options: HarnessSuiteOptions): void =
             const failed = run.events.at(-1)
             expect(failed).toMatchObject({ _tag: "Fail", error_code: "integration_not_configured" })
           }), model)
+      }), timeout * 2)
+
+    it.scopedLive("a CLI missing from the sandbox fails the run agent_failed, saying what to fix", () =>
+      Effect.gen(function*() {
+        const model = yield* options.model({})
+        yield* withLoop(({ host, plan, until }) =>
+          Effect.gen(function*() {
+            const p = plan("hello")
+            yield* host.offer(p)
+            yield* until(p.run_id, "the run ends", () => ["SUCCEEDED", "FAILED", "ERROR"].includes(ended(host, p.run_id)))
+            const run = yield* host.run(p.run_id)
+            expect(run.snapshot.state).toBe("FAILED")
+            expect(run.events.at(-1)).toMatchObject({ _tag: "Fail", error_code: "agent_failed" })
+            expect((run.events.at(-1) as { message: string }).message).toContain(`the ${options.harness.type} CLI was not found in the sandbox`)
+          }), model, options.missing)
       }), timeout * 2)
 
     it.scopedLive("the run's MCP servers reach the CLI: it starts them and offers their tools", () =>

@@ -7,6 +7,7 @@ import { claudeHarness } from "../src/index.js"
 
 harnessSuite("Claude Code", {
   harness: claudeHarness({ command: cliPath("@anthropic-ai/claude-code", "claude") }),
+  missing: claudeHarness({ command: "/nonexistent/claude" }),
   executor: (root) => ProcessExecutor.layer({ root: Path.join(root, "sandboxes"), reposDir: Path.join(root, "repos") }),
   model: fakeModel,
   endpoint: (url) => ({ ANTHROPIC_BASE_URL: url }),

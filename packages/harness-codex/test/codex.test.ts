@@ -7,6 +7,7 @@ import { codexHarness } from "../src/index.js"
 
 harnessSuite("Codex", {
   harness: codexHarness({ command: cliPath("@openai/codex", "codex") }),
+  missing: codexHarness({ command: "/nonexistent/codex" }),
   executor: (root) => ProcessExecutor.layer({ root: Path.join(root, "sandboxes"), reposDir: Path.join(root, "repos") }),
   model: fakeModel,
   endpoint: (url) => ({ OPENAI_BASE_URL: `${url}/v1` }),

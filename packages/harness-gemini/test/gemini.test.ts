@@ -7,6 +7,7 @@ import { geminiHarness } from "../src/index.js"
 
 harnessSuite("Gemini CLI", {
   harness: geminiHarness({ command: cliPath("@google/gemini-cli", "gemini") }),
+  missing: geminiHarness({ command: "/nonexistent/gemini" }),
   executor: (root) => ProcessExecutor.layer({ root: Path.join(root, "sandboxes"), reposDir: Path.join(root, "repos") }),
   model: fakeModel,
   endpoint: (url) => ({ GOOGLE_GEMINI_BASE_URL: url }),

@@ -7,6 +7,7 @@ import { opencodeHarness } from "../src/index.js"
 
 harnessSuite("opencode", {
   harness: opencodeHarness({ command: cliPath("opencode-ai", "opencode") }),
+  missing: opencodeHarness({ command: "/nonexistent/opencode" }),
   executor: (root) => ProcessExecutor.layer({ root: Path.join(root, "sandboxes"), reposDir: Path.join(root, "repos") }),
   model: fakeModel,
   endpoint: (url) => ({ OPENCODE_BASE_URL: `${url}/v1` }),

@@ -22,7 +22,9 @@
  */
 import { Deferred, Duration, Effect, Fiber, Option, Queue, Stream, Take } from "effect"
 import type { Scope } from "effect"
-import type { HistoryMessage } from "../domain/Harness.js"
+import type { AgentOutcome, ExecutionState, HistoryMessage } from "../domain/Harness.js"
+import { outcomeOf as agentOutcomeOf } from "../domain/Harness.js"
+import type { CliHarnessType } from "../domain/HarnessSelection.js"
 import { AGENT_HOME } from "../ports/AgentHarness.js"
 import type { AgentHarness, HarnessLaunch, HarnessTurn, SessionState } from "../ports/AgentHarness.js"
 import { concatBytes } from "../internal/Bytes.js"
@@ -162,6 +164,23 @@ export const archiveState = (sandbox: Sandbox, harness: AgentHarness): Effect.Ef
     const text = new TextDecoder().decode(concatBytes(output)).replace(/\s+/g, "")
     return text === "" ? Option.none() : Option.some(bytesOfBase64(text))
   })
+
+/**
+ * How an agent CLI's execution ended: as for any agent (Harness.outcomeOf), but an exit the CLI
+ * said nothing about is told so that the message says what to fix.
+ */
+export const outcomeOf = (type: CliHarnessType, state: ExecutionState, exitCode: number): AgentOutcome => {
+  const outcome = agentOutcomeOf(state, exitCode)
+  if (outcome._tag !== "Failed" || state.outcome !== undefined || state.violation !== undefined) return outcome
+  const message = exitCode === 127
+    ? `the ${type} CLI was not found in the sandbox (exit code 127): run on the agent image (docs/execution.md), or install the CLI where the sandbox's PATH finds it`
+    : exitCode === 126
+    ? `the ${type} CLI could not be executed in the sandbox (exit code 126): check that its command is executable by the sandbox's user`
+    : exitCode > 128
+    ? `the ${type} CLI was killed by signal ${exitCode - 128} without reporting a result (see the run's transcript)`
+    : `the ${type} CLI exited with code ${exitCode} without reporting a result (see the run's transcript)`
+  return { _tag: "Failed", error_code: "agent_failed", message }
+}
 
 /** The earlier conversation of a run, as text for a CLI that starts a new session in a continuation. */
 export const historyText = (history: ReadonlyArray<HistoryMessage>): string =>

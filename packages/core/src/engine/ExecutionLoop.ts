@@ -226,7 +226,7 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
       if (yield* Ref.get(stopped)) return
       // The CLI's session files, for a continuation to resume (before the run is seen ended).
       if (cli !== undefined) yield* keepAgentState(plan, sandbox, cli)
-      const outcome = outcomeOf(state, exitCode)
+      const outcome = cli === undefined ? outcomeOf(state, exitCode) : CliAgent.outcomeOf(cli.type, state, exitCode)
       yield* record(
         outcome._tag === "Succeeded"
           ? { _tag: "Succeed", ...(outcome.message === undefined ? {} : { message: outcome.message }) }
