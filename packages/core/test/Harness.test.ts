@@ -5,8 +5,10 @@ import { ConversationStep } from "../src/domain/Conversation.js"
 import { foldConversation } from "../src/domain/ConversationLog.js"
 import {
   emptyLineBuffer,
+  eventLines,
   type ExecutionState,
   flushLines,
+  type HarnessEvent,
   type HarnessLine,
   historyOf,
   MAX_JSON_DEPTH,
@@ -280,5 +282,26 @@ describe("historyOf", () => {
       json({ type: "message", role: "assistant", text: "three" })
     )
     expect(historyOf(conversationOf(state)).map((m) => (m.content[0] as { text: string }).text)).toEqual(["one", "two", "three"])
+  })
+})
+
+describe("eventLines: an agent CLI's decoder over untrusted output", () => {
+  it("refuses a line nested too deep before the decoder sees it, survives a decoder that throws, and drops or clamps invalid events", () => {
+    let seen = 0
+    const parse = eventLines((line) => {
+      seen++
+      if (line === "boom") throw new RangeError("Maximum call stack size exceeded")
+      if (line === "bad") return [{ type: "action", id: 5, category: "nope", name: "x" } as unknown as HarnessEvent]
+      return [{ type: "usage", input_tokens: 1e300, output_tokens: 3, inference_cost: Infinity, compute_cost: 0 }]
+    })
+    const deep = `${"[".repeat(5_000)}${"]".repeat(5_000)}`
+    expect(parse(deep)).toMatchObject({ _tag: "TooDeep" })
+    expect(seen).toBe(0)
+    expect(parse("boom")).toBeUndefined()
+    expect(parse("bad")).toEqual([])
+    expect(parse("usage")).toEqual([{
+      _tag: "Event",
+      event: { type: "usage", input_tokens: Number.MAX_SAFE_INTEGER, output_tokens: 3, inference_cost: 0, compute_cost: 0 }
+    }])
   })
 })

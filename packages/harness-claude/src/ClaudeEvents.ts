@@ -10,25 +10,17 @@
  *   the CLI's own words.
  * Anything else is skipped (the transcript keeps it).
  */
+import { countOf, isRecord, type JsonRecord, parseRecord, stringOf } from "@agent-runs/core/domain/CliOutput"
 import type { HarnessEvent } from "@agent-runs/core/domain/Harness"
 import { outputText, toolCategory } from "@agent-runs/core/domain/AgentTools"
 import type { HarnessDecoder } from "@agent-runs/core/ports/AgentHarness"
 
-type Json = Record<string, unknown>
+type Json = JsonRecord
 
-const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value)
-const str = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined)
-const num = (value: unknown): number => (typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : 0)
-
-const parse = (line: string): Json | undefined => {
-  if (!line.trimStart().startsWith("{")) return undefined
-  try {
-    const value: unknown = JSON.parse(line)
-    return isObject(value) ? value : undefined
-  } catch {
-    return undefined
-  }
-}
+const isObject = isRecord
+const str = stringOf
+const num = countOf
+const parse = parseRecord
 
 const contentOf = (event: Json): Array<Json> => {
   const content = isObject(event.message) ? event.message.content : undefined
@@ -89,7 +81,9 @@ export const decoder = (): HarnessDecoder => {
     }]
     if (event.is_error !== true) return events
     const status = typeof event.api_error_status === "number" ? event.api_error_status : undefined
-    const said = str(event.result) ?? lastText ?? (Array.isArray(event.errors) ? event.errors.map(String).join("; ") : undefined)
+    // Claude Code's own words first (`result`, then `errors`), the assistant's last text only then.
+    const errors = Array.isArray(event.errors) ? event.errors.flatMap((e) => (typeof e === "string" ? [e] : [])).join("; ") : ""
+    const said = str(event.result) ?? (errors === "" ? undefined : errors) ?? lastText
     const detail = said === undefined || said.trim() === "" ? `${str(event.subtype) ?? "error"}` : said.trim()
     const refused = (status !== undefined && AUTH_STATUSES.has(status)) || lastError === "authentication_failed"
     events.push(refused
@@ -116,10 +110,11 @@ export const decoder = (): HarnessDecoder => {
       case "system":
         if (event.subtype === "init" && typeof event.session_id === "string") {
           lastError = undefined
+          lastText = undefined
           return [{ type: "session", session_id: event.session_id, session_link: null }]
         }
         if (event.subtype === "api_retry") {
-          const status = event.error_status === undefined ? "" : ` (HTTP ${String(event.error_status)})`
+          const status = typeof event.error_status === "number" ? ` (HTTP ${event.error_status})` : ""
           return [{ type: "status", message: `retrying the model request${status}, attempt ${num(event.attempt)} of ${num(event.max_retries)}` }]
         }
         return []

@@ -52,7 +52,7 @@ export const sessionState: SessionState = {
   paths: [".claude/projects"],
   afterRestore: [
     `k="$(pwd -P | sed 's/[^A-Za-z0-9]/-/g')"; d="$HOME/.claude/projects"`,
-    `for p in "$d"/*; do [ "$p" = "$d/$k" ] || { mkdir -p "$d/$k" && cp -a "$p"/. "$d/$k"/ && rm -rf "$p"; }; done`
+    `for p in "$d"/*; do [ -L "$p" ] && { rm -f "$p"; continue; }; [ "$p" = "$d/$k" ] || { mkdir -p "$d/$k" && cp -a "$p"/. "$d/$k"/ && rm -rf "$p"; }; done`
   ].join("\n")
 }
 

@@ -30,25 +30,17 @@
  *   Codex's own words (the turn's error, else the fatal `error` before it).
  * Anything else (`turn.started`, lines that are not JSON) is skipped (the transcript keeps it).
  */
+import { countOf, isRecord, type JsonRecord, parseRecord, stringOf } from "@agent-runs/core/domain/CliOutput"
 import type { HarnessEvent } from "@agent-runs/core/domain/Harness"
 import { outputText, toolCategory } from "@agent-runs/core/domain/AgentTools"
 import type { HarnessDecoder } from "@agent-runs/core/ports/AgentHarness"
 
-type Json = Record<string, unknown>
+type Json = JsonRecord
 
-const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value)
-const str = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined)
-const num = (value: unknown): number => (typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : 0)
-
-const parse = (line: string): Json | undefined => {
-  if (!line.trimStart().startsWith("{")) return undefined
-  try {
-    const value: unknown = JSON.parse(line)
-    return isObject(value) ? value : undefined
-  } catch {
-    return undefined
-  }
-}
+const isObject = isRecord
+const str = stringOf
+const num = countOf
+const parse = parseRecord
 
 /** A stream error Codex retries: `Reconnecting... 2/5 (…)`. */
 const RETRY = /^Reconnecting\.\.\./
@@ -65,8 +57,16 @@ const UNREACHABLE = /connection failed|error sending request|failed to lookup ad
 /** The HTTP status Codex quotes (`unexpected status 401 Unauthorized: …`). */
 const STATUS = /\bstatus:? (\d{3})\b/i
 
-/** The skill file a shell command reads, if any. */
-const SKILL_FILE = /[^\s'"`]*skills\/[^\s'"`/]+\/SKILL\.md/
+/** A word of a shell command naming a skill file (anchored: tested word by word, never on the whole command). */
+const SKILL_FILE = /^(?:.*\/)?skills\/[^/]+\/SKILL\.md$/
+
+/** The skill file a shell command reads, if any: its first word naming one (the first 64 KiB of the command only). */
+const skillFileIn = (command: string): string | undefined => {
+  for (const word of command.slice(0, 65_536).split(/[\s'"`]+/)) {
+    if (word.length <= 4_096 && SKILL_FILE.test(word)) return word
+  }
+  return undefined
+}
 
 const mcpResult = (item: Json): unknown => {
   const error = isObject(item.error) ? str(item.error.message) : str(item.error)
@@ -83,6 +83,7 @@ const changesText = (item: Json): string =>
 export const decoder = (): HarnessDecoder => {
   /** The latest totals of each thread of the execution. */
   const totals = new Map<string, { input: number; output: number }>()
+  const sum = { input: 0, output: 0 }
   /** How many processes of the execution started so far (their `thread.started`). */
   let processes = 0
   let thread = ""
@@ -98,7 +99,7 @@ export const decoder = (): HarnessDecoder => {
     switch (item.type) {
       case "command_execution": {
         const command = str(item.command) ?? ""
-        const skill = SKILL_FILE.exec(command)?.[0]
+        const skill = skillFileIn(command)
         return [
           ...(skill === undefined ? [] : [{ type: "read_skill" as const, skill_path: skill }]),
           { type: "action", id, category: "command", name: "shell", input: { command } }
@@ -164,14 +165,13 @@ export const decoder = (): HarnessDecoder => {
 
   const usage = (event: Json): Array<HarnessEvent> => {
     const reported = isObject(event.usage) ? event.usage : {}
-    totals.set(thread, { input: num(reported.input_tokens), output: num(reported.output_tokens) })
-    let input = 0
-    let output = 0
-    for (const t of totals.values()) {
-      input += t.input
-      output += t.output
-    }
-    return [{ type: "usage", input_tokens: Math.round(input), output_tokens: Math.round(output), inference_cost: 0, compute_cost: 0 }]
+    const latest = { input: num(reported.input_tokens), output: num(reported.output_tokens) }
+    const before = totals.get(thread) ?? { input: 0, output: 0 }
+    totals.set(thread, latest)
+    // The sum over threads, kept as it changes (not summed again on every turn).
+    sum.input += latest.input - before.input
+    sum.output += latest.output - before.output
+    return [{ type: "usage", input_tokens: Math.round(sum.input), output_tokens: Math.round(sum.output), inference_cost: 0, compute_cost: 0 }]
   }
 
   const failure = (event: Json): Array<HarnessEvent> => {

@@ -16,25 +16,17 @@
  *   `agent_failed`, with the API's own words.
  * Anything else is skipped (the transcript keeps it).
  */
+import { countOf, isRecord, type JsonRecord, parseRecord, stringOf } from "@agent-runs/core/domain/CliOutput"
 import type { HarnessEvent } from "@agent-runs/core/domain/Harness"
 import { outputText, toolCategory } from "@agent-runs/core/domain/AgentTools"
 import type { HarnessDecoder } from "@agent-runs/core/ports/AgentHarness"
 
-type Json = Record<string, unknown>
+type Json = JsonRecord
 
-const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value)
-const str = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined)
-const num = (value: unknown): number => (typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : 0)
-
-const parse = (line: string): Json | undefined => {
-  if (!line.trimStart().startsWith("{")) return undefined
-  try {
-    const value: unknown = JSON.parse(line)
-    return isObject(value) ? value : undefined
-  } catch {
-    return undefined
-  }
-}
+const isObject = isRecord
+const str = stringOf
+const num = countOf
+const parse = parseRecord
 
 /** Gemini CLI names an MCP server's tool `mcp_SERVER_TOOL`. */
 const categoryOf = (name: string) => (name.startsWith("mcp_") ? "integration" : toolCategory(name))

@@ -123,7 +123,7 @@ export const sessionState: SessionState = {
   afterRestore: [
     `k="$(pwd -P)"; d="$HOME/.gemini"; rm -f "$d/projects.json"`,
     `for b in "$d/tmp" "$d/history"; do s=""`,
-    `  for p in "$b"/*; do [ -d "$p" ] || continue; if [ -z "$s" ]; then s="$p"; else cp -a "$p"/. "$s"/ && rm -rf "$p"; fi; done`,
+    `  for p in "$b"/*; do [ -L "$p" ] && { rm -f "$p"; continue; }; [ -d "$p" ] || continue; if [ -z "$s" ]; then s="$p"; else cp -a "$p"/. "$s"/ && rm -rf "$p"; fi; done`,
     `  [ -z "$s" ] || printf '%s' "$k" > "$s/.project_root"`,
     `done`
   ].join("\n")

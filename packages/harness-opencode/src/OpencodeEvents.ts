@@ -17,26 +17,18 @@
  *   `integration_not_configured`, anything else `agent_failed`, with opencode's own words.
  * `step_start` and `reasoning` are skipped, as is anything else (the transcript keeps it).
  */
+import { countOf, isRecord, type JsonRecord, parseRecord, stringOf } from "@agent-runs/core/domain/CliOutput"
 import type { HarnessEvent } from "@agent-runs/core/domain/Harness"
 import { outputText, toolCategory } from "@agent-runs/core/domain/AgentTools"
 import type { HarnessDecoder } from "@agent-runs/core/ports/AgentHarness"
 import { API_KEY_VARIABLE, BASE_URL_VARIABLE } from "./OpencodeLaunch.js"
 
-type Json = Record<string, unknown>
+type Json = JsonRecord
 
-const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value)
-const str = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined)
-const num = (value: unknown): number => (typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : 0)
-
-const parse = (line: string): Json | undefined => {
-  if (!line.trimStart().startsWith("{")) return undefined
-  try {
-    const value: unknown = JSON.parse(line)
-    return isObject(value) ? value : undefined
-  } catch {
-    return undefined
-  }
-}
+const isObject = isRecord
+const str = stringOf
+const num = countOf
+const parse = parseRecord
 
 /** opencode's own tools (1.18); any other tool is an MCP server's. */
 const OWN_TOOLS = new Set([

@@ -42,9 +42,18 @@ export const outputText = (output: unknown): string => {
     return output
       .map((part) => (typeof part === "object" && part !== null && typeof (part as { text?: unknown }).text === "string"
         ? (part as { text: string }).text
-        : typeof part === "string" ? part : JSON.stringify(part)))
+        : typeof part === "string" ? part : jsonText(part)))
       .join("\n")
   }
   if (output === undefined || output === null) return ""
-  return JSON.stringify(output)
+  return jsonText(output)
+}
+
+/** JSON text of a value, or "" when it has none (too deep, a cycle, a BigInt). Never throws. */
+const jsonText = (value: unknown): string => {
+  try {
+    return JSON.stringify(value) ?? ""
+  } catch {
+    return ""
+  }
 }

@@ -38,21 +38,39 @@ export const MAX_ENVIRONMENT_VARIABLE_CHARS = 4096
 const variableNamePattern = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/
 
 /**
+ * Variables an environment may not set: what the service sets for the agent (its home, temporary
+ * and XDG directories), what changes how programs load (`LD_*`, `NODE_OPTIONS`, `BASH_ENV`, `ENV`,
+ * `IFS`), and the agent CLIs' keys, which belong in team secrets.
+ */
+const RESERVED_VARIABLES =
+  /^(HOME|TMPDIR|IFS|ENV|BASH_ENV|NODE_OPTIONS|LD_.*|XDG_.*|ANTHROPIC_API_KEY|ANTHROPIC_AUTH_TOKEN|CLAUDE_CODE_OAUTH_TOKEN|OPENAI_API_KEY|GEMINI_API_KEY|GOOGLE_API_KEY|OPENCODE_API_KEY)$/
+
+const reservedProblem = (name: string) =>
+  /KEY|TOKEN/.test(name)
+    ? `${name} is a key: store it as a team secret (harness_auth_secrets), not as a plain variable`
+    : `${name} is set by the service or changes how programs load; it cannot be set here`
+
+/**
  * Variables every process of the environment's sandboxes gets (setup commands and agents), such
  * as a model endpoint (`ANTHROPIC_BASE_URL`). Not secret: they are shown to everyone who can read
  * the environment. Names `AGENT_RUNS_*` are the service's own.
  */
 export const EnvironmentVariables = Schema.Record({
-  key: Schema.String.pipe(
-    Schema.filter(
-      (k) =>
-        (variableNamePattern.test(k) && !k.startsWith("AGENT_RUNS_")) ||
-        "must be 1-128 letters, digits or '_', not starting with a digit, and not AGENT_RUNS_*"
-    )
-  ),
+  key: Schema.String,
   value: Schema.String.pipe(Schema.maxLength(MAX_ENVIRONMENT_VARIABLE_CHARS))
 }).pipe(
-  Schema.filter((vars) => Object.keys(vars).length <= MAX_ENVIRONMENT_VARIABLES || `at most ${MAX_ENVIRONMENT_VARIABLES} variables`)
+  // Checked on the whole record: a record's key refinement would drop a bad name silently.
+  Schema.filter((vars) => {
+    const names = Object.keys(vars)
+    if (names.length > MAX_ENVIRONMENT_VARIABLES) return `at most ${MAX_ENVIRONMENT_VARIABLES} variables`
+    for (const name of names) {
+      if (!variableNamePattern.test(name) || name.startsWith("AGENT_RUNS_")) {
+        return { path: [name], message: "a name must be 1-128 letters, digits or '_', not starting with a digit, and not AGENT_RUNS_*" }
+      }
+      if (RESERVED_VARIABLES.test(name)) return { path: [name], message: reservedProblem(name) }
+    }
+    return true
+  })
 ).annotations({ identifier: "EnvironmentVariables" })
 
 /** The configuration of an environment; decoding fills the defaults. */

@@ -235,8 +235,37 @@ const decoder = new TextDecoder()
 export type LineParser = (line: string) => HarnessLine | ReadonlyArray<HarnessLine> | undefined
 
 /** A decoder's events as parsed lines (its lines are never text or unrecognized JSON of ours). */
-export const eventLines = (decode: (line: string) => ReadonlyArray<HarnessEvent>): LineParser => (line) =>
-  decode(line).map((event) => ({ _tag: "Event" as const, event }))
+export const eventLines = (decode: (line: string) => ReadonlyArray<HarnessEvent>): LineParser => (line) => {
+  // The agent's output is untrusted, and so is a decoder's handling of it: a line nested too deep
+  // is refused before the decoder sees it, a decoder that throws costs only that line, and what
+  // it returns is checked as our own agents' events are (usage clamped to safe integers).
+  if (nestsDeeperThan(line, MAX_JSON_DEPTH)) return { _tag: "TooDeep", head: line.slice(0, TRUNCATED_HEAD_CHARS) }
+  let events: ReadonlyArray<HarnessEvent>
+  try {
+    events = decode(line)
+  } catch {
+    return undefined
+  }
+  const lines: Array<HarnessLine> = []
+  for (const raw of events) {
+    const event = raw.type === "usage" ? clampUsage(raw) : raw
+    if (isHarnessEvent(event)) lines.push({ _tag: "Event", event })
+  }
+  return lines
+}
+
+const isHarnessEvent = Schema.is(HarnessEvent)
+
+const safe = (n: number) => (Number.isFinite(n) ? Math.min(Math.max(0, Math.round(n)), Number.MAX_SAFE_INTEGER) : 0)
+const safeCost = (n: number) => (Number.isFinite(n) ? Math.min(Math.max(0, n), 1e12) : 0)
+
+const clampUsage = (e: Extract<HarnessEvent, { type: "usage" }>): HarnessEvent => ({
+  ...e,
+  input_tokens: safe(e.input_tokens),
+  output_tokens: safe(e.output_tokens),
+  inference_cost: safeCost(e.inference_cost),
+  compute_cost: safeCost(e.compute_cost)
+})
 
 const lineOf = (buffer: LineBuffer, parse: LineParser, lines: Array<HarnessLine>): void => {
   const text = decoder.decode(concatBytes(buffer.parts)).replace(/\r$/, "")
@@ -570,8 +599,8 @@ export const outcomeOf = (state: ExecutionState, exitCode: number): AgentOutcome
 
 /** The sum of two usages. */
 export const addUsage = (a: RequestUsage, b: RequestUsage): RequestUsage => ({
-  input_tokens: a.input_tokens + b.input_tokens,
-  output_tokens: a.output_tokens + b.output_tokens,
-  inference_cost: a.inference_cost + b.inference_cost,
-  compute_cost: a.compute_cost + b.compute_cost
+  input_tokens: Math.min(a.input_tokens + b.input_tokens, Number.MAX_SAFE_INTEGER),
+  output_tokens: Math.min(a.output_tokens + b.output_tokens, Number.MAX_SAFE_INTEGER),
+  inference_cost: Math.min(a.inference_cost + b.inference_cost, 1e12),
+  compute_cost: Math.min(a.compute_cost + b.compute_cost, 1e12)
 })

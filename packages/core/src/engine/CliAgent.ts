@@ -43,11 +43,22 @@ const LAUNCH_SCRIPT = [
   `if [ -n "$s" ]; then exec "$@" < "$HOME/$s"; else exec "$@" < /dev/null; fi`
 ].join("\n")
 
+/**
+ * The helper scripts find their tools on a fixed PATH: the environment's variables (which may set
+ * PATH) and the sandbox's files are the run's, and must not replace `head` or `tar` under them.
+ */
+const SAFE_PATH = "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+/** How long a helper command may take (writing a file, restoring or archiving session files). */
+const HELPER_TIMEOUT_MS = 120_000
+
 /** Writes one file into the agent's home from a base64 line on stdin: `sh -c SCRIPT write PATH`. */
 const WRITE_SCRIPT = [
+  SAFE_PATH,
   "umask 077",
   `f="$(pwd)/${AGENT_HOME}/$1"`,
-  `mkdir -p "$(dirname "$f")" && head -n 1 | tr -d '"' | base64 -d > "$f"`
+  // Whatever is there (a FIFO, a symlink the agent left) is replaced, never written through.
+  `mkdir -p "$(dirname "$f")" && rm -rf "$f" && head -n 1 | tr -d '"' | base64 -d > "$f"`
 ].join("\n")
 
 /** Exports the agent's home as the launch script does. */
@@ -59,12 +70,14 @@ const HOME_EXPORT = LAUNCH_SCRIPT.split("\n").slice(0, 4).join("\n")
  */
 const RESTORE_SCRIPT = [
   HOME_EXPORT,
+  SAFE_PATH,
   `head -n "$1" | tr -d '"' | base64 -d | tar -xzf - -C "$HOME" || exit 1`,
   `eval "$2"`
 ].join("\n")
 
 /** Archives the session paths that exist (`sh -c SCRIPT archive PATH…`): a gzipped tar, in base64, on stdout. */
 const ARCHIVE_SCRIPT = [
+  SAFE_PATH,
   `cd "$(pwd)/${AGENT_HOME}" 2>/dev/null || exit 0`,
   `for p in "$@"; do shift; [ -e "$p" ] && set -- "$@" "$p"; done`,
   `[ $# -gt 0 ] || exit 0`,
@@ -72,7 +85,7 @@ const ARCHIVE_SCRIPT = [
 ].join("\n")
 
 /** The most session state kept for a continuation (larger: the continuation starts a new session). */
-export const MAX_AGENT_STATE_BYTES = 64 * 1024 * 1024
+export const MAX_AGENT_STATE_BYTES = 16 * 1024 * 1024
 
 /** The argv that starts a launch. */
 export const launchCommand = (launch: HarnessLaunch): Array<string> => [
@@ -110,7 +123,12 @@ const writeFiles = (sandbox: Sandbox, files: HarnessLaunch["files"]) =>
       const writer = yield* sandbox.start(["/bin/sh", "-c", WRITE_SCRIPT, "write", file.path], {})
       yield* writer.stdout.pipe(Stream.runDrain, Effect.ignore, Effect.forkScoped)
       yield* writer.send(base64Of(file.content))
-      const code = yield* writer.exitCode
+      const code = yield* writer.exitCode.pipe(
+        Effect.timeoutFail({
+          duration: Duration.millis(HELPER_TIMEOUT_MS),
+          onTimeout: () => new ExecutorError({ message: `writing ${file.path} into the agent's home did not finish` })
+        })
+      )
       if (code !== 0) return yield* new ExecutorError({ message: `could not write ${file.path} into the agent's home (exit code ${code})` })
     })), { discard: true })
 
@@ -121,15 +139,23 @@ const runHelper = (sandbox: Sandbox, argv: ReadonlyArray<string>, lines: Readonl
     let size = 0
     const chunks: Array<Uint8Array> = []
     const reading = yield* helper.stdout.pipe(
-      Stream.runForEach((chunk) => Effect.sync(() => {
+      Stream.runForEach((chunk) => Effect.suspend(() => {
         size += chunk.length
         if (size <= limit) chunks.push(chunk)
+        // Too much: the helper is stopped, and no more is read.
+        return size > limit ? helper.terminate(1_000).pipe(Effect.zipRight(Effect.interrupt)) : Effect.void
       })),
       Effect.ignore,
       Effect.fork
     )
     for (const line of lines) yield* helper.send(line)
-    const code = yield* helper.exitCode
+    // Past its time, the helper is stopped when the scope closes.
+    const code = yield* helper.exitCode.pipe(
+      Effect.timeoutFail({
+        duration: Duration.millis(HELPER_TIMEOUT_MS),
+        onTimeout: () => new ExecutorError({ message: `a helper command of the agent did not finish within ${HELPER_TIMEOUT_MS / 1000} s` })
+      })
+    )
     yield* Fiber.join(reading).pipe(Effect.timeoutOption(Duration.millis(DRAIN_MS)))
     return { code, output: size <= limit ? chunks : undefined }
   }))
@@ -290,9 +316,8 @@ export const start = (options: CliAgentOptions): Effect.Effect<AgentProcess, Exe
       return code
     }).pipe(
       Effect.exit,
-      Effect.flatMap((exit) =>
-        Queue.offer(output, Take.end).pipe(Effect.zipRight(Deferred.complete(exited, exit)))
-      ),
+      // The exit first: the end of the output waits for a reader, which may have gone.
+      Effect.flatMap((exit) => Deferred.complete(exited, exit).pipe(Effect.zipRight(Queue.offer(output, Take.end)))),
       Effect.forkScoped
     )
 

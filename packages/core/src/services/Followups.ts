@@ -44,6 +44,7 @@
  */
 import { Clock, Effect, Either, Option, Schema } from "effect"
 import { canChange } from "../domain/Access.js"
+import { checkFollowupSender } from "../domain/HarnessSelection.js"
 import type { Viewer } from "../domain/Access.js"
 import { Conflict, NotAuthorized, RateLimited, ResourceNotFound } from "../domain/Errors.js"
 import { Ids, RunId } from "../domain/Ids.js"
@@ -123,6 +124,7 @@ export class Followups extends Effect.Service<Followups>()("@agent-runs/core/Fol
         if (!canChange(viewer, runOwnership(run))) {
           return yield* new NotAuthorized({ message: "viewers cannot send follow-ups" })
         }
+        yield* checkFollowupSender(viewer, run.item.agent_config)
         yield* checkSize("message", message, quotas.followupBytes)
         const now = yield* Clock.currentTimeMillis
         const snapshot = yield* snapshotOf(run, now)

@@ -320,11 +320,26 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
           : { ...config, skill_spec: skill.id, name: config.name ?? skill.name, base_prompt: config.base_prompt ?? skill.body }
         // The harness: the request's, then the skill's, then the environment's, field by field.
         const { harness: _h, harness_auth_secrets: _a, ...rest } = withSkill
+        // Another team's environment (shared with a guest) gives its harness, never the secret names
+        // of its team; and an agent CLI holding this team's key does not run with that team's
+        // variables (an endpoint of theirs would receive the key).
+        const foreign = environment !== undefined && environment.team_uid !== team.uid
+        const fromEnvironment = environment === undefined
+          ? undefined
+          : foreign
+          ? { harness: harnessSelectionOf(environment.item.config).harness }
+          : harnessSelectionOf(environment.item.config)
         const harness = resolveHarness([
           { harness: config.harness, harness_auth_secrets: config.harness_auth_secrets },
           skill?.harness,
-          environment === undefined ? undefined : harnessSelectionOf(environment.item.config)
+          fromEnvironment
         ])
+        if (foreign && harness.harness !== undefined && harness.harness.type !== "oz" && Object.keys(environment.item.config.env ?? {}).length > 0) {
+          return yield* new NotAuthorized({
+            message: `config.environment_id: environment ${environment.item.uid} belongs to another team and sets variables (env); ` +
+              "an agent CLI with this team's key does not run with them"
+          })
+        }
         yield* checkHarnessAuth(secrets, viewer, config.harness_auth_secrets, harness)
         const resolved: AgentConfig = { ...rest, ...harness }
 
