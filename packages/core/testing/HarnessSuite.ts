@@ -152,164 +152,146 @@ export const harnessSuite = (name: string, options: HarnessSuiteOptions): void =
   const ended = (host: Effect.Effect.Success<ReturnType<typeof memoryHost>>, runId: RunId) =>
     Effect.runSync(host.run(runId)).snapshot.state
 
+  /** One case: a fake model server (with `modelOptions`) and a loop running `harness` over it. */
+  const harnessCase = <A, E>(
+    title: string,
+    body: (env: Parameters<Parameters<typeof withLoop<A, E>>[0]>[0] & { readonly model: FakeModelLike }) => Effect.Effect<A, E>,
+    modelOptions: { readonly apiKey?: string } = {},
+    harness: AgentHarness = options.harness
+  ) =>
+    it.scopedLive(title, () =>
+      Effect.flatMap(options.model(modelOptions), (model) => withLoop((env) => body({ ...env, model }), model, harness)), timeout * 2)
+
   describe(`${name}: the real CLI against a fake model server`, () => {
-    it.scopedLive("runs a tool call and answers: SUCCEEDED with the conversation, session, usage and base prompt", () =>
+    harnessCase("runs a tool call and answers: SUCCEEDED with the conversation, session, usage and base prompt", ({ host, plan, until, model }) =>
       Effect.gen(function*() {
-        const model = yield* options.model({})
-        yield* withLoop(({ host, plan, until }) =>
-          Effect.gen(function*() {
-            const base = plan("RUN: echo hello > f.txt && ls")
-            const p: ExecutionPlan = { ...base, start: { ...base.start, base_prompt: "BASE-PROMPT-MARKER-7" } }
-            yield* host.offer(p)
-            yield* until(p.run_id, "the run ends", () => ["SUCCEEDED", "FAILED", "ERROR"].includes(ended(host, p.run_id)))
-            const run = yield* host.run(p.run_id)
-            expect(run.snapshot.state, JSON.stringify(run.events)).toBe("SUCCEEDED")
-            const blocks = yield* conversation(host, p.run_id)
-            const action = blocks.find((b) => b.block.type === "action")
-            expect(action?.block.category).toBe("command")
-            const result = blocks.find((b) => b.block.type === "action_result")
-            expect(result?.block.state).toBe("completed")
-            expect(JSON.stringify(result?.block.output)).toContain("f.txt")
-            expect(blocks.some((b) => b.block.type === "text" && String(b.block.text).includes("DONE:") && String(b.block.text).includes("f.txt"))).toBe(true)
-            const report = run.reports.at(-1)
-            expect(report?.session_id).toBeTruthy()
-            expect(report?.request_usage.input_tokens).toBeGreaterThan(0)
-            expect(report?.request_usage.output_tokens).toBeGreaterThan(0)
-            expect(model.turns.some((t) => t.system.includes("BASE-PROMPT-MARKER-7"))).toBe(true)
-            expect(yield* host.transcriptText(p.run_id)).toContain(report!.session_id!)
-          }), model)
-      }), timeout * 2)
+        const base = plan("RUN: echo hello > f.txt && ls")
+        const p: ExecutionPlan = { ...base, start: { ...base.start, base_prompt: "BASE-PROMPT-MARKER-7" } }
+        yield* host.offer(p)
+        yield* until(p.run_id, "the run ends", () => ["SUCCEEDED", "FAILED", "ERROR"].includes(ended(host, p.run_id)))
+        const run = yield* host.run(p.run_id)
+        expect(run.snapshot.state, JSON.stringify(run.events)).toBe("SUCCEEDED")
+        const blocks = yield* conversation(host, p.run_id)
+        const action = blocks.find((b) => b.block.type === "action")
+        expect(action?.block.category).toBe("command")
+        const result = blocks.find((b) => b.block.type === "action_result")
+        expect(result?.block.state).toBe("completed")
+        expect(JSON.stringify(result?.block.output)).toContain("f.txt")
+        expect(blocks.some((b) => b.block.type === "text" && String(b.block.text).includes("DONE:") && String(b.block.text).includes("f.txt"))).toBe(true)
+        const report = run.reports.at(-1)
+        expect(report?.session_id).toBeTruthy()
+        expect(report?.request_usage.input_tokens).toBeGreaterThan(0)
+        expect(report?.request_usage.output_tokens).toBeGreaterThan(0)
+        expect(model.turns.some((t) => t.system.includes("BASE-PROMPT-MARKER-7"))).toBe(true)
+        expect(yield* host.transcriptText(p.run_id)).toContain(report!.session_id!)
+      }))
 
-    it.scopedLive("takes a follow-up by resuming the CLI's session", () =>
+    harnessCase("takes a follow-up by resuming the CLI's session", ({ host, plan, until, model }) =>
       Effect.gen(function*() {
-        const model = yield* options.model({})
-        yield* withLoop(({ host, plan, until }) =>
-          Effect.gen(function*() {
-            const p = plan("FIRST-QUESTION")
-            yield* host.offer(p)
-            yield* host.send(p.run_id, "SECOND-QUESTION")
-            yield* until(p.run_id, "the run ends", () => ["SUCCEEDED", "FAILED", "ERROR"].includes(ended(host, p.run_id)))
-            const run = yield* host.run(p.run_id)
-            expect(run.snapshot.state, JSON.stringify(run.events)).toBe("SUCCEEDED")
-            const texts = (yield* conversation(host, p.run_id)).flatMap((b) => (b.block.type === "text" ? [String(b.block.text)] : []))
-            expect(texts.some((t) => t.includes("ANSWER: FIRST-QUESTION"))).toBe(true)
-            expect(texts.some((t) => t.includes("ANSWER: SECOND-QUESTION"))).toBe(true)
-            // The second turn resumed the session: the model saw the first exchange with it.
-            const second = model.turns.find((t) => t.lastUser.includes("SECOND-QUESTION"))
-            expect(second?.userTexts.some((u) => u.includes("FIRST-QUESTION"))).toBe(true)
-            const sessions = new Set(run.reports.flatMap((r) => (r.session_id === undefined ? [] : [r.session_id])))
-            expect(sessions.size).toBe(1)
-          }), model)
-      }), timeout * 2)
+        const p = plan("FIRST-QUESTION")
+        yield* host.offer(p)
+        yield* host.send(p.run_id, "SECOND-QUESTION")
+        yield* until(p.run_id, "the run ends", () => ["SUCCEEDED", "FAILED", "ERROR"].includes(ended(host, p.run_id)))
+        const run = yield* host.run(p.run_id)
+        expect(run.snapshot.state, JSON.stringify(run.events)).toBe("SUCCEEDED")
+        const texts = (yield* conversation(host, p.run_id)).flatMap((b) => (b.block.type === "text" ? [String(b.block.text)] : []))
+        expect(texts.some((t) => t.includes("ANSWER: FIRST-QUESTION"))).toBe(true)
+        expect(texts.some((t) => t.includes("ANSWER: SECOND-QUESTION"))).toBe(true)
+        // The second turn resumed the session: the model saw the first exchange with it.
+        const second = model.turns.find((t) => t.lastUser.includes("SECOND-QUESTION"))
+        expect(second?.userTexts.some((u) => u.includes("FIRST-QUESTION"))).toBe(true)
+        const sessions = new Set(run.reports.flatMap((r) => (r.session_id === undefined ? [] : [r.session_id])))
+        expect(sessions.size).toBe(1)
+      }))
 
-    it.scopedLive("a continued run (a new execution) resumes the CLI's session, or starts from the conversation so far", () =>
+    harnessCase("a continued run (a new execution) resumes the CLI's session, or starts from the conversation so far", ({ host, plan, until, model }) =>
       Effect.gen(function*() {
-        const model = yield* options.model({})
-        yield* withLoop(({ host, plan, until }) =>
-          Effect.gen(function*() {
-            const p = plan("THE-TASK")
-            yield* host.offer(p)
-            yield* until(p.run_id, "the first execution ends", () => ended(host, p.run_id) === "SUCCEEDED")
-            const session = (yield* host.run(p.run_id)).reports.at(-1)?.session_id
-            expect(session).toBeTruthy()
-            // The run continues: a new execution of it, with the conversation so far and the new message.
-            const continued: ExecutionPlan = {
-              ...p,
-              resume_session: session!,
-              start: { ...p.start, history: [{ role: "assistant", content: [{ type: "text", text: "ANSWER: THE-TASK" }] }] }
-            }
-            yield* host.offer(continued)
-            yield* host.send(p.run_id, "NEW-MESSAGE")
-            yield* until(p.run_id, "the continuation ends", () =>
-              (Effect.runSync(host.run(p.run_id)).events.length > 0) && ["SUCCEEDED", "FAILED", "ERROR"].includes(ended(host, p.run_id)))
-            const run = yield* host.run(p.run_id)
-            expect(run.snapshot.state, JSON.stringify(run.events)).toBe("SUCCEEDED")
-            const turn = model.turns.find((t) => t.lastUser.includes("NEW-MESSAGE"))
-            expect(turn).toBeDefined()
-            if (options.harness.sessionState !== undefined) {
-              // Resumed: the same session, the task as an earlier user message, the new message alone.
-              expect(run.reports.at(-1)?.session_id).toBe(session)
-              expect(turn!.userTexts.some((u) => u.includes("THE-TASK") && !u.includes("NEW-MESSAGE"))).toBe(true)
-            } else {
-              expect(turn!.lastUser).toContain("ANSWER: THE-TASK")
-              expect(turn!.lastUser).toContain("THE-TASK")
-            }
-          }), model)
-      }), timeout * 2)
+        const p = plan("THE-TASK")
+        yield* host.offer(p)
+        yield* until(p.run_id, "the first execution ends", () => ended(host, p.run_id) === "SUCCEEDED")
+        const session = (yield* host.run(p.run_id)).reports.at(-1)?.session_id
+        expect(session).toBeTruthy()
+        // The run continues: a new execution of it, with the conversation so far and the new message.
+        const continued: ExecutionPlan = {
+          ...p,
+          resume_session: session!,
+          start: { ...p.start, history: [{ role: "assistant", content: [{ type: "text", text: "ANSWER: THE-TASK" }] }] }
+        }
+        yield* host.offer(continued)
+        yield* host.send(p.run_id, "NEW-MESSAGE")
+        yield* until(p.run_id, "the continuation ends", () =>
+          (Effect.runSync(host.run(p.run_id)).events.length > 0) && ["SUCCEEDED", "FAILED", "ERROR"].includes(ended(host, p.run_id)))
+        const run = yield* host.run(p.run_id)
+        expect(run.snapshot.state, JSON.stringify(run.events)).toBe("SUCCEEDED")
+        const turn = model.turns.find((t) => t.lastUser.includes("NEW-MESSAGE"))
+        expect(turn).toBeDefined()
+        if (options.harness.sessionState !== undefined) {
+          // Resumed: the same session, the task as an earlier user message, the new message alone.
+          expect(run.reports.at(-1)?.session_id).toBe(session)
+          expect(turn!.userTexts.some((u) => u.includes("THE-TASK") && !u.includes("NEW-MESSAGE"))).toBe(true)
+        } else {
+          expect(turn!.lastUser).toContain("ANSWER: THE-TASK")
+          expect(turn!.lastUser).toContain("THE-TASK")
+        }
+      }))
 
-    it.scopedLive("a cancel while a tool runs stops the CLI and its tool", () =>
+    harnessCase("a cancel while a tool runs stops the CLI and its tool", ({ host, plan, until }) =>
       Effect.gen(function*() {
-        const model = yield* options.model({})
-        yield* withLoop(({ host, plan, until }) =>
-          Effect.gen(function*() {
-            const marker = `${30 + Math.floor(Math.random() * 1000) / 1000}`
-            const p = plan(`RUN: sleep ${marker}`)
-            yield* host.offer(p)
-            const running = () => {
-              try {
-                return execFileSync("pgrep", ["-f", `sleep ${marker}`], { encoding: "utf8" }).trim() !== ""
-              } catch {
-                return false
-              }
-            }
-            yield* until(p.run_id, "the tool runs", running)
-            yield* host.cancel(p.run_id)
-            yield* until(p.run_id, "the tool is gone", () => !running())
-            const run = yield* host.run(p.run_id)
-            expect(run.snapshot.state).toBe("CANCELLED")
-            expect(run.events.map((e) => e._tag)).not.toContain("Succeed")
-          }), model)
-      }), timeout * 2)
+        const marker = `${30 + Math.floor(Math.random() * 1000) / 1000}`
+        const p = plan(`RUN: sleep ${marker}`)
+        yield* host.offer(p)
+        const running = () => {
+          try {
+            return execFileSync("pgrep", ["-f", `sleep ${marker}`], { encoding: "utf8" }).trim() !== ""
+          } catch {
+            return false
+          }
+        }
+        yield* until(p.run_id, "the tool runs", running)
+        yield* host.cancel(p.run_id)
+        yield* until(p.run_id, "the tool is gone", () => !running())
+        const run = yield* host.run(p.run_id)
+        expect(run.snapshot.state).toBe("CANCELLED")
+        expect(run.events.map((e) => e._tag)).not.toContain("Succeed")
+      }))
 
-    it.scopedLive("a refused key fails the run with integration_not_configured", () =>
+    harnessCase("a refused key fails the run with integration_not_configured", ({ host, plan, until }) =>
       Effect.gen(function*() {
-        const model = yield* options.model({ apiKey: "the-right-key" })
-        yield* withLoop(({ host, plan, until }) =>
-          Effect.gen(function*() {
-            const p = plan("hello")
-            yield* host.offer(p)
-            yield* until(p.run_id, "the run ends", () => ["SUCCEEDED", "FAILED", "ERROR"].includes(ended(host, p.run_id)))
-            const run = yield* host.run(p.run_id)
-            expect(run.snapshot.state).toBe("FAILED")
-            const failed = run.events.at(-1)
-            expect(failed).toMatchObject({ _tag: "Fail", error_code: "integration_not_configured" })
-          }), model)
-      }), timeout * 2)
+        const p = plan("hello")
+        yield* host.offer(p)
+        yield* until(p.run_id, "the run ends", () => ["SUCCEEDED", "FAILED", "ERROR"].includes(ended(host, p.run_id)))
+        const run = yield* host.run(p.run_id)
+        expect(run.snapshot.state).toBe("FAILED")
+        const failed = run.events.at(-1)
+        expect(failed).toMatchObject({ _tag: "Fail", error_code: "integration_not_configured" })
+      }), { apiKey: "the-right-key" })
 
-    it.scopedLive("a CLI missing from the sandbox fails the run agent_failed, saying what to fix", () =>
+    harnessCase("a CLI missing from the sandbox fails the run agent_failed, saying what to fix", ({ host, plan, until }) =>
       Effect.gen(function*() {
-        const model = yield* options.model({})
-        yield* withLoop(({ host, plan, until }) =>
-          Effect.gen(function*() {
-            const p = plan("hello")
-            yield* host.offer(p)
-            yield* until(p.run_id, "the run ends", () => ["SUCCEEDED", "FAILED", "ERROR"].includes(ended(host, p.run_id)))
-            const run = yield* host.run(p.run_id)
-            expect(run.snapshot.state).toBe("FAILED")
-            expect(run.events.at(-1)).toMatchObject({ _tag: "Fail", error_code: "agent_failed" })
-            expect((run.events.at(-1) as { message: string }).message).toContain(`the ${options.harness.type} CLI was not found in the sandbox`)
-          }), model, options.missing)
-      }), timeout * 2)
+        const p = plan("hello")
+        yield* host.offer(p)
+        yield* until(p.run_id, "the run ends", () => ["SUCCEEDED", "FAILED", "ERROR"].includes(ended(host, p.run_id)))
+        const run = yield* host.run(p.run_id)
+        expect(run.snapshot.state).toBe("FAILED")
+        expect(run.events.at(-1)).toMatchObject({ _tag: "Fail", error_code: "agent_failed" })
+        expect((run.events.at(-1) as { message: string }).message).toContain(`the ${options.harness.type} CLI was not found in the sandbox`)
+      }), {}, options.missing)
 
-    it.scopedLive("the run's MCP servers reach the CLI: it starts them and offers their tools", () =>
+    harnessCase("the run's MCP servers reach the CLI: it starts them and offers their tools", ({ host, plan, root, until, model }) =>
       Effect.gen(function*() {
-        const model = yield* options.model({})
-        yield* withLoop(({ host, plan, root, until }) =>
-          Effect.gen(function*() {
-            const script = Path.join(root, "mcp-probe.cjs")
-            const marker = Path.join(root, "mcp-started")
-            Fs.writeFileSync(script, MCP_SERVER)
-            const base = plan("hello MCP")
-            const p: ExecutionPlan = {
-              ...base,
-              start: { ...base.start, mcp_servers: { probe: { command: process.execPath, args: [script], env: { MCP_MARKER: marker } } } }
-            }
-            yield* host.offer(p)
-            yield* until(p.run_id, "the run ends", () => ["SUCCEEDED", "FAILED", "ERROR"].includes(ended(host, p.run_id)))
-            expect((yield* host.run(p.run_id)).snapshot.state).toBe("SUCCEEDED")
-            expect(Fs.existsSync(marker)).toBe(true)
-            expect(model.turns.some((t) => t.tools.some((tool) => tool.includes("ping")))).toBe(true)
-          }), model)
-      }), timeout * 2)
+        const script = Path.join(root, "mcp-probe.cjs")
+        const marker = Path.join(root, "mcp-started")
+        Fs.writeFileSync(script, MCP_SERVER)
+        const base = plan("hello MCP")
+        const p: ExecutionPlan = {
+          ...base,
+          start: { ...base.start, mcp_servers: { probe: { command: process.execPath, args: [script], env: { MCP_MARKER: marker } } } }
+        }
+        yield* host.offer(p)
+        yield* until(p.run_id, "the run ends", () => ["SUCCEEDED", "FAILED", "ERROR"].includes(ended(host, p.run_id)))
+        expect((yield* host.run(p.run_id)).snapshot.state).toBe("SUCCEEDED")
+        expect(Fs.existsSync(marker)).toBe(true)
+        expect(model.turns.some((t) => t.tools.some((tool) => tool.includes("ping")))).toBe(true)
+      }))
   })
 }

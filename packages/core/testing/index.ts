@@ -48,3 +48,4 @@ export {
 } from "./ExecutorConformance.js"
 export { memoryHost, type MemoryRun, planFor } from "./MemoryHost.js"
 export { memoryStorage } from "./memory/MemoryStorage.js"
+export { decodeLines, deepArray, deepObject, DEPTH, DEPTHS, json, resultOf, validEvent } from "./DecoderChecks.js"

@@ -7,54 +7,14 @@
  * is started. Every event a test gets is checked against the `HarnessEvent` schema, so that no
  * event the reducer cannot take goes unnoticed.
  */
-import { HarnessEvent } from "@agent-runs/core/domain/Harness"
+import { decodeLines as decodeChecked, deepArray, deepObject, DEPTH, DEPTHS, json, resultOf } from "@agent-runs/core/testing"
 import type { HarnessDecoder } from "@agent-runs/core/ports/AgentHarness"
-import { ParseResult, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { decoder } from "../src/ClaudeEvents.js"
 import { claudeDecoder } from "../src/index.js"
 
-const decodeEvent = Schema.decodeUnknownSync(HarnessEvent)
-
-/** Throws, saying why, when the event is not a valid harness event (the reducer trusts decoders). */
-const validEvent = (event: HarnessEvent): void => {
-  try {
-    decodeEvent(event)
-  } catch (error) {
-    const why = ParseResult.isParseError(error)
-      ? ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => `${issue.path.join(".")}: ${issue.message}`).join("; ")
-      : String(error)
-    throw new Error(`the decoder returned an invalid "${String(event.type)}" event: ${why}`)
-  }
-}
-
-/** The events the lines give, in order, each one checked against the schema. */
-const decodeLines = (lines: ReadonlyArray<string>, decode: HarnessDecoder = decoder()): Array<HarnessEvent> => {
-  const events: Array<HarnessEvent> = []
-  for (const line of lines) {
-    for (const event of decode(line)) {
-      validEvent(event)
-      events.push(event)
-    }
-  }
-  return events
-}
-
-const json = (value: unknown): string => JSON.stringify(value)
-
-/** The one `result` event among the events. */
-const resultOf = (events: ReadonlyArray<HarnessEvent>) => {
-  const results = events.filter((e): e is Extract<HarnessEvent, { type: "result" }> => e.type === "result")
-  expect(results).toHaveLength(1)
-  return results[0]!
-}
-
-/** `{"a":{"a":…1…}}`, `depth` objects deep (JSON text: such a value cannot be stringified). */
-const deepObject = (depth: number): string => '{"a":'.repeat(depth) + "1" + "}".repeat(depth)
-const deepArray = (depth: number): string => "[".repeat(depth) + "]".repeat(depth)
-const DEPTH = 5_000
-/** Nesting depths of a field of a known event: the brief's 5,000, and far more (a line of 500 KB). */
-const DEPTHS = [5_000, 100_000] as const
+/** The events the lines give, each checked against the schema (a fresh decoder unless one is given). */
+const decodeLines = (lines: ReadonlyArray<string>, decode: HarnessDecoder = decoder()) => decodeChecked(lines, decode)
 
 const SID = "a138c4c1-7cd8-4fb8-b110-9c1189f26466"
 
