@@ -1,8 +1,6 @@
-/** `npm start`: serves Agent Runs with the configuration of the environment (see Config.ts). */
+/** `npm start`: serves Agent Runs with the configuration of the environment (see @agent-runs/server's Config.ts). */
 import { NodeRuntime } from "@effect/platform-node"
+import { LoggingLive, ServerConfig, ServerLive } from "@agent-runs/server"
 import { Effect, Layer } from "effect"
-import { ServerConfig } from "./Config.js"
-import { LoggingLive } from "./Logging.js"
-import { ServerLive } from "./Server.js"
 
 Effect.flatMap(ServerConfig, (config) => Layer.launch(ServerLive(config)).pipe(Effect.provide(LoggingLive(config)))).pipe(NodeRuntime.runMain)

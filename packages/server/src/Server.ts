@@ -9,7 +9,7 @@ import { HttpServer } from "@effect/platform"
 import { NodeContext, NodeHttpServer } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
 import { FileBlobStore } from "@agent-runs/blob-store-fs"
-import { DefinitionsDirectory } from "@agent-runs/cli"
+import * as DefinitionsDirectory from "./DefinitionsDirectory.js"
 import {
   Automations,
   Conversations,

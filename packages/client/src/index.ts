@@ -1,0 +1,2 @@
+/** @agent-runs/client: a typed client of the Agent Runs HTTP API. */
+export {}
