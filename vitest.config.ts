@@ -3,7 +3,7 @@ import SummaryReporter from "./vitest.summary.js"
 
 export default defineConfig({
   test: {
-    projects: ["packages/*/vitest.config.ts", "examples/*/vitest.config.ts"],
+    projects: ["packages/*/vitest.config.ts", "examples/*/vitest.config.ts", "docs/vitest.config.ts"],
     reporters: ["default", new SummaryReporter()],
     coverage: {
       provider: "v8",
