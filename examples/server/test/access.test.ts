@@ -1,5 +1,5 @@
 /**
- * The access matrix (CONTRACT §3) through HTTP on the bundled server: two teams with an admin, a
+ * The access matrix (docs/reference/access.md) through HTTP on the bundled server: two teams with an admin, a
  * member and a viewer each, and every endpoint that names a resource, called by each of the six
  * principals on team A's resources. Expected: team B gets 404 everywhere (no cross-team read or
  * write, no existence leak); in team A viewers read only, members also change runs, schedules and

@@ -1,6 +1,6 @@
 /**
- * The webhook ingress through the bundled server (CONTRACT §8), on SQLite and PostgreSQL: every
- * status and logged outcome in the contract's order, each authentication mode, every signature
+ * The webhook ingress through the bundled server (docs/webhooks.md), on SQLite and PostgreSQL: every
+ * status and logged outcome in the documented order, each authentication mode, every signature
  * scheme (signed, tampered, stale, unsigned), duplicates, both rate limits, automations starting
  * runs, the payload handed to the agent, and deliveries posted to two replicas at once.
  */

@@ -1,6 +1,6 @@
 /**
  * The published client `oz-agent-sdk` (1.0.0-alpha.8) against the built server as a process
- * (SQLite), as CONTRACT §0 requires: `new OzAPI({ apiKey, baseURL: "<url>/api/v1" })` and
+ * (SQLite), as docs/reference/api.md promises: `new OzAPI({ apiKey, baseURL: "<url>/api/v1" })` and
  * `agent.run`, `agent.list`, `agent.runs.{list,retrieve,cancel}` (the state filter as an array,
  * sent as repeated keys) and every `agent.schedules` call, with the field values they return; and
  * the SDK's error classes and retry decisions, which follow our status codes and `x-should-retry`.
@@ -96,7 +96,7 @@ describe("oz-agent-sdk against the built server", () => {
     const [one, two, three] = ids as [string, string, string]
     expect(await client.agent.runs.cancel(two)).toBe(two)
 
-    // The default order is the spec's: updated_at, newest first (the cancel updated `two` last).
+    // The default order is updated_at, newest first (the cancel updated `two` last).
     const all = await client.agent.runs.list()
     expect(all.runs.map((r) => r.run_id)).toEqual([two, three, one])
     expect(all.page_info).toEqual({ has_next_page: false })

@@ -67,7 +67,7 @@ describe.each(["sqlite", "postgres"] as const)("bundled server (%s)", (kind) => 
     const unknown = await call(server(), "GET", "/api/v1/agent/nothing-here", { token: server().adminToken })
     expect(unknown.status).toBe(404)
     expect(unknown.body).toMatchObject({ error_code: "resource_not_found" })
-    // A missing id is a 400 naming it (the spec's "missing run, schedule or conversation ID").
+    // A missing id is a 400 naming it (docs/reference/errors.md).
     for (const [path, field] of [
       ["/api/v1/agent/runs//timeline", "runId"],
       ["/api/v1/agent/schedules//pause", "scheduleId"],

@@ -510,7 +510,7 @@ describe("RunStateMachine", () => {
       expect(refusal({ ...queued(), worker_host: "" }).tag).toBe("StopRun")
     })
 
-    /** The contract's precedence (self-hosted worker runs cancellable since issue 15), written independently of the module. */
+    /** The documented precedence (docs/reference/run-lifecycle.md; self-hosted worker runs cancellable since issue 15), written independently of the module. */
     const oracle = (run: RunSnapshot | undefined): string => {
       if (run === undefined) return "resource_not_found/false"
       if (run.execution_location === "LOCAL" || run.source === "GITHUB_ACTION") {

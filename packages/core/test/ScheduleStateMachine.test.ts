@@ -46,7 +46,7 @@ describe("ScheduleStateMachine", () => {
   const deleted = apply(active, ScheduleEvent.Delete({ at: created }))
 
   describe("transition", () => {
-    it("follows the spec's table: pause, resume, delete from any state", () => {
+    it("follows docs/schedules.md: pause, resume, delete from any state", () => {
       expect(active).toEqual({ status: "active", lastTickAt: created })
       expect(isEnabled(active)).toBe(true)
       expect(paused.status).toBe("paused")

@@ -6,7 +6,7 @@
  * whole API: 400 invalid_request (any endpoint can get malformed input, ids included), 403
  * not_authorized (any endpoint: role, TEAM header, admin), 429 rate_limited, 500 internal_error,
  * 503 resource_unavailable; 401 comes with the authentication middleware of every group. Per
- * endpoint, as the spec's tables say: 404 resource_not_found (lookups by id, and references in
+ * endpoint (docs/reference/errors.md): 404 resource_not_found (lookups by id, and references in
  * bodies), 403 feature_not_available (run list, schedule creation), 409 conflict (cancel, the
  * 21st webhook), 422 operation_not_supported (cancel, conversations), 413 payload_too_large
  * (every endpoint with a body). Request decoding failures (malformed ids, bodies, query or

@@ -4,7 +4,7 @@
  * caller. Unknown or revoked tokens are a 401; a team the caller is not a member of is a 403.
  * An agent's run token is accepted too, while its execution holds the run: the caller is then
  * the run's executor in the run's team, acting for the run (core's `Runs.actingViewer`), so that
- * an agent can start child runs (CONTRACT §7, the scripted agent's `@spawn`).
+ * an agent can start child runs (docs/reference/access.md, the scripted agent's `@spawn`).
  */
 import { HttpServerRequest } from "@effect/platform"
 import { Identities, Runs, RunTokens } from "@agent-runs/core"

@@ -1,5 +1,5 @@
 /**
- * Signed download URLs (CONTRACT §10): a transcript redirect points at
+ * Signed download URLs (docs/reference/api.md): a transcript redirect points at
  * `{public_url}/api/v1/downloads/transcripts/{runId}?expires=<unix seconds>&signature=<hex>`, which
  * needs no bearer token. The signature is HMAC-SHA256 over `<path>\n<expires>` with a key derived
  * from the server's secret key (so the storage encryption key is never used directly for two

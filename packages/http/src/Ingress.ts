@@ -1,5 +1,5 @@
 /**
- * The webhook ingress on HTTP (CONTRACT §8): `POST /webhooks/w/{uid}` and, for `url_token`
+ * The webhook ingress on HTTP (docs/webhooks.md): `POST /webhooks/w/{uid}` and, for `url_token`
  * webhooks, `POST /webhooks/w/{uid}/{token}`. The core's `Ingress` does the checks; this adapter
  * hands it the headers, the sender's address and a body reader that stops past the limit, and
  * answers 202 `{delivery_id}` or the problem of the refusal.

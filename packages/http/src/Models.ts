@@ -1,14 +1,14 @@
 /**
- * Wire shapes that exist only at the HTTP edge: responses the contract names without fields
+ * Wire shapes that exist only at the HTTP edge: responses the API names without fields
  * (follow-up, run by external reference, deletes) and the query strings of list endpoints.
  *
- * Decisions where the spec and contract are silent:
+ * Decisions (docs/decisions.md, "HTTP"):
  * - `POST /agent/runs/{runId}/followups` answers `{run_id, state, execution_count, route}`, where
  *   `route` says what happened to the message (core's `FollowupRoute`): `store_for_start`
  *   (queued or claimed run), `deliver_live` (INPROGRESS), `new_execution` (ended run continued),
  *   `debug_session` (failed setup inside its debug window).
  * - `GET /agent/run-by-external-reference` answers `{run_id, run}` (the RunItem).
- * - Every DELETE answers `{success: true}`, as schedule deletion does in the spec.
+ * - Every DELETE answers `{success: true}`, as schedule deletion does in the published SDK.
  * - The run list's query is documented here but validated by core's `parseRunListQuery` on the
  *   raw query string: every parameter is accepted by HttpApi as a string (or repeated strings),
  *   so the 400s name the field in core's words. `metadata[<key>]` keys (deepObject) are not

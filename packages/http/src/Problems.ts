@@ -1,5 +1,5 @@
 /**
- * The wire form of every error of `@agent-runs/core/domain/Errors` (CONTRACT §2): an
+ * The wire form of every error of `@agent-runs/core/domain/Errors` (docs/reference/errors.md): an
  * `application/problem+json` body `{type, title, status, error, error_code, retryable, detail?,
  * trace_id?}` plus a few extension members, with the HTTP status that belongs to each error.
  *
@@ -7,7 +7,7 @@
  * handlers fail with core errors (`new ResourceNotFound(...)`) and the server encodes them into
  * problem bodies, while a typed client decodes problem bodies back into the same core classes.
  *
- * Extension members (snake_case, beside the contract's fields): `field` (InvalidRequest),
+ * Extension members (snake_case, beside the standard fields): `field` (InvalidRequest),
  * `feature` (FeatureNotAvailable), `resource` and `id` (ResourceNotFound), `retry_after_seconds`
  * (RateLimited), `limit_bytes` (PayloadTooLarge). The `x-should-retry` and `Retry-After` headers
  * are not part of the body: the server adds them from `retryable` and `retry_after_seconds`.

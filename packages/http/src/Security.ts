@@ -1,5 +1,5 @@
 /**
- * How callers authenticate (CONTRACT §3), as HttpApi middleware tags (the implementations come
+ * How callers authenticate (docs/reference/access.md), as HttpApi middleware tags (the implementations come
  * with the server):
  * - `Authentication`: the `bearerAuth` scheme, `Authorization: Bearer ar_…`, on every `/api/v1`
  *   endpoint except the harness support one. It resolves the token and the TEAM header into the

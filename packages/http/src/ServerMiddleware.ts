@@ -1,14 +1,15 @@
 /**
- * What the server adds around every response (CONTRACT §2):
+ * What the server adds around every response (docs/reference/errors.md):
  * - `x-should-retry: true` on retryable problems and `x-should-retry: false` on the others (so
  *   clients that retry 409 and 5xx by default, like the Stainless-generated SDKs, follow the
  *   server's judgement), and `Retry-After` (seconds) on a 429, and on a 503 (5 s).
  * - The body limit: a declared `Content-Length` over the limit is a 413 `payload_too_large`
  *   before anything is read; a chunked body is cut off at the limit while it is read (413 too).
  * - A body that is not JSON is a 400 `invalid_request` naming `body`.
- * - A run, schedule or conversation path with its id left empty is a 400 naming the id (the spec's
- *   "missing id"); any other unknown path under the API is a 404 `resource_not_found` problem; a defect anywhere is a
- *   500 `internal_error` problem (logged with its cause; the body never carries a stack trace).
+ * - A run, schedule or conversation path with its id left empty is a 400 naming the id (a
+ *   "missing id"); any other unknown path under the API is a 404 `resource_not_found` problem; a
+ *   defect anywhere is a 500 `internal_error` problem (logged with its cause; the body never
+ *   carries a stack trace).
  */
 import { HttpIncomingMessage, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import type { HttpApp } from "@effect/platform"

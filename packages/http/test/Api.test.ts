@@ -8,16 +8,16 @@ import { openApiDocument } from "../src/OpenApiDocument.js"
 import * as Problems from "../src/Problems.js"
 
 /**
- * Every endpoint of service-spec.md ("Endpoints") and of CONTRACT §3 (admin API) and §5, as
- * `METHOD path` relative to /api/v1. The webhook ingress, the worker protocol, /openapi.json,
+ * Every endpoint of the API (docs/reference/api.md): those of the published SDK's interface and
+ * ours (management, the admin API, the worker protocol), as `METHOD path` relative to /api/v1. The webhook ingress, the worker protocol, /openapi.json,
  * /docs and the health endpoints are served outside the HttpApi definition.
  */
 const expectedEndpoints = [
-  // service-spec.md: agents and environments
+  // the published interface: agents and environments
   "GET /agent",
   "GET /agent/connected-self-hosted-workers",
   "GET /agent/environments",
-  // service-spec.md: runs
+  // the published interface: runs
   "POST /agent/runs",
   "POST /agent/run",
   "GET /agent/runs",
@@ -28,10 +28,10 @@ const expectedEndpoints = [
   "POST /agent/runs/{runId}/followups",
   "POST /agent/runs/{runId}/cancel",
   "GET /agent/run-by-external-reference",
-  // service-spec.md: conversations
+  // the published interface: conversations
   "GET /agent/conversations/{conversation_id}",
   "GET /agent/conversations/{conversation_id}/transcript",
-  // service-spec.md: scheduled agents
+  // the published interface: scheduled agents
   "POST /agent/schedules",
   "GET /agent/schedules",
   "GET /agent/schedules/{scheduleId}",
@@ -39,7 +39,7 @@ const expectedEndpoints = [
   "DELETE /agent/schedules/{scheduleId}",
   "POST /agent/schedules/{scheduleId}/pause",
   "POST /agent/schedules/{scheduleId}/resume",
-  // CONTRACT §5
+  // ours: environments, webhooks, automations, secrets, events, harness support
   "POST /agent/environments",
   "GET /agent/environments/{uid}",
   "PUT /agent/environments/{uid}",
@@ -50,7 +50,7 @@ const expectedEndpoints = [
   "PATCH /agent/webhooks/{uid}",
   "DELETE /agent/webhooks/{uid}",
   "POST /agent/webhooks/{uid}/rotate-secret",
-  // beyond CONTRACT §5: definitions as code check secrets before applying anything
+  // definitions as code check secrets before applying anything
   "POST /agent/webhooks/check-secret",
   "GET /agent/webhooks/{uid}/deliveries",
   "GET /agent/webhooks/{uid}/deliveries/{delivery_id}",
@@ -65,14 +65,14 @@ const expectedEndpoints = [
   "DELETE /agent/secrets/{name}",
   "GET /agent/runs/{runId}/events",
   "POST /harness-support/report-artifact",
-  // CONTRACT §3: admin API
+  // the admin API (docs/reference/access.md)
   "POST /admin/teams",
   "GET /admin/teams",
   "PATCH /admin/teams/{uid}",
   "POST /admin/principals",
   "POST /admin/principals/{uid}/tokens",
   "DELETE /admin/tokens/{token_id}",
-  // CONTRACT §5: the self-hosted worker protocol
+  // the self-hosted worker protocol (docs/workers.md)
   "POST /workers/{workerId}/heartbeat",
   "DELETE /workers/{workerId}/heartbeat",
   "DELETE /workers/{workerId}/binding",
@@ -142,7 +142,7 @@ describe("the OpenAPI document", () => {
     expect(spec.info.title).toBe("Agent Runs API")
   })
 
-  it("has every endpoint of the spec and the contract, all under /api/v1, and no other but the ingress", () => {
+  it("has every endpoint of the API, all under /api/v1, and no other but the ingress", () => {
     expect(Object.keys(spec.paths).filter((path) => !path.startsWith("/api/v1/")).sort()).toEqual(INGRESS_PATHS)
     expect([...documented].sort()).toEqual([...expectedEndpoints].sort())
   })
@@ -189,7 +189,7 @@ describe("the OpenAPI document", () => {
     expect(header("POST /admin/teams")).toBeUndefined()
   })
 
-  it("has the error responses the spec names for cancel", () => {
+  it("has the documented error responses for cancel", () => {
     expect(statuses("POST /agent/runs/{runId}/cancel")).toEqual(
       expect.arrayContaining(["200", "400", "401", "403", "404", "409", "422", "500"])
     )
@@ -297,7 +297,7 @@ describe("path parameters", () => {
 })
 
 describe("problem bodies", () => {
-  it("encode a core error as CONTRACT §2 says and decode it back", () => {
+  it("encode a core error as docs/reference/errors.md says and decode it back", () => {
     const body = Schema.encodeSync(Problems.Conflict)(
       new Errors.Conflict({ message: "run is PENDING; try again shortly", retryable: true })
     )

@@ -1,5 +1,5 @@
 /**
- * The directives of the scripted agent (CONTRACT §7 plus the testing extensions of the README):
+ * The directives of the scripted agent (docs/reference/harness-protocol.md, and the README with its testing extensions):
  * a prompt or follow-up line that starts with `@` is `@name` followed by its arguments. Parsing is
  * pure and total: a line that is not a directive is `undefined`, a directive with bad arguments is
  * an `invalid` directive carrying the problem, an unknown name an `unknown` one.

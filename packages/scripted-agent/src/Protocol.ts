@@ -1,5 +1,5 @@
 /**
- * The agent harness protocol of CONTRACT §7: the JSON Lines the agent reads on stdin and writes on
+ * The agent harness protocol (docs/reference/harness-protocol.md): the JSON Lines the agent reads on stdin and writes on
  * stdout. Reading is lenient (a line that is not a JSON object, or has an unknown `type`, is
  * ignored; missing fields take harmless defaults) because an agent must never crash on its input.
  */

@@ -1,7 +1,7 @@
 /**
  * The scripted agent itself, with its I/O injected (`AgentIO`), so tests run it in memory and
  * `main.ts` runs it on stdin/stdout. `runAgent` reads the start message, acts on the prompt's
- * directives and the follow-ups as CONTRACT §7 and the README describe, and resolves with the
+ * directives and the follow-ups as its README describes, and resolves with the
  * exit code the process should end with.
  */
 import { type Directive, directivesOf } from "./Directive.js"

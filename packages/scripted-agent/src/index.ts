@@ -1,5 +1,5 @@
 /**
- * The scripted agent of CONTRACT §7 as a library: the protocol messages, the directive parser
+ * The scripted agent (docs/reference/harness-protocol.md) as a library: the protocol messages, the directive parser
  * and the runner with injectable I/O (the process itself is `dist/main.js`).
  */
 export * from "./Directive.js"

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
  * The scripted agent as a process: `node dist/main.js`, JSON Lines on stdin and stdout
- * (CONTRACT §7). Only `node:` built-ins, so it runs in any container with Node and this package's
- * `dist` mounted. Exits once every byte written to stdout and stderr has been flushed.
+ * (docs/reference/harness-protocol.md). Only `node:` built-ins, so it runs in any container with
+ * Node and this package's `dist` mounted. Exits once every byte written to stdout and stderr has been flushed.
  */
 import { readFile } from "node:fs/promises"
 import { createInterface } from "node:readline"

@@ -9,7 +9,7 @@ describe("parseDirective", () => {
     expect(parseDirective("email me@example.com")).toBeUndefined()
   })
 
-  it("reads every directive of CONTRACT §7", () => {
+  it("reads every directive of the README", () => {
     expect(parseDirective("@say hello world")).toEqual({ kind: "say", text: "hello world" })
     expect(parseDirective('@tool bash {"cmd": "ls -la"}')).toEqual({ kind: "tool", name: "bash", input: { cmd: "ls -la" } })
     expect(parseDirective("@tool noop")).toEqual({ kind: "tool", name: "noop", input: {} })

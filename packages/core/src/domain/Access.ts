@@ -1,5 +1,5 @@
 /**
- * Who may see and change what (CONTRACT §3). A resource belongs to a team; Team scope shows it to
+ * Who may see and change what (docs/reference/access.md). A resource belongs to a team; Team scope shows it to
  * every member, User scope to its creator and the team's admins. Viewers read only; members
  * change runs, schedules and environments; admins also manage the factory (webhooks, secrets,
  * automations, team settings). Looking up what one may not see is a 404; changing what one may

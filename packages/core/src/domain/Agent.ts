@@ -1,5 +1,5 @@
 /**
- * Agents (skills), CONTRACT §4: the skill spec format `owner/repo:skill-name` or
+ * Agents (skills; docs/skills.md): the skill spec format `owner/repo:skill-name` or
  * `owner/repo:path/to/SKILL.md`, and the listing returned by `GET /agent`.
  */
 import { Schema } from "effect"

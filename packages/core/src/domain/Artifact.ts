@@ -1,5 +1,5 @@
 /**
- * Artifacts a run produces (CONTRACT §4): a union discriminated by `artifact_type`, each with
+ * Artifacts a run produces (docs/reference/api.md): a union discriminated by `artifact_type`, each with
  * its own `data` shape. `ArtifactReport` is the same without `created_at`: what an agent reports
  * (`POST /harness-support/report-artifact`, the harness's `artifact` line); the service stamps
  * the time.

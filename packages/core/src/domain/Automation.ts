@@ -1,5 +1,5 @@
 /**
- * Automations (CONTRACT §4, §5, §8): a prompt and agent configuration started by a trigger. The
+ * Automations (docs/webhooks.md): a prompt and agent configuration started by a trigger. The
  * only trigger is `{provider: "webhook", event: "received", filter: {webhook_ids, payload?}}`:
  * each accepted delivery of one of the webhooks (at least one) whose body matches the payload
  * filter starts a run. The payload filter is kept here as an unparsed JSON object (PayloadFilter.ts

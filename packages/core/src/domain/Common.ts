@@ -1,5 +1,5 @@
 /**
- * Wire building blocks shared by every resource (CONTRACT §1, §4): timestamps, metadata, page
+ * Wire building blocks shared by every resource (docs/reference/api.md): timestamps, metadata, page
  * info, ownership scope, principal references, JSON values, and `decodeRequest`, which turns a
  * Schema parse failure into an `InvalidRequest` naming the offending field.
  *
@@ -7,7 +7,7 @@
  * - Timestamps are RFC 3339 strings; they decode from any RFC 3339 form (offset or `Z`, any
  *   fraction) and always encode in UTC with milliseconds: `2026-11-22T03:17:28.123Z`.
  * - In response records, a field that is "not known yet" (a run's `started_at`, `session_id`, ...)
- *   is present with the value `null`; a key marked optional (`?`) in the contract is omitted when
+ *   is present with the value `null`; a key marked optional (`?`) in the API is omitted when
  *   absent. In request bodies, an optional key may be omitted or sent as `null` (both mean absent).
  * - Unknown body fields are ignored; a known field of the wrong type is an error.
  */

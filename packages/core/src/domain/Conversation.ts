@@ -1,5 +1,5 @@
 /**
- * The normalized conversation of a run (CONTRACT §4, `GET /agent/runs/{runId}/conversation`):
+ * The normalized conversation of a run (docs/reference/api.md, `GET /agent/runs/{runId}/conversation`):
  * steps (which nest), messages, and content blocks.
  *
  * A block is an object discriminated by `type`: `{type: "text", text}`,

@@ -1,5 +1,5 @@
 /**
- * Cron schedules (CONTRACT §9): parsing a `cron_schedule` in its IANA `timezone`, and computing
+ * Cron schedules (docs/schedules.md): parsing a `cron_schedule` in its IANA `timezone`, and computing
  * when it fires. Built on effect's `Cron` (parsing, field sets, `next` / `prev`), with one
  * difference: effect walks the wall clock of the zone directly and misbehaves around daylight
  * saving changes (after a fall-back it skips the repeated hour, and from inside that hour it can

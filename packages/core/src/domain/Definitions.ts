@@ -1,5 +1,5 @@
 /**
- * Definitions as code (CONTRACT §8; spec "Custom webhook"): webhooks as files
+ * Definitions as code (docs/definitions.md): webhooks as files
  * `webhooks/<name>.yaml` and automations as files `automations/<name>.yaml`, parsed (`parse`) and
  * compared with what the team has (`plan`) into the steps that make the team match the files.
  * Pure: the files come already read, the team's state already listed; DefinitionsApplier.ts runs
@@ -33,7 +33,7 @@
  *   and senders depend on them): a file that changes one is an error; delete the webhook first.
  *   `enabled` and `deliveryIdHeader` are patched. A changed team secret value is not re-read by
  *   applying the same files; toggling `enabled` off and on (two applies) re-reads it.
- * - `webhookIds` are uids, as the spec says; `webhookNames` (an addition) names webhooks of the
+ * - `webhookIds` are uids, as in an automation's trigger; `webhookNames` (an addition) names webhooks of the
  *   team or of the same directory, resolved to uids when applied, so that a directory can define
  *   a webhook and the automations it starts before the webhook's uid exists. The stored trigger
  *   holds uids only: `webhookIds` first, then the named ones, each kept once.

@@ -5,7 +5,7 @@
  * 3. `X-Service-Delivery-Id`, set by the sender;
  * 4. the SHA-256 of the raw body, so that identical bodies without an id are duplicates.
  *
- * Decisions where the spec is silent:
+ * Decisions (docs/webhooks.md):
  * - Header names match case-insensitively; a value that is empty after trimming counts as absent.
  * - The identity names its source (`header:`, `provider:`, `sender:`, `body:`), so an id sent in
  *   one way never collides with another kind (a sender's id that happens to equal a body hash).
@@ -69,7 +69,7 @@ const keyOf = (source: IdentitySource, id: string): Effect.Effect<DeliveryIdenti
 export const contentKey = (signedContent: Uint8Array): Effect.Effect<string> =>
   Effect.map(sha256Hex(signedContent), (hex) => `signed:${hex}`)
 
-/** The delivery's identity, by the spec's order of preference. */
+/** The delivery's identity, by the order of preference of docs/webhooks.md. */
 export const deliveryIdentity = (input: IdentityInput): Effect.Effect<DeliveryIdentity> => {
   const configured = input.deliveryIdHeader === null ? undefined : headerValue(input.headers, input.deliveryIdHeader)
   if (configured !== undefined) return keyOf("header", configured)

@@ -1,5 +1,5 @@
 /**
- * Environments (CONTRACT §4): where a run executes — a Docker image (for the Docker executor),
+ * Environments (docs/reference/api.md): where a run executes — a Docker image (for the Docker executor),
  * the `owner/repo` repositories checked out, setup commands, and the agent harness. Bodies carry
  * the configuration under `config`, as the record does.
  *

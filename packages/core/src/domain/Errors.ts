@@ -1,5 +1,5 @@
 /**
- * The errors that cross the wire: one tagged error per `error_code` of CONTRACT §2, each carrying
+ * The errors that cross the wire: one tagged error per `error_code` (docs/reference/errors.md), each carrying
  * `retryable`. The HTTP status of each belongs to packages/http; here they are domain facts only.
  * Validation errors name the offending field in `field` (and in the message).
  */

@@ -1,10 +1,10 @@
 /**
- * The agent harness protocol of CONTRACT §7, as pure functions: the messages the service writes
+ * The agent harness protocol (docs/reference/harness-protocol.md), as pure functions: the messages the service writes
  * to the agent's stdin, the events it reads from its stdout, a line splitter with a bounded
  * buffer, and the reducer that turns an execution's events into its normalized conversation and
  * the facts the run keeps (session, usage, status, artifacts, outcome).
  *
- * Decisions where the contract is silent:
+ * Decisions:
  * - A line is at most `MAX_LINE_BYTES` (16 MiB) for parsing; the splitter keeps no more than that
  *   of one line: a longer line is kept whole in the transcript (the raw bytes) and becomes an
  *   `event` block named `output_truncated` with its size and its first 1,000 characters.

@@ -3,7 +3,7 @@
  * reasoning_level?}` and `config.harness_auth_secrets`, on runs, schedules, automations and
  * environments, and in a skill's front matter.
  *
- * Decisions where the contract is silent:
+ * Decisions (docs/harnesses.md):
  * - `type` is `oz` (the service's own harness: the environment's harness command, else the
  *   configured default; the scripted agent out of the box), `claude`, `codex`, `gemini` or
  *   `opencode`. No harness means `oz`.

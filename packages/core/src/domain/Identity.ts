@@ -1,5 +1,5 @@
 /**
- * Teams, principals, memberships and API tokens (CONTRACT §3), and the admin API bodies under
+ * Teams, principals, memberships and API tokens (docs/reference/access.md), and the admin API bodies under
  * `/api/v1/admin`. Tokens are `ar_`-prefixed random strings stored only as SHA-256 hashes
  * (`TokenRecord.token_hash`, 64 lowercase hex characters); the token itself is shown once, in
  * `CreateTokenResponse`. A token's `name` and `revoked_at` are `null` when unset.

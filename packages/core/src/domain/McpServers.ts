@@ -1,9 +1,9 @@
 /**
- * MCP servers of a run (CONTRACT §4 `mcp_servers`, §6, §7): checked when the run is created,
+ * MCP servers of a run (`mcp_servers`; docs/skills.md): checked when the run is created,
  * resolved when it executes. The shapes themselves (`{command, args?, env?}`, `{url, headers?}`,
  * `{server_id}`) are decoded by `Run.McpServerConfig` with the request (a 400 naming the field).
  *
- * Decisions where the contract is silent (docs/skills.md):
+ * Decisions (docs/skills.md):
  * - Team secrets are referenced as `${{ secrets.NAME }}` inside `args` items, `env` values and
  *   `headers` values. The stored run keeps the references; the agent's start message carries the
  *   values, read from the team's secrets when the execution starts. No secret value is ever
@@ -100,8 +100,8 @@ export const parseRegistered = (value: string): Either.Either<McpDirectServer, s
   })
 
 /**
- * Checks the MCP servers of a run request of `viewer` (CONTRACT §6 "resolved … MCP servers,
- * permissions"): registered servers exist in the team, secret references are allowed and exist.
+ * Checks the MCP servers of a run request of `viewer` (a run is resolved at
+ * create: its MCP servers and permissions): registered servers exist in the team, secret references are allowed and exist.
  */
 export const checkMcpServers = (
   secrets: SecretStore["Type"],

@@ -1,5 +1,5 @@
 /**
- * The payload filter of a webhook automation trigger (spec "Payload filter"): a JSON object that
+ * The payload filter of a webhook automation trigger (docs/webhooks.md): a JSON object that
  * mirrors the delivery body. `parse` turns the JSON into a typed filter or a `PayloadFilterError`
  * naming the offending path; `evaluate` decides whether a delivery starts a run; `explain` says why
  * not (the test-filter endpoint). An absent filter matches every delivery.

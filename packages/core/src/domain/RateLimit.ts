@@ -1,11 +1,11 @@
 /**
  * Sliding-window limits: at most `max` events per key in any window of `windowMs`. The webhook
- * ingress (CONTRACT §8) allows 60 deliveries a minute per webhook and client address (429 with
+ * ingress (docs/webhooks.md) allows 60 deliveries a minute per webhook and client address (429 with
  * `Retry-After`) and 10 authentication failures a minute (the budget: 429 once spent); `Runs`
  * bounds the runs a team creates per minute (Quotas.ts). The clock is the caller's (`now` in
  * epoch millis), so tests need no real time.
  *
- * Decisions where the contract is silent:
+ * Decisions:
  * - The window slides: an event counts for exactly `windowMs` after it happened. Each key keeps at
  *   most `max` times, so memory is bounded by the number of active keys; `prune` drops the keys
  *   whose events have all left the window.

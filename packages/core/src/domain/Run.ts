@@ -1,5 +1,5 @@
 /**
- * Runs on the wire (CONTRACT §4): the agent configuration (AmbientAgentConfig), the run record
+ * Runs on the wire (docs/reference/api.md): the agent configuration (AmbientAgentConfig), the run record
  * (RunItem) with everything it carries, and the create / follow-up / list bodies.
  *
  * Null versus absent in a `RunItem`: every key is always present; a value not known yet is
@@ -183,7 +183,7 @@ export class RunItem extends Schema.Class<RunItem>("RunItem")({
   execution_count: Schema.Int.pipe(Schema.greaterThanOrEqualTo(1))
 }) {}
 
-/** Limits on the metadata of a run (CONTRACT §4). */
+/** Limits on the metadata of a run (docs/reference/limits.md). */
 export const MAX_METADATA_PAIRS = 20
 export const MAX_METADATA_KEY_LENGTH = 64
 export const MAX_METADATA_VALUE_LENGTH = 512

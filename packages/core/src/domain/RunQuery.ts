@@ -4,7 +4,7 @@
  * evaluator. The evaluator (`matchesRunListQuery`, `compareRunsForQuery`, `pageOf`) is the oracle
  * every storage adapter's list query is compared against.
  *
- * Decisions where the spec is silent:
+ * Decisions (docs/decisions.md, "Run list"):
  * - An empty value is a 400 for every parameter except `q` (empty = no search), `cursor`
  *   (empty = first page) and a metadata value (matches an empty value).
  * - `created_after`, `created_before`, `updated_after` are strict RFC 3339 date-times (a date
@@ -370,7 +370,7 @@ export const requireRunListFeatures = (
 
 /**
  * The fields of a run that the list query reads, with the snake_case names of RunItem
- * (CONTRACT §4). Times are epoch milliseconds.
+ * (docs/reference/api.md). Times are epoch milliseconds.
  */
 export interface RunListRow {
   readonly run_id: string

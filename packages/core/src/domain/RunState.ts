@@ -1,6 +1,6 @@
 /**
  * The enumerations of a run: its state, where it came from, where it executes, and the kinds of
- * artifact it may produce (CONTRACT §4).
+ * artifact it may produce (docs/reference/run-lifecycle.md, docs/reference/api.md).
  */
 import { Schema } from "effect"
 

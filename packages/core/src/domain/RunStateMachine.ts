@@ -1,10 +1,10 @@
 /**
- * The run lifecycle of CONTRACT §6 as pure functions: `transition(run, event, now)` moves a
+ * The run lifecycle (docs/reference/run-lifecycle.md) as pure functions: `transition(run, event, now)` moves a
  * `RunSnapshot` or rejects the event, `decideCancel` and `decideFollowup` answer the cancel and
  * follow-up endpoints. No I/O and no clock: the caller passes `now` (epoch millis) and persists
  * the next snapshot and the timeline event types of each `Transition`.
  *
- * Decisions where the contract is silent:
+ * Decisions:
  * - `attempt` is the ordinal of the claim of the current execution that is under way or awaited.
  *   It is 1 when the run is created and when a follow-up starts a new execution; a claim does not
  *   change it (the n-th claim happens with `attempt = n`); a lease expiry requeues with

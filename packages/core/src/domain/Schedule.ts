@@ -1,5 +1,5 @@
 /**
- * Scheduled agents (CONTRACT §4, §9): the record, its history, and the create / update bodies.
+ * Scheduled agents (docs/schedules.md): the record, its history, and the create / update bodies.
  * Cron expressions are plain strings here (Cron.ts parses them); time zones are IANA names.
  *
  * `environment` is the configuration of the environment named by `agent_config.environment_id`

@@ -1,5 +1,5 @@
 /**
- * The scheduled agent's lifecycle (the spec's "Scheduled agent" table, CONTRACT §9) and which of
+ * The scheduled agent's lifecycle (docs/schedules.md) and which of
  * its ticks are due. States: `active` (running on cron, `enabled: true`), `paused`
  * (`enabled: false`) and `deleted` (terminal). Pause, `PUT` with `enabled: false`, resume, `PUT`
  * with `enabled: true`, delete and the scheduler's ticks are events of one pure transition function.

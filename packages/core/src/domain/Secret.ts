@@ -1,5 +1,5 @@
 /**
- * Team secrets (CONTRACT §5, `/agent/secrets`): named values stored encrypted and never returned.
+ * Team secrets (`/agent/secrets`; docs/reference/api.md): named values stored encrypted and never returned.
  * Only names and times are listed. A name is 1–128 characters of letters, digits and `_`, not
  * starting with a digit, so it is safe in a URL path and usable as an environment variable name.
  */

@@ -1,10 +1,10 @@
 /**
- * Webhook signature verification (CONTRACT §8): every `SignatureScheme`, computed with WebCrypto
+ * Webhook signature verification (docs/webhooks.md): every `SignatureScheme`, computed with WebCrypto
  * HMAC-SHA256 over the raw body bytes and compared in constant time. `verify` yields the
  * provider's delivery id when the scheme's headers carry one; `sign` produces the headers a sender
  * would send (tests, the CLI).
  *
- * Decisions where the contract is silent:
+ * Decisions:
  * - Header names are looked up in lower case; values are trimmed. A blank header counts as absent.
  * - Standard Webhooks: the `webhook-*` headers are used when `webhook-signature` is present,
  *   otherwise the `svix-*` ones (never a mix). The secret may omit the `whsec_` prefix (as the

@@ -1,5 +1,5 @@
 /**
- * A run's timeline (CONTRACT §4, `GET /agent/runs/{runId}/timeline`): its setup and lifecycle
+ * A run's timeline (docs/reference/run-lifecycle.md, `GET /agent/runs/{runId}/timeline`): its setup and lifecycle
  * events in order. `sequence` starts at 1 and strictly increases per run; `message` and `data`
  * are omitted when an event has none.
  */

@@ -1,5 +1,5 @@
 /**
- * Custom webhooks and their delivery log (CONTRACT §4, §5, §8). The webhook record never shows
+ * Custom webhooks and their delivery log (docs/webhooks.md). The webhook record never shows
  * its secret; `WebhookWithSecret` (the create and rotate-secret responses) is the only model
  * that does. `signature_scheme` is `null` unless `auth_mode` is `signature`; `secret_name` and
  * `delivery_id_header` are omitted when unset. A delivery's `payload` is present (possibly the

@@ -1,5 +1,5 @@
 /**
- * The lifecycle of a custom webhook (spec "States and transitions / Webhook", CONTRACT §8) as a
+ * The lifecycle of a custom webhook (docs/webhooks.md) as a
  * pure function `transition(state, event)`.
  *
  * - A webhook is `enabled`, `disabled` or `deleted`, and has a secret version (1 at creation).

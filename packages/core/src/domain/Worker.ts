@@ -1,5 +1,5 @@
 /**
- * Connected self-hosted workers (CONTRACT §4, `GET /agent/connected-self-hosted-workers`):
+ * Connected self-hosted workers (docs/workers.md, `GET /agent/connected-self-hosted-workers`):
  * presence from heartbeats, scoped to the caller's team. `worker_id` is what a run's
  * `agent_config.worker_host` names; `labels` are free-form tags the worker advertises;
  * `capacity` is how many runs it takes at once and `active_runs` how many it holds now.

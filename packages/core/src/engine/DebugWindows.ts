@@ -1,5 +1,5 @@
 /**
- * Debug windows (CONTRACT §7), on the server only: the sandbox of a failed setup is kept for its
+ * Debug windows (docs/reference/harness-protocol.md), on the server only: the sandbox of a failed setup is kept for its
  * environment's `failure_session_retention_minutes`; follow-ups sent meanwhile start a debug agent
  * (mode `debug`) in it, whose output joins the run's transcript and conversation; the sandbox is
  * released when the window ends.

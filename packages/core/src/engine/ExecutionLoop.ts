@@ -1,5 +1,5 @@
 /**
- * The execution loop (CONTRACT §6, §7), the same on the server and on a self-hosted worker: while
+ * The execution loop (docs/execution.md), the same on the server and on a self-hosted worker: while
  * it has free slots it claims runs from its `ExecutionHost` (woken by the host's wake-ups, polling
  * as a fallback), and runs each claimed plan to its end:
  *
@@ -14,7 +14,7 @@
  *    stops the agent (cancel message, SIGTERM, SIGKILL, each after the grace period);
  * 5. the outcome is recorded (SUCCEEDED, FAILED, BLOCKED), after the output's last save.
  *
- * Decisions where the contract is silent:
+ * Decisions:
  * - The `oz` harness command is a shell command: the environment's `config.harness`, else the
  *   default, run as `/bin/sh -c "exec <command>"` in the sandbox with `AGENT_RUNS_RUN_ID`,
  *   `AGENT_RUNS_EXECUTION_ID`, `AGENT_RUNS_API_URL` and `AGENT_RUNS_RUN_TOKEN` set (the start

@@ -1,5 +1,5 @@
 /**
- * The lease sweep (CONTRACT §6), on the server only, every `sweepMs`:
+ * The lease sweep (docs/reference/run-lifecycle.md), on the server only, every `sweepMs`:
  * - an expired lease requeues its run (`attempt + 1`; ERROR `resource_unavailable` after the third),
  *   the server's executions and self-hosted workers' alike. While storage failed lately, holders
  *   could not renew: leases expire a whole lease after the last storage failure at the earliest;

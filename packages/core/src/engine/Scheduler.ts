@@ -1,5 +1,5 @@
 /**
- * The scheduler (CONTRACT §9): what makes schedules fire. Every replica runs it over the ports.
+ * The scheduler (docs/schedules.md): what makes schedules fire. Every replica runs it over the ports.
  * A pass reads the timing of every active schedule (`ScheduleStore.activeTimings`: id, expression,
  * zone, `updated_at`, watermark), finds those with a fire time after their watermark that has
  * come (`ScheduleStateMachine.dueTicks`: the on-time ticks, or at most one catch-up), and for each
@@ -16,7 +16,7 @@
  * schedule, `team: true` for a Team-scoped schedule, source `SCHEDULED_AGENT`, `schedule
  * {schedule_id, schedule_name, cron_schedule}`, metadata `backfilled: "true"` on a catch-up run.
  *
- * Decisions where the contract is silent:
+ * Decisions:
  * - On time or missed: a tick is on time when it is at most `catchUpGraceMs` old at the start of
  *   a pass, or when it came after this replica's previous pass began (the replica was up; a slow
  *   pass does not turn ticks into catch-ups). Older ticks were missed (downtime): at most one

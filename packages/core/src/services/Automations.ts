@@ -1,10 +1,10 @@
 /**
- * The automations application service (CONTRACT §4, §5, §8; spec "Payload filter"): create,
+ * The automations application service (docs/webhooks.md): create,
  * list, get, replace (PUT) and delete a team's automations, and test a trigger's filter against
  * a stored delivery. Starting runs from deliveries belongs to the ingress, not here. HTTP status
  * codes belong to packages/http; this module fails with the tagged errors of `Errors.ts`.
  *
- * Decisions where the contract is silent:
+ * Decisions:
  * - Access: automations belong to a team (no User scope). Every member, viewers included, may
  *   list and get them and run test-filter (it changes nothing); only admins create, replace and
  *   delete (403). An automation of another team is a 404, checked before the role.

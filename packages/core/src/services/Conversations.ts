@@ -1,8 +1,8 @@
 /**
- * Reading what runs produced (CONTRACT §4, §10): a run's normalized conversation, a conversation
+ * Reading what runs produced (docs/reference/api.md): a run's normalized conversation, a conversation
  * by its id, where a run's raw transcript is, and the run behind an external reference.
  *
- * Decisions where the contract is silent:
+ * Decisions:
  * - A run's conversation is saved per execution and shown as one, in execution order; a run with
  *   no saved conversation (it never started) is a 404 `conversation` on both conversation
  *   endpoints. A conversation belongs to exactly one run (follow-ups continue the same run and
@@ -10,7 +10,7 @@
  * - The raw transcript of a run is one blob per run, `transcripts/<run_id>.jsonl`, to which every
  *   execution appends what its agent printed; `transcriptKey` is where executors write and the
  *   download route reads. No blob yet: 404 `transcript`. Every conversation format this service
- *   produces has a raw transcript, so the 422 of the spec never arises here.
+ *   produces has a raw transcript, so the documented 422 never arises here.
  * - `transcript` answers the run and the blob key of its transcript (`{run_id, key}`); the
  *   transport turns it into a signed download URL. A run the caller cannot see is a 404 `run`
  *   (or `conversation`) whether or not a transcript exists.

@@ -1,8 +1,8 @@
 /**
- * Environments (CONTRACT §3, §4, §5): create, list, get, replace and delete, with ownership,
+ * Environments (docs/reference/access.md, docs/reference/api.md): create, list, get, replace and delete, with ownership,
  * guests and link sharing.
  *
- * Decisions where the contract is silent:
+ * Decisions:
  * - Who may read and use an environment: whoever `Access.canSee` lets see it (Team scope: its
  *   team; User scope: its creator and the team's admins), its guests (principals named in
  *   `sharing.guests`, from any team), and members of its team who reached it by link while link

@@ -1,8 +1,8 @@
 /**
- * Follow-up messages (CONTRACT §6, `POST /agent/runs/{runId}/followups`), routed by the run's
+ * Follow-up messages (docs/reference/run-lifecycle.md, `POST /agent/runs/{runId}/followups`), routed by the run's
  * state with RunStateMachine's `decideFollowup`:
  * - PENDING, QUEUED or CLAIMED: stored in the run's follow-up inbox; the agent receives them when
- *   it starts (`followups` of the harness start message, CONTRACT §7). PENDING is treated like
+ *   it starts (`followups` of the harness start message, docs/reference/harness-protocol.md). PENDING is treated like
  *   QUEUED: the run has not started, so the message waits with it.
  * - INPROGRESS: stored in the same inbox. This service only records the message; the dispatcher
  *   holding the run drains the inbox (`takeFollowups`) into the live agent as
@@ -16,7 +16,7 @@
  *   the dispatcher delivers it with `mode: "debug"` (the run is FAILED inside its debug window).
  *   The run stays FAILED with its message, error code, debug window and `ended_at` unchanged.
  *
- * Decisions where the contract is silent:
+ * Decisions:
  * - Checks in order: malformed run id 400 naming `runId`, unknown or hidden 404, viewer 403, then
  *   RunStateMachine's 400s: an empty (blank) message except to continue an ended run that has a
  *   saved conversation, and an ended run that never started (no conversation, no sandbox).

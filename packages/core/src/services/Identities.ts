@@ -1,9 +1,9 @@
 /**
- * Identities (CONTRACT §3): authentication of API tokens into the caller (`Viewer`), the bootstrap
+ * Identities (docs/reference/access.md): authentication of API tokens into the caller (`Viewer`), the bootstrap
  * administrator, and the admin API (teams, principals, tokens). Tokens are `ar_` plus 32 random
  * bytes in base64url; only their SHA-256 (lowercase hex) is stored.
  *
- * Decisions where the contract is silent:
+ * Decisions:
  * - No cache: every request looks its token up, so a revocation takes effect on the next request.
  *   A token without the `ar_` prefix is a 401 without a lookup.
  * - The TEAM header (trimmed) is matched exactly against the principal's memberships; anything
@@ -72,7 +72,7 @@ export const hashToken = (token: string): Effect.Effect<string> =>
     Effect.map((digest) => Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join(""))
   )
 
-/** The environment variable naming the configured administrator token (CONTRACT §3, §10). */
+/** The environment variable naming the configured administrator token (docs/reference/configuration.md). */
 export const ADMIN_TOKEN_VARIABLE = "AGENT_RUNS_ADMIN_TOKEN"
 
 /** The accepted form of a configured administrator token: `ar_` and at least 32 visible ASCII characters. */

@@ -1,6 +1,6 @@
 /**
- * The webhook ingress (CONTRACT §8; spec "Webhook ingress", "Webhook delivery record",
- * "Authentication" 4–7): receives one delivery, runs the checks in the contract's order, logs
+ * The webhook ingress (docs/webhooks.md): receives one delivery, runs the checks in the
+ * documented order, logs
  * the outcome, and starts a run for each enabled automation whose trigger selects the webhook and
  * whose payload filter matches. The transport (packages/http) hands over the request with a body
  * reader, so the size limit is enforced while reading and only after the checks before it.
@@ -12,7 +12,7 @@
  * JSON → 400, logged REJECTED_INVALID_JSON; identity seen before → 202, logged DUPLICATE, nothing
  * starts; otherwise 202 `{delivery_id}`, logged ACCEPTED with its payload.
  *
- * Decisions where the contract is silent:
+ * Decisions:
  * - Rate limits count per webhook and client address, in this process (replicas count apart);
  *   the 429 of the budget also carries `Retry-After`. Neither 429 nor 404 enters the delivery log
  *   (it has no outcome for them); every outcome is written to the application log with the
@@ -101,7 +101,7 @@ export interface IngressLimits {
   readonly bodyTimeoutMs: number
 }
 
-/** The contract's limits, and the bounds of issue 15 (finding 9). */
+/** The documented limits (docs/reference/limits.md), and the bounds of issue 15 (finding 9). */
 export const DEFAULT_INGRESS_LIMITS: IngressLimits = {
   maxBodyBytes: MAX_DELIVERY_BYTES,
   deliveries: DELIVERIES_PER_MINUTE,
@@ -131,7 +131,7 @@ export const deliveriesReceived = Metric.counter("agent_runs_webhook_deliveries_
   incremental: true
 })
 
-/** The ingress's limits, provided by the server (the defaults are the contract's). */
+/** The ingress's limits, provided by the server (the defaults are the documented ones). */
 export class IngressLimitsTag extends Context.Tag("@agent-runs/core/IngressLimits")<IngressLimitsTag, IngressLimits>() {
   static readonly layer = (overrides: Partial<IngressLimits> = {}): Layer.Layer<IngressLimitsTag> =>
     Layer.succeed(IngressLimitsTag, { ...DEFAULT_INGRESS_LIMITS, ...overrides })
@@ -521,7 +521,7 @@ export class Ingress extends Effect.Service<Ingress>()("@agent-runs/core/Ingress
         return yield* accept(webhook, sized, identity, authenticated.right.signedContent, body, payload.right)
       })
 
-    /** Receives one delivery (the checks of CONTRACT §8, in order). */
+    /** Receives one delivery (the checks of docs/webhooks.md, in order). */
     const receive = Effect.fn("Ingress.receive")(
       function* (request: IngressRequest) {
         const outcome = yield* Effect.either(receiveOnce(request))

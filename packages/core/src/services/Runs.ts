@@ -1,14 +1,14 @@
 /**
- * The runs application service (CONTRACT §3, §4, §6): create, get, list, cancel and the timeline
+ * The runs application service (docs/reference/run-lifecycle.md): create, get, list, cancel and the timeline
  * of runs, over the storage ports, with the caller's access checked on every call. HTTP status
  * codes belong to packages/http; this module fails with the tagged errors of `Errors.ts`.
  *
- * Decisions where the contract is silent:
+ * Decisions:
  * - Services take decoded requests: the transport decodes bodies (400 naming the field, before
  *   any service runs); then create refuses a viewer (403), then checks referenced resources (403).
  * - A referenced environment, parent run or `config.agent_identity_uid` principal that is unknown
- *   or that the caller may not use is a 403 `not_authorized` naming the field (the spec's "403 no
- *   permission for referenced resources"); unknown and hidden answer alike, so nothing leaks.
+ *   or that the caller may not use is a 403 `not_authorized` naming the field (no permission for
+ *   a referenced resource); unknown and hidden answer alike, so nothing leaks.
  *   An environment is usable when the caller sees it (Access.canSee), is one of its guests, or
  *   opened its share link while link sharing is on.
  * - A run uses its own team's repositories: an environment naming one the team does not have (a

@@ -1,10 +1,10 @@
 /**
- * Scheduled agents (CONTRACT §3, §4, §9): create, list, get, replace (PUT), delete, pause and
+ * Scheduled agents (docs/schedules.md): create, list, get, replace (PUT), delete, pause and
  * resume. The scheduler that fires ticks keeps `history.last_ran`, `recent_runs` and
  * `last_spawn_error`; this service computes `history.next_run` on every read (null while paused),
  * and shows each recent run's current state (one look-up for all the schedules of an answer).
  *
- * Decisions where the contract is silent:
+ * Decisions:
  * - Checks in order: a viewer is refused (403); a `prompt` or `agent_config.base_prompt` over the
  *   quota (Quotas.ts) is a 413 naming it; creating needs the team feature
  *   `scheduled_agents` (403 `feature_not_available`); the cron expression and time zone are

@@ -1,9 +1,9 @@
 /**
- * The team secrets application service (CONTRACT §5, `/agent/secrets`): put (create or replace),
+ * The team secrets application service (`/agent/secrets`; docs/reference/access.md): put (create or replace),
  * list (names and times, never values) and delete a team's named secrets, over SecretStore
  * (which seals values at rest). HTTP status codes belong to packages/http.
  *
- * Decisions where the contract is silent:
+ * Decisions:
  * - Admins only, for all three operations, listing included (403 for members and viewers):
  *   secrets are part of the factory, and even their names say which providers the team uses.
  *   Secrets are keyed by the caller's team, so another team's secrets are unreachable.

@@ -1,9 +1,9 @@
 /**
- * Skills (agents), CONTRACT §4 and the spec's `GET /agent`: `SKILL.md` files with YAML front
+ * Skills (agents) and `GET /agent` (docs/skills.md): `SKILL.md` files with YAML front
  * matter (`name`, `description`) in the repositories of the environments the caller can see,
  * listed grouped by name with one variant per file, and resolved for runs (`skill_spec`).
  *
- * Decisions where the contract is silent (docs/skills.md):
+ * Decisions (docs/skills.md):
  * - A `SKILL.md` is read on the repository's default branch (the `RepoSource` port). Its front
  *   matter is the text between a first line `---` and the next line `---` (or `...`). It must be
  *   a YAML mapping with `name` (letters, digits, `_`, `.`, `-`, starting with a letter or digit,

@@ -1,10 +1,9 @@
 /**
- * The webhooks application service (CONTRACT §3, §4, §5, §8; spec "Custom webhook", "Webhook"
- * state table, "Authentication" 4–7): create, list, get, patch, delete and rotate the secret of a
+ * The webhooks application service (docs/webhooks.md): create, list, get, patch, delete and rotate the secret of a
  * team's custom webhooks, and read their delivery logs. The ingress that receives deliveries is
  * not here. HTTP status codes belong to packages/http; this module fails with `Errors.ts`.
  *
- * Decisions where the contract is silent:
+ * Decisions:
  * - Access: webhooks belong to a team (no User scope). Every member of the team, viewers
  *   included, may list and get its webhooks and read their delivery logs (the automation editor
  *   shows them to everyone); only admins create, patch, rotate and delete (403 otherwise). A
@@ -24,8 +23,8 @@
  *     `secret: ""` (returning it would let any admin read any team secret).
  * - The webhook keeps its own sealed copy of its credential (`StoredWebhook.secret`), which the
  *   ingress reads. For a `secret_name` webhook that copy is the team secret's value as read at
- *   creation and re-read each time the webhook goes from disabled to enabled (the spec's "the
- *   next time its definition applies, for example when toggled off and on"); a changed team
+ *   creation and re-read each time the webhook goes from disabled to enabled (the next time
+ *   its definition applies, for example when toggled off and on); a changed team
  *   secret does not apply before that. Re-enabling when the team secret is gone or no longer
  *   suits the mode is a 409 naming it. A PATCH that repeats `enabled: true` re-reads nothing.
  * - `checkSecret` answers whether a team secret would do as a `secret_name` credential (the

@@ -1,5 +1,5 @@
 /**
- * Self-hosted workers, the server's side (CONTRACT §4, §5; docs/workers.md). A worker runs core's
+ * Self-hosted workers, the server's side (docs/workers.md). A worker runs core's
  * execution loop on its own machine over a host that calls `/api/v1/workers/{workerId}/…`; this
  * service answers those calls, scoped to the worker's team and id, through the same execution
  * records as the server's own executions (engine/RunExecutions.ts):
@@ -12,9 +12,9 @@
  *   agent's report (session, usage, status), lease renewal, follow-ups, the conversation log,
  *   artifacts and the transcript. A worker never writes a stored run itself.
  *
- * Decisions where the contract is silent:
+ * Decisions:
  * - Who may act as a worker: a `service_account` principal with the `member` or `admin` role in
- *   the team (CONTRACT §5 says "service-account token"); a user, a viewer or an agent's run token
+ *   the team (docs/reference/access.md, "Worker tokens"); a user, a viewer or an agent's run token
  *   is refused with 403. Anyone in the team (viewers too) may list the connected workers.
  * - A worker id belongs to the service account that used it first in the team (bound in storage,
  *   kept across disconnects, restarts and token revocations: a new token of the same account keeps

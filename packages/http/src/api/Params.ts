@@ -1,8 +1,8 @@
 /**
  * Path parameters. Every id in a path is decoded with its core branded schema, so a malformed id
  * is a 400 (`invalid_request`, naming the parameter) before any lookup; a well-formed id that is
- * unknown or invisible to the caller is a 404. Parameter names follow the spec (`runId`,
- * `scheduleId`, `conversation_id`) and the contract (`uid`, `id`, `delivery_id`, `name`, `token_id`).
+ * unknown or invisible to the caller is a 404. Parameter names are the published SDK's (`runId`,
+ * `scheduleId`, `conversation_id`) and ours (`uid`, `id`, `delivery_id`, `name`, `token_id`).
  */
 import { HttpApiSchema } from "@effect/platform"
 import { Ids, Secret } from "@agent-runs/core"

@@ -1,5 +1,5 @@
 /**
- * The self-hosted worker protocol (CONTRACT §5, docs/workers.md): what the `agent-runs worker`
+ * The self-hosted worker protocol (docs/workers.md): what the `agent-runs worker`
  * daemon calls, under `/workers/{workerId}/…`, with the token of a service account of its team
  * (`bearerAuth`; the TEAM header selects the team). Presence (heartbeat, disconnect), the
  * long-polled claim, and for a run the worker holds: its execution's events and the agent's report
