@@ -259,8 +259,8 @@ export const toAgentRunsError = (error: unknown, exchange: Transport.Exchange = 
   if (Transport.isTimeout(error)) {
     return new TimeoutError({ message: (error as HttpClientError.RequestError).message, cause: error })
   }
-  if (HttpClientError.isHttpClientError(error) && error._tag === "RequestError") {
-    return new ConnectionError({ message: error.message, cause: error })
+  if (Transport.isConnectionError(error)) {
+    return new ConnectionError({ message: (error as HttpClientError.RequestError).message, cause: error })
   }
   const status = exchange.status
   const message = error instanceof Error ? error.message : String(error)

@@ -435,13 +435,14 @@ describe("run events (Server-Sent Events)", () => {
 
   it("an error answer rejects the iteration with its class (404 → NotFoundError)", async () => {
     const server = await serve((_request, response) =>
-      problem(response, 404, "resource_not_found", `run ${RUN} not found`, { resource: "run", id: RUN }))
+      problem(response, 404, "resource_not_found", `run ${RUN} not found`, { resource: "run", id: RUN, trace_id: "t-9" }))
     const client = createClient({ url: server.url, token: TOKEN })
     const error = await rejection((async () => {
       for await (const _ of client.runs.events(RUN)) break
     })())
     expect(error).toBeInstanceOf(NotFoundError)
     expect(error).toMatchObject({ status: 404, errorCode: "resource_not_found", message: `run ${RUN} not found` })
+    expect(error.body).toMatchObject({ resource: "run", id: RUN, trace_id: "t-9" })
   })
 
   it("without reconnect, a closed stream ends the iteration", async () => {
