@@ -53,11 +53,18 @@ const ingressOperation = (withToken: boolean) => ({
   }
 })
 
-/** The OpenAPI 3.1 document of every endpoint of `Api` (info version 1.0.0) and of the webhook ingress. */
-export const openApiDocument = (): OpenApi.OpenAPISpec => {
+/** The document's `servers`: the prefix the service is mounted under (`/` at the root). */
+export const serversOf = (basePath: string): Array<OpenApi.OpenAPISpecServer> => [{ url: basePath === "" ? "/" : basePath }]
+
+/**
+ * The OpenAPI 3.1 document of every endpoint of `Api` (info version 1.0.0) and of the webhook
+ * ingress, for the service mounted under `basePath` (`""`: at the root).
+ */
+export const openApiDocument = (basePath = ""): OpenApi.OpenAPISpec => {
   const spec = OpenApi.fromApi(Api)
   return {
     ...spec,
+    servers: serversOf(basePath),
     paths: {
       ...spec.paths,
       "/webhooks/w/{uid}": ingressOperation(false),

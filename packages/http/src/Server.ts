@@ -14,7 +14,18 @@
  *   says so; a run without a transcript a 404. The body is the raw bytes the agent printed
  *   (`application/x-ndjson`), streamed.
  */
-import { HttpApiBuilder, HttpApiScalar, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import type {
+  HttpApp} from "@effect/platform";
+import {
+  HttpApi,
+  HttpApiBuilder,
+  HttpApiScalar,
+  HttpRouter,
+  HttpServer,
+  HttpServerRequest,
+  HttpServerResponse,
+  OpenApi
+} from "@effect/platform"
 import { BlobKeys, BlobStore, Errors } from "@agent-runs/core"
 import { Cause, Clock, Context, Effect, Layer, Option, Schema, Stream } from "effect"
 import { Api } from "./Api.js"
@@ -34,7 +45,7 @@ import { SecretsLive } from "./handlers/Secrets.js"
 import { WebhooksLive } from "./handlers/Webhooks.js"
 import { WorkersLive } from "./handlers/Workers.js"
 import { metricsMiddleware, metricsResponse } from "./Metrics.js"
-import { openApiDocument } from "./OpenApiDocument.js"
+import { openApiDocument, serversOf } from "./OpenApiDocument.js"
 import * as Problems from "./Problems.js"
 import { DEFAULT_MAX_BODY_BYTES, problemResponse, serverMiddleware } from "./ServerMiddleware.js"
 
@@ -109,41 +120,79 @@ const download = (downloads: DownloadUrls["Type"], blobs: BlobStore.BlobStore["T
     })
   }).pipe(Effect.orDie)
 
-/** The routes served beside the API. */
-export const ExtraRoutesLive = Layer.merge(HttpApiBuilder.Router.use((router) =>
-  Effect.gen(function*() {
-    const document = json(openApiDocument())
-    const ready = yield* Readiness
-    const downloads = yield* DownloadUrls
-    const blobs = yield* BlobStore.BlobStore
-    yield* router.get("/openapi.json", Effect.succeed(document))
-    yield* router.get("/healthz", Effect.succeed(json({ status: "ok" })))
-    yield* router.get("/readyz", readiness(ready))
-    yield* router.get("/metrics", metricsResponse)
-    yield* router.get(TRANSCRIPT_DOWNLOAD_ROUTE, download(downloads, blobs))
-  })
-), HttpApiScalar.layer({ path: "/docs" }))
+/** The routes served beside the API; `/docs` and `/openapi.json` name `basePath` as their server. */
+export const ExtraRoutesLive = (basePath: string) =>
+  Layer.merge(
+    HttpApiBuilder.Router.use((router) =>
+      Effect.gen(function*() {
+        const document = json(openApiDocument(basePath))
+        const ready = yield* Readiness
+        const downloads = yield* DownloadUrls
+        const blobs = yield* BlobStore.BlobStore
+        yield* router.get("/openapi.json", Effect.succeed(document))
+        yield* router.get("/healthz", Effect.succeed(json({ status: "ok" })))
+        yield* router.get("/readyz", readiness(ready))
+        yield* router.get("/metrics", metricsResponse)
+        yield* router.get(TRANSCRIPT_DOWNLOAD_ROUTE, download(downloads, blobs))
+      })
+    ),
+    HttpApiScalar.layer({ path: "/docs" }).pipe(
+      Layer.provide(Layer.effect(
+        HttpApi.Api,
+        Effect.map(HttpApi.Api, ({ api, context }) => ({ api: api.annotate(OpenApi.Servers, serversOf(basePath)), context }))
+      ))
+    )
+  )
+
+/** The whole HTTP surface as one app: what `serve` serves, and what a host mounts under a prefix. */
+export class App extends Context.Tag("@agent-runs/http/App")<App, HttpApp.Default<never, HttpRouter.HttpRouter.DefaultServices>>() {}
+
+export interface AppOptions {
+  /** The largest request body, in bytes (1 MiB). */
+  readonly maxBodyBytes?: number | undefined
+  /** The prefix the service is mounted under (`/agents`), `""` at the root. */
+  readonly basePath?: string | undefined
+}
 
 /**
- * Serves everything on the `HttpServer` of the context. The server middleware wraps the app
- * itself (not `HttpServer.serve`'s middleware, which sees responses only after they are written),
- * so it can answer router failures and rewrite problem responses.
+ * Answers a request whose path starts with `basePath` as if the prefix were absent, so that the
+ * app works mounted under a prefix whether or not the host strips it.
  */
-export const serve = (options: { readonly maxBodyBytes?: number } = {}) =>
-  Layer.unwrapEffect(
+export const withBasePath = (basePath: string) => <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
+  basePath === "" ? app : Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+    const url = request.url
+    const rest = url.startsWith(basePath) ? url.slice(basePath.length) : undefined
+    if (rest === undefined || !(rest === "" || rest.startsWith("/") || rest.startsWith("?"))) return app
+    return Effect.provideService(app, HttpServerRequest.HttpServerRequest, request.modify({ url: rest.startsWith("/") ? rest : `/${rest}` }))
+  })
+
+/**
+ * The app. The server middleware wraps the app itself (not `HttpServer.serve`'s middleware, which
+ * sees responses only after they are written), so it can answer router failures and rewrite
+ * problem responses.
+ */
+export const appLayer = (options: AppOptions = {}) => {
+  const basePath = options.basePath ?? ""
+  return Layer.effect(
+    App,
     Effect.map(HttpApiBuilder.httpApp, (app) =>
-      HttpServer.serve(
-        metricsMiddleware(
-          serverMiddleware({
-            maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
-            ownBodyLimit: (path) => path.startsWith(INGRESS_PREFIX)
-          })(app)
-        )
-      ))
+      withBasePath(basePath)(metricsMiddleware(
+        serverMiddleware({
+          maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+          ownBodyLimit: (path) => path.startsWith(INGRESS_PREFIX)
+        })(app)
+      )))
   ).pipe(
-    Layer.provide(ExtraRoutesLive),
+    Layer.provide(ExtraRoutesLive(basePath)),
     Layer.provide(IngressRoutesLive),
     Layer.provide(ApiLive),
     Layer.provide(DecodeErrorsAsProblems),
     Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer])
   )
+}
+
+/** Serves the app of the context on the `HttpServer` of the context. */
+export const serveApp = Layer.unwrapEffect(Effect.map(App, (app) => HttpServer.serve(app)))
+
+/** Serves everything on the `HttpServer` of the context. */
+export const serve = (options: AppOptions = {}) => serveApp.pipe(Layer.provide(appLayer(options)))

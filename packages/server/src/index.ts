@@ -1,7 +1,5 @@
-/** @agent-runs/server: Agent Runs composed into one service, and the bundled server configured by environment variables. */
-export { ServerConfig } from "./Config.js"
-export type { Database, ExecutionConfig, IngressConfig, SchedulingConfig } from "./Config.js"
-export * as DefinitionsDirectory from "./DefinitionsDirectory.js"
-export { DefinitionsDirectoryError } from "./DefinitionsDirectory.js"
-export { LoggingLive } from "./Logging.js"
-export { ServerLive } from "./Server.js"
+/** @agent-runs/server: Agent Runs composed into one service, served standalone or mounted into a host's app. */
+export * as AgentRuns from "./AgentRuns.js"
+export * as Listen from "./Listen.js"
+export * as Mount from "./Mount.js"
+export { mount } from "./Mount.js"

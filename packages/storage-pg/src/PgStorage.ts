@@ -4,8 +4,10 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Migrations, StorageKey, StorageSql, Wakeups } from "@agent-runs/storage-sql"
-import type { Redacted} from "effect";
+import type { SqlClient } from "@effect/sql"
+import type { Redacted } from "effect"
 import { Effect, Layer, Stream } from "effect"
+import type * as Pg from "pg"
 
 /** The channel every replica listens on. */
 export const WAKEUP_CHANNEL = "agent_runs_wakeup"
@@ -33,16 +35,31 @@ const wakeups = Layer.effect(
   })
 )
 
-/** Every store of @agent-runs/core on one PostgreSQL database. */
-export const layer = (options: PgStorageOptions) => {
-  const client = PgClient.layer({
-    url: options.url,
-    maxConnections: options.maxConnections ?? 10
-  })
+/** Every store of @agent-runs/core over a PostgreSQL client: migrated first, wake-ups beside. */
+const over = <E>(client: Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, E>, secretKey: Redacted.Redacted<Uint8Array>) => {
   const support = Layer.mergeAll(
     Layer.effectDiscard(Migrations.migrate),
     wakeups,
-    Layer.succeed(StorageKey.StorageKey, { key: options.secretKey })
+    Layer.succeed(StorageKey.StorageKey, { key: secretKey })
   ).pipe(Layer.provideMerge(client))
   return StorageSql.layer.pipe(Layer.provideMerge(support))
 }
+
+/** Every store of @agent-runs/core on one PostgreSQL database, through a pool of its own. */
+export const layer = (options: PgStorageOptions) =>
+  over(PgClient.layer({ url: options.url, maxConnections: options.maxConnections ?? 10 }), options.secretKey)
+
+export interface PgStoragePoolOptions {
+  /** A `pg` pool the host already has; the host ends it (after the service stops). */
+  readonly pool: Pg.Pool
+  /** The 32-byte key that encrypts stored secrets. */
+  readonly secretKey: Redacted.Redacted<Uint8Array>
+}
+
+/**
+ * Every store of @agent-runs/core over a host's own `pg` pool: the service shares its connections
+ * (and holds one more for LISTEN) and never ends it. Its tables are created in the pool's database
+ * (`search_path`) on start, as with `layer`.
+ */
+export const layerFromPool = (options: PgStoragePoolOptions) =>
+  over(PgClient.layerFromPool({ acquire: Effect.succeed(options.pool) }), options.secretKey)

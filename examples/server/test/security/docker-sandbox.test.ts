@@ -24,7 +24,7 @@ import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ServerConfig } from "@agent-runs/server"
+import { ServerConfig } from "@agent-runs/cli"
 import { call, makeTeam, startServer, type TestServer } from "../harness.js"
 
 const parse = (env: Record<string, string>) =>

@@ -10,7 +10,7 @@ import { Args, Command, Options } from "@effect/cli"
 import { DefinitionsApplier } from "@agent-runs/core"
 import type { Definitions } from "@agent-runs/core"
 import { Console, Effect } from "effect"
-import { DefinitionsDirectory } from "@agent-runs/server"
+import * as DefinitionsDirectory from "../DefinitionsDirectory.js"
 import { httpTarget } from "../HttpTarget.js"
 import * as Connection from "./Connection.js"
 

@@ -30,3 +30,10 @@ export const layer = Layer.mergeAll(
   LeaseSweep.layer,
   DebugWindows.loop
 ).pipe(Layer.provide(DebugWindows.DebugWindows.Default))
+
+/**
+ * A service that executes nothing itself (no executor: runs go to other replicas or self-hosted
+ * workers) still sweeps: expired leases, teams' waiting runs admitted, runs failed whose worker
+ * stayed away.
+ */
+export const sweepOnly = LeaseSweep.layer

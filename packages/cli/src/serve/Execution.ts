@@ -1,16 +1,14 @@
 /**
  * The execution side of the bundled server: the executor the configuration picks (local
- * processes, or Docker containers) and the dispatcher over it, with the bundled scripted agent as
- * the default harness (CONTRACT §10). Composition only.
+ * processes, or Docker containers), with the bundled scripted agent as the default harness
+ * (docs/reference/configuration.md). Composition only.
  */
-import { Dispatcher } from "@agent-runs/core"
 import { DockerExecutor } from "@agent-runs/executor-docker"
 import { ProcessExecutor, ProcessIsolation } from "@agent-runs/executor-process"
 import { AGENT_MOUNT, defaultHarness as harnessFor, installCopy, packageDir } from "@agent-runs/scripted-agent/Location"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Option } from "effect"
 import { join } from "node:path"
 import type { ServerConfig } from "./Config.js"
-import { HarnessesLive } from "./Harnesses.js"
 
 /** The directory of the bundled scripted agent's package (its `dist/main.js` is the program). */
 export const scriptedAgentDir = packageDir
@@ -52,7 +50,8 @@ export const setUpExecution = (config: ServerConfig) =>
     return { isolation, harness } satisfies ExecutionSetup
   })
 
-const executorLayer = (config: ServerConfig, setup: ExecutionSetup) => {
+/** The configured executor: local processes, or Docker containers. */
+export const executorLayer = (config: ServerConfig, setup: ExecutionSetup) => {
   const root = sandboxesOf(config)
   const { execution } = config
   return execution.executor === "docker"
@@ -66,20 +65,3 @@ const executorLayer = (config: ServerConfig, setup: ExecutionSetup) => {
     })
     : ProcessExecutor.layer({ root, reposDir: execution.reposDir, isolation: setup.isolation })
 }
-
-/** The dispatcher on the configured executor; needs the stores, blob store, run tokens and ids. */
-export const ExecutionLive = (config: ServerConfig, setup: ExecutionSetup) =>
-  Dispatcher.layer.pipe(
-    Layer.provide(executorLayer(config, setup)),
-    Layer.provide(HarnessesLive),
-    Layer.provide(
-      Layer.succeed(Dispatcher.DispatcherConfig, {
-        ...Dispatcher.defaultSettings(setup.harness, `${config.publicUrl}/api/v1`),
-        concurrency: config.execution.concurrency,
-        leaseMs: config.execution.leaseSeconds * 1000,
-        cancelGraceMs: config.execution.cancelGraceSeconds * 1000,
-        ...(config.execution.maxOutputBytes === undefined ? {} : { maxOutputBytes: config.execution.maxOutputBytes }),
-        workerWaitMs: (config.execution.workerWaitSeconds ?? 600) * 1000
-      })
-    )
-  )

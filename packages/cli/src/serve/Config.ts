@@ -1,5 +1,5 @@
 /**
- * The configuration of the bundled server (CONTRACT §10), read from environment variables:
+ * The configuration of the bundled server (docs/reference/configuration.md), read from environment variables:
  * `PORT` (8080), `HOST` (127.0.0.1), `AGENT_RUNS_DATA_DIR` (`./data`), `AGENT_RUNS_DATABASE_URL`
  * (`sqlite:<data dir>/agent-runs.db`; `postgres://…` or `postgresql://…` selects PostgreSQL),
  * `AGENT_RUNS_ADMIN_TOKEN`, `AGENT_RUNS_PUBLIC_URL` (`http://<host>:<port>`),

@@ -1,36 +1,17 @@
 /**
- * The bundled server as one layer: storage (SQLite or PostgreSQL), the file-system blob store
- * under the data directory, every core application service, the HTTP surface on Node's HTTP
+ * The bundled server (`agent-runs serve`) as one layer: `AgentRuns.layer` of @agent-runs/server
+ * with the adapters the configuration picks (SQLite or PostgreSQL, the file-system blob store
+ * under the data directory, local processes or Docker, the agent CLIs), served on Node's HTTP
  * server, and the start-up work (migrations run by the storage layer, the bootstrap admin token,
- * the definitions of AGENT_RUNS_DEFINITIONS_DIR, the banner), the dispatcher and the scheduler.
- * Composition only: the logic lives in the packages.
+ * the definitions of AGENT_RUNS_DEFINITIONS_DIR, the banner). Composition only.
  */
 import { HttpServer } from "@effect/platform"
 import { NodeContext, NodeHttpServer } from "@effect/platform-node"
-import { SqlClient } from "@effect/sql"
 import { FileBlobStore } from "@agent-runs/blob-store-fs"
-import * as DefinitionsDirectory from "./DefinitionsDirectory.js"
-import {
-  Automations,
-  Conversations,
-  DefinitionsApplier,
-  Environments,
-  Followups,
-  Health,
-  Identities,
-  Ids,
-  Ingress,
-  Quotas,
-  RunExecutions,
-  Runs,
-  Schedules,
-  Secrets,
-  Skills,
-  Webhooks,
-  Workers
-} from "@agent-runs/core"
+import { DefinitionsApplier, Identities } from "@agent-runs/core"
 import { LocalRepoSource } from "@agent-runs/executor-process"
-import { Downloads, EventStreams, Ingress as HttpIngress, RunTokens, Server } from "@agent-runs/http"
+import { Server } from "@agent-runs/http"
+import { AgentRuns } from "@agent-runs/server"
 import { PgStorage } from "@agent-runs/storage-pg"
 import { SqliteStorage } from "@agent-runs/storage-sqlite"
 import { Console, Data, Deferred, Effect, Layer, Option, Redacted } from "effect"
@@ -38,9 +19,10 @@ import { randomBytes } from "node:crypto"
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { createServer } from "node:http"
 import { join, relative } from "node:path"
+import * as DefinitionsDirectory from "../DefinitionsDirectory.js"
 import type { ServerConfig } from "./Config.js"
-import { ExecutionLive, setUpExecution } from "./Execution.js"
-import { SchedulingLive } from "./Scheduling.js"
+import { type ExecutionSetup, executorLayer, setUpExecution } from "./Execution.js"
+import { HarnessesLive } from "./Harnesses.js"
 
 /** Decodes a 32-byte key given as 64 hex characters or base64. */
 export const decodeSecretKey = (text: string): Uint8Array | undefined => {
@@ -85,58 +67,55 @@ const storageLayer = (config: ServerConfig, secretKey: Redacted.Redacted<Uint8Ar
     ? SqliteStorage.layer({ filename: config.database.filename, secretKey })
     : PgStorage.layer({ url: config.database.url, secretKey })
 
-/** Every core application service, over the stores and blob store of the context. */
-const servicesLayer = (config: ServerConfig) =>
-  Layer.merge(
-    Ingress.Ingress.Default.pipe(
-      Layer.provide(Ingress.IngressLimitsTag.layer(ingressLimits(config)))
-    ),
-    HttpIngress.TrustedProxies.layer(config.ingress.trustedProxies)
-  ).pipe(
-    Layer.provideMerge(Layer.mergeAll(
-      Runs.Runs.Default,
-      Followups.Followups.Default,
-      Conversations.Conversations.Default,
-      Schedules.Schedules.Default,
-      Environments.Environments.Default,
-      Webhooks.Webhooks.Default,
-      Automations.Automations.Default,
-      Secrets.Secrets.Default,
-      Skills.Skills.Default,
-      Identities.Identities.Default,
-      Workers.Workers.Default
-    )),
-    // The records of executions: the server's own (the dispatcher) and self-hosted workers' (Workers).
-    Layer.provideMerge(RunExecutions.RunExecutions.Default),
-    Layer.provide(Layer.succeed(Webhooks.WebhookIngressSettings, { baseUrl: config.webhookBaseUrl })),
-    Layer.provide(Layer.succeed(Quotas.Quotas, { ...Quotas.defaultQuotas, ...config.quotas })),
-    Layer.provide(Layer.succeed(Workers.WorkerSettingsTag, workerSettings(config))),
-    Layer.provideMerge(Ids.IdsLive)
-  )
-
-/** The ingress's limits: the contract's, with the rate and the log's bounds from the configuration. */
-const ingressLimits = (config: ServerConfig): Partial<Ingress.IngressLimits> => {
+/** The service's options for a configuration: its adapters and settings. */
+const agentRunsOptions = (
+  config: ServerConfig,
+  execution: ExecutionSetup,
+  secretKey: Redacted.Redacted<Uint8Array>,
+  ready: Effect.Effect<void, string>
+) => {
   const { bodyTimeoutSeconds, deliveriesPerMinute, logDays, logMax, logRejected } = config.ingress
-  const defaults = Ingress.DEFAULT_INGRESS_LIMITS
-  return {
-    deliveries: { max: deliveriesPerMinute, windowMs: 60_000 },
-    logMax: logMax ?? defaults.logMax,
-    logDays: logDays ?? defaults.logDays,
-    logRejected: logRejected ?? defaults.logRejected,
-    bodyTimeoutMs: bodyTimeoutSeconds === undefined ? defaults.bodyTimeoutMs : Math.round(bodyTimeoutSeconds * 1000)
-  }
-}
-
-/** The self-hosted workers' settings: heartbeats, staleness after 3 of them, the execution lease. */
-const workerSettings = (config: ServerConfig): Workers.WorkerSettings => {
   const heartbeatMs = (config.execution.workerHeartbeatSeconds ?? 5) * 1000
   return {
-    ...Workers.defaultWorkerSettings,
-    heartbeatMs,
-    staleAfterMs: 3 * heartbeatMs,
-    leaseMs: config.execution.leaseSeconds * 1000,
-    ...(config.execution.maxOutputBytes === undefined ? {} : { maxOutputBytes: config.execution.maxOutputBytes })
-  }
+    storage: storageLayer(config, secretKey),
+    blobs: FileBlobStore.layer({ root: config.blobDir }),
+    executor: executorLayer(config, execution),
+    harnesses: HarnessesLive,
+    // The repositories executors clone, read for skills (services and dispatcher alike).
+    repos: LocalRepoSource.layer({ reposDir: config.execution.reposDir }),
+    secretKey,
+    publicUrl: config.publicUrl,
+    webhookBaseUrl: config.webhookBaseUrl,
+    execution: {
+      harness: execution.harness,
+      concurrency: config.execution.concurrency,
+      leaseSeconds: config.execution.leaseSeconds,
+      cancelGraceSeconds: config.execution.cancelGraceSeconds,
+      maxOutputBytes: config.execution.maxOutputBytes,
+      workerWaitSeconds: config.execution.workerWaitSeconds
+    },
+    quotas: config.quotas,
+    ingress: {
+      deliveries: { max: deliveriesPerMinute, windowMs: 60_000 },
+      ...(logMax === undefined ? {} : { logMax }),
+      ...(logDays === undefined ? {} : { logDays }),
+      ...(logRejected === undefined ? {} : { logRejected }),
+      ...(bodyTimeoutSeconds === undefined ? {} : { bodyTimeoutMs: Math.round(bodyTimeoutSeconds * 1000) })
+    },
+    trustedProxies: config.ingress.trustedProxies,
+    // Workers send heartbeats every interval and are stale after 3 of them.
+    workers: {
+      heartbeatMs,
+      staleAfterMs: 3 * heartbeatMs,
+      leaseMs: config.execution.leaseSeconds * 1000,
+      ...(config.execution.maxOutputBytes === undefined ? {} : { maxOutputBytes: config.execution.maxOutputBytes })
+    },
+    scheduler: { enabled: config.scheduler.enabled, catchUpGraceSeconds: config.scheduler.graceSeconds },
+    eventStreams: config.eventStreams,
+    maxBodyBytes: config.maxBodyBytes,
+    downloadTtlSeconds: config.downloadTtlSeconds,
+    ready
+  } satisfies AgentRuns.AgentRunsOptions<unknown, unknown, unknown>
 }
 
 const shown = (path: string) => {
@@ -218,47 +197,20 @@ export const ServerLive = (config: ServerConfig) =>
       // First: it may make the data directory private before anything is written into it.
       const execution = yield* setUpExecution(config)
       const secretKey = yield* secretKeyOf(config)
-      const storage = storageLayer(config, secretKey)
+      // Ready once the start-up work is done (the bootstrap token exists).
       const started = yield* Deferred.make<void>()
-      const base = Layer.mergeAll(
-        servicesLayer(config).pipe(
-          Layer.provideMerge(FileBlobStore.layer({ root: config.blobDir })),
-          // Run tokens: made once, for the services, the HTTP handlers and the dispatcher.
-          Layer.provideMerge(RunTokens.layer(secretKey)),
-          // The repositories executors clone, read for skills (services and dispatcher alike).
-          Layer.provideMerge(LocalRepoSource.layer({ reposDir: config.execution.reposDir }))
-        ),
-        Downloads.layer({ secretKey, publicUrl: config.publicUrl, ttlSeconds: config.downloadTtlSeconds }),
-        EventStreams.EventStreamLimitsTag.layer(config.eventStreams),
-        // Ready once the start-up work is done (the bootstrap token exists), while storage answers,
-        // no background loop is failing and no storage failure was seen lately (Health).
-        Layer.effect(
-          Server.Readiness,
-          Effect.gen(function*() {
-            const sql = yield* SqlClient.SqlClient
-            const health = yield* Health.Health
-            return Effect.gen(function*() {
-              if (!(yield* Deferred.isDone(started))) return yield* Effect.fail("the service is starting")
-              yield* sql`SELECT 1`.pipe(Effect.mapError(() => "storage is unreachable"))
-              const problems = yield* health.problems
-              if (problems.length > 0) return yield* Effect.fail(problems.join("; "))
-            })
-          })
-        )
-      ).pipe(Layer.provideMerge(storage), Layer.provideMerge(Health.layer))
+      const ready = Effect.flatMap(
+        Deferred.isDone(started),
+        (done) => done ? Effect.void : Effect.fail("the service is starting")
+      )
       const startup = Layer.effectDiscard(
         Effect.flatMap(bootstrap(config), (token) => Effect.zipRight(applyDefinitions(config), banner(config, token))).pipe(
           Effect.zipRight(Deferred.succeed(started, undefined))
         )
       )
-      return Layer.mergeAll(
-        Server.serve({ maxBodyBytes: config.maxBodyBytes }),
-        startup,
-        ExecutionLive(config, execution),
-        SchedulingLive(config)
-      ).pipe(
+      return Layer.merge(Server.serveApp, startup).pipe(
         Layer.provideMerge(httpServerLayer(config)),
-        Layer.provide(base)
+        Layer.provide(AgentRuns.layer(agentRunsOptions(config, execution, secretKey, ready)))
       )
     })
   )

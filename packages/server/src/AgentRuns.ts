@@ -1,0 +1,222 @@
+/**
+ * Agent Runs as one layer: every core service over the storage and blob store a host gives, the
+ * HTTP surface as one app (`App`), and, when an executor is given, the execution engine over it;
+ * the scheduler unless turned off. Each adapter is one `Layer`; the options say how they are tied
+ * together. `serve` (Serve.ts) listens on an `HttpServer`; `Mount.ts` hands the app to a host's
+ * `node:http`, Express, Fastify or Hono app under a prefix.
+ *
+ * Decisions:
+ * - The prefix is the path of `publicUrl` (`http://host:3000/agents` mounts under `/agents`):
+ *   every link the service writes (download URLs, the URL agents call, webhook URLs, the
+ *   OpenAPI `servers`) starts with `publicUrl`, and requests whose path starts with the prefix are
+ *   answered as if it were absent (a host that already strips it works too).
+ * - Without `executor` the service executes nothing (an API-only replica, or runs executed only by
+ *   self-hosted workers); runs wait QUEUED for a replica or worker that executes them, and the
+ *   service still sweeps expired leases and admits teams' waiting runs.
+ * - Readiness (`/readyz`): storage answers, no background loop is failing, no recent storage
+ *   failure, and the host's own `ready` check (if any) passes.
+ */
+import { SqlClient } from "@effect/sql"
+import type {
+  BlobStore,
+  Executor} from "@agent-runs/core";
+import {
+  Automations,
+  Conversations,
+  Dispatcher,
+  Environments,
+  Followups,
+  Health,
+  Identities,
+  Ids,
+  Ingress,
+  Quotas,
+  RunExecutions,
+  Runs,
+  Scheduler,
+  Schedules,
+  Secrets,
+  Skills,
+  Webhooks,
+  Workers
+} from "@agent-runs/core"
+import type { AgentHarnesses } from "@agent-runs/core/ports/AgentHarness"
+import { noRepositories, RepoSource } from "@agent-runs/core/ports/RepoSource"
+import { Downloads, EventStreams, Ingress as HttpIngress, RunTokens, Server } from "@agent-runs/http"
+import type { StorageSql } from "@agent-runs/storage-sql"
+import { defaultHarness } from "@agent-runs/scripted-agent/Location"
+import { Effect, Layer, Option, Redacted } from "effect"
+
+/** What the storage adapters (`SqliteStorage.layer`, `PgStorage.layer`) provide. */
+export type Storage = Layer.Layer.Success<typeof StorageSql.layer> | SqlClient.SqlClient
+
+/** How runs are executed, when an executor is given. */
+export interface ExecutionOptions {
+  /** The default agent command (a shell command) for environments naming none: the bundled scripted agent. */
+  readonly harness?: string | undefined
+  /** Runs executed at once by this service (16). */
+  readonly concurrency?: number | undefined
+  /** The execution lease, renewed every third of it (30 s). */
+  readonly leaseSeconds?: number | undefined
+  /** How long an agent has to stop after a cancel, then after SIGTERM (5 s). */
+  readonly cancelGraceSeconds?: number | undefined
+  /** The most a run's agents may print, in bytes (50 MiB). */
+  readonly maxOutputBytes?: number | undefined
+  /** How long a run waits for an absent self-hosted worker before it fails (600 s). */
+  readonly workerWaitSeconds?: number | undefined
+}
+
+export interface AgentRunsOptions<ES, EB, EX> {
+  /** Where everything is stored: `SqliteStorage.layer({...})` or `PgStorage.layer({...})`. */
+  readonly storage: Layer.Layer<Storage, ES>
+  /** Where transcripts and attachments are kept: `FileBlobStore.layer({ root })`. */
+  readonly blobs: Layer.Layer<BlobStore.BlobStore, EB>
+  /** What runs agents: `ProcessExecutor.layer({...})`, `DockerExecutor.layer({...})` or your own; none: execute nothing. */
+  readonly executor?: Layer.Layer<Executor.Executor, EX> | undefined
+  /** The agent CLIs runs may select with `config.harness.type` (none: only the default agent). */
+  readonly harnesses?: Layer.Layer<AgentHarnesses> | undefined
+  /** The teams' repositories, for skills and for executors to clone (none: no repositories). */
+  readonly repos?: Layer.Layer<RepoSource> | undefined
+  /** 32 bytes that sign run tokens and download URLs; the same on every replica. */
+  readonly secretKey: Redacted.Redacted<Uint8Array> | Uint8Array
+  /** Where clients reach the service, with the mount prefix if any: `https://example.com/agents`. */
+  readonly publicUrl: string
+  /** The base of the webhook URLs the API shows (`publicUrl`). */
+  readonly webhookBaseUrl?: string | undefined
+  readonly execution?: ExecutionOptions | undefined
+  /** Prompt, title and follow-up sizes, list page size, runs per team and minute (core's defaults for those absent). */
+  readonly quotas?: Partial<Quotas.QuotaSettings> | undefined
+  /** The webhook ingress's rate, log and body limits (core's defaults for those absent). */
+  readonly ingress?: Partial<Ingress.IngressLimits> | undefined
+  /** Addresses and CIDR ranges whose `X-Forwarded-For` names a webhook's sender (none). */
+  readonly trustedProxies?: ReadonlyArray<string> | undefined
+  /** Self-hosted workers' heartbeats, staleness and lease (core's defaults for those absent). */
+  readonly workers?: Partial<Workers.WorkerSettings> | undefined
+  /** Whether this service fires the schedules' ticks, and how late a tick may still fire on time (on; 2 s). */
+  readonly scheduler?: { readonly enabled?: boolean; readonly catchUpGraceSeconds?: number } | undefined
+  /** The run event streams' caps. */
+  readonly eventStreams?: Partial<EventStreams.EventStreamLimits> | undefined
+  /** The largest request body, in bytes (1 MiB). */
+  readonly maxBodyBytes?: number | undefined
+  /** How long a signed transcript download URL is valid (900 s). */
+  readonly downloadTtlSeconds?: number | undefined
+  /**
+   * The instance administrator's API token (`ar_` and at least 32 more characters): ensured at
+   * start, so the host knows a token that works. None: the host manages identities itself (the
+   * `Identities` service).
+   */
+  readonly adminToken?: string | undefined
+  /** A check of the host's own, also required for `/readyz` (fails with what is wrong). */
+  readonly ready?: Effect.Effect<void, string> | undefined
+}
+
+/** The mount prefix of a public URL: its path without the trailing slash (`""` at the root). */
+export const basePathOf = (publicUrl: string): string => new URL(publicUrl).pathname.replace(/\/+$/, "")
+
+const secretKeyOf = (key: Redacted.Redacted<Uint8Array> | Uint8Array) =>
+  key instanceof Uint8Array ? Redacted.make(key) : key
+
+/** Every core application service, over the stores and blob store of the context. */
+const servicesLayer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) =>
+  Layer.merge(
+    Ingress.Ingress.Default.pipe(Layer.provide(Ingress.IngressLimitsTag.layer(options.ingress ?? {}))),
+    HttpIngress.TrustedProxies.layer(options.trustedProxies ?? [])
+  ).pipe(
+    Layer.provideMerge(Layer.mergeAll(
+      Runs.Runs.Default,
+      Followups.Followups.Default,
+      Conversations.Conversations.Default,
+      Schedules.Schedules.Default,
+      Environments.Environments.Default,
+      Webhooks.Webhooks.Default,
+      Automations.Automations.Default,
+      Secrets.Secrets.Default,
+      Skills.Skills.Default,
+      Identities.Identities.Default,
+      Workers.Workers.Default
+    )),
+    // The records of executions: this service's own (the dispatcher) and self-hosted workers'.
+    Layer.provideMerge(RunExecutions.RunExecutions.Default),
+    Layer.provide(Layer.succeed(Webhooks.WebhookIngressSettings, { baseUrl: options.webhookBaseUrl ?? options.publicUrl })),
+    Layer.provide(Layer.succeed(Quotas.Quotas, { ...Quotas.defaultQuotas, ...options.quotas })),
+    Layer.provide(Layer.succeed(Workers.WorkerSettingsTag, { ...Workers.defaultWorkerSettings, ...options.workers })),
+    Layer.provideMerge(Ids.IdsLive)
+  )
+
+/** The execution engine on the given executor; without one, only the lease sweep. */
+const executionLayer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) => {
+  const execution = options.execution ?? {}
+  const seconds = (value: number | undefined, fallback: number) => value === undefined ? fallback : value * 1000
+  const defaults = Dispatcher.defaultSettings(
+    execution.harness ?? defaultHarness("process"),
+    `${options.publicUrl.replace(/\/+$/, "")}/api/v1`
+  )
+  const engine = options.executor === undefined
+    ? Dispatcher.sweepOnly
+    : Dispatcher.layer.pipe(Layer.provide(options.executor), Layer.provide(options.harnesses ?? Layer.empty))
+  return engine.pipe(
+    Layer.provide(Layer.succeed(Dispatcher.DispatcherConfig, {
+      ...defaults,
+      concurrency: execution.concurrency ?? defaults.concurrency,
+      leaseMs: seconds(execution.leaseSeconds, defaults.leaseMs),
+      cancelGraceMs: seconds(execution.cancelGraceSeconds, defaults.cancelGraceMs),
+      maxOutputBytes: execution.maxOutputBytes ?? defaults.maxOutputBytes,
+      workerWaitMs: seconds(execution.workerWaitSeconds, Dispatcher.DEFAULT_WORKER_WAIT_MS)
+    }))
+  )
+}
+
+/** The scheduler's loop, unless turned off. */
+const schedulingLayer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) =>
+  options.scheduler?.enabled === false
+    ? Layer.empty
+    : Scheduler.layer.pipe(Layer.provide(Layer.succeed(Scheduler.SchedulerConfig, {
+      ...Scheduler.defaultSettings,
+      ...(options.scheduler?.catchUpGraceSeconds === undefined
+        ? {}
+        : { catchUpGraceMs: Math.round(options.scheduler.catchUpGraceSeconds * 1000) })
+    })))
+
+/** Ready while storage answers, no loop is failing, no storage failure was seen lately, and the host's check passes. */
+const readinessLayer = (ready: Effect.Effect<void, string> | undefined) =>
+  Layer.effect(
+    Server.Readiness,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const health = yield* Health.Health
+      return Effect.gen(function*() {
+        if (ready !== undefined) yield* ready
+        yield* sql`SELECT 1`.pipe(Effect.mapError(() => "storage is unreachable"))
+        const problems = yield* health.problems
+        if (problems.length > 0) return yield* Effect.fail(problems.join("; "))
+      })
+    })
+  )
+
+/**
+ * The whole service: provides `App` and every core service (for a host that also calls them
+ * directly), and runs the execution engine and the scheduler for the layer's lifetime.
+ */
+export const layer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) => {
+  const secretKey = secretKeyOf(options.secretKey)
+  const base = Layer.mergeAll(
+    servicesLayer(options).pipe(
+      Layer.provideMerge(options.blobs),
+      // Run tokens: made once, for the services, the HTTP handlers and the dispatcher.
+      Layer.provideMerge(RunTokens.layer(secretKey)),
+      Layer.provideMerge(options.repos ?? Layer.succeed(RepoSource, noRepositories))
+    ),
+    Downloads.layer({
+      secretKey,
+      publicUrl: options.publicUrl,
+      ...(options.downloadTtlSeconds === undefined ? {} : { ttlSeconds: options.downloadTtlSeconds })
+    }),
+    EventStreams.EventStreamLimitsTag.layer(options.eventStreams ?? {}),
+    readinessLayer(options.ready)
+  ).pipe(Layer.provideMerge(options.storage), Layer.provideMerge(Health.layer))
+  const admin = options.adminToken === undefined
+    ? Layer.empty
+    : Layer.effectDiscard(Effect.flatMap(Identities.Identities, (identities) => identities.bootstrap(Option.some(options.adminToken!))))
+  const app = Server.appLayer({ maxBodyBytes: options.maxBodyBytes, basePath: basePathOf(options.publicUrl) })
+  return Layer.mergeAll(app, admin, executionLayer(options), schedulingLayer(options)).pipe(Layer.provideMerge(base))
+}

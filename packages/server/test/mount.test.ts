@@ -1,0 +1,135 @@
+/**
+ * The service mounted under `/agents` in a bare `node:http` server and behind a `fetch` handler:
+ * a run created through the mounted API finishes and its conversation reads back; every link the
+ * service writes names the prefix; paths outside it stay the host's; a host that forgot an
+ * option, or whose storage is unreachable, gets one line saying so.
+ */
+import { FileBlobStore } from "@agent-runs/blob-store-fs"
+import { ProcessExecutor } from "@agent-runs/executor-process"
+import { PgStorage } from "@agent-runs/storage-pg"
+import { SqliteStorage } from "@agent-runs/storage-sqlite"
+import { Redacted } from "effect"
+import { randomBytes } from "node:crypto"
+import { mkdtempSync, rmSync } from "node:fs"
+import { createServer, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type AgentRuns, mount, Mount } from "../src/index.js"
+
+const adminToken = `ar_${randomBytes(32).toString("base64url")}`
+const secretKey = new Uint8Array(randomBytes(32))
+
+const optionsFor = (dir: string, publicUrl: string): AgentRuns.AgentRunsOptions<unknown, unknown, never> => ({
+  storage: SqliteStorage.layer({ filename: join(dir, "agent-runs.db"), secretKey: Redacted.make(secretKey) }),
+  blobs: FileBlobStore.layer({ root: join(dir, "blobs") }),
+  executor: ProcessExecutor.layer({ root: join(dir, "sandboxes"), reposDir: join(dir, "repos"), isolation: undefined }),
+  secretKey,
+  publicUrl,
+  adminToken
+})
+
+// Test code reads arbitrary JSON answers field by field.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const json = async (response: Response): Promise<any> => response.json()
+
+describe("mount under a prefix in node:http", () => {
+  let dir: string
+  let host: Server
+  let base: string
+  let agents: Mount.Mounted
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "agent-runs-mount-"))
+    host = createServer((request, response) => {
+      if (agents?.owns(request.url ?? "/")) return agents.handler(request, response)
+      response.writeHead(200, { "content-type": "text/plain" }).end("the host's own page")
+    })
+    await new Promise<void>((resolve) => host.listen(0, "127.0.0.1", resolve))
+    base = `http://127.0.0.1:${(host.address() as AddressInfo).port}`
+    agents = await mount(optionsFor(dir, `${base}/agents`))
+  })
+
+  afterAll(async () => {
+    await agents?.close()
+    await new Promise((resolve) => host.close(resolve))
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  const api = (method: string, path: string, body?: unknown) =>
+    fetch(`${base}/agents/api/v1${path}`, {
+      method,
+      headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) })
+    })
+
+  it("creates a run, which finishes, and reads its conversation", async () => {
+    const created = await api("POST", "/agent/runs", { prompt: "Say hello" })
+    expect(created.status).toBe(200)
+    const { run_id } = await json(created)
+    let state = ""
+    for (let i = 0; i < 200 && state !== "SUCCEEDED" && state !== "FAILED"; i++) {
+      state = (await json(await api("GET", `/agent/runs/${run_id}`))).state
+      if (state !== "SUCCEEDED") await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    expect(state).toBe("SUCCEEDED")
+    const conversation = await json(await api("GET", `/agent/runs/${run_id}/conversation`))
+    expect(JSON.stringify(conversation)).toContain("hello")
+    // The transcript's signed download URL starts with the public URL, prefix included, and works.
+    const transcript = await api("GET", `/agent/runs/${run_id}/transcript`)
+    expect(transcript.url.startsWith(`${base}/agents/api/v1/downloads/transcripts/`)).toBe(true)
+    expect(transcript.status).toBe(200)
+  })
+
+  it("names the prefix in the OpenAPI document and the docs page; health answers under it", async () => {
+    const document = await json(await fetch(`${base}/agents/openapi.json`))
+    expect(document.servers).toEqual([{ url: "/agents" }])
+    const docs = await (await fetch(`${base}/agents/docs`)).text()
+    expect(docs).toContain(`"servers":[{"url":"/agents"}]`)
+    expect((await fetch(`${base}/agents/healthz`)).status).toBe(200)
+    expect((await json(await fetch(`${base}/agents/readyz`))).status).toBe("ready")
+  })
+
+  it("leaves paths outside the prefix to the host", async () => {
+    expect(await (await fetch(`${base}/agentsx/healthz`)).text()).toBe("the host's own page")
+    expect(await (await fetch(`${base}/healthz`)).text()).toBe("the host's own page")
+  })
+
+  it("answers web requests through fetch, prefix included or stripped", async () => {
+    const withPrefix = await agents.fetch(new Request("http://example.test/agents/healthz"))
+    expect(await json(withPrefix)).toEqual({ status: "ok" })
+    const stripped = await agents.fetch(
+      new Request("http://example.test/api/v1/agent/runs", { headers: { authorization: `Bearer ${adminToken}` } })
+    )
+    expect(stripped.status).toBe(200)
+    expect((await json(stripped)).runs.length).toBeGreaterThan(0)
+  })
+})
+
+describe("start-up problems", () => {
+  it("refuses options without a required piece, in one line naming it", async () => {
+    const { storage: _storage, ...withoutStorage } = optionsFor(tmpdir(), "http://127.0.0.1:1/agents")
+    const refused = await mount(withoutStorage as AgentRuns.AgentRunsOptions<unknown, unknown, never>).catch((e: Error) => e)
+    expect(refused).toBeInstanceOf(Mount.MissingOption)
+    expect((refused as Error).message).toMatch(/^Agent Runs: options\.storage is required: a storage layer/)
+    const shortKey = await mount({ ...optionsFor(tmpdir(), "http://127.0.0.1:1"), secretKey: new Uint8Array(8) })
+      .catch((e: Error) => e)
+    expect((shortKey as Error).message).toBe("Agent Runs: options.secretKey must be 32 bytes, not 8")
+  })
+
+  it("says in one line that storage is unreachable", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "agent-runs-mount-"))
+    try {
+      const failed = await mount({
+        ...optionsFor(dir, "http://127.0.0.1:1"),
+        storage: PgStorage.layer({ url: Redacted.make("postgres://postgres@127.0.0.1:1/none"), secretKey: Redacted.make(secretKey) })
+      }).catch((e: Error) => e)
+      expect(failed).toBeInstanceOf(Error)
+      expect((failed as Error).message).toMatch(/^Agent Runs could not start: /)
+      expect((failed as Error).message).not.toContain("\n")
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }, 60_000)
+})
