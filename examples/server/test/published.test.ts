@@ -60,8 +60,11 @@ const thirdParty = (lock: Record<string, LockEntry>) => {
       if (name.startsWith("@agent-runs/")) continue
       const key = resolveFrom(from, name)
       if (key === undefined || kept.has(key)) continue
-      kept.set(key, lock[key]!)
-      visit(key, lock[key]!)
+      const found = lock[key]!
+      // Other platforms' optional packages are not in the repository's lockfile: not listed either.
+      const optional = Object.entries(found.optionalDependencies ?? {}).filter(([name]) => resolveFrom(key, name) !== undefined)
+      kept.set(key, { ...found, optionalDependencies: Object.fromEntries(optional) })
+      visit(key, found)
     }
   }
   for (const { dir, manifest } of packages) visit(`packages/${dir}`, manifest)

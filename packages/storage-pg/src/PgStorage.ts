@@ -5,8 +5,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Migrations, StorageKey, StorageSql, Wakeups } from "@agent-runs/storage-sql"
 import type { SqlClient } from "@effect/sql"
-import type { Redacted } from "effect"
-import { Effect, Layer, Stream } from "effect"
+import { Effect, Layer, Redacted, Stream } from "effect"
 import type * as Pg from "pg"
 
 /** The channel every replica listens on. */
@@ -14,9 +13,9 @@ export const WAKEUP_CHANNEL = "agent_runs_wakeup"
 
 export interface PgStorageOptions {
   /** A `postgres://` connection URL. */
-  readonly url: Redacted.Redacted<string>
-  /** The 32-byte key that encrypts stored secrets. */
-  readonly secretKey: Redacted.Redacted<Uint8Array>
+  readonly url: Redacted.Redacted<string> | string
+  /** The 32-byte key that encrypts stored secrets (the service's `secretKey`). */
+  readonly secretKey: StorageKey.SecretKey
   /** Connections in the pool (default 10). */
   readonly maxConnections?: number
 }
@@ -36,24 +35,24 @@ const wakeups = Layer.effect(
 )
 
 /** Every store of @agent-runs/core over a PostgreSQL client: migrated first, wake-ups beside. */
-const over = <E>(client: Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, E>, secretKey: Redacted.Redacted<Uint8Array>) => {
+const over = <E>(client: Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, E>, secretKey: StorageKey.SecretKey) => {
   const support = Layer.mergeAll(
     Layer.effectDiscard(Migrations.migrate),
     wakeups,
-    Layer.succeed(StorageKey.StorageKey, { key: secretKey })
+    StorageKey.layer(secretKey)
   ).pipe(Layer.provideMerge(client))
   return StorageSql.layer.pipe(Layer.provideMerge(support))
 }
 
 /** Every store of @agent-runs/core on one PostgreSQL database, through a pool of its own. */
 export const layer = (options: PgStorageOptions) =>
-  over(PgClient.layer({ url: options.url, maxConnections: options.maxConnections ?? 10 }), options.secretKey)
+  over(PgClient.layer({ url: Redacted.isRedacted(options.url) ? options.url : Redacted.make(options.url), maxConnections: options.maxConnections ?? 10 }), options.secretKey)
 
 export interface PgStoragePoolOptions {
   /** A `pg` pool the host already has; the host ends it (after the service stops). */
   readonly pool: Pg.Pool
-  /** The 32-byte key that encrypts stored secrets. */
-  readonly secretKey: Redacted.Redacted<Uint8Array>
+  /** The 32-byte key that encrypts stored secrets (the service's `secretKey`). */
+  readonly secretKey: StorageKey.SecretKey
 }
 
 /**

@@ -5,14 +5,13 @@
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { SqlClient } from "@effect/sql"
 import { Migrations, StorageKey, StorageSql, Wakeups } from "@agent-runs/storage-sql"
-import type { Redacted} from "effect";
 import { Effect, Layer, PubSub, Stream } from "effect"
 
 export interface SqliteStorageOptions {
   /** The database file (created when missing). */
   readonly filename: string
-  /** The 32-byte key that encrypts stored secrets. */
-  readonly secretKey: Redacted.Redacted<Uint8Array>
+  /** The 32-byte key that encrypts stored secrets (the service's `secretKey`). */
+  readonly secretKey: StorageKey.SecretKey
 }
 
 /** Wake-ups within this process: SQLite has no cross-process notification. */
@@ -44,7 +43,7 @@ export const layer = (options: SqliteStorageOptions) => {
   const support = Layer.mergeAll(
     prepare,
     wakeups,
-    Layer.succeed(StorageKey.StorageKey, { key: options.secretKey })
+    StorageKey.layer(options.secretKey)
   ).pipe(Layer.provideMerge(client))
   return StorageSql.layer.pipe(Layer.provideMerge(support))
 }
