@@ -23,7 +23,12 @@ describe("agent CLIs as harnesses, through the API", () => {
   beforeAll(async () => {
     const model = await Effect.runPromise(Scope.extend(fakeModel({ apiKey: "sk-team-key" }), scope))
     modelUrl = model.url
-    server = await Effect.runPromise(Scope.extend(startServer("sqlite", {}, { concurrency: 2, cancelGraceSeconds: 1 }), scope))
+    // No per-sandbox users: the CLI is this checkout's devDependency, and a checkout may sit in a
+    // directory other users cannot enter (a fresh clone under `mktemp -d`); sandbox isolation has
+    // tests of its own (security/process-sandbox.test.ts).
+    server = await Effect.runPromise(
+      Scope.extend(startServer("sqlite", {}, { concurrency: 2, cancelGraceSeconds: 1, processIsolation: "none" }), scope)
+    )
     team = await makeTeam(server, "harnesses")
   }, 60_000)
   afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)), 60_000)

@@ -163,3 +163,10 @@ it("packs every package, installs the tarballs outside the workspace offline, an
   expect(result.state).toBe("SUCCEEDED")
   expect(JSON.stringify(result.conversation)).toContain("hello")
 }, 300_000)
+
+it("puts agent-runs on the checkout's PATH after npm install (npx agent-runs --help)", () => {
+  assertBuilt(inject("serverBuild"))
+  const help = execFileSync("npx", ["--no-install", "agent-runs", "--help"], { cwd: root, encoding: "utf8" })
+  expect(help).toContain("serve")
+  expect(help).toContain("apply")
+}, 60_000)

@@ -108,6 +108,13 @@ describe("mount under a prefix in node:http", () => {
 })
 
 describe("start-up problems", () => {
+  it("is a type error to leave out a required adapter", () => {
+    const { storage: _storage, ...withoutStorage } = optionsFor(tmpdir(), "http://127.0.0.1:1")
+    // @ts-expect-error: `storage` is required
+    const check = () => mount(withoutStorage)
+    expect(typeof check).toBe("function")
+  })
+
   it("refuses options without a required piece, in one line naming it", async () => {
     const { storage: _storage, ...withoutStorage } = optionsFor(tmpdir(), "http://127.0.0.1:1/agents")
     const refused = await mount(withoutStorage as AgentRuns.AgentRunsOptions<unknown, unknown, never>).catch((e: Error) => e)
