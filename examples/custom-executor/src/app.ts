@@ -1,8 +1,7 @@
 /** A node:http server with Agent Runs mounted under /agents, its runs executed by TempDirExecutor. */
 import { FileBlobStore } from "@agent-runs/blob-store-fs"
-import { type Mount, mount } from "@agent-runs/server"
+import { type Mounted, mount } from "@agent-runs/server"
 import { SqliteStorage } from "@agent-runs/storage-sqlite"
-import { Redacted } from "effect"
 import { createServer, type Server } from "node:http"
 import { join } from "node:path"
 import * as TempDirExecutor from "./TempDirExecutor.js"
@@ -14,10 +13,10 @@ export interface AppOptions {
   readonly adminToken: string // ar_ and 32 or more characters
 }
 
-export const createApp = async ({ adminToken, dataDir, publicUrl, secretKey }: AppOptions): Promise<{ server: Server; agents: Mount.Mounted }> => {
+export const createApp = async ({ adminToken, dataDir, publicUrl, secretKey }: AppOptions): Promise<{ server: Server; agents: Mounted }> => {
   const agents = await mount({
     publicUrl, secretKey, adminToken,
-    storage: SqliteStorage.layer({ filename: join(dataDir, "agent-runs.db"), secretKey: Redacted.make(secretKey) }),
+    storage: SqliteStorage.layer({ filename: join(dataDir, "agent-runs.db"), secretKey }),
     blobs: FileBlobStore.layer({ root: join(dataDir, "blobs") }),
     executor: TempDirExecutor.layer({ root: join(dataDir, "sandboxes") })
   })

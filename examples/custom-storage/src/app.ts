@@ -1,9 +1,8 @@
 /** A node:http server that already has a pg.Pool, with Agent Runs mounted under /agents storing in it. */
 import { FileBlobStore } from "@agent-runs/blob-store-fs"
 import { ProcessExecutor } from "@agent-runs/executor-process"
-import { type Mount, mount } from "@agent-runs/server"
+import { type Mounted, mount } from "@agent-runs/server"
 import { PgStorage } from "@agent-runs/storage-pg"
-import { Redacted } from "effect"
 import { createServer, type Server } from "node:http"
 import { join } from "node:path"
 import type pg from "pg"
@@ -16,10 +15,10 @@ export interface AppOptions {
   readonly adminToken: string // ar_ and 32 or more characters
 }
 
-export const createApp = async ({ adminToken, dataDir, pool, publicUrl, secretKey }: AppOptions): Promise<{ server: Server; agents: Mount.Mounted }> => {
+export const createApp = async ({ adminToken, dataDir, pool, publicUrl, secretKey }: AppOptions): Promise<{ server: Server; agents: Mounted }> => {
   const agents = await mount({
     publicUrl, secretKey, adminToken,
-    storage: PgStorage.layerFromPool({ pool, secretKey: Redacted.make(secretKey) }),
+    storage: PgStorage.layerFromPool({ pool, secretKey }),
     blobs: FileBlobStore.layer({ root: join(dataDir, "blobs") }),
     executor: ProcessExecutor.layer({ root: join(dataDir, "sandboxes"), reposDir: join(dataDir, "repos") })
   })

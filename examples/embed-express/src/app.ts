@@ -1,9 +1,8 @@
 /** An Express app with Agent Runs mounted under /agents, beside its own routes. */
 import { FileBlobStore } from "@agent-runs/blob-store-fs"
 import { ProcessExecutor } from "@agent-runs/executor-process"
-import { type Mount, mount } from "@agent-runs/server"
+import { type Mounted, mount } from "@agent-runs/server"
 import { SqliteStorage } from "@agent-runs/storage-sqlite"
-import { Redacted } from "effect"
 import express, { type Express } from "express"
 import { join } from "node:path"
 
@@ -14,10 +13,10 @@ export interface AppOptions {
   readonly adminToken: string // ar_ and 32 or more characters
 }
 
-export const createApp = async ({ adminToken, dataDir, publicUrl, secretKey }: AppOptions): Promise<{ app: Express; agents: Mount.Mounted }> => {
+export const createApp = async ({ adminToken, dataDir, publicUrl, secretKey }: AppOptions): Promise<{ app: Express; agents: Mounted }> => {
   const agents = await mount({
     publicUrl, secretKey, adminToken,
-    storage: SqliteStorage.layer({ filename: join(dataDir, "agent-runs.db"), secretKey: Redacted.make(secretKey) }),
+    storage: SqliteStorage.layer({ filename: join(dataDir, "agent-runs.db"), secretKey }),
     blobs: FileBlobStore.layer({ root: join(dataDir, "blobs") }),
     executor: ProcessExecutor.layer({ root: join(dataDir, "sandboxes"), reposDir: join(dataDir, "repos") })
   })
