@@ -4,43 +4,19 @@
  */
 import { serve, type ServerType } from "@hono/node-server"
 import { randomBytes } from "node:crypto"
-import { once } from "node:events"
 import { mkdtempSync, rmSync } from "node:fs"
-import { createServer } from "node:net"
-import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { assistantTexts, freePort, mountedApi } from "@agent-runs/testing"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createApp } from "../src/app.js"
 
 const adminToken = `ar_${randomBytes(32).toString("base64url")}`
 const secretKey = new Uint8Array(randomBytes(32))
 
-/** A port free on 127.0.0.1 now: `publicUrl` names it before the app listens. */
-const freePort = async (): Promise<number> => {
-  const probe = createServer().listen(0, "127.0.0.1")
-  await once(probe, "listening")
-  const { port } = probe.address() as AddressInfo
-  await new Promise((resolve) => probe.close(resolve))
-  return port
-}
-
 // Test code reads arbitrary JSON answers field by field.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const json = async (response: Response): Promise<any> => response.json()
-
-/** A conversation's steps, as far as this test reads them. */
-interface Step {
-  readonly messages: ReadonlyArray<{ readonly role: string; readonly content: ReadonlyArray<{ readonly text?: string }> }>
-  readonly steps: ReadonlyArray<Step>
-}
-
-/** Every text the assistant wrote in `steps` and their sub-steps. */
-const assistantTexts = (steps: ReadonlyArray<Step>): Array<string> =>
-  steps.flatMap((step) => [
-    ...step.messages.filter((m) => m.role === "assistant").flatMap((m) => m.content.flatMap((part) => part.text ?? [])),
-    ...assistantTexts(step.steps)
-  ])
 
 describe("Agent Runs in a Hono app", () => {
   let dir: string
@@ -63,26 +39,11 @@ describe("Agent Runs in a Hono app", () => {
     rmSync(dir, { recursive: true, force: true })
   })
 
-  const api = (method: string, path: string, body?: unknown) =>
-    fetch(`${base}/agents/api/v1${path}`, {
-      method,
-      headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) })
-    })
-
   it("creates a run through the mounted API, which succeeds, and reads its conversation", async () => {
-    const created = await api("POST", "/agent/runs", { prompt: "Say hello" })
-    expect(created.status).toBe(200)
-    const { run_id } = await json(created)
-    let state = ""
-    for (let i = 0; i < 300 && state !== "SUCCEEDED" && state !== "FAILED"; i++) {
-      if (i > 0) await new Promise((resolve) => setTimeout(resolve, 100))
-      state = (await json(await api("GET", `/agent/runs/${run_id}`))).state
-    }
-    expect(state).toBe("SUCCEEDED")
-    const conversation = await json(await api("GET", `/agent/runs/${run_id}/conversation`))
+    const run = await mountedApi(`${base}/agents/api/v1`, adminToken).runToEnd("Say hello")
+    expect(run.state).toBe("SUCCEEDED")
     // The scripted agent answers "Done: <prompt>".
-    expect(assistantTexts(conversation.steps)).toContain("Done: Say hello")
+    expect(assistantTexts(run.conversation.steps)).toContain("Done: Say hello")
   })
 
   it("leaves the app's own routes to Hono", async () => {

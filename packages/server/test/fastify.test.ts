@@ -5,6 +5,7 @@
 import { FileBlobStore } from "@agent-runs/blob-store-fs"
 import { ProcessExecutor } from "@agent-runs/executor-process"
 import { SqliteStorage } from "@agent-runs/storage-sqlite"
+import { assistantTexts, mountedApi } from "@agent-runs/testing"
 import Fastify from "fastify"
 import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -49,23 +50,10 @@ describe("mount under a prefix in Fastify", () => {
   })
 
   it("creates a run through the mounted API and reads its conversation; the app's own route still answers", async () => {
-    const headers = { authorization: `Bearer ${adminToken}`, "content-type": "application/json" }
-    const created = await fetch(`${base}/agents/api/v1/agent/runs`, {
-      method: "POST",
-      headers,
-      body: JSON.stringify({ prompt: "@say hello from fastify" })
-    })
-    expect(created.status).toBe(200)
-    const { run_id } = (await created.json()) as { run_id: string }
-    let state = ""
-    for (let i = 0; i < 200 && state !== "SUCCEEDED" && state !== "FAILED"; i++) {
-      const run = (await (await fetch(`${base}/agents/api/v1/agent/runs/${run_id}`, { headers })).json()) as { state: string }
-      state = run.state
-      if (state !== "SUCCEEDED") await new Promise((resolve) => setTimeout(resolve, 100))
-    }
-    expect(state).toBe("SUCCEEDED")
-    const conversation = await (await fetch(`${base}/agents/api/v1/agent/runs/${run_id}/conversation`, { headers })).text()
-    expect(conversation).toContain("hello from fastify")
+    const run = await mountedApi(`${base}/agents/api/v1`, adminToken).runToEnd("@say hello from fastify")
+    expect(run.state).toBe("SUCCEEDED")
+    expect(assistantTexts(run.conversation.steps)).toContain("hello from fastify")
+    const headers = { "content-type": "application/json" }
     const note = await fetch(`${base}/notes`, { method: "POST", headers, body: JSON.stringify({ text: "mine" }) })
     expect(await note.json()).toEqual({ saved: { text: "mine" } })
   })

@@ -8,6 +8,7 @@ import { FileBlobStore } from "@agent-runs/blob-store-fs"
 import { ProcessExecutor } from "@agent-runs/executor-process"
 import { PgStorage } from "@agent-runs/storage-pg"
 import { SqliteStorage } from "@agent-runs/storage-sqlite"
+import { assistantTexts, mountedApi } from "@agent-runs/testing"
 import { Redacted } from "effect"
 import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -57,27 +58,14 @@ describe("mount under a prefix in node:http", () => {
     rmSync(dir, { recursive: true, force: true })
   })
 
-  const api = (method: string, path: string, body?: unknown) =>
-    fetch(`${base}/agents/api/v1${path}`, {
-      method,
-      headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) })
-    })
+  const api = () => mountedApi(`${base}/agents/api/v1`, adminToken)
 
   it("creates a run, which finishes, and reads its conversation", async () => {
-    const created = await api("POST", "/agent/runs", { prompt: "Say hello" })
-    expect(created.status).toBe(200)
-    const { run_id } = await json(created)
-    let state = ""
-    for (let i = 0; i < 200 && state !== "SUCCEEDED" && state !== "FAILED"; i++) {
-      state = (await json(await api("GET", `/agent/runs/${run_id}`))).state
-      if (state !== "SUCCEEDED") await new Promise((resolve) => setTimeout(resolve, 100))
-    }
-    expect(state).toBe("SUCCEEDED")
-    const conversation = await json(await api("GET", `/agent/runs/${run_id}/conversation`))
-    expect(JSON.stringify(conversation)).toContain("hello")
+    const run = await api().runToEnd("Say hello")
+    expect(run.state).toBe("SUCCEEDED")
+    expect(assistantTexts(run.conversation.steps)).toContain("Done: Say hello")
     // The transcript's signed download URL starts with the public URL, prefix included, and works.
-    const transcript = await api("GET", `/agent/runs/${run_id}/transcript`)
+    const transcript = await api().call("GET", `/agent/runs/${run.runId}/transcript`)
     expect(transcript.url.startsWith(`${base}/agents/api/v1/downloads/transcripts/`)).toBe(true)
     expect(transcript.status).toBe(200)
   })

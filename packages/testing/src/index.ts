@@ -16,3 +16,4 @@ export {
 } from "./FakeModel.js"
 export { cliPath } from "./CliPath.js"
 export { fakeModel } from "./FakeModelScope.js"
+export { assistantTexts, type ConversationStep, type FinishedRun, freePort, mountedApi } from "./MountedApi.js"
