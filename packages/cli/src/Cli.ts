@@ -1,17 +1,31 @@
 /**
- * The `agent-runs` command: one subcommand per task (`serve`, `apply`, `worker`, `image`). Add a subcommand by writing it in `commands/` and listing it in `subcommands`.
+ * The `agent-runs` command: one subcommand per task (`serve`, `apply`, `worker`, `image`, and the
+ * API's everyday commands `login`, `runs`, `schedules`, `webhooks`). Add a subcommand by writing it in `commands/` and listing it in `subcommands`.
  */
 import { Command } from "@effect/cli"
 import { applyCommand } from "./commands/Apply.js"
 import { imageCommand } from "./commands/Image.js"
+import { loginCommand } from "./commands/Login.js"
+import { runsCommand } from "./commands/Runs.js"
+import { schedulesCommand } from "./commands/Schedules.js"
 import { serveCommand } from "./commands/Serve.js"
+import { webhooksCommand } from "./commands/Webhooks.js"
 import { workerCommand } from "./commands/Worker.js"
 
 /** The version `agent-runs --version` prints. */
 export const VERSION = "0.1.0"
 
 /** Every subcommand of `agent-runs`. */
-export const subcommands = [serveCommand, applyCommand, workerCommand, imageCommand] as const
+export const subcommands = [
+  serveCommand,
+  applyCommand,
+  workerCommand,
+  imageCommand,
+  loginCommand,
+  runsCommand,
+  schedulesCommand,
+  webhooksCommand
+] as const
 
 /** `agent-runs` with its subcommands. */
 export const command = Command.make("agent-runs").pipe(

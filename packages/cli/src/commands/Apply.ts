@@ -11,6 +11,7 @@ import { DefinitionsApplier } from "@agent-runs/core"
 import type { Definitions } from "@agent-runs/core"
 import { Console, Effect } from "effect"
 import * as DefinitionsDirectory from "../DefinitionsDirectory.js"
+import * as Failure from "../Failure.js"
 import { httpTarget } from "../HttpTarget.js"
 import * as Connection from "./Connection.js"
 
@@ -43,7 +44,11 @@ export const applyCommand = Command.make(
       const outcomes = yield* DefinitionsApplier.apply(target, files, { dryRun: options.dryRun })
       for (const outcome of outcomes) yield* Console.log(DefinitionsApplier.describeOutcome(outcome, options.dryRun))
       yield* Console.log(summary(outcomes, options.dryRun) + (options.dryRun ? " (dry run: nothing changed)" : ""))
-    }).pipe(Effect.tapError((error) => Console.error(error.message)))
+    }).pipe(
+      // The errors (one per file and key) are printed as they are, line by line.
+      Effect.tapError((error) => Console.error(error.message)),
+      Effect.mapError(() => new Failure.Reported({ exitCode: Failure.EXIT_ERROR }))
+    )
 ).pipe(
   Command.withDescription(
     "Apply a definitions directory to a team: create and update webhooks and automations so that they match " +

@@ -9,11 +9,11 @@
 import { Command, Options } from "@effect/cli"
 import { Worker } from "@agent-runs/core"
 import { WorkerDaemon } from "@agent-runs/worker"
-import { Config, Console, Data, Effect, Option, Schema } from "effect"
+import { Config, Data, Effect, Option, Schema } from "effect"
 import { resolve } from "node:path"
 import * as Connection from "./Connection.js"
 
-/** The worker stopped on a failure (the server refused it); it has said why. */
+/** The worker stopped on a failure (the server refused it); main.ts prints the message. */
 export class WorkerFailed extends Data.TaggedError("WorkerFailed")<{ readonly message: string }> {}
 
 const server = Connection.server
@@ -94,10 +94,7 @@ export const workerCommand = Command.make(
       displayName: Option.getOrUndefined(options.displayName),
       labels: options.labels,
       processIsolation: options.processIsolation
-    }).pipe(
-      Effect.tapError((error) => Console.error(error.message)),
-      Effect.mapError((error) => new WorkerFailed({ message: error.message }))
-    )
+    }).pipe(Effect.mapError((error) => new WorkerFailed({ message: error.message })))
 ).pipe(
   Command.withDescription(
     "Run a self-hosted worker: connect to the server, and run the runs whose agent_config.worker_host is this " +

@@ -1,0 +1,188 @@
+/**
+ * The everyday API commands of the `agent-runs` command line, black-box: the bundled server
+ * in-process (SQLite, process executor, the scripted agent) and the built CLI (`node
+ * packages/cli/dist/main.js`) spawned against it, with `XDG_CONFIG_HOME` in a temporary directory.
+ * `runs create` (the prompt as an option and on stdin), `runs watch` to each outcome (exit 0 with
+ * the agent's message, 5 FAILED, 6 CANCELLED by `runs cancel`), `runs list --json` (NDJSON),
+ * `runs logs`, `runs get` of an unknown run (exit 1, one line), a bad token (exit 4), `login` and
+ * then commands without connection options (the profile), `webhooks deliveries`.
+ * CLI processes run in parallel where they can: each takes seconds on a loaded machine.
+ */
+import { spawn } from "node:child_process"
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest"
+import { call, makeTeam, suiteServer } from "./harness.js"
+import { assertBuilt, REPO_ROOT } from "./process.js"
+
+/** The built CLI. */
+const CLI = join(REPO_ROOT, "packages/cli/dist/main.js")
+
+interface CliRun {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+const configHome = mkdtempSync(join(tmpdir(), "agent-runs-cli-config-"))
+afterAll(() => rmSync(configHome, { recursive: true, force: true }))
+
+/**
+ * Runs the built CLI to its end (asynchronously: the in-process server must keep answering), with
+ * none of the caller's AGENT_RUNS_* variables and `XDG_CONFIG_HOME` in a temporary directory.
+ */
+const cli = (
+  args: ReadonlyArray<string>,
+  options: { readonly env?: Readonly<Record<string, string>>; readonly stdin?: string } = {}
+): Promise<CliRun> =>
+  new Promise((resolve, reject) => {
+    const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("AGENT_RUNS_")))
+    const child = spawn(process.execPath, [CLI, ...args], {
+      cwd: REPO_ROOT,
+      env: { ...inherited, XDG_CONFIG_HOME: configHome, ...options.env }
+    })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
+    child.stdin.end(options.stdin ?? "")
+    const timer = setTimeout(() => child.kill("SIGKILL"), 90_000)
+    child.once("error", reject)
+    child.once("close", (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout, stderr })
+    })
+  })
+
+/** The lines of a text, without the empty last one. */
+const lines = (text: string) => text.split("\n").filter((line) => line !== "")
+
+describe("agent-runs: the API commands", () => {
+  const server = suiteServer("sqlite", {}, { concurrency: 4, cancelGraceSeconds: 1 })
+  let admin = ""
+  /** `--server URL --token TOKEN` of the team's admin. */
+  const connection = () => ["--server", server().url, "--token", admin]
+
+  beforeAll(async () => {
+    admin = (await makeTeam(server(), "CLI")).tokens.admin
+  }, 60_000)
+
+  const runIds: Array<string> = []
+
+  it("runs create, then runs watch exits with the run's outcome: 0 with the agent's messages, 5 FAILED, 6 CANCELLED", async () => {
+    assertBuilt(inject("serverBuild"))
+    const [hello, failing] = await Promise.all([
+      cli(["runs", "create", "--prompt", "@say hello from the cli", "--title", "greeting", ...connection()]),
+      cli(["runs", "create", "--prompt", "-", ...connection()], { stdin: "Break it\n@fail some_code it broke on purpose\n" })
+    ])
+    expect(hello).toMatchObject({ code: 0, stderr: "" })
+    expect(failing).toMatchObject({ code: 0, stderr: "" })
+    const helloId = hello.stdout.trim()
+    const failingId = failing.stdout.trim()
+    expect(helloId).toMatch(/^[0-9a-f-]{36}$/)
+    const sleeping = await call(server(), "POST", "/api/v1/agent/runs", { token: admin, body: { prompt: "@sleep 60000" } })
+    expect(sleeping.status).toBe(200)
+    const sleepingId = sleeping.body.run_id as string
+    runIds.push(helloId, failingId, sleepingId)
+
+    const watch = (id: string) => cli(["runs", "watch", id, ...connection()])
+    const watches = Promise.all([watch(helloId), watch(failingId), watch(sleepingId)])
+    // Cancel the sleeping run once it runs.
+    for (let i = 0; i < 200; i++) {
+      const run = await call(server(), "GET", `/api/v1/agent/runs/${sleepingId}`, { token: admin })
+      if (run.body.state === "INPROGRESS") break
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    const cancel = await cli(["runs", "cancel", sleepingId, ...connection()])
+    expect(cancel).toMatchObject({ code: 0, stdout: `cancelled ${sleepingId}\n`, stderr: "" })
+    const [watchedHello, watchedFailing, watchedSleeping] = await watches
+
+    expect(watchedHello.code).toBe(0)
+    expect(watchedHello.stdout).toBe("hello from the cli\n")
+    // The progress lines (not a terminal: one per event) name the run, its state and the event.
+    expect(watchedHello.stderr).toContain(`${helloId} SUCCEEDED`)
+    expect(watchedHello.stderr).toContain("run_succeeded")
+
+    expect(watchedFailing.code).toBe(5)
+    expect(lines(watchedFailing.stderr).at(-1)).toBe(`agent-runs: run ${failingId} FAILED: agent_failed: it broke on purpose`)
+
+    expect(watchedSleeping.code).toBe(6)
+    expect(lines(watchedSleeping.stderr).at(-1)).toMatch(new RegExp(`^agent-runs: run ${sleepingId} CANCELLED`))
+  }, 120_000)
+
+  it("runs list --json is NDJSON, runs logs prints the conversation, an unknown run exits 1, a bad token 4", async () => {
+    assertBuilt(inject("serverBuild"))
+    const [helloId] = runIds
+    const unknown = "01890a5d-ac96-774b-bcce-b302099a8057"
+    const [list, table, logs, missing, badToken] = await Promise.all([
+      cli(["runs", "list", "--json", "--limit", "10", ...connection()]),
+      cli(["runs", "list", "--state", "SUCCEEDED", "--state", "FAILED", ...connection()]),
+      cli(["runs", "logs", helloId!, ...connection()]),
+      cli(["runs", "get", unknown, ...connection()]),
+      cli(["runs", "list", "--server", server().url, "--token", "ar_not-a-valid-token"])
+    ])
+    expect(list).toMatchObject({ code: 0, stderr: "" })
+    const listed = lines(list.stdout).map((line) => JSON.parse(line) as { run_id: string; state: string })
+    expect(listed.map((run) => run.run_id).sort()).toEqual([...runIds].sort())
+    expect(listed.find((run) => run.run_id === helloId)?.state).toBe("SUCCEEDED")
+
+    expect(table.code).toBe(0)
+    const rows = lines(table.stdout)
+    expect(rows[0]).toMatch(/^RUN ID\s+STATE\s+CREATED\s+TITLE$/)
+    expect(rows).toHaveLength(3)
+    expect(rows.some((row) => row.startsWith(helloId!) && row.includes("SUCCEEDED") && row.endsWith("greeting"))).toBe(true)
+
+    expect(logs.code).toBe(0)
+    expect(logs.stdout).toContain("run_in_progress")
+    expect(logs.stdout).toContain("run_succeeded")
+    expect(logs.stdout).toContain("assistant: hello from the cli")
+
+    expect(missing.code).toBe(1)
+    expect(missing.stdout).toBe("")
+    expect(lines(missing.stderr)).toHaveLength(1)
+    expect(missing.stderr).toMatch(/^agent-runs: .*not found/)
+
+    expect(badToken.code).toBe(4)
+    expect(lines(badToken.stderr)).toHaveLength(1)
+    expect(badToken.stderr).toMatch(/^agent-runs: /)
+  }, 120_000)
+
+  it("login checks the token and saves a profile that commands without connection options use", async () => {
+    assertBuilt(inject("serverBuild"))
+    const [helloId] = runIds
+    const hook = await call(server(), "POST", "/api/v1/agent/webhooks", { token: admin, body: { name: "cli hook" } })
+    expect(hook.status).toBe(201)
+    const delivered = await fetch(hook.body.ingress_url, {
+      method: "POST",
+      headers: { authorization: `Bearer ${hook.body.secret}`, "content-type": "application/json" },
+      body: JSON.stringify({ hello: "cli" })
+    })
+    expect(delivered.status).toBe(202)
+
+    const [refused, login] = await Promise.all([
+      cli(["login", "--server", server().url, "--token", "ar_not-a-valid-token", "--profile", "refused"]),
+      cli(["login", ...connection()])
+    ])
+    expect(refused.code).toBe(4)
+    expect(login).toMatchObject({ code: 0, stderr: "" })
+    expect(login.stdout).not.toContain(admin)
+    const file = join(configHome, "agent-runs", "profiles.json")
+    expect(statSync(file).mode & 0o777).toBe(0o600)
+    expect(JSON.parse(readFileSync(file, "utf8"))).toEqual({ profiles: { default: { server: server().url, token: admin } } })
+
+    const [get, deliveries, otherProfile] = await Promise.all([
+      cli(["runs", "get", helloId!, "--json"]),
+      cli(["webhooks", "deliveries", hook.body.uid, "--json"]),
+      cli(["runs", "get", helloId!], { env: { AGENT_RUNS_PROFILE: "missing" } })
+    ])
+    expect(get).toMatchObject({ code: 0, stderr: "" })
+    expect(JSON.parse(get.stdout)).toMatchObject({ run_id: helloId, state: "SUCCEEDED", title: "greeting" })
+    expect(deliveries).toMatchObject({ code: 0, stderr: "" })
+    const logged = lines(deliveries.stdout).map((line) => JSON.parse(line) as { outcome: string; payload?: unknown })
+    expect(logged).toHaveLength(1)
+    expect(logged[0]).toMatchObject({ outcome: "ACCEPTED", payload: { hello: "cli" } })
+    // A profile that does not exist leaves the options missing: a usage error.
+    expect(otherProfile.code).toBe(2)
+  }, 120_000)
+})
