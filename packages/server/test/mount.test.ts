@@ -8,8 +8,8 @@ import { FileBlobStore } from "@agent-runs/blob-store-fs"
 import { ProcessExecutor } from "@agent-runs/executor-process"
 import { PgStorage } from "@agent-runs/storage-pg"
 import { SqliteStorage } from "@agent-runs/storage-sqlite"
-import { assistantTexts, mountedApi } from "@agent-runs/testing"
-import { Redacted } from "effect"
+import { assistantTexts, freePort, mountedApi } from "@agent-runs/testing"
+import { Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { createServer, type Server } from "node:http"
@@ -17,7 +17,7 @@ import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type AgentRuns, mount, Mount } from "../src/index.js"
+import { type AgentRuns, Listen, mount, Mount } from "../src/index.js"
 
 const adminToken = `ar_${randomBytes(32).toString("base64url")}`
 const secretKey = new Uint8Array(randomBytes(32))
@@ -92,6 +92,25 @@ describe("mount under a prefix in node:http", () => {
     )
     expect(stripped.status).toBe(200)
     expect((await json(stripped)).runs.length).toBeGreaterThan(0)
+  })
+})
+
+describe("standalone (Listen)", () => {
+  it("serves the service on its own port until the scope closes", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "agent-runs-listen-"))
+    const port = await freePort()
+    const base = `http://127.0.0.1:${port}`
+    const scope = Effect.runSync(Scope.make())
+    try {
+      await Effect.runPromise(Layer.buildWithScope(Listen.layer(optionsFor(dir, base), { port }), scope))
+      const run = await mountedApi(`${base}/api/v1`, adminToken).runToEnd("Say hello")
+      expect(run.state).toBe("SUCCEEDED")
+      expect((await json(await fetch(`${base}/openapi.json`))).servers).toEqual([{ url: "/" }])
+    } finally {
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+      rmSync(dir, { recursive: true, force: true })
+    }
+    await expect(fetch(`${base}/healthz`)).rejects.toThrow()
   })
 })
 
