@@ -35,6 +35,15 @@ export class Reported extends Data.TaggedError("Reported")<{ readonly exitCode: 
 
 const AUTH_CODES: ReadonlySet<string> = new Set(["authentication_required", "not_authorized", "feature_not_available"])
 
+/** The innermost message of an error's `cause` chain (fetch's "fetch failed" → "connect ECONNREFUSED …"). */
+const rootCause = (cause: unknown): string | undefined => {
+  let message: string | undefined
+  for (let current = cause, depth = 0; current instanceof Error && depth < 10; current = current.cause, depth++) {
+    if (current.message !== "") message = current.message
+  }
+  return message
+}
+
 const oneLine = (text: string): string => text.replace(/\s*\n\s*/g, " ").trim()
 
 /** What a failure prints (without the `agent-runs: ` prefix), or none when it was printed already. */
@@ -42,7 +51,10 @@ export const messageOf = (error: unknown): Option.Option<string> => {
   if (ValidationError.isValidationError(error) || error instanceof Reported) return Option.none()
   if (HttpClientError.isHttpClientError(error)) {
     const url = error.request.url
-    if (error._tag === "RequestError") return Option.some(oneLine(`could not reach ${url}: ${error.message}`))
+    if (error._tag === "RequestError") {
+      const reason = error.description ?? rootCause(error.cause) ?? error.reason
+      return Option.some(oneLine(`could not reach ${url}: ${reason}`))
+    }
     return Option.some(oneLine(`unexpected answer from ${url}: ${error.message}`))
   }
   if (ParseResult.isParseError(error)) {

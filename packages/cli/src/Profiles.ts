@@ -93,6 +93,8 @@ export const currentName = (env: NodeJS.ProcessEnv = process.env): string => {
   return name === undefined || name === "" ? DEFAULT_PROFILE : name
 }
 
+let unusableReported = false
+
 /**
  * A field of the current profile as the fallback of `config`: `config` when it has a value, else the
  * profile's field, else `config`'s own missing-value error (so the option reports itself missing).
@@ -107,6 +109,9 @@ const withProfileFallback = <A>(
     try {
       file = readSync()
     } catch (error) {
+      // Said once (by the first option that needs the profile); the others are then just missing.
+      if (unusableReported) return config
+      unusableReported = true
       const message = (error as Error).message
       return Config.string("AGENT_RUNS_PROFILE").pipe(
         Config.withDefault(""),
