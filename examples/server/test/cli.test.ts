@@ -4,12 +4,13 @@
  * packages/cli/dist/main.js`) spawned against it, with `XDG_CONFIG_HOME` in a temporary directory.
  * `runs create` (the prompt as an option and on stdin), `runs watch` to each outcome (exit 0 with
  * the agent's message, 5 FAILED, 6 CANCELLED by `runs cancel`), `runs list --json` (NDJSON),
- * `runs logs`, `runs get` of an unknown run (exit 1, one line), a bad token (exit 4), `login` and
- * then commands without connection options (the profile), `webhooks deliveries`.
+ * `runs logs`, `runs get` of an unknown run (exit 1, one line), a bad token (exit 4, `apply` too),
+ * `login` and then commands without connection options (the profile): `webhooks deliveries`,
+ * `schedules pause` and `list`, `runs followup` and `runs watch` of the continued run.
  * CLI processes run in parallel where they can: each takes seconds on a loaded machine.
  */
 import { spawn } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest"
@@ -115,13 +116,17 @@ describe("agent-runs: the API commands", () => {
     assertBuilt(inject("serverBuild"))
     const [helloId] = runIds
     const unknown = "01890a5d-ac96-774b-bcce-b302099a8057"
-    const [list, table, logs, missing, badToken] = await Promise.all([
+    const definitions = mkdtempSync(join(tmpdir(), "agent-runs-cli-definitions-"))
+    mkdirSync(join(definitions, "webhooks"))
+    const [list, table, logs, missing, badToken, badApply] = await Promise.all([
       cli(["runs", "list", "--json", "--limit", "10", ...connection()]),
       cli(["runs", "list", "--state", "SUCCEEDED", "--state", "FAILED", ...connection()]),
       cli(["runs", "logs", helloId!, ...connection()]),
       cli(["runs", "get", unknown, ...connection()]),
-      cli(["runs", "list", "--server", server().url, "--token", "ar_not-a-valid-token"])
+      cli(["runs", "list", "--server", server().url, "--token", "ar_not-a-valid-token"]),
+      cli(["apply", definitions, "--server", server().url, "--token", "ar_not-a-valid-token"])
     ])
+    rmSync(definitions, { recursive: true, force: true })
     expect(list).toMatchObject({ code: 0, stderr: "" })
     const listed = lines(list.stdout).map((line) => JSON.parse(line) as { run_id: string; state: string })
     expect(listed.map((run) => run.run_id).sort()).toEqual([...runIds].sort())
@@ -146,6 +151,7 @@ describe("agent-runs: the API commands", () => {
     expect(badToken.code).toBe(4)
     expect(lines(badToken.stderr)).toHaveLength(1)
     expect(badToken.stderr).toMatch(/^agent-runs: /)
+    expect(badApply.code).toBe(4)
   }, 120_000)
 
   it("login checks the token and saves a profile that commands without connection options use", async () => {
@@ -153,6 +159,11 @@ describe("agent-runs: the API commands", () => {
     const [helloId] = runIds
     const hook = await call(server(), "POST", "/api/v1/agent/webhooks", { token: admin, body: { name: "cli hook" } })
     expect(hook.status).toBe(201)
+    const schedule = await call(server(), "POST", "/api/v1/agent/schedules", {
+      token: admin,
+      body: { name: "yearly", cron_schedule: "0 0 1 1 *", prompt: "@say happy new year", enabled: true }
+    })
+    expect(schedule.status).toBe(201)
     const delivered = await fetch(hook.body.ingress_url, {
       method: "POST",
       headers: { authorization: `Bearer ${hook.body.secret}`, "content-type": "application/json" },
@@ -160,10 +171,15 @@ describe("agent-runs: the API commands", () => {
     })
     expect(delivered.status).toBe(202)
 
-    const [refused, login] = await Promise.all([
+    const [refused, login, paused, followup] = await Promise.all([
       cli(["login", "--server", server().url, "--token", "ar_not-a-valid-token", "--profile", "refused"]),
-      cli(["login", ...connection()])
+      cli(["login", ...connection()]),
+      cli(["schedules", "pause", schedule.body.id, ...connection()]),
+      cli(["runs", "followup", helloId!, "--message", "@say hello again", ...connection()])
     ])
+    expect(paused).toMatchObject({ code: 0, stdout: `paused ${schedule.body.id} (yearly)\n` })
+    expect(followup.code).toBe(0)
+    expect(followup.stdout).toMatch(new RegExp(`^follow-up sent to ${helloId}`))
     expect(refused.code).toBe(4)
     expect(login).toMatchObject({ code: 0, stderr: "" })
     expect(login.stdout).not.toContain(admin)
@@ -171,13 +187,22 @@ describe("agent-runs: the API commands", () => {
     expect(statSync(file).mode & 0o777).toBe(0o600)
     expect(JSON.parse(readFileSync(file, "utf8"))).toEqual({ profiles: { default: { server: server().url, token: admin } } })
 
-    const [get, deliveries, otherProfile] = await Promise.all([
+    const [get, deliveries, schedules, watchAgain, otherProfile] = await Promise.all([
       cli(["runs", "get", helloId!, "--json"]),
       cli(["webhooks", "deliveries", hook.body.uid, "--json"]),
+      cli(["schedules", "list", "--json"]),
+      // The follow-up continued the ended run: watch follows the new execution to its end.
+      cli(["runs", "watch", helloId!]),
       cli(["runs", "get", helloId!], { env: { AGENT_RUNS_PROFILE: "missing" } })
     ])
     expect(get).toMatchObject({ code: 0, stderr: "" })
-    expect(JSON.parse(get.stdout)).toMatchObject({ run_id: helloId, state: "SUCCEEDED", title: "greeting" })
+    expect(JSON.parse(get.stdout)).toMatchObject({ run_id: helloId, title: "greeting" })
+    expect(schedules).toMatchObject({ code: 0, stderr: "" })
+    expect(lines(schedules.stdout).map((line) => JSON.parse(line))).toMatchObject([
+      { id: schedule.body.id, name: "yearly", enabled: false }
+    ])
+    expect(watchAgain.code).toBe(0)
+    expect(watchAgain.stdout).toBe("hello from the cli\nhello again\n")
     expect(deliveries).toMatchObject({ code: 0, stderr: "" })
     const logged = lines(deliveries.stdout).map((line) => JSON.parse(line) as { outcome: string; payload?: unknown })
     expect(logged).toHaveLength(1)

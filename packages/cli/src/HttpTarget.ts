@@ -19,12 +19,18 @@ export interface Connection {
 }
 
 /** A request the server refused, or could not be sent. */
-export class ServerError extends Data.TaggedError("ServerError")<{ readonly message: string }> {}
+export class ServerError extends Data.TaggedError("ServerError")<{
+  readonly message: string
+  /** The problem's `error_code` when the server answered one (`authentication_required`, …). */
+  readonly errorCode?: string | undefined
+}> {}
 
 const describe = (server: string) => (error: unknown): ServerError => {
   const e = error as { readonly _tag?: string; readonly message?: string; readonly errorCode?: string }
   const message = e.message ?? String(error)
-  if (e.errorCode !== undefined) return new ServerError({ message: `the server answered ${e.errorCode}: ${message}` })
+  if (e.errorCode !== undefined) {
+    return new ServerError({ message: `the server answered ${e.errorCode}: ${message}`, errorCode: e.errorCode })
+  }
   if (e._tag === "RequestError") return new ServerError({ message: `could not reach ${server}: ${message}` })
   return new ServerError({ message: `unexpected answer from ${server}: ${message}` })
 }

@@ -47,7 +47,12 @@ export const applyCommand = Command.make(
     }).pipe(
       // The errors (one per file and key) are printed as they are, line by line.
       Effect.tapError((error) => Console.error(error.message)),
-      Effect.mapError(() => new Failure.Reported({ exitCode: Failure.EXIT_ERROR }))
+      // Exit 4 when the server refused the token (also when it refused a write midway).
+      Effect.mapError((error) =>
+        new Failure.Reported({
+          exitCode: Failure.exitCodeOf(error._tag === "DefinitionsApplyFailed" ? error.cause : error)
+        })
+      )
     )
 ).pipe(
   Command.withDescription(
