@@ -8,7 +8,6 @@
  */
 import { Command, Options } from "@effect/cli"
 import { Worker } from "@agent-runs/core"
-import { WorkerDaemon } from "@agent-runs/worker"
 import { Config, Data, Effect, Option, Schema } from "effect"
 import { resolve } from "node:path"
 import * as Connection from "./Connection.js"
@@ -80,7 +79,8 @@ export const workerCommand = Command.make(
   "worker",
   { server, token, team, workerId, executor, capacity, dataDir, reposDir, harness, dockerImage, displayName, labels, processIsolation },
   (options) =>
-    WorkerDaemon.run({
+    // The daemon (and its executors) is loaded only by this command, so that the others start quickly.
+    Effect.flatMap(Effect.promise(() => import("@agent-runs/worker")), ({ WorkerDaemon }) => WorkerDaemon.run({
       server: options.server,
       token: options.token,
       team: options.team,
@@ -94,7 +94,7 @@ export const workerCommand = Command.make(
       displayName: Option.getOrUndefined(options.displayName),
       labels: options.labels,
       processIsolation: options.processIsolation
-    }).pipe(Effect.mapError((error) => new WorkerFailed({ message: error.message })))
+    })).pipe(Effect.mapError((error) => new WorkerFailed({ message: error.message })))
 ).pipe(
   Command.withDescription(
     "Run a self-hosted worker: connect to the server, and run the runs whose agent_config.worker_host is this " +
