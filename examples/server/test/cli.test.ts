@@ -89,6 +89,7 @@ describe("agent-runs: the API commands", () => {
 
     const watch = (id: string) => cli(["runs", "watch", id, ...connection()])
     const watches = Promise.all([watch(helloId), watch(failingId), watch(sleepingId)])
+    const followedLogs = cli(["runs", "logs", sleepingId, "-f", ...connection()])
     // Cancel the sleeping run once it runs.
     for (let i = 0; i < 200; i++) {
       const run = await call(server(), "GET", `/api/v1/agent/runs/${sleepingId}`, { token: admin })
@@ -110,6 +111,11 @@ describe("agent-runs: the API commands", () => {
 
     expect(watchedSleeping.code).toBe(6)
     expect(lines(watchedSleeping.stderr).at(-1)).toMatch(new RegExp(`^agent-runs: run ${sleepingId} CANCELLED`))
+    // logs -f follows the timeline until the run ends.
+    const followed = await followedLogs
+    expect(followed.code).toBe(0)
+    expect(followed.stdout).toMatch(/^\[[^\]]+\] run_in_progress/m)
+    expect(followed.stdout).toMatch(/^\[[^\]]+\] run_cancelled/m)
   }, 120_000)
 
   it("runs list --json is NDJSON, runs logs prints the conversation, an unknown run exits 1, a bad token 4", async () => {
@@ -187,10 +193,11 @@ describe("agent-runs: the API commands", () => {
     expect(statSync(file).mode & 0o777).toBe(0o600)
     expect(JSON.parse(readFileSync(file, "utf8"))).toEqual({ profiles: { default: { server: server().url, token: admin } } })
 
-    const [get, deliveries, schedules, watchAgain, otherProfile] = await Promise.all([
+    const [get, deliveries, schedules, scheduleText, watchAgain, otherProfile] = await Promise.all([
       cli(["runs", "get", helloId!, "--json"]),
       cli(["webhooks", "deliveries", hook.body.uid, "--json"]),
       cli(["schedules", "list", "--json"]),
+      cli(["schedules", "get", schedule.body.id]),
       // The follow-up continued the ended run: watch follows the new execution to its end.
       cli(["runs", "watch", helloId!]),
       cli(["runs", "get", helloId!], { env: { AGENT_RUNS_PROFILE: "missing" } })
@@ -201,6 +208,9 @@ describe("agent-runs: the API commands", () => {
     expect(lines(schedules.stdout).map((line) => JSON.parse(line))).toMatchObject([
       { id: schedule.body.id, name: "yearly", enabled: false }
     ])
+    expect(scheduleText.code).toBe(0)
+    expect(scheduleText.stdout).toMatch(/^schedule: +\w{22}\nname: +yearly\ncron: +0 0 1 1 \* \(UTC\)\nenabled: +false\n/)
+    expect(scheduleText.stdout.trimEnd().endsWith("@say happy new year")).toBe(true)
     expect(watchAgain.code).toBe(0)
     expect(watchAgain.stdout).toBe("hello from the cli\nhello again\n")
     expect(deliveries).toMatchObject({ code: 0, stderr: "" })
