@@ -3,8 +3,9 @@
  * in-process (SQLite, process executor, the scripted agent) and the built CLI (`node
  * packages/cli/dist/main.js`) spawned against it, with `XDG_CONFIG_HOME` in a temporary directory.
  * `runs create` (the prompt as an option and on stdin), `runs watch` to each outcome (exit 0 with
- * the agent's message, 5 FAILED, 6 CANCELLED by `runs cancel`), `runs list --json` (NDJSON),
- * `runs logs`, `runs get` of an unknown run (exit 1, one line), a bad token (exit 4, `apply` too),
+ * the agent's message, 5 FAILED, 6 CANCELLED by `runs cancel`, 130 on Ctrl-C), `runs logs -f`,
+ * `runs list --json` (NDJSON) and as a table, `runs logs`, `runs get` of an unknown run (exit 1,
+ * one line), a bad token (exit 4, `apply` too),
  * `login` and then commands without connection options (the profile): `webhooks deliveries`,
  * `schedules pause` and `list`, `runs followup` and `runs watch` of the continued run.
  * CLI processes run in parallel where they can: each takes seconds on a loaded machine.
@@ -35,7 +36,12 @@ afterAll(() => rmSync(configHome, { recursive: true, force: true }))
  */
 const cli = (
   args: ReadonlyArray<string>,
-  options: { readonly env?: Readonly<Record<string, string>>; readonly stdin?: string } = {}
+  options: {
+    readonly env?: Readonly<Record<string, string>>
+    readonly stdin?: string
+    /** Sends SIGINT once stderr satisfies this (as Ctrl-C would). */
+    readonly interruptWhen?: (stderr: string) => boolean
+  } = {}
 ): Promise<CliRun> =>
   new Promise((resolve, reject) => {
     const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("AGENT_RUNS_")))
@@ -46,7 +52,14 @@ const cli = (
     let stdout = ""
     let stderr = ""
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
+    let interrupted = false
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+      stderr += chunk
+      if (!interrupted && options.interruptWhen?.(stderr) === true) {
+        interrupted = true
+        child.kill("SIGINT")
+      }
+    })
     child.stdin.end(options.stdin ?? "")
     const timer = setTimeout(() => child.kill("SIGKILL"), 90_000)
     child.once("error", reject)
@@ -90,6 +103,10 @@ describe("agent-runs: the API commands", () => {
     const watch = (id: string) => cli(["runs", "watch", id, ...connection()])
     const watches = Promise.all([watch(helloId), watch(failingId), watch(sleepingId)])
     const followedLogs = cli(["runs", "logs", sleepingId, "-f", ...connection()])
+    // Ctrl-C while the run runs: not a success.
+    const interrupted = cli(["runs", "watch", sleepingId, ...connection()], {
+      interruptWhen: (stderr) => stderr.includes("run_in_progress")
+    })
     // Cancel the sleeping run once it runs.
     for (let i = 0; i < 200; i++) {
       const run = await call(server(), "GET", `/api/v1/agent/runs/${sleepingId}`, { token: admin })
@@ -111,6 +128,7 @@ describe("agent-runs: the API commands", () => {
 
     expect(watchedSleeping.code).toBe(6)
     expect(lines(watchedSleeping.stderr).at(-1)).toMatch(new RegExp(`^agent-runs: run ${sleepingId} CANCELLED`))
+    expect((await interrupted).code).toBe(130)
     // logs -f follows the timeline until the run ends.
     const followed = await followedLogs
     expect(followed.code).toBe(0)

@@ -4,13 +4,14 @@
  *
  * | Code | When |
  * |---|---|
- * | 0 | done (`runs watch`: the run SUCCEEDED), or stopped by SIGINT/SIGTERM |
+ * | 0 | done (`runs watch`: the run SUCCEEDED); `serve` and `worker` stopped by SIGINT/SIGTERM |
  * | 1 | the API refused the request or could not be reached; any other failure |
  * | 2 | a usage error: a missing or invalid option or argument (`@effect/cli` has printed it) |
  * | 4 | the token was refused: 401 authentication_required, 403 not_authorized / feature_not_available |
  * | 5 | `runs watch`: the run FAILED or ended in ERROR |
  * | 6 | `runs watch`: the run was CANCELLED |
  * | 7 | `runs watch`: the run is BLOCKED |
+ * | 130 | `runs watch`, `runs logs -f`: stopped by SIGINT/SIGTERM before the run ended |
  *
  * A failure prints one line on stderr, `agent-runs: <message>` (an API error's message is the
  * problem body's `error`), unless it was printed already (usage errors, `Reported`).
@@ -98,10 +99,24 @@ export const report = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A
     )
   )
 
+/** The exit code of a program stopped by SIGINT/SIGTERM with nothing else failing. */
+export const EXIT_INTERRUPTED = 130
+
+/** What a stop by SIGINT/SIGTERM exits with: 0 (serve, worker: a normal end) unless a command said otherwise. */
+let interruptExitCode = EXIT_OK
+
+/**
+ * Makes a stop by SIGINT/SIGTERM exit with `code`: for a command whose success means something
+ * (`runs watch` exits 0 only when the run SUCCEEDED), an interrupted one must not look successful.
+ */
+export const exitOnInterrupt = (code: number): Effect.Effect<void> =>
+  Effect.sync(() => {
+    interruptExitCode = code
+  })
+
 /** `NodeRuntime.runMain`'s teardown: the exit code of how the program ended. */
 export const teardown = <E, A>(exit: Exit.Exit<E, A>, onExit: (code: number) => void): void => {
   if (Exit.isSuccess(exit)) return onExit(EXIT_OK)
-  // Stopped by SIGINT/SIGTERM (the worker, serve, a watch): a normal end, as before.
-  if (Cause.isInterruptedOnly(exit.cause)) return onExit(EXIT_OK)
+  if (Cause.isInterruptedOnly(exit.cause)) return onExit(interruptExitCode)
   onExit(Option.match(Cause.failureOption(exit.cause), { onNone: () => EXIT_ERROR, onSome: exitCodeOf }))
 }

@@ -2,7 +2,7 @@ import { ValidationError } from "@effect/cli"
 import { HelpDoc } from "@effect/cli"
 import { Errors } from "@agent-runs/core"
 import { describe, expect, it } from "@effect/vitest"
-import { Exit, Option } from "effect"
+import { Effect, Exit, Option } from "effect"
 import * as Failure from "../src/Failure.js"
 
 describe("Failure", () => {
@@ -33,4 +33,13 @@ describe("Failure", () => {
     Failure.teardown(Exit.interrupt(0 as never), (code) => codes.push(code))
     expect(codes).toEqual([0, 5, 4, 1, 0])
   })
+
+  it.effect("a command may make a stop by SIGINT/SIGTERM exit non-zero", () =>
+    Effect.gen(function*() {
+      yield* Failure.exitOnInterrupt(Failure.EXIT_INTERRUPTED)
+      let code: number | undefined
+      Failure.teardown(Exit.interrupt(0 as never), (c) => (code = c))
+      yield* Failure.exitOnInterrupt(Failure.EXIT_OK)
+      expect(code).toBe(130)
+    }))
 })

@@ -2,7 +2,7 @@
  * `agent-runs runs create|list|get|cancel|followup|watch|logs`: runs through the HTTP API with the
  * Effect client of `@agent-runs/client`. `watch` follows a run live (Server-Sent Events), prints the
  * agent's messages and exits with the run's outcome (Failure.ts: 0 SUCCEEDED, 5 FAILED or ERROR,
- * 6 CANCELLED, 7 BLOCKED).
+ * 6 CANCELLED, 7 BLOCKED; 130 when stopped by SIGINT/SIGTERM before the run ended).
  */
 import { Args, Command, Options } from "@effect/cli"
 import { AgentRunsClient } from "@agent-runs/client"
@@ -300,6 +300,7 @@ const watch = Command.make(
   (options) =>
     Effect.gen(function*() {
       const runId = yield* decodeRunId(options.runId)
+      yield* Failure.exitOnInterrupt(Failure.EXIT_INTERRUPTED)
       const client = yield* AgentRunsClient.AgentRunsClient
       const start = yield* client.runs.getRun({ headers: {}, path: { runId } })
       const tty = process.stderr.isTTY === true
@@ -356,6 +357,7 @@ const logs = Command.make(
   (options) =>
     Effect.gen(function*() {
       const runId = yield* decodeRunId(options.runId)
+      if (options.follow) yield* Failure.exitOnInterrupt(Failure.EXIT_INTERRUPTED)
       yield* follow(runId, options.follow, {
         onEvent: (event) =>
           Console.log(
