@@ -340,6 +340,13 @@ const aborted = (signal: AbortSignal): Effect.Effect<void> =>
 
 /** The Promise client of a server. */
 export const createClient = (options: CreateClientOptions): AgentRunsClientPromise => {
+  // Callers without the type checker: say what is missing now, not at the first call.
+  if (typeof options.token !== "string" || options.token === "") {
+    throw new TypeError("createClient: options.token is required: an API token (ar_…)")
+  }
+  if (typeof options.url !== "string" || !URL.canParse(options.url)) {
+    throw new TypeError(`createClient: options.url must be the server's absolute URL, not ${options.url}`)
+  }
   const service = Effect.runSync(
     AgentRunsClient.make({
       url: options.url,

@@ -59,6 +59,12 @@ const rejection = async (promise: Promise<unknown>): Promise<AgentRunsError> => 
 }
 
 describe("requests", () => {
+  it("refuses a missing token or a URL that is not absolute when the client is made", () => {
+    // @ts-expect-error: a caller without the type checker
+    expect(() => createClient({ url: "http://127.0.0.1:1" })).toThrow("createClient: options.token is required")
+    expect(() => createClient({ url: "/agents", token: TOKEN })).toThrow("createClient: options.url must be the server's absolute URL")
+  })
+
   it("sends the bearer token and the TEAM header, and answers the API's JSON", async () => {
     const server = await serve((_request, response) => json(response, 200, runItem()))
     const client = createClient({ url: `${server.url}/`, token: TOKEN, teamUid: TEAM })

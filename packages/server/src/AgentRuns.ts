@@ -102,8 +102,8 @@ export interface AgentRunsOptions<ES, EB, EX> {
   readonly downloadTtlSeconds?: number | undefined
   /**
    * The instance administrator's API token (`ar_` and at least 32 more characters): ensured at
-   * start, so the host knows a token that works. None: the host manages identities itself (the
-   * `Identities` service).
+   * start, so the host knows a token that works. Without it, nobody can call the API until a
+   * token exists: an Effect host can create one with the `Identities` service (`mount` warns).
    */
   readonly adminToken?: string | undefined
   /** A check of the host's own, also required for `/readyz` (fails with what is wrong). */
@@ -216,7 +216,7 @@ export const layer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) => {
   ).pipe(Layer.provideMerge(options.storage), Layer.provideMerge(Health.layer))
   const admin = options.adminToken === undefined
     ? Layer.empty
-    : Layer.effectDiscard(Effect.flatMap(Identities.Identities, (identities) => identities.bootstrap(Option.some(options.adminToken!))))
+    : Layer.effectDiscard(Effect.flatMap(Identities.Identities, (identities) => identities.bootstrap(Option.some(options.adminToken!), "options.adminToken")))
   const app = Server.appLayer({ maxBodyBytes: options.maxBodyBytes, basePath: basePathOf(options.publicUrl) })
   return Layer.mergeAll(app, admin, executionLayer(options), schedulingLayer(options)).pipe(Layer.provideMerge(base))
 }

@@ -44,7 +44,7 @@ describe("mount under a prefix in node:http", () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "agent-runs-mount-"))
     host = createServer((request, response) => {
-      if (agents?.owns(request.url ?? "/")) return agents.handler(request, response)
+      if (agents?.owns(request.url)) return agents.handler(request, response)
       response.writeHead(200, { "content-type": "text/plain" }).end("the host's own page")
     })
     await new Promise<void>((resolve) => host.listen(0, "127.0.0.1", resolve))
@@ -77,6 +77,30 @@ describe("mount under a prefix in node:http", () => {
     expect(docs).toContain(`"servers":[{"url":"/agents"}]`)
     expect((await fetch(`${base}/agents/healthz`)).status).toBe(200)
     expect((await json(await fetch(`${base}/agents/readyz`))).status).toBe("ready")
+  })
+
+  it("says so, instead of hanging, when mounted after a body parser that read the body", async () => {
+    const parsing = createServer((request, response) => {
+      let text = ""
+      request.on("data", (chunk) => (text += chunk))
+      request.on("end", () => {
+        ;(request as { body?: unknown }).body = JSON.parse(text)
+        agents.handler(request, response)
+      })
+    })
+    await new Promise<void>((resolve) => parsing.listen(0, "127.0.0.1", resolve))
+    try {
+      const port = (parsing.address() as AddressInfo).port
+      const answer = await fetch(`http://127.0.0.1:${port}/agents/api/v1/agent/runs`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
+        body: JSON.stringify({ prompt: "x" })
+      })
+      expect(answer.status).toBe(500)
+      expect(await answer.text()).toContain("mount it before (for example before express.json())")
+    } finally {
+      await new Promise((resolve) => parsing.close(resolve))
+    }
   })
 
   it("leaves paths outside the prefix to the host", async () => {
@@ -125,11 +149,26 @@ describe("start-up problems", () => {
   it("refuses options without a required piece, in one line naming it", async () => {
     const { storage: _storage, ...withoutStorage } = optionsFor(tmpdir(), "http://127.0.0.1:1/agents")
     const refused = await mount(withoutStorage as AgentRuns.AgentRunsOptions<unknown, unknown, never>).catch((e: Error) => e)
-    expect(refused).toBeInstanceOf(Mount.MissingOption)
+    expect(refused).toBeInstanceOf(Mount.InvalidOptions)
     expect((refused as Error).message).toMatch(/^Agent Runs: options\.storage is required: a storage layer/)
     const shortKey = await mount({ ...optionsFor(tmpdir(), "http://127.0.0.1:1"), secretKey: new Uint8Array(8) })
       .catch((e: Error) => e)
     expect((shortKey as Error).message).toBe("Agent Runs: options.secretKey must be 32 bytes, not 8")
+    const hexKey = await mount({ ...optionsFor(tmpdir(), "http://127.0.0.1:1"), secretKey: "00".repeat(32) as unknown as Uint8Array })
+      .catch((e: Error) => e)
+    expect((hexKey as Error).message).toMatch(/^Agent Runs: options\.secretKey must be 32 bytes in a Uint8Array/)
+    const relative = await mount(optionsFor(tmpdir(), "/agents")).catch((e: Error) => e)
+    expect((relative as Error).message).toMatch(/^Agent Runs: options\.publicUrl must be an absolute URL such as http/)
+  })
+
+  it("names options.adminToken when the admin token is unusable", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "agent-runs-mount-"))
+    try {
+      const failed = await mount({ ...optionsFor(dir, "http://127.0.0.1:1"), adminToken: "short" }).catch((e: Error) => e)
+      expect((failed as Error).message).toMatch(/^Agent Runs could not start: .*options\.adminToken.*must be ar_ followed by/)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   it("says in one line that storage is unreachable", async () => {

@@ -78,7 +78,7 @@ export const ADMIN_TOKEN_VARIABLE = "AGENT_RUNS_ADMIN_TOKEN"
 /** The accepted form of a configured administrator token: `ar_` and at least 32 visible ASCII characters. */
 const CONFIGURED_TOKEN = /^ar_[\x21-\x7e]{32,}$/
 
-const badConfiguredToken = (problem: string) => InvalidRequest.forField(ADMIN_TOKEN_VARIABLE, problem)
+const badConfiguredToken = (setting: string, problem: string) => InvalidRequest.forField(setting, problem)
 
 /** What `bootstrap` did. */
 export type BootstrapOutcome =
@@ -181,20 +181,23 @@ export class Identities extends Effect.Service<Identities>()("@agent-runs/core/I
         yield* addToken(admin.uid, token, "bootstrap")
       })
 
-    /** Ensures the instance administrator at start-up (see the module's decisions). */
+    /**
+     * Ensures the instance administrator at start-up (see the module's decisions); a bad configured
+     * token is refused naming `setting` (where the host took it from).
+     */
     const bootstrap = Effect.fn("Identities.bootstrap")(
-      function*(configured: Option.Option<string>) {
+      function*(configured: Option.Option<string>, setting: string = ADMIN_TOKEN_VARIABLE) {
         if (Option.isSome(configured)) {
           const token = configured.value
           if (!CONFIGURED_TOKEN.test(token)) {
-            return yield* badConfiguredToken("must be ar_ followed by at least 32 visible ASCII characters")
+            return yield* badConfiguredToken(setting, "must be ar_ followed by at least 32 visible ASCII characters")
           }
           const held = yield* store.findTokenRecord(yield* hashToken(token))
           if (Option.isSome(held)) {
-            if (held.value.revoked_at !== null) return yield* badConfiguredToken("was revoked; configure a new token")
+            if (held.value.revoked_at !== null) return yield* badConfiguredToken(setting, "was revoked; configure a new token")
             const holder = yield* store.getPrincipal(held.value.principal_uid)
             if (Option.isNone(holder) || !holder.value.instance_admin) {
-              return yield* badConfiguredToken("is the token of a principal that is not an instance administrator")
+              return yield* badConfiguredToken(setting, "is the token of a principal that is not an instance administrator")
             }
             return { _tag: "Configured" } as BootstrapOutcome
           }
