@@ -142,9 +142,10 @@ describe("agent-runs: the API commands", () => {
     const unknown = "01890a5d-ac96-774b-bcce-b302099a8057"
     const definitions = mkdtempSync(join(tmpdir(), "agent-runs-cli-definitions-"))
     mkdirSync(join(definitions, "webhooks"))
-    const [list, table, logs, missing, badToken, badApply] = await Promise.all([
+    const [list, table, onePage, logs, missing, badToken, badApply] = await Promise.all([
       cli(["runs", "list", "--json", "--limit", "10", ...connection()]),
       cli(["runs", "list", "--state", "SUCCEEDED", "--state", "FAILED", ...connection()]),
+      cli(["runs", "list", "--limit", "1", ...connection()]),
       cli(["runs", "logs", helloId!, ...connection()]),
       cli(["runs", "get", unknown, ...connection()]),
       cli(["runs", "list", "--server", server().url, "--token", "ar_not-a-valid-token"]),
@@ -161,6 +162,10 @@ describe("agent-runs: the API commands", () => {
     expect(rows[0]).toMatch(/^RUN ID\s+STATE\s+CREATED\s+TITLE$/)
     expect(rows).toHaveLength(3)
     expect(rows.some((row) => row.startsWith(helloId!) && row.includes("SUCCEEDED") && row.endsWith("greeting"))).toBe(true)
+
+    expect(onePage.code).toBe(0)
+    expect(lines(onePage.stdout)).toHaveLength(2)
+    expect(onePage.stderr).toBe("(more runs: --all, or a larger --limit)\n")
 
     expect(logs.code).toBe(0)
     expect(logs.stdout).toContain("run_in_progress")

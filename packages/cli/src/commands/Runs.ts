@@ -151,11 +151,12 @@ const list = Command.make(
       if (options.json && options.all) {
         return yield* client.streamRuns(query).pipe(Stream.runForEach((run) => Console.log(runJson(run))))
       }
-      const runs = options.all
-        ? Chunk.toReadonlyArray(yield* Stream.runCollect(client.streamRuns(query)))
-        : (yield* client.listRunsPage(query)).runs
-      if (options.json) return yield* Effect.forEach(runs, (run) => Console.log(runJson(run)), { discard: true })
-      yield* Console.log(runs.length === 0 ? "no runs" : runRows(runs))
+      const page = options.all
+        ? { runs: Chunk.toReadonlyArray(yield* Stream.runCollect(client.streamRuns(query))), more: false }
+        : yield* Effect.map(client.listRunsPage(query), (page) => ({ runs: page.runs, more: page.page_info.has_next_page }))
+      if (options.json) return yield* Effect.forEach(page.runs, (run) => Console.log(runJson(run)), { discard: true })
+      yield* Console.log(page.runs.length === 0 ? "no runs" : runRows(page.runs))
+      if (page.more) yield* Console.error("(more runs: --all, or a larger --limit)")
     }).pipe(Effect.provide(Connection.clientLayer(options)))
 ).pipe(Command.withDescription("List runs, newest first: a table, or NDJSON with --json."))
 
