@@ -319,6 +319,17 @@ export const automationsServiceSuite = <E>(name: string, storage: Layer.Layer<St
           expect(yield* names(world)).toEqual(["x"])
         }))
 
+      it.effect("test-filter finds nothing in a deleted webhook's log (404)", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const hook = yield* webhookOf(world, "h")
+          const delivered = yield* logDelivery(hook, "ACCEPTED", { action: "opened" })
+          const created = yield* create(world.admin, { name: "x", prompt: "p", trigger: trigger([hook]) })
+          expect((yield* testFilter(world.admin, created.id, delivered)).result).toBe("WOULD_TRIGGER")
+          yield* Effect.flatMap(Webhooks, (w) => w.remove(world.admin, hook))
+          expect((yield* failureOf(testFilter(world.admin, created.id, delivered)))._tag).toBe("ResourceNotFound")
+        }))
+
       it.effect("delete removes an automation (then 404)", () =>
         Effect.gen(function* () {
           const world = yield* seedWorld()

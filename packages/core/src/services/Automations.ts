@@ -26,8 +26,8 @@
  *   references), 409 (name). Nothing is stored when a request is refused.
  * - PUT replaces every field but `agent_config`, which is kept when omitted; `created_at` stays,
  *   `updated_at` becomes now. Delete keeps the runs the automation started.
- * - test-filter finds the delivery in the logs of the webhooks the trigger selects, then of the
- *   team's other live webhooks; not found in any: 404. The verdict is WOULD_TRIGGER when the
+ * - test-filter finds the delivery in the logs of the live webhooks the trigger selects, then of
+ *   the team's other live webhooks; not found in any (a deleted webhook's included): 404. The verdict is WOULD_TRIGGER when the
  *   delivery came from a selected webhook, was ACCEPTED and its payload matches the filter; every
  *   failed condition is a reason (each filter mismatch names its path under `payload`). A
  *   delivery that is not ACCEPTED has no stored payload and would start nothing: it is
@@ -272,8 +272,10 @@ export class Automations extends Effect.Service<Automations>()("@agent-runs/core
     /** Finds a delivery in the selected webhooks' logs, then in the team's other webhooks'. */
     const findDelivery = (viewer: Viewer, automation: StoredAutomation, request: TestFilterRequest) =>
       Effect.gen(function* () {
-        const selected = automation.item.trigger.filter.webhook_ids
-        const others = (yield* webhooks.list(viewer.team_uid)).map((w) => w.item.uid).filter((uid) => !selected.includes(uid))
+        // Only live webhooks: a deleted webhook's log may outlive it, but nothing can arrive there.
+        const live = (yield* webhooks.list(viewer.team_uid)).map((w) => w.item.uid)
+        const selected = automation.item.trigger.filter.webhook_ids.filter((uid) => live.includes(uid))
+        const others = live.filter((uid) => !selected.includes(uid))
         for (const webhook of [...selected, ...others]) {
           const found = yield* webhooks.delivery(webhook, request.delivery_id)
           if (Option.isSome(found)) return { webhook, delivery: found.value }
