@@ -33,8 +33,16 @@ export const lifecycle = (kind: "sqlite" | "postgres", baseEnv: Readonly<Record<
     get env(): Readonly<Record<string, string>> {
       return state.env
     },
-    /** Starts a server on the data directory (and database) and waits until it is ready. */
+    /**
+     * Starts a server on the data directory (and database) and waits until it is ready; one a
+     * failed test left running is stopped first, so it cannot take the next test's runs.
+     */
     start: async (env: Record<string, string> = {}): Promise<ServerProcess> => {
+      if (instance !== undefined) {
+        const left = instance
+        instance = undefined
+        await Effect.runPromise(Scope.close(left.scope, Exit.void))
+      }
       const child = await Effect.runPromise(Scope.fork(scope, ExecutionStrategy.sequential))
       const server = await Effect.runPromise(
         spawnServer({ dataDir: state.dataDir, env: { ...state.env, ...env } }).pipe(Scope.extend(child))

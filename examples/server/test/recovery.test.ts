@@ -60,8 +60,9 @@ describe.each([
     server = await life.start()
     const queued = await create("Created after the crash")
     const runs = await waitForRuns(server, token, [...inFlight, queued], (r) => ENDED.includes(r.state))
-    expect(runs.map((r) => r.state)).toEqual(["SUCCEEDED", "SUCCEEDED", "SUCCEEDED", "SUCCEEDED"])
-    expect(runs.slice(0, 3).map((r) => r.attempt)).toEqual([2, 2, 2])
+    const seen = JSON.stringify(runs.map((r) => [r.state, r.attempt, r.status_message]))
+    expect(runs.map((r) => r.state), seen).toEqual(["SUCCEEDED", "SUCCEEDED", "SUCCEEDED", "SUCCEEDED"])
+    expect(runs.slice(0, 3).map((r) => r.attempt), seen).toEqual([2, 2, 2])
     expect(runs[3].attempt).toBe(1)
     for (const id of inFlight) {
       const timeline = (await call(server, "GET", `/api/v1/agent/runs/${id}/timeline`, { token })).body.events.map((e: Json) => e.event_type)
@@ -79,7 +80,7 @@ describe.each([
     const runId = (await call(server, "POST", "/api/v1/agent/runs", { token, body: { prompt: "@sleep 60000" } })).body.run_id as string
     for (const attempt of [1, 2, 3]) {
       const [run] = await waitForRuns(server, token, [runId], (r) => r.state === "INPROGRESS" && r.attempt === attempt, 20_000)
-      expect(run).toMatchObject({ state: "INPROGRESS", attempt })
+      expect(run, JSON.stringify(run.status_message)).toMatchObject({ state: "INPROGRESS", attempt })
       await kill(life, server)
       server = await life.start()
     }

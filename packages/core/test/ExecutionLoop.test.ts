@@ -8,6 +8,7 @@ import * as ExecutionLoop from "../src/engine/ExecutionLoop.js"
 import { defaultSettings, DispatcherConfig } from "../src/engine/Settings.js"
 import * as Health from "../src/engine/Health.js"
 import { IdsLive, type RunId } from "../src/domain/Ids.js"
+import { LiveExecutions } from "../src/engine/LiveExecutions.js"
 import { Executor } from "../src/ports/Executor.js"
 import { pass } from "../testing/ClockSteps.js"
 import { memoryHost, planFor } from "../testing/MemoryHost.js"
@@ -37,6 +38,7 @@ const withLoop = <A, E>(
         executor.layer,
         IdsLive,
         Health.layer,
+        LiveExecutions.Default,
         Layer.succeed(DispatcherConfig, { ...defaultSettings("agent", "http://localhost/api/v1"), concurrency: 2, leaseMs: LEASE_MS })
       ))
     )
@@ -175,7 +177,7 @@ describe("the execution loop over an in-memory host (TestClock)", () => {
       const executor = yield* scriptedExecutor
       const settings = { ...defaultSettings("agent", "http://localhost/api/v1"), concurrency: 1, leaseMs: LEASE_MS }
       yield* Layer.build(ExecutionLoop.layer.pipe(
-        Layer.provide(Layer.mergeAll(host.layer, executor.layer, IdsLive, Health.layer, Layer.succeed(DispatcherConfig, settings)))
+        Layer.provide(Layer.mergeAll(host.layer, executor.layer, IdsLive, Health.layer, LiveExecutions.Default, Layer.succeed(DispatcherConfig, settings)))
       ))
       const id = runId(10)
       yield* host.offer(planFor(id, "say polled"))
@@ -203,6 +205,7 @@ describe("the execution loop over an in-memory host (TestClock)", () => {
           dying,
           IdsLive,
           Health.layer,
+          LiveExecutions.Default,
           Layer.succeed(DispatcherConfig, { ...defaultSettings("agent", "http://localhost/api/v1"), concurrency: 1, leaseMs: LEASE_MS })
         ))
       )

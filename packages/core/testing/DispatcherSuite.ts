@@ -17,6 +17,7 @@ import * as LeaseSweep from "../src/engine/LeaseSweep.js"
 import * as LocalHost from "../src/engine/LocalHost.js"
 import { RunExecutions } from "../src/engine/RunExecutions.js"
 import * as Health from "../src/engine/Health.js"
+import { LiveExecutions } from "../src/engine/LiveExecutions.js"
 import { IdsLive, type RunId } from "../src/domain/Ids.js"
 import type { BlobStore } from "../src/ports/BlobStore.js"
 import { RunStore } from "../src/ports/RunStore.js"
@@ -84,6 +85,7 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
           testRepos,
           IdsLive,
           Health.layer,
+          LiveExecutions.Default,
           Layer.succeed(Dispatcher.DispatcherConfig, {
             ...Dispatcher.defaultSettings("agent", "http://localhost/api/v1"),
             concurrency: 4,
@@ -269,6 +271,30 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
           yield* dispatcher.tend
           expect(yield* sandboxes).toBe(0)
           expect((yield* runOf(viewer, id)).is_sandbox_running).toBe(false)
+        })
+      ))
+
+    it.scoped("a lease that expired while its execution here lives (a late renewal) is renewed by the sweep, never requeued", () =>
+      withDispatcher(({ create, dispatcher, pass, viewer }) =>
+        Effect.gen(function*() {
+          const id = yield* create("say once\nsleep 2000\nsay done")
+          const store = yield* RunStore
+          yield* dispatcher.claimSome
+          yield* pass(500)
+          const held = yield* store.get(id)
+          const lease = Option.getOrThrow(held).lease!
+          // The renewal comes late: the lease has expired, the execution goes on.
+          yield* store.renewLease(id, lease.execution_id, (yield* Clock.currentTimeMillis) - 1)
+          yield* dispatcher.sweep
+          const after = Option.getOrThrow(yield* store.get(id))
+          expect(after.item).toMatchObject({ state: "INPROGRESS", attempt: 1 })
+          expect(after.lease?.execution_id).toBe(lease.execution_id)
+          expect(after.lease!.expires_at).toBeGreaterThan(yield* Clock.currentTimeMillis)
+          yield* pass(3_000)
+          expect(yield* runOf(viewer, id)).toMatchObject({ state: "SUCCEEDED", attempt: 1 })
+          const events = (yield* Effect.flatMap(Runs, (runs) => runs.timeline(viewer, id))).events.map((e) => e.event_type)
+          expect(events).not.toContain("lease_expired")
+          expect(events.filter((e) => e === "run_in_progress")).toHaveLength(1)
         })
       ))
 

@@ -25,6 +25,7 @@ import { IdsLive, type RunId } from "../src/domain/Ids.js"
 import * as ExecutionLoop from "../src/engine/ExecutionLoop.js"
 import type { ExecutionPlan } from "../src/engine/ExecutionPlan.js"
 import * as Health from "../src/engine/Health.js"
+import { LiveExecutions } from "../src/engine/LiveExecutions.js"
 import { defaultSettings, DispatcherConfig } from "../src/engine/Settings.js"
 import { type AgentHarness, AgentHarnesses } from "../src/ports/AgentHarness.js"
 import type { Executor } from "../src/ports/Executor.js"
@@ -139,6 +140,7 @@ export const harnessSuite = (name: string, options: HarnessSuiteOptions): void =
             options.executor(root),
             IdsLive,
             Health.layer,
+            LiveExecutions.Default,
             Layer.succeed(DispatcherConfig, settings),
             Layer.succeed(AgentHarnesses, new Map([[harness.type, harness]]))
           ))

@@ -14,6 +14,7 @@ import * as LeaseSweep from "../src/engine/LeaseSweep.js"
 import { DEFAULT_MAX_OUTPUT_BYTES } from "../src/engine/Settings.js"
 import { RunExecutions } from "../src/engine/RunExecutions.js"
 import * as Health from "../src/engine/Health.js"
+import { LiveExecutions } from "../src/engine/LiveExecutions.js"
 import { Executor, ExecutorError } from "../src/ports/Executor.js"
 import type { Viewer } from "../src/domain/Access.js"
 import { MAX_ARTIFACTS_PER_RUN } from "../src/domain/Artifact.js"
@@ -113,6 +114,7 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
         runTokens,
         idleExecutor,
         Health.layer,
+        LiveExecutions.Default,
         Layer.succeed(WorkerSettingsTag, defaultWorkerSettings),
         Layer.succeed(Dispatcher.DispatcherConfig, { ...Dispatcher.defaultSettings("true", "http://localhost/api/v1"), concurrency: 0 })
       )

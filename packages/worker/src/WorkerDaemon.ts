@@ -16,7 +16,7 @@
  * - Start-up after a crash: sandboxes left in the data directory are released (their agents
  *   killed) before anything is claimed, so a run is never executed twice by one worker.
  */
-import { Dispatcher, ExecutionLoop, Executor, Health, Ids, Worker } from "@agent-runs/core"
+import { Dispatcher, ExecutionLoop, Executor, Health, Ids, LiveExecutions, Worker } from "@agent-runs/core"
 import { DockerExecutor } from "@agent-runs/executor-docker"
 import { LocalRepoSource, ProcessExecutor, ProcessIsolation } from "@agent-runs/executor-process"
 import { AGENT_MOUNT, defaultHarness, installCopy, packageDir } from "@agent-runs/scripted-agent/Location"
@@ -150,6 +150,7 @@ export const run = (options: WorkerOptions) =>
       Layer.provide(RemoteHost.layer(options).pipe(Layer.provide(LocalRepoSource.layer({ reposDir: reposDirOf(options) })))),
       Layer.provide(Ids.IdsLive),
       Layer.provide(Health.layer),
+      Layer.provide(LiveExecutions.LiveExecutions.Default),
       Layer.provide(
         Layer.succeed(Dispatcher.DispatcherConfig, {
           ...Dispatcher.defaultSettings(execution.harness, `${options.server.replace(/\/+$/, "")}/api/v1`),

@@ -14,6 +14,7 @@ import { Layer } from "effect"
 import * as DebugWindows from "./DebugWindows.js"
 import * as ExecutionLoop from "./ExecutionLoop.js"
 import * as LeaseSweep from "./LeaseSweep.js"
+import { LiveExecutions } from "./LiveExecutions.js"
 import * as LocalHost from "./LocalHost.js"
 
 export {
@@ -24,16 +25,16 @@ export {
   type DispatcherSettings
 } from "./Settings.js"
 
-/** The loop, the sweep and the debug windows, for the scope of the layer. */
+/** The loop, the sweep and the debug windows, for the scope of the layer (one LiveExecutions for the loop and the sweep). */
 export const layer = Layer.mergeAll(
   ExecutionLoop.layer.pipe(Layer.provide(LocalHost.layer)),
   LeaseSweep.layer,
   DebugWindows.loop
-).pipe(Layer.provide(DebugWindows.DebugWindows.Default))
+).pipe(Layer.provide(Layer.merge(DebugWindows.DebugWindows.Default, LiveExecutions.Default)))
 
 /**
  * A service that executes nothing itself (no executor: runs go to other replicas or self-hosted
  * workers) still sweeps: expired leases, teams' waiting runs admitted, runs failed whose worker
  * stayed away.
  */
-export const sweepOnly = LeaseSweep.layer
+export const sweepOnly = LeaseSweep.layer.pipe(Layer.provide(LiveExecutions.Default))

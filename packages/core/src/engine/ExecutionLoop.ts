@@ -44,6 +44,7 @@ import type { StorageError } from "../ports/Storage.js"
 import * as AgentSession from "./AgentSession.js"
 import type { ExecutionEvent } from "../domain/ExecutionEvent.js"
 import { ExecutionHost, Lost } from "./ExecutionHost.js"
+import { LiveExecutions } from "./LiveExecutions.js"
 import type { ExecutionPlan } from "./ExecutionPlan.js"
 import { DispatcherConfig } from "./Settings.js"
 
@@ -73,6 +74,7 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
   const executor = yield* Executor
   const ids = yield* Ids
   const health = yield* Health
+  const live = yield* LiveExecutions
   const session = AgentSession.make(settings, health)
   const harnesses = Option.getOrElse(yield* Effect.serviceOption(AgentHarnesses), () => new Map())
   /** Executions under way. */
@@ -252,8 +254,11 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
   const claimSome: Effect.Effect<void, StorageError> = claiming.withPermits(1)(
     Effect.gen(function*() {
       while (running < settings.concurrency) {
-        const claimed = yield* host.claim(yield* ids.executionId)
-        if (claimed._tag === "None") return
+        // Live from before the claim: the sweep must not take the run while its plan is made.
+        const executionId = yield* ids.executionId
+        yield* live.add(executionId)
+        const claimed = yield* host.claim(executionId).pipe(Effect.tapErrorCause(() => live.remove(executionId)))
+        if (claimed._tag === "None") return yield* live.remove(executionId)
         running += 1
         yield* execute(claimed.value).pipe(
           Effect.scoped,
@@ -261,7 +266,7 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
           // and what it forks would inherit that).
           Effect.ensuring(Effect.suspend(() => {
             running -= 1
-            return Effect.forkIn(Effect.interruptible(claimQuietly), scope)
+            return live.remove(executionId).pipe(Effect.zipRight(Effect.forkIn(Effect.interruptible(claimQuietly), scope)))
           })),
           Effect.forkIn(scope)
         )
@@ -282,7 +287,7 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
  * The loop for the scope of the layer: claiming on every wake-up and every `pollMs`, supervised
  * (Health.ts): a failing iteration is reported and retried, never the end of the loop.
  */
-export const layer: Layer.Layer<never, never, DispatcherConfig | ExecutionHost | Executor | Ids | Health> = Layer.scopedDiscard(
+export const layer: Layer.Layer<never, never, DispatcherConfig | ExecutionHost | Executor | Ids | Health | LiveExecutions> = Layer.scopedDiscard(
   Effect.gen(function*() {
     const settings = yield* DispatcherConfig
     const host = yield* ExecutionHost
