@@ -204,6 +204,8 @@ const ProblemBody = Schema.Union(
   Problems.OperationNotSupported,
   Problems.RateLimited,
   Problems.PayloadTooLarge,
+  Problems.MethodNotAllowed,
+  Problems.UnsupportedMediaType,
   Problems.InternalError,
   Problems.ResourceUnavailable
 )

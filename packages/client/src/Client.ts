@@ -235,6 +235,8 @@ const problemSchemas: Record<CoreErrors.ApiError["_tag"], Schema.Schema<CoreErro
   OperationNotSupported: Problems.OperationNotSupported,
   RateLimited: Problems.RateLimited,
   PayloadTooLarge: Problems.PayloadTooLarge,
+  MethodNotAllowed: Problems.MethodNotAllowed,
+  UnsupportedMediaType: Problems.UnsupportedMediaType,
   InternalError: Problems.InternalError,
   ResourceUnavailable: Problems.ResourceUnavailable
 } as unknown as Record<CoreErrors.ApiError["_tag"], Schema.Schema<CoreErrors.ApiError, unknown>>

@@ -31,6 +31,8 @@ export const statusOf = {
   operation_not_supported: 422,
   rate_limited: 429,
   payload_too_large: 413,
+  method_not_allowed: 405,
+  unsupported_media_type: 415,
   internal_error: 500,
   resource_unavailable: 503
 } as const satisfies Record<Errors.HttpErrorCode, number>
@@ -46,6 +48,8 @@ export const titleOf = {
   operation_not_supported: "Operation not supported",
   rate_limited: "Rate limited",
   payload_too_large: "Payload too large",
+  method_not_allowed: "Method not allowed",
+  unsupported_media_type: "Unsupported media type",
   internal_error: "Internal error",
   resource_unavailable: "Resource unavailable"
 } as const satisfies Record<Errors.HttpErrorCode, string>
@@ -191,6 +195,22 @@ export const PayloadTooLarge = problem(Errors.PayloadTooLarge, {
   description: "payload_too_large: the request body is over its limit",
   extensions: { limit_bytes: Schema.Int },
   renames: { limit_bytes: "limitBytes" }
+})
+
+/** 405 `method_not_allowed`: `allow` as the `Allow` header. */
+export const MethodNotAllowed = problem(Errors.MethodNotAllowed, {
+  tag: "MethodNotAllowed",
+  code: "method_not_allowed",
+  description: "method_not_allowed: the path answers other methods only; `allow` (and the Allow header) lists them",
+  extensions: { allow: Schema.Array(Schema.String) }
+})
+
+/** 415 `unsupported_media_type`: `expected` names the media type the endpoint reads. */
+export const UnsupportedMediaType = problem(Errors.UnsupportedMediaType, {
+  tag: "UnsupportedMediaType",
+  code: "unsupported_media_type",
+  description: "unsupported_media_type: the body's Content-Type is not the one the endpoint reads (`expected`)",
+  extensions: { expected: Schema.String }
 })
 
 /** 500 `internal_error`: never carries a stack trace. */

@@ -27,12 +27,13 @@ import {
   OpenApi
 } from "@effect/platform"
 import { BlobKeys, BlobStore, Errors } from "@agent-runs/core"
-import { Cause, Clock, Context, Effect, Layer, Option, Schema, Stream } from "effect"
+import { Cause, Chunk, Clock, Context, Effect, Layer, Option, Schema, Stream } from "effect"
 import { Api } from "./Api.js"
 import { AuthenticationLive } from "./AuthenticationLive.js"
 import { DecodeErrorsAsProblems } from "./DecodeErrors.js"
 import { DownloadUrls, TRANSCRIPT_DOWNLOAD_ROUTE, transcriptPath } from "./Downloads.js"
 import { INGRESS_PREFIX, IngressRoutesLive } from "./Ingress.js"
+import { allowedMethods } from "./RouteMethods.js"
 import { AdminLive } from "./handlers/Admin.js"
 import { AgentsLive } from "./handlers/Agents.js"
 import { AutomationsLive } from "./handlers/Automations.js"
@@ -144,6 +145,13 @@ export const ExtraRoutesLive = (basePath: string) =>
     )
   )
 
+/**
+ * How paths match (docs/reference/api.md): a query string is read as sent (the router's default
+ * would collapse `//` in `?url=https://…`), paths are case-insensitive and one trailing slash is
+ * ignored (`/agent/runs/` is `/agent/runs`).
+ */
+const ROUTER_CONFIG = { ignoreDuplicateSlashes: false, ignoreTrailingSlash: true, caseSensitive: false } as const
+
 /** The whole HTTP surface as one app: what `serve` serves, and what a host mounts under a prefix. */
 export class App extends Context.Tag("@agent-runs/http/App")<App, HttpApp.Default<never, HttpRouter.HttpRouter.DefaultServices>>() {}
 
@@ -175,13 +183,17 @@ export const appLayer = (options: AppOptions = {}) => {
   const basePath = options.basePath ?? ""
   return Layer.effect(
     App,
-    Effect.map(HttpApiBuilder.httpApp, (app) =>
-      withBasePath(basePath)(metricsMiddleware(
+    Effect.gen(function*() {
+      const app = yield* HttpRouter.withRouterConfig(HttpApiBuilder.httpApp, ROUTER_CONFIG)
+      const routes = Chunk.toReadonlyArray((yield* HttpApiBuilder.Router.router).routes)
+      return withBasePath(basePath)(metricsMiddleware(
         serverMiddleware({
           maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
-          ownBodyLimit: (path) => path.startsWith(INGRESS_PREFIX)
+          ownBodyLimit: (path) => path.startsWith(INGRESS_PREFIX),
+          allowedMethods: allowedMethods(routes)
         })(app)
-      )))
+      ))
+    })
   ).pipe(
     Layer.provide(ExtraRoutesLive(basePath)),
     Layer.provide(IngressRoutesLive),

@@ -5,20 +5,30 @@
  *   server's judgement), and `Retry-After` (seconds) on a 429, and on a 503 (5 s).
  * - The body limit: a declared `Content-Length` over the limit is a 413 `payload_too_large`
  *   before anything is read; a chunked body is cut off at the limit while it is read (413 too).
- * - A body that is not JSON is a 400 `invalid_request` naming `body`.
+ * - A body whose `Content-Type` is not JSON (`application/json`, `application/*+json`) is a 415
+ *   `unsupported_media_type` naming `application/json`; a body without one is read as JSON. A body
+ *   that is not JSON is a 400 `invalid_request` naming `body`, and so is one nesting arrays and
+ *   objects deeper than `MAX_BODY_DEPTH` (checked on the text, before anything parses it).
  * - A run, schedule or conversation path with its id left empty is a 400 naming the id (a
- *   "missing id"); any other unknown path under the API is a 404 `resource_not_found` problem; a
- *   defect anywhere is a 500 `internal_error` problem (logged with its cause; the body never
- *   carries a stack trace).
+ *   "missing id"); a path that exists under other methods only is a 405 `method_not_allowed` with
+ *   `Allow`; any other unknown path is a 404 `resource_not_found` problem; a defect anywhere is a
+ *   500 `internal_error` problem (logged with its cause; the body never carries a stack trace).
+ * - The webhook ingress (`ownBodyLimit`) reads any media type and checks its bodies itself.
  */
 import { HttpIncomingMessage, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import type { HttpApp } from "@effect/platform"
-import { Errors } from "@agent-runs/core"
+import { Errors, Harness } from "@agent-runs/core"
 import { Cause, Effect, Option, Schema } from "effect"
 import * as Problems from "./Problems.js"
 
 /** The default limit of a request body, in bytes (1 MiB). */
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+
+/** The deepest nesting of arrays and objects a request body may have. */
+export const MAX_BODY_DEPTH = 100
+
+/** The media types read as JSON: `application/json` and `application/<anything>+json`, with parameters. */
+const JSON_MEDIA_TYPE = /^application\/(?:[\w.-]+\+)?json\s*(?:;|$)/i
 
 const problemEncoders = {
   InvalidRequest: Schema.encodeSync(Problems.InvalidRequest),
@@ -26,6 +36,8 @@ const problemEncoders = {
   ResourceNotFound: Schema.encodeSync(Problems.ResourceNotFound),
   RateLimited: Schema.encodeSync(Problems.RateLimited),
   PayloadTooLarge: Schema.encodeSync(Problems.PayloadTooLarge),
+  MethodNotAllowed: Schema.encodeSync(Problems.MethodNotAllowed),
+  UnsupportedMediaType: Schema.encodeSync(Problems.UnsupportedMediaType),
   InternalError: Schema.encodeSync(Problems.InternalError),
   ResourceUnavailable: Schema.encodeSync(Problems.ResourceUnavailable)
 }
@@ -38,6 +50,8 @@ export const problemResponse = (
     | Errors.ResourceNotFound
     | Errors.RateLimited
     | Errors.PayloadTooLarge
+    | Errors.MethodNotAllowed
+    | Errors.UnsupportedMediaType
     | Errors.InternalError
     | Errors.ResourceUnavailable
 ): HttpServerResponse.HttpServerResponse => {
@@ -110,15 +124,38 @@ export const serverMiddleware = (options: {
   readonly maxBodyBytes: number
   /** Paths that enforce their own body limit, in their own order of checks (the webhook ingress). */
   readonly ownBodyLimit?: (path: string) => boolean
+  /** The methods a path answers (RouteMethods.ts), for 405 and `Allow`. */
+  readonly allowedMethods?: (path: string) => ReadonlyArray<string>
 }) =>
 <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<never, R | HttpServerRequest.HttpServerRequest> =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const declared = Number(request.headers["content-length"] ?? "0")
-    if (
-      Number.isFinite(declared) && declared > options.maxBodyBytes && options.ownBodyLimit?.(request.url) !== true
-    ) return withRetryHeaders(tooLarge(options.maxBodyBytes))
-    const response = yield* app.pipe(
+    const own = options.ownBodyLimit?.(request.url) === true
+    if (Number.isFinite(declared) && declared > options.maxBodyBytes && !own) return withRetryHeaders(tooLarge(options.maxBodyBytes))
+    const hasBody = declared > 0 || request.headers["transfer-encoding"] !== undefined
+    const contentType = request.headers["content-type"]
+    if (hasBody && !own && contentType !== undefined && !JSON_MEDIA_TYPE.test(contentType)) {
+      return withRetryHeaders(problemResponse(
+        new Errors.UnsupportedMediaType({
+          message: `body: sent as ${contentType.split(";")[0]!.trim()}; send JSON with Content-Type: application/json`,
+          expected: "application/json"
+        })
+      ))
+    }
+    // The text is read once: the app parses the same (cached) text.
+    const tooDeep = hasBody && !own
+      ? Effect.map(request.text, (text) => Harness.nestsDeeperThan(text, MAX_BODY_DEPTH))
+      : Effect.succeed(false)
+    const response = yield* Effect.flatMap(tooDeep, (deep) =>
+      deep
+        ? Effect.succeed(problemResponse(Errors.InvalidRequest.forField("body", `nests arrays and objects deeper than ${MAX_BODY_DEPTH} levels`)))
+        : app
+    ).pipe(
+      Effect.catchIf(
+        (error): error is HttpServerError.RequestError => HttpServerError.isServerError(error) && error._tag === "RequestError",
+        (error) => Effect.die(error)
+      ),
       HttpIncomingMessage.withMaxBodySize(Option.some(options.maxBodyBytes)),
       Effect.catchAllCause((cause) =>
         Effect.gen(function*() {
@@ -127,6 +164,15 @@ export const serverMiddleware = (options: {
             failure.value._tag === "RouteNotFound") {
             const missing = missingIdParameter(request.url)
             if (missing !== undefined) return problemResponse(Errors.InvalidRequest.forField(missing, "is required"))
+            const path = request.url.split("?")[0] ?? ""
+            const allow = options.allowedMethods?.(path) ?? []
+            if (allow.length > 0) {
+              return HttpServerResponse.setHeader(
+                problemResponse(new Errors.MethodNotAllowed({ message: `${request.method} is not allowed on ${path}; use ${allow.join(", ")}`, allow })),
+                "allow",
+                allow.join(", ")
+              )
+            }
             return problemResponse(
               new Errors.ResourceNotFound({
                 message: `no such endpoint: ${request.method} ${request.url.split("?")[0]}`,

@@ -16,6 +16,8 @@ export const HttpErrorCode = Schema.Literal(
   "operation_not_supported",
   "rate_limited",
   "payload_too_large",
+  "method_not_allowed",
+  "unsupported_media_type",
   "internal_error",
   "resource_unavailable"
 )
@@ -122,6 +124,24 @@ export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("Payl
   readonly errorCode = "payload_too_large" as const
 }
 
+/** 405: the path exists, not under this method; `allow` lists the methods it answers (the `Allow` header). */
+export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()("MethodNotAllowed", {
+  message: Schema.String,
+  allow: Schema.Array(Schema.String),
+  retryable: retryable(false)
+}) {
+  readonly errorCode = "method_not_allowed" as const
+}
+
+/** 415: a body in a media type the endpoint does not read; `expected` names the one it does. */
+export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaType>()("UnsupportedMediaType", {
+  message: Schema.String,
+  expected: Schema.String,
+  retryable: retryable(false)
+}) {
+  readonly errorCode = "unsupported_media_type" as const
+}
+
 /** 500: the service failed; the message never carries a stack trace. */
 export class InternalError extends Schema.TaggedError<InternalError>()("InternalError", {
   message: Schema.String,
@@ -149,6 +169,8 @@ export const ApiError = Schema.Union(
   OperationNotSupported,
   RateLimited,
   PayloadTooLarge,
+  MethodNotAllowed,
+  UnsupportedMediaType,
   InternalError,
   ResourceUnavailable
 )
