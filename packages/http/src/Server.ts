@@ -34,6 +34,8 @@ import { DecodeErrorsAsProblems } from "./DecodeErrors.js"
 import { DownloadUrls, TRANSCRIPT_DOWNLOAD_ROUTE, transcriptPath } from "./Downloads.js"
 import { INGRESS_PREFIX, IngressRoutesLive } from "./Ingress.js"
 import { allowedMethods } from "./RouteMethods.js"
+import { errorsPage } from "./pages/ErrorsPage.js"
+import { homePage } from "./pages/HomePage.js"
 import { AdminLive } from "./handlers/Admin.js"
 import { AgentsLive } from "./handlers/Agents.js"
 import { AutomationsLive } from "./handlers/Automations.js"
@@ -130,6 +132,8 @@ export const ExtraRoutesLive = (basePath: string) =>
         const ready = yield* Readiness
         const downloads = yield* DownloadUrls
         const blobs = yield* BlobStore.BlobStore
+        yield* router.get("/", Effect.succeed(homePage(basePath)))
+        yield* router.get("/docs/errors", Effect.succeed(errorsPage(basePath)))
         yield* router.get("/openapi.json", Effect.succeed(document))
         yield* router.get("/healthz", Effect.succeed(json({ status: "ok" })))
         yield* router.get("/readyz", readiness(ready))
@@ -190,7 +194,8 @@ export const appLayer = (options: AppOptions = {}) => {
         serverMiddleware({
           maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
           ownBodyLimit: (path) => path.startsWith(INGRESS_PREFIX),
-          allowedMethods: allowedMethods(routes)
+          allowedMethods: allowedMethods(routes),
+          basePath
         })(app)
       ))
     })

@@ -71,7 +71,7 @@ export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5
  * Adds `x-should-retry` (and `Retry-After` on a 429) from a problem body's `retryable` and
  * `retry_after_seconds`; a 503 without them says `Retry-After: 5`.
  */
-const withRetryHeaders = (response: HttpServerResponse.HttpServerResponse): HttpServerResponse.HttpServerResponse => {
+const withRetryHeaders = (response: HttpServerResponse.HttpServerResponse, basePath = ""): HttpServerResponse.HttpServerResponse => {
   if (response.status < 400 || response.body._tag !== "Uint8Array") return response
   if (response.body.contentType !== Problems.PROBLEM_CONTENT_TYPE) return response
   let problem: unknown
@@ -81,6 +81,15 @@ const withRetryHeaders = (response: HttpServerResponse.HttpServerResponse): Http
     return response
   }
   if (typeof problem !== "object" || problem === null) return response
+  const type = (problem as { type?: unknown }).type
+  if (basePath !== "" && typeof type === "string" && type.startsWith("/")) {
+    // Under a mount prefix, `type` names the errors page there.
+    response = HttpServerResponse.unsafeJson({ ...problem, type: `${basePath}${type}` }, {
+      status: response.status,
+      headers: response.headers,
+      contentType: Problems.PROBLEM_CONTENT_TYPE
+    })
+  }
   const retryable = (problem as { retryable?: unknown }).retryable === true
   const told = (problem as { retry_after_seconds?: unknown }).retry_after_seconds
   const retryAfter = typeof told === "number" ? told : response.status === 503 ? UNAVAILABLE_RETRY_AFTER_SECONDS : undefined
@@ -126,13 +135,16 @@ export const serverMiddleware = (options: {
   readonly ownBodyLimit?: (path: string) => boolean
   /** The methods a path answers (RouteMethods.ts), for 405 and `Allow`. */
   readonly allowedMethods?: (path: string) => ReadonlyArray<string>
+  /** The mount prefix: problem `type` links are given it. */
+  readonly basePath?: string
 }) =>
 <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<never, R | HttpServerRequest.HttpServerRequest> =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const declared = Number(request.headers["content-length"] ?? "0")
     const own = options.ownBodyLimit?.(request.url) === true
-    if (Number.isFinite(declared) && declared > options.maxBodyBytes && !own) return withRetryHeaders(tooLarge(options.maxBodyBytes))
+    const basePath = options.basePath ?? ""
+    if (Number.isFinite(declared) && declared > options.maxBodyBytes && !own) return withRetryHeaders(tooLarge(options.maxBodyBytes), basePath)
     const hasBody = declared > 0 || request.headers["transfer-encoding"] !== undefined
     const contentType = request.headers["content-type"]
     if (hasBody && !own && contentType !== undefined && !JSON_MEDIA_TYPE.test(contentType)) {
@@ -141,7 +153,7 @@ export const serverMiddleware = (options: {
           message: `body: sent as ${contentType.split(";")[0]!.trim()}; send JSON with Content-Type: application/json`,
           expected: "application/json"
         })
-      ))
+      ), basePath)
     }
     // The text is read once: the app parses the same (cached) text.
     const tooDeep = hasBody && !own
@@ -192,5 +204,5 @@ export const serverMiddleware = (options: {
         })
       )
     )
-    return withRetryHeaders(response)
+    return withRetryHeaders(response, basePath)
   })

@@ -103,6 +103,28 @@ describe("mount under a prefix in node:http", () => {
     }
   })
 
+  it("answers its root with a page linking to the docs, the API and health; every problem type resolves to its section", async () => {
+    const home = await fetch(`${base}/agents`)
+    expect(home.headers.get("content-type")).toContain("text/html")
+    const page = await home.text()
+    for (const link of ["/agents/docs", "/agents/openapi.json", "/agents/docs/errors", "/agents/healthz", "/agents/readyz"]) {
+      expect(page).toContain(`href="${link}"`)
+      expect((await fetch(`${base}${link}`)).status).toBe(200)
+    }
+    expect(page).not.toMatch(/(src|href)="https?:/)
+    const errors = await (await fetch(`${base}/agents/docs/errors`)).text()
+    const problems = [
+      await fetch(`${base}/agents/api/v1/agent/runs`),
+      await fetch(`${base}/agents/api/v1/agent/runs`, { method: "PATCH", headers: { authorization: `Bearer ${adminToken}` } }),
+      await fetch(`${base}/agents/api/v1/agent/runs/nope`, { headers: { authorization: `Bearer ${adminToken}` } })
+    ]
+    for (const answer of problems) {
+      const { error_code, type } = await json(answer)
+      expect(type).toBe(`/agents/docs/errors#${error_code}`)
+      expect(errors).toContain(`id="${error_code}"`)
+    }
+  })
+
   it("leaves paths outside the prefix to the host", async () => {
     expect(await (await fetch(`${base}/agentsx/healthz`)).text()).toBe("the host's own page")
     expect(await (await fetch(`${base}/healthz`)).text()).toBe("the host's own page")
