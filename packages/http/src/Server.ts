@@ -141,7 +141,8 @@ export const ExtraRoutesLive = (basePath: string) =>
         yield* router.get(TRANSCRIPT_DOWNLOAD_ROUTE, download(downloads, blobs))
       })
     ),
-    HttpApiScalar.layer({ path: "/docs" }).pipe(
+    // Nothing fetched from elsewhere: system fonts instead of Scalar's web fonts.
+    HttpApiScalar.layer({ path: "/docs", scalar: { withDefaultFonts: false } }).pipe(
       Layer.provide(Layer.effect(
         HttpApi.Api,
         Effect.map(HttpApi.Api, ({ api, context }) => ({ api: api.annotate(OpenApi.Servers, serversOf(basePath)), context }))
