@@ -380,7 +380,8 @@ export const executorConformance = <E>(name: string, options: ExecutorConformanc
           expect((yield* runNode(next, "console.log('ok')")).text).toBe("ok\n")
           yield* next.release
         }
-      }), { timeout: 30_000 })
+        // Ten rounds of containers on Docker take a while on a busy machine.
+      }), { timeout: 120_000 })
 
     it.scoped("leftovers: a second executor over the same place finds the sandbox, starts in it and releases it", () =>
       Effect.gen(function*() {
