@@ -24,12 +24,12 @@ const server = suiteServer("sqlite", {}, { concurrency: 2, cancelGraceSeconds: 1
 /** An id no run has. */
 const UNKNOWN_RUN = "01936f2a-8b7c-7d4e-9f01-23456789abcd"
 
-/** The text blocks of a conversation's steps, in order. */
+/** The text blocks the agent said in a conversation's steps (not the user's messages), in order. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const texts = (steps: ReadonlyArray<any>): Array<string> =>
   steps.flatMap((step) => [
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    ...step.messages.flatMap((m: any) => m.content.filter((b: any) => b.type === "text").map((b: any) => b.text)),
+    ...step.messages.flatMap((m: any) => m.role === "user" ? [] : m.content.filter((b: any) => b.type === "text").map((b: any) => b.text)),
     ...texts(step.steps)
   ])
 

@@ -57,11 +57,23 @@ const waitForRun = async (server: TestServer, token: string, runId: string, done
 
 const ended = (run: Json) => ["SUCCEEDED", "FAILED", "BLOCKED", "ERROR", "CANCELLED"].includes(run.state)
 
-/** Every text block of a conversation, in order. */
+/** Every text block the agent said in a conversation (not the user's messages), in order. */
 const texts = (steps: ReadonlyArray<Json>): Array<string> =>
   steps.flatMap((step) => [
-    ...step.messages.flatMap((m: Json) => m.content.filter((b: Json) => b.type === "text").map((b: Json) => b.text)),
+    ...step.messages.flatMap((m: Json) =>
+      m.role === "user" ? [] : m.content.filter((b: Json) => b.type === "text").map((b: Json) => b.text)
+    ),
     ...texts(step.steps)
+  ])
+
+/** Who said what in a conversation, in order: `role: text` of every message with text. */
+const dialogue = (steps: ReadonlyArray<Json>): Array<string> =>
+  steps.flatMap((step) => [
+    ...step.messages.flatMap((m: Json) => {
+      const text = m.content.filter((b: Json) => b.type === "text").map((b: Json) => b.text).join(" ")
+      return text === "" ? [] : [`${m.role}: ${text}`]
+    }),
+    ...dialogue(step.steps)
   ])
 
 /** Every block of a conversation, in order. */
@@ -238,9 +250,21 @@ describe.each([
     expect(again.body).toMatchObject({ route: "new_execution", execution_count: 2, state: "QUEUED" })
     const second = await waitForRun(server(), member, runId, (r) => ended(r) && r.execution_count === 2)
     expect(second, JSON.stringify(second.status_message)).toMatchObject({ state: "SUCCEEDED", execution_count: 2, attempt: 1 })
-    const said = texts((await conversation(runId)).steps)
-    expect(said[0]).toBe("received: the key is 42")
-    expect(said[1]).toMatch(/^history: 1 messages last: received: the key is 42/)
+    // The conversation is the dialogue: the prompt, the live follow-up and its answer, the
+    // continuing message and its answer (the agent got the first three as history).
+    expect(dialogue((await conversation(runId)).steps)).toEqual([
+      "user: Wait\n@await-followup",
+      "user: the key is 42",
+      "assistant: received: the key is 42",
+      "user: @history",
+      "assistant: history: 3 messages last: received: the key is 42"
+    ])
+    // An empty message continues from the saved conversation: no user message, the prompt not run again.
+    const empty = await call(server(), "POST", `/api/v1/agent/runs/${runId}/followups`, { token: member, body: { message: "" } })
+    expect(empty.body).toMatchObject({ route: "new_execution", execution_count: 3 })
+    const third = await waitForRun(server(), member, runId, (r) => ended(r) && r.execution_count === 3)
+    expect(third.state).toBe("SUCCEEDED")
+    expect(dialogue((await conversation(runId)).steps).slice(5)).toEqual(["assistant: Continued with 5 messages of history"])
   })
 
   it("keeps follow-ups sent before the agent starts, and admits waiting runs when capacity frees", async () => {

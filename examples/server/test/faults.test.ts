@@ -45,10 +45,12 @@ const fill = (path: string) => {
   }
 }
 
-/** Every text block of a conversation, in order. */
+/** Every text block the agent said in a conversation (not the user's messages), in order. */
 const texts = (steps: ReadonlyArray<Json>): Array<string> =>
   steps.flatMap((step) => [
-    ...step.messages.flatMap((m: Json) => m.content.filter((b: Json) => b.type === "text").map((b: Json) => b.text)),
+    ...step.messages.flatMap((m: Json) =>
+      m.role === "user" ? [] : m.content.filter((b: Json) => b.type === "text").map((b: Json) => b.text)
+    ),
     ...texts(step.steps)
   ])
 

@@ -35,7 +35,9 @@ const waitForRun = async (server: TestServer, token: string, runId: string) => {
 
 const texts = (steps: ReadonlyArray<Json>): Array<string> =>
   steps.flatMap((step) => [
-    ...step.messages.flatMap((m: Json) => m.content.filter((b: Json) => b.type === "text").map((b: Json) => b.text)),
+    ...step.messages.flatMap((m: Json) =>
+      m.role === "user" ? [] : m.content.filter((b: Json) => b.type === "text").map((b: Json) => b.text)
+    ),
     ...texts(step.steps)
   ])
 

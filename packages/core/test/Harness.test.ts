@@ -4,7 +4,9 @@ import * as fc from "fast-check"
 import { ConversationStep } from "../src/domain/Conversation.js"
 import { foldConversation } from "../src/domain/ConversationLog.js"
 import {
+  addUserMessage,
   emptyLineBuffer,
+  endUserMessages,
   eventLines,
   type ExecutionState,
   flushLines,
@@ -303,5 +305,51 @@ describe("eventLines: an agent CLI's decoder over untrusted output", () => {
       _tag: "Event",
       event: { type: "usage", input_tokens: Number.MAX_SAFE_INTEGER, output_tokens: 3, inference_cost: 0, compute_cost: 0 }
     }])
+  })
+})
+
+describe("addUserMessage", () => {
+  const feed = (state: ExecutionState, line: string, at: number) => reduce(state, parseLine(line)!, at)
+  const said = (state: ExecutionState) =>
+    conversationOf(state).map((step) => ({
+      id: step.id,
+      messages: step.messages.map((m) => [m.role, ...m.content.map((b) => (b.type === "text" ? b.text : b.type))])
+    }))
+
+  it("the prompt waits for the agent's first step and opens it; a follow-up goes to the step the agent is in", () => {
+    const state = newExecutionState("exec-1")
+    addUserMessage(state, "the prompt", T)
+    addUserMessage(state, "   ", T)
+    expect(state.pending).toEqual([])
+    feed(state, json({ type: "step_start", id: "s1" }), T + 1)
+    feed(state, "plain output", T + 2)
+    addUserMessage(state, "a follow-up", T + 3)
+    feed(state, "more output", T + 4)
+    feed(state, json({ type: "message", role: "assistant", text: "answer" }), T + 5)
+    expect(said(state)).toEqual([{
+      id: "s1",
+      messages: [["user", "the prompt"], ["assistant", "event"], ["user", "a follow-up"], ["assistant", "event"], ["assistant", "answer"]]
+    }])
+    const [prompt] = conversationOf(state)[0]!.messages
+    expect(prompt!.timestamp?.epochMillis).toBe(T)
+  })
+
+  it("without steps: the implicit step; between steps: the next; never answered: a step of its own at the end", () => {
+    const state = newExecutionState("exec-1")
+    addUserMessage(state, "the prompt", T)
+    feed(state, json({ type: "message", role: "assistant", text: "hi" }), T + 1)
+    feed(state, json({ type: "step_start", id: "s1" }), T + 2)
+    feed(state, json({ type: "step_end", id: "s1" }), T + 3)
+    addUserMessage(state, "between", T + 4)
+    feed(state, json({ type: "step_start", id: "s2" }), T + 5)
+    feed(state, json({ type: "step_end", id: "s2" }), T + 6)
+    addUserMessage(state, "last words", T + 7)
+    endUserMessages(state, T + 8)
+    expect(said(state)).toEqual([
+      { id: "execution-exec-1", messages: [["user", "the prompt"], ["assistant", "hi"]] },
+      { id: "s1", messages: [] },
+      { id: "s2", messages: [["user", "between"]] },
+      { id: "execution-exec-1-2", messages: [["user", "last words"]] }
+    ])
   })
 })

@@ -66,8 +66,19 @@ const faulty = Layer.effect(
 const LEASE_MS = 3_000
 const MAX_OUTPUT = 100_000
 
+/** What the agent said: the text blocks of its messages (not the user's). */
 const texts = (steps: ReadonlyArray<ConversationStep>): Array<string> =>
-  steps.flatMap((s) => [...s.messages.flatMap((m) => m.content.flatMap((b) => (b.type === "text" ? [b.text] : []))), ...texts(s.steps)])
+  steps.flatMap((s) => [
+    ...s.messages.flatMap((m) => m.role === "user" ? [] : m.content.flatMap((b) => (b.type === "text" ? [b.text] : []))),
+    ...texts(s.steps)
+  ])
+
+/** Who said what, in order: each message's role and its text blocks. */
+const dialogue = (steps: ReadonlyArray<ConversationStep>): Array<string> =>
+  steps.flatMap((s) => [
+    ...s.messages.map((m) => `${m.role}: ${m.content.flatMap((b) => (b.type === "text" ? [b.text] : [])).join(" ")}`),
+    ...dialogue(s.steps)
+  ])
 
 export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>) => {
   const setup = Effect.gen(function*() {
@@ -166,6 +177,48 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
           const admitted = yield* runOf(viewer, second)
           expect(admitted.state).toBe("SUCCEEDED")
           expect(texts(yield* Effect.flatMap(RunStore, (store) => store.conversation(second)))).toEqual(["second"])
+        })
+      ))
+
+    it.scoped("the conversation is the dialogue: the prompt and every follow-up as user messages; an empty continuation adds none and re-runs nothing", () =>
+      withDispatcher(({ create, dispatcher, pass, viewer }) =>
+        Effect.gen(function*() {
+          const send = (id: RunId, message: string) =>
+            Effect.flatMap(Followups, (f) => f.send(viewer, id, new RunFollowupRequest({ message })))
+          const conversation = (id: RunId) => Effect.flatMap(RunStore, (store) => store.conversation(id))
+          const id = yield* create("say working\nsleep 2000\nsay done")
+          yield* dispatcher.claimSome
+          yield* pass(500)
+          yield* send(id, "also this")
+          yield* pass(2_000)
+          expect((yield* runOf(viewer, id)).state).toBe("SUCCEEDED")
+          // Continued with a message: a new execution whose user says only the message.
+          yield* send(id, "say and now this")
+          yield* dispatcher.claimSome
+          yield* pass(500)
+          expect((yield* runOf(viewer, id)).state).toBe("SUCCEEDED")
+          expect(dialogue(yield* conversation(id))).toEqual([
+            "user: say working\nsleep 2000\nsay done",
+            "assistant: working",
+            "user: also this",
+            "assistant: got: also this",
+            "assistant: done",
+            "user: say and now this",
+            "assistant: and now this"
+          ])
+          // An agent that said nothing still has a conversation to continue: the prompt. An empty
+          // message continues from it (the agent gets it as history), says nothing, re-runs nothing.
+          const quiet = yield* create("exit 0")
+          yield* dispatcher.claimSome
+          yield* pass(500)
+          expect((yield* runOf(viewer, quiet)).state).toBe("SUCCEEDED")
+          expect(dialogue(yield* conversation(quiet))).toEqual(["user: exit 0"])
+          yield* send(quiet, "  ")
+          yield* dispatcher.claimSome
+          yield* pass(500)
+          const continued = yield* runOf(viewer, quiet)
+          expect([continued.state, continued.execution_count]).toEqual(["SUCCEEDED", 2])
+          expect(dialogue(yield* conversation(quiet))).toEqual(["user: exit 0", "assistant: continued after 1 messages"])
         })
       ))
 

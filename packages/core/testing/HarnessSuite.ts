@@ -217,6 +217,7 @@ export const harnessSuite = (name: string, options: HarnessSuiteOptions): void =
         const continued: ExecutionPlan = {
           ...p,
           resume_session: session!,
+          says_prompt: false,
           start: { ...p.start, history: [{ role: "assistant", content: [{ type: "text", text: "ANSWER: THE-TASK" }] }] }
         }
         yield* host.offer(continued)

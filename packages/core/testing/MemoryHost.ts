@@ -56,6 +56,7 @@ export const planFor = (runId: RunId, prompt: string, overrides: Partial<Executi
   agent: { type: "oz" },
   unconfigured: null,
   resume_session: null,
+  says_prompt: true,
   start: { conversation_id: null, prompt, title: prompt.slice(0, 20), base_prompt: null, model_id: null, skill: null, mcp_servers: {}, history: [] },
   usage: { input_tokens: 0, output_tokens: 0, inference_cost: 0, compute_cost: 0 },
   transcript_bytes: 0,
@@ -178,12 +179,15 @@ export const memoryHost = (leaseMs: number) =>
       /** Cancels the run as a caller would. */
       cancel: (runId: RunId) => Effect.orDie(move(runs.get(runId)!, RunEvent.Cancel())),
       run: (runId: RunId) => Effect.sync(() => runs.get(runId)!),
-      /** The texts of the run's conversation, as stored parts fold it. */
+      /** The texts the agent said in the run's conversation (not the user's), as stored parts fold it. */
       texts: (runId: RunId) =>
         Effect.sync(() => {
           const steps = foldParts(runs.get(runId)!.parts)
           const texts = (s: ReadonlyArray<(typeof steps)[number]>): Array<string> =>
-            s.flatMap((step) => [...step.messages.flatMap((m) => m.content.flatMap((b) => (b.type === "text" ? [b.text] : []))), ...texts(step.steps)])
+            s.flatMap((step) => [
+              ...step.messages.flatMap((m) => m.role === "user" ? [] : m.content.flatMap((b) => (b.type === "text" ? [b.text] : []))),
+              ...texts(step.steps)
+            ])
           return texts(steps)
         }),
       transcriptText: (runId: RunId) => Effect.sync(() => new TextDecoder().decode(new Uint8Array(runs.get(runId)!.transcript)))

@@ -7,6 +7,7 @@
  * - `sleep MS`: waits MS on the clock (a follow-up meanwhile is answered `got: MESSAGE`; a cancel
  *   message ends the agent, exit 0);
  * - `exit N`: exits with N (after the last line: 0).
+ * A continuation (its start message has history) follows its follow-ups instead of the prompt.
  * Other lines are said. `sandboxes` counts the sandboxes not yet released. A sandbox whose setup
  * commands include `exit 1` fails its setup (kept, for the caller to release or retain); one of the
  * Docker image `broken` is an executor failure.
@@ -26,8 +27,13 @@ const agentProcess = Effect.gen(function*() {
   const print = (line: string) => Queue.offer(out, encoder.encode(`${line}\n`))
   const program = Effect.gen(function*() {
     const start = (yield* Queue.take(inbox)) as StartMessage
-    // A debug agent follows the follow-ups that started it.
-    const script = start.mode === "debug" ? start.followups.join("\n") : start.prompt
+    // A debug agent follows the follow-ups that started it; so does a continuation (it has
+    // history), which without follow-ups says that it continued.
+    const script = start.mode === "debug"
+      ? start.followups.join("\n")
+      : start.history.length > 0
+      ? start.followups.length > 0 ? start.followups.join("\n") : `say continued after ${start.history.length} messages`
+      : start.prompt
     for (const line of script.split("\n")) {
       const [word = "", ...rest] = line.split(" ")
       const arg = rest.join(" ")

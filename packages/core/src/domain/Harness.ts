@@ -365,6 +365,8 @@ export interface ExecutionState {
   artifacts: Array<Artifact>
   /** Operations on the conversation not yet taken (`takeOps`). */
   pending: Array<ConversationOp>
+  /** The user's messages given to the agent while it was in no step: they open the next step it is in. */
+  waiting: Array<{ readonly text: string; readonly at: number }>
   readSkill: number
 }
 
@@ -383,20 +385,56 @@ export const newExecutionState = (execution_id: string): ExecutionState => ({
   violation: undefined,
   artifacts: [],
   pending: [],
+  waiting: [],
   readSkill: 0
 })
 
+/** The step content goes to now, when there is one: the innermost open step, else the implicit step while it is the latest. */
+const liveStep = (state: ExecutionState): LiveStep | undefined =>
+  state.open[state.open.length - 1] ??
+    (state.implicit !== undefined && state.lastTop === state.implicit.key ? state.implicit : undefined)
+
+const userMessage = (state: ExecutionState, step: LiveStep, text: string, at: number): void => {
+  state.pending.push({ op: "message", key: step.key, role: "user", at, block: { type: "text", text } })
+  step.lastRole = "user"
+  step.outputChars = undefined
+}
+
+/** The user's messages that waited for a step, into `step` (their times kept). */
+const sayWaiting = (state: ExecutionState, step: LiveStep): void => {
+  for (const { at, text } of state.waiting.splice(0)) userMessage(state, step, text, at)
+}
+
 const currentStep = (state: ExecutionState, at: number): LiveStep => {
-  const open = state.open[state.open.length - 1]
-  if (open !== undefined) return open
-  if (state.implicit !== undefined && state.lastTop === state.implicit.key) return state.implicit
+  const live = liveStep(state)
+  if (live !== undefined) return live
   state.implicitCount += 1
   const id = `execution-${state.execution_id}${state.implicitCount === 1 ? "" : `-${state.implicitCount}`}`
   const step: LiveStep = { key: ++state.steps, id, lastRole: undefined, outputChars: undefined }
   state.pending.push({ op: "step", key: step.key, parent: null, id, at })
   state.implicit = step
   state.lastTop = step.key
+  sayWaiting(state, step)
   return step
+}
+
+/**
+ * A message of the user given to the agent at `at` (the prompt, a follow-up): a `user` message of
+ * the step the agent is in, so the conversation reads as the dialogue it was. Before the agent
+ * opened a step (and between its steps) the message waits, and becomes the first message of the
+ * next step it opens or writes to; `endUserMessages` puts what still waits when the agent ended.
+ * A blank message says nothing.
+ */
+export const addUserMessage = (state: ExecutionState, text: string, at: number): void => {
+  if (text.trim() === "") return
+  const step = liveStep(state)
+  if (step === undefined) state.waiting.push({ text, at })
+  else userMessage(state, step, text, at)
+}
+
+/** The user's messages still waiting for a step once the agent ended: in a step of their own. */
+export const endUserMessages = (state: ExecutionState, at: number): void => {
+  if (state.waiting.length > 0) currentStep(state, at)
 }
 
 const addBlock = (
@@ -406,7 +444,8 @@ const addBlock = (
   role: ConversationMessage["role"] | undefined
 ): LiveStep => {
   const step = currentStep(state, at)
-  if (step.lastRole !== undefined && (role === undefined || step.lastRole === role)) {
+  // A block without a role of its own (output, events) continues the latest message, unless the user said it.
+  if (step.lastRole !== undefined && step.lastRole !== "user" && (role === undefined || step.lastRole === role)) {
     state.pending.push({ op: "block", key: step.key, block })
   } else {
     step.lastRole = role ?? "assistant"
@@ -513,6 +552,7 @@ const reduceEvent = (state: ExecutionState, e: HarnessEvent, now: number): void 
       })
       if (parent === undefined) state.lastTop = step.key
       state.open.push(step)
+      sayWaiting(state, step)
       return
     }
     case "step_end": {

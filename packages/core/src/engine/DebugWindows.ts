@@ -11,7 +11,7 @@
  */
 import { Clock, Deferred, Duration, Effect, Fiber, Layer, Option, Schedule } from "effect"
 import { transcriptKey } from "../domain/BlobKeys.js"
-import { followupMessage, newExecutionState } from "../domain/Harness.js"
+import { addUserMessage, endUserMessages, followupMessage, newExecutionState } from "../domain/Harness.js"
 import { Health, supervise } from "./Health.js"
 import { Ids } from "../domain/Ids.js"
 import type { RunId } from "../domain/Ids.js"
@@ -80,17 +80,24 @@ export class DebugWindows extends Effect.Service<DebugWindows>()("@agent-runs/co
         if (plan.failure !== null) yield* Effect.logWarning(`debug session of run ${runId} without skill and MCP servers: ${plan.failure}`)
         const agent = yield* keep.sandbox.start(session.harnessCommand(plan.harness), session.agentEnv(runId, executionId, token))
         yield* agent.send(startMessage(plan, keep.sandbox, token, settings.apiBaseUrl, "debug", first)).pipe(Effect.ignore)
-        const out = AgentSession.output(newExecutionState(executionId), executions.output(runId, executionId), plan.transcript_bytes)
+        const state = newExecutionState(executionId)
+        const startedAt = yield* Clock.currentTimeMillis
+        for (const message of first) addUserMessage(state, message, startedAt)
+        const out = AgentSession.output(state, executions.output(runId, executionId), plan.transcript_bytes)
         const holding: AgentSession.Holding = { lost: false }
         const violated = yield* Deferred.make<void>()
         const pumping = yield* session.pump(agent, out, violated, holding).pipe(Effect.forkScoped)
         yield* Deferred.await(violated).pipe(Effect.zipRight(session.stopAgent(agent)), Effect.forkScoped)
         const delivering = yield* Effect.gen(function*() {
-          for (const f of yield* store.takeFollowups(runId)) yield* agent.send(followupMessage(f.message, "debug")).pipe(Effect.ignore)
+          for (const f of yield* store.takeFollowups(runId)) {
+            addUserMessage(state, f.message, yield* Clock.currentTimeMillis)
+            yield* agent.send(followupMessage(f.message, "debug")).pipe(Effect.ignore)
+          }
           yield* session.flush(out)
         }).pipe(Effect.repeat(Schedule.spaced(Duration.millis(settings.watchMs))), Effect.ignore, Effect.forkScoped)
         yield* session.finished(agent, pumping, out)
         yield* Fiber.interrupt(delivering)
+        endUserMessages(state, yield* Clock.currentTimeMillis)
         yield* session.flushLast(out, holding)
       }).pipe(
         Effect.scoped,

@@ -29,9 +29,9 @@
  *
  * The loop depends on the ports only (host, executor, ids, health): no service, no storage.
  */
-import { Deferred, Duration, Effect, Either, Fiber, Layer, Option, Ref, Schedule, Stream } from "effect"
+import { Clock, Deferred, Duration, Effect, Either, Fiber, Layer, Option, Ref, Schedule, Stream } from "effect"
 import type { Scope } from "effect"
-import { eventLines, followupMessage, newExecutionState, outcomeOf } from "../domain/Harness.js"
+import { addUserMessage, endUserMessages, eventLines, followupMessage, newExecutionState, outcomeOf } from "../domain/Harness.js"
 import type { McpDirectServer } from "../domain/McpServers.js"
 import { type AgentHarness, AgentHarnesses } from "../ports/AgentHarness.js"
 import * as CliAgent from "./CliAgent.js"
@@ -154,8 +154,16 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
       const sandbox = prepared.right
       yield* Effect.addFinalizer(() => sandbox.release)
 
-      const followups = yield* host.followups(runId, executionId).pipe(Effect.orElseSucceed(() => []))
+      const waiting = yield* host.followups(runId, executionId).pipe(Effect.orElseSucceed(() => []))
+      // A run created to continue a saved conversation (its first execution, with history): its
+      // prompt is the conversation's new message, handed over as a continuation's follow-up is.
+      const continuesConversation = plan.says_prompt && plan.start.history.length > 0
+      const followups = continuesConversation ? [plan.start.prompt, ...waiting] : waiting
       const state = newExecutionState(executionId)
+      // What the user said to this agent: the prompt (the run's first execution), then the follow-ups it starts with.
+      const startedAt = yield* Clock.currentTimeMillis
+      if (plan.says_prompt && !continuesConversation) addUserMessage(state, plan.start.prompt, startedAt)
+      for (const message of followups) addUserMessage(state, message, startedAt)
       const env = session.agentEnv(runId, executionId, plan.run_token)
       const agent = yield* (cli === undefined || plan.agent.type === "oz"
         ? sandbox.start(session.harnessCommand(plan.harness), env)
@@ -210,7 +218,15 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
       // Follow-ups delivered; a run no longer held stops the agent. While the host fails the agent goes on.
       const watches = outage(health, "execution: watching the run (the agent goes on)")
       const watching = yield* host.followups(runId, executionId).pipe(
-        Effect.flatMap((messages) => Effect.forEach(messages, (m) => agent.send(followupMessage(m, "normal")).pipe(Effect.ignore))),
+        Effect.flatMap((messages) =>
+          Effect.forEach(messages, (m) =>
+            Clock.currentTimeMillis.pipe(
+              // Said before the agent can answer it.
+              Effect.map((at) => addUserMessage(state, m, at)),
+              Effect.zipRight(agent.send(followupMessage(m, "normal"))),
+              Effect.ignore
+            ))
+        ),
         Effect.zipRight(watches.succeeded),
         Effect.catchTag("StorageError", watches.failed),
         Effect.repeat(Schedule.spaced(Duration.millis(settings.watchMs))),
@@ -224,6 +240,7 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
       const exitCode = yield* session.finished(agent, pumping, out)
       yield* Fiber.interrupt(watching)
       yield* Fiber.interrupt(flushing)
+      endUserMessages(state, yield* Clock.currentTimeMillis)
       yield* session.flushLast(out, holding)
       if (yield* Ref.get(stopped)) return
       // The CLI's session files, for a continuation to resume (before the run is seen ended).
@@ -257,7 +274,7 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
         // Live from before the claim: the sweep must not take the run while its plan is made.
         const executionId = yield* ids.executionId
         yield* live.add(executionId)
-        const claimed = yield* host.claim(executionId).pipe(Effect.tapErrorCause(() => live.remove(executionId)))
+        const claimed = yield* host.claim(executionId).pipe(Effect.onError(() => live.remove(executionId)))
         if (claimed._tag === "None") return yield* live.remove(executionId)
         running += 1
         yield* execute(claimed.value).pipe(

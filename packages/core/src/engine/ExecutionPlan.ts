@@ -61,6 +61,11 @@ export interface ExecutionPlan {
   readonly unconfigured: string | null
   /** In a continuation, the agent CLI's session of the run's earlier executions (to resume); null otherwise. */
   readonly resume_session: string | null
+  /**
+   * Whether the prompt is the first thing the user says in this execution's conversation: in the
+   * run's first execution; a continuation's user says only its follow-ups.
+   */
+  readonly says_prompt: boolean
   /** What the start message carries besides the sandbox's attachments, the mode, the follow-ups and the API. */
   readonly start: Pick<StartMessage, "conversation_id" | "prompt" | "title" | "base_prompt" | "model_id" | "skill" | "mcp_servers" | "history">
   /** The run's usage before this execution: the agent's is added to it. */
@@ -184,6 +189,7 @@ export const planOf = (claimed: ClaimedRun, sources: PlanSources): Effect.Effect
       agent: Either.getOrElse(agent, () => ({ type: "oz" as const })),
       unconfigured: Either.isLeft(agent) ? agent.left : null,
       resume_session: run.execution_count > 1 ? run.session_id : null,
+      says_prompt: run.execution_count === 1,
       start: {
         conversation_id: run.conversation_id,
         prompt: run.prompt,
