@@ -173,6 +173,14 @@ describe("RunQuery: parsing", () => {
     expect(q.cursor).toBeUndefined()
   })
 
+  it("q without sort_by sorts by relevance, most relevant first; with sort_by, q only filters", () => {
+    expect(ok({ q: "flaky" })).toMatchObject({ sort_by: "relevance", sort_order: "desc" })
+    expect(ok({ q: "flaky", sort_order: "asc" })).toMatchObject({ sort_by: "relevance", sort_order: "asc" })
+    expect(ok({ q: "flaky", sort_by: "created_at" }).sort_by).toBe("created_at")
+    expect(ok({ q: " " }).sort_by).toBe("updated_at")
+    rejects({ q: "flaky", sort_by: "relevance" }, "sort_by")
+  })
+
   it("limit: integers 1 to 500, anything else names limit", () => {
     expect(ok({ limit: "1" }).limit).toBe(1)
     expect(ok({ limit: "500" }).limit).toBe(500)
@@ -526,7 +534,11 @@ describe("RunQuery: the reference evaluator", () => {
       [{ q: "fix acme/tools" }, true],
       [{ q: "flaky nothing" }, false],
       [{ q: "test login" }, true],
-      [{ q: "test-login" }, false]
+      // Not a substring, but the same words: trigram similarity 1.
+      [{ q: "test-login" }, true],
+      // A typo: similar enough (0.45 to the title "Fix the flaky test"); 0.13 at best is not.
+      [{ q: "flakey test" }, true],
+      [{ q: "flask loader" }, false]
     ]
     for (const [params, expected] of cases) expect([params, matches(r, params)]).toEqual([params, expected])
   })

@@ -38,6 +38,7 @@ import {
   queryFingerprint,
   type RunListFilters,
   type RunListQuery,
+  type RunListSort,
   type RunSortBy,
   type SortOrder
 } from "../src/domain/RunQuery.js"
@@ -293,7 +294,13 @@ const TERMS = [
   "e_c",
   "%",
   "_",
-  "zz"
+  "zz",
+  // Near misses, found by trigram similarity only.
+  "alpah",
+  "istanbull",
+  "refactr",
+  "snake_cas",
+  "lintt"
 ]
 const META_KEYS = ["team", "env", "prio"]
 const META_VALUES = ["a", "b", ""]
@@ -379,10 +386,10 @@ const querySpec = fc
     filters: Object.fromEntries(active.map((k) => [k, values[k]])) as Partial<FilterValues>
   }))
 
-/** A search-only query, so that every search term is tried often. */
+/** A search-only query, so that every search term is tried often (and the relevance sort). */
 const searchSpec = fc
   .record({
-    sort_by: fc.constantFrom<RunSortBy>("updated_at", "created_at", "title", "agent"),
+    sort_by: fc.constantFrom<RunListSort>("relevance", "relevance", "updated_at", "created_at", "title", "agent"),
     sort_order: fc.constantFrom<SortOrder>("asc", "desc"),
     limit: fc.integer({ min: 1, max: 6 }),
     viewer: fc.constant(0),
@@ -390,7 +397,9 @@ const searchSpec = fc
     q: fc.array(fc.constantFrom(...TERMS), { minLength: 1, maxLength: 2 })
   })
   .map(({ q, ...query }) => ({ ...query, filters: { q } as Partial<FilterValues> }))
-type QuerySpec = typeof querySpec extends fc.Arbitrary<infer A> ? A : never
+type QuerySpec = Omit<typeof querySpec extends fc.Arbitrary<infer A> ? A : never, "sort_by"> & {
+  readonly sort_by: RunListSort
+}
 
 /** The fresh identities of one property case. */
 interface World {
@@ -597,7 +606,7 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
       )
 
       it.effect.prop(
-        "search: every term, case-insensitively, in the title, prompt or skill spec, as RunQuery.pageOf says",
+        "search: exact terms or trigram similarity to the title, prompt or skill spec, ranked, as RunQuery.pageOf says",
         [fc.array(runSpec, { minLength: 3, maxLength: 25, size: "medium" }), fc.array(searchSpec, { minLength: 1, maxLength: 3 })],
         ([specs, queries]) => checkPages(specs, queries),
         { fastCheck: { numRuns: 200 }, timeout: 60_000 }
@@ -670,12 +679,52 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
           expect(yield* ids({ metadata: [["env", "staging"], ["owner", "nobody"]] })).toEqual(set())
           expect(yield* ids({ artifact_type: "PLAN" })).toEqual(set(other))
           expect(yield* ids({ artifact_type: "EXTERNAL_REFERENCE" })).toEqual(set())
-          // q: every term, case-insensitively, in the title, the prompt or the skill spec.
+          // q: every term, case-insensitively, in the title, the prompt or the skill spec...
           expect(yield* ids({ q: ["service"] })).toEqual(set(grandchild, other))
-          expect(yield* ids({ q: ["service", "staging"] })).toEqual(set(grandchild))
           expect(yield* ids({ q: ["acme/ops", "deploy"] })).toEqual(set(grandchild))
-          expect(yield* ids({ q: ["root", "service"] })).toEqual(set())
           expect(yield* ids({ q: ["%"] })).toEqual(set())
+          // ...or similar enough (trigram similarity at least 0.3): "service staging" is 0.35 similar
+          // to "Service review", "root service" 0.47 (and 0.28 to "Root task", too little).
+          expect(yield* ids({ q: ["service", "staging"] })).toEqual(set(grandchild, other))
+          expect(yield* ids({ q: ["root", "service"] })).toEqual(set(other))
+        }))
+
+      it.effect("fuzzy q: a typo finds the run, runs rank by trigram similarity, none below 0.3; cursors page the ranking", () =>
+        Effect.gen(function* () {
+          const team = uid<TeamUid>()
+          const alice = uid<PrincipalUid>()
+          const viewer = viewerOf(team, alice, "admin")
+          const t = 1_700_000_200_000
+          const run = (created: number, title: string, prompt = "do the thing") =>
+            makeRun({ team, creator: alice, created_at: t + created, title, prompt })
+          // Similarity to "flakey login" (pg_trgm's): 1 for the exact match in a prompt, then
+          // 0.67, 0.38, 0.33; 0.27 and 0.03 are below the threshold.
+          const page = run(0, "login page")
+          const exact = run(1, "Known issue", "see the flakey login report")
+          const test = run(2, "Fix the flaky login test")
+          const login = run(3, "Flaky login")
+          const logout = run(4, "Flaky logout button")
+          const changelog = run(5, "Update the changelog")
+          const deploy = run(6, "Deploy the service")
+          const deployWeb = run(7, "Deploy the web service to production")
+          yield* createRuns([page, exact, test, login, logout, changelog, deploy, deployWeb])
+          const ids = (q: RunListQuery) => Effect.map(listAll(q, viewer), idsOf)
+          const flakey = { q: ["flakey", "login"] }
+
+          // A typo'd query finds the run (0.375 similar), not one only 0.22 similar.
+          expect(yield* ids(query({ sort_by: "relevance", sort_order: "desc", filters: { q: ["deplyo", "servce"] } })))
+            .toEqual(idsOf([deploy]))
+          // Most relevant first, one run a page: every cursor carries the relevance.
+          expect(yield* ids(query({ sort_by: "relevance", sort_order: "desc", limit: 1, filters: flakey })))
+            .toEqual(idsOf([exact, login, test, page]))
+          expect(yield* ids(query({ sort_by: "relevance", sort_order: "asc", limit: 2, filters: flakey })))
+            .toEqual(idsOf([page, test, login, exact]))
+          // With another sort, q only filters.
+          expect(yield* ids(query({ sort_by: "created_at", sort_order: "asc", limit: 3, filters: flakey })))
+            .toEqual(idsOf([page, exact, test, login]))
+          // Equal relevance (every prompt holds "the"): ties by run id in the sort's direction.
+          expect(yield* ids(query({ sort_by: "relevance", sort_order: "desc", limit: 3, filters: { q: ["the"] } })))
+            .toEqual(idsOf([deployWeb, deploy, changelog, logout, login, test, exact, page]))
         }))
 
       it.effect("sort by agent: by skill name in code-point order, skill-less runs last in both orders", () =>

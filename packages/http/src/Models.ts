@@ -55,7 +55,7 @@ export const RunListUrlParams = Schema.Struct({
     default: RunQuery.RUN_LIST_LIMIT.default
   }),
   cursor: textParam("the next_cursor of the previous page, with the same filters and sort", text),
-  sort_by: textParam("`agent` sorts by skill name, runs without a skill last", {
+  sort_by: textParam("`agent` sorts by skill name, runs without a skill last; default `updated_at`, or relevance with `q`", {
     ...enumOf(RunQuery.RunSortBy.literals),
     default: "updated_at"
   }),
@@ -87,7 +87,11 @@ export const RunListUrlParams = Schema.Struct({
     { type: "object", additionalProperties: { type: "string" }, maxProperties: RunQuery.MAX_METADATA_FILTERS }
   ),
   artifact_type: textParam("runs with an artifact of this type", enumOf(RunState.ArtifactType.literals)),
-  q: textParam("fuzzy search over title, prompt and skill_spec (every term must match)", text)
+  q: textParam(
+    "fuzzy search over title, prompt and skill_spec: every term a substring, or trigram similarity (pg_trgm's) " +
+      "of at least 0.3 to one of them; without sort_by, ordered by relevance, most relevant first",
+    text
+  )
 })
 
 /** The names of the run list's query parameters, in documentation order. */

@@ -3,7 +3,10 @@
  * ones are recorded in `agent_runs_migrations` and skipped). Dialect differences sit behind
  * `sql.onDialectOrElse` inside each migration.
  */
+import { SqlClient } from "@effect/sql"
 import * as Migrator from "@effect/sql/Migrator"
+import { Effect } from "effect"
+import { warnWithoutTrigrams } from "./RunListSql.js"
 import runs from "./migrations/0001_runs.js"
 import catalog from "./migrations/0002_catalog.js"
 import runConversations from "./migrations/0003_run_conversations.js"
@@ -22,5 +25,10 @@ export const loader = Migrator.fromRecord({
   "0007_conversation_parts": conversationParts
 })
 
-/** Applies every migration not yet applied. */
-export const migrate = Migrator.make({})({ loader, table: "agent_runs_migrations" })
+/**
+ * Applies every migration not yet applied, then warns in the log when the run list's `q` can only
+ * match substrings (PostgreSQL without pg_trgm).
+ */
+export const migrate = Migrator.make({})({ loader, table: "agent_runs_migrations" }).pipe(
+  Effect.tap(() => Effect.flatMap(SqlClient.SqlClient, warnWithoutTrigrams))
+)

@@ -12,10 +12,27 @@
  * - `q`: `search_text` holds the lowercased title, prompt and skill spec joined by U+0001. A term
  *   is a substring of one of them exactly when it is a substring of `search_text`, unless the term
  *   itself holds U+0001; such a term is matched against each part, cut out by its stored length.
- *   PostgreSQL uses `LIKE` (served by the trigram index), SQLite `instr`.
+ *   PostgreSQL uses `LIKE`, SQLite `instr`. That is the exact match (relevance 1); the fuzzy
+ *   match is `RunQuery`'s relevance, in one of three ways (`SearchMode`):
+ *   - `"pg_trgm"` (PostgreSQL with the extension): pg_trgm's `similarity` of the query text to each
+ *     part, in SQL: the relevance is a column of the query (a filter, and the key of the relevance
+ *     sort and its cursor).
+ *   - `"adapter"` (SQLite, which has no pg_trgm): the other filters and the exact match in SQL,
+ *     every candidate's search text read (ids and sort columns only), the relevance computed by
+ *     `RunQuery.relevanceKeyOfFields` (the same pg_trgm similarity), then the page's rows read by id.
+ *     A search reads every candidate of the team, so it costs in proportion to them.
+ *   - `"substring"` (PostgreSQL without pg_trgm): the exact match only, logged once at start.
  */
 import type { Viewer } from "@agent-runs/core/domain/Access"
-import type { RunListQuery } from "@agent-runs/core/domain/RunQuery"
+import {
+  orderByQuery,
+  RELEVANCE_SCALE,
+  RELEVANCE_THRESHOLD_KEY,
+  relevanceKeyOfFields,
+  type RunListQuery,
+  type SortableRunRow,
+  searchQueryText
+} from "@agent-runs/core/domain/RunQuery"
 import type { SqlClient, Statement } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
@@ -40,6 +57,42 @@ export const searchColumns = (title: string, prompt: string, skillSpec: string |
     search_prompt_length: codePoints(parts[1]!)
   }
 }
+
+/** How a store evaluates the fuzzy part of `q` (see the module's comment). */
+export type SearchMode = "pg_trgm" | "adapter" | "substring"
+
+const modes = new WeakMap<SqlClient.SqlClient, SearchMode>()
+
+/**
+ * The search mode of a client's database, looked up once per client: SQLite computes relevance
+ * in the adapter; PostgreSQL uses pg_trgm when the extension is installed in the database (the
+ * migration creates it when it can), else falls back to substring matching.
+ */
+export const searchMode = (sql: SqlClient.SqlClient): Effect.Effect<SearchMode, SqlError> =>
+  Effect.suspend(() => {
+    const known = modes.get(sql)
+    if (known !== undefined) return Effect.succeed(known)
+    const lookup: Effect.Effect<SearchMode, SqlError> = sql.onDialectOrElse({
+      pg: () =>
+        Effect.map(
+          sql`SELECT 1 AS n FROM pg_extension WHERE extname = 'pg_trgm'`,
+          (rows): SearchMode => (rows.length > 0 ? "pg_trgm" : "substring")
+        ),
+      orElse: () => Effect.succeed("adapter" as const)
+    })
+    return Effect.tap(lookup, (mode) => Effect.sync(() => modes.set(sql, mode)))
+  })
+
+/** At start (after the migrations): a warning in the log when `q` can only match substrings. */
+export const warnWithoutTrigrams = (sql: SqlClient.SqlClient): Effect.Effect<void, SqlError> =>
+  Effect.flatMap(searchMode(sql), (mode) =>
+    mode === "substring"
+      ? Effect.logWarning(
+        "PostgreSQL has no pg_trgm extension in this database: the run list's q matches substrings only " +
+          "(no fuzzy matching, no ranking by similarity). Install the extension (Debian: postgresql-contrib) " +
+          "and run CREATE EXTENSION pg_trgm as a role allowed to, then restart."
+      )
+      : Effect.void)
 
 /** The column each sort reads, and whether it may be null (nulls come last in both orders). */
 const SORTS = {
@@ -106,8 +159,25 @@ export const filterConditions = (
     where.push(sql`EXISTS (SELECT 1 FROM run_artifacts x
       WHERE x.run_id = runs.run_id AND x.artifact_type = ${f.artifact_type})`)
   }
-  for (const term of f.q) where.push(searchTerm(sql, term))
   return where
+}
+
+/** The condition that every term of `q` is a substring of the title, the prompt or the skill spec. */
+const exactMatch = (sql: SqlClient.SqlClient, q: ReadonlyArray<string>): Statement.Fragment =>
+  sql.and(q.map((term) => searchTerm(sql, term)))
+
+/** The relevance key of `runs` for `q` in SQL, as `RunQuery.relevanceKey` computes it (pg_trgm only). */
+const relevanceSql = (sql: SqlClient.SqlClient, q: ReadonlyArray<string>, mode: SearchMode): Statement.Fragment => {
+  if (mode !== "pg_trgm") return sql`(CASE WHEN ${exactMatch(sql, q)} THEN ${RELEVANCE_SCALE}::bigint ELSE 0 END)`
+  const text = searchQueryText(q)
+  const parts = [
+    sql`substr(runs.search_text, 1, runs.search_title_length)`,
+    sql`substr(runs.search_text, runs.search_title_length + 2, runs.search_prompt_length)`,
+    sql`substr(runs.search_text, runs.search_title_length + runs.search_prompt_length + 3)`
+  ]
+  const similarities = parts.map((part) => sql`similarity(${text}::text, ${part})`)
+  return sql`(CASE WHEN ${exactMatch(sql, q)} THEN ${RELEVANCE_SCALE}::bigint
+    ELSE floor(greatest(${sql.csv(similarities)})::float8 * ${RELEVANCE_SCALE})::bigint END)`
 }
 
 /**
@@ -119,13 +189,26 @@ export const selectPage = <Row extends object>(
   columns: Statement.Fragment,
   query: RunListQuery,
   viewer: Viewer
+): Effect.Effect<ReadonlyArray<Row>, SqlError> =>
+  Effect.flatMap(searchMode(sql), (mode) => selectPageIn<Row>(sql, columns, query, viewer, mode))
+
+const selectPageIn = <Row extends object>(
+  sql: SqlClient.SqlClient,
+  columns: Statement.Fragment,
+  query: RunListQuery,
+  viewer: Viewer,
+  mode: SearchMode
 ): Effect.Effect<ReadonlyArray<Row>, SqlError> => {
-  const sort = SORTS[query.sort_by]
-  const key = sql(`runs.${sort.column}`)
+  const q = query.filters.q
+  if (q.length > 0 && mode === "adapter") return selectRankedInAdapter<Row>(sql, columns, query, viewer)
+  const relevance = q.length > 0 ? relevanceSql(sql, q, mode) : undefined
+  const sort = query.sort_by === "relevance" ? { column: "relevance", nullable: false } : SORTS[query.sort_by]
+  const key = query.sort_by === "relevance" ? relevance ?? sql.literal(String(RELEVANCE_SCALE)) : sql(`runs.${sort.column}`)
   const asc = query.sort_order === "asc"
   const direction = sql.literal(asc ? "ASC" : "DESC")
   const after = sql.literal(asc ? ">" : "<")
   const filters = filterConditions(sql, query, viewer)
+  if (relevance !== undefined) filters.push(sql`${relevance} >= ${RELEVANCE_THRESHOLD_KEY}`)
   const wanted = query.limit + 1
   const cursor = query.cursor
 
@@ -158,3 +241,65 @@ export const selectPage = <Row extends object>(
       : Effect.map(unkeyed(wanted - rows.length), (rest) => [...rows, ...rest])
   )
 }
+
+/** The columns the adapter reads of every candidate of a search (see `"adapter"` above). */
+interface Candidate {
+  readonly run_id: string
+  readonly title: string
+  readonly skill_name: string | null
+  readonly created_at: number | bigint
+  readonly updated_at: number | bigint
+  readonly search_text: string
+  readonly search_title_length: number
+  readonly search_prompt_length: number
+}
+
+/** The title, prompt and skill spec parts of `search_text`, cut by their lengths in code points. */
+const searchParts = (c: Candidate): readonly [string, string, string] => {
+  const chars = [...c.search_text]
+  const t = c.search_title_length
+  const p = c.search_prompt_length
+  return [chars.slice(0, t).join(""), chars.slice(t + 1, t + 1 + p).join(""), chars.slice(t + p + 2).join("")]
+}
+
+/**
+ * A search page on a store without pg_trgm's similarity in SQL: the candidates' search text read,
+ * their relevance computed here, ordered and cut at the cursor by `RunQuery`'s own comparison,
+ * then up to `limit + 1` rows read by id, in that order.
+ */
+const selectRankedInAdapter = <Row extends object>(
+  sql: SqlClient.SqlClient,
+  columns: Statement.Fragment,
+  query: RunListQuery,
+  viewer: Viewer
+): Effect.Effect<ReadonlyArray<Row>, SqlError> =>
+  Effect.gen(function* () {
+    const q = query.filters.q
+    const candidates = yield* sql<Candidate>`SELECT run_id, title, skill_name, created_at, updated_at,
+      search_text, search_title_length, search_prompt_length
+      FROM runs WHERE ${sql.and(filterConditions(sql, query, viewer))}`
+    const ranked: Array<SortableRunRow> = []
+    for (const c of candidates) {
+      const [title, prompt, skillSpec] = searchParts(c)
+      if (relevanceKeyOfFields([title, prompt, skillSpec], q) < RELEVANCE_THRESHOLD_KEY) continue
+      ranked.push({
+        run_id: c.run_id,
+        title: c.title,
+        // Lowercased already: relevance lowercases again, which changes nothing.
+        prompt,
+        agent_config: { skill_spec: skillSpec },
+        created_at: Number(c.created_at),
+        updated_at: Number(c.updated_at),
+        agent_skill: c.skill_name === null ? null : { name: c.skill_name }
+      })
+    }
+    const page = orderByQuery(ranked, query).slice(0, query.limit + 1)
+    if (page.length === 0) return []
+    const rows = yield* sql<Row & { readonly run_id: string }>`SELECT ${columns} FROM runs
+      WHERE run_id IN ${sql.in(page.map((row) => row.run_id))}`
+    const byId = new Map(rows.map((row) => [row.run_id, row]))
+    return page.flatMap((row) => {
+      const found = byId.get(row.run_id)
+      return found === undefined ? [] : [found as Row]
+    })
+  })

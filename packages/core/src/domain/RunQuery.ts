@@ -12,8 +12,14 @@
  *   outwards (after: down, before: up) to the millisecond times runs carry. A leap second `:60`
  *   counts as the next second. A range that selects nothing (after ≥ before) is not an error.
  * - `skill` and `skill_spec` may both be given only with the same value.
- * - `q` is split on whitespace into terms; a run matches when every term is, case-insensitively
- *   (JavaScript `toLowerCase`), a substring of its title, its prompt or its skill spec.
+ * - `q` is lowercased (JavaScript `toLowerCase`) and split on whitespace into terms. A run's
+ *   relevance is 1 when every term is a substring of its title, its prompt or its skill spec (the
+ *   exact match), else the greatest trigram similarity (`Trigram.similarity`, pg_trgm's) of the
+ *   terms joined by spaces to its title, its prompt or its skill spec. A run matches when its
+ *   relevance is at least `Trigram.SIMILARITY_THRESHOLD` (0.3).
+ * - `q` without `sort_by` sorts by relevance (`sort_by` "relevance", internal: the API's
+ *   `sort_by` has no such value), most relevant first unless `sort_order=asc`; ties by `run_id` in
+ *   the same direction. With `sort_by`, `q` only filters and the runs come in that sort.
  * - Text sorts (`title`, `agent`) compare Unicode code points (UTF-8 byte order: SQLite BINARY,
  *   PostgreSQL `COLLATE "C"`), case-sensitively. `agent` sorts by the skill's name. Runs without
  *   a title, or without a skill, come last in both orders.
@@ -25,10 +31,14 @@ import { decodeKeysetCursor, encodeKeysetCursor, fingerprint, type CursorKey } f
 import { FeatureNotAvailable, InvalidRequest } from "./Errors.js"
 import { EMPTY_ENVIRONMENT, EnvironmentUid, RunId, ScheduleId } from "./Ids.js"
 import { ArtifactType, RunExecutionLocation, RunSourceType, RunState } from "./RunState.js"
+import { SIMILARITY_THRESHOLD, similarityOfSets, trigrams } from "./Trigram.js"
 
 /** What a list can be sorted by. */
 export const RunSortBy = Schema.Literal("updated_at", "created_at", "title", "agent")
 export type RunSortBy = typeof RunSortBy.Type
+
+/** How a list is ordered: a `sort_by` of the API, or by relevance (`q` without `sort_by`). */
+export type RunListSort = RunSortBy | "relevance"
 
 /** The direction of a sort. */
 export const SortOrder = Schema.Literal("asc", "desc")
@@ -81,7 +91,7 @@ export interface RunListCursor {
 /** One validated `GET /agent/runs` query. */
 export interface RunListQuery {
   readonly limit: number
-  readonly sort_by: RunSortBy
+  readonly sort_by: RunListSort
   readonly sort_order: SortOrder
   readonly filters: RunListFilters
   /** Absent on the first page. */
@@ -249,7 +259,7 @@ export const parseRunListQuery = (params: RunListQueryParams): Either.Either<Run
 
     const limit = yield* parseLimit(yield* single("limit"))
     const sortBy = yield* single("sort_by")
-    const sort_by = sortBy === undefined ? "updated_at" : yield* oneOf("sort_by", RunSortBy.literals, sortBy)
+    const explicitSort = sortBy === undefined ? undefined : yield* oneOf("sort_by", RunSortBy.literals, sortBy)
     const sortOrder = yield* single("sort_order")
     const sort_order = sortOrder === undefined ? "desc" : yield* oneOf("sort_order", SortOrder.literals, sortOrder)
 
@@ -321,14 +331,15 @@ export const parseRunListQuery = (params: RunListQueryParams): Either.Either<Run
       .map(([, key, values]) => [key, values[0]!] as const)
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
 
+    const sort_by: RunListSort = explicitSort ?? (filters.q.length > 0 ? "relevance" : "updated_at")
     const query: RunListQuery = { limit, sort_by, sort_order, filters }
     const cursor = yield* single("cursor")
     if (cursor === undefined) return query
     const position = yield* Either.mapLeft(decodeKeysetCursor(cursor, queryFingerprint(query)), (problem) =>
       InvalidRequest.forField("cursor", problem)
     )
-    const timeSort = sort_by === "created_at" || sort_by === "updated_at"
-    if (!isRunId(position.id) || timeSort !== (typeof position.key === "number")) {
+    const numericSort = sort_by === "created_at" || sort_by === "updated_at" || sort_by === "relevance"
+    if (!isRunId(position.id) || numericSort !== (typeof position.key === "number")) {
       yield* fail("cursor", "malformed cursor; pass next_cursor from the previous page unchanged")
     }
     return { ...query, cursor: { key: position.key, run_id: position.id as RunId } }
@@ -398,7 +409,10 @@ export interface RunListRow {
 }
 
 /** The fields a row needs to be sorted and to make a cursor. */
-export type SortableRunRow = Pick<RunListRow, "run_id" | "title" | "created_at" | "updated_at" | "agent_skill">
+export type SortableRunRow = Pick<
+  RunListRow,
+  "run_id" | "title" | "prompt" | "created_at" | "updated_at" | "agent_skill" | "agent_config"
+>
 
 /** Whether a run passes every filter of the query (the cursor is not a filter: see `pageOf`). */
 export const matchesRunListQuery = (row: RunListRow, query: RunListQuery): boolean => {
@@ -425,16 +439,67 @@ export const matchesRunListQuery = (row: RunListRow, query: RunListQuery): boole
     if (!Object.hasOwn(row.metadata, key) || row.metadata[key] !== value) return false
   }
   if (f.artifact_type !== undefined && !row.artifacts.some((a) => a.artifact_type === f.artifact_type)) return false
-  if (f.q.length > 0) {
-    const fields = [row.title ?? "", row.prompt, config.skill_spec ?? ""].map((s) => s.toLowerCase())
-    if (!f.q.every((term) => fields.some((field) => field.includes(term)))) return false
-  }
+  if (f.q.length > 0 && relevanceKey(row, f.q) < RELEVANCE_THRESHOLD_KEY) return false
   return true
 }
 
-/** The value a run is sorted by: epoch millis for time sorts, the title or skill name (or null). */
-export const sortKeyOf = (row: SortableRunRow, sortBy: RunSortBy): CursorKey => {
-  switch (sortBy) {
+// ---------------------------------------------------------------------------------------------
+// Relevance
+
+/**
+ * Relevance as an integer sort key: the relevance times 2^25. Exact for every relevance at or
+ * above 0.25 (single precision has 24 bits of mantissa), so it is the same number in every store
+ * and in a cursor; below the threshold it only needs to stay below `RELEVANCE_THRESHOLD_KEY`.
+ */
+export const RELEVANCE_SCALE = 2 ** 25
+
+/** The least relevance key of a match: relevance ≥ 0.3 exactly when key ≥ this. */
+export const RELEVANCE_THRESHOLD_KEY = Math.ceil(SIMILARITY_THRESHOLD * RELEVANCE_SCALE)
+
+/** The text a search's similarity is measured with: its terms joined by spaces. */
+export const searchQueryText = (q: ReadonlyArray<string>): string => q.join(" ")
+
+/** The fields a run is searched in, lowercased: title, prompt, skill spec (empty when absent). */
+export const searchFields = (
+  row: Pick<RunListRow, "title" | "prompt"> & { readonly agent_config: { readonly skill_spec?: string | undefined } }
+): readonly [string, string, string] => [
+  (row.title ?? "").toLowerCase(),
+  row.prompt.toLowerCase(),
+  (row.agent_config.skill_spec ?? "").toLowerCase()
+]
+
+/**
+ * The relevance key of lowercased search fields for the search terms `q` (non-empty):
+ * `RELEVANCE_SCALE` for an exact match (every term a substring of a field), else the greatest
+ * similarity of the query text to a field, scaled.
+ */
+export const relevanceKeyOfFields = (fields: ReadonlyArray<string>, q: ReadonlyArray<string>): number => {
+  if (q.every((term) => fields.some((field) => field.includes(term)))) return RELEVANCE_SCALE
+  const wanted = trigrams(searchQueryText(q))
+  let best = 0
+  for (const field of fields) best = Math.max(best, similarityOfSets(wanted, trigrams(field)))
+  return Math.floor(best * RELEVANCE_SCALE)
+}
+
+/** The relevance key of a run for the search terms `q` (non-empty). */
+export const relevanceKey = (row: Pick<RunListRow, "title" | "prompt" | "agent_config">, q: ReadonlyArray<string>): number =>
+  relevanceKeyOfFields(searchFields(row), q)
+
+/** What orders a list: the sort, its direction, and the search terms (for relevance). */
+export interface SortOf {
+  readonly sort_by: RunListSort
+  readonly sort_order: SortOrder
+  readonly filters?: Pick<RunListFilters, "q">
+}
+
+/**
+ * The value a run is sorted by: epoch millis for time sorts, the title or skill name (or null),
+ * the relevance key for the query's search terms.
+ */
+export const sortKeyOf = (row: SortableRunRow, query: SortOf): CursorKey => {
+  switch (query.sort_by) {
+    case "relevance":
+      return relevanceKey(row, query.filters?.q ?? [])
     case "created_at":
       return row.created_at
     case "updated_at":
@@ -472,8 +537,8 @@ const compareKeysAsc = (a: number | string, b: number | string): number =>
  * Compares two positions (key, run id) in the order of the query. A null key (no title, no
  * skill) comes after every other key in both directions.
  */
-const comparePositions = (
-  query: Pick<RunListQuery, "sort_order">,
+export const comparePositions = (
+  query: Pick<SortOf, "sort_order">,
   a: CursorKey,
   aId: string,
   b: CursorKey,
@@ -488,18 +553,31 @@ const comparePositions = (
 
 /** The total order of a query's results: the sort key in the requested order, then run_id likewise. */
 export const compareRunsForQuery =
-  (query: Pick<RunListQuery, "sort_by" | "sort_order">) =>
+  (query: SortOf) =>
   (a: SortableRunRow, b: SortableRunRow): number =>
-    comparePositions(query, sortKeyOf(a, query.sort_by), a.run_id, sortKeyOf(b, query.sort_by), b.run_id)
+    comparePositions(query, sortKeyOf(a, query), a.run_id, sortKeyOf(b, query), b.run_id)
 
 /** Whether a run comes strictly after the query's cursor (always, on the first page). */
 export const isAfterCursor = (row: SortableRunRow, query: RunListQuery): boolean =>
   query.cursor === undefined ||
-  comparePositions(query, sortKeyOf(row, query.sort_by), row.run_id, query.cursor.key, query.cursor.run_id) > 0
+  comparePositions(query, sortKeyOf(row, query), row.run_id, query.cursor.key, query.cursor.run_id) > 0
 
 /** The cursor of the page that follows `lastRow` (the last row of the current page). */
 export const encodeCursor = (query: RunListQuery, lastRow: SortableRunRow): string =>
-  encodeKeysetCursor({ key: sortKeyOf(lastRow, query.sort_by), id: lastRow.run_id }, queryFingerprint(query))
+  encodeKeysetCursor({ key: sortKeyOf(lastRow, query), id: lastRow.run_id }, queryFingerprint(query))
+
+/**
+ * The rows after the query's cursor, in the query's order (each row's sort key computed once:
+ * relevance is not cheap). The rows must match the query's filters already.
+ */
+export const orderByQuery = <R extends SortableRunRow>(rows: ReadonlyArray<R>, query: RunListQuery): Array<R> =>
+  rows
+    .map((row) => ({ row, key: sortKeyOf(row, query) }))
+    .filter(({ key, row }) =>
+      query.cursor === undefined || comparePositions(query, key, row.run_id, query.cursor.key, query.cursor.run_id) > 0
+    )
+    .sort((a, b) => comparePositions(query, a.key, a.row.run_id, b.key, b.row.run_id))
+    .map(({ row }) => row)
 
 /** `page_info` of a list response. */
 export interface PageInfo {
@@ -518,9 +596,10 @@ export interface RunListPage<R> {
  * storage adapters are compared against.
  */
 export const pageOf = <R extends RunListRow>(rows: ReadonlyArray<R>, query: RunListQuery): RunListPage<R> => {
-  const selected = rows
-    .filter((row) => matchesRunListQuery(row, query) && isAfterCursor(row, query))
-    .sort(compareRunsForQuery(query))
+  const selected = orderByQuery(
+    rows.filter((row) => matchesRunListQuery(row, query)),
+    query
+  )
   const page = selected.slice(0, query.limit)
   const last = page[page.length - 1]
   return selected.length > query.limit && last !== undefined

@@ -8,7 +8,8 @@
  *   code-point order: `COLLATE "C"` on PostgreSQL, SQLite's default BINARY.
  * - The run list pages through one index per sort, `(team_uid, key, run_id)`, scanned forwards
  *   or backwards; nulls are fetched in a second range of the same index (`key IS NULL`), so a
- *   page costs the same wherever it starts. PostgreSQL also gets a trigram index for `q`.
+ *   page costs the same wherever it starts. PostgreSQL also gets a trigram index for `q` when
+ *   `pg_trgm` can be created (see `createTrigramExtension`).
  * - Claiming reads a partial index of the QUEUED runs, lease sweeps one of the leased runs
  *   (queries name the state literally, as SQLite needs to use a partial index); `pending` and
  *   `activeCount` read a partial `(team_uid, state, created_at, run_id)` of the live states.
@@ -126,9 +127,26 @@ export default Effect.gen(function* () {
       PRIMARY KEY (schedule_id, scheduled_for)
     )`
   ]
-  if (pg) {
-    yield* sql`CREATE EXTENSION IF NOT EXISTS pg_trgm`
+  if (pg && (yield* createTrigramExtension(sql))) {
     statements.push(`CREATE INDEX runs_search ON runs USING GIN (search_text gin_trgm_ops)`)
   }
   for (const statement of statements) yield* sql.unsafe(statement)
 })
+
+/**
+ * Creates the `pg_trgm` extension when the server has it and the role may create it; true when it
+ * is there afterwards. Without it the schema is the same but for the trigram index, and `q` falls
+ * back to substring matching (the run store logs a warning at start: see `RunListSql`). The
+ * attempt runs under a savepoint, so a refusal does not abort the migration's transaction.
+ */
+const createTrigramExtension = (sql: SqlClient.SqlClient) =>
+  Effect.gen(function* () {
+    const available = yield* sql`SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm'`
+    if (available.length === 0) return false
+    yield* sql`SAVEPOINT agent_runs_pg_trgm`
+    return yield* sql`CREATE EXTENSION IF NOT EXISTS pg_trgm`.pipe(
+      Effect.zipRight(sql`RELEASE SAVEPOINT agent_runs_pg_trgm`),
+      Effect.as(true),
+      Effect.catchAll(() => sql`ROLLBACK TO SAVEPOINT agent_runs_pg_trgm`.pipe(Effect.as(false)))
+    )
+  })
