@@ -1,6 +1,8 @@
-/** `npm start`: serves Agent Runs with the configuration of the environment (see @agent-runs/cli's serve/Config.ts). */
+/**
+ * `npm start`: serves Agent Runs with the configuration of the environment (see @agent-runs/cli's
+ * serve/Config.ts); a failed start prints one line and exits 1 (serve/Startup.ts).
+ */
 import { NodeRuntime } from "@effect/platform-node"
-import { LoggingLive, ServerConfig, ServerLive } from "@agent-runs/cli"
-import { Effect, Layer } from "effect"
+import { serve } from "@agent-runs/cli"
 
-Effect.flatMap(ServerConfig, (config) => Layer.launch(ServerLive(config)).pipe(Effect.provide(LoggingLive(config)))).pipe(NodeRuntime.runMain)
+serve.pipe(NodeRuntime.runMain({ disableErrorReporting: true }))

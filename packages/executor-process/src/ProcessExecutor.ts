@@ -28,6 +28,7 @@
  * work directory. Releasing a sandbox kills every process of its uid, wherever it runs.
  */
 import { Executor } from "@agent-runs/core"
+import { Directories } from "@agent-runs/node-fs"
 import type { Ids } from "@agent-runs/core"
 import { Cause, DateTime, Deferred, Effect, Exit, Layer, Option, Runtime } from "effect"
 import type { Scope } from "effect"
@@ -192,7 +193,7 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
       if (process.getuid?.() !== 0) return yield* Effect.dieMessage("ProcessExecutor: isolation needs the service to run as root")
       // Searchable, not listable: a sandbox reaches its own directory by its path, sees no other.
       yield* Effect.promise(async () => {
-        await mkdir(root, { recursive: true })
+        Directories.ensureDirectory(root)
         await chmod(root, 0o711)
       })
     }

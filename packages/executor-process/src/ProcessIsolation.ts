@@ -9,8 +9,9 @@
  * too. It checks that a sandbox's user can reach the sandboxes' root at all. Without isolation it
  * warns, once, that agents can read everything the host can.
  */
+import { Directories } from "@agent-runs/node-fs"
 import { Data, Effect } from "effect"
-import { chmodSync, existsSync, mkdirSync, readdirSync, statSync } from "node:fs"
+import { chmodSync, existsSync, readdirSync, statSync } from "node:fs"
 import { dirname, join, resolve } from "node:path"
 import type { Isolation, UidRange } from "./ProcessExecutor.js"
 
@@ -55,7 +56,7 @@ export const runnableByOthers = (file: string): boolean =>
 
 /** Makes `dataDir` searchable only, and every entry of it but `open` private to its owner. */
 const protect = (dataDir: string, open: ReadonlyArray<string>) => {
-  mkdirSync(dataDir, { recursive: true })
+  Directories.ensureDirectory(dataDir)
   chmodSync(dataDir, 0o711)
   for (const entry of readdirSync(dataDir, { withFileTypes: true })) {
     if (open.includes(entry.name) || entry.isSymbolicLink()) continue
@@ -93,7 +94,7 @@ export const sharedProgram = (dataDir: string, name: string, install: (dir: stri
     return yield* Effect.try({
       try: () => {
         const agents = join(dataDir, AGENTS_DIR)
-        mkdirSync(agents, { recursive: true })
+        Directories.ensureDirectory(agents)
         chmodSync(agents, 0o755)
         return install(join(agents, name))
       },

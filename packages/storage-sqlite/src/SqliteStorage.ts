@@ -4,9 +4,9 @@
  */
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { SqlClient } from "@effect/sql"
+import { Directories } from "@agent-runs/node-fs"
 import { Migrations, StorageKey, StorageSql, Wakeups } from "@agent-runs/storage-sql"
 import { Effect, Layer, PubSub, Stream } from "effect"
-import { existsSync, mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 
 export interface SqliteStorageOptions {
@@ -39,22 +39,11 @@ const prepare = Layer.effectDiscard(
   })
 )
 
-/**
- * Creates a directory and its missing parents one level at a time (Node's recursive `mkdirSync`
- * never returns for some paths, such as under `/proc`).
- */
-const ensureDirectory = (dir: string): void => {
-  if (existsSync(dir)) return
-  const parent = dirname(dir)
-  if (parent !== dir) ensureDirectory(parent)
-  mkdirSync(dir)
-}
-
 /** Every store of @agent-runs/core on one SQLite file. */
 export const layer = (options: SqliteStorageOptions) => {
   const client = Layer.unwrapEffect(Effect.try({
     try: () => {
-      ensureDirectory(dirname(options.filename))
+      Directories.ensureDirectory(dirname(options.filename))
       return SqliteClient.layer({ filename: options.filename })
     },
     catch: (cause) => new Error(`cannot create the directory of ${options.filename}: ${(cause as Error).message}`)

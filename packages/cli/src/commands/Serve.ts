@@ -5,15 +5,10 @@
  * command, so that the other commands start quickly.
  */
 import { Command } from "@effect/cli"
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 
-const serve = Effect.gen(function*() {
-  const [{ ServerConfig }, { LoggingLive }, { ServerLive }] = yield* Effect.promise(() =>
-    Promise.all([import("../serve/Config.js"), import("../serve/Logging.js"), import("../serve/Server.js")])
-  )
-  const config = yield* ServerConfig
-  return yield* Layer.launch(ServerLive(config)).pipe(Effect.provide(LoggingLive(config)))
-})
+// A failed start has printed its one line (serve/Startup.ts) and exits 1.
+const serve = Effect.flatMap(Effect.promise(() => import("../serve/Startup.js")), (startup) => startup.serve)
 
 export const serveCommand = Command.make("serve", {}, () => serve).pipe(
   Command.withDescription(

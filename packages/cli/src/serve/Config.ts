@@ -46,7 +46,9 @@
  * `AGENT_RUNS_SCHEDULER_GRACE_SECONDS` (2: how late a tick may be, when the scheduler starts, and
  * still fire on time; older missed ticks collapse into one catch-up run).
  * Logs: `AGENT_RUNS_LOG_FORMAT` (`pretty` | `json`; `pretty`: one readable line each; `json`: one
- * JSON object per line, structured fields such as `run_id` under `annotations`).
+ * JSON object per line, structured fields such as `run_id` under `annotations`), `AGENT_RUNS_LOG_LEVEL`
+ * (`debug` | `info` | `warning` | `error`; `info`: the least severe level logged; `debug` also
+ * prints a failed start-up's cause with its stack trace).
  */
 import { ProcessIsolation } from "@agent-runs/executor-process"
 import type { ProcessExecutor } from "@agent-runs/executor-process"
@@ -102,6 +104,8 @@ export interface ServerConfig {
   readonly scheduler: SchedulingConfig
   /** How log lines are written (`pretty` when absent). */
   readonly logFormat?: "pretty" | "json" | undefined
+  /** The least severe level logged (`info` when absent). */
+  readonly logLevel?: LogLevelName | undefined
   /** Prompt, title and follow-up sizes, follow-ups waiting per run, list page size, runs per team and minute (core's defaults for those absent). */
   readonly quotas?: Partial<QuotaSettings> | undefined
   /** The event streams' caps and re-check interval (http's `DEFAULT_EVENT_STREAM_LIMITS` for those absent). */
@@ -143,6 +147,14 @@ const atLeast = (name: string, min: number, fallback: number) =>
     Config.validate({ message: `must be an integer of at least ${min}`, validation: (n) => n >= min }),
     Config.withDefault(fallback)
   )
+
+/** The levels `AGENT_RUNS_LOG_LEVEL` takes. */
+export type LogLevelName = "debug" | "info" | "warning" | "error"
+
+/** `AGENT_RUNS_LOG_LEVEL`: the least severe level logged (`info`). */
+export const LogLevelConfig: Config.Config<LogLevelName> = Config.literal("debug", "info", "warning", "error")(
+  "AGENT_RUNS_LOG_LEVEL"
+).pipe(Config.withDefault("info" as const))
 
 /** Parses `AGENT_RUNS_DATABASE_URL`. */
 export const parseDatabase = (url: string, dataDir: string): Database | undefined => {
@@ -240,6 +252,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
   ),
   scheduler: Config.literal("on", "off")("AGENT_RUNS_SCHEDULER").pipe(Config.withDefault("on" as const)),
   logFormat: Config.literal("pretty", "json")("AGENT_RUNS_LOG_FORMAT").pipe(Config.withDefault("pretty" as const)),
+  logLevel: LogLevelConfig,
   schedulerGraceSeconds: Config.number("AGENT_RUNS_SCHEDULER_GRACE_SECONDS").pipe(
     Config.validate({ message: "must be 0 or more", validation: (n) => n >= 0 }),
     Config.withDefault(2)
@@ -293,6 +306,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
       },
       scheduler: { enabled: raw.scheduler === "on", graceSeconds: raw.schedulerGraceSeconds },
       logFormat: raw.logFormat,
+      logLevel: raw.logLevel,
       quotas: {
         promptBytes: raw.promptBytes,
         followupBytes: raw.followupBytes,

@@ -1,16 +1,18 @@
 /**
  * The server's log format (`AGENT_RUNS_LOG_FORMAT`): `pretty`, the runtime's readable lines, or
  * `json`, one JSON object per line (`message`, `logLevel`, `timestamp`, `cause`, and the
- * structured fields such as `run_id` under `annotations`), for log collectors.
+ * structured fields such as `run_id` under `annotations`), for log collectors; and its level
+ * (`AGENT_RUNS_LOG_LEVEL`, `info`): the least severe level logged.
  */
-import { Effect, FiberRef, HashSet, Layer, Logger } from "effect"
+import { Effect, FiberRef, HashSet, Layer, Logger, LogLevel } from "effect"
 import type { ServerConfig } from "./Config.js"
 
 /** One JSON object per line on stdout. */
 const jsonLines = Logger.withConsoleLog(Logger.jsonLogger)
 
-/** The logger layer for the configured format (nothing to change for `pretty`). */
-export const LoggingLive = (config: ServerConfig) =>
+const levels = { debug: LogLevel.Debug, info: LogLevel.Info, warning: LogLevel.Warning, error: LogLevel.Error }
+
+const formatLayer = (config: ServerConfig) =>
   config.logFormat === "json"
     ? Layer.scopedDiscard(
       // `NodeRuntime.runMain` installs the pretty logger in place of the default one: either goes.
@@ -18,3 +20,7 @@ export const LoggingLive = (config: ServerConfig) =>
         loggers.pipe(HashSet.remove(Logger.defaultLogger), HashSet.remove(Logger.prettyLoggerDefault), HashSet.add(jsonLines)))
     )
     : Layer.empty
+
+/** The logger layer for the configured format (nothing to change for `pretty`) and level. */
+export const LoggingLive = (config: ServerConfig) =>
+  Layer.merge(formatLayer(config), Logger.minimumLogLevel(levels[config.logLevel ?? "info"]))

@@ -11,12 +11,13 @@ import { FileBlobStore } from "@agent-runs/blob-store-fs"
 import { DefinitionsApplier, Identities } from "@agent-runs/core"
 import { LocalRepoSource } from "@agent-runs/executor-process"
 import { Server } from "@agent-runs/http"
+import { Directories } from "@agent-runs/node-fs"
 import { AgentRuns } from "@agent-runs/server"
 import { PgStorage } from "@agent-runs/storage-pg"
 import { SqliteStorage } from "@agent-runs/storage-sqlite"
 import { Console, Data, Deferred, Effect, Layer, Option, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { accessSync, chmodSync, constants, existsSync, readFileSync, writeFileSync } from "node:fs"
 import { createServer } from "node:http"
 import { join, relative } from "node:path"
 import * as DefinitionsDirectory from "../DefinitionsDirectory.js"
@@ -189,11 +190,39 @@ const httpServerLayer = (config: ServerConfig) => {
   return forceClose.pipe(Layer.provideMerge(NodeHttpServer.layer(() => server, { port: config.port, host: config.host })))
 }
 
+/** A directory the server needs cannot be created or written: it does not start. */
+export class DirectoryUnusable extends Data.TaggedError("DirectoryUnusable")<{ readonly message: string }> {}
+
+/** Creates `dir` (one level at a time: never hangs, see @agent-runs/node-fs) and checks that it is writable. */
+const usableDirectory = (dir: string, setting: string) =>
+  Effect.try({
+    try: () => {
+      Directories.ensureDirectory(dir)
+      accessSync(dir, constants.W_OK)
+    },
+    catch: (cause) => {
+      const code = (cause as NodeJS.ErrnoException).code
+      const reason = code === "EACCES" || code === "EPERM" || code === "EROFS"
+        ? `${dir} is not writable by this user`
+        : `cannot create ${dir} (${(cause as Error).message})`
+      return new DirectoryUnusable({
+        message: `${setting}: ${reason}: set ${setting} to a directory this user can create and write`
+      })
+    }
+  })
+
+export interface ServerLiveOptions {
+  /** Runs once start-up work is done (the server listens, the bootstrap token exists, the banner is printed). */
+  readonly onStarted?: Effect.Effect<void>
+}
+
 /** The whole server for a configuration; building it listens, launching it serves until interrupted. */
-export const ServerLive = (config: ServerConfig) =>
+export const ServerLive = (config: ServerConfig, options: ServerLiveOptions = {}) =>
   Layer.unwrapEffect(
     Effect.gen(function*() {
-      mkdirSync(config.dataDir, { recursive: true })
+      yield* usableDirectory(config.dataDir, "AGENT_RUNS_DATA_DIR")
+      yield* usableDirectory(config.blobDir, "AGENT_RUNS_BLOB_DIR")
+      yield* usableDirectory(config.execution.reposDir, "AGENT_RUNS_REPOS_DIR")
       // First: it may make the data directory private before anything is written into it.
       const execution = yield* setUpExecution(config)
       const secretKey = yield* secretKeyOf(config)
@@ -205,7 +234,8 @@ export const ServerLive = (config: ServerConfig) =>
       )
       const startup = Layer.effectDiscard(
         Effect.flatMap(bootstrap(config), (token) => Effect.zipRight(applyDefinitions(config), banner(config, token))).pipe(
-          Effect.zipRight(Deferred.succeed(started, undefined))
+          Effect.zipRight(Deferred.succeed(started, undefined)),
+          Effect.zipRight(options.onStarted ?? Effect.void)
         )
       )
       return Layer.merge(Server.serveApp, startup).pipe(
