@@ -2,6 +2,12 @@
  * The OpenAPI 3.1 document of the API, generated from the HttpApi definition (served at
  * `/openapi.json`), plus the webhook ingress, which is not part of the HttpApi (it reads raw bytes
  * under its own limit and order of checks; see Ingress.ts).
+ *
+ * Two corrections make the generated document say what the server does:
+ * - Request bodies: the server ignores properties it does not know (Schema's default on decode),
+ *   so no schema a request body uses says `additionalProperties: false` (the generator writes it
+ *   for every struct). A schema shared with answers loses it there too: still true, less strict.
+ * - Redirects (302): the `Location` header is declared, not only described.
  */
 import { OpenApi } from "@effect/platform"
 import { Api } from "./Api.js"
@@ -61,7 +67,9 @@ export const serversOf = (basePath: string): Array<OpenApi.OpenAPISpecServer> =>
  * ingress, for the service mounted under `basePath` (`""`: at the root).
  */
 export const openApiDocument = (basePath = ""): OpenApi.OpenAPISpec => {
-  const spec = OpenApi.fromApi(Api)
+  const spec = structuredClone(OpenApi.fromApi(Api))
+  allowUnknownRequestProperties(spec)
+  declareRedirectLocations(spec)
   return {
     ...spec,
     servers: serversOf(basePath),
@@ -79,6 +87,51 @@ export const openApiDocument = (basePath = ""): OpenApi.OpenAPISpec => {
           scheme: "bearer",
           description: "A `token` webhook's secret, sent as `Authorization: Bearer <secret>`"
         }
+      }
+    }
+  }
+}
+
+type Json = { [key: string]: unknown }
+const isObject = (u: unknown): u is Json => typeof u === "object" && u !== null
+
+/** Every operation object of the document's paths. */
+const operationsOf = (spec: OpenApi.OpenAPISpec): Array<Json> =>
+  Object.values(spec.paths as unknown as Record<string, Json>).flatMap((item) =>
+    ["get", "put", "post", "delete", "patch"].flatMap((method) => (isObject(item[method]) ? [item[method]] : []))
+  )
+
+/** Removes `additionalProperties: false` from every schema a request body uses, through `$ref`s. */
+const allowUnknownRequestProperties = (spec: OpenApi.OpenAPISpec): void => {
+  const schemas = spec.components.schemas as unknown as Record<string, unknown>
+  const seen = new Set<string>()
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(visit)
+    if (!isObject(node)) return
+    if (node.additionalProperties === false) delete node.additionalProperties
+    const ref = node.$ref
+    if (typeof ref === "string" && ref.startsWith("#/components/schemas/")) {
+      const name = ref.slice("#/components/schemas/".length)
+      if (!seen.has(name)) {
+        seen.add(name)
+        visit(schemas[name])
+      }
+    }
+    for (const value of Object.values(node)) visit(value)
+  }
+  for (const operation of operationsOf(spec)) visit(operation.requestBody)
+}
+
+/** Declares the `Location` header of every 302 answer (a signed download URL). */
+const declareRedirectLocations = (spec: OpenApi.OpenAPISpec): void => {
+  for (const operation of operationsOf(spec)) {
+    const found = isObject(operation.responses) ? operation.responses["302"] : undefined
+    if (!isObject(found)) continue
+    found.headers = {
+      Location: {
+        required: true,
+        description: "the signed, time-limited URL to fetch (no bearer token needed)",
+        schema: { type: "string", format: "uri" }
       }
     }
   }
