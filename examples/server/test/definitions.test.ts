@@ -263,7 +263,7 @@ describe.each(["sqlite", "postgres"] as const)("definitions as code (%s)", (kind
         AGENT_RUNS_DATA_DIR: life.dataDir,
         AGENT_RUNS_DEFINITIONS_DIR: dir
       })
-    // The failure is logged (Effect's logger writes to stdout).
+    // The failure is one line on stderr (docs/reference/configuration.md, "When the server cannot start").
     const refused = await start(bad)
     expect(refused.code).toBe(1)
     const said = refused.stdout + refused.stderr
