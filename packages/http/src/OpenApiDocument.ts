@@ -8,6 +8,7 @@
  *   so no schema a request body uses says `additionalProperties: false` (the generator writes it
  *   for every struct). A schema shared with answers loses it there too: still true, less strict.
  * - Redirects (302): the `Location` header is declared, not only described.
+ * - Every operation that takes a body lists 413: the server's body limit applies to all of them.
  */
 import { OpenApi } from "@effect/platform"
 import { Api } from "./Api.js"
@@ -70,6 +71,7 @@ export const openApiDocument = (basePath = ""): OpenApi.OpenAPISpec => {
   const spec = structuredClone(OpenApi.fromApi(Api))
   allowUnknownRequestProperties(spec)
   declareRedirectLocations(spec)
+  declareBodyLimits(spec)
   return {
     ...spec,
     servers: serversOf(basePath),
@@ -132,6 +134,25 @@ const declareRedirectLocations = (spec: OpenApi.OpenAPISpec): void => {
         required: true,
         description: "the signed, time-limited URL to fetch (no bearer token needed)",
         schema: { type: "string", format: "uri" }
+      }
+    }
+  }
+}
+
+/** Lists 413 `payload_too_large` on every operation with a request body (the body limit is global). */
+const declareBodyLimits = (spec: OpenApi.OpenAPISpec): void => {
+  for (const operation of operationsOf(spec)) {
+    if (operation.requestBody === undefined || !isObject(operation.responses) || operation.responses["413"] !== undefined) continue
+    const description = "payload_too_large: the request body is over its limit"
+    operation.responses = {
+      ...operation.responses,
+      "413": {
+        description,
+        content: {
+          "application/problem+json": {
+            schema: { allOf: [{ $ref: "#/components/schemas/PayloadTooLargeProblem" }], description }
+          }
+        }
       }
     }
   }
