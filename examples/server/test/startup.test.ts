@@ -3,7 +3,8 @@
  * setting, the port in use, PostgreSQL unreachable, a data directory that cannot be created
  * (`/proc/nope`, where Node's recursive mkdir would never return; a file in the way) or written
  * (another user's, when the tests run as root) each print exactly one line on stderr, naming the
- * problem and what to do, with no stack trace, and exit 1; `AGENT_RUNS_LOG_LEVEL=debug` adds the
+ * problem and what to do, with no stack trace, and exit 1 (a PostgreSQL that never answers after
+ * the connect timeout); `AGENT_RUNS_LOG_LEVEL=debug` adds the
  * trace. SIGTERM stops a server still waiting for a PostgreSQL that accepts connections but never
  * answers within a few seconds.
  */
@@ -134,6 +135,21 @@ describe("start-up failures of the built server", () => {
     expect(line).toContain(`cannot connect to PostgreSQL at 127.0.0.1:${port}/agent_runs: connect ECONNREFUSED`)
     expect(line).toContain("check AGENT_RUNS_DATABASE_URL")
     expect(ended.stdout + ended.stderr).not.toContain("hunter2")
+  })
+
+  it("a PostgreSQL that accepts connections but never answers: one line once the connect timeout (10 s) passes", async () => {
+    assertBuilt(inject("serverBuild"))
+    const silent = await listen({ silent: true })
+    const ended = await runServer({
+      AGENT_RUNS_DATA_DIR: dataDir(),
+      PORT: String(await closedPort()),
+      AGENT_RUNS_DATABASE_URL: `postgres://postgres@127.0.0.1:${silent.port}/agent_runs`
+    })
+    const line = oneLineFailure(ended)
+    expect(line, line).toMatch(
+      new RegExp(`^agent-runs: could not start: cannot connect to PostgreSQL at 127\\.0\\.0\\.1:${silent.port}/agent_runs: no answer within 10s: check AGENT_RUNS_DATABASE_URL`)
+    )
+    expect(ended.ms).toBeLessThan(25_000)
   })
 
   it("AGENT_RUNS_DATA_DIR=/proc/nope fails at once (Node's recursive mkdir never returns there)", async () => {

@@ -5,7 +5,9 @@
 import { PgClient } from "@effect/sql-pg"
 import { Migrations, StorageKey, StorageSql, Wakeups } from "@agent-runs/storage-sql"
 import type { SqlClient } from "@effect/sql"
-import { Effect, Layer, Redacted, Stream } from "effect"
+import { SqlError } from "@effect/sql/SqlError"
+import * as Reactivity from "@effect/experimental/Reactivity"
+import { Clock, Duration, Effect, Layer, Redacted, Stream } from "effect"
 import type * as Pg from "pg"
 
 /** The channel every replica listens on. */
@@ -18,6 +20,8 @@ export interface PgStorageOptions {
   readonly secretKey: StorageKey.SecretKey
   /** Connections in the pool (default 10). */
   readonly maxConnections?: number
+  /** How long the first connection at start may take before start-up fails (default 10 s). */
+  readonly connectTimeout?: Duration.DurationInput
 }
 
 const wakeups = Layer.effect(
@@ -44,9 +48,40 @@ const over = <E>(client: Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, E>
   return StorageSql.layer.pipe(Layer.provideMerge(support))
 }
 
+/**
+ * Fails unless PostgreSQL accepts a connection within `timeout`: a pool's first query waits as long
+ * as the server stays silent (its connection timeout would also cut short waits for a busy pool's
+ * connections), so a throwaway client with a timeout tries first.
+ */
+const reachable = (url: Redacted.Redacted<string>, timeout: Duration.DurationInput) =>
+  Effect.gen(function* () {
+    const started = yield* Clock.currentTimeMillis
+    yield* PgClient.make({ url, maxConnections: 1, connectTimeout: timeout }).pipe(
+      Effect.scoped,
+      Effect.provide(Reactivity.layer),
+      // Timed out: `pg` then says "Connection terminated unexpectedly"; say what happened instead.
+      Effect.catchAll((error) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          Effect.fail(
+            now - started >= Duration.toMillis(timeout) - 100
+              ? new SqlError({
+                cause: new Error(`no answer within ${Duration.format(timeout)}`),
+                message: "PgClient: Connection timed out"
+              })
+              : error
+          ))
+      )
+    )
+  })
+
 /** Every store of @agent-runs/core on one PostgreSQL database, through a pool of its own. */
-export const layer = (options: PgStorageOptions) =>
-  over(PgClient.layer({ url: Redacted.isRedacted(options.url) ? options.url : Redacted.make(options.url), maxConnections: options.maxConnections ?? 10 }), options.secretKey)
+export const layer = (options: PgStorageOptions) => {
+  const url = Redacted.isRedacted(options.url) ? options.url : Redacted.make(options.url)
+  const client = PgClient.layer({ url, maxConnections: options.maxConnections ?? 10 }).pipe(
+    Layer.provide(Layer.effectDiscard(reachable(url, options.connectTimeout ?? Duration.seconds(10))))
+  )
+  return over(client, options.secretKey)
+}
 
 export interface PgStoragePoolOptions {
   /** A `pg` pool the host already has; the host ends it (after the service stops). */
