@@ -55,10 +55,11 @@ export const RunListUrlParams = Schema.Struct({
     default: RunQuery.RUN_LIST_LIMIT.default
   }),
   cursor: textParam("the next_cursor of the previous page, with the same filters and sort", text),
-  sort_by: textParam("`agent` sorts by skill name, runs without a skill last; default `updated_at`, or relevance with `q`", {
-    ...enumOf(RunQuery.RunSortBy.literals),
-    default: "updated_at"
-  }),
+  sort_by: textParam(
+    "`agent` sorts by skill name, runs without a skill last; when absent: `updated_at`, or by relevance " +
+      "(most relevant first) when `q` is given",
+    enumOf(RunQuery.RunSortBy.literals)
+  ),
   sort_order: textParam("sort direction", { ...enumOf(RunQuery.SortOrder.literals), default: "desc" }),
   state: textParam("repeat the key to match any of several states (`state=QUEUED&state=FAILED`)", {
     type: "array",

@@ -540,4 +540,29 @@ describe("the server against /openapi.json", () => {
       "PUT /api/v1/workers/{workerId}/runs/{runId}/conversation"
     ])
   }, 120_000)
+
+  it("GET /agent/runs?q= without sort_by ranks by relevance; with sort_by, q only filters (docs/decisions.md)", async () => {
+    const post = async (body: unknown) => {
+      const response = await fetch(`${base}/api/v1/agent/runs`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
+        body: JSON.stringify(body)
+      })
+      expect(response.status).toBe(200)
+      return ((await response.json()) as Json).run_id as string
+    }
+    // "deploy service": every term in the first title (relevance 1); the newer one is 0.33 similar.
+    const exact = await post({ prompt: "x", title: "Deploy the service" })
+    const similar = await post({ prompt: "x", title: "Redeploy the servers" })
+    const list = async (query: string) => {
+      const response = await fetch(`${base}/api/v1/agent/runs?${query}`, { headers: { authorization: `Bearer ${adminToken}` } })
+      expect(response.status).toBe(200)
+      return ((await response.json()) as Json).runs.map((r: Json) => r.run_id).filter((id: string) => id === exact || id === similar)
+    }
+    expect(await list("q=deploy+service")).toEqual([exact, similar])
+    expect(await list("q=deploy+service&sort_order=asc")).toEqual([similar, exact])
+    expect(await list("q=deploy+service&sort_by=created_at")).toEqual([similar, exact])
+    // A typo: 0.38 similar to the second title, 0.31 to the first.
+    expect(await list("q=deplyo+servers")).toEqual([similar, exact])
+  })
 })
