@@ -168,7 +168,8 @@ const exactMatch = (sql: SqlClient.SqlClient, q: ReadonlyArray<string>): Stateme
 
 /** The relevance key of `runs` for `q` in SQL, as `RunQuery.relevanceKey` computes it (pg_trgm only). */
 const relevanceSql = (sql: SqlClient.SqlClient, q: ReadonlyArray<string>, mode: SearchMode): Statement.Fragment => {
-  if (mode !== "pg_trgm") return sql`(CASE WHEN ${exactMatch(sql, q)} THEN ${RELEVANCE_SCALE}::bigint ELSE 0 END)`
+  // Substring only: every run that passes the filters (the exact match among them) has relevance 1.
+  if (mode !== "pg_trgm") return sql`${RELEVANCE_SCALE}::bigint`
   const text = searchQueryText(q)
   const parts = [
     sql`substr(runs.search_text, 1, runs.search_title_length)`,
@@ -208,7 +209,10 @@ const selectPageIn = <Row extends object>(
   const direction = sql.literal(asc ? "ASC" : "DESC")
   const after = sql.literal(asc ? ">" : "<")
   const filters = filterConditions(sql, query, viewer)
-  if (relevance !== undefined) filters.push(sql`${relevance} >= ${RELEVANCE_THRESHOLD_KEY}`)
+  if (q.length > 0) {
+    // The exact match alone is a plain condition the trigram index can serve.
+    filters.push(mode === "pg_trgm" ? sql`${relevance} >= ${RELEVANCE_THRESHOLD_KEY}` : exactMatch(sql, q))
+  }
   const wanted = query.limit + 1
   const cursor = query.cursor
 
