@@ -325,7 +325,7 @@ describe("the server against /openapi.json", () => {
       body: { hello: "world" }
     })
     // The run ends (the default harness answers at once): its transcript exists.
-    for (let i = 0; i < 100; i++) {
+    for (let i = 0; i < 300; i++) {
       const current = await send("GET", `/api/v1/agent/runs/${run.body.run_id}`, { token })
       if (["SUCCEEDED", "FAILED", "ERROR"].includes(current.body?.state)) break
       await new Promise((resolve) => setTimeout(resolve, 100))
