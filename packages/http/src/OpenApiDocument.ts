@@ -9,6 +9,8 @@
  *   for every struct). A schema shared with answers loses it there too: still true, less strict.
  * - Redirects (302): the `Location` header is declared, not only described.
  * - Every operation that takes a body lists 413: the server's body limit applies to all of them.
+ * - Every API operation that takes a body lists 415: a body that is not JSON by its `Content-Type`
+ *   is refused before the endpoint (the ingress reads any media type and is left as it is).
  */
 import { OpenApi } from "@effect/platform"
 import { Api } from "./Api.js"
@@ -72,6 +74,7 @@ export const openApiDocument = (basePath = ""): OpenApi.OpenAPISpec => {
   allowUnknownRequestProperties(spec)
   declareRedirectLocations(spec)
   declareBodyLimits(spec)
+  declareMediaTypes(spec)
   return {
     ...spec,
     servers: serversOf(basePath),
@@ -153,6 +156,40 @@ const declareBodyLimits = (spec: OpenApi.OpenAPISpec): void => {
             schema: { allOf: [{ $ref: "#/components/schemas/PayloadTooLargeProblem" }], description }
           }
         }
+      }
+    }
+  }
+}
+
+/** 415 `unsupported_media_type` on every API operation with a body (ServerMiddleware refuses non-JSON). */
+const declareMediaTypes = (spec: OpenApi.OpenAPISpec): void => {
+  const schemas = spec.components.schemas as unknown as Record<string, unknown>
+  const description = "unsupported_media_type: the body's Content-Type is not JSON (`expected`: application/json)"
+  schemas["UnsupportedMediaTypeProblem"] = {
+    type: "object",
+    required: ["type", "title", "status", "error", "error_code", "retryable", "expected"],
+    properties: {
+      type: { type: "string" },
+      title: { type: "string" },
+      status: { type: "number", enum: [415] },
+      error: { type: "string", description: "what went wrong" },
+      error_code: { type: "string", enum: ["unsupported_media_type"] },
+      retryable: { type: "boolean" },
+      detail: { type: "string" },
+      trace_id: { type: "string" },
+      expected: { type: "string", description: "the media type the endpoint reads" }
+    },
+    additionalProperties: false,
+    description
+  }
+  for (const operation of operationsOf(spec)) {
+    if (operation.requestBody === undefined || !isObject(operation.responses) || operation.responses["415"] !== undefined) continue
+    if (operation.operationId === "ingress.receive" || operation.operationId === "ingress.receiveWithToken") continue
+    operation.responses = {
+      ...operation.responses,
+      "415": {
+        description,
+        content: { "application/problem+json": { schema: { $ref: "#/components/schemas/UnsupportedMediaTypeProblem" } } }
       }
     }
   }
