@@ -1,6 +1,7 @@
 /**
  * Start-up failures of the built server (`node examples/server/dist/main.js`), black-box: a bad
- * setting, the port in use, PostgreSQL unreachable, a data directory that cannot be created
+ * setting, the port in use, PostgreSQL unreachable, a SQLite file that cannot be opened, a data
+ * directory that cannot be created
  * (`/proc/nope`, where Node's recursive mkdir would never return; a file in the way) or written
  * (another user's, when the tests run as root) each print exactly one line on stderr, naming the
  * problem and what to do, with no stack trace, and exit 1 (a PostgreSQL that never answers after
@@ -170,6 +171,25 @@ describe("start-up failures of the built server", () => {
     expect(oneLineFailure(blocked)).toContain(`AGENT_RUNS_DATA_DIR: cannot create ${join(file, "data")} (ENOTDIR`)
     const blobs = await runServer({ AGENT_RUNS_DATA_DIR: dataDir(), AGENT_RUNS_BLOB_DIR: "/proc/nope/blobs", PORT: String(await closedPort()) })
     expect(oneLineFailure(blobs)).toContain("AGENT_RUNS_BLOB_DIR: cannot create /proc/nope/blobs")
+  })
+
+  it("a SQLite database file that cannot be opened, or whose directory cannot be created: one line each", async () => {
+    assertBuilt(inject("serverBuild"))
+    const advice = "set AGENT_RUNS_DATABASE_URL (or AGENT_RUNS_DATA_DIR) to a path this user can create and write"
+    const unopenable = await runServer({
+      AGENT_RUNS_DATA_DIR: dataDir(),
+      PORT: String(await closedPort()),
+      AGENT_RUNS_DATABASE_URL: "sqlite:/proc/agent-runs.db"
+    })
+    expect(oneLineFailure(unopenable)).toBe(
+      `agent-runs: could not start: cannot open the SQLite database /proc/agent-runs.db: unable to open database file: ${advice}`
+    )
+    const uncreatable = await runServer({
+      AGENT_RUNS_DATA_DIR: dataDir(),
+      PORT: String(await closedPort()),
+      AGENT_RUNS_DATABASE_URL: "sqlite:/proc/nope/agent-runs.db"
+    })
+    expect(oneLineFailure(uncreatable)).toMatch(/cannot open the SQLite database \/proc\/nope\/agent-runs\.db: .*ENOENT.*: set AGENT_RUNS_DATABASE_URL/)
   })
 
   it.skipIf(process.getuid?.() !== 0)("a data directory this user cannot write (another user's): one line", async () => {

@@ -90,7 +90,10 @@ export const describeFailure = (error: unknown, config: ServerConfig | undefined
         ? `cannot connect to PostgreSQL at ${target}: ${reason}: check AGENT_RUNS_DATABASE_URL and that PostgreSQL is running and accepts connections from here`
         : `PostgreSQL at ${target} failed at start: ${reason}: check that the database exists and AGENT_RUNS_DATABASE_URL's user may create tables in it`
     }
-    return `cannot open the SQLite database ${config.database.filename}: ${reason}: check that its directory is writable by this user (AGENT_RUNS_DATA_DIR, AGENT_RUNS_DATABASE_URL)`
+    return `cannot open the SQLite database ${config.database.filename}: ${reason}: set AGENT_RUNS_DATABASE_URL (or AGENT_RUNS_DATA_DIR) to a path this user can create and write`
+  }
+  if (config?.database._tag === "Sqlite" && (codeOf(error)?.startsWith("SQLITE_") === true || /^cannot create the directory of /.test(rootMessage(error)))) {
+    return `cannot open the SQLite database ${config.database.filename}: ${oneLine(rootMessage(error))}: set AGENT_RUNS_DATABASE_URL (or AGENT_RUNS_DATA_DIR) to a path this user can create and write`
   }
   return oneLine(rootMessage(error)).replace(/^Agent Runs could not start: /, "")
 }
@@ -101,7 +104,11 @@ const lineOf = (cause: Cause.Cause<unknown>, config: ServerConfig | undefined): 
     onSome: (error) => oneLine(describeFailure(error, config)),
     onNone: () =>
       Option.match(Cause.dieOption(cause), {
-        onSome: (defect) => `unexpected failure: ${oneLine(rootMessage(defect))} (AGENT_RUNS_LOG_LEVEL=debug shows where)`,
+        // The SQLite driver throws when it cannot open the file: a defect, said like a failure.
+        onSome: (defect) =>
+          codeOf(defect)?.startsWith("SQLITE_") === true
+            ? oneLine(describeFailure(defect, config))
+            : `unexpected failure: ${oneLine(rootMessage(defect))} (AGENT_RUNS_LOG_LEVEL=debug shows where)`,
         onNone: () => oneLine(Cause.pretty(cause))
       })
   })
