@@ -63,6 +63,10 @@ const postgresTarget = (url: string): string => {
   }
 }
 
+/** A SQLite database that cannot be opened, and what to change. */
+const sqliteLine = (filename: string, reason: string) =>
+  `cannot open the SQLite database ${filename}: ${oneLine(reason)}: set AGENT_RUNS_DATABASE_URL (or AGENT_RUNS_DATA_DIR) to a path this user can create and write`
+
 /** What a failure at start-up says: what is wrong, then what to do. */
 export const describeFailure = (error: unknown, config: ServerConfig | undefined): string => {
   if (ConfigError.isConfigError(error)) {
@@ -73,11 +77,11 @@ export const describeFailure = (error: unknown, config: ServerConfig | undefined
     const where = config === undefined ? "the address" : `${config.host}:${config.port}`
     switch (codeOf(error.cause)) {
       case "EADDRINUSE":
-        return `port ${config?.port ?? ""} on ${config?.host ?? ""} is already in use: stop what uses it, or set PORT to a free port`
+        return `port ${config?.port} on ${config?.host} is already in use: stop what uses it, or set PORT to a free port`
       case "EACCES":
         return `not allowed to listen on ${where}: set PORT to a port above 1023`
       case "EADDRNOTAVAIL":
-        return `HOST ${config?.host ?? ""} is not an address of this machine: set HOST to one of its addresses (127.0.0.1, or 0.0.0.0 for all)`
+        return `HOST ${config?.host} is not an address of this machine: set HOST to one of its addresses (127.0.0.1, or 0.0.0.0 for all)`
       default:
         return `cannot listen on ${where}: ${rootMessage(error.cause)}: check PORT and HOST`
     }
@@ -90,10 +94,10 @@ export const describeFailure = (error: unknown, config: ServerConfig | undefined
         ? `cannot connect to PostgreSQL at ${target}: ${reason}: check AGENT_RUNS_DATABASE_URL and that PostgreSQL is running and accepts connections from here`
         : `PostgreSQL at ${target} failed at start: ${reason}: check that the database exists and AGENT_RUNS_DATABASE_URL's user may create tables in it`
     }
-    return `cannot open the SQLite database ${config.database.filename}: ${reason}: set AGENT_RUNS_DATABASE_URL (or AGENT_RUNS_DATA_DIR) to a path this user can create and write`
+    return sqliteLine(config.database.filename, reason)
   }
   if (config?.database._tag === "Sqlite" && (codeOf(error)?.startsWith("SQLITE_") === true || /^cannot create the directory of /.test(rootMessage(error)))) {
-    return `cannot open the SQLite database ${config.database.filename}: ${oneLine(rootMessage(error))}: set AGENT_RUNS_DATABASE_URL (or AGENT_RUNS_DATA_DIR) to a path this user can create and write`
+    return sqliteLine(config.database.filename, rootMessage(error))
   }
   return oneLine(rootMessage(error)).replace(/^Agent Runs could not start: /, "")
 }
