@@ -9,6 +9,7 @@
 import { chmodSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
+import OzAPI from "oz-agent-sdk"
 import { beforeAll, describe, expect, it } from "vitest"
 import { call, type DatabaseKind, makeTeam, suiteServer } from "./harness.js"
 
@@ -256,6 +257,34 @@ describe.each(["sqlite", "postgres"] as const)("artifacts and conversations (%s)
     expect(await fetch(ofRun.headers.get("location")!).then((r) => r.text())).toBe(raw)
     // The download URL is signed: altered, it is refused.
     expect((await fetch(location.replace(/.$/, (c) => (c === "A" ? "B" : "A")))).status).toBeGreaterThanOrEqual(400)
+  })
+
+  it("the SDK's agent.run with conversation_id continues a conversation in a new run that sees it; images reach the agent", async () => {
+    const token = a.tokens.member
+    const sdk = new OzAPI({ apiKey: token, baseURL: `${server().url}/api/v1`, maxRetries: 0 })
+    const first = await run(token, "@say first answer")
+    const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+    const created = await sdk.agent.run({
+      prompt: "Go on\n@history\n@attachments",
+      conversation_id: first.conversation_id,
+      images: [{ mime_type: "image/png", data: png }]
+    })
+    const second = await waitForRun(token, created.run_id)
+    expect(second).toMatchObject({ state: "SUCCEEDED", conversation_id: first.conversation_id })
+    const conversation = await api("GET", `/agent/conversations/${first.conversation_id}`, token)
+    expect(conversation.body.run_ids).toEqual([first.run_id, created.run_id])
+    const said = texts(conversation.body.steps)
+    expect(said).toContain("first answer")
+    expect(said.find((t) => t.startsWith("history:"))).toMatch(/^history: [1-9]\d* messages last: first answer$/)
+    expect(said).toContain("attachment: image-1.png")
+    // An image whose bytes are not its mime_type is refused, naming the field.
+    const refused = await api("POST", "/agent/runs", token, { prompt: "x", images: [{ mime_type: "image/jpeg", data: png }] })
+    expect(refused.status).toBe(400)
+    expect(refused.body.error).toContain("images[0].data")
+    // Another team cannot continue it.
+    const foreign = await api("POST", "/agent/runs", b.tokens.admin, { prompt: "x", conversation_id: first.conversation_id })
+    expect(foreign.status).toBe(403)
+    expect(foreign.body.error).toContain("conversation_id")
   })
 
   it("a conversation id that is unknown or another team's is a 404; a malformed one a 400", async () => {

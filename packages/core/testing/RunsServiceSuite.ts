@@ -24,6 +24,7 @@ import { RunStore } from "../src/ports/RunStore.js"
 import { RunEvent, transition } from "../src/domain/RunStateMachine.js"
 import { applyTransition, runSnapshot } from "../src/domain/RunRecords.js"
 import { MAX_DEFAULT_TITLE_LENGTH, Runs } from "../src/services/Runs.js"
+import { start as startRun } from "./FollowupsServiceSuite.js"
 import { uid, uuid } from "./RunStoreConformance.js"
 import type { ScheduleId } from "../src/domain/Ids.js"
 import { failureOf, seedWorld, type World } from "./World.js"
@@ -468,15 +469,54 @@ export const runsServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E
           }
         }))
 
-      it.effect("refuses conversation_id and images for now (422)", () =>
+      it.effect("conversation_id must name a saved conversation the caller sees (403 naming it); a malformed one is a 400", () =>
         Effect.gen(function* () {
           const world = yield* seedWorld()
-          const withConversation = yield* failureOf(create(world.alice, { prompt: "x", conversation_id: uuid() }))
-          expect(withConversation._tag).toBe("OperationNotSupported")
-          const withImages = yield* failureOf(
-            create(world.alice, { prompt: "x", images: [{ media_type: "image/png", data: "AAAA" }] })
-          )
+          const conversationOf = (runId: RunId) =>
+            Effect.flatMap(Runs, (runs) => runs.get(world.alice, runId)).pipe(Effect.map((r) => r.conversation_id!))
+          // Alice's run (User scope) that started: Bob cannot see it, Alice can continue it.
+          const mine = (yield* create(world.alice, { prompt: "first" })).run_id
+          const unstarted = (yield* create(world.alice, { prompt: "not started" })).run_id
+          yield* startRun(mine)
+          const refusals: Array<[Viewer, string]> = [
+            [world.alice, uuid()], // no such conversation
+            [world.alice, yield* conversationOf(unstarted)], // nothing saved yet
+            [world.bob, yield* conversationOf(mine)] // hidden from Bob
+          ]
+          for (const [viewer, id] of refusals) {
+            const error = yield* failureOf(create(viewer, { prompt: "again", conversation_id: id }))
+            expect(error._tag).toBe("NotAuthorized")
+            expect(error.message).toContain("conversation_id")
+          }
+          const malformed = yield* failureOf(create(world.alice, { prompt: "again", conversation_id: "conv-123" }))
+          expect(malformed._tag).toBe("InvalidRequest")
+          expect(malformed.message).toContain("conversation_id")
+          const continued = yield* create(world.alice, { prompt: "second", conversation_id: yield* conversationOf(mine) })
+          expect(yield* conversationOf(continued.run_id)).toBe(yield* conversationOf(mine))
+          expect(continued.run_id).not.toBe(mine)
+        }))
+
+      it.effect("images are checked: type, base64, size, data matching mime_type, at most 5 (400 naming the field); no blob store: 422", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const png = "iVBORw0KGgoAAAANSUhEUg=="
+          const refused: Array<[unknown, string]> = [
+            [[{ mime_type: "image/bmp", data: png }], "images[0].mime_type"],
+            [[{ mime_type: "image/png", data: "not base64!" }], "images[0].data"],
+            [[{ mime_type: "image/jpeg", data: png }], "images[0].data"],
+            [[{ mime_type: "image/png", data: "iVBORw0KGgoAAAANSUhEUg==".padEnd(6 * 1024 * 1024, "A") }], "images[0].data"],
+            [Array.from({ length: 6 }, () => ({ mime_type: "image/png", data: png })), "images"],
+            [[{ mime_type: "image/png", data: png, name: "a.png" }, { mime_type: "image/png", data: png, name: "a.png" }], "images"]
+          ]
+          for (const [images, field] of refused) {
+            const error = yield* failureOf(create(world.alice, { prompt: "x", images }))
+            expect(error._tag).toBe("InvalidRequest")
+            expect(error.message).toContain(field)
+          }
+          // A well-formed image, but this composition keeps no blobs.
+          const withImages = yield* failureOf(create(world.alice, { prompt: "x", images: [{ mime_type: "image/png", data: png }] }))
           expect(withImages._tag).toBe("OperationNotSupported")
+          expect(withImages.message).toContain("images")
           expect(yield* allRuns(world)).toEqual([])
         }))
 

@@ -33,6 +33,8 @@ import { HeartbeatRequest, WORKER_PROTOCOL } from "../src/domain/Worker.js"
 import { defaultWorkerSettings, Workers, WorkerSettingsTag } from "../src/services/Workers.js"
 import { WorkerStore } from "../src/ports/WorkerStore.js"
 import { memoryBlobStore, transcriptText } from "./ConversationsServiceSuite.js"
+import { opsOf } from "./ConversationOps.js"
+import { decodeRequest } from "../src/domain/Common.js"
 import { advance } from "./FollowupsServiceSuite.js"
 import { uid, uuid } from "./RunStoreConformance.js"
 import type { Stores } from "./Stores.js"
@@ -194,6 +196,42 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           const other = yield* createFor(world.alice, `${workerId}-other`)
           expect((yield* claimAs(world.worker, workerId)).answer.claim).toBeNull()
           expect((yield* claimAs(world.worker, `${workerId}-other`)).answer.claim?.run.run_id).toBe(other)
+        }))
+
+      it.effect("a run created with conversation_id continues it: same id, the earlier run's messages as history; its images are attachments", () =>
+        Effect.gen(function*() {
+          const world = yield* seedWorkers
+          const runs = yield* Runs
+          const store = yield* RunStore
+          const workerId = `w-${uid()}`
+          const first = yield* createFor(world.alice, workerId, "first")
+          const { execution } = yield* claimAs(world.worker, workerId)
+          yield* advance(first, RunEvent.Start({ executionId: execution }))
+          const said = (role: "user" | "assistant", text: string) => ({ role, content: [{ type: "text" as const, text }] })
+          yield* store.appendConversation(first, execution, {
+            seq: 1,
+            ops: opsOf([{ id: "s1", messages: [said("user", "first"), said("assistant", "answer one")], steps: [] }])
+          })
+          yield* advance(first, RunEvent.Succeed({ executionId: execution }))
+          const conversationId = (yield* runs.get(world.alice, first)).conversation_id!
+          const png = "iVBORw0KGgoAAAANSUhEUg=="
+          const second = yield* runs.create(
+            world.alice,
+            yield* decodeRequest(RunAgentRequest)({
+              prompt: "second",
+              conversation_id: conversationId,
+              config: { worker_host: workerId },
+              images: [{ mime_type: "image/png", data: png }, { mime_type: "image/png", data: png, name: "screen.png" }]
+            })
+          )
+          expect((yield* runs.get(world.alice, second.run_id)).conversation_id).toBe(conversationId)
+          const claim = (yield* claimAs(world.worker, workerId)).answer.claim
+          expect(claim?.run.run_id).toBe(second.run_id)
+          expect(claim?.history).toEqual([said("user", "first"), said("assistant", "answer one")])
+          expect(claim?.attachments).toEqual([
+            { name: "image-1.png", media_type: "image/png", data_base64: png },
+            { name: "screen.png", media_type: "image/png", data_base64: png }
+          ])
         }))
 
       it.effect("transcript appends with their offset: a retried request appends nothing; the answer is the next offset", () =>

@@ -39,6 +39,8 @@ import { RunState } from "@agent-runs/core/domain/RunState"
 import {
   FollowupInboxFull,
   type FollowupWrite,
+  type LoggedPart,
+  type LogPosition,
   type NewRun,
   type NewTimelineEvent,
   type RunGuard,
@@ -111,6 +113,9 @@ const decodeExecutions = Schema.decodeUnknown(
 )
 const Ops = Schema.parseJson(Schema.Array(ConversationOp))
 const decodeParts = Schema.decodeUnknown(Schema.Array(Schema.Struct({ execution_id: Schema.String, seq: Int, ops: Ops })))
+const decodeLoggedParts = Schema.decodeUnknown(
+  Schema.Array(Schema.Struct({ ordinal: Int, execution_id: Schema.String, seq: Int, ops: Ops }))
+)
 const decodeEvents = Schema.decodeUnknown(Schema.Array(TimelineEvent))
 
 const EventRow = Schema.Struct({
@@ -603,6 +608,21 @@ export const layer = Layer.effect(
       operation("RunStore.conversation")
     )
 
+    const conversationLog = Effect.fn("RunStore.conversationLog")(
+      function* (runId: RunId, after?: LogPosition) {
+        const from = after ?? { ordinal: 0, seq: 0 }
+        const parts: ReadonlyArray<LoggedPart> = yield* read(
+          sql`SELECT c.ordinal AS ordinal, p.execution_id AS execution_id, p.seq AS seq, p.ops AS ops
+            FROM conversation_parts p
+            JOIN conversations c ON c.run_id = p.run_id AND c.execution_id = p.execution_id
+            WHERE p.run_id = ${runId} AND (c.ordinal > ${from.ordinal} OR (c.ordinal = ${from.ordinal} AND p.seq > ${from.seq}))
+            ORDER BY c.ordinal, p.seq`.pipe(Effect.flatMap(decodeLoggedParts))
+        )
+        return parts
+      },
+      operation("RunStore.conversationLog")
+    )
+
     const takeFollowups = Effect.fn("RunStore.takeFollowups")(
       function* (runId: RunId) {
         const rows = yield* sql.withTransaction(
@@ -650,10 +670,11 @@ export const layer = Layer.effect(
 
     const findByConversation = Effect.fn("RunStore.findByConversation")(
       function* (conversationId: ConversationId) {
-        const rows = yield* read(
-          sql`SELECT ${columns} FROM runs WHERE conversation_id = ${conversationId}`.pipe(Effect.flatMap(toStoredRuns))
+        return yield* read(
+          sql`SELECT ${columns} FROM runs WHERE conversation_id = ${conversationId} ORDER BY created_at, run_id`.pipe(
+            Effect.flatMap(toStoredRuns)
+          )
         )
-        return Option.fromNullable(rows[0])
       },
       operation("RunStore.findByConversation")
     )
@@ -678,6 +699,7 @@ export const layer = Layer.effect(
       timeline,
       appendConversation,
       conversation,
+      conversationLog,
       recordFollowup,
       takeFollowups,
       addArtifact,

@@ -1,7 +1,7 @@
 /**
  * Where the service keeps blobs (the `BlobStore` port's keys): a run's raw transcript (one blob
  * over all its executions and debug sessions), and the raw body of a webhook delivery, which the
- * runs it starts get as an attachment.
+ * runs it starts get as an attachment, and the images given with a run's request.
  */
 
 /** The blob key of a run's raw transcript. */
@@ -15,3 +15,9 @@ export const eventPayloadKey = (deliveryId: string): string => `webhook-payloads
 
 /** The name of the attachment that carries a delivery's body. */
 export const EVENT_PAYLOAD_NAME = "event-payload.json"
+
+/**
+ * The images given with a run's request (`images`): one JSON blob, an array of `{name, mime_type,
+ * data}` (base64), written before the run is; each is an attachment of every execution of the run.
+ */
+export const runImagesKey = (runId: string): string => `run-images/${runId}.json`

@@ -7,7 +7,7 @@
  * `agent_skill`, `environment_id`, `schedule`, `parent_run_id`, `status_message`). Inside the
  * agent configuration and the status message, unset keys are omitted.
  */
-import { Schema } from "effect"
+import { Either, Encoding, Schema } from "effect"
 import type { FastCheck } from "effect"
 import { SkillSpec } from "./Agent.js"
 import { Artifact } from "./Artifact.js"
@@ -213,24 +213,86 @@ export const RunMetadata = Metadata.pipe(
   })
 ).annotations({ identifier: "RunMetadata" })
 
-/** Image media types accepted as run inputs. */
+/** Image media types accepted as run inputs (the SDK's `mime_type`). */
 export const ImageMediaType = Schema.Literal("image/png", "image/jpeg", "image/gif", "image/webp")
 export type ImageMediaType = typeof ImageMediaType.Type
 
 /** The maximum number of images on a run request. */
 export const MAX_IMAGES = 5
 
-/** An image given with the prompt: base64 `data`; `name` defaults to `image-<n>.<ext>`. */
+/** The maximum size of one image, decoded (the request body limit applies to the base64 text first). */
+export const MAX_IMAGE_BYTES = 4 * 1024 * 1024
+
+/** The file extension of each image type (attachments are named `image-<n>.<ext>`). */
+export const IMAGE_EXTENSIONS: Record<ImageMediaType, string> = {
+  "image/png": "png",
+  "image/jpeg": "jpg",
+  "image/gif": "gif",
+  "image/webp": "webp"
+}
+
+/** Whether `bytes` start as an image of `type` does (its signature). */
+const hasSignatureOf = (type: ImageMediaType, bytes: Uint8Array): boolean => {
+  const starts = (offset: number, sig: ReadonlyArray<number>) => sig.every((b, i) => bytes[offset + i] === b)
+  switch (type) {
+    case "image/png":
+      return starts(0, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
+    case "image/jpeg":
+      return starts(0, [0xff, 0xd8, 0xff])
+    case "image/gif":
+      return starts(0, [0x47, 0x49, 0x46, 0x38])
+    case "image/webp":
+      return starts(0, [0x52, 0x49, 0x46, 0x46]) && starts(8, [0x57, 0x45, 0x42, 0x50])
+  }
+}
+
+/** The bytes of base64 text (standard alphabet, padded), or undefined when it is not base64. */
+export const decodeImageData = (s: string): Uint8Array | undefined => {
+  if (s.length === 0 || s.length % 4 !== 0 || !/^[A-Za-z0-9+/]+={0,2}$/.test(s)) return undefined
+  return Either.getOrUndefined(Encoding.decodeBase64(s))
+}
+
+const imageProblem = (image: { readonly mime_type: ImageMediaType; readonly data: string }): string | undefined => {
+  const bytes = decodeImageData(image.data)
+  if (bytes === undefined) return "data: must be base64 (standard alphabet, padded)"
+  if (bytes.byteLength > MAX_IMAGE_BYTES) {
+    return `data: the image is ${bytes.byteLength} bytes; at most ${MAX_IMAGE_BYTES} bytes (4 MiB) are allowed`
+  }
+  if (!hasSignatureOf(image.mime_type, bytes)) return `data: is not a ${image.mime_type} image (mime_type must match the data)`
+  return undefined
+}
+
+/**
+ * An image given with the prompt, as the SDK sends it: base64 `data` and its `mime_type` (PNG,
+ * JPEG, GIF or WebP, checked against the data's signature), at most 4 MiB decoded; `name` defaults
+ * to `image-<n>.<ext>`. The agent finds it as an attachment.
+ */
 export const ImageInput = Schema.Struct({
-  name: optionalInput(NonBlankString),
-  media_type: ImageMediaType,
-  data: Schema.String.pipe(
-    Schema.filter((s) => (s.length > 0 && /^[A-Za-z0-9+/]+={0,2}$/.test(s) && s.length % 4 === 0) || "must be base64", {
-      description: "base64-encoded bytes"
-    })
-  )
-}).annotations({ identifier: "ImageInput" })
+  name: optionalInput(
+    NonBlankString.pipe(
+      Schema.filter((s) => /^[A-Za-z0-9._-]{1,100}$/.test(s) && !s.startsWith(".") || "must be a file name: 1–100 letters, digits, '.', '_' or '-', not starting with '.'")
+    )
+  ),
+  mime_type: ImageMediaType,
+  data: Schema.String
+}).pipe(
+  Schema.filter((image) => {
+    const problem = imageProblem(image)
+    return problem === undefined ? true : { path: ["data"], message: problem.replace(/^data: /, "") }
+  })
+).annotations({ identifier: "ImageInput" })
 export type ImageInput = typeof ImageInput.Type
+
+/** The images of a run as kept in its blob (`runImagesKey`). */
+const KeptImages = Schema.parseJson(Schema.Array(Schema.Struct({ name: Schema.String, mime_type: ImageMediaType, data: Schema.String })))
+
+/** The images kept for a run (none when the blob is unreadable). */
+export const decodeKeptImages = (text: string): ReadonlyArray<typeof KeptImages.Type[number]> =>
+  Either.getOrElse(Schema.decodeUnknownEither(KeptImages)(text), () => [])
+
+/** The attachment name of image `index` (from 0) of a request. */
+export const imageName = (image: ImageInput, index: number): string =>
+  image.name ?? `image-${index + 1}.${IMAGE_EXTENSIONS[image.mime_type]}`
 
 /**
  * RunAgentRequest (`POST /agent/runs`). `skill` is an alias of `config.skill_spec` and wins when
@@ -246,7 +308,10 @@ export class RunAgentRequest extends Schema.Class<RunAgentRequest>("RunAgentRequ
   conversation_id: optionalInput(ConversationId),
   parent_run_id: optionalInput(RunId),
   images: optionalInput(
-    Schema.Array(ImageInput).pipe(Schema.maxItems(MAX_IMAGES, { message: () => `at most ${MAX_IMAGES} images` }))
+    Schema.Array(ImageInput).pipe(
+      Schema.maxItems(MAX_IMAGES, { message: () => `at most ${MAX_IMAGES} images` }),
+      Schema.filter((images) => new Set(images.map(imageName)).size === images.length || "image names must differ")
+    )
   )
 }) {
   /** The skill the run should use: `skill`, else `config.skill_spec`. */

@@ -15,7 +15,8 @@
 import { Chunk, Clock, DateTime, Effect, Either, Option, Stream } from "effect"
 import type { Artifact } from "../domain/Artifact.js"
 import type { ConversationPart } from "../domain/ConversationLog.js"
-import { EVENT_PAYLOAD_NAME, eventPayloadKey, transcriptKey } from "../domain/BlobKeys.js"
+import { EVENT_PAYLOAD_NAME, eventPayloadKey, runImagesKey, transcriptKey } from "../domain/BlobKeys.js"
+import type { ConversationStep } from "../domain/Conversation.js"
 import { historyOf } from "../domain/Harness.js"
 import { Ids } from "../domain/Ids.js"
 import type { ExecutionId, RunId, TeamUid } from "../domain/Ids.js"
@@ -28,7 +29,7 @@ import type { StoredRun } from "../ports/RunStore.js"
 import { RunTokens } from "../ports/RunTokens.js"
 import type { StorageError } from "../ports/Storage.js"
 import { WorkerStore } from "../ports/WorkerStore.js"
-import { RunItem } from "../domain/Run.js"
+import { decodeImageData, decodeKeptImages, RunItem } from "../domain/Run.js"
 import { isTerminal } from "../domain/RunState.js"
 import { RunEvent, transition } from "../domain/RunStateMachine.js"
 import { applyTransition, currentExecution, eventsAt, guardOf, holds, noteAbsentWorker, runSnapshot } from "../domain/RunRecords.js"
@@ -142,7 +143,25 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
             attachments.push({ name: EVENT_PAYLOAD_NAME, media_type: "application/json", bytes })
           }
         }
-        const history = item.execution_count > 1 ? historyOf(yield* store.conversation(runId)) : []
+        const images = yield* blobs.read(runImagesKey(runId))
+        if (Option.isSome(images)) {
+          const text = new TextDecoder().decode(concatBytes(Chunk.toReadonlyArray(yield* Stream.runCollect(images.value))))
+          for (const image of decodeKeptImages(text)) {
+            const bytes = decodeImageData(image.data)
+            if (bytes !== undefined) attachments.push({ name: image.name, media_type: image.mime_type, bytes })
+          }
+        }
+        // The conversation so far: the earlier runs of its conversation (a run created with
+        // `conversation_id`), then this run's earlier executions.
+        const earlier: Array<ConversationStep> = []
+        if (item.conversation_id !== null) {
+          for (const r of yield* store.findByConversation(item.conversation_id)) {
+            if (r.item.run_id === runId) break
+            earlier.push(...(yield* store.conversation(r.item.run_id)))
+          }
+        }
+        if (item.execution_count > 1) earlier.push(...(yield* store.conversation(runId)))
+        const history = historyOf(earlier)
         return {
           run: item,
           team_uid: run.team_uid,

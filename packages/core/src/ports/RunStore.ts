@@ -95,6 +95,17 @@ export interface FollowupWrite {
   readonly maxPending?: number
 }
 
+/** A place in a run's conversation log: an execution's `ordinal` (its order in the run) and a part's `seq`. */
+export interface LogPosition {
+  readonly ordinal: number
+  readonly seq: number
+}
+
+/** A part of a run's conversation log, with its execution and that execution's place in the run. */
+export interface LoggedPart extends ConversationPart, LogPosition {
+  readonly execution_id: string
+}
+
 /** The run's follow-up inbox already holds `FollowupWrite.maxPending` messages its agent has not received. */
 export class FollowupInboxFull extends Data.TaggedError("FollowupInboxFull")<{
   readonly pending: number
@@ -166,6 +177,12 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
    */
   readonly conversation: (runId: RunId) => Effect.Effect<ReadonlyArray<ConversationStep>, StorageError>
   /**
+   * A run's conversation log as stored, for following it as it grows (the event stream): the parts
+   * after `after` (none: from the start), executions in order (`ordinal` 1 for the first to store
+   * a part), each execution's parts by `seq`.
+   */
+  readonly conversationLog: (runId: RunId, after?: LogPosition) => Effect.Effect<ReadonlyArray<LoggedPart>, StorageError>
+  /**
    * Records a follow-up in one transaction if the run still matches `guard` (state, and lease
    * holder when given), else StaleWrite and nothing written: the run change, its events and the
    * inbox entry together, so an executor claiming the run sees the message with the new state.
@@ -185,8 +202,11 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
    * several did); with a viewer, among the runs the viewer may see only.
    */
   readonly findByExternalReference: (url: string, viewer?: Viewer) => Effect.Effect<Option.Option<StoredRun>, StorageError>
-  /** The run whose conversation this is. */
-  readonly findByConversation: (conversationId: ConversationId) => Effect.Effect<Option.Option<StoredRun>, StorageError>
+  /**
+   * The runs of a conversation, oldest first (by creation, then run id): the run that started it
+   * and each run created later to continue it (`conversation_id` on create).
+   */
+  readonly findByConversation: (conversationId: ConversationId) => Effect.Effect<ReadonlyArray<StoredRun>, StorageError>
   /** A signal each time a run may have become claimable (the dispatcher also polls). */
   readonly wakeups: Stream.Stream<void, StorageError>
 }>() {}

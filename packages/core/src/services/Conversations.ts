@@ -5,8 +5,10 @@
  * Decisions:
  * - A run's conversation is saved per execution and shown as one, in execution order; a run with
  *   no saved conversation (it never started) is a 404 `conversation` on both conversation
- *   endpoints. A conversation belongs to exactly one run (follow-ups continue the same run and
- *   conversation), so `run_ids` lists that run once.
+ *   endpoints. Follow-ups continue the same run and conversation; a run created with
+ *   `conversation_id` continues that conversation in a run of its own. A conversation by id is
+ *   the runs of it the caller can see, oldest first (`run_ids`), their steps one after the
+ *   other; by run, the run's own steps. Its transcript is the newest such run's that has one.
  * - The raw transcript of a run is one blob per run, `transcripts/<run_id>.jsonl`, to which every
  *   execution appends what its agent printed; `transcriptKey` is where executors write and the
  *   download route reads. No blob yet: 404 `transcript`. Every conversation format this service
@@ -24,7 +26,7 @@ import { Effect, Option } from "effect"
 import type { Viewer } from "../domain/Access.js"
 import { canSee } from "../domain/Access.js"
 import { MAX_EXTERNAL_REFERENCE_URL_LENGTH } from "../domain/Artifact.js"
-import { ConversationResponse } from "../domain/Conversation.js"
+import { ConversationResponse, type ConversationStep } from "../domain/Conversation.js"
 import { InvalidRequest, ResourceNotFound } from "../domain/Errors.js"
 import type { ConversationId, RunId } from "../domain/Ids.js"
 import { transcriptKey } from "../domain/BlobKeys.js"
@@ -57,23 +59,31 @@ export class Conversations extends Effect.Service<Conversations>()("@agent-runs/
 
     const runById = (viewer: Viewer, runId: string) => requireVisibleRun(store, viewer, runId)
 
-    const runByConversation = (viewer: Viewer, conversationId: ConversationId) =>
+    /** The runs of a conversation the viewer can see, oldest first (404 `conversation` when none). */
+    const runsByConversation = (viewer: Viewer, conversationId: ConversationId) =>
       Effect.gen(function*() {
-        const run = visible(viewer, yield* store.findByConversation(conversationId))
-        if (Option.isNone(run)) return yield* ResourceNotFound.of("conversation", conversationId)
-        return run.value
+        const runs = (yield* store.findByConversation(conversationId)).filter((r) => canSee(viewer, runOwnership(r)))
+        if (runs.length === 0) return yield* ResourceNotFound.of("conversation", conversationId)
+        return runs
       })
 
-    const conversationOf = (run: StoredRun) =>
+    /** The conversation of `runs` (one conversation, oldest run first): their steps one after the other. */
+    const conversationOf = (runs: ReadonlyArray<StoredRun>) =>
       Effect.gen(function*() {
-        const steps = yield* store.conversation(run.item.run_id)
-        const conversationId = run.item.conversation_id
-        if (conversationId === null || (!run.has_conversation && steps.length === 0)) {
+        const conversationId = runs[0]?.item.conversation_id ?? null
+        const steps: Array<ConversationStep> = []
+        let saved = false
+        for (const run of runs) {
+          const own = yield* store.conversation(run.item.run_id)
+          saved ||= run.has_conversation || own.length > 0
+          steps.push(...own)
+        }
+        if (conversationId === null || !saved) {
           return yield* ResourceNotFound.of("conversation", conversationId ?? undefined)
         }
         return new ConversationResponse({
           conversation_id: conversationId,
-          run_ids: [run.item.run_id],
+          run_ids: runs.map((r) => r.item.run_id),
           steps
         })
       })
@@ -81,7 +91,7 @@ export class Conversations extends Effect.Service<Conversations>()("@agent-runs/
     /** The conversation of a run the viewer can see. */
     const ofRun = Effect.fn("Conversations.ofRun")(
       function*(viewer: Viewer, runId: string) {
-        return yield* conversationOf(yield* runById(viewer, runId))
+        return yield* conversationOf([yield* runById(viewer, runId)])
       },
       storageUnavailable
     )
@@ -89,7 +99,7 @@ export class Conversations extends Effect.Service<Conversations>()("@agent-runs/
     /** A conversation by its id, across every execution of its run. */
     const get = Effect.fn("Conversations.get")(
       function*(viewer: Viewer, conversationId: ConversationId) {
-        return yield* conversationOf(yield* runByConversation(viewer, conversationId))
+        return yield* conversationOf(yield* runsByConversation(viewer, conversationId))
       },
       storageUnavailable
     )
@@ -97,11 +107,14 @@ export class Conversations extends Effect.Service<Conversations>()("@agent-runs/
     /** Where the raw transcript of a run the viewer can see is, when it exists (404 otherwise). */
     const transcript = Effect.fn("Conversations.transcript")(
       function*(viewer: Viewer, of: TranscriptOf) {
-        const run = "runId" in of ? yield* runById(viewer, of.runId) : yield* runByConversation(viewer, of.conversationId)
-        const key = transcriptKey(run.item.run_id)
-        const blob = yield* blobs.read(key)
-        if (Option.isNone(blob)) return yield* ResourceNotFound.of("transcript", run.item.run_id)
-        return { run_id: run.item.run_id, key } satisfies TranscriptLocation
+        const runs = "runId" in of
+          ? [yield* runById(viewer, of.runId)]
+          : yield* runsByConversation(viewer, of.conversationId)
+        for (const run of [...runs].reverse()) {
+          const key = transcriptKey(run.item.run_id)
+          if (Option.isSome(yield* blobs.read(key))) return { run_id: run.item.run_id, key } satisfies TranscriptLocation
+        }
+        return yield* ResourceNotFound.of("transcript", runs[runs.length - 1]!.item.run_id)
       },
       storageUnavailable
     )

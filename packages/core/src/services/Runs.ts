@@ -14,8 +14,14 @@
  * - A run uses its own team's repositories: an environment naming one the team does not have (a
  *   guest's environment of another team, or a repository removed since) is a 400 naming
  *   `config.environment_id` (Repositories.ts).
- * - `conversation_id` (start from a saved conversation) and `images` are refused with 422
- *   `operation_not_supported` until the ports can look conversations up and store images.
+ * - `conversation_id` starts the run from a saved conversation: the new run carries that
+ *   conversation id and its agent gets the conversation so far as its history (RunExecutions'
+ *   claim). The caller must see every run of the conversation and one of them must have saved
+ *   it; otherwise 403 naming `conversation_id` (unknown and hidden alike, as for environments).
+ *   An id that is not a UUIDv7 is a 400 naming it.
+ * - `images` (checked by the request's schema: type, base64, size, signature) are kept in one
+ *   blob (`runImagesKey`) written before the run; every execution of the run gets them as
+ *   attachments. A service composed without a BlobStore refuses them (422).
  * - The title defaults to the prompt's first non-blank line, trimmed, cut to 100 characters
  *   (99 and "…"). A blank `title` counts as absent.
  * - Runs created here execute `REMOTE`; the source is the caller's (API by default). The executor
@@ -58,8 +64,8 @@
  *   before the item that would take its JSON over `listBytes` (at least one item), `next_cursor`
  *   continuing after the last item sent.
  */
-import { Clock, DateTime, Effect, Either, Option, Stream } from "effect"
-import { actAsProblem, canChange, canCreate, lesserRole, scopeFor } from "../domain/Access.js"
+import { Clock, DateTime, Effect, Either, Option } from "effect"
+import { actAsProblem, canChange, canCreate, canSee, lesserRole, scopeFor } from "../domain/Access.js"
 import type { Viewer } from "../domain/Access.js"
 import type { PrincipalRef } from "../domain/Common.js"
 import { MAX_ARTIFACTS_PER_RUN, stampArtifact } from "../domain/Artifact.js"
@@ -76,7 +82,9 @@ import {
 } from "../domain/Errors.js"
 import { PayloadTooLarge } from "../domain/Errors.js"
 import { Ids } from "../domain/Ids.js"
-import type { EnvironmentUid, PrincipalUid , RunId } from "../domain/Ids.js"
+import type { ConversationId, EnvironmentUid, PrincipalUid, RunId } from "../domain/Ids.js"
+import { runImagesKey } from "../domain/BlobKeys.js"
+import { BlobStore } from "../ports/BlobStore.js"
 import type { Principal, Team } from "../domain/Identity.js"
 import { usableBy } from "./Environments.js"
 import { EnvironmentStore } from "../ports/EnvironmentStore.js"
@@ -93,8 +101,8 @@ import type { RunCredential } from "../ports/RunTokens.js"
 import type { NewRun, StoredRun } from "../ports/RunStore.js"
 import type { StoredEnvironment } from "../ports/EnvironmentStore.js"
 import type { ExactlyOnceKey } from "../ports/Storage.js"
-import { ListRunsResponse, RunAgentResponse, RunItem } from "../domain/Run.js"
-import type { AgentConfig, RunAgentRequest, RunScheduleRef } from "../domain/Run.js"
+import { imageName, ListRunsResponse, RunAgentResponse, RunItem } from "../domain/Run.js"
+import type { AgentConfig, ImageInput, RunAgentRequest, RunScheduleRef } from "../domain/Run.js"
 import { checkPromptSizes, checkSize, fittingCount, Quotas, utf8Bytes } from "../domain/Quotas.js"
 import { makeLimiter } from "../domain/RateLimit.js"
 import { encodeCursor, parseRunListQuery, requireRunListFeatures } from "../domain/RunQuery.js"
@@ -126,9 +134,6 @@ import {
 import { logCreated, logTransition } from "../domain/RunLog.js"
 import { Skills } from "./Skills.js"
 import { RunTimeline } from "../domain/Timeline.js"
-
-/** How often `follow` looks for new timeline events between store wake-ups. */
-export const FOLLOW_POLL = "500 millis"
 
 /** The longest default title, in characters (code points). */
 export const MAX_DEFAULT_TITLE_LENGTH = 100
@@ -169,6 +174,7 @@ export const runItemBytes = (item: RunItem): number => utf8Bytes(JSON.stringify(
 interface PreparedRun {
   readonly write: NewRun
   readonly environment: StoredEnvironment | undefined
+  readonly images: ReadonlyArray<ImageInput>
   readonly response: RunAgentResponse
 }
 
@@ -187,6 +193,8 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
     // not connected says so in its `run_queued` event.
     const workers = yield* Effect.serviceOption(WorkerStore)
     const quotas = yield* Quotas
+    // Where a run's images are kept (`images`); a service without one refuses them.
+    const blobs = yield* Effect.serviceOption(BlobStore)
     // Runs created per team in the last minute (this process's).
     const creations = makeLimiter({ max: quotas.runsPerMinute, windowMs: 60_000 })
     let prunedAt = 0
@@ -256,6 +264,20 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         return parent.value
       })
 
+    /** A conversation to continue: every run of it visible to the viewer, one with a saved conversation. */
+    const requireConversation = (viewer: Viewer, conversationId: ConversationId) =>
+      Effect.gen(function* () {
+        const runs = yield* store.findByConversation(conversationId)
+        const usable = runs.length > 0 && runs.every((r) => canSee(viewer, runOwnership(r))) &&
+          runs.some((r) => r.has_conversation)
+        if (!usable) {
+          return yield* new NotAuthorized({
+            message: `conversation_id: no saved conversation ${conversationId} that you can see; ` +
+              "send the conversation_id of a run of yours that has started"
+          })
+        }
+      })
+
     const principalOf = (uid: PrincipalUid, field: string) =>
       Effect.flatMap(
         identities.getPrincipal(uid),
@@ -275,13 +297,9 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         if (!canCreate(viewer)) return yield* new NotAuthorized({ message: "viewers cannot create runs" })
         yield* checkPromptSizes(quotas, request.prompt, request.config, "config")
         yield* checkSize("title", request.title, quotas.titleBytes)
-        if (request.conversation_id !== undefined) {
-          return yield* new OperationNotSupported({
-            message: "conversation_id: starting a run from a saved conversation is not supported yet"
-          })
-        }
-        if (request.images !== undefined && request.images.length > 0) {
-          return yield* new OperationNotSupported({ message: "images: image inputs are not supported yet" })
+        if (request.conversation_id !== undefined) yield* requireConversation(viewer, request.conversation_id)
+        if (request.images !== undefined && request.images.length > 0 && Option.isNone(blobs)) {
+          return yield* new OperationNotSupported({ message: "images: this service keeps no files (no blob store)" })
         }
         const team = yield* teamOf(viewer)
         const creator = principalRef(yield* principalOf(viewer.principal_uid, "creator"))
@@ -349,7 +367,7 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
 
         const now = yield* Clock.currentTimeMillis
         const runId = yield* ids.runId
-        const conversationId = yield* ids.conversationId
+        const conversationId = request.conversation_id ?? (yield* ids.conversationId)
         const executionId = yield* ids.executionId
         const source = options.source
         const snapshot = newRunSnapshot({
@@ -411,6 +429,7 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         const prepared: PreparedRun = {
           write: { run, events },
           environment,
+          images: request.images ?? [],
           response: new RunAgentResponse({ run_id: runId, task_id: runId, state: run.item.state, at_capacity: atCapacity })
         }
         return prepared
@@ -419,6 +438,12 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
     /** Writes prepared runs in one transaction (with `key`), then notes each environment's newest run. */
     const commit = (prepared: ReadonlyArray<PreparedRun>, key?: ExactlyOnceKey) =>
       Effect.gen(function* () {
+        // Images first: a run is claimable as soon as it is written.
+        for (const p of prepared) {
+          if (p.images.length === 0 || Option.isNone(blobs)) continue
+          const kept = p.images.map((image, i) => ({ name: imageName(image, i), mime_type: image.mime_type, data: image.data }))
+          yield* blobs.value.put(runImagesKey(p.write.run.item.run_id), new TextEncoder().encode(JSON.stringify(kept)))
+        }
         yield* store.create(prepared.map((p) => p.write), key)
         for (const p of prepared) yield* logCreated(p.write.run)
         for (const { environment, write: { run } } of prepared) {
@@ -616,35 +641,6 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
     )
 
     /**
-     * The timeline events of a run the viewer can see after sequence `after`, as they are
-     * recorded: the events already there first, then new ones, polled every `FOLLOW_POLL` and at
-     * each store wake-up. The stream stays open (an ended run can be continued by a follow-up);
-     * the caller ends it.
-     */
-    const follow = Effect.fn("Runs.follow")(
-      function* (viewer: Viewer, runId: string, after: number) {
-        const run = yield* requireVisibleRun(viewer, runId)
-        const id = run.item.run_id
-        let cursor = after
-        const ticks = Stream.merge(
-          Stream.concat(Stream.succeed(undefined), Stream.tick(FOLLOW_POLL)),
-          Stream.catchAll(store.wakeups, () => Stream.empty)
-        )
-        return ticks.pipe(
-          Stream.mapEffect(() =>
-            Effect.map(store.timeline(id, cursor), (events) => {
-              const last = events[events.length - 1]
-              if (last !== undefined) cursor = last.sequence
-              return events
-            }), { concurrency: 1 }),
-          Stream.flattenIterables,
-          Stream.catchTag("StorageError", (error) => Stream.fromEffect(storageUnavailable(Effect.fail(error))))
-        )
-      },
-      storageUnavailable
-    )
-
-    /**
      * Records an artifact an agent reports with its run token: only while the token's execution
      * holds the run (CLAIMED or INPROGRESS under its lease); otherwise the token is no longer
      * valid (401). Answers the artifact stamped with the time.
@@ -692,6 +688,6 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
       storageUnavailable
     )
 
-    return { create, createOnce, createForEvent, get, list, cancel, timeline, follow, reportArtifact, actingViewer } as const
+    return { create, createOnce, createForEvent, get, list, cancel, timeline, reportArtifact, actingViewer } as const
   })
 }) {}

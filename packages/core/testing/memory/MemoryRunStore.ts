@@ -28,6 +28,8 @@ import type { TimelineEvent } from "../../src/domain/Timeline.js"
 import {
   FollowupInboxFull,
   type FollowupWrite,
+  type LoggedPart,
+  type LogPosition,
   type NewRun,
   type NewTimelineEvent,
   type RunGuard,
@@ -344,6 +346,16 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
   const conversation = (runId: RunId) =>
     Effect.sync(() => (record(runId)?.conversations ?? []).flatMap((c) => foldParts([...c.parts.values()])))
 
+  const conversationLog = (runId: RunId, after?: LogPosition) =>
+    Effect.sync((): ReadonlyArray<LoggedPart> =>
+      (record(runId)?.conversations ?? []).flatMap((c, i) =>
+        [...c.parts.values()]
+          .sort((a, b) => a.seq - b.seq)
+          .map((p) => ({ ordinal: i + 1, execution_id: c.execution_id, seq: p.seq, ops: p.ops }))
+          .filter((p) => after === undefined || p.ordinal > after.ordinal || (p.ordinal === after.ordinal && p.seq > after.seq))
+      )
+    )
+
   const addArtifact = (runId: RunId, artifact: Artifact) =>
     Effect.suspend((): Effect.Effect<void, StorageError> => {
       const target = record(runId)
@@ -375,10 +387,15 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
     })
 
   const findByConversation = (conversationId: ConversationId) =>
-    Effect.sync(() => {
-      for (const { run } of state.runs.values()) if (run.item.conversation_id === conversationId) return Option.some(run)
-      return Option.none<StoredRun>()
-    })
+    Effect.sync(() =>
+      [...state.runs.values()]
+        .map(({ run }) => run)
+        .filter((run) => run.item.conversation_id === conversationId)
+        .sort((a, b) =>
+          DateTime.toEpochMillis(a.item.created_at) - DateTime.toEpochMillis(b.item.created_at) ||
+          (a.item.run_id < b.item.run_id ? -1 : a.item.run_id > b.item.run_id ? 1 : 0)
+        )
+    )
 
   return RunStore.of({
     create,
@@ -396,6 +413,7 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
     timeline,
     appendConversation,
     conversation,
+    conversationLog,
     recordFollowup,
     takeFollowups,
     addArtifact,
