@@ -46,13 +46,24 @@ describe("@agent-runs/client against the bundled server", () => {
     const created = await client.runs.create({ prompt: "Fix the parser\nIt breaks on empty input", title: "Parser" })
     expect(created).toMatchObject({ task_id: created.run_id, at_capacity: false })
 
+    // The stream ends by itself when the run has ended.
     const events: Array<RunEvent> = []
-    for await (const event of client.runs.events(created.run_id, { untilEnded: true })) events.push(event)
-    const types = events.map((e) => e.data.event_type)
+    for await (const event of client.runs.events(created.run_id)) events.push(event)
+    const timelineOf = (all: ReadonlyArray<RunEvent>) => all.flatMap((e) => (e.event === "timeline" ? [e.data] : []))
+    const conversationOf = (all: ReadonlyArray<RunEvent>) => all.flatMap((e) => (e.event === "conversation" ? [e.data] : []))
+    const types = timelineOf(events).map((e) => e.event_type)
     expect(types[0]).toBe("run_created")
     expect(types).toContain("run_in_progress")
     expect(types.at(-1)).toBe("run_succeeded")
-    expect(events.map((e) => e.id)).toEqual(events.map((e) => String(e.data.sequence)))
+    // The conversation as it grew: the user's prompt, the agent's answer.
+    const said = conversationOf(events).flatMap((e) => (e.op === "message" && e.block.type === "text" ? [`${e.role}: ${e.block.text}`] : []))
+    expect(said).toEqual(["user: Fix the parser\nIt breaks on empty input", "assistant: Done: Fix the parser"])
+    // Ids are `T-C` and only grow.
+    const positions = events.map((e) => e.id.split("-").map(Number) as [number, number])
+    for (const [i, [t, c]] of positions.entries()) {
+      const [pt, pc] = i === 0 ? [0, 0] : positions[i - 1]!
+      expect(t - pt + c - pc, `${events[i]!.id} after ${pt}-${pc}`).toBe(1)
+    }
 
     const run = await client.runs.get(created.run_id)
     expect(run).toMatchObject({ run_id: created.run_id, title: "Parser", state: "SUCCEEDED", execution_count: 1 })
@@ -61,12 +72,13 @@ describe("@agent-runs/client against the bundled server", () => {
     const timeline = await client.runs.timeline(created.run_id)
     expect(timeline.events.map((e) => e.event_type)).toEqual(types)
 
-    // Resuming after the third event answers the rest.
-    const resumed: Array<string> = []
-    for await (const event of client.runs.events(created.run_id, { lastEventId: events[2]!.id, untilEnded: true })) {
-      resumed.push(event.data.event_type)
+    // Resuming after any event answers exactly the rest: nothing twice, nothing lost.
+    for (const at of [2, events.length - 2]) {
+      const resumed: Array<RunEvent> = []
+      for await (const event of client.runs.events(created.run_id, { lastEventId: events[at]!.id })) resumed.push(event)
+      expect(timelineOf(resumed)).toEqual(timelineOf(events.slice(at + 1)))
+      expect(conversationOf(resumed)).toEqual(conversationOf(events.slice(at + 1)))
     }
-    expect(resumed).toEqual(types.slice(3))
 
     const conversation = await client.runs.conversation(created.run_id)
     expect(conversation.run_ids).toEqual([created.run_id])
@@ -117,7 +129,7 @@ describe("@agent-runs/client against the bundled server", () => {
   it("cancels a running run; its events end with run_cancelled", async () => {
     const created = await client.runs.create({ prompt: "@sleep 60000" })
     for await (const event of client.runs.events(created.run_id)) {
-      if (event.data.event_type === "run_in_progress") break
+      if (event.event === "timeline" && event.data.event_type === "run_in_progress") break
     }
     let cancelled: string | undefined
     for (let attempt = 0; cancelled === undefined; attempt++) {
@@ -131,7 +143,7 @@ describe("@agent-runs/client against the bundled server", () => {
     }
     expect(cancelled).toBe(created.run_id)
     const types: Array<string> = []
-    for await (const event of client.runs.events(created.run_id, { untilEnded: true })) types.push(event.data.event_type)
+    for await (const event of client.runs.events(created.run_id)) if (event.event === "timeline") types.push(event.data.event_type)
     expect(types.at(-1)).toBe("run_cancelled")
     expect((await client.runs.get(created.run_id)).state).toBe("CANCELLED")
   })

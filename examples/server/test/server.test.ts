@@ -319,7 +319,7 @@ describe.each(["sqlite", "postgres"] as const)("bundled server (%s)", (kind) => 
     expect((await fetch(later)).status).toBe(403)
   })
 
-  it("streams a run's timeline as Server-Sent Events and resumes after Last-Event-ID", async () => {
+  it("streams a run's timeline as Server-Sent Events, resumes after Last-Event-ID, and ends with the run", async () => {
     const team = await makeTeam(server(), "Events")
     const created = await call(server(), "POST", "/api/v1/agent/runs", { token: team.tokens.member, body: { prompt: "x" } })
     const runId: string = created.body.run_id
@@ -329,7 +329,7 @@ describe.each(["sqlite", "postgres"] as const)("bundled server (%s)", (kind) => 
     expect(response.status).toBe(200)
     expect(response.headers.get("content-type")).toContain("text/event-stream")
     const events = await readUntil(response, first, (text) => text.includes("run_queued"))
-    expect(events).toContain("id: 1\nevent: timeline\n")
+    expect(events).toContain("id: 1-0\nevent: timeline\n")
     expect(events).toContain('"event_type":"run_created"')
     // A cancel recorded while a client listens arrives on its stream.
     const second = new AbortController()
@@ -338,11 +338,13 @@ describe.each(["sqlite", "postgres"] as const)("bundled server (%s)", (kind) => 
       signal: second.signal
     })
     const cancel = call(server(), "POST", `/api/v1/agent/runs/${runId}/cancel`, { token: team.tokens.member })
-    const resumed = await readUntil(live, second, (text) => text.includes("run_cancelled"))
+    const resumed = await readUntil(live, second, (text) => text.includes("event: end"))
     await cancel
     expect(resumed).not.toContain("run_created")
-    expect(resumed).toContain("id: 4\nevent: timeline\n")
+    expect(resumed).toMatch(/id: 4-\d+\nevent: timeline\n/)
     expect(resumed).toContain('"event_type":"run_cancelled"')
+    // The run's end ends the stream: `end` last, then the connection closes.
+    expect(resumed.trimEnd().split("\n\n").at(-1)).toBe(`event: end\ndata: {"run_id":"${runId}","state":"CANCELLED"}`)
     const hidden = await call(server(), "GET", `/api/v1/agent/runs/${runId}/events`, {
       token: (await makeTeam(server(), "Other")).tokens.admin
     })

@@ -8,7 +8,8 @@
  *   `metadata[<key>]` deepObject ones included), following `page_info.next_cursor`;
  * - `streamWebhookDeliveries`: a webhook's delivery log, page after page;
  * - `followRun`: a run's live events (`GET /api/v1/agent/runs/{runId}/events`, Server-Sent
- *   Events) as a stream of decoded timeline events, resumed with `Last-Event-ID` after a drop;
+ *   Events) as a stream of decoded timeline and conversation events, resumed with
+ *   `Last-Event-ID` after a drop, ending with the run (the server's `end` event);
  * - `runTranscriptUrl` / `conversationTranscriptUrl`: the signed download URL a transcript
  *   endpoint redirects to (302), without following it.
  *
@@ -26,7 +27,7 @@ import {
   HttpClientRequest,
   type HttpClientResponse
 } from "@effect/platform"
-import { type Errors, Ids, type Run, type RunQuery, type RunState, Timeline, type Webhook } from "@agent-runs/core"
+import { type Errors, Ids, type Run, type RunQuery, type RunState, RunStream, Timeline, type Webhook } from "@agent-runs/core"
 import { Api, Problems } from "@agent-runs/http"
 import { Context, Duration, Effect, Layer, Option, type ParseResult, Schema, Stream } from "effect"
 import * as Sse from "./Sse.js"
@@ -131,31 +132,37 @@ export const runListParams = (query: RunListQuery): {
 
 /** The options of `followRun`. */
 export interface FollowRunOptions {
-  /** Resume after this event id (an event's `id`, its timeline `sequence`): sent as `Last-Event-ID`. */
+  /**
+   * Resume after this event id (an event's `id`, `T-C`; a bare timeline `sequence` resumes the
+   * timeline after it with the whole conversation): sent as `Last-Event-ID`.
+   */
   readonly lastEventId?: string | undefined
   /**
-   * End the stream after the run's terminal event (run_succeeded, run_failed, run_blocked,
-   * run_errored, run_cancelled). Otherwise it stays open, as the server's does (a follow-up may
-   * continue an ended run), until the consumer stops.
+   * The stream always ends when the run has ended: after its last events, at the server's `end`
+   * event (a follow-up that continues the run later needs a new stream). With `untilEnded` it
+   * ends at the run's terminal timeline event already (run_succeeded, run_failed, run_blocked,
+   * run_errored, run_cancelled), before conversation events sent after it.
    */
   readonly untilEnded?: boolean | undefined
   /**
    * Reconnect (with `Last-Event-ID`) when the connection drops or the server closes the stream
-   * (true). At most `maxRetries` reconnections in a row without an event in between; then the
-   * stream fails with the last error. Without, a drop fails the stream and a close ends it.
+   * before the run's end (true). At most `maxRetries` reconnections in a row without an event in
+   * between; then the stream fails with the last error. Without, a drop fails the stream and a
+   * close ends it.
    */
   readonly reconnect?: boolean | undefined
   /** How long the stream may stay silent (the server sends a comment every 15 s) before it counts as dropped (60 s). */
   readonly idleTimeout?: Duration.DurationInput | undefined
 }
 
-/** One event of a run's stream: a timeline event with its SSE id. */
-export interface RunEvent {
-  /** The SSE id: the event's `sequence`, to resume after (`lastEventId`). */
-  readonly id: string
-  readonly event: "timeline"
-  readonly data: Timeline.TimelineEvent
-}
+/**
+ * One event of a run's stream, with its SSE id (`T-C`: the timeline sequence and the number of
+ * conversation events so far), to resume after (`lastEventId`): a timeline event, or an
+ * operation of the run's conversation (core's `RunStream.ConversationEvent`).
+ */
+export type RunEvent =
+  | { readonly id: string; readonly event: "timeline"; readonly data: Timeline.TimelineEvent }
+  | { readonly id: string; readonly event: "conversation"; readonly data: RunStream.ConversationEvent }
 
 /** The timeline events that end a run. */
 export const TERMINAL_EVENTS: ReadonlySet<Timeline.TimelineEventType> = new Set<Timeline.TimelineEventType>([
@@ -229,6 +236,7 @@ const failWithProblem = (
     ))
 
 const decodeTimelineEvent = Schema.decodeUnknown(Schema.parseJson(Timeline.TimelineEvent))
+const decodeConversationEvent = Schema.decodeUnknown(Schema.parseJson(RunStream.ConversationEvent))
 const decodeRunId = Schema.decodeUnknown(Ids.RunId)
 const decodeConversationId = Schema.decodeUnknown(Ids.ConversationId)
 const decodeWebhookUid = Schema.decodeUnknown(Ids.WebhookUid)
@@ -304,6 +312,8 @@ export const make = (options: ClientOptions): Effect.Effect<Service, never, Http
         let lastEventId = follow.lastEventId
         let retryMs: number | undefined
         let drops = 0
+        /** Whether the server said the run ended (`end`): the stream ends, no reconnection. */
+        let ended = false
         let dropError: HttpClientError.HttpClientError | undefined
         const request = () => {
           const base = HttpClientRequest.get(`/api/v1/agent/runs/${encodeURIComponent(runId)}/events`).pipe(
@@ -335,9 +345,11 @@ export const make = (options: ClientOptions): Effect.Effect<Service, never, Http
             return Sse.events(body, lastEventId)
           })
         ).pipe(
+          Stream.takeUntil((event) => event.event === "end"),
           Stream.tap((event) =>
             Effect.sync(() => {
-              if (event.id !== undefined) lastEventId = event.id
+              if (event.event === "end") ended = true
+              else if (event.id !== undefined) lastEventId = event.id
               if (event.retry !== undefined) retryMs = event.retry
               drops = 0
             })
@@ -354,6 +366,7 @@ export const make = (options: ClientOptions): Effect.Effect<Service, never, Http
           Stream.concat(
             connection,
             Stream.suspend(() => {
+              if (ended) return Stream.empty
               if (!reconnect) return dropError === undefined ? Stream.empty : Stream.fail(dropError)
               if (drops >= resolved.maxRetries) {
                 return Stream.fail(
@@ -372,18 +385,26 @@ export const make = (options: ClientOptions): Effect.Effect<Service, never, Http
               return Stream.concat(Stream.drain(Stream.fromEffect(Effect.sleep(Duration.millis(wait)))), connections())
             })
           )
+        // Events of other kinds (`end`, and any a newer server adds) are not the caller's.
         const events = connections().pipe(
-          Stream.filter((event) => event.event === "timeline"),
-          Stream.mapEffect((event) =>
-            Effect.map(decodeTimelineEvent(event.data), (data): RunEvent => ({
-              id: event.id ?? String(data.sequence),
-              event: "timeline",
-              data
-            }))
+          Stream.filterMapEffect((event): Option.Option<Effect.Effect<RunEvent, ParseResult.ParseError>> =>
+            event.event === "timeline"
+              ? Option.some(Effect.map(decodeTimelineEvent(event.data), (data) => ({
+                id: event.id ?? String(data.sequence),
+                event: "timeline" as const,
+                data
+              })))
+              : event.event === "conversation"
+              ? Option.some(Effect.map(decodeConversationEvent(event.data), (data) => ({
+                id: event.id ?? "",
+                event: "conversation" as const,
+                data
+              })))
+              : Option.none()
           )
         )
         return follow.untilEnded === true
-          ? Stream.takeUntil(events, (event) => TERMINAL_EVENTS.has(event.data.event_type))
+          ? Stream.takeUntil(events, (event) => event.event === "timeline" && TERMINAL_EVENTS.has(event.data.event_type))
           : events
       })
 

@@ -19,6 +19,7 @@ import {
   Ids,
   Identity,
   Run,
+  RunStream,
   Schedule,
   Secret,
   Timeline,
@@ -48,6 +49,8 @@ export type RunFollowupRequest = Json<typeof Run.RunFollowupRequest>
 export type RunFollowupResponse = Json<typeof Followups.RunFollowupResponse>
 export type RunTimeline = Json<typeof Timeline.RunTimeline>
 export type TimelineEvent = Json<typeof Timeline.TimelineEvent>
+/** An operation of a run's conversation as the event stream sends it (docs/reference/api.md). */
+export type ConversationEvent = Json<typeof RunStream.ConversationEvent>
 export type ConversationResponse = Json<typeof Conversation.ConversationResponse>
 export type RunByExternalReferenceResponse = Json<typeof Models.RunByExternalReferenceResponse>
 export type DeleteResponse = Json<typeof Models.DeleteResponse>
@@ -117,13 +120,13 @@ export interface Paginated<Item, Page> extends AsyncIterable<Item> {
   pages(): AsyncIterableIterator<Page>
 }
 
-/** One event of a run's live stream. */
-export interface RunEvent {
-  /** The SSE id (the event's `sequence`): pass it as `lastEventId` to resume after it. */
-  readonly id: string
-  readonly event: "timeline"
-  readonly data: TimelineEvent
-}
+/**
+ * One event of a run's live stream with its SSE id (`T-C`: pass it as `lastEventId` to resume
+ * after it): a timeline event, or an operation of the run's conversation.
+ */
+export type RunEvent =
+  | { readonly id: string; readonly event: "timeline"; readonly data: TimelineEvent }
+  | { readonly id: string; readonly event: "conversation"; readonly data: ConversationEvent }
 
 /** Options of `runs.events`. */
 export interface RunEventsOptions {
@@ -131,9 +134,13 @@ export interface RunEventsOptions {
   readonly lastEventId?: string | undefined
   /** Stops the iteration (it ends without an error) and closes the connection. */
   readonly signal?: AbortSignal | undefined
-  /** End after the run's terminal event (run_succeeded, run_failed, run_blocked, run_errored, run_cancelled). */
+  /**
+   * The iteration always ends with the run (after its last events). With `untilEnded` it ends at
+   * the run's terminal timeline event already (run_succeeded, run_failed, run_blocked,
+   * run_errored, run_cancelled), before conversation events sent after it.
+   */
   readonly untilEnded?: boolean | undefined
-  /** Reconnect with `Last-Event-ID` when the connection drops (true). */
+  /** Reconnect with `Last-Event-ID` when the connection drops before the run's end (true). */
   readonly reconnect?: boolean | undefined
 }
 
@@ -406,11 +413,14 @@ export const createClient = (options: CreateClientOptions): AgentRunsClientPromi
     )
 
   const encodeTimelineEvent = Schema.encode(Timeline.TimelineEvent)
+  const encodeConversationEvent = Schema.encode(RunStream.ConversationEvent)
   const events = (id: string, eventOptions: RunEventsOptions = {}): AsyncIterable<RunEvent> => {
     const exchange: Transport.Exchange = {}
     let stream: Stream.Stream<RunEvent, AgentRunsError> = service.followRun(id, eventOptions).pipe(
       Stream.mapEffect((event) =>
-        Effect.map(encodeTimelineEvent(event.data), (data): RunEvent => ({ id: event.id, event: event.event, data }))
+        event.event === "timeline"
+          ? Effect.map(encodeTimelineEvent(event.data), (data): RunEvent => ({ id: event.id, event: "timeline", data }))
+          : Effect.map(encodeConversationEvent(event.data), (data): RunEvent => ({ id: event.id, event: "conversation", data }))
       ),
       Stream.mapError((error) => toAgentRunsError(error, exchange))
     )

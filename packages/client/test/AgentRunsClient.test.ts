@@ -87,10 +87,42 @@ describe("AgentRunsClient (Effect)", () => {
       })
       const client = yield* Effect.provide(AgentRunsClient.AgentRunsClient, layer)
       const [first] = Chunk.toArray(yield* Stream.runCollect(Stream.take(client.followRun(RUN), 1)))
-      expect(first?.data.event_type).toBe("run_created")
-      expect(first?.data.sequence).toBe(1)
+      expect(first?.event === "timeline" && first.data.event_type).toBe("run_created")
+      expect(first?.event === "timeline" && first.data.sequence).toBe(1)
       const all = yield* Effect.either(Stream.runCollect(client.followRun(RUN)))
       expect(Either.isLeft(all) && all.left._tag).toBe("ParseError")
+    }))
+
+  it.scopedLive("followRun: conversation events decoded; the run's end ends the stream, a close before it reconnects after the last id", () =>
+    Effect.gen(function*() {
+      const timeline = { sequence: 1, event_type: "run_created", occurred_at: "2026-11-22T03:17:28.123Z", execution_id: RUN }
+      const conversation = {
+        op: "message",
+        execution_id: RUN,
+        step: 1,
+        role: "user",
+        block: { type: "text", text: "hello" },
+        at: "2026-11-22T03:17:29.000Z"
+      }
+      const { layer, server } = yield* withServer((request, response) => {
+        response.writeHead(200, { "content-type": "text/event-stream" })
+        // The first connection closes before the run's end; the second sends the rest and `end`.
+        if (request.headers["last-event-id"] === undefined) {
+          response.end(`: open\n\nid: 1-0\nevent: timeline\ndata: ${JSON.stringify(timeline)}\n\n`)
+        } else {
+          response.end(
+            `id: 1-1\nevent: conversation\ndata: ${JSON.stringify(conversation)}\n\n` +
+              `event: end\ndata: {"run_id":"${RUN}","state":"SUCCEEDED"}\n\n`
+          )
+        }
+      })
+      const client = yield* Effect.provide(AgentRunsClient.AgentRunsClient, layer)
+      const events = Chunk.toArray(yield* Stream.runCollect(client.followRun(RUN)))
+      expect(events.map((e) => [e.id, e.event])).toEqual([["1-0", "timeline"], ["1-1", "conversation"]])
+      const said = events[1]!
+      expect(said.event === "conversation" && said.data).toMatchObject({ op: "message", role: "user", block: { text: "hello" } })
+      // Reconnected once, after the last id; not again after `end`.
+      expect(server.requests.map((r) => r.headers["last-event-id"])).toEqual([undefined, "1-0"])
     }))
 
   it("Transport.parseRetryAfter: seconds, HTTP dates, garbage", () => {

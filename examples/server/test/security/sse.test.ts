@@ -78,8 +78,9 @@ const refusal = async (server: TestServer, runId: string, token: string, streams
   return { body, headers: attempt.response.headers }
 }
 
+/** A run that stays running (its stream ends only when the run ends). */
 const createRun = async (server: TestServer, token: string) => {
-  const created = await call(server, "POST", "/api/v1/agent/runs", { token, body: { prompt: "stream me", team: true } })
+  const created = await call(server, "POST", "/api/v1/agent/runs", { token, body: { prompt: "stream me\n@sleep 120000", team: true } })
   expect(created.status).toBe(200)
   return created.body.run_id as string
 }

@@ -262,7 +262,7 @@ const follow = (runId: Ids.RunId, live: boolean, handlers: Handlers) =>
     const events = client.followRun(runId, {
       untilEnded: true,
       ...(last === undefined ? {} : { lastEventId: String(last.sequence) })
-    }).pipe(Stream.map((event) => Option.some(event.data)))
+    }).pipe(Stream.filterMap((event) => event.event === "timeline" ? Option.some(Option.some(event.data)) : Option.none()))
     const ticks = Stream.tick("2 seconds").pipe(Stream.map(() => Option.none<Timeline.TimelineEvent>()))
     yield* Stream.merge(events, ticks, { haltStrategy: "left" }).pipe(
       Stream.runForEach(Option.match({

@@ -179,8 +179,9 @@ export class RunsGroup extends HttpApiGroup.make("runs")
       .annotateContext(
         doc(
           "Stream a run's events",
-          "Server-Sent Events: every timeline event and conversation block as it happens; resumable with " +
-            "`Last-Event-ID`."
+          "Server-Sent Events: the run's timeline events (`event: timeline`) and its conversation as it grows " +
+            "(`event: conversation`), ids `T-C`, resumable with `Last-Event-ID`; once the run has ended, the rest, " +
+            "then `event: end` with `{run_id, state}`, and the stream closes."
         )
       )
   )

@@ -1,10 +1,11 @@
 /**
  * Handlers of the runs group: each endpoint calls one core service with the authenticated viewer.
- * The event stream is bounded and re-checks its caller's access as it goes (EventStreams.ts).
+ * The event stream (core's RunEvents) is bounded and re-checks its caller's access as it goes
+ * (EventStreams.ts); it ends when the run ends.
  */
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import type { HttpRouter } from "@effect/platform"
-import { Conversations, Followups, Runs, RunQuery, Timeline } from "@agent-runs/core"
+import { Conversations, Followups, RunEvents, Runs, RunQuery, RunStream, Timeline } from "@agent-runs/core"
 import { Duration, Effect, Schema, Stream } from "effect"
 import { Api } from "../Api.js"
 import { transcriptRedirect } from "../Downloads.js"
@@ -16,15 +17,23 @@ import { Authentication, bearerAuth, CurrentViewer } from "../Security.js"
 export const SSE_KEEPALIVE = "15 seconds"
 
 const encoder = new TextEncoder()
-const encodeEvent = Schema.encodeSync(Timeline.TimelineEvent)
+const encodeTimelineEvent = Schema.encodeSync(Timeline.TimelineEvent)
+const encodeConversationEvent = Schema.encodeSync(RunStream.ConversationEvent)
 
-/** One Server-Sent Event per timeline event; its id is the event's sequence. */
-const sseEvent = (event: Timeline.TimelineEvent): Uint8Array =>
-  encoder.encode(`id: ${event.sequence}\nevent: timeline\ndata: ${JSON.stringify(encodeEvent(event))}\n\n`)
-
-/** The sequence to resume after, from `Last-Event-ID` (absent or not a sequence: from the start). */
-const resumeAfter = (lastEventId: string | undefined): number =>
-  lastEventId !== undefined && /^\d{1,15}$/.test(lastEventId.trim()) ? Number(lastEventId.trim()) : 0
+/**
+ * One Server-Sent Event per item: `timeline` and `conversation` events with their id (the
+ * position after them, core's RunStream.ts), then `end` without one.
+ */
+const sseEvent = (item: RunStream.RunStreamItem): Uint8Array => {
+  switch (item._tag) {
+    case "Timeline":
+      return encoder.encode(`id: ${item.id}\nevent: timeline\ndata: ${JSON.stringify(encodeTimelineEvent(item.event))}\n\n`)
+    case "Conversation":
+      return encoder.encode(`id: ${item.id}\nevent: conversation\ndata: ${JSON.stringify(encodeConversationEvent(item.event))}\n\n`)
+    case "End":
+      return encoder.encode(`event: end\ndata: ${JSON.stringify(item.end)}\n\n`)
+  }
+}
 
 /** The search parameters of a request as core's raw run-list query. */
 const rawQuery = (url: string) => RunQuery.queryParamsFromSearchParams(new URL(url, "http://localhost").searchParams)
@@ -34,6 +43,7 @@ export const RunsLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
     const runs = yield* Runs.Runs
     const followups = yield* Followups.Followups
     const conversations = yield* Conversations.Conversations
+    const runEvents = yield* RunEvents.RunEvents
     const authentication = yield* Authentication
     const streamLimits = yield* EventStreamLimitsTag
     const slots = makeStreamSlots(streamLimits)
@@ -64,7 +74,7 @@ export const RunsLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
       .handle("streamRunEvents", ({ headers, path }) =>
         Effect.gen(function*() {
           const viewer = yield* CurrentViewer
-          const events = yield* runs.follow(viewer, path.runId, resumeAfter(headers["last-event-id"]))
+          const events = yield* runEvents.follow(viewer, path.runId, RunStream.resumeFrom(headers["last-event-id"]))
           // A slot until the response ends (the request's scope closes after its body is written).
           yield* Effect.acquireRelease(slots.acquire(viewer.principal_uid), () => slots.release(viewer.principal_uid))
           // The request as the authentication middleware saw it, to authenticate it again later.
@@ -89,7 +99,8 @@ export const RunsLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
           )
           const keepalive = Stream.tick(SSE_KEEPALIVE).pipe(Stream.drop(1), Stream.as(encoder.encode(": keep-alive\n\n")))
           // The opening comment sends the headers at once, so clients see the stream open even
-          // when no event is due yet (resuming at the latest event). The stream ends once access is lost.
+          // when no event is due yet (resuming at the latest event). The stream ends with the run
+          // (after its last events and `end`), or once access is lost.
           const body = Stream.concat(
             Stream.succeed(encoder.encode(": open\n\n")),
             Stream.merge(

@@ -1,0 +1,3 @@
+import { memoryStorage, runEventsServiceSuite } from "../../testing/index.js"
+
+runEventsServiceSuite("memory", memoryStorage)
