@@ -93,12 +93,46 @@ describe("parse: webhook files", () => {
     ])
   })
 
-  it("rejects unknown keys by name, with a hint for snake_case spellings", () => {
-    expect(errorsOf(file("webhooks/a.yaml", "secretName: S\nsecret: hunter2\nsignature_scheme: github\n"))).toEqual([
+  it("rejects unknown keys by name, and a key given both in camelCase and in the API's snake_case", () => {
+    expect(errorsOf(file("webhooks/a.yaml", "authMode: signature\nsecretName: S\nsecret: hunter2\nsignatureScheme: github\nsignature_scheme: github\n"))).toEqual([
       "webhooks/a.yaml: secret: is not a known key (expected authMode, signatureScheme, secretName, deliveryIdHeader, enabled)",
-      "webhooks/a.yaml: signature_scheme: is not a known key (expected authMode, signatureScheme, secretName, " +
-      "deliveryIdHeader, enabled); did you mean signatureScheme?"
+      "webhooks/a.yaml: signature_scheme: is signatureScheme spelt as in the API; give one of signatureScheme and " +
+      "signature_scheme, not both"
     ])
+  })
+
+  it("takes the API's snake_case names everywhere the API does (webhook_ids, agent_config, model_id, server_id, …)", () => {
+    const webhook = [
+      "auth_mode: signature",
+      "signature_scheme: github",
+      "secret_name: GH_SECRET",
+      "delivery_id_header: X-Id",
+      ""
+    ].join("\n")
+    const automation = [
+      "prompt: go",
+      "trigger:",
+      "  filter:",
+      "    webhook_ids: [AAAAAAAAAAAAAAAAAAAAAA]",
+      "    webhook_names: [gh]",
+      "agent_config:",
+      "  model_id: m",
+      "  base_prompt: be brief",
+      "  worker_host: warp",
+      "  mcp_servers: { tools: { server_id: reg } }",
+      ""
+    ].join("\n")
+    const snake = parse([file("webhooks/gh.yaml", webhook), file("automations/a.yaml", automation)])
+    const camelCase = parse([
+      file("webhooks/gh.yaml", "authMode: signature\nsignatureScheme: github\nsecretName: GH_SECRET\ndeliveryIdHeader: X-Id\n"),
+      file(
+        "automations/a.yaml",
+        "prompt: go\ntrigger: {filter: {webhookIds: [AAAAAAAAAAAAAAAAAAAAAA], webhookNames: [gh]}}\n" +
+          "agentConfig: {modelId: m, basePrompt: be brief, workerHost: warp, mcpServers: {tools: {serverId: reg}}}\n"
+      )
+    ])
+    expect(snake.errors).toEqual([])
+    expect(snake).toEqual(camelCase)
   })
 })
 
@@ -217,7 +251,7 @@ describe("parse: automation files", () => {
       "    webhookIds: [not-a-uid]",
       "    payload: { action: { in: [opened], nin: [x] } }",
       "agentConfig:",
-      "  model_id: x",
+      "  model_name: x",
       "  environmentId: nope",
       "  mcpServers: { a: { serverId: x, url: 'https://x' } }",
       "schedule: daily",
@@ -230,7 +264,8 @@ describe("parse: automation files", () => {
       "automations/a.yaml: trigger.filter.webhookIds[0]: webhook uid must be exactly 22 characters of [A-Za-z0-9]",
       "automations/a.yaml: trigger.filter.payload.action.nin: is not an operator (in, not_in, exists), and an object " +
       "cannot mix operators (in) with nested field names",
-      expect.stringMatching(/^automations\/a\.yaml: agentConfig\.model_id: is not a known key .*; did you mean modelId\?$/),
+      "automations/a.yaml: agentConfig.model_name: is not a known key (expected name, modelId, basePrompt, environmentId, " +
+      "skillSpec, mcpServers, workerHost, computerUseEnabled, agentIdentityUid, harness, harnessAuthSecrets)",
       "automations/a.yaml: agentConfig.environmentId: environment uid must be exactly 22 characters of [A-Za-z0-9]",
       "automations/a.yaml: agentConfig.mcpServers.a: must be exactly one of {command, args?, env?}, {url, headers?} or {serverId}"
     ])

@@ -23,8 +23,9 @@ const camel = (snake: string): string => snake.replace(/_([a-z0-9])/g, (_, c: st
 export const join = (prefix: string, key: string | number): string => PayloadFilter.renderPath(prefix, [key])
 
 /**
- * The keys of a mapping (a present YAML `null` counts as absent); unknown keys are reported. A
- * snake_case spelling of a known key gets a hint.
+ * The keys of a mapping (a present YAML `null` counts as absent), under their camelCase names; a
+ * key may also be spelt in snake_case as the API spells it (`webhook_ids`, `agent_config`,
+ * `model_id`), but not both ways at once. Unknown keys are reported.
  */
 const readMapping = (
   value: JsonValue | undefined,
@@ -37,10 +38,12 @@ const readMapping = (
     return undefined
   }
   const out: Record<string, JsonValue> = {}
-  for (const [key, item] of Object.entries(value)) {
+  for (const [spelt, item] of Object.entries(value)) {
+    const key = known.includes(spelt) ? spelt : camel(spelt)
     if (!known.includes(key)) {
-      const hint = known.includes(camel(key)) ? `; did you mean ${camel(key)}?` : ""
-      report(join(at, key), `is not a known key (expected ${known.join(", ")})${hint}`)
+      report(join(at, spelt), `is not a known key (expected ${known.join(", ")})`)
+    } else if (key !== spelt && key in value) {
+      report(join(at, spelt), `is ${key} spelt as in the API; give one of ${key} and ${spelt}, not both`)
     } else if (item !== null) {
       out[key] = item
     }
