@@ -469,6 +469,19 @@ export const runsServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E
           }
         }))
 
+      it.effect("worker_host \"warp\" is the service's own executors: the run names no worker and the server claims it", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const created = yield* create(world.alice, { prompt: "hosted", config: { worker_host: "warp", model_id: "m" } })
+          const item = yield* Effect.flatMap(Runs, (runs) => runs.get(world.alice, created.run_id))
+          expect(item.agent_config).toEqual({ model_id: "m" })
+          expect(item.state).toBe("QUEUED")
+          const claimed = yield* Effect.flatMap(RunStore, (store) =>
+            store.claim({ worker_host: null, team_uid: world.team, execution_id: uuid<ExecutionId>(), lease_ms: 30_000, now: Date.now() })
+          )
+          expect(Option.map(claimed, (r) => r.item.run_id)).toEqual(Option.some(created.run_id))
+        }))
+
       it.effect("conversation_id must name a saved conversation the caller sees (403 naming it); a malformed one is a 400", () =>
         Effect.gen(function* () {
           const world = yield* seedWorld()

@@ -45,7 +45,9 @@
  * - `is_sandbox_running` is true while an executor holds the run (CLAIMED, INPROGRESS) or a
  *   failed setup's sandbox is retained; `is_run_type_cancellable` follows RunStateMachine.
  * - A run for a self-hosted worker (`agent_config.worker_host`) that is not connected when the
- *   run is queued gets a `run_queued` event saying it waits for that worker (Workers.ts).
+ *   run is queued gets a `run_queued` event saying it waits for that worker (Workers.ts); one that
+ *   never connects (an unknown worker) fails after the worker wait (LeaseSweep). `worker_host:
+ *   "warp"` (MANAGED_WORKER_HOST) is the service's own executors: the run names no worker.
  * - A `skill_spec` (or `skill`) is resolved by `Skills.resolve` (an unknown or malformed skill is
  *   a 400 naming the field): the resolved configuration names it by its id
  *   (`owner/repo:path/to/SKILL.md`), `name` defaults to the skill's name and `base_prompt` to its
@@ -163,6 +165,13 @@ export interface EventRunRequest {
 
 /** Why a run request was refused (the caller may not, a referenced resource is unusable, a field is too large). */
 export type RunRefusal = NotAuthorized | OperationNotSupported | InvalidRequest | PayloadTooLarge
+
+/**
+ * The `worker_host` of the managed host ("warp" in the SDK: "if not specified or set to warp, the
+ * task runs on hosted workers"): a run naming it runs on this service's own executors, as one
+ * naming no worker does, and its resolved configuration names no worker.
+ */
+export const MANAGED_WORKER_HOST = "warp"
 
 /** What a list page's JSON holds besides its items (`{"runs":[`, `page_info` with a cursor), generously. */
 const LIST_PAGE_OVERHEAD = 1024
@@ -303,8 +312,11 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         }
         const team = yield* teamOf(viewer)
         const creator = principalRef(yield* principalOf(viewer.principal_uid, "creator"))
+        // `worker_host: "warp"` names the managed host, which is this service's own executors.
+        const { worker_host: requestedHost, ...requested } = request.config ?? {}
         const config: AgentConfig = {
-          ...request.config,
+          ...requested,
+          ...(requestedHost === undefined || requestedHost === MANAGED_WORKER_HOST ? {} : { worker_host: requestedHost }),
           ...(request.skillSpec === undefined ? {} : { skill_spec: request.skillSpec })
         }
         let executor = creator
