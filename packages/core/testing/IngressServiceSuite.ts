@@ -4,7 +4,7 @@
  * pruned to what it keeps (and duplicate detection with it), and automations that cannot start.
  */
 import { describe, expect, layer } from "@effect/vitest"
-import { Chunk, Clock, Effect, Fiber, Layer, Option, TestClock } from "effect"
+import { Chunk, Clock, Effect, Fiber, Layer, Option, Redacted, TestClock } from "effect"
 import type { Viewer } from "../src/domain/Access.js"
 import { Automations } from "../src/services/Automations.js"
 import { CreateAutomationRequest } from "../src/domain/Automation.js"
@@ -16,6 +16,8 @@ import type { BodyRead, IngressLimits, IngressRequest } from "../src/services/In
 import { EnvironmentStore } from "../src/ports/EnvironmentStore.js"
 import { RunStore } from "../src/ports/RunStore.js"
 import { WebhookStore } from "../src/ports/WebhookStore.js"
+import { SecretStore } from "../src/ports/SecretStore.js"
+import type { SecretName } from "../src/domain/Secret.js"
 import { Runs } from "../src/services/Runs.js"
 import { sign, TIMESTAMP_TOLERANCE_MS } from "../src/domain/Signatures.js"
 import { CreateWebhookRequest } from "../src/domain/Webhook.js"
@@ -105,6 +107,29 @@ export const ingressServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           expect(again._tag === "RateLimited" && again.retryAfterSeconds).toBe(1)
           yield* TestClock.adjust("1 minute")
           yield* receive(request(hook.uid, `{"i":64}`, auth))
+        }))
+
+      it.effect("a secret_name webhook checks the team secret's current value: a changed secret takes effect at the next delivery, and its run starts", () =>
+        Effect.gen(function* () {
+          yield* TestClock.setTime(Date.UTC(2026, 10, 23, 15))
+          const world = yield* seedWorld()
+          const secrets = yield* SecretStore
+          const name = "HOOK_TOKEN" as SecretName
+          yield* secrets.put(world.team, name, Redacted.make("first-value"), Date.UTC(2026, 10, 23, 15))
+          const hook = yield* createWebhook(world.admin, { secret_name: name })
+          yield* createAutomation(world.admin, hook.uid)
+          const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
+          expect((yield* receive(request(hook.uid, `{"n":1}`, bearer("first-value")))).outcome).toBe("ACCEPTED")
+          // The secret changes; the webhook is not toggled.
+          yield* secrets.put(world.team, name, Redacted.make("second-value"), Date.UTC(2026, 10, 23, 15))
+          const old = yield* failureOf(receive(request(hook.uid, `{"n":2}`, bearer("first-value"))))
+          expect(old._tag).toBe("AuthenticationRequired")
+          const accepted = yield* receive(request(hook.uid, `{"n":3}`, bearer("second-value")))
+          expect(accepted.outcome).toBe("ACCEPTED")
+          expect(accepted.run_ids.length).toBe(1)
+          // A deleted team secret: the value the webhook read last still works.
+          yield* secrets.remove(world.team, name)
+          expect((yield* receive(request(hook.uid, `{"n":4}`, bearer("first-value")))).outcome).toBe("ACCEPTED")
         }))
 
       it.effect("the authentication-failure budget: 10 a minute, then 429 even when authenticated, until it recovers", () =>

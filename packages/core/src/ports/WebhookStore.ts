@@ -13,7 +13,8 @@ import type { StaleWrite, StorageError } from "./Storage.js"
 /**
  * A webhook as stored. `secret` is the current credential, the one the ingress checks; for a
  * `secret_name` webhook it is the team secret's value as the webhooks service last read it (at
- * creation and on re-enable). The service erases it (null) when the webhook is deleted.
+ * creation and on re-enable), which the ingress checks only while the team secret is gone (it
+ * reads the team secret's current value). The service erases it (null) when the webhook is deleted.
  */
 export interface StoredWebhook {
   readonly item: Webhook

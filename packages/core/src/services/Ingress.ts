@@ -64,6 +64,7 @@ import { AutomationStore } from "../ports/AutomationStore.js"
 import type { StoredAutomation } from "../ports/AutomationStore.js"
 import { BlobStore } from "../ports/BlobStore.js"
 import { IdentityStore } from "../ports/IdentityStore.js"
+import { SecretStore } from "../ports/SecretStore.js"
 import { WebhookStore } from "../ports/WebhookStore.js"
 import type { StoredWebhook } from "../ports/WebhookStore.js"
 import { AUTH_FAILURES_PER_MINUTE, DELIVERIES_PER_MINUTE, makeLimiter } from "../domain/RateLimit.js"
@@ -251,6 +252,7 @@ export class Ingress extends Effect.Service<Ingress>()("@agent-runs/core/Ingress
     const runs = yield* Runs
     const ids = yield* Ids
     const limits = yield* IngressLimitsTag
+    const secrets = yield* Effect.serviceOption(SecretStore)
     const deliveryLimiter = makeLimiter(limits.deliveries)
     const failureLimiter = makeLimiter(limits.authFailures)
     const received = new Map<string, number>()
@@ -276,7 +278,13 @@ export class Ingress extends Effect.Service<Ingress>()("@agent-runs/core/Ingress
      */
     const authenticate = (webhook: StoredWebhook, request: IngressRequest, body: Uint8Array, now: number) =>
       Effect.gen(function* () {
-        const secret = Redacted.value(webhook.secret!)
+        // A webhook whose credential is a team secret checks that secret's current value, so a
+        // changed secret takes effect at the next delivery (and the runs it starts); its own copy
+        // only while the team secret is gone.
+        const current = webhook.item.secret_name === null || webhook.item.secret_name === undefined || Option.isNone(secrets)
+          ? Option.none<Redacted.Redacted<string>>()
+          : yield* secrets.value.get(webhook.team_uid, webhook.item.secret_name)
+        const secret = Redacted.value(Option.getOrElse(current, () => webhook.secret!))
         const unsigned: Authenticated = { providerId: Option.none(), signedContent: Option.none() }
         switch (webhook.item.auth_mode) {
           case "token": {

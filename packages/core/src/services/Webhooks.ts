@@ -21,17 +21,18 @@
  *     spaces for `token` (it travels in a header), base64 (optionally `whsec_`) for
  *     `standard_webhooks`. The value is never returned: such a webhook's create response carries
  *     `secret: ""` (returning it would let any admin read any team secret).
- * - The webhook keeps its own sealed copy of its credential (`StoredWebhook.secret`), which the
- *   ingress reads. For a `secret_name` webhook that copy is the team secret's value as read at
- *   creation and re-read each time the webhook goes from disabled to enabled (the next time
- *   its definition applies, for example when toggled off and on); a changed team
- *   secret does not apply before that. Re-enabling when the team secret is gone or no longer
- *   suits the mode is a 409 naming it. A PATCH that repeats `enabled: true` re-reads nothing.
+ * - The webhook keeps its own sealed copy of its credential (`StoredWebhook.secret`). For a
+ *   `secret_name` webhook the ingress checks the team secret's current value, so a changed team
+ *   secret takes effect at the next delivery (a deliberate difference from the specification,
+ *   which waits for the next toggle: docs/http.md); the copy (the value read at creation and
+ *   re-read each time the webhook goes from disabled to enabled) serves only while the team
+ *   secret is gone. Re-enabling when the team secret is gone or no longer suits the mode is a
+ *   409 naming it. A PATCH that repeats `enabled: true` re-reads nothing.
  * - `checkSecret` answers whether a team secret would do as a `secret_name` credential (the
  *   create checks and words, nothing stored; admins only): secret values are never returned, so
  *   the definitions applier asks it before it applies anything.
  * - Rotating a `secret_name` webhook is a 422 `operation_not_supported`: its credential is the
- *   team secret; replace that and toggle the webhook instead. Rotation generates a new secret
+ *   team secret; replace that instead (it takes effect at the next delivery). Rotation generates a new secret
  *   for every other webhook (a `signature` one gets a new `whsec_` secret, even for schemes whose
  *   provider issues secrets: to use a provider-issued secret again, recreate the webhook or keep
  *   the secret in a team secret). The old secret stops at once: the stored copy is replaced
@@ -442,7 +443,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("@agent-runs/core/Webho
         if (current.item.secret_name !== undefined) {
           return yield* new OperationNotSupported({
             message: `the webhook's secret is team secret ${current.item.secret_name}: ` +
-              `replace that secret (PUT /agent/secrets/${current.item.secret_name}), then disable and enable the webhook`
+              `replace that secret (PUT /agent/secrets/${current.item.secret_name}); the next delivery is checked against the new value`
           })
         }
         const moved = transition(current.state, WebhookEvent.RotateSecret())
