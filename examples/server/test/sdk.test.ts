@@ -165,11 +165,13 @@ describe("oz-agent-sdk against the built server", () => {
         return fetch(input, init)
       }
     })
-    // Cancelling a PENDING run: 409, retryable: the SDK tries three times, then gives up.
+    // Cancelling a PENDING run: 409 with retryable: true in the body (the specification), but
+    // final for the SDK (x-should-retry: false): one request, not three.
     const conflict = await rejection(counting.agent.runs.cancel(waiting.run_id))
     expect(conflict).toBeInstanceOf(ConflictError)
-    expect((conflict as ConflictError).headers.get("x-should-retry")).toBe("true")
-    expect(requests).toBe(3)
+    expect((conflict as ConflictError).error).toMatchObject({ error_code: "conflict", retryable: true })
+    expect((conflict as ConflictError).headers.get("x-should-retry")).toBe("false")
+    expect(requests).toBe(1)
     // A 404 says x-should-retry: false: one request.
     requests = 0
     const unknown = waiting.run_id.slice(0, -4) + (waiting.run_id.endsWith("0000") ? "ffff" : "0000")

@@ -274,7 +274,7 @@ describe.each(["sqlite", "postgres"] as const)("bundled server (%s)", (kind) => 
     expect(automations.body.automations).toEqual([])
   })
 
-  it("marks retryable problems with x-should-retry: cancelling a PENDING run is a retryable 409", async () => {
+  it("cancelling a PENDING run is a 409 retryable in its body, final for clients (x-should-retry: false)", async () => {
     const team = await makeTeam(server(), "Capacity")
     const patched = await call(server(), "PATCH", `/api/v1/admin/teams/${team.uid}`, {
       token: server().adminToken,
@@ -289,7 +289,7 @@ describe.each(["sqlite", "postgres"] as const)("bundled server (%s)", (kind) => 
     })
     expect(conflict.status).toBe(409)
     expect(conflict.body).toMatchObject({ error_code: "conflict", retryable: true })
-    expect(conflict.headers.get("x-should-retry")).toBe("true")
+    expect(conflict.headers.get("x-should-retry")).toBe("false")
   })
 
   it("redirects transcript requests to a signed URL that needs no token and refuses altered ones", async () => {

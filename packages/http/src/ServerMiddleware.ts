@@ -2,7 +2,10 @@
  * What the server adds around every response (docs/reference/errors.md):
  * - `x-should-retry: true` on retryable problems and `x-should-retry: false` on the others (so
  *   clients that retry 409 and 5xx by default, like the Stainless-generated SDKs, follow the
- *   server's judgement), and `Retry-After` (seconds) on a 429, and on a 503 (5 s).
+ *   server's judgement), and `Retry-After` (seconds) on a 429, and on a 503 (5 s). Except the 409
+ *   of a cancel (a PENDING run): its body says `retryable: true` as the specification demands,
+ *   but its header says `false`, since a run waits PENDING for capacity far longer than a
+ *   client's retries last (docs/http.md, differences).
  * - The body limit: a declared `Content-Length` over the limit is a 413 `payload_too_large`
  *   before anything is read; a chunked body is cut off at the limit while it is read (413 too).
  * - A body whose `Content-Type` is not JSON (`application/json`, `application/*+json`) is a 415
@@ -64,6 +67,9 @@ export const problemResponse = (
 
 const decoder = new TextDecoder()
 
+/** A run's cancel (its 409, a PENDING run, is final for clients: see withRetryHeaders). */
+const CANCEL_PATH = /\/agent\/runs\/[^/]+\/cancel\/?$/
+
 /** How long a client is told to wait after a 503 (storage unavailable, a full disk), in seconds. */
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5
 
@@ -71,7 +77,11 @@ export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5
  * Adds `x-should-retry` (and `Retry-After` on a 429) from a problem body's `retryable` and
  * `retry_after_seconds`; a 503 without them says `Retry-After: 5`.
  */
-const withRetryHeaders = (response: HttpServerResponse.HttpServerResponse, basePath = ""): HttpServerResponse.HttpServerResponse => {
+const withRetryHeaders = (
+  response: HttpServerResponse.HttpServerResponse,
+  basePath = "",
+  finalConflict = false
+): HttpServerResponse.HttpServerResponse => {
   if (response.status < 400 || response.body._tag !== "Uint8Array") return response
   if (response.body.contentType !== Problems.PROBLEM_CONTENT_TYPE) return response
   let problem: unknown
@@ -90,7 +100,7 @@ const withRetryHeaders = (response: HttpServerResponse.HttpServerResponse, baseP
       contentType: Problems.PROBLEM_CONTENT_TYPE
     })
   }
-  const retryable = (problem as { retryable?: unknown }).retryable === true
+  const retryable = (problem as { retryable?: unknown }).retryable === true && !(finalConflict && response.status === 409)
   const told = (problem as { retry_after_seconds?: unknown }).retry_after_seconds
   const retryAfter = typeof told === "number" ? told : response.status === 503 ? UNAVAILABLE_RETRY_AFTER_SECONDS : undefined
   const withRetry = HttpServerResponse.setHeader(response, "x-should-retry", retryable ? "true" : "false")
@@ -204,5 +214,5 @@ export const serverMiddleware = (options: {
         })
       )
     )
-    return withRetryHeaders(response, basePath)
+    return withRetryHeaders(response, basePath, request.method === "POST" && CANCEL_PATH.test(request.url.split("?")[0] ?? ""))
   })
