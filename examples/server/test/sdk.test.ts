@@ -185,6 +185,29 @@ describe("oz-agent-sdk against the built server", () => {
     expect(await client.agent.list({ sort_by: "last_run", refresh: true })).toEqual({ agents: [] })
   })
 
+  it("the 400s the specification demands name the missing field and what to send (a skill run without prompt, a schedule without enabled)", async () => {
+    const { client } = await team("SDK missing fields")
+    const skillOnly = await rejection(client.agent.run({ skill: "acme/tools:skills/review/SKILL.md" }))
+    expect(skillOnly).toBeInstanceOf(BadRequestError)
+    expect((skillOnly as BadRequestError).error).toMatchObject({
+      error_code: "invalid_request",
+      error: "prompt: is required, also when a skill is given: send the task as prompt (the skill gives the agent its base prompt)"
+    })
+    const body = { name: "No enabled", cron_schedule: "0 3 * * *", prompt: "p" }
+    const created = await rejection(client.agent.schedules.create(body as Parameters<typeof client.agent.schedules.create>[0]))
+    expect(created).toBeInstanceOf(BadRequestError)
+    expect((created as BadRequestError).error).toMatchObject({
+      error: "enabled: is required: send true to run the schedule on its cron, or false to create it paused"
+    })
+    const schedule = await client.agent.schedules.create({ ...body, enabled: true })
+    const updated = await rejection(
+      client.agent.schedules.update(schedule.id, body as Parameters<typeof client.agent.schedules.update>[1])
+    )
+    expect((updated as BadRequestError).error).toMatchObject({
+      error: "enabled: is required (a PUT replaces every field): send true to keep the schedule running on its cron, or false to pause it"
+    })
+  })
+
   it("agent.schedules: create, list, retrieve, update, pause, resume and delete", async () => {
     const { client, principal, uid } = await team("SDK schedules")
     const nightly = await client.agent.schedules.create({

@@ -707,7 +707,7 @@ describe("request validation names the offending field", () => {
       expect(error.message).toContain("prompt")
       expect(error.errorCode).toBe("invalid_request")
     }
-    expect(run({}).message).toBe("prompt: is required")
+    expect(run({}).message).toMatch(/^prompt: is required, also when a skill is given: send the task as prompt/)
     expect(run({ prompt: "" }).message).toBe("prompt: must not be empty")
   })
 

@@ -7,6 +7,7 @@
  */
 import { HttpApiBuilder, HttpApiError, HttpServerResponse } from "@effect/platform"
 import { Errors } from "@agent-runs/core"
+import { describeProblem } from "@agent-runs/core/domain/Common"
 import { Cause, Effect, Option, Schema } from "effect"
 import * as Problems from "./Problems.js"
 
@@ -21,7 +22,7 @@ export const fromDecodeError = (error: HttpApiError.HttpApiDecodeError): Errors.
   const issue = error.issues[0]
   if (issue === undefined) return Errors.InvalidRequest.forField("body", error.message)
   const field = formatPath(issue.path)
-  const problem = issue._tag === "Missing" ? "is required" : issue.message
+  const problem = describeProblem(issue)
   return Errors.InvalidRequest.forField(field === "" ? "body" : field, problem)
 }
 

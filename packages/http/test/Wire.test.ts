@@ -151,7 +151,7 @@ describe("the definition on a server", () => {
   it("rejects an invalid body with a 400 problem naming the field, before the handler runs", async () => {
     const missing = await createRun("{}")
     expect(missing).toMatchObject({ status: 400, contentType: "application/problem+json" })
-    expect(missing.body).toMatchObject({ field: "prompt", error: "prompt: is required" })
+    expect(missing.body).toMatchObject({ field: "prompt", error: expect.stringMatching(/^prompt: is required, also when a skill is given/) })
     const wrongType = await createRun(JSON.stringify({ prompt: "hi", config: { model_id: 3 } }))
     expect(wrongType.body).toMatchObject({ status: 400, field: "config.model_id" })
   })

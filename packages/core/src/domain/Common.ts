@@ -150,8 +150,13 @@ const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
     ""
   )
 
-const describeProblem = (issue: ParseResult.ArrayFormatterIssue): string =>
-  issue._tag === "Missing" ? "is required" : issue.message
+/** A missing field "is required", or what its schema's `missingMessage` says (what to send). */
+export const describeProblem = (issue: Pick<ParseResult.ArrayFormatterIssue, "_tag" | "message">): string =>
+  issue._tag === "Missing" ? (issue.message === "is missing" ? "is required" : issue.message) : issue.message
+
+/** A required field whose absence is answered with `message` (say what to send). */
+export const requiredWith = <S extends Schema.Schema.Any>(schema: S, message: string) =>
+  Schema.propertySignature(schema).annotations({ missingMessage: () => message })
 
 const isJsonObject = (u: unknown): boolean => typeof u === "object" && u !== null && !Array.isArray(u)
 

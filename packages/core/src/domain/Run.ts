@@ -15,6 +15,7 @@ import {
   Metadata,
   NonBlankString,
   optionalInput,
+  requiredWith,
   PageInfo,
   PlainKey,
   PrincipalRef,
@@ -299,7 +300,10 @@ export const imageName = (image: ImageInput, index: number): string =>
  * both are given; `team: true` gives the run Team scope (default User).
  */
 export class RunAgentRequest extends Schema.Class<RunAgentRequest>("RunAgentRequest")({
-  prompt: NonBlankString,
+  prompt: requiredWith(
+    NonBlankString,
+    "is required, also when a skill is given: send the task as prompt (the skill gives the agent its base prompt)"
+  ),
   title: optionalInput(Schema.String),
   config: optionalInput(AgentConfig),
   skill: optionalInput(SkillSpec),

@@ -8,7 +8,7 @@
  * start a run.
  */
 import { DateTime, Option, Schema } from "effect"
-import { NonBlankString, optionalInput, PrincipalRef, Scope, Timestamp } from "./Common.js"
+import { NonBlankString, optionalInput, PrincipalRef, requiredWith, Scope, Timestamp } from "./Common.js"
 import { EnvironmentConfig } from "./Environment.js"
 import { RunId, ScheduleId } from "./Ids.js"
 import { AgentConfig } from "./Run.js"
@@ -70,7 +70,10 @@ export class CreateScheduledAgentRequest extends Schema.Class<CreateScheduledAge
   name: NonBlankString,
   cron_schedule: NonBlankString,
   prompt: NonBlankString,
-  enabled: Schema.Boolean,
+  enabled: requiredWith(
+    Schema.Boolean,
+    "is required: send true to run the schedule on its cron, or false to create it paused"
+  ),
   agent_config: optionalInput(AgentConfig),
   timezone: Schema.optionalWith(TimeZoneName, { default: () => DEFAULT_TIMEZONE, nullable: true }),
   team: optionalInput(Schema.Boolean)
@@ -86,7 +89,10 @@ export class UpdateScheduledAgentRequest extends Schema.Class<UpdateScheduledAge
   name: NonBlankString,
   cron_schedule: NonBlankString,
   prompt: NonBlankString,
-  enabled: Schema.Boolean,
+  enabled: requiredWith(
+    Schema.Boolean,
+    "is required (a PUT replaces every field): send true to keep the schedule running on its cron, or false to pause it"
+  ),
   agent_config: optionalInput(AgentConfig),
   timezone: optionalInput(TimeZoneName)
 }) {}
