@@ -267,7 +267,7 @@ describe("parse: automation files", () => {
       "automations/a.yaml: agentConfig.model_name: is not a known key (expected name, modelId, basePrompt, environmentId, " +
       "skillSpec, mcpServers, workerHost, computerUseEnabled, agentIdentityUid, harness, harnessAuthSecrets)",
       "automations/a.yaml: agentConfig.environmentId: environment uid must be exactly 22 characters of [A-Za-z0-9]",
-      "automations/a.yaml: agentConfig.mcpServers.a: must be exactly one of {command, args?, env?}, {url, headers?} or {serverId}"
+      "automations/a.yaml: agentConfig.mcpServers.a: must be exactly one of {command, args?, env?}, {url, headers?} or {serverId} (or the SDK's {warpId})"
     ])
   })
 

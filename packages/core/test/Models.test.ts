@@ -443,7 +443,7 @@ describe("wire fixtures round-trip exactly", () => {
       metadata: { ticket: "ENG-7" },
       conversation_id: CONVERSATION,
       parent_run_id: RUN,
-      images: [{ name: "screen.png", media_type: "image/png", data: "iVBORw0KGgo=" }]
+      images: [{ name: "screen.png", mime_type: "image/png", data: "iVBORw0KGgo=" }]
     })
     roundTrip(RunAgentRequest, { prompt: "hello" })
   })
@@ -744,10 +744,10 @@ describe("request validation names the offending field", () => {
     const ftp = run({ prompt: "p", config: { mcp_servers: { gh: { url: "ftp://x" } } } })
     expect(ftp.field).toBe("config.mcp_servers.gh")
     expect(run({ prompt: "p", config: { skill_spec: "no-colon" } }).field).toBe("config.skill_spec")
-    expect(run({ prompt: "p", images: [{ media_type: "image/png", data: "%%" }] }).field).toBe("images[0].data")
-    const text = run({ prompt: "p", images: [{ media_type: "text/plain", data: "AAAA" }] })
-    expect(text.field).toBe("images[0].media_type")
-    const six = Array.from({ length: 6 }, () => ({ media_type: "image/png", data: "AAAA" }))
+    expect(run({ prompt: "p", images: [{ mime_type: "image/png", data: "%%" }] }).field).toBe("images[0].data")
+    const text = run({ prompt: "p", images: [{ mime_type: "text/plain", data: "AAAA" }] })
+    expect(text.field).toBe("images[0].mime_type")
+    const six = Array.from({ length: 6 }, () => ({ mime_type: "image/png", data: "iVBORw0KGgo=" }))
     expect(run({ prompt: "p", images: six }).field).toBe("images")
     expect(run({ prompt: "p", conversation_id: "not-a-uuid" }).field).toBe("conversation_id")
     expect(run({ prompt: "p", team: "yes" }).field).toBe("team")

@@ -237,7 +237,8 @@ export const runsServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E
           const unregistered = yield* forbidden(world.alice, { server_id: "docs" })
           expect([unregistered._tag, unregistered.message]).toEqual([
             "NotAuthorized",
-            "config.mcp_servers.s.server_id: no MCP server \"docs\" is registered in this team"
+            "config.mcp_servers.s.server_id: no MCP server \"docs\" is registered in this team " +
+            "(a warp_id is read as a server_id; register a server as the team secret MCP_SERVER_<server_id>)"
           ])
           const inline = yield* forbidden(world.alice, { url: "https://x.example/mcp", headers: { A: "${{ secrets.TOKEN }}" } })
           expect(inline._tag).toBe("NotAuthorized")
@@ -250,6 +251,14 @@ export const runsServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E
           yield* create(world.admin, { prompt: "x", config: { mcp_servers: { s: { command: "tool", env: { T: "${{ secrets.TOKEN }}" } } } } })
           const used = yield* create(world.alice, { prompt: "x", config: { mcp_servers: { d: { server_id: "docs" } } } })
           expect((yield* runs.get(world.alice, used.run_id)).agent_config.mcp_servers).toEqual({ d: { server_id: "docs" } })
+          // The SDK's warp_id names a registered server too; an unknown one (a shared server's UUID) is a 403 naming it.
+          const viaSdk = yield* create(world.alice, { prompt: "x", config: { mcp_servers: { d: { warp_id: "docs" } } } })
+          expect((yield* runs.get(world.alice, viaSdk.run_id)).agent_config.mcp_servers).toEqual({ d: { server_id: "docs" } })
+          const shared = yield* forbidden(world.alice, { warp_id: "0190f4c2-7b1e-7c3a-9d2e-5f6a7b8c9d0e" })
+          expect(shared._tag).toBe("NotAuthorized")
+          expect(shared.message).toContain("warp_id")
+          const mixed = yield* failureOf(create(world.alice, { prompt: "x", config: { mcp_servers: { d: { warp_id: "docs", url: "https://x" } } } }))
+          expect(mixed._tag).toBe("InvalidRequest")
           // Another team's registration is not this team's.
           const other = yield* seedWorld()
           expect((yield* forbidden(other.alice, { server_id: "docs" }))._tag).toBe("NotAuthorized")

@@ -117,7 +117,8 @@ export const checkMcpServers = (
         const value = secretName === undefined ? Option.none() : yield* secrets.get(viewer.team_uid, secretName)
         if (Option.isNone(value)) {
           return yield* new NotAuthorized({
-            message: `${field}.server_id: no MCP server ${JSON.stringify(server.server_id)} is registered in this team`
+            message: `${field}.server_id: no MCP server ${JSON.stringify(server.server_id)} is registered in this team ` +
+              `(a warp_id is read as a server_id; register a server as the team secret MCP_SERVER_<server_id>)`
           })
         }
         const parsed = parseRegistered(Redacted.value(value.value))

@@ -37,7 +37,8 @@ export const McpStdioServer = Schema.Struct({
   env: Schema.optional(StringMap),
   url: Schema.optional(Schema.Never),
   headers: Schema.optional(Schema.Never),
-  server_id: Schema.optional(Schema.Never)
+  server_id: Schema.optional(Schema.Never),
+  warp_id: Schema.optional(Schema.Never)
 }).annotations({ identifier: "McpStdioServer" })
 
 /** An MCP server reached over HTTP (streamable HTTP or SSE transport). */
@@ -49,7 +50,8 @@ export const McpHttpServer = Schema.Struct({
   command: Schema.optional(Schema.Never),
   args: Schema.optional(Schema.Never),
   env: Schema.optional(Schema.Never),
-  server_id: Schema.optional(Schema.Never)
+  server_id: Schema.optional(Schema.Never),
+  warp_id: Schema.optional(Schema.Never)
 }).annotations({ identifier: "McpHttpServer" })
 
 /** A reference to an MCP server registered with the service. */
@@ -59,8 +61,31 @@ export const McpServerRef = Schema.Struct({
   args: Schema.optional(Schema.Never),
   env: Schema.optional(Schema.Never),
   url: Schema.optional(Schema.Never),
-  headers: Schema.optional(Schema.Never)
+  headers: Schema.optional(Schema.Never),
+  warp_id: Schema.optional(Schema.Never)
 }).annotations({ identifier: "McpServerRef" })
+
+/**
+ * The SDK's reference to a shared MCP server, `{warp_id}`: read as `{server_id}`, a server
+ * registered with this team (McpServers.ts); the resolved configuration names it `server_id`.
+ */
+export const McpWarpRef = Schema.transform(
+  Schema.Struct({
+    warp_id: NonBlankString,
+    server_id: Schema.optional(Schema.Never),
+    command: Schema.optional(Schema.Never),
+    args: Schema.optional(Schema.Never),
+    env: Schema.optional(Schema.Never),
+    url: Schema.optional(Schema.Never),
+    headers: Schema.optional(Schema.Never)
+  }),
+  Schema.typeSchema(McpServerRef),
+  {
+    strict: true,
+    decode: ({ warp_id }) => ({ server_id: warp_id }),
+    encode: ({ server_id }) => ({ warp_id: server_id })
+  }
+).annotations({ identifier: "McpWarpRef" })
 
 const mcpServerArbitrary = () => (fc: typeof FastCheck) => {
   const word = fc.stringMatching(/^[a-z][a-z0-9-]{0,9}$/)
@@ -76,11 +101,12 @@ const mcpServerArbitrary = () => (fc: typeof FastCheck) => {
 
 /**
  * MCPServerConfig: exactly one transport, `{command, args?, env?}`, `{url, headers?}` or
- * `{server_id}`; mixing keys of two transports is rejected.
+ * `{server_id}` (`{warp_id}`, the SDK's name, is read as `{server_id}`); mixing keys of two
+ * transports is rejected.
  */
-export const McpServerConfig = Schema.Union(McpStdioServer, McpHttpServer, McpServerRef).annotations({
+export const McpServerConfig = Schema.Union(McpStdioServer, McpHttpServer, McpServerRef, McpWarpRef).annotations({
   identifier: "McpServerConfig",
-  message: unionMessage("must be exactly one of {command, args?, env?}, {url, headers?} or {server_id}"),
+  message: unionMessage("must be exactly one of {command, args?, env?}, {url, headers?} or {server_id} (or the SDK's {warp_id})"),
   arbitrary: mcpServerArbitrary
 })
 export type McpServerConfig = typeof McpServerConfig.Type
@@ -281,7 +307,16 @@ export const ImageInput = Schema.Struct({
     const problem = imageProblem(image)
     return problem === undefined ? true : { path: ["data"], message: problem.replace(/^data: /, "") }
   })
-).annotations({ identifier: "ImageInput" })
+).annotations({
+  identifier: "ImageInput",
+  // Valid images (random base64 would never pass the signature check).
+  arbitrary: () => (fc: typeof FastCheck) =>
+    fc.record({
+      mime_type: fc.constant("image/png" as const),
+      data: fc.constant("iVBORw0KGgoAAAANSUhEUg=="),
+      name: fc.option(fc.stringMatching(/^[a-z][a-z0-9]{0,8}\.png$/), { nil: undefined })
+    }).map(({ name, ...image }) => (name === undefined ? image : { ...image, name }))
+})
 export type ImageInput = typeof ImageInput.Type
 
 /** The images of a run as kept in its blob (`runImagesKey`). */
