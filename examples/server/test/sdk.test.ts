@@ -83,6 +83,17 @@ describe("oz-agent-sdk against the built server", () => {
     expect(item.created_at).toMatch(TIMESTAMP)
     expect(item.updated_at).toMatch(TIMESTAMP)
     expect(item.started_at).toBeNull()
+    // What is not known yet is omitted where the SDK's type is optional but not nullable; no
+    // field the SDK declares non-nullable is ever null.
+    for (const key of ["session_id", "session_link", "agent_skill", "schedule", "status_message"]) {
+      expect(item, key).not.toHaveProperty(key)
+    }
+    const listed = await client.agent.runs.list({})
+    for (const run of listed.runs) {
+      for (const key of ["session_id", "session_link", "conversation_id", "agent_skill", "schedule", "status_message"]) {
+        expect((run as unknown as Record<string, unknown>)[key], key).not.toBeNull()
+      }
+    }
     // Without a title, the first line of the prompt; without `team`, the caller's own scope.
     const plain = await client.agent.run({ prompt: "Write the changelog\nfor 1.2" })
     const plainItem = await client.agent.runs.retrieve(plain.run_id)
@@ -194,6 +205,8 @@ describe("oz-agent-sdk against the built server", () => {
       error: "prompt: is required, also when a skill is given: send the task as prompt (the skill gives the agent its base prompt)"
     })
     const body = { name: "No enabled", cron_schedule: "0 3 * * *", prompt: "p" }
+    // A schedule without an environment omits it (the SDK's type is not nullable).
+    expect(await client.agent.schedules.create({ ...body, name: "No environment", enabled: false })).not.toHaveProperty("environment")
     const created = await rejection(client.agent.schedules.create(body as Parameters<typeof client.agent.schedules.create>[0]))
     expect(created).toBeInstanceOf(BadRequestError)
     expect((created as BadRequestError).error).toMatchObject({

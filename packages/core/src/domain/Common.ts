@@ -11,7 +11,7 @@
  *   absent. In request bodies, an optional key may be omitted or sent as `null` (both mean absent).
  * - Unknown body fields are ignored; a known field of the wrong type is an error.
  */
-import { DateTime, Either, ParseResult, Schema } from "effect"
+import { DateTime, Either, Option, ParseResult, Schema } from "effect"
 import type { SchemaAST } from "effect"
 import { InvalidRequest } from "./Errors.js"
 import { PrincipalUid, TeamUid } from "./Ids.js"
@@ -153,6 +153,16 @@ const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
 /** A missing field "is required", or what its schema's `missingMessage` says (what to send). */
 export const describeProblem = (issue: Pick<ParseResult.ArrayFormatterIssue, "_tag" | "message">): string =>
   issue._tag === "Missing" ? (issue.message === "is missing" ? "is required" : issue.message) : issue.message
+
+/**
+ * A field that is `null` when unknown in the model but omitted from the JSON, for clients (the
+ * SDK) whose types declare it optional and not nullable; reading, an absent key or `null` is null.
+ */
+export const omittedWhenNull = <S extends Schema.Schema.Any>(schema: S) =>
+  Schema.optionalToRequired(Schema.NullOr(schema), Schema.NullOr(Schema.typeSchema(schema)), {
+    decode: (value) => Option.getOrNull(value) as Schema.Schema.Type<S> | null,
+    encode: (value) => (value === null ? Option.none() : Option.some(value))
+  })
 
 /** A required field whose absence is answered with `message` (say what to send). */
 export const requiredWith = <S extends Schema.Schema.Any>(schema: S, message: string) =>

@@ -2,10 +2,11 @@
  * Runs on the wire (docs/reference/api.md): the agent configuration (AmbientAgentConfig), the run record
  * (RunItem) with everything it carries, and the create / follow-up / list bodies.
  *
- * Null versus absent in a `RunItem`: every key is always present; a value not known yet is
- * `null` (`started_at`, `ended_at`, `session_id`, `session_link`, `conversation_id`,
- * `agent_skill`, `environment_id`, `schedule`, `parent_run_id`, `status_message`). Inside the
- * agent configuration and the status message, unset keys are omitted.
+ * Null versus absent in a `RunItem`: a value not known yet is `null` in the model. On the wire
+ * `started_at`, `ended_at`, `environment_id` and `parent_run_id` are then `null`; `session_id`,
+ * `session_link`, `conversation_id`, `agent_skill`, `schedule` and `status_message`, which the
+ * SDK types as optional but not nullable, are omitted. Inside the agent configuration and the
+ * status message, unset keys are omitted.
  */
 import { Either, Encoding, Schema } from "effect"
 import type { FastCheck } from "effect"
@@ -14,6 +15,7 @@ import { Artifact } from "./Artifact.js"
 import {
   Metadata,
   NonBlankString,
+  omittedWhenNull,
   optionalInput,
   requiredWith,
   PageInfo,
@@ -186,22 +188,22 @@ export class RunItem extends Schema.Class<RunItem>("RunItem")({
   updated_at: Timestamp,
   started_at: Schema.NullOr(Timestamp),
   ended_at: Schema.NullOr(Timestamp),
-  session_id: Schema.NullOr(Schema.String),
-  session_link: Schema.NullOr(Schema.String),
-  conversation_id: Schema.NullOr(ConversationId),
+  session_id: omittedWhenNull(Schema.String),
+  session_link: omittedWhenNull(Schema.String),
+  conversation_id: omittedWhenNull(ConversationId),
   agent_config: AgentConfig,
-  agent_skill: Schema.NullOr(AgentSkill),
+  agent_skill: omittedWhenNull(AgentSkill),
   creator: PrincipalRef,
   executor: PrincipalRef,
   source: RunSourceType,
   execution_location: RunExecutionLocation,
   environment_id: Schema.NullOr(EnvironmentUid),
-  schedule: Schema.NullOr(RunScheduleRef),
+  schedule: omittedWhenNull(RunScheduleRef),
   parent_run_id: Schema.NullOr(RunId),
   ancestor_run_ids: Schema.Array(RunId),
   metadata: Metadata,
   artifacts: Schema.Array(Artifact),
-  status_message: Schema.NullOr(RunStatusMessage),
+  status_message: omittedWhenNull(RunStatusMessage),
   request_usage: RequestUsage,
   is_sandbox_running: Schema.Boolean,
   is_run_type_cancellable: Schema.Boolean,

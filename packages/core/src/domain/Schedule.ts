@@ -8,7 +8,7 @@
  * start a run.
  */
 import { DateTime, Option, Schema } from "effect"
-import { NonBlankString, optionalInput, PrincipalRef, requiredWith, Scope, Timestamp } from "./Common.js"
+import { NonBlankString, omittedWhenNull, optionalInput, PrincipalRef, requiredWith, Scope, Timestamp } from "./Common.js"
 import { EnvironmentConfig } from "./Environment.js"
 import { RunId, ScheduleId } from "./Ids.js"
 import { AgentConfig } from "./Run.js"
@@ -53,7 +53,7 @@ export class ScheduledAgentItem extends Schema.Class<ScheduledAgentItem>("Schedu
   enabled: Schema.Boolean,
   prompt: Schema.String,
   agent_config: AgentConfig,
-  environment: Schema.NullOr(EnvironmentConfig),
+  environment: omittedWhenNull(EnvironmentConfig),
   created_at: Timestamp,
   updated_at: Timestamp,
   created_by: PrincipalRef,
