@@ -485,10 +485,15 @@ export const runsServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E
           const item = yield* Effect.flatMap(Runs, (runs) => runs.get(world.alice, created.run_id))
           expect(item.agent_config).toEqual({ model_id: "m" })
           expect(item.state).toBe("QUEUED")
-          const claimed = yield* Effect.flatMap(RunStore, (store) =>
-            store.claim({ worker_host: null, team_uid: world.team, execution_id: uuid<ExecutionId>(), lease_ms: 30_000, now: Date.now() })
-          )
-          expect(Option.map(claimed, (r) => r.item.run_id)).toEqual(Option.some(created.run_id))
+          // The server's claims (no worker) reach it; other tests' queued runs may come first.
+          const store = yield* RunStore
+          let found = false
+          for (let i = 0; i < 500 && !found; i++) {
+            const claimed = yield* store.claim({ worker_host: null, execution_id: uuid<ExecutionId>(), lease_ms: 30_000, now: Date.now() })
+            if (Option.isNone(claimed)) break
+            found = claimed.value.item.run_id === created.run_id
+          }
+          expect(found).toBe(true)
         }))
 
       it.effect("conversation_id must name a saved conversation the caller sees (403 naming it); a malformed one is a 400", () =>
