@@ -238,7 +238,8 @@ describe.each(["sqlite", "postgres"] as const)("artifacts and conversations (%s)
     const byId = await api("GET", `/agent/conversations/${conversationId}`, token)
     expect(byId.status).toBe(200)
     expect(byId.body).toMatchObject({ conversation_id: conversationId, run_ids: [runId] })
-    expect(texts(byId.body.steps)).toEqual(["first", "second", "third"])
+    // The dialogue: the prompt and each follow-up as user messages, each answer after them.
+    expect(texts(byId.body.steps)).toEqual(["Talk\n@say first\n@await-followup", "first", "@say second", "second", "@say third", "third"])
     // The same conversation as the run's.
     expect((await api("GET", `/agent/runs/${runId}/conversation`, token)).body).toEqual(byId.body)
     for (const other of [a.tokens.admin, a.tokens.viewer]) {
