@@ -49,14 +49,19 @@ describe.each(["sqlite", "postgres"] as const)("webhook ingress (%s)", (kind) =>
     admin = (await makeTeam(server(), `ingress ${kind}`)).tokens.admin
   })
 
-  it("answers 404 for unknown, malformed, disabled and deleted webhooks and for other methods", async () => {
+  it("answers 404 for unknown, malformed, disabled and deleted webhooks, and 405 (Allow: POST) for other methods", async () => {
     const hook = await createWebhook({})
     const auth = { authorization: `Bearer ${hook.secret}` }
     expect((await post(server(), ingressPath("A".repeat(22)), "{}", auth)).status).toBe(404)
     expect((await post(server(), ingressPath("not-a-uid"), "{}", auth)).status).toBe(404)
     // A token segment on a webhook that is not url_token is not its URL.
     expect((await post(server(), ingressPath(hook.uid, "extra"), "{}", auth)).status).toBe(404)
-    expect((await fetch(`${server().url}${ingressPath(hook.uid)}`, { headers: auth })).status).toBe(404)
+    // Any uid answers 405 to another method: it tells nothing of which webhooks exist.
+    for (const uid of [hook.uid, "A".repeat(22)]) {
+      const other = await fetch(`${server().url}${ingressPath(uid)}`, { headers: auth })
+      expect(other.status).toBe(405)
+      expect(other.headers.get("allow")).toBe("POST")
+    }
     expect((await post(server(), ingressPath(hook.uid), "{}", auth)).status).toBe(202)
 
     expect((await api("PATCH", `/agent/webhooks/${hook.uid}`, { enabled: false })).status).toBe(200)

@@ -3,7 +3,7 @@
  * setting, the port in use, PostgreSQL unreachable, a SQLite file that cannot be opened, a data
  * directory that cannot be created
  * (`/proc/nope`, where Node's recursive mkdir would never return; a file in the way) or written
- * (another user's, when the tests run as root) each print exactly one line on stderr, naming the
+ * (`/proc/self`, which no user may write) each print exactly one line on stderr, naming the
  * problem and what to do, with no stack trace, and exit 1 (a PostgreSQL that never answers after
  * the connect timeout); `AGENT_RUNS_LOG_LEVEL=debug` adds the
  * trace. SIGTERM stops a server still waiting for a PostgreSQL that accepts connections but never
@@ -27,6 +27,7 @@ interface Ended {
 }
 
 const scratch = mkdtempSync(join(tmpdir(), "agent-runs-startup-"))
+// Searchable: as root, the server's sandboxes run as users of their own below it.
 chmodSync(scratch, 0o755)
 const servers: Array<Server> = []
 afterAll(() => {
@@ -62,7 +63,7 @@ const closedPort = async () => {
  */
 const runServer = (
   env: Readonly<Record<string, string>>,
-  options: { readonly uid?: number; readonly signalWhen?: () => boolean } = {}
+  options: { readonly signalWhen?: () => boolean } = {}
 ): Promise<Ended> =>
   new Promise((resolve, reject) => {
     const inherited = Object.fromEntries(
@@ -71,9 +72,8 @@ const runServer = (
       )
     )
     const child = spawn(process.execPath, [MAIN], {
-      cwd: options.uid === undefined ? REPO_ROOT : scratch,
-      env: { ...inherited, HOST: "127.0.0.1", ...env },
-      ...(options.uid === undefined ? {} : { uid: options.uid, gid: options.uid })
+      cwd: REPO_ROOT,
+      env: { ...inherited, HOST: "127.0.0.1", ...env }
     })
     let stdout = ""
     let stderr = ""
@@ -192,13 +192,11 @@ describe("start-up failures of the built server", () => {
     expect(oneLineFailure(uncreatable)).toMatch(/cannot open the SQLite database \/proc\/nope\/agent-runs\.db: .*ENOENT.*: set AGENT_RUNS_DATABASE_URL/)
   })
 
-  it.skipIf(process.getuid?.() !== 0)("a data directory this user cannot write (another user's): one line", async () => {
+  it("a data directory that exists but this user cannot write (/proc/self, root included): one line", async () => {
     assertBuilt(inject("serverBuild"))
-    const dir = dataDir()
-    chmodSync(dir, 0o755) // root's; the server runs as nobody
-    const ended = await runServer({ AGENT_RUNS_DATA_DIR: dir, PORT: String(await closedPort()) }, { uid: 65534 })
+    const ended = await runServer({ AGENT_RUNS_DATA_DIR: "/proc/self", PORT: String(await closedPort()) })
     expect(oneLineFailure(ended)).toBe(
-      `agent-runs: could not start: AGENT_RUNS_DATA_DIR: ${dir} is not writable by this user: set AGENT_RUNS_DATA_DIR ` +
+      "agent-runs: could not start: AGENT_RUNS_DATA_DIR: /proc/self is not writable by this user: set AGENT_RUNS_DATA_DIR " +
         "to a directory this user can create and write"
     )
   })
