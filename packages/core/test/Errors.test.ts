@@ -8,12 +8,14 @@ import {
   HttpErrorCode,
   InternalError,
   InvalidRequest,
+  MethodNotAllowed,
   NotAuthorized,
   OperationNotSupported,
   PayloadTooLarge,
   RateLimited,
   ResourceNotFound,
-  ResourceUnavailable
+  ResourceUnavailable,
+  UnsupportedMediaType
 } from "../src/domain/Errors.js"
 
 describe("Errors", () => {
@@ -27,6 +29,8 @@ describe("Errors", () => {
     new OperationNotSupported({ message: "self-hosted runs cannot be cancelled" }),
     new RateLimited({ message: "slow down", retryAfterSeconds: 30 }),
     new PayloadTooLarge({ message: "body over 256 KB", limitBytes: 262144 }),
+    new MethodNotAllowed({ message: "PATCH is not allowed on /api/v1/agent/runs; use GET, HEAD, POST", allow: ["GET", "HEAD", "POST"] }),
+    new UnsupportedMediaType({ message: "body: sent as text/plain", expected: "application/json" }),
     new InternalError({ message: "internal error" }),
     new ResourceUnavailable({ message: "storage unavailable" })
   ] as const
