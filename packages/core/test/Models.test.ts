@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Arbitrary, DateTime, Either, FastCheck, JSONSchema, Redacted, Schema } from "effect"
+import { Arbitrary, DateTime, Either, JSONSchema, Redacted, Schema } from "effect"
 import * as fc from "fast-check"
 import { ListAgentsResponse, parseSkillSpec, SkillSpec } from "../src/domain/Agent.js"
 import { Artifact, ArtifactReport, stampArtifact } from "../src/domain/Artifact.js"
@@ -30,7 +30,7 @@ import {
   Team,
   TokenRecord
 } from "../src/domain/Identity.js"
-import { formatUuidV7 } from "../src/domain/Ids.js"
+import { arbitrary } from "./support/arbitraries.js"
 import {
   AgentConfig,
   AgentSkill,
@@ -103,22 +103,6 @@ const accepted = <A, I>(schema: Schema.Schema<A, I>, body: unknown): A => {
   return result.right
 }
 
-// ---------------------------------------------------------------------------------------------
-// Generators: Ids.ts has no Arbitrary annotations (its filters are plain predicates), so the
-// string generator handed to Arbitrary also produces well-formed ids; the id filters keep them.
-// ---------------------------------------------------------------------------------------------
-
-const uuidV7Arb = FastCheck.tuple(
-  FastCheck.integer({ min: 0, max: 2 ** 48 - 1 }),
-  FastCheck.uint8Array({ minLength: 10, maxLength: 10 })
-).map(([millis, random]) => formatUuidV7(millis, random))
-const uid22Arb = FastCheck.stringMatching(/^[A-Za-z0-9]{22}$/)
-const idAwareFc: typeof FastCheck = {
-  ...FastCheck,
-  string: (constraints?: FastCheck.StringConstraints) =>
-    FastCheck.oneof(FastCheck.string(constraints), uuidV7Arb, uid22Arb)
-}
-const arbitrary = <A, I>(schema: Schema.Schema<A, I>) => Arbitrary.makeLazy(schema)(idAwareFc)
 
 /** Property: the JSON text of any value decodes back to a value with the same encoding. */
 const jsonRoundTrip = <A, I>(schema: Schema.Schema<A, I>) => {

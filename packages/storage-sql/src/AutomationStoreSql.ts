@@ -3,6 +3,7 @@
  * JSON the core Schemas encode), and one `automation_webhooks` row per webhook its trigger
  * selects, so that finding the automations of a delivery's webhook is an index lookup.
  */
+import * as TrustedCodec from "@agent-runs/core/domain/TrustedCodec"
 import { Automation } from "@agent-runs/core/domain/Automation"
 import type { AutomationId, WebhookUid } from "@agent-runs/core/domain/Ids"
 import { PrincipalUid, TeamUid } from "@agent-runs/core/domain/Ids"
@@ -29,7 +30,7 @@ const AutomationRow = Schema.Struct({
 /** The stored automation of a row, its item decoded with the core Schema. */
 const fromRow = (row: typeof AutomationRow.Type) =>
   Effect.map(
-    Schema.decodeUnknown(Automation)({
+    TrustedCodec.decoder(Automation)({
       id: row.id,
       name: row.name,
       enabled: row.enabled,

@@ -5,6 +5,7 @@
  * every environment naming it as a guest (in any team), and the environments of its team whose
  * link it opened while link sharing is on; newest `updated_at` first, ties by uid (descending).
  */
+import * as TrustedCodec from "@agent-runs/core/domain/TrustedCodec"
 import type { Viewer } from "@agent-runs/core/domain/Access"
 import { Environment, LastTaskCreated } from "@agent-runs/core/domain/Environment"
 import type { EnvironmentUid } from "@agent-runs/core/domain/Ids"
@@ -35,7 +36,7 @@ const GuestRow = Schema.Struct({ environment_uid: Schema.String, principal_uid: 
 /** The stored environment of a row and its guests (in order), its item decoded with the core Schema. */
 const fromRow = (row: typeof EnvironmentRow.Type, guests: ReadonlyArray<typeof GuestRow.Type>) =>
   Effect.map(
-    Schema.decodeUnknown(Environment)({
+    TrustedCodec.decoder(Environment)({
       uid: row.uid,
       config: row.config,
       sharing: {

@@ -3,6 +3,7 @@
  * API tokens stored only as their SHA-256 hash (unique). A token authenticates while `revoked_at`
  * is null; revoking sets it at once and keeps the record.
  */
+import * as TrustedCodec from "@agent-runs/core/domain/TrustedCodec"
 import type { PrincipalUid, TeamUid, TokenId } from "@agent-runs/core/domain/Ids"
 import { Principal, Team, TokenRecord } from "@agent-runs/core/domain/Identity"
 import { IdentityStore } from "@agent-runs/core/ports/IdentityStore"
@@ -39,7 +40,7 @@ const TokenRow = Schema.Struct({
 })
 
 const toTeam = (row: typeof TeamRow.Type) =>
-  Schema.decodeUnknown(Team)({
+  TrustedCodec.decoder(Team)({
     uid: row.uid,
     name: row.name,
     features: row.features,
@@ -48,7 +49,7 @@ const toTeam = (row: typeof TeamRow.Type) =>
   })
 
 const toPrincipal = (row: typeof PrincipalRow.Type, memberships: ReadonlyArray<typeof MembershipRow.Type>) =>
-  Schema.decodeUnknown(Principal)({
+  TrustedCodec.decoder(Principal)({
     uid: row.uid,
     type: row.type,
     display_name: row.display_name,
@@ -58,7 +59,7 @@ const toPrincipal = (row: typeof PrincipalRow.Type, memberships: ReadonlyArray<t
   })
 
 const toToken = (row: typeof TokenRow.Type) =>
-  Schema.decodeUnknown(TokenRecord)({
+  TrustedCodec.decoder(TokenRecord)({
     token_id: row.token_id,
     principal_uid: row.principal_uid,
     name: row.name,

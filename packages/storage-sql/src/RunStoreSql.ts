@@ -14,6 +14,10 @@
  *   second process waits on `busy_timeout` instead of failing to upgrade a read lock.
  * - `create` takes its exactly-once key first (`INSERT ... ON CONFLICT DO NOTHING RETURNING`, or
  *   the delivery log entry and its identity); a taken key fails DuplicateKey and rolls back.
+ * - `createTicks` (the scheduler's batch) takes the keys of all its ticks in one such statement,
+ *   sorted by (schedule id, time) so that replicas taking overlapping keys lock them in the same
+ *   order (one waits for the other's commit, no deadlock), then writes the runs of the ticks whose
+ *   key it got, all in one transaction.
  * - `update` is one `UPDATE ... WHERE run_id AND state [AND lease holder] RETURNING`: the guard
  *   and the write are one step, so a lost race is a StaleWrite, never a lost update.
  * - `recordFollowup` is the same guarded statement (setting only `updated_at` when the run does not
@@ -27,6 +31,7 @@
  *   written in the same transaction.
  * - Wake-ups are signalled after the transaction commits, so a woken dispatcher finds the run.
  */
+import * as TrustedCodec from "@agent-runs/core/domain/TrustedCodec"
 import type { Viewer } from "@agent-runs/core/domain/Access"
 import { Artifact } from "@agent-runs/core/domain/Artifact"
 import { ConversationStep } from "@agent-runs/core/domain/Conversation"
@@ -47,7 +52,8 @@ import {
   runListRow,
   RunStore,
   type StoredFollowup,
-  type StoredRun
+  type StoredRun,
+  type TickRuns
 } from "@agent-runs/core/ports/RunStore"
 import { DuplicateKey, type ExactlyOnceKey, StaleWrite, StorageError } from "@agent-runs/core/ports/Storage"
 import { TimelineEvent } from "@agent-runs/core/domain/Timeline"
@@ -96,8 +102,8 @@ const RunRow = Schema.Struct({
 })
 type RunRow = typeof RunRow.Type
 
-const decodeRunRows = Schema.decodeUnknown(Schema.Array(RunRow))
-const decodeItem = Schema.decodeUnknown(RunItem)
+const decodeRunRows = TrustedCodec.decoder(Schema.Array(RunRow))
+const decodeItem = TrustedCodec.decoder(RunItem)
 
 /**
  * The predicate of the partial index `runs_team_live`, word for word: SQLite uses a partial index
@@ -107,16 +113,16 @@ const decodeItem = Schema.decodeUnknown(RunItem)
 const LIVE = "state IN ('PENDING', 'QUEUED', 'CLAIMED', 'INPROGRESS')"
 const encodeItem = Schema.encode(RunItem)
 const encodeArtifact = Schema.encode(Artifact)
-const decodeArtifacts = Schema.decodeUnknown(Schema.Array(Json))
-const decodeExecutions = Schema.decodeUnknown(
+const decodeArtifacts = TrustedCodec.decoder(Schema.Array(Json))
+const decodeExecutions = TrustedCodec.decoder(
   Schema.Array(Schema.Struct({ execution_id: Schema.String, steps: Schema.parseJson(Schema.Array(ConversationStep)) }))
 )
 const Ops = Schema.parseJson(Schema.Array(ConversationOp))
-const decodeParts = Schema.decodeUnknown(Schema.Array(Schema.Struct({ execution_id: Schema.String, seq: Int, ops: Ops })))
-const decodeLoggedParts = Schema.decodeUnknown(
+const decodeParts = TrustedCodec.decoder(Schema.Array(Schema.Struct({ execution_id: Schema.String, seq: Int, ops: Ops })))
+const decodeLoggedParts = TrustedCodec.decoder(
   Schema.Array(Schema.Struct({ ordinal: Int, execution_id: Schema.String, seq: Int, ops: Ops }))
 )
-const decodeEvents = Schema.decodeUnknown(Schema.Array(TimelineEvent))
+const decodeEvents = TrustedCodec.decoder(Schema.Array(TimelineEvent))
 
 const EventRow = Schema.Struct({
   sequence: Int,
@@ -129,7 +135,7 @@ const EventRow = Schema.Struct({
 const FollowupRow = Schema.Struct({ id: Int, message: Schema.String, received_at: Rows.Millis })
 const Sequence = Schema.Array(Schema.Struct({ last_sequence: Int }))
 const Count = Schema.Array(Schema.Struct({ n: Int }))
-const decodeClaimed = Schema.decodeUnknown(Schema.Array(Schema.Struct({ run_id: RunId, last_sequence: Int })))
+const decodeClaimed = TrustedCodec.decoder(Schema.Array(Schema.Struct({ run_id: RunId, last_sequence: Int })))
 
 /** Inserting many rows: chunks that stay below SQLite's limit of bound parameters per statement. */
 const MAX_PARAMETERS = 30_000
@@ -298,16 +304,17 @@ export const layer = Layer.effect(
         }
       }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
 
-    const create = Effect.fn("RunStore.create")(
-      function* (runs: ReadonlyArray<NewRun>, key?: ExactlyOnceKey) {
-        const runRows: Array<Record<string, unknown>> = []
-        const metadata: Array<Record<string, unknown>> = []
-        const ancestors: Array<Record<string, unknown>> = []
-        const artifacts: Array<Record<string, unknown>> = []
-        const events: Array<Record<string, unknown>> = []
+    /** The rows of runs being created, by table. */
+    type NewRunRows = Record<"runs" | "run_metadata" | "run_ancestors" | "run_artifacts" | "timeline_events", Array<Record<string, unknown>>>
+    const noRows = (): NewRunRows => ({ runs: [], run_metadata: [], run_ancestors: [], run_artifacts: [], timeline_events: [] })
+
+    /** The rows of new runs and their first events, by table. */
+    const newRunRows = (runs: ReadonlyArray<NewRun>) =>
+      Effect.gen(function* () {
+        const rows = noRows()
         for (const { events: first, run } of runs) {
           const item = run.item
-          runRows.push({
+          rows.runs.push({
             run_id: item.run_id,
             ...(yield* runColumns(run)),
             last_sequence: first.length,
@@ -315,28 +322,95 @@ export const layer = Layer.effect(
             metadata: json(item.metadata),
             ancestor_run_ids: json(item.ancestor_run_ids)
           })
-          for (const [k, value] of Object.entries(item.metadata)) metadata.push({ run_id: item.run_id, key: k, value })
+          for (const [k, value] of Object.entries(item.metadata)) rows.run_metadata.push({ run_id: item.run_id, key: k, value })
           for (const ancestor of new Set(item.ancestor_run_ids)) {
-            ancestors.push({ run_id: item.run_id, ancestor_run_id: ancestor })
+            rows.run_ancestors.push({ run_id: item.run_id, ancestor_run_id: ancestor })
           }
           for (const [i, artifact] of item.artifacts.entries()) {
-            artifacts.push(yield* artifactRow(item.run_id, i + 1, artifact))
+            rows.run_artifacts.push(yield* artifactRow(item.run_id, i + 1, artifact))
           }
-          events.push(...eventRows(item.run_id, 1, first))
+          rows.timeline_events.push(...eventRows(item.run_id, 1, first))
         }
+        return rows
+      })
+
+    /** Writes the rows of `newRunRows` (inside the caller's transaction). */
+    const insertRunRows = (rows: NewRunRows) =>
+      Effect.gen(function* () {
+        yield* insertAll("runs", rows.runs)
+        yield* insertAll("run_metadata", rows.run_metadata)
+        yield* insertAll("run_ancestors", rows.run_ancestors)
+        yield* insertAll("run_artifacts", rows.run_artifacts)
+        yield* insertAll("timeline_events", rows.timeline_events)
+      })
+
+    const create = Effect.fn("RunStore.create")(
+      function* (runs: ReadonlyArray<NewRun>, key?: ExactlyOnceKey) {
+        const rows = yield* newRunRows(runs)
         yield* sql.withTransaction(
           Effect.gen(function* () {
             if (key !== undefined) yield* takeKey(key, runs)
-            yield* insertAll("runs", runRows)
-            yield* insertAll("run_metadata", metadata)
-            yield* insertAll("run_ancestors", ancestors)
-            yield* insertAll("run_artifacts", artifacts)
-            yield* insertAll("timeline_events", events)
+            yield* insertRunRows(rows)
           })
         )
         if (runs.some(({ run }) => run.item.state === "QUEUED")) yield* wake
       },
       operation("RunStore.create")
+    )
+
+    /** The identity of a tick's key. */
+    const tickId = (schedule_id: string, scheduled_for: number) => `${schedule_id} ${scheduled_for}`
+
+    const createTicks = Effect.fn("RunStore.createTicks")(
+      function* (ticks: ReadonlyArray<TickRuns>) {
+        // Each key once (its first tick), in one order for every replica: two transactions taking
+        // overlapping keys lock them in the same order, so one waits for the other, never both.
+        const first = new Map<string, number>()
+        ticks.forEach(({ key }, i) => {
+          const id = tickId(key.schedule_id, key.scheduled_for)
+          if (!first.has(id)) first.set(id, i)
+        })
+        const candidates = [...first.values()].sort((a, b) => {
+          const x = ticks[a]!.key
+          const y = ticks[b]!.key
+          return x.schedule_id < y.schedule_id ? -1 : x.schedule_id > y.schedule_id ? 1 : x.scheduled_for - y.scheduled_for
+        })
+        const rows = yield* Effect.forEach(candidates, (i) => newRunRows(ticks[i]!.runs))
+        const taken = new Set<string>()
+        yield* sql.withTransaction(
+          Effect.gen(function* () {
+            // Far below the limits of parameters (three a key).
+            for (let c = 0; c < candidates.length; c += 1_000) {
+              const keys = candidates.slice(c, c + 1_000).map((i) => ({
+                schedule_id: ticks[i]!.key.schedule_id,
+                scheduled_for: ticks[i]!.key.scheduled_for,
+                run_id: ticks[i]!.runs[0]?.run.item.run_id ?? ""
+              }))
+              const inserted = yield* sql<{ schedule_id: string; scheduled_for: number | string }>`INSERT INTO schedule_ticks
+                ${sql.insert(keys)} ON CONFLICT DO NOTHING RETURNING schedule_id, scheduled_for`
+              for (const row of inserted) taken.add(tickId(row.schedule_id, Number(row.scheduled_for)))
+            }
+            const written = noRows()
+            candidates.forEach((i, n) => {
+              const key = ticks[i]!.key
+              if (!taken.has(tickId(key.schedule_id, key.scheduled_for))) return
+              const r = rows[n]!
+              written.runs.push(...r.runs)
+              written.run_metadata.push(...r.run_metadata)
+              written.run_ancestors.push(...r.run_ancestors)
+              written.run_artifacts.push(...r.run_artifacts)
+              written.timeline_events.push(...r.timeline_events)
+            })
+            yield* insertRunRows(written)
+          })
+        )
+        const outcome = ticks.map(({ key }, i) =>
+          first.get(tickId(key.schedule_id, key.scheduled_for)) === i && taken.has(tickId(key.schedule_id, key.scheduled_for))
+        )
+        if (ticks.some(({ runs }, i) => outcome[i] && runs.some(({ run }) => run.item.state === "QUEUED"))) yield* wake
+        return outcome
+      },
+      operation("RunStore.createTicks")
     )
 
     const get = Effect.fn("RunStore.get")(
@@ -685,6 +759,7 @@ export const layer = Layer.effect(
 
     return RunStore.of({
       create,
+      createTicks,
       get,
       states,
       list,

@@ -3,6 +3,7 @@
  * the server key and bound to its (team, name) (Crypto.ts). Values leave only as `Redacted`, to
  * the caller of `get`; listing reads names and times only.
  */
+import * as TrustedCodec from "@agent-runs/core/domain/TrustedCodec"
 import type { TeamUid } from "@agent-runs/core/domain/Ids"
 import { SecretStore } from "@agent-runs/core/ports/SecretStore"
 import type { SecretName } from "@agent-runs/core/domain/Secret"
@@ -22,7 +23,7 @@ const MetadataRow = Schema.Struct({ name: Schema.String, created_at: Rows.Millis
 const ValueRow = Schema.Struct({ value: Bytes })
 
 const toMetadata = (row: typeof MetadataRow.Type) =>
-  Schema.decodeUnknown(SecretMetadata)({ name: row.name, created_at: iso(row.created_at), updated_at: iso(row.updated_at) })
+  TrustedCodec.decoder(SecretMetadata)({ name: row.name, created_at: iso(row.created_at), updated_at: iso(row.updated_at) })
 
 /** SecretStore, needing `SqlClient` and `StorageKey`. */
 export const layer = Layer.effect(

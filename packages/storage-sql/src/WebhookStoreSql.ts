@@ -11,6 +11,7 @@
  * CASCADE). Each logged delivery is counted per outcome (`delivery_counts`), in the transaction
  * that logs it; a rejected one may trim the webhook's rejected entries in that transaction too.
  */
+import * as TrustedCodec from "@agent-runs/core/domain/TrustedCodec"
 import type { DeliveryId, WebhookUid } from "@agent-runs/core/domain/Ids"
 import { PrincipalUid, TeamUid } from "@agent-runs/core/domain/Ids"
 import { StaleWrite } from "@agent-runs/core/ports/Storage"
@@ -68,7 +69,7 @@ const toDelivery = (row: typeof DeliveryRow.Type) =>
   Effect.flatMap(
     row.payload === null ? Effect.succeed({}) : Effect.map(parsePayload(row.payload), (payload) => ({ payload })),
     (payload) =>
-      Schema.decodeUnknown(Delivery)({
+      TrustedCodec.decoder(Delivery)({
         delivery_id: row.delivery_id,
         received_at: iso(row.received_at),
         size_bytes: row.size_bytes,
@@ -91,7 +92,7 @@ export const layer = Layer.effect(
     /** The stored webhook of a row, its item decoded with the core Schema and its secret opened. */
     const fromRow = (row: typeof WebhookRow.Type) =>
       Effect.gen(function* () {
-        const item = yield* Schema.decodeUnknown(Webhook)({
+        const item = yield* TrustedCodec.decoder(Webhook)({
           uid: row.uid,
           name: row.name,
           auth_mode: row.auth_mode,

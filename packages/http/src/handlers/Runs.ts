@@ -5,12 +5,13 @@
  */
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import type { HttpRouter } from "@effect/platform"
-import { Conversations, Followups, RunEvents, Runs, RunQuery, RunStream, Timeline } from "@agent-runs/core"
+import { Conversation, Conversations, Followups, Run, RunEvents, Runs, RunQuery, RunStream, Timeline } from "@agent-runs/core"
 import { Duration, Effect, Schema, Stream } from "effect"
 import { Api } from "../Api.js"
 import { transcriptRedirect } from "../Downloads.js"
 import { EventStreamLimitsTag, makeStreamSlots } from "../EventStreams.js"
 import { RunByExternalReferenceResponse } from "../Models.js"
+import { respond } from "../Respond.js"
 import { Authentication, bearerAuth, CurrentViewer } from "../Security.js"
 
 /** How often an idle event stream sends a comment, so proxies keep it open. */
@@ -47,17 +48,24 @@ export const RunsLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
     const authentication = yield* Authentication
     const streamLimits = yield* EventStreamLimitsTag
     const slots = makeStreamSlots(streamLimits)
+    const created = respond(Run.RunAgentResponse)
+    const listed = respond(Run.ListRunsResponse)
+    const run = respond(Run.RunItem)
+    const timeline = respond(Timeline.RunTimeline)
+    const conversation = respond(Conversation.ConversationResponse)
     const create = ({ payload }: { readonly payload: Parameters<typeof runs.create>[1] }) =>
-      Effect.flatMap(CurrentViewer, (viewer) => runs.create(viewer, payload))
+      Effect.flatMap(CurrentViewer, (viewer) => Effect.flatMap(runs.create(viewer, payload), created))
 
     return handlers
       .handle("createRun", create)
       .handle("createRunDeprecated", create)
-      .handle("listRuns", ({ request }) => Effect.flatMap(CurrentViewer, (viewer) => runs.list(viewer, rawQuery(request.url))))
-      .handle("getRun", ({ path }) => Effect.flatMap(CurrentViewer, (viewer) => runs.get(viewer, path.runId)))
-      .handle("getRunTimeline", ({ path }) => Effect.flatMap(CurrentViewer, (viewer) => runs.timeline(viewer, path.runId)))
+      .handle("listRuns", ({ request }) =>
+        Effect.flatMap(CurrentViewer, (viewer) => Effect.flatMap(runs.list(viewer, rawQuery(request.url)), listed)))
+      .handle("getRun", ({ path }) => Effect.flatMap(CurrentViewer, (viewer) => Effect.flatMap(runs.get(viewer, path.runId), run)))
+      .handle("getRunTimeline", ({ path }) =>
+        Effect.flatMap(CurrentViewer, (viewer) => Effect.flatMap(runs.timeline(viewer, path.runId), timeline)))
       .handle("getRunConversation", ({ path }) =>
-        Effect.flatMap(CurrentViewer, (viewer) => conversations.ofRun(viewer, path.runId)))
+        Effect.flatMap(CurrentViewer, (viewer) => Effect.flatMap(conversations.ofRun(viewer, path.runId), conversation)))
       .handle("getRunTranscript", ({ path }) =>
         Effect.gen(function*() {
           const viewer = yield* CurrentViewer

@@ -4,6 +4,7 @@
  * `Access.canSee` in SQL, row decoding, and the mapping of failures to `StorageError`.
  */
 import type { Viewer } from "@agent-runs/core/domain/Access"
+import * as TrustedCodec from "@agent-runs/core/domain/TrustedCodec"
 import { FollowupInboxFull } from "@agent-runs/core/ports/RunStore"
 import { DuplicateKey, StaleWrite, StorageError } from "@agent-runs/core/ports/Storage"
 import type { SqlClient, Statement } from "@effect/sql"
@@ -47,12 +48,15 @@ export const visibleTo = (sql: SqlClient.SqlClient, viewer: Viewer, alias: strin
 
 const decoders = new WeakMap<object, unknown>()
 
-/** Decodes the rows a query returned. */
+/**
+ * Decodes the rows a query returned. The rows are this service's own writes, so only the row
+ * schema's transformations run, not its checks (`TrustedCodec`; docs/performance.md).
+ */
 export const decodeRows = <A, I>(schema: Schema.Schema<A, I>) => {
   // One decoder per row schema: queries call this for every statement, and building one is not free.
   let decode = decoders.get(schema) as ((rows: unknown) => Effect.Effect<ReadonlyArray<A>, ParseResult.ParseError>) | undefined
   if (decode === undefined) {
-    decode = Schema.decodeUnknown(Schema.Array(schema))
+    decode = TrustedCodec.decoder(Schema.Array(schema))
     decoders.set(schema, decode)
   }
   return decode as (rows: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<A>, ParseResult.ParseError>
