@@ -20,6 +20,7 @@
  * or for Standard Webhooks their signed ids, differ).
  */
 import { Effect, Option } from "effect"
+import { sha256, toHex } from "../internal/Sha256.js"
 
 /** The neutral header a sender may set with its own event id. */
 export const SENDER_DELIVERY_HEADER = "x-service-delivery-id"
@@ -47,10 +48,7 @@ export interface IdentityInput {
   readonly body: Uint8Array
 }
 
-const sha256Hex = (bytes: Uint8Array) =>
-  Effect.promise(() => globalThis.crypto.subtle.digest("SHA-256", bytes)).pipe(
-    Effect.map((digest) => Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join(""))
-  )
+const sha256Hex = (bytes: Uint8Array) => Effect.map(sha256(bytes), toHex)
 
 const headerValue = (headers: IdentityInput["headers"], name: string): string | undefined => {
   const wanted = name.toLowerCase()

@@ -38,6 +38,7 @@
  */
 import { Data, Effect, Option } from "effect"
 import { concatBytes } from "../internal/Bytes.js"
+import { hmacSha256, sha256 } from "../internal/Sha256.js"
 import type { SignatureScheme } from "./Webhook.js"
 
 /** How far a signed timestamp may be from `now` (either way), in milliseconds. */
@@ -134,23 +135,6 @@ const base64url = (bytes: Uint8Array): string =>
   toBase64(bytes).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")
 
 // --- crypto ----------------------------------------------------------------------------------
-
-const hmacSha256 = (key: Uint8Array, data: Uint8Array): Effect.Effect<Uint8Array> =>
-  Effect.promise(async () => {
-    const cryptoKey = await globalThis.crypto.subtle.importKey(
-      "raw",
-      key,
-      { name: "HMAC", hash: "SHA-256" },
-      false,
-      ["sign"]
-    )
-    return new Uint8Array(await globalThis.crypto.subtle.sign("HMAC", cryptoKey, data))
-  })
-
-const sha256 = (data: Uint8Array): Effect.Effect<Uint8Array> =>
-  Effect.promise(() => globalThis.crypto.subtle.digest("SHA-256", data)).pipe(
-    Effect.map((digest) => new Uint8Array(digest))
-  )
 
 /** Constant-time equality of two byte arrays (different lengths never match). */
 export const timingSafeEqual = (a: Uint8Array, b: Uint8Array): boolean => {

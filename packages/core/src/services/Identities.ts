@@ -48,6 +48,7 @@ import {
 } from "../domain/Identity.js"
 import type { CreatePrincipalRequest, CreateTeamRequest, CreateTokenRequest, PatchTeamRequest } from "../domain/Identity.js"
 import { storageUnavailable } from "../internal/Services.js"
+import { sha256, toHex } from "../internal/Sha256.js"
 import { IdentityStore } from "../ports/IdentityStore.js"
 
 /** The display name of the bootstrap administrator. */
@@ -68,9 +69,7 @@ export const generateToken: Effect.Effect<string> = Effect.sync(
 
 /** The SHA-256 of a token as 64 lowercase hex characters: what is stored. */
 export const hashToken = (token: string): Effect.Effect<string> =>
-  Effect.promise(() => globalThis.crypto.subtle.digest("SHA-256", new TextEncoder().encode(token))).pipe(
-    Effect.map((digest) => Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join(""))
-  )
+  Effect.map(sha256(new TextEncoder().encode(token)), toHex)
 
 /** The environment variable naming the configured administrator token (docs/reference/configuration.md). */
 export const ADMIN_TOKEN_VARIABLE = "AGENT_RUNS_ADMIN_TOKEN"
