@@ -25,7 +25,7 @@ import { join } from "node:path"
 import { type Reply, spawnServer, tempDataDir } from "../../examples/server/test/process.js"
 import { header, measure, type Measurement, number, rate, repeat, row, runBench, settings, startBare, type Target } from "../support/load.js"
 import { storedRun } from "../support/runs.js"
-import { buildUnlessSkipped, expectStatus, send1, teamPrincipal } from "../support/server.js"
+import { buildUnlessSkipped, expectStatus, markProfile, send1, serverNodeOptions, teamPrincipal } from "../support/server.js"
 
 const N = Number(process.env.BENCH_RUNS ?? 100_000)
 const { connections: CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP } = settings
@@ -104,11 +104,15 @@ const program = Effect.gen(function*() {
   const adminToken = `ar_${randomBytes(32).toString("base64url")}`
   const server = yield* spawnServer({
     dataDir,
-    // The per-team run quota off: the benchmark measures throughput, not the quota.
+    // The per-team run quota off: the benchmark measures throughput, not the quota. Concurrency 0:
+    // created runs stay QUEUED, so agents running beside the server do not share its CPUs (the
+    // dispatch bench measures execution).
     env: {
+      AGENT_RUNS_CONCURRENCY: "0",
       AGENT_RUNS_ADMIN_TOKEN: adminToken,
       AGENT_RUNS_SECRET_KEY: Buffer.from(secretKey).toString("hex"),
-      AGENT_RUNS_RUNS_PER_MINUTE: "100000000"
+      AGENT_RUNS_RUNS_PER_MINUTE: "100000000",
+      ...serverNodeOptions
     }
   })
   console.log(`server ${server.url} (pid ${server.pid}, SQLite in ${dataDir})`)
@@ -150,7 +154,9 @@ const program = Effect.gen(function*() {
   for (const [label, target] of [["GET /api/v1/agent/runs?limit=20", list], ["POST /api/v1/agent/runs", create]] as const) {
     const theirs = yield* Effect.promise(() => measure(repeat({ ...target, port: bare.port })))
     console.log(row(label, "bare", theirs))
+    yield* markProfile(server)
     const ours = yield* Effect.promise(() => measure(repeat(target)))
+    yield* markProfile(server)
     console.log(row("", "ours", ours))
     results.push({ label, ours, bare: theirs })
   }

@@ -54,14 +54,12 @@ import {
   startBare,
   type Target
 } from "../support/load.js"
-import { buildUnlessSkipped, expectStatus, send1, teamPrincipal } from "../support/server.js"
+import { buildUnlessSkipped, expectStatus, send1, serverNodeOptions, teamPrincipal } from "../support/server.js"
 
 const { connections: CONNECTIONS, seconds: SECONDS } = settings
 /** The warm-up also sizes the measured phase's pool, so it runs for at least a second. */
 const WARMUP = Math.max(1, settings.warmupSeconds)
 const PG = process.env.BENCH_PG !== "0"
-/** The servers' NODE_OPTIONS (Node refuses `--cpu-prof` there; a `--require`d preload can profile). */
-const SERVER_NODE_OPTIONS = process.env.BENCH_SERVER_NODE_OPTIONS
 /** Signed deliveries for a warm-up (more than any server here accepts in that time). */
 const WARMUP_POOL = Math.ceil(3_000 * WARMUP)
 /**
@@ -253,7 +251,7 @@ const startServer = (database: "SQLite" | "PostgreSQL", env: Readonly<Record<str
         AGENT_RUNS_WEBHOOK_DELIVERIES_PER_MINUTE: "10000000",
         // Deliveries to the automation start runs: the team's run quota is out of the way too.
         AGENT_RUNS_RUNS_PER_MINUTE: "100000000",
-        ...(SERVER_NODE_OPTIONS === undefined ? {} : { NODE_OPTIONS: SERVER_NODE_OPTIONS }),
+        ...serverNodeOptions,
         ...env
       }
     })

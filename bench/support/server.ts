@@ -7,6 +7,23 @@ import type { Ids } from "@agent-runs/core"
 import { Effect } from "effect"
 import { buildServer, call, type Reply, type ServerProcess } from "../../examples/server/test/process.js"
 
+/**
+ * The servers' extra environment: `NODE_OPTIONS` from BENCH_SERVER_NODE_OPTIONS (Node refuses
+ * `--cpu-prof` there; a `--require`d preload such as bench/support/cpu-profile.cjs can profile).
+ */
+export const serverNodeOptions: Readonly<Record<string, string>> = process.env.BENCH_SERVER_NODE_OPTIONS === undefined
+  ? {}
+  : { NODE_OPTIONS: process.env.BENCH_SERVER_NODE_OPTIONS }
+
+/**
+ * Marks a phase in a profiled server (bench/support/cpu-profile.cjs writes the profile so far on
+ * SIGUSR2): called before and after a measured case, its profile is a file of its own.
+ */
+export const markProfile = (server: ServerProcess) =>
+  Effect.sync(() => {
+    if (process.env.BENCH_SERVER_NODE_OPTIONS?.includes("cpu-profile") === true) process.kill(server.pid, "SIGUSR2")
+  })
+
 /** Builds every package and the server (`npx tsc -b tsconfig.json`) unless BENCH_SKIP_BUILD=1. */
 export const buildUnlessSkipped = Effect.suspend(() => {
   if (process.env.BENCH_SKIP_BUILD === "1") return Effect.void
