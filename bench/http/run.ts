@@ -24,6 +24,7 @@ import { cpus } from "node:os"
 import { join } from "node:path"
 import { type Reply, spawnServer, tempDataDir } from "../../examples/server/test/process.js"
 import { header, measure, type Measurement, number, rate, repeat, row, runBench, settings, startBare, type Target } from "../support/load.js"
+import { higherIsBetter, record } from "../support/results.js"
 import { storedRun } from "../support/runs.js"
 import { buildUnlessSkipped, expectStatus, markProfile, send1, serverNodeOptions, teamPrincipal } from "../support/server.js"
 
@@ -168,6 +169,21 @@ const program = Effect.gen(function*() {
       }×`
     )
   }
+  const goals = [
+    { name: "GET /agent/runs?limit=20 of 100,000 (SQLite)", min: 3_000, maxRatio: 5, text: "≥ 3,000 req/s (≤ 5×)" },
+    { name: "POST /agent/runs (SQLite)", min: 3_000, maxRatio: 6, text: "≥ 3,000 req/s (≤ 6×)" }
+  ]
+  results.forEach(({ bare: b, ours }, i) => {
+    const goal = goals[i]!
+    record(higherIsBetter(
+      goal.name.replace("100,000", number(N)),
+      rate(ours),
+      rate(b),
+      "req/s",
+      goal,
+      `baseline: bare node:http; ours p50 ${ours.p50.toFixed(1)} ms, p99 ${ours.p99.toFixed(1)} ms (${CONNECTIONS} connections)`
+    ))
+  })
   const failures = results.flatMap(({ bare: b, label, ours }) =>
     [...ours.statuses, ...b.statuses].filter(([status]) => status !== 200).map(([status, count]) => `${label}: ${count}×${status}`)
   )

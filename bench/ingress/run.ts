@@ -54,6 +54,7 @@ import {
   startBare,
   type Target
 } from "../support/load.js"
+import { higherIsBetter, record } from "../support/results.js"
 import { buildUnlessSkipped, expectStatus, send1, serverNodeOptions, teamPrincipal } from "../support/server.js"
 
 const { connections: CONNECTIONS, seconds: SECONDS } = settings
@@ -342,6 +343,20 @@ const program = Effect.gen(function*() {
     return yield* Effect.dieMessage(`${problems.length} check(s) failed`)
   }
   console.log("\nchecks: every response 202; every 202 logged ACCEPTED (and with the automation, one run each)")
+  const goals: Record<string, { readonly name: string; readonly min: number }> = {
+    "SQLite, no automation": { name: "Webhook ingress (SQLite)", min: 3_000 },
+    "SQLite, one automation (a QUEUED run each)": { name: "Webhook ingress + automation starting a run (SQLite)", min: 1_500 },
+    "PostgreSQL, no automation": { name: "Webhook ingress (PostgreSQL)", min: 1_500 },
+    "PostgreSQL, one automation (a QUEUED run each)": { name: "Webhook ingress + automation starting a run (PostgreSQL)", min: 800 }
+  }
+  for (const { label, measured } of [...sqlite, ...("results" in pg ? pg.results : [])]) {
+    const goal = goals[label]
+    if (goal === undefined) continue
+    record(higherIsBetter(goal.name, rate(measured), rate(bare), "deliveries/s", {
+      min: goal.min,
+      text: `≥ ${number(goal.min)} deliveries/s`
+    }, `baseline: bare node:http answering 202; ours p50 ${measured.p50.toFixed(1)} ms, p99 ${measured.p99.toFixed(1)} ms`))
+  }
 })
 
 runBench("bench:ingress", WATCHDOG_MS, Effect.scoped(program))
