@@ -1,13 +1,21 @@
 /**
- * Storage benchmark (issue 3). For SQLite and PostgreSQL: insert N runs (default 1,000,000; set
- * BENCH_RUNS to change), then time the first page and a page 10,000 rows deep for every sort order,
- * with and without two filters; run the same page query as raw SQL through the driver in the same
- * script (adapter overhead); and measure claim throughput with 4 concurrent claimers.
+ * Storage benchmark (issues 3 and 20). For SQLite and PostgreSQL: insert N runs (default 1,000,000;
+ * set BENCH_RUNS to change, e.g. BENCH_RUNS=100000 for a quick run), then time the first page and a
+ * page 10,000 rows deep of the run list (`RunStore.list` with a team admin's viewer, as
+ * `GET /agent/runs` calls it, pages of 20) for every sort the API offers (`sort_by` updated_at,
+ * created_at, title, agent; `sort_order` desc and asc), with and without two filters; run the same
+ * page query as raw SQL through the driver in the same script (adapter overhead); and measure claim
+ * throughput with 4 concurrent claimers.
  *
  *   npm run bench:storage                 # both adapters
  *   BENCH_ADAPTERS=sqlite npm run bench:storage
  *
- * Prints p50/p99 per case, the deep/first ratio (goal ≤ 1.5) and adapter/raw ratio (goal ≤ 1.2).
+ * Prints p50/p99 per case, the deep/first ratio (goal ≤ 1.5) and adapter/raw ratio (goal ≤ 1.2),
+ * and records one result row per sort and adapter (bench/support/results.ts): ours = the deep
+ * page's p50, baseline = the first page's p50. The first and the deep page are sampled in turns
+ * (first, deep, first, …) after a warm-up, so that the machine's other work falls on both alike.
+ * A watchdog (BENCH_TIMEOUT_SECONDS; by default 10 minutes plus 3 s per 1,000 runs) stops the
+ * script, removes the SQLite file and drops the PostgreSQL database; so do SIGINT and SIGTERM.
  * Never part of `npm test`.
  */
 import type { Access, Agent, Run} from "@agent-runs/core";
@@ -23,6 +31,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import pg from "pg"
+import { lowerIsBetter, record } from "../support/results.js"
 import { storedRun } from "../support/runs.js"
 
 const N = Number(process.env.BENCH_RUNS ?? 1_000_000)
@@ -30,6 +39,22 @@ const DEEP = 10_000
 const REPEAT = Number(process.env.BENCH_REPEAT ?? 30)
 const ADAPTERS = (process.env.BENCH_ADAPTERS ?? "sqlite,postgresql").split(",")
 const PG_SERVER = process.env.AGENT_RUNS_TEST_PG ?? "postgres://postgres@127.0.0.1:5432"
+const TIMEOUT_MS = 1_000 * Number(process.env.BENCH_TIMEOUT_SECONDS ?? 600 + Math.ceil((3 * N) / 1_000))
+
+/** What the watchdog (and SIGINT, SIGTERM) must undo before the script exits: removes files, drops databases. */
+const cleanups = new Set<() => Promise<void> | void>()
+
+const stopNow = (why: string, code: number) => {
+  console.error(`bench:storage: ${why}; cleaning up`)
+  const pending = [...cleanups].map((cleanup) => Promise.resolve().then(cleanup).catch(() => undefined))
+  // At most 20 s for the clean-up (a database that does not answer), then exit anyway.
+  setTimeout(() => process.exit(code), 20_000).unref()
+  void Promise.all(pending).then(() => process.exit(code))
+}
+const watchdog = setTimeout(() => stopNow(`did not finish within ${TIMEOUT_MS / 1000} s`, 2), TIMEOUT_MS)
+watchdog.unref()
+process.once("SIGINT", () => stopNow("interrupted", 130))
+process.once("SIGTERM", () => stopNow("terminated", 143))
 
 const uid = () => {
   const bytes = randomBytes(64)
@@ -69,16 +94,48 @@ const makeRun = (i: number, state: Run.RunItem["state"] = STATES[i % STATES.leng
 const percentile = (sorted: ReadonlyArray<number>, p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
 
+/** p50 and p99 of samples, ms. */
+interface Timing {
+  readonly p50: number
+  readonly p99: number
+}
+
+const summary = (samples: Array<number>): Timing => {
+  samples.sort((a, b) => a - b)
+  return { p50: percentile(samples, 50), p99: percentile(samples, 99) }
+}
+
+const elapsed = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.gen(function* () {
+    const start = performance.now()
+    yield* effect
+    return performance.now() - start
+  })
+
 const timeIt = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.gen(function* () {
     const samples: Array<number> = []
-    for (let i = 0; i < REPEAT; i++) {
-      const start = performance.now()
-      yield* effect
-      samples.push(performance.now() - start)
+    for (let i = 0; i < REPEAT; i++) samples.push(yield* elapsed(effect))
+    return summary(samples)
+  })
+
+/**
+ * `a` and `b` timed in turns, REPEAT samples each after 3 unmeasured warm-up rounds: a burst of
+ * the machine's other work then slows both alike instead of one of them.
+ */
+const timeInTurns = <A, B, E, R>(a: Effect.Effect<A, E, R>, b: Effect.Effect<B, E, R>) =>
+  Effect.gen(function* () {
+    const as: Array<number> = []
+    const bs: Array<number> = []
+    for (let i = 0; i < 3; i++) {
+      yield* a
+      yield* b
     }
-    samples.sort((a, b) => a - b)
-    return { p50: percentile(samples, 50), p99: percentile(samples, 99) }
+    for (let i = 0; i < REPEAT; i++) {
+      as.push(yield* elapsed(a))
+      bs.push(yield* elapsed(b))
+    }
+    return [summary(as), summary(bs)] as const
   })
 
 const parse = (params: Record<string, string | ReadonlyArray<string>>) =>
@@ -125,8 +182,7 @@ const bench = (name: string, raw: RawRunner, explain: Explainer) =>
           }
           const first = parse({ ...params, limit: "20" })
           const deep = parse({ ...params, limit: "20", ...(cursor ? { cursor } : {}) })
-          const firstT = yield* timeIt(store.list(first, viewer))
-          const deepT = yield* timeIt(store.list(deep, viewer))
+          const [firstT, deepT] = yield* timeInTurns(store.list(first, viewer), store.list(deep, viewer))
           // The same deep query, captured as SQL and run through the driver.
           const captured: Array<readonly [string, ReadonlyArray<unknown>]> = []
           yield* store.list(deep, viewer).pipe(
@@ -146,6 +202,17 @@ const bench = (name: string, raw: RawRunner, explain: Explainer) =>
           console.log(
             `${label.padEnd(44)} ${fmt(firstT.p50)} ${fmt(firstT.p99)} ${fmt(deepT.p50)} ${fmt(deepT.p99)}  ${ratio.toFixed(2).padStart(10)}  ${overhead.toFixed(2).padStart(11)}`
           )
+          const filters = filtered ? ", state=SUCCEEDED,FAILED&model_id=model-b" : ""
+          record(lowerIsBetter(
+            `List runs at ${N.toLocaleString("en")} runs, sort_by=${sortBy} ${order}${filters}, ${DEEP.toLocaleString("en")} deep vs first page (${name})`,
+            deepT.p50,
+            firstT.p50,
+            "ms p50",
+            { maxRatio: 1.5, text: "≤ 1.5× the first page" },
+            `RunStore.list as GET /agent/runs calls it (team admin, limit 20); p99: deep ${deepT.p99.toFixed(2)} ms, ` +
+              `first ${firstT.p99.toFixed(2)} ms; ${REPEAT} samples each, in turns; the same deep query as raw SQL ` +
+              `p50 ${rawT.p50.toFixed(2)} ms`
+          ))
         }
       }
     }
@@ -181,6 +248,8 @@ const sqlite = Effect.gen(function* () {
   const dir = mkdtempSync(join(tmpdir(), "agent-runs-bench-"))
   const filename = join(dir, "bench.db")
   let db: Database.Database | undefined
+  const removeDir = () => rmSync(dir, { recursive: true, force: true })
+  cleanups.add(removeDir)
   const raw: RawRunner = async (sql, params) => {
     db ??= new Database(filename, { readonly: true })
     return db.prepare(sql).all(...(params as Array<unknown>))
@@ -194,7 +263,8 @@ const sqlite = Effect.gen(function* () {
     Effect.provide(Layer.mergeAll(SqliteStorage.layer({ filename, secretKey: key }), Ids.IdsLive)),
     Effect.ensuring(Effect.sync(() => {
       db?.close()
-      rmSync(dir, { recursive: true, force: true })
+      removeDir()
+      cleanups.delete(removeDir)
     }))
   )
 })
@@ -204,6 +274,13 @@ const postgres = Effect.gen(function* () {
   const admin = new pg.Client({ connectionString: `${PG_SERVER}/test` })
   yield* Effect.promise(() => admin.connect())
   yield* Effect.promise(() => admin.query(`CREATE DATABASE ${name}`))
+  /** For the watchdog: a connection of its own (the script's may be busy or broken). */
+  const dropDatabase = async () => {
+    const client = new pg.Client({ connectionString: `${PG_SERVER}/test` })
+    await client.connect()
+    await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).finally(() => client.end())
+  }
+  cleanups.add(dropDatabase)
   const pool = new pg.Pool({ connectionString: `${PG_SERVER}/${name}`, max: 2 })
   const raw: RawRunner = (sql, params) => pool.query(sql, params as Array<unknown>)
   const explain: Explainer = async (sql, params) => {
@@ -216,6 +293,7 @@ const postgres = Effect.gen(function* () {
       await pool.end()
       await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
       await admin.end()
+      cleanups.delete(dropDatabase)
     }))
   )
 })
@@ -226,7 +304,10 @@ const program = Effect.gen(function* () {
   if (ADAPTERS.includes("postgresql")) yield* postgres
 })
 
-Effect.runPromise(program).catch((error) => {
-  console.error(error)
-  process.exit(1)
-})
+Effect.runPromise(program).then(
+  () => process.exit(0),
+  (error) => {
+    console.error(error)
+    process.exit(1)
+  }
+)
