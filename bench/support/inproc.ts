@@ -6,12 +6,13 @@
  *   node --cpu-prof --cpu-prof-dir=bench/profiles node_modules/.bin/vite-node --config bench/vite.config.ts bench/support/inproc.ts
  */
 import { FileBlobStore } from "@agent-runs/blob-store-fs"
-import { RunStore } from "@agent-runs/core"
+import { RunStore, Signatures } from "@agent-runs/core"
 import { mount } from "@agent-runs/server"
 import { SqliteStorage } from "@agent-runs/storage-sqlite"
 import { Effect, Layer, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { Session } from "node:inspector"
 import { tmpdir } from "node:os"
 import { createRequire } from "node:module"
 import { join } from "node:path"
@@ -55,7 +56,8 @@ const agents = await mount({
   storage,
   blobs: FileBlobStore.layer({ root: join(dir, "blobs") }),
   execution: { concurrency: 0 },
-  quotas: { runsPerMinute: 100_000_000 }
+  quotas: { runsPerMinute: 100_000_000 },
+  ingress: { deliveries: { max: 100_000_000, windowMs: 60_000 } }
 })
 const call = async (method: string, path: string, token: string, body?: unknown) => {
   const response = await agents.fetch(
@@ -92,23 +94,67 @@ await Effect.runPromise(
     }
   }).pipe(Effect.provide(Layer.orDie(storage)))
 )
+// PROFILE=1: a CPU profile of each case's measured loop only, in bench/profiles/<case>.cpuprofile.
+const session = new Session()
+session.connect()
+const post = (method: string, params: object = {}) =>
+  new Promise<unknown>((resolve, reject) => session.post(method, params, (error, result) => (error ? reject(error) : resolve(result))))
 const time = async (label: string, f: () => Promise<unknown>) => {
   for (let i = 0; i < 200; i++) await f()
+  if (process.env.PROFILE === "1") {
+    await post("Profiler.enable")
+    await post("Profiler.setSamplingInterval", { interval: 100 })
+    await post("Profiler.start")
+  }
   const cpu = process.cpuUsage()
   const start = performance.now()
   for (let i = 0; i < N; i++) await f()
   const used = process.cpuUsage(cpu)
+  if (process.env.PROFILE === "1") {
+    const { profile } = (await post("Profiler.stop")) as { profile: unknown }
+    mkdirSync("bench/profiles", { recursive: true })
+    writeFileSync(`bench/profiles/${label}.cpuprofile`, JSON.stringify(profile))
+  }
   console.log(
     `${label}: ${((performance.now() - start) * 1000 / N).toFixed(0)} µs wall, ${((used.user + used.system) / N).toFixed(0)} µs CPU per request`
   )
 }
 const one = await call("GET", "/agent/runs?limit=1", token)
+// A Standard Webhooks webhook of an admin of the team, without and with an automation.
+const admin = await call("POST", "/admin/principals", adminToken, {
+  type: "user",
+  display_name: "bench admin",
+  memberships: [{ team_uid: team.uid, role: "admin" }]
+})
+const adminKey = (await call("POST", `/admin/principals/${admin.uid}/tokens`, adminToken, {})).token
+const hook = await call("POST", "/agent/webhooks", adminKey, { name: "plain", auth_mode: "signature", signature_scheme: "standard_webhooks" })
+const automated = await call("POST", "/agent/webhooks", adminKey, { name: "auto", auth_mode: "signature", signature_scheme: "standard_webhooks" })
+await call("POST", "/agent/automations", adminKey, {
+  name: "bench triage",
+  prompt: "Triage the issue.",
+  trigger: { provider: "webhook", event: "received", filter: { webhook_ids: [automated.uid] } }
+})
+let delivered = 0
+const deliver = (target: { uid: string; secret: string }) => async () => {
+  const id = `msg_${delivered++}_${randomBytes(6).toString("hex")}`
+  const body = JSON.stringify({ type: "issue.opened", id, data: { number: delivered, title: "A bug", body: "x".repeat(400) } })
+  const headers = await Effect.runPromise(
+    Signatures.sign("standard_webhooks", { secret: target.secret, body: new TextEncoder().encode(body), now: Date.now(), id })
+  )
+  const response = await agents.fetch(
+    new Request(`http://127.0.0.1:1/webhooks/w/${target.uid}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body })
+  )
+  if (response.status !== 202) throw new Error(`delivery: ${response.status} ${await response.text()}`)
+  return response.text()
+}
 const cases: Record<string, () => Promise<unknown>> = {
   health: async () => (await agents.fetch(new Request("http://127.0.0.1:1/healthz"))).text(),
   get: () => call("GET", `/agent/runs/${one.runs[0].run_id}`, token),
   list1: () => call("GET", "/agent/runs?limit=1", token),
   list: () => call("GET", "/agent/runs?limit=20", token),
-  create: () => call("POST", "/agent/runs", token, { prompt: "Fix the flaky test", metadata: { bench: "http" } })
+  create: () => call("POST", "/agent/runs", token, { prompt: "Fix the flaky test", metadata: { bench: "http" } }),
+  ingress: deliver(hook),
+  automation: deliver(automated)
 }
 for (const name of (process.env.CASES ?? "health,get,list1,list,create").split(",")) await time(name, cases[name]!)
 for (const [sql, { n, us }] of [...sqlStats].sort((a, b) => b[1].us - a[1].us).slice(0, 15)) {

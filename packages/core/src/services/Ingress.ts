@@ -468,10 +468,12 @@ export class Ingress extends Effect.Service<Ingress>()("@agent-runs/core/Ingress
           received_at: arrived
         }
         const declared = Number(request.headers["content-length"] ?? "0")
-        const tooLarge = new PayloadTooLarge({
-          message: `body: the delivery is over ${limits.maxBodyBytes} bytes`,
-          limitBytes: limits.maxBodyBytes
-        })
+        // Built only when it is the answer: constructing the error is not free.
+        const tooLarge = () =>
+          new PayloadTooLarge({
+            message: `body: the delivery is over ${limits.maxBodyBytes} bytes`,
+            limitBytes: limits.maxBodyBytes
+          })
         const declaredTooLarge = Number.isFinite(declared) && declared > limits.maxBodyBytes
         // Declared too large: refused on the declared length, before any byte is read (the
         // transport then reads and drops a little of it, within the body timeout).
@@ -488,7 +490,7 @@ export class Ingress extends Effect.Service<Ingress>()("@agent-runs/core/Ingress
           yield* Effect.logInfo(`ingress: delivery ${base.delivery_id} dropped: its body did not arrive in time`)
           return yield* new BodyTimedOut({ timeoutMs: limits.bodyTimeoutMs })
         }
-        if (declaredTooLarge) return yield* tooLarge
+        if (declaredTooLarge) return yield* tooLarge()
         if (read.value._tag === "TooLarge") {
           yield* logOutcome(webhook, entry({
             ...base,
@@ -496,7 +498,7 @@ export class Ingress extends Effect.Service<Ingress>()("@agent-runs/core/Ingress
             identity: "",
             outcome: "REJECTED_TOO_LARGE"
           }))
-          return yield* tooLarge
+          return yield* tooLarge()
         }
         const body = read.value.bytes
         const sized = { ...base, size_bytes: body.length }
