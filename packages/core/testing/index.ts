@@ -35,6 +35,8 @@ export { secretsServiceSuite } from "./SecretsServiceSuite.js"
 export { webhooksServiceSuite } from "./WebhooksServiceSuite.js"
 export { workersServiceSuite } from "./WorkersServiceSuite.js"
 export { dispatcherSuite } from "./DispatcherSuite.js"
+export { claimWakeupSuite } from "./ClaimWakeupSuite.js"
+export { engineLayer, fakeRunTokens } from "./Engine.js"
 export { scriptedExecutor } from "./ScriptedExecutor.js"
 export { type FakeModelLike, harnessSuite, type HarnessSuiteOptions } from "./HarnessSuite.js"
 export {

@@ -1,17 +1,18 @@
 /**
  * The storage ports on PostgreSQL: migrated at start, wake-ups through LISTEN/NOTIFY so that
- * several server replicas hear each other.
+ * several server replicas hear each other (PgWakeups.ts).
  */
 import { PgClient } from "@effect/sql-pg"
-import { Migrations, StorageKey, StorageSql, Wakeups } from "@agent-runs/storage-sql"
+import { Migrations, StorageKey, StorageSql, type Wakeups } from "@agent-runs/storage-sql"
 import type { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Reactivity from "@effect/experimental/Reactivity"
-import { Clock, Duration, Effect, Layer, Redacted, Stream } from "effect"
-import type * as Pg from "pg"
+import { Clock, Duration, Effect, Layer, Redacted } from "effect"
+import * as Pg from "pg"
+import * as PgWakeups from "./PgWakeups.js"
 
 /** The channel every replica listens on. */
-export const WAKEUP_CHANNEL = "agent_runs_wakeup"
+export const WAKEUP_CHANNEL = PgWakeups.WAKEUP_CHANNEL
 
 export interface PgStorageOptions {
   /** A `postgres://` connection URL. */
@@ -24,22 +25,13 @@ export interface PgStorageOptions {
   readonly connectTimeout?: Duration.DurationInput
 }
 
-const wakeups = Layer.effect(
-  Wakeups.Wakeups,
-  Effect.gen(function* () {
-    const pg = yield* PgClient.PgClient
-    return {
-      // Not `pg.notify`: it sends `NOTIFY channel, $1`, which PostgreSQL refuses (NOTIFY takes no
-      // parameters). `pg_notify` through the client also joins the caller's transaction, so the
-      // signal goes out at commit; the payload is not empty because `pg.listen` drops empty ones.
-      notify: Effect.asVoid(pg`SELECT pg_notify(${WAKEUP_CHANNEL}, 'run')`),
-      signals: pg.listen(WAKEUP_CHANNEL).pipe(Stream.as(undefined))
-    }
-  })
-)
-
 /** Every store of @agent-runs/core over a PostgreSQL client: migrated first, wake-ups beside. */
-const over = <E>(client: Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, E>, secretKey: StorageKey.SecretKey) => {
+const over = <E>(
+  client: Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, E>,
+  secretKey: StorageKey.SecretKey,
+  listener: () => Pg.Client
+) => {
+  const wakeups: Layer.Layer<Wakeups.Wakeups, never, SqlClient.SqlClient> = PgWakeups.layer(listener)
   const support = Layer.mergeAll(
     Layer.effectDiscard(Migrations.migrate),
     wakeups,
@@ -80,7 +72,7 @@ export const layer = (options: PgStorageOptions) => {
   const client = PgClient.layer({ url, maxConnections: options.maxConnections ?? 10 }).pipe(
     Layer.provide(Layer.effectDiscard(reachable(url, options.connectTimeout ?? Duration.seconds(10))))
   )
-  return over(client, options.secretKey)
+  return over(client, options.secretKey, () => new Pg.Client({ connectionString: Redacted.value(url) }))
 }
 
 export interface PgStoragePoolOptions {
@@ -96,4 +88,8 @@ export interface PgStoragePoolOptions {
  * (`search_path`) on start, as with `layer`.
  */
 export const layerFromPool = (options: PgStoragePoolOptions) =>
-  over(PgClient.layerFromPool({ acquire: Effect.succeed(options.pool) }), options.secretKey)
+  over(
+    PgClient.layerFromPool({ acquire: Effect.succeed(options.pool) }),
+    options.secretKey,
+    () => new Pg.Client(options.pool.options)
+  )

@@ -7,19 +7,31 @@ import { creationEvents, makeRun, uid, uuid } from "@agent-runs/core/testing"
 import type { ExecutionId, PrincipalUid, TeamUid } from "@agent-runs/core/domain/Ids"
 import { RunStore } from "@agent-runs/core/ports/RunStore"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Fiber, Layer, Option, Redacted, Stream } from "effect"
+import { SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { Context, Effect, Fiber, Layer, Option, Redacted, Ref, Schedule, Stream } from "effect"
 import { PgStorage } from "../src/index.js"
 import { freshDatabase, testKey } from "./harness.js"
 
 /** Two stores on one fresh database, each with its own pool (and its own LISTEN connection). */
-const twoReplicas = Effect.gen(function* () {
+const twoReplicasOn = Effect.gen(function* () {
   const { url } = yield* freshDatabase
   const replica = Effect.map(
     Layer.build(PgStorage.layer({ url: Redacted.make(url), secretKey: testKey(), maxConnections: 6 })),
     Context.get(RunStore)
   )
-  return [yield* replica, yield* replica] as const
+  return { url, stores: [yield* replica, yield* replica] as const }
 })
+const twoReplicas = Effect.map(twoReplicasOn, ({ stores }) => stores)
+
+/** Ends every LISTEN connection of the database, as a restart of PostgreSQL or a network fault would. */
+const dropListeners = (url: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const ended = yield* sql<{ pid: number }>`SELECT pg_terminate_backend(pid) AS pid FROM pg_stat_activity
+      WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE 'LISTEN%'`
+    return ended.length
+  }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })))
 
 describe("PostgreSQL claims across pools", () => {
   it.scopedLive("two pools claiming at once take every run exactly once, and no claim comes back empty", () =>
@@ -70,5 +82,26 @@ describe("PostgreSQL claims across pools", () => {
       expect(Option.isSome(signal)).toBe(true)
       const claimed = yield* b.claim({ worker_host: host, execution_id: uuid(), now: Date.now(), lease_ms: 60_000 })
       expect(Option.map(claimed, (r) => r.item.run_id)).toEqual(Option.some(run.item.run_id))
+    }))
+
+  it.scopedLive("a replica whose LISTEN connection was lost listens again, and looks once when it is back", () =>
+    Effect.gen(function* () {
+      const { stores: [a, b], url } = yield* twoReplicasOn
+      const heard = yield* Ref.make(0)
+      yield* b.wakeups.pipe(Stream.runForEach(() => Ref.update(heard, (n) => n + 1)), Effect.forkScoped)
+      yield* Effect.sleep("300 millis")
+      expect(yield* dropListeners(url)).toBe(2)
+      // Back within its retry (1 s): the signal of its return, then what is created after.
+      const waitFor = (n: number) =>
+        Ref.get(heard).pipe(
+          Effect.repeat({ until: (got) => got >= n, schedule: Schedule.spaced("20 millis") }),
+          Effect.timeoutOption("3 seconds")
+        )
+      expect(Option.isSome(yield* waitFor(1))).toBe(true)
+      yield* Effect.sleep("100 millis")
+      const before = yield* Ref.get(heard)
+      const run = makeRun({ team: uid(), creator: uid(), state: "QUEUED", worker_host: `host-${uid()}` })
+      yield* a.create([{ run, events: creationEvents(run) }])
+      expect(Option.isSome(yield* waitFor(before + 1))).toBe(true)
     }))
 })

@@ -1,0 +1,44 @@
+/**
+ * The server's execution engine (`Dispatcher.layer`: the execution loop over the local host, the
+ * lease sweep, the debug windows) over given stores, with an in-memory BlobStore, the test
+ * repositories and fake run tokens: what a replica runs, without HTTP. The executor is the
+ * caller's (the scripted executor, say). Used by the claim wake-up suite and bench/queue.
+ */
+import { Effect, Layer, Option } from "effect"
+import { IdsLive } from "../src/domain/Ids.js"
+import * as Dispatcher from "../src/engine/Dispatcher.js"
+import * as Health from "../src/engine/Health.js"
+import { RunExecutions } from "../src/engine/RunExecutions.js"
+import type { Executor } from "../src/ports/Executor.js"
+import { RunTokens } from "../src/ports/RunTokens.js"
+import { memoryBlobStore } from "./ConversationsServiceSuite.js"
+import { testRepos } from "./RunsServiceSuite.js"
+import type { Stores } from "./Stores.js"
+
+export const fakeRunTokens = Layer.succeed(RunTokens, {
+  issue: ({ execution_id }) => Effect.succeed(`rt_${execution_id}`),
+  verify: () => Effect.succeed(Option.none())
+})
+
+/** The engine for the scope of the layer, with these settings over the defaults. */
+export const engineLayer = (
+  settings: Partial<Dispatcher.DispatcherSettings>,
+  executor: Layer.Layer<Executor>
+): Layer.Layer<never, never, Stores> =>
+  Dispatcher.layer.pipe(
+    Layer.provide(RunExecutions.Default),
+    Layer.provide(
+      Layer.mergeAll(
+        executor,
+        memoryBlobStore,
+        fakeRunTokens,
+        testRepos,
+        IdsLive,
+        Health.layer,
+        Layer.succeed(Dispatcher.DispatcherConfig, {
+          ...Dispatcher.defaultSettings("agent", "http://127.0.0.1/api/v1"),
+          ...settings
+        })
+      )
+    )
+  )
