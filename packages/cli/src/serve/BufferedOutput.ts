@@ -10,12 +10,18 @@ import { Console as NodeConsole } from "node:console"
 import { writeSync } from "node:fs"
 import { Writable } from "node:stream"
 
-/** A writable that passes its chunks to `fd` in one write per turn of the event loop. */
-class Batched extends Writable {
+/** Where batches go: a stream for the batches of a turn, a file descriptor for what is left at exit. */
+export interface BatchTarget {
+  readonly write: (chunk: Buffer) => unknown
+  readonly fd: number
+}
+
+/** A writable that passes its chunks to `target` in one write per turn of the event loop. */
+export class Batched extends Writable {
   private chunks: Array<Buffer> = []
   private scheduled = false
 
-  constructor(private readonly target: NodeJS.WriteStream, private readonly fd: number) {
+  constructor(private readonly target: BatchTarget) {
     super()
     process.once("exit", () => this.flushSync())
   }
@@ -42,11 +48,12 @@ class Batched extends Writable {
     if (out !== undefined) this.target.write(out)
   }
 
-  private flushSync(): void {
+  /** Writes what is buffered at once, synchronously (the process is exiting). */
+  flushSync(): void {
     const out = this.take()
     if (out === undefined) return
     try {
-      writeSync(this.fd, out)
+      writeSync(this.target.fd, out)
     } catch {
       // the stream is gone: nothing left to tell
     }
@@ -58,8 +65,8 @@ export const BatchedConsoleLive: Layer.Layer<never> = Layer.unwrapEffect(
   Console.consoleWith((current) =>
     Effect.sync(() => {
       const unsafe = new NodeConsole({
-        stdout: new Batched(process.stdout, 1),
-        stderr: new Batched(process.stderr, 2),
+        stdout: new Batched({ write: (chunk) => process.stdout.write(chunk), fd: 1 }),
+        stderr: new Batched({ write: (chunk) => process.stderr.write(chunk), fd: 2 }),
         colorMode: process.stdout.isTTY === true
       })
       return Console.setConsole({ ...current, unsafe } as Console.Console)
