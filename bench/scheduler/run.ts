@@ -1,19 +1,25 @@
 /**
- * Scheduler benchmark (issue 6). For SQLite and PostgreSQL: BENCH_SCHEDULES (10,000) active
- * schedules, spread over BENCH_TEAMS (100) teams of one member each, all due at the same instant
- * T (a daily 6-field cron naming T's second, minute and hour in UTC). The scheduler's loop
- * (`Scheduler.layer`, default settings: 16 ticks at once) is started before T, does its first pass
- * (nothing due; every expression parsed and cached), and sleeps until T. Measured: from T to the
- * `created_at` of the last run created (every schedule's run, checked by count); also the time to
- * the first run. On PostgreSQL a second case runs two schedulers at once (two replicas in one
- * process, each with its own connection pool) on a fresh set of schedules.
+ * Scheduler benchmark (issues 6 and 20). For SQLite and PostgreSQL: BENCH_SCHEDULES (10,000)
+ * active schedules, spread over BENCH_TEAMS (100) teams of one member each, all due at the same
+ * instant T (a daily 6-field cron naming T's second, minute and hour in UTC). The scheduler's loop
+ * (`Scheduler.layer`, default settings: batches of 250 due schedules, 2 batches at once; or
+ * BENCH_BATCH and BENCH_CONCURRENCY) is started before T, does its first pass (nothing due; every
+ * expression parsed and cached), and sleeps until T. Measured: from T to the `created_at` of the
+ * last run created (every schedule's run, checked by count); also the time to the first run, and
+ * when the last run was seen committed (polled every 50 ms). On PostgreSQL a second case runs two
+ * schedulers at once (two replicas in one process, each with its own connection pool) on a fresh
+ * set of schedules.
  *
  * Baseline, in the same script on the same kind of database: the same number of runs (the same
  * QUEUED run with its three creation events) written straight through `RunStore.create` in
  * batches of 500, the cheapest way to put that many runs into storage; and the same runs created
- * one by one through `Runs.createOnce` with a ScheduleTick key each, sequentially (the scheduler's
- * own write path, without the scheduler), so that the ratios tell what the batching costs and
- * what the scheduler adds around its write path.
+ * one by one through `Runs.createOnce` with a ScheduleTick key each, sequentially (a tick's own
+ * write path, without the scheduler), so that the ratios tell what the scheduler costs over
+ * storage and what batching gains. BENCH_BASELINES=0 skips both (to profile the scheduler alone:
+ * `node --cpu-prof`, then bench/support/profile-summary.ts).
+ *
+ * Reports to `npm run bench` (bench/support/results.ts) one row per adapter: tick → last run
+ * created against the batched baseline; goals ≤ 2 s on SQLite, ≤ 3 s on PostgreSQL.
  *
  *   npm run bench:scheduler
  *   BENCH_ADAPTERS=sqlite BENCH_SCHEDULES=1000 npm run bench:scheduler
@@ -27,9 +33,11 @@ import { SqliteStorage } from "@agent-runs/storage-sqlite"
 import { SqlClient } from "@effect/sql"
 import { DateTime, Duration, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { randomBytes } from "node:crypto"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { Session } from "node:inspector"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { lowerIsBetter, record } from "../support/results.js"
 import { storedRun } from "../support/runs.js"
 
 const SCHEDULES = Number(process.env.BENCH_SCHEDULES ?? 10_000)
@@ -41,11 +49,13 @@ const ADAPTERS = (process.env.BENCH_ADAPTERS ?? "sqlite,postgresql").split(",")
  */
 const LEAD_MS = 10_000 + SCHEDULES * 2
 const BATCH = 500
-/** The scheduler's settings: the defaults, or BENCH_CONCURRENCY ticks at once. */
+/** The scheduler's settings: the defaults, or BENCH_BATCH schedules a batch and BENCH_CONCURRENCY batches at once. */
 const SETTINGS: Scheduler.SchedulerSettings = {
   ...Scheduler.defaultSettings,
+  batchSize: Number(process.env.BENCH_BATCH ?? Scheduler.defaultSettings.batchSize),
   concurrency: Number(process.env.BENCH_CONCURRENCY ?? Scheduler.defaultSettings.concurrency)
 }
+const BASELINES = process.env.BENCH_BASELINES !== "0"
 
 const key = Redacted.make(new Uint8Array(randomBytes(32)))
 
@@ -138,6 +148,30 @@ const countRuns = Effect.gen(function*() {
   return { n: Number(row!.n), first: Number(row!.first), last: Number(row!.last) }
 })
 
+/**
+ * With BENCH_PROFILE=<file.cpuprofile>: a CPU profile of the process from just before T until
+ * every run is committed (seeding left out); summarize it with bench/support/profile-summary.ts.
+ * Answers the effect that stops it and writes the file.
+ */
+const startProfile = (t: number) =>
+  Effect.gen(function*() {
+    const file = process.env.BENCH_PROFILE
+    if (file === undefined || file === "") return Effect.void
+    const session = new Session()
+    session.connect()
+    const post = (method: string) =>
+      Effect.async<unknown>((resume) => session.post(method, (_error, result) => resume(Effect.succeed(result))))
+    yield* Effect.sleep(Duration.millis(Math.max(0, t - Date.now() - 200)))
+    yield* post("Profiler.enable")
+    yield* post("Profiler.start")
+    return Effect.gen(function*() {
+      const result = (yield* post("Profiler.stop")) as { readonly profile: unknown }
+      writeFileSync(file, JSON.stringify(result.profile))
+      session.disconnect()
+      console.log(`profile of T → all committed written to ${file}`)
+    })
+  })
+
 const fmt = (ms: number) => `${(ms / 1000).toFixed(2).padStart(7)} s`
 
 /**
@@ -164,19 +198,23 @@ const fireAll = <E>(more: ReadonlyArray<Layer.Layer<StorageServices, E>>) =>
     yield* Effect.sleep(Duration.seconds(2))
     const slack = t - Date.now()
     if (slack <= 0) return yield* Effect.dieMessage(`seeding took too long: T had passed (${seedSeconds.toFixed(1)} s)`)
+    const profiling = yield* startProfile(t)
     let runs = yield* countRuns
     while (runs.n - before.n < SCHEDULES) {
-      // (The runs' own created_at says when the last was made; polling only says when to stop.)
-      yield* Effect.sleep(Duration.millis(250))
+      // (The runs' own created_at says when the last was made; polling says when all were committed.)
+      yield* Effect.sleep(Duration.millis(50))
       runs = yield* countRuns
       if (Date.now() > t + 600_000) return yield* Effect.dieMessage(`only ${runs.n - before.n} runs after 10 minutes`)
     }
+    const committed = Date.now() - t
+    yield* profiling
     yield* Scope.close(scope, Exit.void)
-    return { toLast: runs.last - t, toFirst: runs.first - t, slack }
+    return { toLast: runs.last - t, toFirst: runs.first - t, committed, slack }
   })
 
 /** The baselines: the same runs written in batches through RunStore.create, and one by one through Runs.createOnce. */
 const baselines = Effect.gen(function*() {
+  if (!BASELINES) return { batched: Number.NaN, oneByOne: Number.NaN }
   const store = yield* RunStore.RunStore
   const world = yield* seedTeams
   const runs: Array<RunStore.NewRun> = []
@@ -218,7 +256,19 @@ const baselines = Effect.gen(function*() {
   return { batched, oneByOne }
 })
 
-const report = (name: string, results: ReadonlyArray<readonly [string, { toLast: number; toFirst: number; slack: number }]>, base: { batched: number; oneByOne: number }) => {
+interface Fired {
+  readonly toLast: number
+  readonly toFirst: number
+  readonly committed: number
+  readonly slack: number
+}
+
+const report = (
+  name: string,
+  results: ReadonlyArray<readonly [string, Fired]>,
+  base: { batched: number; oneByOne: number },
+  goalSeconds: number
+) => {
   console.log(`\n== ${name}: ${SCHEDULES.toLocaleString("en")} schedules over ${TEAMS} teams, all due at the same instant`)
   console.log(`baseline: RunStore.create in batches of ${BATCH}: ${fmt(base.batched)}  (${Math.round(SCHEDULES / (base.batched / 1000)).toLocaleString("en")} runs/s)`)
   console.log(`baseline: Runs.createOnce one by one:          ${fmt(base.oneByOne)}  (${Math.round(SCHEDULES / (base.oneByOne / 1000)).toLocaleString("en")} runs/s)`)
@@ -227,9 +277,24 @@ const report = (name: string, results: ReadonlyArray<readonly [string, { toLast:
       `${label.padEnd(26)} tick → first run ${fmt(r.toFirst)}, tick → last run ${fmt(r.toLast)}  ` +
         `(${Math.round(SCHEDULES / (r.toLast / 1000)).toLocaleString("en")} runs/s; ` +
         `×${(r.toLast / base.batched).toFixed(1)} the batched baseline, ×${(r.toLast / base.oneByOne).toFixed(2)} one by one; ` +
-        `idle ${(r.slack / 1000).toFixed(1)} s before T)`
+        `all committed ${fmt(r.committed)}; idle ${(r.slack / 1000).toFixed(1)} s before T)`
     )
   }
+  const [, one] = results[0]!
+  const others = results.slice(1).map(([label, r]) => `${label}: ${(r.toLast / 1000).toFixed(2)} s`)
+  record(lowerIsBetter(
+    `${SCHEDULES.toLocaleString("en")} schedules due at one instant: tick → last run created (${name})`,
+    one.toLast / 1000,
+    Number.isNaN(base.batched) ? null : base.batched / 1000,
+    "s",
+    { max: goalSeconds, text: `≤ ${goalSeconds} s` },
+    [
+      `baseline: the same runs through RunStore.create in batches of ${BATCH}`,
+      `all committed (polled) at ${(one.committed / 1000).toFixed(2)} s`,
+      `Runs.createOnce one by one: ${(base.oneByOne / 1000).toFixed(2)} s`,
+      ...others
+    ].join("; ")
+  ))
 }
 
 const services = Runs.Runs.Default.pipe(Layer.provideMerge(Ids.IdsLive))
@@ -245,7 +310,7 @@ const sqlite = Effect.scoped(Effect.gen(function*() {
   const storage = (name: string) => SqliteStorage.layer({ filename: join(dir, name), secretKey: key })
   const base = yield* baselines.pipe(Effect.provide(services.pipe(Layer.provideMerge(storage("baseline.db")))))
   const one = yield* fireAll([]).pipe(Effect.provide(services.pipe(Layer.provideMerge(storage("scheduler.db")))))
-  report("SQLite", [["one scheduler", one]], base)
+  report("SQLite", [["one scheduler", one]], base, 2)
 }))
 
 const postgres = Effect.scoped(Effect.gen(function*() {
@@ -256,7 +321,7 @@ const postgres = Effect.scoped(Effect.gen(function*() {
   const base = yield* baselines.pipe(Effect.provide(services.pipe(Layer.provideMerge(storage(baseDb.url)))))
   const one = yield* fireAll([]).pipe(Effect.provide(services.pipe(Layer.provideMerge(storage(oneDb.url)))))
   const two = yield* fireAll([Layer.merge(storage(twoDb.url), Ids.IdsLive)]).pipe(Effect.provide(services.pipe(Layer.provideMerge(storage(twoDb.url)))))
-  report("PostgreSQL", [["one scheduler", one], ["two schedulers (replicas)", two]], base)
+  report("PostgreSQL", [["one scheduler", one], ["two schedulers (replicas)", two]], base, 3)
 }))
 
 const program = Effect.gen(function*() {

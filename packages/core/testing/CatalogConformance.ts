@@ -664,6 +664,62 @@ export const catalogConformance = <E>(storage: Layer.Layer<Stores | RawStorage, 
         PROPERTY_RUNS
       )
 
+      it.effect("getMany reads the schedules among the ids that are not deleted", () =>
+        Effect.gen(function* () {
+          const store = yield* ScheduleStore
+          const team = newTeamUid()
+          const creator = newPrincipalUid()
+          const active = makeSchedule({ team, creator })
+          const paused = makeSchedule({ team, creator, status: "paused" })
+          const deleted = makeSchedule({ team, creator, status: "deleted" })
+          for (const s of [active, paused, deleted]) yield* store.create(s)
+          const found = yield* store.getMany([active.item.id, paused.item.id, deleted.item.id, ScheduleId.make(randomUid()), active.item.id])
+          const byId = (list: ReadonlyArray<StoredSchedule>) => [...list].sort((a, b) => (a.item.id < b.item.id ? -1 : 1)).map(wireSchedule)
+          expect(byId(found)).toEqual(byId([active, paused]))
+          expect(yield* store.getMany([])).toEqual([])
+        }))
+
+      it.effect("recordTicksEach applies each compare-and-set on its own, as recordTicks would, and answers which it applied", () =>
+        Effect.gen(function* () {
+          const store = yield* ScheduleStore
+          const team = newTeamUid()
+          const creator = newPrincipalUid()
+          const schedules = Array.from({ length: 4 }, () => makeSchedule({ team, creator }))
+          for (const s of schedules) yield* store.create(s)
+          const [fresh, failed, stale, gone] = schedules as [StoredSchedule, StoredSchedule, StoredSchedule, StoredSchedule]
+          // One whose spawn error is set (and compared as NULL-safe), one written since it was read, one deleted.
+          yield* store.recordTicks(failed.item.id, ticksOf(failed), { lastTickAt: T0 + 1, last_ran: null, recent_runs: [], last_spawn_error: "refused" })
+          const failedNow = Option.getOrThrow(yield* store.get(failed.item.id))
+          yield* store.recordTicks(stale.item.id, ticksOf(stale), { lastTickAt: T0 + 1, last_ran: null, recent_runs: [], last_spawn_error: null })
+          yield* store.update({ ...gone, item: new ScheduledAgentItem({ ...gone.item, updated_at: at(T0 + 1) }), state: { ...gone.state, status: "deleted" } }, T0)
+          const ran = (n: number) => ({
+            run_id: RunId.make(`018f2b7c-0000-7000-8000-00000000000${n}`),
+            state: "QUEUED" as const,
+            scheduled_for: at(T0 + n * 60_000)
+          })
+          const write = (n: number) => ({ lastTickAt: T0 + n * 60_000, last_ran: at(T0 + n * 60_000), recent_runs: [ran(n)], last_spawn_error: null })
+          const applied = yield* store.recordTicksEach([
+            { id: fresh.item.id, expected: ticksOf(fresh), next: write(1) },
+            { id: failed.item.id, expected: ticksOf(failedNow), next: write(2) },
+            { id: stale.item.id, expected: ticksOf(stale), next: write(3) },
+            { id: gone.item.id, expected: ticksOf(gone), next: write(4) }
+          ])
+          expect(applied).toEqual([true, true, false, false])
+          const partOf = (id: ScheduleId) =>
+            Effect.map(store.get(id), Option.map((s) => ({ ...ticksOf(s), history: wire(ScheduleHistory, s.item.history) as { readonly recent_runs: unknown } })))
+          for (const [s, n] of [[fresh, 1], [failed, 2]] as const) {
+            expect(yield* partOf(s.item.id)).toEqual(Option.some({
+              lastTickAt: T0 + n * 60_000,
+              history: wire(ScheduleHistory, { last_ran: at(T0 + n * 60_000), next_run: null, recent_runs: [ran(n)] }),
+              last_spawn_error: null
+            }))
+          }
+          // The stale write changed nothing; the deleted schedule stays deleted.
+          expect((yield* partOf(stale.item.id)).pipe(Option.map((p) => [p.lastTickAt, p.history.recent_runs]))).toEqual(Option.some([T0 + 1, []]))
+          expect(yield* store.get(gone.item.id)).toEqual(Option.none())
+          expect(yield* store.recordTicksEach([])).toEqual([])
+        }))
+
       it.effect("an API update keeps the history and the later watermark; a deleted schedule records nothing", () =>
         Effect.gen(function* () {
           const store = yield* ScheduleStore

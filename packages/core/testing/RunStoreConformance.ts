@@ -46,7 +46,7 @@ import { ArtifactType, type RunExecutionLocation, type RunSourceType, RunState }
 import { RunEvent, transition } from "../src/domain/RunStateMachine.js"
 import type { SkillSpec } from "../src/domain/Agent.js"
 import { type NewTimelineEvent, runListRow, RunStore, type StoredRun } from "../src/ports/RunStore.js"
-import type { ExactlyOnceKey } from "../src/ports/Storage.js"
+import type { ExactlyOnceKey, ScheduleTickKey } from "../src/ports/Storage.js"
 import { WebhookStore } from "../src/ports/WebhookStore.js"
 import { Delivery } from "../src/domain/Webhook.js"
 import type { Stores } from "./Stores.js"
@@ -1208,6 +1208,72 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
           expect(results.filter(Either.isRight).length).toBe(1)
           expect(results.filter((r) => Either.isLeft(r) && r.left._tag === "DuplicateKey").length).toBe(5)
           expect((yield* listedIds(query(), viewerOf(team, creator))).size).toBe(1)
+        }))
+
+      it.effect("createTicks writes the runs of the ticks whose key is free, each key once, and nothing of the others", () =>
+        Effect.gen(function* () {
+          const store = yield* RunStore
+          const team = uid<TeamUid>()
+          const creator = uid<PrincipalUid>()
+          const schedule = uid<ScheduleId>()
+          const tick = (n: number): ScheduleTickKey => ({ _tag: "ScheduleTick", schedule_id: schedule, scheduled_for: 1_700_001_000_000 + n * 60_000 })
+          const taken = makeRun({ team, creator, state: "QUEUED" })
+          yield* createRuns([taken], tick(0))
+          const runs = Array.from({ length: 5 }, () => makeRun({ team, creator, state: "QUEUED", metadata: { k: "v" } }))
+          const ticks = [
+            { key: tick(0), runs: [runs[0]!] },
+            { key: tick(1), runs: [runs[1]!, runs[2]!] },
+            { key: tick(1), runs: [runs[3]!] },
+            { key: { ...tick(2), schedule_id: uid<ScheduleId>() }, runs: [runs[4]!] }
+          ].map(({ key, runs }) => ({ key, runs: runs.map((run) => ({ run, events: creationEvents(run) })) }))
+          expect(yield* store.createTicks(ticks)).toEqual([false, true, false, true])
+          // The runs of the written ticks, with their events; nothing of the others.
+          for (const run of [runs[1]!, runs[2]!, runs[4]!]) {
+            expect(Option.map(yield* store.get(run.item.run_id), comparable)).toEqual(Option.some(comparable(run)))
+            expect((yield* store.timeline(run.item.run_id, 0)).map((e) => [e.sequence, e.event_type])).toEqual([
+              [1, "run_created"],
+              [2, "run_pending"]
+            ])
+          }
+          for (const run of [runs[0]!, runs[3]!]) {
+            expect(Option.isNone(yield* store.get(run.item.run_id))).toBe(true)
+            expect(yield* store.timeline(run.item.run_id, 0)).toEqual([])
+          }
+          // The keys are taken as create takes them.
+          expect((yield* Effect.flip(createRuns([makeRun({ team, creator })], tick(1))))._tag).toBe("DuplicateKey")
+          expect(yield* store.createTicks([])).toEqual([])
+          expect(yield* listedIds(query(), viewerOf(team, creator))).toEqual(
+            new Set([taken.item.run_id, runs[1]!.item.run_id, runs[2]!.item.run_id, runs[4]!.item.run_id])
+          )
+        }))
+
+      it.effect("concurrent createTicks over overlapping ticks in different orders: each tick's run written exactly once", () =>
+        Effect.gen(function* () {
+          const store = yield* RunStore
+          const team = uid<TeamUid>()
+          const creator = uid<PrincipalUid>()
+          const keys: Array<ScheduleTickKey> = Array.from({ length: 40 }, (_, i) => ({
+            _tag: "ScheduleTick",
+            schedule_id: uid<ScheduleId>(),
+            scheduled_for: 1_700_002_000_000 + i
+          }))
+          // Four replicas, each with the keys in an order of its own, writing at once.
+          const orders = [keys, [...keys].reverse(), keys.filter((_, i) => i % 2 === 0), [...keys.slice(20), ...keys.slice(0, 20)]]
+          const results = yield* Effect.all(
+            orders.map((order) =>
+              Effect.map(
+                store.createTicks(order.map((key) => {
+                  const run = makeRun({ team, creator, state: "QUEUED" })
+                  return { key, runs: [{ run, events: creationEvents(run) }] }
+                })),
+                (written) => order.filter((_, i) => written[i])
+              )),
+            { concurrency: "unbounded" }
+          )
+          const winners = results.flat()
+          expect(winners.length).toBe(keys.length)
+          expect(new Set(winners.map((k) => k.schedule_id)).size).toBe(keys.length)
+          expect((yield* listedIds(query(), viewerOf(team, creator))).size).toBe(keys.length)
         }))
 
       it.effect("the same delivery identity twice: one delivery logged with its run, then DuplicateKey", () =>

@@ -168,10 +168,10 @@ export const schedulerServiceSuite = <E>(name: string, storage: Layer.Layer<Stor
         const stale = ScheduleStore.of({
           ...store,
           activeTimings: Effect.suspend(() => snapshot === undefined ? store.activeTimings : Effect.succeed(snapshot.timings)),
-          get: (id) => {
+          getMany: (ids) => {
             const seen = snapshot
             snapshot = undefined
-            return seen === undefined ? store.get(id) : Effect.succeed(seen.schedule)
+            return seen === undefined ? store.getMany(ids) : Effect.succeed(Option.toArray(seen.schedule))
           }
         })
         const replicas = [
@@ -186,7 +186,7 @@ export const schedulerServiceSuite = <E>(name: string, storage: Layer.Layer<Stor
           snapshot = before
           started[first!]! += (yield* replicas[first!]!.pass).started
           snapshot = before
-          // The loser's createOnce meets the taken key; its record of the tick is merged into the winner's.
+          // The loser's createForTicks meets the taken key; its record of the tick is merged into the winner's.
           started[second!]! += (yield* replicas[second!]!.pass).started
         }
         expect(started).toEqual([3, 3])

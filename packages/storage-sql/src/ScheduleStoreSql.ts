@@ -6,13 +6,15 @@
  * `update` is a compare-and-set on `updated_at`, and never revives a deleted schedule; it leaves
  * the scheduler's columns (`history`, `last_spawn_error`) alone and keeps the later watermark.
  * `recordTicks` writes only those, compare-and-set on the three of them as read (the history
- * compared as the JSON text this module writes for it).
+ * compared as the JSON text this module writes for it). `recordTicksEach` is the same
+ * compare-and-set for many schedules in one statement (`UPDATE ... FROM (VALUES ...)`, a few
+ * hundred rows per statement) inside one transaction, answering which rows it changed.
  */
 import type { Viewer } from "@agent-runs/core/domain/Access"
 import { PrincipalUid, TeamUid } from "@agent-runs/core/domain/Ids"
 import type { ScheduleId } from "@agent-runs/core/domain/Ids"
 import { ScheduleStore } from "@agent-runs/core/ports/ScheduleStore"
-import type { ScheduleTicks, StoredSchedule, TicksWrite } from "@agent-runs/core/ports/ScheduleStore"
+import type { ScheduleTicks, StoredSchedule, TicksRecord, TicksWrite } from "@agent-runs/core/ports/ScheduleStore"
 import { StaleWrite } from "@agent-runs/core/ports/Storage"
 import { ScheduledAgentItem, ScheduleHistory } from "@agent-runs/core/domain/Schedule"
 import { ScheduleStatus } from "@agent-runs/core/domain/ScheduleStateMachine"
@@ -86,6 +88,9 @@ const TimingRow = Schema.Struct({
 /** The stored text of a history (the same encoding as a whole item's). */
 const historyText = (history: ScheduleHistory) => Effect.map(Schema.encode(ScheduleHistory)(history), json)
 
+/** Schedules read, or compare-and-sets written, per statement (far below either database's limit of parameters). */
+const CHUNK = 500
+
 /** ScheduleStore, needing `SqlClient`. */
 export const layer = Layer.effect(
   ScheduleStore,
@@ -132,6 +137,22 @@ export const layer = Layer.effect(
         return Option.fromNullable(rows[0])
       },
       operation("ScheduleStore.get")
+    )
+
+    const getMany = Effect.fn("ScheduleStore.getMany")(
+      function* (ids: ReadonlyArray<ScheduleId>) {
+        const unique = [...new Set(ids)]
+        const found: Array<StoredSchedule> = []
+        for (let i = 0; i < unique.length; i += CHUNK) {
+          found.push(
+            ...(yield* sql`SELECT * FROM schedules WHERE id IN ${sql.in(unique.slice(i, i + CHUNK))} AND status <> 'deleted'`.pipe(
+              Effect.flatMap(decodeSchedules)
+            ))
+          )
+        }
+        return found
+      },
+      operation("ScheduleStore.getMany")
     )
 
     const list = Effect.fn("ScheduleStore.list")(
@@ -184,6 +205,53 @@ export const layer = Layer.effect(
       operation("ScheduleStore.recordTicks")
     )
 
-    return ScheduleStore.of({ create, get, list, update, activeTimings, recordTicks })
+    /** Null-safe equality (a NULL spawn error equals NULL). */
+    const same = sql.onDialectOrElse({ pg: () => sql.literal("IS NOT DISTINCT FROM"), orElse: () => sql.literal("IS") })
+
+    const recordTicksEach = Effect.fn("ScheduleStore.recordTicksEach")(
+      function* (writes: ReadonlyArray<TicksRecord>) {
+        const rows: Array<ReadonlyArray<string | number | null>> = []
+        for (const { expected, id, next } of writes) {
+          rows.push([
+            id,
+            expected.lastTickAt,
+            yield* historyText(expected.history),
+            expected.last_spawn_error,
+            next.lastTickAt,
+            yield* historyText({ last_ran: next.last_ran, next_run: null, recent_runs: next.recent_runs }),
+            next.last_spawn_error
+          ])
+        }
+        const applied = new Set<string>()
+        yield* sql.withTransaction(
+          Effect.forEach(
+            Array.from({ length: Math.ceil(rows.length / CHUNK) }, (_, i) => rows.slice(i * CHUNK, (i + 1) * CHUNK)),
+            (chunk) =>
+              Effect.gen(function* () {
+                // Typed by the first row's casts (PostgreSQL types the columns of VALUES from it).
+                const values = sql.join(",\n", false)(chunk.map((row, i) =>
+                  i === 0
+                    ? sql`(CAST(${row[0]} AS TEXT), CAST(${row[1]} AS BIGINT), CAST(${row[2]} AS TEXT), CAST(${row[3]} AS TEXT),
+                        CAST(${row[4]} AS BIGINT), CAST(${row[5]} AS TEXT), CAST(${row[6]} AS TEXT))`
+                    : sql`(${row[0]}, ${row[1]}, ${row[2]}, ${row[3]}, ${row[4]}, ${row[5]}, ${row[6]})`
+                ))
+                const updated = yield* sql<{ id: string }>`WITH v(sid, was_tick, was_history, was_error, tick, history, error)
+                  AS (VALUES ${values})
+                  UPDATE schedules SET last_tick_at = v.tick, history = v.history, last_spawn_error = v.error
+                  FROM v
+                  WHERE schedules.id = v.sid AND schedules.status <> 'deleted' AND schedules.last_tick_at = v.was_tick
+                    AND schedules.history = v.was_history AND schedules.last_spawn_error ${same} v.was_error
+                  RETURNING id`
+                for (const row of updated) applied.add(row.id)
+              }),
+            { discard: true }
+          )
+        )
+        return writes.map((w) => applied.has(w.id))
+      },
+      operation("ScheduleStore.recordTicksEach")
+    )
+
+    return ScheduleStore.of({ create, get, getMany, list, update, activeTimings, recordTicks, recordTicksEach })
   })
 )

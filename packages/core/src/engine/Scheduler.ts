@@ -42,7 +42,7 @@
  *   collide on every schedule. Between passes the loop sleeps until the next fire time it knows
  *   of, at most `pollMs` (new and changed schedules are seen within it).
  */
-import { Clock, Context, Data, DateTime, Effect, Either, Layer, Option, Random } from "effect"
+import { Chunk, Clock, Context, Data, DateTime, Effect, Either, Layer, Option, Random } from "effect"
 import type { Viewer } from "../domain/Access.js"
 import type { CronSchedule } from "../domain/Cron.js"
 import { nextFire, parseSchedule } from "../domain/Cron.js"
@@ -52,10 +52,11 @@ import { memberViewer } from "../services/Identities.js"
 import type { Principal } from "../domain/Identity.js"
 import { IdentityStore } from "../ports/IdentityStore.js"
 import { ScheduleStore, ticksOf } from "../ports/ScheduleStore.js"
-import type { ScheduleTicks, StoredSchedule, TicksWrite } from "../ports/ScheduleStore.js"
+import type { ScheduleTicks, StoredSchedule, TicksRecord, TicksWrite } from "../ports/ScheduleStore.js"
 import { RunAgentRequest } from "../domain/Run.js"
 import type { RunState } from "../domain/RunState.js"
 import { Runs } from "../services/Runs.js"
+import type { TickCreation, TickRequests } from "../services/Runs.js"
 import type { ScheduledRunRef } from "../domain/Schedule.js"
 import { DEFAULT_MAX_DUE_TICKS, dueTicksFor } from "../domain/ScheduleStateMachine.js"
 import type { DueTick } from "../domain/ScheduleStateMachine.js"
@@ -66,7 +67,12 @@ export interface SchedulerSettings {
   readonly pollMs: number
   /** How old a tick may be at the start of a pass (and no older than the replica's previous pass) and still be on time. */
   readonly catchUpGraceMs: number
-  /** Ticks being started at once (each a run-creating transaction). */
+  /**
+   * Due schedules fired together: read in one query, their runs created in one transaction, their
+   * records written in one more.
+   */
+  readonly batchSize: number
+  /** Batches being fired at once. */
   readonly concurrency: number
   /** How many runs `history.recent_runs` keeps. */
   readonly recentRuns: number
@@ -77,7 +83,8 @@ export interface SchedulerSettings {
 export const defaultSettings: SchedulerSettings = {
   pollMs: 1_000,
   catchUpGraceMs: 2_000,
-  concurrency: 16,
+  batchSize: 250,
+  concurrency: 2,
   recentRuns: 10,
   maxTicks: DEFAULT_MAX_DUE_TICKS
 }
@@ -234,50 +241,65 @@ export const make = Effect.gen(function*() {
         : Either.right(viewer)
     })
 
-  /** Creates the run of one tick; undefined when storage failed (the tick is tried again later). */
-  const spawn = (schedule: StoredSchedule, viewer: Viewer, tick: DueTick) => {
+  /** The request of one tick's run, as the schedule's last editor. */
+  const tickRequest = (schedule: StoredSchedule, viewer: Viewer, tick: DueTick): TickRequests => {
     const item = schedule.item
-    const scheduledFor = tick.scheduledFor.getTime()
-    const request = new RunAgentRequest(
-      { prompt: item.prompt, config: item.agent_config, ...(item.scope.type === "Team" ? { team: true } : {}) },
-      true
-    )
-    return runs.createOnce(
-      [{
+    return {
+      key: { _tag: "ScheduleTick", schedule_id: item.id, scheduled_for: tick.scheduledFor.getTime() },
+      requests: [{
         viewer,
-        request,
+        request: new RunAgentRequest(
+          { prompt: item.prompt, config: item.agent_config, ...(item.scope.type === "Team" ? { team: true } : {}) },
+          true
+        ),
         options: {
           source: "SCHEDULED_AGENT",
           schedule: { schedule_id: item.id, schedule_name: item.name, cron_schedule: item.cron_schedule },
           metadata: tick.backfilled ? { backfilled: "true" } : undefined
         }
-      }],
-      { _tag: "ScheduleTick", schedule_id: item.id, scheduled_for: scheduledFor }
-    ).pipe(
-      Effect.map(([response]): TickOutcome | undefined =>
-        TickOutcome.Started({ scheduledFor, run_id: response!.run_id, state: response!.state })
-      ),
-      Effect.catchAll((error): Effect.Effect<TickOutcome | undefined> => {
-        switch (error._tag) {
-          case "DuplicateKey":
-            return Effect.succeed(TickOutcome.AlreadyStarted({ scheduledFor }))
-          case "ResourceUnavailable":
-            return Effect.as(
-              Effect.logWarning(`scheduler: schedule ${item.id} could not start its run for ${tick.scheduledFor.toISOString()}: storage is unavailable`),
-              undefined
-            )
-          default:
-            return Effect.as(
-              Effect.logInfo(`scheduler: schedule ${item.id} could not start its run: ${messageOf(error)}`),
-              TickOutcome.Refused({ scheduledFor, message: messageOf(error) })
-            )
-        }
-      })
-    )
+      }]
+    }
   }
 
-  /** Writes the outcomes on the schedule: compare-and-set, re-read and merged again after a lost race. */
-  const record = (first: StoredSchedule, outcomes: ReadonlyArray<TickOutcome>) => {
+  /** What a tick's creation came to. */
+  const outcomeOf = (scheduledFor: number, creation: TickCreation): TickOutcome => {
+    if (Either.isRight(creation)) {
+      const [response] = creation.right
+      return TickOutcome.Started({ scheduledFor, run_id: response!.run_id, state: response!.state })
+    }
+    return creation.left._tag === "DuplicateKey"
+      ? TickOutcome.AlreadyStarted({ scheduledFor })
+      : TickOutcome.Refused({ scheduledFor, message: messageOf(creation.left) })
+  }
+
+  /**
+   * Creates the runs of the ticks (one transaction); undefined when storage failed (the ticks are
+   * tried again later). Any other failure of the batch (none is expected: refusals are per tick)
+   * falls back to creating each tick's runs on its own, so one tick never holds the others back.
+   */
+  const spawnAll = (ticks: ReadonlyArray<TickRequests>): Effect.Effect<ReadonlyArray<TickCreation | undefined>> =>
+    runs.createForTicks(ticks).pipe(
+      Effect.catchAll((error) =>
+        error._tag === "ResourceUnavailable"
+          ? Effect.as(
+            Effect.logWarning(`scheduler: could not start the runs of ${ticks.length} ticks: storage is unavailable`),
+            ticks.map(() => undefined)
+          )
+          : Effect.forEach(ticks, (tick) =>
+            runs.createOnce(tick.requests, tick.key).pipe(
+              Effect.map((responses): TickCreation | undefined => Either.right(responses)),
+              Effect.catchAll((e): Effect.Effect<TickCreation | undefined> =>
+                e._tag === "ResourceUnavailable" ? Effect.succeed(undefined) : Effect.succeed(Either.left(e))
+              )
+            ))
+      )
+    )
+
+  /**
+   * Writes the outcomes on one schedule after its write lost: re-read, merged, compare-and-set
+   * again, as long as it keeps losing (10 times at most).
+   */
+  const recordAgain = (id: ScheduleId, outcomes: ReadonlyArray<TickOutcome>) => {
     const attempt = (current: StoredSchedule, triesLeft: number): Effect.Effect<void, unknown> =>
       Effect.gen(function*() {
         const part = ticksOf(current)
@@ -287,45 +309,98 @@ export const make = Effect.gen(function*() {
           Effect.catchTag("StaleWrite", () =>
             triesLeft <= 0
               ? Effect.logWarning(`scheduler: could not record the ticks of schedule ${current.item.id}: it kept changing`)
-              : Effect.flatMap(
-                store.get(current.item.id),
-                Option.match({ onNone: () => Effect.void, onSome: (fresh) => attempt(fresh, triesLeft - 1) })
-              ))
+              : reread(triesLeft - 1))
         )
       })
-    return attempt(first, 10)
+    const reread = (triesLeft: number): Effect.Effect<void, unknown> =>
+      Effect.flatMap(
+        store.get(id),
+        Option.match({ onNone: () => Effect.void, onSome: (fresh) => attempt(fresh, triesLeft) })
+      )
+    return reread(9)
   }
 
-  /** Fires the due ticks of one schedule (read again whole: another replica may have fired them). */
+  /**
+   * Writes the outcomes on the schedules as read, in one transaction; each write that lost its
+   * compare-and-set (another replica or the API wrote meanwhile) is re-read and merged on its own.
+   */
+  const recordAll = (fired: ReadonlyArray<{ readonly schedule: StoredSchedule; readonly outcomes: ReadonlyArray<TickOutcome> }>) =>
+    Effect.gen(function*() {
+      const writes: Array<TicksRecord> = []
+      const owners: Array<(typeof fired)[number]> = []
+      for (const f of fired) {
+        const part = ticksOf(f.schedule)
+        const next = recordOutcomes(part, f.outcomes, settings.recentRuns)
+        if (changesNothing(part, next)) continue
+        writes.push({ id: f.schedule.item.id, expected: part, next })
+        owners.push(f)
+      }
+      if (writes.length === 0) return
+      const applied = yield* store.recordTicksEach(writes)
+      yield* Effect.forEach(
+        owners.filter((_, i) => !applied[i]),
+        (f) =>
+          recordAgain(f.schedule.item.id, f.outcomes).pipe(
+            Effect.catchAllCause((cause) => Effect.logWarning(`scheduler: could not record the ticks of schedule ${f.schedule.item.id}`, cause))
+          ),
+        { concurrency: 4, discard: true }
+      )
+    })
+
+  /**
+   * Fires the due ticks of a batch of schedules, read again whole (another replica may have fired
+   * them): their runs in one transaction, then their records in one more. Answers the runs started.
+   */
   const fire = (
-    id: ScheduleId,
+    ids: ReadonlyArray<ScheduleId>,
     now: number,
     graceMs: number,
     principals: Map<PrincipalUid, Option.Option<Principal>>
   ) =>
     Effect.gen(function*() {
-      const found = yield* store.get(id)
-      if (Option.isNone(found) || found.value.state.status !== "active") return 0
-      const schedule = found.value
-      const item = schedule.item
-      const { cron } = cached(id, DateTime.toEpochMillis(item.updated_at), item.cron_schedule, item.timezone)
-      if (cron === undefined) return 0
-      const ticks = dueTicksFor(schedule.state, cron, now, { catchUpGraceMs: graceMs, maxTicks: settings.maxTicks })
-      if (ticks.length === 0) return 0
-      const creator = yield* actorOf(schedule, principals)
-      const outcomes: Array<TickOutcome> = []
-      for (const tick of ticks) {
-        const outcome = Either.isLeft(creator)
-          ? TickOutcome.Refused({ scheduledFor: tick.scheduledFor.getTime(), message: creator.left })
-          : yield* spawn(schedule, creator.right, tick)
-        if (outcome === undefined) break
-        outcomes.push(outcome)
+      const found = yield* store.getMany(ids)
+      const fired: Array<{ schedule: StoredSchedule; outcomes: Array<TickOutcome> }> = []
+      const requests: Array<TickRequests> = []
+      /** Per request: the schedule's entry of `fired` it belongs to. */
+      const owners: Array<{ schedule: StoredSchedule; outcomes: Array<TickOutcome> }> = []
+      for (const schedule of found) {
+        if (schedule.state.status !== "active") continue
+        const item = schedule.item
+        const { cron } = cached(item.id, DateTime.toEpochMillis(item.updated_at), item.cron_schedule, item.timezone)
+        if (cron === undefined) continue
+        const ticks = dueTicksFor(schedule.state, cron, now, { catchUpGraceMs: graceMs, maxTicks: settings.maxTicks })
+        if (ticks.length === 0) continue
+        const creator = yield* actorOf(schedule, principals)
+        const entry = { schedule, outcomes: [] as Array<TickOutcome> }
+        fired.push(entry)
+        for (const tick of ticks) {
+          if (Either.isLeft(creator)) {
+            entry.outcomes.push(TickOutcome.Refused({ scheduledFor: tick.scheduledFor.getTime(), message: creator.left }))
+          } else {
+            requests.push(tickRequest(schedule, creator.right, tick))
+            owners.push(entry)
+          }
+        }
       }
-      if (outcomes.length > 0) yield* record(schedule, outcomes)
-      return outcomes.filter((o) => o._tag === "Started").length
+      const created = requests.length === 0 ? [] : yield* spawnAll(requests)
+      let started = 0
+      created.forEach((creation, i) => {
+        // Undefined: storage failed; the schedule's ticks are tried again on the next pass.
+        if (creation === undefined) return
+        const outcome = outcomeOf(requests[i]!.key.scheduled_for, creation)
+        if (outcome._tag === "Started") started++
+        owners[i]!.outcomes.push(outcome)
+      })
+      yield* Effect.forEach(fired, (f) =>
+        Effect.forEach(f.outcomes, (o) =>
+          o._tag === "Refused"
+            ? Effect.logInfo(`scheduler: schedule ${f.schedule.item.id} could not start its run: ${o.message}`)
+            : Effect.void, { discard: true }), { discard: true })
+      yield* recordAll(fired.filter((f) => f.outcomes.length > 0))
+      return started
     })
 
-  /** One pass: fires every tick due now, `concurrency` schedules at a time. */
+  /** One pass: fires every tick due now, in batches of `batchSize` schedules, `concurrency` batches at a time. */
   const pass: Effect.Effect<PassReport, unknown> = Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     const graceMs = previousPass === undefined
@@ -357,16 +432,19 @@ export const make = Effect.gen(function*() {
       }
     }
     const principals = new Map<PrincipalUid, Option.Option<Principal>>()
-    const order = yield* Random.shuffle(due)
+    const order = Chunk.toReadonlyArray(yield* Random.shuffle(due))
+    const size = Math.max(1, settings.batchSize)
+    const batches: Array<ReadonlyArray<ScheduleId>> = []
+    for (let i = 0; i < order.length; i += size) batches.push(order.slice(i, i + size))
     let started = 0
     yield* Effect.forEach(
-      order,
-      (id) =>
-        fire(id, now, graceMs, principals).pipe(
+      batches,
+      (ids) =>
+        fire(ids, now, graceMs, principals).pipe(
           Effect.tap((n) => Effect.sync(() => (started += n))),
-          Effect.catchAllCause((cause) => Effect.logWarning(`scheduler: firing schedule ${id} failed`, cause))
+          Effect.catchAllCause((cause) => Effect.logWarning(`scheduler: firing ${ids.length} schedules failed`, cause))
         ),
-      { concurrency: settings.concurrency, discard: true }
+      { concurrency: Math.max(1, settings.concurrency), discard: true }
     )
     return { due: due.length, started, nextTickAt: nextTickAt === Infinity ? undefined : nextTickAt }
   })

@@ -21,7 +21,7 @@ import type { RunItem } from "../domain/Run.js"
 import type { RunListPage, RunListQuery, RunListRow } from "../domain/RunQuery.js"
 import type { RunState } from "../domain/RunState.js"
 import type { TimelineEvent, TimelineEventType } from "../domain/Timeline.js"
-import type { DuplicateKey, ExactlyOnceKey, StaleWrite, StorageError } from "./Storage.js"
+import type { DuplicateKey, ExactlyOnceKey, ScheduleTickKey, StaleWrite, StorageError } from "./Storage.js"
 
 /** A run's current lease: the execution holding it is the fencing token. */
 export interface Lease {
@@ -59,6 +59,12 @@ export interface NewTimelineEvent {
 export interface NewRun {
   readonly run: StoredRun
   readonly events: ReadonlyArray<NewTimelineEvent>
+}
+
+/** The runs of one cron tick, written by `createTicks` under the tick's key. */
+export interface TickRuns {
+  readonly key: ScheduleTickKey
+  readonly runs: ReadonlyArray<NewRun>
 }
 
 /** What a conditional write expects to find: the state, and the lease holder when one must hold it. */
@@ -118,6 +124,15 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
    * delivery and takes its identity. When the key is already taken: DuplicateKey, nothing written.
    */
   readonly create: (runs: ReadonlyArray<NewRun>, key?: ExactlyOnceKey) => Effect.Effect<void, DuplicateKey | StorageError>
+  /**
+   * Creates the runs of many cron ticks in one transaction (the scheduler's batch): each tick's
+   * key is taken as `create` takes it, and the runs of the ticks whose key was free are written
+   * with their first events. Answers, per tick in order, whether its runs were written (false: its
+   * key was taken before, or earlier in `ticks`; nothing written for it). Replicas writing
+   * overlapping ticks at once never deadlock and each key goes to exactly one of them. A storage
+   * failure writes nothing at all.
+   */
+  readonly createTicks: (ticks: ReadonlyArray<TickRuns>) => Effect.Effect<ReadonlyArray<boolean>, StorageError>
   /** Reads one run. */
   readonly get: (runId: RunId) => Effect.Effect<Option.Option<StoredRun>, StorageError>
   /** The current state of each of these runs that exists (one query, e.g. for a schedule's recent runs). */

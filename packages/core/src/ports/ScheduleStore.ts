@@ -57,11 +57,20 @@ export interface TicksWrite {
   readonly last_spawn_error: string | null
 }
 
+/** One schedule's compare-and-set of `recordTicksEach`. */
+export interface TicksRecord {
+  readonly id: ScheduleId
+  readonly expected: ScheduleTicks
+  readonly next: TicksWrite
+}
+
 export class ScheduleStore extends Context.Tag("@agent-runs/core/ScheduleStore")<ScheduleStore, {
   /** Creates a schedule. */
   readonly create: (schedule: StoredSchedule) => Effect.Effect<void, StorageError>
   /** Reads a schedule that is not deleted. */
   readonly get: (id: ScheduleId) => Effect.Effect<Option.Option<StoredSchedule>, StorageError>
+  /** The schedules among `ids` that are not deleted, in no particular order (one query; the scheduler's batch). */
+  readonly getMany: (ids: ReadonlyArray<ScheduleId>) => Effect.Effect<ReadonlyArray<StoredSchedule>, StorageError>
   /** The schedules the viewer may see, sorted by name. */
   readonly list: (viewer: Viewer) => Effect.Effect<ReadonlyArray<StoredSchedule>, StorageError>
   /**
@@ -81,4 +90,13 @@ export class ScheduleStore extends Context.Tag("@agent-runs/core/ScheduleStore")
     expected: ScheduleTicks,
     next: TicksWrite
   ) => Effect.Effect<void, StaleWrite | StorageError>
+  /**
+   * `recordTicks` for many schedules (one write each) in one transaction: each write is the same compare-and-set,
+   * applied or not on its own. Answers, per write in order, whether it was applied (false where
+   * `recordTicks` would be a StaleWrite: the part changed since it was read, or the schedule is
+   * deleted). A storage failure writes nothing.
+   */
+  readonly recordTicksEach: (
+    writes: ReadonlyArray<TicksRecord>
+  ) => Effect.Effect<ReadonlyArray<boolean>, StorageError>
 }>() {}

@@ -36,3 +36,6 @@ export type ExactlyOnceKey =
     readonly content_key?: string | undefined
     readonly delivery: Delivery
   }
+
+/** The exactly-once key of a cron tick: (schedule id, scheduled time in epoch ms). */
+export type ScheduleTickKey = Extract<ExactlyOnceKey, { readonly _tag: "ScheduleTick" }>

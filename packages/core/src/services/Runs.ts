@@ -84,7 +84,7 @@ import {
 } from "../domain/Errors.js"
 import { PayloadTooLarge } from "../domain/Errors.js"
 import { Ids } from "../domain/Ids.js"
-import type { ConversationId, EnvironmentUid, PrincipalUid, RunId } from "../domain/Ids.js"
+import type { ConversationId, EnvironmentUid, PrincipalUid, RunId, TeamUid } from "../domain/Ids.js"
 import { runImagesKey } from "../domain/BlobKeys.js"
 import { BlobStore } from "../ports/BlobStore.js"
 import type { Principal, Team } from "../domain/Identity.js"
@@ -102,7 +102,8 @@ import { WorkerStore } from "../ports/WorkerStore.js"
 import type { RunCredential } from "../ports/RunTokens.js"
 import type { NewRun, StoredRun } from "../ports/RunStore.js"
 import type { StoredEnvironment } from "../ports/EnvironmentStore.js"
-import type { ExactlyOnceKey } from "../ports/Storage.js"
+import { DuplicateKey } from "../ports/Storage.js"
+import type { ExactlyOnceKey, ScheduleTickKey } from "../ports/Storage.js"
 import { imageName, ListRunsResponse, RunAgentResponse, RunItem } from "../domain/Run.js"
 import type { AgentConfig, ImageInput, RunAgentRequest, RunScheduleRef } from "../domain/Run.js"
 import { checkPromptSizes, checkSize, fittingCount, Quotas, utf8Bytes } from "../domain/Quotas.js"
@@ -187,6 +188,39 @@ interface PreparedRun {
   readonly response: RunAgentResponse
 }
 
+/**
+ * Reads shared by the runs prepared together (one request, one event, one batch of ticks): each
+ * team, principal and team's admission counts (runs holding capacity, whether one waits) is read
+ * once; the batch's own runs are counted by `pendingAhead`.
+ */
+interface Lookups {
+  readonly teams: Map<TeamUid, Option.Option<Team>>
+  readonly principals: Map<PrincipalUid, Option.Option<Principal>>
+  readonly admission: Map<TeamUid, { readonly active: number; readonly waiting: boolean }>
+}
+
+const newLookups = (): Lookups => ({ teams: new Map(), principals: new Map(), admission: new Map() })
+
+/** `read(key)`, read once per `cache`. */
+const memo = <K, A, E, R>(cache: Map<K, A>, key: K, read: (key: K) => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.suspend(() => {
+    const found = cache.get(key)
+    if (found !== undefined || cache.has(key)) return Effect.succeed(found as A)
+    return Effect.tap(read(key), (value) => Effect.sync(() => cache.set(key, value)))
+  })
+
+/** The runs of one cron tick for `Runs.createForTicks`: its requests and its exactly-once key. */
+export interface TickRequests {
+  readonly key: ScheduleTickKey
+  readonly requests: ReadonlyArray<EventRunRequest>
+}
+
+/**
+ * What became of one tick of `Runs.createForTicks`: its runs (created), or why none was: the key
+ * was taken before (DuplicateKey), a request was refused, or the team's creation quota was full.
+ */
+export type TickCreation = Either.Either<ReadonlyArray<RunAgentResponse>, DuplicateKey | RunRefusal | RateLimited>
+
 /** The runs service: every run endpoint's logic, with access checks, over the ports. */
 export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
   dependencies: [Skills.Default],
@@ -216,33 +250,42 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
      */
     const withCreationQuota = <A, E>(prepared: ReadonlyArray<PreparedRun>, write: Effect.Effect<A, E>) =>
       Effect.gen(function* () {
-        const now = yield* Clock.currentTimeMillis
-        if (now - prunedAt >= 60_000) {
-          creations.prune(now)
-          prunedAt = now
-        }
-        const perTeam = new Map<string, number>()
-        for (const p of prepared) perTeam.set(p.write.run.team_uid, (perTeam.get(p.write.run.team_uid) ?? 0) + 1)
-        for (const [team, count] of perTeam) {
-          const decision = creations.check(team, now, count)
-          if (!decision.allowed) {
-            return yield* new RateLimited({
+        const taken = takeQuota(prepared, yield* Clock.currentTimeMillis)
+        if (Either.isLeft(taken)) return yield* taken.left
+        return yield* write.pipe(Effect.onError(() => Effect.sync(() => refundQuota(taken.right))))
+      })
+
+    /** Takes the creation quota of `prepared` (runs per team) at `now`, all or none; RateLimited when a team has no room. */
+    const takeQuota = (prepared: ReadonlyArray<PreparedRun>, now: number): Either.Either<Map<string, number>, RateLimited> => {
+      if (now - prunedAt >= 60_000) {
+        creations.prune(now)
+        prunedAt = now
+      }
+      const perTeam = new Map<string, number>()
+      for (const p of prepared) perTeam.set(p.write.run.team_uid, (perTeam.get(p.write.run.team_uid) ?? 0) + 1)
+      for (const [team, count] of perTeam) {
+        const decision = creations.check(team, now, count)
+        if (!decision.allowed) {
+          return Either.left(
+            new RateLimited({
               message: `runs: over the team's quota of ${quotas.runsPerMinute} runs in the last minute; ` +
                 `try again in ${Math.ceil(decision.retryAfterMs / 1000)} s`,
               retryAfterSeconds: Math.max(1, Math.ceil(decision.retryAfterMs / 1000))
             })
-          }
+          )
         }
-        for (const [team, count] of perTeam) creations.take(team, now, count)
-        return yield* write.pipe(
-          Effect.onError(() => Effect.sync(() => perTeam.forEach((count, team) => creations.refund(team, count))))
-        )
-      })
+      }
+      for (const [team, count] of perTeam) creations.take(team, now, count)
+      return Either.right(perTeam)
+    }
+
+    /** Gives back quota taken by `takeQuota` (the write failed or wrote nothing). */
+    const refundQuota = (perTeam: ReadonlyMap<string, number>) => perTeam.forEach((count, team) => creations.refund(team, count))
 
     /** The viewer's team; a team that no longer exists refuses the caller. */
-    const teamOf = (viewer: Viewer) =>
+    const teamOf = (viewer: Viewer, lookups?: Lookups) =>
       Effect.flatMap(
-        identities.getTeam(viewer.team_uid),
+        lookups === undefined ? identities.getTeam(viewer.team_uid) : memo(lookups.teams, viewer.team_uid, identities.getTeam),
         Option.match({
           onNone: () => Effect.fail(new NotAuthorized({ message: `team ${viewer.team_uid} does not exist` })),
           onSome: (team: Team) => Effect.succeed(team)
@@ -287,9 +330,9 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         }
       })
 
-    const principalOf = (uid: PrincipalUid, field: string) =>
+    const principalOf = (uid: PrincipalUid, field: string, lookups: Lookups) =>
       Effect.flatMap(
-        identities.getPrincipal(uid),
+        memo(lookups.principals, uid, identities.getPrincipal),
         Option.match({
           onNone: () => Effect.fail(new NotAuthorized({ message: `${field}: principal ${uid} does not exist` })),
           onSome: (p: Principal) => Effect.succeed(p)
@@ -299,9 +342,16 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
     /**
      * Checks a run request of `viewer` and builds the run to write (not written yet): refuses a
      * viewer, checks references, decides admission. `pendingAhead` counts runs of the same team
-     * prepared earlier in the same batch (they hold no capacity yet).
+     * prepared earlier in the same batch (they hold no capacity yet); `lookups` are the reads
+     * shared by that batch.
      */
-    const prepare = (viewer: Viewer, request: RunAgentRequest, options: CreateOptions, pendingAhead = 0) =>
+    const prepare = (
+      viewer: Viewer,
+      request: RunAgentRequest,
+      options: CreateOptions,
+      pendingAhead = 0,
+      lookups: Lookups = newLookups()
+    ) =>
       Effect.gen(function* () {
         if (!canCreate(viewer)) return yield* new NotAuthorized({ message: "viewers cannot create runs" })
         yield* checkPromptSizes(quotas, request.prompt, request.config, "config")
@@ -310,8 +360,8 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         if (request.images !== undefined && request.images.length > 0 && Option.isNone(blobs)) {
           return yield* new OperationNotSupported({ message: "images: this service keeps no files (no blob store)" })
         }
-        const team = yield* teamOf(viewer)
-        const creator = principalRef(yield* principalOf(viewer.principal_uid, "creator"))
+        const team = yield* teamOf(viewer, lookups)
+        const creator = principalRef(yield* principalOf(viewer.principal_uid, "creator", lookups))
         // `worker_host: "warp"` names the managed host, which is this service's own executors.
         const { worker_host: requestedHost, ...requested } = request.config ?? {}
         const config: AgentConfig = {
@@ -321,7 +371,7 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         }
         let executor = creator
         if (config.agent_identity_uid !== undefined) {
-          const agent = yield* principalOf(config.agent_identity_uid, "config.agent_identity_uid")
+          const agent = yield* principalOf(config.agent_identity_uid, "config.agent_identity_uid", lookups)
           const problem = actAsProblem(viewer, agent)
           if (problem !== undefined) return yield* new NotAuthorized({ message: `config.agent_identity_uid: ${problem}` })
           executor = principalRef(agent)
@@ -373,9 +423,12 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         yield* checkHarnessAuth(secrets, viewer, config.harness_auth_secrets, harness)
         const resolved: AgentConfig = { ...rest, ...harness }
 
-        const active = yield* store.activeCount(team.uid)
-        const waiting = yield* store.pending(team.uid, 1)
-        const atCapacity = active + pendingAhead >= team.max_concurrent_runs || waiting.length > 0
+        const { active, waiting } = yield* memo(lookups.admission, team.uid, (uid) =>
+          Effect.all({
+            active: store.activeCount(uid),
+            waiting: Effect.map(store.pending(uid, 1), (runs) => runs.length > 0)
+          }))
+        const atCapacity = active + pendingAhead >= team.max_concurrent_runs || waiting
 
         const now = yield* Clock.currentTimeMillis
         const runId = yield* ids.runId
@@ -450,19 +503,35 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
     /** Writes prepared runs in one transaction (with `key`), then notes each environment's newest run. */
     const commit = (prepared: ReadonlyArray<PreparedRun>, key?: ExactlyOnceKey) =>
       Effect.gen(function* () {
-        // Images first: a run is claimable as soon as it is written.
+        yield* keepImages(prepared)
+        yield* store.create(prepared.map((p) => p.write), key)
+        yield* afterCreate(prepared)
+        return prepared.map((p) => p.response)
+      })
+
+    /** Keeps the images of runs about to be written (first: a run is claimable as soon as it is written). */
+    const keepImages = (prepared: ReadonlyArray<PreparedRun>) =>
+      Effect.gen(function* () {
         for (const p of prepared) {
           if (p.images.length === 0 || Option.isNone(blobs)) continue
           const kept = p.images.map((image, i) => ({ name: imageName(image, i), mime_type: image.mime_type, data: image.data }))
           yield* blobs.value.put(runImagesKey(p.write.run.item.run_id), new TextEncoder().encode(JSON.stringify(kept)))
         }
-        yield* store.create(prepared.map((p) => p.write), key)
+      })
+
+    /** After runs are written: logs each, and notes each environment's newest run (once per environment). */
+    const afterCreate = (prepared: ReadonlyArray<PreparedRun>) =>
+      Effect.gen(function* () {
         for (const p of prepared) yield* logCreated(p.write.run)
+        // The environment's newest run of its own team: a guest's run in another team is not
+        // shown to the environment's team (its title would leak across teams). The environment's
+        // `updated_at` (configuration changes) stays as it was. One note per environment (the
+        // last run of the batch for it).
+        const newest = new Map<string, { environment: StoredEnvironment; run: StoredRun }>()
         for (const { environment, write: { run } } of prepared) {
-          // The environment's newest run of its own team: a guest's run in another team is not
-          // shown to the environment's team (its title would leak across teams). The environment's
-          // `updated_at` (configuration changes) stays as it was.
-          if (environment === undefined || environment.team_uid !== run.team_uid) continue
+          if (environment !== undefined && environment.team_uid === run.team_uid) newest.set(environment.item.uid, { environment, run })
+        }
+        for (const { environment, run } of newest.values()) {
           yield* environments.noteRun(environment.item.uid, {
             last_task_created: {
               id: run.item.run_id,
@@ -474,7 +543,6 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
             }
           }).pipe(Effect.catchAll((e) => Effect.logWarning(`runs: could not note the environment's newest run`, e)))
         }
-        return prepared.map((p) => p.response)
       })
 
     /**
@@ -493,13 +561,16 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
     )
 
     /** Checks each request of one event (`pendingAhead` counting the team's earlier ones); refusals kept apart. */
-    const prepareEach = (requests: ReadonlyArray<EventRunRequest>) =>
+    const prepareEach = (
+      requests: ReadonlyArray<EventRunRequest>,
+      ahead = new Map<string, number>(),
+      lookups: Lookups = newLookups()
+    ) =>
       Effect.gen(function* () {
         const results: Array<Either.Either<PreparedRun, RunRefusal>> = []
-        const ahead = new Map<string, number>()
         for (const { options, request, viewer } of requests) {
           const n = ahead.get(viewer.team_uid) ?? 0
-          const result: Either.Either<PreparedRun, RunRefusal> = yield* prepare(viewer, request, options, n).pipe(
+          const result: Either.Either<PreparedRun, RunRefusal> = yield* prepare(viewer, request, options, n, lookups).pipe(
             Effect.map((p) => Either.right(p)),
             Effect.catchTags({
               NotAuthorized: (e) => Effect.succeed(Either.left(e)),
@@ -528,6 +599,67 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
           prepared.push(result.right)
         }
         return yield* withCreationQuota(prepared, commit(prepared, key))
+      },
+      storageUnavailable
+    )
+
+    /**
+     * Creates the runs of many cron ticks (the scheduler's batch), each tick at most once and as
+     * `createOnce` would: each tick's requests are checked (the first refusal refuses the tick,
+     * nothing written for it), then its teams' creation quota is taken (RateLimited for the tick
+     * otherwise). The reads of the checks are shared by the batch (`Lookups`: each team,
+     * principal and team's admission counts once; the batch's earlier runs count as ahead of a
+     * team's later ones, as within one event). Then the runs of every tick that passed are written
+     * in one transaction (`RunStore.createTicks`); a tick whose key was taken before writes
+     * nothing (DuplicateKey) and gives its quota back. Answers each tick's outcome, in order. When
+     * storage fails nothing is written, every quota is given back, and the call fails.
+     */
+    const createForTicks = Effect.fn("Runs.createForTicks")(
+      function* (ticks: ReadonlyArray<TickRequests>) {
+        const lookups = newLookups()
+        const ahead = new Map<string, number>()
+        const now = yield* Clock.currentTimeMillis
+        const outcomes: Array<TickCreation> = []
+        const accepted: Array<{ readonly index: number; readonly prepared: ReadonlyArray<PreparedRun>; readonly quota: Map<string, number> }> = []
+        for (const [index, { requests }] of ticks.entries()) {
+          const before = new Map(ahead)
+          const prepared: Array<PreparedRun> = []
+          let refused: RunRefusal | RateLimited | undefined
+          for (const result of yield* prepareEach(requests, ahead, lookups)) {
+            if (Either.isLeft(result)) {
+              refused = result.left
+              break
+            }
+            prepared.push(result.right)
+          }
+          const quota = refused === undefined ? takeQuota(prepared, now) : undefined
+          if (quota !== undefined && Either.isLeft(quota)) refused = quota.left
+          if (refused !== undefined || quota === undefined || Either.isLeft(quota)) {
+            // Runs that will not be written are not ahead of anyone.
+            ahead.clear()
+            before.forEach((n, team) => ahead.set(team, n))
+            outcomes.push(Either.left(refused!))
+            continue
+          }
+          outcomes.push(Either.right(prepared.map((p) => p.response)))
+          accepted.push({ index, prepared, quota: quota.right })
+        }
+        const refundAll = Effect.sync(() => accepted.forEach((a) => refundQuota(a.quota)))
+        yield* keepImages(accepted.flatMap((a) => a.prepared)).pipe(Effect.onError(() => refundAll))
+        const written = yield* store.createTicks(
+          accepted.map((a) => ({ key: ticks[a.index]!.key, runs: a.prepared.map((p) => p.write) }))
+        ).pipe(Effect.onError(() => refundAll))
+        const created: Array<PreparedRun> = []
+        accepted.forEach((a, i) => {
+          if (written[i]) {
+            created.push(...a.prepared)
+          } else {
+            refundQuota(a.quota)
+            outcomes[a.index] = Either.left(new DuplicateKey({ key: ticks[a.index]!.key }))
+          }
+        })
+        yield* afterCreate(created)
+        return outcomes as ReadonlyArray<TickCreation>
       },
       storageUnavailable
     )
@@ -589,11 +721,12 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         const runs = page.rows.map(presentRun)
         // The response stays under maxListBytes: the page ends early, continuing after its last item.
         const fitting = fittingCount(runs, runItemBytes, quotas.listBytes, LIST_PAGE_OVERHEAD)
-        if (fitting === runs.length) return new ListRunsResponse({ runs, page_info: page.page_info })
+        // The page is built from runs already checked (stored, then presented): not checked again.
+        if (fitting === runs.length) return new ListRunsResponse({ runs, page_info: page.page_info }, true)
         return new ListRunsResponse({
           runs: runs.slice(0, fitting),
           page_info: { has_next_page: true, next_cursor: encodeCursor(query, runListRow(page.rows[fitting - 1]!)) }
-        })
+        }, true)
       },
       storageUnavailable
     )
@@ -700,6 +833,6 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
       storageUnavailable
     )
 
-    return { create, createOnce, createForEvent, get, list, cancel, timeline, reportArtifact, actingViewer } as const
+    return { create, createOnce, createForTicks, createForEvent, get, list, cancel, timeline, reportArtifact, actingViewer } as const
   })
 }) {}

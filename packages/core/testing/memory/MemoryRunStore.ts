@@ -36,7 +36,8 @@ import {
   runListRow,
   RunStore,
   type StoredFollowup,
-  type StoredRun
+  type StoredRun,
+  type TickRuns
 } from "../../src/ports/RunStore.js"
 import { DuplicateKey, type ExactlyOnceKey, StaleWrite, type StorageError } from "../../src/ports/Storage.js"
 import { claimIdentity, countDelivery, insertDelivery, isLogged, isTaken } from "./MemoryDeliveries.js"
@@ -182,6 +183,41 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
         appendEvents(created, events)
       }
       return wakeIf(runs.some(({ run }) => run.item.state === "QUEUED"))
+    })
+
+  const createTicks = (ticks: ReadonlyArray<TickRuns>) =>
+    Effect.suspend((): Effect.Effect<ReadonlyArray<boolean>, StorageError> => {
+      const seen = new Set<string>()
+      const free = ticks.map(({ key }) => {
+        const id = `${key.schedule_id} ${key.scheduled_for}`
+        const ok = !seen.has(id) && keyProblem(key) === undefined
+        seen.add(id)
+        return ok
+      })
+      const ids = new Set<RunId>()
+      for (const [i, { runs }] of ticks.entries()) {
+        if (!free[i]) continue
+        for (const { run } of runs) {
+          const id = run.item.run_id
+          if (state.runs.has(id) || ids.has(id)) return Effect.fail(storageError("RunStore.createTicks", `run ${id} exists already`))
+          ids.add(id)
+        }
+      }
+      let queued = false
+      for (const [i, { key, runs }] of ticks.entries()) {
+        if (!free[i]) continue
+        takeKey(key, runs)
+        for (const { events, run } of runs) {
+          const stored = canonical(run)
+          const created: RunRecord = { run: stored, lastSequence: 0, events: [], inbox: [], conversations: [] }
+          state.runs.set(stored.item.run_id, created)
+          idsIn(stored.item.state).add(stored.item.run_id)
+          idsOf(stored.team_uid).add(stored.item.run_id)
+          appendEvents(created, events)
+          queued ||= stored.item.state === "QUEUED"
+        }
+      }
+      return Effect.as(wakeIf(queued), free)
     })
 
   const get = (runId: RunId) => Effect.sync(() => Option.fromNullable(record(runId)?.run))
@@ -399,6 +435,7 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
 
   return RunStore.of({
     create,
+    createTicks,
     get,
     states,
     list,

@@ -16,6 +16,7 @@ import {
   type ScheduleTicks,
   type ScheduleTiming,
   type StoredSchedule,
+  type TicksRecord,
   type TicksWrite
 } from "../../src/ports/ScheduleStore.js"
 import { StaleWrite, type StorageError } from "../../src/ports/Storage.js"
@@ -49,6 +50,9 @@ export const makeMemoryScheduleStore = (state: MemoryState): Context.Tag.Service
     })
 
   const get = (id: ScheduleId) => Effect.sync(() => Option.fromNullable(live(id)))
+
+  const getMany = (ids: ReadonlyArray<ScheduleId>) =>
+    Effect.sync(() => [...new Set(ids)].flatMap((id) => live(id) ?? []))
 
   const list = (viewer: Viewer) =>
     Effect.sync(() =>
@@ -90,28 +94,36 @@ export const makeMemoryScheduleStore = (state: MemoryState): Context.Tag.Service
       }))
   )
 
-  const recordTicks = (id: ScheduleId, expected: ScheduleTicks, next: TicksWrite) =>
-    Effect.suspend((): Effect.Effect<void, StaleWrite> => {
-      const stored = live(id)
-      if (
-        stored === undefined ||
-        stored.state.lastTickAt !== expected.lastTickAt ||
-        stored.item.last_spawn_error !== expected.last_spawn_error ||
-        historyText(stored.item.history) !== historyText(expected.history)
-      ) {
-        return Effect.fail(new StaleWrite({ what: `schedule ${id}` }))
-      }
-      state.schedules.set(id, {
-        ...stored,
-        item: new ScheduledAgentItem({
-          ...stored.item,
-          history: { last_ran: next.last_ran, next_run: null, recent_runs: next.recent_runs },
-          last_spawn_error: next.last_spawn_error
-        }),
-        state: { status: stored.state.status, lastTickAt: next.lastTickAt }
-      })
-      return Effect.void
+  /** Applies one compare-and-set; false when the part changed or the schedule is deleted. */
+  const apply = (id: ScheduleId, expected: ScheduleTicks, next: TicksWrite): boolean => {
+    const stored = live(id)
+    if (
+      stored === undefined ||
+      stored.state.lastTickAt !== expected.lastTickAt ||
+      stored.item.last_spawn_error !== expected.last_spawn_error ||
+      historyText(stored.item.history) !== historyText(expected.history)
+    ) {
+      return false
+    }
+    state.schedules.set(id, {
+      ...stored,
+      item: new ScheduledAgentItem({
+        ...stored.item,
+        history: { last_ran: next.last_ran, next_run: null, recent_runs: next.recent_runs },
+        last_spawn_error: next.last_spawn_error
+      }),
+      state: { status: stored.state.status, lastTickAt: next.lastTickAt }
     })
+    return true
+  }
 
-  return ScheduleStore.of({ create, get, list, update, activeTimings, recordTicks })
+  const recordTicks = (id: ScheduleId, expected: ScheduleTicks, next: TicksWrite) =>
+    Effect.suspend((): Effect.Effect<void, StaleWrite> =>
+      apply(id, expected, next) ? Effect.void : Effect.fail(new StaleWrite({ what: `schedule ${id}` }))
+    )
+
+  const recordTicksEach = (writes: ReadonlyArray<TicksRecord>) =>
+    Effect.sync(() => writes.map((w) => apply(w.id, w.expected, w.next)))
+
+  return ScheduleStore.of({ create, get, getMany, list, update, activeTimings, recordTicks, recordTicksEach })
 }
