@@ -67,6 +67,9 @@ export const startMessage = (
   api: { base_url: apiBaseUrl, run_token: token }
 })
 
+/** Claims in flight at once at most, while runs wait (see `claimer`). */
+const CLAIMERS = 4
+
 /** The loop's parts for the scope given: `claimSome` claims and starts runs while slots are free. */
 export const make = (scope: Scope.Scope) => Effect.gen(function*() {
   const settings = yield* DispatcherConfig
@@ -79,7 +82,11 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
   const harnesses = Option.getOrElse(yield* Effect.serviceOption(AgentHarnesses), () => new Map())
   /** Executions under way. */
   let running = 0
-  /** Serializes claiming: one claimer at a time. */
+  /** Claims under way: each holds a slot until it knows whether it found a run. */
+  let claimsInFlight = 0
+  /** Whether a claim round waits for its turn (see `wake`). */
+  let roundWaiting = false
+  /** One claim round at a time (its claimers claim side by side). */
   const claiming = yield* Effect.makeSemaphore(1)
 
   /** A continuation's CLI session and its saved files, when both are there. */
@@ -267,37 +274,75 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
       Effect.annotateLogs({ run_id: plan.run_id, execution_id: plan.execution_id })
     )
 
+  /** Claims one run and starts it in a slot reserved by the caller: whether there was one. */
+  const claimOne: Effect.Effect<boolean, StorageError> = Effect.gen(function*() {
+    // Live from before the claim: the sweep must not take the run while its plan is made.
+    const executionId = yield* ids.executionId
+    yield* live.add(executionId)
+    const claimed = yield* host.claim(executionId).pipe(Effect.onError(() => live.remove(executionId)))
+    if (claimed._tag === "None") {
+      yield* live.remove(executionId)
+      return false
+    }
+    running += 1
+    yield* execute(claimed.value).pipe(
+      Effect.scoped,
+      // A slot is free again: look for more work at once (interruptible: a finalizer is not,
+      // and what it forks would inherit that).
+      Effect.ensuring(Effect.suspend(() => {
+        running -= 1
+        return live.remove(executionId).pipe(Effect.zipRight(wake))
+      })),
+      Effect.forkIn(scope)
+    )
+    return true
+  })
+
+  /**
+   * One claimer: claims while slots are free and runs wait. Its first claim that finds a run starts
+   * another claimer beside it (up to `CLAIMERS` at once), so a queue of runs is taken by several
+   * claims in flight, while an empty queue costs one empty claim.
+   */
+  const claimer = (rank: number): Effect.Effect<void, StorageError> =>
+    Effect.gen(function*() {
+      let beside: Fiber.RuntimeFiber<void, StorageError> | undefined
+      while (running + claimsInFlight < settings.concurrency) {
+        claimsInFlight += 1
+        const found = yield* claimOne.pipe(Effect.ensuring(Effect.sync(() => {
+          claimsInFlight -= 1
+        })))
+        if (!found) break
+        if (beside === undefined && rank + 1 < CLAIMERS) beside = yield* Effect.fork(claimer(rank + 1))
+      }
+      if (beside !== undefined) yield* Fiber.join(beside)
+    })
+
   /** Claims and starts runs while there are free slots and runs waiting. */
   const claimSome: Effect.Effect<void, StorageError> = claiming.withPermits(1)(
-    Effect.gen(function*() {
-      while (running < settings.concurrency) {
-        // Live from before the claim: the sweep must not take the run while its plan is made.
-        const executionId = yield* ids.executionId
-        yield* live.add(executionId)
-        const claimed = yield* host.claim(executionId).pipe(Effect.onError(() => live.remove(executionId)))
-        if (claimed._tag === "None") return yield* live.remove(executionId)
-        running += 1
-        yield* execute(claimed.value).pipe(
-          Effect.scoped,
-          // A slot is free again: look for more work at once (interruptible: a finalizer is not,
-          // and what it forks would inherit that).
-          Effect.ensuring(Effect.suspend(() => {
-            running -= 1
-            return live.remove(executionId).pipe(Effect.zipRight(Effect.forkIn(Effect.interruptible(claimQuietly), scope)))
-          })),
-          Effect.forkIn(scope)
-        )
-      }
+    Effect.suspend(() => {
+      // From here on every run queued so far is seen: a wake-up now needs a round of its own.
+      roundWaiting = false
+      return claimer(0)
     })
   )
 
   /** `claimSome` on a wake-up or a freed slot: a failure is left to the polling loop to report. */
   const claimQuietly = claimSome.pipe(Effect.catchAllCause((cause) => Effect.logDebug("execution: claim failed", cause)))
 
+  /**
+   * A claim round soon, not waited for. Wake-ups that come while a round waits for its turn are one:
+   * that round sees their runs (a round in progress is no such round: it may have looked already).
+   */
+  const wake: Effect.Effect<void> = Effect.suspend(() => {
+    if (roundWaiting) return Effect.void
+    roundWaiting = true
+    return Effect.asVoid(Effect.forkIn(Effect.interruptible(claimQuietly), scope))
+  })
+
   /** Executions under way now. */
   const active = Effect.sync(() => running)
 
-  return { claimSome, claimQuietly, active } as const
+  return { claimSome, claimQuietly, wake, active } as const
 })
 
 /**
@@ -312,7 +357,7 @@ export const layer: Layer.Layer<never, never, DispatcherConfig | ExecutionHost |
     // Wake-ups only hasten claiming (the poll finds the same runs): a broken subscription is
     // opened again, and not reported.
     yield* host.wakeups.pipe(
-      Stream.runForEach(() => loop.claimQuietly),
+      Stream.runForEach(() => loop.wake),
       Effect.zipRight(Effect.fail("the wake-ups ended")),
       Effect.catchAllCause((cause) => Effect.logWarning("execution: wake-ups failed; polling until they are back", cause)),
       Effect.zipRight(Effect.sleep(Duration.millis(settings.pollMs))),
