@@ -13,6 +13,7 @@ import { IdsLive, ScheduleId } from "../src/domain/Ids.js"
 import { EnvironmentStore } from "../src/ports/EnvironmentStore.js"
 import { type ScheduleTiming, ScheduleStore, type StoredSchedule } from "../src/ports/ScheduleStore.js"
 import { Runs } from "../src/services/Runs.js"
+import { defaultQuotas, Quotas } from "../src/domain/Quotas.js"
 import { CreateScheduledAgentRequest, ScheduledAgentItem, UpdateScheduledAgentRequest } from "../src/domain/Schedule.js"
 import * as Scheduler from "../src/engine/Scheduler.js"
 import { Schedules } from "../src/services/Schedules.js"
@@ -197,6 +198,29 @@ export const schedulerServiceSuite = <E>(name: string, storage: Layer.Layer<Stor
         expect(after.history.recent_runs.map((r) => r.run_id).sort()).toEqual(runs.map((r) => r.run_id).sort())
         expect(DateTime.formatIso(after.history.last_ran!)).toBe(iso(T0 + 6 * SECOND))
         expect(after.last_spawn_error).toBeNull()
+      }))
+
+    test("schedules fired in one batch are admitted as one by one: the team's capacity and run quota hold", () =>
+      Effect.gen(function*() {
+        yield* at(T0)
+        const world = yield* seedWorld({ maxConcurrentRuns: 2 })
+        const items = []
+        for (let i = 0; i < 5; i++) items.push(yield* schedule(world.alice, { name: `s${i}` }))
+        // A team may create 4 runs a minute here: the fifth tick is refused with the quota's message.
+        const scheduler = yield* Effect.provide(
+          Scheduler.make,
+          Runs.Default.pipe(Layer.provide(Layer.succeed(Quotas, { ...defaultQuotas, runsPerMinute: 4 })))
+        )
+        yield* at(Date.UTC(2026, 4, 1, 9, 1, 0, 100))
+        expect(yield* scheduler.pass).toMatchObject({
+          due: 5,
+          started: 4
+        })
+        const runs = (yield* Effect.forEach(items, (item) => runsOf(world.alice, item))).flat()
+        expect(runs.map((r) => r.state).sort()).toEqual(["PENDING", "PENDING", "QUEUED", "QUEUED"])
+        const errors = (yield* Effect.forEach(items, (item) => read(world.alice, item))).map((i) => i.last_spawn_error)
+        expect(errors.filter((e) => e === null).length).toBe(4)
+        expect(errors.find((e) => e !== null)).toMatch(/quota of 4 runs/)
       }))
 
     test("a paused schedule fires nothing, and resuming does not catch up the paused time", () =>

@@ -17,6 +17,7 @@ import { ScheduleStore } from "@agent-runs/core/ports/ScheduleStore"
 import type { ScheduleTicks, StoredSchedule, TicksRecord, TicksWrite } from "@agent-runs/core/ports/ScheduleStore"
 import { StaleWrite } from "@agent-runs/core/ports/Storage"
 import { ScheduledAgentItem, ScheduleHistory } from "@agent-runs/core/domain/Schedule"
+import * as TrustedCodec from "@agent-runs/core/domain/TrustedCodec"
 import { ScheduleStatus } from "@agent-runs/core/domain/ScheduleStateMachine"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option, Schema } from "effect"
@@ -46,10 +47,13 @@ const ScheduleRow = Schema.Struct({
   last_tick_at: Rows.Millis
 })
 
+/** A stored item: written by this service through the same Schema, so decoded without checking it again (TrustedCodec). */
+const decodeItem = TrustedCodec.decoder(ScheduledAgentItem)
+
 /** The stored schedule of a row, its item decoded with the core Schema. */
 const fromRow = (row: typeof ScheduleRow.Type) =>
   Effect.map(
-    Schema.decodeUnknown(ScheduledAgentItem)({
+    decodeItem({
       id: row.id,
       name: row.name,
       cron_schedule: row.cron_schedule,

@@ -124,8 +124,24 @@ export class Ids extends Context.Tag("@agent-runs/core/Ids")<
   }
 >() {}
 
-/** Fills a buffer from the platform's cryptographic random source (Web Crypto, a JS global). */
-const randomBytes = (n: number): Uint8Array => globalThis.crypto.getRandomValues(new Uint8Array(n))
+/** Random bytes are drawn from the platform's source this many at a time. */
+const POOL_BYTES = 4_096
+let pool = new Uint8Array(0)
+let used = 0
+
+/**
+ * Fresh bytes from the platform's cryptographic random source (Web Crypto, a JS global), drawn a
+ * block at a time (one call serves many ids; no byte is handed out twice).
+ */
+const randomBytes = (n: number): Uint8Array => {
+  if (n > POOL_BYTES) return globalThis.crypto.getRandomValues(new Uint8Array(n))
+  if (used + n > pool.length) {
+    pool = globalThis.crypto.getRandomValues(new Uint8Array(POOL_BYTES))
+    used = 0
+  }
+  used += n
+  return pool.slice(used - n, used)
+}
 
 /**
  * UUIDv7s that increase within the process (RFC 9562 §6.2, method 1): the 12 bits after the version

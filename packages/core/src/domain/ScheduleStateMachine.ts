@@ -155,6 +155,14 @@ export interface DueTick {
   readonly backfilled: boolean
 }
 
+/** How `dueTicks` decides. */
+export interface DueTickOptions {
+  readonly catchUpGraceMs: number
+  readonly maxTicks?: number
+  /** `Cron.fireTimesBetween`, or a function answering the same (one that remembers its answers). */
+  readonly fireTimes?: typeof fireTimesBetween
+}
+
 /** How many on-time ticks one call returns at most (the latest ones) when the expression is dense. */
 export const DEFAULT_MAX_DUE_TICKS = 60
 
@@ -168,16 +176,17 @@ export const dueTicks = (
   schedule: CronSchedule,
   lastTickAt: number | undefined,
   now: TimeInput,
-  options: { readonly catchUpGraceMs: number; readonly maxTicks?: number }
+  options: DueTickOptions
 ): ReadonlyArray<DueTick> => {
+  const fireTimes = options.fireTimes ?? fireTimesBetween
   const nowMs = typeof now === "number" ? now : now.getTime()
   if (lastTickAt === undefined || !(nowMs > lastTickAt)) return []
   // On time: scheduled no earlier than now - grace. Fire times are whole milliseconds.
   const onTimeAfter = Math.max(lastTickAt, Math.ceil(nowMs - Math.max(0, options.catchUpGraceMs)) - 1)
   const maxTicks = Math.max(1, options.maxTicks ?? DEFAULT_MAX_DUE_TICKS)
-  const onTime = fireTimesBetween(schedule, onTimeAfter, nowMs, maxTicks)
+  const onTime = fireTimes(schedule, onTimeAfter, nowMs, maxTicks)
   if (onTime.length > 0) return onTime.map((scheduledFor) => ({ scheduledFor, backfilled: false }))
-  const [latestMissed] = fireTimesBetween(schedule, lastTickAt, onTimeAfter, 1)
+  const [latestMissed] = fireTimes(schedule, lastTickAt, onTimeAfter, 1)
   return latestMissed === undefined ? [] : [{ scheduledFor: latestMissed, backfilled: true }]
 }
 
@@ -186,6 +195,6 @@ export const dueTicksFor = (
   state: ScheduleState,
   schedule: CronSchedule,
   now: TimeInput,
-  options: { readonly catchUpGraceMs: number; readonly maxTicks?: number }
+  options: DueTickOptions
 ): ReadonlyArray<DueTick> =>
   state.status === "active" ? dueTicks(schedule, state.lastTickAt, now, options) : []

@@ -45,7 +45,7 @@
 import { Chunk, Clock, Context, Data, DateTime, Effect, Either, Layer, Option, Random } from "effect"
 import type { Viewer } from "../domain/Access.js"
 import type { CronSchedule } from "../domain/Cron.js"
-import { nextFire, parseSchedule } from "../domain/Cron.js"
+import { fireTimesBetween, nextFire, parseSchedule } from "../domain/Cron.js"
 import { type Health, supervise } from "./Health.js"
 import type { PrincipalUid, RunId, ScheduleId } from "../domain/Ids.js"
 import { memberViewer } from "../services/Identities.js"
@@ -56,7 +56,8 @@ import type { ScheduleTicks, StoredSchedule, TicksRecord, TicksWrite } from "../
 import { RunAgentRequest } from "../domain/Run.js"
 import type { RunState } from "../domain/RunState.js"
 import { Runs } from "../services/Runs.js"
-import type { TickCreation, TickRequests } from "../services/Runs.js"
+import { newLookups } from "../services/Runs.js"
+import type { CreationLookups, TickCreation, TickRequests } from "../services/Runs.js"
 import type { ScheduledRunRef } from "../domain/Schedule.js"
 import { DEFAULT_MAX_DUE_TICKS, dueTicksFor } from "../domain/ScheduleStateMachine.js"
 import type { DueTick } from "../domain/ScheduleStateMachine.js"
@@ -194,6 +195,30 @@ const messageOf = (error: unknown): string =>
     ? error.message
     : String(error)
 
+/**
+ * What the batches of one pass share: the reads of the run checks (teams, principals, admission
+ * counts: `Runs.CreationLookups`), and the fire times worked out per expression (schedules with the
+ * same expression and zone, due at the same time, have the same on-time ticks).
+ */
+interface PassShared {
+  readonly lookups: CreationLookups
+  readonly fireTimes: typeof fireTimesBetween
+}
+
+/** `fireTimesBetween`, remembered per (expression, zone, bounds, limit). */
+const memoFireTimes = (): typeof fireTimesBetween => {
+  const known = new Map<string, ReadonlyArray<Date>>()
+  return (schedule, after, until, limit) => {
+    const key = `${schedule.expression}\u0000${schedule.timezone}\u0000${+after}\u0000${+until}\u0000${limit}`
+    let found = known.get(key)
+    if (found === undefined) {
+      found = fireTimesBetween(schedule, after, until, limit)
+      known.set(key, found)
+    }
+    return found
+  }
+}
+
 /** Makes one replica's scheduler: `pass` fires what is due now. */
 export const make = Effect.gen(function*() {
   const settings = yield* SchedulerConfig
@@ -277,8 +302,11 @@ export const make = Effect.gen(function*() {
    * tried again later). Any other failure of the batch (none is expected: refusals are per tick)
    * falls back to creating each tick's runs on its own, so one tick never holds the others back.
    */
-  const spawnAll = (ticks: ReadonlyArray<TickRequests>): Effect.Effect<ReadonlyArray<TickCreation | undefined>> =>
-    runs.createForTicks(ticks).pipe(
+  const spawnAll = (
+    ticks: ReadonlyArray<TickRequests>,
+    lookups: CreationLookups
+  ): Effect.Effect<ReadonlyArray<TickCreation | undefined>> =>
+    runs.createForTicks(ticks, lookups).pipe(
       Effect.catchAll((error) =>
         error._tag === "ResourceUnavailable"
           ? Effect.as(
@@ -351,12 +379,7 @@ export const make = Effect.gen(function*() {
    * Fires the due ticks of a batch of schedules, read again whole (another replica may have fired
    * them): their runs in one transaction, then their records in one more. Answers the runs started.
    */
-  const fire = (
-    ids: ReadonlyArray<ScheduleId>,
-    now: number,
-    graceMs: number,
-    principals: Map<PrincipalUid, Option.Option<Principal>>
-  ) =>
+  const fire = (ids: ReadonlyArray<ScheduleId>, now: number, graceMs: number, shared: PassShared) =>
     Effect.gen(function*() {
       const found = yield* store.getMany(ids)
       const fired: Array<{ schedule: StoredSchedule; outcomes: Array<TickOutcome> }> = []
@@ -368,9 +391,13 @@ export const make = Effect.gen(function*() {
         const item = schedule.item
         const { cron } = cached(item.id, DateTime.toEpochMillis(item.updated_at), item.cron_schedule, item.timezone)
         if (cron === undefined) continue
-        const ticks = dueTicksFor(schedule.state, cron, now, { catchUpGraceMs: graceMs, maxTicks: settings.maxTicks })
+        const ticks = dueTicksFor(schedule.state, cron, now, {
+          catchUpGraceMs: graceMs,
+          maxTicks: settings.maxTicks,
+          fireTimes: shared.fireTimes
+        })
         if (ticks.length === 0) continue
-        const creator = yield* actorOf(schedule, principals)
+        const creator = yield* actorOf(schedule, shared.lookups.principals)
         const entry = { schedule, outcomes: [] as Array<TickOutcome> }
         fired.push(entry)
         for (const tick of ticks) {
@@ -382,7 +409,7 @@ export const make = Effect.gen(function*() {
           }
         }
       }
-      const created = requests.length === 0 ? [] : yield* spawnAll(requests)
+      const created = requests.length === 0 ? [] : yield* spawnAll(requests, shared.lookups)
       let started = 0
       created.forEach((creation, i) => {
         // Undefined: storage failed; the schedule's ticks are tried again on the next pass.
@@ -431,7 +458,7 @@ export const make = Effect.gen(function*() {
         nextTickAt = Math.min(nextTickAt, entry.next)
       }
     }
-    const principals = new Map<PrincipalUid, Option.Option<Principal>>()
+    const shared: PassShared = { lookups: newLookups(), fireTimes: memoFireTimes() }
     const order = Chunk.toReadonlyArray(yield* Random.shuffle(due))
     const size = Math.max(1, settings.batchSize)
     const batches: Array<ReadonlyArray<ScheduleId>> = []
@@ -440,7 +467,7 @@ export const make = Effect.gen(function*() {
     yield* Effect.forEach(
       batches,
       (ids) =>
-        fire(ids, now, graceMs, principals).pipe(
+        fire(ids, now, graceMs, shared).pipe(
           Effect.tap((n) => Effect.sync(() => (started += n))),
           Effect.catchAllCause((cause) => Effect.logWarning(`scheduler: firing ${ids.length} schedules failed`, cause))
         ),

@@ -189,17 +189,23 @@ interface PreparedRun {
 }
 
 /**
- * Reads shared by the runs prepared together (one request, one event, one batch of ticks): each
- * team, principal and team's admission counts (runs holding capacity, whether one waits) is read
- * once; the batch's own runs are counted by `pendingAhead`.
+ * Reads shared by the runs prepared together (one request, one event, the ticks of one scheduler
+ * pass): each team, principal and team's admission counts (runs holding capacity, whether one
+ * waits) is read once, and `ahead` counts, per team, the runs prepared since then (written, or
+ * about to be), which hold capacity the counts do not show. Runs that end up not written are
+ * taken off again; runs that end meanwhile are not seen, so a shared read only ever errs towards
+ * PENDING (the dispatcher admits waiting runs as capacity frees).
  */
-interface Lookups {
+export interface CreationLookups {
   readonly teams: Map<TeamUid, Option.Option<Team>>
   readonly principals: Map<PrincipalUid, Option.Option<Principal>>
   readonly admission: Map<TeamUid, { readonly active: number; readonly waiting: boolean }>
+  readonly ahead: Map<string, number>
 }
+type Lookups = CreationLookups
 
-const newLookups = (): Lookups => ({ teams: new Map(), principals: new Map(), admission: new Map() })
+/** Fresh lookups: nothing read yet. */
+export const newLookups = (): CreationLookups => ({ teams: new Map(), principals: new Map(), admission: new Map(), ahead: new Map() })
 
 /** `read(key)`, read once per `cache`. */
 const memo = <K, A, E, R>(cache: Map<K, A>, key: K, read: (key: K) => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
@@ -561,12 +567,9 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
     )
 
     /** Checks each request of one event (`pendingAhead` counting the team's earlier ones); refusals kept apart. */
-    const prepareEach = (
-      requests: ReadonlyArray<EventRunRequest>,
-      ahead = new Map<string, number>(),
-      lookups: Lookups = newLookups()
-    ) =>
+    const prepareEach = (requests: ReadonlyArray<EventRunRequest>, lookups: Lookups = newLookups()) =>
       Effect.gen(function* () {
+        const ahead = lookups.ahead
         const results: Array<Either.Either<PreparedRun, RunRefusal>> = []
         for (const { options, request, viewer } of requests) {
           const n = ahead.get(viewer.team_uid) ?? 0
@@ -607,54 +610,56 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
      * Creates the runs of many cron ticks (the scheduler's batch), each tick at most once and as
      * `createOnce` would: each tick's requests are checked (the first refusal refuses the tick,
      * nothing written for it), then its teams' creation quota is taken (RateLimited for the tick
-     * otherwise). The reads of the checks are shared by the batch (`Lookups`: each team,
-     * principal and team's admission counts once; the batch's earlier runs count as ahead of a
-     * team's later ones, as within one event). Then the runs of every tick that passed are written
-     * in one transaction (`RunStore.createTicks`); a tick whose key was taken before writes
-     * nothing (DuplicateKey) and gives its quota back. Answers each tick's outcome, in order. When
-     * storage fails nothing is written, every quota is given back, and the call fails.
+     * otherwise). The reads of the checks are those of `lookups` (`CreationLookups`: each team,
+     * principal and team's admission counts read once for all the batches that share them, the
+     * runs prepared since counted ahead of later ones, as within one event). Then the runs of
+     * every tick that passed are written in one transaction (`RunStore.createTicks`); a tick whose
+     * key was taken before writes nothing (DuplicateKey) and gives its quota back. Answers each
+     * tick's outcome, in order. When storage fails nothing is written, every quota is given back,
+     * and the call fails.
      */
     const createForTicks = Effect.fn("Runs.createForTicks")(
-      function* (ticks: ReadonlyArray<TickRequests>) {
-        const lookups = newLookups()
-        const ahead = new Map<string, number>()
+      function* (ticks: ReadonlyArray<TickRequests>, lookups: CreationLookups = newLookups()) {
         const now = yield* Clock.currentTimeMillis
         const outcomes: Array<TickCreation> = []
         const accepted: Array<{ readonly index: number; readonly prepared: ReadonlyArray<PreparedRun>; readonly quota: Map<string, number> }> = []
-        for (const [index, { requests }] of ticks.entries()) {
-          const before = new Map(ahead)
-          const prepared: Array<PreparedRun> = []
-          let refused: RunRefusal | RateLimited | undefined
-          for (const result of yield* prepareEach(requests, ahead, lookups)) {
-            if (Either.isLeft(result)) {
-              refused = result.left
-              break
-            }
-            prepared.push(result.right)
+        /** Takes runs that will not be written off `ahead`. */
+        const notAhead = (prepared: ReadonlyArray<PreparedRun>) => {
+          for (const p of prepared) {
+            const team = p.write.run.team_uid
+            lookups.ahead.set(team, Math.max(0, (lookups.ahead.get(team) ?? 0) - 1))
           }
-          const quota = refused === undefined ? takeQuota(prepared, now) : undefined
-          if (quota !== undefined && Either.isLeft(quota)) refused = quota.left
-          if (refused !== undefined || quota === undefined || Either.isLeft(quota)) {
-            // Runs that will not be written are not ahead of anyone.
-            ahead.clear()
-            before.forEach((n, team) => ahead.set(team, n))
-            outcomes.push(Either.left(refused!))
+        }
+        for (const [index, { requests }] of ticks.entries()) {
+          const results = yield* prepareEach(requests, lookups)
+          const prepared = results.flatMap((r) => Either.isRight(r) ? [r.right] : [])
+          const refusal = results.find(Either.isLeft)
+          const quota = refusal === undefined ? takeQuota(prepared, now) : undefined
+          if (refusal !== undefined || quota === undefined || Either.isLeft(quota)) {
+            notAhead(prepared)
+            outcomes.push(Either.left(refusal !== undefined ? refusal.left : (quota as Either.Left<RateLimited, unknown>).left))
             continue
           }
           outcomes.push(Either.right(prepared.map((p) => p.response)))
           accepted.push({ index, prepared, quota: quota.right })
         }
-        const refundAll = Effect.sync(() => accepted.forEach((a) => refundQuota(a.quota)))
-        yield* keepImages(accepted.flatMap((a) => a.prepared)).pipe(Effect.onError(() => refundAll))
+        const giveBack = Effect.sync(() =>
+          accepted.forEach((a) => {
+            refundQuota(a.quota)
+            notAhead(a.prepared)
+          })
+        )
+        yield* keepImages(accepted.flatMap((a) => a.prepared)).pipe(Effect.onError(() => giveBack))
         const written = yield* store.createTicks(
           accepted.map((a) => ({ key: ticks[a.index]!.key, runs: a.prepared.map((p) => p.write) }))
-        ).pipe(Effect.onError(() => refundAll))
+        ).pipe(Effect.onError(() => giveBack))
         const created: Array<PreparedRun> = []
         accepted.forEach((a, i) => {
           if (written[i]) {
             created.push(...a.prepared)
           } else {
             refundQuota(a.quota)
+            notAhead(a.prepared)
             outcomes[a.index] = Either.left(new DuplicateKey({ key: ticks[a.index]!.key }))
           }
         })
