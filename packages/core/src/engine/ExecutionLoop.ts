@@ -299,20 +299,22 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
   })
 
   /**
-   * One claimer: claims while slots are free and runs wait. Its first claim that finds a run starts
-   * another claimer beside it (up to `CLAIMERS` at once), so a queue of runs is taken by several
-   * claims in flight, while an empty queue costs one empty claim.
+   * One claimer: claims while slots are free and runs wait. Once it found two runs in a row (a
+   * queue), it starts another claimer beside it (up to `CLAIMERS` at once), so a queue is taken by
+   * several claims in flight, while a lone run costs one empty claim after it, as before.
    */
   const claimer = (rank: number): Effect.Effect<void, StorageError> =>
     Effect.gen(function*() {
       let beside: Fiber.RuntimeFiber<void, StorageError> | undefined
+      let found = 0
       while (running + claimsInFlight < settings.concurrency) {
         claimsInFlight += 1
-        const found = yield* claimOne.pipe(Effect.ensuring(Effect.sync(() => {
+        const got = yield* claimOne.pipe(Effect.ensuring(Effect.sync(() => {
           claimsInFlight -= 1
         })))
-        if (!found) break
-        if (beside === undefined && rank + 1 < CLAIMERS) beside = yield* Effect.fork(claimer(rank + 1))
+        if (!got) break
+        found += 1
+        if (found >= 2 && beside === undefined && rank + 1 < CLAIMERS) beside = yield* Effect.fork(claimer(rank + 1))
       }
       if (beside !== undefined) yield* Fiber.join(beside)
     })
