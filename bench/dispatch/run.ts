@@ -46,6 +46,7 @@ import { closeSync, type FSWatcher, mkdtempSync, openSync, readSync, rmSync, wat
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { lowerIsBetter, record } from "../support/results.js"
 import {
   buildServer,
   call,
@@ -563,7 +564,7 @@ interface Part {
   readonly logged?: () => number
 }
 
-/** Latency, its breakdown, throughput, and that every run SUCCEEDED; the p50 overhead (ms). */
+/** Latency, its breakdown, throughput, and that every run SUCCEEDED; the p50s and p99s to first output (ms). */
 const measure = (part: Part) =>
   Effect.gen(function*() {
     const { api, baseline, concurrency, runs, throughputRuns } = part
@@ -603,7 +604,10 @@ const measure = (part: Part) =>
     if (succeeded + failedRuns !== created || other !== 0 || (failedRuns > 0 && part.tolerateFailed !== true)) {
       return yield* Effect.dieMessage("not every run SUCCEEDED")
     }
-    return at(ours.first, 0.5) - at(direct.first, 0.5)
+    return {
+      ours: { p50: at(ours.first, 0.5), p99: at(ours.first, 0.99) },
+      baseline: { p50: at(direct.first, 0.5), p99: at(direct.first, 0.99) }
+    }
   })
 
 /** The process executor, its harness agent.mjs, against agent.mjs spawned directly. */
@@ -614,8 +618,13 @@ const processPart = Effect.gen(function*() {
   const directTail = yield* logTail(join(dir, "direct-agents.log"))
   /** The direct agents' work directory. */
   const workDir = mkdtempSync(join(dir, "work-"))
-  const api = yield* startServer({ AGENT_RUNS_HARNESS: [process.execPath, AGENT, serverTail.path].map(quote).join(" ") }, CONCURRENCY)
-  const overhead = yield* measure({
+  // The agent runs as this script's user, as the direct spawn does (as root the server would run
+  // it as a sandbox user of its own, which cannot write the log file here nor reach agent.mjs).
+  const api = yield* startServer({
+    AGENT_RUNS_HARNESS: [process.execPath, AGENT, serverTail.path].map(quote).join(" "),
+    AGENT_RUNS_PROCESS_ISOLATION: "none"
+  }, CONCURRENCY)
+  const latency = yield* measure({
     api,
     baseline: "direct spawn",
     spawnOne: (id) => spawnDirect(id, directTail, workDir),
@@ -625,7 +634,16 @@ const processPart = Effect.gen(function*() {
     concurrency: CONCURRENCY,
     logged: () => serverTail.count
   })
-  console.log(`goal: overhead ≤ 15 ms p50 (${overhead <= 15 ? "met" : "not met"}: ${overhead.toFixed(1)} ms)`)
+  const overhead = latency.ours.p50 - latency.baseline.p50
+  console.log(`goal: overhead ≤ 10 ms p50 (${overhead <= 10 ? "met" : "not met"}: ${overhead.toFixed(1)} ms)`)
+  record(lowerIsBetter(
+    "Create → agent's first output, over a direct spawn (SQLite, process executor)",
+    latency.ours.p50,
+    latency.baseline.p50,
+    "ms p50",
+    { maxOver: 10, text: "≤ +10 ms p50" },
+    `p99 ${latency.ours.p99.toFixed(1)} vs ${latency.baseline.p99.toFixed(1)} ms; ${RUNS} runs one at a time`
+  ))
 })
 
 /** The Docker executor, its harness the inline agent, against `docker run` of the same image. */
