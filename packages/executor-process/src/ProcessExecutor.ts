@@ -184,8 +184,26 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
     const graceMs = config.terminateGraceMs ?? DEFAULT_TERMINATE_GRACE_MS
     /** The processes this instance started that have not exited, by work directory. */
     const running = new Map<string, Set<Spawned>>()
-    /** Serializes marker reads and writes. */
-    const markerLock = yield* Effect.makeSemaphore(1)
+    /**
+     * Serializes the marker reads and writes of one run's directory, and its creation and removal
+     * (a release removes an emptied run directory). One lock per run directory, held while used:
+     * one lock for all would queue every sandbox's set-up and release behind the others' (a
+     * release reads /proc), which with hundreds of sandboxes at once took minutes.
+     */
+    const runDirLocks = new Map<string, { readonly semaphore: Effect.Semaphore; users: number }>()
+    const underRunDirLock = (place: Place) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+      Effect.suspend(() => {
+        let lock = runDirLocks.get(place.runDir)
+        if (lock === undefined) {
+          lock = { semaphore: Effect.unsafeMakeSemaphore(1), users: 0 }
+          runDirLocks.set(place.runDir, lock)
+        }
+        const held = lock
+        held.users++
+        return held.semaphore.withPermits(1)(effect).pipe(Effect.ensuring(Effect.sync(() => {
+          if (--held.users === 0) runDirLocks.delete(place.runDir)
+        })))
+      })
     const isolation = config.isolation
     /** The uids of this instance's sandboxes. */
     const uidsInUse = new Set<number>()
@@ -245,7 +263,7 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
 
     /** Changes the recorded process groups of the marker, if the sandbox still has one. */
     const updateGroups = (place: Place, f: (groups: ReadonlyArray<number>) => ReadonlyArray<number>) =>
-      markerLock.withPermits(1)(
+      underRunDirLock(place)(
         Effect.flatMap(readMarker(place), Option.match({
           onNone: () => Effect.void,
           onSome: (marker) => rewriteMarker(place, { ...marker, process_groups: f(marker.process_groups) })
@@ -256,7 +274,7 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
       Effect.gen(function*() {
         const processes = [...(running.get(place.workdir) ?? [])]
         yield* Effect.forEach(processes, (spawned) => terminate(spawned, graceMs), { concurrency: "unbounded", discard: true })
-        yield* markerLock.withPermits(1)(Effect.gen(function*() {
+        yield* underRunDirLock(place)(Effect.gen(function*() {
           // Groups started by an earlier life of the service that still run in this sandbox.
           const marker = yield* readMarker(place)
           const recorded = Option.match(marker, { onNone: () => [], onSome: (m) => m.process_groups })
@@ -417,7 +435,7 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
         // The run's directory and the marker together, under the lock that `release` takes to
         // remove an emptied run directory: the release of the run's previous execution cannot
         // remove the directory between the two.
-        yield* markerLock.withPermits(1)(Effect.gen(function*() {
+        yield* underRunDirLock(place)(Effect.gen(function*() {
           yield* io(`could not create the sandbox directory ${place.runDir}`, async () => {
             await mkdir(place.runDir, { recursive: true })
             if (user !== undefined) await chmod(place.runDir, 0o711)

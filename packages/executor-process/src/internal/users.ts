@@ -35,17 +35,62 @@ const uidOfProcess = async (pid: number): Promise<number | undefined> => {
   }
 }
 
-/** The pids of the processes running as `uid` (Linux; none elsewhere). */
-export const processesOf = async (uid: number): Promise<Array<number>> => {
+/** How many `/proc/<pid>/status` files one pass reads at once. */
+const SCAN_PARALLELISM = 32
+
+/** One pass over `/proc`: the pids of the live processes (this one left out) by real uid. */
+const scanProcesses = async (): Promise<ReadonlyMap<number, ReadonlyArray<number>>> => {
   const entries = await readdir("/proc").catch(() => [] as Array<string>)
-  const found: Array<number> = []
-  for (const entry of entries) {
-    const pid = Number(entry)
-    if (!Number.isInteger(pid) || pid <= 1 || pid === process.pid) continue
-    if ((await uidOfProcess(pid)) === uid) found.push(pid)
+  const pids = entries.map(Number).filter((pid) => Number.isInteger(pid) && pid > 1 && pid !== process.pid)
+  const byUid = new Map<number, Array<number>>()
+  let next = 0
+  const worker = async () => {
+    while (next < pids.length) {
+      const pid = pids[next++]!
+      const uid = await uidOfProcess(pid)
+      if (uid === undefined) continue
+      const list = byUid.get(uid)
+      if (list === undefined) byUid.set(uid, [pid])
+      else list.push(pid)
+    }
   }
-  return found
+  await Promise.all(Array.from({ length: SCAN_PARALLELISM }, worker))
+  return byUid
 }
+
+/** The pass under way, and the one that callers arriving during it wait for. */
+let running: Promise<ReadonlyMap<number, ReadonlyArray<number>>> | undefined
+let queued: Promise<ReadonlyMap<number, ReadonlyArray<number>>> | undefined
+
+/**
+ * The live processes by uid, read by a pass over `/proc` that started after this call: callers
+ * that arrive while a pass runs share the next one. Every sandbox being set up or released asks,
+ * and a pass reads one file per process of the host, so with hundreds of sandboxes a pass each
+ * would cost the square of their number (1,000 concurrent sandboxes took minutes to start).
+ */
+const liveProcesses = (): Promise<ReadonlyMap<number, ReadonlyArray<number>>> => {
+  if (running === undefined) {
+    const pass = scanProcesses().finally(() => {
+      if (running === pass) running = undefined
+    })
+    running = pass
+    return pass
+  }
+  if (queued === undefined) {
+    const pass: Promise<ReadonlyMap<number, ReadonlyArray<number>>> = running.catch(() => undefined).then(() => {
+      queued = undefined
+      running = pass
+      return scanProcesses().finally(() => {
+        if (running === pass) running = undefined
+      })
+    })
+    queued = pass
+  }
+  return queued
+}
+
+/** The pids of the processes running as `uid` (Linux; none elsewhere). */
+export const processesOf = async (uid: number): Promise<Array<number>> => [...((await liveProcesses()).get(uid) ?? [])]
 
 /**
  * SIGKILLs every process running as `uid` and waits (up to about 2 s) until none is left: a
@@ -73,10 +118,10 @@ export const killUser = async (uid: number): Promise<void> => {
  * two services on one host (each knowing only its own sandboxes) practically never pick the same.
  */
 export const allocateUid = async (range: UidRange, taken: ReadonlySet<number>): Promise<number> => {
+  const live = await liveProcesses()
   for (let attempt = 0; attempt < 100; attempt++) {
     const uid = range.first + randomInt(range.count)
-    if (taken.has(uid)) continue
-    if ((await processesOf(uid)).length === 0) return uid
+    if (!taken.has(uid) && !live.has(uid)) return uid
   }
   throw new Error(`no free uid in ${range.first}-${range.first + range.count - 1}`)
 }
