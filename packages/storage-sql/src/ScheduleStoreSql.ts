@@ -233,6 +233,8 @@ export const layer = Layer.effect(
             (chunk) =>
               Effect.gen(function* () {
                 // Typed by the first row's casts (PostgreSQL types the columns of VALUES from it).
+                // `id IN (SELECT sid ...)` makes SQLite look the rows up by key rather than scan
+                // the table for each batch.
                 const values = sql.join(",\n", false)(chunk.map((row, i) =>
                   i === 0
                     ? sql`(CAST(${row[0]} AS TEXT), CAST(${row[1]} AS BIGINT), CAST(${row[2]} AS TEXT), CAST(${row[3]} AS TEXT),
@@ -243,7 +245,7 @@ export const layer = Layer.effect(
                   AS (VALUES ${values})
                   UPDATE schedules SET last_tick_at = v.tick, history = v.history, last_spawn_error = v.error
                   FROM v
-                  WHERE schedules.id = v.sid AND schedules.status <> 'deleted' AND schedules.last_tick_at = v.was_tick
+                  WHERE schedules.id IN (SELECT sid FROM v) AND schedules.id = v.sid AND schedules.status <> 'deleted' AND schedules.last_tick_at = v.was_tick
                     AND schedules.history = v.was_history AND schedules.last_spawn_error ${same} v.was_error
                   RETURNING id`
                 for (const row of updated) applied.add(row.id)

@@ -2,11 +2,13 @@
  * The scheduler (docs/schedules.md): what makes schedules fire. Every replica runs it over the ports.
  * A pass reads the timing of every active schedule (`ScheduleStore.activeTimings`: id, expression,
  * zone, `updated_at`, watermark), finds those with a fire time after their watermark that has
- * come (`ScheduleStateMachine.dueTicks`: the on-time ticks, or at most one catch-up), and for each
- * due tick creates the run with `Runs.createOnce` under the key `ScheduleTick(schedule id,
- * scheduled time)`, then records the outcome on the schedule (`ScheduleStore.recordTicks`). Two
- * replicas firing the same tick race on the key: one creates the run, the other gets
- * DuplicateKey, so each tick starts exactly one run however many replicas run.
+ * come (`ScheduleStateMachine.dueTicks`: the on-time ticks, or at most one catch-up), and fires
+ * them in batches: a batch's schedules read again in one query (`ScheduleStore.getMany`), the runs
+ * of all their due ticks created by `Runs.createForTicks` in one transaction, each under the key
+ * `ScheduleTick(schedule id, scheduled time)`, then the outcomes recorded on the schedules in one
+ * more (`ScheduleStore.recordTicksEach`). Two replicas firing the same tick race on the key: one
+ * creates the run, the other's tick is a DuplicateKey, so each tick starts exactly one run however
+ * many replicas run.
  *
  * The run is created as the principal who last set the schedule's definition (`updated_by`: its
  * creator until someone PUTs it; pause and resume do not change it) would create it, with their current role in the
@@ -37,10 +39,15 @@
  *   `last_ran`); the winner adds its run.
  * - Scale: a pass costs one light query and, per schedule, a cached look-up (the parsed
  *   expression is kept per (id, `updated_at`), the next fire time per watermark); only due
- *   schedules are read whole. Due schedules are fired `concurrency` at a time, in an order of
- *   each replica's own (shuffled), so replicas split a large minute between them rather than
- *   collide on every schedule. Between passes the loop sleeps until the next fire time it knows
- *   of, at most `pollMs` (new and changed schedules are seen within it).
+ *   schedules are read whole. Due schedules are fired in batches of `batchSize`, `concurrency`
+ *   batches at a time, in an order of each replica's own (shuffled), so replicas split a large
+ *   minute between them rather than collide on every schedule. A batch costs three round trips
+ *   and two transactions, whatever its size. The batches of a pass share their reads
+ *   (`Runs.CreationLookups`: each team, principal and team's admission counts read once, the
+ *   pass's runs counted ahead of later ones; the fire times per expression). A storage failure
+ *   fails the batch's runs and records nothing of them: its ticks are tried again on the next
+ *   pass. Between passes the loop sleeps until the next fire time it knows of, at most `pollMs`
+ *   (new and changed schedules are seen within it).
  */
 import { Chunk, Clock, Context, Data, DateTime, Effect, Either, Layer, Option, Random } from "effect"
 import type { Viewer } from "../domain/Access.js"
