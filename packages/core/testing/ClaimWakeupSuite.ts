@@ -16,6 +16,7 @@ import { START } from "../src/domain/RunStream.js"
 import { RunStore } from "../src/ports/RunStore.js"
 import { RunEvents } from "../src/services/RunEvents.js"
 import { Runs } from "../src/services/Runs.js"
+import { memoryBlobStore } from "./ConversationsServiceSuite.js"
 import { engineLayer } from "./Engine.js"
 import { testRepos } from "./RunsServiceSuite.js"
 import { scriptedExecutor } from "./ScriptedExecutor.js"
@@ -35,7 +36,7 @@ export const claimWakeupSuite = <E>(
       const [api, claimer] = yield* replicas
       const executor = yield* scriptedExecutor
       yield* Layer.buildWithScope(
-        engineLayer({ pollMs: POLL_MS, sweepMs: POLL_MS }, executor.layer).pipe(Layer.provide(Layer.succeedContext(claimer))),
+        engineLayer({ pollMs: POLL_MS, sweepMs: POLL_MS }, Layer.mergeAll(executor.layer, memoryBlobStore, testRepos)).pipe(Layer.provide(Layer.succeedContext(claimer))),
         yield* Effect.scope
       )
       const runs = yield* Effect.provide(Runs, Runs.Default.pipe(Layer.provide(Layer.mergeAll(testRepos, IdsLive)))).pipe(
