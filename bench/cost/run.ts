@@ -229,6 +229,21 @@ const pool = async (total: number, concurrency: number, task: (i: number) => Pro
   await Promise.all(Array.from({ length: Math.min(concurrency, total) }, loop))
 }
 
+/**
+ * A GET of the API, tried again (up to 3 times, 1 s apart) when the connection fails: a server
+ * saturated by 1,000 runs may close a keep-alive connection just as the next request goes out.
+ */
+const get = async (server: ServerProcess, path: string, token: string) => {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await call(server, "GET", path, { token })
+    } catch (error) {
+      if (attempt >= 3) throw error
+      await sleep(1_000)
+    }
+  }
+}
+
 const ok = async <A>(what: string, reply: Promise<{ status: number; body: unknown }>, status = 200): Promise<A> => {
   const { body, status: got } = await reply
   if (got !== status) throw new Error(`${what}: expected ${status}, got ${got}: ${JSON.stringify(body)}`)
@@ -242,7 +257,7 @@ const statesOf = async ({ server, token }: Api): Promise<Map<string, number>> =>
   for (;;) {
     const page: { runs: Array<{ state: string }>; page_info: { next_cursor?: string | null } } = await ok(
       "list runs",
-      call(server, "GET", `/api/v1/agent/runs?limit=500${cursor === undefined ? "" : `&cursor=${encodeURIComponent(cursor)}`}`, { token })
+      get(server, `/api/v1/agent/runs?limit=500${cursor === undefined ? "" : `&cursor=${encodeURIComponent(cursor)}`}`, token)
     )
     for (const run of page.runs) counts.set(run.state, (counts.get(run.state) ?? 0) + 1)
     if (page.page_info.next_cursor == null) return counts
@@ -256,12 +271,12 @@ const describe = (counts: Map<string, number>) => [...counts].map(([state, n]) =
 const endedRuns = async ({ server, token }: Api): Promise<string> => {
   const page: { runs: Array<{ run_id: string; state: string; status_message?: unknown }> } = await ok(
     "list ended runs",
-    call(server, "GET", `/api/v1/agent/runs?limit=3&state=SUCCEEDED&state=FAILED&state=ERROR&state=CANCELLED&state=BLOCKED`, { token })
+    get(server, `/api/v1/agent/runs?limit=3&state=SUCCEEDED&state=FAILED&state=ERROR&state=CANCELLED&state=BLOCKED`, token)
   )
   const lines = await Promise.all(page.runs.map(async (run) => {
     const timeline: { events: Array<{ event_type: string; occurred_at: string; message?: string | null }> } = await ok(
       "get timeline",
-      call(server, "GET", `/api/v1/agent/runs/${run.run_id}/timeline`, { token })
+      get(server, `/api/v1/agent/runs/${run.run_id}/timeline`, token)
     )
     const events = timeline.events.map((e) => `${e.occurred_at.slice(11, 23)} ${e.event_type}${e.message ? ` (${e.message})` : ""}`)
     return `  ${run.run_id} ${run.state} ${JSON.stringify(run.status_message ?? null)}: ${events.join(", ")}`
@@ -273,7 +288,7 @@ const endedRuns = async ({ server, token }: Api): Promise<string> => {
 const anyIn = async ({ server, token }: Api, states: ReadonlyArray<string>): Promise<boolean> => {
   const page: { runs: Array<unknown> } = await ok(
     "list runs",
-    call(server, "GET", `/api/v1/agent/runs?limit=1&${states.map((state) => `state=${state}`).join("&")}`, { token })
+    get(server, `/api/v1/agent/runs?limit=1&${states.map((state) => `state=${state}`).join("&")}`, token)
   )
   return page.runs.length > 0
 }
