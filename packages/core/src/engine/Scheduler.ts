@@ -418,18 +418,18 @@ export const make = Effect.gen(function*() {
       }
       const created = requests.length === 0 ? [] : yield* spawnAll(requests, shared.lookups)
       let started = 0
+      const refused: Array<string> = []
       created.forEach((creation, i) => {
         // Undefined: storage failed; the schedule's ticks are tried again on the next pass.
         if (creation === undefined) return
         const outcome = outcomeOf(requests[i]!.key.scheduled_for, creation)
         if (outcome._tag === "Started") started++
+        if (outcome._tag === "Refused") {
+          refused.push(`scheduler: schedule ${requests[i]!.key.schedule_id} could not start its run: ${outcome.message}`)
+        }
         owners[i]!.outcomes.push(outcome)
       })
-      yield* Effect.forEach(fired, (f) =>
-        Effect.forEach(f.outcomes, (o) =>
-          o._tag === "Refused"
-            ? Effect.logInfo(`scheduler: schedule ${f.schedule.item.id} could not start its run: ${o.message}`)
-            : Effect.void, { discard: true }), { discard: true })
+      yield* Effect.forEach(refused, (line) => Effect.logInfo(line), { discard: true })
       yield* recordAll(fired.filter((f) => f.outcomes.length > 0))
       return started
     })
