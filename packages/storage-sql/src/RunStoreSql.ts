@@ -111,8 +111,10 @@ const decodeItem = TrustedCodec.decoder(RunItem)
  * `state = 'PENDING'` implies it), and without it counts scan every run of the team.
  */
 const LIVE = "state IN ('PENDING', 'QUEUED', 'CLAIMED', 'INPROGRESS')"
-const encodeItem = Schema.encode(RunItem)
-const encodeArtifact = Schema.encode(Artifact)
+// A run and its artifacts are checked by their schemas when core builds them (RunItem's and
+// Artifact's constructors, requests' decoders); writing them applies the transformations only.
+const encodeItem = TrustedCodec.encoder(RunItem)
+const encodeArtifact = TrustedCodec.encoder(Artifact)
 const decodeArtifacts = TrustedCodec.decoder(Schema.Array(Json))
 const decodeExecutions = TrustedCodec.decoder(
   Schema.Array(Schema.Struct({ execution_id: Schema.String, steps: Schema.parseJson(Schema.Array(ConversationStep)) }))
