@@ -108,7 +108,12 @@ const time = async (label: string, f: () => Promise<unknown>) => {
   }
   const cpu = process.cpuUsage()
   const start = performance.now()
-  for (let i = 0; i < N; i++) await f()
+  // CONCURRENCY=C: C loops at once share the N requests (as C connections would).
+  let next = 0
+  const loop = async () => {
+    while (next++ < N) await f()
+  }
+  await Promise.all(Array.from({ length: Number(process.env.CONCURRENCY ?? 1) }, loop))
   const used = process.cpuUsage(cpu)
   if (process.env.PROFILE === "1") {
     const { profile } = (await post("Profiler.stop")) as { profile: unknown }
