@@ -43,14 +43,13 @@
  *
  * Never part of `npm test`.
  */
-import type { Ids } from "@agent-runs/core"
 import { Effect } from "effect"
-import { randomBytes } from "node:crypto"
 import { readdirSync, readFileSync, rmSync } from "node:fs"
 import { cpus } from "node:os"
-import { call, type ServerProcess, spawnServer, tempDataDir } from "../../examples/server/test/process.js"
+import { call, type ServerProcess, tempDataDir } from "../../examples/server/test/process.js"
 import { lowerIsBetter, record } from "../support/results.js"
-import { buildUnlessSkipped, expectStatus, send1 } from "../support/server.js"
+import { runBench } from "../support/load.js"
+import { buildUnlessSkipped, expectStatus, send1, spawnBenchServer, teamPrincipal } from "../support/server.js"
 
 const CONCURRENCIES = (process.env.BENCH_CONCURRENCIES ?? "10,100,200,1000").split(",").map(Number)
 const WINDOW_S = Number(process.env.BENCH_WINDOW_SECONDS ?? 20)
@@ -173,17 +172,10 @@ const startServer = (n: number) =>
   Effect.gen(function*() {
     const dataDir = yield* tempDataDir
     cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
-    const adminToken = `ar_${randomBytes(32).toString("base64url")}`
-    const server = yield* spawnServer({
-      dataDir,
-      env: {
-        AGENT_RUNS_ADMIN_TOKEN: adminToken,
-        AGENT_RUNS_SECRET_KEY: randomBytes(32).toString("hex"),
-        AGENT_RUNS_CONCURRENCY: String(n),
-        AGENT_RUNS_HARNESS: harness(agentSeconds(n)),
-        AGENT_RUNS_RUNS_PER_MINUTE: "100000000",
-        ...PROFILE.env
-      }
+    const { adminToken, server } = yield* spawnBenchServer(dataDir, {
+      AGENT_RUNS_CONCURRENCY: String(n),
+      AGENT_RUNS_HARNESS: harness(agentSeconds(n)),
+      ...PROFILE.env
     })
     cleanups.unshift(() => {
       try {
@@ -192,29 +184,11 @@ const startServer = (n: number) =>
         // gone already
       }
     })
-    const team = yield* expectStatus<{ uid: Ids.TeamUid }>(
-      "create team",
-      yield* send1(server, "POST", "/api/v1/admin/teams", adminToken, { name: "bench" }),
-      201
-    )
+    const { team, token } = yield* teamPrincipal(server, adminToken, "admin")
     yield* expectStatus(
       "raise max_concurrent_runs",
-      yield* send1(server, "PATCH", `/api/v1/admin/teams/${team.uid}`, adminToken, { max_concurrent_runs: 10_000 }),
+      yield* send1(server, "PATCH", `/api/v1/admin/teams/${team}`, adminToken, { max_concurrent_runs: 10_000 }),
       200
-    )
-    const principal = yield* expectStatus<{ uid: Ids.PrincipalUid }>(
-      "create principal",
-      yield* send1(server, "POST", "/api/v1/admin/principals", adminToken, {
-        type: "user",
-        display_name: "bench",
-        memberships: [{ team_uid: team.uid, role: "admin" }]
-      }),
-      201
-    )
-    const { token } = yield* expectStatus<{ token: string }>(
-      "create token",
-      yield* send1(server, "POST", `/api/v1/admin/principals/${principal.uid}/tokens`, adminToken, {}),
-      201
     )
     console.log(`server ${server.url} (pid ${server.pid}, SQLite in ${dataDir}, concurrency ${n})`)
     return { server, token } satisfies Api
@@ -442,30 +416,4 @@ const program = Effect.gen(function*() {
   for (const n of CONCURRENCIES) yield* Effect.scoped(oneCase(n))
 })
 
-const watchdog = setTimeout(() => {
-  console.error(`bench:cost did not finish within ${TIMEOUT_MS / 1000} s; stopping`)
-  for (const cleanup of cleanups) {
-    try {
-      cleanup()
-    } catch {
-      // best effort
-    }
-  }
-  process.exit(2)
-}, TIMEOUT_MS)
-watchdog.unref()
-
-Effect.runPromise(program).then(
-  () => process.exit(0),
-  (error) => {
-    console.error(error)
-    for (const cleanup of cleanups) {
-      try {
-        cleanup()
-      } catch {
-        // best effort
-      }
-    }
-    process.exit(1)
-  }
-)
+runBench("bench:cost", TIMEOUT_MS, program, cleanups)

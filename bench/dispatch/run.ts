@@ -41,20 +41,20 @@ import { type Ids } from "@agent-runs/core"
 import { Effect } from "effect"
 import { ensureEngine, ensureTestImage, removeSandboxesUnder, testImage } from "@agent-runs/executor-docker/testing"
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
-import { randomBytes } from "node:crypto"
 import { closeSync, type FSWatcher, mkdtempSync, openSync, readSync, rmSync, watch, writeFileSync } from "node:fs"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { runBench } from "../support/load.js"
 import { lowerIsBetter, record } from "../support/results.js"
 import {
   buildServer,
   call,
   type Reply,
   type ServerProcess,
-  spawnServer,
   tempDataDir
 } from "../../examples/server/test/process.js"
+import { spawnBenchServer } from "../support/server.js"
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 200)
 const THROUGHPUT_RUNS = Number(process.env.BENCH_THROUGHPUT_RUNS ?? 1_000)
@@ -501,18 +501,7 @@ const startServer = (env: Readonly<Record<string, string>>, concurrency: number,
     cleanups.push(() => removeDir(dataDir))
     // Runs once the server stopped (the scope's finalizers run in reverse order), or by the watchdog.
     yield* Effect.addFinalizer(() => Effect.sync(() => afterStop(dataDir)))
-    const adminToken = `ar_${randomBytes(32).toString("base64url")}`
-    const server = yield* spawnServer({
-      dataDir,
-      env: {
-        AGENT_RUNS_ADMIN_TOKEN: adminToken,
-        AGENT_RUNS_SECRET_KEY: randomBytes(32).toString("hex"),
-        AGENT_RUNS_CONCURRENCY: String(concurrency),
-        // The per-team run quota off: the benchmark measures throughput, not the quota.
-        AGENT_RUNS_RUNS_PER_MINUTE: "100000000",
-        ...env
-      }
-    })
+    const { adminToken, server } = yield* spawnBenchServer(dataDir, { AGENT_RUNS_CONCURRENCY: String(concurrency), ...env })
     cleanups.unshift(() => {
       try {
         process.kill(server.pid, "SIGKILL")
@@ -696,23 +685,4 @@ const program = Effect.gen(function*() {
   if (Math.abs(skew) > 1) console.log(`note: the wall clock moved ${skew.toFixed(1)} ms against this process's monotonic clock during the benchmark`)
 })
 
-const watchdog = setTimeout(() => {
-  console.error(`bench:dispatch did not finish within ${WATCHDOG_MS / 1000} s; stopping`)
-  for (const cleanup of cleanups) {
-    try {
-      cleanup()
-    } catch {
-      // best effort
-    }
-  }
-  process.exit(2)
-}, WATCHDOG_MS)
-watchdog.unref()
-
-Effect.runPromise(Effect.scoped(program)).then(
-  () => process.exit(0),
-  (error) => {
-    console.error(error)
-    process.exit(1)
-  }
-)
+runBench("bench:dispatch", WATCHDOG_MS, Effect.scoped(program), cleanups)

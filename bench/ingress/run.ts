@@ -39,7 +39,7 @@ import { Effect } from "effect"
 import { randomBytes } from "node:crypto"
 import { readFileSync } from "node:fs"
 import { cpus, loadavg } from "node:os"
-import { call, type ServerProcess, spawnServer, tempDataDir } from "../../examples/server/test/process.js"
+import { call, type ServerProcess, tempDataDir } from "../../examples/server/test/process.js"
 import {
   cycle,
   drive,
@@ -55,7 +55,7 @@ import {
   type Target
 } from "../support/load.js"
 import { higherIsBetter, record } from "../support/results.js"
-import { buildUnlessSkipped, expectStatus, send1, serverNodeOptions, teamPrincipal } from "../support/server.js"
+import { buildUnlessSkipped, expectStatus, send1, serverNodeOptions, spawnBenchServer, teamPrincipal } from "../support/server.js"
 
 const { connections: CONNECTIONS, seconds: SECONDS } = settings
 /** The warm-up also sizes the measured phase's pool, so it runs for at least a second. */
@@ -242,19 +242,12 @@ const oursCase = (
 const startServer = (database: "SQLite" | "PostgreSQL", env: Readonly<Record<string, string>>) =>
   Effect.gen(function*() {
     const dataDir = yield* tempDataDir
-    const adminToken = `ar_${randomBytes(32).toString("base64url")}`
-    const server = yield* spawnServer({
-      dataDir,
-      env: {
-        AGENT_RUNS_ADMIN_TOKEN: adminToken,
-        AGENT_RUNS_SECRET_KEY: randomBytes(32).toString("hex"),
-        AGENT_RUNS_CONCURRENCY: "0",
-        AGENT_RUNS_WEBHOOK_DELIVERIES_PER_MINUTE: "10000000",
-        // Deliveries to the automation start runs: the team's run quota is out of the way too.
-        AGENT_RUNS_RUNS_PER_MINUTE: "100000000",
-        ...serverNodeOptions,
-        ...env
-      }
+    // Deliveries to the automation start runs: the team's run quota is out of the way too.
+    const { adminToken, server } = yield* spawnBenchServer(dataDir, {
+      AGENT_RUNS_CONCURRENCY: "0",
+      AGENT_RUNS_WEBHOOK_DELIVERIES_PER_MINUTE: "10000000",
+      ...serverNodeOptions,
+      ...env
     })
     console.log(`server ${server.url} (pid ${server.pid}, ${database}, data in ${dataDir})`)
     const { token } = yield* teamPrincipal(server, adminToken, "admin")

@@ -1,3 +1,5 @@
+/* eslint-disable @typescript-eslint/no-require-imports -- a CommonJS preload for --require */
+/* global require, process */
 /**
  * A preload that profiles the process it is loaded into (Node refuses `--cpu-prof` in
  * NODE_OPTIONS, a `--require`d file works): the V8 CPU profiler starts at once and the profile is

@@ -138,10 +138,28 @@ export const row = (label: string, server: string, m: Measurement, width = 34) =
 export const header = (width = 34) =>
   `${"case".padEnd(width)} ${"".padEnd(5)} ${"req/s".padStart(9)} ${"p50 ms".padStart(9)} ${"p99 ms".padStart(9)}   statuses`
 
-/** Runs a benchmark's program: exits 0 when it succeeds, 1 when it fails, 2 when it takes longer than `watchdogMs`. */
-export const runBench = <E>(name: string, watchdogMs: number, program: Effect.Effect<void, E>) => {
+/**
+ * Runs a benchmark's program: exits 0 when it succeeds, 1 when it fails, 2 when it takes longer
+ * than `watchdogMs`; on a failure or the watchdog, `cleanups` run first (best effort, in order).
+ */
+export const runBench = <E>(
+  name: string,
+  watchdogMs: number,
+  program: Effect.Effect<void, E>,
+  cleanups: ReadonlyArray<() => void> = []
+) => {
+  const cleanUp = () => {
+    for (const cleanup of cleanups) {
+      try {
+        cleanup()
+      } catch {
+        // best effort
+      }
+    }
+  }
   const watchdog = setTimeout(() => {
     console.error(`${name} did not finish within ${watchdogMs / 1000} s; stopping`)
+    cleanUp()
     process.exit(2)
   }, watchdogMs)
   watchdog.unref()
@@ -149,6 +167,7 @@ export const runBench = <E>(name: string, watchdogMs: number, program: Effect.Ef
     () => process.exit(0),
     (error) => {
       console.error(error)
+      cleanUp()
       process.exit(1)
     }
   )

@@ -27,6 +27,26 @@ export interface ResultRow {
 
 const round = (n: number) => (Math.abs(n) >= 100 ? Math.round(n) : Math.round(n * 100) / 100)
 
+const makeRow = (
+  name: string,
+  ours: number,
+  baseline: number | null,
+  unit: string,
+  ratio: number | null,
+  goal: string,
+  met: boolean,
+  notes: string | undefined
+): ResultRow => ({
+  name,
+  ours: round(ours),
+  baseline: baseline === null ? null : round(baseline),
+  unit,
+  ratio: ratio === null ? null : round(ratio),
+  goal,
+  met,
+  ...(notes === undefined ? {} : { notes })
+})
+
 /**
  * A row where more is better (throughput): ratio = baseline / ours. `min` is the goal's floor for
  * ours, `maxRatio` its ceiling for the ratio (either may be absent).
@@ -42,16 +62,7 @@ export const higherIsBetter = (
   const ratio = baseline === null || ours === 0 ? null : baseline / ours
   const met = (goal.min === undefined || ours >= goal.min) &&
     (goal.maxRatio === undefined || (ratio !== null && ratio <= goal.maxRatio))
-  return {
-    name,
-    ours: round(ours),
-    baseline: baseline === null ? null : round(baseline),
-    unit,
-    ratio: ratio === null ? null : round(ratio),
-    goal: goal.text,
-    met,
-    ...(notes === undefined ? {} : { notes })
-  }
+  return makeRow(name, ours, baseline, unit, ratio, goal.text, met, notes)
 }
 
 /**
@@ -70,16 +81,7 @@ export const lowerIsBetter = (
   const met = (goal.max === undefined || ours <= goal.max) &&
     (goal.maxRatio === undefined || (ratio !== null && ratio <= goal.maxRatio)) &&
     (goal.maxOver === undefined || (baseline !== null && ours - baseline <= goal.maxOver))
-  return {
-    name,
-    ours: round(ours),
-    baseline: baseline === null ? null : round(baseline),
-    unit,
-    ratio: ratio === null ? null : round(ratio),
-    goal: goal.text,
-    met,
-    ...(notes === undefined ? {} : { notes })
-  }
+  return makeRow(name, ours, baseline, unit, ratio, goal.text, met, notes)
 }
 
 /** Prints the row and, under bench/all.ts, hands it over. */

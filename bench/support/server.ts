@@ -5,7 +5,8 @@
  */
 import type { Ids } from "@agent-runs/core"
 import { Effect } from "effect"
-import { buildServer, call, type Reply, type ServerProcess } from "../../examples/server/test/process.js"
+import { randomBytes } from "node:crypto"
+import { buildServer, call, type Reply, type ServerProcess, spawnServer } from "../../examples/server/test/process.js"
 
 /**
  * The servers' extra environment: `NODE_OPTIONS` from BENCH_SERVER_NODE_OPTIONS (Node refuses
@@ -22,6 +23,25 @@ export const serverNodeOptions: Readonly<Record<string, string>> = process.env.B
 export const markProfile = (server: ServerProcess) =>
   Effect.sync(() => {
     if (process.env.BENCH_SERVER_NODE_OPTIONS?.includes("cpu-profile") === true) process.kill(server.pid, "SIGUSR2")
+  })
+
+/**
+ * The bundled server on `dataDir` with a fresh admin token and secret key, the per-team run quota
+ * out of the way (the benchmarks measure throughput, not the quota), and `env`.
+ */
+export const spawnBenchServer = (dataDir: string, env: Readonly<Record<string, string>>) =>
+  Effect.gen(function*() {
+    const adminToken = `ar_${randomBytes(32).toString("base64url")}`
+    const server = yield* spawnServer({
+      dataDir,
+      env: {
+        AGENT_RUNS_ADMIN_TOKEN: adminToken,
+        AGENT_RUNS_SECRET_KEY: randomBytes(32).toString("hex"),
+        AGENT_RUNS_RUNS_PER_MINUTE: "100000000",
+        ...env
+      }
+    })
+    return { server, adminToken }
   })
 
 /** Builds every package and the server (`npx tsc -b tsconfig.json`) unless BENCH_SKIP_BUILD=1. */

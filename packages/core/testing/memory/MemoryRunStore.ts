@@ -174,16 +174,23 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
         ids.add(id)
       }
       if (key !== undefined) takeKey(key, runs)
-      for (const { events, run } of runs) {
-        const stored = canonical(run)
-        const created: RunRecord = { run: stored, lastSequence: 0, events: [], inbox: [], conversations: [] }
-        state.runs.set(stored.item.run_id, created)
-        idsIn(stored.item.state).add(stored.item.run_id)
-        idsOf(stored.team_uid).add(stored.item.run_id)
-        appendEvents(created, events)
-      }
-      return wakeIf(runs.some(({ run }) => run.item.state === "QUEUED"))
+      return wakeIf(insertRuns(runs))
     })
+
+  /** Stores new runs with their events; whether one of them is QUEUED. */
+  const insertRuns = (runs: ReadonlyArray<NewRun>): boolean => {
+    let queued = false
+    for (const { events, run } of runs) {
+      const stored = canonical(run)
+      const created: RunRecord = { run: stored, lastSequence: 0, events: [], inbox: [], conversations: [] }
+      state.runs.set(stored.item.run_id, created)
+      idsIn(stored.item.state).add(stored.item.run_id)
+      idsOf(stored.team_uid).add(stored.item.run_id)
+      appendEvents(created, events)
+      queued ||= stored.item.state === "QUEUED"
+    }
+    return queued
+  }
 
   const createTicks = (ticks: ReadonlyArray<TickRuns>) =>
     Effect.suspend((): Effect.Effect<ReadonlyArray<boolean>, StorageError> => {
@@ -207,15 +214,7 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
       for (const [i, { key, runs }] of ticks.entries()) {
         if (!free[i]) continue
         takeKey(key, runs)
-        for (const { events, run } of runs) {
-          const stored = canonical(run)
-          const created: RunRecord = { run: stored, lastSequence: 0, events: [], inbox: [], conversations: [] }
-          state.runs.set(stored.item.run_id, created)
-          idsIn(stored.item.state).add(stored.item.run_id)
-          idsOf(stored.team_uid).add(stored.item.run_id)
-          appendEvents(created, events)
-          queued ||= stored.item.state === "QUEUED"
-        }
+        queued = insertRuns(runs) || queued
       }
       return Effect.as(wakeIf(queued), free)
     })
