@@ -4,6 +4,8 @@ import SummaryReporter from "./vitest.summary.js"
 export default defineConfig({
   test: {
     projects: ["packages/*/vitest.config.ts", "examples/*/vitest.config.ts", "docs/vitest.config.ts"],
+    // The browser tests load the web dashboard: build it first when its build is missing or stale.
+    globalSetup: ["./vitest.dashboard.ts"],
     reporters: ["default", new SummaryReporter()],
     coverage: {
       provider: "v8",

@@ -1,7 +1,7 @@
 /**
  * The whole HTTP surface of Agent Runs as layers: the API (every group's handlers with the
  * authentication middleware), and beside it `/openapi.json`, `/docs`, `/healthz`, `/readyz`,
- * `/metrics` and the signed transcript downloads. `serve` needs an `HttpServer` (the bundled
+ * `/metrics`, the signed transcript downloads and the web dashboard at `/app` (Dashboard.ts). `serve` needs an `HttpServer` (the bundled
  * server gives Node's), the core services the handlers call, `DownloadUrls` and `Readiness`.
  *
  * Decisions:
@@ -27,9 +27,11 @@ import {
   OpenApi
 } from "@effect/platform"
 import { BlobKeys, BlobStore, Errors } from "@agent-runs/core"
+import { appDir } from "@agent-runs/dashboard"
 import { Cause, Chunk, Clock, Context, Effect, Layer, Option, Schema, Stream } from "effect"
 import { Api } from "./Api.js"
 import { AuthenticationLive } from "./AuthenticationLive.js"
+import { dashboard, DASHBOARD_PATH } from "./Dashboard.js"
 import { DecodeErrorsAsProblems } from "./DecodeErrors.js"
 import { DownloadUrls, TRANSCRIPT_DOWNLOAD_ROUTE, transcriptPath } from "./Downloads.js"
 import { INGRESS_PREFIX, IngressRoutesLive } from "./Ingress.js"
@@ -139,6 +141,9 @@ export const ExtraRoutesLive = (basePath: string) =>
         yield* router.get("/readyz", readiness(ready))
         yield* router.get("/metrics", metricsResponse)
         yield* router.get(TRANSCRIPT_DOWNLOAD_ROUTE, download(downloads, blobs))
+        const app = dashboard(basePath, appDir)
+        yield* router.get(DASHBOARD_PATH, app)
+        yield* router.get(`${DASHBOARD_PATH}/*`, app)
       })
     ),
     // Nothing fetched from elsewhere: system fonts instead of Scalar's web fonts.

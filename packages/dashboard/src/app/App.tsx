@@ -1,0 +1,99 @@
+/**
+ * The app's shell: the sign-in page until the tab has a token, then the header (the team to act
+ * in, sign out) and the page of the current route. A 401 from the API anywhere returns to the
+ * sign-in page with the API's reason.
+ */
+import { useEffect, useState } from "preact/hooks"
+import { ApiError, request, session, whenUnauthorized } from "./api.js"
+import { followLink, hrefOf, useLocation } from "./router.js"
+import { RunPage } from "./RunPage.js"
+import { RunsPage } from "./RunsPage.js"
+import { SignIn } from "./SignIn.js"
+
+/** The team switcher: the team uid this tab acts in (the API has no list of a caller's teams). */
+const TeamSwitcher = (props: { readonly onSwitched: () => void }) => {
+  const [team, setTeam] = useState(session.team())
+  const [error, setError] = useState<string | undefined>(undefined)
+  const submit = async (event: Event) => {
+    event.preventDefault()
+    try {
+      await request("/agent/runs?limit=1", { team: team.trim() })
+      session.setTeam(team.trim())
+      setError(undefined)
+      props.onSwitched()
+    } catch (failure) {
+      setError(failure instanceof ApiError ? failure.message : String(failure))
+    }
+  }
+  return (
+    <form class="team" method="post" onSubmit={submit}>
+      <label for="team">Team</label>
+      <input
+        id="team"
+        placeholder="first team"
+        autocomplete="off"
+        value={team}
+        onInput={(e) => setTeam(e.currentTarget.value)}
+        aria-describedby={error === undefined ? undefined : "team-error"}
+      />
+      <button type="submit">Switch</button>
+      {error === undefined ? null : <span class="error" id="team-error" role="alert">{error}</span>}
+    </form>
+  )
+}
+
+export const App = () => {
+  const [signedIn, setSignedIn] = useState(session.token() !== null)
+  const [reason, setReason] = useState<string | undefined>(undefined)
+  // Bumped when the team changes: pages load again.
+  const [generation, setGeneration] = useState(0)
+  const location = useLocation()
+
+  useEffect(() => {
+    whenUnauthorized((why) => {
+      session.signOut()
+      setReason(`Signed out: ${why}`)
+      setSignedIn(false)
+    })
+  }, [])
+
+  if (!signedIn) {
+    return (
+      <SignIn
+        reason={reason}
+        onSignedIn={(token, team) => {
+          session.signIn(token, team)
+          setReason(undefined)
+          setSignedIn(true)
+        }}
+      />
+    )
+  }
+
+  const match = /^runs\/([^/]+)$/.exec(location.route)
+  return (
+    <>
+      <a class="skip" href="#main">Skip to content</a>
+      <header class="top">
+        <a class="brand" href={hrefOf("")} onClick={(e) => followLink(e, "")}>Agent Runs</a>
+        <TeamSwitcher onSwitched={() => setGeneration((n) => n + 1)} />
+        <button
+          type="button"
+          class="secondary"
+          onClick={() => {
+            session.signOut()
+            setReason("You signed out.")
+            setSignedIn(false)
+          }}
+        >
+          Sign out
+        </button>
+      </header>
+      <main id="main" tabIndex={-1}>
+        {match !== null
+          ? <RunPage key={`${generation}:${match[1]}`} runId={match[1]!} />
+          : <RunsPage key={generation} query={location.query} />}
+      </main>
+    </>
+  )
+}

@@ -1,0 +1,204 @@
+/**
+ * The app's only way out: the public API under `<prefix>/api/v1`, with the bearer token and the
+ * team of this browser tab. The token and the team are kept in `sessionStorage` (gone when the
+ * tab closes), never in a URL. A 401 anywhere signs the tab out with the API's reason.
+ */
+
+/** The mount prefix the server named in `<meta name="agent-runs-base">` (`""` at the root). */
+export const prefix: string =
+  document.querySelector<HTMLMetaElement>("meta[name=\"agent-runs-base\"]")?.content.replace(/\/+$/, "") ?? ""
+
+/** Where the API is. */
+export const apiBase = `${prefix}/api/v1`
+
+const TOKEN_KEY = "agent-runs.token"
+const TEAM_KEY = "agent-runs.team"
+
+export const session = {
+  token: (): string | null => sessionStorage.getItem(TOKEN_KEY),
+  team: (): string => sessionStorage.getItem(TEAM_KEY) ?? "",
+  signIn: (token: string, team: string): void => {
+    sessionStorage.setItem(TOKEN_KEY, token)
+    session.setTeam(team)
+  },
+  setTeam: (team: string): void => {
+    if (team === "") sessionStorage.removeItem(TEAM_KEY)
+    else sessionStorage.setItem(TEAM_KEY, team)
+  },
+  signOut: (): void => {
+    sessionStorage.removeItem(TOKEN_KEY)
+    sessionStorage.removeItem(TEAM_KEY)
+  }
+}
+
+/** An answer of the API that is not a success: its status, its `error` text and the field it names. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly code: string | undefined,
+    readonly field: string | undefined
+  ) {
+    super(message)
+  }
+}
+
+type Unauthorized = (reason: string) => void
+let onUnauthorized: Unauthorized = () => {}
+
+/** Who is told when the API refuses the token (the app shows the sign-in page with the reason). */
+export const whenUnauthorized = (listener: Unauthorized): void => {
+  onUnauthorized = listener
+}
+
+export interface RequestOptions {
+  readonly method?: "GET" | "POST"
+  readonly body?: unknown
+  readonly signal?: AbortSignal
+  /** Another token or team than the session's (signing in, switching teams). */
+  readonly token?: string
+  readonly team?: string
+}
+
+const problemOf = async (response: Response): Promise<ApiError> => {
+  let body: unknown
+  try {
+    body = await response.json()
+  } catch {
+    body = undefined
+  }
+  const record = typeof body === "object" && body !== null ? body as Record<string, unknown> : {}
+  const text = typeof record["error"] === "string" ? record["error"] : `the API answered ${response.status} ${response.statusText}`
+  const code = typeof record["error_code"] === "string" ? record["error_code"] : undefined
+  const field = typeof record["field"] === "string" ? record["field"] : undefined
+  return new ApiError(response.status, text, code, field)
+}
+
+/** Calls the API; fails with an `ApiError` carrying the API's `error` text. */
+export const request = async <A>(path: string, options: RequestOptions = {}): Promise<A> => {
+  const token = options.token ?? session.token()
+  const team = options.team ?? session.team()
+  const headers: Record<string, string> = { accept: "application/json" }
+  if (token !== null) headers["authorization"] = `Bearer ${token}`
+  if (team !== "") headers["x-team-uid"] = team
+  if (options.body !== undefined) headers["content-type"] = "application/json"
+  let response: Response
+  try {
+    response = await fetch(`${apiBase}${path}`, {
+      method: options.method ?? "GET",
+      headers,
+      credentials: "omit",
+      ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
+      ...(options.signal !== undefined ? { signal: options.signal } : {})
+    })
+  } catch (error) {
+    if (error instanceof DOMException && error.name === "AbortError") throw error
+    throw new ApiError(0, "the service cannot be reached; check your connection and try again", undefined, undefined)
+  }
+  if (!response.ok) {
+    const problem = await problemOf(response)
+    if (problem.status === 401 && options.token === undefined) onUnauthorized(problem.message)
+    throw problem
+  }
+  return await response.json() as A
+}
+
+// The wire shapes the app reads (docs/reference/api.md), as far as it reads them.
+
+export type RunState =
+  | "QUEUED" | "PENDING" | "CLAIMED" | "INPROGRESS" | "SUCCEEDED" | "FAILED" | "BLOCKED" | "ERROR" | "CANCELLED"
+
+export const RUN_STATES: ReadonlyArray<RunState> = [
+  "QUEUED", "PENDING", "CLAIMED", "INPROGRESS", "SUCCEEDED", "FAILED", "BLOCKED", "ERROR", "CANCELLED"
+]
+
+export const TERMINAL_STATES: ReadonlyArray<RunState> = ["SUCCEEDED", "FAILED", "BLOCKED", "ERROR", "CANCELLED"]
+
+export const RUN_SOURCES = [
+  "API", "CLI", "WEB_APP", "SCHEDULED_AGENT", "WEBHOOK", "LOCAL", "GITHUB_ACTION", "SLACK", "LINEAR", "CLOUD_MODE"
+] as const
+
+export const RUN_SORTS = ["updated_at", "created_at", "title", "agent"] as const
+
+export interface PrincipalRef {
+  readonly type: string
+  readonly uid: string
+  readonly display_name: string
+}
+
+export interface Artifact {
+  readonly artifact_type: string
+  readonly created_at?: string
+  readonly data?: Record<string, unknown>
+}
+
+export interface Run {
+  readonly run_id: string
+  readonly title: string
+  readonly prompt: string
+  readonly state: RunState
+  readonly created_at: string
+  readonly updated_at: string
+  readonly started_at: string | null
+  readonly ended_at: string | null
+  readonly conversation_id?: string
+  readonly agent_config: Record<string, unknown>
+  readonly agent_skill?: Record<string, unknown>
+  readonly creator: PrincipalRef
+  readonly executor: PrincipalRef
+  readonly source: string
+  readonly execution_location: string
+  readonly environment_id: string | null
+  readonly schedule?: { readonly schedule_id: string; readonly schedule_name: string }
+  readonly parent_run_id: string | null
+  readonly metadata: Record<string, string>
+  readonly artifacts: ReadonlyArray<Artifact>
+  readonly status_message?: { readonly message: string; readonly error_code?: string }
+  readonly attempt: number
+  readonly execution_count: number
+}
+
+export interface RunList {
+  readonly runs: ReadonlyArray<Run>
+  readonly page_info: { readonly has_next_page: boolean; readonly next_cursor?: string }
+}
+
+export interface TimelineEvent {
+  readonly sequence: number
+  readonly event_type: string
+  readonly occurred_at: string
+  readonly execution_id: string
+  readonly message?: string
+}
+
+export type ContentBlock =
+  | { readonly type: "text"; readonly text: string }
+  | { readonly type: "action"; readonly id: string; readonly category: string; readonly name: string; readonly input: unknown }
+  | {
+    readonly type: "action_result"
+    readonly action_id: string
+    readonly category: string
+    readonly name: string
+    readonly state: string
+    readonly output: unknown
+  }
+  | { readonly type: "event"; readonly name: string; readonly data: unknown }
+
+export interface ConversationMessage {
+  readonly role: "user" | "assistant" | "tool" | "system"
+  readonly timestamp?: string
+  readonly content: ReadonlyArray<ContentBlock>
+}
+
+export interface ConversationStep {
+  readonly id: string
+  readonly description?: string
+  readonly messages: ReadonlyArray<ConversationMessage>
+  readonly steps: ReadonlyArray<ConversationStep>
+}
+
+export interface Conversation {
+  readonly conversation_id: string
+  readonly run_ids: ReadonlyArray<string>
+  readonly steps: ReadonlyArray<ConversationStep>
+}

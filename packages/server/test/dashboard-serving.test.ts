@@ -1,0 +1,168 @@
+/**
+ * The web dashboard's files at `/app`, served at the root and mounted under `/agents`: the built
+ * files with their content types and caching, `index.html` (told its base) for any other path
+ * under `/app`, a strict CSP, and no way out of the built directory.
+ */
+import { FileBlobStore } from "@agent-runs/blob-store-fs"
+import { appDir } from "@agent-runs/dashboard"
+import { SqliteStorage } from "@agent-runs/storage-sqlite"
+import { freePort } from "@agent-runs/testing"
+import { Effect, Exit, Layer, Redacted, Scope } from "effect"
+import { randomBytes } from "node:crypto"
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { createServer, request as httpRequest, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Listen, mount, type Mount } from "../src/index.js"
+
+const secretKey = new Uint8Array(randomBytes(32))
+const adminToken = `ar_${randomBytes(32).toString("base64url")}`
+
+interface Answer {
+  readonly status: number
+  readonly headers: Record<string, string | Array<string> | undefined>
+  readonly body: string
+}
+
+/** A GET sent with its path exactly as written (fetch and browsers would resolve `..` first). */
+const get = (base: string, path: string): Promise<Answer> =>
+  new Promise((resolve, reject) => {
+    const url = new URL(base)
+    const sent = httpRequest({ host: url.hostname, port: url.port, path, method: "GET" }, (response) => {
+      const chunks: Array<Buffer> = []
+      response.on("data", (chunk: Buffer) => chunks.push(chunk))
+      response.on("end", () =>
+        resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks).toString("utf8") }))
+      response.on("error", reject)
+    })
+    sent.on("error", reject)
+    sent.end()
+  })
+
+const built = () => readdirSync(join(appDir, "assets"))
+const builtScript = () => built().find((name) => name.endsWith(".js"))!
+const builtStyle = () => built().find((name) => name.endsWith(".css"))!
+
+/** What both mounts must do; `prefix` is `""` at the root. */
+const behaves = (name: string, setup: () => { base: string; prefix: string }) =>
+  describe(name, () => {
+    it("answers index.html at /app, /app/ and deep links, told its base and the prefix, never cached", async () => {
+      const { base, prefix } = setup()
+      for (const path of ["/app", "/app/", "/app/runs/some-run-id", "/app/runs/x?state=FAILED&q=hello", "/app/no/such/page.txt"]) {
+        const answer = await get(base, `${prefix}${path}`)
+        expect(answer.status, path).toBe(200)
+        expect(answer.headers["content-type"], path).toBe("text/html; charset=utf-8")
+        expect(answer.headers["cache-control"], path).toBe("no-store")
+        expect(answer.body, path).toContain(`<base href="${prefix}/app/">`)
+        expect(answer.body, path).toContain(`<meta name="agent-runs-base" content="${prefix}">`)
+        expect(answer.body, path).toContain(`src="./assets/${builtScript()}"`)
+      }
+    })
+
+    it("serves the built assets with their content types, cached as immutable", async () => {
+      const { base, prefix } = setup()
+      const script = await get(base, `${prefix}/app/assets/${builtScript()}`)
+      expect(script.status).toBe(200)
+      expect(script.headers["content-type"]).toBe("text/javascript; charset=utf-8")
+      expect(script.headers["cache-control"]).toBe("public, max-age=31536000, immutable")
+      expect(script.body).toBe(readFileSync(join(appDir, "assets", builtScript()), "utf8"))
+      const style = await get(base, `${prefix}/app/assets/${builtStyle()}`)
+      expect(style.status).toBe(200)
+      expect(style.headers["content-type"]).toBe("text/css; charset=utf-8")
+      // A missing asset is a 404, not the app's page.
+      const missing = await get(base, `${prefix}/app/assets/index-missing.js`)
+      expect(missing.status).toBe(404)
+      expect(missing.headers["content-type"]).toBe("application/problem+json")
+    })
+
+    it("sends a strict Content-Security-Policy and nosniff on every answer", async () => {
+      const { base, prefix } = setup()
+      for (const path of ["/app", `/app/assets/${builtScript()}`, "/app/runs/1"]) {
+        const answer = await get(base, `${prefix}${path}`)
+        const csp = String(answer.headers["content-security-policy"])
+        expect(csp, path).toContain("default-src 'self'")
+        expect(csp, path).toContain("script-src 'self'")
+        expect(csp, path).not.toContain("unsafe-inline")
+        expect(csp, path).toContain("frame-ancestors 'none'")
+        expect(answer.headers["x-content-type-options"], path).toBe("nosniff")
+      }
+    })
+
+    it.each([
+      "/app/../../etc/passwd",
+      "/app/%2e%2e/%2e%2e/etc/passwd",
+      "/app/%2E%2E/%2E%2E/%2E%2E/%2E%2E/etc/passwd",
+      "/app/..%2f..%2f..%2f..%2fetc%2fpasswd",
+      "/app/assets/..%5c..%5c..%5cpackage.json",
+      "/app/./index.html",
+      "/app/assets/%00.js"
+    ])("refuses %s", async (path) => {
+      const { base, prefix } = setup()
+      const answer = await get(base, `${prefix}${path}`)
+      expect(answer.status).toBe(400)
+      expect(answer.headers["content-type"]).toBe("application/problem+json")
+      expect(JSON.parse(answer.body).error).toMatch(/^path: /)
+    })
+
+    it("answers a path that cannot be decoded with a problem, not a file", async () => {
+      const { base, prefix } = setup()
+      const answer = await get(base, `${prefix}/app/%E0%A4%A`)
+      expect(answer.status).toBeGreaterThanOrEqual(400)
+      expect(answer.headers["content-type"]).toBe("application/problem+json")
+    })
+  })
+
+describe("the dashboard's files", () => {
+  const scope = Effect.runSync(Scope.make())
+  let dir: string
+  let root: string
+  let host: Server
+  let hostBase: string
+  let agents: Mount.Mounted
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "agent-runs-dashboard-files-"))
+    const port = await freePort()
+    root = `http://127.0.0.1:${port}`
+    await Effect.runPromise(Layer.buildWithScope(
+      Listen.layer({
+        storage: SqliteStorage.layer({ filename: join(dir, "root.db"), secretKey }),
+        blobs: FileBlobStore.layer({ root: join(dir, "blobs-root") }),
+        secretKey,
+        publicUrl: root,
+        adminToken
+      }, { port }),
+      scope
+    ))
+    host = createServer((request, response) => {
+      if (agents?.owns(request.url)) return agents.handler(request, response)
+      response.writeHead(200, { "content-type": "text/plain" }).end("the host's own page")
+    })
+    await new Promise<void>((resolve) => host.listen(0, "127.0.0.1", resolve))
+    hostBase = `http://127.0.0.1:${(host.address() as AddressInfo).port}`
+    agents = await mount({
+      storage: SqliteStorage.layer({ filename: join(dir, "mounted.db"), secretKey: Redacted.make(secretKey) }),
+      blobs: FileBlobStore.layer({ root: join(dir, "blobs-mounted") }),
+      secretKey,
+      publicUrl: `${hostBase}/agents`,
+      adminToken
+    })
+  }, 60_000)
+
+  afterAll(async () => {
+    await agents?.close()
+    await new Promise((resolve) => host?.close(resolve))
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  behaves("served at the root", () => ({ base: root, prefix: "" }))
+  behaves("mounted under /agents", () => ({ base: hostBase, prefix: "/agents" }))
+
+  it("leaves /app outside the prefix to the host", async () => {
+    const answer = await get(hostBase, "/app")
+    expect(answer.body).toBe("the host's own page")
+  })
+})
