@@ -1,0 +1,271 @@
+/**
+ * The web dashboard in a real browser (Debian's `chromium`, driven by `playwright-core`) against
+ * the service on SQLite running the scripted agent, every request that leaves 127.0.0.1 refused
+ * and counted: signing in (a wrong token is refused with the API's reason, and a token revoked
+ * while signed in returns to the sign-in page saying why), the runs table and its filters kept in
+ * the URL, a run's page with its conversation and timeline, and the app mounted under a prefix.
+ * Screenshots of each page at 1280 and 390 px wide go to `dashboard-screenshots/` (not in git).
+ */
+import { FileBlobStore } from "@agent-runs/blob-store-fs"
+import { ProcessExecutor } from "@agent-runs/executor-process"
+import { SqliteStorage } from "@agent-runs/storage-sqlite"
+import { freePort, mountedApi } from "@agent-runs/testing"
+import { Effect, Exit, Layer, Redacted, Scope } from "effect"
+import { randomBytes } from "node:crypto"
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { createServer, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { type Browser, chromium, type Page } from "playwright-core"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Listen, mount, type Mount } from "../src/index.js"
+
+/** Debian's chromium (`.ci/run` installs it when missing). */
+const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium"
+const SCREENSHOTS = fileURLToPath(new URL("../../../dashboard-screenshots/", import.meta.url))
+const WIDTHS = [1280, 390] as const
+
+const secretKey = new Uint8Array(randomBytes(32))
+const adminToken = `ar_${randomBytes(32).toString("base64url")}`
+
+// Test code reads arbitrary JSON answers field by field.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any
+
+/** A page that refuses and records every request leaving 127.0.0.1, and records console errors (CSP violations among them). */
+const openPage = async (browser: Browser) => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } })
+  const elsewhere: Array<string> = []
+  const errors: Array<string> = []
+  await page.route("**/*", (route) => {
+    const url = new URL(route.request().url())
+    if (url.hostname === "127.0.0.1" || url.protocol === "data:") return route.continue()
+    elsewhere.push(url.href)
+    return route.abort()
+  })
+  page.on("console", (message) => {
+    // A refused API call is logged by the browser as a failed resource load: expected in these tests.
+    if (message.type() === "error" && !/status of (400|401|403|404)/.test(message.text())) errors.push(message.text())
+  })
+  page.on("pageerror", (error) => errors.push(error.message))
+  return { page, elsewhere, errors }
+}
+
+/** Screenshots of the page as it is, at each width. */
+const shoot = async (page: Page, name: string) => {
+  mkdirSync(SCREENSHOTS, { recursive: true })
+  for (const width of WIDTHS) {
+    await page.setViewportSize({ width, height: width === 390 ? 844 : 900 })
+    await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}.png`), fullPage: true })
+  }
+  await page.setViewportSize({ width: 1280, height: 900 })
+}
+
+const signIn = async (page: Page, token: string) => {
+  await page.getByLabel("API token").fill(token)
+  await page.getByRole("button", { name: "Sign in" }).click()
+}
+
+describe("the dashboard in a browser", () => {
+  const scope = Effect.runSync(Scope.make())
+  let dir: string
+  let base: string
+  let browser: Browser
+  let succeeded: string
+  let failed: string
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "agent-runs-dashboard-"))
+    const port = await freePort()
+    base = `http://127.0.0.1:${port}`
+    await Effect.runPromise(Layer.buildWithScope(
+      Listen.layer({
+        storage: SqliteStorage.layer({ filename: join(dir, "agent-runs.db"), secretKey }),
+        blobs: FileBlobStore.layer({ root: join(dir, "blobs") }),
+        executor: ProcessExecutor.layer({ root: join(dir, "sandboxes"), reposDir: join(dir, "repos"), isolation: undefined }),
+        secretKey,
+        publicUrl: base,
+        adminToken
+      }, { port }),
+      scope
+    ))
+    const api = mountedApi(`${base}/api/v1`, adminToken)
+    succeeded = (await api.runToEnd("Say hello from the dashboard test")).runId
+    failed = (await api.runToEnd("Break on purpose\n@fail TOOL_FAILED the tool broke")).runId
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] })
+  }, 90_000)
+
+  afterAll(async () => {
+    await browser?.close()
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it("refuses a wrong token with the API's reason and keeps what was typed", async () => {
+    const { elsewhere, errors, page } = await openPage(browser)
+    await page.goto(`${base}/app`)
+    await page.getByRole("heading", { name: "Agent Runs" }).waitFor()
+    await shoot(page, "sign-in")
+    await signIn(page, "ar_not-a-real-token")
+    const alert = page.getByRole("alert")
+    await alert.waitFor()
+    expect(await alert.textContent()).toMatch(/token/i)
+    expect(await page.getByLabel("API token").inputValue()).toBe("ar_not-a-real-token")
+    await shoot(page, "sign-in-refused")
+    expect(page.url()).not.toContain("ar_")
+    expect(await page.evaluate("sessionStorage.getItem(\"agent-runs.token\")")).toBeNull()
+    expect(elsewhere).toEqual([])
+    expect(errors).toEqual([])
+    await page.close()
+  }, 60_000)
+
+  it("signs in, lists the runs, filters them in the URL and opens a run", async () => {
+    const { elsewhere, errors, page } = await openPage(browser)
+    await page.goto(`${base}/app/`)
+    await signIn(page, adminToken)
+    const rows = page.locator("table.runs tbody tr[data-run-id]")
+    await page.locator(`tr[data-run-id="${succeeded}"]`).waitFor()
+    expect(await rows.count()).toBe(2)
+    // The token is in this tab's sessionStorage, never in the URL.
+    expect(page.url()).not.toContain(adminToken)
+    expect(await page.evaluate("sessionStorage.getItem(\"agent-runs.token\")")).toBe(adminToken)
+    await shoot(page, "runs")
+
+    await page.getByLabel("State").selectOption("FAILED")
+    await page.getByRole("button", { name: "Apply filters" }).click()
+    await page.waitForURL(/state=FAILED/)
+    await expect.poll(() => rows.count()).toBe(1)
+    expect(await rows.first().getAttribute("data-run-id")).toBe(failed)
+    await shoot(page, "runs-filtered")
+
+    // The filter survives a reload: it is in the URL.
+    await page.reload()
+    await page.locator(`tr[data-run-id="${failed}"]`).waitFor()
+    expect(await page.getByLabel("State").inputValue()).toBe("FAILED")
+    expect(await rows.count()).toBe(1)
+
+    // Free text.
+    await page.getByLabel("State").selectOption("")
+    await page.getByLabel("Search").fill("hello from the dashboard")
+    await page.getByRole("button", { name: "Apply filters" }).click()
+    await page.waitForURL(/q=hello/)
+    await page.locator(`tr[data-run-id="${succeeded}"]`).waitFor()
+    expect(await rows.count()).toBe(1)
+
+    // The failed run's page: its state, status and the error.
+    await page.goto(`${base}/app/runs/${failed}`)
+    await page.getByText("the tool broke").first().waitFor()
+    await shoot(page, "run-failed")
+
+    // The succeeded run, opened from the table: the dialogue and the timeline.
+    await page.goto(`${base}/app/`)
+    await page.getByRole("link", { name: "Say hello from the dashboard test" }).click()
+    await page.waitForURL(new RegExp(`/app/runs/${succeeded}$`))
+    const dialogue = page.locator("ol.dialogue")
+    await dialogue.getByText("Done: Say hello from the dashboard test").waitFor()
+    expect(await page.locator(".message.role-user").first().textContent()).toContain("Say hello from the dashboard test")
+    expect(await page.locator("ol.timeline").textContent()).toContain("run_succeeded")
+    expect(await page.locator(".state").first().textContent()).toBe("SUCCEEDED")
+    await shoot(page, "run")
+
+    // The back button returns to the table.
+    await page.goBack()
+    await page.locator(`tr[data-run-id="${succeeded}"]`).waitFor()
+    expect(elsewhere).toEqual([])
+    expect(errors).toEqual([])
+    await page.close()
+  }, 90_000)
+
+  it("shows an API error beside the control that caused it, keeping the filters", async () => {
+    const { elsewhere, page } = await openPage(browser)
+    await page.goto(`${base}/app/?q=keep-me&created_after=not-a-time`)
+    await signIn(page, adminToken)
+    const error = page.locator("#error-created_after")
+    await error.waitFor()
+    expect(await error.textContent()).toContain("created_after")
+    expect(await page.getByLabel("Search").inputValue()).toBe("keep-me")
+    await shoot(page, "runs-error")
+    expect(elsewhere).toEqual([])
+    await page.close()
+  }, 60_000)
+
+  it("returns to the sign-in page, saying why, when the token is revoked", async () => {
+    const admin = mountedApi(`${base}/api/v1`, adminToken)
+    const { teams } = await admin.json<Json>(await admin.call("GET", "/admin/teams"))
+    const principal = await admin.json<Json>(await admin.call("POST", "/admin/principals", {
+      type: "user",
+      display_name: "Dana",
+      memberships: [{ team_uid: teams[0].uid, role: "member" }]
+    }))
+    const { token, token_id } = await admin.json<Json>(await admin.call("POST", `/admin/principals/${principal.uid}/tokens`, {}))
+    const { elsewhere, page } = await openPage(browser)
+    await page.goto(`${base}/app/`)
+    await signIn(page, token)
+    // Signed in, and the first page of runs (none of them the member's) loaded.
+    await page.getByText("0 runs on this page").waitFor()
+    expect((await admin.call("DELETE", `/admin/tokens/${token_id}`)).status).toBe(200)
+    await page.getByRole("button", { name: "Refresh" }).click()
+    const alert = page.getByRole("alert")
+    await alert.waitFor()
+    expect(await alert.textContent()).toMatch(/^Signed out: /)
+    expect(await page.getByLabel("API token").isVisible()).toBe(true)
+    expect(await page.evaluate("sessionStorage.getItem(\"agent-runs.token\")")).toBeNull()
+    await shoot(page, "signed-out")
+    expect(elsewhere).toEqual([])
+    await page.close()
+  }, 60_000)
+})
+
+describe("the dashboard mounted under a prefix", () => {
+  let dir: string
+  let host: Server
+  let base: string
+  let agents: Mount.Mounted
+  let browser: Browser
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "agent-runs-dashboard-mount-"))
+    host = createServer((request, response) => {
+      if (agents?.owns(request.url)) return agents.handler(request, response)
+      response.writeHead(404, { "content-type": "text/plain" }).end("the host's own 404")
+    })
+    await new Promise<void>((resolve) => host.listen(0, "127.0.0.1", resolve))
+    base = `http://127.0.0.1:${(host.address() as AddressInfo).port}`
+    agents = await mount({
+      storage: SqliteStorage.layer({ filename: join(dir, "agent-runs.db"), secretKey: Redacted.make(secretKey) }),
+      blobs: FileBlobStore.layer({ root: join(dir, "blobs") }),
+      executor: ProcessExecutor.layer({ root: join(dir, "sandboxes"), reposDir: join(dir, "repos"), isolation: undefined }),
+      secretKey,
+      publicUrl: `${base}/agents`,
+      adminToken
+    })
+    await mountedApi(`${base}/agents/api/v1`, adminToken).runToEnd("Mounted hello")
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] })
+  }, 90_000)
+
+  afterAll(async () => {
+    await browser?.close()
+    await agents?.close()
+    await new Promise((resolve) => host?.close(resolve))
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it("loads from a deep link and calls the API under the prefix", async () => {
+    const { elsewhere, errors, page } = await openPage(browser)
+    const calls: Array<string> = []
+    page.on("request", (request) => calls.push(new URL(request.url()).pathname))
+    await page.goto(`${base}/agents/app/runs/not-a-run`)
+    await signIn(page, adminToken)
+    await page.getByRole("alert").waitFor()
+    await page.getByRole("link", { name: "All runs" }).click()
+    await page.getByRole("link", { name: "Mounted hello" }).waitFor()
+    expect(new URL(page.url()).pathname).toBe("/agents/app/")
+    expect(calls.some((path) => path.startsWith("/agents/api/v1/agent/runs"))).toBe(true)
+    expect(calls.filter((path) => !path.startsWith("/agents/"))).toEqual([])
+    expect(elsewhere).toEqual([])
+    expect(errors).toEqual([])
+    await page.close()
+  }, 60_000)
+})
