@@ -178,6 +178,60 @@ describe("the dashboard in a browser", () => {
     await page.close()
   }, 90_000)
 
+  it("creates a run through the UI, watches it live, sends a follow-up, and cancels another run", async () => {
+    const { elsewhere, errors, page } = await openPage(browser)
+    const calls: Array<string> = []
+    page.on("request", (request) => calls.push(new URL(request.url()).pathname))
+    await page.goto(`${base}/app/`)
+    await signIn(page, adminToken)
+    const prompt = page.getByLabel("New run: prompt")
+
+    // A prompt the API refuses: its error beside the field, what was typed kept.
+    await prompt.fill("   ")
+    await page.getByRole("button", { name: "Start run" }).click()
+    await page.locator("#new-prompt-error").waitFor()
+    expect(await page.locator("#new-prompt-error").textContent()).toMatch(/^prompt/)
+    expect(await prompt.inputValue()).toBe("   ")
+
+    await prompt.fill("Live from the dashboard\n@say first words\n@tool grep {\"q\":\"x\"}\n@await-followup\n@say all done")
+    await page.getByRole("button", { name: "Start run" }).click()
+    await page.waitForURL(/\/app\/runs\/[0-9a-f-]{36}$/)
+    const runId = page.url().split("/").pop()!
+    // The agent said its first words and waits for a follow-up: the page shows them while it runs.
+    const dialogue = page.locator("ol.dialogue")
+    const agent = dialogue.locator(".message.role-assistant")
+    await agent.getByText("first words", { exact: true }).waitFor()
+    await page.getByText("(live)").waitFor()
+    expect(await page.locator(".state").first().textContent()).toBe("INPROGRESS")
+    expect(calls).toContain(`/api/v1/agent/runs/${runId}/events`)
+    // The tool call and its result are there, collapsed.
+    await agent.getByText("Tool call: grep").waitFor()
+    expect(await dialogue.locator("details.tool").first().getAttribute("open")).toBeNull()
+    await shoot(page, "run-live")
+
+    await page.getByLabel("Follow-up").fill("hello agent")
+    await page.getByRole("button", { name: "Send follow-up" }).click()
+    await agent.getByText("received: hello agent", { exact: true }).waitFor()
+    await agent.getByText("all done", { exact: true }).waitFor()
+    await expect.poll(() => page.locator(".state").first().textContent()).toBe("SUCCEEDED")
+    expect(await page.getByLabel("Follow-up").inputValue()).toBe("")
+    expect(await page.getByRole("button", { name: "Cancel run" }).count()).toBe(0)
+    await shoot(page, "run-followed-up")
+
+    // Another run, cancelled from its page.
+    await page.goto(`${base}/app/`)
+    await prompt.fill("Cancel me\n@sleep 60000")
+    await page.getByRole("button", { name: "Start run" }).click()
+    await page.waitForURL(/\/app\/runs\/[0-9a-f-]{36}$/)
+    await expect.poll(() => page.locator(".state").first().textContent(), { timeout: 20_000 }).toBe("INPROGRESS")
+    await page.getByRole("button", { name: "Cancel run" }).click()
+    await expect.poll(() => page.locator(".state").first().textContent(), { timeout: 20_000 }).toBe("CANCELLED")
+    await shoot(page, "run-cancelled")
+    expect(elsewhere).toEqual([])
+    expect(errors).toEqual([])
+    await page.close()
+  }, 90_000)
+
   it("shows an API error beside the control that caused it, keeping the filters", async () => {
     const { elsewhere, page } = await openPage(browser)
     await page.goto(`${base}/app/?q=keep-me&created_after=not-a-time`)

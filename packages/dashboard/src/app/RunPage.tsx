@@ -1,7 +1,9 @@
 /**
  * One run: its state, timing, creator, configuration and environment; the conversation as a
  * dialogue (user and agent messages, tool calls and their results collapsed, errors); the
- * timeline. While the run is not finished the page reads it again every two seconds.
+ * timeline; cancel and the follow-up box; a banner while a debug session is open. While the run
+ * has not ended the page follows its event stream (Server-Sent Events) and reads the run again
+ * after each event; when the stream cannot be opened it reads it every two seconds instead.
  */
 import { useEffect, useState } from "preact/hooks"
 import {
@@ -12,6 +14,7 @@ import {
   type ConversationStep,
   request,
   type Run,
+  streamEvents,
   TERMINAL_STATES,
   type TimelineEvent
 } from "./api.js"
@@ -20,6 +23,8 @@ import { followLink, hrefOf } from "./router.js"
 import { StateBadge } from "./RunsPage.js"
 
 const POLL_MS = 2_000
+/** Events come in bursts: the page reads the run once per burst. */
+const RELOAD_AFTER_EVENT_MS = 200
 
 interface Loaded {
   readonly run: Run
@@ -102,6 +107,87 @@ const Dialogue = (props: { readonly conversation: Conversation }) => {
   )
 }
 
+/** While a debug session is open on the run (its status message says until when). */
+const DebugBanner = (props: { readonly run: Run }) => {
+  const until = props.run.status_message?.session_debug_until
+  if (until === undefined || Date.parse(until) <= Date.now()) return null
+  return (
+    <p class="banner" role="status">
+      A debug session is open until {formatTime(until)}: follow-ups go to a debug agent in the run's retained sandbox.
+    </p>
+  )
+}
+
+/** Cancel (while the run has not ended) and the follow-up box; an error stays beside its control, the message kept. */
+const Actions = (props: { readonly run: Run; readonly finished: boolean; readonly onDone: () => void }) => {
+  const path = `/agent/runs/${encodeURIComponent(props.run.run_id)}`
+  const [message, setMessage] = useState("")
+  const [sending, setSending] = useState(false)
+  const [followupError, setFollowupError] = useState<string | undefined>(undefined)
+  const [cancelError, setCancelError] = useState<string | undefined>(undefined)
+  const [cancelling, setCancelling] = useState(false)
+
+  const send = async (event: Event) => {
+    event.preventDefault()
+    setSending(true)
+    try {
+      await request(`${path}/followups`, { method: "POST", body: { message } })
+      setMessage("")
+      setFollowupError(undefined)
+      props.onDone()
+    } catch (failure) {
+      setFollowupError(failure instanceof ApiError ? failure.message : String(failure))
+    } finally {
+      setSending(false)
+    }
+  }
+  const cancel = async () => {
+    setCancelling(true)
+    try {
+      await request(`${path}/cancel`, { method: "POST" })
+      setCancelError(undefined)
+      props.onDone()
+    } catch (failure) {
+      setCancelError(failure instanceof ApiError ? failure.message : String(failure))
+    } finally {
+      setCancelling(false)
+    }
+  }
+
+  return (
+    <div class="actions-row">
+      <form class="followup" method="post" onSubmit={send}>
+        <label for="followup">Follow-up</label>
+        <textarea
+          id="followup"
+          rows={2}
+          value={message}
+          onInput={(e) => setMessage(e.currentTarget.value)}
+          aria-describedby={followupError === undefined ? undefined : "followup-error"}
+        />
+        <div class="buttons">
+          <button type="submit" disabled={sending}>{sending ? "Sending…" : "Send follow-up"}</button>
+          {followupError === undefined ? null : <span class="error" id="followup-error" role="alert">{followupError}</span>}
+        </div>
+      </form>
+      {props.finished ? null : (
+        <div class="cancel">
+          <button
+            type="button"
+            class="danger"
+            disabled={cancelling}
+            onClick={cancel}
+            aria-describedby={cancelError === undefined ? undefined : "cancel-error"}
+          >
+            {cancelling ? "Cancelling…" : "Cancel run"}
+          </button>
+          {cancelError === undefined ? null : <span class="error" id="cancel-error" role="alert">{cancelError}</span>}
+        </div>
+      )}
+    </div>
+  )
+}
+
 export const RunPage = (props: { readonly runId: string }) => {
   const [loaded, setLoaded] = useState<Loaded | undefined>(undefined)
   const [error, setError] = useState<string | undefined>(undefined)
@@ -122,11 +208,37 @@ export const RunPage = (props: { readonly runId: string }) => {
   }, [props.runId, tick])
 
   const finished = loaded !== undefined && TERMINAL_STATES.includes(loaded.run.state)
+  const shown = loaded !== undefined
+  // Live: the run's event stream while it has not ended.
+  const [live, setLive] = useState(false)
   useEffect(() => {
-    if (loaded === undefined || finished) return
+    if (!shown || finished) return
+    const controller = new AbortController()
+    let timer: number | undefined
+    const reloadSoon = () => {
+      if (timer !== undefined) return
+      timer = window.setTimeout(() => {
+        timer = undefined
+        setTick((n) => n + 1)
+      }, RELOAD_AFTER_EVENT_MS)
+    }
+    setLive(true)
+    streamEvents(`/agent/runs/${encodeURIComponent(props.runId)}/events`, reloadSoon, controller.signal)
+      .then(reloadSoon, () => undefined)
+      .finally(() => {
+        if (!controller.signal.aborted) setLive(false)
+      })
+    return () => {
+      controller.abort()
+      window.clearTimeout(timer)
+    }
+  }, [props.runId, shown, finished])
+  // Without the stream: read it again every two seconds.
+  useEffect(() => {
+    if (!shown || finished || live) return
     const timer = window.setTimeout(() => setTick((n) => n + 1), POLL_MS)
     return () => window.clearTimeout(timer)
-  }, [loaded, finished])
+  }, [loaded, shown, finished, live])
 
   const back = <p><a href={hrefOf("")} onClick={(e) => followLink(e, "")}>← All runs</a></p>
   if (loaded === undefined) {
@@ -145,7 +257,7 @@ export const RunPage = (props: { readonly runId: string }) => {
       <h1>{run.title === "" ? "Run" : run.title}</h1>
       {error === undefined ? null : <p class="error" role="alert">{error}</p>}
       <dl class="facts">
-        <div><dt>State</dt><dd><StateBadge state={run.state} />{finished ? null : <span class="muted"> (updating)</span>}</dd></div>
+        <div><dt>State</dt><dd><StateBadge state={run.state} />{finished ? null : <span class="muted"> ({live ? "live" : "updating"})</span>}</dd></div>
         <div><dt>Run id</dt><dd><code>{run.run_id}</code></dd></div>
         <div><dt>Created</dt><dd>{formatTime(run.created_at)}</dd></div>
         <div><dt>Started</dt><dd>{formatTime(run.started_at)}</dd></div>
@@ -158,6 +270,8 @@ export const RunPage = (props: { readonly runId: string }) => {
         {typeof skill === "string" ? <div><dt>Skill</dt><dd>{skill}</dd></div> : null}
         <div><dt>Executions</dt><dd>{run.execution_count}</dd></div>
       </dl>
+      <DebugBanner run={run} />
+      <Actions run={run} finished={finished} onDone={() => setTick((n) => n + 1)} />
       {run.status_message === undefined ? null : (
         <p class={run.state === "SUCCEEDED" ? "status" : "status error"}>
           {run.status_message.error_code === undefined ? null : <code>{run.status_message.error_code}</code>} {run.status_message.message}

@@ -47,6 +47,40 @@ export const StateBadge = (props: { readonly state: string }) => (
   <span class={`state state-${props.state.toLowerCase()}`}>{props.state}</span>
 )
 
+/** A new run from a prompt; its page opens once the API has created it. What was typed stays on an error. */
+const NewRun = () => {
+  const [prompt, setPrompt] = useState("")
+  const [error, setError] = useState<string | undefined>(undefined)
+  const [busy, setBusy] = useState(false)
+  const submit = async (event: Event) => {
+    event.preventDefault()
+    setBusy(true)
+    try {
+      const created = await request<{ run_id: string }>("/agent/runs", { method: "POST", body: { prompt } })
+      navigate(`runs/${created.run_id}`)
+    } catch (failure) {
+      setError(failure instanceof ApiError ? failure.message : String(failure))
+      setBusy(false)
+    }
+  }
+  return (
+    <form class="new-run" method="post" onSubmit={submit}>
+      <label for="new-prompt">New run: prompt</label>
+      <textarea
+        id="new-prompt"
+        rows={3}
+        value={prompt}
+        onInput={(e) => setPrompt(e.currentTarget.value)}
+        aria-describedby={error === undefined ? undefined : "new-prompt-error"}
+      />
+      <div class="buttons">
+        <button type="submit" disabled={busy}>{busy ? "Starting…" : "Start run"}</button>
+        {error === undefined ? null : <span class="error" id="new-prompt-error" role="alert">{error}</span>}
+      </div>
+    </form>
+  )
+}
+
 export const RunsPage = (props: { readonly query: URLSearchParams }) => {
   const search = props.query.toString()
   const [filters, setFilters] = useState<Filters>(() => filtersOf(props.query))
@@ -152,6 +186,7 @@ export const RunsPage = (props: { readonly query: URLSearchParams }) => {
   return (
     <>
       <h1>Runs</h1>
+      <NewRun />
       <form class="jump" method="post" onSubmit={(e) => {
         e.preventDefault()
         if (jump.trim() !== "") navigate(`runs/${jump.trim()}`)

@@ -153,7 +153,7 @@ export interface Run {
   readonly parent_run_id: string | null
   readonly metadata: Record<string, string>
   readonly artifacts: ReadonlyArray<Artifact>
-  readonly status_message?: { readonly message: string; readonly error_code?: string }
+  readonly status_message?: { readonly message: string; readonly error_code?: string; readonly session_debug_until?: string }
   readonly attempt: number
   readonly execution_count: number
 }
@@ -201,4 +201,56 @@ export interface Conversation {
   readonly conversation_id: string
   readonly run_ids: ReadonlyArray<string>
   readonly steps: ReadonlyArray<ConversationStep>
+}
+
+/** How a run's event stream ended: with `event: end` (the run ended), or closed before. */
+export type StreamEnd = "ended" | "closed"
+
+/**
+ * Reads a Server-Sent Events stream of the API (`GET /agent/runs/{id}/events`) with the bearer
+ * token in its header (an `EventSource` cannot send one, and the token never goes in a URL),
+ * telling `onEvent` each event's name and data.
+ */
+export const streamEvents = async (
+  path: string,
+  onEvent: (event: string, data: string) => void,
+  signal: AbortSignal
+): Promise<StreamEnd> => {
+  const token = session.token()
+  const team = session.team()
+  const headers: Record<string, string> = { accept: "text/event-stream" }
+  if (token !== null) headers["authorization"] = `Bearer ${token}`
+  if (team !== "") headers["x-team-uid"] = team
+  const response = await fetch(`${apiBase}${path}`, { headers, credentials: "omit", signal, cache: "no-store" })
+  if (!response.ok || response.body === null) {
+    const problem = await problemOf(response)
+    if (problem.status === 401) onUnauthorized(problem.message)
+    throw problem
+  }
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader()
+  let buffer = ""
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) return "closed"
+    buffer += value.replace(/\r\n?/g, "\n")
+    let end = buffer.indexOf("\n\n")
+    while (end >= 0) {
+      const block = buffer.slice(0, end)
+      buffer = buffer.slice(end + 2)
+      let event = "message"
+      const data: Array<string> = []
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event:")) event = line.slice(6).trim()
+        else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""))
+      }
+      if (data.length > 0 || event !== "message") {
+        onEvent(event, data.join("\n"))
+        if (event === "end") {
+          await reader.cancel()
+          return "ended"
+        }
+      }
+      end = buffer.indexOf("\n\n")
+    }
+  }
 }
