@@ -232,6 +232,57 @@ describe("the dashboard in a browser", () => {
     await page.close()
   }, 90_000)
 
+  it("labels every control, shows the keyboard's focus, switches teams and follows the system's dark theme", async () => {
+    const { elsewhere, errors, page } = await openPage(browser)
+    await page.goto(`${base}/app/`)
+    await signIn(page, adminToken)
+    await page.locator(`tr[data-run-id="${succeeded}"]`).waitFor()
+    for (const route of ["/app/", `/app/runs/${succeeded}`]) {
+      await page.goto(`${base}${route}`)
+      await page.locator("h1").first().waitFor()
+      const unlabelled = await page.evaluate(`[...document.querySelectorAll("input, select, textarea")]
+        .filter((control) => control.labels === null || control.labels.length === 0)
+        .map((control) => control.outerHTML)`)
+      expect(unlabelled, route).toEqual([])
+    }
+    // The keyboard reaches the skip link first, then the controls, each with a visible outline.
+    await page.goto(`${base}/app/`)
+    await page.locator(`tr[data-run-id="${succeeded}"]`).waitFor()
+    await page.keyboard.press("Tab")
+    expect(await page.evaluate("document.activeElement.textContent")).toBe("Skip to content")
+    for (let i = 0; i < 4; i++) {
+      await page.keyboard.press("Tab")
+      const outline = await page.evaluate("getComputedStyle(document.activeElement).outlineStyle + ' ' + getComputedStyle(document.activeElement).outlineWidth")
+      expect(outline).toBe("solid 3px")
+    }
+
+    // A team the caller is not a member of: the API's refusal beside the field, the typed uid kept.
+    await page.getByLabel("Team", { exact: true }).fill("NotMyTeam0000000000000")
+    await page.getByRole("button", { name: "Switch" }).click()
+    await page.locator("#team-error").waitFor()
+    expect(await page.getByLabel("Team", { exact: true }).inputValue()).toBe("NotMyTeam0000000000000")
+    const admin = mountedApi(`${base}/api/v1`, adminToken)
+    const { teams } = await admin.json<Json>(await admin.call("GET", "/admin/teams"))
+    await page.getByLabel("Team", { exact: true }).fill(teams[0].uid)
+    await page.getByRole("button", { name: "Switch" }).click()
+    await expect.poll(() => page.locator("#team-error").count()).toBe(0)
+    expect(await page.evaluate("sessionStorage.getItem(\"agent-runs.team\")")).toBe(teams[0].uid)
+    await page.locator(`tr[data-run-id="${succeeded}"]`).waitFor()
+
+    // Light by default here, dark when the system asks for it.
+    const background = () => page.evaluate("getComputedStyle(document.body).backgroundColor")
+    expect(await background()).toBe("rgb(255, 255, 255)")
+    await page.emulateMedia({ colorScheme: "dark" })
+    expect(await background()).toBe("rgb(22, 23, 24)")
+    await shoot(page, "runs-dark")
+    await page.goto(`${base}/app/runs/${succeeded}`)
+    await page.locator("ol.dialogue").waitFor()
+    await shoot(page, "run-dark")
+    expect(elsewhere).toEqual([])
+    expect(errors).toEqual([])
+    await page.close()
+  }, 60_000)
+
   it("shows an API error beside the control that caused it, keeping the filters", async () => {
     const { elsewhere, page } = await openPage(browser)
     await page.goto(`${base}/app/?q=keep-me&created_after=not-a-time`)
