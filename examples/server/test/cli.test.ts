@@ -3,7 +3,8 @@
  * in-process (SQLite, process executor, the scripted agent) and the built CLI (`node
  * packages/cli/dist/main.js`) spawned against it, with `XDG_CONFIG_HOME` in a temporary directory.
  * `runs create` (the prompt as an option and on stdin), `runs watch` to each outcome (exit 0 with
- * the agent's message, 5 FAILED, 6 CANCELLED by `runs cancel`, 130 on Ctrl-C), `runs logs -f`,
+ * the agent's message, 5 FAILED, 6 CANCELLED by `runs cancel`, 130 on Ctrl-C), `runs logs -f`
+ * (also of a run that ends between its first reads: a proxy holds the timeline until the run is cancelled),
  * `runs list --json` (NDJSON) and as a table, `runs logs`, `runs get` of an unknown run (exit 1,
  * one line), a bad token (exit 4, `apply` too),
  * `login` and then commands without connection options (the profile): `webhooks deliveries`,
@@ -12,6 +13,8 @@
  */
 import { spawn } from "node:child_process"
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs"
+import { createServer, request as httpRequest } from "node:http"
+import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest"
@@ -134,6 +137,52 @@ describe("agent-runs: the API commands", () => {
     expect(followed.code).toBe(0)
     expect(followed.stdout).toMatch(/^\[[^\]]+\] run_in_progress/m)
     expect(followed.stdout).toMatch(/^\[[^\]]+\] run_cancelled/m)
+  }, 120_000)
+
+  it("runs logs -f prints a run's last events when the run ends between its first reads", async () => {
+    assertBuilt(inject("serverBuild"))
+    const sleeping = await call(server(), "POST", "/api/v1/agent/runs", { token: admin, body: { prompt: "@sleep 60000" } })
+    expect(sleeping.status).toBe(200)
+    const runId = sleeping.body.run_id as string
+    runIds.push(runId)
+    const stateOf = async () => (await call(server(), "GET", `/api/v1/agent/runs/${runId}`, { token: admin })).body.state
+    for (let i = 0; i < 200 && (await stateOf()) !== "INPROGRESS"; i++) await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(await stateOf()).toBe("INPROGRESS")
+    // A proxy in front of the server: the first read of the run's timeline is answered as it was,
+    // but only after the run has been cancelled, so the CLI's next reads see a run that has ended.
+    const target = new URL(server().url)
+    let timelineReads = 0
+    const proxy = createServer((incoming, outgoing) => {
+      const forward = httpRequest(
+        { host: target.hostname, port: target.port, method: incoming.method, path: incoming.url, headers: incoming.headers },
+        async (answer) => {
+          if (incoming.url?.endsWith(`/agent/runs/${runId}/timeline`) === true && timelineReads++ === 0) {
+            const chunks: Array<Buffer> = []
+            for await (const chunk of answer) chunks.push(chunk as Buffer)
+            await call(server(), "POST", `/api/v1/agent/runs/${runId}/cancel`, { token: admin })
+            for (let i = 0; i < 200 && (await stateOf()) !== "CANCELLED"; i++) await new Promise((resolve) => setTimeout(resolve, 50))
+            outgoing.writeHead(answer.statusCode ?? 502, answer.headers).end(Buffer.concat(chunks))
+            return
+          }
+          outgoing.writeHead(answer.statusCode ?? 502, answer.headers)
+          answer.pipe(outgoing)
+        }
+      )
+      forward.on("error", () => outgoing.destroy())
+      incoming.pipe(forward)
+    })
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve))
+    try {
+      const viaProxy = ["--server", `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, "--token", admin]
+      const followed = await cli(["runs", "logs", runId, "-f", ...viaProxy])
+      expect(timelineReads).toBe(1)
+      expect(followed.code).toBe(0)
+      expect(followed.stdout).toMatch(/^\[[^\]]+\] run_in_progress/m)
+      expect(followed.stdout).toMatch(/^\[[^\]]+\] run_cancelled/m)
+    } finally {
+      proxy.closeAllConnections()
+      await new Promise((resolve) => proxy.close(resolve))
+    }
   }, 120_000)
 
   it("runs list --json is NDJSON, runs logs prints the conversation, an unknown run exits 1, a bad token 4", async () => {

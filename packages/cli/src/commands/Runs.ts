@@ -253,9 +253,11 @@ const follow = (runId: Ids.RunId, live: boolean, handlers: Handlers) =>
       })
     )
     const getRun = client.runs.getRun({ headers: {}, path: { runId } })
+    // The run before its timeline: a run that had ended by then has its last events in the timeline
+    // read next (a state and its events are written together); one that ends after is followed.
+    const run = yield* getRun
     const timeline = yield* client.runs.getRunTimeline({ headers: {}, path: { runId } })
     yield* Effect.forEach(timeline.events, handlers.onEvent, { discard: true })
-    const run = yield* getRun
     yield* conversation
     if (!live || ENDED.has(run.state)) return run
     const last = timeline.events.at(-1)
