@@ -220,7 +220,8 @@ describe.each(["sqlite", "postgres"] as const)("definitions as code (%s)", (kind
     expect(unreachable.stderr).toContain("could not reach http://127.0.0.1:9")
     const missing = await cli(["apply", join(known.valid, "nope"), "--server", server().url, "--token", known.admin])
     expect(missing.stderr).toContain(`${join(known.valid, "nope")}: no such directory`)
-  })
+    // Three CLI processes one after the other: each takes seconds to start on a loaded machine.
+  }, 90_000)
 
   it("the server applies AGENT_RUNS_DEFINITIONS_DIR at start-up as the bootstrap admin, and again without changes", async () => {
     // The bootstrap admin's team needs the secret before the definitions can name it.

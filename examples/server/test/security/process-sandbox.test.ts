@@ -98,7 +98,8 @@ const attackOn = (isolation: "auto" | "none") => {
       }),
       scope
     ))
-  })
+    // Starting a server process takes seconds on a loaded machine.
+  }, 60_000)
 
   afterAll(async () => {
     await Effect.runPromise(Scope.close(scope, Exit.void))
