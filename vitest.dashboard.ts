@@ -18,7 +18,7 @@ const newestSource = (): number => {
     if (info.isDirectory()) for (const entry of readdirSync(path)) visit(join(path, entry))
     else newest = Math.max(newest, info.mtimeMs)
   }
-  for (const path of ["index.html", "vite.config.ts", "package.json", join("src", "app")]) visit(join(PACKAGE, path))
+  for (const path of ["index.html", "vite.config.ts", "package.json", "app"]) visit(join(PACKAGE, path))
   return newest
 }
 
