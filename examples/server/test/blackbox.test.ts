@@ -51,6 +51,11 @@ describe.each(["sqlite", "postgres"] as const)("the built server as a process (%
     expect(tokensIn(server().stdout())).toEqual([printed])
     expect(server().stderr()).not.toContain(printed)
     known.adminToken = printed
+    // The banner names the web dashboard, which the bundled server serves (npm run build built it).
+    expect(server().stdout()).toMatch(/ {2}Dashboard: http:\/\/\S+\/app \(sign in with the token\)/)
+    const dashboard = await fetch(`${server().url}/app`)
+    expect(dashboard.status).toBe(200)
+    expect(await dashboard.text()).toContain(`<base href="/app/">`)
 
     const teams = await call(server(), "GET", "/api/v1/admin/teams", { token: printed })
     expect(teams.status).toBe(200)

@@ -169,6 +169,7 @@ const banner = (config: ServerConfig, tokenExpression: string) =>
       [
         `Agent Runs is serving ${config.publicUrl} (listening on ${address}; ${storage})`,
         `  API docs:  ${config.publicUrl}/docs   OpenAPI: ${config.publicUrl}/openapi.json`,
+        `  Dashboard: ${config.publicUrl}/app (sign in with the token)`,
         `  Try it:`,
         `    curl -s -H "Authorization: Bearer ${tokenExpression}" -H 'content-type: application/json' \\`,
         `      -d '{"prompt":"Say hello"}' ${config.publicUrl}/api/v1/agent/runs`,
