@@ -5,7 +5,8 @@
  */
 import { useEffect, useState } from "preact/hooks"
 import { ApiError, request, session, whenUnauthorized } from "./api.js"
-import { followLink, hrefOf, useLocation } from "./router.js"
+import { EnvironmentsPage, SchedulesPage, SecretsPage, WebhookPage, WebhooksPage, WorkersPage } from "./Factory.js"
+import { followLink, hrefOf, type Location, useLocation } from "./router.js"
 import { RunPage } from "./RunPage.js"
 import { RunsPage } from "./RunsPage.js"
 import { SignIn } from "./SignIn.js"
@@ -42,6 +43,38 @@ const TeamSwitcher = (props: { readonly onSwitched: () => void }) => {
   )
 }
 
+/** The sections of the app: their route and name in the navigation. */
+const SECTIONS: ReadonlyArray<readonly [string, string]> = [
+  ["", "Runs"],
+  ["schedules", "Schedules"],
+  ["webhooks", "Webhooks"],
+  ["environments", "Environments"],
+  ["workers", "Workers"],
+  ["secrets", "Secrets"]
+]
+
+/** The page of a route (`key` makes a new team or another id load afresh). */
+const pageOf = (location: Location, generation: number) => {
+  const [section = "", id] = location.route.split("/")
+  const key = `${generation}:${location.route}`
+  switch (section) {
+    case "runs":
+      return id === undefined ? <RunsPage key={generation} query={location.query} /> : <RunPage key={key} runId={id} />
+    case "schedules":
+      return <SchedulesPage key={key} />
+    case "webhooks":
+      return id === undefined ? <WebhooksPage key={key} /> : <WebhookPage key={`${key}?${location.query.toString()}`} uid={id} query={location.query} />
+    case "environments":
+      return <EnvironmentsPage key={key} />
+    case "workers":
+      return <WorkersPage key={key} />
+    case "secrets":
+      return <SecretsPage key={key} />
+    default:
+      return <RunsPage key={generation} query={location.query} />
+  }
+}
+
 export const App = () => {
   const [signedIn, setSignedIn] = useState(session.token() !== null)
   const [reason, setReason] = useState<string | undefined>(undefined)
@@ -70,12 +103,25 @@ export const App = () => {
     )
   }
 
-  const match = /^runs\/([^/]+)$/.exec(location.route)
+  const section = location.route.split("/")[0] ?? ""
+  const current = section === "runs" ? "" : section
   return (
     <>
       <a class="skip" href="#main">Skip to content</a>
       <header class="top">
         <a class="brand" href={hrefOf("")} onClick={(e) => followLink(e, "")}>Agent Runs</a>
+        <nav class="sections" aria-label="Sections">
+          {SECTIONS.map(([route, name]) => (
+            <a
+              key={route}
+              href={hrefOf(route)}
+              onClick={(e) => followLink(e, route)}
+              aria-current={current === route ? "page" : undefined}
+            >
+              {name}
+            </a>
+          ))}
+        </nav>
         <TeamSwitcher onSwitched={() => setGeneration((n) => n + 1)} />
         <button
           type="button"
@@ -90,9 +136,7 @@ export const App = () => {
         </button>
       </header>
       <main id="main" tabIndex={-1}>
-        {match !== null
-          ? <RunPage key={`${generation}:${match[1]}`} runId={match[1]!} />
-          : <RunsPage key={generation} query={location.query} />}
+        {pageOf(location, generation)}
       </main>
     </>
   )

@@ -283,6 +283,59 @@ describe("the dashboard in a browser", () => {
     await page.close()
   }, 60_000)
 
+  it("lists the schedules, webhooks, environments, workers and secrets, and opens a webhook's deliveries", async () => {
+    const admin = mountedApi(`${base}/api/v1`, adminToken)
+    const hook = await admin.json<Json>(await admin.call("POST", "/agent/webhooks", { name: "Deploys" }))
+    const ingress = `${base}/webhooks/w/${hook.uid}`
+    const accepted = await fetch(ingress, {
+      method: "POST",
+      headers: { authorization: `Bearer ${hook.secret}`, "content-type": "application/json" },
+      body: JSON.stringify({ ref: "main", note: "<b>not html</b>" })
+    })
+    expect(accepted.status).toBe(202)
+    const refused = await fetch(ingress, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })
+    expect(refused.status).toBe(401)
+    expect((await admin.call("POST", "/agent/schedules", {
+      name: "Nightly", cron_schedule: "0 3 * * *", prompt: "Nightly check", enabled: false
+    })).status).toBe(201)
+
+    const { elsewhere, errors, page } = await openPage(browser)
+    await page.goto(`${base}/app/`)
+    await signIn(page, adminToken)
+    const nav = page.getByRole("navigation", { name: "Sections" })
+
+    await nav.getByRole("link", { name: "Schedules" }).click()
+    await page.getByRole("cell", { name: "Nightly" }).waitFor()
+    expect(await nav.getByRole("link", { name: "Schedules" }).getAttribute("aria-current")).toBe("page")
+    await shoot(page, "schedules")
+
+    await nav.getByRole("link", { name: "Webhooks" }).click()
+    await page.getByRole("link", { name: "Deploys" }).click()
+    await page.waitForURL(new RegExp(`/app/webhooks/${hook.uid}$`))
+    const rows = page.locator("table.deliveries tbody tr[data-delivery-id]")
+    await expect.poll(() => rows.count()).toBe(2)
+    const outcomes = await page.locator("table.deliveries tbody td:nth-child(2)").allTextContents()
+    expect(outcomes.sort()).toEqual(["ACCEPTED", "REJECTED_AUTH"])
+    const counts = await page.getByRole("list", { name: "Deliveries by outcome" }).textContent()
+    expect(counts).toContain("ACCEPTED 1")
+    expect(counts).toContain("REJECTED_AUTH 1")
+    // The payload is shown as text, collapsed: nothing from a sender becomes HTML.
+    expect(await page.locator("table.deliveries pre").isVisible()).toBe(false)
+    await page.locator("table.deliveries summary").click()
+    expect(await page.locator("table.deliveries pre").textContent()).toContain("<b>not html</b>")
+    expect(await page.locator("table.deliveries b").count()).toBe(0)
+    await shoot(page, "webhook-deliveries")
+
+    for (const [name, text] of [["Environments", "No environments."], ["Workers", "No worker is connected."], ["Secrets", "No secrets."]] as const) {
+      await nav.getByRole("link", { name }).click()
+      await page.getByText(text).waitFor()
+      await shoot(page, name.toLowerCase())
+    }
+    expect(elsewhere).toEqual([])
+    expect(errors).toEqual([])
+    await page.close()
+  }, 60_000)
+
   it("shows an API error beside the control that caused it, keeping the filters", async () => {
     const { elsewhere, page } = await openPage(browser)
     await page.goto(`${base}/app/?q=keep-me&created_after=not-a-time`)

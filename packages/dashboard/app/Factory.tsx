@@ -1,0 +1,300 @@
+/**
+ * The factory, read-only for now: schedules, webhooks (with a webhook's delivery log, its counts
+ * by outcome and cursor paging), environments, connected self-hosted workers and the team's
+ * secrets (names and times only: the API never returns a value).
+ */
+import type { ComponentChildren } from "preact"
+import { useEffect, useState } from "preact/hooks"
+import { ApiError, request } from "./api.js"
+import { formatJson, formatTime } from "./format.js"
+import { followLink, hrefOf, navigate } from "./router.js"
+
+/** An API read: its answer, or the API's error text; `reload` reads it again. */
+const useApi = <A,>(path: string): { data: A | undefined; error: string | undefined; reload: () => void } => {
+  const [data, setData] = useState<A | undefined>(undefined)
+  const [error, setError] = useState<string | undefined>(undefined)
+  const [tick, setTick] = useState(0)
+  useEffect(() => {
+    const controller = new AbortController()
+    request<A>(path, { signal: controller.signal }).then(
+      (answer) => {
+        setData(answer)
+        setError(undefined)
+      },
+      (failure: unknown) => {
+        if (!controller.signal.aborted) setError(failure instanceof ApiError ? failure.message : String(failure))
+      }
+    )
+    return () => controller.abort()
+  }, [path, tick])
+  return { data, error, reload: () => setTick((n) => n + 1) }
+}
+
+/** A page of the factory: its heading, the API's error, a loading note, then its table. */
+const Section = <A,>(props: {
+  readonly title: string
+  readonly read: { data: A | undefined; error: string | undefined }
+  readonly children: (data: A) => ComponentChildren
+}) => (
+  <>
+    <h1>{props.title}</h1>
+    {props.read.error === undefined ? null : <p class="error" role="alert">{props.read.error}</p>}
+    {props.read.data === undefined
+      ? (props.read.error === undefined ? <p aria-live="polite">Loading…</p> : null)
+      : props.children(props.read.data)}
+  </>
+)
+
+const Empty = (props: { readonly columns: number; readonly text: string }) => (
+  <tr><td colSpan={props.columns} class="muted">{props.text}</td></tr>
+)
+
+interface Schedule {
+  readonly id: string
+  readonly name: string
+  readonly cron_schedule: string
+  readonly timezone: string
+  readonly enabled: boolean
+  readonly prompt: string
+  readonly history: { readonly last_ran: string | null; readonly next_run: string | null }
+  readonly last_spawn_error: string | null
+}
+
+export const SchedulesPage = () => {
+  const read = useApi<{ schedules: ReadonlyArray<Schedule> }>("/agent/schedules")
+  return (
+    <Section title="Schedules" read={read}>
+      {({ schedules }) => (
+        <table class="list">
+          <caption class="visually-hidden">Schedules</caption>
+          <thead><tr><th scope="col">Name</th><th scope="col">Cron</th><th scope="col">Enabled</th><th scope="col">Last ran</th><th scope="col" class="wide">Next run</th><th scope="col" class="wide">Runs</th></tr></thead>
+          <tbody>
+            {schedules.length === 0 ? <Empty columns={6} text="No schedules." /> : schedules.map((schedule) => {
+              const runs = new URLSearchParams({ schedule_id: schedule.id })
+              return (
+                <tr key={schedule.id}>
+                  <td>{schedule.name}{schedule.last_spawn_error === null ? null : <div class="error">{schedule.last_spawn_error}</div>}</td>
+                  <td><code>{schedule.cron_schedule}</code> <span class="muted">{schedule.timezone}</span></td>
+                  <td>{schedule.enabled ? "yes" : "paused"}</td>
+                  <td>{formatTime(schedule.history.last_ran)}</td>
+                  <td class="wide">{formatTime(schedule.history.next_run)}</td>
+                  <td class="wide"><a href={hrefOf("", runs)} onClick={(e) => followLink(e, "", runs)}>Its runs</a></td>
+                </tr>
+              )
+            })}
+          </tbody>
+        </table>
+      )}
+    </Section>
+  )
+}
+
+interface Webhook {
+  readonly uid: string
+  readonly name: string
+  readonly auth_mode: string
+  readonly signature_scheme: string | null
+  readonly enabled: boolean
+  readonly ingress_url: string
+  readonly created_at: string
+}
+
+export const WebhooksPage = () => {
+  const read = useApi<{ webhooks: ReadonlyArray<Webhook> }>("/agent/webhooks")
+  return (
+    <Section title="Webhooks" read={read}>
+      {({ webhooks }) => (
+        <table class="list">
+          <caption class="visually-hidden">Webhooks</caption>
+          <thead><tr><th scope="col">Name</th><th scope="col">Auth</th><th scope="col">Enabled</th><th scope="col" class="wide">Ingress URL</th></tr></thead>
+          <tbody>
+            {webhooks.length === 0 ? <Empty columns={4} text="No webhooks." /> : webhooks.map((webhook) => (
+              <tr key={webhook.uid} data-webhook-uid={webhook.uid}>
+                <td>
+                  <a href={hrefOf(`webhooks/${webhook.uid}`)} onClick={(e) => followLink(e, `webhooks/${webhook.uid}`)}>{webhook.name}</a>
+                </td>
+                <td>{webhook.auth_mode}{webhook.signature_scheme === null ? "" : ` (${webhook.signature_scheme})`}</td>
+                <td>{webhook.enabled ? "yes" : "no"}</td>
+                <td class="wide"><code>{webhook.ingress_url}</code></td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </Section>
+  )
+}
+
+interface Delivery {
+  readonly delivery_id: string
+  readonly received_at: string
+  readonly size_bytes: number
+  readonly identity: string
+  readonly outcome: string
+  readonly run_ids: ReadonlyArray<string>
+  readonly payload?: unknown
+}
+
+interface Deliveries {
+  readonly deliveries: ReadonlyArray<Delivery>
+  readonly page_info: { readonly has_next_page: boolean; readonly next_cursor?: string }
+  readonly counts?: Record<string, number>
+}
+
+/** A webhook and its delivery log, newest first (`cursor` in the URL pages it). */
+export const WebhookPage = (props: { readonly uid: string; readonly query: URLSearchParams }) => {
+  const path = `/agent/webhooks/${encodeURIComponent(props.uid)}`
+  const webhook = useApi<Webhook>(path)
+  const cursor = props.query.get("cursor")
+  const page = new URLSearchParams({ limit: "25" })
+  if (cursor !== null) page.set("cursor", cursor)
+  const deliveries = useApi<Deliveries>(`${path}/deliveries?${page.toString()}`)
+  const route = `webhooks/${props.uid}`
+  return (
+    <>
+      <p><a href={hrefOf("webhooks")} onClick={(e) => followLink(e, "webhooks")}>← All webhooks</a></p>
+      <Section title={webhook.data?.name ?? "Webhook"} read={webhook}>
+        {(hook) => (
+          <dl class="facts">
+            <div><dt>Auth</dt><dd>{hook.auth_mode}{hook.signature_scheme === null ? "" : ` (${hook.signature_scheme})`}</dd></div>
+            <div><dt>Enabled</dt><dd>{hook.enabled ? "yes" : "no"}</dd></div>
+            <div><dt>Created</dt><dd>{formatTime(hook.created_at)}</dd></div>
+            <div><dt>Ingress URL</dt><dd><code>{hook.ingress_url}</code></dd></div>
+          </dl>
+        )}
+      </Section>
+      <h2 id="deliveries-heading">Deliveries</h2>
+      {deliveries.error === undefined ? null : <p class="error" role="alert">{deliveries.error}</p>}
+      {deliveries.data?.counts === undefined ? null : (
+        <ul class="counts" aria-label="Deliveries by outcome">
+          {Object.entries(deliveries.data.counts).map(([outcome, count]) => <li key={outcome}><code>{outcome}</code> {count}</li>)}
+        </ul>
+      )}
+      {deliveries.data === undefined ? null : (
+        <table class="list deliveries" aria-labelledby="deliveries-heading">
+          <thead><tr><th scope="col">Received</th><th scope="col">Outcome</th><th scope="col">Runs</th><th scope="col" class="wide">Size</th><th scope="col" class="wide">Payload</th></tr></thead>
+          <tbody>
+            {deliveries.data.deliveries.length === 0 ? <Empty columns={5} text="No deliveries yet." /> : deliveries.data.deliveries.map((delivery) => (
+              <tr key={delivery.delivery_id} data-delivery-id={delivery.delivery_id}>
+                <td>{formatTime(delivery.received_at)}</td>
+                <td><code>{delivery.outcome}</code></td>
+                <td>
+                  {delivery.run_ids.length === 0 ? "—" : delivery.run_ids.map((id) => (
+                    <a key={id} class="run-link" href={hrefOf(`runs/${id}`)} onClick={(e) => followLink(e, `runs/${id}`)}>{id.slice(0, 8)}</a>
+                  ))}
+                </td>
+                <td class="wide">{delivery.size_bytes} B</td>
+                <td class="wide">
+                  {delivery.payload === undefined ? "—" : (
+                    <details><summary>Payload</summary><pre>{formatJson(delivery.payload)}</pre></details>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <nav class="pager" aria-label="Pages of deliveries">
+        <button type="button" class="secondary" disabled={cursor === null} onClick={() => navigate(route)}>First page</button>
+        <button
+          type="button"
+          disabled={deliveries.data?.page_info.has_next_page !== true}
+          onClick={() => navigate(route, new URLSearchParams({ cursor: deliveries.data?.page_info.next_cursor ?? "" }))}
+        >
+          Next page
+        </button>
+      </nav>
+    </>
+  )
+}
+
+interface Environment {
+  readonly uid: string
+  readonly config: { readonly name: string; readonly description: string | null; readonly docker_image: string | null }
+  readonly setup_failed: boolean
+  readonly updated_at: string
+}
+
+export const EnvironmentsPage = () => {
+  const read = useApi<{ environments: ReadonlyArray<Environment> }>("/agent/environments")
+  return (
+    <Section title="Environments" read={read}>
+      {({ environments }) => (
+        <table class="list">
+          <caption class="visually-hidden">Environments</caption>
+          <thead><tr><th scope="col">Name</th><th scope="col">Setup</th><th scope="col" class="wide">Image</th><th scope="col" class="wide">Updated</th></tr></thead>
+          <tbody>
+            {environments.length === 0 ? <Empty columns={4} text="No environments." /> : environments.map((environment) => (
+              <tr key={environment.uid}>
+                <td>{environment.config.name}<div class="muted"><code>{environment.uid}</code></div></td>
+                <td>{environment.setup_failed ? <span class="error">failed</span> : "ok"}</td>
+                <td class="wide">{environment.config.docker_image ?? "—"}</td>
+                <td class="wide">{formatTime(environment.updated_at)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </Section>
+  )
+}
+
+interface Worker {
+  readonly worker_id: string
+  readonly display_name: string
+  readonly connected_at: string
+  readonly last_heartbeat_at: string
+  readonly labels: ReadonlyArray<string>
+  readonly capacity: number
+  readonly active_runs: number
+}
+
+export const WorkersPage = () => {
+  const read = useApi<{ workers: ReadonlyArray<Worker> }>("/agent/connected-self-hosted-workers")
+  return (
+    <Section title="Self-hosted workers" read={read}>
+      {({ workers }) => (
+        <table class="list">
+          <caption class="visually-hidden">Connected self-hosted workers</caption>
+          <thead><tr><th scope="col">Worker</th><th scope="col">Runs</th><th scope="col">Last heartbeat</th><th scope="col" class="wide">Labels</th></tr></thead>
+          <tbody>
+            {workers.length === 0 ? <Empty columns={4} text="No worker is connected." /> : workers.map((worker) => (
+              <tr key={worker.worker_id}>
+                <td>{worker.display_name}<div class="muted"><code>{worker.worker_id}</code></div></td>
+                <td>{worker.active_runs} of {worker.capacity}</td>
+                <td>{formatTime(worker.last_heartbeat_at)}</td>
+                <td class="wide">{worker.labels.join(", ") || "—"}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </Section>
+  )
+}
+
+export const SecretsPage = () => {
+  const read = useApi<{ secrets: ReadonlyArray<{ name: string; created_at: string; updated_at: string }> }>("/agent/secrets")
+  return (
+    <Section title="Secrets" read={read}>
+      {({ secrets }) => (
+        <>
+          <p class="muted">Names only: the API never returns a secret's value.</p>
+          <table class="list">
+            <caption class="visually-hidden">The team's secrets</caption>
+            <thead><tr><th scope="col">Name</th><th scope="col">Created</th><th scope="col">Updated</th></tr></thead>
+            <tbody>
+              {secrets.length === 0 ? <Empty columns={3} text="No secrets." /> : secrets.map((secret) => (
+                <tr key={secret.name}>
+                  <td><code>{secret.name}</code></td>
+                  <td>{formatTime(secret.created_at)}</td>
+                  <td>{formatTime(secret.updated_at)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </>
+      )}
+    </Section>
+  )
+}
