@@ -13,6 +13,7 @@ import {
   type ConversationMessage,
   type ConversationStep,
   request,
+  redirectOf,
   type Run,
   streamEvents,
   TERMINAL_STATES,
@@ -104,6 +105,40 @@ const Dialogue = (props: { readonly conversation: Conversation }) => {
         </li>
       ))}
     </ol>
+  )
+}
+
+/** A link the page may show: http(s) only (an artifact's URL is the agent's to choose). */
+const safeUrl = (value: unknown): string | undefined => {
+  if (typeof value !== "string") return undefined
+  try {
+    const url = new URL(value)
+    return url.protocol === "https:" || url.protocol === "http:" ? url.href : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** The transcript: a signed, time-limited link asked of the API on demand (it needs no token). */
+const Transcript = (props: { readonly runId: string }) => {
+  const [url, setUrl] = useState<string | undefined>(undefined)
+  const [error, setError] = useState<string | undefined>(undefined)
+  const fetchLink = async () => {
+    try {
+      setUrl(await redirectOf(`/agent/runs/${encodeURIComponent(props.runId)}/transcript`))
+      setError(undefined)
+    } catch (failure) {
+      setError(failure instanceof ApiError ? failure.message : String(failure))
+    }
+  }
+  return (
+    <div class="buttons">
+      <button type="button" class="secondary" onClick={fetchLink} aria-describedby={error === undefined ? undefined : "transcript-error"}>
+        Get the transcript link
+      </button>
+      {url === undefined ? null : <a href={url} download={`${props.runId}.jsonl`}>Download the transcript (the link expires)</a>}
+      {error === undefined ? null : <span class="error" id="transcript-error" role="alert">{error}</span>}
+    </div>
   )
 }
 
@@ -302,16 +337,24 @@ export const RunPage = (props: { readonly runId: string }) => {
           ))}
         </ol>
       </section>
-      {run.artifacts.length === 0 ? null : (
-        <section aria-labelledby="artifacts-heading">
-          <h2 id="artifacts-heading">Artifacts</h2>
-          <ul>
-            {run.artifacts.map((artifact, index) => (
-              <li key={index}><code>{artifact.artifact_type}</code> <pre>{formatJson(artifact.data)}</pre></li>
-            ))}
+      <section aria-labelledby="artifacts-heading">
+        <h2 id="artifacts-heading">Artifacts and transcript</h2>
+        {run.artifacts.length === 0 ? <p class="muted">No artifacts.</p> : (
+          <ul class="artifacts">
+            {run.artifacts.map((artifact, index) => {
+              const link = safeUrl(artifact.data?.["url"])
+              return (
+                <li key={index}>
+                  <code>{artifact.artifact_type}</code>{" "}
+                  {link === undefined ? null : <a href={link} rel="noopener noreferrer" target="_blank">{link}</a>}
+                  <details><summary>Data</summary><pre>{formatJson(artifact.data)}</pre></details>
+                </li>
+              )
+            })}
           </ul>
-        </section>
-      )}
+        )}
+        <Transcript runId={run.run_id} />
+      </section>
     </>
   )
 }

@@ -254,3 +254,28 @@ export const streamEvents = async (
     }
   }
 }
+
+/**
+ * Where an API endpoint that answers with a redirect sends the browser (the transcript's signed,
+ * time-limited URL, which needs no token): the redirect is followed and the body left unread.
+ */
+export const redirectOf = async (path: string): Promise<string> => {
+  const token = session.token()
+  const team = session.team()
+  const headers: Record<string, string> = {}
+  if (token !== null) headers["authorization"] = `Bearer ${token}`
+  if (team !== "") headers["x-team-uid"] = team
+  let response: Response
+  try {
+    response = await fetch(`${apiBase}${path}`, { headers, credentials: "omit", cache: "no-store" })
+  } catch {
+    throw new ApiError(0, "the link could not be fetched; try again", undefined, undefined)
+  }
+  if (!response.ok) {
+    const problem = await problemOf(response)
+    if (problem.status === 401) onUnauthorized(problem.message)
+    throw problem
+  }
+  await response.body?.cancel()
+  return response.url
+}

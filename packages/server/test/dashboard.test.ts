@@ -193,7 +193,10 @@ describe("the dashboard in a browser", () => {
     expect(await page.locator("#new-prompt-error").textContent()).toMatch(/^prompt/)
     expect(await prompt.inputValue()).toBe("   ")
 
-    await prompt.fill("Live from the dashboard\n@say first words\n@tool grep {\"q\":\"x\"}\n@await-followup\n@say all done")
+    await prompt.fill(
+      "Live from the dashboard\n@say first words\n@tool grep {\"q\":\"x\"}\n@artifact PULL_REQUEST feature https://example.invalid/pr/1\n" +
+        "@await-followup\n@say all done"
+    )
     await page.getByRole("button", { name: "Start run" }).click()
     await page.waitForURL(/\/app\/runs\/[0-9a-f-]{36}$/)
     const runId = page.url().split("/").pop()!
@@ -216,6 +219,17 @@ describe("the dashboard in a browser", () => {
     await expect.poll(() => page.locator(".state").first().textContent()).toBe("SUCCEEDED")
     expect(await page.getByLabel("Follow-up").inputValue()).toBe("")
     expect(await page.getByRole("button", { name: "Cancel run" }).count()).toBe(0)
+    // The artifact's link, and the transcript's signed link (no token in it) that works without one.
+    expect(await page.getByRole("link", { name: "https://example.invalid/pr/1" }).getAttribute("rel")).toBe("noopener noreferrer")
+    await page.getByRole("button", { name: "Get the transcript link" }).click()
+    const download = page.getByRole("link", { name: /Download the transcript/ })
+    await download.waitFor()
+    const href = (await download.getAttribute("href"))!
+    expect(href.startsWith(`${base}/api/v1/downloads/transcripts/${runId}?`)).toBe(true)
+    expect(href).not.toContain(adminToken)
+    const transcript = await fetch(href)
+    expect(transcript.status).toBe(200)
+    expect(await transcript.text()).toContain("all done")
     await shoot(page, "run-followed-up")
 
     // Another run, cancelled from its page.
