@@ -1226,7 +1226,14 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
             { key: tick(1), runs: [runs[3]!] },
             { key: { ...tick(2), schedule_id: uid<ScheduleId>() }, runs: [runs[4]!] }
           ].map(({ key, runs }) => ({ key, runs: runs.map((run) => ({ run, events: creationEvents(run) })) }))
-          expect(yield* store.createTicks(ticks)).toEqual([false, true, false, true])
+          expect(yield* store.createTicks(ticks)).toEqual([
+            // Taken before: the run that took it is named, with its state now.
+            { written: false, holder: { run_id: taken.item.run_id, state: "QUEUED" } },
+            { written: true },
+            // The same tick again in the same call: its first occurrence was written.
+            { written: false, holder: undefined },
+            { written: true }
+          ])
           // The runs of the written ticks, with their events; nothing of the others.
           for (const run of [runs[1]!, runs[2]!, runs[4]!]) {
             expect(Option.map(yield* store.get(run.item.run_id), comparable)).toEqual(Option.some(comparable(run)))
@@ -1260,20 +1267,24 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
           // Four replicas, each with the keys in an order of its own, writing at once.
           const orders = [keys, [...keys].reverse(), keys.filter((_, i) => i % 2 === 0), [...keys.slice(20), ...keys.slice(0, 20)]]
           const results = yield* Effect.all(
-            orders.map((order) =>
-              Effect.map(
-                store.createTicks(order.map((key) => {
-                  const run = makeRun({ team, creator, state: "QUEUED" })
-                  return { key, runs: [{ run, events: creationEvents(run) }] }
-                })),
-                (written) => order.filter((_, i) => written[i])
-              )),
+            orders.map((order) => {
+              const made = order.map(() => makeRun({ team, creator, state: "QUEUED" }))
+              return Effect.map(
+                store.createTicks(order.map((key, i) => ({ key, runs: [{ run: made[i]!, events: creationEvents(made[i]!) }] }))),
+                (written) => order.map((key, i) => ({ key, run_id: made[i]!.item.run_id, write: written[i]! }))
+              )
+            }),
             { concurrency: "unbounded" }
           )
-          const winners = results.flat()
+          const winners = results.flat().filter((r) => r.write.written)
           expect(winners.length).toBe(keys.length)
-          expect(new Set(winners.map((k) => k.schedule_id)).size).toBe(keys.length)
+          expect(new Set(winners.map((w) => w.key.schedule_id)).size).toBe(keys.length)
           expect((yield* listedIds(query(), viewerOf(team, creator))).size).toBe(keys.length)
+          // Each loser names the winner's run of its tick.
+          const winnerOf = new Map(winners.map((w) => [w.key.schedule_id, w.run_id]))
+          for (const r of results.flat()) {
+            if (!r.write.written) expect(r.write.holder?.run_id).toBe(winnerOf.get(r.key.schedule_id))
+          }
         }))
 
       it.effect("the same delivery identity twice: one delivery logged with its run, then DuplicateKey", () =>

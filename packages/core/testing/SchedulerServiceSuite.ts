@@ -12,6 +12,7 @@ import type { Viewer } from "../src/domain/Access.js"
 import { IdsLive, ScheduleId } from "../src/domain/Ids.js"
 import { EnvironmentStore } from "../src/ports/EnvironmentStore.js"
 import { type ScheduleTiming, ScheduleStore, type StoredSchedule } from "../src/ports/ScheduleStore.js"
+import { StorageError } from "../src/ports/Storage.js"
 import { Runs } from "../src/services/Runs.js"
 import { defaultQuotas, Quotas } from "../src/domain/Quotas.js"
 import { CreateScheduledAgentRequest, ScheduledAgentItem, UpdateScheduledAgentRequest } from "../src/domain/Schedule.js"
@@ -198,6 +199,38 @@ export const schedulerServiceSuite = <E>(name: string, storage: Layer.Layer<Stor
         expect(after.history.recent_runs.map((r) => r.run_id).sort()).toEqual(runs.map((r) => r.run_id).sort())
         expect(DateTime.formatIso(after.history.last_ran!)).toBe(iso(T0 + 6 * SECOND))
         expect(after.last_spawn_error).toBeNull()
+      }))
+
+    test("a run whose replica stopped before recording it is listed by the next pass that fires its tick", () =>
+      Effect.gen(function*() {
+        yield* at(T0)
+        const world = yield* seedWorld({ maxConcurrentRuns: 100 })
+        const item = yield* schedule(world.alice, { cron_schedule: "* * * * * *" })
+        const store = yield* ScheduleStore
+        // Replica A writes its runs, then stops before its record (as a replica stopped between
+        // the two, or whose record failed): its records never arrive.
+        const lost = new StorageError({ operation: "ScheduleStore.recordTicksEach", cause: "stopped" })
+        const stopping = ScheduleStore.of({
+          ...store,
+          recordTicksEach: () => Effect.fail(lost),
+          recordTicks: () => Effect.fail(lost)
+        })
+        const a = yield* Effect.provideService(Scheduler.make, ScheduleStore, stopping)
+        const b = yield* Scheduler.make
+        yield* at(T0 + 1 * SECOND + 100)
+        yield* Effect.either(a.pass)
+        const [run, ...others] = yield* runsOf(world.alice, item)
+        expect(others).toEqual([])
+        expect((yield* read(world.alice, item)).history.recent_runs).toEqual([])
+        // B fires the same tick (its watermark was never moved): the key is taken, and A's run is
+        // what B records for it.
+        expect((yield* b.pass).started).toBe(0)
+        const after = yield* read(world.alice, item)
+        expect(after.history.recent_runs.map((r) => [r.run_id, DateTime.formatIso(r.scheduled_for)])).toEqual([
+          [run!.run_id, iso(T0 + 1 * SECOND)]
+        ])
+        expect(DateTime.formatIso(after.history.last_ran!)).toBe(iso(T0 + 1 * SECOND))
+        expect((yield* runsOf(world.alice, item)).map((r) => r.run_id)).toEqual([run!.run_id])
       }))
 
     test("schedules fired in one batch are admitted as one by one: the team's capacity and run quota hold", () =>

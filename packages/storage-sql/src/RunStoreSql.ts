@@ -53,7 +53,8 @@ import {
   RunStore,
   type StoredFollowup,
   type StoredRun,
-  type TickRuns
+  type TickRuns,
+  type TickWrite
 } from "@agent-runs/core/ports/RunStore"
 import { DuplicateKey, type ExactlyOnceKey, StaleWrite, StorageError } from "@agent-runs/core/ports/Storage"
 import { TimelineEvent } from "@agent-runs/core/domain/Timeline"
@@ -138,6 +139,9 @@ const FollowupRow = Schema.Struct({ id: Int, message: Schema.String, received_at
 const Sequence = Schema.Array(Schema.Struct({ last_sequence: Int }))
 const Count = Schema.Array(Schema.Struct({ n: Int }))
 const decodeClaimed = TrustedCodec.decoder(Schema.Array(Schema.Struct({ run_id: RunId, last_sequence: Int })))
+const decodeHolders = TrustedCodec.decoder(
+  Schema.Array(Schema.Struct({ schedule_id: Schema.String, scheduled_for: Int, run_id: RunId, state: RunState }))
+)
 
 /** Inserting many rows: chunks that stay below SQLite's limit of bound parameters per statement. */
 const MAX_PARAMETERS = 30_000
@@ -379,6 +383,7 @@ export const layer = Layer.effect(
         })
         const rows = yield* Effect.forEach(candidates, (i) => newRunRows(ticks[i]!.runs))
         const taken = new Set<string>()
+        const holders = new Map<string, { readonly run_id: RunId; readonly state: RunState }>()
         yield* sql.withTransaction(
           Effect.gen(function* () {
             // Far below the limits of parameters (three a key).
@@ -404,12 +409,26 @@ export const layer = Layer.effect(
               written.timeline_events.push(...r.timeline_events)
             })
             yield* insertRunRows(written)
+            // The runs holding the keys taken before (rare: a race between replicas, or a tick
+            // fired again after the replica that won it stopped before recording it).
+            const lost = candidates.filter((i) => !taken.has(tickId(ticks[i]!.key.schedule_id, ticks[i]!.key.scheduled_for)))
+            for (let c = 0; c < lost.length; c += 500) {
+              const keys = lost.slice(c, c + 500).map((i) =>
+                sql`(t.schedule_id = ${ticks[i]!.key.schedule_id} AND t.scheduled_for = ${ticks[i]!.key.scheduled_for})`
+              )
+              const rows = yield* sql`SELECT t.schedule_id, t.scheduled_for, t.run_id, runs.state
+                FROM schedule_ticks t JOIN runs ON runs.run_id = t.run_id WHERE ${sql.or(keys)}`.pipe(
+                Effect.flatMap(decodeHolders)
+              )
+              for (const row of rows) holders.set(tickId(row.schedule_id, row.scheduled_for), { run_id: row.run_id, state: row.state })
+            }
           })
         )
-        const outcome = ticks.map(({ key }, i) =>
-          first.get(tickId(key.schedule_id, key.scheduled_for)) === i && taken.has(tickId(key.schedule_id, key.scheduled_for))
-        )
-        if (ticks.some(({ runs }, i) => outcome[i] && runs.some(({ run }) => run.item.state === "QUEUED"))) yield* wake
+        const outcome = ticks.map(({ key }, i): TickWrite => {
+          const id = tickId(key.schedule_id, key.scheduled_for)
+          return first.get(id) === i && taken.has(id) ? { written: true } : { written: false, holder: holders.get(id) }
+        })
+        if (ticks.some(({ runs }, i) => outcome[i]!.written && runs.some(({ run }) => run.item.state === "QUEUED"))) yield* wake
         return outcome
       },
       operation("RunStore.createTicks")

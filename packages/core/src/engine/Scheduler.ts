@@ -60,6 +60,7 @@ import type { Principal } from "../domain/Identity.js"
 import { IdentityStore } from "../ports/IdentityStore.js"
 import { ScheduleStore, ticksOf } from "../ports/ScheduleStore.js"
 import type { ScheduleTicks, StoredSchedule, TicksRecord, TicksWrite } from "../ports/ScheduleStore.js"
+import type { KeyHolder } from "../ports/Storage.js"
 import { RunAgentRequest } from "../domain/Run.js"
 import type { RunState } from "../domain/RunState.js"
 import { Runs } from "../services/Runs.js"
@@ -108,7 +109,8 @@ export class SchedulerConfig extends Context.Tag("@agent-runs/core/SchedulerConf
  */
 export type TickOutcome = Data.TaggedEnum<{
   Started: { readonly scheduledFor: number; readonly run_id: RunId; readonly state: RunState }
-  AlreadyStarted: { readonly scheduledFor: number }
+  /** Another pass (maybe another replica's) started the tick: `holder` is its run, when known. */
+  AlreadyStarted: { readonly scheduledFor: number; readonly holder?: KeyHolder | undefined }
   Refused: { readonly scheduledFor: number; readonly message: string }
 }>
 export const TickOutcome = Data.taggedEnum<TickOutcome>()
@@ -118,7 +120,9 @@ export const TickOutcome = Data.taggedEnum<TickOutcome>()
  * commutative and idempotent, except which of two different refusals of one tick is kept):
  * - the watermark is the latest of the stored one and the ticks';
  * - `last_ran` the latest tick that has a run (started here or elsewhere);
- * - `recent_runs` the runs started, newest tick first, at most `limit`;
+ * - `recent_runs` the runs started, newest tick first, at most `limit`: those this pass started and
+ *   those it found holding a tick's key (so a run whose replica stopped before recording it, or
+ *   whose record was lost, is listed by the next pass that fires its tick);
  * - `last_spawn_error` that of the newest tick handled: a refusal of a tick newer than the
  *   watermark sets it, a run for a tick at least as new as the watermark clears it, anything
  *   older leaves it.
@@ -135,8 +139,9 @@ export const recordOutcomes = (part: ScheduleTicks, outcomes: ReadonlyArray<Tick
     } else {
       lastRan = lastRan === undefined ? t : Math.max(lastRan, t)
       if (t >= lastTickAt) error = null
-      if (outcome._tag === "Started" && !runs.has(outcome.run_id)) {
-        runs.set(outcome.run_id, { run_id: outcome.run_id, state: outcome.state, scheduled_for: DateTime.unsafeMake(t) })
+      const run = outcome._tag === "Started" ? outcome : outcome.holder
+      if (run !== undefined && !runs.has(run.run_id)) {
+        runs.set(run.run_id, { run_id: run.run_id, state: run.state, scheduled_for: DateTime.unsafeMake(t) })
       }
     }
     lastTickAt = Math.max(lastTickAt, t)
@@ -300,7 +305,7 @@ export const make = Effect.gen(function*() {
       return TickOutcome.Started({ scheduledFor, run_id: response!.run_id, state: response!.state })
     }
     return creation.left._tag === "DuplicateKey"
-      ? TickOutcome.AlreadyStarted({ scheduledFor })
+      ? TickOutcome.AlreadyStarted({ scheduledFor, holder: creation.left.holder })
       : TickOutcome.Refused({ scheduledFor, message: messageOf(creation.left) })
   }
 

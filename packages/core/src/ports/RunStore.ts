@@ -21,7 +21,7 @@ import type { RunItem } from "../domain/Run.js"
 import type { RunListPage, RunListQuery, RunListRow } from "../domain/RunQuery.js"
 import type { RunState } from "../domain/RunState.js"
 import type { TimelineEvent, TimelineEventType } from "../domain/Timeline.js"
-import type { DuplicateKey, ExactlyOnceKey, ScheduleTickKey, StaleWrite, StorageError } from "./Storage.js"
+import type { DuplicateKey, ExactlyOnceKey, KeyHolder, ScheduleTickKey, StaleWrite, StorageError } from "./Storage.js"
 
 /** A run's current lease: the execution holding it is the fencing token. */
 export interface Lease {
@@ -66,6 +66,15 @@ export interface TickRuns {
   readonly key: ScheduleTickKey
   readonly runs: ReadonlyArray<NewRun>
 }
+
+/**
+ * What `createTicks` did with one tick: its runs `written` under its key, or not, its key taken
+ * before; then `holder` is the run written under the key (undefined for a tick repeated within
+ * the same call, whose first occurrence is the one written).
+ */
+export type TickWrite =
+  | { readonly written: true }
+  | { readonly written: false; readonly holder: KeyHolder | undefined }
 
 /** What a conditional write expects to find: the state, and the lease holder when one must hold it. */
 export interface RunGuard {
@@ -127,12 +136,13 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
   /**
    * Creates the runs of many cron ticks in one transaction (the scheduler's batch): each tick's
    * key is taken as `create` takes it, and the runs of the ticks whose key was free are written
-   * with their first events. Answers, per tick in order, whether its runs were written (false: its
-   * key was taken before, or earlier in `ticks`; nothing written for it). Replicas writing
-   * overlapping ticks at once never deadlock and each key goes to exactly one of them. A storage
-   * failure writes nothing at all.
+   * with their first events. Answers, per tick in order, whether its runs were written, and when
+   * its key was taken before, the run written under it then (so a replica that lost the race, or
+   * fires a tick again after the one that won stopped before recording it, can still name it).
+   * Replicas writing overlapping ticks at once never deadlock and each key goes to exactly one of
+   * them. A storage failure writes nothing at all.
    */
-  readonly createTicks: (ticks: ReadonlyArray<TickRuns>) => Effect.Effect<ReadonlyArray<boolean>, StorageError>
+  readonly createTicks: (ticks: ReadonlyArray<TickRuns>) => Effect.Effect<ReadonlyArray<TickWrite>, StorageError>
   /** Reads one run. */
   readonly get: (runId: RunId) => Effect.Effect<Option.Option<StoredRun>, StorageError>
   /** The current state of each of these runs that exists (one query, e.g. for a schedule's recent runs). */

@@ -4,7 +4,8 @@
  */
 import { Data } from "effect"
 import type { Delivery } from "../domain/Webhook.js"
-import type { ScheduleId, WebhookUid } from "../domain/Ids.js"
+import type { RunId, ScheduleId, WebhookUid } from "../domain/Ids.js"
+import type { RunState } from "../domain/RunState.js"
 
 /** The storage itself failed (connection, constraint the caller could not foresee, corruption). */
 export class StorageError extends Data.TaggedError("StorageError")<{
@@ -17,10 +18,20 @@ export class StaleWrite extends Data.TaggedError("StaleWrite")<{
   readonly what: string
 }> {}
 
-/** An exactly-once key was already taken: the tick was fired, or the delivery was seen, before. */
+/**
+ * An exactly-once key was already taken: the tick was fired, or the delivery was seen, before.
+ * `holder`, when the store knows it, is the run written under the key then (a cron tick's first run).
+ */
 export class DuplicateKey extends Data.TaggedError("DuplicateKey")<{
   readonly key: ExactlyOnceKey
+  readonly holder?: KeyHolder | undefined
 }> {}
+
+/** The run written under an exactly-once key, and its state now. */
+export interface KeyHolder {
+  readonly run_id: RunId
+  readonly state: RunState
+}
 
 /**
  * A key that makes run creation happen at most once: a cron tick (schedule id, scheduled time), or

@@ -614,7 +614,8 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
      * principal and team's admission counts read once for all the batches that share them, the
      * runs prepared since counted ahead of later ones, as within one event). Then the runs of
      * every tick that passed are written in one transaction (`RunStore.createTicks`); a tick whose
-     * key was taken before writes nothing (DuplicateKey) and gives its quota back. Answers each
+     * key was taken before writes nothing (DuplicateKey, naming the run that holds the key) and
+     * gives its quota back. Answers each
      * tick's outcome, in order. When storage fails nothing is written, every quota is given back,
      * and the call fails.
      */
@@ -655,12 +656,13 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         ).pipe(Effect.onError(() => giveBack))
         const created: Array<PreparedRun> = []
         accepted.forEach((a, i) => {
-          if (written[i]) {
+          const write = written[i]!
+          if (write.written) {
             created.push(...a.prepared)
           } else {
             refundQuota(a.quota)
             notAhead(a.prepared)
-            outcomes[a.index] = Either.left(new DuplicateKey({ key: ticks[a.index]!.key }))
+            outcomes[a.index] = Either.left(new DuplicateKey({ key: ticks[a.index]!.key, holder: write.holder }))
           }
         })
         yield* afterCreate(created)

@@ -37,7 +37,8 @@ import {
   RunStore,
   type StoredFollowup,
   type StoredRun,
-  type TickRuns
+  type TickRuns,
+  type TickWrite
 } from "../../src/ports/RunStore.js"
 import { DuplicateKey, type ExactlyOnceKey, StaleWrite, type StorageError } from "../../src/ports/Storage.js"
 import { claimIdentity, countDelivery, insertDelivery, isLogged, isTaken } from "./MemoryDeliveries.js"
@@ -193,7 +194,7 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
   }
 
   const createTicks = (ticks: ReadonlyArray<TickRuns>) =>
-    Effect.suspend((): Effect.Effect<ReadonlyArray<boolean>, StorageError> => {
+    Effect.suspend((): Effect.Effect<ReadonlyArray<TickWrite>, StorageError> => {
       const seen = new Set<string>()
       const free = ticks.map(({ key }) => {
         const id = `${key.schedule_id} ${key.scheduled_for}`
@@ -210,13 +211,20 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
           ids.add(id)
         }
       }
+      // The holders of the keys taken before this call, read before it takes any.
+      const written = ticks.map(({ key }, i): TickWrite => {
+        if (free[i]) return { written: true }
+        const holderId = state.scheduleTicks.get(key.schedule_id)?.get(key.scheduled_for)
+        const holder = holderId === undefined || holderId === "" ? undefined : record(holderId)?.run
+        return { written: false, holder: holder === undefined ? undefined : { run_id: holder.item.run_id, state: holder.item.state } }
+      })
       let queued = false
       for (const [i, { key, runs }] of ticks.entries()) {
         if (!free[i]) continue
         takeKey(key, runs)
         queued = insertRuns(runs) || queued
       }
-      return Effect.as(wakeIf(queued), free)
+      return Effect.as(wakeIf(queued), written)
     })
 
   const get = (runId: RunId) => Effect.sync(() => Option.fromNullable(record(runId)?.run))
