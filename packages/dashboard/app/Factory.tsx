@@ -141,6 +141,87 @@ interface Deliveries {
   readonly counts?: Record<string, number>
 }
 
+interface Automation {
+  readonly id: string
+  readonly name: string
+  readonly enabled: boolean
+  readonly prompt: string
+  readonly trigger: { readonly filter: { readonly webhook_ids: ReadonlyArray<string>; readonly payload?: unknown } }
+}
+
+/**
+ * The automations a webhook's deliveries start, and the test of one's filter against a stored
+ * delivery (`POST /agent/automations/{id}/test-filter`): the verdict and its reasons, or the API's
+ * error beside the button, the choices kept.
+ */
+const Automations = (props: { readonly uid: string; readonly deliveries: ReadonlyArray<Delivery> }) => {
+  const read = useApi<{ automations: ReadonlyArray<Automation> }>("/agent/automations")
+  const mine = (read.data?.automations ?? []).filter((a) => a.trigger.filter.webhook_ids.includes(props.uid))
+  const [automation, setAutomation] = useState("")
+  const [delivery, setDelivery] = useState("")
+  const [verdict, setVerdict] = useState<{ result: string; reasons: ReadonlyArray<string> } | undefined>(undefined)
+  const [error, setError] = useState<string | undefined>(undefined)
+  const chosenAutomation = automation === "" ? mine[0]?.id ?? "" : automation
+  const chosenDelivery = delivery === "" ? props.deliveries[0]?.delivery_id ?? "" : delivery
+  const test = async (event: Event) => {
+    event.preventDefault()
+    try {
+      setVerdict(await request(`/agent/automations/${encodeURIComponent(chosenAutomation)}/test-filter`, {
+        method: "POST",
+        body: { delivery_id: chosenDelivery }
+      }))
+      setError(undefined)
+    } catch (failure) {
+      setVerdict(undefined)
+      setError(failure instanceof ApiError ? failure.message : String(failure))
+    }
+  }
+  return (
+    <section aria-labelledby="automations-heading">
+      <h2 id="automations-heading">Automations</h2>
+      {read.error === undefined ? null : <p class="error" role="alert">{read.error}</p>}
+      {read.data === undefined ? null : mine.length === 0 ? <p class="muted">No automation starts runs from this webhook.</p> : (
+        <>
+          <ul class="automations">
+            {mine.map((a) => (
+              <li key={a.id}>
+                <strong>{a.name}</strong> {a.enabled ? null : <span class="muted">(disabled)</span>}
+                <details><summary>Filter and prompt</summary><pre>{formatJson(a.trigger.filter.payload ?? {})}</pre><pre>{a.prompt}</pre></details>
+              </li>
+            ))}
+          </ul>
+          <form class="test-filter" method="post" onSubmit={test}>
+            <div class="field">
+              <label for="test-automation">Automation</label>
+              <select id="test-automation" value={chosenAutomation} onChange={(e) => setAutomation(e.currentTarget.value)}>
+                {mine.map((a) => <option key={a.id} value={a.id}>{a.name}</option>)}
+              </select>
+            </div>
+            <div class="field">
+              <label for="test-delivery">Delivery</label>
+              <select id="test-delivery" value={chosenDelivery} onChange={(e) => setDelivery(e.currentTarget.value)}>
+                {props.deliveries.map((d) => (
+                  <option key={d.delivery_id} value={d.delivery_id}>{formatTime(d.received_at)} · {d.outcome} · {d.delivery_id.slice(0, 8)}</option>
+                ))}
+              </select>
+            </div>
+            <div class="buttons">
+              <button type="submit" disabled={chosenDelivery === ""} aria-describedby={error === undefined ? undefined : "test-filter-error"}>Test filter</button>
+              {error === undefined ? null : <span class="error" id="test-filter-error" role="alert">{error}</span>}
+            </div>
+          </form>
+          {verdict === undefined ? null : (
+            <div class="verdict" role="status">
+              <strong>{verdict.result}</strong>
+              <ul>{verdict.reasons.map((reason, i) => <li key={i}>{reason}</li>)}</ul>
+            </div>
+          )}
+        </>
+      )}
+    </section>
+  )
+}
+
 /** A webhook and its delivery log, newest first (`cursor` in the URL pages it). */
 export const WebhookPage = (props: { readonly uid: string; readonly query: URLSearchParams }) => {
   const path = `/agent/webhooks/${encodeURIComponent(props.uid)}`
@@ -204,6 +285,7 @@ export const WebhookPage = (props: { readonly uid: string; readonly query: URLSe
           Next page
         </button>
       </nav>
+      <Automations uid={props.uid} deliveries={deliveries.data?.deliveries ?? []} />
     </>
   )
 }

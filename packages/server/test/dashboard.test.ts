@@ -300,13 +300,19 @@ describe("the dashboard in a browser", () => {
   it("lists the schedules, webhooks, environments, workers and secrets, and opens a webhook's deliveries", async () => {
     const admin = mountedApi(`${base}/api/v1`, adminToken)
     const hook = await admin.json<Json>(await admin.call("POST", "/agent/webhooks", { name: "Deploys" }))
+    expect((await admin.call("POST", "/agent/automations", {
+      name: "Deploy main",
+      prompt: "Deploy it",
+      trigger: { provider: "webhook", event: "received", filter: { webhook_ids: [hook.uid], payload: { ref: ["main"] } } }
+    })).status).toBe(201)
     const ingress = `${base}/webhooks/w/${hook.uid}`
-    const accepted = await fetch(ingress, {
+    const deliver = (body: unknown) => fetch(ingress, {
       method: "POST",
       headers: { authorization: `Bearer ${hook.secret}`, "content-type": "application/json" },
-      body: JSON.stringify({ ref: "main", note: "<b>not html</b>" })
+      body: JSON.stringify(body)
     })
-    expect(accepted.status).toBe(202)
+    expect((await deliver({ ref: "main", note: "<b>not html</b>" })).status).toBe(202)
+    expect((await deliver({ ref: "dev" })).status).toBe(202)
     const refused = await fetch(ingress, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })
     expect(refused.status).toBe(401)
     expect((await admin.call("POST", "/agent/schedules", {
@@ -327,17 +333,30 @@ describe("the dashboard in a browser", () => {
     await page.getByRole("link", { name: "Deploys" }).click()
     await page.waitForURL(new RegExp(`/app/webhooks/${hook.uid}$`))
     const rows = page.locator("table.deliveries tbody tr[data-delivery-id]")
-    await expect.poll(() => rows.count()).toBe(2)
+    await expect.poll(() => rows.count()).toBe(3)
+    // Newest first: the refused one, the dev push (no run), the main push (it started a run).
     const outcomes = await page.locator("table.deliveries tbody td:nth-child(2)").allTextContents()
-    expect(outcomes.sort()).toEqual(["ACCEPTED", "REJECTED_AUTH"])
+    expect(outcomes).toEqual(["REJECTED_AUTH", "ACCEPTED", "ACCEPTED"])
     const counts = await page.getByRole("list", { name: "Deliveries by outcome" }).textContent()
-    expect(counts).toContain("ACCEPTED 1")
+    expect(counts).toContain("ACCEPTED 2")
     expect(counts).toContain("REJECTED_AUTH 1")
+    expect(await rows.nth(1).locator("a.run-link").count()).toBe(0)
+    expect(await rows.nth(2).locator("a.run-link").count()).toBe(1)
     // The payload is shown as text, collapsed: nothing from a sender becomes HTML.
-    expect(await page.locator("table.deliveries pre").isVisible()).toBe(false)
-    await page.locator("table.deliveries summary").click()
-    expect(await page.locator("table.deliveries pre").textContent()).toContain("<b>not html</b>")
+    const mainPayload = rows.nth(2).locator("pre")
+    expect(await mainPayload.isVisible()).toBe(false)
+    await rows.nth(2).locator("summary").click()
+    expect(await mainPayload.textContent()).toContain("<b>not html</b>")
     expect(await page.locator("table.deliveries b").count()).toBe(0)
+    // The automation's filter tested against the stored deliveries.
+    const deliveryIds = await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-delivery-id")))
+    await page.getByLabel("Automation", { exact: true }).selectOption({ label: "Deploy main" })
+    await page.getByLabel("Delivery", { exact: true }).selectOption(deliveryIds[1]!)
+    await page.getByRole("button", { name: "Test filter" }).click()
+    await page.locator(".verdict").getByText("WOULD_NOT_TRIGGER").waitFor()
+    await page.getByLabel("Delivery", { exact: true }).selectOption(deliveryIds[2]!)
+    await page.getByRole("button", { name: "Test filter" }).click()
+    await page.locator(".verdict").getByText("WOULD_TRIGGER", { exact: true }).waitFor()
     await shoot(page, "webhook-deliveries")
 
     for (const [name, text] of [["Environments", "No environments."], ["Workers", "No worker is connected."], ["Secrets", "No secrets."]] as const) {
@@ -375,8 +394,8 @@ describe("the dashboard in a browser", () => {
     const { elsewhere, page } = await openPage(browser)
     await page.goto(`${base}/app/`)
     await signIn(page, token)
-    // Signed in, and the first page of runs (none of them the member's) loaded.
-    await page.getByText("0 runs on this page").waitFor()
+    // Signed in, and the first page of runs loaded.
+    await page.getByText(/\d+ runs on this page/).waitFor()
     expect((await admin.call("DELETE", `/admin/tokens/${token_id}`)).status).toBe(200)
     await page.getByRole("button", { name: "Refresh" }).click()
     const alert = page.getByRole("alert")
