@@ -3,7 +3,7 @@
  * in, sign out) and the page of the current route. A 401 from the API anywhere returns to the
  * sign-in page with the API's reason.
  */
-import { useEffect, useState } from "preact/hooks"
+import { useEffect, useRef, useState } from "preact/hooks"
 import { ApiError, request, session, whenUnauthorized } from "./api.js"
 import { EnvironmentsPage, SchedulesPage, SecretsPage, WebhookPage, WebhooksPage, WorkersPage } from "./Factory.js"
 import { followLink, hrefOf, type Location, useLocation } from "./router.js"
@@ -81,6 +81,17 @@ export const App = () => {
   // Bumped when the team changes: pages load again.
   const [generation, setGeneration] = useState(0)
   const location = useLocation()
+
+  // After moving to another page (not on the first load), focus goes to its content, so that
+  // keyboard and screen-reader users start there.
+  const firstRoute = useRef(true)
+  useEffect(() => {
+    if (firstRoute.current) {
+      firstRoute.current = false
+      return
+    }
+    document.getElementById("main")?.focus()
+  }, [location.route])
 
   useEffect(() => {
     whenUnauthorized((why) => {

@@ -163,6 +163,8 @@ describe("the dashboard in a browser", () => {
     await page.goto(`${base}/app/`)
     await page.getByRole("link", { name: "Say hello from the dashboard test" }).click()
     await page.waitForURL(new RegExp(`/app/runs/${succeeded}$`))
+    // The new page's content has the focus (keyboard and screen-reader users start there).
+    await expect.poll(() => page.evaluate("document.activeElement.id")).toBe("main")
     const dialogue = page.locator("ol.dialogue")
     await dialogue.getByText("Done: Say hello from the dashboard test").waitFor()
     expect(await page.locator(".message.role-user").first().textContent()).toContain("Say hello from the dashboard test")
