@@ -103,11 +103,11 @@ describe("mount under a prefix in node:http", () => {
     }
   })
 
-  it("answers its root with a page linking to the docs, the API and health; every problem type resolves to its section", async () => {
+  it("answers its root with a page linking to the dashboard, the docs, the API and health; every problem type resolves to its section", async () => {
     const home = await fetch(`${base}/agents`)
     expect(home.headers.get("content-type")).toContain("text/html")
     const page = await home.text()
-    for (const link of ["/agents/docs", "/agents/openapi.json", "/agents/docs/errors", "/agents/healthz", "/agents/readyz"]) {
+    for (const link of ["/agents/app", "/agents/docs", "/agents/openapi.json", "/agents/docs/errors", "/agents/healthz", "/agents/readyz"]) {
       expect(page).toContain(`href="${link}"`)
       expect((await fetch(`${base}${link}`)).status).toBe(200)
     }

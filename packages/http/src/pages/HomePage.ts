@@ -1,6 +1,6 @@
 /**
- * `/`: what this service is and where to go from here (the API docs, the OpenAPI document, the
- * error reference, health and readiness), with the mount prefix in every link.
+ * `/`: what this service is and where to go from here (the dashboard, the API docs, the OpenAPI
+ * document, the error reference, health and readiness), with the mount prefix in every link.
  */
 import { escapeHtml, page } from "./Page.js"
 
@@ -12,6 +12,7 @@ export const homePage = (basePath: string) => {
 <p>This service runs coding agents: create a run from a prompt, watch it, read its conversation and transcript,
 send follow-ups, cancel it; schedule agents and start them from webhooks.</p>
 <ul>
+<li>${link("/app", "Dashboard")}: watch and start runs in the browser (sign in with a token)</li>
 <li>${link("/docs", "API documentation")}: every endpoint, with its parameters, bodies and answers</li>
 <li>${link("/openapi.json", "OpenAPI document")}: for clients and tools</li>
 <li>${link("/docs/errors", "Errors")}: what each <code>error_code</code> means and what to do</li>
