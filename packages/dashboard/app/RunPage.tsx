@@ -227,6 +227,8 @@ export const RunPage = (props: { readonly runId: string }) => {
   const [loaded, setLoaded] = useState<Loaded | undefined>(undefined)
   const [error, setError] = useState<string | undefined>(undefined)
   const [tick, setTick] = useState(0)
+  /** How many reads have ended, well or not: each schedules the next poll. */
+  const [settled, setSettled] = useState(0)
 
   useEffect(() => {
     const controller = new AbortController()
@@ -234,9 +236,12 @@ export const RunPage = (props: { readonly runId: string }) => {
       (answer) => {
         setLoaded(answer)
         setError(undefined)
+        setSettled((n) => n + 1)
       },
       (failure: unknown) => {
-        if (!controller.signal.aborted) setError(failure instanceof ApiError ? failure.message : String(failure))
+        if (controller.signal.aborted) return
+        setError(failure instanceof ApiError ? failure.message : String(failure))
+        setSettled((n) => n + 1)
       }
     )
     return () => controller.abort()
@@ -268,12 +273,12 @@ export const RunPage = (props: { readonly runId: string }) => {
       window.clearTimeout(timer)
     }
   }, [props.runId, shown, finished])
-  // Without the stream: read it again every two seconds.
+  // Without the stream: read it again two seconds after each read ended, also after a failed one.
   useEffect(() => {
     if (!shown || finished || live) return
     const timer = window.setTimeout(() => setTick((n) => n + 1), POLL_MS)
     return () => window.clearTimeout(timer)
-  }, [loaded, shown, finished, live])
+  }, [settled, shown, finished, live])
 
   const back = <p><a href={hrefOf("")} onClick={(e) => followLink(e, "")}>← All runs</a></p>
   if (loaded === undefined) {

@@ -88,6 +88,8 @@ export const request = async <A>(path: string, options: RequestOptions = {}): Pr
       method: options.method ?? "GET",
       headers,
       credentials: "omit",
+      // Prompts, conversations and payloads stay out of the browser's disk cache.
+      cache: "no-store",
       ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
       ...(options.signal !== undefined ? { signal: options.signal } : {})
     })

@@ -12,7 +12,7 @@
  *   (`<prefix>/api/v1/…`) work at any deep link and under any mount prefix.
  * - A path with a `.` or `..` segment, raw or percent-encoded, or an encoded `/`, `\` or NUL in a
  *   segment is refused (400 `invalid_request` naming `path`); the file read is also checked to lie
- *   inside the built directory.
+ *   inside the built directory, links followed (a link pointing out of it is not served).
  * - Every answer carries a strict Content-Security-Policy: scripts, styles, fonts and API calls
  *   from the service's own origin only, no inline script or style, no framing.
  * - Before the dashboard is built (`npm run build`), `/app` answers 503 saying so.
@@ -20,7 +20,7 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Errors } from "@agent-runs/core"
 import { Effect } from "effect"
-import { readFile, stat } from "node:fs/promises"
+import { readFile, realpath, stat } from "node:fs/promises"
 import { extname, join, resolve, sep } from "node:path"
 import { escapeHtml } from "./pages/Page.js"
 import { problemResponse } from "./ServerMiddleware.js"
@@ -92,14 +92,29 @@ export const segmentsOf = (rest: string): ReadonlyArray<string> | undefined => {
 
 /** `index.html` told where it is served: the `<base href>` and the mount prefix. */
 export const withBase = (html: string, basePath: string): string =>
+  // A function, so that `$&` or `$'` in the prefix is not read as a replacement pattern.
   html.replace(
     /<head>/i,
-    `<head><base href="${escapeHtml(`${basePath}${DASHBOARD_PATH}/`)}"><meta name="agent-runs-base" content="${escapeHtml(basePath)}">`
+    () =>
+      `<head><base href="${escapeHtml(`${basePath}${DASHBOARD_PATH}/`)}"><meta name="agent-runs-base" content="${
+        escapeHtml(basePath)
+      }">`
   )
 
 const secured = (response: HttpServerResponse.HttpServerResponse) => HttpServerResponse.setHeaders(response, SECURITY_HEADERS)
 
-const isFile = (path: string) => stat(path).then((s) => s.isFile(), () => false)
+/**
+ * The real path of `path` (links followed) when it is a file inside the real `root`; undefined
+ * otherwise (a link in the built directory pointing elsewhere is not served).
+ */
+const fileInside = async (path: string, root: string): Promise<string | undefined> => {
+  try {
+    const [real, realRoot] = await Promise.all([realpath(path), realpath(root)])
+    return real.startsWith(`${realRoot}${sep}`) && (await stat(real)).isFile() ? real : undefined
+  } catch {
+    return undefined
+  }
+}
 
 /** The handler of `/app` and every path under it, serving the files of `dir` (the dashboard's `dist/app`). */
 export const dashboard = (basePath: string, dir: string) => {
@@ -113,10 +128,11 @@ export const dashboard = (basePath: string, dir: string) => {
     }
     const file = resolve(join(root, ...segments))
     const inside = file.startsWith(`${root}${sep}`)
-    const named = inside && segments.length > 0 && segments.join("/") !== "index.html" &&
-      (yield* Effect.promise(() => isFile(file)))
-    if (named) {
-      const body = yield* Effect.promise(() => readFile(file))
+    const named = inside && segments.length > 0 && segments.join("/") !== "index.html"
+      ? yield* Effect.promise(() => fileInside(file, root))
+      : undefined
+    if (named !== undefined) {
+      const body = yield* Effect.promise(() => readFile(named))
       const cache = segments[0] === "assets" ? "public, max-age=31536000, immutable" : "no-cache"
       return secured(HttpServerResponse.uint8Array(body, { contentType: contentTypeOf(file), headers: { "cache-control": cache } }))
     }
