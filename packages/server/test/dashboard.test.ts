@@ -6,101 +6,35 @@
  * the URL, a run's page with its conversation and timeline, and the app mounted under a prefix.
  * Screenshots of each page at 1280 and 390 px wide go to `dashboard-screenshots/` (not in git).
  */
-import { FileBlobStore } from "@agent-runs/blob-store-fs"
-import { ProcessExecutor } from "@agent-runs/executor-process"
-import { SqliteStorage } from "@agent-runs/storage-sqlite"
-import { freePort, mountedApi } from "@agent-runs/testing"
-import { Effect, Exit, Layer, Redacted, Scope } from "effect"
-import { randomBytes } from "node:crypto"
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
-import { createServer, type Server } from "node:http"
-import type { AddressInfo } from "node:net"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { fileURLToPath } from "node:url"
-import { type Browser, chromium, type Page } from "playwright-core"
+import { type Browser } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { Listen, mount, type Mount } from "../src/index.js"
-
-/** Debian's chromium (`.ci/run` installs it when missing). */
-const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium"
-const SCREENSHOTS = fileURLToPath(new URL("../../../dashboard-screenshots/", import.meta.url))
-const WIDTHS = [1280, 390] as const
-
-const secretKey = new Uint8Array(randomBytes(32))
-const adminToken = `ar_${randomBytes(32).toString("base64url")}`
+import { launchBrowser, openLocalPage as openPage, shoot, signIn } from "./support/LocalBrowser.js"
+import { type LocalService, startLocalService } from "./support/LocalService.js"
 
 // Test code reads arbitrary JSON answers field by field.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any
 
-/** A page that refuses and records every request leaving 127.0.0.1, and records console errors (CSP violations among them). */
-const openPage = async (browser: Browser) => {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } })
-  const elsewhere: Array<string> = []
-  const errors: Array<string> = []
-  await page.route("**/*", (route) => {
-    const url = new URL(route.request().url())
-    if (url.hostname === "127.0.0.1" || url.protocol === "data:") return route.continue()
-    elsewhere.push(url.href)
-    return route.abort()
-  })
-  page.on("console", (message) => {
-    // A refused API call is logged by the browser as a failed resource load: expected in these tests.
-    if (message.type() === "error" && !/status of (400|401|403|404)/.test(message.text())) errors.push(message.text())
-  })
-  page.on("pageerror", (error) => errors.push(error.message))
-  return { page, elsewhere, errors }
-}
-
-/** Screenshots of the page as it is, at each width. */
-const shoot = async (page: Page, name: string) => {
-  mkdirSync(SCREENSHOTS, { recursive: true })
-  for (const width of WIDTHS) {
-    await page.setViewportSize({ width, height: width === 390 ? 844 : 900 })
-    await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}.png`), fullPage: true })
-  }
-  await page.setViewportSize({ width: 1280, height: 900 })
-}
-
-const signIn = async (page: Page, token: string) => {
-  await page.getByLabel("API token").fill(token)
-  await page.getByRole("button", { name: "Sign in" }).click()
-}
-
 describe("the dashboard in a browser", () => {
-  const scope = Effect.runSync(Scope.make())
-  let dir: string
+  let service: LocalService
   let base: string
+  let adminToken: string
   let browser: Browser
   let succeeded: string
   let failed: string
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "agent-runs-dashboard-"))
-    const port = await freePort()
-    base = `http://127.0.0.1:${port}`
-    await Effect.runPromise(Layer.buildWithScope(
-      Listen.layer({
-        storage: SqliteStorage.layer({ filename: join(dir, "agent-runs.db"), secretKey }),
-        blobs: FileBlobStore.layer({ root: join(dir, "blobs") }),
-        executor: ProcessExecutor.layer({ root: join(dir, "sandboxes"), reposDir: join(dir, "repos"), isolation: undefined }),
-        secretKey,
-        publicUrl: base,
-        adminToken
-      }, { port }),
-      scope
-    ))
-    const api = mountedApi(`${base}/api/v1`, adminToken)
-    succeeded = (await api.runToEnd("Say hello from the dashboard test")).runId
-    failed = (await api.runToEnd("Break on purpose\n@fail TOOL_FAILED the tool broke")).runId
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] })
+    service = await startLocalService({ name: "dashboard" })
+    base = service.base
+    adminToken = service.adminToken
+    succeeded = (await service.api.runToEnd("Say hello from the dashboard test")).runId
+    failed = (await service.api.runToEnd("Break on purpose\n@fail TOOL_FAILED the tool broke")).runId
+    browser = await launchBrowser()
   }, 90_000)
 
   afterAll(async () => {
     await browser?.close()
-    await Effect.runPromise(Scope.close(scope, Exit.void))
-    rmSync(dir, { recursive: true, force: true })
+    await service?.close()
   })
 
   it("refuses a wrong token with the API's reason and keeps what was typed", async () => {
@@ -277,7 +211,7 @@ describe("the dashboard in a browser", () => {
     await page.getByRole("button", { name: "Switch" }).click()
     await page.locator("#team-error").waitFor()
     expect(await page.getByLabel("Team", { exact: true }).inputValue()).toBe("NotMyTeam0000000000000")
-    const admin = mountedApi(`${base}/api/v1`, adminToken)
+    const admin = service.api
     const { teams } = await admin.json<Json>(await admin.call("GET", "/admin/teams"))
     await page.getByLabel("Team", { exact: true }).fill(teams[0].uid)
     await page.getByRole("button", { name: "Switch" }).click()
@@ -300,7 +234,7 @@ describe("the dashboard in a browser", () => {
   }, 60_000)
 
   it("lists the schedules, webhooks, environments, workers and secrets, and opens a webhook's deliveries", async () => {
-    const admin = mountedApi(`${base}/api/v1`, adminToken)
+    const admin = service.api
     const hook = await admin.json<Json>(await admin.call("POST", "/agent/webhooks", { name: "Deploys" }))
     expect((await admin.call("POST", "/agent/automations", {
       name: "Deploy main",
@@ -385,7 +319,7 @@ describe("the dashboard in a browser", () => {
   }, 60_000)
 
   it("returns to the sign-in page, saying why, when the token is revoked", async () => {
-    const admin = mountedApi(`${base}/api/v1`, adminToken)
+    const admin = service.api
     const { teams } = await admin.json<Json>(await admin.call("GET", "/admin/teams"))
     const principal = await admin.json<Json>(await admin.call("POST", "/admin/principals", {
       type: "user",
@@ -412,37 +346,20 @@ describe("the dashboard in a browser", () => {
 })
 
 describe("the dashboard mounted under a prefix", () => {
-  let dir: string
-  let host: Server
+  let service: LocalService
   let base: string
-  let agents: Mount.Mounted
   let browser: Browser
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "agent-runs-dashboard-mount-"))
-    host = createServer((request, response) => {
-      if (agents?.owns(request.url)) return agents.handler(request, response)
-      response.writeHead(404, { "content-type": "text/plain" }).end("the host's own 404")
-    })
-    await new Promise<void>((resolve) => host.listen(0, "127.0.0.1", resolve))
-    base = `http://127.0.0.1:${(host.address() as AddressInfo).port}`
-    agents = await mount({
-      storage: SqliteStorage.layer({ filename: join(dir, "agent-runs.db"), secretKey: Redacted.make(secretKey) }),
-      blobs: FileBlobStore.layer({ root: join(dir, "blobs") }),
-      executor: ProcessExecutor.layer({ root: join(dir, "sandboxes"), reposDir: join(dir, "repos"), isolation: undefined }),
-      secretKey,
-      publicUrl: `${base}/agents`,
-      adminToken
-    })
-    await mountedApi(`${base}/agents/api/v1`, adminToken).runToEnd("Mounted hello")
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] })
+    service = await startLocalService({ name: "dashboard-mount", mountAt: "/agents" })
+    base = service.origin
+    await service.api.runToEnd("Mounted hello")
+    browser = await launchBrowser()
   }, 90_000)
 
   afterAll(async () => {
     await browser?.close()
-    await agents?.close()
-    await new Promise((resolve) => host?.close(resolve))
-    rmSync(dir, { recursive: true, force: true })
+    await service?.close()
   })
 
   it("loads from a deep link and calls the API under the prefix", async () => {
@@ -450,7 +367,7 @@ describe("the dashboard mounted under a prefix", () => {
     const calls: Array<string> = []
     page.on("request", (request) => calls.push(new URL(request.url()).pathname))
     await page.goto(`${base}/agents/app/runs/not-a-run`)
-    await signIn(page, adminToken)
+    await signIn(page, service.adminToken)
     await page.getByRole("alert").waitFor()
     await page.getByRole("link", { name: "All runs" }).click()
     await page.getByRole("link", { name: "Mounted hello" }).waitFor()
