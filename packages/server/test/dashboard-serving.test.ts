@@ -3,22 +3,12 @@
  * files with their content types and caching, `index.html` (told its base) for any other path
  * under `/app`, a strict CSP, and no way out of the built directory.
  */
-import { FileBlobStore } from "@agent-runs/blob-store-fs"
 import { appDir } from "@agent-runs/dashboard"
-import { SqliteStorage } from "@agent-runs/storage-sqlite"
-import { freePort } from "@agent-runs/testing"
-import { Effect, Exit, Layer, Redacted, Scope } from "effect"
-import { randomBytes } from "node:crypto"
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
-import { createServer, request as httpRequest, type Server } from "node:http"
-import type { AddressInfo } from "node:net"
-import { tmpdir } from "node:os"
+import { readdirSync, readFileSync } from "node:fs"
+import { request as httpRequest } from "node:http"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { Listen, mount, type Mount } from "../src/index.js"
-
-const secretKey = new Uint8Array(randomBytes(32))
-const adminToken = `ar_${randomBytes(32).toString("base64url")}`
+import { HOST_PAGE, type LocalService, startLocalService } from "./support/LocalService.js"
 
 interface Answer {
   readonly status: number
@@ -115,47 +105,21 @@ const behaves = (name: string, setup: () => { base: string; prefix: string }) =>
   })
 
 describe("the dashboard's files", () => {
-  const scope = Effect.runSync(Scope.make())
-  let dir: string
+  let served: LocalService
+  let mounted: LocalService
   let root: string
-  let host: Server
   let hostBase: string
-  let agents: Mount.Mounted
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "agent-runs-dashboard-files-"))
-    const port = await freePort()
-    root = `http://127.0.0.1:${port}`
-    await Effect.runPromise(Layer.buildWithScope(
-      Listen.layer({
-        storage: SqliteStorage.layer({ filename: join(dir, "root.db"), secretKey }),
-        blobs: FileBlobStore.layer({ root: join(dir, "blobs-root") }),
-        secretKey,
-        publicUrl: root,
-        adminToken
-      }, { port }),
-      scope
-    ))
-    host = createServer((request, response) => {
-      if (agents?.owns(request.url)) return agents.handler(request, response)
-      response.writeHead(200, { "content-type": "text/plain" }).end("the host's own page")
-    })
-    await new Promise<void>((resolve) => host.listen(0, "127.0.0.1", resolve))
-    hostBase = `http://127.0.0.1:${(host.address() as AddressInfo).port}`
-    agents = await mount({
-      storage: SqliteStorage.layer({ filename: join(dir, "mounted.db"), secretKey: Redacted.make(secretKey) }),
-      blobs: FileBlobStore.layer({ root: join(dir, "blobs-mounted") }),
-      secretKey,
-      publicUrl: `${hostBase}/agents`,
-      adminToken
-    })
+    served = await startLocalService({ name: "dashboard-files", executor: false })
+    mounted = await startLocalService({ name: "dashboard-files-mounted", mountAt: "/agents", executor: false })
+    root = served.base
+    hostBase = mounted.origin
   }, 60_000)
 
   afterAll(async () => {
-    await agents?.close()
-    await new Promise((resolve) => host?.close(resolve))
-    await Effect.runPromise(Scope.close(scope, Exit.void))
-    rmSync(dir, { recursive: true, force: true })
+    await mounted?.close()
+    await served?.close()
   })
 
   behaves("served at the root", () => ({ base: root, prefix: "" }))
@@ -163,6 +127,6 @@ describe("the dashboard's files", () => {
 
   it("leaves /app outside the prefix to the host", async () => {
     const answer = await get(hostBase, "/app")
-    expect(answer.body).toBe("the host's own page")
+    expect(answer.body).toBe(HOST_PAGE)
   })
 })

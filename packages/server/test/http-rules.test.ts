@@ -3,57 +3,31 @@
  * query strings as sent, one trailing slash ignored, 405 with `Allow`, 415 for bodies that are
  * not JSON, and bodies nested too deeply refused with a 400 before anything parses them.
  */
-import { FileBlobStore } from "@agent-runs/blob-store-fs"
-import { ProcessExecutor } from "@agent-runs/executor-process"
-import { SqliteStorage } from "@agent-runs/storage-sqlite"
-import { freePort, mountedApi } from "@agent-runs/testing"
-import { Effect, Exit, Layer, Scope } from "effect"
-import { randomBytes } from "node:crypto"
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { Listen } from "../src/index.js"
-
-const adminToken = `ar_${randomBytes(32).toString("base64url")}`
-const auth = { authorization: `Bearer ${adminToken}` }
-const secretKey = new Uint8Array(randomBytes(32))
+import { type LocalService, startLocalService } from "./support/LocalService.js"
 
 // Test code reads arbitrary JSON answers field by field.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const json = async (response: Response): Promise<any> => response.json()
 
 describe("the HTTP layer's rules", () => {
-  const scope = Effect.runSync(Scope.make())
-  let dir: string
+  let service: LocalService
   let api: string
+  let auth: { authorization: string }
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "agent-runs-http-rules-"))
-    const port = await freePort()
-    const base = `http://127.0.0.1:${port}`
-    api = `${base}/api/v1`
-    await Effect.runPromise(Layer.buildWithScope(
-      Listen.layer({
-        storage: SqliteStorage.layer({ filename: join(dir, "agent-runs.db"), secretKey }),
-        blobs: FileBlobStore.layer({ root: join(dir, "blobs") }),
-        executor: ProcessExecutor.layer({ root: join(dir, "sandboxes"), reposDir: join(dir, "repos"), isolation: undefined }),
-        secretKey,
-        publicUrl: base,
-        adminToken
-      }, { port }),
-      scope
-    ))
+    service = await startLocalService({ name: "http-rules" })
+    api = `${service.base}/api/v1`
+    auth = { authorization: `Bearer ${service.adminToken}` }
   })
 
   afterAll(async () => {
-    await Effect.runPromise(Scope.close(scope, Exit.void))
-    rmSync(dir, { recursive: true, force: true })
+    await service?.close()
   })
 
   it("reads a query string as sent: `//` in a value is kept", async () => {
     const reference = "https://example.test/a//b/pull/1"
-    const run = await mountedApi(api, adminToken).runToEnd(`@artifact EXTERNAL_REFERENCE ${reference}`)
+    const run = await service.api.runToEnd(`@artifact EXTERNAL_REFERENCE ${reference}`)
     expect(run.state).toBe("SUCCEEDED")
     const found = await fetch(`${api}/agent/run-by-external-reference?url=${reference}`, { headers: auth })
     expect(found.status).toBe(200)

@@ -4,61 +4,45 @@
  * service writes names the prefix; paths outside it stay the host's; a host that forgot an
  * option, or whose storage is unreachable, gets one line saying so.
  */
-import { FileBlobStore } from "@agent-runs/blob-store-fs"
-import { ProcessExecutor } from "@agent-runs/executor-process"
 import { PgStorage } from "@agent-runs/storage-pg"
-import { SqliteStorage } from "@agent-runs/storage-sqlite"
-import { assistantTexts, freePort, mountedApi } from "@agent-runs/testing"
-import { Effect, Exit, Layer, Redacted, Scope } from "effect"
+import { assistantTexts } from "@agent-runs/testing"
+import { Redacted } from "effect"
 import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
-import { createServer, type Server } from "node:http"
+import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type AgentRuns, Listen, mount, Mount } from "../src/index.js"
+import { type AgentRuns, mount, Mount } from "../src/index.js"
+import { HOST_PAGE, type LocalService, serviceOptions, startLocalService } from "./support/LocalService.js"
 
 const adminToken = `ar_${randomBytes(32).toString("base64url")}`
 const secretKey = new Uint8Array(randomBytes(32))
 
-const optionsFor = (dir: string, publicUrl: string): AgentRuns.AgentRunsOptions<unknown, unknown, never> => ({
-  storage: SqliteStorage.layer({ filename: join(dir, "agent-runs.db"), secretKey: Redacted.make(secretKey) }),
-  blobs: FileBlobStore.layer({ root: join(dir, "blobs") }),
-  executor: ProcessExecutor.layer({ root: join(dir, "sandboxes"), reposDir: join(dir, "repos"), isolation: undefined }),
-  secretKey,
-  publicUrl,
-  adminToken
-})
+const optionsFor = (dir: string, publicUrl: string): AgentRuns.AgentRunsOptions<unknown, unknown, never> =>
+  serviceOptions({ dir, publicUrl, secretKey, adminToken })
 
 // Test code reads arbitrary JSON answers field by field.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const json = async (response: Response): Promise<any> => response.json()
 
 describe("mount under a prefix in node:http", () => {
-  let dir: string
-  let host: Server
+  let service: LocalService
   let base: string
   let agents: Mount.Mounted
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "agent-runs-mount-"))
-    host = createServer((request, response) => {
-      if (agents?.owns(request.url)) return agents.handler(request, response)
-      response.writeHead(200, { "content-type": "text/plain" }).end("the host's own page")
-    })
-    await new Promise<void>((resolve) => host.listen(0, "127.0.0.1", resolve))
-    base = `http://127.0.0.1:${(host.address() as AddressInfo).port}`
-    agents = await mount(optionsFor(dir, `${base}/agents`))
+    service = await startLocalService({ name: "mount", mountAt: "/agents" })
+    base = service.origin
+    agents = service.mounted!
   })
 
   afterAll(async () => {
-    await agents?.close()
-    await new Promise((resolve) => host.close(resolve))
-    rmSync(dir, { recursive: true, force: true })
+    await service?.close()
   })
 
-  const api = () => mountedApi(`${base}/agents/api/v1`, adminToken)
+  const api = () => service.api
 
   it("creates a run, which finishes, and reads its conversation", async () => {
     const run = await api().runToEnd("Say hello")
@@ -93,7 +77,7 @@ describe("mount under a prefix in node:http", () => {
       const port = (parsing.address() as AddressInfo).port
       const answer = await fetch(`http://127.0.0.1:${port}/agents/api/v1/agent/runs`, {
         method: "POST",
-        headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
+        headers: { authorization: `Bearer ${service.adminToken}`, "content-type": "application/json" },
         body: JSON.stringify({ prompt: "x" })
       })
       expect(answer.status).toBe(500)
@@ -115,8 +99,8 @@ describe("mount under a prefix in node:http", () => {
     const errors = await (await fetch(`${base}/agents/docs/errors`)).text()
     const problems = [
       await fetch(`${base}/agents/api/v1/agent/runs`),
-      await fetch(`${base}/agents/api/v1/agent/runs`, { method: "PATCH", headers: { authorization: `Bearer ${adminToken}` } }),
-      await fetch(`${base}/agents/api/v1/agent/runs/nope`, { headers: { authorization: `Bearer ${adminToken}` } })
+      await fetch(`${base}/agents/api/v1/agent/runs`, { method: "PATCH", headers: { authorization: `Bearer ${service.adminToken}` } }),
+      await fetch(`${base}/agents/api/v1/agent/runs/nope`, { headers: { authorization: `Bearer ${service.adminToken}` } })
     ]
     for (const answer of problems) {
       const { error_code, type } = await json(answer)
@@ -126,15 +110,15 @@ describe("mount under a prefix in node:http", () => {
   })
 
   it("leaves paths outside the prefix to the host", async () => {
-    expect(await (await fetch(`${base}/agentsx/healthz`)).text()).toBe("the host's own page")
-    expect(await (await fetch(`${base}/healthz`)).text()).toBe("the host's own page")
+    expect(await (await fetch(`${base}/agentsx/healthz`)).text()).toBe(HOST_PAGE)
+    expect(await (await fetch(`${base}/healthz`)).text()).toBe(HOST_PAGE)
   })
 
   it("answers web requests through fetch, prefix included or stripped", async () => {
     const withPrefix = await agents.fetch(new Request("http://example.test/agents/healthz"))
     expect(await json(withPrefix)).toEqual({ status: "ok" })
     const stripped = await agents.fetch(
-      new Request("http://example.test/api/v1/agent/runs", { headers: { authorization: `Bearer ${adminToken}` } })
+      new Request("http://example.test/api/v1/agent/runs", { headers: { authorization: `Bearer ${service.adminToken}` } })
     )
     expect(stripped.status).toBe(200)
     expect((await json(stripped)).runs.length).toBeGreaterThan(0)
@@ -143,20 +127,15 @@ describe("mount under a prefix in node:http", () => {
 
 describe("standalone (Listen)", () => {
   it("serves the service on its own port until the scope closes", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "agent-runs-listen-"))
-    const port = await freePort()
-    const base = `http://127.0.0.1:${port}`
-    const scope = Effect.runSync(Scope.make())
+    const service = await startLocalService({ name: "listen" })
     try {
-      await Effect.runPromise(Layer.buildWithScope(Listen.layer(optionsFor(dir, base), { port }), scope))
-      const run = await mountedApi(`${base}/api/v1`, adminToken).runToEnd("Say hello")
+      const run = await service.api.runToEnd("Say hello")
       expect(run.state).toBe("SUCCEEDED")
-      expect((await json(await fetch(`${base}/openapi.json`))).servers).toEqual([{ url: "/" }])
+      expect((await json(await fetch(`${service.base}/openapi.json`))).servers).toEqual([{ url: "/" }])
     } finally {
-      await Effect.runPromise(Scope.close(scope, Exit.void))
-      rmSync(dir, { recursive: true, force: true })
+      await service.close()
     }
-    await expect(fetch(`${base}/healthz`)).rejects.toThrow()
+    await expect(fetch(`${service.base}/healthz`)).rejects.toThrow()
   })
 })
 

@@ -7,27 +7,14 @@
  * with request bodies: unknown properties are ignored, so no request schema says
  * `additionalProperties: false`.
  */
-import { FileBlobStore } from "@agent-runs/blob-store-fs"
-import { ProcessExecutor } from "@agent-runs/executor-process"
-import { SqliteStorage } from "@agent-runs/storage-sqlite"
 import { Api } from "@agent-runs/http"
 import { HttpApi } from "@effect/platform"
-import { Redacted } from "effect"
-import { randomBytes } from "node:crypto"
-import { mkdtempSync, rmSync } from "node:fs"
-import { createServer, type Server } from "node:http"
-import type { AddressInfo } from "node:net"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { mount, type Mount } from "../src/index.js"
+import { type LocalService, startLocalService } from "./support/LocalService.js"
 
 // The document and the answers are arbitrary JSON, read field by field.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any
-
-const adminToken = `ar_${randomBytes(32).toString("base64url")}`
-const secretKey = new Uint8Array(randomBytes(32))
 
 // ---------------------------------------------------------------------------------------------
 // A small JSON Schema (2020-12 subset, as the document uses it) check
@@ -126,32 +113,20 @@ interface Answer {
 }
 
 describe("the server against /openapi.json", () => {
-  let dir: string
-  let host: Server
+  let service: LocalService
   let base: string
-  let agents: Mount.Mounted
+  let adminToken: string
   let document: Json
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "agent-runs-openapi-"))
-    host = createServer((request, response) => agents.handler(request, response))
-    await new Promise<void>((resolve) => host.listen(0, "127.0.0.1", resolve))
-    base = `http://127.0.0.1:${(host.address() as AddressInfo).port}`
-    agents = await mount({
-      storage: SqliteStorage.layer({ filename: join(dir, "agent-runs.db"), secretKey: Redacted.make(secretKey) }),
-      blobs: FileBlobStore.layer({ root: join(dir, "blobs") }),
-      executor: ProcessExecutor.layer({ root: join(dir, "sandboxes"), reposDir: join(dir, "repos"), isolation: undefined }),
-      secretKey,
-      publicUrl: base,
-      adminToken
-    })
+    service = await startLocalService({ name: "openapi", mountAt: "" })
+    base = service.base
+    adminToken = service.adminToken
     document = await (await fetch(`${base}/openapi.json`)).json()
   }, 60_000)
 
   afterAll(async () => {
-    await agents?.close()
-    await new Promise((resolve) => host?.close(resolve))
-    rmSync(dir, { recursive: true, force: true })
+    await service?.close()
   })
 
   /** Every operation of the document: `METHOD /path/{param}`. */
@@ -361,6 +336,7 @@ describe("the server against /openapi.json", () => {
     const webhookIds = { ...ids, uid: webhook.body.uid }
     await as("GET /api/v1/agent", {})
     await as("GET /api/v1/agent/connected-self-hosted-workers", {})
+    await as("GET /api/v1/agent/me", {})
     await as("GET /api/v1/agent/environments", {})
     await as("GET /api/v1/agent/environments/{uid}", ids)
     await as("PUT /api/v1/agent/environments/{uid}", ids, { body: { config: { name: "env2" }, ...x } })
@@ -533,7 +509,8 @@ describe("the server against /openapi.json", () => {
       "GET /api/v1/agent/automations 400",
       "GET /api/v1/agent/secrets 400",
       "GET /api/v1/admin/teams 400",
-      "POST /api/v1/admin/principals 404"
+      "POST /api/v1/admin/principals 404",
+      "GET /api/v1/agent/me 400"
     ])
     const noSuccess = Object.entries(summary).filter(([, statuses]) => !statuses.some((s) => s >= 200 && s < 400)).map(([k]) => k)
     expect(noSuccess).toEqual([

@@ -15,7 +15,7 @@ import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { type AgentRuns, Listen, mount } from "../../src/index.js"
+import { type AgentRuns, Listen, mount, type Mount } from "../../src/index.js"
 
 /** What the host answers for a path the mounted service does not own. */
 export const HOST_PAGE = "the host's own page"
@@ -40,16 +40,19 @@ export interface LocalService {
   readonly secretKey: Uint8Array
   /** The API as the admin token's holder. */
   readonly api: ReturnType<typeof mountedApi>
+  /** The mounted service (only with `mountAt`): its handler, `fetch` and `owns`. */
+  readonly mounted: Mount.Mounted | undefined
   readonly close: () => Promise<void>
 }
 
-const optionsFor = (
-  dir: string,
-  secretKey: Uint8Array,
-  adminToken: string,
-  publicUrl: string,
-  executor: boolean
-): AgentRuns.AgentRunsOptions<unknown, unknown, never> => ({
+/** The service's options on SQLite and files in `dir`, with the process executor unless `executor` is `false`. */
+export const serviceOptions = ({ adminToken, dir, executor = true, publicUrl, secretKey }: {
+  readonly dir: string
+  readonly secretKey: Uint8Array
+  readonly adminToken: string
+  readonly publicUrl: string
+  readonly executor?: boolean
+}): AgentRuns.AgentRunsOptions<unknown, unknown, never> => ({
   storage: SqliteStorage.layer({ filename: join(dir, "agent-runs.db"), secretKey: Redacted.make(secretKey) }),
   blobs: FileBlobStore.layer({ root: join(dir, "blobs") }),
   ...(executor
@@ -66,13 +69,14 @@ export const startLocalService = async (options: LocalServiceOptions): Promise<L
   const secretKey = new Uint8Array(randomBytes(32))
   const adminToken = `ar_${randomBytes(32).toString("base64url")}`
   const executor = options.executor ?? true
-  const describe = (origin: string, base: string, close: () => Promise<void>): LocalService => ({
+  const describe = (origin: string, base: string, mounted: Mount.Mounted | undefined, close: () => Promise<void>): LocalService => ({
     origin,
     base,
     dir,
     adminToken,
     secretKey,
     api: mountedApi(`${base}/api/v1`, adminToken),
+    mounted,
     close: async () => {
       await close()
       rmSync(dir, { recursive: true, force: true })
@@ -83,21 +87,21 @@ export const startLocalService = async (options: LocalServiceOptions): Promise<L
     const origin = `http://127.0.0.1:${port}`
     const scope = Effect.runSync(Scope.make())
     await Effect.runPromise(
-      Layer.buildWithScope(Listen.layer(optionsFor(dir, secretKey, adminToken, origin, executor), { port }), scope)
+      Layer.buildWithScope(Listen.layer(serviceOptions({ dir, secretKey, adminToken, publicUrl: origin, executor }), { port }), scope)
     )
-    return describe(origin, origin, () => Effect.runPromise(Scope.close(scope, Exit.void)))
+    return describe(origin, origin, undefined, () => Effect.runPromise(Scope.close(scope, Exit.void)))
   }
-  const mounted: { agents?: Awaited<ReturnType<typeof mount>> } = {}
+  const holder: { agents?: Mount.Mounted } = {}
   const host = createServer((request, response) => {
-    if (mounted.agents?.owns(request.url)) return mounted.agents.handler(request, response)
+    if (holder.agents?.owns(request.url)) return holder.agents.handler(request, response)
     response.writeHead(200, { "content-type": "text/plain" }).end(HOST_PAGE)
   })
   await new Promise<void>((resolve) => host.listen(0, "127.0.0.1", resolve))
   const origin = `http://127.0.0.1:${(host.address() as AddressInfo).port}`
   const base = `${origin}${options.mountAt}`
-  const agents = await mount(optionsFor(dir, secretKey, adminToken, base, executor))
-  mounted.agents = agents
-  return describe(origin, base, async () => {
+  const agents = await mount(serviceOptions({ dir, secretKey, adminToken, publicUrl: base, executor }))
+  holder.agents = agents
+  return describe(origin, base, agents, async () => {
     await agents.close()
     await new Promise((resolve) => host.close(resolve))
   })
