@@ -104,21 +104,28 @@ export const withBase = (html: string, basePath: string): string =>
 const secured = (response: HttpServerResponse.HttpServerResponse) => HttpServerResponse.setHeaders(response, SECURITY_HEADERS)
 
 /**
- * The real path of `path` (links followed) when it is a file inside the real `root`; undefined
+ * The real path of `path` (links followed) when it is a file inside `realRoot`; undefined
  * otherwise (a link in the built directory pointing elsewhere is not served).
  */
-const fileInside = async (path: string, root: string): Promise<string | undefined> => {
+const fileInside = async (path: string, realRoot: string): Promise<string | undefined> => {
   try {
-    const [real, realRoot] = await Promise.all([realpath(path), realpath(root)])
+    const real = await realpath(path)
     return real.startsWith(`${realRoot}${sep}`) && (await stat(real)).isFile() ? real : undefined
   } catch {
     return undefined
   }
 }
 
+/** The real path of `root`, resolved once it exists (the directory may be built after the server starts). */
+const realRootOf = (root: string): (() => Promise<string | undefined>) => {
+  let known: string | undefined
+  return async () => (known ??= await realpath(root).catch(() => undefined))
+}
+
 /** The handler of `/app` and every path under it, serving the files of `dir` (the dashboard's `dist/app`). */
 export const dashboard = (basePath: string, dir: string) => {
   const root = resolve(dir)
+  const realRoot = realRootOf(root)
   return Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const path = request.url.split(/[?#]/)[0] ?? ""
@@ -129,7 +136,10 @@ export const dashboard = (basePath: string, dir: string) => {
     const file = resolve(join(root, ...segments))
     const inside = file.startsWith(`${root}${sep}`)
     const named = inside && segments.length > 0 && segments.join("/") !== "index.html"
-      ? yield* Effect.promise(() => fileInside(file, root))
+      ? yield* Effect.promise(async () => {
+        const real = await realRoot()
+        return real === undefined ? undefined : fileInside(file, real)
+      })
       : undefined
     if (named !== undefined) {
       const body = yield* Effect.promise(() => readFile(named))
