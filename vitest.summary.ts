@@ -3,7 +3,8 @@ import type { Reporter, SerializedError, TestModule } from "vitest/node"
 /**
  * Prints one plain closing line, "Tests: N passed, N failed, N skipped", after vitest's own
  * summary (written as the process exits, so it is the last line), so that CI can read the outcome
- * without parsing colours. Unhandled errors count as failures.
+ * without parsing colours. Unhandled errors count as failures. Before it, the ten slowest test
+ * files, to see where the suite's time goes.
  */
 export default class SummaryReporter implements Reporter {
   onTestRunEnd(testModules: ReadonlyArray<TestModule>, unhandledErrors: ReadonlyArray<SerializedError>): void {
@@ -21,6 +22,12 @@ export default class SummaryReporter implements Reporter {
     }
     failed += unhandledErrors.length
     const line = `Tests: ${passed} passed, ${failed} failed, ${skipped} skipped`
-    process.once("exit", () => process.stdout.write(`\n${line}\n`))
+    const slowest = [...testModules]
+      .map((module) => ({ file: module.moduleId.replace(`${process.cwd()}/`, ""), ms: module.diagnostic().duration }))
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, 10)
+      .map(({ file, ms }) => `  ${(ms / 1000).toFixed(1).padStart(7)} s  ${file}`)
+    const report = slowest.length > 1 ? `\nSlowest test files:\n${slowest.join("\n")}\n` : ""
+    process.once("exit", () => process.stdout.write(`${report}\n${line}\n`))
   }
 }
