@@ -93,6 +93,7 @@ export type Principal = Json<typeof Identity.Principal>
 export type CreatePrincipalRequest = Json<typeof Identity.CreatePrincipalRequest>
 export type CreateTokenRequest = Json<typeof Identity.CreateTokenRequest>
 export type CreateTokenResponse = Json<typeof Identity.CreateTokenResponse>
+export type MeResponse = Json<typeof Identity.MeResponse>
 
 export type RunListQuery = AgentRunsClient.RunListQuery
 
@@ -221,6 +222,10 @@ export interface AgentRunsClientPromise {
   readonly agents: {
     list(query?: ListAgentsQuery): Promise<ListAgentsResponse>
     connectedWorkers(): Promise<ListConnectedWorkersResponse>
+  }
+  readonly identity: {
+    /** `GET /agent/me`: the caller's principal and the teams it may act in. */
+    me(): Promise<MeResponse>
   }
   readonly admin: {
     createTeam(body: CreateTeamRequest): Promise<Team>
@@ -615,6 +620,9 @@ export const createClient = (options: CreateClientOptions): AgentRunsClientPromi
     agents: {
       list: (query = {}) => call(Agent.ListAgentsResponse, service.agents.listAgents({ headers, urlParams: query })),
       connectedWorkers: () => call(Worker.ListConnectedWorkersResponse, service.agents.listConnectedWorkers({ headers }))
+    },
+    identity: {
+      me: () => call(Identity.MeResponse, service.identity.me({ headers }))
     },
     admin: {
       createTeam: (body) =>

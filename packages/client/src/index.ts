@@ -2,7 +2,7 @@
  * @agent-runs/client: a typed client of the Agent Runs HTTP API.
  *
  * - `createClient(options)`: the Promise client (runs, schedules, environments, webhooks,
- *   automations, secrets, agents, admin), with error classes by status, async iteration over
+ *   automations, secrets, agents, identity (`identity.me()`), admin), with error classes by status, async iteration over
  *   pages and over a run's live events.
  * - `AgentRunsClient`: the Effect client derived from the API definition (`HttpApiClient`).
  * - `Sse`: the Server-Sent Events parser both use.

@@ -89,6 +89,21 @@ describe("requests", () => {
     expect(JSON.parse(request!.body)).toStrictEqual({ prompt: "Fix the bug", title: "Bug", metadata: { ticket: "ENG-7" } })
   })
 
+  it("identity.me() asks GET /agent/me and answers the caller and its teams as sent", async () => {
+    const me = {
+      principal: { type: "user", uid: "Pr7QpX2vLk9sRw4Yz1Ab3C", display_name: "Ada" },
+      instance_admin: false,
+      teams: [{ uid: TEAM, name: "Platform", role: "member" }],
+      teams_truncated: false,
+      default_team_uid: TEAM
+    }
+    const server = await serve((_request, response) => json(response, 200, me))
+    const client = createClient({ url: server.url, token: TOKEN })
+    expect(await client.identity.me()).toStrictEqual(me)
+    expect(server.requests[0]).toMatchObject({ method: "GET", url: "/api/v1/agent/me" })
+    expect(server.requests[0]!.headers["authorization"]).toBe(`Bearer ${TOKEN}`)
+  })
+
   it("refuses input that does not fit the API before sending it (BadRequestError without status)", async () => {
     const server = await serve((_request, response) => json(response, 200, runItem()))
     const client = createClient({ url: server.url, token: TOKEN })

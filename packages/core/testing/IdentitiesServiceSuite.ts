@@ -24,6 +24,7 @@ import {
   CreateTeamRequest,
   CreateTokenRequest,
   DEFAULT_MAX_CONCURRENT_RUNS,
+  MAX_LISTED_TEAMS,
   PatchTeamRequest,
   Principal
 } from "../src/domain/Identity.js"
@@ -114,6 +115,73 @@ export const identitiesServiceSuite = <E>(name: string, storage: Layer.Layer<Sto
           const inSecond = { ...inFirst, team_uid: second.team, role: "viewer" }
           expect(yield* authenticate(token, second.team)).toEqual(inSecond)
           expect(yield* authenticate(token, ` ${second.team} `)).toEqual(inSecond)
+        }))
+
+      it.effect("me: the caller's own principal and teams (names, roles, join order), nothing of other teams; capped", () =>
+        Effect.gen(function*() {
+          const first = yield* seedWorld()
+          const second = yield* seedWorld()
+          const unrelated = yield* seedWorld()
+          const root = instanceAdmin(first)
+          const { principal, token } = yield* principalWithToken(root, [
+            { team_uid: second.team, role: "viewer" },
+            { team_uid: first.team, role: "admin" }
+          ], { name: "Two Teams" })
+          const expected = {
+            principal: { type: "user", uid: principal.uid, display_name: "Two Teams" },
+            instance_admin: false,
+            teams: [
+              { uid: second.team, name: `team ${second.team}`, role: "viewer" },
+              { uid: first.team, name: `team ${first.team}`, role: "admin" }
+            ],
+            teams_truncated: false,
+            default_team_uid: second.team
+          }
+          // The same answer whichever team the request acts in.
+          for (const header of [undefined, first.team]) {
+            const answer = yield* Effect.flatMap(Identities, (i) => Effect.flatMap(authenticate(token, header), i.me))
+            expect({ ...answer }).toEqual(expected)
+            expect(JSON.stringify(answer)).not.toContain(unrelated.team)
+          }
+          // An agent with a run token acts in its run's team only, with the role it acts with.
+          const acting: Viewer = { ...first.alice, role: "viewer", acting_run_id: "019a6b2e-7c4d-7f00-8a00-000000000001" as never }
+          const agent = yield* Effect.flatMap(Identities, (i) => i.me(acting))
+          expect(agent.teams).toEqual([{ uid: first.team, name: `team ${first.team}`, role: "viewer" }])
+          expect(agent.default_team_uid).toBe(first.team)
+          // An instance administrator in no team; the list is capped.
+          const store = yield* IdentityStore
+          const loner = new Principal({
+            uid: uid<PrincipalUid>(),
+            type: "service_account",
+            display_name: "operator",
+            instance_admin: true,
+            memberships: [],
+            created_at: T0
+          })
+          yield* store.createPrincipal(loner)
+          const alone = yield* Effect.flatMap(Identities, (i) =>
+            i.me({ principal_uid: loner.uid, team_uid: "" as TeamUid, role: "viewer", instance_admin: true }))
+          expect({ ...alone, principal: undefined }).toEqual({
+            principal: undefined,
+            instance_admin: true,
+            teams: [],
+            teams_truncated: false,
+            default_team_uid: null
+          })
+          const many = yield* Effect.forEach(Array.from({ length: MAX_LISTED_TEAMS + 1 }), () => seedWorld())
+          const crowded = new Principal({
+            uid: uid<PrincipalUid>(),
+            type: "user",
+            display_name: "everywhere",
+            instance_admin: false,
+            memberships: many.map((w) => ({ team_uid: w.team, role: "member" as const })),
+            created_at: T0
+          })
+          yield* store.createPrincipal(crowded)
+          const capped = yield* Effect.flatMap(Identities, (i) =>
+            i.me({ principal_uid: crowded.uid, team_uid: many[0]!.team, role: "member", instance_admin: false }))
+          expect(capped.teams.map((t) => t.uid)).toEqual(many.slice(0, MAX_LISTED_TEAMS).map((w) => w.team))
+          expect(capped.teams_truncated).toBe(true)
         }))
 
       it.effect("a TEAM header naming a team the principal is not in, or malformed, is a 403", () =>

@@ -25,6 +25,7 @@ import { AutomationsGroup } from "./api/Automations.js"
 import { ConversationsGroup } from "./api/Conversations.js"
 import { EnvironmentsGroup } from "./api/Environments.js"
 import { HarnessSupportGroup } from "./api/HarnessSupport.js"
+import { IdentityGroup } from "./api/Identity.js"
 import { RunsGroup } from "./api/Runs.js"
 import { SchedulesGroup } from "./api/Schedules.js"
 import { SecretsGroup } from "./api/Secrets.js"
@@ -49,6 +50,7 @@ export class Api extends HttpApi.make("AgentRuns")
   .add(AutomationsGroup)
   .add(SecretsGroup)
   .add(AdminGroup)
+  .add(IdentityGroup)
   .add(HarnessSupportGroup)
   .add(WorkersGroup)
   .addError(Problems.InvalidRequest, { status: 400 })

@@ -44,6 +44,7 @@ import { AutomationsLive } from "./handlers/Automations.js"
 import { ConversationsLive } from "./handlers/Conversations.js"
 import { EnvironmentsLive } from "./handlers/Environments.js"
 import { HarnessSupportLive, RunAuthenticationLive } from "./handlers/HarnessSupport.js"
+import { IdentityLive } from "./handlers/Identity.js"
 import { RunsLive } from "./handlers/Runs.js"
 import { SchedulesLive } from "./handlers/Schedules.js"
 import { SecretsLive } from "./handlers/Secrets.js"
@@ -68,6 +69,7 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
     AutomationsLive,
     SecretsLive,
     AdminLive,
+    IdentityLive,
     AgentsLive,
     HarnessSupportLive,
     WorkersLive

@@ -16,6 +16,8 @@ const expectedEndpoints = [
   // the published interface: agents and environments
   "GET /agent",
   "GET /agent/connected-self-hosted-workers",
+  // ours: who the caller is (docs/reference/access.md)
+  "GET /agent/me",
   "GET /agent/environments",
   // the published interface: runs
   "POST /agent/runs",

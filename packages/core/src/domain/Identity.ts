@@ -5,7 +5,7 @@
  * `CreateTokenResponse`. A token's `name` and `revoked_at` are `null` when unset.
  */
 import { Schema } from "effect"
-import { NonBlankString, optionalInput, PrincipalType, Timestamp } from "./Common.js"
+import { NonBlankString, optionalInput, PrincipalRef, PrincipalType, Timestamp } from "./Common.js"
 import { PrincipalUid, TeamUid, TokenId } from "./Ids.js"
 
 /** A principal's role in a team: admins also manage the factory (webhooks, secrets, automations, settings). */
@@ -109,4 +109,29 @@ export class CreateTokenRequest extends Schema.Class<CreateTokenRequest>("Create
 export class CreateTokenResponse extends Schema.Class<CreateTokenResponse>("CreateTokenResponse")({
   token_id: TokenId,
   token: Schema.String.pipe(Schema.startsWith(TOKEN_PREFIX))
+}) {}
+
+/** The most teams `GET /agent/me` lists: the caller's first memberships, in join order. */
+export const MAX_LISTED_TEAMS = 100
+
+/** A team the caller may act in, with its role there. */
+export const CallerTeam = Schema.Struct({
+  uid: TeamUid,
+  name: Schema.String,
+  role: Role
+}).annotations({ identifier: "CallerTeam" })
+export type CallerTeam = typeof CallerTeam.Type
+
+/**
+ * `GET /agent/me`: who the caller is and the teams it may act in (its memberships in join order,
+ * at most `MAX_LISTED_TEAMS`; `teams_truncated` when it has more). `default_team_uid` is the team
+ * a request without the TEAM header acts in (the first membership), null for an instance
+ * administrator in no team. Nothing about any other principal or team.
+ */
+export class MeResponse extends Schema.Class<MeResponse>("MeResponse")({
+  principal: PrincipalRef,
+  instance_admin: Schema.Boolean,
+  teams: Schema.Array(CallerTeam),
+  teams_truncated: Schema.Boolean,
+  default_team_uid: Schema.NullOr(TeamUid)
 }) {}

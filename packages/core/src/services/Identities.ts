@@ -32,6 +32,10 @@
  *   `memberships[i].team_uid`, and nothing is created.
  * - Revoking a token that is already revoked succeeds and keeps its first revocation time; an
  *   unknown token id is a 404.
+ * - `me` (`GET /agent/me`) answers the caller's own principal and memberships, read again by the
+ *   uid `authenticate` resolved (never by anything the request names), with each team's name, in
+ *   join order, capped at `MAX_LISTED_TEAMS`. An agent calling with its run token acts in its
+ *   run's team only: that team is the only one listed, with the role it acts with there.
  */
 import { Clock, DateTime, Effect, Option } from "effect"
 import type { Viewer } from "../domain/Access.js"
@@ -41,6 +45,8 @@ import {
   CreateTokenResponse,
   DEFAULT_MAX_CONCURRENT_RUNS,
   ListTeamsResponse,
+  MAX_LISTED_TEAMS,
+  MeResponse,
   Principal,
   Team,
   TOKEN_PREFIX,
@@ -298,10 +304,33 @@ export class Identities extends Effect.Service<Identities>()("@agent-runs/core/I
       storageUnavailable
     )
 
+    /** Who the caller is and the teams it may act in (see the module's decisions). */
+    const me = Effect.fn("Identities.me")(
+      function*(viewer: Viewer) {
+        const principal = Option.getOrUndefined(yield* store.getPrincipal(viewer.principal_uid))
+        if (principal === undefined) return yield* unauthenticated()
+        const memberships = viewer.acting_run_id === undefined
+          ? principal.memberships
+          : principal.memberships.filter((m) => m.team_uid === viewer.team_uid).map((m) => ({ ...m, role: viewer.role }))
+        const listed = memberships.slice(0, MAX_LISTED_TEAMS)
+        const teams = yield* Effect.forEach(listed, (m) =>
+          Effect.map(store.getTeam(m.team_uid), Option.map((team) => ({ uid: team.uid, name: team.name, role: m.role }))))
+        return new MeResponse({
+          principal: { type: principal.type, uid: principal.uid, display_name: principal.display_name },
+          instance_admin: viewer.instance_admin,
+          teams: teams.flatMap(Option.toArray),
+          teams_truncated: memberships.length > listed.length,
+          default_team_uid: memberships[0]?.team_uid ?? null
+        })
+      },
+      storageUnavailable
+    )
+
     return {
       generateToken,
       hashToken,
       authenticate,
+      me,
       bootstrap,
       createTeam,
       listTeams,
