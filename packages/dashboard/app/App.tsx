@@ -1,47 +1,40 @@
 /**
- * The app's shell: the sign-in page until the tab has a token, then the header (the team to act
- * in, sign out) and the page of the current route. A 401 from the API anywhere returns to the
- * sign-in page with the API's reason.
+ * The app's shell: the sign-in page until the tab has a token, then the header (who is signed in,
+ * the team to act in from `GET /agent/me`, sign out) and the page of the current route. A 401 from
+ * the API anywhere opens the sign-in form in a dialog over the page, with the API's reason: the
+ * page stays mounted, so what was typed in it is still there after signing in again.
  */
 import { useEffect, useRef, useState } from "preact/hooks"
-import { ApiError, request, session, whenUnauthorized } from "./api.js"
+import { ApiError, type Me, request, session, whenUnauthorized } from "./api.js"
 import { EnvironmentsPage, SchedulesPage, SecretsPage, WebhookPage, WebhooksPage, WorkersPage } from "./Factory.js"
 import { followLink, hrefOf, type Location, useLocation } from "./router.js"
 import { RunPage } from "./RunPage.js"
 import { RunsPage } from "./RunsPage.js"
-import { SignIn } from "./SignIn.js"
+import { SignIn, SignInAgain } from "./SignIn.js"
 
-/** The team switcher: the team uid this tab acts in (the API has no list of a caller's teams). */
-const TeamSwitcher = (props: { readonly onSwitched: () => void }) => {
-  const [team, setTeam] = useState(session.team())
-  const [error, setError] = useState<string | undefined>(undefined)
-  const submit = async (event: Event) => {
-    event.preventDefault()
-    try {
-      await request("/agent/runs?limit=1", { team: team.trim() })
-      session.setTeam(team.trim())
-      setError(undefined)
-      props.onSwitched()
-    } catch (failure) {
-      setError(failure instanceof ApiError ? failure.message : String(failure))
-    }
-  }
+/**
+ * The team this tab acts in: a select of the caller's teams when it has several (by name, the uid
+ * beside a name two teams share), the team's name alone when it has one.
+ */
+const TeamSwitcher = (props: { readonly me: Me; readonly team: string; readonly onSwitch: (team: string) => void }) => {
+  const { teams } = props.me
+  if (teams.length === 0) return <span class="team muted">In no team</span>
+  if (teams.length === 1) return <span class="team"><span class="muted">Team</span> {teams[0]!.name}</span>
+  const shared = (name: string) => teams.filter((t) => t.name === name).length > 1
   return (
-    <form class="team" method="post" onSubmit={submit}>
+    <span class="team">
       <label for="team">Team</label>
-      <input
-        id="team"
-        placeholder="first team"
-        autocomplete="off"
-        value={team}
-        onInput={(e) => setTeam(e.currentTarget.value)}
-        aria-describedby={error === undefined ? undefined : "team-error"}
-      />
-      <button type="submit">Switch</button>
-      {error === undefined ? null : <span class="error" id="team-error" role="alert">{error}</span>}
-    </form>
+      <select id="team" value={props.team} onChange={(e) => props.onSwitch(e.currentTarget.value)}>
+        {teams.map((t) => <option key={t.uid} value={t.uid}>{shared(t.name) ? `${t.name} (${t.uid})` : t.name}</option>)}
+      </select>
+      {props.me.teams_truncated ? <span class="muted">(your first {teams.length} teams)</span> : null}
+    </span>
   )
 }
+
+/** The team to act in: the tab's when the caller is still a member of it, else the caller's first. */
+const teamFor = (me: Me, wanted: string): string =>
+  me.teams.some((t) => t.uid === wanted) ? wanted : me.default_team_uid ?? ""
 
 /** The sections of the app: their route and name in the navigation. */
 const SECTIONS: ReadonlyArray<readonly [string, string]> = [
@@ -78,6 +71,12 @@ const pageOf = (location: Location, generation: number) => {
 export const App = () => {
   const [signedIn, setSignedIn] = useState(session.token() !== null)
   const [reason, setReason] = useState<string | undefined>(undefined)
+  // Why the token stopped working while a page is open: the sign-in dialog is shown over it.
+  const [expired, setExpired] = useState<string | undefined>(undefined)
+  // The caller and its teams (GET /agent/me); an error when they could not be read.
+  const [me, setMe] = useState<Me | undefined>(undefined)
+  const [meError, setMeError] = useState<string | undefined>(undefined)
+  const [team, setTeam] = useState(session.team())
   // Bumped when the team changes: pages load again.
   const [generation, setGeneration] = useState(0)
   const location = useLocation()
@@ -95,18 +94,56 @@ export const App = () => {
 
   useEffect(() => {
     whenUnauthorized((why) => {
-      session.signOut()
-      setReason(`Signed out: ${why}`)
-      setSignedIn(false)
+      session.forgetToken()
+      setExpired(`Signed out: ${why}`)
     })
   }, [])
+
+  /** Acts in `next` from now on (the tab's TEAM header); pages load again when it changes. */
+  const actIn = (next: string) => {
+    session.setTeam(next)
+    if (next !== team) {
+      setTeam(next)
+      setGeneration((n) => n + 1)
+    }
+  }
+
+  // A tab opened with a token (a reload): who it is, before any page loads.
+  useEffect(() => {
+    if (!signedIn || me !== undefined) return
+    request<Me>("/agent/me", { team: "" }).then(
+      (found) => {
+        setMe(found)
+        actIn(teamFor(found, session.team()))
+      },
+      (failure: unknown) => {
+        // A 401 opens the sign-in dialog; anything else leaves the tab's team as it was.
+        if (!(failure instanceof ApiError && failure.status === 401)) {
+          setMeError(`Your teams could not be read: ${failure instanceof ApiError ? failure.message : String(failure)}`)
+        }
+      }
+    )
+  }, [signedIn])
+
+  const signOut = () => {
+    session.signOut()
+    setReason("You signed out.")
+    setExpired(undefined)
+    setMe(undefined)
+    setMeError(undefined)
+    setSignedIn(false)
+  }
 
   if (!signedIn) {
     return (
       <SignIn
         reason={reason}
-        onSignedIn={(token, team) => {
-          session.signIn(token, team)
+        onSignedIn={(token, found) => {
+          const next = teamFor(found, session.team())
+          session.signIn(token, next)
+          setTeam(next)
+          setMe(found)
+          setMeError(undefined)
           setReason(undefined)
           setSignedIn(true)
         }}
@@ -133,22 +170,35 @@ export const App = () => {
             </a>
           ))}
         </nav>
-        <TeamSwitcher onSwitched={() => setGeneration((n) => n + 1)} />
-        <button
-          type="button"
-          class="secondary"
-          onClick={() => {
-            session.signOut()
-            setReason("You signed out.")
-            setSignedIn(false)
-          }}
-        >
-          Sign out
-        </button>
+        {me === undefined ? null : <TeamSwitcher me={me} team={team} onSwitch={actIn} />}
+        {meError === undefined ? null : <span class="error" role="alert">{meError}</span>}
+        <span class="who">
+          {me === undefined ? null : <>Signed in as <strong>{me.principal.display_name}</strong></>}
+          <button type="button" class="secondary" onClick={signOut}>Sign out</button>
+        </span>
       </header>
       <main id="main" tabIndex={-1}>
-        {pageOf(location, generation)}
+        {me === undefined && meError === undefined ? <p class="muted">Loading…</p> : pageOf(location, generation)}
       </main>
+      {expired === undefined ? null : (
+        <SignInAgain
+          reason={expired}
+          onSignOut={signOut}
+          onSignedIn={(token, found) => {
+            // Someone else signing in gets fresh pages; the same caller keeps the page as it was.
+            const same = me?.principal.uid === found.principal.uid
+            session.signIn(token, teamFor(found, session.team()))
+            setMe(found)
+            setMeError(undefined)
+            setExpired(undefined)
+            if (same) actIn(session.team())
+            else {
+              setTeam(session.team())
+              setGeneration((n) => n + 1)
+            }
+          }}
+        />
+      )}
     </>
   )
 }

@@ -1,31 +1,36 @@
 /**
- * Sign-in: a token (kept in this tab's sessionStorage only) and, optionally, the team to act in.
- * The token is checked against the API before the app opens; a refused one is shown with the
- * API's reason, and what was typed stays in the fields.
+ * Sign-in: a token (kept in this tab's sessionStorage only). It is checked before the app opens:
+ * first that it holds only characters a token can have (anything else could not even be sent,
+ * and would look like an unreachable service), then against the API (`GET /agent/me`, which also
+ * names the caller's teams). A refused token is shown with the reason beside the field, and what
+ * was typed stays in it.
+ *
+ * `SignIn` is the page of a tab without a token; `SignInAgain` is the same form in a modal dialog
+ * over the page, when the token stops working mid-session, so that nothing typed in the page is
+ * lost (docs/dashboard.md).
  */
-import { useState } from "preact/hooks"
-import { ApiError, request } from "./api.js"
+import { useEffect, useRef, useState } from "preact/hooks"
+import { ApiError, type Me, request, tokenProblem } from "./api.js"
 
-export const SignIn = (props: {
-  readonly reason: string | undefined
-  readonly onSignedIn: (token: string, team: string) => void
-}) => {
+type SignedIn = (token: string, me: Me) => void
+
+const SignInForm = (props: { readonly reason: string | undefined; readonly onSignedIn: SignedIn }) => {
   const [token, setToken] = useState("")
-  const [team, setTeam] = useState("")
   const [error, setError] = useState<string | undefined>(props.reason)
   const [busy, setBusy] = useState(false)
 
   const submit = async (event: Event) => {
     event.preventDefault()
     const trimmed = token.trim()
-    if (trimmed === "") {
-      setError("Enter an API token.")
+    const problem = trimmed === "" ? "Enter an API token." : tokenProblem(trimmed)
+    if (problem !== undefined) {
+      setError(problem)
       return
     }
     setBusy(true)
     try {
-      await request("/agent/runs?limit=1", { token: trimmed, team: team.trim() })
-      props.onSignedIn(trimmed, team.trim())
+      const me = await request<Me>("/agent/me", { token: trimmed, team: "" })
+      props.onSignedIn(trimmed, me)
     } catch (failure) {
       setError(failure instanceof ApiError ? failure.message : String(failure))
     } finally {
@@ -34,30 +39,69 @@ export const SignIn = (props: {
   }
 
   return (
-    <main class="sign-in" id="main">
-      <h1>Agent Runs</h1>
-      <form method="post" onSubmit={submit} aria-describedby={error === undefined ? undefined : "sign-in-error"}>
-        <p>Sign in with an API token. It is kept in this browser tab only and forgotten when the tab closes.</p>
-        <div class="field">
-          <label for="token">API token</label>
-          <input
-            id="token"
-            name="token"
-            type="password"
-            autocomplete="off"
-            spellcheck={false}
-            required
-            value={token}
-            onInput={(e) => setToken(e.currentTarget.value)}
-          />
-        </div>
-        <div class="field">
-          <label for="sign-in-team">Team uid <span class="muted">(optional: your first team when empty)</span></label>
-          <input id="sign-in-team" name="team" autocomplete="off" value={team} onInput={(e) => setTeam(e.currentTarget.value)} />
-        </div>
-        {error === undefined ? null : <p class="error" id="sign-in-error" role="alert">{error}</p>}
-        <button type="submit" disabled={busy}>{busy ? "Signing in…" : "Sign in"}</button>
-      </form>
-    </main>
+    <form method="post" onSubmit={submit}>
+      <p>Sign in with an API token. It is kept in this browser tab only and forgotten when the tab closes.</p>
+      <div class="field">
+        <label for="token">API token</label>
+        <input
+          id="token"
+          name="token"
+          type="password"
+          autocomplete="off"
+          spellcheck={false}
+          required
+          value={token}
+          onInput={(e) => setToken(e.currentTarget.value)}
+          aria-invalid={error === undefined ? undefined : true}
+          aria-describedby={error === undefined ? undefined : "token-error"}
+        />
+        {error === undefined ? null : <p class="error" id="token-error" role="alert">{error}</p>}
+      </div>
+      <button type="submit" disabled={busy}>{busy ? "Signing in…" : "Sign in"}</button>
+    </form>
+  )
+}
+
+/** The sign-in page of a tab without a token. */
+export const SignIn = (props: { readonly reason: string | undefined; readonly onSignedIn: SignedIn }) => (
+  <main class="sign-in" id="main">
+    <h1>Agent Runs</h1>
+    <SignInForm reason={props.reason} onSignedIn={props.onSignedIn} />
+  </main>
+)
+
+/**
+ * The sign-in form in a modal dialog over the page the token stopped working in: the page stays
+ * mounted behind it (inert while the dialog is open), so its fields keep what was typed. Escape
+ * does not close it; "Sign out" leaves the page. The browser gives the focus to the token field
+ * when it opens, and back to where it was when it goes.
+ */
+export const SignInAgain = (props: {
+  readonly reason: string
+  readonly onSignedIn: SignedIn
+  readonly onSignOut: () => void
+}) => {
+  const dialog = useRef<HTMLDialogElement>(null)
+  useEffect(() => {
+    const element = dialog.current
+    if (element !== null && !element.open) element.showModal()
+  }, [])
+  return (
+    <dialog
+      ref={dialog}
+      class="sign-in-again"
+      aria-labelledby="sign-in-again-title"
+      onCancel={(e) => e.preventDefault()}
+      // A browser may close it anyway (a second Escape): while it is on the page, it opens again.
+      onClose={(e) => {
+        const element = e.currentTarget
+        if (element.isConnected && !element.open) element.showModal()
+      }}
+    >
+      <h2 id="sign-in-again-title">Sign in again</h2>
+      <p class="muted">What you typed on this page is kept.</p>
+      <SignInForm reason={props.reason} onSignedIn={props.onSignedIn} />
+      <button type="button" class="secondary" onClick={props.onSignOut}>Sign out</button>
+    </dialog>
   )
 }

@@ -1,7 +1,9 @@
 /**
  * The app's only way out: the public API under `<prefix>/api/v1`, with the bearer token and the
  * team of this browser tab. The token and the team are kept in `sessionStorage` (gone when the
- * tab closes), never in a URL. A 401 anywhere signs the tab out with the API's reason.
+ * tab closes), never in a URL. A 401 anywhere forgets the token and tells the app the API's
+ * reason (it asks for a token again over the page, keeping what was typed). A token that cannot be
+ * sent in a header is refused before any call (`tokenProblem`).
  */
 
 /** The mount prefix the server named in `<meta name="agent-runs-base">` (`""` at the root). */
@@ -25,10 +27,38 @@ export const session = {
     if (team === "") sessionStorage.removeItem(TEAM_KEY)
     else sessionStorage.setItem(TEAM_KEY, team)
   },
+  /** Forgets the token only (it stopped working): the team stays for signing in again. */
+  forgetToken: (): void => {
+    sessionStorage.removeItem(TOKEN_KEY)
+  },
   signOut: (): void => {
     sessionStorage.removeItem(TOKEN_KEY)
     sessionStorage.removeItem(TEAM_KEY)
   }
+}
+
+/** What a token may hold: visible ASCII, as every HTTP header value (an API token is `ar_` and base64url). */
+const TOKEN_CHARACTER = /[\x21-\x7e]/
+
+const nameOf = (character: string): string => {
+  const code = `U+${character.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`
+  if (character === " ") return "a space"
+  if (character === "\t") return "a tab"
+  if (character === "\n" || character === "\r") return "a line break"
+  // Invisible characters are named by their code only.
+  return /^[\p{L}\p{N}\p{P}\p{S}]$/u.test(character) ? `“${character}” (${code})` : code
+}
+
+/**
+ * Why `token` cannot be a token, or undefined when it may be one: a character outside visible
+ * ASCII (a space, a line break, a letter with an accent, a typographic quote…) cannot even be
+ * sent in a header, so `fetch` would fail as if the service could not be reached.
+ */
+export const tokenProblem = (token: string): string | undefined => {
+  const wrong = [...new Set([...token].filter((c) => !TOKEN_CHARACTER.test(c)))]
+  if (wrong.length === 0) return undefined
+  const named = wrong.slice(0, 5).map(nameOf).join(", ")
+  return `The token has characters a token never has: ${named}${wrong.length > 5 ? ", …" : ""}. Copy it again, exactly as it was given.`
 }
 
 /** An answer of the API that is not a success: its status, its `error` text and the field it names. */
@@ -79,6 +109,8 @@ export const request = async <A>(path: string, options: RequestOptions = {}): Pr
   const token = options.token ?? session.token()
   const team = options.team ?? session.team()
   const headers: Record<string, string> = { accept: "application/json" }
+  const malformed = token === null ? undefined : tokenProblem(token)
+  if (malformed !== undefined) throw new ApiError(0, malformed, undefined, undefined)
   if (token !== null) headers["authorization"] = `Bearer ${token}`
   if (team !== "") headers["x-team-uid"] = team
   if (options.body !== undefined) headers["content-type"] = "application/json"
@@ -126,6 +158,15 @@ export interface PrincipalRef {
   readonly type: string
   readonly uid: string
   readonly display_name: string
+}
+
+/** `GET /agent/me`: the caller and the teams it may act in. */
+export interface Me {
+  readonly principal: PrincipalRef
+  readonly instance_admin: boolean
+  readonly teams: ReadonlyArray<{ readonly uid: string; readonly name: string; readonly role: string }>
+  readonly teams_truncated: boolean
+  readonly default_team_uid: string | null
 }
 
 export interface Artifact {
