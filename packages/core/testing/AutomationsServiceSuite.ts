@@ -40,6 +40,10 @@ const testFilter = (viewer: Viewer, id: AutomationId, deliveryId: string) =>
     (request) => Effect.flatMap(Automations, (a) => a.testFilter(viewer, id, request))
   )
 
+/** test-filter with any body (a pasted payload, both fields, neither). */
+const testBody = (viewer: Viewer, id: AutomationId, body: unknown) =>
+  Effect.flatMap(decodeTest(body), (request) => Effect.flatMap(Automations, (a) => a.testFilter(viewer, id, request)))
+
 const webhookOf = (world: World, name: string) =>
   Effect.flatMap(decodeWebhook({ name }), (request) => Effect.flatMap(Webhooks, (w) => w.create(world.admin, request)))
     .pipe(Effect.map((w) => w.uid))
@@ -400,6 +404,58 @@ export const automationsServiceSuite = <E>(name: string, storage: Layer.Layer<St
           expect((yield* failureOf(testFilter(world.admin, filtered.id, foreign)))._tag).toBe("ResourceNotFound")
           expect((yield* failureOf(testFilter(world.admin, uid(), matching)))._tag).toBe("ResourceNotFound")
           expectInvalid(yield* failureOf(testFilter(world.admin, filtered.id, "not-an-id")), "delivery_id")
+        }))
+
+      it.effect("test-filter: a pasted payload is judged as a logged accepted delivery with that body would be", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const selected = yield* webhookOf(world, "selected")
+          const filtered = yield* create(world.admin, {
+            name: "opened PRs",
+            prompt: "p",
+            trigger: trigger([selected], { action: ["opened", "reopened"], pull_request: { draft: { exists: false } } })
+          })
+          const unfiltered = yield* create(world.admin, { name: "all", prompt: "p", trigger: trigger([selected]) })
+          const payloads: ReadonlyArray<unknown> = [
+            { action: "opened", pull_request: { id: 7 } },
+            { action: "closed", pull_request: { draft: true } },
+            { action: "reopened", pull_request: { draft: null } },
+            "just a string",
+            null,
+            [1, 2],
+            {}
+          ]
+          for (const payload of payloads) {
+            const logged = yield* logDelivery(selected, "ACCEPTED", payload)
+            for (const automation of [filtered, unfiltered]) {
+              // A viewer may test too: it changes nothing.
+              const pasted = yield* testBody(world.viewer, automation.id, { payload, headers: { "x-github-event": "pull_request" } })
+              expect(pasted).toEqual(yield* testFilter(world.admin, automation.id, logged))
+            }
+          }
+          const no = yield* testBody(world.admin, filtered.id, { payload: { action: "closed" } })
+          expect(no.result).toBe("WOULD_NOT_TRIGGER")
+          expect(no.reasons[0]).toContain("payload.action")
+          expect((yield* testBody(world.admin, filtered.id, { payload: { action: "opened" } })).result).toBe("WOULD_TRIGGER")
+
+          // Exactly one of delivery_id and payload.
+          const logged = yield* logDelivery(selected, "ACCEPTED", { action: "opened" })
+          expectInvalid(yield* failureOf(testBody(world.admin, filtered.id, { delivery_id: logged, payload: {} })), "payload")
+          expectInvalid(yield* failureOf(testBody(world.admin, filtered.id, {})), "delivery_id")
+          expectInvalid(yield* failureOf(testBody(world.admin, filtered.id, { headers: { a: "b" } })), "delivery_id")
+          expectInvalid(yield* failureOf(testBody(world.admin, filtered.id, { payload: {}, headers: { a: 1 } })), "headers.a")
+
+          // Bounded like a delivery's body (256 KiB of JSON): 413 naming payload.
+          const big = { text: "x".repeat(256 * 1024) }
+          const tooLarge = yield* failureOf(testBody(world.admin, filtered.id, { payload: big }))
+          expect(tooLarge._tag).toBe("PayloadTooLarge")
+          expect((tooLarge as { message: string }).message.startsWith("payload: ")).toBe(true)
+          const fits = { text: "x".repeat(256 * 1024 - 20) }
+          expect((yield* testBody(world.admin, unfiltered.id, { payload: fits })).result).toBe("WOULD_TRIGGER")
+
+          // Another team's automation is a 404 whatever the body.
+          const other = yield* seedWorld()
+          expect((yield* failureOf(testBody(other.admin, filtered.id, { payload: {} })))._tag).toBe("ResourceNotFound")
         }))
     })
   })

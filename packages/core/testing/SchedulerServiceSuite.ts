@@ -15,7 +15,12 @@ import { type ScheduleTiming, ScheduleStore, type StoredSchedule } from "../src/
 import { StorageError } from "../src/ports/Storage.js"
 import { Runs } from "../src/services/Runs.js"
 import { defaultQuotas, Quotas } from "../src/domain/Quotas.js"
-import { CreateScheduledAgentRequest, ScheduledAgentItem, UpdateScheduledAgentRequest } from "../src/domain/Schedule.js"
+import {
+  CreateScheduledAgentRequest,
+  PreviewScheduleRequest,
+  ScheduledAgentItem,
+  UpdateScheduledAgentRequest
+} from "../src/domain/Schedule.js"
 import * as Scheduler from "../src/engine/Scheduler.js"
 import { Schedules } from "../src/services/Schedules.js"
 import { makeEnvironment } from "./CatalogConformance.js"
@@ -380,6 +385,105 @@ export const schedulerServiceSuite = <E>(name: string, storage: Layer.Layer<Stor
         expect(yield* errorOf(left.item.id)).toBe("the schedule's last editor (Alice) is no longer a member of its team")
         expect(yield* errorOf(viewer.item.id)).toBe("viewers cannot create runs")
         expect(yield* errorOf(created.id)).toBeNull()
+      }))
+
+    test("run now starts one run at once, even paused, as the caller; listed in the history, the ticks untouched", () =>
+      Effect.gen(function*() {
+        yield* at(T0)
+        const world = yield* seedWorld()
+        const elsewhere = yield* seedWorld()
+        const schedules = yield* Schedules
+        const created = yield* schedule(world.alice, { cron_schedule: "0 * * * *" })
+        const paused = yield* schedules.pause(world.alice, created.id)
+        expect(paused.enabled).toBe(false)
+
+        yield* at(T0 + 5 * SECOND)
+        const started = yield* schedules.runNow(world.bob, created.id)
+        expect(started.state).toBe("QUEUED")
+        const [run, ...others] = yield* runsOf(world.alice, created)
+        expect(others).toEqual([])
+        expect(run!.run_id).toBe(started.run_id)
+        expect(run!.source).toBe("SCHEDULED_AGENT")
+        expect(run!.schedule).toEqual({ schedule_id: created.id, schedule_name: "nightly", cron_schedule: "0 * * * *" })
+        expect(run!.metadata).toEqual({ manual: "true" })
+        expect(run!.prompt).toBe("Tidy up the repository")
+        // The caller's run, not the schedule's last editor's.
+        expect(run!.creator.uid).toBe(world.bob.principal_uid)
+        expect(run!.scope).toEqual({ type: "Team", uid: world.team })
+
+        const item = yield* read(world.alice, created)
+        expect(item.enabled).toBe(false)
+        expect(item.history.recent_runs.map((r) => [r.run_id, DateTime.formatIso(r.scheduled_for)])).toEqual([
+          [run!.run_id, iso(T0 + 5 * SECOND)]
+        ])
+        expect(item.history.last_ran).toBeNull()
+        expect(item.last_spawn_error).toBeNull()
+
+        // Resumed, the schedule fires its next tick as before (the watermark did not move), and both runs are listed.
+        yield* schedules.resume(world.alice, created.id)
+        const scheduler = yield* Scheduler.make
+        yield* at(Date.UTC(2026, 4, 1, 10, 0, 0, 200))
+        expect(yield* scheduler.pass).toMatchObject({ due: 1, started: 1 })
+        const after = yield* read(world.alice, created)
+        expect(after.history.recent_runs.map((r) => DateTime.formatIso(r.scheduled_for))).toEqual([
+          "2026-05-01T10:00:00.000Z",
+          iso(T0 + 5 * SECOND)
+        ])
+        expect(DateTime.formatIso(after.history.last_ran!)).toBe("2026-05-01T10:00:00.000Z")
+
+        // A viewer may not; another team's member does not see it (404) and starts nothing.
+        const refused = yield* Effect.flip(schedules.runNow(world.viewer, created.id))
+        expect(refused._tag).toBe("NotAuthorized")
+        const hidden = yield* Effect.flip(schedules.runNow(elsewhere.admin, created.id))
+        expect(hidden._tag).toBe("ResourceNotFound")
+        expect((yield* runsOf(world.alice, created)).length).toBe(2)
+        // A User-scoped schedule is hidden from the other members of its team.
+        const own = yield* schedule(world.bob, { team: false, name: "mine" })
+        expect((yield* Effect.flip(schedules.runNow(world.alice, own.id)))._tag).toBe("ResourceNotFound")
+      }))
+
+    test("run now goes through the run checks and quota: a refused run creates nothing and lists nothing", () =>
+      Effect.gen(function*() {
+        yield* at(T0)
+        const world = yield* seedWorld()
+        const environment = makeEnvironment({ team: world.team, creator: world.alice.principal_uid, teamScope: false })
+        yield* Effect.flatMap(EnvironmentStore, (environments) => environments.create(environment))
+        const created = yield* schedule(world.alice, { agent_config: { environment_id: environment.item.uid } })
+        // Bob may run the Team schedule but may not use Alice's own environment.
+        const refused = yield* Effect.flip(Effect.flatMap(Schedules, (s) => s.runNow(world.bob, created.id)))
+        expect(refused._tag).toBe("NotAuthorized")
+        expect(refused.message).toContain("config.environment_id")
+        expect(yield* runsOf(world.alice, created)).toEqual([])
+        expect((yield* read(world.alice, created)).history.recent_runs).toEqual([])
+        const mine = yield* Effect.flatMap(Schedules, (s) => s.runNow(world.alice, created.id))
+        expect((yield* read(world.alice, created)).history.recent_runs.map((r) => r.run_id)).toEqual([mine.run_id])
+      }))
+
+    test("preview words an expression and lists its next fire times in its zone, as creation checks it", () =>
+      Effect.gen(function*() {
+        yield* at(T0)
+        const schedules = yield* Schedules
+        const preview = yield* schedules.preview(
+          new PreviewScheduleRequest({ cron_schedule: "0 9 * * 1-5", timezone: "Europe/Paris", count: 3 })
+        )
+        expect(preview.description).toBe("at 09:00 on Monday through Friday")
+        // 2026-05-01 is a Friday; Paris is UTC+2 in May.
+        expect(preview.next_runs.map(DateTime.formatIso)).toEqual([
+          "2026-05-04T07:00:00.000Z",
+          "2026-05-05T07:00:00.000Z",
+          "2026-05-06T07:00:00.000Z"
+        ])
+        const defaults = yield* schedules.preview(new PreviewScheduleRequest({ cron_schedule: "*/15 * * * *" }))
+        expect(defaults.description).toBe("every 15 minutes")
+        expect(defaults.next_runs.map(DateTime.formatIso)).toEqual([
+          "2026-05-01T09:15:00.000Z",
+          "2026-05-01T09:30:00.000Z",
+          "2026-05-01T09:45:00.000Z",
+          "2026-05-01T10:00:00.000Z",
+          "2026-05-01T10:15:00.000Z"
+        ])
+        const invalid = yield* Effect.flip(schedules.preview(new PreviewScheduleRequest({ cron_schedule: "0 0 30 2 *" })))
+        expect(invalid).toMatchObject({ _tag: "InvalidRequest", field: "cron_schedule" })
       }))
   })
 }

@@ -41,6 +41,9 @@ const expectedEndpoints = [
   "DELETE /agent/schedules/{scheduleId}",
   "POST /agent/schedules/{scheduleId}/pause",
   "POST /agent/schedules/{scheduleId}/resume",
+  // ours: a schedule run by hand, and a cron expression in words with its next fire times (the web dashboard)
+  "POST /agent/schedules/{scheduleId}/run",
+  "POST /agent/schedules/preview",
   // ours: environments, webhooks, automations, secrets, events, harness support
   "POST /agent/environments",
   "GET /agent/environments/{uid}",

@@ -36,6 +36,18 @@ export const ScheduledRunRef = Schema.Struct({
 }).annotations({ identifier: "ScheduledRunRef" })
 export type ScheduledRunRef = typeof ScheduledRunRef.Type
 
+/** How many runs `history.recent_runs` keeps by default (the scheduler's `recentRuns`). */
+export const DEFAULT_RECENT_RUNS = 10
+
+/** Recent runs newest first (by the time each was started for, then by run id, descending), at most `limit`. */
+export const newestRunsFirst = (runs: Iterable<ScheduledRunRef>, limit: number): ReadonlyArray<ScheduledRunRef> =>
+  [...runs]
+    .sort((a, b) =>
+      DateTime.toEpochMillis(b.scheduled_for) - DateTime.toEpochMillis(a.scheduled_for) ||
+      (a.run_id < b.run_id ? 1 : a.run_id > b.run_id ? -1 : 0)
+    )
+    .slice(0, Math.max(0, limit))
+
 /** Scheduler-derived history: newest runs first. */
 export const ScheduleHistory = Schema.Struct({
   last_ran: Schema.NullOr(Timestamp),
@@ -109,4 +121,29 @@ export class DeleteScheduledAgentResponse extends Schema.Class<DeleteScheduledAg
   "DeleteScheduledAgentResponse"
 )({
   success: Schema.Literal(true)
+}) {}
+
+/** The most fire times `POST /agent/schedules/preview` lists. */
+export const MAX_PREVIEW_RUNS = 20
+
+/** The fire times `POST /agent/schedules/preview` lists by default. */
+export const DEFAULT_PREVIEW_RUNS = 5
+
+/**
+ * `POST /agent/schedules/preview`: a cron expression and time zone, checked as creation checks
+ * them; `count` fire times (1 to 20, default 5).
+ */
+export class PreviewScheduleRequest extends Schema.Class<PreviewScheduleRequest>("PreviewScheduleRequest")({
+  cron_schedule: NonBlankString,
+  timezone: Schema.optionalWith(TimeZoneName, { default: () => DEFAULT_TIMEZONE, nullable: true }),
+  count: Schema.optionalWith(
+    Schema.Int.pipe(Schema.between(1, MAX_PREVIEW_RUNS, { message: () => `must be an integer from 1 to ${MAX_PREVIEW_RUNS}` })),
+    { default: () => DEFAULT_PREVIEW_RUNS, nullable: true }
+  )
+}) {}
+
+/** The answer of `POST /agent/schedules/preview`: the expression in words and its next fire times, soonest first. */
+export class SchedulePreview extends Schema.Class<SchedulePreview>("SchedulePreview")({
+  description: Schema.String,
+  next_runs: Schema.Array(Timestamp)
 }) {}

@@ -61,12 +61,13 @@ import { IdentityStore } from "../ports/IdentityStore.js"
 import { ScheduleStore, ticksOf } from "../ports/ScheduleStore.js"
 import type { ScheduleTicks, StoredSchedule, TicksRecord, TicksWrite } from "../ports/ScheduleStore.js"
 import type { KeyHolder } from "../ports/Storage.js"
-import { RunAgentRequest } from "../domain/Run.js"
 import type { RunState } from "../domain/RunState.js"
 import { Runs } from "../services/Runs.js"
 import { newLookups } from "../services/Runs.js"
 import type { CreationLookups, TickCreation, TickRequests } from "../services/Runs.js"
+import { DEFAULT_RECENT_RUNS, newestRunsFirst } from "../domain/Schedule.js"
 import type { ScheduledRunRef } from "../domain/Schedule.js"
+import { scheduleRunRequest } from "../services/Schedules.js"
 import { DEFAULT_MAX_DUE_TICKS, dueTicksFor } from "../domain/ScheduleStateMachine.js"
 import type { DueTick } from "../domain/ScheduleStateMachine.js"
 
@@ -94,7 +95,7 @@ export const defaultSettings: SchedulerSettings = {
   catchUpGraceMs: 2_000,
   batchSize: 250,
   concurrency: 2,
-  recentRuns: 10,
+  recentRuns: DEFAULT_RECENT_RUNS,
   maxTicks: DEFAULT_MAX_DUE_TICKS
 }
 
@@ -146,12 +147,7 @@ export const recordOutcomes = (part: ScheduleTicks, outcomes: ReadonlyArray<Tick
     }
     lastTickAt = Math.max(lastTickAt, t)
   }
-  const recent = [...runs.values()]
-    .sort((a, b) =>
-      DateTime.toEpochMillis(b.scheduled_for) - DateTime.toEpochMillis(a.scheduled_for) ||
-      (a.run_id < b.run_id ? 1 : a.run_id > b.run_id ? -1 : 0)
-    )
-    .slice(0, Math.max(0, limit))
+  const recent = newestRunsFirst(runs.values(), limit)
   return {
     lastTickAt,
     last_ran: lastRan === undefined ? null : DateTime.unsafeMake(lastRan),
@@ -283,18 +279,7 @@ export const make = Effect.gen(function*() {
     const item = schedule.item
     return {
       key: { _tag: "ScheduleTick", schedule_id: item.id, scheduled_for: tick.scheduledFor.getTime() },
-      requests: [{
-        viewer,
-        request: new RunAgentRequest(
-          { prompt: item.prompt, config: item.agent_config, ...(item.scope.type === "Team" ? { team: true } : {}) },
-          true
-        ),
-        options: {
-          source: "SCHEDULED_AGENT",
-          schedule: { schedule_id: item.id, schedule_name: item.name, cron_schedule: item.cron_schedule },
-          metadata: tick.backfilled ? { backfilled: "true" } : undefined
-        }
-      }]
+      requests: [scheduleRunRequest(schedule, viewer, tick.backfilled ? { backfilled: "true" } : undefined)]
     }
   }
 

@@ -34,6 +34,13 @@
  *   WOULD_NOT_TRIGGER with a reason naming its outcome (not an error, so an editor can test any
  *   logged delivery). A WOULD_TRIGGER verdict has one reason saying why. The verdict is about the
  *   trigger only: whether the automation or the webhook is enabled does not change it.
+ * - test-filter also takes a pasted `payload` (any JSON value) instead of a `delivery_id`: exactly
+ *   one of them (400 naming `payload` when both are sent, `delivery_id` when neither is). The
+ *   payload is read as an accepted delivery of a selected webhook would be: only the filter
+ *   decides (`PayloadFilter.explain`, what the ingress evaluates), its mismatches the reasons. It
+ *   is bounded like a delivery's body: its JSON over the ingress's limit (`MAX_DELIVERY_BYTES`,
+ *   256 KiB) is a 413 naming `payload`. `headers` may come with it; filters read only the body,
+ *   so they do not change the verdict.
  * - A storage failure is a 503 `resource_unavailable` (retryable).
  */
 import { Clock, DateTime, Effect, Either, Option } from "effect"
@@ -52,14 +59,15 @@ import type {
 } from "../domain/Automation.js"
 import { Conflict, InvalidRequest, NotAuthorized, ResourceNotFound } from "../domain/Errors.js"
 import { AutomationId, Ids } from "../domain/Ids.js"
-import type { WebhookUid } from "../domain/Ids.js"
+import type { DeliveryId, WebhookUid } from "../domain/Ids.js"
 import * as PayloadFilter from "../domain/PayloadFilter.js"
 import { AutomationStore } from "../ports/AutomationStore.js"
 import type { StoredAutomation } from "../ports/AutomationStore.js"
 import { EnvironmentStore } from "../ports/EnvironmentStore.js"
 import { IdentityStore } from "../ports/IdentityStore.js"
 import { WebhookStore } from "../ports/WebhookStore.js"
-import { checkPromptSizes, Quotas } from "../domain/Quotas.js"
+import { checkPromptSizes, checkSize, Quotas } from "../domain/Quotas.js"
+import { MAX_DELIVERY_BYTES } from "./Ingress.js"
 import type { AgentConfig } from "../domain/Run.js"
 import type { Delivery } from "../domain/Webhook.js"
 import { storageUnavailable } from "../internal/Services.js"
@@ -74,15 +82,40 @@ export interface FilterTest {
   readonly delivery: Delivery
 }
 
+const parsedFilter = (trigger: AutomationTrigger) =>
+  trigger.filter.payload === undefined
+    ? undefined
+    : Either.getOrThrow(PayloadFilter.parse(trigger.filter.payload, { root: FILTER_FIELD }))
+
+/** The verdict from the reasons found: any reason is a WOULD_NOT_TRIGGER; none, one reason why it would trigger. */
+const verdictOf = (filter: PayloadFilter.PayloadFilter | undefined, reasons: ReadonlyArray<string>): TestFilterResult =>
+  reasons.length > 0
+    ? new TestFilterResult({ result: "WOULD_NOT_TRIGGER", reasons })
+    : new TestFilterResult({
+      result: "WOULD_TRIGGER",
+      reasons: [
+        filter === undefined
+          ? "no payload filter: every accepted delivery of the selected webhooks starts a run"
+          : "the payload matches every condition of the filter"
+      ]
+    })
+
+/**
+ * The verdict of a trigger on a pasted payload, read as the body of an accepted delivery of a
+ * selected webhook: each filter mismatch as a reason, or one reason why it would trigger.
+ */
+export const payloadVerdict = (trigger: AutomationTrigger, payload: unknown): TestFilterResult => {
+  const filter = parsedFilter(trigger)
+  return verdictOf(filter, PayloadFilter.explain(filter, payload).reasons)
+}
+
 /**
  * The verdict of a trigger on a logged delivery of `webhook`: every failed condition as a reason
  * (not selected, not accepted, each filter mismatch), or one reason why it would trigger.
  */
 export const verdict = ({ delivery, trigger, webhook }: FilterTest): TestFilterResult => {
   const reasons: Array<string> = []
-  const filter = trigger.filter.payload === undefined
-    ? undefined
-    : Either.getOrThrow(PayloadFilter.parse(trigger.filter.payload, { root: FILTER_FIELD }))
+  const filter = parsedFilter(trigger)
   if (!trigger.filter.webhook_ids.includes(webhook)) {
     reasons.push(
       `delivery ${delivery.delivery_id} was received by webhook ${webhook}, which trigger.filter.webhook_ids does not select`
@@ -96,15 +129,7 @@ export const verdict = ({ delivery, trigger, webhook }: FilterTest): TestFilterR
   } else {
     reasons.push(...PayloadFilter.explain(filter, delivery.payload).reasons)
   }
-  if (reasons.length > 0) return new TestFilterResult({ result: "WOULD_NOT_TRIGGER", reasons })
-  return new TestFilterResult({
-    result: "WOULD_TRIGGER",
-    reasons: [
-      filter === undefined
-        ? "no payload filter: every accepted delivery of the selected webhooks starts a run"
-        : "the payload matches every condition of the filter"
-    ]
-  })
+  return verdictOf(filter, reasons)
 }
 
 const ADMINS_ONLY = "only team admins can manage automations"
@@ -270,24 +295,34 @@ export class Automations extends Effect.Service<Automations>()("@agent-runs/core
     )
 
     /** Finds a delivery in the selected webhooks' logs, then in the team's other webhooks'. */
-    const findDelivery = (viewer: Viewer, automation: StoredAutomation, request: TestFilterRequest) =>
+    const findDelivery = (viewer: Viewer, automation: StoredAutomation, deliveryId: DeliveryId) =>
       Effect.gen(function* () {
         // Only live webhooks: a deleted webhook's log may outlive it, but nothing can arrive there.
         const live = (yield* webhooks.list(viewer.team_uid)).map((w) => w.item.uid)
         const selected = automation.item.trigger.filter.webhook_ids.filter((uid) => live.includes(uid))
         const others = live.filter((uid) => !selected.includes(uid))
         for (const webhook of [...selected, ...others]) {
-          const found = yield* webhooks.delivery(webhook, request.delivery_id)
+          const found = yield* webhooks.delivery(webhook, deliveryId)
           if (Option.isSome(found)) return { webhook, delivery: found.value }
         }
-        return yield* ResourceNotFound.of("delivery", request.delivery_id)
+        return yield* ResourceNotFound.of("delivery", deliveryId)
       })
 
-    /** Would this automation's trigger start a run for a stored delivery, and why (not)? */
+    /** Would this automation's trigger start a run for a stored delivery, or a pasted payload, and why (not)? */
     const testFilter = Effect.fn("Automations.testFilter")(
       function* (viewer: Viewer, id: AutomationId, request: TestFilterRequest) {
         const automation = yield* requireAutomation(viewer, id)
-        const { delivery, webhook } = yield* findDelivery(viewer, automation, request)
+        if (request.delivery_id !== undefined && "payload" in request) {
+          return yield* InvalidRequest.forField("payload", "send either delivery_id (a logged delivery) or payload, not both")
+        }
+        if ("payload" in request) {
+          yield* checkSize("payload", JSON.stringify(request.payload), MAX_DELIVERY_BYTES)
+          return payloadVerdict(automation.item.trigger, request.payload)
+        }
+        if (request.delivery_id === undefined) {
+          return yield* InvalidRequest.forField("delivery_id", "is required: send delivery_id (a logged delivery) or payload (a body to test)")
+        }
+        const { delivery, webhook } = yield* findDelivery(viewer, automation, request.delivery_id)
         return verdict({ trigger: automation.item.trigger, webhook, delivery })
       },
       storageUnavailable

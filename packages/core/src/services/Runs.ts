@@ -553,11 +553,12 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
 
     /**
      * Creates a run from a decoded `RunAgentRequest` (callers decode bodies with `decodeRequest`
-     * or their transport's schema), admitted at once when the team has room.
+     * or their transport's schema), admitted at once when the team has room. `source` is the
+     * run's source, or every `CreateOptions` (a schedule's "run now" names its schedule).
      */
     const create = Effect.fn("Runs.create")(
-      function* (viewer: Viewer, request: RunAgentRequest, source: RunSourceType = "API") {
-        const prepared = yield* prepare(viewer, request, { source })
+      function* (viewer: Viewer, request: RunAgentRequest, source: RunSourceType | CreateOptions = "API") {
+        const prepared = yield* prepare(viewer, request, typeof source === "string" ? { source } : source)
         const [response] = yield* withCreationQuota([prepared], commit([prepared])).pipe(
           Effect.catchTag("DuplicateKey", Effect.die)
         )

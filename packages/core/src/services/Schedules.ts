@@ -18,12 +18,29 @@
  *   expression or zone counts from the time of the change (nothing missed is caught up).
  * - Writes are guarded by `updated_at`: a lost race re-reads and applies again once, then answers
  *   409 retryable. Pausing a paused schedule (or resuming an active one) changes nothing but is a 200.
+ * - Preview (`POST /agent/schedules/preview`) checks an expression and zone as creation does (400
+ *   naming `cron_schedule` or `timezone`) and answers it in words (CronDescription.ts) with its next
+ *   fire times from now (Cron.ts `nextFireTimes`, what the scheduler fires). It reads nothing
+ *   stored: any member of the team may call it, viewers included.
+ * - Run now (`POST /agent/schedules/{id}/run`) starts one run of the schedule at once, with the
+ *   run request the scheduler makes for a tick (`scheduleRunRequest`: prompt, configuration, Team
+ *   scope for a Team schedule, source `SCHEDULED_AGENT`, the schedule named on the run) plus
+ *   metadata `manual: "true"`, through `Runs.create`: the checks, admission and creation quota of
+ *   every run. Who may: as for pause and resume (404 hidden or unknown, 403 a viewer). The run is
+ *   the caller's (creator and the checks of its references), not the schedule's last editor's:
+ *   pressing the button gives no one else's permissions. A paused schedule can be run by hand; it
+ *   stays paused, and nothing of its ticks changes (watermark, `last_ran`, `last_spawn_error`). The
+ *   run is added to `history.recent_runs` (its `scheduled_for` the time it was started), by the
+ *   same compare-and-set as the scheduler's records; if that keeps losing, the run stands and
+ *   only the listing is missing (logged). `Runs` comes from the caller's context, so that the run
+ *   counts in the one creation quota of the service.
  */
 import { Clock, DateTime, Effect, Either, Option } from "effect"
+import { describe as describeCron } from "../domain/CronDescription.js"
 import { actAsProblem, canChange, canCreate, canSee, scopeFor } from "../domain/Access.js"
 import type { Viewer } from "../domain/Access.js"
 import type { PrincipalRef } from "../domain/Common.js"
-import { parseSchedule } from "../domain/Cron.js"
+import { nextFireTimes, parseSchedule } from "../domain/Cron.js"
 import { usableBy } from "./Environments.js"
 import { Conflict, FeatureNotAvailable, NotAuthorized, ResourceNotFound } from "../domain/Errors.js"
 import { Ids, type ScheduleId } from "../domain/Ids.js"
@@ -31,16 +48,27 @@ import { storageUnavailable } from "../internal/Services.js"
 import { EnvironmentStore } from "../ports/EnvironmentStore.js"
 import { IdentityStore } from "../ports/IdentityStore.js"
 import { RunStore } from "../ports/RunStore.js"
-import { ScheduleStore } from "../ports/ScheduleStore.js"
+import { ScheduleStore, ticksOf } from "../ports/ScheduleStore.js"
 import { checkPromptSizes, Quotas } from "../domain/Quotas.js"
 import type { StoredSchedule } from "../ports/ScheduleStore.js"
+import { RunAgentRequest } from "../domain/Run.js"
 import type { AgentConfig } from "../domain/Run.js"
 import {
+  DEFAULT_RECENT_RUNS,
   DeleteScheduledAgentResponse,
   ListScheduledAgentsResponse,
-  ScheduledAgentItem
+  newestRunsFirst,
+  ScheduledAgentItem,
+  SchedulePreview
 } from "../domain/Schedule.js"
-import type { CreateScheduledAgentRequest, UpdateScheduledAgentRequest } from "../domain/Schedule.js"
+import type {
+  CreateScheduledAgentRequest,
+  PreviewScheduleRequest,
+  ScheduledRunRef,
+  UpdateScheduledAgentRequest
+} from "../domain/Schedule.js"
+import { Runs } from "./Runs.js"
+import type { EventRunRequest } from "./Runs.js"
 import { initialState, isEnabled, nextRun, ScheduleEvent, transition } from "../domain/ScheduleStateMachine.js"
 
 const ownership = (schedule: StoredSchedule) => ({
@@ -48,6 +76,31 @@ const ownership = (schedule: StoredSchedule) => ({
   creator_uid: schedule.creator_uid,
   scope: schedule.item.scope
 })
+
+/**
+ * The run request of a schedule's run, made as `viewer`: its prompt and configuration, Team scope
+ * for a Team schedule, source `SCHEDULED_AGENT`, the schedule named on the run, and `metadata`
+ * (`backfilled` for a catch-up tick, `manual` for a run started by hand).
+ */
+export const scheduleRunRequest = (
+  schedule: StoredSchedule,
+  viewer: Viewer,
+  metadata?: Readonly<Record<string, string>>
+): EventRunRequest => {
+  const item = schedule.item
+  return {
+    viewer,
+    request: new RunAgentRequest(
+      { prompt: item.prompt, config: item.agent_config, ...(item.scope.type === "Team" ? { team: true } : {}) },
+      true
+    ),
+    options: {
+      source: "SCHEDULED_AGENT",
+      schedule: { schedule_id: item.id, schedule_name: item.name, cron_schedule: item.cron_schedule },
+      metadata
+    }
+  }
+}
 
 /** The schedules service. */
 export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Schedules", {
@@ -290,6 +343,56 @@ export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Sch
     const remove = (viewer: Viewer, id: ScheduleId) =>
       Effect.as(removed(viewer, id), new DeleteScheduledAgentResponse({ success: true }))
 
-    return { create, list, get, update, remove, pause, resume } as const
+    /** The expression in words and its next `count` fire times from now; reads nothing stored. */
+    const preview = Effect.fn("Schedules.preview")(function*(request: PreviewScheduleRequest) {
+      const schedule = yield* parseSchedule(request.cron_schedule, request.timezone)
+      const now = yield* Clock.currentTimeMillis
+      return new SchedulePreview({
+        description: describeCron(schedule),
+        next_runs: nextFireTimes(schedule, now, request.count).map((t) => DateTime.unsafeMake(t))
+      })
+    })
+
+    /**
+     * Adds a run started by hand to the schedule's recent runs, leaving the rest of the scheduler's
+     * part as it is: a compare-and-set, re-read when another write came first (10 times at most).
+     */
+    const listRecentRun = (id: ScheduleId, run: ScheduledRunRef) => {
+      const attempt = (triesLeft: number): Effect.Effect<void, unknown> =>
+        Effect.gen(function*() {
+          const current = yield* store.get(id)
+          if (Option.isNone(current)) return
+          const part = ticksOf(current.value)
+          const recent = part.history.recent_runs.filter((r) => r.run_id !== run.run_id)
+          yield* store.recordTicks(id, part, {
+            lastTickAt: part.lastTickAt,
+            last_ran: part.history.last_ran,
+            last_spawn_error: part.last_spawn_error,
+            recent_runs: newestRunsFirst([run, ...recent], Math.max(DEFAULT_RECENT_RUNS, part.history.recent_runs.length))
+          }).pipe(Effect.catchTag("StaleWrite", () =>
+            triesLeft <= 0 ? Effect.fail(new Error("the schedule kept changing")) : attempt(triesLeft - 1)
+          ))
+        })
+      return attempt(9).pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.logWarning(`schedules: run ${run.run_id} started by hand is missing from the recent runs of schedule ${id}`, cause)
+        )
+      )
+    }
+
+    const runNow = Effect.fn("Schedules.runNow")(
+      function*(viewer: Viewer, id: ScheduleId) {
+        const runs = yield* Runs
+        const schedule = yield* changeable(viewer, id)
+        const { options, request } = scheduleRunRequest(schedule, viewer, { manual: "true" })
+        const created = yield* runs.create(viewer, request, options)
+        const at = DateTime.unsafeMake(yield* Clock.currentTimeMillis)
+        yield* listRecentRun(id, { run_id: created.run_id, state: created.state, scheduled_for: at })
+        return created
+      },
+      storageUnavailable
+    )
+
+    return { create, list, get, update, remove, pause, resume, preview, runNow } as const
   })
 }) {}

@@ -61,11 +61,15 @@ export class AutomationsGroup extends HttpApiGroup.make("automations")
       .setPayload(Automation.TestFilterRequest)
       .addSuccess(Automation.TestFilterResult)
       .addError(Problems.ResourceNotFound, { status: 404 })
+      .addError(Problems.PayloadTooLarge, { status: 413 })
       .annotateContext(
         doc(
           "Test an automation's filter",
-          "Whether a stored delivery would start a run (WOULD_TRIGGER or WOULD_NOT_TRIGGER) and why. 404: unknown " +
-            "automation or delivery."
+          "Whether a stored delivery (`delivery_id`), or a pasted body (`payload`, any JSON value, with optional " +
+            "`headers`), would start a run (WOULD_TRIGGER or WOULD_NOT_TRIGGER) and why. Exactly one of delivery_id " +
+            "and payload (400 naming the field otherwise); a payload over 256 KiB (the webhook body limit) is a 413. " +
+            "A pasted payload is read as an accepted delivery of a selected webhook: only the filter decides. 404: " +
+            "unknown automation or delivery."
         )
       )
   )

@@ -1,6 +1,6 @@
-/** Scheduled agents: CRUD, pause and resume. */
+/** Scheduled agents: CRUD, pause and resume, run now, and the preview of a cron expression. */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
-import { Schedule } from "@agent-runs/core"
+import { Run, Schedule } from "@agent-runs/core"
 import * as Problems from "../Problems.js"
 import { Authentication, TeamHeaders } from "../Security.js"
 import { doc } from "./Doc.js"
@@ -21,6 +21,20 @@ export class SchedulesGroup extends HttpApiGroup.make("schedules")
           "Runs the prompt on a cron schedule (5 fields, or 6 with seconds first) in `timezone` (default UTC). " +
             "400: missing fields or an invalid or never-matching cron expression; 403 feature_not_available: the " +
             "team lacks scheduled_agents."
+        )
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("previewSchedule", "/agent/schedules/preview")
+      .setHeaders(TeamHeaders)
+      .setPayload(Schedule.PreviewScheduleRequest)
+      .addSuccess(Schedule.SchedulePreview)
+      .annotateContext(
+        doc(
+          "Preview a cron schedule",
+          "The expression in words (`description`) and its next `count` fire times from now (1 to 20, default 5) " +
+            "in `timezone` (default UTC), as the scheduler would fire them. 400 naming `cron_schedule` or " +
+            "`timezone`, as schedule creation answers. Reads nothing stored: any team member may call it."
         )
       )
   )
@@ -76,6 +90,23 @@ export class SchedulesGroup extends HttpApiGroup.make("schedules")
       .addError(Problems.ResourceNotFound, { status: 404 })
       .addError(Problems.Conflict, { status: 409 })
       .annotateContext(doc("Resume a scheduled agent", "It runs per its cron schedule again, from now on."))
+  )
+  .add(
+    HttpApiEndpoint.post("runSchedule")`/agent/schedules/${P.scheduleId}/run`
+      .setHeaders(TeamHeaders)
+      .addSuccess(Run.RunAgentResponse)
+      .addError(Problems.ResourceNotFound, { status: 404 })
+      .addError(Problems.OperationNotSupported, { status: 422 })
+      .addError(Problems.PayloadTooLarge, { status: 413 })
+      .annotateContext(
+        doc(
+          "Run a scheduled agent now",
+          "Starts one run from the schedule's prompt and agent_config at once, as the caller, with the checks, " +
+            "admission and quota of POST /agent/runs (same answer). The run has source SCHEDULED_AGENT, the " +
+            "schedule's id in `schedule`, metadata `manual: \"true\"`, and is listed in the schedule's " +
+            "history.recent_runs. Allowed on a paused schedule (it stays paused). Who may: as for pause."
+        )
+      )
   )
   .middleware(Authentication)
   .annotateContext(doc("Schedules", "Agents that run on a cron schedule."))

@@ -8,6 +8,7 @@ import { CurrentViewer } from "../Security.js"
 export const SchedulesLive = HttpApiBuilder.group(Api, "schedules", (handlers) =>
   Effect.map(Schedules.Schedules, (schedules) =>
     handlers
+      .handle("previewSchedule", ({ payload }) => schedules.preview(payload))
       .handle("createSchedule", ({ payload }) => Effect.flatMap(CurrentViewer, (v) => schedules.create(v, payload)))
       .handle("listSchedules", () => Effect.flatMap(CurrentViewer, (v) => schedules.list(v)))
       .handle("getSchedule", ({ path }) => Effect.flatMap(CurrentViewer, (v) => schedules.get(v, path.scheduleId)))
@@ -15,4 +16,5 @@ export const SchedulesLive = HttpApiBuilder.group(Api, "schedules", (handlers) =
         Effect.flatMap(CurrentViewer, (v) => schedules.update(v, path.scheduleId, payload)))
       .handle("deleteSchedule", ({ path }) => Effect.flatMap(CurrentViewer, (v) => schedules.remove(v, path.scheduleId)))
       .handle("pauseSchedule", ({ path }) => Effect.flatMap(CurrentViewer, (v) => schedules.pause(v, path.scheduleId)))
-      .handle("resumeSchedule", ({ path }) => Effect.flatMap(CurrentViewer, (v) => schedules.resume(v, path.scheduleId)))))
+      .handle("resumeSchedule", ({ path }) => Effect.flatMap(CurrentViewer, (v) => schedules.resume(v, path.scheduleId)))
+      .handle("runSchedule", ({ path }) => Effect.flatMap(CurrentViewer, (v) => schedules.runNow(v, path.scheduleId)))))
