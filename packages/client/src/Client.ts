@@ -58,6 +58,8 @@ export type ScheduledAgentItem = Json<typeof Schedule.ScheduledAgentItem>
 export type CreateScheduledAgentRequest = Json<typeof Schedule.CreateScheduledAgentRequest>
 export type UpdateScheduledAgentRequest = Json<typeof Schedule.UpdateScheduledAgentRequest>
 export type ListScheduledAgentsResponse = Json<typeof Schedule.ListScheduledAgentsResponse>
+export type PreviewScheduleRequest = Json<typeof Schedule.PreviewScheduleRequest>
+export type SchedulePreview = Json<typeof Schedule.SchedulePreview>
 export type DeleteScheduledAgentResponse = Json<typeof Schedule.DeleteScheduledAgentResponse>
 export type EnvironmentItem = Json<typeof Environment.Environment>
 export type CreateEnvironmentRequest = Json<typeof Environment.CreateEnvironmentRequest>
@@ -183,6 +185,10 @@ export interface AgentRunsClientPromise {
     delete(scheduleId: string): Promise<DeleteScheduledAgentResponse>
     pause(scheduleId: string): Promise<ScheduledAgentItem>
     resume(scheduleId: string): Promise<ScheduledAgentItem>
+    /** `POST /agent/schedules/{scheduleId}/run`: one run of the schedule now (paused or not), answered as a creation. */
+    run(scheduleId: string): Promise<RunAgentResponse>
+    /** `POST /agent/schedules/preview`: a cron expression in words and its next fire times. */
+    preview(body: PreviewScheduleRequest): Promise<SchedulePreview>
   }
   readonly environments: {
     list(query?: ListEnvironmentsQuery): Promise<ListEnvironmentsResponse>
@@ -212,6 +218,7 @@ export interface AgentRunsClientPromise {
     get(id: string): Promise<AutomationItem>
     update(id: string, body: UpdateAutomationRequest): Promise<AutomationItem>
     delete(id: string): Promise<DeleteResponse>
+    /** `POST /agent/automations/{id}/test-filter`: `{ delivery_id }` (a logged delivery) or `{ payload, headers? }` (a pasted body). */
     testFilter(id: string, body: TestFilterRequest): Promise<TestFilterResult>
   }
   readonly secrets: {
@@ -505,7 +512,17 @@ export const createClient = (options: CreateClientOptions): AgentRunsClientPromi
       pause: (id) =>
         call(Schedule.ScheduledAgentItem, Effect.flatMap(scheduleId(id), (path) => service.schedules.pauseSchedule({ headers, path }))),
       resume: (id) =>
-        call(Schedule.ScheduledAgentItem, Effect.flatMap(scheduleId(id), (path) => service.schedules.resumeSchedule({ headers, path })))
+        call(Schedule.ScheduledAgentItem, Effect.flatMap(scheduleId(id), (path) => service.schedules.resumeSchedule({ headers, path }))),
+      run: (id) =>
+        call(Run.RunAgentResponse, Effect.flatMap(scheduleId(id), (path) => service.schedules.runSchedule({ headers, path }))),
+      preview: (body) =>
+        call(
+          Schedule.SchedulePreview,
+          Effect.flatMap(
+            input(Schedule.PreviewScheduleRequest, body, "body"),
+            (payload) => service.schedules.previewSchedule({ headers, payload })
+          )
+        )
     },
     environments: {
       list: (query = {}) =>

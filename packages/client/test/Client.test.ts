@@ -104,6 +104,34 @@ describe("requests", () => {
     expect(server.requests[0]!.headers["authorization"]).toBe(`Bearer ${TOKEN}`)
   })
 
+  it("runs a schedule now, previews a cron expression and tests a filter with a pasted payload", async () => {
+    const SCHEDULE = "Sc7QpX2vLk9sRw4Yz1Ab3C"
+    const AUTOMATION = "Au7QpX2vLk9sRw4Yz1Ab3C"
+    const answers = [
+      { run_id: RUN, task_id: RUN, state: "QUEUED", at_capacity: false },
+      { description: "every 15 minutes", next_runs: ["2026-11-28T04:15:00.000Z", "2026-11-28T04:30:00.000Z"] },
+      { result: "WOULD_TRIGGER", reasons: ["the payload matches every condition of the filter"] }
+    ]
+    const server = await serve((_request, response, index) => json(response, 200, answers[index]))
+    const client = createClient({ url: server.url, token: TOKEN })
+    expect(await client.schedules.run(SCHEDULE)).toStrictEqual(answers[0])
+    expect(await client.schedules.preview({ cron_schedule: "*/15 * * * *", count: 2 })).toStrictEqual(answers[1])
+    expect(await client.automations.testFilter(AUTOMATION, { payload: { action: "opened" }, headers: { "x-github-event": "pull_request" } }))
+      .toStrictEqual(answers[2])
+    expect(server.requests.map((r) => `${r.method} ${r.url}`)).toEqual([
+      `POST /api/v1/agent/schedules/${SCHEDULE}/run`,
+      "POST /api/v1/agent/schedules/preview",
+      `POST /api/v1/agent/automations/${AUTOMATION}/test-filter`
+    ])
+    expect(JSON.parse(server.requests[1]!.body)).toMatchObject({ cron_schedule: "*/15 * * * *", count: 2 })
+    expect(JSON.parse(server.requests[2]!.body)).toStrictEqual({ payload: { action: "opened" }, headers: { "x-github-event": "pull_request" } })
+    // A count out of range is refused before anything is sent.
+    const error = await rejection(client.schedules.preview({ cron_schedule: "* * * * *", count: 21 }))
+    expect(error).toBeInstanceOf(BadRequestError)
+    expect(error.message).toContain("count")
+    expect(server.requests).toHaveLength(3)
+  })
+
   it("refuses input that does not fit the API before sending it (BadRequestError without status)", async () => {
     const server = await serve((_request, response) => json(response, 200, runItem()))
     const client = createClient({ url: server.url, token: TOKEN })
