@@ -179,6 +179,56 @@ describe.each(["sqlite", "postgres"] as const)("bundled server (%s)", (kind) => 
     expect((await call(server(), "GET", `/api/v1/agent/runs/${runId}`, { token: member })).body.state).toBe("CANCELLED")
   })
 
+  it("counts runs by state with the run list's filters and access rules", async () => {
+    const team = await makeTeam(server(), "Counts")
+    const member = team.tokens.member
+    const run = async (body: Record<string, unknown>) =>
+      (await call(server(), "POST", "/api/v1/agent/runs", { token: member, body })).body.run_id as string
+    const kept = await run({ prompt: "Deploy the web app", team: true, metadata: { ticket: "T-1" } })
+    await run({ prompt: "Deploy the api", team: true })
+    const cancelled = await run({ prompt: "Review the docs", metadata: { ticket: "T-1" } })
+    expect((await call(server(), "POST", `/api/v1/agent/runs/${cancelled}/cancel`, { token: member })).status).toBe(200)
+    const counts = (query: string, token = member) => call(server(), "GET", `/api/v1/agent/run-counts${query}`, { token })
+
+    const all = await counts("")
+    expect(all.status).toBe(200)
+    expect(all.body).toEqual({
+      counts: { QUEUED: 2, PENDING: 0, CLAIMED: 0, INPROGRESS: 0, SUCCEEDED: 0, FAILED: 0, BLOCKED: 0, ERROR: 0, CANCELLED: 1 },
+      total: 3
+    })
+    // The list's filters (paging and sort ignored), its totals match the list's.
+    const filtered = await counts("?metadata[ticket]=T-1&limit=1&sort_by=title")
+    expect(filtered.body).toMatchObject({ counts: { QUEUED: 1, CANCELLED: 1 }, total: 2 })
+    expect((await counts("?state=QUEUED&state=FAILED&q=deploy")).body).toMatchObject({ counts: { QUEUED: 2 }, total: 2 })
+    const listed = await call(server(), "GET", "/api/v1/agent/runs?state=QUEUED&q=deploy", { token: member })
+    expect(listed.body.runs.map((r: { run_id: string }) => r.run_id)).toContain(kept)
+    expect(listed.body.runs).toHaveLength(2)
+    // Another member does not count the User-scoped run; another team counts none.
+    const other = await call(server(), "POST", "/api/v1/admin/principals", {
+      token: server().adminToken,
+      body: { type: "user", display_name: "Counts other", memberships: [{ team_uid: team.uid, role: "member" }] }
+    })
+    const otherToken = await call(server(), "POST", `/api/v1/admin/principals/${other.body.uid}/tokens`, {
+      token: server().adminToken,
+      body: { name: "test" }
+    })
+    expect((await counts("", otherToken.body.token)).body).toMatchObject({ counts: { QUEUED: 2, CANCELLED: 0 }, total: 2 })
+    expect((await counts("", (await makeTeam(server(), "Counts elsewhere")).tokens.admin)).body.total).toBe(0)
+    // Refusals as the list's: a bad filter is a 400 naming it, metadata needs the team feature.
+    const badState = await counts("?state=RUNNING")
+    expect(badState.status).toBe(400)
+    expect(badState.body.error).toMatch(/^state/)
+    expect((await call(server(), "GET", "/api/v1/agent/run-counts")).status).toBe(401)
+    const off = await call(server(), "PATCH", `/api/v1/admin/teams/${team.uid}`, {
+      token: server().adminToken,
+      body: { features: { metadata_filtering: false } }
+    })
+    expect(off.status).toBe(200)
+    const refused = await counts("?metadata[ticket]=T-1")
+    expect(refused.status).toBe(403)
+    expect(refused.body.error_code).toBe("feature_not_available")
+  })
+
   it("rejects bad input with a 400 naming the field and stores nothing", async () => {
     const team = await makeTeam(server(), "Validation")
     const member = team.tokens.member
@@ -317,6 +367,29 @@ describe.each(["sqlite", "postgres"] as const)("bundled server (%s)", (kind) => 
     expect((await fetch(otherRun)).status).toBe(403)
     const later = location.replace(/expires=(\d+)/, (_, e: string) => `expires=${Number(e) + 60}`)
     expect((await fetch(later)).status).toBe(403)
+
+    // The same link as JSON, with when it expires; fetched without a token, it gives the transcript.
+    const link = await call(server(), "GET", `/api/v1/agent/runs/${runId}/transcript-link`, { token: team.tokens.member })
+    expect(link.status).toBe(200)
+    expect(Object.keys(link.body).sort()).toEqual(["expires_at", "url"])
+    expect(link.body.url.startsWith(`${server().url}/api/v1/downloads/transcripts/${runId}?`)).toBe(true)
+    const expires = Number(new URL(link.body.url).searchParams.get("expires"))
+    expect(link.body.expires_at).toBe(new Date(expires * 1000).toISOString())
+    expect(Date.parse(link.body.expires_at) - Date.now()).toBeGreaterThan(14 * 60 * 1000)
+    const linked = await fetch(link.body.url)
+    expect(linked.status).toBe(200)
+    expect(new Uint8Array(await linked.arrayBuffer())).toEqual(bytes)
+    // A run of another team, an unknown run, a run without a transcript: 404, as the redirect answers.
+    const stranger = (await makeTeam(server(), "Transcript strangers")).tokens.admin
+    const unknown = runId.slice(0, -1) + (runId.endsWith("0") ? "1" : "0")
+    for (const [id, token] of [[runId, stranger], [unknown, team.tokens.member]] as const) {
+      const hidden = await call(server(), "GET", `/api/v1/agent/runs/${id}/transcript-link`, { token })
+      expect(hidden.status).toBe(404)
+      expect(hidden.body.error_code).toBe("resource_not_found")
+    }
+    const bare = await call(server(), "POST", "/api/v1/agent/runs", { token: team.tokens.member, body: { prompt: "y" } })
+    const none = await call(server(), "GET", `/api/v1/agent/runs/${bare.body.run_id}/transcript-link`, { token: team.tokens.member })
+    expect(none.status).toBe(404)
   })
 
   it("streams a run's timeline as Server-Sent Events, resumes after Last-Event-ID, and ends with the run", async () => {

@@ -36,6 +36,8 @@ import type { AgentSkill } from "../src/domain/Run.js"
 import {
   pageOf,
   queryFingerprint,
+  stateCounts,
+  stateCountsOf,
   type RunListFilters,
   type RunListQuery,
   type RunListSort,
@@ -488,7 +490,10 @@ const buildQuery = (world: World, runs: ReadonlyArray<StoredRun>, spec: QuerySpe
   }
 }
 
-/** Inserts the runs into a fresh team and checks every page of every query against the oracle. */
+/**
+ * Inserts the runs into a fresh team and checks every page of every query, and its counts by
+ * state, against the oracle.
+ */
 const checkPages = (specs: ReadonlyArray<RunSpec>, queries: ReadonlyArray<QuerySpec>) =>
   Effect.gen(function* () {
     const store = yield* RunStore
@@ -500,6 +505,7 @@ const checkPages = (specs: ReadonlyArray<RunSpec>, queries: ReadonlyArray<QueryS
       const visible = runs
         .filter((r) => canSee(viewer, { team_uid: r.team_uid, creator_uid: r.item.creator.uid, scope: r.item.scope }))
         .map((r) => ({ ...runListRow(r), stored: r }))
+      expect(yield* store.countByState(first, viewer)).toEqual(stateCountsOf(visible, first))
       let current = first
       for (let pageNo = 0; pageNo <= runs.length + 1; pageNo++) {
         const expected = pageOf(visible, current)
@@ -745,6 +751,38 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
           expect((yield* names("desc")).slice(0, 6)).toEqual(["😀", "\uFF5A", "ä", "z", "b", "B"])
           expect((yield* names("asc")).slice(6)).toEqual([null, null])
           expect((yield* names("desc")).slice(6)).toEqual([null, null])
+        }))
+
+      it.effect("countByState: every state (zeros included) of the runs the list selects, whatever its sort and page", () =>
+        Effect.gen(function* () {
+          const store = yield* RunStore
+          const [team, otherTeam] = [uid<TeamUid>(), uid<TeamUid>()]
+          const [alice, bob] = [uid<PrincipalUid>(), uid<PrincipalUid>()]
+          yield* createRuns([
+            makeRun({ team, creator: alice, state: "QUEUED", title: "Deploy web" }),
+            makeRun({ team, creator: alice, state: "QUEUED", title: "Deploy api", metadata: { env: "prod" } }),
+            makeRun({ team, creator: alice, state: "FAILED", title: "Review docs", metadata: { env: "prod" } }),
+            makeRun({ team, creator: bob, teamScope: false, state: "SUCCEEDED", title: "Deploy worker" }),
+            makeRun({ team: otherTeam, creator: alice, teamScope: true, state: "QUEUED" })
+          ])
+          const admin = viewerOf(team, alice, "admin")
+          expect(yield* store.countByState(query(), admin)).toEqual(stateCounts([["QUEUED", 2], ["FAILED", 1], ["SUCCEEDED", 1]]))
+          // A member does not count another member's User-scoped run; the list does not show it either.
+          expect(yield* store.countByState(query(), viewerOf(team, alice, "member"))).toEqual(
+            stateCounts([["QUEUED", 2], ["FAILED", 1]])
+          )
+          // Filters, the search and the state filter narrow the counts; sort, limit and cursor do not.
+          const filtered = query({ limit: 1, sort_by: "title", sort_order: "desc", filters: { metadata: [["env", "prod"]] } })
+          expect(yield* store.countByState(filtered, admin)).toEqual(stateCounts([["QUEUED", 1], ["FAILED", 1]]))
+          expect(yield* store.countByState(query({ filters: { q: ["deploy"] } }), admin)).toEqual(
+            stateCounts([["QUEUED", 2], ["SUCCEEDED", 1]])
+          )
+          expect(yield* store.countByState(query({ filters: { states: ["FAILED", "SUCCEEDED"] } }), admin)).toEqual(
+            stateCounts([["FAILED", 1], ["SUCCEEDED", 1]])
+          )
+          const none = yield* store.countByState(query(), viewerOf(uid<TeamUid>(), alice, "admin"))
+          expect(none).toEqual(stateCounts())
+          expect(Object.keys(none).sort()).toEqual([...RunState.literals].sort())
         }))
 
       it.effect("visibility: others' User-scoped runs are hidden from members, shown to admins; other teams never", () =>

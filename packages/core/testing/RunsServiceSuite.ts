@@ -631,6 +631,37 @@ export const runsServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E
           expect((yield* runs.list(noFeature.alice, {})).runs).toHaveLength(1)
         }))
 
+      it.effect("counts: the runs the list would show, by state, with the list's filters and refusals", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const runs = yield* Runs
+          const mine = yield* create(world.alice, { prompt: "mine", metadata: { env: "prod" } })
+          yield* create(world.alice, { prompt: "ours", team: true, metadata: { env: "dev" } })
+          yield* create(world.alice, { prompt: "child", team: true, parent_run_id: mine.run_id })
+          yield* runs.cancel(world.alice, mine.run_id)
+
+          const all = yield* runs.counts(world.alice, {})
+          expect(all.total).toBe(3)
+          expect(all.counts).toMatchObject({ QUEUED: 2, CANCELLED: 1, FAILED: 0 })
+          // Bob does not see Alice's User-scoped run, in the list or in the counts.
+          const bobs = yield* runs.counts(world.bob, {})
+          expect(bobs.total).toBe((yield* runs.list(world.bob, {})).runs.length)
+          expect(bobs.counts).toMatchObject({ QUEUED: 2, CANCELLED: 0 })
+          // The list's filters; its paging and sort parameters are ignored, a cursor too.
+          expect((yield* runs.counts(world.alice, { "metadata[env]": "prod", limit: "1", cursor: "x" })).counts.CANCELLED)
+            .toBe(1)
+          expect((yield* runs.counts(world.alice, { state: ["QUEUED", "FAILED"] })).total).toBe(2)
+          expect((yield* runs.counts(world.alice, { ancestor_run_id: mine.run_id })).total).toBe(1)
+          const hiddenAncestor = yield* failureOf(runs.counts(world.bob, { ancestor_run_id: mine.run_id }))
+          expect((hiddenAncestor as InvalidRequest).field).toBe("ancestor_run_id")
+          const badState = yield* failureOf(runs.counts(world.alice, { state: "RUNNING" }))
+          expect((badState as InvalidRequest).field).toBe("state")
+
+          const noFeature = yield* seedWorld({ metadataFiltering: false })
+          const refused = yield* failureOf(runs.counts(noFeature.alice, { "metadata[env]": "prod" }))
+          expect(refused._tag).toBe("FeatureNotAvailable")
+        }))
+
       it.effect("cancel: a QUEUED run becomes CANCELLED with run_cancelled on its timeline", () =>
         Effect.gen(function* () {
           const world = yield* seedWorld()

@@ -1,5 +1,6 @@
 /**
- * Signed download URLs (docs/reference/api.md): a transcript redirect points at
+ * Signed download URLs (docs/reference/api.md): a transcript redirect (and the transcript link,
+ * the same URL as JSON) points at
  * `{public_url}/api/v1/downloads/transcripts/{runId}?expires=<unix seconds>&signature=<hex>`, which
  * needs no bearer token. The signature is HMAC-SHA256 over `<path>\n<expires>` with a key derived
  * from the server's secret key (so the storage encryption key is never used directly for two
@@ -20,9 +21,15 @@ export const TRANSCRIPT_DOWNLOAD_ROUTE = `${API_PREFIX}/downloads/transcripts/:r
 /** Why a download URL was refused. */
 export type DownloadRefusal = "expired" | "invalid"
 
+/** A signed download URL and when it stops working (epoch milliseconds, a whole second). */
+export interface SignedUrl {
+  readonly url: string
+  readonly expiresAtMillis: number
+}
+
 export class DownloadUrls extends Context.Tag("@agent-runs/http/DownloadUrls")<DownloadUrls, {
   /** The absolute, signed URL of a run's transcript, valid from `nowMillis` for the configured time. */
-  readonly transcript: (runId: string, nowMillis: number) => string
+  readonly transcript: (runId: string, nowMillis: number) => SignedUrl
   /** Checks a download of `path` (without the query) at `nowMillis`. */
   readonly verify: (
     path: string,
@@ -48,8 +55,12 @@ export const layer = (options: {
     return {
       transcript: (runId, nowMillis) => {
         const path = transcriptPath(runId)
-        const expires = String(Math.floor(nowMillis / 1000) + ttl)
-        return `${base}${path}?expires=${expires}&signature=${mac(path, expires).toString("hex")}`
+        const expiresAt = Math.floor(nowMillis / 1000) + ttl
+        const expires = String(expiresAt)
+        return {
+          url: `${base}${path}?expires=${expires}&signature=${mac(path, expires).toString("hex")}`,
+          expiresAtMillis: expiresAt * 1000
+        }
       },
       verify: (path, { expires, signature }, nowMillis) => {
         if (expires === undefined || signature === undefined || !/^\d{1,12}$/.test(expires)) return "invalid"
@@ -60,10 +71,13 @@ export const layer = (options: {
     }
   })
 
-/** The 302 answer of a transcript endpoint: `Location` is the run's signed transcript URL. */
-export const transcriptRedirect = (runId: string) =>
+/** A run's signed transcript URL, valid from now. */
+export const transcriptLink = (runId: string) =>
   Effect.gen(function*() {
     const downloads = yield* DownloadUrls
-    const now = yield* Clock.currentTimeMillis
-    return HttpServerResponse.empty({ status: 302, headers: { location: downloads.transcript(runId, now) } })
+    return downloads.transcript(runId, yield* Clock.currentTimeMillis)
   })
+
+/** The 302 answer of a transcript endpoint: `Location` is the run's signed transcript URL. */
+export const transcriptRedirect = (runId: string) =>
+  Effect.map(transcriptLink(runId), (link) => HttpServerResponse.empty({ status: 302, headers: { location: link.url } }))

@@ -14,11 +14,15 @@
  *   so the 400s name the field in core's words. `metadata[<key>]` keys (deepObject) are not
  *   properties of this schema; the document describes them as one `metadata` deepObject
  *   parameter.
+ * - `GET /agent/run-counts` takes the run list's query (the same schema without `limit`,
+ *   `cursor`, `sort_by` and `sort_order`) and is validated by core the same way.
+ * - `GET /agent/runs/{runId}/transcript-link` answers `{url, expires_at}`: the URL the transcript's
+ *   302 sends to, for clients that cannot follow a redirect across origins (the web dashboard).
  * - Delivery logs page with `limit` (core's `Webhooks.DELIVERY_PAGE_LIMIT`: 1–100, default 20) and the
  *   `cursor` of the previous page.
  */
-import { Followups, Ids, Run, RunQuery, RunState, Webhooks } from "@agent-runs/core"
-import { Schema } from "effect"
+import { Common, Followups, Ids, Run, RunQuery, RunState, Webhooks } from "@agent-runs/core"
+import { Schema, Struct } from "effect"
 
 /** `POST /agent/runs/{runId}/followups`: accepted (core's model). */
 export const RunFollowupResponse = Followups.RunFollowupResponse
@@ -95,6 +99,22 @@ export const RunListUrlParams = Schema.Struct({
   )
 })
 
+/**
+ * The `GET /agent/run-counts` query: the run list's filters, documented alike (its paging and sort
+ * parameters are ignored, as unknown ones are).
+ */
+export const RunCountsUrlParams = Schema.Struct(
+  Struct.omit(RunListUrlParams.fields, "limit", "cursor", "sort_by", "sort_order")
+)
+
+/** `GET /agent/runs/{runId}/transcript-link`: the signed URL the transcript redirect sends to, as JSON. */
+export class TranscriptLinkResponse extends Schema.Class<TranscriptLinkResponse>("TranscriptLinkResponse")({
+  url: Schema.String.annotations({
+    description: "the absolute, signed URL of the raw transcript on this server; it needs no bearer token"
+  }),
+  expires_at: Common.Timestamp.annotations({ description: "when the URL stops working" })
+}) {}
+
 /** The names of the run list's query parameters, in documentation order. */
 export const RUN_LIST_PARAMS = Object.keys(RunListUrlParams.fields) as ReadonlyArray<keyof typeof RunListUrlParams.fields>
 
@@ -143,6 +163,13 @@ export const ListDeliveriesUrlParams = Schema.Struct({
   ),
   cursor: Schema.optional(Schema.String.annotations({ description: "the next_cursor of the previous page" }))
 })
+
+/** The description of `GET /agent/run-counts`. */
+export const RunCountsDescription =
+  "How many of the runs `GET /agent/runs` would list with the same filters are in each state: `counts` has " +
+  "every state (zeros included), `total` their sum. Takes every filter of the list (validated alike, `state` " +
+  "included); `limit`, `cursor`, `sort_by` and `sort_order` are ignored. 400: an invalid parameter (the " +
+  "`error` names it); 403 feature_not_available: metadata filtering is off for the team."
 
 /** The description of `GET /agent/runs`. */
 export const ListRunsUrlParamsDescription =

@@ -30,6 +30,9 @@ const expectedEndpoints = [
   "POST /agent/runs/{runId}/followups",
   "POST /agent/runs/{runId}/cancel",
   "GET /agent/run-by-external-reference",
+  // ours: the run counts by state and the transcript's signed link as JSON (the web dashboard)
+  "GET /agent/run-counts",
+  "GET /agent/runs/{runId}/transcript-link",
   // the published interface: conversations
   "GET /agent/conversations/{conversation_id}",
   "GET /agent/conversations/{conversation_id}/transcript",
@@ -264,6 +267,25 @@ describe("the OpenAPI document", () => {
     expect(byName.get("metadata")).toMatchObject({ style: "deepObject", explode: true, schema: { type: "object" } })
     expect(byName.get("created_after")?.schema).toMatchObject({ format: "date-time" })
     expect(params.every((p) => p.required === false && typeof p.description === "string")).toBe(true)
+  })
+
+  it("documents the run counts with the run list's filters, without its paging and sort", () => {
+    const params = operation("GET /agent/run-counts").parameters.filter((p) => p.in === "query")
+    const paging = ["limit", "cursor", "sort_by", "sort_order"]
+    expect(params.map((p) => p.name).sort()).toEqual(RUN_LIST_PARAMS.filter((p) => !paging.includes(p)).sort())
+    const byName = new Map(params.map((p) => [p.name, p]))
+    expect(byName.get("state")).toMatchObject({ style: "form", explode: true, schema: { type: "array" } })
+    expect(byName.get("metadata")).toMatchObject({ style: "deepObject", explode: true })
+    expect(refsIn(operation("GET /agent/run-counts").responses["403"]).sort()).toEqual([
+      "FeatureNotAvailableProblem",
+      "NotAuthorizedProblem"
+    ])
+    expect(refsIn(operation("GET /agent/run-counts").responses["200"])).toEqual(["RunCountsResponse"])
+    const counts = spec.components.schemas["RunCountsResponse"] as unknown as {
+      properties: { counts: { required: Array<string> } }
+    }
+    expect(counts.properties.counts.required.sort()).toEqual(byName.get("state")?.schema.items?.enum?.slice().sort())
+    expect(statuses("GET /agent/runs/{runId}/transcript-link")).toEqual(expect.arrayContaining(["200", "400", "404"]))
   })
 
   it("documents path ids with their formats", () => {

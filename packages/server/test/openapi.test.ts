@@ -341,10 +341,12 @@ describe("the server against /openapi.json", () => {
     await as("GET /api/v1/agent/environments/{uid}", ids)
     await as("PUT /api/v1/agent/environments/{uid}", ids, { body: { config: { name: "env2" }, ...x } })
     await as("GET /api/v1/agent/runs", {}, { query: "?q=helo" })
+    await as("GET /api/v1/agent/run-counts", {}, { query: "?q=helo&state=SUCCEEDED&state=FAILED" })
     await as("GET /api/v1/agent/runs/{runId}", ids)
     await as("GET /api/v1/agent/runs/{runId}/timeline", ids)
     await as("GET /api/v1/agent/runs/{runId}/conversation", ids)
     await as("GET /api/v1/agent/runs/{runId}/transcript", ids)
+    await as("GET /api/v1/agent/runs/{runId}/transcript-link", ids)
     await as("POST /api/v1/agent/runs/{runId}/followups", ids, { body: { message: "and again", ...x } })
     await as("POST /api/v1/agent/runs/{runId}/cancel", { runId: queued.body.run_id })
     await as("GET /api/v1/agent/run-by-external-reference", {}, { query: "?url=https%3A%2F%2Fexample.com%2Fnothing" })
@@ -463,6 +465,7 @@ describe("the server against /openapi.json", () => {
       const parameters: Array<string> = (op.parameters ?? []).map((p: Json) => p.name)
       if (parameters.includes("limit")) await probe(key, real, { ...auth, query: "?limit=0" })
       if (parameters.includes("sort_by")) await probe(key, real, { ...auth, query: "?sort_by=zz_nope" })
+      if (parameters.includes("state")) await probe(key, real, { ...auth, query: "?state=zz_nope" })
       if (!key.startsWith("GET") && key.includes("/api/v1/agent/")) await probe(key, real, { token: viewer.token, ...body })
     }
 

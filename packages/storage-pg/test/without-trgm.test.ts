@@ -1,6 +1,7 @@
 /**
  * A database where pg_trgm cannot be created (a role without CREATE on the database): the
- * service still starts, logs a warning naming pg_trgm, and `q` matches substrings only.
+ * service still starts, logs a warning naming pg_trgm, and `q` matches substrings only (in the
+ * list and in the counts by state).
  */
 import { makeRun, uid } from "@agent-runs/core/testing"
 import type { PrincipalUid, TeamUid } from "@agent-runs/core/domain/Ids"
@@ -75,5 +76,8 @@ it.live("without pg_trgm: the store starts, warns once, and q matches substrings
       expect(yield* ids(["deploy", "service"])).toEqual([newer.item.run_id, older.item.run_id])
       // A typo finds nothing without pg_trgm (0.375 similar: found with it).
       expect(yield* ids(["deplyo", "servce"])).toEqual([])
+      // The counts by state match as the list does.
+      expect((yield* store.countByState(query(["deploy", "service"]), viewer)).PENDING).toBe(2)
+      expect((yield* store.countByState(query(["deplyo", "servce"]), viewer)).PENDING).toBe(0)
     }).pipe(Effect.provide(storage))
   }).pipe(Effect.scoped), 60_000)

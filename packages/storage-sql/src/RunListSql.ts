@@ -1,6 +1,7 @@
 /**
  * The run list query in SQL: every filter of `RunListQuery` as a condition on the runs table,
- * and keyset pagination that returns the rows `RunQuery.pageOf` would, in its order.
+ * and keyset pagination that returns the rows `RunQuery.pageOf` would, in its order; the counts
+ * by state (`GET /agent/run-counts`) with the same conditions, as `RunQuery.stateCountsOf` would.
  *
  * - A page reads one index `(team_uid, key, run_id)` from the cursor's position onwards
  *   (`(key, run_id) > (cursor key, cursor id)`, or `<` in descending order), so the first page
@@ -181,6 +182,11 @@ const relevanceSql = (sql: SqlClient.SqlClient, q: ReadonlyArray<string>, mode: 
     ELSE floor(greatest(${sql.csv(similarities)})::float8 * ${RELEVANCE_SCALE})::bigint END)`
 }
 
+/** The condition that a run matches `q` (non-empty) in SQL, in the modes that match in SQL. */
+const searchCondition = (sql: SqlClient.SqlClient, q: ReadonlyArray<string>, mode: SearchMode): Statement.Fragment =>
+  // The exact match alone is a plain condition the trigram index can serve.
+  mode === "pg_trgm" ? sql`${relevanceSql(sql, q, mode)} >= ${RELEVANCE_THRESHOLD_KEY}` : exactMatch(sql, q)
+
 /**
  * Up to `limit + 1` rows of the page `query` asks for, in the query's order: the extra row tells
  * whether a next page exists. `columns` is the select list.
@@ -209,10 +215,7 @@ const selectPageIn = <Row extends object>(
   const direction = sql.literal(asc ? "ASC" : "DESC")
   const after = sql.literal(asc ? ">" : "<")
   const filters = filterConditions(sql, query, viewer)
-  if (q.length > 0) {
-    // The exact match alone is a plain condition the trigram index can serve.
-    filters.push(mode === "pg_trgm" ? sql`${relevance} >= ${RELEVANCE_THRESHOLD_KEY}` : exactMatch(sql, q))
-  }
+  if (q.length > 0) filters.push(searchCondition(sql, q, mode))
   const wanted = query.limit + 1
   const cursor = query.cursor
 
@@ -246,20 +249,24 @@ const selectPageIn = <Row extends object>(
   )
 }
 
-/** The columns the adapter reads of every candidate of a search (see `"adapter"` above). */
-interface Candidate {
-  readonly run_id: string
-  readonly title: string
-  readonly skill_name: string | null
-  readonly created_at: number | bigint
-  readonly updated_at: number | bigint
+/** The search columns of a run, as stored. */
+interface SearchColumns {
   readonly search_text: string
   readonly search_title_length: number
   readonly search_prompt_length: number
 }
 
+/** The columns the adapter reads of every candidate of a search (see `"adapter"` above). */
+interface Candidate extends SearchColumns {
+  readonly run_id: string
+  readonly title: string
+  readonly skill_name: string | null
+  readonly created_at: number | bigint
+  readonly updated_at: number | bigint
+}
+
 /** The title, prompt and skill spec parts of `search_text`, cut by their lengths in code points. */
-const searchParts = (c: Candidate): readonly [string, string, string] => {
+const searchParts = (c: SearchColumns): readonly [string, string, string] => {
   const chars = [...c.search_text]
   const t = c.search_title_length
   const p = c.search_prompt_length
@@ -306,4 +313,42 @@ const selectRankedInAdapter = <Row extends object>(
       const found = byId.get(row.run_id)
       return found === undefined ? [] : [found as Row]
     })
+  })
+
+/** How many runs one state has (`n` as the driver gives a count). */
+export interface StateCount {
+  readonly state: string
+  readonly n: number | bigint | string
+}
+
+/**
+ * How many runs pass the query's filters (and `q`) by state, in one query: `GROUP BY state` over
+ * the conditions `selectPage` filters with. Sort, limit and cursor play no part. A search in the
+ * `"adapter"` mode reads every candidate's state and search columns and counts those whose
+ * relevance reaches the threshold here, as a search page does.
+ */
+export const countByState = (
+  sql: SqlClient.SqlClient,
+  query: RunListQuery,
+  viewer: Viewer
+): Effect.Effect<ReadonlyArray<StateCount>, SqlError> =>
+  Effect.flatMap(searchMode(sql), (mode) => {
+    const q = query.filters.q
+    const filters = filterConditions(sql, query, viewer)
+    if (q.length > 0 && mode === "adapter") {
+      return Effect.map(
+        sql<SearchColumns & { readonly state: string }>`SELECT state, search_text, search_title_length, search_prompt_length
+          FROM runs WHERE ${sql.and(filters)}`,
+        (candidates) => {
+          const counts = new Map<string, number>()
+          for (const c of candidates) {
+            if (relevanceKeyOfFields(searchParts(c), q) < RELEVANCE_THRESHOLD_KEY) continue
+            counts.set(c.state, (counts.get(c.state) ?? 0) + 1)
+          }
+          return [...counts].map(([state, n]) => ({ state, n }))
+        }
+      )
+    }
+    if (q.length > 0) filters.push(searchCondition(sql, q, mode))
+    return sql<StateCount>`SELECT runs.state AS state, COUNT(*) AS n FROM runs WHERE ${sql.and(filters)} GROUP BY runs.state`
   })

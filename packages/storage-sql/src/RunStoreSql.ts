@@ -39,7 +39,7 @@ import { ConversationOp, type ConversationPart, foldParts } from "@agent-runs/co
 import { RunId } from "@agent-runs/core/domain/Ids"
 import type { ConversationId, ExecutionId, TeamUid } from "@agent-runs/core/domain/Ids"
 import { RunItem } from "@agent-runs/core/domain/Run"
-import { encodeCursor, type RunListQuery } from "@agent-runs/core/domain/RunQuery"
+import { encodeCursor, type RunListQuery, stateCounts } from "@agent-runs/core/domain/RunQuery"
 import { RunState } from "@agent-runs/core/domain/RunState"
 import {
   FollowupInboxFull,
@@ -63,7 +63,7 @@ import type { Statement } from "@effect/sql"
 import { Effect, Layer, Option, Schema, Stream } from "effect"
 import { claimIdentity, countDelivery, insertDelivery } from "./DeliveriesSql.js"
 import { bool, iso, json, JsonColumn as Json, millis, operation, visibleTo } from "./internal/Catalog.js"
-import { searchColumns, selectPage } from "./RunListSql.js"
+import { countByState as countStates, searchColumns, selectPage } from "./RunListSql.js"
 import * as Rows from "./Rows.js"
 import { Wakeups } from "./Wakeups.js"
 
@@ -138,6 +138,7 @@ const EventRow = Schema.Struct({
 const FollowupRow = Schema.Struct({ id: Int, message: Schema.String, received_at: Rows.Millis })
 const Sequence = Schema.Array(Schema.Struct({ last_sequence: Int }))
 const Count = Schema.Array(Schema.Struct({ n: Int }))
+const decodeStateCounts = TrustedCodec.decoder(Schema.Array(Schema.Struct({ state: RunState, n: Int })))
 const decodeClaimed = TrustedCodec.decoder(Schema.Array(Schema.Struct({ run_id: RunId, last_sequence: Int })))
 const decodeHolders = TrustedCodec.decoder(
   Schema.Array(Schema.Struct({ schedule_id: Schema.String, scheduled_for: Int, run_id: RunId, state: RunState }))
@@ -472,6 +473,14 @@ export const layer = Layer.effect(
       operation("RunStore.list")
     )
 
+    const countByState = Effect.fn("RunStore.countByState")(
+      function* (query: RunListQuery, viewer: Viewer) {
+        const rows = yield* read(countStates(sql, query, viewer).pipe(Effect.flatMap(decodeStateCounts)))
+        return stateCounts(rows.map((row) => [row.state, row.n] as const))
+      },
+      operation("RunStore.countByState")
+    )
+
     /**
      * Sets `set` on the run if it matches the guard and appends the events (inside the caller's
      * transaction); StaleWrite when the guard does not match.
@@ -784,6 +793,7 @@ export const layer = Layer.effect(
       get,
       states,
       list,
+      countByState,
       update,
       claim,
       renewLease,

@@ -379,3 +379,9 @@ export class ListRunsResponse extends Schema.Class<ListRunsResponse>("ListRunsRe
   runs: Schema.Array(RunItem),
   page_info: PageInfo
 }) {}
+
+/** RunCountsResponse (`GET /agent/run-counts`): the runs the list's filters select, by state (every state), and their total. */
+export class RunCountsResponse extends Schema.Class<RunCountsResponse>("RunCountsResponse")({
+  counts: Schema.Record({ key: RunState, value: Schema.NonNegativeInt }),
+  total: Schema.NonNegativeInt
+}) {}

@@ -1,8 +1,9 @@
 /**
  * The query of `GET /agent/runs`: parsing and validating the query string into one typed
  * `RunListQuery`, its opaque pagination cursor, and a reference (brute-force, in-memory)
- * evaluator. The evaluator (`matchesRunListQuery`, `compareRunsForQuery`, `pageOf`) is the oracle
- * every storage adapter's list query is compared against.
+ * evaluator. The evaluator (`matchesRunListQuery`, `compareRunsForQuery`, `pageOf`, and
+ * `stateCountsOf` for `GET /agent/run-counts`) is the oracle every storage adapter's list query is
+ * compared against.
  *
  * Decisions (docs/decisions.md, "Run list"):
  * - An empty value is a 400 for every parameter except `q` (empty = no search), `cursor`
@@ -25,6 +26,8 @@
  *   a title, or without a skill, come last in both orders.
  * - Ties of the sort key are broken by `run_id` in the same direction as the sort.
  * - Times of a `RunListRow` are epoch milliseconds.
+ * - `GET /agent/run-counts` takes the list's filters (validated alike) and ignores its paging and
+ *   sort parameters (`limit`, `cursor`, `sort_by`, `sort_order`), as it ignores unknown ones.
  */
 import { Either, Schema } from "effect"
 import { decodeKeysetCursor, encodeKeysetCursor, fingerprint, type CursorKey } from "./Cursor.js"
@@ -345,6 +348,16 @@ export const parseRunListQuery = (params: RunListQueryParams): Either.Either<Run
     return { ...query, cursor: { key: position.key, run_id: position.id as RunId } }
   })
 
+/** The parameters of the run list that page and order it; the run counts ignore them. */
+export const PAGING_PARAMS: ReadonlyArray<string> = ["limit", "cursor", "sort_by", "sort_order"]
+
+/**
+ * Parses and validates the query of `GET /agent/run-counts`: the run list's filters, validated
+ * as `parseRunListQuery` does; its paging and sort parameters are ignored, as unknown ones are.
+ */
+export const parseRunCountQuery = (params: RunListQueryParams): Either.Either<RunListQuery, InvalidRequest> =>
+  parseRunListQuery(Object.fromEntries(Object.entries(params).filter(([param]) => !PAGING_PARAMS.includes(param))))
+
 /**
  * The fingerprint of a query's sort and filters (not its limit or cursor): equal for queries
  * that select and order the same runs, whatever the order of their parameters.
@@ -590,6 +603,23 @@ export interface RunListPage<R> {
   readonly rows: ReadonlyArray<R>
   readonly page_info: PageInfo
 }
+
+/** How many runs are in each state: every state, zeros included. */
+export type RunStateCounts = { readonly [S in RunState]: number }
+
+/** Counts of every state, all zero but those in `counted`. */
+export const stateCounts = (counted: Iterable<readonly [RunState, number]> = []): RunStateCounts => {
+  const counts = Object.fromEntries(RunState.literals.map((state) => [state, 0])) as Record<RunState, number>
+  for (const [state, n] of counted) counts[state] += n
+  return counts
+}
+
+/**
+ * The reference count of `GET /agent/run-counts`: how many rows pass the query's filters, by
+ * state (its sort, limit and cursor play no part). The oracle storage adapters are compared against.
+ */
+export const stateCountsOf = (rows: ReadonlyArray<RunListRow>, query: RunListQuery): RunStateCounts =>
+  stateCounts(rows.filter((row) => matchesRunListQuery(row, query)).map((row) => [row.state, 1] as const))
 
 /**
  * The reference list query: filter, order, skip to after the cursor, take `limit`. The oracle

@@ -18,7 +18,7 @@ import type { ConversationStep } from "../domain/Conversation.js"
 import type { ConversationPart } from "../domain/ConversationLog.js"
 import type { ConversationId, ExecutionId, RunId, TeamUid } from "../domain/Ids.js"
 import type { RunItem } from "../domain/Run.js"
-import type { RunListPage, RunListQuery, RunListRow } from "../domain/RunQuery.js"
+import type { RunListPage, RunListQuery, RunListRow, RunStateCounts } from "../domain/RunQuery.js"
 import type { RunState } from "../domain/RunState.js"
 import type { TimelineEvent, TimelineEventType } from "../domain/Timeline.js"
 import type { DuplicateKey, ExactlyOnceKey, KeyHolder, ScheduleTickKey, StaleWrite, StorageError } from "./Storage.js"
@@ -149,6 +149,12 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
   readonly states: (runIds: ReadonlyArray<RunId>) => Effect.Effect<ReadonlyMap<RunId, RunState>, StorageError>
   /** One page of the runs the viewer may see, filtered, sorted and keyset-paginated as `query` says. */
   readonly list: (query: RunListQuery, viewer: Viewer) => Effect.Effect<RunListPage<StoredRun>, StorageError>
+  /**
+   * How many of the runs the viewer may see pass the query's filters, by state (every state, zeros
+   * included): the runs `list` would page through, counted in one query. Sort, limit and cursor
+   * play no part.
+   */
+  readonly countByState: (query: RunListQuery, viewer: Viewer) => Effect.Effect<RunStateCounts, StorageError>
   /**
    * Replaces a run if it still matches `guard` (state, and lease holder when given), appending
    * events after the last sequence; else StaleWrite. Keeps metadata, ancestors and artifacts.

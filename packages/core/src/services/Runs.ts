@@ -37,6 +37,8 @@
  * - A run id that is not a UUIDv7 is a 400 naming `runId` (a malformed id, as the issue's
  *   validation rules say); a well-formed id of an unknown or hidden run is a 404.
  * - `ancestor_run_id` in a list must name a run the caller can see, else 400 naming it.
+ * - The run counts (`counts`) check their filters as the list does (400s, 403
+ *   feature_not_available, the ancestor) and count the runs the list would show the caller.
  * - Cancel checks 404 (unknown or hidden), then 403 (a viewer), then RunStateMachine's
  *   422 → 400 → 409. The write is guarded by the state read (and the lease holder); a lost race
  *   re-reads and decides again once, then answers 409 retryable. Cancel only records the state
@@ -104,12 +106,13 @@ import type { NewRun, StoredRun } from "../ports/RunStore.js"
 import type { StoredEnvironment } from "../ports/EnvironmentStore.js"
 import { DuplicateKey } from "../ports/Storage.js"
 import type { ExactlyOnceKey, ScheduleTickKey } from "../ports/Storage.js"
-import { imageName, ListRunsResponse, RunAgentResponse, RunItem } from "../domain/Run.js"
+import { imageName, ListRunsResponse, RunAgentResponse, RunCountsResponse, RunItem } from "../domain/Run.js"
 import type { AgentConfig, ImageInput, RunAgentRequest, RunScheduleRef } from "../domain/Run.js"
 import { checkPromptSizes, checkSize, fittingCount, Quotas, utf8Bytes } from "../domain/Quotas.js"
 import { makeLimiter } from "../domain/RateLimit.js"
-import { encodeCursor, parseRunListQuery, requireRunListFeatures } from "../domain/RunQuery.js"
-import type { RunListQueryParams } from "../domain/RunQuery.js"
+import { encodeCursor, parseRunCountQuery, parseRunListQuery, requireRunListFeatures } from "../domain/RunQuery.js"
+import type { RunListQuery, RunListQueryParams } from "../domain/RunQuery.js"
+import { RunState } from "../domain/RunState.js"
 import type { RunSourceType } from "../domain/RunState.js"
 import {
   CreationTimeline,
@@ -701,10 +704,12 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
       storageUnavailable
     )
 
-    /** One page of the runs the viewer can see, as `GET /agent/runs` asks. */
-    const list = Effect.fn("Runs.list")(
-      function* (viewer: Viewer, params: RunListQueryParams) {
-        const parsed = yield* parseRunListQuery(params)
+    /**
+     * A parsed run-list query as the store takes it, checked for the viewer: the team's features,
+     * a skill named by name resolved, the ancestor visible.
+     */
+    const checkListQuery = (viewer: Viewer, parsed: RunListQuery) =>
+      Effect.gen(function* () {
         const team = yield* teamOf(viewer)
         const checked = yield* requireRunListFeatures(parsed, team.features)
         // A skill filter naming a skill by name matches the runs of the skill it resolves to.
@@ -725,6 +730,13 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         if (ancestor !== undefined && Option.isNone(yield* visibleRun(viewer, ancestor))) {
           return yield* InvalidRequest.forField("ancestor_run_id", `no run ${ancestor} that you can see`)
         }
+        return query
+      })
+
+    /** One page of the runs the viewer can see, as `GET /agent/runs` asks. */
+    const list = Effect.fn("Runs.list")(
+      function* (viewer: Viewer, params: RunListQueryParams) {
+        const query = yield* checkListQuery(viewer, yield* parseRunListQuery(params))
         const page = yield* store.list(query, viewer)
         const runs = page.rows.map(presentRun)
         // The response stays under maxListBytes: the page ends early, continuing after its last item.
@@ -735,6 +747,17 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
           runs: runs.slice(0, fitting),
           page_info: { has_next_page: true, next_cursor: encodeCursor(query, runListRow(page.rows[fitting - 1]!)) }
         }, true)
+      },
+      storageUnavailable
+    )
+
+    /** How many of the runs the list would show the viewer are in each state, as `GET /agent/run-counts` asks. */
+    const counts = Effect.fn("Runs.counts")(
+      function* (viewer: Viewer, params: RunListQueryParams) {
+        const query = yield* checkListQuery(viewer, yield* parseRunCountQuery(params))
+        const byState = yield* store.countByState(query, viewer)
+        const total = RunState.literals.reduce((sum, state) => sum + byState[state], 0)
+        return new RunCountsResponse({ counts: byState, total }, true)
       },
       storageUnavailable
     )
@@ -841,6 +864,6 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
       storageUnavailable
     )
 
-    return { create, createOnce, createForTicks, createForEvent, get, list, cancel, timeline, reportArtifact, actingViewer } as const
+    return { create, createOnce, createForTicks, createForEvent, get, list, counts, cancel, timeline, reportArtifact, actingViewer } as const
   })
 }) {}

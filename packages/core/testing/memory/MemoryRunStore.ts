@@ -11,7 +11,8 @@
  * - Timeline sequences count from the run's last one, without gaps.
  * - `claim` takes the oldest QUEUED run (created_at, then run id) of its worker host (and team,
  *   when given); a wake-up is signalled after a write that leaves a run QUEUED.
- * - The list is the reference evaluator `RunQuery.pageOf` over the runs the viewer may see.
+ * - The list is the reference evaluator `RunQuery.pageOf` over the runs the viewer may see, the
+ *   counts by state `RunQuery.stateCountsOf`.
  *
  * Each operation runs in one synchronous step on the shared state, so it is atomic.
  */
@@ -22,7 +23,7 @@ import type { Artifact } from "../../src/domain/Artifact.js"
 import { type ConversationPart, foldParts } from "../../src/domain/ConversationLog.js"
 import type { ConversationId, ExecutionId, RunId, TeamUid } from "../../src/domain/Ids.js"
 import { RunItem } from "../../src/domain/Run.js"
-import { compareCodePoints, pageOf, type RunListQuery } from "../../src/domain/RunQuery.js"
+import { compareCodePoints, pageOf, type RunListQuery, stateCountsOf } from "../../src/domain/RunQuery.js"
 import type { RunState } from "../../src/domain/RunState.js"
 import type { TimelineEvent } from "../../src/domain/Timeline.js"
 import {
@@ -239,15 +240,20 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
       return found as ReadonlyMap<RunId, RunState>
     })
 
+  /** The runs the viewer may see, as the list query reads them. */
+  const visibleRows = (viewer: Viewer) =>
+    [...(state.runsByTeam.get(viewer.team_uid) ?? [])]
+      .map((id) => state.runs.get(id)!.run)
+      .filter((run) => visibleTo(viewer, run))
+      .map((run) => ({ ...runListRow(run), stored: run }))
+
   const list = (query: RunListQuery, viewer: Viewer) =>
     Effect.sync(() => {
-      const rows = [...(state.runsByTeam.get(viewer.team_uid) ?? [])]
-        .map((id) => state.runs.get(id)!.run)
-        .filter((run) => visibleTo(viewer, run))
-        .map((run) => ({ ...runListRow(run), stored: run }))
-      const page = pageOf(rows, query)
+      const page = pageOf(visibleRows(viewer), query)
       return { rows: page.rows.map((row) => row.stored), page_info: page.page_info }
     })
+
+  const countByState = (query: RunListQuery, viewer: Viewer) => Effect.sync(() => stateCountsOf(visibleRows(viewer), query))
 
   const update = (runId: RunId, guard: RunGuard, next: StoredRun, events: ReadonlyArray<NewTimelineEvent>) =>
     Effect.suspend((): Effect.Effect<void, StaleWrite> => {
@@ -446,6 +452,7 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
     get,
     states,
     list,
+    countByState,
     update,
     claim,
     renewLease,

@@ -1,6 +1,7 @@
 /**
- * Runs: create (and the deprecated alias), list, read, timeline, conversation, transcript,
- * follow-ups, cancel, the lookup by external reference, and the live event stream.
+ * Runs: create (and the deprecated alias), list, counts by state, read, timeline, conversation,
+ * transcript (a redirect, or its link as JSON), follow-ups, cancel, the lookup by external
+ * reference, and the live event stream.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Conversation, Ids, Run, Timeline } from "@agent-runs/core"
@@ -9,8 +10,11 @@ import {
   ListRunsUrlParamsDescription,
   RunByExternalReferenceResponse,
   RunByExternalReferenceUrlParams,
+  RunCountsDescription,
+  RunCountsUrlParams,
   RunFollowupResponse,
-  RunListUrlParams
+  RunListUrlParams,
+  TranscriptLinkResponse
 } from "../Models.js"
 import * as Problems from "../Problems.js"
 import { isJson, type Json } from "../internal/Json.js"
@@ -71,6 +75,15 @@ export class RunsGroup extends HttpApiGroup.make("runs")
       .annotateContext(OpenApi.annotations({ transform: queryStyles }))
   )
   .add(
+    HttpApiEndpoint.get("countRuns", "/agent/run-counts")
+      .setHeaders(TeamHeaders)
+      .setUrlParams(RunCountsUrlParams)
+      .addSuccess(Run.RunCountsResponse)
+      .addError(Problems.FeatureNotAvailable, { status: 403 })
+      .annotateContext(doc("Count runs by state", RunCountsDescription))
+      .annotateContext(OpenApi.annotations({ transform: queryStyles }))
+  )
+  .add(
     HttpApiEndpoint.get("getRun")`/agent/runs/${P.runId}`
       .setHeaders(TeamHeaders)
       .addSuccess(Run.RunItem)
@@ -112,6 +125,20 @@ export class RunsGroup extends HttpApiGroup.make("runs")
           "Download a run's raw transcript",
           "Redirects (302) to a signed, time-limited download URL of everything the agent printed. 404: run not " +
             "found or no transcript."
+        )
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("getRunTranscriptLink")`/agent/runs/${P.runId}/transcript-link`
+      .setHeaders(TeamHeaders)
+      .addSuccess(TranscriptLinkResponse)
+      .addError(Problems.ResourceNotFound, { status: 404 })
+      .annotateContext(
+        doc(
+          "Get a run's transcript link",
+          "The signed, time-limited download URL that GET /agent/runs/{runId}/transcript redirects to, as JSON " +
+            "(`url`, `expires_at`), for clients that cannot follow the redirect (a browser page on another " +
+            "origin). The URL needs no bearer token. 404: run not found or no transcript."
         )
       )
   )

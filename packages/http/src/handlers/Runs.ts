@@ -6,11 +6,11 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import type { HttpRouter } from "@effect/platform"
 import { Conversation, Conversations, Followups, Run, RunEvents, Runs, RunQuery, RunStream, Timeline } from "@agent-runs/core"
-import { Duration, Effect, Schema, Stream } from "effect"
+import { DateTime, Duration, Effect, Schema, Stream } from "effect"
 import { Api } from "../Api.js"
-import { transcriptRedirect } from "../Downloads.js"
+import { transcriptLink, transcriptRedirect } from "../Downloads.js"
 import { EventStreamLimitsTag, makeStreamSlots } from "../EventStreams.js"
-import { RunByExternalReferenceResponse } from "../Models.js"
+import { RunByExternalReferenceResponse, TranscriptLinkResponse } from "../Models.js"
 import { respond } from "../Respond.js"
 import { Authentication, bearerAuth, CurrentViewer } from "../Security.js"
 
@@ -53,6 +53,9 @@ export const RunsLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
     const run = respond(Run.RunItem)
     const timeline = respond(Timeline.RunTimeline)
     const conversation = respond(Conversation.ConversationResponse)
+    /** The transcript of a run the caller may see (404 otherwise): the redirect and the link check alike. */
+    const runTranscript = (runId: string) =>
+      Effect.flatMap(CurrentViewer, (viewer) => conversations.transcript(viewer, { runId }))
     const create = ({ payload }: { readonly payload: Parameters<typeof runs.create>[1] }) =>
       Effect.flatMap(CurrentViewer, (viewer) => Effect.flatMap(runs.create(viewer, payload), created))
 
@@ -61,17 +64,21 @@ export const RunsLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
       .handle("createRunDeprecated", create)
       .handle("listRuns", ({ request }) =>
         Effect.flatMap(CurrentViewer, (viewer) => Effect.flatMap(runs.list(viewer, rawQuery(request.url)), listed)))
+      .handle("countRuns", ({ request }) =>
+        Effect.flatMap(CurrentViewer, (viewer) => runs.counts(viewer, rawQuery(request.url))))
       .handle("getRun", ({ path }) => Effect.flatMap(CurrentViewer, (viewer) => Effect.flatMap(runs.get(viewer, path.runId), run)))
       .handle("getRunTimeline", ({ path }) =>
         Effect.flatMap(CurrentViewer, (viewer) => Effect.flatMap(runs.timeline(viewer, path.runId), timeline)))
       .handle("getRunConversation", ({ path }) =>
         Effect.flatMap(CurrentViewer, (viewer) => Effect.flatMap(conversations.ofRun(viewer, path.runId), conversation)))
       .handle("getRunTranscript", ({ path }) =>
-        Effect.gen(function*() {
-          const viewer = yield* CurrentViewer
-          const transcript = yield* conversations.transcript(viewer, { runId: path.runId })
-          return yield* transcriptRedirect(transcript.run_id)
-        }))
+        Effect.flatMap(runTranscript(path.runId), (transcript) => transcriptRedirect(transcript.run_id)))
+      .handle("getRunTranscriptLink", ({ path }) =>
+        Effect.flatMap(runTranscript(path.runId), (transcript) => transcriptLink(transcript.run_id)).pipe(
+          Effect.map((link) =>
+            new TranscriptLinkResponse({ url: link.url, expires_at: DateTime.unsafeMake(link.expiresAtMillis) })
+          )
+        ))
       .handle("createRunFollowup", ({ path, payload }) =>
         Effect.flatMap(CurrentViewer, (viewer) => followups.send(viewer, path.runId, payload)))
       .handle("cancelRun", ({ path }) => Effect.flatMap(CurrentViewer, (viewer) => runs.cancel(viewer, path.runId)))
