@@ -5,13 +5,15 @@
  * (Transport.ts), plus what the derived client cannot do by itself:
  *
  * - `streamRuns` / `streamRunPages` / `listRunsPage`: the run list with every filter (the
- *   `metadata[<key>]` deepObject ones included), following `page_info.next_cursor`;
+ *   `metadata[<key>]` deepObject ones included), following `page_info.next_cursor`; `countRuns`:
+ *   the counts by state of the runs the same filters select;
  * - `streamWebhookDeliveries`: a webhook's delivery log, page after page;
  * - `followRun`: a run's live events (`GET /api/v1/agent/runs/{runId}/events`, Server-Sent
  *   Events) as a stream of decoded timeline and conversation events, resumed with
  *   `Last-Event-ID` after a drop, ending with the run (the server's `end` event);
  * - `runTranscriptUrl` / `conversationTranscriptUrl`: the signed download URL a transcript
- *   endpoint redirects to (302), without following it.
+ *   endpoint redirects to (302), without following it; `runTranscriptLink`: the same URL of a
+ *   run's transcript and when it expires, as JSON (`GET /agent/runs/{runId}/transcript-link`).
  *
  * Errors are those of the API: the core error classes of `@agent-runs/core` (`ResourceNotFound`,
  * `AuthenticationRequired`, …, decoded from the problem bodies), `HttpClientError` (no answer,
@@ -28,7 +30,7 @@ import {
   type HttpClientResponse
 } from "@effect/platform"
 import { type Errors, Ids, type Run, type RunQuery, type RunState, RunStream, Timeline, type Webhook } from "@agent-runs/core"
-import { Api, Problems } from "@agent-runs/http"
+import { Api, type Models, Problems } from "@agent-runs/http"
 import { Context, Duration, Effect, Layer, Option, type ParseResult, Schema, Stream } from "effect"
 import * as Sse from "./Sse.js"
 import * as Transport from "./Transport.js"
@@ -69,6 +71,10 @@ export type ErrorOf<F> = F extends (...args: never) => Effect.Effect<unknown, in
 
 /** The failures of `GET /agent/runs`. */
 export type ListRunsError = ErrorOf<ApiClient["runs"]["listRuns"]>
+/** The failures of `GET /agent/run-counts`. */
+export type CountRunsError = ErrorOf<ApiClient["runs"]["countRuns"]>
+/** The failures of `GET /agent/runs/{runId}/transcript-link`. */
+export type TranscriptLinkError = ErrorOf<ApiClient["runs"]["getRunTranscriptLink"]>
 /** The failures of `GET /agent/webhooks/{uid}/deliveries`. */
 export type ListDeliveriesError = ErrorOf<ApiClient["webhooks"]["listWebhookDeliveries"]>
 /** The failures of a transcript URL: those of the endpoint, or a 302 without a `Location`. */
@@ -107,6 +113,9 @@ export interface RunListQuery {
   readonly artifact_type?: RunState.ArtifactType | undefined
   readonly q?: string | undefined
 }
+
+/** The run counts' query (`GET /agent/run-counts`): the run list's filters, without paging or sort. */
+export type RunCountsQuery = Omit<RunListQuery, "limit" | "cursor" | "sort_by" | "sort_order">
 
 type RunListUrlParams = Parameters<ApiClient["runs"]["listRuns"]>[0]["urlParams"]
 
@@ -181,6 +190,8 @@ export interface Extensions {
   readonly streamRunPages: (query?: RunListQuery) => Stream.Stream<Run.ListRunsResponse, ListRunsError>
   /** Every run of every page. */
   readonly streamRuns: (query?: RunListQuery) => Stream.Stream<Run.RunItem, ListRunsError>
+  /** How many runs the list's filters select, by state (every state), and their total. */
+  readonly countRuns: (query?: RunCountsQuery) => Effect.Effect<Run.RunCountsResponse, CountRunsError>
   /** Every delivery of a webhook's log, newest first, page after page (`limit` per page). */
   readonly streamWebhookDeliveries: (
     uid: string,
@@ -190,6 +201,8 @@ export interface Extensions {
   readonly followRun: (runId: string, options?: FollowRunOptions) => Stream.Stream<RunEvent, FollowRunError>
   /** The signed, expiring URL of a run's raw transcript (needs no token). */
   readonly runTranscriptUrl: (runId: string) => Effect.Effect<string, TranscriptUrlError>
+  /** The same URL and when it expires, as the API answers it (no redirect involved). */
+  readonly runTranscriptLink: (runId: string) => Effect.Effect<Models.TranscriptLinkResponse, TranscriptLinkError>
   /** The signed, expiring URL of a conversation's raw transcript (needs no token). */
   readonly conversationTranscriptUrl: (conversationId: string) => Effect.Effect<string, TranscriptUrlError>
 }
@@ -262,6 +275,11 @@ export const make = (options: ClientOptions): Effect.Effect<Service, never, Http
     const listRunsPage = (query: RunListQuery = {}) => {
       const { extra, urlParams } = runListParams(query)
       return api.runs.listRuns({ headers: {}, urlParams }).pipe(Effect.locally(Transport.extraUrlParams, extra))
+    }
+
+    const countRuns = (query: RunCountsQuery = {}) => {
+      const { extra, urlParams } = runListParams(query)
+      return api.runs.countRuns({ headers: {}, urlParams }).pipe(Effect.locally(Transport.extraUrlParams, extra))
     }
 
     const streamRunPages = (query: RunListQuery = {}) =>
@@ -412,6 +430,7 @@ export const make = (options: ClientOptions): Effect.Effect<Service, never, Http
       listRunsPage,
       streamRunPages,
       streamRuns: (query) => Stream.flatMap(streamRunPages(query), (page) => Stream.fromIterable(page.runs)),
+      countRuns,
       streamWebhookDeliveries,
       followRun,
       runTranscriptUrl: (runId) =>
@@ -419,6 +438,8 @@ export const make = (options: ClientOptions): Effect.Effect<Service, never, Http
           decodeRunId(runId),
           (id) => transcriptUrl(api.runs.getRunTranscript({ headers: {}, path: { runId: id }, withResponse: true }))
         ),
+      runTranscriptLink: (runId) =>
+        Effect.flatMap(decodeRunId(runId), (id) => api.runs.getRunTranscriptLink({ headers: {}, path: { runId: id } })),
       conversationTranscriptUrl: (conversationId) =>
         Effect.flatMap(decodeConversationId(conversationId), (id) =>
           transcriptUrl(

@@ -43,6 +43,8 @@ export type Json<S extends Schema.Schema.Any> = Schema.Schema.Encoded<S>
 
 export type RunItem = Json<typeof Run.RunItem>
 export type ListRunsResponse = Json<typeof Run.ListRunsResponse>
+export type RunCountsResponse = Json<typeof Run.RunCountsResponse>
+export type TranscriptLinkResponse = Json<typeof Models.TranscriptLinkResponse>
 export type RunAgentRequest = Json<typeof Run.RunAgentRequest>
 export type RunAgentResponse = Json<typeof Run.RunAgentResponse>
 export type RunFollowupRequest = Json<typeof Run.RunFollowupRequest>
@@ -98,6 +100,7 @@ export type CreateTokenResponse = Json<typeof Identity.CreateTokenResponse>
 export type MeResponse = Json<typeof Identity.MeResponse>
 
 export type RunListQuery = AgentRunsClient.RunListQuery
+export type RunCountsQuery = AgentRunsClient.RunCountsQuery
 
 /** Options of `createClient`. */
 export interface CreateClientOptions {
@@ -156,6 +159,8 @@ export interface AgentRunsClientPromise {
     list(query?: RunListQuery): Paginated<RunItem, ListRunsResponse>
     /** `GET /agent/runs`, one page. */
     listPage(query?: RunListQuery): Promise<ListRunsResponse>
+    /** `GET /agent/run-counts`: how many runs the list's filters select, by state, and their total. */
+    counts(query?: RunCountsQuery): Promise<RunCountsResponse>
     /** `GET /agent/runs/{runId}` */
     get(runId: string): Promise<RunItem>
     /** `POST /agent/runs/{runId}/cancel`: the run id. */
@@ -168,6 +173,8 @@ export interface AgentRunsClientPromise {
     timeline(runId: string): Promise<RunTimeline>
     /** The signed, expiring URL `GET /agent/runs/{runId}/transcript` redirects to (needs no token). */
     transcriptUrl(runId: string): Promise<string>
+    /** `GET /agent/runs/{runId}/transcript-link`: the same signed URL and when it expires, as JSON. */
+    transcriptLink(runId: string): Promise<TranscriptLinkResponse>
     /** `GET /agent/run-by-external-reference?url=` */
     byExternalReference(url: string): Promise<RunByExternalReferenceResponse>
     /** `GET /agent/runs/{runId}/events` (Server-Sent Events): the run's timeline events as they happen. */
@@ -453,6 +460,7 @@ export const createClient = (options: CreateClientOptions): AgentRunsClientPromi
         ),
       list: (query = {}) => paginated((cursor) => listRunsPage({ ...query, cursor }), (page) => page.runs, query.cursor),
       listPage: listRunsPage,
+      counts: (query = {}) => call(Run.RunCountsResponse, service.countRuns(query)),
       get: (id) => call(Run.RunItem, Effect.flatMap(runId(id), (path) => service.runs.getRun({ headers, path }))),
       cancel: (id) => call(Ids.RunId, Effect.flatMap(runId(id), (path) => service.runs.cancelRun({ headers, path }))),
       followup: (id, body) =>
@@ -471,6 +479,11 @@ export const createClient = (options: CreateClientOptions): AgentRunsClientPromi
       timeline: (id) =>
         call(Timeline.RunTimeline, Effect.flatMap(runId(id), (path) => service.runs.getRunTimeline({ headers, path }))),
       transcriptUrl: (id) => run(service.runTranscriptUrl(id)),
+      transcriptLink: (id) =>
+        call(
+          Models.TranscriptLinkResponse,
+          Effect.flatMap(runId(id), (path) => service.runs.getRunTranscriptLink({ headers, path }))
+        ),
       byExternalReference: (url) =>
         call(Models.RunByExternalReferenceResponse, service.runs.getRunByExternalReference({ headers, urlParams: { url } })),
       events

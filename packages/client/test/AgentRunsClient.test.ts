@@ -1,12 +1,13 @@
 /**
  * The Effect client against a tiny node:http server: typed by the API (core errors decoded from
- * problem bodies), timeouts, paging streams, the run event stream and the layer. The tests run
+ * problem bodies), timeouts, paging streams, the run counts and transcript link, the run event
+ * stream and the layer. The tests run
  * on the live clock (timeouts and retries wait for real).
  */
 import { FetchHttpClient } from "@effect/platform"
 import { Errors, Ids } from "@agent-runs/core"
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Either, Layer, Stream } from "effect"
+import { Chunk, DateTime, Effect, Either, Layer, Stream } from "effect"
 import { AgentRunsClient, Transport } from "../src/index.js"
 import { json, problem, RUN, runIdOf, runItem, startServer, type Handler } from "./server.js"
 
@@ -74,6 +75,27 @@ describe("AgentRunsClient (Effect)", () => {
         { state: "QUEUED", sort_by: "created_at" },
         { state: "QUEUED", sort_by: "created_at", cursor: "1" },
         { state: "QUEUED", sort_by: "created_at", cursor: "2" }
+      ])
+    }))
+
+  it.scopedLive("countRuns sends the list's filters (metadata pairs included); runTranscriptLink decodes its expiry", () =>
+    Effect.gen(function*() {
+      const { layer, server } = yield* withServer((request, response) =>
+        request.url.includes("transcript-link")
+          ? json(response, 200, { url: "https://example.com/t?expires=1&signature=ab", expires_at: "1970-01-01T00:00:01.000Z" })
+          : json(response, 200, {
+            counts: { QUEUED: 1, PENDING: 0, CLAIMED: 0, INPROGRESS: 0, SUCCEEDED: 4, FAILED: 0, BLOCKED: 0, ERROR: 0, CANCELLED: 0 },
+            total: 5
+          }))
+      const client = yield* Effect.provide(AgentRunsClient.AgentRunsClient, layer)
+      const counts = yield* client.countRuns({ state: ["QUEUED", "SUCCEEDED"], metadata: { env: "prod" } })
+      expect(counts).toMatchObject({ counts: { QUEUED: 1, SUCCEEDED: 4 }, total: 5 })
+      const link = yield* client.runTranscriptLink(RUN)
+      expect(link.url).toBe("https://example.com/t?expires=1&signature=ab")
+      expect(DateTime.toEpochMillis(link.expires_at)).toBe(1000)
+      expect(server.requests.map((r) => r.url)).toEqual([
+        "/api/v1/agent/run-counts?state=QUEUED&state=SUCCEEDED&metadata%5Benv%5D=prod",
+        `/api/v1/agent/runs/${RUN}/transcript-link`
       ])
     }))
 

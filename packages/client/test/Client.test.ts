@@ -159,6 +159,25 @@ describe("requests", () => {
     )
     expect(server.requests.map((r) => r.url)).toEqual([`/api/v1/agent/runs/${RUN}/transcript`])
   })
+
+  it("answers a transcript's link as JSON, and the run counts with the list's filters (metadata included)", async () => {
+    const link = { url: `http://elsewhere.example/api/v1/downloads/transcripts/${RUN}?expires=1&signature=ab`, expires_at: "1970-01-01T00:00:01.000Z" }
+    const counts = {
+      counts: { QUEUED: 2, PENDING: 0, CLAIMED: 0, INPROGRESS: 1, SUCCEEDED: 0, FAILED: 0, BLOCKED: 0, ERROR: 0, CANCELLED: 0 },
+      total: 3
+    }
+    const server = await serve((_request, response, index) => json(response, 200, index === 0 ? link : counts))
+    const client = createClient({ url: server.url, token: TOKEN })
+    expect(await client.runs.transcriptLink(RUN)).toStrictEqual(link)
+    expect(await client.runs.counts({ state: ["QUEUED", "INPROGRESS"], q: "deploy", metadata: { env: "prod" } })).toStrictEqual(counts)
+    expect(server.requests.map((r) => r.url)).toEqual([
+      `/api/v1/agent/runs/${RUN}/transcript-link`,
+      "/api/v1/agent/run-counts?state=QUEUED&state=INPROGRESS&q=deploy&metadata%5Benv%5D=prod"
+    ])
+    // A malformed run id is refused before anything is sent.
+    expect(await rejection(client.runs.transcriptLink("not-a-run-id"))).toBeInstanceOf(BadRequestError)
+    expect(server.requests).toHaveLength(2)
+  })
 })
 
 describe("retries", () => {
