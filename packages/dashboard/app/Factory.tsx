@@ -1,13 +1,18 @@
 /**
- * The factory, read-only for now: schedules, webhooks (with a webhook's delivery log, its counts
- * by outcome and cursor paging), environments, connected self-hosted workers and the team's
- * secrets (names and times only: the API never returns a value).
+ * The factory: schedules (their cron in words; a schedule's page with its next fire times, recent
+ * runs, Pause / Resume and Run now), webhooks (a webhook's delivery log, its counts by outcome and
+ * cursor paging, its automations' filters tested against a stored delivery or a pasted payload),
+ * environments, connected self-hosted workers and the team's secrets (names and times only: the
+ * API never returns a value).
  */
 import type { ComponentChildren } from "preact"
 import { useEffect, useState } from "preact/hooks"
-import { ApiError, request } from "./api.js"
+import { ApiError, request, type RunState } from "./api.js"
 import { formatJson, formatTime } from "./format.js"
-import { followLink, hrefOf, navigate } from "./router.js"
+import { followLink, hrefOf, navigate, useLocation } from "./router.js"
+
+/** The text of a failure: the API's `error`, or what went wrong. */
+const messageOf = (failure: unknown): string => (failure instanceof ApiError ? failure.message : String(failure))
 
 /** An API read: its answer, or the API's error text; `reload` reads it again. */
 const useApi = <A,>(path: string): { data: A | undefined; error: string | undefined; reload: () => void } => {
@@ -56,25 +61,77 @@ interface Schedule {
   readonly timezone: string
   readonly enabled: boolean
   readonly prompt: string
-  readonly history: { readonly last_ran: string | null; readonly next_run: string | null }
+  readonly history: {
+    readonly last_ran: string | null
+    readonly next_run: string | null
+    readonly recent_runs: ReadonlyArray<{ readonly run_id: string; readonly state: RunState; readonly scheduled_for: string }>
+  }
   readonly last_spawn_error: string | null
 }
 
+/** `POST /agent/schedules/preview`: a cron expression in words and its next fire times. */
+interface SchedulePreview {
+  readonly description: string
+  readonly next_runs: ReadonlyArray<string>
+}
+
+/** The preview of a schedule's expression in its zone (`count` fire times), or the API's error; nothing until both are known. */
+const usePreview = (cron: string | undefined, timezone: string | undefined, count: number) => {
+  const [preview, setPreview] = useState<{ data?: SchedulePreview; error?: string }>({})
+  useEffect(() => {
+    if (cron === undefined || timezone === undefined) return
+    const controller = new AbortController()
+    request<SchedulePreview>("/agent/schedules/preview", {
+      method: "POST",
+      body: { cron_schedule: cron, timezone, count },
+      signal: controller.signal
+    }).then(
+      (data) => setPreview({ data }),
+      (failure: unknown) => {
+        if (!controller.signal.aborted) setPreview({ error: messageOf(failure) })
+      }
+    )
+    return () => controller.abort()
+  }, [cron, timezone, count])
+  return preview
+}
+
+/** A schedule's cron in words (the expression itself while the words load, or when they cannot be had). */
+const CronWords = (props: { readonly cron: string; readonly timezone: string }) => {
+  const preview = usePreview(props.cron, props.timezone, 1)
+  return (
+    <>
+      {preview.data === undefined ? null : <span class="cron-words">{preview.data.description}</span>}
+      <div class="muted"><code>{props.cron}</code> {props.timezone}</div>
+    </>
+  )
+}
+
+/** `schedules` lists them; `schedules/<id>` is one schedule's page. */
 export const SchedulesPage = () => {
+  const id = useLocation().route.split("/")[1]
+  return id === undefined || id === "" ? <ScheduleList /> : <SchedulePage id={id} />
+}
+
+const ScheduleList = () => {
   const read = useApi<{ schedules: ReadonlyArray<Schedule> }>("/agent/schedules")
   return (
     <Section title="Schedules" read={read}>
       {({ schedules }) => (
         <table class="list">
           <caption class="visually-hidden">Schedules</caption>
-          <thead><tr><th scope="col">Name</th><th scope="col">Cron</th><th scope="col">Enabled</th><th scope="col">Last ran</th><th scope="col" class="wide">Next run</th><th scope="col" class="wide">Runs</th></tr></thead>
+          <thead><tr><th scope="col">Name</th><th scope="col">When</th><th scope="col">Enabled</th><th scope="col">Last ran</th><th scope="col" class="wide">Next run</th><th scope="col" class="wide">Runs</th></tr></thead>
           <tbody>
             {schedules.length === 0 ? <Empty columns={6} text="No schedules." /> : schedules.map((schedule) => {
               const runs = new URLSearchParams({ schedule_id: schedule.id })
+              const route = `schedules/${schedule.id}`
               return (
-                <tr key={schedule.id}>
-                  <td>{schedule.name}{schedule.last_spawn_error === null ? null : <div class="error">{schedule.last_spawn_error}</div>}</td>
-                  <td><code>{schedule.cron_schedule}</code> <span class="muted">{schedule.timezone}</span></td>
+                <tr key={schedule.id} data-schedule-id={schedule.id}>
+                  <td>
+                    <a href={hrefOf(route)} onClick={(e) => followLink(e, route)}>{schedule.name}</a>
+                    {schedule.last_spawn_error === null ? null : <div class="error">{schedule.last_spawn_error}</div>}
+                  </td>
+                  <td><CronWords cron={schedule.cron_schedule} timezone={schedule.timezone} /></td>
                   <td>{schedule.enabled ? "yes" : "paused"}</td>
                   <td>{formatTime(schedule.history.last_ran)}</td>
                   <td class="wide">{formatTime(schedule.history.next_run)}</td>
@@ -86,6 +143,113 @@ export const SchedulesPage = () => {
         </table>
       )}
     </Section>
+  )
+}
+
+/** What a schedule's action buttons did: the error beside the button, or the run started. */
+interface ActionOutcome {
+  readonly error?: string
+  readonly started?: string
+}
+
+/**
+ * A schedule: its cron in words, its next 5 fire times, its recent runs (links to their pages),
+ * Pause / Resume and Run now (the API's error beside the button; the page is read again after).
+ */
+const SchedulePage = (props: { readonly id: string }) => {
+  const path = `/agent/schedules/${encodeURIComponent(props.id)}`
+  const read = useApi<Schedule>(path)
+  const schedule = read.data
+  const preview = usePreview(schedule?.cron_schedule, schedule?.timezone, 5)
+  const [busy, setBusy] = useState(false)
+  const [toggled, setToggled] = useState<ActionOutcome>({})
+  const [ran, setRan] = useState<ActionOutcome>({})
+  const act = async (action: "pause" | "resume" | "run") => {
+    setBusy(true)
+    const done = action === "run" ? setRan : setToggled
+    try {
+      const answer = await request<{ run_id?: string }>(`${path}/${action}`, { method: "POST" })
+      done(answer.run_id === undefined ? {} : { started: answer.run_id })
+    } catch (failure) {
+      done({ error: messageOf(failure) })
+    } finally {
+      setBusy(false)
+      read.reload()
+    }
+  }
+  const runs = new URLSearchParams({ schedule_id: props.id })
+  return (
+    <>
+      <p><a href={hrefOf("schedules")} onClick={(e) => followLink(e, "schedules")}>← All schedules</a></p>
+      <Section title={schedule?.name ?? "Schedule"} read={read}>
+        {(s) => (
+          <>
+            <dl class="facts">
+              <div><dt>When</dt><dd><span class="cron-words">{preview.data?.description ?? "—"}</span></dd></div>
+              <div><dt>Cron</dt><dd><code>{s.cron_schedule}</code> <span class="muted">{s.timezone}</span></dd></div>
+              <div><dt>State</dt><dd class="schedule-state">{s.enabled ? "active" : "paused"}</dd></div>
+              <div><dt>Last ran</dt><dd>{formatTime(s.history.last_ran)}</dd></div>
+              <div><dt>Next run</dt><dd>{formatTime(s.history.next_run)}</dd></div>
+            </dl>
+            {s.last_spawn_error === null ? null : <p class="error">The last tick started no run: {s.last_spawn_error}</p>}
+            <div class="actions-row">
+              <div class="buttons">
+                <button
+                  type="button"
+                  class="secondary"
+                  disabled={busy}
+                  aria-describedby={toggled.error === undefined ? undefined : "schedule-state-error"}
+                  onClick={() => void act(s.enabled ? "pause" : "resume")}
+                >
+                  {s.enabled ? "Pause" : "Resume"}
+                </button>
+                {toggled.error === undefined ? null : <span class="error" id="schedule-state-error" role="alert">{toggled.error}</span>}
+              </div>
+              <div class="buttons">
+                <button
+                  type="button"
+                  disabled={busy}
+                  aria-describedby={ran.error === undefined ? undefined : "schedule-run-error"}
+                  onClick={() => void act("run")}
+                >
+                  Run now
+                </button>
+                {ran.error === undefined ? null : <span class="error" id="schedule-run-error" role="alert">{ran.error}</span>}
+                {ran.started === undefined ? null : (
+                  <span role="status">
+                    Started run <a href={hrefOf(`runs/${ran.started}`)} onClick={(e) => followLink(e, `runs/${ran.started}`)}><code>{ran.started}</code></a>
+                  </span>
+                )}
+              </div>
+            </div>
+            <h2 id="next-runs-heading">Next runs</h2>
+            {preview.error === undefined ? null : <p class="error" role="alert">{preview.error}</p>}
+            {preview.data === undefined ? null : (
+              <ol class="fire-times" aria-labelledby="next-runs-heading">
+                {preview.data.next_runs.map((time) => <li key={time}><time dateTime={time}>{formatTime(time)}</time></li>)}
+              </ol>
+            )}
+            <p class="muted">Times in this browser's time zone; the schedule fires on the clock of {s.timezone}.</p>
+            <h2>Prompt</h2>
+            <pre>{s.prompt}</pre>
+            <h2 id="recent-runs-heading">Recent runs</h2>
+            <table class="list recent-runs" aria-labelledby="recent-runs-heading">
+              <thead><tr><th scope="col">Run</th><th scope="col">State</th><th scope="col">Started for</th></tr></thead>
+              <tbody>
+                {s.history.recent_runs.length === 0 ? <Empty columns={3} text="No run yet." /> : s.history.recent_runs.map((run) => (
+                  <tr key={run.run_id} data-run-id={run.run_id}>
+                    <td><a class="run-link" href={hrefOf(`runs/${run.run_id}`)} onClick={(e) => followLink(e, `runs/${run.run_id}`)}><code>{run.run_id}</code></a></td>
+                    <td><span class={`state state-${run.state.toLowerCase()}`}>{run.state}</span></td>
+                    <td>{formatTime(run.scheduled_for)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+            <p><a href={hrefOf("", runs)} onClick={(e) => followLink(e, "", runs)}>All its runs</a></p>
+          </>
+        )}
+      </Section>
+    </>
   )
 }
 
@@ -149,33 +313,83 @@ interface Automation {
   readonly trigger: { readonly filter: { readonly webhook_ids: ReadonlyArray<string>; readonly payload?: unknown } }
 }
 
+/** A filter test's verdict. */
+interface Verdict {
+  readonly result: string
+  readonly reasons: ReadonlyArray<string>
+}
+
+/** JSON typed into a textarea: its value, or why it is not JSON (`""` reads as `fallback`). */
+const parseJsonText = (text: string, fallback?: unknown): { readonly value?: unknown; readonly problem?: string } => {
+  if (text.trim() === "") return fallback === undefined ? { problem: "enter a JSON value" } : { value: fallback }
+  try {
+    return { value: JSON.parse(text) as unknown }
+  } catch (error) {
+    return { problem: `not valid JSON: ${error instanceof Error ? error.message : String(error)}` }
+  }
+}
+
 /**
- * The automations a webhook's deliveries start, and the test of one's filter against a stored
- * delivery (`POST /agent/automations/{id}/test-filter`): the verdict and its reasons, or the API's
- * error beside the button, the choices kept.
+ * The automations a webhook's deliveries start, and the test of one's filter
+ * (`POST /agent/automations/{id}/test-filter`) against a stored delivery or a pasted payload (with
+ * optional headers): the verdict and its reasons, or the error beside the control that caused it,
+ * the choices kept. Text that is not JSON is refused beside its textarea, without calling the API.
  */
 const Automations = (props: { readonly uid: string; readonly deliveries: ReadonlyArray<Delivery> }) => {
   const read = useApi<{ automations: ReadonlyArray<Automation> }>("/agent/automations")
   const mine = (read.data?.automations ?? []).filter((a) => a.trigger.filter.webhook_ids.includes(props.uid))
   const [automation, setAutomation] = useState("")
   const [delivery, setDelivery] = useState("")
-  const [verdict, setVerdict] = useState<{ result: string; reasons: ReadonlyArray<string> } | undefined>(undefined)
+  const [payloadText, setPayloadText] = useState("")
+  const [headersText, setHeadersText] = useState("")
+  const [verdict, setVerdict] = useState<Verdict | undefined>(undefined)
   const [error, setError] = useState<string | undefined>(undefined)
+  const [pasteError, setPasteError] = useState<{ readonly field: "payload" | "headers" | "api"; readonly text: string } | undefined>(undefined)
   const chosenAutomation = automation === "" ? mine[0]?.id ?? "" : automation
   const chosenDelivery = delivery === "" ? props.deliveries[0]?.delivery_id ?? "" : delivery
+  const testFilter = (body: unknown) =>
+    request<Verdict>(`/agent/automations/${encodeURIComponent(chosenAutomation)}/test-filter`, { method: "POST", body })
   const test = async (event: Event) => {
     event.preventDefault()
+    setPasteError(undefined)
     try {
-      setVerdict(await request(`/agent/automations/${encodeURIComponent(chosenAutomation)}/test-filter`, {
-        method: "POST",
-        body: { delivery_id: chosenDelivery }
-      }))
+      setVerdict(await testFilter({ delivery_id: chosenDelivery }))
       setError(undefined)
     } catch (failure) {
       setVerdict(undefined)
-      setError(failure instanceof ApiError ? failure.message : String(failure))
+      setError(messageOf(failure))
     }
   }
+  const testPasted = async (event: Event) => {
+    event.preventDefault()
+    setError(undefined)
+    const payload = parseJsonText(payloadText)
+    if (payload.problem !== undefined) {
+      setVerdict(undefined)
+      return setPasteError({ field: "payload", text: payload.problem })
+    }
+    const headers = parseJsonText(headersText, {})
+    const headersProblem = headers.problem ?? (
+      typeof headers.value !== "object" || headers.value === null || Array.isArray(headers.value) ||
+        Object.values(headers.value).some((v) => typeof v !== "string")
+        ? "enter a JSON object of header names and their text values"
+        : undefined
+    )
+    if (headersProblem !== undefined) {
+      setVerdict(undefined)
+      return setPasteError({ field: "headers", text: headersProblem })
+    }
+    try {
+      setVerdict(await testFilter({ payload: payload.value, headers: headers.value }))
+      setPasteError(undefined)
+    } catch (failure) {
+      setVerdict(undefined)
+      // The API names `headers.<name>` for a header it refuses; anything else goes beside the button.
+      const field = failure instanceof ApiError && failure.field?.startsWith("headers") === true ? "headers" : "api"
+      setPasteError({ field, text: messageOf(failure) })
+    }
+  }
+  const errorOf = (field: "payload" | "headers" | "api") => (pasteError?.field === field ? pasteError.text : undefined)
   return (
     <section aria-labelledby="automations-heading">
       <h2 id="automations-heading">Automations</h2>
@@ -190,13 +404,14 @@ const Automations = (props: { readonly uid: string; readonly deliveries: Readonl
               </li>
             ))}
           </ul>
+          <div class="field test-automation">
+            <label for="test-automation">Automation</label>
+            <select id="test-automation" value={chosenAutomation} onChange={(e) => setAutomation(e.currentTarget.value)}>
+              {mine.map((a) => <option key={a.id} value={a.id}>{a.name}</option>)}
+            </select>
+          </div>
+          <h3>Test against a stored delivery</h3>
           <form class="test-filter" method="post" onSubmit={test}>
-            <div class="field">
-              <label for="test-automation">Automation</label>
-              <select id="test-automation" value={chosenAutomation} onChange={(e) => setAutomation(e.currentTarget.value)}>
-                {mine.map((a) => <option key={a.id} value={a.id}>{a.name}</option>)}
-              </select>
-            </div>
             <div class="field">
               <label for="test-delivery">Delivery</label>
               <select id="test-delivery" value={chosenDelivery} onChange={(e) => setDelivery(e.currentTarget.value)}>
@@ -208,6 +423,40 @@ const Automations = (props: { readonly uid: string; readonly deliveries: Readonl
             <div class="buttons">
               <button type="submit" disabled={chosenDelivery === ""} aria-describedby={error === undefined ? undefined : "test-filter-error"}>Test filter</button>
               {error === undefined ? null : <span class="error" id="test-filter-error" role="alert">{error}</span>}
+            </div>
+          </form>
+          <h3>Test a pasted payload</h3>
+          <form class="test-payload" method="post" onSubmit={testPasted}>
+            <div class="field">
+              <label for="test-payload">Payload (JSON)</label>
+              <textarea
+                id="test-payload"
+                rows={6}
+                spellcheck={false}
+                value={payloadText}
+                aria-invalid={errorOf("payload") === undefined ? undefined : true}
+                aria-describedby={errorOf("payload") === undefined ? undefined : "test-payload-error"}
+                onInput={(e) => setPayloadText(e.currentTarget.value)}
+              />
+              {errorOf("payload") === undefined ? null : <span class="error" id="test-payload-error" role="alert">{errorOf("payload")}</span>}
+            </div>
+            <div class="field">
+              <label for="test-headers">Headers (JSON object, optional)</label>
+              <textarea
+                id="test-headers"
+                rows={2}
+                spellcheck={false}
+                value={headersText}
+                aria-invalid={errorOf("headers") === undefined ? undefined : true}
+                aria-describedby={errorOf("headers") === undefined ? "test-headers-note" : "test-headers-error"}
+                onInput={(e) => setHeadersText(e.currentTarget.value)}
+              />
+              <span class="muted" id="test-headers-note">Filters read only the body: headers do not change the verdict.</span>
+              {errorOf("headers") === undefined ? null : <span class="error" id="test-headers-error" role="alert">{errorOf("headers")}</span>}
+            </div>
+            <div class="buttons">
+              <button type="submit" aria-describedby={errorOf("api") === undefined ? undefined : "test-pasted-error"}>Test payload</button>
+              {errorOf("api") === undefined ? null : <span class="error" id="test-pasted-error" role="alert">{errorOf("api")}</span>}
             </div>
           </form>
           {verdict === undefined ? null : (
