@@ -57,6 +57,28 @@ describe("AgentRunsClient (Effect)", () => {
       expect(Transport.isConnectionError(slow)).toBe(false)
     }))
 
+  it.scopedLive("runs a schedule now and previews a cron expression, decoded by the API's schemas", () =>
+    Effect.gen(function*() {
+      const SCHEDULE = Ids.ScheduleId.make("Sc7QpX2vLk9sRw4Yz1Ab3C")
+      const { layer, server } = yield* withServer((request, response) =>
+        request.url.endsWith("/run")
+          ? json(response, 200, { run_id: RUN, task_id: RUN, state: "QUEUED", at_capacity: false })
+          : json(response, 200, { description: "every 15 minutes", next_runs: ["2026-11-28T04:15:00.000Z"] }))
+      const client = yield* Effect.provide(AgentRunsClient.AgentRunsClient, layer)
+      const started = yield* client.schedules.runSchedule({ headers: {}, path: { scheduleId: SCHEDULE } })
+      expect(started).toMatchObject({ run_id: RUN, state: "QUEUED" })
+      const preview = yield* client.schedules.previewSchedule({
+        headers: {},
+        payload: { cron_schedule: "*/15 * * * *", timezone: "UTC", count: 1 }
+      })
+      expect(preview.description).toBe("every 15 minutes")
+      expect(preview.next_runs.map(DateTime.formatIso)).toEqual(["2026-11-28T04:15:00.000Z"])
+      expect(server.requests.map((r) => `${r.method} ${r.url}`)).toEqual([
+        `POST /api/v1/agent/schedules/${SCHEDULE}/run`,
+        "POST /api/v1/agent/schedules/preview"
+      ])
+    }))
+
   it.scopedLive("streamRuns follows next_cursor over every page", () =>
     Effect.gen(function*() {
       const { layer, server } = yield* withServer((request, response) => {

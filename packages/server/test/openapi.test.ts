@@ -360,6 +360,8 @@ describe("the server against /openapi.json", () => {
     })
     await as("POST /api/v1/agent/schedules/{scheduleId}/pause", ids)
     await as("POST /api/v1/agent/schedules/{scheduleId}/resume", ids)
+    await as("POST /api/v1/agent/schedules/{scheduleId}/run", ids)
+    await as("POST /api/v1/agent/schedules/preview", {}, { body: { cron_schedule: "0 4 * * *", timezone: "Europe/Paris", count: 3, ...x } })
     await as("GET /api/v1/agent/webhooks", {})
     await as("POST /api/v1/agent/webhooks/check-secret", {}, { body: { secret_name: secretName, ...x } })
     await as("GET /api/v1/agent/webhooks/{uid}", webhookIds)
@@ -374,6 +376,7 @@ describe("the server against /openapi.json", () => {
       body: { name: "auto", prompt: "act", enabled: false, trigger: { provider: "webhook", event: "received", filter: { webhook_ids: [webhook.body.uid] } }, ...x }
     })
     await as("POST /api/v1/agent/automations/{id}/test-filter", ids, { body: { delivery_id: ids["delivery_id"], ...x } })
+    await as("POST /api/v1/agent/automations/{id}/test-filter", ids, { body: { payload: { action: "opened" }, headers: { "x-event": "push" }, ...x } })
     await as("GET /api/v1/agent/secrets", {})
     await admin("GET /api/v1/admin/teams", {})
     await admin("PATCH /api/v1/admin/teams/{uid}", { uid: team.body.uid }, { body: { max_concurrent_runs: 5, ...x } })
