@@ -459,6 +459,26 @@ export const schedulerServiceSuite = <E>(name: string, storage: Layer.Layer<Stor
         expect((yield* read(world.alice, created)).history.recent_runs.map((r) => r.run_id)).toEqual([mine.run_id])
       }))
 
+    test("run now is admitted and counted like any run: PENDING at capacity, 429 past the team's quota", () =>
+      Effect.gen(function*() {
+        yield* at(T0)
+        const world = yield* seedWorld({ maxConcurrentRuns: 1 })
+        const created = yield* schedule(world.alice)
+        // A team may create 2 runs a minute here.
+        const limited = yield* Effect.provide(
+          Runs,
+          Runs.Default.pipe(Layer.provide(Layer.succeed(Quotas, { ...defaultQuotas, runsPerMinute: 2 })))
+        )
+        // The quota is that of the Runs service of the caller's context.
+        const runNow = Effect.provideService(Effect.flatMap(Schedules, (s) => s.runNow(world.alice, created.id)), Runs, limited)
+        expect(yield* runNow).toMatchObject({ state: "QUEUED", at_capacity: false })
+        expect(yield* runNow).toMatchObject({ state: "PENDING", at_capacity: true })
+        const refused = yield* Effect.flip(runNow)
+        expect(refused._tag).toBe("RateLimited")
+        expect((yield* runsOf(world.alice, created)).length).toBe(2)
+        expect((yield* read(world.alice, created)).history.recent_runs.length).toBe(2)
+      }))
+
     test("preview words an expression and lists its next fire times in its zone, as creation checks it", () =>
       Effect.gen(function*() {
         yield* at(T0)
