@@ -13,11 +13,11 @@ import {
   type ConversationMessage,
   type ConversationStep,
   request,
-  redirectOf,
   type Run,
   streamEvents,
   TERMINAL_STATES,
-  type TimelineEvent
+  type TimelineEvent,
+  type TranscriptLink
 } from "./api.js"
 import { formatDuration, formatJson, formatTime } from "./format.js"
 import { followLink, hrefOf } from "./router.js"
@@ -119,15 +119,24 @@ const safeUrl = (value: unknown): string | undefined => {
   }
 }
 
-/** The transcript: a signed, time-limited link asked of the API on demand (it needs no token). */
+/**
+ * The transcript: a signed, time-limited link asked of the API on demand (`…/transcript-link`).
+ * The link needs no token and may be on another origin (the service's public URL): the page only
+ * shows it, and the browser navigates to it (the download is never fetched by the page, which its
+ * `connect-src 'self'` would refuse).
+ */
 const Transcript = (props: { readonly runId: string }) => {
-  const [url, setUrl] = useState<string | undefined>(undefined)
+  const [link, setLink] = useState<{ readonly url: string; readonly expiresAt: string } | undefined>(undefined)
   const [error, setError] = useState<string | undefined>(undefined)
   const fetchLink = async () => {
     try {
-      setUrl(await redirectOf(`/agent/runs/${encodeURIComponent(props.runId)}/transcript`))
+      const answer = await request<TranscriptLink>(`/agent/runs/${encodeURIComponent(props.runId)}/transcript-link`)
+      const url = safeUrl(answer.url)
+      if (url === undefined) throw new ApiError(0, "the service answered a link that is not http(s)", undefined, undefined)
+      setLink({ url, expiresAt: answer.expires_at })
       setError(undefined)
     } catch (failure) {
+      setLink(undefined)
       setError(failure instanceof ApiError ? failure.message : String(failure))
     }
   }
@@ -136,7 +145,11 @@ const Transcript = (props: { readonly runId: string }) => {
       <button type="button" class="secondary" onClick={fetchLink} aria-describedby={error === undefined ? undefined : "transcript-error"}>
         Get the transcript link
       </button>
-      {url === undefined ? null : <a href={url} download={`${props.runId}.jsonl`}>Download the transcript (the link expires)</a>}
+      {link === undefined ? null : (
+        <a href={link.url} download={`${props.runId}.jsonl`} rel="noreferrer">
+          Download the transcript (the link expires at <time dateTime={link.expiresAt}>{formatTime(link.expiresAt)}</time>)
+        </a>
+      )}
       {error === undefined ? null : <span class="error" id="transcript-error" role="alert">{error}</span>}
     </div>
   )

@@ -1,11 +1,13 @@
 /**
  * The runs: the API's filters and sorts in a form whose values live in the URL's query string
- * (so a filtered view can be shared and the back button restores it), the table, cursor paging,
- * a jump to a run id, and auto-refresh. An error of the API is shown beside the control it names,
- * and the form keeps what was typed.
+ * (so a filtered view can be shared and the back button restores it), the counts by state of the
+ * runs the other filters select (each a link that filters the table by its state), the table,
+ * cursor paging, a jump to a run id, and auto-refresh (of the counts too). An error of the API is
+ * shown beside the control it names, and the form keeps what was typed.
  */
+import type { ComponentChildren } from "preact"
 import { useEffect, useState } from "preact/hooks"
-import { ApiError, request, RUN_SORTS, RUN_SOURCES, RUN_STATES, type RunList } from "./api.js"
+import { ApiError, request, RUN_SORTS, RUN_SOURCES, RUN_STATES, type RunCounts, type RunList, type RunState } from "./api.js"
 import { formatTime, fromLocalInput, toLocalInput } from "./format.js"
 import { followLink, hrefOf, navigate } from "./router.js"
 
@@ -16,6 +18,12 @@ const FILTERS = [
 ] as const
 type Filter = typeof FILTERS[number]
 type Filters = Record<Filter, string>
+
+/**
+ * The filters the counts by state take: the list's but the state, which each count sets (with it
+ * the other states would count 0), and the sort, which counts nothing.
+ */
+const COUNTED = FILTERS.filter((name) => name !== "state" && name !== "sort_by" && name !== "sort_order")
 
 const AUTO_REFRESH_MS = 5_000
 
@@ -46,6 +54,66 @@ const LABELS: Record<Filter, string> = {
 export const StateBadge = (props: { readonly state: string }) => (
   <span class={`state state-${props.state.toLowerCase()}`}>{props.state}</span>
 )
+
+/**
+ * How many runs the filters select in each state (`GET /agent/run-counts`, without the state
+ * filter), read again with the table. Each count links to the table filtered by its state, "All"
+ * to the table without a state filter; the current one is marked.
+ */
+const StateCounts = (props: { readonly search: string; readonly tick: number; readonly showError: boolean }) => {
+  const [counts, setCounts] = useState<RunCounts | undefined>(undefined)
+  const [error, setError] = useState<string | undefined>(undefined)
+  const given = new URLSearchParams(props.search)
+  const counted = new URLSearchParams()
+  for (const name of COUNTED) for (const value of given.getAll(name)) counted.append(name, value)
+  const countedSearch = counted.toString()
+
+  useEffect(() => {
+    const controller = new AbortController()
+    request<RunCounts>(`/agent/run-counts?${countedSearch}`, { signal: controller.signal }).then(
+      (answer) => {
+        setCounts(answer)
+        setError(undefined)
+      },
+      (failure: unknown) => {
+        if (controller.signal.aborted) return
+        setCounts(undefined)
+        setError(failure instanceof ApiError ? failure.message : String(failure))
+      }
+    )
+    return () => controller.abort()
+  }, [countedSearch, props.tick])
+
+  const selected = given.get("state") ?? ""
+  /** The page's query with this state filter (none: every state), from the first page. */
+  const queryFor = (state: RunState | "") => {
+    const query = new URLSearchParams(props.search)
+    query.delete("cursor")
+    if (state === "") query.delete("state")
+    else query.set("state", state)
+    return query
+  }
+  const link = (state: RunState | "", label: ComponentChildren, count: number) => {
+    const query = queryFor(state)
+    const current = state === selected
+    return (
+      <a href={hrefOf("", query)} onClick={(e) => followLink(e, "", query)} aria-current={current ? "true" : undefined}>
+        {current ? <strong>{label} {count}</strong> : <>{label} {count}</>}
+      </a>
+    )
+  }
+  return (
+    <nav class="state-counts" aria-label="Run counts">
+      {counts === undefined ? null : (
+        <ul class="counts">
+          <li key="all">{link("", "All", counts.total)}</li>
+          {RUN_STATES.map((state) => <li key={state}>{link(state, <StateBadge state={state} />, counts.counts[state])}</li>)}
+        </ul>
+      )}
+      {error === undefined || !props.showError ? null : <span class="error" role="alert">Counts by state: {error}</span>}
+    </nav>
+  )
+}
 
 /** A new run from a prompt; its page opens once the API has created it. What was typed stays on an error. */
 const NewRun = () => {
@@ -222,6 +290,8 @@ export const RunsPage = (props: { readonly query: URLSearchParams }) => {
         <button type="button" class="secondary" onClick={() => setTick((n) => n + 1)}>Refresh</button>
         <span class="muted" aria-live="polite">{loading ? "Loading…" : list === undefined ? "" : `${list.runs.length} runs on this page`}</span>
       </div>
+      {/* A filter the API refuses is named beside its control already: the counts say nothing more. */}
+      <StateCounts search={search} tick={tick} showError={error === undefined} />
       {list === undefined ? null : (
         <table class="runs">
           <caption class="visually-hidden">Runs matching the filters</caption>

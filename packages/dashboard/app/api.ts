@@ -206,6 +206,21 @@ export interface RunList {
   readonly page_info: { readonly has_next_page: boolean; readonly next_cursor?: string }
 }
 
+/** `GET /agent/run-counts`: how many runs the list's filters select, by state (every state). */
+export interface RunCounts {
+  readonly counts: Readonly<Record<RunState, number>>
+  readonly total: number
+}
+
+/**
+ * `GET /agent/runs/{id}/transcript-link`: the transcript's signed, time-limited URL (it needs no
+ * token; the page navigates to it rather than fetching it, so it may be on another origin).
+ */
+export interface TranscriptLink {
+  readonly url: string
+  readonly expires_at: string
+}
+
 export interface TimelineEvent {
   readonly sequence: number
   readonly event_type: string
@@ -296,29 +311,4 @@ export const streamEvents = async (
       end = buffer.indexOf("\n\n")
     }
   }
-}
-
-/**
- * Where an API endpoint that answers with a redirect sends the browser (the transcript's signed,
- * time-limited URL, which needs no token): the redirect is followed and the body left unread.
- */
-export const redirectOf = async (path: string): Promise<string> => {
-  const token = session.token()
-  const team = session.team()
-  const headers: Record<string, string> = {}
-  if (token !== null) headers["authorization"] = `Bearer ${token}`
-  if (team !== "") headers["x-team-uid"] = team
-  let response: Response
-  try {
-    response = await fetch(`${apiBase}${path}`, { headers, credentials: "omit", cache: "no-store" })
-  } catch {
-    throw new ApiError(0, "the link could not be fetched; try again", undefined, undefined)
-  }
-  if (!response.ok) {
-    const problem = await problemOf(response)
-    if (problem.status === 401) onUnauthorized(problem.message)
-    throw problem
-  }
-  await response.body?.cancel()
-  return response.url
 }
