@@ -143,6 +143,33 @@ describe("CronDescription", () => {
     }
   )
 
+  // Look-alikes: fields that differ by little (a step's start, one value, a range's end), so that
+  // arrays of them hold many near misses, and spellings of one field, so that they hold equals.
+  const lookAlikes = fc.tuple(
+    fc.constantFrom("0", "*/20", "20/20", "*", "0,30", "*/30"),
+    fc.constantFrom("*", "*/7", "3-59/7", "0-56/7", "*/15", "0,15,30,45", "5/15", "0", "30", "0,30", "*/30", "0-4", "0,1,2,3,4", "1-5"),
+    fc.constantFrom("*", "*/2", "1/2", "0-22/2", "*/5", "9-17", "9,17", "9", "0-23", "*/3"),
+    fc.constantFrom("*", "1", "1,15", "*/2", "2/2", "1-7", "31", "1-31"),
+    fc.constantFrom("*", "1-3", "jan-mar", "1,2,3", "*/3", "1,4,7,10", "2"),
+    fc.constantFrom("*", "1-5", "mon-fri", "0", "7", "sun", "6,0", "5-7", "0-6", "*/2")
+  ).chain(([seconds, ...rest]) =>
+    fc.constantFrom(rest.join(" "), [seconds, ...rest].join(" "))
+  ).map((e) => Either.getOrUndefined(parseSchedule(e, "UTC"))).filter((s): s is CronSchedule => s !== undefined)
+
+  it.prop(
+    "never gives look-alike schedules that fire differently the same words",
+    [fc.array(lookAlikes, { minLength: 40, maxLength: 80 })],
+    ([crons]) => {
+      const seen = new Map<string, string>()
+      for (const cron of crons) {
+        const text = describeCron(cron)
+        const known = seen.get(text)
+        if (known === undefined) seen.set(text, meaning(cron))
+        else expect(meaning(cron), text).toBe(known)
+      }
+    }
+  )
+
   it.prop("gives two spellings of one schedule the same words", [parsed], ([schedule]) => {
     const cron = schedule.wallClock
     // The same sets written out value by value (no star, no step, no range).
