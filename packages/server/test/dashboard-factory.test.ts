@@ -37,10 +37,7 @@ describe("the dashboard's factory actions in a browser", () => {
       trigger: { provider: "webhook", event: "received", filter: { webhook_ids: [webhook], payload: { action: ["opened"] } } }
     })).status).toBe(201)
     const { teams } = await api.json<Json>(await api.call("GET", "/admin/teams"))
-    const viewer = await api.json<Json>(await api.call("POST", "/admin/principals", {
-      type: "user", display_name: "Vic Viewer", memberships: [{ team_uid: teams[0].uid, role: "viewer" }]
-    }))
-    viewerToken = (await api.json<Json>(await api.call("POST", `/admin/principals/${viewer.uid}/tokens`, {}))).token
+    viewerToken = (await api.principal("Vic Viewer", [{ team_uid: teams[0].uid, role: "viewer" }])).token
     browser = await launchBrowser()
   }, 90_000)
 

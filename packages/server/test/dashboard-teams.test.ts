@@ -54,17 +54,9 @@ describe("the dashboard's teams and sign-in", () => {
     base = service.base
     alpha = await admin("POST", "/admin/teams", { name: "Alpha" })
     beta = await admin("POST", "/admin/teams", { name: "Beta" })
-    pat = await admin("POST", "/admin/principals", {
-      type: "user",
-      display_name: "Pat Two-Teams",
-      memberships: [{ team_uid: alpha.uid, role: "member" }, { team_uid: beta.uid, role: "member" }]
-    })
-    solo = await admin("POST", "/admin/principals", {
-      type: "user",
-      display_name: "Solo",
-      memberships: [{ team_uid: alpha.uid, role: "member" }]
-    })
-    const { token } = await tokenOf(pat)
+    pat = await service.api.principal("Pat Two-Teams", [{ team_uid: alpha.uid, role: "member" }, { team_uid: beta.uid, role: "member" }])
+    solo = await service.api.principal("Solo", [{ team_uid: alpha.uid, role: "member" }])
+    const { token } = pat
     alphaRun = await runIn(token, alpha.uid, "Alpha's own work")
     betaRun = await runIn(token, beta.uid, "Beta's own work")
     browser = await launchBrowser()

@@ -313,12 +313,7 @@ describe("the dashboard in a browser", () => {
   it("asks for a token again, saying why, when the token is revoked", async () => {
     const admin = service.api
     const { teams } = await admin.json<Json>(await admin.call("GET", "/admin/teams"))
-    const principal = await admin.json<Json>(await admin.call("POST", "/admin/principals", {
-      type: "user",
-      display_name: "Dana",
-      memberships: [{ team_uid: teams[0].uid, role: "member" }]
-    }))
-    const { token, token_id } = await admin.json<Json>(await admin.call("POST", `/admin/principals/${principal.uid}/tokens`, {}))
+    const { token, tokenId: token_id } = await admin.principal("Dana", [{ team_uid: teams[0].uid, role: "member" }])
     const { elsewhere, page } = await openPage(browser)
     await page.goto(`${base}/app/`)
     await signIn(page, token)

@@ -34,11 +34,7 @@ describe("GET /agent/me", () => {
     expect(answer.status, answer.text).toBeLessThan(300)
     return answer.body
   }
-  const principal = async (name: string, memberships: Array<{ team_uid: string; role: string }>) => {
-    const created = await admin("/admin/principals", { type: "user", display_name: name, memberships })
-    const token = await admin(`/admin/principals/${created.uid}/tokens`, { name: "test" })
-    return { uid: created.uid as string, token: token.token as string, tokenId: token.token_id as string }
-  }
+  const principal = (name: string, memberships: Array<{ team_uid: string; role: string }>) => service.api.principal(name, memberships)
 
   beforeAll(async () => {
     service = await startLocalService({ name: "me", executor: false })

@@ -31,17 +31,8 @@ describe("schedule preview, run now and pasted-payload filter tests over HTTP", 
     return { status: response.status, body: await response.json() }
   }
 
-  const principal = async (team: string, role: string, name: string): Promise<string> => {
-    const created = await call(tokens.admin, "POST", "/admin/principals", {
-      type: "user",
-      display_name: name,
-      memberships: [{ team_uid: team, role }]
-    })
-    expect(created.status).toBe(201)
-    const token = await call(tokens.admin, "POST", `/admin/principals/${created.body.uid}/tokens`, {})
-    expect(token.status).toBe(201)
-    return token.body.token
-  }
+  const principal = async (team: string, role: string, name: string): Promise<string> =>
+    (await service.api.principal(name, [{ team_uid: team, role }])).token
 
   beforeAll(async () => {
     service = await startLocalService({ name: "schedule-actions", executor: false })

@@ -1,7 +1,7 @@
 /**
  * Test support for a service mounted in a host: a free loopback port (the public URL names it
  * before the host listens), JSON calls to the mounted API with a bearer token, a run taken from
- * creation to its end, and the assistant's texts of a conversation.
+ * creation to its end, a user with a token, and the assistant's texts of a conversation.
  */
 import { once } from "node:events"
 import { createServer, type AddressInfo } from "node:net"
@@ -58,5 +58,16 @@ export const mountedApi = (apiUrl: string, token: string) => {
     const conversation = await json<FinishedRun["conversation"]>(await call("GET", `/agent/runs/${run_id}/conversation`))
     return { runId: run_id, state, conversation }
   }
-  return { call, json, runToEnd }
+  /** A new user with `memberships` and a token of theirs (the holder of `token` must be an instance admin). */
+  const principal = async (
+    displayName: string,
+    memberships: ReadonlyArray<{ readonly team_uid: string; readonly role: string }>
+  ): Promise<{ uid: string; token: string; tokenId: string }> => {
+    const { uid } = await json<{ uid: string }>(
+      await call("POST", "/admin/principals", { type: "user", display_name: displayName, memberships })
+    )
+    const created = await json<{ token: string; token_id: string }>(await call("POST", `/admin/principals/${uid}/tokens`, {}))
+    return { uid, token: created.token, tokenId: created.token_id }
+  }
+  return { call, json, principal, runToEnd }
 }
