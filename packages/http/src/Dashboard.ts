@@ -116,10 +116,25 @@ const fileInside = async (path: string, realRoot: string): Promise<string | unde
   }
 }
 
-/** The real path of `root`, resolved once it exists (the directory may be built after the server starts). */
-const realRootOf = (root: string): (() => Promise<string | undefined>) => {
+/**
+ * The real path of `root`, remembered once it exists (the directory may be built after the server
+ * starts); `fresh` resolves it again (a deploy may point `root`, a link, at another release).
+ */
+const realRootOf = (root: string): ((fresh: boolean) => Promise<string | undefined>) => {
   let known: string | undefined
-  return async () => (known ??= await realpath(root).catch(() => undefined))
+  return async (fresh) => {
+    if (fresh || known === undefined) known = await realpath(root).catch(() => undefined)
+    return known
+  }
+}
+
+/** The file's real path inside the remembered real root, or else inside the root's real path as it is now. */
+const servedFile = async (file: string, realRoot: (fresh: boolean) => Promise<string | undefined>) => {
+  const remembered = await realRoot(false)
+  const found = remembered === undefined ? undefined : await fileInside(file, remembered)
+  if (found !== undefined) return found
+  const now = await realRoot(true)
+  return now === undefined || now === remembered ? undefined : fileInside(file, now)
 }
 
 /** The handler of `/app` and every path under it, serving the files of `dir` (the dashboard's `dist/app`). */
@@ -136,10 +151,7 @@ export const dashboard = (basePath: string, dir: string) => {
     const file = resolve(join(root, ...segments))
     const inside = file.startsWith(`${root}${sep}`)
     const named = inside && segments.length > 0 && segments.join("/") !== "index.html"
-      ? yield* Effect.promise(async () => {
-        const real = await realRoot()
-        return real === undefined ? undefined : fileInside(file, real)
-      })
+      ? yield* Effect.promise(() => servedFile(file, realRoot))
       : undefined
     if (named !== undefined) {
       const body = yield* Effect.promise(() => readFile(named))

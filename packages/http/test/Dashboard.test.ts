@@ -1,10 +1,11 @@
 /**
  * The dashboard's file serving (`Dashboard.ts`) on a directory of its own: a link in the built
  * directory that points out of it is not served (the file it names stays unread), and a mount
- * prefix is written into `index.html` as it is, `$` patterns included.
+ * prefix is written into `index.html` as it is, `$` patterns included, and a root that is a link
+ * switched to another release serves the new release's files.
  */
 import { HttpApp } from "@effect/platform"
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -54,5 +55,31 @@ describe("the dashboard's files", () => {
     expect(html).toContain(`<meta name="agent-runs-base" content="/a$\`b$&amp;c$'">`)
     // `$\`` read as a pattern would have copied the text before <head> (the <html> tag) into it.
     expect(html.match(/<html/g)?.length).toBe(1)
+  })
+})
+
+describe("a dashboard directory that is a link to a release", () => {
+  const release = (name: string, script: string) => {
+    const dir = join(scratch, name)
+    mkdirSync(join(dir, "assets"), { recursive: true })
+    writeFileSync(join(dir, "index.html"), INDEX)
+    writeFileSync(join(dir, "assets", `${name}.js`), script)
+    return dir
+  }
+  const current = join(scratch, "current")
+  symlinkSync(release("release-1", "one"), current)
+  const handler = HttpApp.toWebHandler(dashboard("", current))
+  const get = async (path: string) => {
+    const response = await handler(new Request(`http://127.0.0.1${path}`))
+    return { status: response.status, body: await response.text() }
+  }
+
+  it("serves the new release's files once the link points at it", async () => {
+    expect(await get("/app/assets/release-1.js")).toEqual({ status: 200, body: "one" })
+    // Switched the way deploys do it: a new link renamed over the old one.
+    symlinkSync(release("release-2", "two"), join(scratch, "next"))
+    renameSync(join(scratch, "next"), current)
+    expect(await get("/app/assets/release-2.js")).toEqual({ status: 200, body: "two" })
+    expect((await get("/app/assets/release-1.js")).status).toBe(404)
   })
 })
