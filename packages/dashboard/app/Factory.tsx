@@ -7,12 +7,9 @@
  */
 import type { ComponentChildren } from "preact"
 import { useEffect, useState } from "preact/hooks"
-import { ApiError, request, type RunState } from "./api.js"
+import { ApiError, messageOf, request, type RunState } from "./api.js"
 import { formatJson, formatTime } from "./format.js"
 import { followLink, hrefOf, navigate, useLocation } from "./router.js"
-
-/** The text of a failure: the API's `error`, or what went wrong. */
-const messageOf = (failure: unknown): string => (failure instanceof ApiError ? failure.message : String(failure))
 
 /** An API read: its answer, or the API's error text; `reload` reads it again. */
 const useApi = <A,>(path: string): { data: A | undefined; error: string | undefined; reload: () => void } => {
@@ -27,7 +24,7 @@ const useApi = <A,>(path: string): { data: A | undefined; error: string | undefi
         setError(undefined)
       },
       (failure: unknown) => {
-        if (!controller.signal.aborted) setError(failure instanceof ApiError ? failure.message : String(failure))
+        if (!controller.signal.aborted) setError(messageOf(failure))
       }
     )
     return () => controller.abort()

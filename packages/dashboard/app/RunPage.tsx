@@ -12,6 +12,7 @@ import {
   type Conversation,
   type ConversationMessage,
   type ConversationStep,
+  messageOf,
   request,
   type Run,
   streamEvents,
@@ -137,7 +138,7 @@ const Transcript = (props: { readonly runId: string }) => {
       setError(undefined)
     } catch (failure) {
       setLink(undefined)
-      setError(failure instanceof ApiError ? failure.message : String(failure))
+      setError(messageOf(failure))
     }
   }
   return (
@@ -184,7 +185,7 @@ const Actions = (props: { readonly run: Run; readonly finished: boolean; readonl
       setFollowupError(undefined)
       props.onDone()
     } catch (failure) {
-      setFollowupError(failure instanceof ApiError ? failure.message : String(failure))
+      setFollowupError(messageOf(failure))
     } finally {
       setSending(false)
     }
@@ -196,7 +197,7 @@ const Actions = (props: { readonly run: Run; readonly finished: boolean; readonl
       setCancelError(undefined)
       props.onDone()
     } catch (failure) {
-      setCancelError(failure instanceof ApiError ? failure.message : String(failure))
+      setCancelError(messageOf(failure))
     } finally {
       setCancelling(false)
     }
@@ -253,7 +254,7 @@ export const RunPage = (props: { readonly runId: string }) => {
       },
       (failure: unknown) => {
         if (controller.signal.aborted) return
-        setError(failure instanceof ApiError ? failure.message : String(failure))
+        setError(messageOf(failure))
         setSettled((n) => n + 1)
       }
     )

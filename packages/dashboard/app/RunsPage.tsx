@@ -7,7 +7,7 @@
  */
 import type { ComponentChildren } from "preact"
 import { useEffect, useState } from "preact/hooks"
-import { ApiError, request, RUN_SORTS, RUN_SOURCES, RUN_STATES, type RunCounts, type RunList, type RunState } from "./api.js"
+import { ApiError, messageOf, request, RUN_SORTS, RUN_SOURCES, RUN_STATES, type RunCounts, type RunList, type RunState } from "./api.js"
 import { formatTime, fromLocalInput, toLocalInput } from "./format.js"
 import { followLink, hrefOf, navigate } from "./router.js"
 
@@ -78,7 +78,7 @@ const StateCounts = (props: { readonly search: string; readonly tick: number; re
       (failure: unknown) => {
         if (controller.signal.aborted) return
         setCounts(undefined)
-        setError(failure instanceof ApiError ? failure.message : String(failure))
+        setError(messageOf(failure))
       }
     )
     return () => controller.abort()
@@ -127,7 +127,7 @@ const NewRun = () => {
       const created = await request<{ run_id: string }>("/agent/runs", { method: "POST", body: { prompt } })
       navigate(`runs/${created.run_id}`)
     } catch (failure) {
-      setError(failure instanceof ApiError ? failure.message : String(failure))
+      setError(messageOf(failure))
       setBusy(false)
     }
   }

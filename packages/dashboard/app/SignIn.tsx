@@ -10,7 +10,7 @@
  * lost (docs/dashboard.md).
  */
 import { useEffect, useRef, useState } from "preact/hooks"
-import { ApiError, type Me, request, tokenProblem } from "./api.js"
+import { type Me, messageOf, request, tokenProblem } from "./api.js"
 
 type SignedIn = (token: string, me: Me) => void
 
@@ -32,7 +32,7 @@ const SignInForm = (props: { readonly reason: string | undefined; readonly onSig
       const me = await request<Me>("/agent/me", { token: trimmed, team: "" })
       props.onSignedIn(trimmed, me)
     } catch (failure) {
-      setError(failure instanceof ApiError ? failure.message : String(failure))
+      setError(messageOf(failure))
     } finally {
       setBusy(false)
     }

@@ -73,6 +73,9 @@ export class ApiError extends Error {
   }
 }
 
+/** The text of a failure to show: the API's `error` for an `ApiError`, else what went wrong. */
+export const messageOf = (failure: unknown): string => (failure instanceof ApiError ? failure.message : String(failure))
+
 type Unauthorized = (reason: string) => void
 let onUnauthorized: Unauthorized = () => {}
 
