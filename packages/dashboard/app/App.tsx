@@ -5,9 +5,9 @@
  * page stays mounted, so what was typed in it is still there after signing in again.
  */
 import { useEffect, useRef, useState } from "preact/hooks"
-import { ApiError, type Me, request, session, whenUnauthorized } from "./api.js"
+import { ApiError, type Me, messageOf, request, session, whenUnauthorized } from "./api.js"
 import { EnvironmentsPage, SchedulesPage, SecretsPage, WebhookPage, WebhooksPage, WorkersPage } from "./Factory.js"
-import { followLink, hrefOf, type Location, useLocation } from "./router.js"
+import { followLink, hrefOf, type Location, navigate, useLocation } from "./router.js"
 import { RunPage } from "./RunPage.js"
 import { RunsPage } from "./RunsPage.js"
 import { SignIn, SignInAgain } from "./SignIn.js"
@@ -119,14 +119,16 @@ export const App = () => {
       (failure: unknown) => {
         // A 401 opens the sign-in dialog; anything else leaves the tab's team as it was.
         if (!(failure instanceof ApiError && failure.status === 401)) {
-          setMeError(`Your teams could not be read: ${failure instanceof ApiError ? failure.message : String(failure)}`)
+          setMeError(`Your teams could not be read: ${messageOf(failure)}`)
         }
       }
     )
   }, [signedIn])
 
+  /** Signs out: the sign-in page, at the app's root (whoever signs in next gets none of this route). */
   const signOut = () => {
     session.signOut()
+    navigate("", undefined, true)
     setReason("You signed out.")
     setExpired(undefined)
     setMe(undefined)
@@ -134,19 +136,33 @@ export const App = () => {
     setSignedIn(false)
   }
 
+  /**
+   * `token` works and is `found`'s, from the sign-in page or the dialog over a page. The same
+   * caller keeps the page as it was (what was typed in it included); anyone else starts afresh at
+   * the app's root, with no query: nothing of the page, its route or its filters is theirs.
+   */
+  const signedInAs = (token: string, found: Me) => {
+    const same = me?.principal.uid === found.principal.uid
+    const next = teamFor(found, session.team())
+    session.signIn(token, next)
+    setMe(found)
+    setMeError(undefined)
+    setReason(undefined)
+    setExpired(undefined)
+    setSignedIn(true)
+    if (same) actIn(next)
+    else {
+      if (expired !== undefined) navigate("", undefined, true)
+      setTeam(next)
+      setGeneration((n) => n + 1)
+    }
+  }
+
   if (!signedIn) {
     return (
       <SignIn
         reason={reason}
-        onSignedIn={(token, found) => {
-          const next = teamFor(found, session.team())
-          session.signIn(token, next)
-          setTeam(next)
-          setMe(found)
-          setMeError(undefined)
-          setReason(undefined)
-          setSignedIn(true)
-        }}
+        onSignedIn={signedInAs}
       />
     )
   }
@@ -184,19 +200,7 @@ export const App = () => {
         <SignInAgain
           reason={expired}
           onSignOut={signOut}
-          onSignedIn={(token, found) => {
-            // Someone else signing in gets fresh pages; the same caller keeps the page as it was.
-            const same = me?.principal.uid === found.principal.uid
-            session.signIn(token, teamFor(found, session.team()))
-            setMe(found)
-            setMeError(undefined)
-            setExpired(undefined)
-            if (same) actIn(session.team())
-            else {
-              setTeam(session.team())
-              setGeneration((n) => n + 1)
-            }
-          }}
+          onSignedIn={signedInAs}
         />
       )}
     </>

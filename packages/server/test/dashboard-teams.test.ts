@@ -7,7 +7,10 @@
  * - a principal in one team sees its name, no select, and nothing of the other team;
  * - a token with characters no token has is refused beside the field, naming them, without a call;
  * - a token revoked while a prompt, then a follow-up, is being typed: the sign-in opens over the
- *   page saying why, and after signing in again the typed text is still there (and can be sent).
+ *   page saying why, and after signing in again the typed text is still there (and can be sent);
+ * - the same, but someone else signs in over the page: the page behind the dialog is hidden by an
+ *   opaque backdrop, and the newcomer lands on the app's root with no query, none of the first
+ *   principal's filters or typed text on the page.
  * Screenshots at 1280 and 390 px wide go to `dashboard-screenshots/` (not in git).
  */
 import { type Browser, type Page } from "playwright-core"
@@ -202,6 +205,51 @@ describe("the dashboard's teams and sign-in", () => {
     await dialog.waitFor({ state: "detached" })
     expect(await followup.inputValue()).toBe("A follow-up typed as the token goes")
     expect(new URL(page.url()).pathname).toBe(`/app/runs/${created}`)
+    expect(elsewhere).toEqual([])
+    expect(errors).toEqual([])
+    await page.close()
+  }, 90_000)
+
+  it("someone else signing in over a page whose token was revoked starts at the app's root: no route, filters or typed text of the first", async () => {
+    const { elsewhere, errors, page } = await openLocalPage(browser)
+    const first = await tokenOf(pat)
+    const filtered = new URLSearchParams({ q: "Alpha's own", creator: pat.uid })
+    await page.goto(`${base}/app/?${filtered.toString()}`)
+    await signIn(page, first.token)
+    await row(page, alphaRun).waitFor()
+    expect(await page.getByLabel("Search", { exact: true }).inputValue()).toBe("Alpha's own")
+    const prompt = page.getByLabel("New run: prompt")
+    const draft = "Pat's private draft, not for Solo"
+    await prompt.fill(draft)
+    await admin("DELETE", `/admin/tokens/${first.token_id}`)
+    await page.getByRole("button", { name: "Start run" }).click()
+
+    const dialog = page.getByRole("dialog", { name: "Sign in again" })
+    await dialog.waitFor()
+    // The backdrop is opaque: nothing of the page behind shows through it.
+    // (A string: the tests are type-checked without the DOM's types.)
+    const backdrop = await page.evaluate(`(() => {
+      const style = getComputedStyle(document.querySelector("dialog.sign-in-again"), "::backdrop")
+      const probe = document.createElement("canvas").getContext("2d")
+      probe.fillStyle = style.backgroundColor
+      probe.fillRect(0, 0, 1, 1)
+      return { alpha: probe.getImageData(0, 0, 1, 1).data[3], opacity: style.opacity, filter: style.backdropFilter }
+    })()`)
+    expect(backdrop).toEqual({ alpha: 255, opacity: "1", filter: "none" })
+    await shoot(page, "sign-in-again-backdrop")
+
+    await signIn(page, solo.token)
+    await dialog.waitFor({ state: "detached" })
+    await expect.poll(() => page.locator("header .who").textContent()).toContain("Signed in as Solo")
+    const url = new URL(page.url())
+    expect(url.pathname).toBe("/app/")
+    expect(url.search).toBe("")
+    await row(page, alphaRun).waitFor()
+    expect(await page.getByLabel("Search", { exact: true }).inputValue()).toBe("")
+    expect(await page.getByLabel("Creator uid", { exact: true }).inputValue()).toBe("")
+    expect(await page.getByLabel("New run: prompt").inputValue()).toBe("")
+    expect(await page.locator("body").innerText()).not.toContain(draft)
+    expect(await page.content()).not.toContain(draft)
     expect(elsewhere).toEqual([])
     expect(errors).toEqual([])
     await page.close()
