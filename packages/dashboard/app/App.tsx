@@ -6,11 +6,13 @@
  */
 import { useEffect, useRef, useState } from "preact/hooks"
 import { ApiError, type Me, messageOf, request, session, whenUnauthorized } from "./api.js"
-import { EnvironmentsPage, SchedulesPage, SecretsPage, WebhookPage, WebhooksPage, WorkersPage } from "./Factory.js"
+import { EnvironmentsPage, SecretsPage, WorkersPage } from "./Factory.js"
 import { followLink, hrefOf, type Location, navigate, useLocation } from "./router.js"
 import { RunPage } from "./RunPage.js"
 import { RunsPage } from "./RunsPage.js"
+import { SchedulesPage } from "./Schedules.js"
 import { SignIn, SignInAgain } from "./SignIn.js"
+import { WebhookPage, WebhooksPage } from "./Webhooks.js"
 
 /**
  * The team this tab acts in: a select of the caller's teams when it has several (by name, the uid
