@@ -224,6 +224,12 @@ describe.each(["sqlite", "postgres"] as const)("artifacts and conversations (%s)
     const created = await api("POST", "/agent/runs", token, { prompt: "Talk\n@say first\n@await-followup" })
     const runId = created.body.run_id as string
     await waitForRun(token, runId, (r) => r.state === "INPROGRESS")
+    // The follow-up goes after the agent's first answer (INPROGRESS comes before it speaks).
+    const deadline = Date.now() + 10_000
+    while (!texts((await api("GET", `/agent/runs/${runId}/conversation`, token)).body.steps ?? []).includes("first")) {
+      if (Date.now() > deadline) throw new Error("the agent never said first")
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
     expect((await api("POST", `/agent/runs/${runId}/followups`, token, { message: "@say second" })).body).toMatchObject({
       route: "deliver_live"
     })
