@@ -10,7 +10,7 @@ import { EnvironmentsPage, SecretsPage, WorkersPage } from "./Factory.js"
 import { followLink, hrefOf, type Location, navigate, useLocation } from "./router.js"
 import { RunPage } from "./RunPage.js"
 import { RunsPage } from "./RunsPage.js"
-import { SchedulesPage } from "./Schedules.js"
+import { forgetCronWords, SchedulesPage } from "./Schedules.js"
 import { SignIn, SignInAgain } from "./SignIn.js"
 import { WebhookPage, WebhooksPage } from "./Webhooks.js"
 
@@ -105,6 +105,7 @@ export const App = () => {
   const actIn = (next: string) => {
     session.setTeam(next)
     if (next !== team) {
+      forgetCronWords()
       setTeam(next)
       setGeneration((n) => n + 1)
     }
@@ -147,6 +148,7 @@ export const App = () => {
     const same = me?.principal.uid === found.principal.uid
     const next = teamFor(found, session.team())
     session.signIn(token, next)
+    forgetCronWords()
     setMe(found)
     setMeError(undefined)
     setReason(undefined)

@@ -1,6 +1,7 @@
 /**
- * Schedules: the list (each cron in words) and a schedule's page (its next fire times, prompt and
- * recent runs, Pause / Resume and Run now), with the preview of an expression they read.
+ * Schedules: the list (each cron in words, one preview per distinct expression and zone) and a
+ * schedule's page (its next fire times, prompt and recent runs, Pause / Resume and Run now), with
+ * the preview of an expression they read.
  */
 import { useEffect, useState } from "preact/hooks"
 import { messageOf, request, type RunState } from "./api.js"
@@ -29,7 +30,10 @@ interface SchedulePreview {
   readonly next_runs: ReadonlyArray<string>
 }
 
-/** The preview of a schedule's expression in its zone (`count` fire times), or the API's error; nothing until both are known. */
+/**
+ * The preview of a schedule's expression in its zone (`count` fire times), or the API's error;
+ * nothing until both are known. Not kept: the fire times move with the clock.
+ */
 const usePreview = (cron: string | undefined, timezone: string | undefined, count: number) => {
   const [preview, setPreview] = useState<{ data?: SchedulePreview; error?: string }>({})
   useEffect(() => {
@@ -50,12 +54,48 @@ const usePreview = (cron: string | undefined, timezone: string | undefined, coun
   return preview
 }
 
+/**
+ * The words of each (expression, zone) shown since the page loaded: rows with the same expression
+ * share one `POST /agent/schedules/preview`. A failure is not kept (the next page asks again);
+ * `forgetCronWords` empties it when someone signs in or the team changes.
+ */
+const cronWords = new Map<string, Promise<string>>()
+
+export const forgetCronWords = (): void => cronWords.clear()
+
+const wordsOf = (cron: string, timezone: string): Promise<string> => {
+  const key = JSON.stringify([cron, timezone])
+  const known = cronWords.get(key)
+  if (known !== undefined) return known
+  const words = request<SchedulePreview>("/agent/schedules/preview", {
+    method: "POST",
+    body: { cron_schedule: cron, timezone, count: 1 }
+  }).then((preview) => preview.description)
+  cronWords.set(key, words)
+  words.catch(() => {
+    if (cronWords.get(key) === words) cronWords.delete(key)
+  })
+  return words
+}
+
 /** A schedule's cron in words (the expression itself while the words load, or when they cannot be had). */
 const CronWords = (props: { readonly cron: string; readonly timezone: string }) => {
-  const preview = usePreview(props.cron, props.timezone, 1)
+  const [words, setWords] = useState<string | undefined>(undefined)
+  useEffect(() => {
+    let shown = true
+    wordsOf(props.cron, props.timezone).then(
+      (found) => {
+        if (shown) setWords(found)
+      },
+      () => {}
+    )
+    return () => {
+      shown = false
+    }
+  }, [props.cron, props.timezone])
   return (
     <>
-      {preview.data === undefined ? null : <span class="cron-words">{preview.data.description}</span>}
+      {words === undefined ? null : <span class="cron-words">{words}</span>}
       <div class="muted"><code>{props.cron}</code> {props.timezone}</div>
     </>
   )

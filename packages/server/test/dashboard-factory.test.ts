@@ -5,7 +5,9 @@
  * the API previews), Pause then Resume, Run now (the run listed in the schedule's recent runs and
  * in the run list, a viewer's refusal shown beside the button), and an automation's filter tested
  * with a pasted payload both ways, text that is not JSON refused beside its textarea without a
- * call. Screenshots at 1280 and 390 px wide go to `dashboard-screenshots/` (not in git).
+ * call; the schedule list asks for the words of each distinct expression and zone once per page
+ * load, however many rows share it. Screenshots at 1280 and 390 px wide go to
+ * `dashboard-screenshots/` (not in git).
  */
 import { type Browser } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -171,6 +173,47 @@ describe("the dashboard's factory actions in a browser", () => {
     expect(filterCalls).toHaveLength(2)
     await shoot(page, "factory-test-payload-invalid")
 
+    expect(elsewhere).toEqual([])
+    expect(errors).toEqual([])
+    await page.close()
+  }, 60_000)
+
+  it("the schedule list previews each distinct expression and zone once per page load, however many rows share it", async () => {
+    const api = service.api
+    for (const [name, cron_schedule, timezone] of [
+      ["Weekday standup, again", "0 9 * * 1-5", "Europe/Paris"],
+      ["Weekday standup in UTC", "0 9 * * 1-5", "UTC"],
+      ["Friday wrap-up", "30 17 * * 5", "UTC"],
+      ["Friday wrap-up, again", "30 17 * * 5", "UTC"]
+    ]) {
+      expect((await api.call("POST", "/agent/schedules", { name, cron_schedule, timezone, prompt: "Work", enabled: true, team: true })).status)
+        .toBe(201)
+    }
+    const { elsewhere, errors, page } = await openLocalPage(browser)
+    const asked: Array<Json> = []
+    page.on("request", (request) => {
+      if (request.url().endsWith("/agent/schedules/preview")) asked.push(JSON.parse(request.postData() ?? "null"))
+    })
+    const words = (count: number) => asked.filter((body) => body.count === count).map((body) => `${body.cron_schedule} ${body.timezone}`).sort()
+    await page.goto(`${service.base}/app/schedules`)
+    await signIn(page, service.adminToken)
+    await expect.poll(() => page.locator("td .cron-words").count()).toBe(5)
+    expect(await page.locator("td .cron-words").allTextContents()).toContain("at 17:30 on Friday")
+    expect(words(1)).toEqual(["0 9 * * 1-5 Europe/Paris", "0 9 * * 1-5 UTC", "30 17 * * 5 UTC"])
+
+    // A schedule's page reads its own preview (its fire times move with the clock); back on the
+    // list, the words are those already read.
+    await page.getByRole("link", { name: "Friday wrap-up", exact: true }).click()
+    await page.locator("ol.fire-times li").first().waitFor()
+    await page.getByRole("link", { name: "← All schedules" }).click()
+    await expect.poll(() => page.locator("td .cron-words").count()).toBe(5)
+    expect(words(1)).toHaveLength(3)
+    expect(words(5)).toEqual(["30 17 * * 5 UTC"])
+
+    // Another page load asks again.
+    await page.reload()
+    await expect.poll(() => page.locator("td .cron-words").count()).toBe(5)
+    expect(words(1)).toHaveLength(6)
     expect(elsewhere).toEqual([])
     expect(errors).toEqual([])
     await page.close()
