@@ -2,9 +2,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { DateTime } from "effect"
 import * as fc from "fast-check"
 import { formatUuidV7, type RunId } from "../src/domain/Ids.js"
-import type { ScheduleTicks, TicksWrite } from "../src/ports/ScheduleStore.js"
+import { changesNothing, type ScheduleTicks, type TicksWrite } from "../src/ports/ScheduleStore.js"
 import type { RunState } from "../src/domain/RunState.js"
-import { changesNothing, recordOutcomes, TickOutcome } from "../src/engine/Scheduler.js"
+import { recordOutcomes, TickOutcome } from "../src/engine/Scheduler.js"
 
 const T0 = Date.UTC(2026, 4, 1, 9)
 const SECOND = 1_000

@@ -7,12 +7,12 @@
  * each time it is built.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { DateTime, Effect, Layer, Option, TestClock } from "effect"
+import { Deferred, DateTime, Effect, Exit, Fiber, Layer, Logger, Option, TestClock } from "effect"
 import type { Viewer } from "../src/domain/Access.js"
 import { IdsLive, ScheduleId } from "../src/domain/Ids.js"
 import { EnvironmentStore } from "../src/ports/EnvironmentStore.js"
-import { type ScheduleTiming, ScheduleStore, type StoredSchedule } from "../src/ports/ScheduleStore.js"
-import { StorageError } from "../src/ports/Storage.js"
+import { RECORD_TICKS_TRIES, type ScheduleTiming, ScheduleStore, type StoredSchedule } from "../src/ports/ScheduleStore.js"
+import { StaleWrite, StorageError } from "../src/ports/Storage.js"
 import { Runs } from "../src/services/Runs.js"
 import { defaultQuotas, Quotas } from "../src/domain/Quotas.js"
 import {
@@ -60,6 +60,19 @@ const read = (viewer: Viewer, item: ScheduledAgentItem) => Effect.flatMap(Schedu
 const at = (ms: number) => TestClock.setTime(ms)
 
 const scheduledFor = (item: ScheduledAgentItem) => item.history.recent_runs.map((r) => DateTime.formatIso(r.scheduled_for))
+
+/** The schedules service over another schedule store (the rest from the context). */
+const schedulesOver = (store: ScheduleStore["Type"]) =>
+  Effect.provide(Schedules, Schedules.Default.pipe(Layer.provide(Layer.succeed(ScheduleStore, store))))
+
+/** Runs `effect` with the warnings it logs collected in `lines`. */
+const collectingWarnings = <A, E, R>(effect: Effect.Effect<A, E, R>, lines: Array<string>) =>
+  Effect.provide(
+    effect,
+    Logger.add(Logger.make(({ logLevel, message }) => {
+      if (logLevel._tag === "Warning") lines.push((Array.isArray(message) ? message : [message]).map(String).join(" "))
+    }))
+  )
 
 /** Registers the suite against one storage adapter; `storage` is built afresh for every test. */
 export const schedulerServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E>): void => {
@@ -431,9 +444,14 @@ export const schedulerServiceSuite = <E>(name: string, storage: Layer.Layer<Stor
         ])
         expect(DateTime.formatIso(after.history.last_ran!)).toBe("2026-05-01T10:00:00.000Z")
 
-        // A viewer may not; another team's member does not see it (404) and starts nothing.
+        // A viewer may not, told so for running (pausing keeps its own words); another team's
+        // member does not see it (404) and starts nothing.
         const refused = yield* Effect.flip(schedules.runNow(world.viewer, created.id))
-        expect(refused._tag).toBe("NotAuthorized")
+        expect(refused).toMatchObject({ _tag: "NotAuthorized", message: "viewers cannot run schedules" })
+        expect(yield* Effect.flip(schedules.pause(world.viewer, created.id))).toMatchObject({
+          _tag: "NotAuthorized",
+          message: "viewers cannot change schedules"
+        })
         const hidden = yield* Effect.flip(schedules.runNow(elsewhere.admin, created.id))
         expect(hidden._tag).toBe("ResourceNotFound")
         expect((yield* runsOf(world.alice, created)).length).toBe(2)
@@ -477,6 +495,96 @@ export const schedulerServiceSuite = <E>(name: string, storage: Layer.Layer<Stor
         expect(refused._tag).toBe("RateLimited")
         expect((yield* runsOf(world.alice, created)).length).toBe(2)
         expect((yield* read(world.alice, created)).history.recent_runs.length).toBe(2)
+      }))
+
+    test("run now keeps the recent runs the scheduler's configuration keeps, as the scheduler does", () =>
+      Effect.gen(function*() {
+        yield* at(T0)
+        const world = yield* seedWorld({ maxConcurrentRuns: 100 })
+        const created = yield* schedule(world.alice, { cron_schedule: "* * * * * *" })
+        // Three recent runs, for the scheduler and for run now alike.
+        const config = Layer.succeed(Scheduler.SchedulerConfig, { ...settings, recentRuns: 3 })
+        const scheduler = yield* Effect.provide(Scheduler.make, config)
+        const schedules = yield* Effect.provide(Schedules, Schedules.Default.pipe(Layer.provide(config)))
+        for (let s = 1; s <= 4; s++) {
+          yield* at(T0 + s * SECOND + 100)
+          yield* scheduler.pass
+        }
+        expect(scheduledFor(yield* read(world.alice, created))).toEqual([3, 2, 1].map((s) => iso(T0 + (s + 1) * SECOND)))
+        yield* at(T0 + 4 * SECOND + 200)
+        const first = yield* schedules.runNow(world.alice, created.id)
+        yield* at(T0 + 4 * SECOND + 300)
+        const second = yield* schedules.runNow(world.alice, created.id)
+        const listed = yield* read(world.alice, created)
+        expect(listed.history.recent_runs.map((r) => r.run_id).slice(0, 2)).toEqual([second.run_id, first.run_id])
+        expect(scheduledFor(listed)).toEqual([iso(T0 + 4 * SECOND + 300), iso(T0 + 4 * SECOND + 200), iso(T0 + 4 * SECOND)])
+        // The scheduler's next record keeps three as well, the manual runs among them.
+        yield* at(T0 + 5 * SECOND + 100)
+        yield* scheduler.pass
+        expect(scheduledFor(yield* read(world.alice, created))).toEqual([
+          iso(T0 + 5 * SECOND),
+          iso(T0 + 4 * SECOND + 300),
+          iso(T0 + 4 * SECOND + 200)
+        ])
+      }))
+
+    test("run now whose listing fails (storage, or a write that always loses) still answers the run, created once, and logs", () =>
+      Effect.gen(function*() {
+        yield* at(T0)
+        const world = yield* seedWorld({ maxConcurrentRuns: 100 })
+        const store = yield* ScheduleStore
+        const cases = [
+          { name: "failing", error: () => new StorageError({ operation: "ScheduleStore.recordTicks", cause: "disk full" }) },
+          { name: "losing", error: () => new StaleWrite({ what: "schedule" }) }
+        ]
+        for (const { error, name } of cases) {
+          const created = yield* schedule(world.alice, { name })
+          let writes = 0
+          const schedules = yield* schedulesOver(ScheduleStore.of({
+            ...store,
+            recordTicks: () => Effect.suspend(() => (writes++, Effect.fail(error())))
+          }))
+          const warnings: Array<string> = []
+          const exit = yield* collectingWarnings(Effect.exit(schedules.runNow(world.alice, created.id)), warnings)
+          expect(Exit.isSuccess(exit)).toBe(true)
+          const started = Exit.isSuccess(exit) ? exit.value : undefined
+          expect(started?.state).toBe("QUEUED")
+          const runs = yield* runsOf(world.alice, created)
+          expect(runs.map((r) => r.run_id)).toEqual([started?.run_id])
+          expect((yield* read(world.alice, created)).history.recent_runs).toEqual([])
+          // A storage failure is not retried; a write that always loses is, RECORD_TICKS_TRIES (10) times.
+          expect(writes).toBe(name === "failing" ? 1 : RECORD_TICKS_TRIES)
+          expect(warnings).toHaveLength(1)
+          expect(warnings[0]).toContain(`run ${started?.run_id} started by hand is missing from the recent runs of schedule ${created.id}`)
+        }
+      }))
+
+    test("run now interrupted while it lists its run (a client hanging up) still lists it", () =>
+      Effect.gen(function*() {
+        yield* at(T0)
+        const world = yield* seedWorld()
+        const created = yield* schedule(world.alice)
+        const store = yield* ScheduleStore
+        const writing = yield* Deferred.make<void>()
+        const release = yield* Deferred.make<void>()
+        const schedules = yield* schedulesOver(ScheduleStore.of({
+          ...store,
+          recordTicks: (id, expected, next) =>
+            Deferred.succeed(writing, undefined).pipe(
+              Effect.zipRight(Deferred.await(release)),
+              Effect.zipRight(store.recordTicks(id, expected, next))
+            )
+        }))
+        const fiber = yield* Effect.fork(schedules.runNow(world.alice, created.id))
+        yield* Deferred.await(writing)
+        // The interruption arrives while the listing waits, before its write.
+        yield* fiber.interruptAsFork(yield* Effect.fiberId)
+        yield* Effect.yieldNow()
+        yield* Deferred.succeed(release, undefined)
+        yield* Fiber.await(fiber)
+        const runs = yield* runsOf(world.alice, created)
+        expect(runs.length).toBe(1)
+        expect((yield* read(world.alice, created)).history.recent_runs.map((r) => r.run_id)).toEqual([runs[0]!.run_id])
       }))
 
     test("preview words an expression and lists its next fire times in its zone, as creation checks it", () =>

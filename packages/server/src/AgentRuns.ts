@@ -142,7 +142,8 @@ const servicesLayer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) =>
     Layer.provide(Layer.succeed(Webhooks.WebhookIngressSettings, { baseUrl: options.webhookBaseUrl ?? options.publicUrl })),
     Layer.provide(Layer.succeed(Quotas.Quotas, { ...Quotas.defaultQuotas, ...options.quotas })),
     Layer.provide(Layer.succeed(Workers.WorkerSettingsTag, { ...Workers.defaultWorkerSettings, ...options.workers })),
-    Layer.provideMerge(Ids.IdsLive)
+    Layer.provideMerge(Ids.IdsLive),
+    Layer.provideMerge(schedulerConfigLayer(options))
   )
 
 /** The execution engine on the given executor; without one, only the lease sweep. */
@@ -168,16 +169,21 @@ const executionLayer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) => {
   )
 }
 
-/** The scheduler's loop, unless turned off. */
+/**
+ * The scheduler's settings, for its loop and for the schedules service (run now keeps the recent
+ * runs the scheduler keeps), provided with the services even when the loop is turned off.
+ */
+const schedulerConfigLayer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) =>
+  Layer.succeed(Scheduler.SchedulerConfig, {
+    ...Scheduler.defaultSettings,
+    ...(options.scheduler?.catchUpGraceSeconds === undefined
+      ? {}
+      : { catchUpGraceMs: Math.round(options.scheduler.catchUpGraceSeconds * 1000) })
+  })
+
+/** The scheduler's loop, unless turned off (its settings come with the services). */
 const schedulingLayer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) =>
-  options.scheduler?.enabled === false
-    ? Layer.empty
-    : Scheduler.layer.pipe(Layer.provide(Layer.succeed(Scheduler.SchedulerConfig, {
-      ...Scheduler.defaultSettings,
-      ...(options.scheduler?.catchUpGraceSeconds === undefined
-        ? {}
-        : { catchUpGraceMs: Math.round(options.scheduler.catchUpGraceSeconds * 1000) })
-    })))
+  options.scheduler?.enabled === false ? Layer.empty : Scheduler.layer
 
 /** Ready while storage answers, no loop is failing, no storage failure was seen lately, and the host's check passes. */
 const readinessLayer = (ready: Effect.Effect<void, string> | undefined) =>

@@ -30,10 +30,12 @@
  *   clears the error. Storage failing is not a refusal: the watermark stays, and the tick is tried
  *   again on the next pass (on time, or later as the catch-up).
  * - History: `last_ran` is the scheduled time of the newest tick that started a run;
- *   `recent_runs` are the runs of the newest `recentRuns` (10) ticks, newest first, each with the
- *   tick it was started for; `last_spawn_error` belongs to the newest tick handled (null when it
- *   started a run). The record is a compare-and-set on that part of the schedule (re-read and
- *   merged again when another replica or the API wrote meanwhile), and merging is order-free
+ *   `recent_runs` are the newest `recentRuns` (10) runs of the schedule, newest first: the runs of
+ *   its ticks, each with the tick it was started for, and those started with run now
+ *   (`Schedules.runNow`), each with the time it was started; `last_spawn_error` belongs to the
+ *   newest tick handled (null when it started a run). The record is a compare-and-set on that part
+ *   of the schedule (re-read and merged again when another replica, the API or run now wrote
+ *   meanwhile: `ScheduleStore.recordTicksRetrying`, shared with run now), and merging is order-free
  *   (`recordOutcomes`), so the replica that lost a tick's race, or wrote first, never undoes the
  *   winner's record. The replica that lost the race records that the tick ran (watermark,
  *   `last_ran`); the winner adds its run.
@@ -49,7 +51,7 @@
  *   pass. Between passes the loop sleeps until the next fire time it knows of, at most `pollMs`
  *   (new and changed schedules are seen within it).
  */
-import { Chunk, Clock, Context, Data, DateTime, Effect, Either, Layer, Option, Random } from "effect"
+import { Chunk, Clock, Data, DateTime, Effect, Either, Layer, Option, Random } from "effect"
 import type { Viewer } from "../domain/Access.js"
 import type { CronSchedule } from "../domain/Cron.js"
 import { fireTimesBetween, nextFire, parseSchedule } from "../domain/Cron.js"
@@ -58,48 +60,21 @@ import type { PrincipalUid, RunId, ScheduleId } from "../domain/Ids.js"
 import { memberViewer } from "../services/Identities.js"
 import type { Principal } from "../domain/Identity.js"
 import { IdentityStore } from "../ports/IdentityStore.js"
-import { ScheduleStore, ticksOf } from "../ports/ScheduleStore.js"
+import { changesNothing, recordTicksRetrying, ScheduleStore, ticksOf } from "../ports/ScheduleStore.js"
 import type { ScheduleTicks, StoredSchedule, TicksRecord, TicksWrite } from "../ports/ScheduleStore.js"
 import type { KeyHolder } from "../ports/Storage.js"
 import type { RunState } from "../domain/RunState.js"
 import { Runs } from "../services/Runs.js"
 import { newLookups } from "../services/Runs.js"
 import type { CreationLookups, TickCreation, TickRequests } from "../services/Runs.js"
-import { DEFAULT_RECENT_RUNS, newestRunsFirst } from "../domain/Schedule.js"
+import { newestRunsFirst } from "../domain/Schedule.js"
 import type { ScheduledRunRef } from "../domain/Schedule.js"
 import { scheduleRunRequest } from "../services/Schedules.js"
-import { DEFAULT_MAX_DUE_TICKS, dueTicksFor } from "../domain/ScheduleStateMachine.js"
+import { dueTicksFor } from "../domain/ScheduleStateMachine.js"
+import { SchedulerConfig } from "./Settings.js"
 import type { DueTick } from "../domain/ScheduleStateMachine.js"
 
-/** How the scheduler runs; the server reads it from its configuration. */
-export interface SchedulerSettings {
-  /** Longest sleep between passes: new and changed schedules are seen within it. */
-  readonly pollMs: number
-  /** How old a tick may be at the start of a pass (and no older than the replica's previous pass) and still be on time. */
-  readonly catchUpGraceMs: number
-  /**
-   * Due schedules fired together: read in one query, their runs created in one transaction, their
-   * records written in one more.
-   */
-  readonly batchSize: number
-  /** Batches being fired at once. */
-  readonly concurrency: number
-  /** How many runs `history.recent_runs` keeps. */
-  readonly recentRuns: number
-  /** On-time ticks of one schedule started in one pass at most (the latest ones). */
-  readonly maxTicks: number
-}
-
-export const defaultSettings: SchedulerSettings = {
-  pollMs: 1_000,
-  catchUpGraceMs: 2_000,
-  batchSize: 250,
-  concurrency: 2,
-  recentRuns: DEFAULT_RECENT_RUNS,
-  maxTicks: DEFAULT_MAX_DUE_TICKS
-}
-
-export class SchedulerConfig extends Context.Tag("@agent-runs/core/SchedulerConfig")<SchedulerConfig, SchedulerSettings>() {}
+export { defaultSchedulerSettings as defaultSettings, SchedulerConfig, type SchedulerSettings } from "./Settings.js"
 
 // ---------------------------------------------------------------------------------------------
 // What a tick came to, and the history it leaves (pure)
@@ -155,20 +130,6 @@ export const recordOutcomes = (part: ScheduleTicks, outcomes: ReadonlyArray<Tick
     last_spawn_error: error
   }
 }
-
-const sameTime = (a: DateTime.Utc | null, b: DateTime.Utc | null) =>
-  a === null || b === null ? a === b : DateTime.toEpochMillis(a) === DateTime.toEpochMillis(b)
-
-/** Whether a write would change nothing of the part as read. */
-export const changesNothing = (part: ScheduleTicks, next: TicksWrite): boolean =>
-  part.lastTickAt === next.lastTickAt &&
-  part.last_spawn_error === next.last_spawn_error &&
-  sameTime(part.history.last_ran, next.last_ran) &&
-  part.history.recent_runs.length === next.recent_runs.length &&
-  part.history.recent_runs.every((r, i) => {
-    const n = next.recent_runs[i]!
-    return r.run_id === n.run_id && r.state === n.state && sameTime(r.scheduled_for, n.scheduled_for)
-  })
 
 // ---------------------------------------------------------------------------------------------
 // The passes
@@ -322,28 +283,10 @@ export const make = Effect.gen(function*() {
 
   /**
    * Writes the outcomes on one schedule after its write lost: re-read, merged, compare-and-set
-   * again, as long as it keeps losing (10 times at most).
+   * again, as long as it keeps losing (`recordTicksRetrying`).
    */
-  const recordAgain = (id: ScheduleId, outcomes: ReadonlyArray<TickOutcome>) => {
-    const attempt = (current: StoredSchedule, triesLeft: number): Effect.Effect<void, unknown> =>
-      Effect.gen(function*() {
-        const part = ticksOf(current)
-        const next = recordOutcomes(part, outcomes, settings.recentRuns)
-        if (changesNothing(part, next)) return
-        yield* store.recordTicks(current.item.id, part, next).pipe(
-          Effect.catchTag("StaleWrite", () =>
-            triesLeft <= 0
-              ? Effect.logWarning(`scheduler: could not record the ticks of schedule ${current.item.id}: it kept changing`)
-              : reread(triesLeft - 1))
-        )
-      })
-    const reread = (triesLeft: number): Effect.Effect<void, unknown> =>
-      Effect.flatMap(
-        store.get(id),
-        Option.match({ onNone: () => Effect.void, onSome: (fresh) => attempt(fresh, triesLeft) })
-      )
-    return reread(9)
-  }
+  const recordAgain = (id: ScheduleId, outcomes: ReadonlyArray<TickOutcome>) =>
+    recordTicksRetrying(store, id, (part) => recordOutcomes(part, outcomes, settings.recentRuns))
 
   /**
    * Writes the outcomes on the schedules as read, in one transaction; each write that lost its

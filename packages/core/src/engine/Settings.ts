@@ -1,8 +1,11 @@
 /**
  * How the execution engine runs (the server reads it from its configuration; a self-hosted worker
- * from its options and the server's heartbeat answer).
+ * from its options and the server's heartbeat answer), and how the scheduler runs (also read by
+ * the schedules service: run now keeps the recent runs the scheduler keeps).
  */
 import { Context } from "effect"
+import { DEFAULT_RECENT_RUNS } from "../domain/Schedule.js"
+import { DEFAULT_MAX_DUE_TICKS } from "../domain/ScheduleStateMachine.js"
 
 export interface DispatcherSettings {
   /** The default harness command (a shell command), when the environment names none. */
@@ -56,3 +59,34 @@ export const defaultSettings = (harness: string, apiBaseUrl: string): Dispatcher
 })
 
 export class DispatcherConfig extends Context.Tag("@agent-runs/core/DispatcherConfig")<DispatcherConfig, DispatcherSettings>() {}
+
+/** How the scheduler runs; the server reads it from its configuration. */
+export interface SchedulerSettings {
+  /** Longest sleep between passes: new and changed schedules are seen within it. */
+  readonly pollMs: number
+  /** How old a tick may be at the start of a pass (and no older than the replica's previous pass) and still be on time. */
+  readonly catchUpGraceMs: number
+  /**
+   * Due schedules fired together: read in one query, their runs created in one transaction, their
+   * records written in one more.
+   */
+  readonly batchSize: number
+  /** Batches being fired at once. */
+  readonly concurrency: number
+  /** How many runs `history.recent_runs` keeps: the scheduler's records and run now alike. */
+  readonly recentRuns: number
+  /** On-time ticks of one schedule started in one pass at most (the latest ones). */
+  readonly maxTicks: number
+}
+
+export const defaultSchedulerSettings: SchedulerSettings = {
+  pollMs: 1_000,
+  catchUpGraceMs: 2_000,
+  batchSize: 250,
+  concurrency: 2,
+  recentRuns: DEFAULT_RECENT_RUNS,
+  maxTicks: DEFAULT_MAX_DUE_TICKS
+}
+
+/** The scheduler's settings: read by the scheduler and by the schedules service (run now). */
+export class SchedulerConfig extends Context.Tag("@agent-runs/core/SchedulerConfig")<SchedulerConfig, SchedulerSettings>() {}

@@ -8,8 +8,7 @@
  * other's write: `update` never writes the scheduler's part and keeps the later of the two
  * watermarks; `recordTicks` is a compare-and-set on the scheduler's part as it was read.
  */
-import type { DateTime, Effect, Option } from "effect"
-import { Context } from "effect"
+import { Context, Data, DateTime, Effect, Option } from "effect"
 import type { Viewer } from "../domain/Access.js"
 import type { PrincipalUid, ScheduleId, TeamUid } from "../domain/Ids.js"
 import type { ScheduledAgentItem, ScheduleHistory, ScheduledRunRef } from "../domain/Schedule.js"
@@ -100,3 +99,62 @@ export class ScheduleStore extends Context.Tag("@agent-runs/core/ScheduleStore")
     writes: ReadonlyArray<TicksRecord>
   ) => Effect.Effect<ReadonlyArray<boolean>, StorageError>
 }>() {}
+
+const sameTime = (a: DateTime.Utc | null, b: DateTime.Utc | null) =>
+  a === null || b === null ? a === b : DateTime.toEpochMillis(a) === DateTime.toEpochMillis(b)
+
+/** Whether a write would change nothing of the part as read. */
+export const changesNothing = (part: ScheduleTicks, next: TicksWrite): boolean =>
+  part.lastTickAt === next.lastTickAt &&
+  part.last_spawn_error === next.last_spawn_error &&
+  sameTime(part.history.last_ran, next.last_ran) &&
+  part.history.recent_runs.length === next.recent_runs.length &&
+  part.history.recent_runs.every((r, i) => {
+    const n = next.recent_runs[i]!
+    return r.run_id === n.run_id && r.state === n.state && sameTime(r.scheduled_for, n.scheduled_for)
+  })
+
+/** How many compare-and-sets `recordTicksRetrying` tries before it gives up. */
+export const RECORD_TICKS_TRIES = 10
+
+/** Every compare-and-set of `recordTicksRetrying` lost: the scheduler's part of the schedule kept changing. */
+export class TicksKeptChanging extends Data.TaggedError("TicksKeptChanging")<{
+  readonly id: ScheduleId
+  readonly tries: number
+}> {
+  override get message(): string {
+    return `the scheduler's part of schedule ${this.id} changed before each of ${this.tries} writes`
+  }
+}
+
+/**
+ * Writes `change` of the scheduler's part of a schedule as it is now, for the scheduler (a record
+ * that lost its race) and run now (a run started by hand, listed): reads the schedule, makes the
+ * write from its part and compare-and-sets it (`recordTicks`); when another write came first
+ * (another replica, the API, another run now), reads again and applies `change` again,
+ * `RECORD_TICKS_TRIES` times in all, then fails with TicksKeptChanging. Nothing is written for a
+ * deleted schedule, or when the write would change nothing.
+ */
+export const recordTicksRetrying = (
+  store: Context.Tag.Service<ScheduleStore>,
+  id: ScheduleId,
+  change: (part: ScheduleTicks) => TicksWrite
+): Effect.Effect<void, TicksKeptChanging | StorageError> => {
+  const attempt = (tries: number): Effect.Effect<void, TicksKeptChanging | StorageError> =>
+    Effect.flatMap(
+      store.get(id),
+      Option.match({
+        onNone: () => Effect.void,
+        onSome: (current) => {
+          const part = ticksOf(current)
+          const next = change(part)
+          if (changesNothing(part, next)) return Effect.void
+          return store.recordTicks(id, part, next).pipe(
+            Effect.catchTag("StaleWrite", () =>
+              tries >= RECORD_TICKS_TRIES ? Effect.fail(new TicksKeptChanging({ id, tries })) : attempt(tries + 1))
+          )
+        }
+      })
+    )
+  return attempt(1)
+}

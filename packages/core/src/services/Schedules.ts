@@ -26,14 +26,18 @@
  *   run request the scheduler makes for a tick (`scheduleRunRequest`: prompt, configuration, Team
  *   scope for a Team schedule, source `SCHEDULED_AGENT`, the schedule named on the run) plus
  *   metadata `manual: "true"`, through `Runs.create`: the checks, admission and creation quota of
- *   every run. Who may: as for pause and resume (404 hidden or unknown, 403 a viewer). The run is
+ *   every run. Who may: as for pause and resume (404 hidden or unknown, 403 a viewer, with a
+ *   message of its own: "viewers cannot run schedules"). The run is
  *   the caller's (creator and the checks of its references), not the schedule's last editor's:
  *   pressing the button gives no one else's permissions. A paused schedule can be run by hand; it
  *   stays paused, and nothing of its ticks changes (watermark, `last_ran`, `last_spawn_error`). The
  *   run is added to `history.recent_runs` (its `scheduled_for` the time it was started), by the
- *   same compare-and-set as the scheduler's records; if that keeps losing, the run stands and
- *   only the listing is missing (logged). `Runs` comes from the caller's context, so that the run
- *   counts in the one creation quota of the service.
+ *   scheduler's own compare-and-set (`ScheduleStore.recordTicksRetrying`), kept to the scheduler's
+ *   `recentRuns` (`SchedulerConfig`); if that keeps losing or storage fails, the run stands (the
+ *   caller still gets it) and only the listing is missing (logged). From the creation to the
+ *   listing nothing is interrupted (a client hanging up), so a run created is listed unless that
+ *   write fails. `Runs` comes from the caller's context, so that the run counts in the one
+ *   creation quota of the service.
  */
 import { Clock, DateTime, Effect, Either, Option } from "effect"
 import { describe as describeCron } from "../domain/CronDescription.js"
@@ -48,13 +52,12 @@ import { storageUnavailable } from "../internal/Services.js"
 import { EnvironmentStore } from "../ports/EnvironmentStore.js"
 import { IdentityStore } from "../ports/IdentityStore.js"
 import { RunStore } from "../ports/RunStore.js"
-import { ScheduleStore, ticksOf } from "../ports/ScheduleStore.js"
+import { recordTicksRetrying, ScheduleStore } from "../ports/ScheduleStore.js"
 import { checkPromptSizes, Quotas } from "../domain/Quotas.js"
 import type { StoredSchedule } from "../ports/ScheduleStore.js"
 import { RunAgentRequest } from "../domain/Run.js"
 import type { AgentConfig } from "../domain/Run.js"
 import {
-  DEFAULT_RECENT_RUNS,
   DeleteScheduledAgentResponse,
   ListScheduledAgentsResponse,
   newestRunsFirst,
@@ -67,6 +70,7 @@ import type {
   ScheduledRunRef,
   UpdateScheduledAgentRequest
 } from "../domain/Schedule.js"
+import { SchedulerConfig } from "../engine/Settings.js"
 import { Runs } from "./Runs.js"
 import type { EventRunRequest } from "./Runs.js"
 import { initialState, isEnabled, nextRun, ScheduleEvent, transition } from "../domain/ScheduleStateMachine.js"
@@ -111,6 +115,7 @@ export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Sch
     const runs = yield* RunStore
     const ids = yield* Ids
     const quotas = yield* Quotas
+    const { recentRuns } = yield* SchedulerConfig
 
     /**
      * The items shown to callers: `enabled` from the state, `next_run` computed now, the recent
@@ -181,12 +186,11 @@ export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Sch
         return found.value
       })
 
-    const changeable = (viewer: Viewer, id: ScheduleId) =>
+    /** The schedule, if the viewer may act on it: 404 when hidden, 403 (`refusal`) for a viewer. */
+    const changeable = (viewer: Viewer, id: ScheduleId, refusal = "viewers cannot change schedules") =>
       Effect.gen(function*() {
         const schedule = yield* visible(viewer, id)
-        if (!canChange(viewer, ownership(schedule))) {
-          return yield* new NotAuthorized({ message: "viewers cannot change schedules" })
-        }
+        if (!canChange(viewer, ownership(schedule))) return yield* new NotAuthorized({ message: refusal })
         return schedule
       })
 
@@ -354,41 +358,34 @@ export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Sch
     })
 
     /**
-     * Adds a run started by hand to the schedule's recent runs, leaving the rest of the scheduler's
-     * part as it is: a compare-and-set, re-read when another write came first (10 times at most).
+     * Adds a run started by hand to the schedule's recent runs (the newest `recentRuns`, as the
+     * scheduler keeps them), leaving the rest of the scheduler's part as it is, by the scheduler's
+     * compare-and-set (`recordTicksRetrying`). A failure is logged: the run stands.
      */
-    const listRecentRun = (id: ScheduleId, run: ScheduledRunRef) => {
-      const attempt = (triesLeft: number): Effect.Effect<void, unknown> =>
-        Effect.gen(function*() {
-          const current = yield* store.get(id)
-          if (Option.isNone(current)) return
-          const part = ticksOf(current.value)
-          const recent = part.history.recent_runs.filter((r) => r.run_id !== run.run_id)
-          yield* store.recordTicks(id, part, {
-            lastTickAt: part.lastTickAt,
-            last_ran: part.history.last_ran,
-            last_spawn_error: part.last_spawn_error,
-            recent_runs: newestRunsFirst([run, ...recent], Math.max(DEFAULT_RECENT_RUNS, part.history.recent_runs.length))
-          }).pipe(Effect.catchTag("StaleWrite", () =>
-            triesLeft <= 0 ? Effect.fail(new Error("the schedule kept changing")) : attempt(triesLeft - 1)
-          ))
-        })
-      return attempt(9).pipe(
+    const listRecentRun = (id: ScheduleId, run: ScheduledRunRef) =>
+      recordTicksRetrying(store, id, (part) => ({
+        lastTickAt: part.lastTickAt,
+        last_ran: part.history.last_ran,
+        last_spawn_error: part.last_spawn_error,
+        recent_runs: newestRunsFirst([run, ...part.history.recent_runs.filter((r) => r.run_id !== run.run_id)], recentRuns)
+      })).pipe(
         Effect.catchAllCause((cause) =>
           Effect.logWarning(`schedules: run ${run.run_id} started by hand is missing from the recent runs of schedule ${id}`, cause)
         )
       )
-    }
 
     const runNow = Effect.fn("Schedules.runNow")(
       function*(viewer: Viewer, id: ScheduleId) {
         const runs = yield* Runs
-        const schedule = yield* changeable(viewer, id)
+        const schedule = yield* changeable(viewer, id, "viewers cannot run schedules")
         const { options, request } = scheduleRunRequest(schedule, viewer, { manual: "true" })
-        const created = yield* runs.create(viewer, request, options)
-        const at = DateTime.unsafeMake(yield* Clock.currentTimeMillis)
-        yield* listRecentRun(id, { run_id: created.run_id, state: created.state, scheduled_for: at })
-        return created
+        // From the creation on, nothing is interrupted (a client that hangs up): a run created is listed.
+        return yield* Effect.uninterruptible(Effect.gen(function*() {
+          const created = yield* runs.create(viewer, request, options)
+          const at = DateTime.unsafeMake(yield* Clock.currentTimeMillis)
+          yield* listRecentRun(id, { run_id: created.run_id, state: created.state, scheduled_for: at })
+          return created
+        }))
       },
       storageUnavailable
     )
