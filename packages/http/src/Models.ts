@@ -103,9 +103,7 @@ export const RunListUrlParams = Schema.Struct({
  * The `GET /agent/run-counts` query: the run list's filters, documented alike (its paging and sort
  * parameters are ignored, as unknown ones are).
  */
-export const RunCountsUrlParams = Schema.Struct(
-  Struct.omit(RunListUrlParams.fields, "limit", "cursor", "sort_by", "sort_order")
-)
+export const RunCountsUrlParams = Schema.Struct(Struct.omit(RunListUrlParams.fields, ...RunQuery.PAGING_PARAMS))
 
 /** `GET /agent/runs/{runId}/transcript-link`: the signed URL the transcript redirect sends to, as JSON. */
 export class TranscriptLinkResponse extends Schema.Class<TranscriptLinkResponse>("TranscriptLinkResponse")({

@@ -274,6 +274,14 @@ const searchParts = (c: SearchColumns): readonly [string, string, string] => {
 }
 
 /**
+ * Whether a candidate's title, prompt and skill spec match `q` in the `"adapter"` mode: its
+ * relevance (`RunQuery.relevanceKeyOfFields`) reaches the threshold, for a search page and the
+ * counts alike.
+ */
+const matchesInAdapter = (parts: ReadonlyArray<string>, q: ReadonlyArray<string>): boolean =>
+  relevanceKeyOfFields(parts, q) >= RELEVANCE_THRESHOLD_KEY
+
+/**
  * A search page on a store without pg_trgm's similarity in SQL: the candidates' search text read,
  * their relevance computed here, ordered and cut at the cursor by `RunQuery`'s own comparison,
  * then up to `limit + 1` rows read by id, in that order.
@@ -291,8 +299,9 @@ const selectRankedInAdapter = <Row extends object>(
       FROM runs WHERE ${sql.and(filterConditions(sql, query, viewer))}`
     const ranked: Array<SortableRunRow> = []
     for (const c of candidates) {
-      const [title, prompt, skillSpec] = searchParts(c)
-      if (relevanceKeyOfFields([title, prompt, skillSpec], q) < RELEVANCE_THRESHOLD_KEY) continue
+      const parts = searchParts(c)
+      if (!matchesInAdapter(parts, q)) continue
+      const [, prompt, skillSpec] = parts
       ranked.push({
         run_id: c.run_id,
         title: c.title,
@@ -342,7 +351,7 @@ export const countByState = (
         (candidates) => {
           const counts = new Map<string, number>()
           for (const c of candidates) {
-            if (relevanceKeyOfFields(searchParts(c), q) < RELEVANCE_THRESHOLD_KEY) continue
+            if (!matchesInAdapter(searchParts(c), q)) continue
             counts.set(c.state, (counts.get(c.state) ?? 0) + 1)
           }
           return [...counts].map(([state, n]) => ({ state, n }))

@@ -348,15 +348,17 @@ export const parseRunListQuery = (params: RunListQueryParams): Either.Either<Run
     return { ...query, cursor: { key: position.key, run_id: position.id as RunId } }
   })
 
-/** The parameters of the run list that page and order it; the run counts ignore them. */
-export const PAGING_PARAMS: ReadonlyArray<string> = ["limit", "cursor", "sort_by", "sort_order"]
+/** The parameters of the run list that page and order it; the run counts ignore them (and do not document them). */
+export const PAGING_PARAMS = ["limit", "cursor", "sort_by", "sort_order"] as const
+
+const isPagingParam = (param: string): boolean => (PAGING_PARAMS as ReadonlyArray<string>).includes(param)
 
 /**
  * Parses and validates the query of `GET /agent/run-counts`: the run list's filters, validated
  * as `parseRunListQuery` does; its paging and sort parameters are ignored, as unknown ones are.
  */
 export const parseRunCountQuery = (params: RunListQueryParams): Either.Either<RunListQuery, InvalidRequest> =>
-  parseRunListQuery(Object.fromEntries(Object.entries(params).filter(([param]) => !PAGING_PARAMS.includes(param))))
+  parseRunListQuery(Object.fromEntries(Object.entries(params).filter(([param]) => !isPagingParam(param))))
 
 /**
  * The fingerprint of a query's sort and filters (not its limit or cursor): equal for queries
