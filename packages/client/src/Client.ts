@@ -225,7 +225,7 @@ export interface AgentRunsClientPromise {
     get(id: string): Promise<AutomationItem>
     update(id: string, body: UpdateAutomationRequest): Promise<AutomationItem>
     delete(id: string): Promise<DeleteResponse>
-    /** `POST /agent/automations/{id}/test-filter`: `{ delivery_id }` (a logged delivery) or `{ payload, headers? }` (a pasted body). */
+    /** `POST /agent/automations/{id}/test-filter`: `{ delivery_id }` (a logged delivery) or `{ payload }` (a pasted body). */
     testFilter(id: string, body: TestFilterRequest): Promise<TestFilterResult>
   }
   readonly secrets: {

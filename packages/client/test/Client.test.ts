@@ -116,7 +116,7 @@ describe("requests", () => {
     const client = createClient({ url: server.url, token: TOKEN })
     expect(await client.schedules.run(SCHEDULE)).toStrictEqual(answers[0])
     expect(await client.schedules.preview({ cron_schedule: "*/15 * * * *", count: 2 })).toStrictEqual(answers[1])
-    expect(await client.automations.testFilter(AUTOMATION, { payload: { action: "opened" }, headers: { "x-github-event": "pull_request" } }))
+    expect(await client.automations.testFilter(AUTOMATION, { payload: { action: "opened" } }))
       .toStrictEqual(answers[2])
     expect(server.requests.map((r) => `${r.method} ${r.url}`)).toEqual([
       `POST /api/v1/agent/schedules/${SCHEDULE}/run`,
@@ -124,7 +124,7 @@ describe("requests", () => {
       `POST /api/v1/agent/automations/${AUTOMATION}/test-filter`
     ])
     expect(JSON.parse(server.requests[1]!.body)).toMatchObject({ cron_schedule: "*/15 * * * *", count: 2 })
-    expect(JSON.parse(server.requests[2]!.body)).toStrictEqual({ payload: { action: "opened" }, headers: { "x-github-event": "pull_request" } })
+    expect(JSON.parse(server.requests[2]!.body)).toStrictEqual({ payload: { action: "opened" } })
     // A count out of range is refused before anything is sent.
     const error = await rejection(client.schedules.preview({ cron_schedule: "* * * * *", count: 21 }))
     expect(error).toBeInstanceOf(BadRequestError)

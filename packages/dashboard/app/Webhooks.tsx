@@ -4,7 +4,7 @@
  * delivery or a pasted payload.
  */
 import { useState } from "preact/hooks"
-import { ApiError, messageOf, request } from "./api.js"
+import { messageOf, request } from "./api.js"
 import { formatJson, formatTime } from "./format.js"
 import { followLink, hrefOf, navigate } from "./router.js"
 import { Empty, Section, useApi } from "./Section.js"
@@ -75,9 +75,9 @@ interface Verdict {
   readonly reasons: ReadonlyArray<string>
 }
 
-/** JSON typed into a textarea: its value, or why it is not JSON (`""` reads as `fallback`). */
-const parseJsonText = (text: string, fallback?: unknown): { readonly value?: unknown; readonly problem?: string } => {
-  if (text.trim() === "") return fallback === undefined ? { problem: "enter a JSON value" } : { value: fallback }
+/** JSON typed into a textarea: its value, or why it is not JSON. */
+const parseJsonText = (text: string): { readonly value?: unknown; readonly problem?: string } => {
+  if (text.trim() === "") return { problem: "enter a JSON value" }
   try {
     return { value: JSON.parse(text) as unknown }
   } catch (error) {
@@ -87,8 +87,7 @@ const parseJsonText = (text: string, fallback?: unknown): { readonly value?: unk
 
 /**
  * The automations a webhook's deliveries start, and the test of one's filter
- * (`POST /agent/automations/{id}/test-filter`) against a stored delivery or a pasted payload (with
- * optional headers): the verdict and its reasons, or the error beside the control that caused it,
+ * (`POST /agent/automations/{id}/test-filter`) against a stored delivery or a pasted payload: the verdict and its reasons, or the error beside the control that caused it,
  * the choices kept. Text that is not JSON is refused beside its textarea, without calling the API.
  */
 const Automations = (props: { readonly uid: string; readonly deliveries: ReadonlyArray<Delivery> }) => {
@@ -97,10 +96,9 @@ const Automations = (props: { readonly uid: string; readonly deliveries: Readonl
   const [automation, setAutomation] = useState("")
   const [delivery, setDelivery] = useState("")
   const [payloadText, setPayloadText] = useState("")
-  const [headersText, setHeadersText] = useState("")
   const [verdict, setVerdict] = useState<Verdict | undefined>(undefined)
   const [error, setError] = useState<string | undefined>(undefined)
-  const [pasteError, setPasteError] = useState<{ readonly field: "payload" | "headers" | "api"; readonly text: string } | undefined>(undefined)
+  const [pasteError, setPasteError] = useState<{ readonly field: "payload" | "api"; readonly text: string } | undefined>(undefined)
   const chosenAutomation = automation === "" ? mine[0]?.id ?? "" : automation
   const chosenDelivery = delivery === "" ? props.deliveries[0]?.delivery_id ?? "" : delivery
   const testFilter = (body: unknown) =>
@@ -124,28 +122,15 @@ const Automations = (props: { readonly uid: string; readonly deliveries: Readonl
       setVerdict(undefined)
       return setPasteError({ field: "payload", text: payload.problem })
     }
-    const headers = parseJsonText(headersText, {})
-    const headersProblem = headers.problem ?? (
-      typeof headers.value !== "object" || headers.value === null || Array.isArray(headers.value) ||
-        Object.values(headers.value).some((v) => typeof v !== "string")
-        ? "enter a JSON object of header names and their text values"
-        : undefined
-    )
-    if (headersProblem !== undefined) {
-      setVerdict(undefined)
-      return setPasteError({ field: "headers", text: headersProblem })
-    }
     try {
-      setVerdict(await testFilter({ payload: payload.value, headers: headers.value }))
+      setVerdict(await testFilter({ payload: payload.value }))
       setPasteError(undefined)
     } catch (failure) {
       setVerdict(undefined)
-      // The API names `headers.<name>` for a header it refuses; anything else goes beside the button.
-      const field = failure instanceof ApiError && failure.field?.startsWith("headers") === true ? "headers" : "api"
-      setPasteError({ field, text: messageOf(failure) })
+      setPasteError({ field: "api", text: messageOf(failure) })
     }
   }
-  const errorOf = (field: "payload" | "headers" | "api") => (pasteError?.field === field ? pasteError.text : undefined)
+  const errorOf = (field: "payload" | "api") => (pasteError?.field === field ? pasteError.text : undefined)
   return (
     <section aria-labelledby="automations-heading">
       <h2 id="automations-heading">Automations</h2>
@@ -195,20 +180,6 @@ const Automations = (props: { readonly uid: string; readonly deliveries: Readonl
                 onInput={(e) => setPayloadText(e.currentTarget.value)}
               />
               {errorOf("payload") === undefined ? null : <span class="error" id="test-payload-error" role="alert">{errorOf("payload")}</span>}
-            </div>
-            <div class="field">
-              <label for="test-headers">Headers (JSON object, optional)</label>
-              <textarea
-                id="test-headers"
-                rows={2}
-                spellcheck={false}
-                value={headersText}
-                aria-invalid={errorOf("headers") === undefined ? undefined : true}
-                aria-describedby={errorOf("headers") === undefined ? "test-headers-note" : "test-headers-error"}
-                onInput={(e) => setHeadersText(e.currentTarget.value)}
-              />
-              <span class="muted" id="test-headers-note">Filters read only the body: headers do not change the verdict.</span>
-              {errorOf("headers") === undefined ? null : <span class="error" id="test-headers-error" role="alert">{errorOf("headers")}</span>}
             </div>
             <div class="buttons">
               <button type="submit" aria-describedby={errorOf("api") === undefined ? undefined : "test-pasted-error"}>Test payload</button>

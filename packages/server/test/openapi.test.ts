@@ -376,7 +376,7 @@ describe("the server against /openapi.json", () => {
       body: { name: "auto", prompt: "act", enabled: false, trigger: { provider: "webhook", event: "received", filter: { webhook_ids: [webhook.body.uid] } }, ...x }
     })
     await as("POST /api/v1/agent/automations/{id}/test-filter", ids, { body: { delivery_id: ids["delivery_id"], ...x } })
-    await as("POST /api/v1/agent/automations/{id}/test-filter", ids, { body: { payload: { action: "opened" }, headers: { "x-event": "push" }, ...x } })
+    await as("POST /api/v1/agent/automations/{id}/test-filter", ids, { body: { payload: { action: "opened" }, ...x } })
     await as("GET /api/v1/agent/secrets", {})
     await admin("GET /api/v1/admin/teams", {})
     await admin("PATCH /api/v1/admin/teams/{uid}", { uid: team.body.uid }, { body: { max_concurrent_runs: 5, ...x } })

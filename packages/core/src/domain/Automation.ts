@@ -7,7 +7,7 @@
  * absent).
  */
 import { Schema } from "effect"
-import { JsonObject, JsonValue, NonBlankString, optionalInput, PlainKey, Timestamp } from "./Common.js"
+import { JsonObject, JsonValue, NonBlankString, optionalInput, Timestamp } from "./Common.js"
 import { AutomationId, DeliveryId, WebhookUid } from "./Ids.js"
 import { AgentConfig } from "./Run.js"
 
@@ -65,14 +65,13 @@ export class ListAutomationsResponse extends Schema.Class<ListAutomationsRespons
 
 /**
  * `POST /agent/automations/{id}/test-filter`: exactly one of `delivery_id` (a logged delivery) or
- * `payload` (a delivery body pasted by the caller: any JSON value, `null` included), with its
- * `headers` optionally (the filter reads only the body). Which one is given is checked by the
- * service (400 naming the field).
+ * `payload` (a delivery body pasted by the caller: any JSON value, `null` included). Which one is
+ * given is checked by the service (400 naming the field). Filters read only the body, so there is
+ * nothing else to send; unknown properties (a `headers` of older clients) are ignored.
  */
 export class TestFilterRequest extends Schema.Class<TestFilterRequest>("TestFilterRequest")({
   delivery_id: optionalInput(DeliveryId),
-  payload: Schema.optionalWith(JsonValue, { exact: true }),
-  headers: optionalInput(Schema.Record({ key: PlainKey, value: Schema.String }))
+  payload: Schema.optionalWith(JsonValue, { exact: true })
 }) {}
 
 /** The verdict of a test: would the stored delivery start a run, and why (or why not). */

@@ -39,8 +39,7 @@
  *   payload is read as an accepted delivery of a selected webhook would be: only the filter
  *   decides (`PayloadFilter.explain`, what the ingress evaluates), its mismatches the reasons. It
  *   is bounded like a delivery's body: its JSON over the ingress's limit (`MAX_DELIVERY_BYTES`,
- *   256 KiB) is a 413 naming `payload`. `headers` may come with it; filters read only the body,
- *   so they do not change the verdict.
+ *   256 KiB) is a 413 naming `payload`.
  * - A storage failure is a 503 `resource_unavailable` (retryable).
  */
 import { Clock, DateTime, Effect, Either, Option } from "effect"

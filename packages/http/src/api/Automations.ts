@@ -65,9 +65,9 @@ export class AutomationsGroup extends HttpApiGroup.make("automations")
       .annotateContext(
         doc(
           "Test an automation's filter",
-          "Whether a stored delivery (`delivery_id`), or a pasted body (`payload`, any JSON value, with optional " +
-            "`headers`), would start a run (WOULD_TRIGGER or WOULD_NOT_TRIGGER) and why. Exactly one of delivery_id " +
-            "and payload (400 naming the field otherwise); a payload over 256 KiB (the webhook body limit) is a 413. " +
+          "Whether a stored delivery (`delivery_id`), or a pasted body (`payload`, any JSON value), would start a run " +
+            "(WOULD_TRIGGER or WOULD_NOT_TRIGGER) and why. Exactly one of delivery_id and payload (400 naming the field " +
+            "otherwise); a payload over 256 KiB as compact JSON (the webhook body limit) is a 413. " +
             "A pasted payload is read as an accepted delivery of a selected webhook: only the filter decides. 404: " +
             "unknown automation or delivery."
         )
