@@ -123,6 +123,17 @@ describe("CronDescription", () => {
   const parsed = expression.chain((e) => fc.constant(Either.getOrUndefined(parseSchedule(e, "UTC"))))
     .filter((s): s is CronSchedule => s !== undefined)
 
+  /** Two of `crons` read alike only when they fire alike. */
+  const expectAlikeOnlyWhenTheSame = (crons: ReadonlyArray<CronSchedule>) => {
+    const seen = new Map<string, string>()
+    for (const cron of crons) {
+      const text = describeCron(cron)
+      const known = seen.get(text)
+      if (known === undefined) seen.set(text, meaning(cron))
+      else expect(meaning(cron), text).toBe(known)
+    }
+  }
+
   it.prop("words every expression, in words only", [parsed], ([cron]) => {
     const text = describeCron(cron)
     expect(text).toMatch(/^(at|every) /)
@@ -132,15 +143,7 @@ describe("CronDescription", () => {
   it.prop(
     "never gives two schedules that fire differently the same words",
     [fc.array(parsed, { minLength: 20, maxLength: 60 })],
-    ([crons]) => {
-      const seen = new Map<string, string>()
-      for (const cron of crons) {
-        const text = describeCron(cron)
-        const known = seen.get(text)
-        if (known === undefined) seen.set(text, meaning(cron))
-        else expect(meaning(cron), text).toBe(known)
-      }
-    }
+    ([crons]) => expectAlikeOnlyWhenTheSame(crons)
   )
 
   // Look-alikes: fields that differ by little (a step's start, one value, a range's end), so that
@@ -159,15 +162,7 @@ describe("CronDescription", () => {
   it.prop(
     "never gives look-alike schedules that fire differently the same words",
     [fc.array(lookAlikes, { minLength: 40, maxLength: 80 })],
-    ([crons]) => {
-      const seen = new Map<string, string>()
-      for (const cron of crons) {
-        const text = describeCron(cron)
-        const known = seen.get(text)
-        if (known === undefined) seen.set(text, meaning(cron))
-        else expect(meaning(cron), text).toBe(known)
-      }
-    }
+    ([crons]) => expectAlikeOnlyWhenTheSame(crons)
   )
 
   it.prop("gives two spellings of one schedule the same words", [parsed], ([schedule]) => {
