@@ -117,6 +117,7 @@ const seedSchedules = (world: World, t: number) =>
       stored.push({
         team_uid: member.team_uid,
         creator_uid: member.principal_uid,
+        editor_role: "member",
         state: { status: "active", lastTickAt: now },
         item: new Schedule.ScheduledAgentItem({
           id: uid() as Ids.ScheduleId,

@@ -112,3 +112,23 @@ export const makeTeam = async (server: Pick<TestServer, "url" | "adminToken">, n
   return { uid: team.body.uid as string, tokens, principals }
 }
 
+
+/** The states a run ends in. */
+export const ENDED_STATES: ReadonlyArray<string> = ["SUCCEEDED", "FAILED", "ERROR", "CANCELLED", "BLOCKED"]
+
+/** Reads a run until `done` holds (by default: it ended) or `timeoutMs` passes; answers its last read. */
+export const waitForRun = async (
+  server: Pick<TestServer, "url">,
+  token: string,
+  runId: string,
+  done: (run: { readonly state: string }) => boolean = (run) => ENDED_STATES.includes(run.state),
+  timeoutMs = 30_000
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+): Promise<any> => {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const run = (await call(server, "GET", `/api/v1/agent/runs/${runId}`, { token })).body
+    if (done(run) || Date.now() > deadline) return run
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}

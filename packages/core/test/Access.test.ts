@@ -1,7 +1,16 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import type { Owned, Viewer } from "../src/domain/Access.js"
-import { canChange, canCreate, canManageFactory, canSee, scopeFor } from "../src/domain/Access.js"
+import {
+  canChange,
+  canCreate,
+  canManageFactory,
+  canSee,
+  leastRole,
+  runTokenRole,
+  scopeFor,
+  shapersToRecord
+} from "../src/domain/Access.js"
 import type { PrincipalUid, TeamUid } from "../src/domain/Ids.js"
 import type { Role } from "../src/domain/Identity.js"
 
@@ -60,5 +69,70 @@ describe("Access", () => {
       expect(canChange(v, owned)).toBe(false)
     },
     { fastCheck: { numRuns: 200 } }
+  )
+})
+
+describe("who shaped a run decides its token's role", () => {
+  const RANK: Record<Role, number> = { viewer: 0, member: 1, admin: 2 }
+  const role = fc.constantFrom<Role>("admin", "member", "viewer")
+  const principal = fc.constantFrom(alice, bob, "Carolccccccccccccccccc" as PrincipalUid)
+  const shaper = fc.record({ uid: principal, role })
+
+  it.prop(
+    "leastRole: undefined when any is (or none is given), else a role no input is below",
+    [fc.array(fc.option(role, { nil: undefined }), { maxLength: 6 })],
+    ([roles]) => {
+      const least = leastRole(roles)
+      if (roles.length === 0 || roles.includes(undefined)) {
+        expect(least).toBeUndefined()
+        return
+      }
+      expect(roles).toContain(least)
+      for (const r of roles) expect(RANK[least!]).toBeLessThanOrEqual(RANK[r!])
+    }
+  )
+
+  it.prop(
+    "runTokenRole: never above any shaper's role then or now, nor the executor's or creator's now; none once one left",
+    [principal, principal, fc.array(shaper, { maxLength: 5 }), fc.dictionary(principal, fc.option(role, { nil: undefined }))],
+    ([executor, creator, shapers, now]) => {
+      const roleNow = (uid: PrincipalUid) => now[uid]
+      const token = runTokenRole(executor, creator, shapers, roleNow)
+      const involved = [executor, creator, ...shapers.map((s) => s.uid)]
+      if (involved.some((uid) => roleNow(uid) === undefined)) {
+        expect(token).toBeUndefined()
+        return
+      }
+      for (const uid of involved) expect(RANK[token!]).toBeLessThanOrEqual(RANK[roleNow(uid)!])
+      for (const s of shapers) expect(RANK[token!]).toBeLessThanOrEqual(RANK[s.role])
+      // And it is one of them: nothing is taken away beyond the weakest.
+      expect([...involved.map(roleNow), ...shapers.map((s) => s.role)]).toContain(token)
+    }
+  )
+
+  it("a member's follow-up lowers an admin's run to a member's; an outsider's edit leaves it no rights", () => {
+    const roles: Record<string, Role> = { [alice]: "admin", [bob]: "member" }
+    const now = (uid: PrincipalUid) => roles[uid]
+    expect(runTokenRole(alice, alice, [], now)).toBe("admin")
+    expect(runTokenRole(alice, alice, [{ uid: bob, role: "member" }], now)).toBe("member")
+    // An admin's token that acted for a member's run shaped it as a member.
+    expect(runTokenRole(alice, alice, [{ uid: alice, role: "member" }], now)).toBe("member")
+    expect(runTokenRole(alice, alice, [{ uid: "Outsiderooooooooooooo0" as PrincipalUid, role: "admin" }], now)).toBeUndefined()
+  })
+
+  it.prop(
+    "shapersToRecord: each principal once with its least role; the creator's own role now left out",
+    [shaper, role, fc.array(shaper, { maxLength: 6 })],
+    ([creator, creatorRole, shapers]) => {
+      const recorded = shapersToRecord(creator, creatorRole, shapers)
+      expect(new Set(recorded.map((s) => s.uid)).size).toBe(recorded.length)
+      const all = [creator, ...shapers]
+      for (const uid of new Set(all.map((s) => s.uid))) {
+        const least = leastRole(all.filter((s) => s.uid === uid).map((s) => s.role))!
+        const entry = recorded.find((s) => s.uid === uid)
+        if (uid === creator.uid && least === creatorRole) expect(entry).toBeUndefined()
+        else expect(entry).toEqual({ uid, role: least })
+      }
+    }
   )
 })

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { AUTH_FAILURES_PER_MINUTE, DELIVERIES_PER_MINUTE, makeLimiter } from "../src/domain/RateLimit.js"
+import { AUTH_FAILURES_PER_MINUTE, DELIVERIES_PER_MINUTE, makeLimiter, makeWeightedLimiter } from "../src/domain/RateLimit.js"
 
 const T = 1_800_000_000_000
 
@@ -109,6 +109,51 @@ describe("makeLimiter", () => {
         } else {
           expect(decision).toEqual({ allowed: false, retryAfterMs: windowMs })
         }
+      }
+    }
+  )
+})
+
+describe("makeWeightedLimiter", () => {
+  it("bounds both the count and the weight of a key's events in the window, and says when there is room", () => {
+    const limiter = makeWeightedLimiter({ maxCount: 3, maxWeight: 100, windowMs: 60_000 })
+    expect(limiter.take("run", 0, 60)).toEqual({ allowed: true })
+    expect(limiter.take("run", 1_000, 30)).toEqual({ allowed: true })
+    // 60 + 30 + 20 > 100: room once the first event leaves the window.
+    expect(limiter.take("run", 2_000, 20)).toEqual({ allowed: false, retryAfterMs: 58_000 })
+    expect(limiter.take("run", 2_000, 10)).toEqual({ allowed: true })
+    // The count is spent too: room once the first leaves.
+    expect(limiter.take("run", 3_000, 0)).toEqual({ allowed: false, retryAfterMs: 57_000 })
+    expect(limiter.take("other", 3_000, 100)).toEqual({ allowed: true })
+    expect(limiter.take("run", 60_000, 40)).toEqual({ allowed: true })
+    // Heavier than the whole budget: never; the whole window is the answer.
+    expect(limiter.take("fresh", 0, 101)).toEqual({ allowed: false, retryAfterMs: 60_000 })
+  })
+
+  it("refund forgets the newest event; prune forgets idle keys", () => {
+    const limiter = makeWeightedLimiter({ maxCount: 1, maxWeight: 10, windowMs: 1_000 })
+    expect(limiter.take("a", 0, 5)).toEqual({ allowed: true })
+    expect(limiter.take("a", 0, 5).allowed).toBe(false)
+    limiter.refund("a")
+    expect(limiter.take("a", 0, 5)).toEqual({ allowed: true })
+    expect(limiter.prune(500)).toBe(1)
+    expect(limiter.prune(1_000)).toBe(0)
+  })
+
+  it.prop(
+    "never lets the events of any window exceed either bound",
+    [fc.array(fc.tuple(fc.nat({ max: 5_000 }), fc.nat({ max: 40 })), { maxLength: 60 })],
+    ([steps]) => {
+      const limit = { maxCount: 5, maxWeight: 100, windowMs: 1_000 }
+      const limiter = makeWeightedLimiter(limit)
+      const taken: Array<{ at: number; weight: number }> = []
+      let now = 0
+      for (const [gap, weight] of steps) {
+        now += gap
+        if (limiter.take("k", now, weight).allowed) taken.push({ at: now, weight })
+        const live = taken.filter((e) => e.at > now - limit.windowMs)
+        expect(live.length).toBeLessThanOrEqual(limit.maxCount)
+        expect(live.reduce((s, e) => s + e.weight, 0)).toBeLessThanOrEqual(limit.maxWeight)
       }
     }
   )

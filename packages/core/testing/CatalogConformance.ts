@@ -164,6 +164,7 @@ const makeSchedule = (options: {
     }),
     team_uid: options.team,
     creator_uid: options.creator,
+    editor_role: "admin",
     state: { status, lastTickAt: T0 }
   }
 }
@@ -176,6 +177,7 @@ export const makeEnvironment = (options: {
   readonly guests?: ReadonlyArray<PrincipalUid>
   readonly linkSharing?: boolean
   readonly updatedAt?: number
+  readonly editorRole?: Role
 }): StoredEnvironment => ({
   item: new Environment({
     uid: EnvironmentUid.make(randomUid()),
@@ -195,7 +197,8 @@ export const makeEnvironment = (options: {
     updated_at: at(options.updatedAt ?? T0)
   }),
   team_uid: options.team,
-  creator_uid: options.creator
+  creator_uid: options.creator,
+  editor: { uid: options.creator, role: options.editorRole ?? "member" }
 })
 
 const makeWebhook = (options: {
@@ -246,7 +249,7 @@ const makeAutomation = (options: {
     updated_at: at(T0)
   }),
   team_uid: options.team,
-  creator_uid: newPrincipalUid()
+  ...((creator) => ({ creator_uid: creator, editor: { uid: creator, role: "admin" as const } }))(newPrincipalUid())
 })
 
 const makeDelivery = (receivedAt: number, outcome: DeliveryOutcome = "REJECTED_AUTH") =>
@@ -499,7 +502,8 @@ export const catalogConformance = <E>(storage: Layer.Layer<Stores | RawStorage, 
       const storedSchedule = fc.record({
         item: Arbitrary.make(ScheduledAgentItem),
         status: fc.constantFrom<ScheduleStatus>("active", "paused"),
-        lastTickAt: fc.integer({ min: 0, max: 2 ** 47 })
+        lastTickAt: fc.integer({ min: 0, max: 2 ** 47 }),
+        editorRole: fc.constantFrom<Role>("admin", "member", "viewer")
       })
 
       it.effect.prop(
@@ -515,6 +519,7 @@ export const catalogConformance = <E>(storage: Layer.Layer<Stores | RawStorage, 
               item: new ScheduledAgentItem({ ...first.item, id }),
               team_uid: team,
               creator_uid: creator,
+              editor_role: first.editorRole,
               state: { status: first.status, lastTickAt: first.lastTickAt }
             }
             yield* store.create(created)
@@ -522,6 +527,7 @@ export const catalogConformance = <E>(storage: Layer.Layer<Stores | RawStorage, 
             const updated: StoredSchedule = {
               ...created,
               item: new ScheduledAgentItem({ ...second.item, id }),
+              editor_role: second.editorRole,
               state: { status: second.status, lastTickAt: second.lastTickAt }
             }
             yield* store.update(updated, DateTime.toEpochMillis(created.item.updated_at))
@@ -630,6 +636,7 @@ export const catalogConformance = <E>(storage: Layer.Layer<Stores | RawStorage, 
               item: new ScheduledAgentItem({ ...first.item, id }),
               team_uid: newTeamUid(),
               creator_uid: newPrincipalUid(),
+              editor_role: first.editorRole,
               state: { status: first.status, lastTickAt: first.lastTickAt }
             }
             yield* store.create(created)
@@ -769,14 +776,17 @@ export const catalogConformance = <E>(storage: Layer.Layer<Stores | RawStorage, 
           Effect.gen(function* () {
             const store = yield* EnvironmentStore
             const uid = EnvironmentUid.make(randomUid())
+            const creator = newPrincipalUid()
             const created: StoredEnvironment = {
               item: new Environment({ ...first, uid }),
               team_uid: newTeamUid(),
-              creator_uid: newPrincipalUid()
+              creator_uid: creator,
+              editor: { uid: creator, role: "admin" }
             }
             yield* store.create(created)
             expect((yield* store.get(uid)).pipe(Option.map(wireEnvironment))).toEqual(Option.some(wireEnvironment(created)))
-            const updated = { ...created, item: new Environment({ ...second, uid }) }
+            // Replaced by someone else, who becomes its editor.
+            const updated = { ...created, item: new Environment({ ...second, uid }), editor: { uid: newPrincipalUid(), role: "member" as const } }
             yield* store.update(updated)
             expect((yield* store.get(uid)).pipe(Option.map(wireEnvironment))).toEqual(Option.some(wireEnvironment(updated)))
             expect(yield* store.remove(uid)).toBe(true)
@@ -1139,15 +1149,18 @@ export const catalogConformance = <E>(storage: Layer.Layer<Stores | RawStorage, 
             const store = yield* AutomationStore
             const id = AutomationId.make(randomUid())
             const team = newTeamUid()
+            const creator = newPrincipalUid()
             const created: StoredAutomation = {
               item: new Automation({ ...first, id }),
               team_uid: team,
-              creator_uid: newPrincipalUid()
+              creator_uid: creator,
+              editor: { uid: creator, role: "admin" }
             }
             yield* store.create(created)
             expect((yield* store.get(id)).pipe(Option.map(wireAutomation))).toEqual(Option.some(wireAutomation(created)))
             expect((yield* store.list(team)).map(wireAutomation)).toEqual([wireAutomation(created)])
-            const updated = { ...created, item: new Automation({ ...second, id }) }
+            // Replaced by another admin, who becomes its editor.
+            const updated = { ...created, item: new Automation({ ...second, id }), editor: { uid: newPrincipalUid(), role: "admin" as const } }
             yield* store.update(updated)
             expect((yield* store.get(id)).pipe(Option.map(wireAutomation))).toEqual(Option.some(wireAutomation(updated)))
             expect(yield* store.remove(id)).toBe(true)

@@ -127,7 +127,7 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
       readonly sandboxes: Effect.Effect<number>
       /** Moves the clock `ms` in steps of 50 ms, letting every fiber run at each. */
       readonly pass: (ms: number) => Effect.Effect<void>
-    }) => Effect.Effect<A, unknown, Runs | Followups | RunStore | BlobStore | Health.Health>
+    }) => Effect.Effect<A, unknown, Runs | Followups | RunStore | BlobStore | Health.Health | EnvironmentStore>
   ) =>
     Effect.gen(function*() {
       const { executor, fault, services } = yield* setup
@@ -324,6 +324,24 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
           yield* dispatcher.tend
           expect(yield* sandboxes).toBe(0)
           expect((yield* runOf(viewer, id)).is_sandbox_running).toBe(false)
+        })
+      ))
+
+    it.scoped("the environment's editor when an execution is claimed shapes it: recorded before its agent gets a token", () =>
+      withDispatcher(({ createIn, dispatcher, pass, viewer }) =>
+        Effect.gen(function*() {
+          const id = yield* createIn("say built", [], 0)
+          const store = yield* RunStore
+          expect(yield* store.shapers([id])).toEqual([])
+          // Replaced between the run's creation and its claim, by a token acting with a viewer's role.
+          const environments = yield* EnvironmentStore
+          const run = yield* runOf(viewer, id)
+          const env = Option.getOrThrow(yield* environments.get(run.environment_id!))
+          yield* environments.update({ ...env, editor: { uid: viewer.principal_uid, role: "viewer" } })
+          yield* dispatcher.claimSome
+          yield* pass(500)
+          expect((yield* runOf(viewer, id)).state).toBe("SUCCEEDED")
+          expect(yield* store.shapers([id])).toEqual([{ uid: viewer.principal_uid, role: "viewer" }])
         })
       ))
 

@@ -7,9 +7,10 @@
  * `followupsServiceSuite(name, layer)` inside a vitest file.
  */
 import { describe, expect, layer } from "@effect/vitest"
-import { DateTime, Effect, Either, Layer, Option } from "effect"
+import { DateTime, Effect, Either, Layer, Option, TestClock, TestContext } from "effect"
 import type { Viewer } from "../src/domain/Access.js"
-import type { Conflict, InvalidRequest } from "../src/domain/Errors.js"
+import type { Conflict, InvalidRequest, RateLimited } from "../src/domain/Errors.js"
+import { defaultQuotas, Quotas } from "../src/domain/Quotas.js"
 import { Followups } from "../src/services/Followups.js"
 import { type ExecutionId, IdsLive, type RunId } from "../src/domain/Ids.js"
 import { RunStore } from "../src/ports/RunStore.js"
@@ -367,6 +368,50 @@ export const followupsServiceSuite = <E>(name: string, storage: Layer.Layer<Stor
           expect((yield* send(world.alice, privateRun, "from alice")).route).toBe("store_for_start")
           expect(yield* inbox(privateRun)).toEqual(["from the admin", "from alice"])
         }))
+
+      it.effect("the sender shapes the run: a member's follow-up lowers an admin's run token to a member's for the rest of the run", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const runs = yield* Runs
+          const runId = yield* createRun(world.admin, "administer things")
+          const execution = yield* start(runId)
+          const token = { run_id: runId, execution_id: execution }
+          expect((yield* runs.actingViewer(token)).role).toBe("admin")
+          yield* send(world.admin, runId, "@say another admin's word changes nothing")
+          expect((yield* runs.actingViewer(token)).role).toBe("admin")
+          expect((yield* send(world.alice, runId, "now create a team secret")).route).toBe("deliver_live")
+          expect((yield* runs.actingViewer(token)).role).toBe("member")
+          // For the rest of the run: its next execution too.
+          yield* advance(runId, RunEvent.Succeed({ executionId: execution }))
+          yield* send(world.admin, runId, "continue")
+          expect((yield* runs.actingViewer({ run_id: runId, execution_id: yield* claim(runId) })).role).toBe("member")
+        }))
+
+      it.effect("bounds a run's follow-ups: a minute's count and bytes, then its life total (429s); refusals store nothing", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const quotas = { ...defaultQuotas, followupsPerMinute: 3, followupBytesPerMinute: 10, followupsPerRun: 5, followupBytesPerRun: 1000 }
+          const followups = yield* Effect.provide(Followups, Followups.Default.pipe(Layer.provide(Layer.succeed(Quotas, quotas))))
+          yield* TestClock.setTime(Date.now())
+          const runId = yield* createRun(world.alice)
+          const sendAs = (message: string) => followups.send(world.alice, runId, new RunFollowupRequest({ message }))
+          yield* sendAs("a")
+          yield* sendAs("bb")
+          // Three more bytes than the minute allows: room once "a" is a minute old.
+          const heavy = (yield* failureOf(sendAs("12345678"))) as RateLimited
+          expect(heavy).toMatchObject({ _tag: "RateLimited", retryAfterSeconds: 60 })
+          expect(heavy.message).toMatch(/^message: run \S+ takes at most 3 follow-ups \(10 bytes\) a minute/)
+          yield* sendAs("c")
+          expect(yield* failureOf(sendAs("d"))).toMatchObject({ _tag: "RateLimited", retryAfterSeconds: 60 })
+          yield* TestClock.adjust("61 seconds")
+          yield* sendAs("e")
+          yield* sendAs("f")
+          const spent = (yield* failureOf(sendAs("g"))) as RateLimited
+          expect(spent).toMatchObject({ _tag: "RateLimited", retryable: false })
+          expect(spent.message).toMatch(/has received 5 follow-ups \(6 bytes\); a run takes at most 5/)
+          expect(yield* inbox(runId)).toEqual(["a", "bb", "c", "e", "f"])
+          expect((yield* eventTypes(runId)).filter((t) => t === "followup_received")).toHaveLength(5)
+        }).pipe(Effect.provide(TestContext.TestContext)))
 
       it.effect("the store records a follow-up all or nothing, under its guard (RunStore.recordFollowup)", () =>
         Effect.gen(function* () {

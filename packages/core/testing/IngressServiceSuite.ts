@@ -14,6 +14,7 @@ import type { WebhookUid } from "../src/domain/Ids.js"
 import { Ingress, IngressLimitsTag } from "../src/services/Ingress.js"
 import type { BodyRead, IngressLimits, IngressRequest } from "../src/services/Ingress.js"
 import { EnvironmentStore } from "../src/ports/EnvironmentStore.js"
+import { AutomationStore } from "../src/ports/AutomationStore.js"
 import { RunStore } from "../src/ports/RunStore.js"
 import { WebhookStore } from "../src/ports/WebhookStore.js"
 import { SecretStore } from "../src/ports/SecretStore.js"
@@ -212,6 +213,22 @@ export const ingressServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           expect(run.item.metadata).toMatchObject({ automation_id: kept.id, webhook_uid: hook.uid })
           expect(run.item.source).toBe("WEBHOOK")
           expect(run.item.scope.type).toBe("Team")
+        }))
+
+      it.effect("an automation's last editor shapes its runs: recorded with each run, with the role it edited with", () =>
+        Effect.gen(function* () {
+          yield* TestClock.setTime(Date.UTC(2026, 10, 23, 15))
+          const world = yield* seedWorld()
+          const hook = yield* createWebhook(world.admin, {})
+          const automation = yield* createAutomation(world.admin, hook.uid)
+          // As if last changed by a run token acting for the admin with a member's role.
+          const store = yield* AutomationStore
+          const stored = Option.getOrThrow(yield* store.get(automation.id))
+          yield* store.update({ ...stored, editor: { uid: world.admin.principal_uid, role: "member" } })
+          const receipt = yield* receive(request(hook.uid, `{"go":1}`, { authorization: `Bearer ${hook.secret}` }))
+          expect(receipt.run_ids.length).toBe(1)
+          const shapers = yield* Effect.flatMap(RunStore, (s) => s.shapers(receipt.run_ids))
+          expect(shapers).toEqual([{ uid: world.admin.principal_uid, role: "member" }])
         }))
 
       it.effect("replays of signed bytes under new ids are duplicates; tokens and signed ids keep different events apart", () =>

@@ -13,7 +13,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Arbitrary, DateTime, Effect, Either, Fiber, Option, Schema, Stream } from "effect"
 import type { Layer } from "effect"
 import * as fc from "fast-check"
-import { canSee, type Viewer } from "../src/domain/Access.js"
+import { canSee, type Shaper, type Viewer } from "../src/domain/Access.js"
 import type { Artifact } from "../src/domain/Artifact.js"
 import { ConversationStep } from "../src/domain/Conversation.js"
 import { type ConversationOp, foldConversation } from "../src/domain/ConversationLog.js"
@@ -47,7 +47,7 @@ import {
 import { ArtifactType, type RunExecutionLocation, type RunSourceType, RunState } from "../src/domain/RunState.js"
 import { RunEvent, transition } from "../src/domain/RunStateMachine.js"
 import type { SkillSpec } from "../src/domain/Agent.js"
-import { type NewTimelineEvent, runListRow, RunStore, type StoredRun } from "../src/ports/RunStore.js"
+import { FollowupTotalSpent, type NewTimelineEvent, runListRow, RunStore, type StoredRun } from "../src/ports/RunStore.js"
 import type { ExactlyOnceKey, ScheduleTickKey } from "../src/ports/Storage.js"
 import { WebhookStore } from "../src/ports/WebhookStore.js"
 import { Delivery } from "../src/domain/Webhook.js"
@@ -1443,6 +1443,69 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
           })
           expect(taken.flat().map((f) => f.message).sort()).toEqual(Array.from({ length: 20 }, (_, i) => `m${i}`).sort())
           expect(yield* store.takeFollowups(other.item.run_id)).toEqual([{ message: "elsewhere", received_at: 1 }])
+        }))
+
+      it.effect("shapers: recorded with the run, by a follow-up and later, each (principal, role) once, read for any runs", () =>
+        Effect.gen(function* () {
+          const store = yield* RunStore
+          const team = uid<TeamUid>()
+          const [a, b, c] = [uid<PrincipalUid>(), uid<PrincipalUid>(), uid<PrincipalUid>()]
+          const run = makeRun({ team, creator: a })
+          const other = makeRun({ team, creator: b })
+          const sorted = (shapers: ReadonlyArray<Shaper>) =>
+            [...shapers].sort((x, y) => `${x.uid} ${x.role}` < `${y.uid} ${y.role}` ? -1 : 1)
+          yield* store.create([
+            { run, events: creationEvents(run), shapers: [{ uid: b, role: "member" }, { uid: b, role: "member" }] },
+            { run: other, events: creationEvents(other) }
+          ])
+          expect(yield* store.shapers([run.item.run_id])).toEqual([{ uid: b, role: "member" }])
+          expect(yield* store.shapers([other.item.run_id])).toEqual([])
+          // A follow-up records its sender in the same write; a refused one records nothing.
+          const followup = (shaper: Shaper, maxPending?: number) =>
+            store.recordFollowup(run.item.run_id, { state: run.item.state }, {
+              at: 5,
+              events: [],
+              followup: { message: "hi", received_at: 5 },
+              shaper,
+              ...(maxPending === undefined ? {} : { maxPending })
+            })
+          yield* followup({ uid: c, role: "viewer" })
+          expect(Either.isLeft(yield* Effect.either(followup({ uid: c, role: "admin" }, 1))), "a full inbox refuses").toBe(true)
+          yield* store.addShapers(run.item.run_id, [{ uid: a, role: "member" }, { uid: b, role: "member" }])
+          yield* store.addShapers(other.item.run_id, [{ uid: c, role: "admin" }])
+          yield* store.addShapers(uuid<RunId>(Date.now()), [{ uid: c, role: "admin" }])
+          expect(sorted(yield* store.shapers([run.item.run_id]))).toEqual(
+            sorted([{ uid: b, role: "member" }, { uid: c, role: "viewer" }, { uid: a, role: "member" }])
+          )
+          expect(sorted(yield* store.shapers([run.item.run_id, other.item.run_id, run.item.run_id]))).toEqual(
+            sorted([{ uid: b, role: "member" }, { uid: c, role: "viewer" }, { uid: a, role: "member" }, { uid: c, role: "admin" }])
+          )
+          expect(yield* store.shapers([])).toEqual([])
+        }))
+
+      it.effect("follow-up totals: a run's life total of follow-ups and their bytes is never exceeded, even by concurrent senders", () =>
+        Effect.gen(function* () {
+          const store = yield* RunStore
+          const run = makeRun({ team: uid(), creator: uid() })
+          yield* createRuns([run])
+          const send = (message: string) =>
+            Effect.either(store.recordFollowup(run.item.run_id, { state: run.item.state }, {
+              at: 7,
+              events: [],
+              followup: { message, received_at: 7 },
+              maxTotal: { count: 5, bytes: 20 }
+            }))
+          // Bytes are UTF-8: "é" is two.
+          expect(Either.isRight(yield* send("éé"))).toBe(true)
+          expect(Either.isRight(yield* send("x".repeat(15)))).toBe(true)
+          const tooBig = yield* send("xx")
+          expect(tooBig).toEqual(Either.left(new FollowupTotalSpent({ count: 2, bytes: 19 })))
+          expect(Either.isRight(yield* send("y"))).toBe(true)
+          // 20 bytes taken; no more, whatever the size.
+          const outcomes = yield* Effect.all(Array.from({ length: 6 }, () => send("")), { concurrency: "unbounded" })
+          expect(outcomes.filter(Either.isRight)).toHaveLength(2)
+          expect((yield* store.takeFollowups(run.item.run_id)).map((f) => f.message)).toEqual(["éé", "x".repeat(15), "y", "", ""])
+          expect(yield* send("")).toEqual(Either.left(new FollowupTotalSpent({ count: 5, bytes: 20 })))
         }))
 
       it.effect("conversations: parts per execution, appended once each (a repeated part is a no-op), read in execution order", () =>

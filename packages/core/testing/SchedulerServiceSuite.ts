@@ -13,6 +13,7 @@ import { IdsLive, ScheduleId } from "../src/domain/Ids.js"
 import { EnvironmentStore } from "../src/ports/EnvironmentStore.js"
 import { RECORD_TICKS_TRIES, type ScheduleTiming, ScheduleStore, type StoredSchedule } from "../src/ports/ScheduleStore.js"
 import { StaleWrite, StorageError } from "../src/ports/Storage.js"
+import { RunStore } from "../src/ports/RunStore.js"
 import { Runs } from "../src/services/Runs.js"
 import { defaultQuotas, Quotas } from "../src/domain/Quotas.js"
 import {
@@ -389,15 +390,22 @@ export const schedulerServiceSuite = <E>(name: string, storage: Layer.Layer<Stor
         })
         const left = as(elsewhere.alice, "leftTheTeam00000000000")
         const viewer = as(world.viewer, "nowAViewer000000000000")
-        yield* store.create(left)
-        yield* store.create(viewer)
+        // An admin's principal that edited with a lesser role (a run token acting for a lowered run).
+        const cappedToViewer: StoredSchedule = { ...as(world.admin, "cappedToAViewer0000000"), editor_role: "viewer" }
+        const cappedToMember: StoredSchedule = { ...as(world.admin, "cappedToAMember0000000"), editor_role: "member" }
+        for (const s of [left, viewer, cappedToViewer, cappedToMember]) yield* store.create(s)
         const scheduler = yield* Scheduler.make
         yield* at(Date.UTC(2026, 4, 1, 9, 1, 0, 100))
-        expect(yield* scheduler.pass).toMatchObject({ due: 3, started: 1 })
+        expect(yield* scheduler.pass).toMatchObject({ due: 5, started: 2 })
         const errorOf = (id: ScheduleId) => Effect.map(store.get(id), (s) => Option.getOrThrow(s).item.last_spawn_error)
         expect(yield* errorOf(left.item.id)).toBe("the schedule's last editor (Alice) is no longer a member of its team")
         expect(yield* errorOf(viewer.item.id)).toBe("viewers cannot create runs")
+        expect(yield* errorOf(cappedToViewer.item.id)).toBe("viewers cannot create runs")
         expect(yield* errorOf(created.id)).toBeNull()
+        // The admin's run of the member-capped schedule keeps the cap: its token acts as a member.
+        const [capped] = yield* runsOf(world.admin, cappedToMember.item)
+        expect(capped!.creator.uid).toBe(world.admin.principal_uid)
+        expect(yield* (yield* RunStore).shapers([capped!.run_id])).toEqual([{ uid: world.admin.principal_uid, role: "member" }])
       }))
 
     test("run now starts one run at once, even paused, as the caller; listed in the history, the ticks untouched", () =>

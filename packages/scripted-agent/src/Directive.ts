@@ -25,6 +25,8 @@ export type Directive =
   /** Says the MCP servers of the start message as JSON (`mcp_servers: {...}`). */
   | { readonly kind: "mcp" }
   | { readonly kind: "spawn"; readonly prompt: string }
+  /** Calls the service's API with the run token (`METHOD PATH [JSON]`) and says the status and answer. */
+  | { readonly kind: "api"; readonly method: string; readonly path: string; readonly body: string | undefined }
   | { readonly kind: "step"; readonly description: string }
   | { readonly kind: "end-step"; readonly summary: string }
   | { readonly kind: "history" }
@@ -51,6 +53,24 @@ const natural = (text: string, max: number): number | undefined => {
   if (!/^\d+$/.test(text)) return undefined
   const n = Number(text)
   return Number.isSafeInteger(n) && n <= max ? n : undefined
+}
+
+const API_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+
+/** `@api METHOD PATH [JSON]`: PATH under the API's base URL, starting with `/`; JSON checked here. */
+const parseApi = (rest: string): Directive => {
+  const [method, afterMethod] = firstWord(rest)
+  const [path, body] = firstWord(afterMethod)
+  if (!API_METHODS.includes(method) || !path.startsWith("/")) {
+    return invalid("api", `@api takes METHOD PATH [JSON] (METHOD one of ${API_METHODS.join(", ")}, PATH starting with /)`)
+  }
+  if (body === "") return { kind: "api", method, path, body: undefined }
+  try {
+    JSON.parse(body)
+  } catch (error) {
+    return invalid("api", `@api: invalid JSON body: ${error instanceof Error ? error.message : String(error)}`)
+  }
+  return { kind: "api", method, path, body }
 }
 
 const parseTool = (rest: string): Directive => {
@@ -123,6 +143,8 @@ export const parseDirective = (line: string): Directive | undefined => {
       return { kind: "mcp" }
     case "spawn":
       return text === "" ? invalid("spawn", "@spawn needs a prompt") : { kind: "spawn", prompt: text }
+    case "api":
+      return parseApi(text)
     case "step":
       return { kind: "step", description: text }
     case "end-step":
@@ -179,6 +201,8 @@ export const formatDirective = (directive: Directive): string => {
       return withArgs("exit", String(directive.code))
     case "spawn":
       return withArgs("spawn", directive.prompt)
+    case "api":
+      return withArgs("api", directive.method, directive.path, directive.body)
     case "step":
       return withArgs("step", directive.description)
     case "end-step":

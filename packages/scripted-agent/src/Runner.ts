@@ -28,7 +28,7 @@ export interface AgentIO {
     init: {
       readonly method: string
       readonly headers: Readonly<Record<string, string>>
-      readonly body: string
+      readonly body?: string
       readonly signal: AbortSignal
     }
   ) => Promise<FetchResponse>
@@ -57,6 +57,9 @@ const isJsonAttachment = (name: string, mediaType: string): boolean =>
 const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error))
 
 const MAX_BODY_IN_MESSAGE = 2000
+
+/** A response body as said in a message: at most MAX_BODY_IN_MESSAGE characters. */
+const shorten = (body: string): string => body.length > MAX_BODY_IN_MESSAGE ? `${body.slice(0, MAX_BODY_IN_MESSAGE)}…` : body
 
 /** One run of the agent, from the start message to the exit code. */
 class Session {
@@ -196,6 +199,8 @@ class Session {
         return undefined
       case "spawn":
         return this.spawn(directive.prompt)
+      case "api":
+        return this.callApi(directive.method, directive.path, directive.body)
       case "step": {
         const id = `step-${++this.stepCount}`
         this.openSteps.push(id)
@@ -251,25 +256,44 @@ class Session {
     return undefined
   }
 
-  private async spawn(prompt: string): Promise<Stop | undefined> {
+  /**
+   * Sends a request to the service's API (`path` under the start message's `api.base_url`) with
+   * the run token: its status and body, or why it could not be sent.
+   */
+  private async request(
+    method: string,
+    path: string,
+    body: string | undefined
+  ): Promise<{ readonly url: string; readonly status: number; readonly body: string } | { readonly problem: string }> {
     const api = this.start.api
-    if (api === null || api.base_url === "") return agentFailed("@spawn: the start message has no api.base_url")
-    const url = `${api.base_url.replace(/\/+$/, "")}/agent/runs`
-    let status: number
-    let body: string
+    if (api === null || api.base_url === "") return { problem: "the start message has no api.base_url" }
+    const url = `${api.base_url.replace(/\/+$/, "")}${path}`
     try {
       const response = await this.io.fetch(url, {
-        method: "POST",
+        method,
         headers: { "content-type": "application/json", authorization: `Bearer ${api.run_token}` },
-        body: JSON.stringify({ prompt }),
+        ...(body === undefined ? {} : { body }),
         signal: this.signal
       })
-      status = response.status
-      body = await response.text()
+      return { url, status: response.status, body: await response.text() }
     } catch (error) {
-      return agentFailed(`@spawn: POST ${url} failed: ${errorText(error)}`)
+      return { problem: `${method} ${url} failed: ${errorText(error)}` }
     }
-    const shown = body.length > MAX_BODY_IN_MESSAGE ? `${body.slice(0, MAX_BODY_IN_MESSAGE)}…` : body
+  }
+
+  /** `@api`: says `api: METHOD PATH -> STATUS BODY` (the body cut short), whatever the status. */
+  private async callApi(method: string, path: string, body: string | undefined): Promise<Stop | undefined> {
+    const answer = await this.request(method, path, body)
+    if ("problem" in answer) return agentFailed(`@api: ${answer.problem}`)
+    this.say(`api: ${method} ${path} -> ${answer.status} ${shorten(answer.body)}`)
+    return undefined
+  }
+
+  private async spawn(prompt: string): Promise<Stop | undefined> {
+    const answer = await this.request("POST", "/agent/runs", JSON.stringify({ prompt }))
+    if ("problem" in answer) return agentFailed(`@spawn: ${answer.problem}`)
+    const { body, status, url } = answer
+    const shown = shorten(body)
     if (status < 200 || status > 299) return agentFailed(`@spawn: POST ${url} answered ${status}: ${shown}`)
     let runId: unknown
     try {

@@ -36,6 +36,13 @@ describe("parseDirective", () => {
     expect(parseDirective("@skill")).toEqual({ kind: "skill" })
     expect(parseDirective("@mcp")).toEqual({ kind: "mcp" })
     expect(parseDirective("@spawn fix the build")).toEqual({ kind: "spawn", prompt: "fix the build" })
+    expect(parseDirective("@api GET /agent/me")).toEqual({ kind: "api", method: "GET", path: "/agent/me", body: undefined })
+    expect(parseDirective('@api PUT /agent/secrets/X {"value": "v"}')).toEqual({
+      kind: "api",
+      method: "PUT",
+      path: "/agent/secrets/X",
+      body: '{"value": "v"}'
+    })
   })
 
   it("reads the testing extensions", () => {
@@ -66,6 +73,9 @@ describe("parseDirective", () => {
     expect(parseDirective("@read-skill")).toMatchObject({ kind: "invalid", name: "read-skill" })
     expect(parseDirective("@fail")).toMatchObject({ kind: "invalid", name: "fail" })
     expect(parseDirective("@spawn")).toMatchObject({ kind: "invalid", name: "spawn" })
+    expect(parseDirective("@api FETCH /agent/me")).toMatchObject({ kind: "invalid", name: "api" })
+    expect(parseDirective("@api GET agent/me")).toMatchObject({ kind: "invalid", name: "api" })
+    expect(parseDirective("@api PUT /agent/secrets/X {value")).toMatchObject({ kind: "invalid", name: "api" })
     expect(parseDirective("@big lots")).toMatchObject({ kind: "invalid", name: "big" })
   })
 
@@ -129,6 +139,9 @@ const directiveArbitrary: fc.Arbitrary<Directive> = fc.oneof(
   fc.constant({ kind: "skill" } as const),
   fc.constant({ kind: "mcp" } as const),
   nonEmptyText.map((prompt) => ({ kind: "spawn", prompt }) as const),
+  fc.tuple(fc.constantFrom("GET", "POST", "PUT", "PATCH", "DELETE"), word.map((w) => `/${w}`), fc.option(fc.json(), { nil: undefined }))
+    .map(([method, path, body]) => ({ kind: "api", method, path, body: body?.trim() === "" ? undefined : body }) as const)
+    .filter((d) => d.body === undefined || !/\s/.test(d.body)),
   text.map((description) => ({ kind: "step", description }) as const),
   text.map((summary) => ({ kind: "end-step", summary }) as const),
   fc.constant({ kind: "history" } as const),

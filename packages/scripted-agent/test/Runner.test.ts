@@ -210,6 +210,40 @@ describe("runAgent: directives", () => {
     expect(noApi.agent.messages().at(-1)).toMatchObject({ error_code: "agent_failed", message: "@spawn: the start message has no api.base_url" })
   })
 
+  it("@api: sends the request with the run token and says the status and answer, refused or not, and goes on", async () => {
+    const answers = [
+      { status: 403, text: async () => '{"error":"only team admins manage secrets"}' },
+      { status: 200, text: async () => "x".repeat(3000) }
+    ]
+    const { agent, code } = await runOnce(
+      {
+        prompt: '@api PUT /agent/secrets/STOLEN {"value":"v"}\n@api GET /agent/me\n@say after',
+        api: { base_url: "http://api.test/api/v1/", run_token: "tok-3" }
+      },
+      { fetch: async () => answers.shift()! }
+    )
+    expect(code).toBe(0)
+    expect(agent.fetches).toEqual([
+      {
+        url: "http://api.test/api/v1/agent/secrets/STOLEN",
+        method: "PUT",
+        headers: { "content-type": "application/json", authorization: "Bearer tok-3" },
+        body: '{"value":"v"}'
+      },
+      {
+        url: "http://api.test/api/v1/agent/me",
+        method: "GET",
+        headers: { "content-type": "application/json", authorization: "Bearer tok-3" },
+        body: undefined
+      }
+    ])
+    expect(agent.said()).toEqual([
+      'api: PUT /agent/secrets/STOLEN -> 403 {"error":"only team admins manage secrets"}',
+      `api: GET /agent/me -> 200 ${"x".repeat(2000)}…`,
+      "after"
+    ])
+  })
+
   it("unknown directives are said and the agent goes on", async () => {
     const { agent, code } = await runOnce({ prompt: "@whatever x\n@say after" })
     expect(code).toBe(0)

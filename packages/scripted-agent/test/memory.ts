@@ -44,7 +44,7 @@ export interface FetchCall {
   readonly url: string
   readonly method: string
   readonly headers: Readonly<Record<string, string>>
-  readonly body: string
+  readonly body: string | undefined
 }
 
 export interface MemoryAgent {

@@ -13,6 +13,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option, Schema } from "effect"
 import { bool, decodeRows, iso, json, JsonColumn, millis, operation } from "./internal/Catalog.js"
 import * as Rows from "./Rows.js"
+import { Role } from "@agent-runs/core/domain/Identity"
 
 const AutomationRow = Schema.Struct({
   id: Schema.String,
@@ -24,7 +25,9 @@ const AutomationRow = Schema.Struct({
   agent_config: JsonColumn,
   trigger_spec: JsonColumn,
   created_at: Rows.Millis,
-  updated_at: Rows.Millis
+  updated_at: Rows.Millis,
+  editor_uid: PrincipalUid,
+  editor_role: Role
 })
 
 /** The stored automation of a row, its item decoded with the core Schema. */
@@ -40,7 +43,12 @@ const fromRow = (row: typeof AutomationRow.Type) =>
       created_at: iso(row.created_at),
       updated_at: iso(row.updated_at)
     }),
-    (item): StoredAutomation => ({ item, team_uid: row.team_uid, creator_uid: row.creator_uid })
+    (item): StoredAutomation => ({
+      item,
+      team_uid: row.team_uid,
+      creator_uid: row.creator_uid,
+      editor: { uid: row.editor_uid, role: row.editor_role }
+    })
   )
 
 const decodeAutomations = (rows: ReadonlyArray<unknown>) =>
@@ -63,7 +71,9 @@ export const layer = Layer.effect(
         agent_config: json(item.agent_config),
         trigger_spec: json(item.trigger),
         created_at: millis(a.item.created_at),
-        updated_at: millis(a.item.updated_at)
+        updated_at: millis(a.item.updated_at),
+        editor_uid: a.editor.uid,
+        editor_role: a.editor.role
       }))
 
     /** Indexes the webhooks the trigger selects (each once). */

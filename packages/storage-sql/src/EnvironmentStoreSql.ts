@@ -8,6 +8,7 @@
 import * as TrustedCodec from "@agent-runs/core/domain/TrustedCodec"
 import type { Viewer } from "@agent-runs/core/domain/Access"
 import { Environment, LastTaskCreated } from "@agent-runs/core/domain/Environment"
+import { Role } from "@agent-runs/core/domain/Identity"
 import type { EnvironmentUid } from "@agent-runs/core/domain/Ids"
 import { PrincipalUid, TeamUid } from "@agent-runs/core/domain/Ids"
 import { EnvironmentStore } from "@agent-runs/core/ports/EnvironmentStore"
@@ -28,7 +29,9 @@ const EnvironmentRow = Schema.Struct({
   setup_failed: Rows.Bool,
   last_task_created: Schema.NullOr(JsonColumn),
   created_at: Rows.Millis,
-  updated_at: Rows.Millis
+  updated_at: Rows.Millis,
+  editor_uid: PrincipalUid,
+  editor_role: Role
 })
 
 const GuestRow = Schema.Struct({ environment_uid: Schema.String, principal_uid: Schema.String })
@@ -49,7 +52,12 @@ const fromRow = (row: typeof EnvironmentRow.Type, guests: ReadonlyArray<typeof G
       created_at: iso(row.created_at),
       updated_at: iso(row.updated_at)
     }),
-    (item): StoredEnvironment => ({ item, team_uid: row.team_uid, creator_uid: row.creator_uid })
+    (item): StoredEnvironment => ({
+      item,
+      team_uid: row.team_uid,
+      creator_uid: row.creator_uid,
+      editor: { uid: row.editor_uid, role: row.editor_role }
+    })
   )
 
 /** EnvironmentStore, needing `SqlClient`. */
@@ -70,7 +78,9 @@ export const layer = Layer.effect(
         setup_failed: bool(sql, item.setup_failed),
         last_task_created: item.last_task_created === null ? null : json(item.last_task_created),
         created_at: millis(e.item.created_at),
-        updated_at: millis(e.item.updated_at)
+        updated_at: millis(e.item.updated_at),
+        editor_uid: e.editor.uid,
+        editor_role: e.editor.role
       }))
 
     const insertGuests = (e: StoredEnvironment) =>

@@ -14,6 +14,7 @@ import workers from "./migrations/0004_workers.js"
 import deliveryCounts from "./migrations/0005_delivery_counts.js"
 import workerBindings from "./migrations/0006_worker_bindings.js"
 import conversationParts from "./migrations/0007_conversation_parts.js"
+import shapers from "./migrations/0008_shapers.js"
 
 export const loader = Migrator.fromRecord({
   "0001_runs": runs,
@@ -22,7 +23,8 @@ export const loader = Migrator.fromRecord({
   "0004_workers": workers,
   "0005_delivery_counts": deliveryCounts,
   "0006_worker_bindings": workerBindings,
-  "0007_conversation_parts": conversationParts
+  "0007_conversation_parts": conversationParts,
+  "0008_shapers": shapers
 })
 
 /**

@@ -32,17 +32,20 @@
  * - Wake-ups are signalled after the transaction commits, so a woken dispatcher finds the run.
  */
 import * as TrustedCodec from "@agent-runs/core/domain/TrustedCodec"
-import type { Viewer } from "@agent-runs/core/domain/Access"
+import type { Shaper, Viewer } from "@agent-runs/core/domain/Access"
+import { Role } from "@agent-runs/core/domain/Identity"
+import { utf8Bytes } from "@agent-runs/core/domain/Quotas"
 import { Artifact } from "@agent-runs/core/domain/Artifact"
 import { ConversationStep } from "@agent-runs/core/domain/Conversation"
 import { ConversationOp, type ConversationPart, foldParts } from "@agent-runs/core/domain/ConversationLog"
 import { RunId } from "@agent-runs/core/domain/Ids"
-import type { ConversationId, ExecutionId, TeamUid } from "@agent-runs/core/domain/Ids"
+import type { ConversationId, ExecutionId, PrincipalUid, TeamUid } from "@agent-runs/core/domain/Ids"
 import { RunItem } from "@agent-runs/core/domain/Run"
 import { encodeCursor, type RunListQuery, stateCounts } from "@agent-runs/core/domain/RunQuery"
 import { RunState } from "@agent-runs/core/domain/RunState"
 import {
   FollowupInboxFull,
+  FollowupTotalSpent,
   type FollowupWrite,
   type LoggedPart,
   type LogPosition,
@@ -138,6 +141,8 @@ const EventRow = Schema.Struct({
 const FollowupRow = Schema.Struct({ id: Int, message: Schema.String, received_at: Rows.Millis })
 const Sequence = Schema.Array(Schema.Struct({ last_sequence: Int }))
 const Count = Schema.Array(Schema.Struct({ n: Int }))
+const decodeTotals = TrustedCodec.decoder(Schema.Array(Schema.Struct({ count: Int, bytes: Int })))
+const decodeShapers = TrustedCodec.decoder(Schema.Array(Schema.Struct({ principal_uid: Schema.String, role: Role })))
 const decodeStateCounts = TrustedCodec.decoder(Schema.Array(Schema.Struct({ state: RunState, n: Int })))
 const decodeClaimed = TrustedCodec.decoder(Schema.Array(Schema.Struct({ run_id: RunId, last_sequence: Int })))
 const decodeHolders = TrustedCodec.decoder(
@@ -231,6 +236,17 @@ export const layer = Layer.effect(
         data: e.data === undefined ? null : json(e.data)
       }))
 
+    /** The rows of a run's shapers, each (principal, role) once. */
+    const shaperRows = (runId: RunId, shapers: ReadonlyArray<Shaper>) => {
+      const seen = new Set<string>()
+      return shapers.flatMap((s) => {
+        const key = `${s.uid} ${s.role}`
+        if (seen.has(key)) return []
+        seen.add(key)
+        return [{ run_id: runId, principal_uid: s.uid, role: s.role }]
+      })
+    }
+
     const artifactRow = (runId: RunId, position: number, artifact: Artifact) =>
       Effect.map(encodeArtifact(artifact), (encoded) => ({
         run_id: runId,
@@ -312,14 +328,24 @@ export const layer = Layer.effect(
       }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
 
     /** The rows of runs being created, by table. */
-    type NewRunRows = Record<"runs" | "run_metadata" | "run_ancestors" | "run_artifacts" | "timeline_events", Array<Record<string, unknown>>>
-    const noRows = (): NewRunRows => ({ runs: [], run_metadata: [], run_ancestors: [], run_artifacts: [], timeline_events: [] })
+    type NewRunRows = Record<
+      "runs" | "run_metadata" | "run_ancestors" | "run_artifacts" | "timeline_events" | "run_shapers",
+      Array<Record<string, unknown>>
+    >
+    const noRows = (): NewRunRows => ({
+      runs: [],
+      run_metadata: [],
+      run_ancestors: [],
+      run_artifacts: [],
+      timeline_events: [],
+      run_shapers: []
+    })
 
     /** The rows of new runs and their first events, by table. */
     const newRunRows = (runs: ReadonlyArray<NewRun>) =>
       Effect.gen(function* () {
         const rows = noRows()
-        for (const { events: first, run } of runs) {
+        for (const { events: first, run, shapers } of runs) {
           const item = run.item
           rows.runs.push({
             run_id: item.run_id,
@@ -337,6 +363,7 @@ export const layer = Layer.effect(
             rows.run_artifacts.push(yield* artifactRow(item.run_id, i + 1, artifact))
           }
           rows.timeline_events.push(...eventRows(item.run_id, 1, first))
+          rows.run_shapers.push(...shaperRows(item.run_id, shapers ?? []))
         }
         return rows
       })
@@ -349,6 +376,7 @@ export const layer = Layer.effect(
         yield* insertAll("run_ancestors", rows.run_ancestors)
         yield* insertAll("run_artifacts", rows.run_artifacts)
         yield* insertAll("timeline_events", rows.timeline_events)
+        yield* insertAll("run_shapers", rows.run_shapers)
       })
 
     const create = Effect.fn("RunStore.create")(
@@ -408,6 +436,7 @@ export const layer = Layer.effect(
               written.run_ancestors.push(...r.run_ancestors)
               written.run_artifacts.push(...r.run_artifacts)
               written.timeline_events.push(...r.timeline_events)
+              written.run_shapers.push(...r.run_shapers)
             })
             yield* insertRunRows(written)
             // The runs holding the keys taken before (rare: a race between replicas, or a tick
@@ -512,6 +541,65 @@ export const layer = Layer.effect(
       operation("RunStore.update")
     )
 
+    /**
+     * Counts a follow-up of `bytes` in the run's totals (inside the caller's transaction, after the
+     * guarded update that locks the row); FollowupTotalSpent when it would take them past `max`.
+     */
+    const countFollowup = (runId: RunId, bytes: number, max: { readonly count: number; readonly bytes: number }) =>
+      Effect.gen(function* () {
+        const counted = yield* sql`UPDATE runs SET followup_count = followup_count + 1, followup_bytes = followup_bytes + ${bytes}
+          WHERE run_id = ${runId} AND followup_count + 1 <= ${max.count} AND followup_bytes + ${bytes} <= ${max.bytes}
+          RETURNING run_id`
+        if (counted.length > 0) return
+        const [totals] = yield* sql`SELECT followup_count AS count, followup_bytes AS bytes FROM runs WHERE run_id = ${runId}`.pipe(
+          Effect.flatMap(decodeTotals)
+        )
+        return yield* new FollowupTotalSpent({ count: totals?.count ?? 0, bytes: totals?.bytes ?? 0 })
+      })
+
+    /** Records shapers of a run that exists, each (principal, role) once (inside the caller's transaction). */
+    const insertShapers = (runId: RunId, shapers: ReadonlyArray<Shaper>) =>
+      Effect.forEach(
+        shaperRows(runId, shapers),
+        (row) => sql`INSERT INTO run_shapers ${sql.insert(row)} ON CONFLICT DO NOTHING`,
+        { discard: true }
+      )
+
+    const addShapers = Effect.fn("RunStore.addShapers")(
+      function* (runId: RunId, shapers: ReadonlyArray<Shaper>) {
+        if (shapers.length === 0) return
+        yield* sql.withTransaction(
+          Effect.gen(function* () {
+            const found = yield* sql`SELECT run_id FROM runs WHERE run_id = ${runId}`
+            if (found.length > 0) yield* insertShapers(runId, shapers)
+          })
+        )
+      },
+      operation("RunStore.addShapers")
+    )
+
+    const shapers = Effect.fn("RunStore.shapers")(
+      function* (runIds: ReadonlyArray<RunId>) {
+        const unique = [...new Set(runIds)]
+        const found: Array<Shaper> = []
+        const seen = new Set<string>()
+        for (let i = 0; i < unique.length; i += MAX_PARAMETERS) {
+          const rows = yield* read(
+            sql`SELECT DISTINCT principal_uid, role FROM run_shapers
+              WHERE run_id IN ${sql.in(unique.slice(i, i + MAX_PARAMETERS))}`.pipe(Effect.flatMap(decodeShapers))
+          )
+          for (const row of rows) {
+            const key = `${row.principal_uid} ${row.role}`
+            if (seen.has(key)) continue
+            seen.add(key)
+            found.push({ uid: row.principal_uid as PrincipalUid, role: row.role })
+          }
+        }
+        return found as ReadonlyArray<Shaper>
+      },
+      operation("RunStore.shapers")
+    )
+
     const recordFollowup = Effect.fn("RunStore.recordFollowup")(
       function* (runId: RunId, guard: RunGuard, write: FollowupWrite) {
         const set = write.next === undefined ? sql`updated_at = ${write.at}` : sql.update(yield* runColumns(write.next))
@@ -527,12 +615,14 @@ export const layer = Layer.effect(
               if (pending >= write.maxPending) return yield* new FollowupInboxFull({ pending })
             }
             if (write.followup !== undefined) {
+              if (write.maxTotal !== undefined) yield* countFollowup(runId, utf8Bytes(write.followup.message), write.maxTotal)
               yield* sql`INSERT INTO followup_inbox ${sql.insert({
                 run_id: runId,
                 message: write.followup.message,
                 received_at: write.followup.received_at
               })}`
             }
+            if (write.shaper !== undefined) yield* insertShapers(runId, [write.shaper])
           })
         )
         if (write.next?.item.state === "QUEUED") yield* wake
@@ -807,6 +897,8 @@ export const layer = Layer.effect(
       conversation,
       conversationLog,
       recordFollowup,
+      addShapers,
+      shapers,
       takeFollowups,
       addArtifact,
       findByExternalReference,

@@ -23,6 +23,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option, Schema } from "effect"
 import { bool, decodeRows, iso, json, JsonColumn, millis, operation, traced, visibleTo } from "./internal/Catalog.js"
 import * as Rows from "./Rows.js"
+import { Role } from "@agent-runs/core/domain/Identity"
 
 const ScheduleRow = Schema.Struct({
   id: Schema.String,
@@ -44,7 +45,8 @@ const ScheduleRow = Schema.Struct({
   history: JsonColumn,
   last_spawn_error: Schema.NullOr(Schema.String),
   status: ScheduleStatus,
-  last_tick_at: Rows.Millis
+  last_tick_at: Rows.Millis,
+  editor_role: Role
 })
 
 /** A stored item: written by this service through the same Schema, so decoded without checking it again (TrustedCodec). */
@@ -74,6 +76,7 @@ const fromRow = (row: typeof ScheduleRow.Type) =>
       item,
       team_uid: row.team_uid,
       creator_uid: row.creator_uid,
+      editor_role: row.editor_role,
       state: { status: row.status, lastTickAt: row.last_tick_at }
     })
   )
@@ -122,7 +125,8 @@ export const layer = Layer.effect(
         history: json(item.history),
         last_spawn_error: item.last_spawn_error,
         status: s.state.status,
-        last_tick_at: s.state.lastTickAt
+        last_tick_at: s.state.lastTickAt,
+        editor_role: s.editor_role
       }))
 
     const create = Effect.fn("ScheduleStore.create")(

@@ -16,7 +16,7 @@
  * same attacks against those numbers: the settings are the limits.
  *
  * Must happen: the oversized fields are refused with 413 `payload_too_large` naming the field and
- * nothing is stored; exactly the first 100 follow-ups are accepted and the others get 429
+ * nothing is stored; exactly the first 60 follow-ups (a minute's) are accepted and the others get 429
  * `rate_limited` with `Retry-After`, recording nothing; a list page's JSON stays under 1 MiB and
  * its cursor leads to every run, complete; the 121st run is a 429 with `Retry-After` and is not
  * stored, another team is not affected, replays spend nothing of the quota, and the delivery past
@@ -28,7 +28,7 @@ import { call, type DatabaseKind, makeTeam, startServer, suiteServer, type TestS
 
 /** The defaults this test holds the server to (core's `DEFAULT_QUOTAS`, docs/security.md). */
 const MAX_PROMPT_BYTES = 64 * 1024
-const MAX_PENDING_FOLLOWUPS = 100
+const FOLLOWUPS_PER_MINUTE = 60
 const MAX_LIST_BYTES = 1024 * 1024
 const RUNS_PER_MINUTE = 120
 
@@ -88,7 +88,7 @@ describe.each(["sqlite", "postgres"] as const)("quotas (%s)", (kind) => {
     expect((await api("GET", "/agent/schedules")).body.schedules).toEqual([])
   })
 
-  it("a queued run takes 100 waiting follow-ups; the others are 429 with Retry-After and record nothing", async () => {
+  it("a queued run takes 60 follow-ups a minute; the others are 429 with Retry-After and record nothing", async () => {
     const team = await makeTeam(server(), `follow-ups ${kind}`)
     const api = as(team.tokens.member)
     const created = await api("POST", "/agent/runs", { prompt: "wait for me" })
@@ -98,16 +98,16 @@ describe.each(["sqlite", "postgres"] as const)("quotas (%s)", (kind) => {
       Array.from({ length: 200 }, (_, i) => api("POST", `/agent/runs/${runId}/followups`, { message: `follow-up ${i}` }))
     )
     const statuses = replies.map((r) => r.status)
-    expect(statuses.filter((s) => s === 200)).toHaveLength(MAX_PENDING_FOLLOWUPS)
-    expect(statuses.filter((s) => s === 429)).toHaveLength(200 - MAX_PENDING_FOLLOWUPS)
+    expect(statuses.filter((s) => s === 200)).toHaveLength(FOLLOWUPS_PER_MINUTE)
+    expect(statuses.filter((s) => s === 429)).toHaveLength(200 - FOLLOWUPS_PER_MINUTE)
     const refused = replies.find((r) => r.status === 429)!
     expect(refused.body.error_code).toBe("rate_limited")
-    expect(refused.body.error).toMatch(/^message: run \S+ has 100 follow-ups waiting for its agent/)
+    expect(refused.body.error).toMatch(/^message: run \S+ takes at most 60 follow-ups \(1048576 bytes\) a minute/)
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0)
     // Only the accepted ones were recorded.
     const timeline = await api("GET", `/agent/runs/${runId}/timeline`)
     const received = timeline.body.events.filter((e: { event_type: string }) => e.event_type === "followup_received")
-    expect(received).toHaveLength(MAX_PENDING_FOLLOWUPS)
+    expect(received).toHaveLength(FOLLOWUPS_PER_MINUTE)
     expect((await api("POST", `/agent/runs/${runId}/followups`, { message: "one more" })).status).toBe(429)
   })
 

@@ -36,7 +36,9 @@
  * arrived by then is dropped with a 408 and counts in the sender's authentication-failure budget).
  * Quotas (docs/security.md): `AGENT_RUNS_MAX_PROMPT_BYTES` (65536: a prompt or base prompt of a
  * run, schedule or automation), `AGENT_RUNS_MAX_TITLE_BYTES` (1024), `AGENT_RUNS_MAX_FOLLOWUP_BYTES`
- * (65536), `AGENT_RUNS_MAX_PENDING_FOLLOWUPS` (100 waiting per run), `AGENT_RUNS_MAX_LIST_BYTES`
+ * (65536), `AGENT_RUNS_MAX_PENDING_FOLLOWUPS` (100 waiting per run), `AGENT_RUNS_FOLLOWUPS_PER_MINUTE`
+ * (60 per run, per process), `AGENT_RUNS_FOLLOWUP_BYTES_PER_MINUTE` (1048576), `AGENT_RUNS_FOLLOWUPS_PER_RUN`
+ * (1000 in a run's life), `AGENT_RUNS_FOLLOWUP_BYTES_PER_RUN` (16777216), `AGENT_RUNS_MAX_LIST_BYTES`
  * (1048576: a run list page's JSON), `AGENT_RUNS_RUNS_PER_MINUTE` (120 per team, whatever creates
  * them, per process). Event streams: `AGENT_RUNS_SSE_PER_PRINCIPAL` (16 open at once per
  * principal), `AGENT_RUNS_SSE_MAX` (1000 in all), `AGENT_RUNS_SSE_RECHECK_SECONDS` (3: how often an
@@ -241,6 +243,10 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
   promptBytes: positive("AGENT_RUNS_MAX_PROMPT_BYTES", Quotas.defaultQuotas.promptBytes),
   followupBytes: positive("AGENT_RUNS_MAX_FOLLOWUP_BYTES", Quotas.defaultQuotas.followupBytes),
   pendingFollowups: positive("AGENT_RUNS_MAX_PENDING_FOLLOWUPS", Quotas.defaultQuotas.pendingFollowups),
+  followupsPerMinute: positive("AGENT_RUNS_FOLLOWUPS_PER_MINUTE", Quotas.defaultQuotas.followupsPerMinute),
+  followupBytesPerMinute: positive("AGENT_RUNS_FOLLOWUP_BYTES_PER_MINUTE", Quotas.defaultQuotas.followupBytesPerMinute),
+  followupsPerRun: positive("AGENT_RUNS_FOLLOWUPS_PER_RUN", Quotas.defaultQuotas.followupsPerRun),
+  followupBytesPerRun: positive("AGENT_RUNS_FOLLOWUP_BYTES_PER_RUN", Quotas.defaultQuotas.followupBytesPerRun),
   runsPerMinute: positive("AGENT_RUNS_RUNS_PER_MINUTE", Quotas.defaultQuotas.runsPerMinute),
   titleBytes: atLeast("AGENT_RUNS_MAX_TITLE_BYTES", 100, Quotas.defaultQuotas.titleBytes),
   listBytes: atLeast("AGENT_RUNS_MAX_LIST_BYTES", 64 * 1024, Quotas.defaultQuotas.listBytes),
@@ -311,6 +317,10 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
         promptBytes: raw.promptBytes,
         followupBytes: raw.followupBytes,
         pendingFollowups: raw.pendingFollowups,
+        followupsPerMinute: raw.followupsPerMinute,
+        followupBytesPerMinute: raw.followupBytesPerMinute,
+        followupsPerRun: raw.followupsPerRun,
+        followupBytesPerRun: raw.followupBytesPerRun,
         runsPerMinute: raw.runsPerMinute,
         titleBytes: raw.titleBytes,
         listBytes: raw.listBytes

@@ -75,3 +75,58 @@ export const actAsProblem = (viewer: Viewer, identity: Actor): string | undefine
   if (viewer.role !== "admin") return `only a team admin may name a service account (${identity.uid}); a member may name only itself`
   return undefined
 }
+
+/**
+ * A principal who shaped what a run executes (docs/security.md, "a run's token is never stronger
+ * than the weakest principal who shaped what it executes"), with the role it acted with when it
+ * did: the run's creator, whoever last changed its environment, schedule or automation, whoever
+ * sent it a follow-up. A shaper counts with the lesser of that role and its role in the team now.
+ */
+export interface Shaper {
+  readonly uid: PrincipalUid
+  readonly role: Role
+}
+
+/** The viewer as a shaper: its principal, with the role it acts with now. */
+export const shaperOf = (viewer: Viewer): Shaper => ({ uid: viewer.principal_uid, role: viewer.role })
+
+/** The least of the roles; undefined (no rights) when any is undefined, or there is none. */
+export const leastRole = (roles: ReadonlyArray<Role | undefined>): Role | undefined => {
+  let least: Role | undefined = roles.length === 0 ? undefined : "admin"
+  for (const role of roles) {
+    if (role === undefined) return undefined
+    least = lesserRole(least!, role)
+  }
+  return least
+}
+
+/**
+ * The role a run's token acts with: the least of its executor's and creator's roles in the team
+ * now and, for every shaper, the role it shaped with and its role now (`roleNow`); undefined, no
+ * rights at all, when any of them is no longer in the team (an outsider shaped it, or someone left).
+ */
+export const runTokenRole = (
+  executor: PrincipalUid,
+  creator: PrincipalUid,
+  shapers: ReadonlyArray<Shaper>,
+  roleNow: (uid: PrincipalUid) => Role | undefined
+): Role | undefined =>
+  leastRole([roleNow(executor), roleNow(creator), ...shapers.flatMap((s) => [s.role, roleNow(s.uid)])])
+
+/**
+ * The shapers worth recording beside a run whose creator is `creator` acting with `creatorRole`
+ * now: every shaper but the creator's own entries that do not lower it (the token already counts
+ * the creator's role now), each principal once with the least role it shaped with.
+ */
+export const shapersToRecord = (
+  creator: Shaper,
+  creatorRole: Role,
+  shapers: ReadonlyArray<Shaper>
+): ReadonlyArray<Shaper> => {
+  const least = new Map<PrincipalUid, Role>()
+  for (const s of [creator, ...shapers]) {
+    const known = least.get(s.uid)
+    least.set(s.uid, known === undefined ? s.role : lesserRole(known, s.role))
+  }
+  return [...least].flatMap(([uid, role]) => uid === creator.uid && role === creatorRole ? [] : [{ uid, role }])
+}

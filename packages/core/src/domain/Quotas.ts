@@ -21,6 +21,12 @@
  *   so); a webhook delivery is answered 429 with nothing logged or started, so its sender can
  *   deliver it again later. Only runs actually written count: the quota of a write that fails (a
  *   duplicate delivery or tick, storage) is given back.
+ * - Follow-ups are bounded per run, whoever sends them (docs/security.md): `followupsPerMinute`
+ *   and `followupBytesPerMinute` in a sliding minute (per process, like the creation quota), and
+ *   `followupsPerRun` and `followupBytesPerRun` in the run's whole life (counted by storage, in the
+ *   write that records the follow-up). Past either: 429 `rate_limited` with `Retry-After`; past
+ *   the life total the answer is also `retryable: false` (waiting does not help: continue in a new
+ *   run with the run's `conversation_id`).
  * - A list page stops before the item that would take the response over `listBytes` (at least
  *   one item is always sent): `has_next_page` is true and `next_cursor` continues after the last
  *   item sent, so a client paging through gets every run, complete, in more pages; items are
@@ -38,18 +44,31 @@ export interface QuotaSettings {
   readonly followupBytes: number
   /** Follow-ups stored for a run and not yet taken by its agent. */
   readonly pendingFollowups: number
+  /** Follow-ups a run may receive in any minute, and bytes of their messages (per process). */
+  readonly followupsPerMinute: number
+  readonly followupBytesPerMinute: number
+  /** Follow-ups a run may receive in its whole life, and bytes of their messages. */
+  readonly followupsPerRun: number
+  readonly followupBytesPerRun: number
   /** Bytes of a run list page's JSON (`GET /agent/runs`). */
   readonly listBytes: number
   /** Runs a team may create per minute, whatever creates them (per process). */
   readonly runsPerMinute: number
 }
 
-/** 64 KiB prompts and follow-ups, 1 KiB titles, 100 waiting follow-ups, 1 MiB list pages, 120 runs a minute. */
+/**
+ * 64 KiB prompts and follow-ups, 1 KiB titles, 100 waiting follow-ups, 60 follow-ups (1 MiB) a
+ * minute and 1,000 (16 MiB) in all per run, 1 MiB list pages, 120 runs a minute.
+ */
 export const defaultQuotas: QuotaSettings = {
   promptBytes: 64 * 1024,
   titleBytes: 1024,
   followupBytes: 64 * 1024,
   pendingFollowups: 100,
+  followupsPerMinute: 60,
+  followupBytesPerMinute: 1024 * 1024,
+  followupsPerRun: 1000,
+  followupBytesPerRun: 16 * 1024 * 1024,
   listBytes: 1024 * 1024,
   runsPerMinute: 120
 }

@@ -98,3 +98,72 @@ export const makeLimiter = (limit: Limit): Limiter => {
 
   return { check, record, take, refund, prune }
 }
+
+/** At most `maxCount` events, weighing at most `maxWeight` together, per key in any window of `windowMs`. */
+export interface WeightedLimit {
+  readonly maxCount: number
+  readonly maxWeight: number
+  readonly windowMs: number
+}
+
+export interface WeightedLimiter {
+  /** Counts an event of `weight` now if both bounds allow it; otherwise how long until they would. */
+  readonly take: (key: string, now: number, weight: number) => Decision
+  /** Forgets the newest event of `key`: a refund for work that did not happen. */
+  readonly refund: (key: string) => void
+  /** Forgets the keys with nothing left in the window; returns how many remain. */
+  readonly prune: (now: number) => number
+}
+
+/**
+ * A sliding window bounding both how many events a key has and what they weigh together (bytes,
+ * say), with the same decisions as `makeLimiter`: an event counts for exactly `windowMs`; the
+ * answer to a refusal is the time until enough of the oldest events have left the window; an
+ * event heavier than `maxWeight` alone is never allowed (the whole window is the answer).
+ */
+export const makeWeightedLimiter = (limit: WeightedLimit): WeightedLimiter => {
+  const events = new Map<string, Array<{ readonly at: number; readonly weight: number }>>()
+
+  const live = (key: string, now: number) => {
+    const list = events.get(key) ?? []
+    let first = 0
+    while (first < list.length && list[first]!.at <= now - limit.windowMs) first++
+    list.splice(0, first)
+    if (list.length === 0) events.delete(key)
+    return list
+  }
+
+  const take = (key: string, now: number, weight: number): Decision => {
+    if (weight > limit.maxWeight || limit.maxCount < 1) return { allowed: false, retryAfterMs: limit.windowMs }
+    const list = live(key, now)
+    let count = list.length + 1
+    let total = list.reduce((sum, e) => sum + e.weight, weight)
+    if (count <= limit.maxCount && total <= limit.maxWeight) {
+      list.push({ at: now, weight })
+      events.set(key, list)
+      return { allowed: true }
+    }
+    // The oldest events that must leave the window first.
+    for (const e of list) {
+      count -= 1
+      total -= e.weight
+      if (count <= limit.maxCount && total <= limit.maxWeight) {
+        return { allowed: false, retryAfterMs: Math.max(1, e.at + limit.windowMs - now) }
+      }
+    }
+    return { allowed: false, retryAfterMs: limit.windowMs }
+  }
+
+  const refund = (key: string): void => {
+    const list = events.get(key)
+    list?.pop()
+    if (list?.length === 0) events.delete(key)
+  }
+
+  const prune = (now: number): number => {
+    for (const key of [...events.keys()]) live(key, now)
+    return events.size
+  }
+
+  return { take, refund, prune }
+}

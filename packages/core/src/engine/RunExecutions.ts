@@ -134,6 +134,9 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
         const runId = item.run_id
         const uid = item.environment_id
         const env = uid === null ? Option.none() : yield* environments.get(uid)
+        // Its last editor shapes this execution (setup commands, harness): recorded before the
+        // agent gets its token, which then acts with no more than that editor's role.
+        if (Option.isSome(env)) yield* store.addShapers(runId, [env.value.editor])
         const deliveryId = item.metadata["delivery_id"]
         const attachments: Array<ClaimedRun["attachments"][number]> = []
         if (item.source === "WEBHOOK" && deliveryId !== undefined) {

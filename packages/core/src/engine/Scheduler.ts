@@ -52,7 +52,7 @@
  *   (new and changed schedules are seen within it).
  */
 import { Chunk, Clock, Data, DateTime, Effect, Either, Layer, Option, Random } from "effect"
-import type { Viewer } from "../domain/Access.js"
+import { lesserRole, type Viewer } from "../domain/Access.js"
 import type { CronSchedule } from "../domain/Cron.js"
 import { fireTimesBetween, nextFire, parseSchedule } from "../domain/Cron.js"
 import { type Health, supervise } from "./Health.js"
@@ -232,7 +232,8 @@ export const make = Effect.gen(function*() {
       const viewer = memberViewer(principal.value, schedule.team_uid)
       return viewer === undefined
         ? Either.left(`the schedule's last editor (${principal.value.display_name}) is no longer a member of its team`)
-        : Either.right(viewer)
+        // With no more than the role it set the schedule with (an agent's token may have acted for it).
+        : Either.right({ ...viewer, role: lesserRole(viewer.role, schedule.editor_role) })
     })
 
   /** The request of one tick's run, as the schedule's last editor. */

@@ -1,4 +1,5 @@
 /** Port: automations (webhook triggers with payload filters that start runs). */
+import type { Shaper } from "../domain/Access.js"
 import type { Effect, Option } from "effect"
 import { Context } from "effect"
 import type { Automation } from "../domain/Automation.js"
@@ -10,6 +11,11 @@ export interface StoredAutomation {
   readonly item: Automation
   readonly team_uid: TeamUid
   readonly creator_uid: PrincipalUid
+  /**
+   * Who last set its prompt, config or trigger, with the role it acted with then: its runs act as
+   * the creator with no more than this editor's role (docs/security.md).
+   */
+  readonly editor: Shaper
 }
 
 export class AutomationStore extends Context.Tag("@agent-runs/core/AutomationStore")<AutomationStore, {

@@ -1,7 +1,7 @@
 /** Port: environments (sandbox image, repositories, setup commands) and their sharing. */
 import type { Effect, Option } from "effect"
 import { Context } from "effect"
-import type { Viewer } from "../domain/Access.js"
+import type { Shaper, Viewer } from "../domain/Access.js"
 import type { Environment, LastTaskCreated } from "../domain/Environment.js"
 import type { EnvironmentUid, PrincipalUid, TeamUid } from "../domain/Ids.js"
 import type { StorageError } from "./Storage.js"
@@ -12,11 +12,15 @@ export interface EnvironmentRunNote {
   readonly setup_failed?: boolean
 }
 
-/** An environment as stored. */
+/**
+ * An environment as stored, with who last set its configuration (`editor`, with the role it acted
+ * with then): its runs' tokens act with no more than that role (docs/security.md).
+ */
 export interface StoredEnvironment {
   readonly item: Environment
   readonly team_uid: TeamUid
   readonly creator_uid: PrincipalUid
+  readonly editor: Shaper
 }
 
 export class EnvironmentStore extends Context.Tag("@agent-runs/core/EnvironmentStore")<EnvironmentStore, {

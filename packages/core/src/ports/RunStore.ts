@@ -11,7 +11,7 @@
  */
 import type { Effect, Option, Stream } from "effect"
 import { Context, Data, DateTime } from "effect"
-import type { Viewer } from "../domain/Access.js"
+import type { Shaper, Viewer } from "../domain/Access.js"
 import type { Artifact } from "../domain/Artifact.js"
 import type { JsonObject } from "../domain/Common.js"
 import type { ConversationStep } from "../domain/Conversation.js"
@@ -55,10 +55,11 @@ export interface NewTimelineEvent {
   readonly data?: JsonObject
 }
 
-/** A run to create with its first timeline events. */
+/** A run to create with its first timeline events and who shaped it besides its creator's role now. */
 export interface NewRun {
   readonly run: StoredRun
   readonly events: ReadonlyArray<NewTimelineEvent>
+  readonly shapers?: ReadonlyArray<Shaper>
 }
 
 /** The runs of one cron tick, written by `createTicks` under the tick's key. */
@@ -108,6 +109,14 @@ export interface FollowupWrite {
    * (whose row lock orders concurrent follow-ups), so concurrent senders never exceed it.
    */
   readonly maxPending?: number
+  /**
+   * The most follow-ups, and bytes of their messages, the run may receive in its whole life, with
+   * `followup` counted: past either, FollowupTotalSpent and nothing written. Counted in the same
+   * write, so concurrent senders never exceed it.
+   */
+  readonly maxTotal?: { readonly count: number; readonly bytes: number }
+  /** Who sent it, recorded as one who shaped the run (with `followup`, or alone for an empty continuation). */
+  readonly shaper?: Shaper
 }
 
 /** A place in a run's conversation log: an execution's `ordinal` (its order in the run) and a part's `seq`. */
@@ -124,6 +133,12 @@ export interface LoggedPart extends ConversationPart, LogPosition {
 /** The run's follow-up inbox already holds `FollowupWrite.maxPending` messages its agent has not received. */
 export class FollowupInboxFull extends Data.TaggedError("FollowupInboxFull")<{
   readonly pending: number
+}> {}
+
+/** The run has received `FollowupWrite.maxTotal` follow-ups, or bytes of them, already. */
+export class FollowupTotalSpent extends Data.TaggedError("FollowupTotalSpent")<{
+  readonly count: number
+  readonly bytes: number
 }> {}
 
 export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore, {
@@ -217,13 +232,22 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
    * Records a follow-up in one transaction if the run still matches `guard` (state, and lease
    * holder when given), else StaleWrite and nothing written: the run change, its events and the
    * inbox entry together, so an executor claiming the run sees the message with the new state.
-   * With `maxPending`, a full inbox fails FollowupInboxFull and nothing is written.
+   * With `maxPending`, a full inbox fails FollowupInboxFull and nothing is written; with
+   * `maxTotal`, a run that received its total fails FollowupTotalSpent and nothing is written.
+   * The sender (`shaper`) is recorded with the rest.
    */
   readonly recordFollowup: (
     runId: RunId,
     guard: RunGuard,
     write: FollowupWrite
-  ) => Effect.Effect<void, StaleWrite | FollowupInboxFull | StorageError>
+  ) => Effect.Effect<void, StaleWrite | FollowupInboxFull | FollowupTotalSpent | StorageError>
+  /**
+   * Records principals who shaped a run (`NewRun.shapers`): kept as long as the run, never
+   * removed; recording one again changes nothing. Nothing for an unknown run.
+   */
+  readonly addShapers: (runId: RunId, shapers: ReadonlyArray<Shaper>) => Effect.Effect<void, StorageError>
+  /** Every principal recorded as having shaped any of these runs, each (principal, role) once. */
+  readonly shapers: (runIds: ReadonlyArray<RunId>) => Effect.Effect<ReadonlyArray<Shaper>, StorageError>
   /** Removes and returns the stored follow-ups, oldest first (by `received_at`, then arrival); atomic. */
   readonly takeFollowups: (runId: RunId) => Effect.Effect<ReadonlyArray<StoredFollowup>, StorageError>
   /** Records an artifact of a run. */

@@ -8,6 +8,7 @@
  * other's write: `update` never writes the scheduler's part and keeps the later of the two
  * watermarks; `recordTicks` is a compare-and-set on the scheduler's part as it was read.
  */
+import type { Role } from "../domain/Identity.js"
 import { Context, Data, DateTime, Effect, Option } from "effect"
 import type { Viewer } from "../domain/Access.js"
 import type { PrincipalUid, ScheduleId, TeamUid } from "../domain/Ids.js"
@@ -20,6 +21,11 @@ export interface StoredSchedule {
   readonly item: ScheduledAgentItem
   readonly team_uid: TeamUid
   readonly creator_uid: PrincipalUid
+  /**
+   * The role its last editor (`item.updated_by`) acted with when it set the prompt and config: its
+   * runs act as that editor with no more than this role (docs/security.md).
+   */
+  readonly editor_role: Role
   readonly state: ScheduleState
 }
 

@@ -43,7 +43,7 @@
  * - A storage failure is a 503 `resource_unavailable` (retryable).
  */
 import { Clock, DateTime, Effect, Either, Option } from "effect"
-import { actAsProblem, canManageFactory, canSee } from "../domain/Access.js"
+import { actAsProblem, canManageFactory, canSee, shaperOf } from "../domain/Access.js"
 import type { Viewer } from "../domain/Access.js"
 import {
   Automation,
@@ -234,7 +234,7 @@ export class Automations extends Effect.Service<Automations>()("@agent-runs/core
           created_at: at,
           updated_at: at
         })
-        yield* store.create({ item, team_uid: viewer.team_uid, creator_uid: viewer.principal_uid })
+        yield* store.create({ item, team_uid: viewer.team_uid, creator_uid: viewer.principal_uid, editor: shaperOf(viewer) })
         return item
       },
       storageUnavailable
@@ -277,7 +277,7 @@ export class Automations extends Effect.Service<Automations>()("@agent-runs/core
           trigger,
           updated_at: DateTime.unsafeMake(yield* Clock.currentTimeMillis)
         })
-        yield* store.update({ ...current, item })
+        yield* store.update({ ...current, item, editor: shaperOf(viewer) })
         return item
       },
       storageUnavailable

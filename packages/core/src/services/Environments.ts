@@ -16,9 +16,12 @@
  * - A deleted environment is gone: runs and schedules naming it are refused like an unknown one.
  * - `config.github_repos` names only repositories of the environment's team (`RepoSource.has`):
  *   any other is a 400 naming `config.github_repos[i]` (Repositories.ts).
+ * - Whoever creates or replaces an environment is its `editor`, with the role it acts with: the
+ *   runs that execute in it act with no more than that role (Access.runTokenRole), so a member's
+ *   setup commands or harness never run with an admin's token (docs/security.md).
  */
 import { Clock, DateTime, Effect, Option } from "effect"
-import { canChange, canCreate, canSee, scopeFor } from "../domain/Access.js"
+import { canChange, canCreate, canSee, scopeFor, shaperOf } from "../domain/Access.js"
 import type { Viewer } from "../domain/Access.js"
 import { Environment, ListEnvironmentsResponse } from "../domain/Environment.js"
 import type { CreateEnvironmentRequest, EnvironmentSharing, UpdateEnvironmentRequest } from "../domain/Environment.js"
@@ -115,7 +118,7 @@ export class Environments extends Effect.Service<Environments>()("@agent-runs/co
           created_at: at,
           updated_at: at
         })
-        yield* store.create({ item, team_uid: viewer.team_uid, creator_uid: viewer.principal_uid })
+        yield* store.create({ item, team_uid: viewer.team_uid, creator_uid: viewer.principal_uid, editor: shaperOf(viewer) })
         return item
       },
       storageUnavailable
@@ -153,7 +156,7 @@ export class Environments extends Effect.Service<Environments>()("@agent-runs/co
           sharing: request.sharing ?? env.item.sharing,
           updated_at: DateTime.unsafeMake(yield* Clock.currentTimeMillis)
         })
-        yield* store.update({ ...env, item })
+        yield* store.update({ ...env, item, editor: shaperOf(viewer) })
         return item
       },
       storageUnavailable

@@ -41,16 +41,26 @@
  *   not received is a 429 (`Retry-After`: FOLLOWUP_RETRY_SECONDS), nothing written. The inbox is
  *   counted in the same write as the new entry (`FollowupWrite.maxPending`), so concurrent senders
  *   never take it past the limit. Messages delivered to a running agent leave the inbox at once.
+ *   Whatever the route, a run takes at most `followupsPerMinute` messages (`followupBytesPerMinute`
+ *   bytes) in any minute, taken before the write and given back when it fails, and at most
+ *   `followupsPerRun` (`followupBytesPerRun` bytes) in its life, counted in the write: 429 with
+ *   `Retry-After` past either, nothing written (FOLLOWUP_TOTAL_RETRY_SECONDS and
+ *   `retryable: false` past the life total).
+ * - The sender shapes the run (docs/security.md): it is recorded in the same write, and the run's
+ *   token acts from then on with no more than the sender's role (Access.runTokenRole). A member's
+ *   follow-up to an admin's run lowers its token to a member's for the rest of the run; a run whose
+ *   agent holds a secret only admins may hand out refuses followups from anyone else (403).
  */
 import { Clock, Effect, Either, Option, Schema } from "effect"
-import { canChange } from "../domain/Access.js"
+import { canChange, shaperOf } from "../domain/Access.js"
 import { checkFollowupSender } from "../domain/HarnessSelection.js"
 import type { Viewer } from "../domain/Access.js"
 import { Conflict, NotAuthorized, RateLimited, ResourceNotFound } from "../domain/Errors.js"
 import { Ids, RunId } from "../domain/Ids.js"
 import { storageUnavailable } from "../internal/Services.js"
 import { RunStore } from "../ports/RunStore.js"
-import { checkSize, Quotas } from "../domain/Quotas.js"
+import { checkSize, Quotas, utf8Bytes } from "../domain/Quotas.js"
+import { makeWeightedLimiter } from "../domain/RateLimit.js"
 import type { StoredRun } from "../ports/RunStore.js"
 import type { RunFollowupRequest } from "../domain/Run.js"
 import { RunState } from "../domain/RunState.js"
@@ -100,12 +110,41 @@ export const debugSessionStarted = (timeline: ReadonlyArray<TimelineEvent>): boo
 /** The `Retry-After` of a follow-up refused because the run's inbox is full: its agent has yet to start. */
 export const FOLLOWUP_RETRY_SECONDS = 30
 
+/** The `Retry-After` of a follow-up refused because the run took its life total (waiting does not help). */
+export const FOLLOWUP_TOTAL_RETRY_SECONDS = 86_400
+
 /** The follow-up service. */
 export class Followups extends Effect.Service<Followups>()("@agent-runs/core/Followups", {
   effect: Effect.gen(function*() {
     const store = yield* RunStore
     const ids = yield* Ids
     const quotas = yield* Quotas
+    // Follow-ups per run in the last minute (this process's), by count and bytes.
+    const recent = makeWeightedLimiter({
+      maxCount: quotas.followupsPerMinute,
+      maxWeight: quotas.followupBytesPerMinute,
+      windowMs: 60_000
+    })
+    let prunedAt = 0
+
+    /** Takes the run's per-minute follow-up quota for `bytes` now; 429 with `Retry-After` when it has no room. */
+    const takeRecent = (runId: RunId, bytes: number, now: number) =>
+      Effect.suspend(() => {
+        if (now - prunedAt >= 60_000) {
+          recent.prune(now)
+          prunedAt = now
+        }
+        const decision = recent.take(runId, now, bytes)
+        if (decision.allowed) return Effect.void
+        const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000))
+        return Effect.fail(
+          new RateLimited({
+            message: `message: run ${runId} takes at most ${quotas.followupsPerMinute} follow-ups ` +
+              `(${quotas.followupBytesPerMinute} bytes) a minute; try again in ${seconds} s`,
+            retryAfterSeconds: seconds
+          })
+        )
+      })
 
     /** The machine's view of the run, with whether a debug session runs when its window is open. */
     const snapshotOf = (run: StoredRun, now: number) =>
@@ -135,6 +174,8 @@ export class Followups extends Effect.Service<Followups>()("@agent-runs/core/Fol
         const newExecution = route.right._tag === "NewExecution"
         const execution = newExecution ? yield* ids.executionId : yield* currentExecution(store, ids, run)
         const next = applyTransition(run, moved.right, now)
+        const blank = isBlankMessage(message)
+        if (!blank) yield* takeRecent(runId, utf8Bytes(message), now)
         yield* store.recordFollowup(
           runId,
           guardOf(run),
@@ -142,18 +183,33 @@ export class Followups extends Effect.Service<Followups>()("@agent-runs/core/Fol
             ...(newExecution ? { next } : {}),
             at: now,
             events: eventsAt(moved.right.timeline, now, execution),
-            ...(isBlankMessage(message) ? {} : { followup: { message, received_at: now } }),
-            maxPending: quotas.pendingFollowups
+            ...(blank ? {} : { followup: { message, received_at: now } }),
+            maxPending: quotas.pendingFollowups,
+            maxTotal: { count: quotas.followupsPerRun, bytes: quotas.followupBytesPerRun },
+            shaper: shaperOf(viewer)
           }
         ).pipe(
-          Effect.catchTag("FollowupInboxFull", ({ pending }) =>
-            Effect.fail(
-              new RateLimited({
-                message: `message: run ${runId} has ${pending} follow-ups waiting for its agent, its quota ` +
-                  `(${quotas.pendingFollowups}); try again once the agent has taken them`,
-                retryAfterSeconds: FOLLOWUP_RETRY_SECONDS
-              })
-            ))
+          Effect.onError(() => Effect.sync(() => blank || recent.refund(runId))),
+          Effect.catchTags({
+            FollowupInboxFull: ({ pending }) =>
+              Effect.fail(
+                new RateLimited({
+                  message: `message: run ${runId} has ${pending} follow-ups waiting for its agent, its quota ` +
+                    `(${quotas.pendingFollowups}); try again once the agent has taken them`,
+                  retryAfterSeconds: FOLLOWUP_RETRY_SECONDS
+                })
+              ),
+            FollowupTotalSpent: ({ bytes, count }) =>
+              Effect.fail(
+                new RateLimited({
+                  message: `message: run ${runId} has received ${count} follow-ups (${bytes} bytes); a run takes at most ` +
+                    `${quotas.followupsPerRun} (${quotas.followupBytesPerRun} bytes) in its life: ` +
+                    "continue in a new run with its conversation_id",
+                  retryAfterSeconds: FOLLOWUP_TOTAL_RETRY_SECONDS,
+                  retryable: false
+                })
+              )
+          })
         )
         if (newExecution) yield* logTransition(run, next)
         return new RunFollowupResponse({

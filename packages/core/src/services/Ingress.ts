@@ -389,7 +389,9 @@ export class Ingress extends Effect.Service<Ingress>()("@agent-runs/core/Ingress
             }),
             options: {
               source: "WEBHOOK",
-              metadata: { webhook_uid: webhook.item.uid, delivery_id: deliveryId, automation_id: automation.item.id }
+              metadata: { webhook_uid: webhook.item.uid, delivery_id: deliveryId, automation_id: automation.item.id },
+              // Whoever last changed the automation shaped the run too (docs/security.md).
+              shapers: [automation.editor]
             }
           })
         }

@@ -69,8 +69,9 @@
  *   continuing after the last item sent.
  */
 import { Clock, DateTime, Effect, Either, Option } from "effect"
-import { actAsProblem, canChange, canCreate, canSee, lesserRole, scopeFor } from "../domain/Access.js"
-import type { Viewer } from "../domain/Access.js"
+import { actAsProblem, canChange, canCreate, canSee, scopeFor, shaperOf, shapersToRecord } from "../domain/Access.js"
+import type { Shaper, Viewer } from "../domain/Access.js"
+import { runTokenRoleOf } from "./RunTokenRole.js"
 import type { PrincipalRef } from "../domain/Common.js"
 import { MAX_ARTIFACTS_PER_RUN, stampArtifact } from "../domain/Artifact.js"
 import type { ArtifactReport } from "../domain/Artifact.js"
@@ -153,11 +154,15 @@ export const defaultTitle = (prompt: string): string => {
 
 const principalRef = (p: Principal): PrincipalRef => ({ type: p.type, uid: p.uid, display_name: p.display_name })
 
-/** How a run comes to be: its source, the schedule that fired it, metadata added to the request's. */
+/**
+ * How a run comes to be: its source, the schedule that fired it, metadata added to the request's,
+ * and who else shaped what it will execute (an automation's last editor).
+ */
 export interface CreateOptions {
   readonly source: RunSourceType
   readonly schedule?: RunScheduleRef | undefined
   readonly metadata?: Readonly<Record<string, string>> | undefined
+  readonly shapers?: ReadonlyArray<Shaper> | undefined
 }
 
 /** One run request of an event (a cron tick, a webhook delivery), made as `viewer`. */
@@ -185,7 +190,7 @@ export const runItemBytes = (item: RunItem): number => utf8Bytes(JSON.stringify(
 
 /** A checked run request, ready to write. */
 interface PreparedRun {
-  readonly write: NewRun
+  readonly write: NewRun & { readonly shapers: ReadonlyArray<Shaper> }
   readonly environment: StoredEnvironment | undefined
   readonly images: ReadonlyArray<ImageInput>
   readonly response: RunAgentResponse
@@ -325,7 +330,7 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         return parent.value
       })
 
-    /** A conversation to continue: every run of it visible to the viewer, one with a saved conversation. */
+    /** A conversation to continue: every run of it visible to the viewer, one with a saved conversation; its runs. */
     const requireConversation = (viewer: Viewer, conversationId: ConversationId) =>
       Effect.gen(function* () {
         const runs = yield* store.findByConversation(conversationId)
@@ -337,7 +342,20 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
               "send the conversation_id of a run of yours that has started"
           })
         }
+        return runs
       })
+
+    /**
+     * Who shaped earlier runs a new run goes on from (its parent, the runs of the conversation it
+     * continues): what was recorded for them, and their creators and executors with their roles now.
+     */
+    const shapersOfRuns = (runs: ReadonlyArray<StoredRun>) =>
+      runs.length === 0
+        ? Effect.succeed([])
+        : Effect.map(store.shapers(runs.map((r) => r.item.run_id)), (recorded): ReadonlyArray<Shaper> => [
+          ...recorded,
+          ...runs.flatMap((r) => [r.item.creator.uid, r.item.executor.uid].map((uid): Shaper => ({ uid, role: "admin" })))
+        ])
 
     const principalOf = (uid: PrincipalUid, field: string, lookups: Lookups) =>
       Effect.flatMap(
@@ -365,12 +383,13 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         if (!canCreate(viewer)) return yield* new NotAuthorized({ message: "viewers cannot create runs" })
         yield* checkPromptSizes(quotas, request.prompt, request.config, "config")
         yield* checkSize("title", request.title, quotas.titleBytes)
-        if (request.conversation_id !== undefined) yield* requireConversation(viewer, request.conversation_id)
+        const continued = request.conversation_id === undefined ? [] : yield* requireConversation(viewer, request.conversation_id)
         if (request.images !== undefined && request.images.length > 0 && Option.isNone(blobs)) {
           return yield* new OperationNotSupported({ message: "images: this service keeps no files (no blob store)" })
         }
         const team = yield* teamOf(viewer, lookups)
-        const creator = principalRef(yield* principalOf(viewer.principal_uid, "creator", lookups))
+        const creatorPrincipal = yield* principalOf(viewer.principal_uid, "creator", lookups)
+        const creator = principalRef(creatorPrincipal)
         // `worker_host: "warp"` names the managed host, which is this service's own executors.
         const { worker_host: requestedHost, ...requested } = request.config ?? {}
         const config: AgentConfig = {
@@ -500,8 +519,18 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
           eventsAt([...CreationTimeline, ...admitted.right.timeline], now, executionId),
           now
         )
+        // Who shaped what the run executes, besides its creator's role now (Access.runTokenRole).
+        const shapers = shapersToRecord(
+          shaperOf(viewer),
+          creatorPrincipal.memberships.find((m) => m.team_uid === team.uid)?.role ?? viewer.role,
+          [
+            ...(options.shapers ?? []),
+            ...(environment === undefined ? [] : [environment.editor]),
+            ...(yield* shapersOfRuns([...continued, ...(parent === undefined ? [] : [parent])]))
+          ]
+        )
         const prepared: PreparedRun = {
-          write: { run, events },
+          write: { run, events, shapers },
           environment,
           images: request.images ?? [],
           response: new RunAgentResponse({ run_id: runId, task_id: runId, state: run.item.state, at_capacity: atCapacity })
@@ -839,24 +868,25 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
 
     /**
      * The caller an agent's run token stands for, while its execution holds the run: the run's
-     * executor in the run's team with its role there, acting for the run (401 otherwise).
+     * executor in the run's team, acting for the run, with the least role of those who shaped it
+     * (Access.runTokenRole); 401 once the execution ended, or once one of them left the team.
      */
     const actingViewer = Effect.fn("Runs.actingViewer")(
       function* (credential: RunCredential) {
-        const expired = new AuthenticationRequired({ message: "the run token's execution is no longer running" })
         const run = Option.getOrUndefined(yield* store.get(credential.run_id))
-        if (run === undefined || !holds(run, credential.execution_id)) return yield* expired
-        const roleOf = (uid: PrincipalUid) =>
-          Effect.map(identities.getPrincipal(uid), (p) =>
-            Option.getOrUndefined(p)?.memberships.find((m) => m.team_uid === run.team_uid)?.role)
-        const executorRole = yield* roleOf(run.item.executor.uid)
-        // Never more than the run's creator may do now (the executor may be a service account it named).
-        const creatorRole = run.item.creator.uid === run.item.executor.uid ? executorRole : yield* roleOf(run.item.creator.uid)
-        if (executorRole === undefined || creatorRole === undefined) return yield* expired
+        if (run === undefined || !holds(run, credential.execution_id)) {
+          return yield* new AuthenticationRequired({ message: "the run token's execution is no longer running" })
+        }
+        const role = yield* runTokenRoleOf(store, identities, run)
+        if (role === undefined) {
+          return yield* new AuthenticationRequired({
+            message: "the run token has no rights left: someone who shaped the run is no longer a member of its team"
+          })
+        }
         return {
           principal_uid: run.item.executor.uid,
           team_uid: run.team_uid,
-          role: lesserRole(executorRole, creatorRole),
+          role,
           instance_admin: false,
           acting_run_id: run.item.run_id
         } satisfies Viewer

@@ -244,6 +244,7 @@ export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Sch
         const stored: StoredSchedule = {
           team_uid: viewer.team_uid,
           creator_uid: viewer.principal_uid,
+          editor_role: viewer.role,
           state: initialState({ enabled: request.enabled, createdAt: now }),
           item: new ScheduledAgentItem({
             id: (yield* ids.uid22) as ScheduleId,
@@ -301,6 +302,7 @@ export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Sch
             return {
               ...current,
               state,
+              editor_role: viewer.role,
               item: new ScheduledAgentItem({
                 ...current.item,
                 name: request.name,

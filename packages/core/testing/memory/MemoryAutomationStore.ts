@@ -10,7 +10,12 @@ import { AutomationStore, type StoredAutomation } from "../../src/ports/Automati
 import type { StorageError } from "../../src/ports/Storage.js"
 import { type MemoryState, storageError } from "./MemoryState.js"
 
-const copy = (a: StoredAutomation): StoredAutomation => ({ item: a.item, team_uid: a.team_uid, creator_uid: a.creator_uid })
+const copy = (a: StoredAutomation): StoredAutomation => ({
+  item: a.item,
+  team_uid: a.team_uid,
+  creator_uid: a.creator_uid,
+  editor: { uid: a.editor.uid, role: a.editor.role }
+})
 
 const byName = (a: StoredAutomation, b: StoredAutomation): number =>
   compareCodePoints(a.item.name, b.item.name) || compareCodePoints(a.item.id, b.item.id)

@@ -14,7 +14,12 @@ import { type EnvironmentRunNote, EnvironmentStore, type StoredEnvironment } fro
 import type { StorageError } from "../../src/ports/Storage.js"
 import { entryOf, type MemoryState, storageError } from "./MemoryState.js"
 
-const copy = (e: StoredEnvironment): StoredEnvironment => ({ item: e.item, team_uid: e.team_uid, creator_uid: e.creator_uid })
+const copy = (e: StoredEnvironment): StoredEnvironment => ({
+  item: e.item,
+  team_uid: e.team_uid,
+  creator_uid: e.creator_uid,
+  editor: { uid: e.editor.uid, role: e.editor.role }
+})
 
 /** EnvironmentStore over the shared state. */
 export const makeMemoryEnvironmentStore = (state: MemoryState): Context.Tag.Service<EnvironmentStore> => {

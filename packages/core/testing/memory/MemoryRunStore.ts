@@ -18,7 +18,8 @@
  */
 import type { Context } from "effect"
 import { DateTime, Effect, Option } from "effect"
-import { canSee, type Viewer } from "../../src/domain/Access.js"
+import { canSee, type Shaper, type Viewer } from "../../src/domain/Access.js"
+import { utf8Bytes } from "../../src/domain/Quotas.js"
 import type { Artifact } from "../../src/domain/Artifact.js"
 import { type ConversationPart, foldParts } from "../../src/domain/ConversationLog.js"
 import type { ConversationId, ExecutionId, RunId, TeamUid } from "../../src/domain/Ids.js"
@@ -28,6 +29,7 @@ import type { RunState } from "../../src/domain/RunState.js"
 import type { TimelineEvent } from "../../src/domain/Timeline.js"
 import {
   FollowupInboxFull,
+  FollowupTotalSpent,
   type FollowupWrite,
   type LoggedPart,
   type LogPosition,
@@ -182,10 +184,19 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
   /** Stores new runs with their events; whether one of them is QUEUED. */
   const insertRuns = (runs: ReadonlyArray<NewRun>): boolean => {
     let queued = false
-    for (const { events, run } of runs) {
+    for (const { events, run, shapers } of runs) {
       const stored = canonical(run)
-      const created: RunRecord = { run: stored, lastSequence: 0, events: [], inbox: [], conversations: [] }
+      const created: RunRecord = {
+        run: stored,
+        lastSequence: 0,
+        events: [],
+        inbox: [],
+        conversations: [],
+        shapers: [],
+        followupTotals: { count: 0, bytes: 0 }
+      }
       state.runs.set(stored.item.run_id, created)
+      recordShapers(created, shapers ?? [])
       idsIn(stored.item.state).add(stored.item.run_id)
       idsOf(stored.team_uid).add(stored.item.run_id)
       appendEvents(created, events)
@@ -264,14 +275,32 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
       return wakeIf(next.item.state === "QUEUED")
     })
 
+  /** Records shapers of a run, each (principal, role) once. */
+  const recordShapers = (target: RunRecord, shapers: ReadonlyArray<Shaper>): void => {
+    for (const s of shapers) {
+      if (!target.shapers.some((known) => known.uid === s.uid && known.role === s.role)) target.shapers.push({ uid: s.uid, role: s.role })
+    }
+  }
+
+  /** Why the follow-up may not be stored (a full inbox, a spent total), or undefined. */
+  const followupProblem = (target: RunRecord, followup: FollowupWrite): FollowupInboxFull | FollowupTotalSpent | undefined => {
+    if (followup.followup === undefined) return undefined
+    const pending = target.inbox.length
+    if (followup.maxPending !== undefined && pending >= followup.maxPending) return new FollowupInboxFull({ pending })
+    const { bytes, count } = target.followupTotals
+    const max = followup.maxTotal
+    if (max !== undefined && (count + 1 > max.count || bytes + utf8Bytes(followup.followup.message) > max.bytes)) {
+      return new FollowupTotalSpent({ count, bytes })
+    }
+    return undefined
+  }
+
   const recordFollowup = (runId: RunId, guard: RunGuard, followup: FollowupWrite) =>
-    Effect.suspend((): Effect.Effect<void, StaleWrite | FollowupInboxFull> => {
+    Effect.suspend((): Effect.Effect<void, StaleWrite | FollowupInboxFull | FollowupTotalSpent> => {
       const target = record(runId)
       if (target === undefined || !guardHolds(target.run, guard)) return Effect.fail(new StaleWrite({ what: `run ${runId}` }))
-      const pending = target.inbox.length
-      if (followup.followup !== undefined && followup.maxPending !== undefined && pending >= followup.maxPending) {
-        return Effect.fail(new FollowupInboxFull({ pending }))
-      }
+      const problem = followupProblem(target, followup)
+      if (problem !== undefined) return Effect.fail(problem)
       const current = target.run
       write(
         target,
@@ -283,8 +312,28 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
       if (followup.followup !== undefined) {
         state.followupCounter += 1
         target.inbox.push({ id: state.followupCounter, message: followup.followup.message, received_at: followup.followup.received_at })
+        target.followupTotals.count += 1
+        target.followupTotals.bytes += utf8Bytes(followup.followup.message)
       }
+      if (followup.shaper !== undefined) recordShapers(target, [followup.shaper])
       return wakeIf(followup.next?.item.state === "QUEUED")
+    })
+
+  const addShapers = (runId: RunId, shapers: ReadonlyArray<Shaper>) =>
+    Effect.sync(() => {
+      const target = record(runId)
+      if (target !== undefined) recordShapers(target, shapers)
+    })
+
+  const shapersOf = (runIds: ReadonlyArray<RunId>) =>
+    Effect.sync((): ReadonlyArray<Shaper> => {
+      const found: Array<Shaper> = []
+      for (const id of new Set(runIds)) {
+        for (const s of record(id)?.shapers ?? []) {
+          if (!found.some((known) => known.uid === s.uid && known.role === s.role)) found.push(s)
+        }
+      }
+      return found
     })
 
   const takeFollowups = (runId: RunId) =>
@@ -466,6 +515,8 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
     conversation,
     conversationLog,
     recordFollowup,
+    addShapers,
+    shapers: shapersOf,
     takeFollowups,
     addArtifact,
     findByExternalReference,

@@ -29,6 +29,7 @@ const copy = (s: StoredSchedule): StoredSchedule => ({
   item: s.item,
   team_uid: s.team_uid,
   creator_uid: s.creator_uid,
+  editor_role: s.editor_role,
   state: { status: s.state.status, lastTickAt: s.state.lastTickAt }
 })
 
@@ -77,6 +78,7 @@ export const makeMemoryScheduleStore = (state: MemoryState): Context.Tag.Service
         }),
         team_uid: next.team_uid,
         creator_uid: next.creator_uid,
+        editor_role: next.editor_role,
         state: { status: next.state.status, lastTickAt: Math.max(stored.state.lastTickAt, next.state.lastTickAt) }
       })
       return Effect.void

@@ -9,6 +9,7 @@
  * sealed (`MemoryCrypto.ts`); nothing else is encoded: items are the immutable values the ports
  * take and give.
  */
+import type { Shaper } from "../../src/domain/Access.js"
 import type { ConversationPart } from "../../src/domain/ConversationLog.js"
 import type {
   AutomationId,
@@ -56,6 +57,10 @@ export interface RunRecord {
   readonly inbox: Array<InboxEntry>
   /** The run's executions in the order of their first parts. */
   readonly conversations: Array<ExecutionConversation>
+  /** Who shaped the run (RunStore.addShapers), each (principal, role) once. */
+  readonly shapers: Array<Shaper>
+  /** The follow-ups the run has received in its life, and the bytes of their messages. */
+  readonly followupTotals: { count: number; bytes: number }
 }
 
 /** A webhook as held: its secret sealed under (uid, secret version). */

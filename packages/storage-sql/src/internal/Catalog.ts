@@ -5,7 +5,7 @@
  */
 import type { Viewer } from "@agent-runs/core/domain/Access"
 import * as TrustedCodec from "@agent-runs/core/domain/TrustedCodec"
-import { FollowupInboxFull } from "@agent-runs/core/ports/RunStore"
+import { FollowupInboxFull, FollowupTotalSpent } from "@agent-runs/core/ports/RunStore"
 import { DuplicateKey, StaleWrite, StorageError } from "@agent-runs/core/ports/Storage"
 import type { SqlClient, Statement } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
@@ -62,11 +62,14 @@ export const decodeRows = <A, I>(schema: Schema.Schema<A, I>) => {
   return decode as (rows: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<A>, ParseResult.ParseError>
 }
 
-/** The ports' own failures (a lost conditional write, a taken exactly-once key, a full follow-up inbox). */
-type PortFailure = StaleWrite | DuplicateKey | FollowupInboxFull
+/**
+ * The ports' own failures (a lost conditional write, a taken exactly-once key, a full follow-up
+ * inbox, a run's spent follow-up total).
+ */
+type PortFailure = StaleWrite | DuplicateKey | FollowupInboxFull | FollowupTotalSpent
 
 const isPortFailure = (e: unknown): e is PortFailure =>
-  e instanceof StaleWrite || e instanceof DuplicateKey || e instanceof FollowupInboxFull
+  e instanceof StaleWrite || e instanceof DuplicateKey || e instanceof FollowupInboxFull || e instanceof FollowupTotalSpent
 
 /**
  * Turns every failure of an operation except the ports' own into a `StorageError` naming the
