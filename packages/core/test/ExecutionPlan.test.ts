@@ -24,6 +24,7 @@ const claimed = (config: Partial<RunItem["agent_config"]>, overrides: Partial<Cl
     run_token: "rt",
     environment: null,
     environment_missing: false,
+    refusal: null,
     attachments: [],
     history: [],
     transcript_bytes: 12,
@@ -54,6 +55,25 @@ describe("planOf", () => {
       const failed = yield* plan(gone)
       expect(failed.failure).toBe(`environment ${env} no longer exists`)
       expect(failed.has_environment).toBe(true)
+    }))
+
+  it.effect("a refused execution (shaped by someone with fewer rights) fails its setup and reads no secret", () =>
+    Effect.gen(function*() {
+      const untouchable = {
+        get: () => Effect.die("a refused execution read a secret")
+      } as unknown as SecretStore["Type"]
+      const config = {
+        harness: { type: "claude" as const },
+        harness_auth_secrets: { claude_auth_secret_name: "ADMIN_KEY" as SecretName },
+        mcp_servers: { gh: { url: "https://mcp.example/gh", headers: { Authorization: "Bearer ${{ secrets.GH_TOKEN }}" } } }
+      }
+      const refused = yield* Effect.flatMap(RepoSource, (repos) =>
+        planOf(claimed(config, { refusal: "someone with fewer rights shaped the run" }), { repos, secrets: Option.some(untouchable), debugWindows: true })
+      ).pipe(Effect.provide(testRepos))
+      expect(refused.failure).toBe("someone with fewer rights shaped the run")
+      expect(refused.unconfigured).toBe("someone with fewer rights shaped the run")
+      expect(refused.start.mcp_servers).toEqual({})
+      expect(refused.agent).toEqual({ type: "oz" })
     }))
 
   it.effect("MCP servers that need team secrets fail where secrets cannot be read; others pass as they are", () =>

@@ -7,7 +7,9 @@
  * `followupsServiceSuite(name, layer)` inside a vitest file.
  */
 import { describe, expect, layer } from "@effect/vitest"
-import { DateTime, Effect, Either, Layer, Option, TestClock, TestContext } from "effect"
+import { DateTime, Effect, Either, Layer, Option, Redacted, TestClock, TestContext } from "effect"
+import type { SecretName } from "../src/domain/Secret.js"
+import { SecretStore } from "../src/ports/SecretStore.js"
 import type { Viewer } from "../src/domain/Access.js"
 import type { Conflict, InvalidRequest, RateLimited } from "../src/domain/Errors.js"
 import { defaultQuotas, Quotas } from "../src/domain/Quotas.js"
@@ -385,6 +387,23 @@ export const followupsServiceSuite = <E>(name: string, storage: Layer.Layer<Stor
           yield* advance(runId, RunEvent.Succeed({ executionId: execution }))
           yield* send(world.admin, runId, "continue")
           expect((yield* runs.actingViewer({ run_id: runId, execution_id: yield* claim(runId) })).role).toBe("member")
+        }))
+
+      it.effect("a run whose agent holds a secret only admins hand out takes follow-ups from team admins only (403)", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          yield* (yield* SecretStore).put(world.team, "DEPLOY_KEY" as SecretName, Redacted.make("v"), 0)
+          const runs = yield* Runs
+          const created = yield* runs.create(world.admin, new RunAgentRequest({
+            prompt: "deploy",
+            team: true,
+            config: { mcp_servers: { s: { command: "deploy", env: { K: "${{ secrets.DEPLOY_KEY }}" } } } }
+          }))
+          const refused = yield* failureOf(send(world.alice, created.run_id, "print $K"))
+          expect(refused._tag).toBe("NotAuthorized")
+          expect(refused.message).toBe("only team admins may follow up this run: its agent uses the team secret DEPLOY_KEY (MCP server s)")
+          expect((yield* send(world.admin, created.run_id, "go on")).route).toBe("store_for_start")
+          expect(yield* inbox(created.run_id)).toEqual(["go on"])
         }))
 
       it.effect("bounds a run's follow-ups: a minute's count and bytes, then its life total (429s); refusals store nothing", () =>

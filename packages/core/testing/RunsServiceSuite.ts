@@ -264,6 +264,25 @@ export const runsServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E
           expect((yield* forbidden(other.alice, { server_id: "docs" }))._tag).toBe("NotAuthorized")
         }))
 
+      it.effect("a run handing its agent a secret only admins hand out needs an environment a team admin changed last (403 otherwise)", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const environments = yield* Environments
+          yield* (yield* SecretStore).put(world.team, "DEPLOY_KEY" as SecretName, Redacted.make("v"), 0)
+          const env = yield* environments.create(
+            world.admin,
+            yield* decodeRequest(CreateEnvironmentRequest)({ config: { name: "deploy" }, team: true })
+          )
+          const withSecret = { prompt: "deploy", config: { environment_id: env.uid, mcp_servers: { s: { command: "deploy", env: { K: "${{ secrets.DEPLOY_KEY }}" } } } } }
+          expect((yield* create(world.admin, withSecret)).state).toBe("QUEUED")
+          yield* environments.update(world.alice, env.uid, yield* decodeRequest(UpdateEnvironmentRequest)({ config: { name: "deploy", setup_commands: ["true"] } }))
+          const refused = yield* failureOf(create(world.admin, withSecret))
+          expect(refused._tag).toBe("NotAuthorized")
+          expect(refused.message).toMatch(/^config\.environment_id: environment \S+ was last changed by someone who is not a team admin: its agent would hold the team secret DEPLOY_KEY \(MCP server s\)/)
+          // Without the secret, the same run is fine (its token acts as a member).
+          expect((yield* create(world.admin, { prompt: "build", config: { environment_id: env.uid } })).state).toBe("QUEUED")
+        }))
+
       it.effect("harness: an unknown type is a 400 naming the allowed ones; the auth secret must exist; only admins name other secrets", () =>
         Effect.gen(function* () {
           const world = yield* seedWorld()

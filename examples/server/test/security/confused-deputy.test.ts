@@ -101,6 +101,36 @@ describe("no member steers an admin's rights (confused deputies)", () => {
     expect(await secretNames()).toContain("WRITTEN_BY_ADMIN")
   })
 
+  it("an admin's run that hands its agent an admin-only secret: fails its setup when a member changed the environment before its start", async () => {
+    const other = await makeTeam(server, "deputies-secrets")
+    const admin = as(other.tokens.admin)
+    expect((await call(server, "PATCH", `/api/v1/admin/teams/${other.uid}`, { token: server.adminToken, body: { max_concurrent_runs: 1 } })).status).toBe(200)
+    expect((await admin("PUT", "/agent/secrets/DEPLOY_KEY", { value: "deploy-key-value" })).status).toBe(200)
+    const env = await admin("POST", "/agent/environments", { team: true, config: { name: "deploy" } })
+    const withSecret = { prompt: "@mcp", team: true, config: { environment_id: env.body.uid, mcp_servers: { d: { command: "deploy", env: { K: "${{ secrets.DEPLOY_KEY }}" } } } } }
+    // The admin's own environment: the agent gets the secret.
+    const own = await admin("POST", "/agent/runs", withSecret)
+    expect((await waitForRun(server, other.tokens.admin, own.body.run_id)).state).toBe("SUCCEEDED")
+    expect(JSON.stringify((await admin("GET", `/agent/runs/${own.body.run_id}/conversation`)).body)).toContain("deploy-key-value")
+    // One run holds the team's only slot; the next waits PENDING while a member changes the environment.
+    const holder = await admin("POST", "/agent/runs", { prompt: "@sleep 60000", team: true })
+    await waitForRun(server, other.tokens.admin, holder.body.run_id, (run) => run.state === "INPROGRESS")
+    const waiting = await admin("POST", "/agent/runs", withSecret)
+    expect(waiting.body.state).toBe("PENDING")
+    expect((await as(other.tokens.member)("PUT", `/agent/environments/${env.body.uid}`, {
+      config: { name: "deploy", setup_commands: ["true"] }
+    })).status).toBe(200)
+    expect((await admin("POST", `/agent/runs/${holder.body.run_id}/cancel`)).status).toBe(200)
+    const failed = await waitForRun(server, other.tokens.admin, waiting.body.run_id)
+    expect(failed.state).toBe("FAILED")
+    expect(failed.status_message.message).toMatch(/its agent would hold the team secret DEPLOY_KEY \(MCP server d\), which only team admins may hand to an agent/)
+    expect(JSON.stringify((await admin("GET", `/agent/runs/${waiting.body.run_id}/conversation`)).body)).not.toContain("deploy-key-value")
+    // A new run in it now is refused at once, naming the environment.
+    const refused = await admin("POST", "/agent/runs", withSecret)
+    expect(refused.status).toBe(403)
+    expect(refused.body.error).toMatch(/^config\.environment_id: /)
+  })
+
   it("500 follow-ups of 2 KB to a running agent: a minute's 60 are taken, the rest are 429 with Retry-After", async () => {
     const runId = await runTo({ prompt: "@sleep 60000", team: true })
     await waitForRun(server, team.tokens.admin, runId, (run) => run.state === "INPROGRESS")

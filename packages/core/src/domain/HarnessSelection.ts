@@ -159,26 +159,12 @@ export const checkAuthSecretNames = (viewer: Viewer, requested: HarnessAuthSecre
  * The secret a run's agent CLI is given when only team admins may hand it to an agent (one other
  * than its harness's conventional name); none otherwise.
  */
-export const adminOnlySecretOf = (config: HarnessSources): SecretName | undefined => {
+export const adminOnlyAuthSecretOf = (config: HarnessSources): SecretName | undefined => {
   const type = config.harness?.type
   if (type === undefined || type === "oz") return undefined
   const secret = authSecretOf(type, config.harness_auth_secrets)
   return secret.named && secret.name !== CONVENTIONAL_AUTH_SECRET[type] ? secret.name : undefined
 }
-
-/**
- * Refuses (403) a follow-up of someone other than a team admin to a run whose agent holds a secret
- * only admins may hand out: the follow-up steers that agent (and a continuation reads the secret
- * again), so it could ask the agent to print it.
- */
-export const checkFollowupSender = (viewer: Viewer, config: HarnessSources) =>
-  Effect.gen(function*() {
-    const secret = adminOnlySecretOf(config)
-    if (secret === undefined || viewer.role === "admin") return
-    return yield* new NotAuthorized({
-      message: `only team admins may follow up this run: its agent uses the team secret ${secret}`
-    })
-  })
 
 /**
  * Checks a run's harness settings at create: the secrets the request itself names may be named by

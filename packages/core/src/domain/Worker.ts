@@ -96,6 +96,8 @@ export const WorkerClaim = Schema.Struct({
   environment: Schema.NullOr(EnvironmentConfig),
   /** The run names an environment that no longer exists (its setup fails). */
   environment_missing: Schema.Boolean,
+  /** Why its agent may not get the secrets only admins hand out (its setup fails); null when it may (absent: null). */
+  refusal: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
   attachments: Schema.Array(WorkerAttachment),
   history: Schema.Array(WorkerHistoryMessage),
   /** The size of the run's transcript now: where this execution's output starts (`offset` of appends). */

@@ -17,6 +17,8 @@ import { Ids } from "../domain/Ids.js"
 import type { RunId } from "../domain/Ids.js"
 import { BlobStore } from "../ports/BlobStore.js"
 import { EnvironmentStore } from "../ports/EnvironmentStore.js"
+import { IdentityStore } from "../ports/IdentityStore.js"
+import { secretsRefusalOf } from "../domain/RunTokenRole.js"
 import { Executor } from "../ports/Executor.js"
 import type { Sandbox } from "../ports/Executor.js"
 import { RunStore } from "../ports/RunStore.js"
@@ -44,6 +46,7 @@ export class DebugWindows extends Effect.Service<DebugWindows>()("@agent-runs/co
     const store = yield* RunStore
     const blobs = yield* BlobStore
     const environments = yield* EnvironmentStore
+    const identities = yield* IdentityStore
     const executor = yield* Executor
     const tokens = yield* RunTokens
     const ids = yield* Ids
@@ -73,6 +76,7 @@ export class DebugWindows extends Effect.Service<DebugWindows>()("@agent-runs/co
           run_token: token,
           environment: Option.match(env, { onNone: () => null, onSome: (e) => e.item.config }),
           environment_missing: false,
+          refusal: yield* secretsRefusalOf(store, identities, run),
           attachments: [],
           history: [],
           transcript_bytes: yield* blobs.size(transcriptKey(runId))

@@ -33,6 +33,8 @@ export interface ClaimedRun {
   readonly environment: EnvironmentConfig | null
   /** The run names an environment that no longer exists. */
   readonly environment_missing: boolean
+  /** Why its agent may not get the secrets only admins hand out (someone with fewer rights shaped it); null when it may. */
+  readonly refusal: string | null
   readonly attachments: SandboxSpec["attachments"]
   /** The conversation of the run's earlier executions, for a continuation. */
   readonly history: ReadonlyArray<HistoryMessage>
@@ -162,11 +164,14 @@ export const planOf = (claimed: ClaimedRun, sources: PlanSources): Effect.Effect
   Effect.gen(function*() {
     const run = claimed.run
     const env = claimed.environment
-    const inputs = claimed.environment_missing
+    const inputs = claimed.refusal !== null
+      ? Either.left(new Unavailable({ message: claimed.refusal }))
+      : claimed.environment_missing
       ? Either.left(new Unavailable({ message: `environment ${run.environment_id} no longer exists` }))
       : yield* Effect.either(agentInputs(claimed, sources))
     const resolved = Either.getOrElse(inputs, () => ({ skill: null, mcp_servers: {} }))
-    const agent = yield* agentOf(claimed, sources)
+    // Refused: nothing of the secrets is read, not even the agent CLI's key.
+    const agent = claimed.refusal !== null ? Either.left(claimed.refusal) : yield* agentOf(claimed, sources)
     return {
       run_id: run.run_id,
       execution_id: claimed.execution_id,

@@ -27,6 +27,7 @@ import { IdentityStore } from "../ports/IdentityStore.js"
 import { RunStore } from "../ports/RunStore.js"
 import type { StoredRun } from "../ports/RunStore.js"
 import { RunTokens } from "../ports/RunTokens.js"
+import { secretsRefusalOf } from "../domain/RunTokenRole.js"
 import type { StorageError } from "../ports/Storage.js"
 import { WorkerStore } from "../ports/WorkerStore.js"
 import { decodeImageData, decodeKeptImages, RunItem } from "../domain/Run.js"
@@ -137,6 +138,7 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
         // Its last editor shapes this execution (setup commands, harness): recorded before the
         // agent gets its token, which then acts with no more than that editor's role.
         if (Option.isSome(env)) yield* store.addShapers(runId, [env.value.editor])
+        const refusal = yield* secretsRefusalOf(store, identities, run)
         const deliveryId = item.metadata["delivery_id"]
         const attachments: Array<ClaimedRun["attachments"][number]> = []
         if (item.source === "WEBHOOK" && deliveryId !== undefined) {
@@ -172,6 +174,7 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
           run_token: yield* tokens.issue({ run_id: runId, execution_id: executionId }),
           environment: Option.match(env, { onNone: () => null, onSome: (e) => e.item.config }),
           environment_missing: uid !== null && Option.isNone(env),
+          refusal,
           attachments,
           history,
           transcript_bytes: yield* blobs.size(transcriptKey(runId))

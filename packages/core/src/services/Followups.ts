@@ -53,7 +53,7 @@
  */
 import { Clock, Effect, Either, Option, Schema } from "effect"
 import { canChange, shaperOf } from "../domain/Access.js"
-import { checkFollowupSender } from "../domain/HarnessSelection.js"
+import { checkFollowupSender } from "../domain/AdminOnlySecrets.js"
 import type { Viewer } from "../domain/Access.js"
 import { Conflict, NotAuthorized, RateLimited, ResourceNotFound } from "../domain/Errors.js"
 import { Ids, RunId } from "../domain/Ids.js"

@@ -69,9 +69,10 @@
  *   continuing after the last item sent.
  */
 import { Clock, DateTime, Effect, Either, Option } from "effect"
-import { actAsProblem, canChange, canCreate, canSee, scopeFor, shaperOf, shapersToRecord } from "../domain/Access.js"
+import { actAsProblem, canChange, canCreate, canSee, leastRole, scopeFor, shaperOf, shapersToRecord } from "../domain/Access.js"
+import { adminOnlySecretOf, shapedSecretProblem } from "../domain/AdminOnlySecrets.js"
 import type { Shaper, Viewer } from "../domain/Access.js"
-import { runTokenRoleOf } from "./RunTokenRole.js"
+import { runTokenRoleOf } from "../domain/RunTokenRole.js"
 import type { PrincipalRef } from "../domain/Common.js"
 import { MAX_ARTIFACTS_PER_RUN, stampArtifact } from "../domain/Artifact.js"
 import type { ArtifactReport } from "../domain/Artifact.js"
@@ -367,6 +368,23 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
       )
 
     /**
+     * Refuses (403 naming `config.environment_id`) a run whose agent would hold a secret only
+     * admins may hand out (AdminOnlySecrets.ts) in an environment someone with fewer rights last
+     * changed (the role it changed it with, or its role now).
+     */
+    const checkSecretsIn = (environment: StoredEnvironment, config: AgentConfig, team: TeamUid, lookups: Lookups) =>
+      Effect.gen(function* () {
+        if (adminOnlySecretOf(config) === undefined) return
+        const editor = Option.getOrUndefined(yield* memo(lookups.principals, environment.editor.uid, identities.getPrincipal))
+        const role = leastRole([environment.editor.role, editor?.memberships.find((m) => m.team_uid === team)?.role])
+        const problem = shapedSecretProblem(config, role)
+        if (problem === undefined) return
+        return yield* new NotAuthorized({
+          message: `config.environment_id: environment ${environment.item.uid} was last changed by someone who is not a team admin: ${problem}`
+        })
+      })
+
+    /**
      * Checks a run request of `viewer` and builds the run to write (not written yet): refuses a
      * viewer, checks references, decides admission. `pendingAhead` counts runs of the same team
      * prepared earlier in the same batch (they hold no capacity yet); `lookups` are the reads
@@ -529,6 +547,7 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
             ...(yield* shapersOfRuns([...continued, ...(parent === undefined ? [] : [parent])]))
           ]
         )
+        if (environment !== undefined) yield* checkSecretsIn(environment, resolved, team.uid, lookups)
         const prepared: PreparedRun = {
           write: { run, events, shapers },
           environment,

@@ -267,6 +267,7 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
             run_token: c.run_token,
             environment: c.environment,
             environment_missing: c.environment_missing,
+            refusal: c.refusal,
             attachments: c.attachments.map((a) => ({ name: a.name, media_type: a.media_type, data_base64: Encoding.encodeBase64(a.bytes) })),
             history: c.history,
             transcript_bytes: c.transcript_bytes

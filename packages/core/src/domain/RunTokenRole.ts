@@ -5,9 +5,10 @@
  * when one of them is no longer a member of the team (or no longer exists).
  */
 import { Effect, Option } from "effect"
-import { runTokenRole } from "../domain/Access.js"
-import type { PrincipalUid } from "../domain/Ids.js"
-import type { Role } from "../domain/Identity.js"
+import { runTokenRole } from "./Access.js"
+import { adminOnlySecretOf, shapedSecretProblem } from "./AdminOnlySecrets.js"
+import type { PrincipalUid } from "./Ids.js"
+import type { Role } from "./Identity.js"
 import type { IdentityStore } from "../ports/IdentityStore.js"
 import type { RunStore, StoredRun } from "../ports/RunStore.js"
 
@@ -23,3 +24,12 @@ export const runTokenRoleOf = (store: RunStore["Type"], identities: IdentityStor
     }
     return runTokenRole(executor, creator, shapers, (uid) => roles.get(uid))
   })
+
+/**
+ * Why an execution of the run may not hand its agent the secrets only admins may hand out
+ * (AdminOnlySecrets.ts): someone with fewer rights shaped it. Null when it may, or holds none.
+ */
+export const secretsRefusalOf = (store: RunStore["Type"], identities: IdentityStore["Type"], run: StoredRun) =>
+  adminOnlySecretOf(run.item.agent_config) === undefined
+    ? Effect.succeed(null)
+    : Effect.map(runTokenRoleOf(store, identities, run), (role) => shapedSecretProblem(run.item.agent_config, role) ?? null)
