@@ -1,6 +1,7 @@
 /** Every storage port, as one requirement, and the test-only view of an adapter's raw storage. */
 import type { Effect } from "effect"
 import { Context } from "effect"
+import type { AuditLog } from "../src/ports/AuditLog.js"
 import type { AutomationStore } from "../src/ports/AutomationStore.js"
 import type { EnvironmentStore } from "../src/ports/EnvironmentStore.js"
 import type { IdentityStore } from "../src/ports/IdentityStore.js"
@@ -19,6 +20,7 @@ export type Stores =
   | SecretStore
   | IdentityStore
   | WorkerStore
+  | AuditLog
 
 /**
  * Test-only: what an adapter has actually stored, so the suite can check that secrets are

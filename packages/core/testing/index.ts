@@ -6,6 +6,7 @@
  */
 import { describe } from "@effect/vitest"
 import type { Layer } from "effect"
+import { auditLogConformance } from "./AuditLogConformance.js"
 import { catalogConformance } from "./CatalogConformance.js"
 import { runStoreConformance } from "./RunStoreConformance.js"
 import type { RawStorage, Stores } from "./Stores.js"
@@ -21,8 +22,10 @@ export const storageConformance = <E>(name: string, layer: Layer.Layer<Stores | 
     runStoreConformance(layer)
     catalogConformance(layer)
     workerStoreConformance(layer)
+    auditLogConformance(layer)
   })
 }
+export { auditLogTransactions } from "./AuditLogConformance.js"
 export { automationsServiceSuite } from "./AutomationsServiceSuite.js"
 export { conversationsServiceSuite } from "./ConversationsServiceSuite.js"
 export { followupsServiceSuite } from "./FollowupsServiceSuite.js"

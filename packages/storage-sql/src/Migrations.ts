@@ -15,6 +15,7 @@ import deliveryCounts from "./migrations/0005_delivery_counts.js"
 import workerBindings from "./migrations/0006_worker_bindings.js"
 import conversationParts from "./migrations/0007_conversation_parts.js"
 import shapers from "./migrations/0008_shapers.js"
+import auditLog from "./migrations/0009_audit_log.js"
 
 export const loader = Migrator.fromRecord({
   "0001_runs": runs,
@@ -24,7 +25,8 @@ export const loader = Migrator.fromRecord({
   "0005_delivery_counts": deliveryCounts,
   "0006_worker_bindings": workerBindings,
   "0007_conversation_parts": conversationParts,
-  "0008_shapers": shapers
+  "0008_shapers": shapers,
+  "0009_audit_log": auditLog
 })
 
 /**

@@ -3,6 +3,7 @@
  * The dialect packages provide the client, the wake-ups and the key, and run `migrate` first.
  */
 import { Layer } from "effect"
+import * as AuditLogSql from "./AuditLogSql.js"
 import * as AutomationStoreSql from "./AutomationStoreSql.js"
 import * as EnvironmentStoreSql from "./EnvironmentStoreSql.js"
 import * as IdentityStoreSql from "./IdentityStoreSql.js"
@@ -22,5 +23,6 @@ export const layer = Layer.mergeAll(
   AutomationStoreSql.layer,
   SecretStoreSql.layer,
   IdentityStoreSql.layer,
-  WorkerStoreSql.layer
+  WorkerStoreSql.layer,
+  AuditLogSql.layer
 )

@@ -7,7 +7,8 @@
  * NotAuthorized.
  */
 import type { Scope } from "./Common.js"
-import type { PrincipalUid, RunId, TeamUid } from "./Ids.js"
+import type { RequestOrigin } from "./Audit.js"
+import type { PrincipalUid, RunId, TeamUid, TokenId } from "./Ids.js"
 import type { Role } from "./Identity.js"
 
 /** The caller, resolved from a token and the TEAM header. */
@@ -21,6 +22,10 @@ export interface Viewer {
    * run's executor, and the runs it creates are children of that run.
    */
   readonly acting_run_id?: RunId | undefined
+  /** The API token it authenticated with (for the audit log; never the token itself). */
+  readonly token_id?: TokenId | undefined
+  /** Where its request came from (for the audit log); absent for work the service does itself. */
+  readonly origin?: RequestOrigin | undefined
 }
 
 /** What access decisions need to know of a resource. */

@@ -49,6 +49,8 @@ export const ConversationId = UuidV7("conversation id").pipe(Schema.brand("Conve
 export type ConversationId = typeof ConversationId.Type
 export const ExecutionId = UuidV7("execution id").pipe(Schema.brand("ExecutionId"))
 export type ExecutionId = typeof ExecutionId.Type
+export const AuditEntryId = UuidV7("audit entry id").pipe(Schema.brand("AuditEntryId"))
+export type AuditEntryId = typeof AuditEntryId.Type
 
 export const ScheduleId = Uid22("schedule id").pipe(Schema.brand("ScheduleId"))
 export type ScheduleId = typeof ScheduleId.Type
@@ -119,6 +121,7 @@ export class Ids extends Context.Tag("@agent-runs/core/Ids")<
     readonly runId: Effect.Effect<RunId>
     readonly conversationId: Effect.Effect<ConversationId>
     readonly executionId: Effect.Effect<ExecutionId>
+    readonly auditEntryId: Effect.Effect<AuditEntryId>
     /** A fresh 22-character base62 id, branded by the caller's schema. */
     readonly uid22: Effect.Effect<string>
   }
@@ -180,6 +183,7 @@ export const IdsLive = Layer.succeed(Ids, {
   runId: Effect.map(uuidV7, (s) => s as RunId),
   conversationId: Effect.map(uuidV7, (s) => s as ConversationId),
   executionId: Effect.map(uuidV7, (s) => s as ExecutionId),
+  auditEntryId: Effect.map(uuidV7, (s) => s as AuditEntryId),
   uid22: Effect.sync(() => {
     for (;;) {
       const id = formatUid22(randomBytes(32))

@@ -10,8 +10,10 @@
  * take and give.
  */
 import type { Shaper } from "../../src/domain/Access.js"
+import type { AuditEntry } from "../../src/domain/Audit.js"
 import type { ConversationPart } from "../../src/domain/ConversationLog.js"
 import type {
+  AuditEntryId,
   AutomationId,
   DeliveryId,
   EnvironmentUid,
@@ -137,6 +139,9 @@ export interface MemoryState {
   // Written by WorkerStore; read by RunStore (runs waiting for absent workers).
   readonly workers: Map<TeamUid, Map<string, WorkerRow>>
   readonly workerBindings: Map<TeamUid, Map<string, WorkerBinding>>
+
+  // Written by AuditLog: the entries by id.
+  readonly audit: Map<AuditEntryId, AuditEntry>
 }
 
 /** An empty state: a fresh store set. */
@@ -159,7 +164,8 @@ export const makeMemoryState = (): MemoryState => ({
   tokens: new Map(),
   tokenHashes: new Map(),
   workers: new Map(),
-  workerBindings: new Map()
+  workerBindings: new Map(),
+  audit: new Map()
 })
 
 /** The entry of `key` in a map of maps (or sets), created empty when missing. */

@@ -5,6 +5,7 @@
  * Nothing waits on a clock, so it runs as well on the TestClock.
  */
 import { Context, Effect, Layer } from "effect"
+import { AuditLog } from "../../src/ports/AuditLog.js"
 import { AutomationStore } from "../../src/ports/AutomationStore.js"
 import { EnvironmentStore } from "../../src/ports/EnvironmentStore.js"
 import { IdentityStore } from "../../src/ports/IdentityStore.js"
@@ -14,6 +15,7 @@ import { SecretStore } from "../../src/ports/SecretStore.js"
 import { WebhookStore } from "../../src/ports/WebhookStore.js"
 import { WorkerStore } from "../../src/ports/WorkerStore.js"
 import { RawStorage, type Stores } from "../Stores.js"
+import { makeMemoryAuditLog } from "./MemoryAuditLog.js"
 import { makeMemoryAutomationStore } from "./MemoryAutomationStore.js"
 import { makeSealer } from "./MemoryCrypto.js"
 import { makeMemoryEnvironmentStore } from "./MemoryEnvironmentStore.js"
@@ -42,6 +44,7 @@ export const memoryStorage: Layer.Layer<Stores | RawStorage> = Layer.scopedConte
       Context.add(SecretStore, makeMemorySecretStore(state, sealer)),
       Context.add(IdentityStore, makeMemoryIdentityStore(state)),
       Context.add(WorkerStore, makeMemoryWorkerStore(state)),
+      Context.add(AuditLog, makeMemoryAuditLog(state)),
       Context.add(RawStorage, makeMemoryRawStorage(state))
     )
   })
