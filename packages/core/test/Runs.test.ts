@@ -3,6 +3,7 @@ import type { Context } from "effect"
 import { Effect, Layer } from "effect"
 import type { Viewer } from "../src/domain/Access.js"
 import { IdsLive, type PrincipalUid, type TeamUid } from "../src/domain/Ids.js"
+import { AuditLog } from "../src/ports/AuditLog.js"
 import { EnvironmentStore } from "../src/ports/EnvironmentStore.js"
 import { IdentityStore } from "../src/ports/IdentityStore.js"
 import { RunStore } from "../src/ports/RunStore.js"
@@ -24,7 +25,7 @@ const down = <I, S>(tag: Context.Tag<I, S>): Layer.Layer<I> =>
   )
 
 const unreachable = Runs.Default.pipe(
-  Layer.provide([down(RunStore), down(EnvironmentStore), down(IdentityStore), down(SecretStore), IdsLive])
+  Layer.provide([down(RunStore), down(EnvironmentStore), down(IdentityStore), down(SecretStore), down(AuditLog), IdsLive])
 )
 
 const viewer: Viewer = {

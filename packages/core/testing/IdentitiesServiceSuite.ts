@@ -58,7 +58,10 @@ const createToken = (viewer: Viewer, principal: PrincipalUid, body: unknown = {}
   )
 const listTeams = (viewer: Viewer) => Effect.flatMap(Identities, (i) => i.listTeams(viewer))
 const revokeToken = (viewer: Viewer, token: TokenId) => Effect.flatMap(Identities, (i) => i.revokeToken(viewer, token))
-const authenticate = (token: string, team?: string) => Effect.flatMap(Identities, (i) => i.authenticate(token, team))
+/** The caller a token stands for, without what only the audit log reads (its name and token id: `authenticatedAs`). */
+const authenticate = (token: string, team?: string) =>
+  Effect.map(authenticatedAs(token, team), ({ display_name: _name, token_id: _token, ...viewer }): Viewer => viewer)
+const authenticatedAs = (token: string, team?: string) => Effect.flatMap(Identities, (i) => i.authenticate(token, team))
 const bootstrap = (configured?: string) => Effect.flatMap(Identities, (i) => i.bootstrap(Option.fromNullable(configured)))
 
 /** The world's team admin acting as an instance administrator (what `authenticate` gives one). */
@@ -115,6 +118,11 @@ export const identitiesServiceSuite = <E>(name: string, storage: Layer.Layer<Sto
           const inSecond = { ...inFirst, team_uid: second.team, role: "viewer" }
           expect(yield* authenticate(token, second.team)).toEqual(inSecond)
           expect(yield* authenticate(token, ` ${second.team} `)).toEqual(inSecond)
+          // For the audit log: the principal's name and the token's id (never the token).
+          const full = yield* authenticatedAs(token)
+          expect(full.display_name).toBe(principal.display_name)
+          const record = yield* Effect.flatMap(hashToken(token), (hash) => Effect.flatMap(IdentityStore, (store) => store.findToken(hash)))
+          expect(full.token_id).toBe(Option.getOrThrow(record).token.token_id)
         }))
 
       it.effect("me: the caller's own principal and teams (names, roles, join order), nothing of other teams; capped", () =>

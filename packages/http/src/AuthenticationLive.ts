@@ -7,9 +7,12 @@
  * an agent can start child runs (docs/reference/access.md, the scripted agent's `@spawn`).
  */
 import { HttpServerRequest } from "@effect/platform"
-import { Identities, Runs, RunTokens } from "@agent-runs/core"
+import { Audit, Identities, Runs, RunTokens } from "@agent-runs/core"
 import { Effect, Layer, Option, Redacted } from "effect"
+import { clientAddress, TrustedProxies } from "./Ingress.js"
 import { Authentication, TEAM_HEADER, TEAM_HEADER_ALIAS } from "./Security.js"
+
+const NO_PROXIES = { contains: () => false }
 
 export const AuthenticationLive = Layer.effect(
   Authentication,
@@ -17,16 +20,18 @@ export const AuthenticationLive = Layer.effect(
     const identities = yield* Identities.Identities
     const runs = yield* Runs.Runs
     const runTokens = yield* RunTokens.RunTokens
+    const trusted = Option.getOrElse(yield* Effect.serviceOption(TrustedProxies), () => NO_PROXIES)
     return {
       bearerAuth: (token) =>
         Effect.gen(function*() {
-          const credential = yield* runTokens.verify(Redacted.value(token))
-          if (Option.isSome(credential)) return yield* runs.actingViewer(credential.value)
           const request = yield* HttpServerRequest.HttpServerRequest
-          return yield* identities.authenticate(
-            Redacted.value(token),
-            request.headers[TEAM_HEADER] ?? request.headers[TEAM_HEADER_ALIAS]
-          )
+          const credential = yield* runTokens.verify(Redacted.value(token))
+          const viewer = Option.isSome(credential)
+            ? yield* runs.actingViewer(credential.value)
+            : yield* identities.authenticate(Redacted.value(token), request.headers[TEAM_HEADER] ?? request.headers[TEAM_HEADER_ALIAS])
+          // Where the request came from, for the audit log.
+          const address = Option.map(request.remoteAddress, (peer) => clientAddress(peer, request.headers["x-forwarded-for"], trusted))
+          return { ...viewer, origin: Audit.requestOrigin(Option.getOrUndefined(address), request.headers["user-agent"]) }
         })
     }
   })

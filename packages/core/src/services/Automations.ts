@@ -70,6 +70,7 @@ import { MAX_DELIVERY_BYTES } from "./Ingress.js"
 import type { AgentConfig } from "../domain/Run.js"
 import type { Delivery } from "../domain/Webhook.js"
 import { storageUnavailable } from "../internal/Services.js"
+import { Audit } from "./Audit.js"
 
 /** Where payload filter paths start in validation errors. */
 export const FILTER_FIELD = "trigger.filter.payload"
@@ -134,8 +135,13 @@ export const verdict = ({ delivery, trigger, webhook }: FilterTest): TestFilterR
 const ADMINS_ONLY = "only team admins can manage automations"
 
 /** The automations service: a team's webhook automations, managed by its admins. */
+/** An automation as an audited resource. */
+const resource = (id: AutomationId | null) => ({ type: "automation", id })
+
 export class Automations extends Effect.Service<Automations>()("@agent-runs/core/Automations", {
+  dependencies: [Audit.Default],
   effect: Effect.gen(function* () {
+    const audit = yield* Audit
     const store = yield* AutomationStore
     const webhooks = yield* WebhookStore
     const environments = yield* EnvironmentStore
@@ -234,10 +240,12 @@ export class Automations extends Effect.Service<Automations>()("@agent-runs/core
           created_at: at,
           updated_at: at
         })
-        yield* store.create({ item, team_uid: viewer.team_uid, creator_uid: viewer.principal_uid, editor: shaperOf(viewer) })
+        const stored = { item, team_uid: viewer.team_uid, creator_uid: viewer.principal_uid, editor: shaperOf(viewer) }
+        yield* audit.recording(viewer, store.create(stored), () => ({ action: "automation.create", resource: resource(item.id) }))
         return item
       },
-      storageUnavailable
+      storageUnavailable,
+      audit.refusals("automation.create", () => resource(null))
     )
 
     /** The team's automations, by name. */
@@ -277,10 +285,12 @@ export class Automations extends Effect.Service<Automations>()("@agent-runs/core
           trigger,
           updated_at: DateTime.unsafeMake(yield* Clock.currentTimeMillis)
         })
-        yield* store.update({ ...current, item, editor: shaperOf(viewer) })
+        const stored = { ...current, item, editor: shaperOf(viewer) }
+        yield* audit.recording(viewer, store.update(stored), () => ({ action: "automation.update", resource: resource(id) }))
         return item
       },
-      storageUnavailable
+      storageUnavailable,
+      audit.refusals("automation.update", (id: AutomationId) => resource(id))
     )
 
     /** Deletes an automation; the runs it started stay (admins only). */
@@ -288,9 +298,11 @@ export class Automations extends Effect.Service<Automations>()("@agent-runs/core
       function* (viewer: Viewer, id: AutomationId) {
         yield* requireAutomation(viewer, id)
         yield* requireAdmin(viewer)
-        if (!(yield* store.remove(id))) return yield* ResourceNotFound.of("automation", id)
+        const removal = Effect.filterOrFail(store.remove(id), (removed) => removed, () => ResourceNotFound.of("automation", id))
+        yield* audit.recording(viewer, removal, () => ({ action: "automation.delete", resource: resource(id) }))
       },
-      storageUnavailable
+      storageUnavailable,
+      audit.refusals("automation.delete", (id: AutomationId) => resource(id))
     )
 
     /** Finds a delivery in the selected webhooks' logs, then in the team's other webhooks'. */

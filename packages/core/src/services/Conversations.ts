@@ -31,6 +31,7 @@ import { InvalidRequest, ResourceNotFound } from "../domain/Errors.js"
 import type { ConversationId, RunId } from "../domain/Ids.js"
 import { transcriptKey } from "../domain/BlobKeys.js"
 import { storageUnavailable } from "../internal/Services.js"
+import { Audit } from "./Audit.js"
 import { BlobStore } from "../ports/BlobStore.js"
 import { RunStore } from "../ports/RunStore.js"
 import type { StoredRun } from "../ports/RunStore.js"
@@ -50,7 +51,9 @@ export interface TranscriptLocation {
 
 /** The conversations service. */
 export class Conversations extends Effect.Service<Conversations>()("@agent-runs/core/Conversations", {
+  dependencies: [Audit.Default],
   effect: Effect.gen(function*() {
+    const audit = yield* Audit
     const store = yield* RunStore
     const blobs = yield* BlobStore
 
@@ -112,7 +115,12 @@ export class Conversations extends Effect.Service<Conversations>()("@agent-runs/
           : yield* runsByConversation(viewer, of.conversationId)
         for (const run of [...runs].reverse()) {
           const key = transcriptKey(run.item.run_id)
-          if (Option.isSome(yield* blobs.read(key))) return { run_id: run.item.run_id, key } satisfies TranscriptLocation
+          if (Option.isNone(yield* blobs.read(key))) continue
+          // Someone else's run's transcript (an admin's, a teammate's): recorded as read.
+          if (run.item.creator.uid !== viewer.principal_uid) {
+            yield* audit.read(viewer, "transcript.read", { type: "run", id: run.item.run_id })
+          }
+          return { run_id: run.item.run_id, key } satisfies TranscriptLocation
         }
         return yield* ResourceNotFound.of("transcript", runs[runs.length - 1]!.item.run_id)
       },

@@ -33,6 +33,7 @@ import { EnvironmentStore } from "../ports/EnvironmentStore.js"
 import type { StoredEnvironment } from "../ports/EnvironmentStore.js"
 import { IdentityStore } from "../ports/IdentityStore.js"
 import { RepoSource } from "../ports/RepoSource.js"
+import { Audit } from "./Audit.js"
 import { checkEnvironmentRepositories } from "./Repositories.js"
 
 /** How the environment list may be sorted. */
@@ -62,8 +63,13 @@ const byName = (a: StoredEnvironment, b: StoredEnvironment) =>
   a.item.uid < b.item.uid ? -1 : a.item.uid > b.item.uid ? 1 : 0
 
 /** The environments service. */
+/** An environment as an audited resource. */
+const resource = (uid: EnvironmentUid | null) => ({ type: "environment", id: uid })
+
 export class Environments extends Effect.Service<Environments>()("@agent-runs/core/Environments", {
+  dependencies: [Audit.Default],
   effect: Effect.gen(function*() {
+    const audit = yield* Audit
     const store = yield* EnvironmentStore
     const identities = yield* IdentityStore
     const ids = yield* Ids
@@ -118,10 +124,12 @@ export class Environments extends Effect.Service<Environments>()("@agent-runs/co
           created_at: at,
           updated_at: at
         })
-        yield* store.create({ item, team_uid: viewer.team_uid, creator_uid: viewer.principal_uid, editor: shaperOf(viewer) })
+        const stored = { item, team_uid: viewer.team_uid, creator_uid: viewer.principal_uid, editor: shaperOf(viewer) }
+        yield* audit.recording(viewer, store.create(stored), () => ({ action: "environment.create", resource: resource(item.uid) }))
         return item
       },
-      storageUnavailable
+      storageUnavailable,
+      audit.refusals("environment.create", () => resource(null))
     )
 
     const list = Effect.fn("Environments.list")(
@@ -156,18 +164,21 @@ export class Environments extends Effect.Service<Environments>()("@agent-runs/co
           sharing: request.sharing ?? env.item.sharing,
           updated_at: DateTime.unsafeMake(yield* Clock.currentTimeMillis)
         })
-        yield* store.update({ ...env, item, editor: shaperOf(viewer) })
+        const stored = { ...env, item, editor: shaperOf(viewer) }
+        yield* audit.recording(viewer, store.update(stored), () => ({ action: "environment.update", resource: resource(uid) }))
         return item
       },
-      storageUnavailable
+      storageUnavailable,
+      audit.refusals("environment.update", (uid: EnvironmentUid) => resource(uid))
     )
 
     const remove = Effect.fn("Environments.remove")(
       function*(viewer: Viewer, uid: EnvironmentUid) {
         yield* changeable(viewer, uid)
-        yield* store.remove(uid)
+        yield* audit.recording(viewer, store.remove(uid), () => ({ action: "environment.delete", resource: resource(uid) }))
       },
-      storageUnavailable
+      storageUnavailable,
+      audit.refusals("environment.delete", (uid: EnvironmentUid) => resource(uid))
     )
 
     return { create, list, get, update, remove } as const

@@ -74,6 +74,7 @@ import {
 import type { FollowupRoute, RunSnapshot } from "../domain/RunStateMachine.js"
 import { applyTransition, currentExecution, eventsAt, guardOf, parseRunId, runOwnership, runSnapshot, visibleRun } from "../domain/RunRecords.js"
 import { logTransition } from "../domain/RunLog.js"
+import { Audit } from "./Audit.js"
 import type { TimelineEvent } from "../domain/Timeline.js"
 
 /** What became of a follow-up message. */
@@ -114,8 +115,13 @@ export const FOLLOWUP_RETRY_SECONDS = 30
 export const FOLLOWUP_TOTAL_RETRY_SECONDS = 86_400
 
 /** The follow-up service. */
+/** The run a follow-up goes to, as an audited resource (a raw id cut short). */
+const resource = (rawId: string) => ({ type: "run", id: rawId.slice(0, 64) })
+
 export class Followups extends Effect.Service<Followups>()("@agent-runs/core/Followups", {
+  dependencies: [Audit.Default],
   effect: Effect.gen(function*() {
+    const audit = yield* Audit
     const store = yield* RunStore
     const ids = yield* Ids
     const quotas = yield* Quotas
@@ -176,7 +182,7 @@ export class Followups extends Effect.Service<Followups>()("@agent-runs/core/Fol
         const next = applyTransition(run, moved.right, now)
         const blank = isBlankMessage(message)
         if (!blank) yield* takeRecent(runId, utf8Bytes(message), now)
-        yield* store.recordFollowup(
+        const record = store.recordFollowup(
           runId,
           guardOf(run),
           {
@@ -211,6 +217,7 @@ export class Followups extends Effect.Service<Followups>()("@agent-runs/core/Fol
               )
           })
         )
+        yield* audit.recording(viewer, record, () => ({ action: "run.followup", resource: resource(runId) }))
         if (newExecution) yield* logTransition(run, next)
         return new RunFollowupResponse({
           run_id: runId,
@@ -232,7 +239,8 @@ export class Followups extends Effect.Service<Followups>()("@agent-runs/core/Fol
           )
         )
       },
-      storageUnavailable
+      storageUnavailable,
+      audit.refusals("run.followup", (rawId: string) => resource(rawId))
     )
 
     return { send } as const

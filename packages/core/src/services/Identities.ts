@@ -54,6 +54,7 @@ import {
 } from "../domain/Identity.js"
 import type { CreatePrincipalRequest, CreateTeamRequest, CreateTokenRequest, PatchTeamRequest } from "../domain/Identity.js"
 import { storageUnavailable } from "../internal/Services.js"
+import { Audit } from "./Audit.js"
 import { sha256, toHex } from "../internal/Sha256.js"
 import { IdentityStore } from "../ports/IdentityStore.js"
 
@@ -107,11 +108,19 @@ export const memberViewer = (principal: Principal, team: TeamUid): Viewer | unde
   const membership = principal.memberships.find((m) => m.team_uid === team)
   return membership === undefined
     ? undefined
-    : { principal_uid: principal.uid, team_uid: team, role: membership.role, instance_admin: principal.instance_admin }
+    : {
+      principal_uid: principal.uid,
+      team_uid: team,
+      role: membership.role,
+      instance_admin: principal.instance_admin,
+      display_name: principal.display_name
+    }
 }
 
 export class Identities extends Effect.Service<Identities>()("@agent-runs/core/Identities", {
+  dependencies: [Audit.Default],
   effect: Effect.gen(function*() {
+    const audit = yield* Audit
     const store = yield* IdentityStore
     const ids = yield* Ids
 
@@ -123,7 +132,7 @@ export class Identities extends Effect.Service<Identities>()("@agent-runs/core/I
         if (!token.startsWith(TOKEN_PREFIX)) return yield* unauthenticated()
         const found = yield* store.findToken(yield* hashToken(token))
         if (Option.isNone(found)) return yield* unauthenticated()
-        const { principal } = found.value
+        const { principal, token: record } = found.value
         const wanted = teamHeader?.trim()
         const membership = wanted === undefined || wanted === ""
           ? principal.memberships[0]
@@ -138,7 +147,9 @@ export class Identities extends Effect.Service<Identities>()("@agent-runs/core/I
           principal_uid: principal.uid,
           team_uid: membership?.team_uid ?? ("" as TeamUid),
           role: membership?.role ?? "viewer",
-          instance_admin: principal.instance_admin
+          instance_admin: principal.instance_admin,
+          display_name: principal.display_name,
+          token_id: record.token_id
         } satisfies Viewer
       },
       storageUnavailable
@@ -228,9 +239,14 @@ export class Identities extends Effect.Service<Identities>()("@agent-runs/core/I
     const createTeam = Effect.fn("Identities.createTeam")(
       function*(viewer: Viewer, request: CreateTeamRequest) {
         yield* requireInstanceAdmin(viewer)
-        return yield* newTeam(request.name)
+        return yield* audit.recording(viewer, newTeam(request.name), (team) => ({
+          action: "team.create",
+          resource: { type: "team", id: team.uid },
+          team_uid: team.uid
+        }))
       },
-      storageUnavailable
+      storageUnavailable,
+      audit.refusals("team.create", () => ({ type: "team", id: null }))
     )
 
     const listTeams = Effect.fn("Identities.listTeams")(
@@ -254,10 +270,11 @@ export class Identities extends Effect.Service<Identities>()("@agent-runs/core/I
           },
           max_concurrent_runs: request.max_concurrent_runs ?? team.max_concurrent_runs
         })
-        yield* store.updateTeam(next)
+        yield* audit.recording(viewer, store.updateTeam(next), () => ({ action: "team.update", resource: { type: "team", id: uid }, team_uid: uid }))
         return next
       },
-      storageUnavailable
+      storageUnavailable,
+      audit.refusals("team.update", (uid: TeamUid) => ({ type: "team", id: uid }))
     )
 
     const createPrincipal = Effect.fn("Identities.createPrincipal")(
@@ -276,10 +293,15 @@ export class Identities extends Effect.Service<Identities>()("@agent-runs/core/I
           memberships: request.memberships,
           created_at: yield* now
         })
-        yield* store.createPrincipal(principal)
+        yield* audit.recording(viewer, store.createPrincipal(principal), () => ({
+          action: "principal.create",
+          resource: { type: "principal", id: principal.uid },
+          team_uid: null
+        }))
         return principal
       },
-      storageUnavailable
+      storageUnavailable,
+      audit.refusals("principal.create", () => ({ type: "principal", id: null }))
     )
 
     const createToken = Effect.fn("Identities.createToken")(
@@ -289,19 +311,29 @@ export class Identities extends Effect.Service<Identities>()("@agent-runs/core/I
           return yield* ResourceNotFound.of("principal", principalUid)
         }
         const token = yield* generateToken
-        const record = yield* addToken(principalUid, token, request.name?.trim() || null)
+        const record = yield* audit.recording(viewer, addToken(principalUid, token, request.name?.trim() || null), (added) => ({
+          action: "token.create",
+          resource: { type: "token", id: added.token_id },
+          team_uid: null
+        }))
         return new CreateTokenResponse({ token_id: record.token_id, token })
       },
-      storageUnavailable
+      storageUnavailable,
+      audit.refusals("token.create", () => ({ type: "token", id: null }))
     )
 
     const revokeToken = Effect.fn("Identities.revokeToken")(
       function*(viewer: Viewer, tokenId: TokenId) {
         yield* requireInstanceAdmin(viewer)
-        const revoked = yield* store.revokeToken(tokenId, yield* Clock.currentTimeMillis)
-        if (!revoked) return yield* ResourceNotFound.of("token", tokenId)
+        const revocation = Effect.filterOrFail(
+          store.revokeToken(tokenId, yield* Clock.currentTimeMillis),
+          (revoked) => revoked,
+          () => ResourceNotFound.of("token", tokenId)
+        )
+        yield* audit.recording(viewer, revocation, () => ({ action: "token.revoke", resource: { type: "token", id: tokenId }, team_uid: null }))
       },
-      storageUnavailable
+      storageUnavailable,
+      audit.refusals("token.revoke", (tokenId: TokenId) => ({ type: "token", id: tokenId }))
     )
 
     /** Who the caller is and the teams it may act in (see the module's decisions). */

@@ -73,6 +73,7 @@ import { actAsProblem, canChange, canCreate, canSee, leastRole, scopeFor, shaper
 import { adminOnlySecretOf, shapedSecretProblem } from "../domain/AdminOnlySecrets.js"
 import type { Shaper, Viewer } from "../domain/Access.js"
 import { runTokenRoleOf } from "../domain/RunTokenRole.js"
+import { Audit } from "./Audit.js"
 import type { PrincipalRef } from "../domain/Common.js"
 import { MAX_ARTIFACTS_PER_RUN, stampArtifact } from "../domain/Artifact.js"
 import type { ArtifactReport } from "../domain/Artifact.js"
@@ -237,9 +238,13 @@ export interface TickRequests {
 export type TickCreation = Either.Either<ReadonlyArray<RunAgentResponse>, DuplicateKey | RunRefusal | RateLimited>
 
 /** The runs service: every run endpoint's logic, with access checks, over the ports. */
+/** A run as an audited resource (a raw id from a path is cut to a run id's length and more). */
+const resource = (id: string | null) => ({ type: "run", id: id === null ? null : id.slice(0, 64) })
+
 export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
-  dependencies: [Skills.Default],
+  dependencies: [Skills.Default, Audit.Default],
   effect: Effect.gen(function* () {
+    const audit = yield* Audit
     const store = yield* RunStore
     const environments = yield* EnvironmentStore
     const identities = yield* IdentityStore
@@ -610,12 +615,12 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
     const create = Effect.fn("Runs.create")(
       function* (viewer: Viewer, request: RunAgentRequest, source: RunSourceType | CreateOptions = "API") {
         const prepared = yield* prepare(viewer, request, typeof source === "string" ? { source } : source)
-        const [response] = yield* withCreationQuota([prepared], commit([prepared])).pipe(
-          Effect.catchTag("DuplicateKey", Effect.die)
-        )
+        const write = audit.recording(viewer, commit([prepared]), () => ({ action: "run.create", resource: resource(prepared.response.run_id) }))
+        const [response] = yield* withCreationQuota([prepared], write).pipe(Effect.catchTag("DuplicateKey", Effect.die))
         return response!
       },
-      storageUnavailable
+      storageUnavailable,
+      audit.refusals("run.create", () => resource(null))
     )
 
     /** Checks each request of one event (`pendingAhead` counting the team's earlier ones); refusals kept apart. */
@@ -826,12 +831,8 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         if (Either.isLeft(moved)) return yield* Effect.die(moved.left)
         const execution = yield* currentExecution(store, ids, run)
         const next = applyTransition(run, moved.right, now)
-        yield* store.update(
-          runId,
-          guardOf(run),
-          next,
-          eventsAt(moved.right.timeline, now, execution)
-        )
+        const write = store.update(runId, guardOf(run), next, eventsAt(moved.right.timeline, now, execution))
+        yield* audit.recording(viewer, write, () => ({ action: "run.cancel", resource: resource(runId) }))
         yield* logTransition(run, next)
         return runId
       })
@@ -851,7 +852,8 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
           )
         )
       },
-      storageUnavailable
+      storageUnavailable,
+      audit.refusals("run.cancel", (rawId: string) => resource(rawId))
     )
 
     /** The timeline of a run the viewer can see. */
@@ -907,7 +909,8 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
           team_uid: run.team_uid,
           role,
           instance_admin: false,
-          acting_run_id: run.item.run_id
+          acting_run_id: run.item.run_id,
+          display_name: run.item.executor.display_name
         } satisfies Viewer
       },
       storageUnavailable

@@ -49,6 +49,7 @@ import { usableBy } from "./Environments.js"
 import { Conflict, FeatureNotAvailable, NotAuthorized, ResourceNotFound } from "../domain/Errors.js"
 import { Ids, type ScheduleId } from "../domain/Ids.js"
 import { storageUnavailable } from "../internal/Services.js"
+import { Audit } from "./Audit.js"
 import { EnvironmentStore } from "../ports/EnvironmentStore.js"
 import { IdentityStore } from "../ports/IdentityStore.js"
 import { RunStore } from "../ports/RunStore.js"
@@ -107,8 +108,13 @@ export const scheduleRunRequest = (
 }
 
 /** The schedules service. */
+/** A schedule as an audited resource. */
+const resource = (id: ScheduleId | null) => ({ type: "schedule", id })
+
 export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Schedules", {
+  dependencies: [Audit.Default],
   effect: Effect.gen(function*() {
+    const audit = yield* Audit
     const store = yield* ScheduleStore
     const environments = yield* EnvironmentStore
     const identities = yield* IdentityStore
@@ -198,13 +204,17 @@ export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Sch
     const modify = <E>(
       viewer: Viewer,
       id: ScheduleId,
+      action: string,
       change: (current: StoredSchedule, now: number) => Effect.Effect<StoredSchedule, E>
     ) => {
       const once = Effect.gen(function*() {
         const current = yield* changeable(viewer, id)
         const now = yield* Clock.currentTimeMillis
         const next = yield* change(current, now)
-        yield* store.update(next, DateTime.toEpochMillis(current.item.updated_at))
+        yield* audit.recording(viewer, store.update(next, DateTime.toEpochMillis(current.item.updated_at)), () => ({
+          action,
+          resource: resource(id)
+        }))
         return yield* present(next, now)
       })
       return once.pipe(
@@ -264,10 +274,11 @@ export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Sch
             last_spawn_error: null
           })
         }
-        yield* store.create(stored)
+        yield* audit.recording(viewer, store.create(stored), () => ({ action: "schedule.create", resource: resource(stored.item.id) }))
         return yield* present(stored, now)
       },
-      storageUnavailable
+      storageUnavailable,
+      audit.refusals("schedule.create", () => resource(null))
     )
 
     const list = Effect.fn("Schedules.list")(
@@ -288,7 +299,7 @@ export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Sch
 
     const update = Effect.fn("Schedules.update")(
       function*(viewer: Viewer, id: ScheduleId, request: UpdateScheduledAgentRequest) {
-        return yield* modify(viewer, id, (current, now) =>
+        return yield* modify(viewer, id, "schedule.update", (current, now) =>
           Effect.gen(function*() {
             yield* checkPromptSizes(quotas, request.prompt, request.agent_config)
             const timezone = request.timezone ?? current.item.timezone
@@ -318,13 +329,14 @@ export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Sch
             }
           }))
       },
-      storageUnavailable
+      storageUnavailable,
+      audit.refusals("schedule.update", (id: ScheduleId) => resource(id))
     )
 
-    const stateChange = (name: string, event: (at: number) => ScheduleEvent) =>
+    const stateChange = (name: string, action: string, event: (at: number) => ScheduleEvent) =>
       Effect.fn(name)(
         function*(viewer: Viewer, id: ScheduleId) {
-          return yield* modify(viewer, id, (current, now) =>
+          return yield* modify(viewer, id, action, (current, now) =>
             Effect.gen(function*() {
               const state = yield* apply(current, event(now))
               return {
@@ -339,12 +351,13 @@ export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Sch
               }
             }))
         },
-        storageUnavailable
+        storageUnavailable,
+        audit.refusals(action, (id: ScheduleId) => resource(id))
       )
 
-    const pause = stateChange("Schedules.pause", (at) => ScheduleEvent.Pause({ at }))
-    const resume = stateChange("Schedules.resume", (at) => ScheduleEvent.Resume({ at }))
-    const removed = stateChange("Schedules.remove", (at) => ScheduleEvent.Delete({ at }))
+    const pause = stateChange("Schedules.pause", "schedule.pause", (at) => ScheduleEvent.Pause({ at }))
+    const resume = stateChange("Schedules.resume", "schedule.resume", (at) => ScheduleEvent.Resume({ at }))
+    const removed = stateChange("Schedules.remove", "schedule.delete", (at) => ScheduleEvent.Delete({ at }))
 
     const remove = (viewer: Viewer, id: ScheduleId) =>
       Effect.as(removed(viewer, id), new DeleteScheduledAgentResponse({ success: true }))
@@ -379,7 +392,10 @@ export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Sch
     const runNow = Effect.fn("Schedules.runNow")(
       function*(viewer: Viewer, id: ScheduleId) {
         const runs = yield* Runs
-        const schedule = yield* changeable(viewer, id, "viewers cannot run schedules")
+        // Refused here: recorded as such; past here, the run's creation records what happens (run.create).
+        const schedule = yield* changeable(viewer, id, "viewers cannot run schedules").pipe(
+          Effect.tapError((error) => audit.refused(viewer, "schedule.run", resource(id), error))
+        )
         const { options, request } = scheduleRunRequest(schedule, viewer, { manual: "true" })
         // From the creation on, nothing is interrupted (a client that hangs up): a run created is listed.
         return yield* Effect.uninterruptible(Effect.gen(function*() {

@@ -24,10 +24,16 @@ import { WebhookStore } from "../ports/WebhookStore.js"
 import { ListSecretsResponse } from "../domain/Secret.js"
 import type { PutSecretRequest, SecretMetadata, SecretName } from "../domain/Secret.js"
 import { storageUnavailable } from "../internal/Services.js"
+import { Audit } from "./Audit.js"
 
 /** The secrets service: a team's named secrets, managed by its admins. */
+/** A secret as an audited resource: by name (never its value). */
+const resource = (name: SecretName) => ({ type: "secret", id: name })
+
 export class Secrets extends Effect.Service<Secrets>()("@agent-runs/core/Secrets", {
+  dependencies: [Audit.Default],
   effect: Effect.gen(function* () {
+    const audit = yield* Audit
     const store = yield* SecretStore
     const webhooks = yield* WebhookStore
 
@@ -41,13 +47,17 @@ export class Secrets extends Effect.Service<Secrets>()("@agent-runs/core/Secrets
       function* (viewer: Viewer, name: SecretName, request: PutSecretRequest) {
         yield* requireAdmin(viewer)
         const now = yield* Clock.currentTimeMillis
-        yield* store.put(viewer.team_uid, name, request.value, now)
+        yield* audit.recording(viewer, store.put(viewer.team_uid, name, request.value, now), () => ({
+          action: "secret.put",
+          resource: resource(name)
+        }))
         const stored = (yield* store.list(viewer.team_uid)).find((s) => s.name === name)
         // Deleted by someone else right after the write: answer what was written.
         const written: SecretMetadata = { name, created_at: DateTime.unsafeMake(now), updated_at: DateTime.unsafeMake(now) }
         return stored ?? written
       },
-      storageUnavailable
+      storageUnavailable,
+      audit.refusals("secret.put", (name: SecretName) => resource(name))
     )
 
     /** The team's secrets by name: names and times only. */
@@ -73,9 +83,12 @@ export class Secrets extends Effect.Service<Secrets>()("@agent-runs/core/Secrets
               } first`
           })
         }
-        if (!(yield* store.remove(viewer.team_uid, name))) return yield* ResourceNotFound.of("secret", name)
+        // Gone meanwhile: a 404, and the transaction (with its entry) rolled back.
+        const removal = Effect.filterOrFail(store.remove(viewer.team_uid, name), (removed) => removed, () => ResourceNotFound.of("secret", name))
+        yield* audit.recording(viewer, removal, () => ({ action: "secret.delete", resource: resource(name) }))
       },
-      storageUnavailable
+      storageUnavailable,
+      audit.refusals("secret.delete", (name: SecretName) => resource(name))
     )
 
     return { put, list, remove } as const

@@ -88,6 +88,7 @@ import type {
 import { createdWebhookState, transition, WebhookEvent } from "../domain/WebhookStateMachine.js"
 import type { WebhookState } from "../domain/WebhookStateMachine.js"
 import { storageUnavailable } from "../internal/Services.js"
+import { Audit } from "./Audit.js"
 
 /** Where senders post: the base URL of the webhook ingress, provided by the server. */
 export class WebhookIngressSettings extends Context.Tag("@agent-runs/core/WebhookIngressSettings")<
@@ -201,8 +202,13 @@ const isStaleWrite = (e: unknown): e is StaleWrite => e instanceof StaleWrite
 const ADMINS_ONLY = "only team admins can manage webhooks"
 
 /** The webhooks service: managing a team's custom webhooks and reading their delivery logs. */
+/** A webhook as an audited resource. */
+const resource = (uid: WebhookUid | null) => ({ type: "webhook", id: uid })
+
 export class Webhooks extends Effect.Service<Webhooks>()("@agent-runs/core/Webhooks", {
+  dependencies: [Audit.Default],
   effect: Effect.gen(function* () {
+    const audit = yield* Audit
     const store = yield* WebhookStore
     const secrets = yield* SecretStore
     const ids = yield* Ids
@@ -282,8 +288,12 @@ export class Webhooks extends Effect.Service<Webhooks>()("@agent-runs/core/Webho
     const nameTaken = (team: ReadonlyArray<StoredWebhook>, name: string, except?: WebhookUid) =>
       team.some((w) => w.item.name === name && w.item.uid !== except)
 
-    /** Stores `next` over `current` (compare-and-set on the secret version). */
-    const write = (current: StoredWebhook, next: StoredWebhook) => store.update(next, current.state.secretVersion)
+    /**
+     * Stores `next` over `current` (compare-and-set on the secret version), recording `action` in
+     * the same transaction.
+     */
+    const write = (viewer: Viewer, action: string, current: StoredWebhook, next: StoredWebhook) =>
+      audit.recording(viewer, store.update(next, current.state.secretVersion), () => ({ action, resource: resource(current.item.uid) }))
 
     /** Runs a read-decide-write once more when it loses a race, then answers 409 retryable. */
     const retryingStale = <A, E, R>(attempt: Effect.Effect<A, E | StaleWrite, R>) =>
@@ -331,10 +341,11 @@ export class Webhooks extends Effect.Service<Webhooks>()("@agent-runs/core/Webho
           state: createdWebhookState(request.enabled),
           secret: credential.stored
         }
-        yield* store.create(stored)
+        yield* audit.recording(viewer, store.create(stored), () => ({ action: "webhook.create", resource: resource(uid) }))
         return presentWithSecret(stored, credential.shown)
       },
-      storageUnavailable
+      storageUnavailable,
+      audit.refusals("webhook.create", () => resource(null))
     )
 
     /** The team's live webhooks, by name, without secrets. */
@@ -387,7 +398,10 @@ export class Webhooks extends Effect.Service<Webhooks>()("@agent-runs/core/Webho
         }
         const changed = name !== current.item.name || header !== current.item.delivery_id_header ||
           state.status !== current.state.status || secret !== current.secret
-        if (!changed) return present(current)
+        if (!changed) {
+          yield* audit.recording(viewer, Effect.void, () => ({ action: "webhook.update", resource: resource(uid) }))
+          return present(current)
+        }
         const next: StoredWebhook = {
           ...current,
           state,
@@ -400,7 +414,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("@agent-runs/core/Webho
             updated_at: DateTime.unsafeMake(yield* Clock.currentTimeMillis)
           })
         }
-        yield* write(current, next)
+        yield* write(viewer, "webhook.update", current, next)
         return present(next)
       })
 
@@ -409,7 +423,8 @@ export class Webhooks extends Effect.Service<Webhooks>()("@agent-runs/core/Webho
       function* (viewer: Viewer, uid: WebhookUid, request: PatchWebhookRequest) {
         return yield* retryingStale(patchOnce(viewer, uid, request))
       },
-      storageUnavailable
+      storageUnavailable,
+      audit.refusals("webhook.update", (uid: WebhookUid) => resource(uid))
     )
 
     const removeOnce = (viewer: Viewer, uid: WebhookUid) =>
@@ -417,7 +432,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("@agent-runs/core/Webho
         const current = yield* requireChangeable(viewer, uid)
         const moved = transition(current.state, WebhookEvent.Delete())
         if (Either.isLeft(moved)) return yield* moved.left.toResourceNotFound(uid)
-        yield* write(current, {
+        yield* write(viewer, "webhook.delete", current, {
           ...current,
           state: moved.right.to,
           secret: null,
@@ -434,7 +449,8 @@ export class Webhooks extends Effect.Service<Webhooks>()("@agent-runs/core/Webho
       function* (viewer: Viewer, uid: WebhookUid) {
         yield* retryingStale(removeOnce(viewer, uid))
       },
-      storageUnavailable
+      storageUnavailable,
+      audit.refusals("webhook.delete", (uid: WebhookUid) => resource(uid))
     )
 
     const rotateOnce = (viewer: Viewer, uid: WebhookUid) =>
@@ -455,7 +471,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("@agent-runs/core/Webho
           secret: Redacted.make(generated),
           item: new Webhook({ ...current.item, updated_at: DateTime.unsafeMake(yield* Clock.currentTimeMillis) })
         }
-        yield* write(current, next)
+        yield* write(viewer, "webhook.rotate_secret", current, next)
         return presentWithSecret(next, generated)
       })
 
@@ -464,7 +480,8 @@ export class Webhooks extends Effect.Service<Webhooks>()("@agent-runs/core/Webho
       function* (viewer: Viewer, uid: WebhookUid) {
         return yield* retryingStale(rotateOnce(viewer, uid))
       },
-      storageUnavailable
+      storageUnavailable,
+      audit.refusals("webhook.rotate_secret", (uid: WebhookUid) => resource(uid))
     )
 
     /**

@@ -56,6 +56,7 @@ import type { StoredRun } from "../ports/RunStore.js"
 import { WorkerStore } from "../ports/WorkerStore.js"
 import { holds } from "../domain/RunRecords.js"
 import { storageUnavailable } from "../internal/Services.js"
+import { Audit } from "./Audit.js"
 import {
   ClaimResponse,
   FollowupsResponse,
@@ -110,7 +111,9 @@ export const upgradeNeeded = new OperationNotSupported({
 })
 
 export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers", {
+  dependencies: [Audit.Default],
   effect: Effect.gen(function*() {
+    const audit = yield* Audit
     const settings = yield* WorkerSettingsTag
     const presence = yield* WorkerStore
     const store = yield* RunStore
@@ -207,8 +210,11 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
       if (viewer.acting_run_id !== undefined || viewer.role !== "admin") {
         return yield* Effect.fail(new NotAuthorized({ message: "only a team admin may release a worker id" }))
       }
-      return yield* presence.release(viewer.team_uid, workerId)
-    }, storageUnavailable)
+      return yield* audit.recording(viewer, presence.release(viewer.team_uid, workerId), () => ({
+        action: "worker.release",
+        resource: { type: "worker", id: workerId.slice(0, 128) }
+      }))
+    }, storageUnavailable, audit.refusals("worker.release", (workerId: string) => ({ type: "worker", id: workerId.slice(0, 128) })))
 
     const list = Effect.fn("Workers.list")(function*(viewer: Viewer) {
       const now = yield* Clock.currentTimeMillis
