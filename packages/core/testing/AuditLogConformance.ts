@@ -7,7 +7,7 @@ import { expect, layer } from "@effect/vitest"
 import { DateTime, Effect, Either, Option, Redacted } from "effect"
 import type { Layer } from "effect"
 import * as fc from "fast-check"
-import { AuditEntry, type AuditOutcome, matchesAudit } from "../src/domain/Audit.js"
+import { AuditEntry, type AuditOrder, type AuditOutcome, matchesAudit } from "../src/domain/Audit.js"
 import { type AuditEntryId, IdsLive, Ids, type PrincipalUid, type TeamUid } from "../src/domain/Ids.js"
 import type { SecretName } from "../src/domain/Secret.js"
 import { AuditLog } from "../src/ports/AuditLog.js"
@@ -46,7 +46,7 @@ const wire = (e: AuditEntry) => JSON.stringify(e)
 export const auditLogConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void => {
   layer(storeLayer, { excludeTestServices: true, timeout: "60 seconds" })("AuditLog", (it) => {
     it.effect.prop(
-      "lists exactly the entries each filter selects, newest first, page by page",
+      "lists exactly the entries each filter selects, in either order, page by page",
       [
         fc.array(
           fc.record({
@@ -66,7 +66,8 @@ export const auditLogConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
           resourceId: fc.option(fc.constantFrom("a", "b"), { nil: undefined }),
           outcome: fc.option(fc.constantFrom<AuditOutcome>("succeeded", "denied"), { nil: undefined }),
           since: fc.option(fc.nat({ max: 10_000 }), { nil: undefined }),
-          limit: fc.integer({ min: 1, max: 5 })
+          limit: fc.integer({ min: 1, max: 5 }),
+          order: fc.constantFrom<AuditOrder>("newest_first", "oldest_first")
         })
       ],
       ([specs, q]) =>
@@ -97,14 +98,15 @@ export const auditLogConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
             ...(q.outcome === undefined ? {} : { outcome: q.outcome }),
             ...(q.since === undefined ? {} : { since: T0 + q.since })
           }
-          const expected = entries.filter((e) => matchesAudit(e, filters)).sort((a, b) => (a.id < b.id ? 1 : -1))
+          const newest = entries.filter((e) => matchesAudit(e, filters)).sort((a, b) => (a.id < b.id ? 1 : -1))
+          const expected = q.order === "newest_first" ? newest : [...newest].reverse()
           const seen: Array<AuditEntry> = []
-          let before: AuditEntryId | undefined
+          let cursor: AuditEntryId | undefined
           for (let page = 0; page <= entries.length; page++) {
-            const got = yield* audit.list({ ...filters, limit: q.limit, ...(before === undefined ? {} : { before }) })
+            const got = yield* audit.list({ ...filters, limit: q.limit, order: q.order, ...(cursor === undefined ? {} : { cursor }) })
             seen.push(...got)
             if (got.length < q.limit) break
-            before = got[got.length - 1]!.id
+            cursor = got[got.length - 1]!.id
           }
           expect(seen.map(wire)).toEqual(expected.map(wire))
         }),
@@ -124,9 +126,9 @@ export const auditLogConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
           made.push(entry)
         }
         expect(yield* audit.prune(old + 5, 2)).toBe(2)
-        expect((yield* audit.list({ team_uid: team, limit: 10 })).map((e) => e.id)).toEqual([made[3]!.id, made[2]!.id])
+        expect((yield* audit.list({ team_uid: team, limit: 10, order: "newest_first" })).map((e) => e.id)).toEqual([made[3]!.id, made[2]!.id])
         expect(yield* audit.prune(old + 5, 10)).toBe(1)
-        expect((yield* audit.list({ team_uid: team, limit: 10 })).map((e) => e.id)).toEqual([made[3]!.id])
+        expect((yield* audit.list({ team_uid: team, limit: 10, order: "newest_first" })).map((e) => e.id)).toEqual([made[3]!.id])
       }))
   })
 }
@@ -153,7 +155,7 @@ export const auditLogTransactions = <E>(storeLayer: Layer.Layer<Stores, E>): voi
         const taken = yield* Effect.either(audit.recording(put("C"), () => ok))
         expect(Either.isLeft(taken) && taken.left._tag).toBe("StorageError")
         expect(Option.isNone(yield* secrets.get(team, "C" as SecretName))).toBe(true)
-        expect((yield* audit.list({ team_uid: team, limit: 10 })).map(wire)).toEqual([wire(ok)])
+        expect((yield* audit.list({ team_uid: team, limit: 10, order: "newest_first" })).map(wire)).toEqual([wire(ok)])
       }))
   })
 }

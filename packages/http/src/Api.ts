@@ -21,6 +21,7 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { AdminGroup } from "./api/Admin.js"
 import { AgentsGroup } from "./api/Agents.js"
+import { AuditGroup } from "./api/Audit.js"
 import { AutomationsGroup } from "./api/Automations.js"
 import { ConversationsGroup } from "./api/Conversations.js"
 import { EnvironmentsGroup } from "./api/Environments.js"
@@ -50,6 +51,7 @@ export class Api extends HttpApi.make("AgentRuns")
   .add(AutomationsGroup)
   .add(SecretsGroup)
   .add(AdminGroup)
+  .add(AuditGroup)
   .add(IdentityGroup)
   .add(HarnessSupportGroup)
   .add(WorkersGroup)

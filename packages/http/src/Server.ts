@@ -40,6 +40,7 @@ import { errorsPage } from "./pages/ErrorsPage.js"
 import { homePage } from "./pages/HomePage.js"
 import { AdminLive } from "./handlers/Admin.js"
 import { AgentsLive } from "./handlers/Agents.js"
+import { AuditLive } from "./handlers/Audit.js"
 import { AutomationsLive } from "./handlers/Automations.js"
 import { ConversationsLive } from "./handlers/Conversations.js"
 import { EnvironmentsLive } from "./handlers/Environments.js"
@@ -69,6 +70,7 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
     AutomationsLive,
     SecretsLive,
     AdminLive,
+    AuditLive,
     IdentityLive,
     AgentsLive,
     HarnessSupportLive,

@@ -21,6 +21,7 @@ import type {
   BlobStore,
   Executor} from "@agent-runs/core";
 import {
+  AuditService,
   Automations,
   Conversations,
   Dispatcher,
@@ -135,7 +136,8 @@ const servicesLayer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) =>
       Secrets.Secrets.Default,
       Skills.Skills.Default,
       Identities.Identities.Default,
-      Workers.Workers.Default
+      Workers.Workers.Default,
+      AuditService.Audit.Default
     )),
     // The records of executions: this service's own (the dispatcher) and self-hosted workers'.
     Layer.provideMerge(RunExecutions.RunExecutions.Default),

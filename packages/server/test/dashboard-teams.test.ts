@@ -200,6 +200,8 @@ describe("the dashboard's teams and sign-in", () => {
     await admin("DELETE", `/admin/tokens/${second.token_id}`)
     await page.getByRole("button", { name: "Send follow-up" }).click()
     await dialog.waitFor()
+    // Settled (as above): the dialog says why before it is filled in.
+    await expect.poll(() => dialog.getByRole("alert").textContent()).toMatch(/^Signed out: /)
     expect(await followup.inputValue()).toBe("A follow-up typed as the token goes")
     await signIn(page, (await tokenOf(pat)).token)
     await dialog.waitFor({ state: "detached" })

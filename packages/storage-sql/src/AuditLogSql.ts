@@ -67,10 +67,15 @@ export const layer = Layer.effect(
           query.outcome === undefined ? undefined : sql`outcome = ${query.outcome}`,
           query.since === undefined ? undefined : sql`at >= ${query.since}`,
           query.until === undefined ? undefined : sql`at < ${query.until}`,
-          query.before === undefined ? undefined : sql`id < ${query.before}`
+          query.cursor === undefined
+            ? undefined
+            : query.order === "newest_first"
+            ? sql`id < ${query.cursor}`
+            : sql`id > ${query.cursor}`
         ].filter((c) => c !== undefined)
         const where = conditions.length === 0 ? sql`` : sql`WHERE ${sql.and(conditions)}`
-        const rows = yield* sql`SELECT doc FROM audit_log ${where} ORDER BY id DESC LIMIT ${query.limit}`
+        const order = sql.literal(query.order === "newest_first" ? "DESC" : "ASC")
+        const rows = yield* sql`SELECT doc FROM audit_log ${where} ORDER BY id ${order} LIMIT ${query.limit}`
         return (yield* decodeDocs(rows)).map((r) => r.doc)
       },
       operation("AuditLog.list")

@@ -18,7 +18,7 @@
  */
 import { DateTime, Schema } from "effect"
 import type { Viewer } from "./Access.js"
-import { Timestamp } from "./Common.js"
+import { PageInfo, Timestamp } from "./Common.js"
 import { AuditEntryId, PrincipalUid, RunId, TeamUid, TokenId } from "./Ids.js"
 
 /** The longest user agent an entry keeps (characters). */
@@ -124,11 +124,19 @@ export interface AuditFilters {
   readonly until?: number | undefined
 }
 
-/** A page of entries, newest first, after the entry `before` (its id) when given. */
+/** The order of entries: by id, which is by time. */
+export type AuditOrder = "newest_first" | "oldest_first"
+
+/** A page of entries in `order`, after the entry `cursor` (its id; in that order) when given. */
 export interface AuditQuery extends AuditFilters {
   readonly limit: number
-  readonly before?: AuditEntryId | undefined
+  readonly order: AuditOrder
+  readonly cursor?: AuditEntryId | undefined
 }
+
+/** Whether an entry comes after the cursor in the query's order (the reference of the stores' paging). */
+export const afterCursor = (entry: AuditEntry, query: AuditQuery): boolean =>
+  query.cursor === undefined || (query.order === "newest_first" ? entry.id < query.cursor : entry.id > query.cursor)
 
 /** Whether an entry passes the query's filters (the reference the stores are checked against). */
 export const matchesAudit = (entry: AuditEntry, filters: AuditFilters): boolean =>
@@ -140,3 +148,9 @@ export const matchesAudit = (entry: AuditEntry, filters: AuditFilters): boolean 
   (filters.outcome === undefined || entry.outcome === filters.outcome) &&
   (filters.since === undefined || DateTime.toEpochMillis(entry.at) >= filters.since) &&
   (filters.until === undefined || DateTime.toEpochMillis(entry.at) < filters.until)
+
+/** `GET /agent/audit-log`, `GET /admin/audit-log`: a page of entries, newest first. */
+export class AuditLogPage extends Schema.Class<AuditLogPage>("AuditLogPage")({
+  entries: Schema.Array(AuditEntry),
+  page_info: PageInfo
+}) {}

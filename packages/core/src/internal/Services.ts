@@ -1,5 +1,5 @@
 /** Helpers shared by the application services. */
-import { Effect, Option } from "effect"
+import { Effect, Option, Stream } from "effect"
 import { ResourceUnavailable } from "../domain/Errors.js"
 import { Health } from "../engine/Health.js"
 import type { StorageError } from "../ports/Storage.js"
@@ -22,3 +22,11 @@ export const storageUnavailable = <A, E, R>(self: Effect.Effect<A, E | StorageEr
 const isStorageError = (e: unknown): e is StorageError =>
   typeof e === "object" && e !== null && "_tag" in e && e._tag === "StorageError"
 
+
+/** `storageUnavailable` for a stream: its storage failures end it with 503 `resource_unavailable`. */
+export const storageUnavailableStream = <A, E, R>(self: Stream.Stream<A, E | StorageError, R>) =>
+  Stream.catchAll(self, (e): Stream.Stream<never, E | ResourceUnavailable> => (isStorageError(e) ? Stream.fromEffect(unavailable(e)) : Stream.fail(e))) as Stream.Stream<
+    A,
+    Exclude<E, StorageError> | ResourceUnavailable,
+    R
+  >

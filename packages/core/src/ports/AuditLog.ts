@@ -18,7 +18,7 @@ export class AuditLog extends Context.Tag("@agent-runs/core/AuditLog")<AuditLog,
   ) => Effect.Effect<A, E | StorageError, R>
   /** Records an entry on its own (a refusal, a read). */
   readonly record: (entry: AuditEntry) => Effect.Effect<void, StorageError>
-  /** The entries the query selects, newest first (by id), at most `limit`, after `before` when given. */
+  /** The entries the query selects in its order (by id), at most `limit`, after its `cursor` when given. */
   readonly list: (query: AuditQuery) => Effect.Effect<ReadonlyArray<AuditEntry>, StorageError>
   /** Removes at most `limit` entries older than `before` (epoch ms), oldest first; how many it removed. */
   readonly prune: (before: number, limit: number) => Effect.Effect<number, StorageError>

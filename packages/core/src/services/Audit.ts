@@ -13,12 +13,18 @@
  * - Work the service does itself (cron ticks, webhook deliveries, the execution engine) is not
  *   recorded here: runs keep their timeline, webhooks their delivery log.
  */
-import { Clock, Effect } from "effect"
-import type { Viewer } from "../domain/Access.js"
-import { type AuditFacts, type AuditResource, auditEntry, refusalOutcome } from "../domain/Audit.js"
-import { Ids } from "../domain/Ids.js"
+import { Chunk, Clock, Effect, Option, Stream } from "effect"
+import { canManageFactory, type Viewer } from "../domain/Access.js"
+import { type AuditFacts, type AuditFilters, AuditLogPage, type AuditResource, auditEntry, refusalOutcome } from "../domain/Audit.js"
+import { type AuditPageQuery, type AuditQueryParams, parseAuditQuery } from "../domain/AuditQuery.js"
+import { InvalidRequest, NotAuthorized } from "../domain/Errors.js"
+import { type AuditEntryId, Ids } from "../domain/Ids.js"
+import { storageUnavailable, storageUnavailableStream } from "../internal/Services.js"
 import { makeLimiter } from "../domain/RateLimit.js"
 import { AuditLog } from "../ports/AuditLog.js"
+
+/** Entries read at a time by an export. */
+const EXPORT_PAGE = 500
 
 /** The most refusals recorded per principal in any minute (per process). */
 export const REFUSALS_PER_MINUTE = 60
@@ -88,6 +94,83 @@ export class Audit extends Effect.Service<Audit>()("@agent-runs/core/Audit", {
     <A, E, R>(effect: Effect.Effect<A, E, R>, viewer: Viewer, ...args: Args): Effect.Effect<A, E, R> =>
       Effect.tapError(effect, (error) => refused(viewer, action, resourceOf(...args), error))
 
-    return { recording, read, refused, refusals, log } as const
+    /** A page of the entries `filters` select, newest first, after `cursor`. */
+    const pageOf = (filters: AuditFilters, query: AuditPageQuery) =>
+      Effect.map(
+        log.list({ ...filters, limit: query.limit + 1, order: "newest_first", cursor: query.cursor }),
+        (found) => {
+          const entries = found.slice(0, query.limit)
+          const last = entries[entries.length - 1]
+          return new AuditLogPage({
+            entries,
+            page_info: found.length > query.limit && last !== undefined ? { has_next_page: true, next_cursor: last.id } : { has_next_page: false }
+          }, true)
+        }
+      )
+
+    /** Every entry `filters` select, oldest first, read a page at a time. */
+    const everything = (filters: AuditFilters) =>
+      Stream.paginateChunkEffect(undefined as AuditEntryId | undefined, (cursor) =>
+        Effect.map(log.list({ ...filters, limit: EXPORT_PAGE, order: "oldest_first", cursor }), (page) => [
+          Chunk.unsafeFromArray(page),
+          page.length < EXPORT_PAGE ? Option.none() : Option.some(page[page.length - 1]!.id)
+        ]))
+
+    /** The filters of the viewer's team's log (team admins, never a run token), from the query's parameters. */
+    const teamFilters = (viewer: Viewer, params: AuditQueryParams) =>
+      Effect.gen(function*() {
+        if (!canManageFactory(viewer) || viewer.acting_run_id !== undefined) {
+          return yield* new NotAuthorized({ message: "only team admins read the team's audit log" })
+        }
+        const query = yield* parseAuditQuery(params)
+        if (query.team_uid !== undefined) {
+          return yield* InvalidRequest.forField("team_uid", "the team's log is the team of the request (X-Team-Uid); other teams are read through /admin/audit-log")
+        }
+        return { query, filters: { ...query.filters, team_uid: viewer.team_uid } }
+      })
+
+    /** The filters of the whole log (instance administrators), from the query's parameters. */
+    const instanceFilters = (viewer: Viewer, params: AuditQueryParams) =>
+      Effect.gen(function*() {
+        if (!viewer.instance_admin || viewer.acting_run_id !== undefined) {
+          return yield* new NotAuthorized({ message: "the admin API is for instance administrators only" })
+        }
+        const query = yield* parseAuditQuery(params)
+        return { query, filters: { ...query.filters, ...(query.team_uid === undefined ? {} : { team_uid: query.team_uid }) } }
+      })
+
+    /** `GET /agent/audit-log`: a page of the viewer's team's log. */
+    const teamPage = Effect.fn("Audit.teamPage")(
+      function*(viewer: Viewer, params: AuditQueryParams) {
+        const { filters, query } = yield* teamFilters(viewer, params)
+        return yield* pageOf(filters, query)
+      },
+      storageUnavailable
+    )
+
+    /** `GET /admin/audit-log`: a page of the whole log (or one team's). */
+    const instancePage = Effect.fn("Audit.instancePage")(
+      function*(viewer: Viewer, params: AuditQueryParams) {
+        const { filters, query } = yield* instanceFilters(viewer, params)
+        return yield* pageOf(filters, query)
+      },
+      storageUnavailable
+    )
+
+    /** `GET /agent/audit-log/export`: every entry of the viewer's team's log the filters select, oldest first. */
+    const teamExport = Effect.fn("Audit.teamExport")(
+      function*(viewer: Viewer, params: AuditQueryParams) {
+        return everything((yield* teamFilters(viewer, params)).filters).pipe(storageUnavailableStream)
+      }
+    )
+
+    /** `GET /admin/audit-log/export`: every entry of the whole log (or one team's) the filters select, oldest first. */
+    const instanceExport = Effect.fn("Audit.instanceExport")(
+      function*(viewer: Viewer, params: AuditQueryParams) {
+        return everything((yield* instanceFilters(viewer, params)).filters).pipe(storageUnavailableStream)
+      }
+    )
+
+    return { recording, read, refused, refusals, teamPage, instancePage, teamExport, instanceExport } as const
   })
 }) {}

@@ -2,11 +2,11 @@
  * AuditLog in memory: entries by id. `recording` runs the write, then adds the entry, in one
  * synchronous step after the write (the memory stores' writes are atomic steps themselves), so an
  * entry is added only for a write that succeeded. The list is the reference evaluator
- * (`Audit.matchesAudit`) over every entry, newest id first.
+ * (`Audit.matchesAudit`, `Audit.afterCursor`) over every entry, in the query's order.
  */
 import type { Context } from "effect"
 import { DateTime, Effect } from "effect"
-import { type AuditEntry, type AuditQuery, matchesAudit } from "../../src/domain/Audit.js"
+import { afterCursor, type AuditEntry, type AuditQuery, matchesAudit } from "../../src/domain/Audit.js"
 import { AuditLog } from "../../src/ports/AuditLog.js"
 import type { MemoryState } from "./MemoryState.js"
 
@@ -19,8 +19,8 @@ export const makeMemoryAuditLog = (state: MemoryState): Context.Tag.Service<Audi
   const list = (query: AuditQuery) =>
     Effect.sync(() =>
       [...state.audit.values()]
-        .filter((e) => matchesAudit(e, query) && (query.before === undefined || e.id < query.before))
-        .sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
+        .filter((e) => matchesAudit(e, query) && afterCursor(e, query))
+        .sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0) * (query.order === "newest_first" ? 1 : -1))
         .slice(0, query.limit)
     )
 
