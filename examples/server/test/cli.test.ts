@@ -232,6 +232,30 @@ describe("agent-runs: the API commands", () => {
     expect(badApply.code).toBe(4)
   }, 120_000)
 
+  it("audit export writes the team's log as JSON lines, oldest first; audit list is a table; a member is refused (4)", async () => {
+    assertBuilt(inject("serverBuild"))
+    const member = (await makeTeam(server(), "CLI audit")).tokens.member
+    expect((await call(server(), "POST", "/api/v1/agent/runs", { token: admin, body: { prompt: "audited" } })).status).toBe(200)
+    const [exported, filtered, table, refused] = await Promise.all([
+      cli(["audit", "export", ...connection()]),
+      cli(["audit", "export", "--action", "run.create", ...connection()]),
+      cli(["audit", "list", "--limit", "1", ...connection()]),
+      cli(["audit", "export", "--server", server().url, "--token", member])
+    ])
+    expect(exported).toMatchObject({ code: 0, stderr: "" })
+    const entries = lines(exported.stdout).map((line) => JSON.parse(line) as { id: string; action: string })
+    expect(entries.length).toBeGreaterThan(0)
+    expect(entries.map((e) => e.id)).toEqual(entries.map((e) => e.id).sort())
+    expect(entries.map((e) => e.action)).toContain("run.create")
+    expect(filtered.code).toBe(0)
+    expect(new Set(lines(filtered.stdout).map((line) => (JSON.parse(line) as { action: string }).action))).toEqual(new Set(["run.create"]))
+    expect(table.code).toBe(0)
+    expect(lines(table.stdout)[0]).toMatch(/^AT\s+ACTOR\s+ACTION\s+RESOURCE\s+OUTCOME\s+FROM$/)
+    expect(lines(table.stdout)).toHaveLength(2)
+    expect(refused.code).toBe(4)
+    expect(refused.stderr).toBe("agent-runs: only team admins read the team's audit log\n")
+  }, 120_000)
+
   it("login checks the token and saves a profile that commands without connection options use", async () => {
     assertBuilt(inject("serverBuild"))
     const [helloId] = runIds

@@ -1,9 +1,10 @@
 /**
  * The `agent-runs` command: one subcommand per task (`serve`, `apply`, `worker`, `image`, and the
- * API's everyday commands `login`, `runs`, `schedules`, `webhooks`). Add a subcommand by writing it in `commands/` and listing it in `subcommands`.
+ * API's everyday commands `login`, `runs`, `schedules`, `webhooks`, `audit`). Add a subcommand by writing it in `commands/` and listing it in `subcommands`.
  */
 import { Command } from "@effect/cli"
 import { applyCommand } from "./commands/Apply.js"
+import { auditCommand } from "./commands/Audit.js"
 import { imageCommand } from "./commands/Image.js"
 import { loginCommand } from "./commands/Login.js"
 import { runsCommand } from "./commands/Runs.js"
@@ -24,7 +25,8 @@ export const subcommands = [
   loginCommand,
   runsCommand,
   schedulesCommand,
-  webhooksCommand
+  webhooksCommand,
+  auditCommand
 ] as const
 
 /** `agent-runs` with its subcommands. */

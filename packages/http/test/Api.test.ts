@@ -63,6 +63,8 @@ const expectedEndpoints = [
   "GET /agent/webhooks/{uid}/deliveries",
   "GET /agent/webhooks/{uid}/deliveries/{delivery_id}",
   "POST /agent/automations",
+  "GET /agent/audit-log",
+  "GET /agent/audit-log/export",
   "GET /agent/automations",
   "GET /agent/automations/{id}",
   "PUT /agent/automations/{id}",
@@ -75,6 +77,8 @@ const expectedEndpoints = [
   "POST /harness-support/report-artifact",
   // the admin API (docs/reference/access.md)
   "POST /admin/teams",
+  "GET /admin/audit-log",
+  "GET /admin/audit-log/export",
   "GET /admin/teams",
   "PATCH /admin/teams/{uid}",
   "POST /admin/principals",

@@ -21,6 +21,7 @@ import type {
   BlobStore,
   Executor} from "@agent-runs/core";
 import {
+  AuditRetention,
   AuditService,
   Automations,
   Conversations,
@@ -96,6 +97,8 @@ export interface AgentRunsOptions<ES, EB, EX> {
   readonly workers?: Partial<Workers.WorkerSettings> | undefined
   /** Whether this service fires the schedules' ticks, and how late a tick may still fire on time (on; 2 s). */
   readonly scheduler?: { readonly enabled?: boolean; readonly catchUpGraceSeconds?: number } | undefined
+  /** How many days audit log entries are kept (365; 0: forever). */
+  readonly auditRetentionDays?: number | undefined
   /** The run event streams' caps. */
   readonly eventStreams?: Partial<EventStreams.EventStreamLimits> | undefined
   /** The largest request body, in bytes (1 MiB). */
@@ -111,6 +114,9 @@ export interface AgentRunsOptions<ES, EB, EX> {
   /** A check of the host's own, also required for `/readyz` (fails with what is wrong). */
   readonly ready?: Effect.Effect<void, string> | undefined
 }
+
+/** How long audit log entries are kept unless the host says otherwise (days). */
+export const DEFAULT_AUDIT_RETENTION_DAYS = 365
 
 /** The mount prefix of a public URL: its path without the trailing slash (`""` at the root). */
 export const basePathOf = (publicUrl: string): string => new URL(publicUrl).pathname.replace(/\/+$/, "")
@@ -228,5 +234,6 @@ export const layer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) => {
     ? Layer.empty
     : Layer.effectDiscard(Effect.flatMap(Identities.Identities, (identities) => identities.bootstrap(Option.some(options.adminToken!), "options.adminToken")))
   const app = Server.appLayer({ maxBodyBytes: options.maxBodyBytes, basePath: basePathOf(options.publicUrl) })
-  return Layer.mergeAll(app, admin, executionLayer(options), schedulingLayer(options)).pipe(Layer.provideMerge(base))
+  const retention = AuditRetention.layer({ retentionDays: options.auditRetentionDays ?? DEFAULT_AUDIT_RETENTION_DAYS })
+  return Layer.mergeAll(app, admin, executionLayer(options), schedulingLayer(options), retention).pipe(Layer.provideMerge(base))
 }

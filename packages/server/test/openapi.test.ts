@@ -378,6 +378,10 @@ describe("the server against /openapi.json", () => {
     await as("POST /api/v1/agent/automations/{id}/test-filter", ids, { body: { delivery_id: ids["delivery_id"], ...x } })
     await as("POST /api/v1/agent/automations/{id}/test-filter", ids, { body: { payload: { action: "opened" }, ...x } })
     await as("GET /api/v1/agent/secrets", {})
+    await as("GET /api/v1/agent/audit-log", {}, { query: "?limit=5&outcome=succeeded" })
+    await as("GET /api/v1/agent/audit-log/export", {})
+    await admin("GET /api/v1/admin/audit-log", {})
+    await admin("GET /api/v1/admin/audit-log/export", {}, { query: "?action=team.update" })
     await admin("GET /api/v1/admin/teams", {})
     await admin("PATCH /api/v1/admin/teams/{uid}", { uid: team.body.uid }, { body: { max_concurrent_runs: 5, ...x } })
     if (teamAdmin.tokenId !== undefined) {

@@ -43,6 +43,7 @@
  * them, per process). Event streams: `AGENT_RUNS_SSE_PER_PRINCIPAL` (16 open at once per
  * principal), `AGENT_RUNS_SSE_MAX` (1000 in all), `AGENT_RUNS_SSE_RECHECK_SECONDS` (3: how often an
  * open stream checks its token and access again).
+ * Audit log (docs/audit.md): `AGENT_RUNS_AUDIT_RETENTION_DAYS` (365: days entries are kept; 0 keeps them forever).
  * Scheduler: `AGENT_RUNS_SCHEDULER` (`on` | `off`; `on`: every replica fires the schedules' ticks,
  * each tick starting one run whatever the number of replicas; `off`: this replica fires none),
  * `AGENT_RUNS_SCHEDULER_GRACE_SECONDS` (2: how late a tick may be, when the scheduler starts, and
@@ -110,6 +111,8 @@ export interface ServerConfig {
   readonly logLevel?: LogLevelName | undefined
   /** Prompt, title and follow-up sizes, follow-ups waiting per run, list page size, runs per team and minute (core's defaults for those absent). */
   readonly quotas?: Partial<QuotaSettings> | undefined
+  /** Days audit log entries are kept (365; 0: forever). */
+  readonly auditRetentionDays?: number | undefined
   /** The event streams' caps and re-check interval (http's `DEFAULT_EVENT_STREAM_LIMITS` for those absent). */
   readonly eventStreams?: Partial<EventStreams.EventStreamLimits> | undefined
 }
@@ -250,6 +253,10 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
   runsPerMinute: positive("AGENT_RUNS_RUNS_PER_MINUTE", Quotas.defaultQuotas.runsPerMinute),
   titleBytes: atLeast("AGENT_RUNS_MAX_TITLE_BYTES", 100, Quotas.defaultQuotas.titleBytes),
   listBytes: atLeast("AGENT_RUNS_MAX_LIST_BYTES", 64 * 1024, Quotas.defaultQuotas.listBytes),
+  auditRetentionDays: Config.integer("AGENT_RUNS_AUDIT_RETENTION_DAYS").pipe(
+    Config.validate({ message: "must be a whole number of days, 0 (keep forever) or more", validation: (n) => n >= 0 }),
+    Config.withDefault(365)
+  ),
   ssePerPrincipal: atLeast("AGENT_RUNS_SSE_PER_PRINCIPAL", 1, 16),
   sseMax: atLeast("AGENT_RUNS_SSE_MAX", 1, 1000),
   sseRecheckSeconds: Config.number("AGENT_RUNS_SSE_RECHECK_SECONDS").pipe(
@@ -325,6 +332,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
         titleBytes: raw.titleBytes,
         listBytes: raw.listBytes
       },
+      auditRetentionDays: raw.auditRetentionDays,
       eventStreams: {
         perPrincipal: raw.ssePerPrincipal,
         max: raw.sseMax,

@@ -96,6 +96,7 @@ const agentRunsOptions = (
       workerWaitSeconds: config.execution.workerWaitSeconds
     },
     quotas: config.quotas,
+    auditRetentionDays: config.auditRetentionDays,
     ingress: {
       deliveries: { max: deliveriesPerMinute, windowMs: 60_000 },
       ...(logMax === undefined ? {} : { logMax }),
