@@ -11,6 +11,7 @@
 import { FetchHttpClient, HttpClientError } from "@effect/platform"
 import {
   Agent,
+  Audit,
   Automation,
   Conversation,
   Environment,
@@ -26,6 +27,7 @@ import {
   Webhook,
   Worker
 } from "@agent-runs/core"
+import type { AuditApi} from "@agent-runs/http";
 import { Models, Problems } from "@agent-runs/http"
 import { Cause, Effect, Exit, ParseResult, Schema, Stream } from "effect"
 import * as AgentRunsClient from "./AgentRunsClient.js"
@@ -88,6 +90,10 @@ export type PutSecretRequest = Json<typeof Secret.PutSecretRequest>
 export type ListSecretsResponse = Json<typeof Secret.ListSecretsResponse>
 export type ListAgentsResponse = Json<typeof Agent.ListAgentsResponse>
 export type ListAgentsQuery = typeof Models.ListAgentsUrlParams.Type
+export type AuditLogPage = Json<typeof Audit.AuditLogPage>
+export type AuditEntry = Json<typeof Audit.AuditEntry>
+/** The audit log's filters and paging (`limit`, `cursor`), as strings; `team_uid` for the whole log only. */
+export type AuditLogQuery = typeof AuditApi.AdminAuditUrlParams.Type
 export type ListConnectedWorkersResponse = Json<typeof Worker.ListConnectedWorkersResponse>
 export type Team = Json<typeof Identity.Team>
 export type CreateTeamRequest = Json<typeof Identity.CreateTeamRequest>
@@ -240,6 +246,12 @@ export interface AgentRunsClientPromise {
   readonly identity: {
     /** `GET /agent/me`: the caller's principal and the teams it may act in. */
     me(): Promise<MeResponse>
+  }
+  readonly audit: {
+    /** `GET /agent/audit-log`: a page of the team's audit log, newest first (team admins). */
+    list(query?: Omit<AuditLogQuery, "team_uid">): Promise<AuditLogPage>
+    /** `GET /admin/audit-log`: a page of the whole audit log, newest first (instance administrators). */
+    listAll(query?: AuditLogQuery): Promise<AuditLogPage>
   }
   readonly admin: {
     createTeam(body: CreateTeamRequest): Promise<Team>
@@ -653,6 +665,10 @@ export const createClient = (options: CreateClientOptions): AgentRunsClientPromi
     },
     identity: {
       me: () => call(Identity.MeResponse, service.identity.me({ headers }))
+    },
+    audit: {
+      list: (query = {}) => call(Audit.AuditLogPage, service.audit.listAuditLog({ headers, urlParams: query })),
+      listAll: (query = {}) => call(Audit.AuditLogPage, service.audit.listInstanceAuditLog({ urlParams: query }))
     },
     admin: {
       createTeam: (body) =>

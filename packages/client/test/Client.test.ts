@@ -104,6 +104,30 @@ describe("requests", () => {
     expect(server.requests[0]!.headers["authorization"]).toBe(`Bearer ${TOKEN}`)
   })
 
+  it("audit.list() and audit.listAll() read the team's and the whole audit log with their filters", async () => {
+    const entry = {
+      id: "01a22446-8ae1-72c2-a357-85b9ebd3fcdb",
+      at: "2026-11-28T22:28:52.578Z",
+      team_uid: TEAM,
+      actor: { principal_uid: "Pr7QpX2vLk9sRw4Yz1Ab3C", display_name: "Ada", token_id: "Tk7QpX2vLk9sRw4Yz1Ab3C", run_id: null, instance_admin: false },
+      action: "secret.put",
+      resource: { type: "secret", id: "DEPLOY_KEY" },
+      outcome: "succeeded",
+      error_code: null,
+      origin: { address: "127.0.0.1", user_agent: "curl/8" }
+    }
+    const page = { entries: [entry], page_info: { has_next_page: true, next_cursor: entry.id } }
+    const server = await serve((_request, response) => json(response, 200, page))
+    const client = createClient({ url: server.url, token: TOKEN, teamUid: TEAM })
+    expect(await client.audit.list({ action: "secret.put", limit: "10" })).toStrictEqual(page)
+    expect(await client.audit.listAll({ team_uid: TEAM, cursor: entry.id })).toStrictEqual(page)
+    expect(server.requests.map((r) => [r.method, r.url])).toEqual([
+      ["GET", "/api/v1/agent/audit-log?action=secret.put&limit=10"],
+      ["GET", `/api/v1/admin/audit-log?cursor=${entry.id}&team_uid=${TEAM}`]
+    ])
+    expect(server.requests[0]!.headers["x-team-uid"]).toBe(TEAM)
+  })
+
   it("runs a schedule now, previews a cron expression and tests a filter with a pasted payload", async () => {
     const SCHEDULE = "Sc7QpX2vLk9sRw4Yz1Ab3C"
     const AUTOMATION = "Au7QpX2vLk9sRw4Yz1Ab3C"

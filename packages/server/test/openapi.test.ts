@@ -381,7 +381,7 @@ describe("the server against /openapi.json", () => {
     await as("GET /api/v1/agent/audit-log", {}, { query: "?limit=5&outcome=succeeded" })
     await as("GET /api/v1/agent/audit-log/export", {})
     await admin("GET /api/v1/admin/audit-log", {})
-    await admin("GET /api/v1/admin/audit-log/export", {}, { query: "?action=team.update" })
+    await admin("GET /api/v1/admin/audit-log/export", {}, { query: "?outcome=succeeded" })
     await admin("GET /api/v1/admin/teams", {})
     await admin("PATCH /api/v1/admin/teams/{uid}", { uid: team.body.uid }, { body: { max_concurrent_runs: 5, ...x } })
     if (teamAdmin.tokenId !== undefined) {
