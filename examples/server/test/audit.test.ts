@@ -160,6 +160,20 @@ describe("the audit log", () => {
     expect((await reads()).map((e) => [e.actor.principal_uid, e.outcome])).toEqual([[team.principals.member, "succeeded"]])
   })
 
+  it("the secrets an execution reads are recorded, by the run's executor acting for the run, never their values", async () => {
+    expect((await admin()("PUT", "/agent/secrets/MCP_TOKEN", { value: SECRET_VALUE })).status).toBe(200)
+    const run = await admin()("POST", "/agent/runs", {
+      prompt: "@mcp",
+      team: true,
+      config: { mcp_servers: { tools: { command: "tools", env: { TOKEN: "${{ secrets.MCP_TOKEN }}" } } } }
+    })
+    expect((await waitForRun(server, team.tokens.admin, run.body.run_id)).state).toBe("SUCCEEDED")
+    const reads = (await everything()).filter((e) => e.action === "secret.read" && e.actor.run_id === run.body.run_id)
+    expect(reads.map((e) => [e.resource.id, e.actor.principal_uid, e.team_uid, e.outcome])).toEqual([
+      ["MCP_TOKEN", team.principals.admin, team.uid, "succeeded"]
+    ])
+  })
+
   it("team admins read their team's log only; members and other teams' admins do not", async () => {
     const page = await admin()("GET", "/agent/audit-log?limit=500")
     expect(page.status).toBe(200)
@@ -173,12 +187,13 @@ describe("the audit log", () => {
     // Naming another team changes nothing: the log is the request's team's (the parameter is the admin API's).
     const named = await admin()("GET", `/agent/audit-log?team_uid=${other.uid}&limit=500`)
     expect(named.body.entries.filter((e: Json) => e.team_uid !== team.uid)).toEqual([])
-    // Filters and pages: the secret writes, two at a time.
-    const secrets = await admin()("GET", "/agent/audit-log?resource_type=secret&limit=2")
-    expect(secrets.body.entries.map((e: Json) => e.action)).toEqual(["secret.put", "secret.delete"])
-    const next = await admin()("GET", `/agent/audit-log?resource_type=secret&limit=2&cursor=${secrets.body.page_info.next_cursor}`)
+    // Filters and pages: one secret's entries, one at a time.
+    const query = "resource_type=secret&resource_id=AUDITED&limit=1"
+    const first = await admin()("GET", `/agent/audit-log?${query}`)
+    expect(first.body.entries.map((e: Json) => e.action)).toEqual(["secret.delete"])
+    const next = await admin()("GET", `/agent/audit-log?${query}&cursor=${first.body.page_info.next_cursor}`)
     expect(next.body.entries.map((e: Json) => [e.action, e.outcome])).toEqual([["secret.put", "succeeded"]])
-    expect(next.body.page_info.has_next_page).toBe(false)
+    expect(next.body.page_info).toEqual({ has_next_page: false })
     const bad = await admin()("GET", "/agent/audit-log?outcome=maybe")
     expect([bad.status, bad.body.error]).toEqual([400, expect.stringMatching(/^outcome: /)])
   })

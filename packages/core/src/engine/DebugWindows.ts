@@ -29,7 +29,8 @@ import { isDebugWindowOpen, RunEvent } from "../domain/RunStateMachine.js"
 import { currentExecution, runSnapshot } from "../domain/RunRecords.js"
 import * as AgentSession from "./AgentSession.js"
 import { startMessage } from "./ExecutionLoop.js"
-import { planOf } from "./ExecutionPlan.js"
+import { planRecordingSecretReads } from "./SecretReads.js"
+import { AuditLog } from "../ports/AuditLog.js"
 import { RunExecutions } from "./RunExecutions.js"
 import { DispatcherConfig } from "./Settings.js"
 
@@ -47,6 +48,7 @@ export class DebugWindows extends Effect.Service<DebugWindows>()("@agent-runs/co
     const blobs = yield* BlobStore
     const environments = yield* EnvironmentStore
     const identities = yield* IdentityStore
+    const audit = yield* AuditLog
     const executor = yield* Executor
     const tokens = yield* RunTokens
     const ids = yield* Ids
@@ -69,7 +71,7 @@ export class DebugWindows extends Effect.Service<DebugWindows>()("@agent-runs/co
         const token = yield* tokens.issue({ run_id: runId, execution_id: executionId })
         const uid = run.item.environment_id
         const env = uid === null ? Option.none() : yield* environments.get(uid)
-        const plan = yield* planOf({
+        const plan = yield* planRecordingSecretReads({
           run: run.item,
           team_uid: run.team_uid,
           execution_id: executionId,
@@ -80,7 +82,7 @@ export class DebugWindows extends Effect.Service<DebugWindows>()("@agent-runs/co
           attachments: [],
           history: [],
           transcript_bytes: yield* blobs.size(transcriptKey(runId))
-        }, sources)
+        }, sources, audit, ids)
         if (plan.failure !== null) yield* Effect.logWarning(`debug session of run ${runId} without skill and MCP servers: ${plan.failure}`)
         const agent = yield* keep.sandbox.start(session.harnessCommand(plan.harness), session.agentEnv(runId, executionId, token))
         yield* agent.send(startMessage(plan, keep.sandbox, token, settings.apiBaseUrl, "debug", first)).pipe(Effect.ignore)

@@ -13,11 +13,17 @@ import { RunStore } from "../ports/RunStore.js"
 import { SecretStore } from "../ports/SecretStore.js"
 import { DebugWindows } from "./DebugWindows.js"
 import { ExecutionHost } from "./ExecutionHost.js"
-import { planOf } from "./ExecutionPlan.js"
+import { planRecordingSecretReads } from "./SecretReads.js"
+import { AuditLog } from "../ports/AuditLog.js"
+import { Ids } from "../domain/Ids.js"
 import { RunExecutions } from "./RunExecutions.js"
 import { DispatcherConfig } from "./Settings.js"
 
-export const layer: Layer.Layer<ExecutionHost, never, RunExecutions | RunStore | RepoSource | SecretStore | DebugWindows | DispatcherConfig | BlobStore> =
+export const layer: Layer.Layer<
+  ExecutionHost,
+  never,
+  RunExecutions | RunStore | RepoSource | SecretStore | DebugWindows | DispatcherConfig | BlobStore | AuditLog | Ids
+> =
   Layer.effect(
     ExecutionHost,
     Effect.gen(function*() {
@@ -27,13 +33,15 @@ export const layer: Layer.Layer<ExecutionHost, never, RunExecutions | RunStore |
       const sources = { repos: yield* RepoSource, secrets: Option.some(yield* SecretStore), debugWindows: true }
       const windows = yield* DebugWindows
       const blobs = yield* BlobStore
+      const audit = yield* AuditLog
+      const ids = yield* Ids
       return ExecutionHost.of({
         wakeups: store.wakeups,
         claim: (executionId) =>
           executions.claim({ worker_host: null, execution_id: executionId, lease_ms: settings.leaseMs }).pipe(
             Effect.flatMap(Option.match({
               onNone: () => Effect.succeedNone,
-              onSome: (claimed) => Effect.asSome(planOf(claimed, sources))
+              onSome: (claimed) => Effect.asSome(planRecordingSecretReads(claimed, sources, audit, ids))
             }))
           ),
         renew: (runId, executionId) => executions.renew(runId, executionId, settings.leaseMs),
