@@ -7,6 +7,7 @@
 import { useEffect, useRef, useState } from "preact/hooks"
 import { ApiError, type Me, messageOf, request, session, whenUnauthorized } from "./api.js"
 import { EnvironmentsPage, SecretsPage, WorkersPage } from "./Factory.js"
+import { AuditPage } from "./Audit.js"
 import { followLink, hrefOf, type Location, navigate, useLocation } from "./router.js"
 import { RunPage } from "./RunPage.js"
 import { RunsPage } from "./RunsPage.js"
@@ -45,7 +46,8 @@ const SECTIONS: ReadonlyArray<readonly [string, string]> = [
   ["webhooks", "Webhooks"],
   ["environments", "Environments"],
   ["workers", "Workers"],
-  ["secrets", "Secrets"]
+  ["secrets", "Secrets"],
+  ["audit", "Audit log"]
 ]
 
 /** The page of a route (`key` makes a new team or another id load afresh). */
@@ -65,6 +67,8 @@ const pageOf = (location: Location, generation: number) => {
       return <WorkersPage key={key} />
     case "secrets":
       return <SecretsPage key={key} />
+    case "audit":
+      return <AuditPage key={`${key}?${location.query.toString()}`} query={location.query} />
     default:
       return <RunsPage key={generation} query={location.query} />
   }

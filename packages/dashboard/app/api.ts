@@ -107,11 +107,11 @@ const problemOf = async (response: Response): Promise<ApiError> => {
   return new ApiError(response.status, text, code, field)
 }
 
-/** Calls the API; fails with an `ApiError` carrying the API's `error` text. */
-export const request = async <A>(path: string, options: RequestOptions = {}): Promise<A> => {
+/** Calls the API; its successful answer, else fails with an `ApiError` carrying the API's `error` text. */
+const respond = async (path: string, accept: string, options: RequestOptions): Promise<Response> => {
   const token = options.token ?? session.token()
   const team = options.team ?? session.team()
-  const headers: Record<string, string> = { accept: "application/json" }
+  const headers: Record<string, string> = { accept }
   const malformed = token === null ? undefined : tokenProblem(token)
   if (malformed !== undefined) throw new ApiError(0, malformed, undefined, undefined)
   if (token !== null) headers["authorization"] = `Bearer ${token}`
@@ -137,8 +137,16 @@ export const request = async <A>(path: string, options: RequestOptions = {}): Pr
     if (problem.status === 401 && options.token === undefined) onUnauthorized(problem.message)
     throw problem
   }
-  return await response.json() as A
+  return response
 }
+
+/** Calls the API for JSON; fails with an `ApiError` carrying the API's `error` text. */
+export const request = async <A>(path: string, options: RequestOptions = {}): Promise<A> =>
+  await (await respond(path, "application/json", options)).json() as A
+
+/** Calls the API for text (JSON lines, say); fails as `request` does. */
+export const requestText = async (path: string, options: RequestOptions = {}): Promise<string> =>
+  await (await respond(path, "*/*", options)).text()
 
 // The wire shapes the app reads (docs/reference/api.md), as far as it reads them.
 
@@ -314,4 +322,28 @@ export const streamEvents = async (
       end = buffer.indexOf("\n\n")
     }
   }
+}
+
+/** An entry of the audit log (docs/audit.md). */
+export interface AuditEntry {
+  readonly id: string
+  readonly at: string
+  readonly team_uid: string | null
+  readonly actor: {
+    readonly principal_uid: string | null
+    readonly display_name: string | null
+    readonly token_id: string | null
+    readonly run_id: string | null
+    readonly instance_admin: boolean
+  }
+  readonly action: string
+  readonly resource: { readonly type: string; readonly id: string | null }
+  readonly outcome: "succeeded" | "denied" | "failed"
+  readonly error_code: string | null
+  readonly origin: { readonly address: string | null; readonly user_agent: string | null }
+}
+
+export interface AuditLogPage {
+  readonly entries: ReadonlyArray<AuditEntry>
+  readonly page_info: { readonly has_next_page: boolean; readonly next_cursor?: string }
 }
