@@ -158,6 +158,9 @@ describe("the audit log", () => {
     expect(await reads()).toEqual([])
     expect((await as(team.tokens.member)("GET", `/agent/runs/${run.body.run_id}/transcript`)).status).toBe(302)
     expect((await reads()).map((e) => [e.actor.principal_uid, e.outcome])).toEqual([[team.principals.member, "succeeded"]])
+    // Read again within the hour: nothing more to say (the log does not grow at the price of a GET).
+    expect((await as(team.tokens.member)("GET", `/agent/runs/${run.body.run_id}/transcript-link`)).status).toBe(200)
+    expect(await reads()).toHaveLength(1)
   })
 
   it("the secrets an execution reads are recorded, by the run's executor acting for the run, never their values", async () => {

@@ -313,12 +313,18 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
           expect(failed.status_message).toMatchObject({ error_code: "environment_setup_failed" })
           expect(failed.is_sandbox_running).toBe(true)
           expect(yield* sandboxes).toBe(1)
+          // The environment is replaced meanwhile (by a token acting with a viewer's role): its editor
+          // shapes the debug agent too.
+          const environments = yield* EnvironmentStore
+          const env = Option.getOrThrow(yield* environments.get(failed.environment_id!))
+          yield* environments.update({ ...env, editor: { uid: viewer.principal_uid, role: "viewer" } })
           // A follow-up inside the window goes to a debug agent in the kept sandbox.
           yield* Effect.flatMap(Followups, (f) => f.send(viewer, id, new RunFollowupRequest({ message: "say debugging" })))
           yield* dispatcher.tend
           yield* pass(1_000)
           expect((yield* runOf(viewer, id)).state).toBe("FAILED")
           expect(yield* transcriptText(id)).toContain("debugging")
+          expect(yield* Effect.flatMap(RunStore, (store) => store.shapers([id]))).toContainEqual({ uid: viewer.principal_uid, role: "viewer" })
           // The window ends: the sandbox is released, and the run says so.
           yield* pass(6_000)
           yield* dispatcher.tend

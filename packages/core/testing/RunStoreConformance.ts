@@ -1506,6 +1506,12 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
           expect(outcomes.filter(Either.isRight)).toHaveLength(2)
           expect((yield* store.takeFollowups(run.item.run_id)).map((f) => f.message)).toEqual(["éé", "x".repeat(15), "y", "", ""])
           expect(yield* send("")).toEqual(Either.left(new FollowupTotalSpent({ count: 5, bytes: 20 })))
+          // An empty continuation (no message) counts as a follow-up of no bytes.
+          const other = makeRun({ team: uid(), creator: uid() })
+          yield* createRuns([other])
+          const blank = Effect.either(store.recordFollowup(other.item.run_id, { state: other.item.state }, { at: 8, events: [], maxTotal: { count: 1, bytes: 20 } }))
+          expect(Either.isRight(yield* blank)).toBe(true)
+          expect(yield* blank).toEqual(Either.left(new FollowupTotalSpent({ count: 1, bytes: 0 })))
         }))
 
       it.effect("conversations: parts per execution, appended once each (a repeated part is a no-op), read in execution order", () =>

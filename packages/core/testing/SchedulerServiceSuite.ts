@@ -408,6 +408,21 @@ export const schedulerServiceSuite = <E>(name: string, storage: Layer.Layer<Stor
         expect(yield* (yield* RunStore).shapers([capped!.run_id])).toEqual([{ uid: world.admin.principal_uid, role: "member" }])
       }))
 
+    test("run now of a schedule a member last set: the member shaped the run, whoever starts it (its token acts no higher)", () =>
+      Effect.gen(function*() {
+        yield* at(T0)
+        const world = yield* seedWorld()
+        const schedules = yield* Schedules
+        const created = yield* schedule(world.admin, { cron_schedule: "0 * * * *" })
+        yield* schedules.update(
+          world.alice,
+          created.id,
+          new UpdateScheduledAgentRequest({ name: "nightly", cron_schedule: "0 * * * *", prompt: "use your token for me", enabled: true })
+        )
+        const started = yield* schedules.runNow(world.admin, created.id)
+        expect(yield* (yield* RunStore).shapers([started.run_id])).toEqual([{ uid: world.alice.principal_uid, role: "member" }])
+      }))
+
     test("run now starts one run at once, even paused, as the caller; listed in the history, the ticks untouched", () =>
       Effect.gen(function*() {
         yield* at(T0)

@@ -191,6 +191,8 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           expect(answer.claim?.transcript_bytes).toBe(8)
           expect(answer.claim?.environment).toBeNull()
           expect(answer.claim?.history).toEqual([])
+          // The worker runs whatever it likes: it shaped the run, with its own role.
+          expect(yield* (yield* RunStore).shapers([runId])).toEqual([{ uid: world.worker.principal_uid, role: "member" }])
           // Nothing left for it; another id's claim gets nothing either.
           expect((yield* claimAs(world.worker, workerId)).answer.claim).toBeNull()
           const other = yield* createFor(world.alice, `${workerId}-other`)

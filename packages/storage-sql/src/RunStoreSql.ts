@@ -614,8 +614,10 @@ export const layer = Layer.effect(
               const pending = counted?.n ?? 0
               if (pending >= write.maxPending) return yield* new FollowupInboxFull({ pending })
             }
+            if (write.maxTotal !== undefined) {
+              yield* countFollowup(runId, write.followup === undefined ? 0 : utf8Bytes(write.followup.message), write.maxTotal)
+            }
             if (write.followup !== undefined) {
-              if (write.maxTotal !== undefined) yield* countFollowup(runId, utf8Bytes(write.followup.message), write.maxTotal)
               yield* sql`INSERT INTO followup_inbox ${sql.insert({
                 run_id: runId,
                 message: write.followup.message,

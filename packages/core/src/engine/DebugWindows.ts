@@ -71,6 +71,8 @@ export class DebugWindows extends Effect.Service<DebugWindows>()("@agent-runs/co
         const token = yield* tokens.issue({ run_id: runId, execution_id: executionId })
         const uid = run.item.environment_id
         const env = uid === null ? Option.none() : yield* environments.get(uid)
+        // Its last editor now shapes this debug agent, as it shapes an execution at its claim.
+        if (Option.isSome(env)) yield* store.addShapers(runId, [env.value.editor])
         const plan = yield* planRecordingSecretReads({
           run: run.item,
           team_uid: run.team_uid,

@@ -13,6 +13,7 @@
  *   current, and an ended run's team admits its next waiting runs.
  */
 import { Chunk, Clock, DateTime, Effect, Either, Option, Stream } from "effect"
+import type { Shaper } from "../domain/Access.js"
 import type { Artifact } from "../domain/Artifact.js"
 import type { ConversationPart } from "../domain/ConversationLog.js"
 import { EVENT_PAYLOAD_NAME, eventPayloadKey, runImagesKey, transcriptKey } from "../domain/BlobKeys.js"
@@ -129,15 +130,17 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
       }).pipe(Effect.catchAll((e) => Effect.logWarning("execution: could not update the environment", e)))
 
     /** What a claimed run's execution needs from storage (read failures: left out, as before a retry). */
-    const gather = (run: StoredRun, executionId: ExecutionId): Effect.Effect<ClaimedRun, StorageError> =>
+    const gather = (run: StoredRun, executionId: ExecutionId, host: Shaper | undefined): Effect.Effect<ClaimedRun, StorageError> =>
       Effect.gen(function*() {
         const item = run.item
         const runId = item.run_id
         const uid = item.environment_id
         const env = uid === null ? Option.none() : yield* environments.get(uid)
-        // Its last editor shapes this execution (setup commands, harness): recorded before the
-        // agent gets its token, which then acts with no more than that editor's role.
-        if (Option.isSome(env)) yield* store.addShapers(runId, [env.value.editor])
+        // Its last editor shapes this execution (setup commands, harness), and so does the worker
+        // that runs it (a self-hosted worker executes whatever it likes): recorded before the agent
+        // gets its token, which then acts with no more than their roles.
+        const shapers = [...(Option.isSome(env) ? [env.value.editor] : []), ...(host === undefined ? [] : [host])]
+        if (shapers.length > 0) yield* store.addShapers(runId, shapers)
         const refusal = yield* secretsRefusalOf(store, identities, run)
         const deliveryId = item.metadata["delivery_id"]
         const attachments: Array<ClaimedRun["attachments"][number]> = []
@@ -192,14 +195,17 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
       readonly team_uid?: TeamUid | undefined
       readonly execution_id: ExecutionId
       readonly lease_ms: number
+      /** The principal of the self-hosted worker claiming (it shapes what runs). */
+      readonly host?: Shaper | undefined
     }): Effect.Effect<Option.Option<ClaimedRun>, StorageError> =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        const claimed = yield* store.claim({ ...params, now })
+        const { host: _host, ...where } = params
+        const claimed = yield* store.claim({ ...where, now })
         if (Option.isNone(claimed)) return Option.none()
         const run = claimed.value
         yield* logClaimed(run, params.execution_id)
-        return Option.some(yield* gather(run, params.execution_id).pipe(Effect.retry({ times: 3 })))
+        return Option.some(yield* gather(run, params.execution_id, params.host).pipe(Effect.retry({ times: 3 })))
       })
 
     /**

@@ -110,9 +110,10 @@ export interface FollowupWrite {
    */
   readonly maxPending?: number
   /**
-   * The most follow-ups, and bytes of their messages, the run may receive in its whole life, with
-   * `followup` counted: past either, FollowupTotalSpent and nothing written. Counted in the same
-   * write, so concurrent senders never exceed it.
+   * The most follow-ups, and bytes of their messages, the run may receive in its whole life, this
+   * one counted (an empty continuation, without `followup`, counts as a follow-up of no bytes):
+   * past either, FollowupTotalSpent and nothing written. Counted in the same write, so concurrent
+   * senders never exceed it.
    */
   readonly maxTotal?: { readonly count: number; readonly bytes: number }
   /** Who sent it, recorded as one who shaped the run (with `followup`, or alone for an empty continuation). */

@@ -9,7 +9,9 @@
  *   best effort: when storage fails the refusal is still answered, and the entry is lost (logged).
  *   Refusals are recorded at most `REFUSALS_PER_MINUTE` a minute per principal (per process), so
  *   a caller cannot grow the log without bound by failing on purpose; the others are only logged.
- * - Reads (`read`) record a `succeeded` entry on their own, best effort too.
+ * - Reads (`read`) record a `succeeded` entry on their own, best effort too, at most one an hour
+ *   per principal, action and resource (per process): reading a transcript again and again adds
+ *   nothing more to say, and would grow the log at the price of a GET.
  * - Work the service does itself (cron ticks, webhook deliveries, the execution engine) is not
  *   recorded here: runs keep their timeline, webhooks their delivery log.
  */
@@ -26,6 +28,9 @@ import { AuditLog } from "../ports/AuditLog.js"
 /** Entries read at a time by an export. */
 const EXPORT_PAGE = 500
 
+/** How long a read is not recorded again for the same reader and resource. */
+export const READ_COLLAPSE_MS = 60 * 60 * 1000
+
 /** The most refusals recorded per principal in any minute (per process). */
 export const REFUSALS_PER_MINUTE = 60
 
@@ -40,7 +45,16 @@ export class Audit extends Effect.Service<Audit>()("@agent-runs/core/Audit", {
     const log = yield* AuditLog
     const ids = yield* Ids
     const refusalBudget = makeLimiter({ max: REFUSALS_PER_MINUTE, windowMs: 60_000 })
+    const recentReads = makeLimiter({ max: 1, windowMs: READ_COLLAPSE_MS })
     let prunedAt = 0
+
+    /** Forgets the limiters' idle keys, once a minute. */
+    const prune = (now: number) => {
+      if (now - prunedAt < 60_000) return
+      refusalBudget.prune(now)
+      recentReads.prune(now)
+      prunedAt = now
+    }
 
     /** An entry's id and time, taken before the write it records. */
     const stamp = Effect.all({ id: ids.auditEntryId, at: Clock.currentTimeMillis })
@@ -63,18 +77,20 @@ export class Audit extends Effect.Service<Audit>()("@agent-runs/core/Audit", {
         Effect.catchAll((e) => Effect.logWarning(`audit: could not record ${facts.action} (${facts.outcome})`, e))
       )
 
-    /** Records a read (a transcript someone else's run wrote, say), best effort. */
+    /** Records a read (a transcript someone else's run wrote, say), best effort, once an hour per reader and resource. */
     const read = (viewer: Viewer, action: string, resource: AuditResource) =>
-      recordAlone(viewer, { action, resource, outcome: "succeeded" })
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        prune(now)
+        return recentReads.take(`${viewer.principal_uid} ${action} ${resource.type} ${resource.id}`, now).allowed
+          ? recordAlone(viewer, { action, resource, outcome: "succeeded" })
+          : Effect.void
+      })
 
     /** Records a refused `action` on `resource` with `error`'s code, within the principal's budget. */
     const refused = (viewer: Viewer, action: string, resource: AuditResource, error: unknown) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        if (now - prunedAt >= 60_000) {
-          refusalBudget.prune(now)
-          prunedAt = now
-        }
+        prune(now)
         const errorCode = errorCodeOf(error)
         if (!refusalBudget.take(viewer.principal_uid, now).allowed) {
           return yield* Effect.logWarning(`audit: ${action} refused (${errorCode}) for ${viewer.principal_uid}, past its budget of recorded refusals`)

@@ -181,7 +181,8 @@ export class Followups extends Effect.Service<Followups>()("@agent-runs/core/Fol
         const execution = newExecution ? yield* ids.executionId : yield* currentExecution(store, ids, run)
         const next = applyTransition(run, moved.right, now)
         const blank = isBlankMessage(message)
-        if (!blank) yield* takeRecent(runId, utf8Bytes(message), now)
+        // An empty continuation counts too (it starts an execution), weighing nothing.
+        yield* takeRecent(runId, blank ? 0 : utf8Bytes(message), now)
         const record = store.recordFollowup(
           runId,
           guardOf(run),
@@ -195,7 +196,7 @@ export class Followups extends Effect.Service<Followups>()("@agent-runs/core/Fol
             shaper: shaperOf(viewer)
           }
         ).pipe(
-          Effect.onError(() => Effect.sync(() => blank || recent.refund(runId))),
+          Effect.onError(() => Effect.sync(() => recent.refund(runId))),
           Effect.catchTags({
             FollowupInboxFull: ({ pending }) =>
               Effect.fail(

@@ -562,14 +562,18 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         return prepared
       })
 
-    /** Writes prepared runs in one transaction (with `key`), then notes each environment's newest run. */
-    const commit = (prepared: ReadonlyArray<PreparedRun>, key?: ExactlyOnceKey) =>
+    /** Writes prepared runs with `write` (their one transaction): their images first, then notes each environment's newest run. */
+    const committing = <E>(prepared: ReadonlyArray<PreparedRun>, write: Effect.Effect<void, E>) =>
       Effect.gen(function* () {
         yield* keepImages(prepared)
-        yield* store.create(prepared.map((p) => p.write), key)
+        yield* write
         yield* afterCreate(prepared)
         return prepared.map((p) => p.response)
       })
+
+    /** Writes prepared runs in one transaction (with `key`), then notes each environment's newest run. */
+    const commit = (prepared: ReadonlyArray<PreparedRun>, key?: ExactlyOnceKey) =>
+      committing(prepared, store.create(prepared.map((p) => p.write), key))
 
     /** Keeps the images of runs about to be written (first: a run is claimable as soon as it is written). */
     const keepImages = (prepared: ReadonlyArray<PreparedRun>) =>
@@ -615,7 +619,11 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
     const create = Effect.fn("Runs.create")(
       function* (viewer: Viewer, request: RunAgentRequest, source: RunSourceType | CreateOptions = "API") {
         const prepared = yield* prepare(viewer, request, typeof source === "string" ? { source } : source)
-        const write = audit.recording(viewer, commit([prepared]), () => ({ action: "run.create", resource: resource(prepared.response.run_id) }))
+        // The entry in the run's own transaction (only that: the environment's note after it is best effort).
+        const write = committing(
+          [prepared],
+          audit.recording(viewer, store.create([prepared.write]), () => ({ action: "run.create", resource: resource(prepared.response.run_id) }))
+        )
         const [response] = yield* withCreationQuota([prepared], write).pipe(Effect.catchTag("DuplicateKey", Effect.die))
         return response!
       },

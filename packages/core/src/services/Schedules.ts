@@ -102,15 +102,17 @@ export const scheduleRunRequest = (
     options: {
       source: "SCHEDULED_AGENT",
       schedule: { schedule_id: item.id, schedule_name: item.name, cron_schedule: item.cron_schedule },
-      metadata
+      metadata,
+      // Whoever last set the prompt and config shaped the run, whoever starts it (a tick, or run now).
+      shapers: [{ uid: item.updated_by.uid, role: schedule.editor_role }]
     }
   }
 }
 
-/** The schedules service. */
 /** A schedule as an audited resource. */
 const resource = (id: ScheduleId | null) => ({ type: "schedule", id })
 
+/** The schedules service. */
 export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Schedules", {
   dependencies: [Audit.Default],
   effect: Effect.gen(function*() {

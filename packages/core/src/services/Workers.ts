@@ -40,7 +40,7 @@
  *   ends), and bytes already there are not written again: a retry after a lost answer is a no-op.
  */
 import { Clock, Context, DateTime, Duration, Effect, Encoding, Option } from "effect"
-import type { Viewer } from "../domain/Access.js"
+import { shaperOf, type Viewer } from "../domain/Access.js"
 import { type Artifact, MAX_ARTIFACTS_PER_RUN } from "../domain/Artifact.js"
 import type { ConversationPart } from "../domain/ConversationLog.js"
 import type { ExecutionEvent, Report } from "../domain/ExecutionEvent.js"
@@ -255,7 +255,13 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
                 // No more runs than the capacity its heartbeat declares.
                 w.active_runs < w.capacity
               )
-              ? executions.claim({ worker_host: workerId, team_uid: worker.team_uid, execution_id: executionId, lease_ms: settings.leaseMs })
+              ? executions.claim({
+                worker_host: workerId,
+                team_uid: worker.team_uid,
+                execution_id: executionId,
+                lease_ms: settings.leaseMs,
+                host: shaperOf(viewer)
+              })
               : Effect.succeed(Option.none())))
         // Long poll: look again every `claimPollMs` until a run is claimed or the wait is over.
         let claimed = yield* once

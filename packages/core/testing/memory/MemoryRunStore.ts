@@ -284,16 +284,20 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
 
   /** Why the follow-up may not be stored (a full inbox, a spent total), or undefined. */
   const followupProblem = (target: RunRecord, followup: FollowupWrite): FollowupInboxFull | FollowupTotalSpent | undefined => {
-    if (followup.followup === undefined) return undefined
     const pending = target.inbox.length
-    if (followup.maxPending !== undefined && pending >= followup.maxPending) return new FollowupInboxFull({ pending })
+    if (followup.followup !== undefined && followup.maxPending !== undefined && pending >= followup.maxPending) {
+      return new FollowupInboxFull({ pending })
+    }
     const { bytes, count } = target.followupTotals
     const max = followup.maxTotal
-    if (max !== undefined && (count + 1 > max.count || bytes + utf8Bytes(followup.followup.message) > max.bytes)) {
+    if (max !== undefined && (count + 1 > max.count || bytes + bytesOf(followup) > max.bytes)) {
       return new FollowupTotalSpent({ count, bytes })
     }
     return undefined
   }
+
+  /** The bytes a follow-up write counts: its message's (none for an empty continuation). */
+  const bytesOf = (followup: FollowupWrite): number => followup.followup === undefined ? 0 : utf8Bytes(followup.followup.message)
 
   const recordFollowup = (runId: RunId, guard: RunGuard, followup: FollowupWrite) =>
     Effect.suspend((): Effect.Effect<void, StaleWrite | FollowupInboxFull | FollowupTotalSpent> => {
@@ -312,8 +316,10 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
       if (followup.followup !== undefined) {
         state.followupCounter += 1
         target.inbox.push({ id: state.followupCounter, message: followup.followup.message, received_at: followup.followup.received_at })
+      }
+      if (followup.maxTotal !== undefined) {
         target.followupTotals.count += 1
-        target.followupTotals.bytes += utf8Bytes(followup.followup.message)
+        target.followupTotals.bytes += bytesOf(followup)
       }
       if (followup.shaper !== undefined) recordShapers(target, [followup.shaper])
       return wakeIf(followup.next?.item.state === "QUEUED")
