@@ -467,15 +467,18 @@ export const followupsServiceSuite = <E>(name: string, storage: Layer.Layer<Stor
           const world = yield* seedWorld()
           const runId = yield* createRun(world.alice)
           let calls = 0
-          // An executor claims the run between the follow-up's read and its write.
+          let reads = 0
+          // An executor claims the run between the follow-up's read and its write (outside the
+          // write's transaction, as another process would).
           const followups = yield* followupsOver((store) => ({
             ...store,
+            get: (id) =>
+              Effect.tap(store.get(id), () =>
+                ++reads === 1 ? Effect.orDie(claim(id).pipe(Effect.provideService(RunStore, store))) : Effect.void),
             recordFollowup: (id, guard, write) =>
               Effect.suspend(() => {
                 calls++
-                return calls === 1
-                  ? Effect.zipRight(Effect.orDie(claim(id).pipe(Effect.provideService(RunStore, store))), store.recordFollowup(id, guard, write))
-                  : store.recordFollowup(id, guard, write)
+                return store.recordFollowup(id, guard, write)
               })
           }))
           const answer = yield* followups.send(world.alice, runId, new RunFollowupRequest({ message: "hi" }))
