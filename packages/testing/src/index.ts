@@ -17,3 +17,11 @@ export {
 export { cliPath } from "./CliPath.js"
 export { fakeModel } from "./FakeModelScope.js"
 export { assistantTexts, type ConversationStep, type FinishedRun, freePort, mountedApi } from "./MountedApi.js"
+export {
+  type OidcProviderOptions,
+  type OidcProviderServer,
+  type OidcUser,
+  completeDeviceLogin,
+  completeLogin,
+  startOidcProvider
+} from "./OidcProvider.js"
