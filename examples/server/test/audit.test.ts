@@ -111,7 +111,11 @@ describe("the audit log", () => {
       ["team.update", () => root()("PATCH", `/admin/teams/${ids["team"]}`, { max_concurrent_runs: 3 })],
       ["principal.create", () => root()("POST", "/admin/principals", { type: "user", display_name: "Newcomer", memberships: [{ team_uid: ids["team"], role: "member" }] })],
       ["token.create", () => root()("POST", `/admin/principals/${ids["principal"]}/tokens`, { name: "laptop" })],
-      ["token.revoke", () => root()("DELETE", `/admin/tokens/${ids["token"]}`)]
+      ["token.revoke", () => root()("DELETE", `/admin/tokens/${ids["token"]}`)],
+      ["principal.update", () => root()("PATCH", `/admin/principals/${ids["principal"]}`, { disabled: true })],
+      ["membership.set", () => root()("PUT", `/admin/principals/${ids["principal"]}/memberships/${team.uid}`, { role: "viewer" })],
+      ["membership.remove", () => root()("DELETE", `/admin/principals/${ids["principal"]}/memberships/${team.uid}`)],
+      ["principal.delete", () => root()("DELETE", `/admin/principals/${ids["principal"]}`)]
     ]
     for (const [action, write] of adminSteps) {
       const { added, reply } = await entriesOf(write)
@@ -124,6 +128,27 @@ describe("the audit log", () => {
       }
       expect(added.map((e) => e.action), action).toEqual([action])
       expect(added[0]).toMatchObject({ outcome: "succeeded", actor: { instance_admin: true } })
+    }
+
+    // A team's admin manages its members and service accounts.
+    const teamSteps: Array<[action: string, write: () => Promise<{ status: number; body: Json }>]> = [
+      ["principal.create", () => admin()("POST", "/agent/team/service-accounts", { display_name: "bot", role: "member" })],
+      ["token.create", () => admin()("POST", `/agent/team/service-accounts/${ids["bot"]}/tokens`, { name: "ci" })],
+      ["token.revoke", () => admin()("DELETE", `/agent/team/tokens/${ids["botToken"]}`)],
+      ["membership.set", () => admin()("PUT", `/agent/team/members/${ids["bot"]}`, { role: "viewer" })],
+      ["membership.remove", () => admin()("DELETE", `/agent/team/members/${team.principals.viewer}`)],
+      ["principal.delete", () => admin()("DELETE", `/agent/team/service-accounts/${ids["bot"]}`)]
+    ]
+    for (const [action, write] of teamSteps) {
+      const { added, reply } = await entriesOf(write)
+      expect(reply.status, `${action}: ${JSON.stringify(reply.body)}`).toBeLessThan(300)
+      if (action === "principal.create") ids["bot"] = reply.body.uid
+      if (action === "token.create") {
+        ids["botToken"] = reply.body.token_id
+        tokens.push(reply.body.token)
+      }
+      expect(added.map((e) => e.action), action).toEqual([action])
+      expect(added[0]).toMatchObject({ outcome: "succeeded", team_uid: team.uid, actor: { principal_uid: team.principals.admin } })
     }
   })
 

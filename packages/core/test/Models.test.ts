@@ -22,7 +22,11 @@ import {
 import {
   CreatePrincipalRequest,
   CreateTeamRequest,
+  CreateServiceAccountRequest,
   CreateTokenRequest,
+  ListTeamMembersResponse,
+  PatchPrincipalRequest,
+  SetMembershipRequest,
   CreateTokenResponse,
   ListTeamsResponse,
   PatchTeamRequest,
@@ -546,7 +550,9 @@ describe("wire fixtures round-trip exactly", () => {
       display_name: "Ada Lovelace",
       instance_admin: true,
       memberships: [{ team_uid: TEAM, role: "admin" }],
-      created_at: "2026-11-01T00:00:00.000Z"
+      created_at: "2026-11-01T00:00:00.000Z",
+      disabled_at: "2026-11-02T00:00:00.000Z",
+      deleted_at: null
     })
     roundTrip(TokenRecord, {
       token_id: TOKEN_ID,
@@ -554,7 +560,11 @@ describe("wire fixtures round-trip exactly", () => {
       name: "ci",
       token_hash: "a".repeat(64),
       created_at: "2026-11-01T00:00:00.000Z",
-      revoked_at: null
+      revoked_at: null,
+      expires_at: "2027-11-01T00:00:00.000Z",
+      last_used_at: "2026-11-03T00:01:00.000Z",
+      team_uid: TEAM,
+      max_role: "member"
     })
     roundTrip(CreateTeamRequest, { name: "platform" })
     roundTrip(PatchTeamRequest, { features: { scheduled_agents: false }, max_concurrent_runs: 2 })
@@ -565,6 +575,14 @@ describe("wire fixtures round-trip exactly", () => {
       instance_admin: false
     })
     roundTrip(CreateTokenRequest, { name: "laptop" })
+    roundTrip(CreateTokenRequest, { name: "ci", expires_at: "2027-01-01T00:00:00.000Z", team_uid: TEAM, max_role: "viewer" })
+    roundTrip(PatchPrincipalRequest, { display_name: "Ada", instance_admin: false, disabled: true })
+    roundTrip(SetMembershipRequest, { role: "viewer" })
+    roundTrip(CreateServiceAccountRequest, { display_name: "deploy-bot", role: "member" })
+    roundTrip(ListTeamMembersResponse, {
+      members: [{ uid: USER, type: "user", display_name: "Ada", role: "admin", disabled: false }],
+      next_cursor: USER
+    })
     roundTrip(CreateTokenResponse, { token_id: TOKEN_ID, token: "ar_Zm9vYmFyYmF6cXV4cXV1eGZvb2Jhcg" })
   })
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fc from "fast-check"
-import { generateToken, hashToken } from "../src/services/Identities.js"
+import { generateToken, hashToken } from "../src/services/Tokens.js"
 
 /** The bytes behind a base64url text (no padding). */
 const fromBase64url = (text: string): Uint8Array =>

@@ -30,6 +30,7 @@ import { IdentityGroup } from "./api/Identity.js"
 import { RunsGroup } from "./api/Runs.js"
 import { SchedulesGroup } from "./api/Schedules.js"
 import { SecretsGroup } from "./api/Secrets.js"
+import { TeamGroup } from "./api/Team.js"
 import { WebhooksGroup } from "./api/Webhooks.js"
 import { WorkersGroup } from "./api/Workers.js"
 import * as Problems from "./Problems.js"
@@ -51,6 +52,7 @@ export class Api extends HttpApi.make("AgentRuns")
   .add(AutomationsGroup)
   .add(SecretsGroup)
   .add(AdminGroup)
+  .add(TeamGroup)
   .add(AuditGroup)
   .add(IdentityGroup)
   .add(HarnessSupportGroup)

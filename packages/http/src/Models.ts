@@ -21,7 +21,7 @@
  * - Delivery logs page with `limit` (core's `Webhooks.DELIVERY_PAGE_LIMIT`: 1–100, default 20) and the
  *   `cursor` of the previous page.
  */
-import { Common, Followups, Ids, Run, RunQuery, RunState, Webhooks } from "@agent-runs/core"
+import { Common, Followups, Identity, Ids, Run, RunQuery, RunState, Webhooks } from "@agent-runs/core"
 import { Schema, Struct } from "effect"
 
 /** `POST /agent/runs/{runId}/followups`: accepted (core's model). */
@@ -175,3 +175,22 @@ export const ListRunsUrlParamsDescription =
   "Every filter combines with AND; `state` may repeat (any of them). 400: an invalid parameter (the `error` " +
   "names it), a cursor reused with another query, or more than 5 metadata pairs; 403 feature_not_available: " +
   "metadata filtering is off for the team."
+
+/** The paging of the principal and member lists: a page size and the previous page's `next_cursor`. */
+export const PrincipalPageUrlParams = Schema.Struct({
+  limit: Schema.optional(
+    Schema.NumberFromString.pipe(
+      Schema.int(),
+      Schema.between(Identity.PRINCIPAL_PAGE_LIMIT.min, Identity.PRINCIPAL_PAGE_LIMIT.max)
+    ).annotations({
+      description: `page size, ${Identity.PRINCIPAL_PAGE_LIMIT.min} to ${Identity.PRINCIPAL_PAGE_LIMIT.max} (default ${Identity.PRINCIPAL_PAGE_LIMIT.default})`
+    })
+  ),
+  cursor: Schema.optional(Ids.PrincipalUid.annotations({ description: "the next_cursor of the previous page" }))
+})
+
+/** `GET /admin/principals`: the paging, and a team whose members alone are listed. */
+export const ListPrincipalsUrlParams = Schema.Struct({
+  ...PrincipalPageUrlParams.fields,
+  team_uid: Schema.optional(Ids.TeamUid.annotations({ description: "only this team's members" }))
+})

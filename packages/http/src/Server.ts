@@ -46,6 +46,7 @@ import { ConversationsLive } from "./handlers/Conversations.js"
 import { EnvironmentsLive } from "./handlers/Environments.js"
 import { HarnessSupportLive, RunAuthenticationLive } from "./handlers/HarnessSupport.js"
 import { IdentityLive } from "./handlers/Identity.js"
+import { TeamLive } from "./handlers/Team.js"
 import { RunsLive } from "./handlers/Runs.js"
 import { SchedulesLive } from "./handlers/Schedules.js"
 import { SecretsLive } from "./handlers/Secrets.js"
@@ -72,6 +73,7 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
     AdminLive,
     AuditLive,
     IdentityLive,
+    TeamLive,
     AgentsLive,
     HarnessSupportLive,
     WorkersLive

@@ -32,6 +32,7 @@ import {
   Identities,
   Ids,
   Ingress,
+  Principals,
   Quotas,
   RunEvents,
   RunExecutions,
@@ -40,6 +41,8 @@ import {
   Schedules,
   Secrets,
   Skills,
+  TeamMembers,
+  Tokens,
   Webhooks,
   Workers
 } from "@agent-runs/core"
@@ -142,6 +145,9 @@ const servicesLayer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) =>
       Secrets.Secrets.Default,
       Skills.Skills.Default,
       Identities.Identities.Default,
+      Principals.Principals.Default,
+      TeamMembers.TeamMembers.Default,
+      Tokens.Tokens.Default,
       Workers.Workers.Default,
       AuditService.Audit.Default
     )),

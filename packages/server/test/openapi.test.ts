@@ -315,7 +315,9 @@ describe("the server against /openapi.json", () => {
       conversation_id: run.body.run_id,
       delivery_id: delivery.body?.delivery_id,
       token_id: "tok_unknown",
-      workerId: "openapi-worker"
+      workerId: "openapi-worker",
+      team_uid: team.body.uid,
+      principal_uid: viewer.uid
     }
     const unknown: Record<string, string> = {
       uid: "Zz0000000000000000000z",
@@ -327,7 +329,9 @@ describe("the server against /openapi.json", () => {
       delivery_id: "Zz0000000000000000000z",
       token_id: "Zz0000000000000000000z",
       workerId: "no-such-worker",
-      token: "no-such-token"
+      token: "no-such-token",
+      team_uid: "Zz0000000000000000000z",
+      principal_uid: "Zz0000000000000000000z"
     }
     const current = (await send("GET", `/api/v1/agent/runs/${run.body.run_id}`, { token })).body
     if (typeof current?.conversation_id === "string") ids["conversation_id"] = current.conversation_id
@@ -388,6 +392,26 @@ describe("the server against /openapi.json", () => {
       const spare = await admin("POST /api/v1/admin/principals/{uid}/tokens", { uid: worker.uid }, { body: { name: "spare" } })
       await admin("DELETE /api/v1/admin/tokens/{token_id}", { token_id: spare.body.token_id })
     }
+    // The identity lifecycle: principals, memberships, tokens; a team's members and service accounts.
+    await admin("GET /api/v1/admin/principals", {}, { query: `?limit=2&team_uid=${team.body.uid}` })
+    await admin("GET /api/v1/admin/principals/{uid}", { uid: worker.uid })
+    await admin("GET /api/v1/admin/principals/{uid}/tokens", { uid: worker.uid })
+    await admin("PATCH /api/v1/admin/principals/{uid}", { uid: viewer.uid }, { body: { display_name: "the viewer", ...x } })
+    await admin("PUT /api/v1/admin/principals/{uid}/memberships/{team_uid}", { uid: viewer.uid, team_uid: team.body.uid }, { body: { role: "viewer", ...x } })
+    const leaving = await principal("user", "member")
+    await admin("DELETE /api/v1/admin/principals/{uid}/memberships/{team_uid}", { uid: leaving.uid, team_uid: team.body.uid })
+    await admin("DELETE /api/v1/admin/principals/{uid}", { uid: leaving.uid })
+    const bots = [
+      await as("POST /api/v1/agent/team/service-accounts", {}, { body: { display_name: "bot one", role: "viewer", ...x } }),
+      await as("POST /api/v1/agent/team/service-accounts", {}, { body: { display_name: "bot two", role: "viewer", ...x } })
+    ].map((b) => ({ principal_uid: b.body.uid as string }))
+    await as("GET /api/v1/agent/team/members", {}, { query: "?limit=3" })
+    await as("PUT /api/v1/agent/team/members/{principal_uid}", bots[0]!, { body: { role: "member", ...x } })
+    const botToken = await as("POST /api/v1/agent/team/service-accounts/{principal_uid}/tokens", bots[0]!, { body: { name: "b", max_role: "viewer", ...x } })
+    await as("GET /api/v1/agent/team/service-accounts/{principal_uid}/tokens", bots[0]!)
+    await as("DELETE /api/v1/agent/team/tokens/{token_id}", { token_id: botToken.body.token_id })
+    await as("DELETE /api/v1/agent/team/members/{principal_uid}", bots[0]!)
+    await as("DELETE /api/v1/agent/team/service-accounts/{principal_uid}", bots[1]!)
     // The worker endpoints, as a worker: heartbeat, claim of the run addressed to it, its lease.
     const w = { workerId: "openapi-worker" }
     const forWorker = await as("POST /api/v1/agent/runs", {}, { body: { prompt: "for the worker", config: { worker_host: "openapi-worker" } } })

@@ -1,12 +1,13 @@
 /**
  * IdentityStore over SqlClient: teams, principals with their memberships (kept in join order), and
- * API tokens stored only as their SHA-256 hash (unique). A token authenticates while `revoked_at`
- * is null; revoking sets it at once and keeps the record.
+ * API tokens stored only as their SHA-256 hash (unique). A token is found while `revoked_at` is
+ * null; revoking sets it at once and keeps the record. Deleting a principal keeps its row (its
+ * name) with `deleted_at`, removes its memberships and revokes its tokens in one transaction.
  */
 import * as TrustedCodec from "@agent-runs/core/domain/TrustedCodec"
 import type { PrincipalUid, TeamUid, TokenId } from "@agent-runs/core/domain/Ids"
-import { Principal, Team, TokenRecord } from "@agent-runs/core/domain/Identity"
-import { IdentityStore } from "@agent-runs/core/ports/IdentityStore"
+import { Principal, type Role, Team, TokenRecord } from "@agent-runs/core/domain/Identity"
+import { IdentityStore, type PrincipalChanges, type PrincipalPage } from "@agent-runs/core/ports/IdentityStore"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option, Schema } from "effect"
 import { bool, Count, decodeRows, iso, json, JsonColumn, millis, operation, traced } from "./internal/Catalog.js"
@@ -25,7 +26,9 @@ const PrincipalRow = Schema.Struct({
   type: Schema.String,
   display_name: Schema.String,
   instance_admin: Rows.Bool,
-  created_at: Rows.Millis
+  created_at: Rows.Millis,
+  disabled_at: Schema.NullOr(Rows.Millis),
+  deleted_at: Schema.NullOr(Rows.Millis)
 })
 
 const MembershipRow = Schema.Struct({ principal_uid: Schema.String, team_uid: Schema.String, role: Schema.String })
@@ -36,8 +39,14 @@ const TokenRow = Schema.Struct({
   name: Schema.NullOr(Schema.String),
   token_hash: Schema.String,
   created_at: Rows.Millis,
-  revoked_at: Schema.NullOr(Rows.Millis)
+  revoked_at: Schema.NullOr(Rows.Millis),
+  expires_at: Schema.NullOr(Rows.Millis),
+  last_used_at: Schema.NullOr(Rows.Millis),
+  team_uid: Schema.NullOr(Schema.String),
+  max_role: Schema.NullOr(Schema.String)
 })
+
+const isoOrNull = (value: number | null) => (value === null ? null : iso(value))
 
 const toTeam = (row: typeof TeamRow.Type) =>
   TrustedCodec.decoder(Team)({
@@ -55,7 +64,9 @@ const toPrincipal = (row: typeof PrincipalRow.Type, memberships: ReadonlyArray<t
     display_name: row.display_name,
     instance_admin: row.instance_admin,
     memberships: memberships.map((m) => ({ team_uid: m.team_uid, role: m.role })),
-    created_at: iso(row.created_at)
+    created_at: iso(row.created_at),
+    disabled_at: isoOrNull(row.disabled_at),
+    deleted_at: isoOrNull(row.deleted_at)
   })
 
 const toToken = (row: typeof TokenRow.Type) =>
@@ -65,7 +76,11 @@ const toToken = (row: typeof TokenRow.Type) =>
     name: row.name,
     token_hash: row.token_hash,
     created_at: iso(row.created_at),
-    revoked_at: row.revoked_at === null ? null : iso(row.revoked_at)
+    revoked_at: isoOrNull(row.revoked_at),
+    expires_at: isoOrNull(row.expires_at),
+    last_used_at: isoOrNull(row.last_used_at),
+    team_uid: row.team_uid,
+    max_role: row.max_role
   })
 
 /** IdentityStore, needing `SqlClient`. */
@@ -117,7 +132,9 @@ export const layer = Layer.effect(
             type: principal.type,
             display_name: principal.display_name,
             instance_admin: bool(sql, principal.instance_admin),
-            created_at: millis(principal.created_at)
+            created_at: millis(principal.created_at),
+            disabled_at: principal.disabled_at === null ? null : millis(principal.disabled_at),
+            deleted_at: principal.deleted_at === null ? null : millis(principal.deleted_at)
           })
         }`
         if (principal.memberships.length > 0) {
@@ -155,7 +172,72 @@ export const layer = Layer.effect(
       operation("IdentityStore.getPrincipal")
     )
 
-    const instanceAdmins = sql`SELECT * FROM principals WHERE instance_admin = ${bool(sql, true)} ORDER BY created_at, uid`.pipe(
+    const listPrincipals = Effect.fn("IdentityStore.listPrincipals")(
+      function* (page: PrincipalPage) {
+        const after = page.after === undefined ? sql`` : sql`AND p.uid > ${page.after}`
+        const rows = page.team_uid === undefined
+          ? yield* sql`SELECT p.* FROM principals p WHERE p.deleted_at IS NULL ${after} ORDER BY p.uid LIMIT ${page.limit}`
+          : yield* sql`SELECT p.* FROM principals p JOIN memberships m ON m.principal_uid = p.uid
+              WHERE m.team_uid = ${page.team_uid} AND p.deleted_at IS NULL ${after} ORDER BY p.uid LIMIT ${page.limit}`
+        return yield* withMemberships(yield* decodeRows(PrincipalRow)(rows))
+      },
+      operation("IdentityStore.listPrincipals")
+    )
+
+    const updatePrincipal = Effect.fn("IdentityStore.updatePrincipal")(
+      function* (uid: PrincipalUid, changes: PrincipalChanges) {
+        yield* sql`UPDATE principals SET ${
+          sql.update({
+            display_name: changes.display_name,
+            instance_admin: bool(sql, changes.instance_admin),
+            disabled_at: changes.disabled_at
+          })
+        } WHERE uid = ${uid}`
+      },
+      operation("IdentityStore.updatePrincipal")
+    )
+
+    const setMembership = Effect.fn("IdentityStore.setMembership")(
+      function* (uid: PrincipalUid, team: TeamUid, role: Role) {
+        yield* sql`INSERT INTO memberships (principal_uid, team_uid, role, join_order)
+          VALUES (${uid}, ${team}, ${role},
+            (SELECT COALESCE(MAX(join_order), -1) + 1 FROM memberships WHERE principal_uid = ${uid}))
+          ON CONFLICT (principal_uid, team_uid) DO UPDATE SET role = excluded.role`
+      },
+      operation("IdentityStore.setMembership")
+    )
+
+    const removeMembership = Effect.fn("IdentityStore.removeMembership")(
+      function* (uid: PrincipalUid, team: TeamUid) {
+        const rows = yield* sql`DELETE FROM memberships WHERE principal_uid = ${uid} AND team_uid = ${team} RETURNING team_uid`
+        return rows.length > 0
+      },
+      operation("IdentityStore.removeMembership")
+    )
+
+    const countTeamAdmins = Effect.fn("IdentityStore.countTeamAdmins")(
+      function* (team: TeamUid) {
+        const rows = yield* sql`SELECT COUNT(*) AS n FROM memberships m JOIN principals p ON p.uid = m.principal_uid
+          WHERE m.team_uid = ${team} AND m.role = 'admin' AND p.disabled_at IS NULL AND p.deleted_at IS NULL`.pipe(
+          Effect.flatMap(decodeRows(Schema.Struct({ n: Count })))
+        )
+        return rows[0]?.n ?? 0
+      },
+      operation("IdentityStore.countTeamAdmins")
+    )
+
+    const deletePrincipal = Effect.fn("IdentityStore.deletePrincipal")(
+      function* (uid: PrincipalUid, at: number) {
+        yield* sql`UPDATE principals SET deleted_at = COALESCE(deleted_at, ${at}) WHERE uid = ${uid}`
+        yield* sql`DELETE FROM memberships WHERE principal_uid = ${uid}`
+        yield* sql`UPDATE tokens SET revoked_at = COALESCE(revoked_at, ${at}) WHERE principal_uid = ${uid}`
+      },
+      sql.withTransaction,
+      operation("IdentityStore.deletePrincipal")
+    )
+
+    const instanceAdmins = sql`SELECT * FROM principals WHERE instance_admin = ${bool(sql, true)} AND deleted_at IS NULL
+      ORDER BY created_at, uid`.pipe(
       Effect.flatMap(decodeRows(PrincipalRow)),
       Effect.flatMap(withMemberships),
       traced("IdentityStore.instanceAdmins")
@@ -176,7 +258,11 @@ export const layer = Layer.effect(
             name: token.name,
             token_hash: token.token_hash,
             created_at: millis(token.created_at),
-            revoked_at: token.revoked_at === null ? null : millis(token.revoked_at)
+            revoked_at: token.revoked_at === null ? null : millis(token.revoked_at),
+            expires_at: token.expires_at === null ? null : millis(token.expires_at),
+            last_used_at: token.last_used_at === null ? null : millis(token.last_used_at),
+            team_uid: token.team_uid,
+            max_role: token.max_role
           })
         }`
       },
@@ -209,6 +295,30 @@ export const layer = Layer.effect(
       operation("IdentityStore.findTokenRecord")
     )
 
+    const getToken = Effect.fn("IdentityStore.getToken")(
+      function* (id: TokenId) {
+        const rows = yield* sql`SELECT * FROM tokens WHERE token_id = ${id}`.pipe(Effect.flatMap(decodeRows(TokenRow)))
+        return rows[0] === undefined ? Option.none() : Option.some(yield* toToken(rows[0]))
+      },
+      operation("IdentityStore.getToken")
+    )
+
+    const listTokens = Effect.fn("IdentityStore.listTokens")(
+      function* (principal: PrincipalUid, limit: number) {
+        const rows = yield* sql`SELECT * FROM tokens WHERE principal_uid = ${principal}
+          ORDER BY created_at DESC, token_id DESC LIMIT ${limit}`.pipe(Effect.flatMap(decodeRows(TokenRow)))
+        return yield* Effect.forEach(rows, toToken)
+      },
+      operation("IdentityStore.listTokens")
+    )
+
+    const touchToken = Effect.fn("IdentityStore.touchToken")(
+      function* (id: TokenId, at: number) {
+        yield* sql`UPDATE tokens SET last_used_at = ${at} WHERE token_id = ${id}`
+      },
+      operation("IdentityStore.touchToken")
+    )
+
     const revokeToken = Effect.fn("IdentityStore.revokeToken")(
       function* (id: TokenId, at: number) {
         const rows = yield* sql`UPDATE tokens SET revoked_at = COALESCE(revoked_at, ${at})
@@ -225,11 +335,20 @@ export const layer = Layer.effect(
       updateTeam,
       createPrincipal,
       getPrincipal,
+      listPrincipals,
+      updatePrincipal,
+      setMembership,
+      removeMembership,
+      countTeamAdmins,
+      deletePrincipal,
       instanceAdmins,
       countPrincipals,
       createToken,
       findToken,
       findTokenRecord,
+      getToken,
+      listTokens,
+      touchToken,
       revokeToken
     })
   })

@@ -16,6 +16,7 @@ import workerBindings from "./migrations/0006_worker_bindings.js"
 import conversationParts from "./migrations/0007_conversation_parts.js"
 import shapers from "./migrations/0008_shapers.js"
 import auditLog from "./migrations/0009_audit_log.js"
+import identityLifecycle from "./migrations/0010_identity_lifecycle.js"
 
 export const loader = Migrator.fromRecord({
   "0001_runs": runs,
@@ -26,7 +27,8 @@ export const loader = Migrator.fromRecord({
   "0006_worker_bindings": workerBindings,
   "0007_conversation_parts": conversationParts,
   "0008_shapers": shapers,
-  "0009_audit_log": auditLog
+  "0009_audit_log": auditLog,
+  "0010_identity_lifecycle": identityLifecycle
 })
 
 /**

@@ -62,6 +62,19 @@ const ROLE_RANK: Record<Role, number> = { viewer: 0, member: 1, admin: 2 }
 /** The role with fewer rights of the two. */
 export const lesserRole = (a: Role, b: Role): Role => (ROLE_RANK[a] <= ROLE_RANK[b] ? a : b)
 
+/**
+ * Why the viewer may not manage `team`'s members, service accounts and their tokens, or undefined
+ * when it may: an instance administrator, or an admin of that team acting in it. Never an agent's
+ * run token: no run changes who may do what.
+ */
+export const memberManagementProblem = (viewer: Viewer, team: TeamUid): string | undefined => {
+  if (viewer.acting_run_id !== undefined) return "an agent's run token cannot manage members, service accounts or tokens"
+  if (viewer.instance_admin) return undefined
+  return viewer.team_uid === team && viewer.role === "admin"
+    ? undefined
+    : "only the team's admins and instance administrators manage its members, service accounts and tokens"
+}
+
 /** What deciding who may act as whom needs to know of a principal. */
 export interface Actor {
   readonly uid: PrincipalUid

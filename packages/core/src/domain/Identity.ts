@@ -43,30 +43,59 @@ export const Membership = Schema.Struct({
 }).annotations({ identifier: "Membership" })
 export type Membership = typeof Membership.Type
 
-/** A user or service account; `instance_admin` may use the admin API. Memberships in join order. */
+/** A timestamp that is null until something happens, and null when a constructor omits it. */
+const NullUntil = Schema.NullOr(Timestamp).pipe(Schema.propertySignature, Schema.withConstructorDefault(() => null))
+
+/**
+ * A user or service account; `instance_admin` may use the admin API. Memberships in join order.
+ * A disabled principal (`disabled_at`) keeps its memberships but neither its tokens nor its runs'
+ * tokens work, and no schedule or automation acts as it; a deleted one (`deleted_at`, a tombstone
+ * that keeps its name for the runs and audit entries that show it) has no memberships left.
+ */
 export class Principal extends Schema.Class<Principal>("Principal")({
   uid: PrincipalUid,
   type: PrincipalType,
   display_name: Schema.String,
   instance_admin: Schema.Boolean,
   memberships: Schema.Array(Membership),
-  created_at: Timestamp
+  created_at: Timestamp,
+  disabled_at: NullUntil,
+  deleted_at: NullUntil
 }) {}
+
+/** The memberships a principal acts with: none once it is disabled or deleted. */
+export const activeMemberships = (principal: Principal): ReadonlyArray<Membership> =>
+  principal.disabled_at === null && principal.deleted_at === null ? principal.memberships : []
 
 /** A SHA-256 digest in lowercase hex. */
 export const Sha256Hex = Schema.String.pipe(
   Schema.pattern(/^[0-9a-f]{64}$/, { message: () => "must be 64 lowercase hex characters" })
 ).annotations({ identifier: "Sha256Hex" })
 
-/** A stored API token: its hash, never the token. */
-export class TokenRecord extends Schema.Class<TokenRecord>("TokenRecord")({
+/**
+ * An API token as listed (never the token nor its hash). `expires_at`: it stops working then.
+ * `team_uid`: it acts only in that team. `max_role`: it acts with at most that role. A token with
+ * either limit never opens the admin API. `last_used_at` is kept to the minute.
+ */
+export class TokenInfo extends Schema.Class<TokenInfo>("TokenInfo")({
   token_id: TokenId,
   principal_uid: PrincipalUid,
   name: Schema.NullOr(Schema.String),
-  token_hash: Sha256Hex,
   created_at: Timestamp,
-  revoked_at: Schema.NullOr(Timestamp)
+  revoked_at: Schema.NullOr(Timestamp),
+  expires_at: NullUntil,
+  last_used_at: NullUntil,
+  team_uid: Schema.NullOr(TeamUid).pipe(Schema.propertySignature, Schema.withConstructorDefault(() => null)),
+  max_role: Schema.NullOr(Role).pipe(Schema.propertySignature, Schema.withConstructorDefault(() => null))
 }) {}
+
+/** A stored API token: its hash, never the token. */
+export class TokenRecord extends TokenInfo.extend<TokenRecord>("TokenRecord")({
+  token_hash: Sha256Hex
+}) {}
+
+/** Whether a token is limited (to a team or a role): it never opens the admin API. */
+export const isLimited = (token: TokenInfo): boolean => token.team_uid !== null || token.max_role !== null
 
 /** `POST /admin/teams`. */
 export class CreateTeamRequest extends Schema.Class<CreateTeamRequest>("CreateTeamRequest")({
@@ -100,9 +129,69 @@ export class CreatePrincipalRequest extends Schema.Class<CreatePrincipalRequest>
   instance_admin: Schema.optionalWith(Schema.Boolean, { default: () => false, nullable: true })
 }) {}
 
-/** `POST /admin/principals/{uid}/tokens`. */
+/** The longest a token name may be. */
+export const MAX_TOKEN_NAME_CHARS = 200
+
+/**
+ * `POST /admin/principals/{uid}/tokens` (and a team's service accounts' tokens): a name, when it
+ * expires (in the future), and the team and the most rights it is limited to.
+ */
 export class CreateTokenRequest extends Schema.Class<CreateTokenRequest>("CreateTokenRequest")({
-  name: optionalInput(Schema.String)
+  name: optionalInput(Schema.String.pipe(Schema.maxLength(MAX_TOKEN_NAME_CHARS))),
+  expires_at: optionalInput(Timestamp),
+  team_uid: optionalInput(TeamUid),
+  max_role: optionalInput(Role)
+}) {}
+
+/** A principal's tokens, newest first (at most `MAX_LISTED_TOKENS`). */
+export class ListTokensResponse extends Schema.Class<ListTokensResponse>("ListTokensResponse")({
+  tokens: Schema.Array(TokenInfo)
+}) {}
+
+/** The most tokens a list shows: the newest. */
+export const MAX_LISTED_TOKENS = 500
+
+/** `PATCH /admin/principals/{uid}`: only the given keys change. */
+export class PatchPrincipalRequest extends Schema.Class<PatchPrincipalRequest>("PatchPrincipalRequest")({
+  display_name: optionalInput(NonBlankString.pipe(Schema.maxLength(200))),
+  instance_admin: optionalInput(Schema.Boolean),
+  disabled: optionalInput(Schema.Boolean)
+}) {}
+
+/** `PUT …/memberships/{team_uid}` and `PUT /agent/team/members/{uid}`: the role in the team. */
+export class SetMembershipRequest extends Schema.Class<SetMembershipRequest>("SetMembershipRequest")({
+  role: Role
+}) {}
+
+/** `POST /agent/team/service-accounts`: a service account of the caller's team. */
+export class CreateServiceAccountRequest extends Schema.Class<CreateServiceAccountRequest>("CreateServiceAccountRequest")({
+  display_name: NonBlankString.pipe(Schema.maxLength(200)),
+  role: Role
+}) {}
+
+/** The sizes a page of principals may have. */
+export const PRINCIPAL_PAGE_LIMIT = { min: 1, max: 500, default: 100 } as const
+
+/** A page of principals, in uid order; `next_cursor` is null on the last page. */
+export class ListPrincipalsResponse extends Schema.Class<ListPrincipalsResponse>("ListPrincipalsResponse")({
+  principals: Schema.Array(Principal),
+  next_cursor: Schema.NullOr(Schema.String)
+}) {}
+
+/** A member of a team as its admins see it. */
+export const TeamMember = Schema.Struct({
+  uid: PrincipalUid,
+  type: PrincipalType,
+  display_name: Schema.String,
+  role: Role,
+  disabled: Schema.Boolean
+}).annotations({ identifier: "TeamMember" })
+export type TeamMember = typeof TeamMember.Type
+
+/** `GET /agent/team/members`: a page of the team's members, in uid order. */
+export class ListTeamMembersResponse extends Schema.Class<ListTeamMembersResponse>("ListTeamMembersResponse")({
+  members: Schema.Array(TeamMember),
+  next_cursor: Schema.NullOr(Schema.String)
 }) {}
 
 /** The new token, shown once. */
@@ -130,6 +219,14 @@ export type CallerTeam = typeof CallerTeam.Type
  */
 export class MeResponse extends Schema.Class<MeResponse>("MeResponse")({
   principal: PrincipalRef,
+  /** The token the caller authenticated with (null for a run token): when it expires, what it is limited to. */
+  token: Schema.NullOr(Schema.Struct({
+    token_id: TokenId,
+    name: Schema.NullOr(Schema.String),
+    expires_at: Schema.NullOr(Timestamp),
+    team_uid: Schema.NullOr(TeamUid),
+    max_role: Schema.NullOr(Role)
+  })).pipe(Schema.propertySignature, Schema.withConstructorDefault(() => null)),
   instance_admin: Schema.Boolean,
   teams: Schema.Array(CallerTeam),
   teams_truncated: Schema.Boolean,

@@ -8,7 +8,7 @@ import { Effect, Option } from "effect"
 import { runTokenRole } from "./Access.js"
 import { adminOnlySecretOf, shapedSecretProblem } from "./AdminOnlySecrets.js"
 import type { PrincipalUid } from "./Ids.js"
-import type { Role } from "./Identity.js"
+import { activeMemberships, type Role } from "./Identity.js"
 import type { IdentityStore } from "../ports/IdentityStore.js"
 import type { RunStore, StoredRun } from "../ports/RunStore.js"
 
@@ -20,7 +20,7 @@ export const runTokenRoleOf = (store: RunStore["Type"], identities: IdentityStor
     const roles = new Map<PrincipalUid, Role | undefined>()
     for (const uid of new Set([executor, creator, ...shapers.map((s) => s.uid)])) {
       const principal = Option.getOrUndefined(yield* identities.getPrincipal(uid))
-      roles.set(uid, principal?.memberships.find((m) => m.team_uid === run.team_uid)?.role)
+      roles.set(uid, principal === undefined ? undefined : activeMemberships(principal).find((m) => m.team_uid === run.team_uid)?.role)
     }
     return runTokenRole(executor, creator, shapers, (uid) => roles.get(uid))
   })

@@ -1,8 +1,24 @@
 /** Port: teams, principals and their memberships, and API tokens (stored only as SHA-256 hashes). */
+
+/** A page of principals in uid order: of one team, or all; deleted ones never. */
+export interface PrincipalPage {
+  readonly team_uid: TeamUid | undefined
+  /** The last uid of the previous page. */
+  readonly after: PrincipalUid | undefined
+  readonly limit: number
+}
+
+/** What a principal's update may change (its memberships change one at a time). */
+export interface PrincipalChanges {
+  readonly display_name: string
+  readonly instance_admin: boolean
+  /** Epoch millis, or null to enable it. */
+  readonly disabled_at: number | null
+}
 import type { Effect, Option } from "effect"
 import { Context } from "effect"
 import type { PrincipalUid, TeamUid, TokenId } from "../domain/Ids.js"
-import type { Principal, Team, TokenRecord } from "../domain/Identity.js"
+import type { Principal, Role, Team, TokenRecord } from "../domain/Identity.js"
 import type { StorageError } from "./Storage.js"
 
 export class IdentityStore extends Context.Tag("@agent-runs/core/IdentityStore")<IdentityStore, {
@@ -18,7 +34,19 @@ export class IdentityStore extends Context.Tag("@agent-runs/core/IdentityStore")
   readonly createPrincipal: (principal: Principal) => Effect.Effect<void, StorageError>
   /** Reads a principal with its memberships. */
   readonly getPrincipal: (uid: PrincipalUid) => Effect.Effect<Option.Option<Principal>, StorageError>
-  /** The instance administrators, oldest first. */
+  /** Principals in uid order, after a uid, not deleted (of one team's members when it is named). */
+  readonly listPrincipals: (page: PrincipalPage) => Effect.Effect<ReadonlyArray<Principal>, StorageError>
+  /** Changes a principal's name, instance administration and disabling. */
+  readonly updatePrincipal: (uid: PrincipalUid, changes: PrincipalChanges) => Effect.Effect<void, StorageError>
+  /** Sets a principal's role in a team, adding the membership (last in join order) when new. */
+  readonly setMembership: (uid: PrincipalUid, team: TeamUid, role: Role) => Effect.Effect<void, StorageError>
+  /** Removes a principal's membership of a team; false when there was none. */
+  readonly removeMembership: (uid: PrincipalUid, team: TeamUid) => Effect.Effect<boolean, StorageError>
+  /** How many principals neither disabled nor deleted are admins of the team. */
+  readonly countTeamAdmins: (team: TeamUid) => Effect.Effect<number, StorageError>
+  /** Deletes a principal: a tombstone keeping its name, its memberships removed, its tokens revoked. */
+  readonly deletePrincipal: (uid: PrincipalUid, at: number) => Effect.Effect<void, StorageError>
+  /** The instance administrators (not deleted), oldest first. */
   readonly instanceAdmins: Effect.Effect<ReadonlyArray<Principal>, StorageError>
   /** How many principals exist (zero: the server bootstraps an admin). */
   readonly countPrincipals: Effect.Effect<number, StorageError>
@@ -30,6 +58,12 @@ export class IdentityStore extends Context.Tag("@agent-runs/core/IdentityStore")
   ) => Effect.Effect<Option.Option<{ readonly token: TokenRecord; readonly principal: Principal }>, StorageError>
   /** The token with this SHA-256 hash, revoked or not (bootstrap checks the configured token). */
   readonly findTokenRecord: (hash: string) => Effect.Effect<Option.Option<TokenRecord>, StorageError>
+  /** A token by id, revoked or not. */
+  readonly getToken: (id: TokenId) => Effect.Effect<Option.Option<TokenRecord>, StorageError>
+  /** A principal's tokens, newest first, at most `limit`. */
+  readonly listTokens: (principal: PrincipalUid, limit: number) => Effect.Effect<ReadonlyArray<TokenRecord>, StorageError>
+  /** Records when a token was last used. */
+  readonly touchToken: (id: TokenId, at: number) => Effect.Effect<void, StorageError>
   /** Revokes a token at once; false when there was none. */
   readonly revokeToken: (id: TokenId, at: number) => Effect.Effect<boolean, StorageError>
 }>() {}

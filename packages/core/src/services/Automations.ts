@@ -69,6 +69,7 @@ import { checkPromptSizes, checkSize, Quotas } from "../domain/Quotas.js"
 import { MAX_DELIVERY_BYTES } from "./Ingress.js"
 import type { AgentConfig } from "../domain/Run.js"
 import type { Delivery } from "../domain/Webhook.js"
+import { activeMemberships } from "../domain/Identity.js"
 import { storageUnavailable } from "../internal/Services.js"
 import { Audit } from "./Audit.js"
 
@@ -200,7 +201,7 @@ export class Automations extends Effect.Service<Automations>()("@agent-runs/core
         }
         if (config.agent_identity_uid !== undefined) {
           const principal = yield* identities.getPrincipal(config.agent_identity_uid)
-          if (Option.isNone(principal) || !principal.value.memberships.some((m) => m.team_uid === viewer.team_uid)) {
+          if (Option.isNone(principal) || !activeMemberships(principal.value).some((m) => m.team_uid === viewer.team_uid)) {
             return yield* InvalidRequest.forField(
               "agent_config.agent_identity_uid",
               `no principal ${config.agent_identity_uid} in this team`

@@ -4,15 +4,15 @@
  * bytes in base64url; only their SHA-256 (lowercase hex) is stored.
  *
  * Decisions:
- * - No cache: every request looks its token up, so a revocation takes effect on the next request.
- *   A token without the `ar_` prefix is a 401 without a lookup.
- * - The TEAM header (trimmed) is matched exactly against the principal's memberships; anything
- *   else, a malformed uid or a team that does not exist included, is a 403. A blank header counts
- *   as absent. Without it the caller acts in its first team (in the order memberships were given).
- * - A principal with no membership at all (the admin API never creates one) is refused with 403,
- *   except an instance administrator: it gets a Viewer with the role `viewer` in no team (an empty
- *   `team_uid`, which owns nothing), so it can use the admin API but sees and changes no team's
- *   resources. It is not given the instance's first team: that would show it a team it is not in.
+ * - No cache: every request looks its token up, so a revocation, an expiry, a disabled principal or
+ *   a changed membership takes effect on the next request. A token without the `ar_` prefix is a
+ *   401 without a lookup. What the token stands for is decided by `TokenAccess.tokenViewer` (the
+ *   TEAM header, the token's limits, expiry and the principal's state).
+ * - A token's `last_used_at` is written at most once a minute (when the stored one is older), in
+ *   the background: a request never waits for it, and a failure to write it is only logged.
+ * - A principal with no membership at all is refused with 403, except an instance administrator:
+ *   it gets a Viewer with the role `viewer` in no team (an empty `team_uid`, which owns nothing),
+ *   so it can use the admin API but sees and changes no team's resources.
  * - Bootstrap with `AGENT_RUNS_ADMIN_TOKEN`: the instance administrator is the oldest principal
  *   named `admin` that is an instance admin; when there is none it is created with a new team
  *   named `default` (its admin). A configured token it does not hold yet is added to it (earlier
@@ -37,12 +37,12 @@
  *   join order, capped at `MAX_LISTED_TEAMS`. An agent calling with its run token acts in its
  *   run's team only: that team is the only one listed, with the role it acts with there.
  */
-import { Clock, DateTime, Effect, Option } from "effect"
-import type { Viewer } from "../domain/Access.js"
-import { AuthenticationRequired, InvalidRequest, NotAuthorized, ResourceNotFound } from "../domain/Errors.js"
-import { Ids, type PrincipalUid, type TeamUid, type TokenId } from "../domain/Ids.js"
+import { Clock, DateTime, Effect, Either, Option } from "effect"
+import { activeMemberships } from "../domain/Identity.js"
+import { lesserRole, type Viewer } from "../domain/Access.js"
+import { AuthenticationRequired, InvalidRequest, ResourceNotFound } from "../domain/Errors.js"
+import { Ids, type PrincipalUid, type TeamUid } from "../domain/Ids.js"
 import {
-  CreateTokenResponse,
   DEFAULT_MAX_CONCURRENT_RUNS,
   ListTeamsResponse,
   MAX_LISTED_TEAMS,
@@ -50,33 +50,23 @@ import {
   Principal,
   Team,
   TOKEN_PREFIX,
-  TokenRecord
+  type TokenRecord
 } from "../domain/Identity.js"
-import type { CreatePrincipalRequest, CreateTeamRequest, CreateTokenRequest, PatchTeamRequest } from "../domain/Identity.js"
+import type { CreatePrincipalRequest, CreateTeamRequest, PatchTeamRequest } from "../domain/Identity.js"
+import { tokenViewer } from "../domain/TokenAccess.js"
+import { requireInstanceAdmin } from "../internal/Principals.js"
 import { storageUnavailable } from "../internal/Services.js"
 import { Audit } from "./Audit.js"
-import { sha256, toHex } from "../internal/Sha256.js"
+import { generateToken, hashToken, storeToken, UNLIMITED } from "./Tokens.js"
 import { IdentityStore } from "../ports/IdentityStore.js"
+
+/** How stale a token's stored `last_used_at` may get before a request writes it again. */
+export const LAST_USED_RESOLUTION_MS = 60_000
 
 /** The display name of the bootstrap administrator. */
 export const BOOTSTRAP_ADMIN_NAME = "admin"
 /** The name of the bootstrap administrator's team. */
 export const BOOTSTRAP_TEAM_NAME = "default"
-
-const base64url = (bytes: Uint8Array): string => {
-  let binary = ""
-  for (const byte of bytes) binary += String.fromCharCode(byte)
-  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")
-}
-
-/** A fresh API token: `ar_` and 32 random bytes in base64url (43 characters). */
-export const generateToken: Effect.Effect<string> = Effect.sync(
-  () => `${TOKEN_PREFIX}${base64url(globalThis.crypto.getRandomValues(new Uint8Array(32)))}`
-)
-
-/** The SHA-256 of a token as 64 lowercase hex characters: what is stored. */
-export const hashToken = (token: string): Effect.Effect<string> =>
-  Effect.map(sha256(new TextEncoder().encode(token)), toHex)
 
 /** The environment variable naming the configured administrator token (docs/reference/configuration.md). */
 export const ADMIN_TOKEN_VARIABLE = "AGENT_RUNS_ADMIN_TOKEN"
@@ -94,18 +84,13 @@ export type BootstrapOutcome =
 
 const unauthenticated = () => new AuthenticationRequired({ message: "missing or invalid bearer token" })
 
-const requireInstanceAdmin = (viewer: Viewer) =>
-  viewer.instance_admin
-    ? Effect.void
-    : Effect.fail(new NotAuthorized({ message: "the admin API is for instance administrators only" }))
 
-/** The identity service: authentication, bootstrap, and the admin API. */
 /**
  * The viewer a principal is in `team` (for work done on its behalf: cron ticks, webhook
- * automations), or undefined when it is no longer a member.
+ * automations), or undefined when it is no longer a member, or disabled.
  */
 export const memberViewer = (principal: Principal, team: TeamUid): Viewer | undefined => {
-  const membership = principal.memberships.find((m) => m.team_uid === team)
+  const membership = activeMemberships(principal).find((m) => m.team_uid === team)
   return membership === undefined
     ? undefined
     : {
@@ -117,6 +102,7 @@ export const memberViewer = (principal: Principal, team: TeamUid): Viewer | unde
     }
 }
 
+/** The identity service: authentication, bootstrap, and the admin API's teams and principals. */
 export class Identities extends Effect.Service<Identities>()("@agent-runs/core/Identities", {
   dependencies: [Audit.Default],
   effect: Effect.gen(function*() {
@@ -126,31 +112,26 @@ export class Identities extends Effect.Service<Identities>()("@agent-runs/core/I
 
     const now = Effect.map(Clock.currentTimeMillis, (ms) => DateTime.unsafeMake(ms))
 
+    /** Records that the token was used, when the stored time is older than the resolution; in the background. */
+    const touch = (token: TokenRecord, now: number) =>
+      token.last_used_at !== null && now - token.last_used_at.epochMillis < LAST_USED_RESOLUTION_MS
+        ? Effect.void
+        : Effect.forkDaemon(
+          store.touchToken(token.token_id, now).pipe(
+            Effect.catchAll((e) => Effect.logWarning("could not record a token's last use", e))
+          )
+        )
+
     /** The caller behind a bearer token, acting in the team the TEAM header names (or its first). */
     const authenticate = Effect.fn("Identities.authenticate")(
       function*(token: string, teamHeader: string | undefined) {
         if (!token.startsWith(TOKEN_PREFIX)) return yield* unauthenticated()
         const found = yield* store.findToken(yield* hashToken(token))
         if (Option.isNone(found)) return yield* unauthenticated()
-        const { principal, token: record } = found.value
-        const wanted = teamHeader?.trim()
-        const membership = wanted === undefined || wanted === ""
-          ? principal.memberships[0]
-          : principal.memberships.find((m) => m.team_uid === wanted)
-        if (membership === undefined) {
-          if (wanted !== undefined && wanted !== "") {
-            return yield* new NotAuthorized({ message: `not a member of team ${JSON.stringify(wanted.slice(0, 64))}` })
-          }
-          if (!principal.instance_admin) return yield* new NotAuthorized({ message: "not a member of any team" })
-        }
-        return {
-          principal_uid: principal.uid,
-          team_uid: membership?.team_uid ?? ("" as TeamUid),
-          role: membership?.role ?? "viewer",
-          instance_admin: principal.instance_admin,
-          display_name: principal.display_name,
-          token_id: record.token_id
-        } satisfies Viewer
+        const now = yield* Clock.currentTimeMillis
+        const viewer = tokenViewer(found.value.principal, found.value.token, teamHeader, now)
+        if (Either.isRight(viewer)) yield* touch(found.value.token, now)
+        return yield* viewer
       },
       storageUnavailable
     )
@@ -168,19 +149,8 @@ export class Identities extends Effect.Service<Identities>()("@agent-runs/core/I
         return team
       })
 
-    const addToken = (principal: PrincipalUid, token: string, name: string | null) =>
-      Effect.gen(function*() {
-        const record = new TokenRecord({
-          token_id: (yield* ids.uid22) as TokenId,
-          principal_uid: principal,
-          name,
-          token_hash: yield* hashToken(token),
-          created_at: yield* now,
-          revoked_at: null
-        })
-        yield* store.createToken(record)
-        return record
-      })
+    const addToken = (principal: PrincipalUid, token: string, name: string) =>
+      storeToken(store, ids, principal, token, { ...UNLIMITED, name })
 
     const createAdmin = (token: string) =>
       Effect.gen(function*() {
@@ -304,51 +274,31 @@ export class Identities extends Effect.Service<Identities>()("@agent-runs/core/I
       audit.refusals("principal.create", () => ({ type: "principal", id: null }))
     )
 
-    const createToken = Effect.fn("Identities.createToken")(
-      function*(viewer: Viewer, principalUid: PrincipalUid, request: CreateTokenRequest) {
-        yield* requireInstanceAdmin(viewer)
-        if (Option.isNone(yield* store.getPrincipal(principalUid))) {
-          return yield* ResourceNotFound.of("principal", principalUid)
-        }
-        const token = yield* generateToken
-        const record = yield* audit.recording(viewer, addToken(principalUid, token, request.name?.trim() || null), (added) => ({
-          action: "token.create",
-          resource: { type: "token", id: added.token_id },
-          team_uid: null
-        }))
-        return new CreateTokenResponse({ token_id: record.token_id, token })
-      },
-      storageUnavailable,
-      audit.refusals("token.create", () => ({ type: "token", id: null }))
-    )
-
-    const revokeToken = Effect.fn("Identities.revokeToken")(
-      function*(viewer: Viewer, tokenId: TokenId) {
-        yield* requireInstanceAdmin(viewer)
-        const revocation = Effect.filterOrFail(
-          store.revokeToken(tokenId, yield* Clock.currentTimeMillis),
-          (revoked) => revoked,
-          () => ResourceNotFound.of("token", tokenId)
-        )
-        yield* audit.recording(viewer, revocation, () => ({ action: "token.revoke", resource: { type: "token", id: tokenId }, team_uid: null }))
-      },
-      storageUnavailable,
-      audit.refusals("token.revoke", (tokenId: TokenId) => ({ type: "token", id: tokenId }))
-    )
+    /** The caller's token, when it authenticated with an API token. */
+    const tokenOf = (viewer: Viewer) =>
+      viewer.token_id === undefined
+        ? Effect.succeed(undefined)
+        : Effect.map(store.getToken(viewer.token_id), Option.getOrUndefined)
 
     /** Who the caller is and the teams it may act in (see the module's decisions). */
     const me = Effect.fn("Identities.me")(
       function*(viewer: Viewer) {
         const principal = Option.getOrUndefined(yield* store.getPrincipal(viewer.principal_uid))
         if (principal === undefined) return yield* unauthenticated()
-        const memberships = viewer.acting_run_id === undefined
-          ? principal.memberships
-          : principal.memberships.filter((m) => m.team_uid === viewer.team_uid).map((m) => ({ ...m, role: viewer.role }))
+        const token = yield* tokenOf(viewer)
+        const onlyItsTeam = viewer.acting_run_id !== undefined || (token?.team_uid ?? null) !== null
+        const cap = viewer.acting_run_id !== undefined ? viewer.role : token?.max_role ?? null
+        const memberships = activeMemberships(principal)
+          .filter((m) => !onlyItsTeam || m.team_uid === viewer.team_uid)
+          .map((m) => (cap === null ? m : { ...m, role: lesserRole(m.role, cap) }))
         const listed = memberships.slice(0, MAX_LISTED_TEAMS)
         const teams = yield* Effect.forEach(listed, (m) =>
           Effect.map(store.getTeam(m.team_uid), Option.map((team) => ({ uid: team.uid, name: team.name, role: m.role }))))
         return new MeResponse({
           principal: { type: principal.type, uid: principal.uid, display_name: principal.display_name },
+          token: token === undefined
+            ? null
+            : { token_id: token.token_id, name: token.name, expires_at: token.expires_at, team_uid: token.team_uid, max_role: token.max_role },
           instance_admin: viewer.instance_admin,
           teams: teams.flatMap(Option.toArray),
           teams_truncated: memberships.length > listed.length,
@@ -359,17 +309,13 @@ export class Identities extends Effect.Service<Identities>()("@agent-runs/core/I
     )
 
     return {
-      generateToken,
-      hashToken,
       authenticate,
       me,
       bootstrap,
       createTeam,
       listTeams,
       updateTeam,
-      createPrincipal,
-      createToken,
-      revokeToken
+      createPrincipal
     } as const
   })
 }) {}

@@ -92,7 +92,7 @@ import { Ids } from "../domain/Ids.js"
 import type { ConversationId, EnvironmentUid, PrincipalUid, RunId, TeamUid } from "../domain/Ids.js"
 import { runImagesKey } from "../domain/BlobKeys.js"
 import { BlobStore } from "../ports/BlobStore.js"
-import type { Principal, Team } from "../domain/Identity.js"
+import { activeMemberships, type Principal, type Team } from "../domain/Identity.js"
 import { usableBy } from "./Environments.js"
 import { EnvironmentStore } from "../ports/EnvironmentStore.js"
 import { IdentityStore } from "../ports/IdentityStore.js"
@@ -381,7 +381,7 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
       Effect.gen(function* () {
         if (adminOnlySecretOf(config) === undefined) return
         const editor = Option.getOrUndefined(yield* memo(lookups.principals, environment.editor.uid, identities.getPrincipal))
-        const role = leastRole([environment.editor.role, editor?.memberships.find((m) => m.team_uid === team)?.role])
+        const role = leastRole([environment.editor.role, editor === undefined ? undefined : activeMemberships(editor).find((m) => m.team_uid === team)?.role])
         const problem = shapedSecretProblem(config, role)
         if (problem === undefined) return
         return yield* new NotAuthorized({

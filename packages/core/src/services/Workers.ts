@@ -55,6 +55,7 @@ import { RunStore } from "../ports/RunStore.js"
 import type { StoredRun } from "../ports/RunStore.js"
 import { WorkerStore } from "../ports/WorkerStore.js"
 import { holds } from "../domain/RunRecords.js"
+import { activeMemberships } from "../domain/Identity.js"
 import { storageUnavailable } from "../internal/Services.js"
 import { Audit } from "./Audit.js"
 import {
@@ -146,7 +147,7 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
         if (holder === viewer.principal_uid) return
         const owner = yield* identities.getPrincipal(holder)
         const ownerActive = Option.exists(owner, (p) =>
-          p.memberships.some((m) => m.team_uid === viewer.team_uid && m.role !== "viewer"))
+          activeMemberships(p).some((m) => m.team_uid === viewer.team_uid && m.role !== "viewer"))
         const taken = new NotAuthorized({
           message: `workerId: worker id ${JSON.stringify(workerId)} belongs to another service account of this team`
         })

@@ -1,15 +1,16 @@
 /**
  * IdentityStore in memory, with the semantics and constraints of `IdentityStoreSql.ts`: teams,
  * principals with their memberships in join order (each naming an existing team, once), and API
- * tokens held only as their SHA-256 hash (unique, of an existing principal). A token
- * authenticates while it is not revoked; revoking keeps the record and its first revocation time.
+ * tokens held only as their SHA-256 hash (unique, of an existing principal). A token is found
+ * while it is not revoked; revoking keeps the record and its first revocation time. Deleting a
+ * principal keeps it (a tombstone with `deleted_at`), without memberships, its tokens revoked.
  */
 import type { Context } from "effect"
 import { DateTime, Effect, Option } from "effect"
 import type { PrincipalUid, TeamUid, TokenId } from "../../src/domain/Ids.js"
-import { type Principal, type Team, TokenRecord } from "../../src/domain/Identity.js"
+import { Principal, type Role, type Team, TokenRecord } from "../../src/domain/Identity.js"
 import { compareCodePoints } from "../../src/domain/RunQuery.js"
-import { IdentityStore } from "../../src/ports/IdentityStore.js"
+import { IdentityStore, type PrincipalChanges, type PrincipalPage } from "../../src/ports/IdentityStore.js"
 import type { StorageError } from "../../src/ports/Storage.js"
 import { type MemoryState, storageError } from "./MemoryState.js"
 
@@ -49,9 +50,76 @@ export const makeMemoryIdentityStore = (state: MemoryState): Context.Tag.Service
 
   const getPrincipal = (uid: PrincipalUid) => Effect.sync(() => Option.fromNullable(state.principals.get(uid)))
 
+  const listPrincipals = (page: PrincipalPage) =>
+    Effect.sync(() =>
+      [...state.principals.values()]
+        .filter((p) =>
+          p.deleted_at === null && (page.after === undefined || compareCodePoints(p.uid, page.after) > 0) &&
+          (page.team_uid === undefined || p.memberships.some((m) => m.team_uid === page.team_uid))
+        )
+        .sort((a, b) => compareCodePoints(a.uid, b.uid))
+        .slice(0, page.limit)
+    )
+
+  /** Replaces a stored principal with what `change` makes of it. */
+  const changePrincipal = (uid: PrincipalUid, change: (principal: Principal) => Principal) => {
+    const principal = state.principals.get(uid)
+    if (principal !== undefined) state.principals.set(uid, change(principal))
+  }
+
+  const updatePrincipal = (uid: PrincipalUid, changes: PrincipalChanges) =>
+    Effect.sync(() =>
+      changePrincipal(uid, (p) =>
+        new Principal({
+          ...p,
+          display_name: changes.display_name,
+          instance_admin: changes.instance_admin,
+          disabled_at: changes.disabled_at === null ? null : DateTime.unsafeMake(changes.disabled_at)
+        }))
+    )
+
+  const setMembership = (uid: PrincipalUid, team: TeamUid, role: Role) =>
+    Effect.suspend((): Effect.Effect<void, StorageError> => {
+      if (!state.teams.has(team)) return Effect.fail(storageError("IdentityStore.setMembership", `no team ${team}`))
+      changePrincipal(uid, (p) =>
+        new Principal({
+          ...p,
+          memberships: p.memberships.some((m) => m.team_uid === team)
+            ? p.memberships.map((m) => (m.team_uid === team ? { team_uid: team, role } : m))
+            : [...p.memberships, { team_uid: team, role }]
+        }))
+      return Effect.void
+    })
+
+  const removeMembership = (uid: PrincipalUid, team: TeamUid) =>
+    Effect.sync(() => {
+      const principal = state.principals.get(uid)
+      if (principal === undefined || !principal.memberships.some((m) => m.team_uid === team)) return false
+      changePrincipal(uid, (p) => new Principal({ ...p, memberships: p.memberships.filter((m) => m.team_uid !== team) }))
+      return true
+    })
+
+  const countTeamAdmins = (team: TeamUid) =>
+    Effect.sync(() =>
+      [...state.principals.values()].filter((p) =>
+        p.disabled_at === null && p.deleted_at === null && p.memberships.some((m) => m.team_uid === team && m.role === "admin")
+      ).length
+    )
+
+  const revokeAt = (token: TokenRecord, at: number) =>
+    token.revoked_at === null ? new TokenRecord({ ...token, revoked_at: DateTime.unsafeMake(at) }) : token
+
+  const deletePrincipal = (uid: PrincipalUid, at: number) =>
+    Effect.sync(() => {
+      changePrincipal(uid, (p) => new Principal({ ...p, memberships: [], deleted_at: p.deleted_at ?? DateTime.unsafeMake(at) }))
+      for (const token of state.tokens.values()) {
+        if (token.principal_uid === uid) state.tokens.set(token.token_id, revokeAt(token, at))
+      }
+    })
+
   const instanceAdmins = Effect.sync(() =>
     [...state.principals.values()]
-      .filter((p) => p.instance_admin)
+      .filter((p) => p.instance_admin && p.deleted_at === null)
       .sort((a, b) =>
         DateTime.toEpochMillis(a.created_at) - DateTime.toEpochMillis(b.created_at) || compareCodePoints(a.uid, b.uid)
       )
@@ -86,11 +154,29 @@ export const makeMemoryIdentityStore = (state: MemoryState): Context.Tag.Service
 
   const findTokenRecord = (hash: string) => Effect.sync(() => Option.fromNullable(tokenOf(hash)))
 
+  const getToken = (id: TokenId) => Effect.sync(() => Option.fromNullable(state.tokens.get(id)))
+
+  const listTokens = (principal: PrincipalUid, limit: number) =>
+    Effect.sync(() =>
+      [...state.tokens.values()]
+        .filter((t) => t.principal_uid === principal)
+        .sort((a, b) =>
+          DateTime.toEpochMillis(b.created_at) - DateTime.toEpochMillis(a.created_at) || compareCodePoints(b.token_id, a.token_id)
+        )
+        .slice(0, limit)
+    )
+
+  const touchToken = (id: TokenId, at: number) =>
+    Effect.sync(() => {
+      const token = state.tokens.get(id)
+      if (token !== undefined) state.tokens.set(id, new TokenRecord({ ...token, last_used_at: DateTime.unsafeMake(at) }))
+    })
+
   const revokeToken = (id: TokenId, at: number) =>
     Effect.sync(() => {
       const token = state.tokens.get(id)
       if (token === undefined) return false
-      if (token.revoked_at === null) state.tokens.set(id, new TokenRecord({ ...token, revoked_at: DateTime.unsafeMake(at) }))
+      state.tokens.set(id, revokeAt(token, at))
       return true
     })
 
@@ -101,11 +187,20 @@ export const makeMemoryIdentityStore = (state: MemoryState): Context.Tag.Service
     updateTeam,
     createPrincipal,
     getPrincipal,
+    listPrincipals,
+    updatePrincipal,
+    setMembership,
+    removeMembership,
+    countTeamAdmins,
+    deletePrincipal,
     instanceAdmins,
     countPrincipals,
     createToken,
     findToken,
     findTokenRecord,
+    getToken,
+    listTokens,
+    touchToken,
     revokeToken
   })
 }

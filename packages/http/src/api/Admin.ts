@@ -1,7 +1,7 @@
 /** The admin API (instance administrators only): teams, principals, tokens. */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Identity } from "@agent-runs/core"
-import { DeleteResponse } from "../Models.js"
+import { DeleteResponse, ListPrincipalsUrlParams } from "../Models.js"
 import * as Problems from "../Problems.js"
 import { Authentication } from "../Security.js"
 import { doc } from "./Doc.js"
@@ -40,12 +40,84 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       )
   )
   .add(
+    HttpApiEndpoint.get("listPrincipals", "/admin/principals")
+      .setUrlParams(ListPrincipalsUrlParams)
+      .addSuccess(Identity.ListPrincipalsResponse)
+      .annotateContext(
+        doc("List principals", "Users and service accounts (not deleted ones), in uid order; `team_uid` lists one team's members.")
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("getPrincipal")`/admin/principals/${P.principalUid}`
+      .addSuccess(Identity.Principal)
+      .addError(Problems.ResourceNotFound, { status: 404 })
+      .annotateContext(doc("Read a principal", "With its memberships and whether it is disabled; a deleted principal is a 404."))
+  )
+  .add(
+    HttpApiEndpoint.patch("updatePrincipal")`/admin/principals/${P.principalUid}`
+      .setPayload(Identity.PatchPrincipalRequest)
+      .addSuccess(Identity.Principal)
+      .addError(Problems.ResourceNotFound, { status: 404 })
+      .addError(Problems.Conflict, { status: 409 })
+      .addError(Problems.PayloadTooLarge, { status: 413 })
+      .annotateContext(
+        doc(
+          "Change a principal",
+          "display_name, instance_admin, disabled (a disabled principal's tokens and its runs' tokens stop working at " +
+            "once; enabling restores them). 409 when no active instance administrator would be left."
+        )
+      )
+  )
+  .add(
+    HttpApiEndpoint.del("deletePrincipal")`/admin/principals/${P.principalUid}`
+      .addSuccess(DeleteResponse)
+      .addError(Problems.ResourceNotFound, { status: 404 })
+      .addError(Problems.Conflict, { status: 409 })
+      .annotateContext(
+        doc(
+          "Delete a principal",
+          "Its tokens are revoked and its memberships removed at once; runs and audit entries keep its name. Cannot be undone."
+        )
+      )
+  )
+  .add(
+    HttpApiEndpoint.put("setMembership")`/admin/principals/${P.principalUid}/memberships/${P.membershipTeamUid}`
+      .setPayload(Identity.SetMembershipRequest)
+      .addSuccess(Identity.Principal)
+      .addError(Problems.ResourceNotFound, { status: 404 })
+      .addError(Problems.Conflict, { status: 409 })
+      .annotateContext(
+        doc("Set a principal's role in a team", "Adds the membership when new. 409 when the team would be left without an admin.")
+      )
+  )
+  .add(
+    HttpApiEndpoint.del("removeMembership")`/admin/principals/${P.principalUid}/memberships/${P.membershipTeamUid}`
+      .addSuccess(DeleteResponse)
+      .addError(Problems.ResourceNotFound, { status: 404 })
+      .addError(Problems.Conflict, { status: 409 })
+      .annotateContext(doc("Remove a principal from a team", "409 when the team would be left without an admin."))
+  )
+  .add(
     HttpApiEndpoint.post("createToken")`/admin/principals/${P.principalUid}/tokens`
       .setPayload(Identity.CreateTokenRequest)
       .addSuccess(Identity.CreateTokenResponse, { status: 201 })
       .addError(Problems.ResourceNotFound, { status: 404 })
       .addError(Problems.PayloadTooLarge, { status: 413 })
-      .annotateContext(doc("Create an API token", "The token (`ar_…`) is shown this once; only its hash is stored."))
+      .annotateContext(
+        doc(
+          "Create an API token",
+          "The token (`ar_…`) is shown this once; only its hash is stored. Optional: `expires_at`, `team_uid` (it acts " +
+            "only there), `max_role` (it acts with at most that role); a limited token never opens the admin API."
+        )
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("listTokens")`/admin/principals/${P.principalUid}/tokens`
+      .addSuccess(Identity.ListTokensResponse)
+      .addError(Problems.ResourceNotFound, { status: 404 })
+      .annotateContext(
+        doc("List a principal's tokens", `Newest first, at most ${Identity.MAX_LISTED_TOKENS}, revoked and expired ones included; never the token.`)
+      )
   )
   .add(
     HttpApiEndpoint.del("revokeToken")`/admin/tokens/${P.tokenId}`
@@ -54,5 +126,5 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       .annotateContext(doc("Revoke an API token", "Revocation is immediate."))
   )
   .middleware(Authentication)
-  .annotateContext(doc("Admin", "Instance administration: teams, principals and API tokens."))
+  .annotateContext(doc("Admin", "Instance administration: teams, principals, memberships and API tokens."))
 {}

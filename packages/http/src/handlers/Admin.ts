@@ -1,23 +1,42 @@
-/** Handlers of the admin API (instance administrators only; core's `Identities` checks). */
+/** Handlers of the admin API (instance administrators only; core's services check). */
 import { HttpApiBuilder } from "@effect/platform"
-import { Identities } from "@agent-runs/core"
+import { Identities, Identity, Principals, TeamMembers, Tokens } from "@agent-runs/core"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
 import { DeleteResponse } from "../Models.js"
 import { CurrentViewer } from "../Security.js"
 
+const deleted = Effect.as(new DeleteResponse({ success: true }))
+
 export const AdminLive = HttpApiBuilder.group(Api, "admin", (handlers) =>
-  Effect.map(Identities.Identities, (identities) =>
-    handlers
+  Effect.gen(function*() {
+    const identities = yield* Identities.Identities
+    const principals = yield* Principals.Principals
+    const members = yield* TeamMembers.TeamMembers
+    const tokens = yield* Tokens.Tokens
+    return handlers
       .handle("createTeam", ({ payload }) => Effect.flatMap(CurrentViewer, (v) => identities.createTeam(v, payload)))
       .handle("listTeams", () => Effect.flatMap(CurrentViewer, (v) => identities.listTeams(v)))
       .handle("updateTeam", ({ path, payload }) =>
         Effect.flatMap(CurrentViewer, (v) => identities.updateTeam(v, path.uid, payload)))
       .handle("createPrincipal", ({ payload }) =>
         Effect.flatMap(CurrentViewer, (v) => identities.createPrincipal(v, payload)))
-      .handle("createToken", ({ path, payload }) =>
-        Effect.flatMap(CurrentViewer, (v) => identities.createToken(v, path.uid, payload)))
-      .handle("revokeToken", ({ path }) =>
-        Effect.flatMap(CurrentViewer, (v) => identities.revokeToken(v, path.token_id)).pipe(
-          Effect.as(new DeleteResponse({ success: true }))
-        ))))
+      .handle("listPrincipals", ({ urlParams }) =>
+        Effect.flatMap(CurrentViewer, (v) =>
+          principals.list(v, {
+            team_uid: urlParams.team_uid,
+            after: urlParams.cursor,
+            limit: urlParams.limit ?? Identity.PRINCIPAL_PAGE_LIMIT.default
+          })))
+      .handle("getPrincipal", ({ path }) => Effect.flatMap(CurrentViewer, (v) => principals.get(v, path.uid)))
+      .handle("updatePrincipal", ({ path, payload }) =>
+        Effect.flatMap(CurrentViewer, (v) => principals.update(v, path.uid, payload)))
+      .handle("deletePrincipal", ({ path }) => Effect.flatMap(CurrentViewer, (v) => principals.remove(v, path.uid)).pipe(deleted))
+      .handle("setMembership", ({ path, payload }) =>
+        Effect.flatMap(CurrentViewer, (v) => members.setRole(v, path.team_uid, path.uid, payload.role)))
+      .handle("removeMembership", ({ path }) =>
+        Effect.flatMap(CurrentViewer, (v) => members.remove(v, path.team_uid, path.uid)).pipe(deleted))
+      .handle("createToken", ({ path, payload }) => Effect.flatMap(CurrentViewer, (v) => tokens.create(v, path.uid, payload)))
+      .handle("listTokens", ({ path }) => Effect.flatMap(CurrentViewer, (v) => tokens.list(v, path.uid)))
+      .handle("revokeToken", ({ path }) => Effect.flatMap(CurrentViewer, (v) => tokens.revoke(v, path.token_id)).pipe(deleted))
+  }))

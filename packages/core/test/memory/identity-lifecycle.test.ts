@@ -1,0 +1,3 @@
+import { identityLifecycleSuite, memoryStorage } from "../../testing/index.js"
+
+identityLifecycleSuite("memory", memoryStorage)

@@ -1,0 +1,86 @@
+/** A team's members, service accounts and their tokens, managed by the team's admins (no instance administrator needed). */
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Identity } from "@agent-runs/core"
+import { DeleteResponse, PrincipalPageUrlParams } from "../Models.js"
+import * as Problems from "../Problems.js"
+import { Authentication, TeamHeaders } from "../Security.js"
+import { doc } from "./Doc.js"
+import * as P from "./Params.js"
+
+const ADMINS = "Admins of the team (X-Team-Uid) and instance administrators; never a run token."
+
+/** The team group: every endpoint acts in the team of the request only. */
+export class TeamGroup extends HttpApiGroup.make("team")
+  .add(
+    HttpApiEndpoint.get("listTeamMembers", "/agent/team/members")
+      .setHeaders(TeamHeaders)
+      .setUrlParams(PrincipalPageUrlParams)
+      .addSuccess(Identity.ListTeamMembersResponse)
+      .annotateContext(doc("List the team's members", `${ADMINS} In uid order, a page at a time.`))
+  )
+  .add(
+    HttpApiEndpoint.put("setTeamMember")`/agent/team/members/${P.memberUid}`
+      .setHeaders(TeamHeaders)
+      .setPayload(Identity.SetMembershipRequest)
+      .addSuccess(Identity.Principal)
+      .addError(Problems.ResourceNotFound, { status: 404 })
+      .addError(Problems.Conflict, { status: 409 })
+      .annotateContext(
+        doc(
+          "Add a member or change its role",
+          `${ADMINS} Names an existing principal by uid. No role above the caller's own; 409 when the team would be left without an admin.`
+        )
+      )
+  )
+  .add(
+    HttpApiEndpoint.del("removeTeamMember")`/agent/team/members/${P.memberUid}`
+      .setHeaders(TeamHeaders)
+      .addSuccess(DeleteResponse)
+      .addError(Problems.ResourceNotFound, { status: 404 })
+      .addError(Problems.Conflict, { status: 409 })
+      .annotateContext(doc("Remove a member", `${ADMINS} 409 when the team would be left without an admin.`))
+  )
+  .add(
+    HttpApiEndpoint.post("createServiceAccount", "/agent/team/service-accounts")
+      .setHeaders(TeamHeaders)
+      .setPayload(Identity.CreateServiceAccountRequest)
+      .addSuccess(Identity.Principal, { status: 201 })
+      .addError(Problems.PayloadTooLarge, { status: 413 })
+      .annotateContext(doc("Create a service account", `${ADMINS} A member of this team only, with a role no higher than the caller's.`))
+  )
+  .add(
+    HttpApiEndpoint.del("deleteServiceAccount")`/agent/team/service-accounts/${P.memberUid}`
+      .setHeaders(TeamHeaders)
+      .addSuccess(DeleteResponse)
+      .addError(Problems.ResourceNotFound, { status: 404 })
+      .addError(Problems.Conflict, { status: 409 })
+      .annotateContext(doc("Delete a service account", `${ADMINS} Only one that is a member of no other team (409 otherwise).`))
+  )
+  .add(
+    HttpApiEndpoint.post("createServiceAccountToken")`/agent/team/service-accounts/${P.memberUid}/tokens`
+      .setHeaders(TeamHeaders)
+      .setPayload(Identity.CreateTokenRequest)
+      .addSuccess(Identity.CreateTokenResponse, { status: 201 })
+      .addError(Problems.ResourceNotFound, { status: 404 })
+      .addError(Problems.PayloadTooLarge, { status: 413 })
+      .annotateContext(
+        doc("Create a service account's token", `${ADMINS} Always limited to this team; \`max_role\` no higher than the caller's role. Shown once.`)
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("listServiceAccountTokens")`/agent/team/service-accounts/${P.memberUid}/tokens`
+      .setHeaders(TeamHeaders)
+      .addSuccess(Identity.ListTokensResponse)
+      .addError(Problems.ResourceNotFound, { status: 404 })
+      .annotateContext(doc("List a service account's tokens", `${ADMINS} Only its tokens limited to this team, newest first.`))
+  )
+  .add(
+    HttpApiEndpoint.del("revokeTeamToken")`/agent/team/tokens/${P.tokenId}`
+      .setHeaders(TeamHeaders)
+      .addSuccess(DeleteResponse)
+      .addError(Problems.ResourceNotFound, { status: 404 })
+      .annotateContext(doc("Revoke a token limited to the team", `${ADMINS} Immediate; any other token is a 404.`))
+  )
+  .middleware(Authentication)
+  .annotateContext(doc("Team", "The team's members, service accounts and their tokens, for the team's admins."))
+{}

@@ -1,0 +1,30 @@
+/** Handlers of the team group: the team of the request's members, service accounts and tokens (core's `TeamMembers`, `Tokens`). */
+import { HttpApiBuilder } from "@effect/platform"
+import { Identity, TeamMembers, Tokens } from "@agent-runs/core"
+import { Effect } from "effect"
+import { Api } from "../Api.js"
+import { DeleteResponse } from "../Models.js"
+import { CurrentViewer } from "../Security.js"
+
+const deleted = Effect.as(new DeleteResponse({ success: true }))
+
+export const TeamLive = HttpApiBuilder.group(Api, "team", (handlers) =>
+  Effect.gen(function*() {
+    const members = yield* TeamMembers.TeamMembers
+    const tokens = yield* Tokens.Tokens
+    return handlers
+      .handle("listTeamMembers", ({ urlParams }) =>
+        Effect.flatMap(CurrentViewer, (v) =>
+          members.list(v, v.team_uid, { after: urlParams.cursor, limit: urlParams.limit ?? Identity.PRINCIPAL_PAGE_LIMIT.default })))
+      .handle("setTeamMember", ({ path, payload }) =>
+        Effect.flatMap(CurrentViewer, (v) => members.setRole(v, v.team_uid, path.principal_uid, payload.role)))
+      .handle("removeTeamMember", ({ path }) =>
+        Effect.flatMap(CurrentViewer, (v) => members.remove(v, v.team_uid, path.principal_uid)).pipe(deleted))
+      .handle("createServiceAccount", ({ payload }) => Effect.flatMap(CurrentViewer, (v) => members.createServiceAccount(v, payload)))
+      .handle("deleteServiceAccount", ({ path }) =>
+        Effect.flatMap(CurrentViewer, (v) => members.deleteServiceAccount(v, path.principal_uid)).pipe(deleted))
+      .handle("createServiceAccountToken", ({ path, payload }) =>
+        Effect.flatMap(CurrentViewer, (v) => tokens.createInTeam(v, path.principal_uid, payload)))
+      .handle("listServiceAccountTokens", ({ path }) => Effect.flatMap(CurrentViewer, (v) => tokens.listInTeam(v, path.principal_uid)))
+      .handle("revokeTeamToken", ({ path }) => Effect.flatMap(CurrentViewer, (v) => tokens.revokeInTeam(v, path.token_id)).pipe(deleted))
+  }))

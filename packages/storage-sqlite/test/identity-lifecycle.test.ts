@@ -1,0 +1,4 @@
+import { identityLifecycleSuite } from "@agent-runs/core/testing"
+import { storageLayer } from "./harness.js"
+
+identityLifecycleSuite("sqlite", storageLayer)
