@@ -552,7 +552,8 @@ describe("wire fixtures round-trip exactly", () => {
       memberships: [{ team_uid: TEAM, role: "admin" }],
       created_at: "2026-11-01T00:00:00.000Z",
       disabled_at: "2026-11-02T00:00:00.000Z",
-      deleted_at: null
+      deleted_at: null,
+      email: "ada@example.com"
     })
     roundTrip(TokenRecord, {
       token_id: TOKEN_ID,

@@ -39,6 +39,7 @@ import { allowedMethods } from "./RouteMethods.js"
 import { errorsPage } from "./pages/ErrorsPage.js"
 import { homePage } from "./pages/HomePage.js"
 import { AdminLive } from "./handlers/Admin.js"
+import { addSignInRoutes, SignInRouting } from "./oidc/Routes.js"
 import { AgentsLive } from "./handlers/Agents.js"
 import { AuditLive } from "./handlers/Audit.js"
 import { AutomationsLive } from "./handlers/Automations.js"
@@ -150,6 +151,8 @@ export const ExtraRoutesLive = (basePath: string) =>
         const app = dashboard(basePath, appDir)
         yield* router.get(DASHBOARD_PATH, app)
         yield* router.get(`${DASHBOARD_PATH}/*`, app)
+        const signIn = yield* Effect.serviceOption(SignInRouting)
+        if (Option.isSome(signIn)) yield* addSignInRoutes(router, signIn.value)
       })
     ),
     // Nothing fetched from elsewhere: system fonts instead of Scalar's web fonts.

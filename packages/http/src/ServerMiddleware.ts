@@ -36,6 +36,8 @@ const JSON_MEDIA_TYPE = /^application\/(?:[\w.-]+\+)?json\s*(?:;|$)/i
 const problemEncoders = {
   InvalidRequest: Schema.encodeSync(Problems.InvalidRequest),
   AuthenticationRequired: Schema.encodeSync(Problems.AuthenticationRequired),
+  NotAuthorized: Schema.encodeSync(Problems.NotAuthorized),
+  Conflict: Schema.encodeSync(Problems.Conflict),
   ResourceNotFound: Schema.encodeSync(Problems.ResourceNotFound),
   RateLimited: Schema.encodeSync(Problems.RateLimited),
   PayloadTooLarge: Schema.encodeSync(Problems.PayloadTooLarge),
@@ -50,6 +52,8 @@ export const problemResponse = (
   error:
     | Errors.InvalidRequest
     | Errors.AuthenticationRequired
+    | Errors.NotAuthorized
+    | Errors.Conflict
     | Errors.ResourceNotFound
     | Errors.RateLimited
     | Errors.PayloadTooLarge

@@ -19,7 +19,8 @@
 import { SqlClient } from "@effect/sql"
 import type {
   BlobStore,
-  Executor} from "@agent-runs/core";
+  Executor,
+  SignInClaims} from "@agent-runs/core";
 import {
   AuditRetention,
   AuditService,
@@ -40,6 +41,7 @@ import {
   Scheduler,
   Schedules,
   Secrets,
+  SignIn,
   Skills,
   TeamMembers,
   Tokens,
@@ -48,7 +50,7 @@ import {
 } from "@agent-runs/core"
 import type { AgentHarnesses } from "@agent-runs/core/ports/AgentHarness"
 import { noRepositories, RepoSource } from "@agent-runs/core/ports/RepoSource"
-import { Downloads, EventStreams, Ingress as HttpIngress, RunTokens, Server } from "@agent-runs/http"
+import { Downloads, EventStreams, Ingress as HttpIngress, RelyingParty, RunTokens, Server, SignInRoutes } from "@agent-runs/http"
 import type { StorageSql } from "@agent-runs/storage-sql"
 import { defaultHarness } from "@agent-runs/scripted-agent/Location"
 import { Effect, Layer, Option, Redacted } from "effect"
@@ -71,6 +73,38 @@ export interface ExecutionOptions {
   /** How long a run waits for an absent self-hosted worker before it fails (600 s). */
   readonly workerWaitSeconds?: number | undefined
 }
+
+/** Sign-in with OpenID Connect: the provider, this service's client there, and how sessions behave. */
+export interface SignInOptions {
+  readonly issuer: string
+  readonly clientId: string
+  readonly clientSecret: Redacted.Redacted<string>
+  /** The ID token claim listing the user's groups (none: groups are not read). */
+  readonly groupsClaim?: string | undefined
+  /** Which groups grant which role in which team (none: memberships are left to team admins). */
+  readonly groupRoles?: ReadonlyArray<SignInClaims.GroupRole> | undefined
+  /** How long a session lasts (12 hours). */
+  readonly sessionHours?: number | undefined
+  /** Whether an account no principal matches gets a new user (true). */
+  readonly createUsers?: boolean | undefined
+}
+
+/** The sign-in routes and what they need, when sign-in is configured. */
+const signInLayer = (options: SignInOptions, publicUrl: string, secretKey: Redacted.Redacted<Uint8Array>) =>
+  SignInRoutes.signInRoutingLayer({ publicUrl, basePath: basePathOf(publicUrl), secretKey }).pipe(
+    Layer.provide(RelyingParty.layer({
+      issuer: options.issuer,
+      clientId: options.clientId,
+      clientSecret: options.clientSecret,
+      groupsClaim: options.groupsClaim
+    })),
+    Layer.provideMerge(SignIn.SignIn.Default),
+    Layer.provide(Layer.succeed(SignIn.SignInSettingsTag, {
+      sessionHours: options.sessionHours ?? 12,
+      createUsers: options.createUsers ?? true,
+      groupRoles: options.groupRoles ?? []
+    }))
+  )
 
 export interface AgentRunsOptions<ES, EB, EX> {
   /** Where everything is stored: `SqliteStorage.layer({...})` or `PgStorage.layer({...})`. */
@@ -114,6 +148,8 @@ export interface AgentRunsOptions<ES, EB, EX> {
    * token exists: an Effect host can create one with the `Identities` service (`mount` warns).
    */
   readonly adminToken?: string | undefined
+  /** Sign-in with OpenID Connect for the dashboard and the CLI (none: API tokens only; docs/sign-in.md). */
+  readonly signIn?: SignInOptions | undefined
   /** A check of the host's own, also required for `/readyz` (fails with what is wrong). */
   readonly ready?: Effect.Effect<void, string> | undefined
 }
@@ -234,7 +270,8 @@ export const layer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) => {
       ...(options.downloadTtlSeconds === undefined ? {} : { ttlSeconds: options.downloadTtlSeconds })
     }),
     EventStreams.EventStreamLimitsTag.layer(options.eventStreams ?? {}),
-    readinessLayer(options.ready)
+    readinessLayer(options.ready),
+    options.signIn === undefined ? Layer.empty : signInLayer(options.signIn, options.publicUrl, secretKey).pipe(Layer.provide(Ids.IdsLive))
   ).pipe(Layer.provideMerge(options.storage), Layer.provideMerge(Health.layer))
   const admin = options.adminToken === undefined
     ? Layer.empty

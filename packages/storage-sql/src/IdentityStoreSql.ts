@@ -28,7 +28,8 @@ const PrincipalRow = Schema.Struct({
   instance_admin: Rows.Bool,
   created_at: Rows.Millis,
   disabled_at: Schema.NullOr(Rows.Millis),
-  deleted_at: Schema.NullOr(Rows.Millis)
+  deleted_at: Schema.NullOr(Rows.Millis),
+  email: Schema.NullOr(Schema.String)
 })
 
 const MembershipRow = Schema.Struct({ principal_uid: Schema.String, team_uid: Schema.String, role: Schema.String })
@@ -66,7 +67,8 @@ const toPrincipal = (row: typeof PrincipalRow.Type, memberships: ReadonlyArray<t
     memberships: memberships.map((m) => ({ team_uid: m.team_uid, role: m.role })),
     created_at: iso(row.created_at),
     disabled_at: isoOrNull(row.disabled_at),
-    deleted_at: isoOrNull(row.deleted_at)
+    deleted_at: isoOrNull(row.deleted_at),
+    email: row.email
   })
 
 const toToken = (row: typeof TokenRow.Type) =>
@@ -134,7 +136,8 @@ export const layer = Layer.effect(
             instance_admin: bool(sql, principal.instance_admin),
             created_at: millis(principal.created_at),
             disabled_at: principal.disabled_at === null ? null : millis(principal.disabled_at),
-            deleted_at: principal.deleted_at === null ? null : millis(principal.deleted_at)
+            deleted_at: principal.deleted_at === null ? null : millis(principal.deleted_at),
+            email: principal.email
           })
         }`
         if (principal.memberships.length > 0) {
@@ -224,6 +227,35 @@ export const layer = Layer.effect(
         return rows[0]?.n ?? 0
       },
       operation("IdentityStore.countTeamAdmins")
+    )
+
+    const findBySubject = Effect.fn("IdentityStore.findBySubject")(
+      function* (key: string) {
+        const rows = yield* sql`SELECT * FROM principals WHERE oidc_subject = ${key}`.pipe(Effect.flatMap(decodeRows(PrincipalRow)))
+        const [principal] = yield* withMemberships(rows)
+        return Option.fromNullable(principal)
+      },
+      operation("IdentityStore.findBySubject")
+    )
+
+    const findUnlinkedByEmail = Effect.fn("IdentityStore.findUnlinkedByEmail")(
+      function* (email: string) {
+        const rows = yield* sql`SELECT * FROM principals
+          WHERE email = ${email} AND oidc_subject IS NULL AND deleted_at IS NULL ORDER BY uid LIMIT 10`.pipe(
+          Effect.flatMap(decodeRows(PrincipalRow))
+        )
+        return yield* withMemberships(rows)
+      },
+      operation("IdentityStore.findUnlinkedByEmail")
+    )
+
+    const linkSubject = Effect.fn("IdentityStore.linkSubject")(
+      function* (uid: PrincipalUid, key: string) {
+        const rows = yield* sql`UPDATE principals SET oidc_subject = ${key}
+          WHERE uid = ${uid} AND (oidc_subject IS NULL OR oidc_subject = ${key}) RETURNING uid`
+        return rows.length > 0
+      },
+      operation("IdentityStore.linkSubject")
     )
 
     const deletePrincipal = Effect.fn("IdentityStore.deletePrincipal")(
@@ -340,6 +372,9 @@ export const layer = Layer.effect(
       setMembership,
       removeMembership,
       countTeamAdmins,
+      findBySubject,
+      findUnlinkedByEmail,
+      linkSubject,
       deletePrincipal,
       instanceAdmins,
       countPrincipals,

@@ -17,6 +17,7 @@ import conversationParts from "./migrations/0007_conversation_parts.js"
 import shapers from "./migrations/0008_shapers.js"
 import auditLog from "./migrations/0009_audit_log.js"
 import identityLifecycle from "./migrations/0010_identity_lifecycle.js"
+import signIn from "./migrations/0011_sign_in.js"
 
 export const loader = Migrator.fromRecord({
   "0001_runs": runs,
@@ -28,7 +29,8 @@ export const loader = Migrator.fromRecord({
   "0007_conversation_parts": conversationParts,
   "0008_shapers": shapers,
   "0009_audit_log": auditLog,
-  "0010_identity_lifecycle": identityLifecycle
+  "0010_identity_lifecycle": identityLifecycle,
+  "0011_sign_in": signIn
 })
 
 /**

@@ -60,7 +60,9 @@ export class Principal extends Schema.Class<Principal>("Principal")({
   memberships: Schema.Array(Membership),
   created_at: Timestamp,
   disabled_at: NullUntil,
-  deleted_at: NullUntil
+  deleted_at: NullUntil,
+  /** Its email, in lower case: what sign-in matches a principal not linked to its provider yet by. */
+  email: Schema.NullOr(Schema.String).pipe(Schema.propertySignature, Schema.withConstructorDefault(() => null))
 }) {}
 
 /** The memberships a principal acts with: none once it is disabled or deleted. */
@@ -126,7 +128,9 @@ export class CreatePrincipalRequest extends Schema.Class<CreatePrincipalRequest>
     Schema.minItems(1, { message: () => "must list at least one team" }),
     Schema.filter((ms) => new Set(ms.map((m) => m.team_uid)).size === ms.length || "lists a team twice")
   ),
-  instance_admin: Schema.optionalWith(Schema.Boolean, { default: () => false, nullable: true })
+  instance_admin: Schema.optionalWith(Schema.Boolean, { default: () => false, nullable: true }),
+  /** Signing in with a verified email links the principal to the provider's account (docs/sign-in.md). */
+  email: optionalInput(Schema.String.pipe(Schema.maxLength(200), Schema.pattern(/^[^\s@]+@[^\s@]+$/, { message: () => "must be an email address" })))
 }) {}
 
 /** The longest a token name may be. */

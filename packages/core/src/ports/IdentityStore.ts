@@ -44,6 +44,12 @@ export class IdentityStore extends Context.Tag("@agent-runs/core/IdentityStore")
   readonly removeMembership: (uid: PrincipalUid, team: TeamUid) => Effect.Effect<boolean, StorageError>
   /** How many principals neither disabled nor deleted are admins of the team. */
   readonly countTeamAdmins: (team: TeamUid) => Effect.Effect<number, StorageError>
+  /** The principal linked to this provider subject (`SignIn.subjectKey`). */
+  readonly findBySubject: (key: string) => Effect.Effect<Option.Option<Principal>, StorageError>
+  /** The principals (not deleted) with this email (lower case) and no provider subject yet. */
+  readonly findUnlinkedByEmail: (email: string) => Effect.Effect<ReadonlyArray<Principal>, StorageError>
+  /** Links a principal to a provider subject; false when it is linked to another already. */
+  readonly linkSubject: (uid: PrincipalUid, key: string) => Effect.Effect<boolean, StorageError>
   /** Deletes a principal: a tombstone keeping its name, its memberships removed, its tokens revoked. */
   readonly deletePrincipal: (uid: PrincipalUid, at: number) => Effect.Effect<void, StorageError>
   /** The instance administrators (not deleted), oldest first. */

@@ -261,7 +261,8 @@ export class Identities extends Effect.Service<Identities>()("@agent-runs/core/I
           display_name: request.display_name.trim(),
           instance_admin: request.instance_admin,
           memberships: request.memberships,
-          created_at: yield* now
+          created_at: yield* now,
+          email: request.email?.trim().toLowerCase() ?? null
         })
         yield* audit.recording(viewer, store.createPrincipal(principal), () => ({
           action: "principal.create",

@@ -106,6 +106,28 @@ export const makeMemoryIdentityStore = (state: MemoryState): Context.Tag.Service
       ).length
     )
 
+  const findBySubject = (key: string) =>
+    Effect.sync(() => Option.fromNullable([...state.principals.values()].find((p) => state.subjects.get(p.uid) === key)))
+
+  const findUnlinkedByEmail = (email: string) =>
+    Effect.sync(() =>
+      [...state.principals.values()]
+        .filter((p) => p.email === email && !state.subjects.has(p.uid) && p.deleted_at === null)
+        .sort((a, b) => compareCodePoints(a.uid, b.uid))
+        .slice(0, 10)
+    )
+
+  const linkSubject = (uid: PrincipalUid, key: string) =>
+    Effect.suspend((): Effect.Effect<boolean, StorageError> => {
+      const linked = state.subjects.get(uid)
+      if (!state.principals.has(uid) || (linked !== undefined && linked !== key)) return Effect.succeed(false)
+      if ([...state.subjects].some(([other, k]) => k === key && other !== uid)) {
+        return Effect.fail(storageError("IdentityStore.linkSubject", "another principal is linked to this subject"))
+      }
+      state.subjects.set(uid, key)
+      return Effect.succeed(true)
+    })
+
   const revokeAt = (token: TokenRecord, at: number) =>
     token.revoked_at === null ? new TokenRecord({ ...token, revoked_at: DateTime.unsafeMake(at) }) : token
 
@@ -192,6 +214,9 @@ export const makeMemoryIdentityStore = (state: MemoryState): Context.Tag.Service
     setMembership,
     removeMembership,
     countTeamAdmins,
+    findBySubject,
+    findUnlinkedByEmail,
+    linkSubject,
     deletePrincipal,
     instanceAdmins,
     countPrincipals,

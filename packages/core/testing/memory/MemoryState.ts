@@ -135,6 +135,8 @@ export interface MemoryState {
   readonly tokens: Map<TokenId, TokenRecord>
   /** Token hash → token id (hashes are unique). */
   readonly tokenHashes: Map<string, TokenId>
+  /** The provider subject each linked principal is linked to (sign-in). */
+  readonly subjects: Map<PrincipalUid, string>
 
   // Written by WorkerStore; read by RunStore (runs waiting for absent workers).
   readonly workers: Map<TeamUid, Map<string, WorkerRow>>
@@ -163,6 +165,7 @@ export const makeMemoryState = (): MemoryState => ({
   principals: new Map(),
   tokens: new Map(),
   tokenHashes: new Map(),
+  subjects: new Map(),
   workers: new Map(),
   workerBindings: new Map(),
   audit: new Map()

@@ -27,6 +27,8 @@ export interface LocalServiceOptions {
   readonly mountAt?: string
   /** Run agents (the process executor with the scripted agent); `true` unless said otherwise. */
   readonly executor?: boolean
+  /** Sign-in with OpenID Connect (none: API tokens only). */
+  readonly signIn?: AgentRuns.SignInOptions
 }
 
 export interface LocalService {
@@ -87,7 +89,10 @@ export const startLocalService = async (options: LocalServiceOptions): Promise<L
     const origin = `http://127.0.0.1:${port}`
     const scope = Effect.runSync(Scope.make())
     await Effect.runPromise(
-      Layer.buildWithScope(Listen.layer(serviceOptions({ dir, secretKey, adminToken, publicUrl: origin, executor }), { port }), scope)
+      Layer.buildWithScope(
+        Listen.layer({ ...serviceOptions({ dir, secretKey, adminToken, publicUrl: origin, executor }), signIn: options.signIn }, { port }),
+        scope
+      )
     )
     return describe(origin, origin, undefined, () => Effect.runPromise(Scope.close(scope, Exit.void)))
   }
