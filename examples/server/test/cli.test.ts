@@ -8,11 +8,14 @@
  * `runs list --json` (NDJSON) and as a table, `runs logs`, `runs get` of an unknown run (exit 1,
  * one line), a bad token (exit 4, `apply` too),
  * `login` and then commands without connection options (the profile): `webhooks deliveries`,
- * `schedules pause` and `list`, `runs followup` and `runs watch` of the continued run.
+ * `schedules pause` and `list`, `runs followup` and `runs watch` of the continued run; `whoami` (the
+ * principal, teams, the token's expiry and limits) and the one warning line of a token that expires
+ * within 7 days, from the server's answer or from a profile's `expires_at`; `tokens create|list|revoke`
+ * (a team admin's service-account token, limited to the team, shown once; a member refused).
  * CLI processes run in parallel where they can: each takes seconds on a loaded machine.
  */
 import { spawn } from "node:child_process"
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { createServer, request as httpRequest } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
@@ -254,6 +257,103 @@ describe("agent-runs: the API commands", () => {
     expect(lines(table.stdout)).toHaveLength(2)
     expect(refused.code).toBe(4)
     expect(refused.stderr).toBe("agent-runs: only team admins read the team's audit log\n")
+  }, 120_000)
+
+  it("whoami says who the token is and its limits; a token expiring within 7 days gets one warning line, from the server or the profile", async () => {
+    assertBuilt(inject("serverBuild"))
+    const team = await makeTeam(server(), "CLI whoami")
+    const soon = new Date(Date.now() + 3 * 86_400_000).toISOString()
+    const shown = soon.replace(/\.\d{3}Z$/, "Z")
+    const limited = await call(server(), "POST", `/api/v1/admin/principals/${team.principals.member}/tokens`, {
+      token: server().adminToken,
+      body: { name: "ci", expires_at: soon, team_uid: team.uid, max_role: "viewer" }
+    })
+    expect(limited.status).toBe(201)
+    const token = limited.body.token as string
+    // Profiles of their own: the limited token expiring soon, and the admin's said to have expired.
+    const home = mkdtempSync(join(tmpdir(), "agent-runs-cli-expiry-"))
+    mkdirSync(join(home, "agent-runs"))
+    writeFileSync(join(home, "agent-runs", "profiles.json"), JSON.stringify({
+      profiles: {
+        default: { server: server().url, token, expires_at: soon },
+        past: { server: server().url, token: team.tokens.admin, expires_at: "2020-01-01T00:00:00.000Z" }
+      }
+    }))
+    const inHome = { env: { XDG_CONFIG_HOME: home } }
+    const [admins, flagged, json, profiled, listed, past] = await Promise.all([
+      cli(["whoami", "--server", server().url, "--token", team.tokens.admin]),
+      cli(["whoami", "--server", server().url, "--token", token]),
+      cli(["whoami", "--json", "--server", server().url, "--token", token]),
+      cli(["whoami"], inHome),
+      cli(["runs", "list", "--limit", "1"], inHome),
+      cli(["runs", "list", "--limit", "1"], { env: { XDG_CONFIG_HOME: home, AGENT_RUNS_PROFILE: "past" } })
+    ])
+    rmSync(home, { recursive: true, force: true })
+
+    expect(admins).toMatchObject({ code: 0, stderr: "" })
+    expect(admins.stdout).toMatch(new RegExp(`^principal: +CLI whoami admin \\(user ${team.principals.admin}\\)$`, "m"))
+    expect(admins.stdout).toMatch(/^instance administrator: +no$/m)
+    expect(admins.stdout).toMatch(/^expires: +never$/m)
+    expect(admins.stdout).toMatch(/^limited to team: +no$/m)
+    expect(admins.stdout).toMatch(new RegExp(`^${team.uid} +CLI whoami +admin +yes$`, "m"))
+
+    expect(flagged.code).toBe(0)
+    expect(flagged.stdout).toMatch(/^token: +ci \(\w{22}\)$/m)
+    expect(flagged.stdout).toMatch(new RegExp(`^expires: +${shown}$`, "m"))
+    expect(flagged.stdout).toMatch(new RegExp(`^limited to team: +CLI whoami \\(${team.uid}\\)$`, "m"))
+    expect(flagged.stdout).toMatch(/^max role: +viewer$/m)
+    expect(flagged.stderr).toBe(`warning: this token expires on ${shown}; ask for a new one\n`)
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      principal: { uid: team.principals.member },
+      token: { name: "ci", expires_at: soon, team_uid: team.uid, max_role: "viewer" }
+    })
+
+    // From the profile: one line, the server's expiry, naming the profile.
+    expect(profiled.code).toBe(0)
+    expect(profiled.stderr).toBe(`warning: the token of profile "default" expires on ${shown}; run agent-runs login again\n`)
+    // Any other command warns from the profile's expires_at, and goes on.
+    expect(listed.code).toBe(0)
+    expect(lines(listed.stderr)).toContain(`warning: the token of profile "default" expires on ${shown}; run agent-runs login again`)
+    expect(past.code).toBe(0)
+    expect(lines(past.stderr)).toContain(`warning: the token of profile "past" expired on 2020-01-01T00:00:00Z; run agent-runs login again`)
+  }, 120_000)
+
+  it("tokens create|list|revoke: a service account's token limited to the team, shown once; a bad time is a usage error, a member is refused", async () => {
+    assertBuilt(inject("serverBuild"))
+    const team = await makeTeam(server(), "CLI tokens")
+    const account = await call(server(), "POST", "/api/v1/agent/team/service-accounts", {
+      token: team.tokens.admin,
+      body: { display_name: "ci bot", role: "member" }
+    })
+    expect(account.status).toBe(201)
+    const uid = account.body.uid as string
+    const asAdmin = ["--server", server().url, "--token", team.tokens.admin]
+    const later = new Date(Date.now() + 30 * 86_400_000).toISOString()
+    const [created, badTime, refused] = await Promise.all([
+      cli(["tokens", "create", uid, "--name", "ci", "--expires-at", later, "--max-role", "viewer", ...asAdmin]),
+      cli(["tokens", "create", uid, "--expires-at", "tomorrow", ...asAdmin]),
+      cli(["tokens", "list", uid, "--server", server().url, "--token", team.tokens.member])
+    ])
+    expect(created.code).toBe(0)
+    const token = created.stdout.trim()
+    expect(token).toMatch(/^ar_[\w-]{43}$/)
+    const tokenId = /^created token (\w{22}), limited to the team; it is not shown again$/m.exec(created.stderr)?.[1]
+    expect(tokenId).toBeDefined()
+    const me = await call(server(), "GET", "/api/v1/agent/me", { token })
+    expect(me.body.token).toEqual({ token_id: tokenId, name: "ci", expires_at: later, team_uid: team.uid, max_role: "viewer" })
+    expect(badTime.code).toBe(2)
+    expect(badTime.stderr).toContain("invalid --expires-at \"tomorrow\"")
+    expect(refused.code).toBe(4)
+
+    const listed = await cli(["tokens", "list", uid, ...asAdmin])
+    expect(listed).toMatchObject({ code: 0, stderr: "" })
+    expect(lines(listed.stdout)[0]).toMatch(/^TOKEN ID\s+NAME\s+CREATED\s+EXPIRES\s+LAST USED\s+MAX ROLE\s+REVOKED$/)
+    expect(lines(listed.stdout)[1]).toMatch(new RegExp(`^${tokenId} +ci +\\S+ +${later.replace(/\.\d{3}Z$/, "Z")} +\\S+ +viewer$`))
+    const revoked = await cli(["tokens", "revoke", tokenId!, ...asAdmin])
+    expect(revoked).toMatchObject({ code: 0, stdout: `revoked ${tokenId}\n` })
+    expect((await call(server(), "GET", "/api/v1/agent/me", { token })).status).toBe(401)
+    const after = await cli(["tokens", "list", uid, "--json", ...asAdmin])
+    expect(JSON.parse(lines(after.stdout)[0]!)).toMatchObject({ token_id: tokenId, revoked_at: expect.any(String) })
   }, 120_000)
 
   it("login checks the token and saves a profile that commands without connection options use", async () => {

@@ -1,6 +1,6 @@
 /**
  * The `agent-runs` command: one subcommand per task (`serve`, `apply`, `worker`, `image`, and the
- * API's everyday commands `login`, `runs`, `schedules`, `webhooks`, `audit`). Add a subcommand by writing it in `commands/` and listing it in `subcommands`.
+ * API's everyday commands `login`, `whoami`, `runs`, `schedules`, `webhooks`, `audit`, `tokens`). Add a subcommand by writing it in `commands/` and listing it in `subcommands`.
  */
 import { Command } from "@effect/cli"
 import { applyCommand } from "./commands/Apply.js"
@@ -10,7 +10,9 @@ import { loginCommand } from "./commands/Login.js"
 import { runsCommand } from "./commands/Runs.js"
 import { schedulesCommand } from "./commands/Schedules.js"
 import { serveCommand } from "./commands/Serve.js"
+import { tokensCommand } from "./commands/Tokens.js"
 import { webhooksCommand } from "./commands/Webhooks.js"
+import { whoamiCommand } from "./commands/Whoami.js"
 import { workerCommand } from "./commands/Worker.js"
 
 /** The version `agent-runs --version` prints. */
@@ -23,10 +25,12 @@ export const subcommands = [
   workerCommand,
   imageCommand,
   loginCommand,
+  whoamiCommand,
   runsCommand,
   schedulesCommand,
   webhooksCommand,
-  auditCommand
+  auditCommand,
+  tokensCommand
 ] as const
 
 /** `agent-runs` with its subcommands. */

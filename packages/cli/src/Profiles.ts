@@ -6,6 +6,11 @@
  *
  * The file is read synchronously, once, when the options are parsed: it is small, and a command
  * without a profile pays one failed `stat`.
+ *
+ * A profile may say when its token expires (`expires_at`, RFC 3339): the commands then warn when
+ * the profile's token is the one in use and expires within 7 days (Connection.ts, TokenExpiry.ts).
+ * A profile "in use" is the current one whose token the command uses: a `--token` flag or
+ * `$AGENT_RUNS_TOKEN` holding another token makes the profile's expiry none of its business.
  */
 import { Config, ConfigError, Data, Effect, Either, Redacted } from "effect"
 import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs"
@@ -17,6 +22,8 @@ export interface Profile {
   readonly server: string
   readonly token: string
   readonly team?: string | undefined
+  /** When the token expires (RFC 3339), as the server said when the profile was saved. */
+  readonly expires_at?: string | undefined
 }
 
 /** The file's content: profiles by name. */
@@ -41,7 +48,7 @@ export class ProfileFileError extends Data.TaggedError("ProfileFileError")<{ rea
 const isProfile = (value: unknown): value is Profile => {
   const p = value as Partial<Record<keyof Profile, unknown>> | null
   return typeof p === "object" && p !== null && typeof p.server === "string" && typeof p.token === "string" &&
-    (p.team === undefined || typeof p.team === "string")
+    (p.team === undefined || typeof p.team === "string") && (p.expires_at === undefined || typeof p.expires_at === "string")
 }
 
 /** The profiles of the file (none when it does not exist); throws a `ProfileFileError` when it cannot be used. */
@@ -65,7 +72,11 @@ export const readSync = (file: string = path()): ProfilesFile => {
   }
   const valid: Record<string, Profile> = {}
   for (const [name, profile] of Object.entries(profiles)) {
-    if (!isProfile(profile)) throw new ProfileFileError({ message: `${file}: profile "${name}" needs "server" and "token" strings` })
+    if (!isProfile(profile)) {
+      throw new ProfileFileError({
+        message: `${file}: profile "${name}" needs "server" and "token" strings ("team" and "expires_at" are strings too)`
+      })
+    }
     valid[name] = profile
   }
   return { profiles: valid }
@@ -91,6 +102,18 @@ export const save = (name: string, profile: Profile, file: string = path()): Eff
 export const currentName = (env: NodeJS.ProcessEnv = process.env): string => {
   const name = env["AGENT_RUNS_PROFILE"]
   return name === undefined || name === "" ? DEFAULT_PROFILE : name
+}
+
+/** The current profile and its name when the command uses its token; none otherwise, or when the file cannot be used (the options said so). */
+export const inUse = (token: string, file: string = path()): { readonly name: string; readonly profile: Profile } | undefined => {
+  const name = currentName()
+  let profile: Profile | undefined
+  try {
+    profile = readSync(file).profiles[name]
+  } catch {
+    return undefined
+  }
+  return profile !== undefined && profile.token === token ? { name, profile } : undefined
 }
 
 let unusableReported = false

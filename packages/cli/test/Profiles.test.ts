@@ -1,7 +1,7 @@
 import { Command } from "@effect/cli"
 import { NodeContext } from "@effect/platform-node"
-import { afterAll, beforeEach, describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Either, Option, Redacted } from "effect"
+import { afterAll, beforeEach, describe, expect, it, vi } from "@effect/vitest"
+import { ConfigProvider, Effect, Either, Option, Redacted, TestClock } from "effect"
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -93,5 +93,53 @@ describe("Profiles", () => {
         Either.left({ _tag: "ProfileFileError" })
       )
       expect(Either.isLeft(yield* parse([]))).toBe(true)
+    }))
+})
+
+describe("a profile's expiry", () => {
+  const connection = (token: string) => ({ server: "http://s", token: Redacted.make(token), team: Option.none() })
+  /** The lines the connection's warning prints on stderr at `now`. */
+  const warnings = (token: string, now: string) =>
+    Effect.gen(function*() {
+      const printed: Array<string> = []
+      const spy = vi.spyOn(console, "error").mockImplementation((line: string) => void printed.push(line))
+      yield* TestClock.setTime(Date.parse(now))
+      yield* Connection.warnOfProfileExpiry(connection(token)).pipe(Effect.ensuring(Effect.sync(() => spy.mockRestore())))
+      return printed
+    })
+
+  it.effect("is saved and read as a string; anything else makes the file unusable", () =>
+    Effect.gen(function*() {
+      yield* Profiles.save("default", { server: "http://a", token: "ar_a", expires_at: "2026-12-01T00:00:00.000Z" })
+      expect(Profiles.readSync(file).profiles["default"]?.expires_at).toBe("2026-12-01T00:00:00.000Z")
+      writeFileSync(file, JSON.stringify({ profiles: { default: { server: "http://a", token: "ar_a", expires_at: 1 } } }))
+      expect(() => Profiles.readSync(file)).toThrow(/"expires_at" are strings/)
+    }))
+
+  it.effect("the profile in use is the current one, only while the command uses its token", () =>
+    Effect.gen(function*() {
+      yield* Profiles.save("default", { server: "http://a", token: "ar_a" })
+      yield* Profiles.save("ci", { server: "http://b", token: "ar_b" })
+      expect(Profiles.inUse("ar_a")?.name).toBe("default")
+      expect(Profiles.inUse("ar_b")).toBeUndefined()
+      process.env["AGENT_RUNS_PROFILE"] = "ci"
+      expect(Profiles.inUse("ar_b")?.name).toBe("ci")
+      expect(Connection.tokenSource(connection("ar_b")).whose).toBe("the token of profile \"ci\"")
+      expect(Connection.tokenSource(connection("ar_other")).whose).toBe("this token")
+    }))
+
+  it.effect("resolving the connection warns once within 7 days and after; not before, nor for another token", () =>
+    Effect.gen(function*() {
+      yield* Profiles.save("default", { server: "http://a", token: "ar_a", expires_at: "2026-12-01T00:00:00.000Z" })
+      expect(yield* warnings("ar_a", "2026-11-28T00:00:00Z")).toEqual([
+        "warning: the token of profile \"default\" expires on 2026-12-01T00:00:00Z; run agent-runs login again"
+      ])
+      expect(yield* warnings("ar_a", "2026-12-02T00:00:00Z")).toEqual([
+        "warning: the token of profile \"default\" expired on 2026-12-01T00:00:00Z; run agent-runs login again"
+      ])
+      expect(yield* warnings("ar_a", "2026-11-20T00:00:00Z")).toEqual([])
+      expect(yield* warnings("ar_flag", "2026-11-30T00:00:00Z")).toEqual([])
+      yield* Profiles.save("default", { server: "http://a", token: "ar_a", expires_at: "not a date" })
+      expect(yield* warnings("ar_a", "2026-11-30T00:00:00Z")).toEqual([])
     }))
 })
