@@ -58,10 +58,12 @@ import type { ProcessExecutor } from "@agent-runs/executor-process"
 import { Quotas } from "@agent-runs/core"
 import type { QuotaSettings } from "@agent-runs/core/domain/Quotas"
 import type { EventStreams } from "@agent-runs/http"
+import type { AgentRuns } from "@agent-runs/server"
 import { Ingress } from "@agent-runs/http"
 import { Config, ConfigError, Either, Option, Redacted } from "effect"
 import { join, resolve } from "node:path"
 import { DockerSandboxConfig } from "./DockerSandboxConfig.js"
+import { SignInConfig } from "./SignInConfig.js"
 
 /** The webhook ingress's settings (the optional ones default to the core's `DEFAULT_INGRESS_LIMITS`). */
 export interface IngressConfig {
@@ -113,6 +115,8 @@ export interface ServerConfig {
   readonly quotas?: Partial<QuotaSettings> | undefined
   /** Days audit log entries are kept (365; 0: forever). */
   readonly auditRetentionDays?: number | undefined
+  /** Sign-in with OpenID Connect (SignInConfig.ts; none: API tokens only). */
+  readonly signIn?: AgentRuns.SignInOptions | undefined
   /** The event streams' caps and re-check interval (http's `DEFAULT_EVENT_STREAM_LIMITS` for those absent). */
   readonly eventStreams?: Partial<EventStreams.EventStreamLimits> | undefined
 }
@@ -257,6 +261,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
     Config.validate({ message: "must be a whole number of days, 0 (keep forever) or more", validation: (n) => n >= 0 }),
     Config.withDefault(365)
   ),
+  signIn: SignInConfig,
   ssePerPrincipal: atLeast("AGENT_RUNS_SSE_PER_PRINCIPAL", 1, 16),
   sseMax: atLeast("AGENT_RUNS_SSE_MAX", 1, 1000),
   sseRecheckSeconds: Config.number("AGENT_RUNS_SSE_RECHECK_SECONDS").pipe(
@@ -333,6 +338,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
         listBytes: raw.listBytes
       },
       auditRetentionDays: raw.auditRetentionDays,
+      signIn: raw.signIn,
       eventStreams: {
         perPrincipal: raw.ssePerPrincipal,
         max: raw.sseMax,

@@ -97,6 +97,7 @@ const agentRunsOptions = (
     },
     quotas: config.quotas,
     auditRetentionDays: config.auditRetentionDays,
+    signIn: config.signIn,
     ingress: {
       deliveries: { max: deliveriesPerMinute, windowMs: 60_000 },
       ...(logMax === undefined ? {} : { logMax }),
