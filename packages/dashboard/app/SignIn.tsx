@@ -5,12 +5,16 @@
  * names the caller's teams). A refused token is shown with the reason beside the field, and what
  * was typed stays in it.
  *
+ * When the server offers single sign-on, the page offers it first (sso.ts); a failed one is shown
+ * as the reason.
+ *
  * `SignIn` is the page of a tab without a token; `SignInAgain` is the same form in a modal dialog
  * over the page, when the token stops working mid-session, so that nothing typed in the page is
  * lost (docs/dashboard.md).
  */
 import { useEffect, useRef, useState } from "preact/hooks"
 import { type Me, messageOf, request, tokenProblem } from "./api.js"
+import { singleSignOnHref, singleSignOnIssuer, takeSignInError } from "./sso.js"
 
 type SignedIn = (token: string, me: Me) => void
 
@@ -62,13 +66,32 @@ const SignInForm = (props: { readonly reason: string | undefined; readonly onSig
   )
 }
 
+/** A link to sign in with the provider, when the server offers it. */
+const SingleSignOn = () => {
+  const [issuer, setIssuer] = useState<string | undefined>(undefined)
+  useEffect(() => {
+    void singleSignOnIssuer().then(setIssuer)
+  }, [])
+  if (issuer === undefined) return null
+  return (
+    <p class="single-sign-on">
+      <a class="button" href={singleSignOnHref}>Sign in with single sign-on</a>
+      <span class="muted"> ({new URL(issuer).host})</span>
+    </p>
+  )
+}
+
 /** The sign-in page of a tab without a token. */
-export const SignIn = (props: { readonly reason: string | undefined; readonly onSignedIn: SignedIn }) => (
-  <main class="sign-in" id="main">
-    <h1>Agent Runs</h1>
-    <SignInForm reason={props.reason} onSignedIn={props.onSignedIn} />
-  </main>
-)
+export const SignIn = (props: { readonly reason: string | undefined; readonly onSignedIn: SignedIn }) => {
+  const [failed] = useState(takeSignInError)
+  return (
+    <main class="sign-in" id="main">
+      <h1>Agent Runs</h1>
+      <SingleSignOn />
+      <SignInForm reason={failed ?? props.reason} onSignedIn={props.onSignedIn} />
+    </main>
+  )
+}
 
 /**
  * The sign-in form in a modal dialog over the page the token stopped working in: the page stays

@@ -91,7 +91,7 @@ export interface SignInOptions {
 
 /** The sign-in routes and what they need, when sign-in is configured. */
 const signInLayer = (options: SignInOptions, publicUrl: string, secretKey: Redacted.Redacted<Uint8Array>) =>
-  SignInRoutes.signInRoutingLayer({ publicUrl, basePath: basePathOf(publicUrl), secretKey }).pipe(
+  SignInRoutes.signInRoutingLayer({ publicUrl, basePath: basePathOf(publicUrl), secretKey }, options.issuer).pipe(
     Layer.provide(RelyingParty.layer({
       issuer: options.issuer,
       clientId: options.clientId,

@@ -1,16 +1,18 @@
 /**
  * The sign-in routes (docs/sign-in.md), beside the API:
  *
+ * - `GET /auth/oidc`: `{issuer}`, so that the dashboard knows to offer the sign-in.
  * - `GET /auth/oidc/login`: redirects the browser to the provider (authorization code flow with
  *   PKCE, state and nonce, kept in a signed cookie for ten minutes).
  * - `GET /auth/oidc/callback`: the provider's redirect back; signs in (core's `SignIn`) and sends
  *   the browser to the dashboard with the session token in the URL's fragment (`#session=…`),
- *   which never reaches a server or its logs; the dashboard keeps it and clears the fragment.
+ *   which never reaches a server or its logs; the dashboard keeps it and clears the fragment. A
+ *   refusal sends it there too, with the reason (`#sign_in_error=…`), for the sign-in page.
  * - `POST /auth/oidc/device`: starts the device flow for the CLI: the code to type, and where.
  * - `POST /auth/oidc/device/token` `{device_code, interval?, expires_in?}`: waits up to 20 s for the
  *   user's approval; 200 with the session token once approved, 202 `{status: "pending"}` before.
  *
- * Refusals are problem responses: 400 (a state or code that does not check out, a provider's
+ * The other routes' refusals are problem responses: 400 (a state or code that does not check out, a provider's
  * refusal), 403 (a disabled principal, an account no principal matches), 409 (an ambiguous email),
  * 503 (the provider cannot be reached). Without sign-in configured the routes do not exist (404).
  */
@@ -60,11 +62,13 @@ export class SignInRouting extends Context.Tag("@agent-runs/http/SignInRouting")
   readonly party: RelyingParty["Type"]
   readonly signIn: SignIn.SignIn
   readonly options: SignInRoutesOptions
+  /** The provider's issuer, shown to the dashboard. */
+  readonly issuer: string
 }>() {}
 
 /** `SignInRouting` over the relying party and core's sign-in of the context. */
-export const signInRoutingLayer = (options: SignInRoutesOptions) =>
-  Layer.effect(SignInRouting, Effect.map(Effect.all([RelyingParty, SignIn.SignIn]), ([party, signIn]) => ({ party, signIn, options })))
+export const signInRoutingLayer = (options: SignInRoutesOptions, issuer: string) =>
+  Layer.effect(SignInRouting, Effect.map(Effect.all([RelyingParty, SignIn.SignIn]), ([party, signIn]) => ({ party, signIn, options, issuer })))
 
 /** Adds the sign-in routes to the router. */
 export const addSignInRoutes = (
@@ -87,24 +91,29 @@ export const addSignInRoutes = (
       return HttpServerResponse.empty({ status: 302, headers: { location: url.href, "set-cookie": cookie(sealed, LOGIN_STATE_TTL_MS / 1000), "cache-control": "no-store" } })
     }).pipe(Effect.catchAll(refusalOf))
 
+    /** Back to the dashboard with `fragment`; the sign-in's cookie cleared. */
+    const toDashboard = (fragment: string) =>
+      HttpServerResponse.empty({
+        status: 302,
+        headers: { location: `${options.basePath}/app/#${fragment}`, "set-cookie": cookie("", 0), "cache-control": "no-store" }
+      })
+
     const callback = Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
       const state = states.open(cookieOf(request.headers["cookie"]), yield* Clock.currentTimeMillis)
       if (state === undefined) {
-        return problemResponse(Errors.InvalidRequest.forField("state", "this sign-in expired or was started elsewhere; sign in again"))
+        return yield* Effect.fail(Errors.InvalidRequest.forField("state", "this sign-in expired or was started elsewhere; sign in again"))
       }
       const query = new URL(request.url, "http://localhost").search
       const claims = yield* party.exchange(new URL(`${redirectUri}${query}`), state)
       const session = yield* signIn.signIn(claims, "dashboard", yield* originOf)
-      return HttpServerResponse.empty({
-        status: 302,
-        headers: {
-          location: `${options.basePath}/app/#session=${encodeURIComponent(session.token)}`,
-          "set-cookie": cookie("", 0),
-          "cache-control": "no-store"
-        }
+      return toDashboard(`session=${encodeURIComponent(session.token)}`)
+    }).pipe(
+      Effect.catchAll((error) => {
+        const message = error._tag === "OidcFailure" ? `the sign-in provider refused: ${error.message}` : error.message
+        return Effect.succeed(toDashboard(`sign_in_error=${encodeURIComponent(message.slice(0, 300))}`))
       })
-    }).pipe(Effect.catchAll(refusalOf))
+    )
 
     const device = party.startDevice.pipe(
       Effect.map((start) => HttpServerResponse.unsafeJson(start, { headers: { "cache-control": "no-store" } })),
@@ -125,6 +134,7 @@ export const addSignInRoutes = (
       }, { headers: { "cache-control": "no-store" } })
     }).pipe(Effect.catchAll((error) => (error._tag === "InvalidRequest" ? Effect.succeed(problemResponse(error)) : refusalOf(error))))
 
+    yield* router.get("/auth/oidc", Effect.succeed(HttpServerResponse.unsafeJson({ issuer: routing.issuer })))
     yield* router.get("/auth/oidc/login", login)
     yield* router.get("/auth/oidc/callback", callback)
     yield* router.post("/auth/oidc/device", device)
