@@ -8,11 +8,13 @@ import { useEffect, useRef, useState } from "preact/hooks"
 import { ApiError, type Me, messageOf, request, session, whenUnauthorized } from "./api.js"
 import { EnvironmentsPage, SecretsPage, WorkersPage } from "./Factory.js"
 import { AuditPage } from "./Audit.js"
+import { MembersPage } from "./Members.js"
 import { followLink, hrefOf, type Location, navigate, useLocation } from "./router.js"
 import { RunPage } from "./RunPage.js"
 import { RunsPage } from "./RunsPage.js"
 import { forgetCronWords, SchedulesPage } from "./Schedules.js"
 import { SignIn, SignInAgain } from "./SignIn.js"
+import { ExpiryBanner } from "./TokenExpiry.js"
 import { WebhookPage, WebhooksPage } from "./Webhooks.js"
 
 /**
@@ -50,6 +52,12 @@ const SECTIONS: ReadonlyArray<readonly [string, string]> = [
   ["audit", "Audit log"]
 ]
 
+/** The team's admins (and instance administrators) also manage its members. */
+const sectionsFor = (me: Me | undefined, team: string): ReadonlyArray<readonly [string, string]> => {
+  const manages = me !== undefined && (me.instance_admin || me.teams.some((t) => t.uid === team && t.role === "admin"))
+  return manages ? [...SECTIONS, ["members", "Members"]] : SECTIONS
+}
+
 /** The page of a route (`key` makes a new team or another id load afresh). */
 const pageOf = (location: Location, generation: number) => {
   const [section = "", id] = location.route.split("/")
@@ -69,6 +77,8 @@ const pageOf = (location: Location, generation: number) => {
       return <SecretsPage key={key} />
     case "audit":
       return <AuditPage key={`${key}?${location.query.toString()}`} query={location.query} />
+    case "members":
+      return <MembersPage key={`${key}?${location.query.toString()}`} query={location.query} />
     default:
       return <RunsPage key={generation} query={location.query} />
   }
@@ -183,7 +193,7 @@ export const App = () => {
       <header class="top">
         <a class="brand" href={hrefOf("")} onClick={(e) => followLink(e, "")}>Agent Runs</a>
         <nav class="sections" aria-label="Sections">
-          {SECTIONS.map(([route, name]) => (
+          {sectionsFor(me, team).map(([route, name]) => (
             <a
               key={route}
               href={hrefOf(route)}
@@ -202,6 +212,7 @@ export const App = () => {
         </span>
       </header>
       <main id="main" tabIndex={-1}>
+        {me === undefined ? null : <ExpiryBanner me={me} />}
         {me === undefined && meError === undefined ? <p class="muted">Loading…</p> : pageOf(location, generation)}
       </main>
       {expired === undefined ? null : (

@@ -19,7 +19,8 @@ const ACTIONS = [
   "schedule.create", "schedule.update", "schedule.pause", "schedule.resume", "schedule.delete", "secret.put",
   "secret.delete", "secret.read", "webhook.create", "webhook.update", "webhook.rotate_secret", "webhook.delete",
   "automation.create", "automation.update", "automation.delete", "worker.release", "transcript.read",
-  "team.create", "team.update"
+  "team.create", "team.update", "principal.create", "principal.update", "principal.delete", "membership.set",
+  "membership.remove", "token.create", "token.revoke"
 ]
 
 const filtersOf = (query: URLSearchParams): Filters =>

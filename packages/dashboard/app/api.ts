@@ -85,7 +85,7 @@ export const whenUnauthorized = (listener: Unauthorized): void => {
 }
 
 export interface RequestOptions {
-  readonly method?: "GET" | "POST"
+  readonly method?: "GET" | "POST" | "PUT" | "DELETE"
   readonly body?: unknown
   readonly signal?: AbortSignal
   /** Another token or team than the session's (signing in, switching teams). */
@@ -171,9 +171,16 @@ export interface PrincipalRef {
   readonly display_name: string
 }
 
-/** `GET /agent/me`: the caller and the teams it may act in. */
+/** `GET /agent/me`: the caller, the token it called with (null for a run token) and the teams it may act in. */
 export interface Me {
   readonly principal: PrincipalRef
+  readonly token: {
+    readonly token_id: string
+    readonly name: string | null
+    readonly expires_at: string | null
+    readonly team_uid: string | null
+    readonly max_role: string | null
+  } | null
   readonly instance_admin: boolean
   readonly teams: ReadonlyArray<{ readonly uid: string; readonly name: string; readonly role: string }>
   readonly teams_truncated: boolean
