@@ -131,12 +131,13 @@ describe("the audit log", () => {
     }
 
     // A team's admin manages its members and service accounts.
+    const extra = await root()("POST", "/admin/principals", { type: "user", display_name: "Extra", memberships: [{ team_uid: team.uid, role: "member" }] })
     const teamSteps: Array<[action: string, write: () => Promise<{ status: number; body: Json }>]> = [
       ["principal.create", () => admin()("POST", "/agent/team/service-accounts", { display_name: "bot", role: "member" })],
       ["token.create", () => admin()("POST", `/agent/team/service-accounts/${ids["bot"]}/tokens`, { name: "ci" })],
       ["token.revoke", () => admin()("DELETE", `/agent/team/tokens/${ids["botToken"]}`)],
       ["membership.set", () => admin()("PUT", `/agent/team/members/${ids["bot"]}`, { role: "viewer" })],
-      ["membership.remove", () => admin()("DELETE", `/agent/team/members/${team.principals.viewer}`)],
+      ["membership.remove", () => admin()("DELETE", `/agent/team/members/${extra.body.uid}`)],
       ["principal.delete", () => admin()("DELETE", `/agent/team/service-accounts/${ids["bot"]}`)]
     ]
     for (const [action, write] of teamSteps) {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { IdsLive, type TeamUid } from "../src/domain/Ids.js"
+import { Principal } from "../src/domain/Identity.js"
 import { displayNameOf, mappedRoles, parseGroupRoles, type VerifiedClaims, verifiedEmail } from "../src/domain/SignIn.js"
 import { IdentityStore } from "../src/ports/IdentityStore.js"
 import { SignIn, SignInSettingsTag } from "../src/services/SignIn.js"
@@ -77,5 +78,33 @@ describe("sign-in, the service (memory)", () => {
       expect(withoutClaim.principal.memberships).toEqual([{ team_uid: other.team, role: "viewer" }])
       const stored = yield* Effect.flatMap(IdentityStore, (store) => store.getPrincipal(first.principal.uid))
       expect(Option.getOrThrow(stored).email).toBe("someone@example.com")
+    }).pipe(Effect.provide(Layer.mergeAll(memoryStorage, IdsLive))))
+
+  it.effect("attack: a verified email never links an instance administrator or a service account; the last admin of a mapped team stays", () =>
+    Effect.gen(function*() {
+      const world = yield* seedWorld()
+      const store = yield* IdentityStore
+      const settings = { sessionHours: 1, createUsers: true, groupRoles: [{ group: "devs", team_uid: world.team, role: "member" as const }] }
+      const signIn = (subject: string, email: string, groups?: ReadonlyArray<string>) =>
+        Effect.flatMap(SignIn, (s) => s.signIn(claims({ subject, email, groups }), "dashboard", undefined)).pipe(
+          Effect.provide(SignIn.Default),
+          Effect.provide(Layer.succeed(SignInSettingsTag, settings))
+        )
+      const admin = Option.getOrThrow(yield* store.getPrincipal(world.admin.principal_uid))
+      const root = new Principal({ ...admin, uid: "RootRootRootRootRootRo" as never, display_name: "Root", instance_admin: true, email: "root@example.com", memberships: [] })
+      yield* store.createPrincipal(root)
+      const robot = new Principal({ ...admin, uid: "BotBotBotBotBotBotBotB" as never, type: "service_account", display_name: "Bot", email: "bot@example.com", memberships: [] })
+      yield* store.createPrincipal(robot)
+      for (const [subject, email, target] of [["x1", "root@example.com", root.uid], ["x2", "bot@example.com", robot.uid]] as const) {
+        const session = yield* signIn(subject, email)
+        expect(session.principal.uid).not.toBe(target)
+        expect(session.principal.instance_admin).toBe(false)
+        expect(session.principal.memberships).toEqual([])
+      }
+      // The team's only admin signs in without the mapped group: it stays the team's admin.
+      yield* store.updatePrincipal(admin.uid, { display_name: admin.display_name, instance_admin: false, disabled_at: null })
+      yield* Effect.flatMap(IdentityStore, (s) => s.linkSubject(admin.uid, "http://127.0.0.1:1 ada"))
+      const kept = yield* signIn("ada", "ada@example.com", [])
+      expect(kept.principal.memberships).toEqual([{ team_uid: world.team, role: "admin" }])
     }).pipe(Effect.provide(Layer.mergeAll(memoryStorage, IdsLive))))
 })

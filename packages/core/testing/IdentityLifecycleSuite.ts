@@ -237,21 +237,23 @@ export const identityLifecycleSuite = <E>(name: string, storage: Layer.Layer<Sto
           expect((yield* storedPrincipal(world.admin.principal_uid)).instance_admin).toBe(false)
         }))
 
-      it.effect("attack: a team admin's tokens act in its team only, even for an account that is also in another team", () =>
+      it.effect("attack: a team admin's tokens are for the team's own service accounts only, and act in the team only", () =>
         Effect.gen(function*() {
           const world = yield* seedWorld()
           const other = yield* seedWorld()
           const root = instanceAdmin(other)
-          // The team's robot is an admin of another team too (an instance administrator made it so).
-          yield* setRole(root, other.team, world.robot.principal_uid, "admin")
           const elsewhere = yield* failureOf(createTeamToken(world.admin, world.robot.principal_uid, { team_uid: other.team }))
           expect((elsewhere as InvalidRequest).field).toBe("team_uid")
           const { token, token_id } = yield* createTeamToken(world.admin, world.robot.principal_uid)
-          expect((yield* failureOf(authenticate(token, other.team)))._tag).toBe("NotAuthorized")
           expect((yield* authenticate(token)).team_uid).toBe(world.team)
-          // Not another team's service account, nor a user, nor another team's token.
+          // The robot becomes an admin of another team too (an instance administrator made it so):
+          // the token made before still acts in the first team only; no new one is made for it.
+          yield* setRole(root, other.team, world.robot.principal_uid, "admin")
+          expect((yield* failureOf(authenticate(token, other.team)))._tag).toBe("NotAuthorized")
+          // Not a shared or another team's service account, nor a user, nor another team's token.
           const theirs = yield* createTeamToken(other.admin, other.robot.principal_uid)
           const attempts: ReadonlyArray<Attempt> = [
+            createTeamToken(world.admin, world.robot.principal_uid),
             createTeamToken(world.admin, other.robot.principal_uid),
             createTeamToken(world.admin, world.alice.principal_uid),
             Effect.flatMap(Tokens, (t) => t.listInTeam(world.admin, other.robot.principal_uid)),
@@ -263,6 +265,24 @@ export const identityLifecycleSuite = <E>(name: string, storage: Layer.Layer<Sto
           // A service account in another team too is deleted by an instance administrator only.
           const deletion = yield* failureOf(Effect.flatMap(TeamMembers, (m) => m.deleteServiceAccount(world.admin, world.robot.principal_uid)))
           expect(deletion._tag).toBe("Conflict")
+        }))
+
+      it.effect("attack: a team admin neither takes over another team's service account nor deletes an instance administrator", () =>
+        Effect.gen(function*() {
+          const world = yield* seedWorld()
+          const other = yield* seedWorld()
+          const root = instanceAdmin(other)
+          const adopt = yield* failureOf(setRole(world.admin, world.team, other.robot.principal_uid, "admin"))
+          expect(adopt._tag).toBe("NotAuthorized")
+          expect((yield* storedPrincipal(other.robot.principal_uid)).memberships).toEqual([{ team_uid: other.team, role: "member" }])
+          // An instance administrator that is a service account of this team only.
+          yield* patchPrincipal(root, world.robot.principal_uid, { instance_admin: true })
+          const deletion = yield* failureOf(Effect.flatMap(TeamMembers, (m) => m.deleteServiceAccount(world.admin, world.robot.principal_uid)))
+          expect(deletion._tag).toBe("ResourceNotFound")
+          expect((yield* storedPrincipal(world.robot.principal_uid)).deleted_at).toBeNull()
+          expect((yield* failureOf(createTeamToken(world.admin, world.robot.principal_uid)))._tag).toBe("ResourceNotFound")
+          // A user of another team may be added (it is then in both).
+          yield* setRole(world.admin, world.team, other.alice.principal_uid, "viewer")
         }))
 
       it.effect("a team keeps an admin: demoting or removing the last one is a 409, changing nothing", () =>

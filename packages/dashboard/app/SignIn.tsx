@@ -14,7 +14,7 @@
  */
 import { useEffect, useRef, useState } from "preact/hooks"
 import { type Me, messageOf, request, tokenProblem } from "./api.js"
-import { singleSignOnHref, singleSignOnIssuer, takeSignInError } from "./sso.js"
+import { singleSignOnIssuer, startSingleSignOn, takeSignInError } from "./sso.js"
 
 type SignedIn = (token: string, me: Me) => void
 
@@ -75,7 +75,7 @@ const SingleSignOn = () => {
   if (issuer === undefined) return null
   return (
     <p class="single-sign-on">
-      <a class="button" href={singleSignOnHref}>Sign in with single sign-on</a>
+      <button type="button" onClick={startSingleSignOn}>Sign in with single sign-on</button>
       <span class="muted"> ({new URL(issuer).host})</span>
     </p>
   )

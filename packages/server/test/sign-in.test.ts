@@ -53,8 +53,8 @@ describe("sign-in with OpenID Connect", () => {
     (await api("/admin/teams", service.adminToken, { method: "POST", body: { name } })).body
 
   /** The browser flow without a browser: the session token the dashboard would receive. */
-  const browserSignIn = async (username: string) => {
-    const start = await fetch(`${service.base}/auth/oidc/login`, { redirect: "manual" })
+  const browserSignIn = async (username: string, clientState = "") => {
+    const start = await fetch(`${service.base}/auth/oidc/login${clientState === "" ? "" : `?client_state=${clientState}`}`, { redirect: "manual" })
     expect(start.status).toBe(302)
     const cookie = start.headers.get("set-cookie")!.split(";")[0]!
     const back = await completeLogin(start.headers.get("location")!, username)
@@ -62,8 +62,12 @@ describe("sign-in with OpenID Connect", () => {
     expect(callback.status).toBe(302)
     return callback.headers.get("location")
   }
-  const sessionOf = (location: string | null) => decodeURIComponent(/^\/app\/#session=(.+)$/.exec(location ?? "")![1]!)
-  const errorOf = (location: string | null) => decodeURIComponent(/^\/app\/#sign_in_error=(.+)$/.exec(location ?? "")![1]!)
+  const fragmentOf = (location: string | null) => {
+    expect(location).toMatch(/^\/app\/#/)
+    return new URLSearchParams(location!.slice("/app/#".length))
+  }
+  const sessionOf = (location: string | null) => fragmentOf(location).get("session")!
+  const errorOf = (location: string | null) => fragmentOf(location).get("sign_in_error")!
 
   it("the browser flow links a principal an administrator made by its verified email, and gives a session that expires", async () => {
     const team = await newTeam("Analytical engines")
@@ -72,8 +76,10 @@ describe("sign-in with OpenID Connect", () => {
       body: { type: "user", display_name: "Ada", email: "ada@example.com", memberships: [{ team_uid: team.uid, role: "member" }] }
     })
     expect(ada.status).toBe(201)
-    const session = sessionOf(await browserSignIn("ada"))
+    const back = fragmentOf(await browserSignIn("ada", "tab-state-0123456789"))
+    const session = back.get("session")!
     expect(session).toMatch(/^ar_/)
+    expect(back.get("client_state")).toBe("tab-state-0123456789")
     const me = await api("/agent/me", session)
     expect(me.body.principal.uid).toBe(ada.body.uid)
     expect(me.body.teams).toEqual([{ uid: team.uid, name: "Analytical engines", role: "member" }])
@@ -133,6 +139,16 @@ describe("sign-in with OpenID Connect", () => {
     expect(me.body.error).toContain("not a member of any team")
   }, 60_000)
 
+  it("attack: the device flow cannot be used to flood the provider: a client address starts ten a minute, then 429", async () => {
+    // The device test above started one; nine more pass, then refused with Retry-After.
+    const answers = []
+    for (let i = 0; i < 10; i++) answers.push(await fetch(`${service.base}/auth/oidc/device`, { method: "POST" }))
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200, 200, 200, 200, 429])
+    const refused = answers[9]!
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0)
+    expect(((await refused.json()) as Json).error_code).toBe("rate_limited")
+  })
+
   it("a callback without the sign-in's cookie, or with a forged one, is refused", async () => {
     const start = await fetch(`${service.base}/auth/oidc/login`, { redirect: "manual" })
     const back = await completeLogin(start.headers.get("location")!, "ada")
@@ -142,5 +158,7 @@ describe("sign-in with OpenID Connect", () => {
       expect(errorOf(callback.headers.get("location"))).toContain("this sign-in expired or was started elsewhere")
     }
     expect(await (await fetch(`${service.base}/auth/oidc`)).json()).toEqual({ issuer: provider.issuer })
+    const badState = await fetch(`${service.base}/auth/oidc/login?client_state=short`, { redirect: "manual" })
+    expect(badState.status).toBe(400)
   })
 })

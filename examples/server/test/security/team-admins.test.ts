@@ -54,28 +54,42 @@ describe("team admins, limited tokens, disabled and deleted principals", () => {
     expect(me.body.teams.map((t: { uid: string }) => t.uid)).toEqual([team.uid])
   })
 
-  it("a service account's token made by a team admin acts in that team only, even where the account is also an admin", async () => {
+  it("a service account's token made by a team admin acts in that team only, even once the account is also another team's admin", async () => {
     const made = await as(team.tokens.admin)("POST", "/agent/team/service-accounts", { display_name: "deploy-bot", role: "member" })
     expect(made.status).toBe(201)
-    // An instance administrator makes the account an admin of another team too.
-    const joined = await root()("PUT", `/admin/principals/${made.body.uid}/memberships/${other.uid}`, { role: "admin" })
-    expect(joined.status).toBe(200)
+    expect(made.body).toEqual({ uid: made.body.uid, type: "service_account", display_name: "deploy-bot", role: "member", disabled: false })
     const elsewhere = await as(team.tokens.admin)("POST", `/agent/team/service-accounts/${made.body.uid}/tokens`, { team_uid: other.uid })
     expect(elsewhere.status).toBe(400)
     expect(elsewhere.body.error).toContain("team_uid")
     const issued = await as(team.tokens.admin)("POST", `/agent/team/service-accounts/${made.body.uid}/tokens`, { name: "ci", max_role: "viewer" })
     expect(issued.status).toBe(201)
+    // An instance administrator makes the account an admin of another team too.
+    const joined = await root()("PUT", `/admin/principals/${made.body.uid}/memberships/${other.uid}`, { role: "admin" })
+    expect(joined.status).toBe(200)
     expect((await as(issued.body.token, other.uid)("GET", "/agent/runs")).status).toBe(403)
     expect((await as(issued.body.token)("GET", "/agent/runs")).status).toBe(200)
     const write = await as(issued.body.token)("POST", "/agent/runs", { prompt: "@say hi" })
     expect(write.status).toBe(403)
-    const listed = await as(team.tokens.admin)("GET", `/agent/team/service-accounts/${made.body.uid}/tokens`)
-    expect(listed.body.tokens).toEqual([expect.objectContaining({ token_id: issued.body.token_id, team_uid: team.uid, max_role: "viewer" })])
-    expect(JSON.stringify(listed.body)).not.toContain(issued.body.token)
-    // Another team's admin can neither see nor revoke it.
+    // Shared now: the team admin mints no more tokens for it, nor lists them.
+    expect((await as(team.tokens.admin)("POST", `/agent/team/service-accounts/${made.body.uid}/tokens`, {})).status).toBe(404)
+    expect((await as(team.tokens.admin)("GET", `/agent/team/service-accounts/${made.body.uid}/tokens`)).status).toBe(404)
+    // Another team's admin can neither see nor revoke it; an instance administrator can.
     expect((await as(other.tokens.admin)("DELETE", `/agent/team/tokens/${issued.body.token_id}`)).status).toBe(404)
-    expect((await as(team.tokens.admin)("DELETE", `/agent/team/tokens/${issued.body.token_id}`)).status).toBe(200)
+    const tokens = await root()("GET", `/admin/principals/${made.body.uid}/tokens`)
+    expect(tokens.body.tokens).toEqual([expect.objectContaining({ token_id: issued.body.token_id, team_uid: team.uid, max_role: "viewer" })])
+    expect(JSON.stringify(tokens.body)).not.toContain(issued.body.token)
+    expect((await root()("DELETE", `/admin/tokens/${issued.body.token_id}`)).status).toBe(200)
     expect((await as(issued.body.token)("GET", "/agent/runs")).status).toBe(401)
+  })
+
+  it("a team admin takes over no other team's service account, and sees its members as the team sees them", async () => {
+    const theirs = await as(other.tokens.admin)("POST", "/agent/team/service-accounts", { display_name: "their-bot", role: "admin" })
+    const adopt = await as(team.tokens.admin)("PUT", `/agent/team/members/${theirs.body.uid}`, { role: "admin" })
+    expect(adopt.status).toBe(403)
+    const added = await as(team.tokens.admin)("PUT", `/agent/team/members/${other.principals.member}`, { role: "viewer" })
+    expect(added.status).toBe(200)
+    expect(Object.keys(added.body).sort()).toEqual(["disabled", "display_name", "role", "type", "uid"])
+    expect(JSON.stringify(added.body)).not.toContain(other.uid)
   })
 
   it("disabling a principal stops its token and its running agent's run token at once; enabling restores the token", async () => {

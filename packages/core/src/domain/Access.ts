@@ -69,6 +69,7 @@ export const lesserRole = (a: Role, b: Role): Role => (ROLE_RANK[a] <= ROLE_RANK
  */
 export const memberManagementProblem = (viewer: Viewer, team: TeamUid): string | undefined => {
   if (viewer.acting_run_id !== undefined) return "an agent's run token cannot manage members, service accounts or tokens"
+  if (team === "") return "act in a team (X-Team-Uid) to manage its members, service accounts and tokens"
   if (viewer.instance_admin) return undefined
   return viewer.team_uid === team && viewer.role === "admin"
     ? undefined

@@ -192,6 +192,23 @@ export const TeamMember = Schema.Struct({
 }).annotations({ identifier: "TeamMember" })
 export type TeamMember = typeof TeamMember.Type
 
+/** How a team's admins see one of its members: nothing of its other teams, its email or its rights elsewhere. */
+export const teamMemberOf = (principal: Principal, team: TeamUid): TeamMember => ({
+  uid: principal.uid,
+  type: principal.type,
+  display_name: principal.display_name,
+  role: principal.memberships.find((m) => m.team_uid === team)?.role ?? "viewer",
+  disabled: principal.disabled_at !== null
+})
+
+/**
+ * Whether the team's admins manage `principal` as one of the team's service accounts (its tokens,
+ * its deletion): a service account of that team only, not an instance administrator.
+ */
+export const isTeamServiceAccount = (principal: Principal, team: TeamUid): boolean =>
+  principal.type === "service_account" && !principal.instance_admin && principal.memberships.length > 0 &&
+  principal.memberships.every((m) => m.team_uid === team)
+
 /** `GET /agent/team/members`: a page of the team's members, in uid order. */
 export class ListTeamMembersResponse extends Schema.Class<ListTeamMembersResponse>("ListTeamMembersResponse")({
   members: Schema.Array(TeamMember),

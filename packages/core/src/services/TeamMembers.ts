@@ -9,12 +9,16 @@
  *   grants at most `admin` of its own team, its own role there: instance administration is only
  *   granted through the admin API, and every change names the team the request acts in, so a team
  *   admin reaches no other team.
- * - Adding a member names an existing principal by uid (a deleted or unknown one is a 404).
+ * - Adding a member names an existing principal by uid (a deleted or unknown one is a 404). A team
+ *   admin adds users only: a service account of another team is never taken over (403); an
+ *   instance administrator adds anyone. The team's admins see members as `TeamMember` (nothing of
+ *   their other teams, their email or their rights elsewhere).
  * - A team keeps at least one admin who is neither disabled nor deleted: demoting or removing the
  *   last one is a 409. (Two admins demoting each other at the same instant can both pass; an
  *   instance administrator can always repair a team.)
  * - A service account made by a team admin is a member of that team only. The team admin can
- *   delete a service account only while it is a member of no other team.
+ *   delete only the team's own service accounts (`isTeamServiceAccount`: in no other team, not an
+ *   instance administrator; others are a 404, or a 409 when in other teams too).
  * - Members are listed in uid order, a page at a time (`PRINCIPAL_PAGE_LIMIT`), to the team's admins.
  */
 import { Clock, DateTime, Effect, Option } from "effect"
@@ -24,9 +28,11 @@ import { Ids, type PrincipalUid, type TeamUid } from "../domain/Ids.js"
 import {
   activeMemberships,
   type CreateServiceAccountRequest,
+  isTeamServiceAccount,
   ListTeamMembersResponse,
   Principal,
-  type Role
+  type Role,
+  teamMemberOf
 } from "../domain/Identity.js"
 import { livePrincipal } from "../internal/Principals.js"
 import { storageUnavailable } from "../internal/Services.js"
@@ -70,6 +76,10 @@ export class TeamMembers extends Effect.Service<TeamMembers>()("@agent-runs/core
         yield* requireManager(viewer, team)
         yield* requireTeam(team)
         const principal = yield* livePrincipal(store, uid)
+        const joining = !principal.memberships.some((m) => m.team_uid === team)
+        if (joining && principal.type !== "user" && !viewer.instance_admin) {
+          return yield* new NotAuthorized({ message: `principal ${uid} is a service account of another team; a team admin adds users only` })
+        }
         yield* keepsAnAdmin(principal, team, role)
         yield* audit.recording(viewer, store.setMembership(uid, team, role), () => ({
           action: "membership.set",
@@ -104,13 +114,7 @@ export class TeamMembers extends Effect.Service<TeamMembers>()("@agent-runs/core
       function*(viewer: Viewer, team: TeamUid, page: MemberPage) {
         yield* requireManager(viewer, team)
         const found = yield* store.listPrincipals({ team_uid: team, after: page.after, limit: page.limit + 1 })
-        const members = found.slice(0, page.limit).map((p) => ({
-          uid: p.uid,
-          type: p.type,
-          display_name: p.display_name,
-          role: p.memberships.find((m) => m.team_uid === team)?.role ?? "viewer",
-          disabled: p.disabled_at !== null
-        }))
+        const members = found.slice(0, page.limit).map((p) => teamMemberOf(p, team))
         const last = members[members.length - 1]
         return new ListTeamMembersResponse({ members, next_cursor: found.length > page.limit && last !== undefined ? last.uid : null })
       },
@@ -144,9 +148,9 @@ export class TeamMembers extends Effect.Service<TeamMembers>()("@agent-runs/core
       function*(viewer: Viewer, uid: PrincipalUid) {
         yield* requireManager(viewer, viewer.team_uid)
         const principal = yield* livePrincipal(store, uid)
-        const ours = principal.type === "service_account" && principal.memberships.some((m) => m.team_uid === viewer.team_uid)
-        if (!ours) return yield* ResourceNotFound.of("service account", uid)
-        if (principal.memberships.some((m) => m.team_uid !== viewer.team_uid)) {
+        const inTeam = principal.type === "service_account" && principal.memberships.some((m) => m.team_uid === viewer.team_uid)
+        if (!inTeam || principal.instance_admin) return yield* ResourceNotFound.of("service account", uid)
+        if (!isTeamServiceAccount(principal, viewer.team_uid)) {
           return yield* new Conflict({ message: `service account ${uid} is a member of other teams too; an instance administrator deletes it` })
         }
         yield* keepsAnAdmin(principal, viewer.team_uid, undefined)

@@ -8,9 +8,10 @@
  * - `expires_at` must be in the future (400 naming it). `team_uid` must be one of the principal's
  *   teams (400 naming it). A limited token (a team or a role) never opens the admin API.
  * - A team admin's tokens are always limited to its team (another `team_uid` is a 400), and only
- *   for the team's service accounts (any other principal is a 404, as one it cannot see); they act
- *   with at most the account's role in the team, which the team's admins set. It lists and revokes
- *   only tokens limited to its team (others are a 404). A run token manages no tokens.
+ *   for the team's own service accounts (`isTeamServiceAccount`: members of that team only, not
+ *   instance administrators; any other principal is a 404, as one it cannot see); they act with at
+ *   most the account's role in the team, which the team's admins set. It lists and revokes only
+ *   such accounts' tokens limited to its team (others are a 404). A run token manages no tokens.
  * - A list shows a principal's newest `MAX_LISTED_TOKENS` tokens, revoked and expired included.
  * - Revoking a revoked token succeeds and keeps its first revocation time.
  */
@@ -20,6 +21,7 @@ import { InvalidRequest, NotAuthorized, ResourceNotFound } from "../domain/Error
 import { Ids, type PrincipalUid, type TeamUid, type TokenId } from "../domain/Ids.js"
 import {
   CreateTokenResponse,
+  isTeamServiceAccount,
   ListTokensResponse,
   MAX_LISTED_TOKENS,
   type CreateTokenRequest,
@@ -146,7 +148,7 @@ export class Tokens extends Effect.Service<Tokens>()("@agent-runs/core/Tokens", 
     const teamServiceAccount = (viewer: Viewer, uid: PrincipalUid) =>
       Effect.filterOrFail(
         livePrincipal(store, uid),
-        (p) => p.type === "service_account" && p.memberships.some((m) => m.team_uid === viewer.team_uid),
+        (p) => isTeamServiceAccount(p, viewer.team_uid),
         () => ResourceNotFound.of("principal", uid)
       )
 
@@ -211,7 +213,10 @@ export class Tokens extends Effect.Service<Tokens>()("@agent-runs/core/Tokens", 
       function*(viewer: Viewer, tokenId: TokenId) {
         yield* requireManager(viewer)
         const token = Option.getOrUndefined(yield* store.getToken(tokenId))
-        if (token === undefined || token.team_uid !== viewer.team_uid) return yield* ResourceNotFound.of("token", tokenId)
+        const holder = token === undefined ? undefined : Option.getOrUndefined(yield* store.getPrincipal(token.principal_uid))
+        if (token?.team_uid !== viewer.team_uid || holder === undefined || !isTeamServiceAccount(holder, viewer.team_uid)) {
+          return yield* ResourceNotFound.of("token", tokenId)
+        }
         yield* revocation(viewer, tokenId, viewer.team_uid)
       },
       storageUnavailable,

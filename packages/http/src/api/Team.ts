@@ -22,13 +22,14 @@ export class TeamGroup extends HttpApiGroup.make("team")
     HttpApiEndpoint.put("setTeamMember")`/agent/team/members/${P.memberUid}`
       .setHeaders(TeamHeaders)
       .setPayload(Identity.SetMembershipRequest)
-      .addSuccess(Identity.Principal)
+      .addSuccess(Identity.TeamMember)
       .addError(Problems.ResourceNotFound, { status: 404 })
       .addError(Problems.Conflict, { status: 409 })
       .annotateContext(
         doc(
           "Add a member or change its role",
-          `${ADMINS} Names an existing principal by uid. No role above the caller's own; 409 when the team would be left without an admin.`
+          `${ADMINS} Names an existing principal by uid; a team admin adds users only (not another team's service accounts). ` +
+            "Answers the member as the team sees it. 409 when the team would be left without an admin."
         )
       )
   )
@@ -44,7 +45,7 @@ export class TeamGroup extends HttpApiGroup.make("team")
     HttpApiEndpoint.post("createServiceAccount", "/agent/team/service-accounts")
       .setHeaders(TeamHeaders)
       .setPayload(Identity.CreateServiceAccountRequest)
-      .addSuccess(Identity.Principal, { status: 201 })
+      .addSuccess(Identity.TeamMember, { status: 201 })
       .addError(Problems.PayloadTooLarge, { status: 413 })
       .annotateContext(doc("Create a service account", `${ADMINS} A member of this team only, with a role no higher than the caller's.`))
   )

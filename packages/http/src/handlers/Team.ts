@@ -17,10 +17,12 @@ export const TeamLive = HttpApiBuilder.group(Api, "team", (handlers) =>
         Effect.flatMap(CurrentViewer, (v) =>
           members.list(v, v.team_uid, { after: urlParams.cursor, limit: urlParams.limit ?? Identity.PRINCIPAL_PAGE_LIMIT.default })))
       .handle("setTeamMember", ({ path, payload }) =>
-        Effect.flatMap(CurrentViewer, (v) => members.setRole(v, v.team_uid, path.principal_uid, payload.role)))
+        Effect.flatMap(CurrentViewer, (v) =>
+          Effect.map(members.setRole(v, v.team_uid, path.principal_uid, payload.role), (p) => Identity.teamMemberOf(p, v.team_uid))))
       .handle("removeTeamMember", ({ path }) =>
         Effect.flatMap(CurrentViewer, (v) => members.remove(v, v.team_uid, path.principal_uid)).pipe(deleted))
-      .handle("createServiceAccount", ({ payload }) => Effect.flatMap(CurrentViewer, (v) => members.createServiceAccount(v, payload)))
+      .handle("createServiceAccount", ({ payload }) =>
+        Effect.flatMap(CurrentViewer, (v) => Effect.map(members.createServiceAccount(v, payload), (p) => Identity.teamMemberOf(p, v.team_uid))))
       .handle("deleteServiceAccount", ({ path }) =>
         Effect.flatMap(CurrentViewer, (v) => members.deleteServiceAccount(v, path.principal_uid)).pipe(deleted))
       .handle("createServiceAccountToken", ({ path, payload }) =>

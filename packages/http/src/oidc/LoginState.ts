@@ -17,6 +17,8 @@ export interface LoginState {
   readonly state: string
   readonly nonce: string
   readonly verifier: string
+  /** The dashboard tab's own random value, handed back with the session so that the tab takes only its own. */
+  readonly client: string
   /** Epoch millis. */
   readonly expires: number
 }
