@@ -92,6 +92,7 @@ describe("requests", () => {
   it("identity.me() asks GET /agent/me and answers the caller and its teams as sent", async () => {
     const me = {
       principal: { type: "user", uid: "Pr7QpX2vLk9sRw4Yz1Ab3C", display_name: "Ada" },
+      token: { token_id: "Tk7QpX2vLk9sRw4Yz1Ab3C", name: "laptop", expires_at: "2027-01-01T00:00:00.000Z", team_uid: null, max_role: null },
       instance_admin: false,
       teams: [{ uid: TEAM, name: "Platform", role: "member" }],
       teams_truncated: false,

@@ -53,6 +53,7 @@ describe("GET /agent/me", () => {
 
     const expected = {
       principal: { type: "user", uid: both.uid, display_name: "Both Teams" },
+      token: { token_id: both.tokenId, name: null, expires_at: null, team_uid: null, max_role: null },
       instance_admin: false,
       teams: [
         { uid: beta.uid, name: "Beta secret squad", role: "viewer" },
@@ -73,6 +74,7 @@ describe("GET /agent/me", () => {
     expect(mine.status).toBe(200)
     expect(mine.body).toStrictEqual({
       principal: { type: "user", uid: alphaOnly.uid, display_name: "Alpha Only" },
+      token: { token_id: alphaOnly.tokenId, name: null, expires_at: null, team_uid: null, max_role: null },
       instance_admin: false,
       teams: [{ uid: alpha.uid, name: "Alpha squad", role: "admin" }],
       teams_truncated: false,
