@@ -1,9 +1,14 @@
+import { availableParallelism } from "node:os"
 import { defineConfig } from "vitest/config"
 import SummaryReporter from "./vitest.summary.js"
 
 export default defineConfig({
   test: {
     projects: ["packages/*/vitest.config.ts", "examples/*/vitest.config.ts", "docs/vitest.config.ts"],
+    // Test files run in parallel, one per CPU (at least two): each file has its own ports, data
+    // directories and PostgreSQL databases, and its tests wait for conditions, never for a time.
+    maxWorkers: Math.max(2, availableParallelism()),
+    minWorkers: 1,
     // The browser tests load the web dashboard: build it first when its build is missing or stale.
     globalSetup: ["./vitest.dashboard.ts"],
     reporters: ["default", new SummaryReporter()],

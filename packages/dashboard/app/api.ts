@@ -1,9 +1,10 @@
 /**
  * The app's only way out: the public API under `<prefix>/api/v1`, with the bearer token and the
  * team of this browser tab. The token and the team are kept in `sessionStorage` (gone when the
- * tab closes), never in a URL. A 401 anywhere forgets the token and tells the app the API's
- * reason (it asks for a token again over the page, keeping what was typed). A token that cannot be
- * sent in a header is refused before any call (`tokenProblem`).
+ * tab closes), never in a URL. A 401 to a request sent with the tab's current token forgets it
+ * and tells the app the API's reason (it asks for a token again over the page, keeping what was
+ * typed); a late 401 to one sent with a token since replaced changes nothing. A token that cannot
+ * be sent in a header is refused before any call (`tokenProblem`).
  */
 
 /** The mount prefix the server named in `<meta name="agent-runs-base">` (`""` at the root). */
@@ -134,7 +135,9 @@ const respond = async (path: string, accept: string, options: RequestOptions): P
   }
   if (!response.ok) {
     const problem = await problemOf(response)
-    if (problem.status === 401 && options.token === undefined) onUnauthorized(problem.message)
+    // Only a refusal of the token the tab holds now signs it out: a late answer to a request sent
+    // with a token since replaced (signed in again meanwhile) must not forget the new one.
+    if (problem.status === 401 && options.token === undefined && token === session.token()) onUnauthorized(problem.message)
     throw problem
   }
   return response
