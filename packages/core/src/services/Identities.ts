@@ -40,7 +40,7 @@
 import { Clock, DateTime, Effect, Either, Option } from "effect"
 import { activeMemberships } from "../domain/Identity.js"
 import { lesserRole, type Viewer } from "../domain/Access.js"
-import { AuthenticationRequired, InvalidRequest, ResourceNotFound } from "../domain/Errors.js"
+import { AuthenticationRequired, InvalidRequest } from "../domain/Errors.js"
 import { Ids, type PrincipalUid, type TeamUid } from "../domain/Ids.js"
 import {
   DEFAULT_MAX_CONCURRENT_RUNS,
@@ -54,7 +54,7 @@ import {
 } from "../domain/Identity.js"
 import type { CreatePrincipalRequest, CreateTeamRequest, PatchTeamRequest } from "../domain/Identity.js"
 import { tokenViewer } from "../domain/TokenAccess.js"
-import { requireInstanceAdmin } from "../internal/Principals.js"
+import { existingTeam, requireInstanceAdmin } from "../internal/Principals.js"
 import { storageUnavailable } from "../internal/Services.js"
 import { Audit } from "./Audit.js"
 import { generateToken, hashToken, storeToken, UNLIMITED } from "./Tokens.js"
@@ -200,12 +200,6 @@ export class Identities extends Effect.Service<Identities>()("@agent-runs/core/I
       storageUnavailable
     )
 
-    const requireTeam = (uid: TeamUid) =>
-      Effect.flatMap(
-        store.getTeam(uid),
-        Option.match({ onNone: () => Effect.fail(ResourceNotFound.of("team", uid)), onSome: Effect.succeed })
-      )
-
     const createTeam = Effect.fn("Identities.createTeam")(
       function*(viewer: Viewer, request: CreateTeamRequest) {
         yield* requireInstanceAdmin(viewer)
@@ -230,7 +224,7 @@ export class Identities extends Effect.Service<Identities>()("@agent-runs/core/I
     const updateTeam = Effect.fn("Identities.updateTeam")(
       function*(viewer: Viewer, uid: TeamUid, request: PatchTeamRequest) {
         yield* requireInstanceAdmin(viewer)
-        const team = yield* requireTeam(uid)
+        const team = yield* existingTeam(store, uid)
         const features = request.features
         const next = new Team({
           ...team,

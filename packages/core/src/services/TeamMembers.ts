@@ -22,7 +22,7 @@
  * - Members are listed in uid order, a page at a time (`PRINCIPAL_PAGE_LIMIT`), to the team's admins.
  */
 import { Clock, DateTime, Effect, Option } from "effect"
-import { memberManagementProblem, type Viewer } from "../domain/Access.js"
+import type { Viewer } from "../domain/Access.js"
 import { Conflict, NotAuthorized, ResourceNotFound } from "../domain/Errors.js"
 import { Ids, type PrincipalUid, type TeamUid } from "../domain/Ids.js"
 import {
@@ -34,7 +34,7 @@ import {
   type Role,
   teamMemberOf
 } from "../domain/Identity.js"
-import { livePrincipal } from "../internal/Principals.js"
+import { existingTeam, livePrincipal, requireMemberManager } from "../internal/Principals.js"
 import { storageUnavailable } from "../internal/Services.js"
 import { IdentityStore } from "../ports/IdentityStore.js"
 import { Audit } from "./Audit.js"
@@ -45,20 +45,12 @@ export interface MemberPage {
   readonly limit: number
 }
 
-const requireManager = (viewer: Viewer, team: TeamUid) => {
-  const problem = memberManagementProblem(viewer, team)
-  return problem === undefined ? Effect.void : Effect.fail(new NotAuthorized({ message: problem }))
-}
-
 export class TeamMembers extends Effect.Service<TeamMembers>()("@agent-runs/core/TeamMembers", {
   dependencies: [Audit.Default],
   effect: Effect.gen(function*() {
     const audit = yield* Audit
     const store = yield* IdentityStore
     const ids = yield* Ids
-
-    const requireTeam = (team: TeamUid) =>
-      Effect.flatMap(store.getTeam(team), (found) => (Option.isSome(found) ? Effect.void : Effect.fail(ResourceNotFound.of("team", team))))
 
     /** 409 when the change would leave the team without an active admin. */
     const keepsAnAdmin = (principal: Principal, team: TeamUid, nextRole: Role | undefined) =>
@@ -73,8 +65,8 @@ export class TeamMembers extends Effect.Service<TeamMembers>()("@agent-runs/core
     /** Sets `uid`'s role in `team`, adding it as a member when it is not one. */
     const setRole = Effect.fn("TeamMembers.setRole")(
       function*(viewer: Viewer, team: TeamUid, uid: PrincipalUid, role: Role) {
-        yield* requireManager(viewer, team)
-        yield* requireTeam(team)
+        yield* requireMemberManager(viewer, team)
+        yield* existingTeam(store, team)
         const principal = yield* livePrincipal(store, uid)
         const joining = !principal.memberships.some((m) => m.team_uid === team)
         if (joining && principal.type !== "user" && !viewer.instance_admin) {
@@ -95,7 +87,7 @@ export class TeamMembers extends Effect.Service<TeamMembers>()("@agent-runs/core
     /** Removes `uid` from `team`; a principal that is not a member is a 404. */
     const remove = Effect.fn("TeamMembers.remove")(
       function*(viewer: Viewer, team: TeamUid, uid: PrincipalUid) {
-        yield* requireManager(viewer, team)
+        yield* requireMemberManager(viewer, team)
         const principal = yield* livePrincipal(store, uid)
         if (!principal.memberships.some((m) => m.team_uid === team)) return yield* ResourceNotFound.of("member", uid)
         yield* keepsAnAdmin(principal, team, undefined)
@@ -112,7 +104,7 @@ export class TeamMembers extends Effect.Service<TeamMembers>()("@agent-runs/core
     /** A page of the team's members with their role there. */
     const list = Effect.fn("TeamMembers.list")(
       function*(viewer: Viewer, team: TeamUid, page: MemberPage) {
-        yield* requireManager(viewer, team)
+        yield* requireMemberManager(viewer, team)
         const found = yield* store.listPrincipals({ team_uid: team, after: page.after, limit: page.limit + 1 })
         const members = found.slice(0, page.limit).map((p) => teamMemberOf(p, team))
         const last = members[members.length - 1]
@@ -124,7 +116,7 @@ export class TeamMembers extends Effect.Service<TeamMembers>()("@agent-runs/core
     /** A new service account, a member of the caller's team only. */
     const createServiceAccount = Effect.fn("TeamMembers.createServiceAccount")(
       function*(viewer: Viewer, request: CreateServiceAccountRequest) {
-        yield* requireManager(viewer, viewer.team_uid)
+        yield* requireMemberManager(viewer, viewer.team_uid)
         const principal = new Principal({
           uid: (yield* ids.uid22) as PrincipalUid,
           type: "service_account",
@@ -146,7 +138,7 @@ export class TeamMembers extends Effect.Service<TeamMembers>()("@agent-runs/core
     /** Deletes a service account of the caller's team that is a member of no other team. */
     const deleteServiceAccount = Effect.fn("TeamMembers.deleteServiceAccount")(
       function*(viewer: Viewer, uid: PrincipalUid) {
-        yield* requireManager(viewer, viewer.team_uid)
+        yield* requireMemberManager(viewer, viewer.team_uid)
         const principal = yield* livePrincipal(store, uid)
         const inTeam = principal.type === "service_account" && principal.memberships.some((m) => m.team_uid === viewer.team_uid)
         if (!inTeam || principal.instance_admin) return yield* ResourceNotFound.of("service account", uid)

@@ -16,8 +16,8 @@
  * - Revoking a revoked token succeeds and keeps its first revocation time.
  */
 import { Clock, DateTime, Effect, Option } from "effect"
-import { memberManagementProblem, type Viewer } from "../domain/Access.js"
-import { InvalidRequest, NotAuthorized, ResourceNotFound } from "../domain/Errors.js"
+import type { Viewer } from "../domain/Access.js"
+import { InvalidRequest, ResourceNotFound } from "../domain/Errors.js"
 import { Ids, type PrincipalUid, type TeamUid, type TokenId } from "../domain/Ids.js"
 import {
   CreateTokenResponse,
@@ -31,7 +31,7 @@ import {
   TokenInfo,
   TokenRecord
 } from "../domain/Identity.js"
-import { livePrincipal, requireInstanceAdmin } from "../internal/Principals.js"
+import { livePrincipal, requireInstanceAdmin, requireMemberManager } from "../internal/Principals.js"
 import { storageUnavailable } from "../internal/Services.js"
 import { sha256, toHex } from "../internal/Sha256.js"
 import { IdentityStore } from "../ports/IdentityStore.js"
@@ -89,10 +89,6 @@ export const issueToken = (store: IdentityStore["Type"], ids: Ids["Type"], princ
   Effect.flatMap(generateToken, (token) => Effect.map(storeToken(store, ids, principal, token, limits), (record) => ({ record, token })))
 
 
-const requireManager = (viewer: Viewer) => {
-  const problem = memberManagementProblem(viewer, viewer.team_uid)
-  return problem === undefined ? Effect.void : Effect.fail(new NotAuthorized({ message: problem }))
-}
 
 /** The limits a request asks for, checked against the principal and the time. */
 const limitsOf = (principal: Principal, request: CreateTokenRequest, now: number) =>
@@ -155,7 +151,7 @@ export class Tokens extends Effect.Service<Tokens>()("@agent-runs/core/Tokens", 
     /** `POST /agent/team/service-accounts/{uid}/tokens`: limited to the team. */
     const createInTeam = Effect.fn("Tokens.createInTeam")(
       function*(viewer: Viewer, principalUid: PrincipalUid, request: CreateTokenRequest) {
-        yield* requireManager(viewer)
+        yield* requireMemberManager(viewer, viewer.team_uid)
         const principal = yield* teamServiceAccount(viewer, principalUid)
         if (request.team_uid !== undefined && request.team_uid !== viewer.team_uid) {
           return yield* InvalidRequest.forField("team_uid", "a team admin's tokens act only in its own team")
@@ -180,7 +176,7 @@ export class Tokens extends Effect.Service<Tokens>()("@agent-runs/core/Tokens", 
     /** `GET /agent/team/service-accounts/{uid}/tokens`: only the tokens limited to the team. */
     const listInTeam = Effect.fn("Tokens.listInTeam")(
       function*(viewer: Viewer, principalUid: PrincipalUid) {
-        yield* requireManager(viewer)
+        yield* requireMemberManager(viewer, viewer.team_uid)
         const principal = yield* teamServiceAccount(viewer, principalUid)
         const tokens = yield* store.listTokens(principal.uid, MAX_LISTED_TOKENS)
         return new ListTokensResponse({ tokens: tokens.filter((t) => t.team_uid === viewer.team_uid).map(infoOf) })
@@ -211,7 +207,7 @@ export class Tokens extends Effect.Service<Tokens>()("@agent-runs/core/Tokens", 
     /** `DELETE /agent/team/tokens/{id}`: a token limited to the caller's team. */
     const revokeInTeam = Effect.fn("Tokens.revokeInTeam")(
       function*(viewer: Viewer, tokenId: TokenId) {
-        yield* requireManager(viewer)
+        yield* requireMemberManager(viewer, viewer.team_uid)
         const token = Option.getOrUndefined(yield* store.getToken(tokenId))
         const holder = token === undefined ? undefined : Option.getOrUndefined(yield* store.getPrincipal(token.principal_uid))
         if (token?.team_uid !== viewer.team_uid || holder === undefined || !isTeamServiceAccount(holder, viewer.team_uid)) {
