@@ -18,14 +18,18 @@
  *
  * Processes run in process groups of their own; stopping one signals its whole group (SIGTERM,
  * then SIGKILL after the grace period). Setup commands (and clones) share one time limit,
- * `setupTimeoutMs`; past it the running command's group is killed and the setup fails.
+ * `setupTimeoutMs`; past it the running command's group is killed and the setup fails. No wait for
+ * killed processes takes longer than `killTimeoutMs` (real time): one that outlives it (stuck in
+ * the kernel, or forking anew faster than it is killed) is named in a warning and left behind, and
+ * a release goes on removing the sandbox.
  *
  * Isolation (`isolation`, the service running as root): each sandbox gets a uid of its own from
  * the configured range (its gid the same number, no supplementary groups). Clones and attachments
  * are made by the service, then the work directory is given to that uid with mode 0700; setup
  * commands and agents run as it, with `HOME` set to the work directory. The root and each run's
  * directory are 0711 (searchable, not listable), markers 0600, so a sandbox reaches only its own
- * work directory. Releasing a sandbox kills every process of its uid, wherever it runs.
+ * work directory. Releasing a sandbox kills every process of its uid, wherever it runs; one
+ * without a uid (no isolation) has every process whose working directory is in it killed (Linux).
  */
 import { Executor } from "@agent-runs/core"
 import { Directories } from "@agent-runs/node-fs"
@@ -33,7 +37,7 @@ import type { Ids } from "@agent-runs/core"
 import { Cause, DateTime, Deferred, Effect, Exit, Layer, Option, Runtime } from "effect"
 import type { Scope } from "effect"
 import type { FileHandle } from "node:fs/promises"
-import { chmod, mkdir, open, readdir, readFile, readlink, rename, rm, rmdir, stat, writeFile } from "node:fs/promises"
+import { chmod, mkdir, open, readdir, readFile, rename, rm, rmdir, stat, writeFile } from "node:fs/promises"
 import { randomBytes } from "node:crypto"
 import { join, resolve } from "node:path"
 import { pullStream, runToCompletion, signalGroup, spawnProcess } from "./internal/child.js"
@@ -41,6 +45,7 @@ import type { Completion, Spawned } from "./internal/child.js"
 import { formatMarker, MARKER_SUFFIX, parseMarker } from "./internal/marker.js"
 import type { Marker } from "./internal/marker.js"
 import { attachmentNameProblem, isIdSegment, repositoryDir } from "./internal/names.js"
+import { killProcess, processesIn, within } from "./internal/proc.js"
 import { allocateUid, chownTree, killUser, userOf } from "./internal/users.js"
 import type { UidRange, User } from "./internal/users.js"
 
@@ -64,6 +69,14 @@ export interface Config {
   /** The grace between SIGTERM and SIGKILL when a scope closes or a sandbox is released; default 2 s. */
   readonly terminateGraceMs?: number
   /**
+   * How long each wait for killed processes to be gone may take (real time): for an agent's exit
+   * after the SIGKILL of its group, and on release for every process of the sandbox's user (or,
+   * without isolation, for the look through `/proc` for processes in its directory); default 10 s.
+   * A process that outlives it is named in a warning and left behind; a release still removes the
+   * sandbox (a sandbox user whose processes survive keeps its uid, which no sandbox gets again).
+   */
+  readonly killTimeoutMs?: number
+  /**
    * Runs each sandbox's setup commands and agent as a user of its own (the service must run as
    * root); absent, they run as the service's user and can read whatever it can.
    */
@@ -72,6 +85,7 @@ export interface Config {
 
 export const DEFAULT_SETUP_TIMEOUT_MS = 10 * 60_000
 export const DEFAULT_TERMINATE_GRACE_MS = 2_000
+export const DEFAULT_KILL_TIMEOUT_MS = 10_000
 
 /** How much of a stderr line is logged. */
 const STDERR_LINE_BYTES = 4096
@@ -131,47 +145,22 @@ const exitsWithin = (spawned: Spawned, ms: number) =>
     })
   })
 
-/** SIGTERM to the group, SIGKILL once `graceMs` have passed; done when the process has exited. */
-const terminate = (spawned: Spawned, graceMs: number): Effect.Effect<void> =>
+/**
+ * SIGTERM to the group, SIGKILL once `graceMs` have passed; done when the process has exited, or
+ * with a warning when it has not `killTimeoutMs` after the SIGKILL (stuck in the kernel, say).
+ */
+const terminate = (spawned: Spawned, graceMs: number, killTimeoutMs: number): Effect.Effect<void> =>
   Effect.gen(function*() {
     if (yield* Deferred.isDone(spawned.exited)) return
     signalGroup(spawned.pid, "SIGTERM")
-    if (!(yield* exitsWithin(spawned, Math.max(0, graceMs)))) signalGroup(spawned.pid, "SIGKILL")
-    yield* Deferred.await(spawned.exited)
-    // Whatever it started in its group and left behind.
-    signalGroup(spawned.pid, "SIGKILL")
-  })
-
-/** Whether the process `pid` runs in `workdir` (Linux: its cwd); false when that cannot be told. */
-const runsInSync = async (pid: number, workdir: string) => {
-  try {
-    const cwd = (await readlink(`/proc/${pid}/cwd`)).replace(/ \(deleted\)$/, "")
-    return cwd === workdir || cwd.startsWith(`${workdir}/`)
-  } catch {
-    return false
-  }
-}
-
-const runsIn = (pid: number, workdir: string) => Effect.promise(() => runsInSync(pid, workdir))
-
-/**
- * Kills every process whose working directory is in `workdir` (Linux, through `/proc`; nothing
- * elsewhere): what setup commands left running in the background, and what escaped its group.
- */
-const killStragglers = (workdir: string) =>
-  Effect.promise(async () => {
-    const entries = await readdir("/proc").catch(() => [] as Array<string>)
-    for (const entry of entries) {
-      const pid = Number(entry)
-      if (!Number.isInteger(pid) || pid <= 1 || pid === process.pid) continue
-      if (await runsInSync(pid, workdir)) {
-        try {
-          process.kill(pid, "SIGKILL")
-        } catch {
-          // gone already
-        }
+    if (!(yield* exitsWithin(spawned, Math.max(0, graceMs)))) {
+      signalGroup(spawned.pid, "SIGKILL")
+      if (!(yield* exitsWithin(spawned, killTimeoutMs))) {
+        return yield* Effect.logWarning(`process ${spawned.pid} has not exited ${killTimeoutMs} ms after SIGKILL; going on without it`)
       }
     }
+    // Whatever it started in its group and left behind.
+    signalGroup(spawned.pid, "SIGKILL")
   })
 
 /** The Executor on local processes. */
@@ -182,6 +171,7 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
     const baseEnv: Readonly<Record<string, string>> = config.env ?? defaultEnv()
     const setupTimeoutMs = config.setupTimeoutMs ?? DEFAULT_SETUP_TIMEOUT_MS
     const graceMs = config.terminateGraceMs ?? DEFAULT_TERMINATE_GRACE_MS
+    const killTimeoutMs = config.killTimeoutMs ?? DEFAULT_KILL_TIMEOUT_MS
     /** The processes this instance started that have not exited, by work directory. */
     const running = new Map<string, Set<Spawned>>()
     /**
@@ -270,24 +260,51 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
         }))
       ).pipe(Effect.catchAll((error) => Effect.logWarning("could not update the sandbox marker", error.message)))
 
+    /**
+     * Kills every process of a sandbox's user, in whatever group or directory. Its uid is free
+     * again once none is left; a uid whose processes survive stays taken, so no sandbox gets it.
+     */
+    const killSandboxUser = (uid: number) =>
+      Effect.flatMap(Effect.promise(() => killUser(uid, killTimeoutMs)), (killed): Effect.Effect<void> => {
+        switch (killed._tag) {
+          case "AllGone":
+            return Effect.sync(() => void uidsInUse.delete(uid))
+          case "Survivors":
+            return Effect.logWarning(
+              `processes of the sandbox's user ${uid} still run ${killTimeoutMs} ms after SIGKILL (pids ${killed.pids.join(", ")}); ` +
+                "removing the sandbox without them"
+            )
+          case "Unknown":
+            return Effect.logWarning(`could not list the processes of the sandbox's user ${uid} within ${killTimeoutMs} ms; removing the sandbox`)
+        }
+      })
+
+    /**
+     * Kills (Linux, through /proc; nothing elsewhere) every process whose working directory is in
+     * the sandbox, and the whole group of each recorded group leader among them: what setup commands
+     * left running in the background, what escaped its group, what an earlier life of the service
+     * started. For a sandbox without a user of its own; one with a user has them all killed by uid.
+     */
+    const killInDirectory = (place: Place, recordedGroups: ReadonlyArray<number>) =>
+      Effect.flatMap(Effect.promise(() => within(processesIn(place.workdir), killTimeoutMs)), Option.match({
+        onNone: () => Effect.logWarning(`could not look through /proc within ${killTimeoutMs} ms for processes left in the sandbox; removing it`),
+        onSome: (pids) =>
+          Effect.sync(() => {
+            for (const pgid of recordedGroups) if (pids.includes(pgid)) signalGroup(pgid, "SIGKILL")
+            pids.forEach(killProcess)
+          })
+      }))
+
     const release = (place: Place): Effect.Effect<void> =>
       Effect.gen(function*() {
         const processes = [...(running.get(place.workdir) ?? [])]
-        yield* Effect.forEach(processes, (spawned) => terminate(spawned, graceMs), { concurrency: "unbounded", discard: true })
+        yield* Effect.forEach(processes, (spawned) => terminate(spawned, graceMs, killTimeoutMs), { concurrency: "unbounded", discard: true })
         yield* underRunDirLock(place)(Effect.gen(function*() {
-          // Groups started by an earlier life of the service that still run in this sandbox.
           const marker = yield* readMarker(place)
-          const recorded = Option.match(marker, { onNone: () => [], onSome: (m) => m.process_groups })
-          for (const pgid of recorded) {
-            if (yield* runsIn(pgid, place.workdir)) signalGroup(pgid, "SIGKILL")
-          }
-          yield* killStragglers(place.workdir)
-          // Everything the sandbox's own user runs, in whatever group or directory.
-          const uid = Option.flatMap(marker, (m) => Option.fromNullable(m.uid))
-          if (Option.isSome(uid)) {
-            yield* Effect.promise(() => killUser(uid.value))
-            uidsInUse.delete(uid.value)
-          }
+          yield* Option.match(Option.flatMap(marker, (m) => Option.fromNullable(m.uid)), {
+            onSome: killSandboxUser,
+            onNone: () => killInDirectory(place, Option.match(marker, { onNone: () => [], onSome: (m) => m.process_groups }))
+          })
           yield* io(`could not remove the work directory ${place.workdir}`, () => rm(place.workdir, { recursive: true, force: true }))
           yield* io(`could not remove the sandbox marker ${place.marker}`, () => rm(place.marker, { force: true }))
           yield* Effect.promise(() => rmdir(place.runDir).catch(() => undefined))
@@ -344,7 +361,7 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
             })
           }),
         interrupt: Effect.sync(() => void signalGroup(spawned.pid, "SIGINT")),
-        terminate: (ms) => terminate(spawned, ms),
+        terminate: (ms) => terminate(spawned, ms, killTimeoutMs),
         exitCode: Deferred.await(spawned.exited)
       }
     }
@@ -380,7 +397,7 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
                 yield* updateGroups(place, (groups) => groups.filter((pgid) => pgid !== spawned.pid))
               }))
             })),
-          (spawned) => terminate(spawned, graceMs)
+          (spawned) => terminate(spawned, graceMs, killTimeoutMs)
         )
         yield* Effect.annotateCurrentSpan({ pid: spawned.pid })
         return agentProcess(spawned)

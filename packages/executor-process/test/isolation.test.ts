@@ -5,18 +5,19 @@
  * (0700) and the run directory and root are searchable only (0711); one sandbox cannot read
  * another's files or a file of the service; the marker records the uid, so the release by a
  * later life of the service kills every process of that uid, even one that left the sandbox's
- * directory and process group.
+ * directory and process group; and a release whose agent will not die still ends (issue 31).
  */
 import { executorConformance, sandboxSpec } from "@agent-runs/core/testing"
 import { Executor } from "@agent-runs/core"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Stream } from "effect"
 import type { Scope } from "effect"
-import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { layer } from "../src/ProcessExecutor.js"
+import { type Config, layer } from "../src/ProcessExecutor.js"
 import { processesOf } from "../src/internal/users.js"
+import { startWaitingAgent, unkillable, withWarnings } from "./unkillable.js"
 
 const isRoot = process.getuid?.() === 0
 const uids = { first: 1_500_000_000, count: 100_000 }
@@ -36,10 +37,14 @@ if (isRoot) {
 }
 
 let counter = 0
-const withExecutor = <A, E>(f: (executor: Executor.Executor["Type"], root: string) => Effect.Effect<A, E, Scope.Scope>, root = join(base, `root-${++counter}`)) =>
+const withExecutor = <A, E>(
+  f: (executor: Executor.Executor["Type"], root: string) => Effect.Effect<A, E, Scope.Scope>,
+  root = join(base, `root-${++counter}`),
+  settings: Pick<Config, "killTimeoutMs"> = {}
+) =>
   Effect.scoped(Effect.provide(
     Effect.flatMap(Executor.Executor, (executor) => f(executor, root)),
-    layer({ root, reposDir, terminateGraceMs: 500, isolation: { uids } })
+    layer({ root, reposDir, terminateGraceMs: 500, isolation: { uids }, ...settings })
   ))
 
 const text = (stream: Stream.Stream<Uint8Array, unknown>) =>
@@ -105,4 +110,20 @@ describe.runIf(isRoot)("ProcessExecutor with isolation", () => {
         }), root)
       expect(yield* Effect.promise(() => processesOf(uid))).toEqual([])
     }))
+
+  it.effect("a release whose agent does not die still ends: warnings name it, the sandbox is removed", () =>
+    withExecutor((executor) =>
+      Effect.gen(function*() {
+        const sandbox = yield* executor.prepare(sandboxSpec())
+        const { agent, pid } = yield* startWaitingAgent(sandbox)
+        const stuck = unkillable(pid)
+        const [, warnings] = yield* withWarnings(sandbox.release).pipe(Effect.ensuring(Effect.sync(stuck.restore)))
+        expect(warnings).toContainEqual(expect.stringContaining(`process ${pid} has not exited`))
+        // The look for the user's processes names it too (or says it could not finish the look in time).
+        expect(warnings).toContainEqual(expect.stringContaining("of the sandbox's user"))
+        expect(existsSync(sandbox.id)).toBe(false)
+        expect(yield* executor.leftovers).toEqual([])
+        process.kill(pid, "SIGKILL")
+        expect(yield* agent.exitCode).toBe(128 + 9)
+      }), undefined, { killTimeoutMs: 1_000 }))
 })

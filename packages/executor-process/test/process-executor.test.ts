@@ -8,10 +8,11 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as fc from "fast-check"
-import { defaultEnv, layer } from "../src/ProcessExecutor.js"
+import { type Config, defaultEnv, layer } from "../src/ProcessExecutor.js"
 import { Tail } from "../src/internal/child.js"
 import { formatMarker, type Marker, parseMarker } from "../src/internal/marker.js"
 import { attachmentNameProblem, isIdSegment, isRepositorySegment } from "../src/internal/names.js"
+import { startWaitingAgent, unkillable, withWarnings } from "./unkillable.js"
 
 const base = mkdtempSync(join(tmpdir(), "agent-runs-executor-process-unit-"))
 afterAll(() => rmSync(base, { recursive: true, force: true }))
@@ -31,12 +32,12 @@ const ids = () => ({
 /** Runs `f` with an executor on `root` (a fresh one by default). */
 const withExecutor = <A, E>(
   f: (executor: Executor.Executor["Type"], root: string) => Effect.Effect<A, E, Scope.Scope>,
-  options: { readonly root?: string; readonly setupTimeoutMs?: number; readonly env?: Record<string, string> } = {}
+  options: { readonly root?: string } & Pick<Config, "setupTimeoutMs" | "env" | "killTimeoutMs"> = {}
 ) => {
-  const root = options.root ?? freshRoot()
+  const { root = freshRoot(), ...settings } = options
   return Effect.scoped(Effect.provide(
     Effect.flatMap(Executor.Executor, (executor) => f(executor, root)),
-    layer({ root, reposDir, terminateGraceMs: 500, ...options.setupTimeoutMs === undefined ? {} : { setupTimeoutMs: options.setupTimeoutMs }, ...options.env === undefined ? {} : { env: options.env } })
+    layer({ root, reposDir, terminateGraceMs: 500, ...settings })
   ))
 }
 
@@ -264,6 +265,21 @@ describe("ProcessExecutor", () => {
         while (alive()) yield* Effect.yieldNow()
         expect(alive()).toBe(false)
       })))
+
+  it.effect("a release whose agent does not die still ends: a warning names the agent, the sandbox is removed", () =>
+    withExecutor((executor, root) =>
+      Effect.gen(function*() {
+        const spec = sandboxSpec()
+        const sandbox = yield* executor.prepare(spec)
+        const { agent, pid } = yield* startWaitingAgent(sandbox)
+        const stuck = unkillable(pid)
+        const [, warnings] = yield* withWarnings(sandbox.release).pipe(Effect.ensuring(Effect.sync(stuck.restore)))
+        expect(warnings).toContainEqual(expect.stringContaining(`process ${pid} has not exited`))
+        expect(existsSync(sandbox.id)).toBe(false)
+        expect(existsSync(join(root, spec.run_id, `${spec.execution_id}.sandbox.json`))).toBe(false)
+        process.kill(pid, "SIGKILL")
+        expect(yield* agent.exitCode).toBe(128 + 9)
+      }), { killTimeoutMs: 300 }))
 
   it.effect("a process group leaves the marker when it exits", () =>
     withExecutor((executor, root) =>

@@ -2,12 +2,14 @@
  * Looking up a uid's processes (`processesOf`, which `killUser` and `allocateUid` use): many
  * sandboxes set up or released at once share passes over /proc (issue 20: 1,000 concurrent
  * sandboxes), and a lookup still sees every process started before it was asked, even while
- * another lookup's pass is under way. Needs root (the processes run as other uids), as CI has.
+ * another lookup's pass is under way; `killUser` gives up on a process that will not die once its
+ * time is up (issue 31). Needs root (the processes run as other uids), as CI has.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { type ChildProcess, spawn } from "node:child_process"
 import { randomInt } from "node:crypto"
 import { allocateUid, killUser, processesOf } from "../src/internal/users.js"
+import { unkillable } from "./unkillable.js"
 
 const isRoot = process.getuid?.() === 0
 
@@ -49,7 +51,21 @@ describe.runIf(isRoot)("processes of a uid", () => {
     const uids = Array.from({ length: 3 }, someUid)
     uids.forEach((uid) => [sleeper(uid), sleeper(uid)])
     for (const uid of uids) expect(await processesOf(uid)).toHaveLength(2)
-    await Promise.all(uids.map(killUser))
+    expect(await Promise.all(uids.map((uid) => killUser(uid, 10_000)))).toEqual(uids.map(() => ({ _tag: "AllGone" })))
     for (const uid of uids) expect(await processesOf(uid)).toEqual([])
+  })
+
+  it("killUser kills what it can and, once its time is up, names the process that did not die", async () => {
+    const uid = someUid()
+    const [stuck, other] = [sleeper(uid), sleeper(uid)]
+    expect(new Set(await processesOf(uid))).toEqual(new Set([stuck.pid, other.pid]))
+    const signals = unkillable(stuck.pid!)
+    try {
+      expect(await killUser(uid, 5_000)).toEqual({ _tag: "Survivors", pids: [stuck.pid] })
+    } finally {
+      signals.restore()
+      stuck.kill("SIGKILL")
+    }
+    expect(other.signalCode ?? (await new Promise((resolve) => other.once("exit", (_, signal) => resolve(signal))))).toBe("SIGKILL")
   })
 })

@@ -3,10 +3,12 @@
  * of its own from a configured range, with the same number as its gid and no supplementary groups
  * (Node's `spawn` drops them when it sets a uid). Nothing here needs an entry in `/etc/passwd`.
  */
+import { Option } from "effect"
 import { randomInt } from "node:crypto"
 import type { Dirent } from "node:fs"
-import { lchown, readdir, readFile } from "node:fs/promises"
+import { lchown, open, readdir } from "node:fs/promises"
 import { join } from "node:path"
+import { killProcess, mapPids, otherPids, sharedPass, within } from "./proc.js"
 
 /** A range of uids: `first` to `first + count - 1`. */
 export interface UidRange {
@@ -23,10 +25,25 @@ export interface User {
 /** The user of a sandbox: its uid as both uid and gid. */
 export const userOf = (uid: number): User => ({ uid, gid: uid })
 
+/** How much of `/proc/<pid>/status` is read: its State and Uid lines come in the first few hundred bytes. */
+const STATUS_BYTES = 4096
+
+/** The start of `/proc/<pid>/status` (one open, read and close; `readFile` takes twice the trips through Node's thread pool). */
+const statusOf = async (pid: number): Promise<string> => {
+  const handle = await open(`/proc/${pid}/status`, "r")
+  try {
+    const buffer = Buffer.alloc(STATUS_BYTES)
+    const { bytesRead } = await handle.read(buffer, 0, STATUS_BYTES, 0)
+    return buffer.toString("utf8", 0, bytesRead)
+  } finally {
+    await handle.close()
+  }
+}
+
 /** The real uid of the live process `pid` (Linux: `/proc/<pid>/status`), undefined when gone, a zombie or unknown. */
 const uidOfProcess = async (pid: number): Promise<number | undefined> => {
   try {
-    const status = await readFile(`/proc/${pid}/status`, "utf8")
+    const status = await statusOf(pid)
     if (/^State:\s+Z/m.test(status)) return undefined
     const match = /^Uid:\s+(\d+)/m.exec(status)
     return match === null ? undefined : Number(match[1])
@@ -35,81 +52,57 @@ const uidOfProcess = async (pid: number): Promise<number | undefined> => {
   }
 }
 
-/** How many `/proc/<pid>/status` files one pass reads at once. */
-const SCAN_PARALLELISM = 32
-
-/** One pass over `/proc`: the pids of the live processes (this one left out) by real uid. */
-const scanProcesses = async (): Promise<ReadonlyMap<number, ReadonlyArray<number>>> => {
-  const entries = await readdir("/proc").catch(() => [] as Array<string>)
-  const pids = entries.map(Number).filter((pid) => Number.isInteger(pid) && pid > 1 && pid !== process.pid)
-  const byUid = new Map<number, Array<number>>()
-  let next = 0
-  const worker = async () => {
-    while (next < pids.length) {
-      const pid = pids[next++]!
-      const uid = await uidOfProcess(pid)
-      if (uid === undefined) continue
-      const list = byUid.get(uid)
-      if (list === undefined) byUid.set(uid, [pid])
-      else list.push(pid)
-    }
-  }
-  await Promise.all(Array.from({ length: SCAN_PARALLELISM }, worker))
-  return byUid
-}
-
-/** The pass under way, and the one that callers arriving during it wait for. */
-let running: Promise<ReadonlyMap<number, ReadonlyArray<number>>> | undefined
-let queued: Promise<ReadonlyMap<number, ReadonlyArray<number>>> | undefined
-
 /**
- * The live processes by uid, read by a pass over `/proc` that started after this call: callers
- * that arrive while a pass runs share the next one. Every sandbox being set up or released asks,
- * and a pass reads one file per process of the host, so with hundreds of sandboxes a pass each
- * would cost the square of their number (1,000 concurrent sandboxes took minutes to start).
+ * The live processes by real uid (this one left out), read by a pass over `/proc` that started
+ * after this call: every sandbox being set up or released asks, and they share passes (1,000
+ * concurrent sandboxes with a pass each took minutes to start).
  */
-const liveProcesses = (): Promise<ReadonlyMap<number, ReadonlyArray<number>>> => {
-  if (running === undefined) {
-    const pass = scanProcesses().finally(() => {
-      if (running === pass) running = undefined
-    })
-    running = pass
-    return pass
-  }
-  if (queued === undefined) {
-    const pass: Promise<ReadonlyMap<number, ReadonlyArray<number>>> = running.catch(() => undefined).then(() => {
-      queued = undefined
-      running = pass
-      return scanProcesses().finally(() => {
-        if (running === pass) running = undefined
-      })
-    })
-    queued = pass
-  }
-  return queued
-}
+const liveProcesses = sharedPass(async (): Promise<ReadonlyMap<number, ReadonlyArray<number>>> => {
+  const pids = await otherPids()
+  const uids = await mapPids(pids, uidOfProcess)
+  const byUid = new Map<number, Array<number>>()
+  pids.forEach((pid, i) => {
+    const uid = uids[i]
+    if (uid === undefined) return
+    const list = byUid.get(uid)
+    if (list === undefined) byUid.set(uid, [pid])
+    else list.push(pid)
+  })
+  return byUid
+})
 
 /** The pids of the processes running as `uid` (Linux; none elsewhere). */
 export const processesOf = async (uid: number): Promise<Array<number>> => [...((await liveProcesses()).get(uid) ?? [])]
 
+/** How `killUser` ended. */
+export type Killed =
+  | { readonly _tag: "AllGone" }
+  /** Processes listed at the last look, SIGKILLed but not gone (stuck in the kernel, or forked anew). */
+  | { readonly _tag: "Survivors"; readonly pids: ReadonlyArray<number> }
+  /** No pass over `/proc` finished in time: nothing was killed, nothing is known. */
+  | { readonly _tag: "Unknown" }
+
+/** The pause between two rounds of `killUser`: time for the killed processes to die. */
+const KILL_ROUND_PAUSE_MS = 20
+
 /**
- * SIGKILLs every process running as `uid` and waits (up to about 2 s) until none is left: a
- * process may fork while the list is read, and a killed one is listed until it has died. A
- * sandbox's uid is its own, so this stops everything the sandbox started, in any process group or
- * directory.
+ * SIGKILLs every process running as `uid`, round after round, until none is left or `timeoutMs`
+ * have passed (real time; a pass over `/proc` still under way then is not waited for): a process
+ * may fork while the list is read, and a killed one is listed until it has died. A sandbox's uid is
+ * its own, so this stops everything the sandbox started, in any process group or directory.
  */
-export const killUser = async (uid: number): Promise<void> => {
-  for (let round = 0; round < 100; round++) {
-    const pids = await processesOf(uid)
-    if (pids.length === 0) return
-    for (const pid of pids) {
-      try {
-        process.kill(pid, "SIGKILL")
-      } catch {
-        // gone already
-      }
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20))
+export const killUser = async (uid: number, timeoutMs: number): Promise<Killed> => {
+  const deadline = performance.now() + timeoutMs
+  let last: ReadonlyArray<number> | undefined
+  for (;;) {
+    const listed = await within(processesOf(uid), deadline - performance.now())
+    if (Option.isNone(listed)) return last === undefined ? { _tag: "Unknown" } : { _tag: "Survivors", pids: last }
+    last = listed.value
+    if (last.length === 0) return { _tag: "AllGone" }
+    last.forEach(killProcess)
+    const left = deadline - performance.now()
+    if (left <= 0) return { _tag: "Survivors", pids: last }
+    await new Promise((resolve) => setTimeout(resolve, Math.min(KILL_ROUND_PAUSE_MS, left)))
   }
 }
 
