@@ -70,7 +70,11 @@ export interface AgentProcess {
    * go on. Optional: without it, a stop goes straight to `terminate`.
    */
   readonly interrupt?: Effect.Effect<void>
-  /** Stops the agent: SIGTERM, then SIGKILL once `graceMs` have passed; done when it has exited. */
+  /**
+   * Stops the agent: SIGTERM, then SIGKILL once `graceMs` have passed; done when it has exited, or
+   * when an executor's own bound on the wait after SIGKILL has passed (a process stuck in the
+   * kernel), which it logs: a stop never hangs.
+   */
   readonly terminate: (graceMs: number) => Effect.Effect<void>
   /** Waits for the agent to exit: its exit code (`128 + n` when killed by signal n). */
   readonly exitCode: Effect.Effect<number, ExecutorError>
