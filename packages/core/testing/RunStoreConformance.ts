@@ -1549,6 +1549,25 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
           })
         }))
 
+      it.effect("a part holding megabytes (one long line of an agent) reads back whole", () =>
+        Effect.gen(function* () {
+          const store = yield* RunStore
+          const run = makeRun({ team: uid(), creator: uid() })
+          yield* createRuns([run])
+          const text = "x".repeat(2_000_000)
+          yield* store.appendConversation(run.item.run_id, uuid<ExecutionId>(), {
+            seq: 1,
+            ops: [
+              { op: "step", key: 1, parent: null, id: "s1", at: 1_700_000_000_000 },
+              { op: "message", key: 1, role: "assistant", at: 1_700_000_000_000, block: { type: "text", text } }
+            ]
+          })
+          const block = (yield* store.conversation(run.item.run_id))[0]?.messages[0]?.content[0]
+          expect(block?.type).toBe("text")
+          // Compared as a whole, not shown as a diff of megabytes.
+          expect(block?.type === "text" && block.text === text).toBe(true)
+        }))
+
       it.effect("artifacts are appended in order, survive stale updates, and external references are found", () =>
         Effect.gen(function* () {
           const store = yield* RunStore
