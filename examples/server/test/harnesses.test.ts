@@ -1,16 +1,24 @@
 /**
- * A real agent CLI through the whole service: Claude Code (the pinned devDependency, on the
- * sandbox's PATH) run by the bundled server on local processes against a fake Anthropic server on
- * 127.0.0.1, chosen per run with `config.harness`, authenticated with the team secret
- * `ANTHROPIC_API_KEY`, and pointed at the endpoint by the environment's variables.
+ * A real agent CLI through the whole service: Claude Code (the pinned devDependency that fits this
+ * Node, `claudeCodePackage`, put first on the sandbox's PATH: node_modules/.bin/claude is whichever
+ * of the two pinned releases npm linked last) run by the bundled server on local processes against
+ * a fake Anthropic server on 127.0.0.1, chosen per run with `config.harness`, authenticated with
+ * the team secret `ANTHROPIC_API_KEY`, and pointed at the endpoint by the environment's variables.
  */
-import { fakeModel } from "@agent-runs/testing"
+import { claudeCodePackage, cliPath, fakeModel } from "@agent-runs/testing"
 import { Effect, Exit, Scope } from "effect"
+import { mkdtempSync, rmSync, symlinkSync } from "node:fs"
+import { createRequire } from "node:module"
+import { tmpdir } from "node:os"
+import { delimiter, join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call, makeTeam, startServer, type TestServer } from "./harness.js"
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any
+
+const claude = claudeCodePackage()
+const claudeVersion = (createRequire(import.meta.url)(`${claude}/package.json`) as { version: string }).version
 
 const blocks = (steps: ReadonlyArray<Json>): Array<Json> =>
   steps.flatMap((step) => [...step.messages.flatMap((m: Json) => m.content), ...blocks(step.steps)])
@@ -20,7 +28,12 @@ describe("agent CLIs as harnesses, through the API", () => {
   let server: TestServer
   let modelUrl = ""
   let team: Awaited<ReturnType<typeof makeTeam>>
+  const path = process.env["PATH"] ?? ""
+  const bin = mkdtempSync(join(tmpdir(), "agent-runs-bin-"))
   beforeAll(async () => {
+    symlinkSync(cliPath(claude, "claude"), join(bin, "claude"))
+    // Read by the process executor when the server starts: the sandbox's PATH.
+    process.env["PATH"] = `${bin}${delimiter}${path}`
     const model = await Effect.runPromise(Scope.extend(fakeModel({ apiKey: "sk-team-key" }), scope))
     modelUrl = model.url
     // No per-sandbox users: the CLI is this checkout's devDependency, and a checkout may sit in a
@@ -31,7 +44,11 @@ describe("agent CLIs as harnesses, through the API", () => {
     )
     team = await makeTeam(server, "harnesses")
   }, 60_000)
-  afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)), 60_000)
+  afterAll(async () => {
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    process.env["PATH"] = path
+    rmSync(bin, { recursive: true, force: true })
+  }, 60_000)
 
   it("refuses an unknown harness and a harness without its auth secret, naming the field (400)", async () => {
     const unknown = await call(server, "POST", "/api/v1/agent/runs", {
@@ -147,6 +164,7 @@ describe("agent CLIs as harnesses, through the API", () => {
     const transcript = await call(server, "GET", `/api/v1/agent/runs/${runId}/transcript`, { token: team.tokens.member })
     const raw = await fetch(transcript.headers.get("location")!).then((r) => r.text())
     expect(raw).toContain(`"session_id":"${run.session_id}"`)
+    expect(raw).toContain(`"claude_code_version":"${claudeVersion}"`)
     // The key reached the model as Claude Code sends it, and nowhere in what the service shows.
     expect(raw).not.toContain("sk-team-key")
 

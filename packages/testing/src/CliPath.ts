@@ -15,3 +15,12 @@ export const cliPath = (pkg: string, bin: string): string => {
   if (relative === undefined) throw new Error(`${pkg} has no command ${bin}`)
   return Path.join(Path.dirname(manifest), relative)
 }
+
+/**
+ * The npm package of the pinned Claude Code for a Node version (default this Node's): the newest
+ * release whose `engines` accepts it. Releases after 2.1.197 declare `node >=22`, so Node 20 gets
+ * `@anthropic-ai/claude-code` (2.1.197) and Node 22 and later `claude-code-node22` (an npm alias of
+ * `@anthropic-ai/claude-code@2.1.332`): both devDependencies of packages/harness-claude.
+ */
+export const claudeCodePackage = (nodeVersion: string = process.versions.node): string =>
+  Number(nodeVersion.split(".")[0]) >= 22 ? "claude-code-node22" : "@anthropic-ai/claude-code"

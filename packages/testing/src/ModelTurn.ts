@@ -31,6 +31,13 @@ export interface ModelTurn {
   readonly toolOutput: string | undefined
   /** Names of the tools offered, in the order the request lists them. */
   readonly tools: ReadonlyArray<string>
+  /**
+   * Names of the tools the request offers by name only, their schemas to be loaded on demand:
+   * Claude Code's deferred tools (2.1.332 defers the MCP servers' tools), listed in a
+   * `<system-reminder>` "The following deferred tools are … available via ToolSearch", loaded
+   * through its `ToolSearch` tool. A `tool` reply never calls one of them.
+   */
+  readonly deferredTools: ReadonlyArray<string>
   /** The shell tool among {@link tools} that a `tool` reply calls, if any. */
   readonly shellTool: string | undefined
   /**

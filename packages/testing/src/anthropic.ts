@@ -2,8 +2,12 @@
  * Anthropic Messages (`POST /v1/messages`, Claude Code): a streamed answer is the SSE events
  * `message_start`, `content_block_start|delta|stop` (text deltas, or a `tool_use` block whose input
  * comes as `input_json_delta` pieces), `message_delta` (stop reason, usage) and `message_stop`.
+ *
+ * Claude Code's deferred tools are read from its announcements, a text part of a user or system
+ * message: "The following deferred tools are [now] available via ToolSearch. …:" and then one
+ * name a line (a shortened list's row `mcp__SERVER__* (42)` counts as `mcp__SERVER__*`).
  */
-import { splitText, userPartText, userText } from "./text.js"
+import { splitText, userPartText, userText, withoutSystemReminders } from "./text.js"
 import { type Answer, type AnswerContext, type ParsedCall, type ProtocolModule, array, bearer, lastIndexOf, outputText, record, string, usage } from "./wire.js"
 
 const errorTypes: Readonly<Record<number, string>> = {
@@ -31,6 +35,17 @@ const textsOf = (content: unknown): ReadonlyArray<string> =>
         return block["type"] === "text" && text !== undefined ? [text] : []
       })
 
+const deferredAnnouncement = /The following deferred tools are (?:now )?available via [^\n]*\n([\s\S]*?)(?:<\/system-reminder>|$)/g
+/** A line of such a list: a name alone, or a shortened list's row `mcp__SERVER__* (42)`. */
+const deferredRow = /^([\w.*-]+)(?: \(\d+\))?$/
+
+/** The tool names Claude Code's deferred-tool announcements in these texts list, each once. */
+const deferredToolsOf = (texts: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const lists = texts.flatMap((text) => [...text.matchAll(deferredAnnouncement)].map((match) => match[1] ?? ""))
+  const names = lists.flatMap((list) => list.split("\n").flatMap((line) => deferredRow.exec(line.trim())?.[1] ?? []))
+  return [...new Set(names)]
+}
+
 /** `{type: "json_schema", schema}` → the schema. */
 const jsonSchema = (format: Readonly<Record<string, unknown>>): unknown => (format["type"] === "json_schema" ? (format["schema"] ?? {}) : undefined)
 
@@ -50,15 +65,17 @@ const parse = (body: unknown): ParsedCall => {
   const lastResult = lastIndexOf(blocks, (block) => block["type"] === "tool_result")
   const textAfter = blocks.slice(lastResult + 1).some((block) => block["type"] === "text" && userPartText(String(block["text"] ?? "")) !== "")
   const results = textAfter ? [] : blocks.filter((block) => block["type"] === "tool_result")
+  const texts = [...textsOf(system), ...messages.flatMap((message) => textsOf(message["content"]))]
   return {
     model: string(request["model"]) ?? "",
     system: [...textsOf(system), ...messages.filter((message) => message["role"] === "system").flatMap((message) => textsOf(message["content"]))].join("\n\n"),
     userTexts,
-    toolOutput: results.length === 0 ? undefined : results.map((block) => outputText(block["content"])).join("\n"),
+    toolOutput: results.length === 0 ? undefined : results.map((block) => withoutSystemReminders(outputText(block["content"]))).join("\n"),
     tools: array(request["tools"]).flatMap((tool) => {
       const name = string(record(tool)["name"])
       return name === undefined ? [] : [name]
     }),
+    deferredTools: deferredToolsOf(texts),
     stream: request["stream"] === true,
     responseSchema: jsonSchema(record(record(request["output_config"])["format"]))
   }

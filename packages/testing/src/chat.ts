@@ -45,6 +45,7 @@ const parse = (body: unknown): ParsedCall => {
       const name = string(record(record(tool)["function"])["name"]) ?? string(record(tool)["name"])
       return name === undefined ? [] : [name]
     }),
+    deferredTools: [],
     stream: request["stream"] === true,
     responseSchema: responseSchema(record(request["response_format"]))
   }

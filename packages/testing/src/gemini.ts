@@ -68,6 +68,7 @@ const parse = (body: unknown, url: URL): ParsedCall => {
         return name === undefined ? [] : [name]
       })
     ),
+    deferredTools: [],
     stream: target?.method === "streamGenerateContent",
     responseSchema: config["responseMimeType"] === "application/json" ? (config["responseJsonSchema"] ?? config["responseSchema"] ?? {}) : undefined
   }

@@ -73,6 +73,7 @@ const parse = (body: unknown): ParsedCall => {
       }
       return name === undefined ? [] : [name]
     }),
+    deferredTools: [],
     stream: request["stream"] === true,
     responseSchema: jsonSchema(record(record(request["text"])["format"]))
   }

@@ -19,9 +19,12 @@ const wholeTagBlock = /^<([A-Za-z][\w-]*)(\s[^>]*)?>[\s\S]*<\/\1>$/
 const agentsMd = /^# AGENTS\.md instructions for /
 const interrupted = /^\[Request interrupted by user[^\]]*\]$/
 
+/** The text without Claude Code's `<system-reminder>` blocks (it adds them to tool results too). */
+export const withoutSystemReminders = (text: string): string => text.replace(systemReminder, "")
+
 /** One text part of a user message, with the CLI's wrappers removed ("" when it is all wrapper). */
 export const userPartText = (text: string): string => {
-  const cut = text.replace(systemReminder, "").trim()
+  const cut = withoutSystemReminders(text).trim()
   if (wholeTagBlock.test(cut) || agentsMd.test(cut) || interrupted.test(cut)) return ""
   return cut.length >= 2 && cut.startsWith('"') && cut.endsWith('"') ? cut.slice(1, -1).trim() : cut
 }

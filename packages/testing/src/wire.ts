@@ -92,6 +92,7 @@ export interface ParsedCall {
   readonly userTexts: ReadonlyArray<string>
   readonly toolOutput: string | undefined
   readonly tools: ReadonlyArray<string>
+  readonly deferredTools: ReadonlyArray<string>
   readonly stream: boolean
   /** The JSON schema the answer must follow, or undefined. */
   readonly responseSchema: unknown

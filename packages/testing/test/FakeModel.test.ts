@@ -49,6 +49,7 @@ const turn = (overrides: Partial<ModelTurn>): ModelTurn => ({
   lastUser: "",
   toolOutput: undefined,
   tools: [],
+  deferredTools: [],
   shellTool: undefined,
   responseSchema: undefined,
   headers: {},
@@ -187,6 +188,21 @@ describe("Anthropic Messages", () => {
     const message = (await (await post(`${fake.url}/v1/messages`, { ...body("x"), stream: false, messages })).json()) as { content: Array<{ text: string }> }
     expect(message.content[0]?.text).toBe("ANSWER: after interrupt")
     expect(fake.turns[0]).toMatchObject({ toolOutput: undefined, lastUser: "after interrupt", userTexts: ["RUN: sleep 30", "after interrupt"] })
+  })
+
+  it("reads the deferred tools Claude Code announces, and tool results without its system reminders", async () => {
+    const fake = await start()
+    const announce = (names: string) =>
+      `<system-reminder>\nThe following deferred tools are now available via ToolSearch. Their schemas are NOT loaded. Use ToolSearch with query "select:<name>[,<name>...]" to load tool schemas before calling them:\n${names}\n</system-reminder>`
+    const messages = [
+      { role: "user", content: [{ type: "text", text: announce("Monitor\nmcp__probe__ping") }, { type: "text", text: "RUN: ls" }] },
+      { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "Bash", input: { command: "ls" } }] },
+      { role: "system", content: [{ type: "text", text: "The following deferred tools are available via ToolSearch. Shortened:\nmcp__big__* (42)\nMonitor" }] },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: "f.txt\n\n<system-reminder>\n<total_tokens>1 tokens left</total_tokens>\n</system-reminder>" }] }
+    ]
+    const message = (await (await post(`${fake.url}/v1/messages`, { ...body("x"), stream: false, messages })).json()) as { content: Array<{ text: string }> }
+    expect(message.content[0]?.text).toBe("DONE: f.txt")
+    expect(fake.turns[0]).toMatchObject({ tools: ["Read", "Bash"], deferredTools: ["Monitor", "mcp__probe__ping", "mcp__big__*"], toolOutput: "f.txt\n\n" })
   })
 
   it("answers text when no shell tool is offered, as JSON when the call demands a schema", async () => {
