@@ -2,6 +2,8 @@
  * The configuration of the bundled server (docs/reference/configuration.md), read from environment variables:
  * `PORT` (8080), `HOST` (127.0.0.1), `AGENT_RUNS_DATA_DIR` (`./data`), `AGENT_RUNS_DATABASE_URL`
  * (`sqlite:<data dir>/agent-runs.db`; `postgres://…` or `postgresql://…` selects PostgreSQL),
+ * `AGENT_RUNS_DATABASE_CONNECT_TIMEOUT_SECONDS` (10: how long start-up waits for PostgreSQL to
+ * answer a first connection before it fails),
  * `AGENT_RUNS_ADMIN_TOKEN`, `AGENT_RUNS_PUBLIC_URL` (`http://<host>:<port>`),
  * `AGENT_RUNS_WEBHOOK_BASE_URL` (the public URL), `AGENT_RUNS_SECRET_KEY` (32 bytes as 64 hex
  * characters or base64; generated into `<data dir>/secret-key` when absent),
@@ -95,6 +97,8 @@ export interface ServerConfig {
   readonly host: string
   readonly dataDir: string
   readonly database: Database
+  /** How long start-up waits for PostgreSQL to answer a first connection, in seconds (10 when absent). */
+  readonly databaseConnectTimeoutSeconds?: number | undefined
   readonly adminToken: Option.Option<Redacted.Redacted<string>>
   /** `AGENT_RUNS_DEFINITIONS_DIR`, resolved; applied at start-up when set. */
   readonly definitionsDir?: string | undefined
@@ -181,6 +185,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
   host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
   dataDir: Config.string("AGENT_RUNS_DATA_DIR").pipe(Config.withDefault("./data"), Config.map((dir) => resolve(dir))),
   databaseUrl: Config.option(Config.string("AGENT_RUNS_DATABASE_URL")),
+  databaseConnectTimeoutSeconds: positive("AGENT_RUNS_DATABASE_CONNECT_TIMEOUT_SECONDS", 10),
   adminToken: Config.option(Config.redacted("AGENT_RUNS_ADMIN_TOKEN")),
   publicUrl: Config.option(Config.string("AGENT_RUNS_PUBLIC_URL")),
   webhookBaseUrl: Config.option(Config.string("AGENT_RUNS_WEBHOOK_BASE_URL")),
@@ -290,6 +295,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
       host: raw.host,
       dataDir: raw.dataDir,
       database,
+      databaseConnectTimeoutSeconds: raw.databaseConnectTimeoutSeconds,
       adminToken: raw.adminToken,
       publicUrl,
       webhookBaseUrl: Option.getOrElse(raw.webhookBaseUrl, () => publicUrl).replace(/\/+$/, ""),

@@ -15,7 +15,7 @@ import { Directories } from "@agent-runs/node-fs"
 import { AgentRuns } from "@agent-runs/server"
 import { PgStorage } from "@agent-runs/storage-pg"
 import { SqliteStorage } from "@agent-runs/storage-sqlite"
-import { Console, Data, Deferred, Effect, Layer, Option, Redacted } from "effect"
+import { Console, Data, Deferred, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
 import { accessSync, chmodSync, constants, existsSync, readFileSync, writeFileSync } from "node:fs"
 import { createServer } from "node:http"
@@ -66,7 +66,11 @@ const secretKeyOf = (config: ServerConfig) =>
 const storageLayer = (config: ServerConfig, secretKey: Redacted.Redacted<Uint8Array>) =>
   config.database._tag === "Sqlite"
     ? SqliteStorage.layer({ filename: config.database.filename, secretKey })
-    : PgStorage.layer({ url: config.database.url, secretKey })
+    : PgStorage.layer({
+      url: config.database.url,
+      secretKey,
+      connectTimeout: Duration.seconds(config.databaseConnectTimeoutSeconds ?? 10)
+    })
 
 /** The service's options for a configuration: its adapters and settings. */
 const agentRunsOptions = (
