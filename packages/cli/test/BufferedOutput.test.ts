@@ -23,6 +23,20 @@ describe("BufferedOutput", () => {
     expect(writes).toEqual([writes[0], "  later\n"])
   })
 
+  it("writes what is buffered when its console is done with, and then no longer waits for the exit", async () => {
+    const before = process.listenerCount("exit")
+    const writes: Array<string> = []
+    const batched = new Batched({ write: (chunk) => writes.push(chunk.toString()), fd: 1 })
+    expect(process.listenerCount("exit")).toBe(before + 1)
+    batched.write("buffered\n")
+    batched.detach()
+    expect(writes).toEqual(["buffered\n"])
+    expect(process.listenerCount("exit")).toBe(before)
+    // The layer's two streams are detached when its scope closes.
+    await Effect.runPromise(Effect.provide(Effect.sync(() => expect(process.listenerCount("exit")).toBe(before + 2)), BatchedConsoleLive))
+    expect(process.listenerCount("exit")).toBe(before)
+  })
+
   it("gives Effect's loggers the batched console", () =>
     Effect.gen(function*() {
       const unsafe = yield* Console.consoleWith((c) => Effect.succeed(c.unsafe))

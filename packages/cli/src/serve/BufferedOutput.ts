@@ -20,10 +20,11 @@ export interface BatchTarget {
 export class Batched extends Writable {
   private chunks: Array<Buffer> = []
   private scheduled = false
+  private readonly onExit = () => this.flushSync()
 
   constructor(private readonly target: BatchTarget) {
     super()
-    process.once("exit", () => this.flushSync())
+    process.once("exit", this.onExit)
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
@@ -48,6 +49,12 @@ export class Batched extends Writable {
     if (out !== undefined) this.target.write(out)
   }
 
+  /** Writes what is buffered and no longer waits for the process's exit: its console is done with. */
+  detach(): void {
+    process.removeListener("exit", this.onExit)
+    this.flush()
+  }
+
   /** Writes what is buffered at once, synchronously (the process is exiting). */
   flushSync(): void {
     const out = this.take()
@@ -60,16 +67,23 @@ export class Batched extends Writable {
   }
 }
 
-/** Effect's console with its `unsafe` (what loggers print through) writing in batches. */
-export const BatchedConsoleLive: Layer.Layer<never> = Layer.unwrapEffect(
+/**
+ * Effect's console with its `unsafe` (what loggers print through) writing in batches, for the
+ * layer's scope: what is buffered when it closes is written then.
+ */
+export const BatchedConsoleLive: Layer.Layer<never> = Layer.unwrapScoped(
   Console.consoleWith((current) =>
-    Effect.sync(() => {
-      const unsafe = new NodeConsole({
+    Effect.acquireRelease(
+      Effect.sync(() => ({
         stdout: new Batched({ write: (chunk) => process.stdout.write(chunk), fd: 1 }),
-        stderr: new Batched({ write: (chunk) => process.stderr.write(chunk), fd: 2 }),
-        colorMode: process.stdout.isTTY === true
+        stderr: new Batched({ write: (chunk) => process.stderr.write(chunk), fd: 2 })
+      })),
+      ({ stderr, stdout }) => Effect.sync(() => [stdout, stderr].forEach((stream) => stream.detach()))
+    ).pipe(
+      Effect.map(({ stderr, stdout }) => {
+        const unsafe = new NodeConsole({ stdout, stderr, colorMode: process.stdout.isTTY === true })
+        return Console.setConsole({ ...current, unsafe } as Console.Console)
       })
-      return Console.setConsole({ ...current, unsafe } as Console.Console)
-    })
+    )
   )
 )
