@@ -402,5 +402,43 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
           expect(events).toContain("requeued")
         })
       ))
+
+    it.scoped("a run whose execution vanishes three times ends ERROR resource_unavailable; the team's waiting run is admitted", () =>
+      withDispatcher(({ create, dispatcher, pass, viewer }) =>
+        Effect.gen(function*() {
+          const id = yield* create("never runs here")
+          const waiting = yield* create("say after the error")
+          expect((yield* runOf(viewer, waiting)).state).toBe("PENDING")
+          const store = yield* RunStore
+          for (const attempt of [1, 2, 3]) {
+            // An execution elsewhere (a crashed server, a killed worker) claims the run, then is gone.
+            const claimed = yield* store.claim({
+              worker_host: null,
+              execution_id: `01a20000-0000-7000-8000-0000000000b${attempt}` as never,
+              now: yield* Clock.currentTimeMillis,
+              lease_ms: LEASE_MS
+            })
+            expect(Option.map(claimed, (r) => [r.item.run_id, r.item.attempt])).toEqual(Option.some([id, attempt]))
+            // Nothing runs here meanwhile: the clock jumps past the lease.
+            yield* TestClock.adjust(LEASE_MS + 100)
+            yield* dispatcher.sweep
+            expect((yield* runOf(viewer, id)).state).toBe(attempt < 3 ? "QUEUED" : "ERROR")
+          }
+          expect(yield* runOf(viewer, id)).toMatchObject({
+            state: "ERROR",
+            attempt: 3,
+            status_message: { error_code: "resource_unavailable", retryable: true }
+          })
+          const events = (yield* Effect.flatMap(Runs, (runs) => runs.timeline(viewer, id))).events.map((e) => e.event_type)
+          expect(events.filter((e) => e === "lease_expired")).toHaveLength(3)
+          expect(events.filter((e) => e === "requeued")).toHaveLength(2)
+          expect(events.at(-1)).toBe("run_errored")
+          // The run's slot is free again: the team's waiting run is admitted and runs.
+          expect((yield* runOf(viewer, waiting)).state).toBe("QUEUED")
+          yield* dispatcher.claimSome
+          yield* pass(500)
+          expect((yield* runOf(viewer, waiting)).state).toBe("SUCCEEDED")
+        })
+      ))
   })
 }
