@@ -3,6 +3,8 @@
  * API's everyday commands `login`, `whoami`, `runs`, `schedules`, `webhooks`, `audit`, `tokens`). Add a subcommand by writing it in `commands/` and listing it in `subcommands`.
  */
 import { Command } from "@effect/cli"
+import { NodeContext } from "@effect/platform-node"
+import { Effect, type Exit } from "effect"
 import { applyCommand } from "./commands/Apply.js"
 import { auditCommand } from "./commands/Audit.js"
 import { imageCommand } from "./commands/Image.js"
@@ -14,6 +16,7 @@ import { tokensCommand } from "./commands/Tokens.js"
 import { webhooksCommand } from "./commands/Webhooks.js"
 import { whoamiCommand } from "./commands/Whoami.js"
 import { workerCommand } from "./commands/Worker.js"
+import * as Failure from "./Failure.js"
 
 /** The version `agent-runs --version` prints. */
 export const VERSION = "0.1.0"
@@ -41,3 +44,16 @@ export const command = Command.make("agent-runs").pipe(
 
 /** Runs the command line on `process.argv`-style arguments. */
 export const run = Command.run(command, { name: "agent-runs", version: VERSION })
+
+/**
+ * The command line as `agent-runs` runs it (main.ts), on `process.argv`-style arguments: a failure
+ * prints its one line on stderr (Failure.ts). Tests run it in process too, with a console of their own.
+ */
+export const main = (argv: ReadonlyArray<string>) => run(argv).pipe(Failure.report, Effect.provide(NodeContext.layer))
+
+/** The code the process exits with when `main` ended so. */
+export const exitCode = (exit: Exit.Exit<unknown, unknown>): number => {
+  let code = Failure.EXIT_ERROR
+  Failure.teardown(exit, (c) => (code = c))
+  return code
+}
