@@ -1,38 +1,47 @@
 /**
- * Definitions as code, black-box (docs/definitions.md): the built CLI (`node
- * packages/cli/dist/main.js apply DIR ...`) against the built server as a process, and the server
- * applying `AGENT_RUNS_DEFINITIONS_DIR` at start-up, on SQLite and on PostgreSQL. Per database, in
- * order, on one data directory: apply creates the webhooks and automations of a directory (the
- * webhooks authenticate with their team secrets); applying again changes nothing; a dry run
- * changes nothing; files with errors are all reported, each naming its file and key, and nothing
- * is applied; the server applies a directory at start-up as the bootstrap admin (and again
- * without changes on a restart), and does not start with a bad directory.
+ * Definitions as code, black-box (docs/definitions.md).
+ *
+ * `agent-runs apply DIR` (the built CLI, spawned) against the bundled server in process, on SQLite
+ * only: the CLI talks HTTP, whatever the store. In order, on one server: apply creates the webhooks
+ * and automations of a directory (the webhooks authenticate with their team secrets); a dry run (the
+ * server and token from AGENT_RUNS_URL and AGENT_RUNS_TOKEN) says what would change, finds the rest
+ * unchanged and changes nothing; applying then updates only what changed; files with errors are all
+ * reported, each naming its file and key, and nothing is applied; a member is refused (exit 4).
+ *
+ * The server applying `AGENT_RUNS_DEFINITIONS_DIR` at start-up, in process on SQLite and on
+ * PostgreSQL (what it applies is kept by the store): as the bootstrap admin, saying what it did,
+ * again without changes on a restart, and not at all (start-up fails, naming file and key) when a
+ * file is wrong, a team secret is missing or the directory is not there. And the built server as a
+ * process: with a bad directory it does not start, and says which file and key (exit 1).
+ *
+ * The rules (parsing, planning, secrets against auth modes, what may not change) are tested in
+ * packages/core/test/Definitions.test.ts; reading a directory in
+ * packages/cli/test/DefinitionsDirectory.test.ts; an unreachable server in
+ * packages/cli/test/HttpTarget.test.ts.
  */
-import { Effect, Exit } from "effect"
+import { freshDatabase } from "@agent-runs/storage-pg/testing"
+import { Effect, Exit, Option, Redacted, Scope } from "effect"
 import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
-import { makeTeam, startServer } from "./harness.js"
-import { lifecycle } from "./lifecycle.js"
-import { call, MAIN, REPO_ROOT, type ServerProcess } from "./process.js"
-import { freePort } from "./support.js"
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest"
+import { makeTeam, startServer, suiteServer, type TestServer } from "./harness.js"
+import { assertBuilt, call, MAIN, REPO_ROOT } from "./process.js"
+import { freePort, tempDataDir } from "./support.js"
 
 /** The built CLI. */
 const CLI = join(REPO_ROOT, "packages/cli/dist/main.js")
 
-const ADMIN_TOKEN = `ar_${randomBytes(32).toString("base64url")}`
-
-interface CliRun {
+interface ProcessRun {
   readonly code: number | null
   readonly stdout: string
   readonly stderr: string
 }
 
 /** Runs a built entry point to its end (asynchronously: the server under test must keep answering). */
-const runToEnd = (main: string, args: ReadonlyArray<string>, env: Readonly<Record<string, string>>): Promise<CliRun> =>
+const runToEnd = (main: string, args: ReadonlyArray<string>, env: Readonly<Record<string, string>>): Promise<ProcessRun> =>
   new Promise((resolve, reject) => {
     const inherited = Object.fromEntries(
       Object.entries(process.env).filter(([name]) => !name.startsWith("AGENT_RUNS_") && name !== "PORT" && name !== "HOST")
@@ -42,7 +51,7 @@ const runToEnd = (main: string, args: ReadonlyArray<string>, env: Readonly<Recor
     let stderr = ""
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
     child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
-    const timer = setTimeout(() => child.kill("SIGKILL"), 30_000)
+    const timer = setTimeout(() => child.kill("SIGKILL"), 90_000)
     child.once("error", reject)
     child.once("close", (code) => {
       clearTimeout(timer)
@@ -83,43 +92,45 @@ const VALID = { "webhooks/github.yaml": GITHUB, "webhooks/ci.yaml": CI, "automat
 
 const CI_TOKEN = "ci-token_0123456789.abc~XYZ"
 
-describe.each(["sqlite", "postgres"] as const)("definitions as code (%s)", (kind) => {
-  const life = lifecycle(kind, { AGENT_RUNS_CONCURRENCY: "0", AGENT_RUNS_ADMIN_TOKEN: ADMIN_TOKEN })
-  const known = { server: undefined as ServerProcess | undefined, admin: "", member: "", valid: "" }
-  const server = () => known.server!
-
-  /** The team's webhooks and automations (without the ingress URL, whose port changes on a restart). */
-  const list = async (token: string) => {
-    const webhooks = await call(server(), "GET", "/api/v1/agent/webhooks", { token })
-    const automations = await call(server(), "GET", "/api/v1/agent/automations", { token })
-    expect(webhooks.status).toBe(200)
-    expect(automations.status).toBe(200)
-    // Test code reads the JSON answers field by field.
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    type Items = Array<Record<string, any>>
-    return {
-      webhooks: (webhooks.body.webhooks as Items).map(({ ingress_url: _, ...w }) => w),
-      automations: automations.body.automations as Items
-    }
+/** The team's webhooks and automations (without the ingress URL, whose port changes on a restart). */
+const list = async (server: Pick<TestServer, "url">, token: string) => {
+  const webhooks = await call(server, "GET", "/api/v1/agent/webhooks", { token })
+  const automations = await call(server, "GET", "/api/v1/agent/automations", { token })
+  expect(webhooks.status).toBe(200)
+  expect(automations.status).toBe(200)
+  // Test code reads the JSON answers field by field.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  type Items = Array<Record<string, any>>
+  return {
+    webhooks: (webhooks.body.webhooks as Items).map(({ ingress_url: _, ...w }) => w),
+    automations: automations.body.automations as Items
   }
+}
 
-  const putSecret = async (token: string, name: string, value: string) =>
-    expect((await call(server(), "PUT", `/api/v1/agent/secrets/${name}`, { token, body: { value } })).status).toBe(200)
+const putSecret = async (server: Pick<TestServer, "url">, token: string, name: string, value: string) =>
+  expect((await call(server, "PUT", `/api/v1/agent/secrets/${name}`, { token, body: { value } })).status).toBe(200)
 
-  it("agent-runs apply creates a directory's webhooks and automations, taking credentials from team secrets", async () => {
-    known.server = await life.start()
-    const team = await makeTeam({ url: server().url, adminToken: ADMIN_TOKEN }, "Definitions")
+describe("agent-runs apply", () => {
+  const server = suiteServer("sqlite")
+  const known = { admin: "", member: "", valid: "" }
+  const asAdmin = () => ["--server", server().url, "--token", known.admin]
+
+  beforeAll(async () => {
+    const team = await makeTeam(server(), "Definitions")
     known.admin = team.tokens.admin
     known.member = team.tokens.member
-    await putSecret(known.admin, "GITHUB_SECRET", "gh-webhook-secret")
-    await putSecret(known.admin, "CI_TOKEN", CI_TOKEN)
-    await putSecret(known.admin, "NOT_URL_SAFE", "has spaces/and slashes")
+    await putSecret(server(), known.admin, "GITHUB_SECRET", "gh-webhook-secret")
+    await putSecret(server(), known.admin, "CI_TOKEN", CI_TOKEN)
+    await putSecret(server(), known.admin, "NOT_URL_SAFE", "has spaces/and slashes")
     known.valid = directory(VALID)
+  }, 60_000)
 
-    const run = await cli(["apply", known.valid, "--server", server().url, "--token", known.admin])
+  it("creates a directory's webhooks and automations, taking credentials from team secrets", async () => {
+    assertBuilt(inject("serverBuild"))
+    const run = await cli(["apply", known.valid, ...asAdmin()])
     expect(run.stderr).toBe("")
     expect(run.code).toBe(0)
-    const { automations, webhooks } = await list(known.admin)
+    const { automations, webhooks } = await list(server(), known.admin)
     const github = webhooks.find((w) => w.name === "github")!
     const ci = (await call(server(), "GET", `/api/v1/agent/webhooks/${webhooks.find((w) => w.name === "ci")!.uid}`, {
       token: known.admin
@@ -150,41 +161,39 @@ describe.each(["sqlite", "postgres"] as const)("definitions as code (%s)", (kind
     const path = new URL(ci.ingress_url.replace("{token}", CI_TOKEN)).pathname
     expect((await call(server(), "POST", path, { body: { hello: "world" } })).status).toBe(202)
     expect((await call(server(), "POST", path.replace(CI_TOKEN, "wrong-token"), { body: {} })).status).toBe(401)
-  })
+  }, 120_000)
 
-  it("applying again (server and token from AGENT_RUNS_URL and AGENT_RUNS_TOKEN) changes nothing", async () => {
-    const before = await list(known.admin)
-    const run = await cli(["apply", known.valid], { AGENT_RUNS_URL: server().url, AGENT_RUNS_TOKEN: known.admin })
-    expect(run.code).toBe(0)
-    expect(run.stdout).toMatch(/webhooks\/ci\.yaml: unchanged webhook "ci" \(\w{22}\)\n/)
-    expect(run.stdout).toMatch(/automations\/triage\.yaml: unchanged automation "triage" \(\w{22}\)\n/)
-    expect(run.stdout).toContain("0 created, 0 updated, 3 unchanged")
-    expect(await list(known.admin)).toEqual(before)
-  })
-
-  it("--dry-run prints what would change and changes nothing; applying then updates only what changed", async () => {
-    const before = await list(known.admin)
+  it("--dry-run (server and token from AGENT_RUNS_URL and AGENT_RUNS_TOKEN) prints what would change, finds the rest unchanged, and changes nothing", async () => {
+    const before = await list(server(), known.admin)
     const edited = directory({ ...VALID, "webhooks/ci.yaml": `${CI}enabled: false\n` })
-    const dry = await cli(["apply", edited, "--dry-run", "--server", server().url, "--token", known.admin])
-    expect(dry.code).toBe(0)
-    expect(dry.stdout).toMatch(/webhooks\/ci\.yaml: would update webhook "ci" \(\w{22}\): enabled\n/)
-    expect(dry.stdout).toContain("0 to create, 1 to update, 2 unchanged (dry run: nothing changed)")
-    expect(await list(known.admin)).toEqual(before)
+    const dry = await cli(["apply", edited, "--dry-run"], { AGENT_RUNS_URL: server().url, AGENT_RUNS_TOKEN: known.admin })
+    expect(dry).toMatchObject({ code: 0, stderr: "" })
+    const uid = (name: string) => before.webhooks.find((w) => w.name === name)!.uid
+    // What the server answers for what was applied plans as unchanged: applying again changes nothing.
+    expect(dry.stdout.trim().split("\n")).toEqual([
+      `webhooks/ci.yaml: would update webhook "ci" (${uid("ci")}): enabled`,
+      `webhooks/github.yaml: unchanged webhook "github" (${uid("github")})`,
+      `automations/triage.yaml: unchanged automation "triage" (${before.automations[0]!.id})`,
+      "0 to create, 1 to update, 2 unchanged (dry run: nothing changed)"
+    ])
+    expect(await list(server(), known.admin)).toEqual(before)
+  }, 120_000)
 
-    const run = await cli(["apply", edited, "--server", server().url, "--token", known.admin])
+  it("applying updates only what changed", async () => {
+    const before = await list(server(), known.admin)
+    const edited = directory({ ...VALID, "webhooks/ci.yaml": `${CI}enabled: false\n` })
+    const run = await cli(["apply", edited, ...asAdmin()])
     expect(run.code).toBe(0)
     expect(run.stdout).toMatch(/webhooks\/ci\.yaml: updated webhook "ci" \(\w{22}\): enabled\n/)
-    const after = await list(known.admin)
+    expect(run.stdout).toContain("0 created, 1 updated, 2 unchanged")
+    const after = await list(server(), known.admin)
     expect(after.webhooks.find((w) => w.name === "ci")!.enabled).toBe(false)
     expect(after.webhooks.find((w) => w.name === "github")).toEqual(before.webhooks.find((w) => w.name === "github"))
     expect(after.automations).toEqual(before.automations)
-    // Back as the directory says (re-enabling re-reads the team secret).
-    expect((await cli(["apply", known.valid, "--server", server().url, "--token", known.admin])).code).toBe(0)
-    expect((await list(known.admin)).webhooks.find((w) => w.name === "ci")!.enabled).toBe(true)
-  })
+  }, 120_000)
 
   it("reports every error, naming the file and the key, and applies nothing", async () => {
-    const before = await list(known.admin)
+    const before = await list(server(), known.admin)
     const bad = directory({
       ...VALID,
       "automations/triage.yaml": TRIAGE.replace("Triage the new issue.", "A changed prompt."),
@@ -195,8 +204,8 @@ describe.each(["sqlite", "postgres"] as const)("definitions as code (%s)", (kind
       "webhooks/extra.yaml": "secretName: CI_TOKEN\nsecret: hunter2\n",
       "webhooks/broken.yaml": "secretName: [CI_TOKEN\nenabled: true\n"
     })
-    const run = await cli(["apply", bad, "--server", server().url, "--token", known.admin])
-    expect(run.code).not.toBe(0)
+    const run = await cli(["apply", bad, ...asAdmin()])
+    expect(run.code).toBe(1)
     expect(run.stdout).toBe("")
     const lines = run.stderr.trim().split("\n")
     expect(lines[0]).toBe("5 errors in the definitions; nothing was applied:")
@@ -208,81 +217,17 @@ describe.each(["sqlite", "postgres"] as const)("definitions as code (%s)", (kind
       "  webhooks/unsafe.yaml: secretName: the value of team secret NOT_URL_SAFE must be URL-safe (letters, digits, '-', " +
       "'.', '_', '~') for a url_token webhook"
     ])
-    expect(await list(known.admin)).toEqual(before)
-  })
-
-  it("says what the server refused: a member may not apply definitions", async () => {
-    const run = await cli(["apply", known.valid, "--server", server().url, "--token", known.member])
-    expect(run.code).not.toBe(0)
-    expect(run.stderr).toContain("the server answered not_authorized: only team admins can manage webhooks")
-    const unreachable = await cli(["apply", known.valid, "--server", "http://127.0.0.1:9", "--token", known.admin])
-    expect(unreachable.code).not.toBe(0)
-    expect(unreachable.stderr).toContain("could not reach http://127.0.0.1:9")
-    const missing = await cli(["apply", join(known.valid, "nope"), "--server", server().url, "--token", known.admin])
-    expect(missing.stderr).toContain(`${join(known.valid, "nope")}: no such directory`)
-    // Three CLI processes one after the other: each takes seconds to start on a loaded machine.
-  }, 90_000)
-
-  it("the server applies AGENT_RUNS_DEFINITIONS_DIR at start-up as the bootstrap admin, and again without changes", async () => {
-    // The bootstrap admin's team needs the secret before the definitions can name it.
-    await putSecret(ADMIN_TOKEN, "STARTUP_TOKEN", "startup-token-value")
-    await life.stop()
-    const startup = directory({
-      "webhooks/startup.yaml": "secretName: STARTUP_TOKEN\ndeliveryIdHeader: X-Delivery\n",
-      "automations/on-startup.yaml": "prompt: Say hello.\ntrigger: {filter: {webhookNames: [startup]}}\n"
-    })
-    known.server = await life.start({ AGENT_RUNS_DEFINITIONS_DIR: startup })
-    expect(server().stdout()).toMatch(/Definitions: webhooks\/startup\.yaml: created webhook "startup" \(\w{22}\)/)
-    expect(server().stdout()).toMatch(/Definitions: automations\/on-startup\.yaml: created automation "on-startup"/)
-    const first = await list(ADMIN_TOKEN)
-    const webhook = first.webhooks.find((w) => w.name === "startup")!
-    expect(webhook).toMatchObject({ auth_mode: "token", secret_name: "STARTUP_TOKEN", delivery_id_header: "X-Delivery" })
-    expect(first.automations.find((a) => a.name === "on-startup")!.trigger.filter.webhook_ids).toEqual([webhook.uid])
-    // Not in the other team.
-    expect((await list(known.admin)).webhooks.map((w) => w.name).sort()).toEqual(["ci", "github"])
-
-    await life.stop()
-    known.server = await life.start({ AGENT_RUNS_DEFINITIONS_DIR: startup })
-    expect(server().stdout()).toMatch(/Definitions: webhooks\/startup\.yaml: unchanged webhook "startup"/)
-    expect(server().stdout()).toMatch(/Definitions: automations\/on-startup\.yaml: unchanged automation "on-startup"/)
-    expect(await list(ADMIN_TOKEN)).toEqual(first)
+    expect(await list(server(), known.admin)).toEqual(before)
   }, 120_000)
 
-  it("does not start with a bad AGENT_RUNS_DEFINITIONS_DIR, and says which file and key", async () => {
-    const before = await list(ADMIN_TOKEN)
-    await life.stop()
-    const bad = directory({
-      "webhooks/startup.yaml": "authMode: url_token\nsecretName: STARTUP_TOKEN\n",
-      "webhooks/other.yaml": "authMode: basic\nsecretName: STARTUP_TOKEN\n"
-    })
-    // Started to its end, not polled for readiness: see docs/definitions.md on start-up failures.
-    const start = async (dir: string) =>
-      runToEnd(MAIN, [], {
-        ...life.env,
-        PORT: String(await Effect.runPromise(freePort)),
-        HOST: "127.0.0.1",
-        AGENT_RUNS_DATA_DIR: life.dataDir,
-        AGENT_RUNS_DEFINITIONS_DIR: dir
-      })
-    // The failure is one line on stderr (docs/reference/configuration.md, "When the server cannot start").
-    const refused = await start(bad)
-    expect(refused.code).toBe(1)
-    const said = refused.stdout + refused.stderr
-    expect(said).toContain(`AGENT_RUNS_DEFINITIONS_DIR (${bad}): 2 errors in the definitions; nothing was applied:`)
-    expect(said).toContain("webhooks/other.yaml: authMode: must be one of token, url_token, signature; got \"basic\"")
-    expect(said).toContain("webhooks/startup.yaml: authMode: is url_token here but token on the server: cannot change")
-    expect(said).not.toContain("Agent Runs is serving")
-    const nowhere = join(bad, "nowhere")
-    const missing = await start(nowhere)
-    expect(missing.code).toBe(1)
-    expect(missing.stdout + missing.stderr).toContain(`AGENT_RUNS_DEFINITIONS_DIR (${nowhere}): ${nowhere}: no such directory`)
-
-    known.server = await life.start()
-    expect(await list(ADMIN_TOKEN)).toEqual(before)
+  it("says what the server refused: a member may not apply definitions (exit 4)", async () => {
+    const run = await cli(["apply", known.valid, "--server", server().url, "--token", known.member])
+    expect(run.code).toBe(4)
+    expect(run.stderr).toContain("the server answered not_authorized: only team admins can manage webhooks")
   }, 120_000)
 })
 
-describe.each(["sqlite", "postgres"] as const)("definitions at start-up, in process (%s)", (kind) => {
+describe.each(["sqlite", "postgres"] as const)("the server applies AGENT_RUNS_DEFINITIONS_DIR at start-up, in process (%s)", (kind) => {
   it("a new server cannot apply a webhook whose team secret is not there yet: start-up fails naming file and key", async () => {
     const dir = directory({
       "webhooks/github.yaml": GITHUB,
@@ -296,5 +241,125 @@ describe.each(["sqlite", "postgres"] as const)("definitions at start-up, in proc
     expect(message).toContain(
       "webhooks/github.yaml: secretName: no team secret named GITHUB_SECRET; put it with PUT /agent/secrets/GITHUB_SECRET first"
     )
-  })
+  }, 60_000)
+
+  it("as the bootstrap admin, saying what it did; again without changes on a restart; not at all when a file is wrong", async () => {
+    const adminToken = `ar_${randomBytes(32).toString("base64url")}`
+    const store = Effect.runSync(Scope.make())
+    try {
+      // One data directory (and database) for every start.
+      const { database, dataDir } = await Effect.runPromise(Effect.gen(function*() {
+        const dataDir = yield* tempDataDir
+        return {
+          dataDir,
+          database: kind === "sqlite"
+            ? { _tag: "Sqlite" as const, filename: join(dataDir, "agent-runs.db") }
+            : { _tag: "Postgres" as const, url: Redacted.make((yield* freshDatabase).url) }
+        }
+      }).pipe(Scope.extend(store)))
+      /** Starts the server on the store (with `definitionsDir`); answers it, what it printed, and how to stop it. */
+      const start = async (definitionsDir?: string) => {
+        const scope = Effect.runSync(Scope.make())
+        const printed: Array<string> = []
+        const spy = vi.spyOn(console, "log").mockImplementation((...args: Array<unknown>) => void printed.push(args.join(" ")))
+        const exit = await Effect.runPromiseExit(Scope.extend(
+          startServer(kind, {
+            dataDir,
+            database,
+            blobDir: join(dataDir, "blobs"),
+            adminToken: Option.some(Redacted.make(adminToken)),
+            ...(definitionsDir === undefined ? {} : { definitionsDir })
+          }),
+          scope
+        )).finally(() => spy.mockRestore())
+        const stop = () => Effect.runPromise(Scope.close(scope, Exit.void))
+        if (Exit.isFailure(exit)) await stop()
+        return { exit, printed: printed.filter((line) => line.startsWith("Definitions: ")), stop }
+      }
+      const started = async (definitionsDir?: string) => {
+        const { exit, printed, stop } = await start(definitionsDir)
+        if (Exit.isFailure(exit)) throw new Error(`the server did not start: ${exit.cause}`)
+        return { server: exit.value, printed, stop }
+      }
+
+      // The bootstrap admin's team needs the secret before the definitions can name it.
+      const first = await started()
+      await putSecret(first.server, adminToken, "STARTUP_TOKEN", "startup-token-value")
+      const other = await makeTeam({ url: first.server.url, adminToken }, "Other")
+      await first.stop()
+
+      const dir = directory({
+        "webhooks/startup.yaml": "secretName: STARTUP_TOKEN\ndeliveryIdHeader: X-Delivery\n",
+        "automations/on-startup.yaml": "prompt: Say hello.\ntrigger: {filter: {webhookNames: [startup]}}\n"
+      })
+      const applying = await started(dir)
+      expect(applying.printed).toEqual([
+        expect.stringMatching(/^Definitions: webhooks\/startup\.yaml: created webhook "startup" \(\w{22}\)$/),
+        expect.stringMatching(/^Definitions: automations\/on-startup\.yaml: created automation "on-startup" \(\S+\)$/)
+      ])
+      const applied = await list(applying.server, adminToken)
+      const webhook = applied.webhooks.find((w) => w.name === "startup")!
+      expect(webhook).toMatchObject({ auth_mode: "token", secret_name: "STARTUP_TOKEN", delivery_id_header: "X-Delivery" })
+      expect(applied.automations.find((a) => a.name === "on-startup")!.trigger.filter.webhook_ids).toEqual([webhook.uid])
+      // Not in the other team.
+      expect(await list(applying.server, other.tokens.admin)).toEqual({ webhooks: [], automations: [] })
+      await applying.stop()
+
+      // A file that is wrong (and one that would change what may not change), or no directory: the server does not start.
+      const bad = directory({
+        "webhooks/startup.yaml": "authMode: url_token\nsecretName: STARTUP_TOKEN\n",
+        "webhooks/other.yaml": "authMode: basic\nsecretName: STARTUP_TOKEN\n"
+      })
+      const refused = await start(bad)
+      expect(Exit.isFailure(refused.exit)).toBe(true)
+      const message = Exit.isFailure(refused.exit) ? String(refused.exit.cause) : ""
+      expect(message).toContain(`AGENT_RUNS_DEFINITIONS_DIR (${bad}): 2 errors in the definitions; nothing was applied:`)
+      expect(message).toContain("webhooks/other.yaml: authMode: must be one of token, url_token, signature; got \"basic\"")
+      expect(message).toContain("webhooks/startup.yaml: authMode: is url_token here but token on the server: cannot change")
+      const nowhere = join(bad, "nowhere")
+      const missing = await start(nowhere)
+      expect(Exit.isFailure(missing.exit) ? String(missing.exit.cause) : "").toContain(
+        `AGENT_RUNS_DEFINITIONS_DIR (${nowhere}): ${nowhere}: no such directory`
+      )
+
+      // A restart: nothing changes (nor did the refused start change anything).
+      const again = await started(dir)
+      expect(again.printed).toEqual([
+        expect.stringMatching(/^Definitions: webhooks\/startup\.yaml: unchanged webhook "startup"/),
+        expect.stringMatching(/^Definitions: automations\/on-startup\.yaml: unchanged automation "on-startup"/)
+      ])
+      expect(await list(again.server, adminToken)).toEqual(applied)
+      await again.stop()
+    } finally {
+      await Effect.runPromise(Scope.close(store, Exit.void))
+    }
+  }, 120_000)
+})
+
+describe("the built server with AGENT_RUNS_DEFINITIONS_DIR", () => {
+  it("does not start with a bad directory, and says which file and key (exit 1)", async () => {
+    assertBuilt(inject("serverBuild"))
+    const dataDir = mkdtempSync(join(tmpdir(), "agent-runs-definitions-data-"))
+    roots.push(dataDir)
+    const bad = directory({
+      "webhooks/ci.yaml": "secretName: NO_SUCH_SECRET\n",
+      "webhooks/other.yaml": "authMode: basic\nsecretName: NO_SUCH_SECRET\n"
+    })
+    // Started to its end, not polled for readiness: see docs/definitions.md on start-up failures.
+    const refused = await runToEnd(MAIN, [], {
+      PORT: String(await Effect.runPromise(freePort)),
+      HOST: "127.0.0.1",
+      AGENT_RUNS_DATA_DIR: dataDir,
+      AGENT_RUNS_CONCURRENCY: "0",
+      AGENT_RUNS_DEFINITIONS_DIR: bad
+    })
+    expect(refused.code).toBe(1)
+    // The failure is on stderr (docs/reference/configuration.md, "When the server cannot start").
+    expect(refused.stderr).toContain(`AGENT_RUNS_DEFINITIONS_DIR (${bad}): 2 errors in the definitions; nothing was applied:`)
+    expect(refused.stderr).toContain(
+      "webhooks/ci.yaml: secretName: no team secret named NO_SUCH_SECRET; put it with PUT /agent/secrets/NO_SUCH_SECRET first"
+    )
+    expect(refused.stderr).toContain("webhooks/other.yaml: authMode: must be one of token, url_token, signature; got \"basic\"")
+    expect(refused.stdout + refused.stderr).not.toContain("Agent Runs is serving")
+  }, 120_000)
 })
