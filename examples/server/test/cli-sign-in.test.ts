@@ -2,8 +2,10 @@
  * `agent-runs login --sso` (the built CLI, spawned) against the bundled server (SQLite) whose
  * sign-in uses a real OpenID Connect provider on loopback: the CLI starts the device flow, prints
  * the code, opens the browser (`$BROWSER`, here a script that records the URL), and once the user
- * approved on the provider's pages saves the session as a profile with its expiry; the other
- * commands then use it (`whoami`). Without sign-in on the server, `--sso` says so.
+ * approved on the provider's pages saves the session as a profile with its expiry (a token of the
+ * principal's, named for the CLI, which the other commands then use). A server without sign-in
+ * (`--sso` says so: cli.test.ts, on its server) and `--sso` with `--token` (a usage error:
+ * packages/cli/test/Usage.test.ts) are tested where they cost no server of their own.
  */
 import { completeDeviceLogin, type OidcProviderServer, startOidcProvider } from "@agent-runs/testing"
 import { Effect, Exit, Redacted, Scope } from "effect"
@@ -24,7 +26,6 @@ describe("agent-runs login --sso", () => {
   const browser = join(dir, "browser.sh")
   let provider: OidcProviderServer
   let server: TestServer
-  let plain: TestServer
 
   beforeAll(async () => {
     assertBuilt(inject("serverBuild"))
@@ -34,7 +35,6 @@ describe("agent-runs login --sso", () => {
     server = await Effect.runPromise(Scope.extend(startServer("sqlite", {
       signIn: { issuer: provider.issuer, clientId: provider.clientId, clientSecret: Redacted.make(provider.clientSecret), sessionHours: 24 }
     }), scope))
-    plain = await Effect.runPromise(Scope.extend(startServer("sqlite"), scope))
   }, 60_000)
   afterAll(async () => {
     await Effect.runPromise(Scope.close(scope, Exit.void))
@@ -89,13 +89,4 @@ describe("agent-runs login --sso", () => {
     const tokens = await call(server, "GET", `/api/v1/admin/principals/${linus.uid}/tokens`, { token: server.adminToken })
     expect(tokens.body.tokens.map((t: { name: string }) => t.name)).toEqual(["sign-in (CLI)"])
   }, 60_000)
-
-  it("says when the server offers no single sign-on, and refuses --token with --sso", async () => {
-    const none = await cli(["login", "--server", plain.url, "--sso", "--no-browser"])
-    expect(none.code).toBe(1)
-    expect(none.stderr).toContain("this server does not offer single sign-on")
-    const both = await cli(["login", "--server", server.url, "--sso", "--token", "ar_x"])
-    expect(both.code).toBe(2)
-    expect(both.stderr).toContain("either --token or --sso")
-  })
 })
