@@ -31,7 +31,17 @@
  * Offline: opencode contacts nothing but the model endpoint (and the MCP servers). No update
  * check (`autoupdate: false`, `OPENCODE_DISABLE_AUTOUPDATE`), no model catalogue download
  * (`OPENCODE_DISABLE_MODELS_FETCH`: the one built into opencode is used), no default plugins, LSP
- * downloads or sharing. At start opencode installs `@opencode-ai/plugin` from the npm registry
+ * downloads or sharing.
+ *
+ * Start-up: opencode's model catalogue (models.dev's providers and models, built into the binary
+ * as a 4 MB script literal) takes about a third of the CPU of a short turn to load, and our
+ * provider `local` is not in it (its model is declared in the configuration). So when the model is
+ * ours, the catalogue is an empty file, `~/.agent-runs/models.json` (`{}`), named by
+ * `OPENCODE_MODELS_PATH` (the catalogue file opencode reads instead of its cached or bundled one;
+ * relative to the work directory, where opencode starts). A built-in provider's model keeps the
+ * bundled catalogue: its endpoint, package and limits come from there.
+ *
+ * At start opencode installs `@opencode-ai/plugin` from the npm registry
  * into each of its configuration directories that has no `node_modules` or whose
  * `package-lock.json` lacks it: a `node_modules/` and a `package-lock.json` naming it are written
  * into `~/.config/opencode`, so there is nothing to install (a repository's own `.opencode/`
@@ -47,11 +57,14 @@
  * restored sessions are moved to the new work directory first (`sessionState`: `opencode db
  * "UPDATE session SET directory = …"`, offline, a few seconds).
  */
+import { AGENT_HOME } from "@agent-runs/core/ports/AgentHarness"
 import type { HarnessLaunch, HarnessTurn, SessionState } from "@agent-runs/core/ports/AgentHarness"
 
 /** Where the files of a turn go in the agent's home. */
 const PROMPT = ".agent-runs/prompt.md"
 const SYSTEM = ".agent-runs/system.md"
+/** The model catalogue when the model is our provider's: empty (see the module's comment). */
+const MODELS = ".agent-runs/models.json"
 /** opencode's global configuration directory (`$XDG_CONFIG_HOME/opencode`). */
 const CONFIG_DIR = ".config/opencode"
 
@@ -140,10 +153,15 @@ export const TITLE = "Agent run"
 
 /** What keeps opencode offline (see the module's comment). */
 const OFFLINE: Readonly<Record<string, string>> = {
+  // No check for a newer opencode, and no self-update.
   OPENCODE_DISABLE_AUTOUPDATE: "1",
+  // No download of models.dev's catalogue at start (and every hour after).
   OPENCODE_DISABLE_MODELS_FETCH: "1",
+  // None of opencode's built-in plugins (sign-ins to providers such as ChatGPT or Copilot).
   OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
+  // No language server downloaded when a file of its language is touched.
   OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
+  // Sessions are never shared (uploaded to opencode's share service).
   OPENCODE_DISABLE_SHARE: "1"
 }
 
@@ -175,13 +193,18 @@ export const launch = (command: string) => (turn: HarnessTurn): HarnessLaunch =>
       content: JSON.stringify({ lockfileVersion: 3, requires: true, packages: { "": { dependencies: { "@opencode-ai/plugin": "*" } } } })
     }
   ]
+  const env: Record<string, string> = { ...OFFLINE }
+  if (provider === PROVIDER) {
+    // The catalogue of models.dev is not needed for our provider: see the module's comment.
+    files.push({ path: MODELS, content: "{}" })
+    env.OPENCODE_MODELS_PATH = `${AGENT_HOME}/${MODELS}`
+  }
   if (turn.base_prompt !== null && turn.base_prompt.trim() !== "") files.push({ path: SYSTEM, content: turn.base_prompt })
   if (turn.skill !== null) files.push({ path: `${CONFIG_DIR}/skills/${skillDir(turn.skill.name)}/SKILL.md`, content: skillFile(turn.skill) })
   const argv = [command, "run", "--format", "json", "--auto", "--model", `${provider}/${model}`]
   if (turn.session_id !== null) argv.push("--session", turn.session_id)
   else argv.push("--title", TITLE)
   if (turn.reasoning_level !== null) argv.push("--variant", turn.reasoning_level)
-  const env: Record<string, string> = { ...OFFLINE }
   if (turn.auth !== null) env[API_KEY_VARIABLE] = turn.auth
   return { command: argv, env, files, stdin: PROMPT }
 }

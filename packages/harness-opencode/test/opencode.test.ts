@@ -12,7 +12,8 @@ harnessSuite("opencode", {
   model: fakeModel,
   endpoint: (url) => ({ OPENCODE_BASE_URL: `${url}/v1` }),
   model_id: "fake-model",
-  // opencode starts slower than the other CLIs (a bundled Bun runtime, its SQLite database, a
-  // local server it talks to): 10 to 20 s a turn here, more on a loaded machine.
+  // opencode starts slower than the other CLIs (a Bun runtime loading a large script, its SQLite
+  // database, a local server it talks to): 5 to 10 CPU-seconds a turn, a minute of wall time on a
+  // heavily loaded 2-CPU machine.
   timeoutMs: 180_000
 })
