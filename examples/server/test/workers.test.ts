@@ -2,10 +2,14 @@
  * Self-hosted workers, black-box (docs/workers.md): the built server as a process and the built
  * CLI's `agent-runs worker` as other processes, connected through a small TCP relay so that the
  * worker keeps one address while the server behind it restarts. A worker runs the runs addressed
- * to it, is listed while connected and not after, rides out a server restart; a worker killed
- * mid-run loses the run to the lease sweep (attempt rule, ERROR after the third); a worker that
- * comes back after losing its lease does not run the run a second time; a run for a worker that is
- * not connected waits QUEUED and its timeline says why; cancelling a worker's run is a 422.
+ * to it, is listed while connected and not after, rides out a server restart; a worker stopped or
+ * killed mid-run loses the run to the lease sweep (attempt rule, ERROR after the third: the one
+ * end-to-end test of that rule, which core tests through the sweep in DispatcherSuite and on every
+ * store in RunStoreConformance), and one started again on its data directory takes back what the
+ * killed one left; a worker that comes back after losing its lease does not run the run a second
+ * time; a run for a worker that is not connected waits QUEUED and its timeline says why;
+ * cancelling a worker's run is a 422. Two servers: SQLite with a long lease (to ride out a
+ * restart), PostgreSQL with a short one.
  */
 import { writeRepository } from "@agent-runs/core/testing"
 import { type ChildProcess, spawn } from "node:child_process"
@@ -156,7 +160,8 @@ describe("self-hosted workers: running, listing, waiting, cancel, a server resta
   const life = lifecycle("sqlite", {
     AGENT_RUNS_ADMIN_TOKEN: adminToken,
     AGENT_RUNS_WORKER_HEARTBEAT_SECONDS: "1",
-    AGENT_RUNS_LEASE_SECONDS: "15"
+    // Longer than a restart takes on a busy machine: the worker's run must keep its lease across it.
+    AGENT_RUNS_LEASE_SECONDS: "60"
   })
   let server: ServerProcess
   let proxy: Awaited<ReturnType<typeof relay>>
@@ -176,12 +181,14 @@ describe("self-hosted workers: running, listing, waiting, cancel, a server resta
     const runs = api(() => server, tokens.user)
 
     // A run for a worker that is not connected waits QUEUED, and its timeline says why.
-    const waiting = await runs.create("Waits for its worker", "late-worker")
+    const waiting = await runs.create("Waits for its worker", "w1")
     const queued = (await runs.timeline(waiting)).find((e) => e.event_type === "run_queued")
-    expect(queued.message).toContain("late-worker")
+    expect(queued.message).toContain("w1")
     expect(queued.message).toContain("not connected")
+    // A run for another worker, which never connects.
+    const elsewhere = await runs.create("For another worker", "elsewhere")
     // A run waiting for its worker can be cancelled at once.
-    const doomed = await runs.create("Cancelled while it waits", "late-worker")
+    const doomed = await runs.create("Cancelled while it waits", "w1")
     const cancel = await call(server, "POST", `/api/v1/agent/runs/${doomed}/cancel`, { token: tokens.user })
     expect(cancel.status).toBe(200)
     expect((await runs.run(doomed)).state).toBe("CANCELLED")
@@ -199,7 +206,9 @@ describe("self-hosted workers: running, listing, waiting, cancel, a server resta
       dataDir: w1Data,
       extra: ["--capacity", "2", "--label", "linux", "--display-name", "First worker"]
     })
-    expect(await runs.workers()).toEqual([
+    // Connected: the run that waited for it runs.
+    expect((await until(() => runs.run(waiting), (r) => ENDED.includes(r.state))).state).toBe("SUCCEEDED")
+    expect(await until(() => runs.workers(), (ws) => ws[0]?.active_runs === 0, 5_000)).toEqual([
       expect.objectContaining({ worker_id: "w1", display_name: "First worker", labels: ["linux"], capacity: 2, active_runs: 0 })
     ])
     // Another team does not see it.
@@ -216,7 +225,7 @@ describe("self-hosted workers: running, listing, waiting, cancel, a server resta
     const conversation = await call(server, "GET", `/api/v1/agent/runs/${id}/conversation`, { token: tokens.user })
     expect(JSON.stringify(conversation.body)).toContain("hello from w1")
     // The run waiting for another worker stays QUEUED.
-    expect((await runs.run(waiting)).state).toBe("QUEUED")
+    expect((await runs.run(elsewhere)).state).toBe("QUEUED")
 
     // A run the worker is running is cancelled at once; the worker sees it (its writes and lease
     // renewals are refused) and stops the agent: its sandbox is gone within seconds.
@@ -233,16 +242,9 @@ describe("self-hosted workers: running, listing, waiting, cancel, a server resta
     // Stopped: no longer listed (it says goodbye).
     await kill(worker, "SIGTERM")
     expect(await until(() => runs.workers(), (ws) => ws.length === 0, 5_000)).toEqual([])
-
-    // The late worker connects: the waiting run runs. Killed, it drops off the list once stale (3 heartbeats).
-    const late = await startWorker({ url: proxy.url, token: tokens.worker, workerId: "late-worker", dataDir: tempDir() })
-    expect((await until(() => runs.run(waiting), (r) => ENDED.includes(r.state))).state).toBe("SUCCEEDED")
-    await kill(late, "SIGKILL")
-    expect((await runs.workers()).map((w) => w.worker_id)).toEqual(["late-worker"])
-    expect(await until(() => runs.workers(), (ws) => ws.length === 0, 8_000)).toEqual([])
   }, 60_000)
 
-  it("keeps its run going while the server restarts, and reconnects", async () => {
+  it("keeps its run going while the server restarts, and reconnects; killed, it drops off the list once stale", async () => {
     const worker = await startWorker({ url: proxy.url, token: tokens.worker, workerId: "w2", dataDir: tempDir() })
     const runs = api(() => server, tokens.user)
     const id = await runs.create("Across a restart\n@sleep 3000\n@say still here", "w2")
@@ -258,88 +260,22 @@ describe("self-hosted workers: running, listing, waiting, cancel, a server resta
     expect(types).not.toContain("requeued")
     // Listed again after the restart (heartbeats reach the new server).
     expect((await until(() => runs.workers(), (ws) => ws.length > 0, 5_000)).map((w) => w.worker_id)).toEqual(["w2"])
-    await kill(worker, "SIGTERM")
+    // Killed, it says no goodbye: listed until it is stale (3 heartbeats), then not.
+    await kill(worker, "SIGKILL")
+    expect((await runs.workers()).map((w) => w.worker_id)).toEqual(["w2"])
+    expect(await until(() => runs.workers(), (ws) => ws.length === 0, 8_000)).toEqual([])
   }, 60_000)
 })
 
-describe("self-hosted workers: lost workers and the attempt rule", () => {
-  const adminToken = `ar_${randomBytes(32).toString("base64url")}`
-  const life = lifecycle("sqlite", {
-    AGENT_RUNS_ADMIN_TOKEN: adminToken,
-    AGENT_RUNS_WORKER_HEARTBEAT_SECONDS: "1",
-    AGENT_RUNS_LEASE_SECONDS: "1"
-  })
-  let server: ServerProcess
-  let tokens: Awaited<ReturnType<typeof setUp>>
-
-  beforeAll(async () => {
-    server = await life.start()
-    tokens = await setUp(server, adminToken, "lost")
-  }, 60_000)
-
-  it("requeues the run of a worker killed mid-run, and ends it ERROR after the third attempt", async () => {
-    const runs = api(() => server, tokens.user)
-    const dataDir = tempDir()
-    const id = await runs.create("@sleep 60000", "wk")
-    for (const attempt of [1, 2, 3]) {
-      const worker = await startWorker({ url: server.url, token: tokens.worker, workerId: "wk", dataDir })
-      const run = await until(() => runs.run(id), (r) => r.state === "INPROGRESS" && r.attempt === attempt, 10_000)
-      expect(run).toMatchObject({ state: "INPROGRESS", attempt })
-      await kill(worker, "SIGKILL")
-      if (attempt < 3) {
-        const requeued = await until(() => runs.run(id), (r) => r.state === "QUEUED", 10_000)
-        expect(requeued).toMatchObject({ state: "QUEUED", attempt: attempt + 1 })
-      }
-    }
-    const ended = await until(() => runs.run(id), (r) => ENDED.includes(r.state), 10_000)
-    expect(ended).toMatchObject({ state: "ERROR", attempt: 3, status_message: { error_code: "resource_unavailable" } })
-    const types = (await runs.timeline(id)).map((e) => e.event_type)
-    expect(types.filter((t) => t === "lease_expired")).toHaveLength(3)
-    expect(types.filter((t) => t === "requeued")).toHaveLength(2)
-    // A worker started on that data directory takes back what the killed ones left (their agents).
-    await kill(await startWorker({ url: server.url, token: tokens.worker, workerId: "wk", dataDir }), "SIGTERM")
-  }, 60_000)
-
-  it("does not let a worker that lost its lease run the run a second time", async () => {
-    const runs = api(() => server, tokens.user)
-    const first = await startWorker({ url: server.url, token: tokens.worker, workerId: "wr", dataDir: tempDir() })
-    const id = await runs.create("Once only\n@sleep 1500\n@say finished once", "wr")
-    await until(() => runs.run(id), (r) => r.state === "INPROGRESS", 10_000)
-    // Frozen past its lease: the server requeues the run; another process with the same id takes it.
-    first.child.kill("SIGSTOP")
-    await until(() => runs.run(id), (r) => r.attempt === 2, 10_000)
-    const second = await startWorker({ url: server.url, token: tokens.worker, workerId: "wr", dataDir: tempDir() })
-    const done = await until(() => runs.run(id), (r) => ENDED.includes(r.state), 15_000)
-    // (A claim the frozen worker had waiting on the server may have taken the run once more
-    // before the second worker did, and lost it too: attempt 2 or 3.)
-    expect(done.state).toBe("SUCCEEDED")
-    expect(done.attempt).toBeGreaterThanOrEqual(2)
-    // The first one comes back: its writes are refused, nothing changes.
-    first.child.kill("SIGCONT")
-    await sleep(3_000)
-    expect(await runs.run(id)).toMatchObject({ state: "SUCCEEDED", attempt: done.attempt })
-    const timeline = await runs.timeline(id)
-    const succeeded = timeline.filter((e) => e.event_type === "run_succeeded")
-    expect(succeeded).toHaveLength(1)
-    const firstExecution = timeline.find((e) => e.event_type === "run_in_progress").execution_id
-    expect(succeeded[0].execution_id).not.toBe(firstExecution)
-    expect(timeline.filter((e) => e.event_type === "run_in_progress")).toHaveLength(2)
-    const conversation = await call(server, "GET", `/api/v1/agent/runs/${id}/conversation`, { token: tokens.user })
-    // Said once by the agent (each attempt's user was given the prompt that asks for it).
-    const said = conversation.body.steps.flatMap((s: Json) => s.messages).filter((m: Json) => m.role !== "user")
-    expect(JSON.stringify(said).match(/finished once/g)).toHaveLength(1)
-    await kill(first, "SIGTERM")
-    await kill(second, "SIGTERM")
-  }, 60_000)
-})
-
-describe("self-hosted workers on PostgreSQL: follow-ups, skills, a run requeued while its worker is away", () => {
+describe("self-hosted workers on PostgreSQL: follow-ups, skills, lost workers and the attempt rule", () => {
   const adminToken = `ar_${randomBytes(32).toString("base64url")}`
   const serverRepos = tempDir()
   const life = lifecycle("postgres", {
     AGENT_RUNS_ADMIN_TOKEN: adminToken,
     AGENT_RUNS_WORKER_HEARTBEAT_SECONDS: "1",
-    AGENT_RUNS_LEASE_SECONDS: "2",
+    // Short, for the tests that wait for a lost worker's lease to expire; long enough that a busy
+    // machine does not lose a live worker's lease (renewed every third of it).
+    AGENT_RUNS_LEASE_SECONDS: "3",
     AGENT_RUNS_REPOS_DIR: serverRepos
   })
   const skill = (body: string) => ({ "skills/deploy/SKILL.md": `---\nname: deploy\ndescription: Deploys\n---\n${body}\n` })
@@ -402,16 +338,80 @@ describe("self-hosted workers on PostgreSQL: follow-ups, skills, a run requeued 
     await kill(worker, "SIGTERM")
   }, 60_000)
 
-  it("a run requeued after its worker left says in its timeline that it waits for that worker", async () => {
+  it("loses a worker's run three times (stopped, killed, stopped): requeued each time, saying so while its worker is away; ERROR after the third", async () => {
     const runs = api(() => server, tokens.user)
-    const worker = await startWorker({ url: server.url, token: tokens.worker, workerId: "wq", dataDir: tempDir() })
-    const id = await runs.create("@sleep 60000", "wq")
-    await until(() => runs.run(id), (r) => r.state === "INPROGRESS", 10_000)
-    // A clean stop: it says goodbye at once, and the run comes back when its lease expires.
+    const dataDir = tempDir()
+    const sandboxes = (id: string) => {
+      const dir = join(dataDir, "sandboxes", id)
+      return existsSync(dir) ? readdirSync(dir).length : 0
+    }
+    const id = await runs.create("@sleep 60000", "wk")
+
+    // Attempt 1, a clean stop: the worker says goodbye at once; the run comes back when its lease
+    // expires, and says that it waits for a worker that is not connected.
+    let worker = await startWorker({ url: server.url, token: tokens.worker, workerId: "wk", dataDir })
+    expect(await until(() => runs.run(id), (r) => r.state === "INPROGRESS", 10_000)).toMatchObject({ state: "INPROGRESS", attempt: 1 })
     await kill(worker, "SIGTERM")
     expect(await until(() => runs.run(id), (r) => r.state === "QUEUED", 10_000)).toMatchObject({ state: "QUEUED", attempt: 2 })
     const requeued = (await runs.timeline(id)).find((e) => e.event_type === "requeued")
-    expect(requeued.message).toContain("waiting for self-hosted worker wq")
+    expect(requeued.message).toContain("waiting for self-hosted worker wk")
     expect(requeued.message).toContain("not connected")
+
+    // Attempt 2, killed: its agent and sandbox stay behind; the run comes back when its lease expires.
+    worker = await startWorker({ url: server.url, token: tokens.worker, workerId: "wk", dataDir })
+    expect(await until(() => runs.run(id), (r) => r.state === "INPROGRESS", 10_000)).toMatchObject({ state: "INPROGRESS", attempt: 2 })
+    await kill(worker, "SIGKILL")
+    expect(sandboxes(id)).toBeGreaterThan(0)
+    expect(await until(() => runs.run(id), (r) => r.state === "QUEUED", 10_000)).toMatchObject({ state: "QUEUED", attempt: 3 })
+
+    // Attempt 3: a worker started on that data directory first takes back what the killed one left.
+    worker = await startWorker({ url: server.url, token: tokens.worker, workerId: "wk", dataDir })
+    const released = await until(async () => worker.output(), (o) => o.includes("released 1 sandboxes of an earlier run"), 10_000)
+    expect(released).toContain("released 1 sandboxes of an earlier run")
+    expect(await until(() => runs.run(id), (r) => r.state === "INPROGRESS", 10_000)).toMatchObject({ state: "INPROGRESS", attempt: 3 })
+    await kill(worker, "SIGTERM")
+    const ended = await until(() => runs.run(id), (r) => ENDED.includes(r.state), 10_000)
+    expect(ended).toMatchObject({ state: "ERROR", attempt: 3, status_message: { error_code: "resource_unavailable", retryable: true } })
+    const types = (await runs.timeline(id)).map((e) => e.event_type)
+    expect(types.filter((t) => t === "lease_expired")).toHaveLength(3)
+    expect(types.filter((t) => t === "requeued")).toHaveLength(2)
+    expect(sandboxes(id)).toBe(0)
+  }, 120_000)
+
+  it("does not let a worker that lost its lease run the run a second time", async () => {
+    const runs = api(() => server, tokens.user)
+    const dataDir = tempDir()
+    const sandboxes = (id: string) => {
+      const dir = join(dataDir, "sandboxes", id)
+      return existsSync(dir) ? readdirSync(dir).length : 0
+    }
+    const worker = await startWorker({ url: server.url, token: tokens.worker, workerId: "wr", dataDir })
+    const id = await runs.create("Once only\n@sleep 1500\n@say finished once", "wr")
+    await until(() => runs.run(id), (r) => r.state === "INPROGRESS", 10_000)
+    const firstExecution = (await runs.timeline(id)).find((e) => e.event_type === "run_in_progress").execution_id
+    // Frozen past its lease (its agent goes on and finishes): the server requeues the run.
+    worker.child.kill("SIGSTOP")
+    await until(() => runs.run(id), (r) => r.attempt === 2, 10_000)
+    expect(sandboxes(id)).toBeGreaterThan(0)
+    // Back: the lost execution's writes (its agent's words, its end) are refused and it gives the
+    // run up; the worker claims the run again and runs it to its end. Every sandbox is released.
+    worker.child.kill("SIGCONT")
+    const done = await until(() => runs.run(id), (r) => ENDED.includes(r.state), 15_000)
+    expect(await until(async () => sandboxes(id), (n) => n === 0, 15_000)).toBe(0)
+    // (A claim the frozen worker had waiting on the server may have taken the run once more
+    // while it was frozen, and lost it too: attempt 2 or 3.)
+    expect(done.state).toBe("SUCCEEDED")
+    expect(done.attempt).toBeGreaterThanOrEqual(2)
+    expect(await runs.run(id)).toMatchObject({ state: "SUCCEEDED", attempt: done.attempt })
+    const timeline = await runs.timeline(id)
+    const succeeded = timeline.filter((e) => e.event_type === "run_succeeded")
+    expect(succeeded).toHaveLength(1)
+    expect(succeeded[0].execution_id).not.toBe(firstExecution)
+    expect(timeline.filter((e) => e.event_type === "run_in_progress")).toHaveLength(2)
+    const conversation = await call(server, "GET", `/api/v1/agent/runs/${id}/conversation`, { token: tokens.user })
+    // Said once by the agent (each attempt's user was given the prompt that asks for it).
+    const said = conversation.body.steps.flatMap((s: Json) => s.messages).filter((m: Json) => m.role !== "user")
+    expect(JSON.stringify(said).match(/finished once/g)).toHaveLength(1)
+    await kill(worker, "SIGTERM")
   }, 60_000)
 })
