@@ -2,7 +2,9 @@
 # The test suite again on Node 24 LTS, after `npm test` ran it on the machine's Node.
 #
 # - Node 24 is the machine's own when `node` is 24; otherwise the npm registry's Node binaries
-#   (`node-<platform>-<arch>@NODE24_VERSION`), unpacked once into a cache directory.
+#   (`node-<platform>-<arch>@NODE24_VERSION`), unpacked once into a shared directory: the process
+#   executor's sandbox users run the agents with this Node, so it must not sit under a private home
+#   (/usr/local/lib/agent-runs-ci as root, the cache directory otherwise; NODE24_HOME overrides).
 # - The one native module the suite loads through Node's ABI, better-sqlite3, is rebuilt for Node 24
 #   from source (once per version pair: the build is cached beside that Node) and put back as it
 #   was when the run ends, so the tree still works on the machine's Node.
@@ -19,13 +21,15 @@ if [ "$(node -p 'process.versions.node.split(".")[0]')" = 24 ]; then
   exec node node_modules/vitest/vitest.mjs run "$@"
 fi
 
-NODE24_HOME="$CACHE/node-v$NODE24_VERSION"
+if [ "$(id -u)" = 0 ]; then shared=/usr/local/lib/agent-runs-ci; else shared="$CACHE"; fi
+NODE24_HOME="${NODE24_HOME:-$shared/node-v$NODE24_VERSION}"
 if [ ! -x "$NODE24_HOME/bin/node" ]; then
   package="node-$(node -p 'process.platform')-$(node -p 'process.arch')@$NODE24_VERSION"
   echo "== installing $package from the npm registry"
   unpack="$(mktemp -d)"
   (cd "$unpack" && npm pack "$package" --silent > /dev/null && tar xzf ./*.tgz)
-  mkdir -p "$CACHE"
+  mkdir -p "$(dirname "$NODE24_HOME")"
+  chmod a+rx "$unpack/package"
   rm -rf "$NODE24_HOME"
   mv "$unpack/package" "$NODE24_HOME"
   rm -rf "$unpack"
