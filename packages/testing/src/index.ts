@@ -25,3 +25,7 @@ export {
   completeLogin,
   startOidcProvider
 } from "./OidcProvider.js"
+export { type FakeGitHub, type GitHubApp, startFakeGitHub } from "./github/FakeGitHub.js"
+export type { ApiRequest } from "./github/GitHubApi.js"
+export type { GitRequest, GitService } from "./github/GitHttpBackend.js"
+export type { Grant, Permission, PullRequest, Repository } from "./github/GitHubState.js"
