@@ -40,14 +40,14 @@ const api = (path: string, token: string, init: RequestInit = {}) =>
   fetch(`${host.apiUrl}${path}`, { ...init, headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json", ...init.headers } })
 
 describe("the GitHub double", () => {
-  it("git: a token clones what it reaches, pushes only with write; 401 without a credential, 403 elsewhere", async () => {
+  it("git: a token clones what it reaches, pushes only with write; 401 without a credential, 404 for what it cannot see", async () => {
     const reader = host.addToken({ repositories: ["acme/app"], permission: "read" })
     const writer = host.addToken({ repositories: ["acme/app"], permission: "write" })
     expect(await failure(git(work, undefined, "clone", "--quiet", `${host.url}/acme/app.git`, "anon"))).toMatch(/Authentication failed|could not read Username/)
     // A refused header makes git ask for a user name, which nobody answers here.
     expect(await failure(git(work, "nope", "clone", "--quiet", `${host.url}/acme/app.git`, "wrong"))).toMatch(/Authentication failed|could not read Username/)
     expect(host.gitRequests.filter((r) => r.status === 401).map((r) => r.token)).toEqual([undefined, "nope"])
-    expect(await failure(git(work, reader, "clone", "--quiet", `${host.url}/acme/other.git`, "other"))).toContain("403")
+    expect(await failure(git(work, reader, "clone", "--quiet", `${host.url}/acme/other.git`, "other"))).toContain("404")
     await git(work, reader, "clone", "--quiet", "--depth", "1", `${host.url}/acme/app.git`, "app")
     const dir = join(work, "app")
     writeFileSync(join(dir, "new.txt"), "new\n")

@@ -7,7 +7,8 @@
  * Credentials: personal access tokens (`addToken`) and GitHub Apps (`addApp`: a real RSA key pair;
  * the service signs JWTs with the private key, the double checks them with the public one and
  * mints installation tokens). Both reach every repository or the ones named, read or write. Git
- * answers 401 for a missing or unknown token, 403 for a repository or a push the token may not.
+ * answers 401 for a missing or unknown token, 404 for a repository the token cannot see and 403
+ * for a push it may not make.
  */
 import { generateKeyPairSync } from "node:crypto"
 import { once } from "node:events"
@@ -60,7 +61,7 @@ export const startFakeGitHub = async (): Promise<FakeGitHub> => {
     authorize: ({ owner, repo, service, token }) => {
       const grant = state.grantOf(token, Date.now())
       if (grant === undefined) return "unauthorized"
-      if (!state.reaches(grant, owner, repo)) return "forbidden"
+      if (!state.reaches(grant, owner, repo)) return "not_found"
       return service === "git-receive-pack" && grant.permission !== "write" ? "forbidden" : "ok"
     }
   }, (request) => gitRequests.push(request))

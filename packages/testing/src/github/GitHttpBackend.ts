@@ -8,7 +8,8 @@
  * - `authorize` sees the request's credential (HTTP Basic, any user name and the token as
  *   password, as GitHub takes `x-access-token:<token>`; or `Bearer <token>`) and answers `ok`,
  *   `unauthorized` (401 with a Basic challenge, as hosts answer a missing or wrong credential) or
- *   `forbidden` (403: known, but not allowed this repository or this service).
+ *   `forbidden` (403: known, but not allowed this service: a push with a read-only token) or
+ *   `not_found` (404: a repository the credential cannot see, as GitHub hides private ones).
  * - Pushes are enabled (the backend runs with `REMOTE_USER` set); the protocol version the client
  *   asks for (`Git-Protocol`) and a gzip'd request body pass through.
  * - Every request is recorded, with the bytes answered, so a test can count what a client asked
@@ -31,7 +32,7 @@ export interface GitRequest {
   readonly bytesSent: number
 }
 
-export type GitAccess = "ok" | "unauthorized" | "forbidden"
+export type GitAccess = "ok" | "unauthorized" | "forbidden" | "not_found"
 
 export interface GitHttpBackendOptions {
   readonly root: string
@@ -73,9 +74,11 @@ export const gitHttpBackend = (options: GitHttpBackendOptions, record: (request:
   const done = (status: number, bytesSent: number) =>
     record({ owner: asked.owner, repo: asked.repo, service: asked.service, phase: asked.phase, token, status, bytesSent })
   if (access !== "ok") {
-    const status = access === "unauthorized" ? 401 : 403
+    const status = access === "unauthorized" ? 401 : access === "forbidden" ? 403 : 404
     if (status === 401) res.setHeader("WWW-Authenticate", "Basic realm=\"git\"")
-    res.writeHead(status, { "Content-Type": "text/plain" }).end(status === 401 ? "Authentication failed\n" : "Permission denied\n")
+    res.writeHead(status, { "Content-Type": "text/plain" }).end(
+      status === 401 ? "Authentication failed\n" : status === 403 ? `Permission to ${asked.owner}/${asked.repo}.git denied\n` : "Repository not found.\n"
+    )
     req.resume()
     done(status, 0)
     return true

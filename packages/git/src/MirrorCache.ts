@@ -1,0 +1,123 @@
+/**
+ * A cache of remote repositories, one bare mirror per team and remote URL, kept with `git fetch`:
+ * the first run of a repository downloads it once; every later one asks the host only for what
+ * changed since, and sandboxes clone from the mirror on the local disk.
+ *
+ * Decisions:
+ * - Per team: `<root>/<team>/<sha256(url), 24 hex>.git`. Teams never share a mirror (one team's
+ *   credential never serves another's clone, and a team's objects stay its own), and the name
+ *   holds nothing of the URL a path could be made from.
+ * - Branches and tags only (`+refs/heads/*`, `+refs/tags/*`, pruned): not a host's pull request
+ *   refs, which can outnumber the branches a hundredfold.
+ * - A new mirror is a bare clone (HEAD names the host's default branch of that day) made in a
+ *   temporary directory and renamed into place when it succeeded: a half-made mirror is never
+ *   used, and a failed download leaves nothing behind.
+ * - One fetch per mirror at a time: a caller that arrives while a fetch runs waits for it and
+ *   uses its result (so 50 runs starting together fetch once). The fetch runs on its own fiber:
+ *   a caller that gives up does not stop it for the others. A mirror fetched within `freshForMs`
+ *   (default 0: always fetch) is used as it is.
+ * - The mirror's configuration names the URL only: the credential goes to each fetch alone.
+ */
+import type { Redacted } from "effect"
+import { Clock, Effect, Fiber, Option } from "effect"
+import { createHash } from "node:crypto"
+import { mkdir, rename, rm, stat } from "node:fs/promises"
+import { dirname, join } from "node:path"
+import { runGit } from "./GitCommand.js"
+import { describeFailure, hostStatus } from "./HostAnswer.js"
+import { GitError } from "./GitError.js"
+
+/** A repository on a Git host, and the token to read it with. */
+export interface Remote {
+  /** `https://github.com/acme/app.git`, say: no credential in it. */
+  readonly url: string
+  /** How the repository is named in messages (`acme/app`). */
+  readonly name: string
+  readonly token?: Redacted.Redacted<string> | undefined
+}
+
+export interface MirrorCacheOptions {
+  readonly root: string
+  /** The longest a fetch (or a first download) may take; default 10 minutes. */
+  readonly timeoutMs?: number
+  /** A mirror fetched this recently is used without fetching; default 0. */
+  readonly freshForMs?: number
+}
+
+export interface MirrorCache {
+  /** The team's up-to-date mirror of `remote`: its directory. */
+  readonly refresh: (team: string, remote: Remote) => Effect.Effect<string, GitError>
+  /** Where the team's mirror of `url` is (or would be). */
+  readonly pathOf: (team: string, url: string) => string
+}
+
+/** A file-system step, its failure a GitError naming it. */
+const io = (what: string, f: () => Promise<unknown>) =>
+  Effect.tryPromise({ try: f, catch: (e) => new GitError({ message: `${what}: ${(e as Error).message}`, status: undefined, result: undefined }) })
+
+const teamPattern = /^[A-Za-z0-9_-]{1,64}$/
+
+export const make = (options: MirrorCacheOptions): MirrorCache => {
+  const timeoutMs = options.timeoutMs ?? 10 * 60_000
+  const freshForMs = options.freshForMs ?? 0
+  const running = new Map<string, Fiber.RuntimeFiber<string, GitError>>()
+  const fetchedAt = new Map<string, number>()
+
+  const pathOf = (team: string, url: string) => {
+    if (!teamPattern.test(team)) throw new Error(`not a team uid: ${JSON.stringify(team)}`)
+    return join(options.root, team, `${createHash("sha256").update(url).digest("hex").slice(0, 24)}.git`)
+  }
+
+  const git = (remote: Remote, what: string, args: ReadonlyArray<string>, cwd: string) =>
+    runGit(args, { cwd, timeoutMs, token: remote.token }).pipe(
+      Effect.flatMap((result) =>
+        result.code === 0 ? Effect.succeed(result) : Effect.fail(new GitError({ message: describeFailure(what, result, timeoutMs), status: hostStatus(result.stderr), result }))
+      )
+    )
+
+  const fetchInto = (dir: string, remote: Remote, what: string) =>
+    git(remote, what, ["fetch", "--quiet", "--prune", "--no-write-fetch-head", "origin"], dir)
+
+  const create = (dir: string, remote: Remote) =>
+    Effect.gen(function*() {
+      const made = `${dir}.tmp-${process.pid}-${Date.now()}`
+      const steps = Effect.gen(function*() {
+        // A bare clone: the branches, the tags, and HEAD naming the host's default branch.
+        yield* git(remote, `downloading ${remote.name}`, ["clone", "--quiet", "--bare", "--", remote.url, made], dirname(made))
+        yield* git(remote, "making the mirror", ["config", "--add", "remote.origin.fetch", "+refs/heads/*:refs/heads/*"], made)
+        yield* git(remote, "making the mirror", ["config", "--add", "remote.origin.fetch", "+refs/tags/*:refs/tags/*"], made)
+        yield* io("putting the mirror in place", () => rename(made, dir))
+      })
+      yield* steps.pipe(Effect.onError(() => Effect.promise(() => rm(made, { recursive: true, force: true }))))
+    })
+
+  const exists = (dir: string) => Effect.promise(() => stat(dir).then((s) => s.isDirectory(), () => false))
+
+  const update = (dir: string, remote: Remote) =>
+    Effect.gen(function*() {
+      yield* io("making the team's mirror directory", () => mkdir(dirname(dir), { recursive: true, mode: 0o700 }))
+      if (yield* exists(dir)) yield* fetchInto(dir, remote, `fetching ${remote.name}`)
+      else yield* create(dir, remote)
+      fetchedAt.set(dir, yield* Clock.currentTimeMillis)
+      return dir
+    }).pipe(Effect.ensuring(Effect.sync(() => running.delete(dir))))
+
+  const refresh = (team: string, remote: Remote): Effect.Effect<string, GitError> =>
+    Effect.gen(function*() {
+      const dir = yield* Effect.try({
+        try: () => pathOf(team, remote.url),
+        catch: (e) => new GitError({ message: (e as Error).message, status: undefined, result: undefined })
+      })
+      const now = yield* Clock.currentTimeMillis
+      const last = Option.fromNullable(fetchedAt.get(dir))
+      if (freshForMs > 0 && Option.isSome(last) && now - last.value < freshForMs && (yield* exists(dir))) return dir
+      let fiber = running.get(dir)
+      if (fiber === undefined) {
+        fiber = yield* Effect.forkDaemon(update(dir, remote))
+        running.set(dir, fiber)
+      }
+      return yield* Fiber.join(fiber)
+    })
+
+  return { refresh, pathOf }
+}

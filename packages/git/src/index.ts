@@ -1,0 +1,7 @@
+export { type CheckoutOptions, checkout } from "./Checkout.js"
+export { credentialEnv } from "./Credential.js"
+export { type GitOptions, type GitResult, runGit } from "./GitCommand.js"
+export { GitError } from "./GitError.js"
+export { describeFailure, hostStatus, type HostStatus } from "./HostAnswer.js"
+export * as MirrorCache from "./MirrorCache.js"
+export type { Remote } from "./MirrorCache.js"
