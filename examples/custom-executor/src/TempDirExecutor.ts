@@ -243,8 +243,9 @@ export const make = (options: TempDirExecutorOptions) =>
             if (![spec.team_uid, owner, repo].every(isSegment)) return yield* setupFailed(`repository ${name} is not a valid owner/repo`)
             const source = join(options.reposDir, spec.team_uid, owner, repo)
             if (!(yield* exists(source))) return yield* setupFailed(`repository ${name} not found`)
+            // --no-hardlinks: a clone that shares the source's object files lets the agent rewrite them.
             const clone = yield* runToEnd(
-              ["git", "-c", `safe.directory=${source}`, "clone", "--quiet", "--", source, repo],
+              ["git", "-c", `safe.directory=${source}`, "clone", "--quiet", "--no-hardlinks", "--", source, repo],
               workdir,
               { ...baseEnv, GIT_TERMINAL_PROMPT: "0" }
             )

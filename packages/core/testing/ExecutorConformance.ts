@@ -15,7 +15,7 @@
 import { beforeAll, expect, layer } from "@effect/vitest"
 import { Context, Deferred, Effect, Layer, Stream } from "effect"
 import { execFileSync } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type ExecutionId, formatUuidV7, type RunId, type TeamUid } from "../src/domain/Ids.js"
@@ -172,6 +172,28 @@ export const executorConformance = <E>(name: string, options: ExecutorConformanc
           tools: TEST_REPOSITORIES["acme/tools"]["TOOLS.md"],
           git: true
         })
+      }))
+
+    it.scoped("an agent that rewrites every object file of its clones leaves the repositories they came from as they were", () =>
+      Effect.gen(function*() {
+        const sources = [join(options.reposDir, TEST_TEAM, "acme", "widgets", ".git", "objects"), join(options.reposDir, TEST_TEAM, "acme", "tools", "objects")]
+        const snapshot = () =>
+          sources.flatMap((dir) =>
+            readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile())
+              .map((e) => `${join(e.parentPath, e.name)} ${readFileSync(join(e.parentPath, e.name)).toString("base64")}`)
+          ).sort()
+        const before = snapshot()
+        const sandbox = yield* prepared(sandboxSpec({ repos: [{ owner: "acme", repo: "widgets" }, { owner: "acme", repo: "tools" }] }))
+        const rewritten = yield* nodeValue(sandbox, `const fs = require("fs"); let n = 0
+          const walk = (dir) => { for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+            const path = dir + "/" + e.name
+            if (e.isDirectory()) walk(path)
+            else { fs.chmodSync(path, 0o644); fs.writeFileSync(path, "tampered"); n++ }
+          } }
+          walk("widgets/.git/objects"); walk("tools/.git/objects")
+          console.log(JSON.stringify(n))`)
+        expect(rewritten).toBeGreaterThan(0)
+        expect(snapshot()).toEqual(before)
       }))
 
     it.scoped("attachments are written into <workdir>/attachments and listed with their paths", () =>

@@ -15,10 +15,10 @@
  * the work directory, owned by that user, on a host mount that is `nosuid,nodev` (made so here and
  * checked from inside the container).
  */
-import { execFile } from "node:child_process"
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
 import type { Duplex } from "node:stream"
+import { checkout } from "@agent-runs/git"
 import type { ExecutionId, RunId } from "@agent-runs/core/domain/Ids"
 import type { AgentProcess, Sandbox, SandboxAttachment, SandboxSpec } from "@agent-runs/core/ports/Executor"
 import { Executor, ExecutorError, SetupFailed } from "@agent-runs/core/ports/Executor"
@@ -73,6 +73,8 @@ const controlDir = ".agent-runs"
 /** `$0` of the agent wrapper: how a leftover container's running agent is recognised. */
 const agentMarker = "agent-runs-agent"
 const defaultPidsLimit = 4096
+/** The longest one repository's clone may take (as the process executor's setup time limit). */
+const cloneTimeoutMs = 10 * 60_000
 /** `nobody`: owns nothing on the host. */
 export const defaultUser = { uid: 65534, gid: 65534 } as const
 const defaultTmpBytes = 1024 ** 3
@@ -373,16 +375,6 @@ export const make = (config: DockerExecutorConfig) =>
       }
     }
 
-    const gitClone = (source: string, target: string) =>
-      Effect.async<{ readonly ok: boolean; readonly output: string }>((resume) => {
-        execFile(
-          "git",
-          ["clone", "--quiet", "--", source, target],
-          { env: { ...process.env, GIT_TERMINAL_PROMPT: "0" }, maxBuffer: 16 * 1024 * 1024 },
-          (error, stdout, stderr) => resume(Effect.succeed({ ok: error === null, output: `${stdout}${stderr}`.trim() }))
-        )
-      })
-
     const prepare = Effect.fn("DockerExecutor.prepare")(function*(spec: SandboxSpec) {
       if (!isSafeSegment(spec.run_id) || !isSafeSegment(spec.execution_id)) {
         return yield* new ExecutorError({ message: `run and execution ids must be plain names: ${spec.run_id}/${spec.execution_id}` })
@@ -494,8 +486,8 @@ export const make = (config: DockerExecutorConfig) =>
             const source = Path.join(reposDir, spec.team_uid, owner, repo)
             const exists = yield* Effect.promise(() => Fs.stat(source).then((stat) => stat.isDirectory(), () => false))
             if (!exists) return `repository ${owner}/${repo} not found`
-            const cloned = yield* gitClone(source, Path.join(workdir, repo))
-            if (!cloned.ok) return `cloning repository ${owner}/${repo} failed: ${cloned.output}`
+            const cloned = yield* Effect.either(checkout(source, Path.join(workdir, repo), { name: `${owner}/${repo}`, timeoutMs: cloneTimeoutMs }))
+            if (cloned._tag === "Left") return cloned.left.message
           }
           const attachmentsDir = Path.join(workdir, "attachments")
           yield* Effect.promise(() => Fs.mkdir(attachmentsDir, { recursive: true }))

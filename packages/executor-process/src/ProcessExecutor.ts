@@ -44,6 +44,7 @@ import { pullStream, runToCompletion, signalGroup, spawnProcess } from "./intern
 import type { Completion, Spawned } from "./internal/child.js"
 import { formatMarker, MARKER_SUFFIX, parseMarker } from "./internal/marker.js"
 import type { Marker } from "./internal/marker.js"
+import { checkout } from "@agent-runs/git"
 import { attachmentNameProblem, isIdSegment, repositoryDir } from "./internal/names.js"
 import { killProcess, processesIn, within } from "./internal/proc.js"
 import { allocateUid, chownTree, killUser, userOf } from "./internal/users.js"
@@ -479,15 +480,9 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
           const source = found.dir
           const exists = yield* Effect.promise(() => stat(source).then((s) => s.isDirectory(), () => false))
           if (!exists) return yield* setupFailed(`repository ${name} not found`)
-          const completion = yield* run(
-            "git",
-            ["-c", `safe.directory=${source}`, "clone", "--quiet", "--", source, join(place.workdir, repository.repo)],
-            { ...baseEnv, GIT_TERMINAL_PROMPT: "0" }
+          yield* checkout(source, join(place.workdir, repository.repo), { name, timeoutMs: Math.max(1, deadline - Date.now()) }).pipe(
+            Effect.mapError((e) => setupFailed(e.message))
           )
-          if (completion._tag === "TimedOut") return yield* timedOut(`cloning repository ${name}`, completion)
-          if (completion.code !== 0) {
-            return yield* setupFailed(withOutput(`could not clone repository ${name} (git exited with ${completion.code})`, completion.output))
-          }
         }
 
         if (spec.attachments.length > 0) {
