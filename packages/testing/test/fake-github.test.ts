@@ -47,7 +47,7 @@ describe("the GitHub double", () => {
     // A refused header makes git ask for a user name, which nobody answers here.
     expect(await failure(git(work, "nope", "clone", "--quiet", `${host.url}/acme/app.git`, "wrong"))).toMatch(/Authentication failed|could not read Username/)
     expect(host.gitRequests.filter((r) => r.status === 401).map((r) => r.token)).toEqual([undefined, "nope"])
-    expect(await failure(git(work, reader, "clone", "--quiet", `${host.url}/acme/other.git`, "other"))).toContain("404")
+    expect(await failure(git(work, reader, "clone", "--quiet", `${host.url}/acme/other.git`, "other"))).toContain("not found")
     await git(work, reader, "clone", "--quiet", "--depth", "1", `${host.url}/acme/app.git`, "app")
     const dir = join(work, "app")
     writeFileSync(join(dir, "new.txt"), "new\n")

@@ -96,10 +96,12 @@ const notWritable = (grant: Grant & { readonly login: string }) =>
 
 const mintToken = async (ctx: Context, params: ReadonlyArray<string>): Promise<Reply> => {
   const installation = ctx.state.installations.get(Number(params[0]))
-  const jwt = ctx.authorization?.startsWith("Bearer ") === true ? ctx.authorization.slice(7) : undefined
+  const jwt = /^bearer /i.test(ctx.authorization ?? "") ? ctx.authorization!.slice(7) : undefined
   if (installation === undefined || jwt === undefined) return fail(installation === undefined ? 404 : 401, installation === undefined ? "Not Found" : "A JSON web token could not be decoded")
   try {
-    const { payload } = await jwtVerify(jwt, createPublicKey(installation.publicKey), { algorithms: ["RS256"], issuer: String(installation.appId) })
+    const { payload } = await jwtVerify(jwt, createPublicKey(installation.publicKey), { algorithms: ["RS256"] })
+    // `iss` is the App's id, as a number (as Octokit sends it) or a string.
+    if (String(payload.iss as unknown) !== String(installation.appId)) return fail(401, "'Issuer' claim ('iss') must be the App's id")
     if (payload.exp === undefined || payload.iat === undefined || payload.exp - payload.iat > 600) {
       return fail(401, "'Expiration time' claim ('exp') is too far in the future")
     }

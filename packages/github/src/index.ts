@@ -1,0 +1,1 @@
+export * as OctokitHost from "./OctokitHost.js"
