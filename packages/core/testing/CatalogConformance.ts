@@ -15,6 +15,7 @@ import { canSee } from "../src/domain/Access.js"
 import { Automation } from "../src/domain/Automation.js"
 import type { Scope } from "../src/domain/Common.js"
 import { Environment } from "../src/domain/Environment.js"
+import { GitHubConnection } from "../src/domain/GitHub.js"
 import { Principal, Team, TokenRecord } from "../src/domain/Identity.js"
 import type { Role } from "../src/domain/Identity.js"
 import {
@@ -307,6 +308,40 @@ export const catalogConformance = <E>(storage: Layer.Layer<Stores | RawStorage, 
             Option.some(wire(Team, updated))
           )
         }), PROPERTY_RUNS)
+
+      it.effect("a team's GitHub connection: none at first, stored, replaced exactly, removed; an unknown team has none", () =>
+        Effect.gen(function* () {
+          const store = yield* IdentityStore
+          const team = makeTeam(`github ${randomUid()}`)
+          yield* store.createTeam(team)
+          expect(yield* store.getGitHubConnection(team.uid)).toEqual(Option.none())
+          const at = DateTime.unsafeMake(Date.UTC(2026, 10, 29, 12))
+          const byToken = Schema.decodeUnknownSync(GitHubConnection)({
+            base_url: "https://github.com", auth: { type: "token", token_secret: "GH_TOKEN" },
+            connected_by: randomUid(), connected_at: DateTime.formatIso(at), updated_at: DateTime.formatIso(at)
+          })
+          expect(yield* store.setGitHubConnection(team.uid, Option.some(byToken))).toBe(true)
+          expect((yield* store.getGitHubConnection(team.uid)).pipe(Option.map((c) => wire(GitHubConnection, c)))).toEqual(
+            Option.some(wire(GitHubConnection, byToken))
+          )
+          const byApp = Schema.decodeUnknownSync(GitHubConnection)({
+            ...wire(GitHubConnection, byToken) as object,
+            base_url: "https://ghe.example.com", auth: { type: "app", app_id: 12, installation_id: 3456789, private_key_secret: "GH_APP_KEY" }
+          })
+          expect(yield* store.setGitHubConnection(team.uid, Option.some(byApp))).toBe(true)
+          expect((yield* store.getGitHubConnection(team.uid)).pipe(Option.map((c) => wire(GitHubConnection, c)))).toEqual(
+            Option.some(wire(GitHubConnection, byApp))
+          )
+          // The team itself is unchanged by its connection, and the other way round.
+          expect((yield* store.getTeam(team.uid)).pipe(Option.map((t) => wire(Team, t)))).toEqual(Option.some(wire(Team, team)))
+          yield* store.updateTeam(new Team({ ...team, name: `${team.name} renamed` }))
+          expect(Option.isSome(yield* store.getGitHubConnection(team.uid))).toBe(true)
+          expect(yield* store.setGitHubConnection(team.uid, Option.none())).toBe(true)
+          expect(yield* store.getGitHubConnection(team.uid)).toEqual(Option.none())
+          const unknown = newTeamUid()
+          expect(yield* store.setGitHubConnection(unknown, Option.some(byToken))).toBe(false)
+          expect(yield* store.getGitHubConnection(unknown)).toEqual(Option.none())
+        }))
 
       it.effect("lists every team by name (code point order), then uid", () =>
         Effect.gen(function* () {

@@ -6,6 +6,7 @@
  */
 import * as TrustedCodec from "@agent-runs/core/domain/TrustedCodec"
 import type { PrincipalUid, TeamUid, TokenId } from "@agent-runs/core/domain/Ids"
+import { GitHubConnection } from "@agent-runs/core/domain/GitHub"
 import { Principal, type Role, Team, TokenRecord } from "@agent-runs/core/domain/Identity"
 import { IdentityStore, type PrincipalChanges, type PrincipalPage } from "@agent-runs/core/ports/IdentityStore"
 import { SqlClient } from "@effect/sql"
@@ -124,6 +125,29 @@ export const layer = Layer.effect(
         yield* sql`UPDATE teams SET ${sql.update(teamColumns(team))} WHERE uid = ${team.uid}`
       },
       operation("IdentityStore.updateTeam")
+    )
+
+    const GitHubRow = Schema.Struct({ github: Schema.NullOr(JsonColumn) })
+    const getGitHubConnection = Effect.fn("IdentityStore.getGitHubConnection")(
+      function* (uid: TeamUid) {
+        const rows = yield* sql`SELECT github FROM teams WHERE uid = ${uid}`.pipe(Effect.flatMap(decodeRows(GitHubRow)))
+        const stored = rows[0]?.github
+        if (stored === undefined || stored === null) return Option.none()
+        return Option.some(yield* TrustedCodec.decoder(GitHubConnection)(stored))
+      },
+      operation("IdentityStore.getGitHubConnection")
+    )
+
+    const setGitHubConnection = Effect.fn("IdentityStore.setGitHubConnection")(
+      function* (uid: TeamUid, connection: Option.Option<GitHubConnection>) {
+        const value = Option.match(connection, {
+          onNone: () => null,
+          onSome: (c) => json(Schema.encodeSync(GitHubConnection)(c))
+        })
+        const rows = yield* sql`UPDATE teams SET github = ${value} WHERE uid = ${uid} RETURNING uid`
+        return rows.length > 0
+      },
+      operation("IdentityStore.setGitHubConnection")
     )
 
     const createPrincipal = Effect.fn("IdentityStore.createPrincipal")(
@@ -365,6 +389,8 @@ export const layer = Layer.effect(
       getTeam,
       listTeams,
       updateTeam,
+      getGitHubConnection,
+      setGitHubConnection,
       createPrincipal,
       getPrincipal,
       listPrincipals,

@@ -18,6 +18,7 @@ import shapers from "./migrations/0008_shapers.js"
 import auditLog from "./migrations/0009_audit_log.js"
 import identityLifecycle from "./migrations/0010_identity_lifecycle.js"
 import signIn from "./migrations/0011_sign_in.js"
+import github from "./migrations/0012_github.js"
 
 export const loader = Migrator.fromRecord({
   "0001_runs": runs,
@@ -30,7 +31,8 @@ export const loader = Migrator.fromRecord({
   "0008_shapers": shapers,
   "0009_audit_log": auditLog,
   "0010_identity_lifecycle": identityLifecycle,
-  "0011_sign_in": signIn
+  "0011_sign_in": signIn,
+  "0012_github": github
 })
 
 /**

@@ -17,6 +17,7 @@ export interface PrincipalChanges {
 }
 import type { Effect, Option } from "effect"
 import { Context } from "effect"
+import type { GitHubConnection } from "../domain/GitHub.js"
 import type { PrincipalUid, TeamUid, TokenId } from "../domain/Ids.js"
 import type { Principal, Role, Team, TokenRecord } from "../domain/Identity.js"
 import type { StorageError } from "./Storage.js"
@@ -30,6 +31,10 @@ export class IdentityStore extends Context.Tag("@agent-runs/core/IdentityStore")
   readonly listTeams: Effect.Effect<ReadonlyArray<Team>, StorageError>
   /** Replaces a team's settings. */
   readonly updateTeam: (team: Team) => Effect.Effect<void, StorageError>
+  /** A team's GitHub connection; none when it has none (or there is no such team). */
+  readonly getGitHubConnection: (uid: TeamUid) => Effect.Effect<Option.Option<GitHubConnection>, StorageError>
+  /** Sets (some) or removes (none) a team's GitHub connection; false when there is no such team. */
+  readonly setGitHubConnection: (uid: TeamUid, connection: Option.Option<GitHubConnection>) => Effect.Effect<boolean, StorageError>
   /** Creates a principal with its memberships. */
   readonly createPrincipal: (principal: Principal) => Effect.Effect<void, StorageError>
   /** Reads a principal with its memberships. */

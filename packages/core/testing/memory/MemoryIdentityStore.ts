@@ -7,6 +7,7 @@
  */
 import type { Context } from "effect"
 import { DateTime, Effect, Option } from "effect"
+import type { GitHubConnection } from "../../src/domain/GitHub.js"
 import type { PrincipalUid, TeamUid, TokenId } from "../../src/domain/Ids.js"
 import { Principal, type Role, type Team, TokenRecord } from "../../src/domain/Identity.js"
 import { compareCodePoints } from "../../src/domain/RunQuery.js"
@@ -32,6 +33,16 @@ export const makeMemoryIdentityStore = (state: MemoryState): Context.Tag.Service
   const updateTeam = (team: Team) =>
     Effect.sync(() => {
       if (state.teams.has(team.uid)) state.teams.set(team.uid, team)
+    })
+
+  const getGitHubConnection = (uid: TeamUid) => Effect.sync(() => Option.fromNullable(state.gitHubConnections.get(uid)))
+
+  const setGitHubConnection = (uid: TeamUid, connection: Option.Option<GitHubConnection>) =>
+    Effect.sync(() => {
+      if (!state.teams.has(uid)) return false
+      if (Option.isSome(connection)) state.gitHubConnections.set(uid, connection.value)
+      else state.gitHubConnections.delete(uid)
+      return true
     })
 
   const createPrincipal = (principal: Principal) =>
@@ -207,6 +218,8 @@ export const makeMemoryIdentityStore = (state: MemoryState): Context.Tag.Service
     getTeam,
     listTeams,
     updateTeam,
+    getGitHubConnection,
+    setGitHubConnection,
     createPrincipal,
     getPrincipal,
     listPrincipals,

@@ -25,6 +25,7 @@ import type {
   TokenId,
   WebhookUid
 } from "../../src/domain/Ids.js"
+import type { GitHubConnection } from "../../src/domain/GitHub.js"
 import type { Principal, Team, TokenRecord } from "../../src/domain/Identity.js"
 import type { RunState } from "../../src/domain/RunState.js"
 import type { SecretName } from "../../src/domain/Secret.js"
@@ -131,6 +132,7 @@ export interface MemoryState {
   readonly automations: Map<AutomationId, StoredAutomation>
   readonly secrets: Map<TeamUid, Map<SecretName, SealedSecret>>
   readonly teams: Map<TeamUid, Team>
+  readonly gitHubConnections: Map<TeamUid, GitHubConnection>
   readonly principals: Map<PrincipalUid, Principal>
   readonly tokens: Map<TokenId, TokenRecord>
   /** Token hash → token id (hashes are unique). */
@@ -162,6 +164,7 @@ export const makeMemoryState = (): MemoryState => ({
   automations: new Map(),
   secrets: new Map(),
   teams: new Map(),
+  gitHubConnections: new Map(),
   principals: new Map(),
   tokens: new Map(),
   tokenHashes: new Map(),
