@@ -12,13 +12,15 @@
  *   reads its value when created and when re-enabled (see Webhooks.ts).
  * - Delete of an absent secret is a 404; delete of a secret that a live webhook of the team
  *   names is a 409 listing those webhooks (delete them, or they would keep authenticating with
- *   the value they read, which is not what deleting a secret promises).
+ *   the value they read, which is not what deleting a secret promises); so is the delete of the
+ *   secret holding the team's GitHub credential (docs/github.md).
  * - A storage failure is a 503 `resource_unavailable` (retryable).
  */
 import { Clock, DateTime, Effect, Option } from "effect"
 import { canManageFactory } from "../domain/Access.js"
 import type { Viewer } from "../domain/Access.js"
 import { Conflict, NotAuthorized, ResourceNotFound } from "../domain/Errors.js"
+import { IdentityStore } from "../ports/IdentityStore.js"
 import { SecretStore } from "../ports/SecretStore.js"
 import { WebhookStore } from "../ports/WebhookStore.js"
 import { ListSecretsResponse } from "../domain/Secret.js"
@@ -36,6 +38,7 @@ export class Secrets extends Effect.Service<Secrets>()("@agent-runs/core/Secrets
     const audit = yield* Audit
     const store = yield* SecretStore
     const webhooks = yield* WebhookStore
+    const identities = yield* IdentityStore
 
     const requireAdmin = (viewer: Viewer) =>
       canManageFactory(viewer)
@@ -82,6 +85,10 @@ export class Secrets extends Effect.Service<Secrets>()("@agent-runs/core/Secrets
                 users.length === 1 ? "it" : "them"
               } first`
           })
+        }
+        const github = yield* identities.getGitHubConnection(viewer.team_uid)
+        if (Option.exists(github, (c) => (c.auth.type === "token" ? c.auth.token_secret : c.auth.private_key_secret) === name)) {
+          return yield* new Conflict({ message: `secret ${name} holds the credential of the team's GitHub connection; change or disconnect it first` })
         }
         // Gone meanwhile: a 404, and the transaction (with its entry) rolled back.
         const removal = Effect.filterOrFail(store.remove(viewer.team_uid, name), (removed) => removed, () => ResourceNotFound.of("secret", name))

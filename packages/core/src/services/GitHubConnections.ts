@@ -1,0 +1,162 @@
+/**
+ * A team's connection to GitHub (`/agent/github`; docs/github.md): which host, and which team
+ * secrets hold the credential the service uses there to clone, push and open pull requests. Over
+ * IdentityStore (the connection), SecretStore (the credential's values) and the GitHost port.
+ *
+ * Decisions:
+ * - Every member (viewers included) sees whether the team is connected, how (the host, the kind
+ *   of credential, the secrets' names; never a value) and which repositories it reaches; only
+ *   admins connect, change or disconnect it.
+ * - Connecting checks before it stores: each secret named must exist in the team (400 naming
+ *   the field), and the host must accept the credential (an access token minted, one repository
+ *   listed): a refusal is a 400 naming `auth` with the host's answer, a host that cannot be
+ *   reached a 400 naming `base_url`. Replacing a connection keeps `connected_at`.
+ * - `access(team)` is what the rest of the service uses: the connection with a fresh access
+ *   token (an App's installation token minted, or taken from the adapter's cache), or none.
+ * - A storage failure is a 503 `resource_unavailable`; a host failure while listing
+ *   repositories is a 503 too, with the host's answer.
+ */
+import { Clock, DateTime, Effect, Option } from "effect"
+import type { Redacted } from "effect"
+import { canManageFactory } from "../domain/Access.js"
+import type { Viewer } from "../domain/Access.js"
+import { InvalidRequest, NotAuthorized, ResourceNotFound, ResourceUnavailable } from "../domain/Errors.js"
+import {
+  apiUrlOf,
+  type ConnectGitHubRequest,
+  type GitHubAuth,
+  type GitHubConnection,
+  GitHubConnectionResponse,
+  MAX_LISTED_REPOSITORIES,
+  ReachableRepositoriesResponse
+} from "../domain/GitHub.js"
+import type { TeamUid } from "../domain/Ids.js"
+import { GitHost, type GitHostCredential, GitHostError } from "../ports/GitHost.js"
+import { IdentityStore } from "../ports/IdentityStore.js"
+import { SecretStore } from "../ports/SecretStore.js"
+import { storageUnavailable } from "../internal/Services.js"
+import { Audit } from "./Audit.js"
+
+/** A connected team's way in: its connection, the API's URL and an access token. */
+export interface GitHubAccess {
+  readonly connection: GitHubConnection
+  readonly apiUrl: string
+  readonly token: Redacted.Redacted<string>
+}
+
+const resource = { type: "github_connection", id: "github" }
+
+/** The secret a credential names, as `[field, name]`. */
+const secretOf = (auth: GitHubAuth) =>
+  auth.type === "token" ? ["auth.token_secret", auth.token_secret] as const : ["auth.private_key_secret", auth.private_key_secret] as const
+
+export class GitHubConnections extends Effect.Service<GitHubConnections>()("@agent-runs/core/GitHubConnections", {
+  dependencies: [Audit.Default],
+  effect: Effect.gen(function* () {
+    const audit = yield* Audit
+    const identities = yield* IdentityStore
+    const secrets = yield* SecretStore
+
+    const requireAdmin = (viewer: Viewer) =>
+      canManageFactory(viewer) ? Effect.void : Effect.fail(new NotAuthorized({ message: "only team admins can connect the team to GitHub" }))
+
+    /** The credential with its secret read; none when the secret is gone. */
+    const credentialOf = (team: TeamUid, auth: GitHubAuth) =>
+      Effect.map(secrets.get(team, secretOf(auth)[1]), Option.map((value): GitHostCredential =>
+        auth.type === "token"
+          ? { type: "token", token: value }
+          : { type: "app", app_id: auth.app_id, installation_id: auth.installation_id, private_key: value }))
+
+    /** The team's connection with an access token, or none when the team has no connection. */
+    const access = (team: TeamUid) =>
+      Effect.gen(function* () {
+        const stored = yield* identities.getGitHubConnection(team)
+        if (Option.isNone(stored)) return Option.none<GitHubAccess>()
+        const connection = stored.value
+        const credential = yield* credentialOf(team, connection.auth)
+        if (Option.isNone(credential)) {
+          return yield* new GitHostError({ message: `the team secret ${secretOf(connection.auth)[1]} of the GitHub connection is gone`, status: undefined })
+        }
+        const apiUrl = apiUrlOf(connection.base_url)
+        const token = yield* Effect.flatMap(GitHost, (host) => host.accessToken(apiUrl, credential.value))
+        return Option.some<GitHubAccess>({ connection, apiUrl, token })
+      })
+
+    const get = Effect.fn("GitHubConnections.get")(
+      function* (viewer: Viewer) {
+        const connection = yield* identities.getGitHubConnection(viewer.team_uid)
+        return new GitHubConnectionResponse({ connected: Option.isSome(connection), connection: Option.getOrNull(connection) })
+      },
+      storageUnavailable
+    )
+
+    /** The host's refusal of a credential being connected, as a 400 naming the field. */
+    const refused = (error: GitHostError) =>
+      error.status === undefined
+        ? InvalidRequest.forField("base_url", error.message)
+        : InvalidRequest.forField("auth", `the host refused the credential: ${error.message}`)
+
+    const connect = Effect.fn("GitHubConnections.connect")(
+      function* (viewer: Viewer, request: ConnectGitHubRequest) {
+        yield* requireAdmin(viewer)
+        const [field, name] = secretOf(request.auth)
+        const credential = yield* credentialOf(viewer.team_uid, request.auth)
+        if (Option.isNone(credential)) return yield* InvalidRequest.forField(field, `the team has no secret named ${name}`)
+        const host = yield* GitHost
+        const apiUrl = apiUrlOf(request.base_url)
+        yield* host.accessToken(apiUrl, credential.value).pipe(
+          Effect.flatMap((token) => host.repositories({ apiUrl, token }, request.auth.type, 1)),
+          Effect.mapError(refused)
+        )
+        const now = DateTime.unsafeMake(yield* Clock.currentTimeMillis)
+        const previous = yield* identities.getGitHubConnection(viewer.team_uid)
+        const connection: GitHubConnection = {
+          base_url: request.base_url,
+          auth: request.auth,
+          connected_by: viewer.principal_uid,
+          connected_at: Option.match(previous, { onNone: () => now, onSome: (p) => p.connected_at }),
+          updated_at: now
+        }
+        yield* audit.recording(viewer, identities.setGitHubConnection(viewer.team_uid, Option.some(connection)), () => ({
+          action: "github.connect",
+          resource
+        }))
+        return new GitHubConnectionResponse({ connected: true, connection })
+      },
+      storageUnavailable,
+      audit.refusals("github.connect", () => resource)
+    )
+
+    const disconnect = Effect.fn("GitHubConnections.disconnect")(
+      function* (viewer: Viewer) {
+        yield* requireAdmin(viewer)
+        if (Option.isNone(yield* identities.getGitHubConnection(viewer.team_uid))) {
+          return yield* new ResourceNotFound({ resource: "github_connection", message: "the team has no GitHub connection" })
+        }
+        yield* audit.recording(viewer, identities.setGitHubConnection(viewer.team_uid, Option.none()), () => ({
+          action: "github.disconnect",
+          resource
+        }))
+      },
+      storageUnavailable,
+      audit.refusals("github.disconnect", () => resource)
+    )
+
+    const repositories = Effect.fn("GitHubConnections.repositories")(
+      function* (viewer: Viewer) {
+        const found = yield* access(viewer.team_uid).pipe(
+          Effect.mapError((e) => e._tag === "GitHostError" ? new ResourceUnavailable({ message: e.message, retryable: e.status === undefined }) : e)
+        )
+        if (Option.isNone(found)) return yield* new ResourceNotFound({ resource: "github_connection", message: "the team has no GitHub connection" })
+        const host = yield* GitHost
+        const listed = yield* host.repositories(found.value, found.value.connection.auth.type, MAX_LISTED_REPOSITORIES).pipe(
+          Effect.mapError((e) => new ResourceUnavailable({ message: e.message, retryable: e.status === undefined }))
+        )
+        return new ReachableRepositoriesResponse(listed)
+      },
+      storageUnavailable
+    )
+
+    return { get, connect, disconnect, repositories, access } as const
+  })
+}) {}
