@@ -25,6 +25,7 @@ import { AuditGroup } from "./api/Audit.js"
 import { AutomationsGroup } from "./api/Automations.js"
 import { ConversationsGroup } from "./api/Conversations.js"
 import { EnvironmentsGroup } from "./api/Environments.js"
+import { GitHubGroup } from "./api/GitHub.js"
 import { HarnessSupportGroup } from "./api/HarnessSupport.js"
 import { IdentityGroup } from "./api/Identity.js"
 import { RunsGroup } from "./api/Runs.js"
@@ -51,6 +52,7 @@ export class Api extends HttpApi.make("AgentRuns")
   .add(WebhooksGroup)
   .add(AutomationsGroup)
   .add(SecretsGroup)
+  .add(GitHubGroup)
   .add(AdminGroup)
   .add(TeamGroup)
   .add(AuditGroup)

@@ -45,6 +45,7 @@ import { AuditLive } from "./handlers/Audit.js"
 import { AutomationsLive } from "./handlers/Automations.js"
 import { ConversationsLive } from "./handlers/Conversations.js"
 import { EnvironmentsLive } from "./handlers/Environments.js"
+import { GitHubLive } from "./handlers/GitHub.js"
 import { HarnessSupportLive, RunAuthenticationLive } from "./handlers/HarnessSupport.js"
 import { IdentityLive } from "./handlers/Identity.js"
 import { TeamLive } from "./handlers/Team.js"
@@ -71,6 +72,7 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
     WebhooksLive,
     AutomationsLive,
     SecretsLive,
+    GitHubLive,
     AdminLive,
     AuditLive,
     IdentityLive,

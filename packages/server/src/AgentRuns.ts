@@ -41,6 +41,7 @@ import {
   Scheduler,
   Schedules,
   Secrets,
+  GitHubConnections,
   SignIn,
   Skills,
   TeamMembers,
@@ -49,6 +50,7 @@ import {
   Workers
 } from "@agent-runs/core"
 import type { AgentHarnesses } from "@agent-runs/core/ports/AgentHarness"
+import { GitHost, noGitHost } from "@agent-runs/core/ports/GitHost"
 import { noRepositories, RepoSource } from "@agent-runs/core/ports/RepoSource"
 import { Downloads, EventStreams, Ingress as HttpIngress, RelyingParty, RunTokens, Server, SignInRoutes } from "@agent-runs/http"
 import type { StorageSql } from "@agent-runs/storage-sql"
@@ -117,6 +119,8 @@ export interface AgentRunsOptions<ES, EB, EX> {
   readonly harnesses?: Layer.Layer<AgentHarnesses> | undefined
   /** The teams' repositories, for skills and for executors to clone (none: no repositories). */
   readonly repos?: Layer.Layer<RepoSource> | undefined
+  /** GitHub's API, for the teams' GitHub connections: `OctokitHost.layer()` (none: no team can connect). */
+  readonly gitHost?: Layer.Layer<GitHost> | undefined
   /** 32 bytes that sign run tokens and download URLs; the same on every replica. */
   readonly secretKey: Redacted.Redacted<Uint8Array> | Uint8Array
   /** Where clients reach the service, with the mount prefix if any: `https://example.com/agents`. */
@@ -179,6 +183,7 @@ const servicesLayer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) =>
       Webhooks.Webhooks.Default,
       Automations.Automations.Default,
       Secrets.Secrets.Default,
+      GitHubConnections.GitHubConnections.Default,
       Skills.Skills.Default,
       Identities.Identities.Default,
       Principals.Principals.Default,
@@ -262,7 +267,8 @@ export const layer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) => {
       Layer.provideMerge(options.blobs),
       // Run tokens: made once, for the services, the HTTP handlers and the dispatcher.
       Layer.provideMerge(RunTokens.layer(secretKey)),
-      Layer.provideMerge(options.repos ?? Layer.succeed(RepoSource, noRepositories))
+      Layer.provideMerge(options.repos ?? Layer.succeed(RepoSource, noRepositories)),
+      Layer.provideMerge(options.gitHost ?? Layer.succeed(GitHost, noGitHost))
     ),
     Downloads.layer({
       secretKey,

@@ -10,6 +10,7 @@
 import { Api } from "@agent-runs/http"
 import { HttpApi } from "@effect/platform"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type FakeGitHub, startFakeGitHub } from "@agent-runs/testing"
 import { type LocalService, startLocalService } from "./support/LocalService.js"
 
 // The document and the answers are arbitrary JSON, read field by field.
@@ -117,8 +118,10 @@ describe("the server against /openapi.json", () => {
   let base: string
   let adminToken: string
   let document: Json
+  let github: FakeGitHub
 
   beforeAll(async () => {
+    github = await startFakeGitHub()
     service = await startLocalService({ name: "openapi", mountAt: "" })
     base = service.base
     adminToken = service.adminToken
@@ -127,6 +130,7 @@ describe("the server against /openapi.json", () => {
 
   afterAll(async () => {
     await service?.close()
+    await github?.close()
   })
 
   /** Every operation of the document: `METHOD /path/{param}`. */
@@ -382,6 +386,11 @@ describe("the server against /openapi.json", () => {
     await as("POST /api/v1/agent/automations/{id}/test-filter", ids, { body: { delivery_id: ids["delivery_id"], ...x } })
     await as("POST /api/v1/agent/automations/{id}/test-filter", ids, { body: { payload: { action: "opened" }, ...x } })
     await as("GET /api/v1/agent/secrets", {})
+    // The team's GitHub connection, on the GitHub double.
+    await as("PUT /api/v1/agent/secrets/{name}", { name: "GH_TOKEN" }, { body: { value: github.addToken({ repositories: "all", permission: "write" }) } })
+    await as("PUT /api/v1/agent/github", {}, { body: { base_url: github.url, auth: { type: "token", token_secret: "GH_TOKEN" }, ...x } })
+    await as("GET /api/v1/agent/github", {})
+    await as("GET /api/v1/agent/github/repositories", {})
     await as("GET /api/v1/agent/audit-log", {}, { query: "?limit=5&outcome=succeeded" })
     await as("GET /api/v1/agent/audit-log/export", {})
     await admin("GET /api/v1/admin/audit-log", {})
@@ -518,6 +527,10 @@ describe("the server against /openapi.json", () => {
     await as("DELETE /api/v1/agent/schedules/{scheduleId}", ids)
     await as("DELETE /api/v1/agent/environments/{uid}", ids)
     await as("DELETE /api/v1/agent/secrets/{name}", ids)
+    // Disconnected, the team has nothing to disconnect or list.
+    await as("DELETE /api/v1/agent/github", {})
+    await as("DELETE /api/v1/agent/github", {})
+    await as("GET /api/v1/agent/github/repositories", {})
 
     expect(problems).toEqual([])
     // OPENAPI_TEST_SUMMARY=1 prints the statuses each operation gave (what this test covers).
@@ -542,6 +555,9 @@ describe("the server against /openapi.json", () => {
       "POST /api/v1/agent/automations 404",
       "GET /api/v1/agent/automations 400",
       "GET /api/v1/agent/secrets 400",
+      "GET /api/v1/agent/github 400",
+      "DELETE /api/v1/agent/github 400",
+      "GET /api/v1/agent/github/repositories 400",
       "GET /api/v1/admin/teams 400",
       "POST /api/v1/admin/principals 404",
       "GET /api/v1/agent/me 400"

@@ -9,6 +9,7 @@ import { HttpServer } from "@effect/platform"
 import { NodeContext, NodeHttpServer } from "@effect/platform-node"
 import { FileBlobStore } from "@agent-runs/blob-store-fs"
 import { DefinitionsApplier, Identities } from "@agent-runs/core"
+import { OctokitHost } from "@agent-runs/github"
 import { LocalRepoSource } from "@agent-runs/executor-process"
 import { Server } from "@agent-runs/http"
 import { Directories } from "@agent-runs/node-fs"
@@ -88,6 +89,8 @@ const agentRunsOptions = (
     harnesses: HarnessesLive,
     // The repositories executors clone, read for skills (services and dispatcher alike).
     repos: LocalRepoSource.layer({ reposDir: config.execution.reposDir }),
+    // GitHub's API, for the teams that connect to github.com or a GitHub Enterprise Server.
+    gitHost: OctokitHost.layer(),
     secretKey,
     publicUrl: config.publicUrl,
     webhookBaseUrl: config.webhookBaseUrl,

@@ -5,6 +5,7 @@
  * with "the host's own page".
  */
 import { FileBlobStore } from "@agent-runs/blob-store-fs"
+import { OctokitHost } from "@agent-runs/github"
 import { ProcessExecutor } from "@agent-runs/executor-process"
 import { SqliteStorage } from "@agent-runs/storage-sqlite"
 import { freePort, mountedApi } from "@agent-runs/testing"
@@ -60,6 +61,7 @@ export const serviceOptions = ({ adminToken, dir, executor = true, publicUrl, se
   ...(executor
     ? { executor: ProcessExecutor.layer({ root: join(dir, "sandboxes"), reposDir: join(dir, "repos"), isolation: undefined }) }
     : {}),
+  gitHost: OctokitHost.layer(),
   secretKey,
   publicUrl,
   adminToken
