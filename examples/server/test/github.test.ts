@@ -6,13 +6,19 @@
  */
 import { type FakeGitHub, startFakeGitHub } from "@agent-runs/testing"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { call, makeTeam, suiteServer } from "./harness.js"
+import { readdirSync, readFileSync } from "node:fs"
+import { join } from "node:path"
+import { call, makeTeam, suiteServer, waitForRun } from "./harness.js"
 
 let host: FakeGitHub
 beforeAll(async () => {
   host = await startFakeGitHub()
   host.createRepository("acme", "app", { "README.md": "hi\n" })
   host.createRepository("acme", "lib", { "x.txt": "x\n" })
+  host.createRepository("acme", "tools", {
+    "TOOLS.md": "tools\n",
+    "skills/review/SKILL.md": "---\nname: review\ndescription: Reviews a change\n---\nRead the diff.\n"
+  })
 })
 afterAll(() => host?.close())
 
@@ -76,4 +82,71 @@ describe("GitHub connection (sqlite)", () => {
     const repositories = await call(server(), "GET", "/api/v1/agent/github/repositories", { token: team.tokens.member })
     expect(repositories.body.repositories).toEqual([{ owner: "acme", repo: "lib", default_branch: "main", can_push: false }])
   })
+})
+
+/** Every file under `dir`, as text. */
+const texts = (dir: string): Array<string> =>
+  readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => readFileSync(join(e.parentPath, e.name), "latin1"))
+
+describe("runs of a team connected to GitHub (sqlite, process executor)", () => {
+  const server = suiteServer("sqlite", {}, { concurrency: 2 })
+
+  it("its environments name the host's repositories; runs clone them through the team's mirror; skills come from them; a revoked token fails the run naming the 401", async () => {
+    const team = await makeTeam(server(), "github runs")
+    const admin = { token: team.tokens.admin }
+    const token = host.addToken({ repositories: ["acme/app", "acme/tools"], permission: "write" })
+    expect((await call(server(), "PUT", "/api/v1/agent/secrets/GH_TOKEN", { ...admin, body: { value: token } })).status).toBe(200)
+    expect((await call(server(), "PUT", "/api/v1/agent/github", { ...admin, body: { base_url: host.url, auth: { type: "token", token_secret: "GH_TOKEN" } } })).status).toBe(200)
+
+    // A repository the credential cannot see is one the team does not have.
+    const hidden = await call(server(), "POST", "/api/v1/agent/environments", {
+      ...admin,
+      body: { config: { name: "hidden", github_repos: [{ owner: "acme", repo: "lib" }] }, team: true }
+    })
+    expect([hidden.status, hidden.body.error]).toEqual([400, "config.github_repos[0]: your team has no repository acme/lib (a team uses only its own repositories)"])
+    const env = await call(server(), "POST", "/api/v1/agent/environments", {
+      ...admin,
+      body: {
+        config: {
+          name: "from github",
+          github_repos: [{ owner: "acme", repo: "app" }, { owner: "acme", repo: "tools" }],
+          setup_commands: [
+            "test \"$(cat app/README.md)\" = hi",
+            "test \"$(git -C app rev-list --count HEAD)\" = 1",
+            `test "$(git -C app remote get-url origin)" = "${host.url}/acme/app.git"`,
+            "test -f tools/TOOLS.md"
+          ]
+        },
+        team: true
+      }
+    })
+    expect(env.status).toBe(201)
+
+    // Skills are read from the host's repositories, through the mirror.
+    const agents = await call(server(), "GET", "/api/v1/agent", admin)
+    expect(agents.status).toBe(200)
+    expect(JSON.stringify(agents.body)).toContain("acme/tools:skills/review/SKILL.md")
+
+    const created = await call(server(), "POST", "/api/v1/agent/runs", { ...admin, body: { prompt: "cloned", config: { environment_id: env.body.uid } } })
+    expect(created.status).toBe(200)
+    const run = await waitForRun(server(), team.tokens.admin, created.body.run_id)
+    expect([run.state, run.status_message?.message]).toEqual(["SUCCEEDED", undefined])
+
+    // The token is in no file of the team's mirrors, nor in the run's transcript or conversation.
+    const mirrors = join(server().dataDir, "mirrors")
+    expect(readdirSync(mirrors)).toEqual([team.uid])
+    expect(texts(mirrors).some((t) => t.includes(token))).toBe(false)
+    const transcript = await fetch(`${server().url}/api/v1/agent/runs/${created.body.run_id}/transcript`, { headers: { authorization: `Bearer ${team.tokens.admin}` } })
+    expect(await transcript.text()).not.toContain(token)
+    const conversation = await call(server(), "GET", `/api/v1/agent/runs/${created.body.run_id}/conversation`, admin)
+    expect(JSON.stringify(conversation.body)).not.toContain(token)
+
+    host.revokeToken(token)
+    const refused = await call(server(), "POST", "/api/v1/agent/runs", { ...admin, body: { prompt: "refused", config: { environment_id: env.body.uid } } })
+    const failed = await waitForRun(server(), team.tokens.admin, refused.body.run_id)
+    expect(failed.state).toBe("FAILED")
+    expect(failed.status_message.error_code).toBe("environment_setup_failed")
+    expect(failed.status_message.message).toMatch(/^fetching acme\/app failed: the host refused the credential \(401\)/)
+    expect(failed.status_message.message).not.toContain(token)
+  }, 90_000)
 })

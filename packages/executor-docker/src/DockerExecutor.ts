@@ -18,7 +18,7 @@
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
 import type { Duplex } from "node:stream"
-import { checkout } from "@agent-runs/git"
+import { cloneRepository, MirrorCache } from "@agent-runs/git"
 import type { ExecutionId, RunId } from "@agent-runs/core/domain/Ids"
 import type { AgentProcess, Sandbox, SandboxAttachment, SandboxSpec } from "@agent-runs/core/ports/Executor"
 import { Executor, ExecutorError, SetupFailed } from "@agent-runs/core/ports/Executor"
@@ -34,6 +34,11 @@ export interface DockerExecutorConfig {
   readonly root: string
   /** Host directory of the git repositories that sandboxes clone: `<reposDir>/<team_uid>/<owner>/<repo>`, the run's team's. */
   readonly reposDir: string
+  /**
+   * Host directory of the teams' mirrors of their Git host's repositories (a team connected to
+   * GitHub); default: `mirrors` beside `root`. Private to the executor.
+   */
+  readonly mirrorsDir?: string | undefined
   /** The image of a sandbox whose environment names none (`docker_image` null). */
   readonly image: string
   /** The containers' network: `none` (default) or the host's. Never a bridge. */
@@ -130,6 +135,7 @@ export const make = (config: DockerExecutorConfig) =>
     const docker = new Docker({ socketPath })
     const root = Path.resolve(config.root)
     const reposDir = Path.resolve(config.reposDir)
+    const mirrors = MirrorCache.make({ root: Path.resolve(config.mirrorsDir ?? Path.join(Path.dirname(root), "mirrors")), timeoutMs: cloneTimeoutMs })
     const user = config.user ?? defaultUser
     const userSpec = `${user.uid}:${user.gid}`
 
@@ -479,14 +485,23 @@ export const make = (config: DockerExecutorConfig) =>
 
         // Host side: the clones and the attachments; what went wrong, if anything.
         const hostSteps = Effect.gen(function*() {
-          for (const { owner, repo } of spec.repos) {
+          for (const { owner, remote, repo } of spec.repos) {
             if (!isSafeSegment(owner) || !isSafeSegment(repo)) return `repository ${owner}/${repo} is not a valid repository name`
             if (!isSafeSegment(spec.team_uid)) return `team ${spec.team_uid} cannot name a directory`
             // The run's team's repository: a team uses only its own.
-            const source = Path.join(reposDir, spec.team_uid, owner, repo)
-            const exists = yield* Effect.promise(() => Fs.stat(source).then((stat) => stat.isDirectory(), () => false))
-            if (!exists) return `repository ${owner}/${repo} not found`
-            const cloned = yield* Effect.either(checkout(source, Path.join(workdir, repo), { name: `${owner}/${repo}`, timeoutMs: cloneTimeoutMs }))
+            const local = Path.join(reposDir, spec.team_uid, owner, repo)
+            if (remote === undefined && !(yield* Effect.promise(() => Fs.stat(local).then((stat) => stat.isDirectory(), () => false)))) {
+              return `repository ${owner}/${repo} not found`
+            }
+            const cloned = yield* Effect.either(cloneRepository({
+              mirrors,
+              team: spec.team_uid,
+              name: `${owner}/${repo}`,
+              remote,
+              local,
+              target: Path.join(workdir, repo),
+              timeoutMs: cloneTimeoutMs
+            }))
             if (cloned._tag === "Left") return cloned.left.message
           }
           const attachmentsDir = Path.join(workdir, "attachments")

@@ -13,11 +13,11 @@
  * - The layer warns once when the directory holds repositories where every team found them before
  *   repositories were per team (`<reposDir>/<owner>/<repo>`): no team sees those any more.
  */
+import { findFiles } from "@agent-runs/git"
 import { RepoSource } from "@agent-runs/core/ports/RepoSource"
-import type { RepoFile, RepoSourceService } from "@agent-runs/core/ports/RepoSource"
+import type { RepoSourceService } from "@agent-runs/core/ports/RepoSource"
 import { RepoSourceError } from "@agent-runs/core/ports/RepoSource"
 import { Effect, Layer, Option } from "effect"
-import { execFile } from "node:child_process"
 import { existsSync, readdirSync, statSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { repositoryDir } from "./internal/names.js"
@@ -29,31 +29,6 @@ export interface LocalRepoSourceOptions {
   readonly maxFiles?: number
   readonly timeoutMs?: number
 }
-
-/** Runs git in `dir`; its stdout as bytes, or the exit code and stderr. */
-const git = (dir: string, args: ReadonlyArray<string>, timeoutMs: number) =>
-  Effect.async<Buffer, { readonly code: number | string | null; readonly stderr: string }>((resume) => {
-    const child = execFile(
-      "git",
-      ["-c", `safe.directory=${dir}`, "-C", dir, ...args],
-      { encoding: "buffer", maxBuffer: 64 * 1024 * 1024, timeout: timeoutMs },
-      (error, stdout, stderr) => {
-        if (error === null) resume(Effect.succeed(stdout))
-        else resume(Effect.fail({ code: (error as { code?: number | string }).code ?? null, stderr: stderr.toString("utf8").trim() }))
-      }
-    )
-    return Effect.sync(() => child.kill("SIGKILL"))
-  })
-
-/** Parses `git ls-tree -r -l -z` output: blobs with their object id, size and path. */
-export const parseLsTree = (output: string): Array<{ readonly object: string; readonly size: number; readonly path: string }> =>
-  output.split("\0").flatMap((entry) => {
-    const tab = entry.indexOf("\t")
-    if (tab < 0) return []
-    const [, type, object, size] = entry.slice(0, tab).split(/\s+/)
-    if (type !== "blob" || object === undefined || size === undefined) return []
-    return [{ object, size: Number(size), path: entry.slice(tab + 1) }]
-  })
 
 /** The service for a repositories directory. */
 export const make = (options: LocalRepoSourceOptions): RepoSourceService => {
@@ -70,35 +45,12 @@ export const make = (options: LocalRepoSourceOptions): RepoSourceService => {
   return {
     has: (team, owner, repo) => Effect.sync(() => directoryOf(team, owner, repo) !== undefined),
     findFiles: (team, owner, repo, fileName) =>
-      Effect.gen(function*() {
+      Effect.suspend(() => {
         const dir = directoryOf(team, owner, repo)
-        if (dir === undefined) return Option.none()
-        const name = `${owner}/${repo}`
-        const failed = (what: string) => (e: { readonly code: number | string | null; readonly stderr: string }) =>
-          new RepoSourceError({ repository: name, message: `${what} failed (git: ${e.code}${e.stderr === "" ? "" : `, ${e.stderr.slice(0, 200)}`})` })
-        const head = yield* git(dir, ["rev-parse", "--verify", "-q", "HEAD^{commit}"], timeoutMs).pipe(
-          Effect.map((out) => out.toString("utf8").trim()),
-          Effect.option
+        if (dir === undefined) return Effect.succeed(Option.none())
+        return findFiles(dir, `${owner}/${repo}`, fileName, { maxFileBytes, maxFiles, timeoutMs }).pipe(
+          Effect.mapError((e) => new RepoSourceError({ repository: `${owner}/${repo}`, message: e.message }))
         )
-        if (Option.isNone(head) || head.value === "") return Option.none()
-        const revision = head.value
-        const listing = yield* git(dir, ["ls-tree", "-r", "-l", "-z", revision], timeoutMs).pipe(
-          Effect.mapError(failed("listing the files"))
-        )
-        const wanted = parseLsTree(listing.toString("utf8"))
-          .filter((e) => e.path === fileName || e.path.endsWith(`/${fileName}`))
-          .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
-          .slice(0, maxFiles)
-        const files: Array<RepoFile> = []
-        for (const entry of wanted) {
-          const content = entry.size > maxFileBytes
-            ? undefined
-            : (yield* git(dir, ["cat-file", "blob", entry.object], timeoutMs).pipe(
-              Effect.mapError(failed(`reading ${entry.path}`))
-            )).toString("utf8")
-          files.push({ path: entry.path, size: entry.size, content })
-        }
-        return Option.some({ revision, files })
       })
   }
 }

@@ -39,12 +39,12 @@ import type { Scope } from "effect"
 import type { FileHandle } from "node:fs/promises"
 import { chmod, mkdir, open, readdir, readFile, rename, rm, rmdir, stat, writeFile } from "node:fs/promises"
 import { randomBytes } from "node:crypto"
-import { join, resolve } from "node:path"
+import { dirname, join, resolve } from "node:path"
 import { pullStream, runToCompletion, signalGroup, spawnProcess } from "./internal/child.js"
 import type { Completion, Spawned } from "./internal/child.js"
 import { formatMarker, MARKER_SUFFIX, parseMarker } from "./internal/marker.js"
 import type { Marker } from "./internal/marker.js"
-import { checkout } from "@agent-runs/git"
+import { cloneRepository, MirrorCache } from "@agent-runs/git"
 import { attachmentNameProblem, isIdSegment, repositoryDir } from "./internal/names.js"
 import { killProcess, processesIn, within } from "./internal/proc.js"
 import { allocateUid, chownTree, killUser, userOf } from "./internal/users.js"
@@ -63,6 +63,11 @@ export interface Config {
   readonly root: string
   /** Where repositories are found, as `<reposDir>/<team_uid>/<owner>/<repo>`. */
   readonly reposDir: string
+  /**
+   * Where the teams' mirrors of their Git host's repositories are kept (a team connected to
+   * GitHub); default: `mirrors` beside `root`. Private to the service.
+   */
+  readonly mirrorsDir?: string | undefined
   /** The base environment of every process; default: `PATH` and `HOME` of the service. */
   readonly env?: Readonly<Record<string, string>>
   /** The time all clones and setup commands of one sandbox may take together; default 10 minutes. */
@@ -173,6 +178,7 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
     const setupTimeoutMs = config.setupTimeoutMs ?? DEFAULT_SETUP_TIMEOUT_MS
     const graceMs = config.terminateGraceMs ?? DEFAULT_TERMINATE_GRACE_MS
     const killTimeoutMs = config.killTimeoutMs ?? DEFAULT_KILL_TIMEOUT_MS
+    const mirrors = MirrorCache.make({ root: resolve(config.mirrorsDir ?? join(dirname(root), "mirrors")), timeoutMs: setupTimeoutMs })
     /** The processes this instance started that have not exited, by work directory. */
     const running = new Map<string, Set<Spawned>>()
     /**
@@ -477,12 +483,19 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
           const name = `${repository.owner}/${repository.repo}`
           if (targets.has(repository.repo)) return yield* setupFailed(`repository ${name}: another repository is cloned into ${repository.repo}/ already`)
           targets.add(repository.repo)
-          const source = found.dir
-          const exists = yield* Effect.promise(() => stat(source).then((s) => s.isDirectory(), () => false))
-          if (!exists) return yield* setupFailed(`repository ${name} not found`)
-          yield* checkout(source, join(place.workdir, repository.repo), { name, timeoutMs: Math.max(1, deadline - Date.now()) }).pipe(
-            Effect.mapError((e) => setupFailed(e.message))
-          )
+          const local = found.dir
+          if (repository.remote === undefined && !(yield* Effect.promise(() => stat(local).then((s) => s.isDirectory(), () => false)))) {
+            return yield* setupFailed(`repository ${name} not found`)
+          }
+          yield* cloneRepository({
+            mirrors,
+            team: spec.team_uid,
+            name,
+            remote: repository.remote,
+            local,
+            target: join(place.workdir, repository.repo),
+            timeoutMs: Math.max(1, deadline - Date.now())
+          }).pipe(Effect.mapError((e) => setupFailed(e.message)))
         }
 
         if (spec.attachments.length > 0) {

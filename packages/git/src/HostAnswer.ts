@@ -35,6 +35,8 @@ export const describeFailure = (what: string, result: GitResult, timeoutMs: numb
   if (result.timedOut) return `${what} did not finish within ${timeoutMs} ms`
   const status = hostStatus(result.stderr)
   const detail = tail(result.stderr)
+  // A refused credential's output is git failing to ask for a user name: nothing to add.
+  if (status === 401) return `${what} failed: ${meaning[status]}`
   if (status !== undefined) return `${what} failed: ${meaning[status]}${detail === "" ? "" : ` (git: ${detail})`}`
   return `${what} failed (git exited with ${result.code})${detail === "" ? "" : `: ${detail}`}`
 }

@@ -17,12 +17,13 @@
  *   a caller that gives up does not stop it for the others. A mirror fetched within `freshForMs`
  *   (default 0: always fetch) is used as it is.
  * - The mirror's configuration names the URL only: the credential goes to each fetch alone.
+ * - One cache per directory in a process (`make` answers the same one again).
  */
 import type { Redacted } from "effect"
 import { Clock, Effect, Fiber, Option } from "effect"
 import { createHash } from "node:crypto"
 import { mkdir, rename, rm, stat } from "node:fs/promises"
-import { dirname, join } from "node:path"
+import { dirname, join, resolve } from "node:path"
 import { runGit } from "./GitCommand.js"
 import { describeFailure, hostStatus } from "./HostAnswer.js"
 import { GitError } from "./GitError.js"
@@ -57,7 +58,23 @@ const io = (what: string, f: () => Promise<unknown>) =>
 
 const teamPattern = /^[A-Za-z0-9_-]{1,64}$/
 
+/** The caches made, by root: one per directory in a process, so every user shares its fetches. */
+const made = new Map<string, MirrorCache>()
+
+/**
+ * The cache of a directory: made once per process and directory (the executors and the skills
+ * reader of one server share it, and so its one-fetch-at-a-time); later options are ignored.
+ */
 export const make = (options: MirrorCacheOptions): MirrorCache => {
+  const key = resolve(options.root)
+  const existing = made.get(key)
+  if (existing !== undefined) return existing
+  const cache = makeUnshared({ ...options, root: key })
+  made.set(key, cache)
+  return cache
+}
+
+const makeUnshared = (options: MirrorCacheOptions): MirrorCache => {
   const timeoutMs = options.timeoutMs ?? 10 * 60_000
   const freshForMs = options.freshForMs ?? 0
   const running = new Map<string, Fiber.RuntimeFiber<string, GitError>>()

@@ -69,7 +69,9 @@ describe("MirrorCache", () => {
   })
 
   it("teams have their own mirrors; a fresh mirror is used as it is", async () => {
-    const cache = MirrorCache.make({ root, freshForMs: 60_000 })
+    // Another directory: one cache per directory in a process (the same root answers the same cache).
+    const cache = MirrorCache.make({ root: join(root, "fresh"), freshForMs: 60_000 })
+    expect(MirrorCache.make({ root })).toBe(MirrorCache.make({ root: `${root}/.` }))
     const a = Either.getOrThrow(await run(cache.refresh("team_b", remote("app"))))
     const b = Either.getOrThrow(await run(cache.refresh("team_c", remote("app"))))
     expect(a).not.toBe(b)

@@ -1,1 +1,2 @@
 export * as OctokitHost from "./OctokitHost.js"
+export * as GitHubRepoSource from "./GitHubRepoSource.js"

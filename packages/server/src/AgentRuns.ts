@@ -51,6 +51,8 @@ import {
 } from "@agent-runs/core"
 import type { AgentHarnesses } from "@agent-runs/core/ports/AgentHarness"
 import { GitHost, noGitHost } from "@agent-runs/core/ports/GitHost"
+import type { IdentityStore } from "@agent-runs/core/ports/IdentityStore"
+import type { SecretStore } from "@agent-runs/core/ports/SecretStore"
 import { noRepositories, RepoSource } from "@agent-runs/core/ports/RepoSource"
 import { Downloads, EventStreams, Ingress as HttpIngress, RelyingParty, RunTokens, Server, SignInRoutes } from "@agent-runs/http"
 import type { StorageSql } from "@agent-runs/storage-sql"
@@ -117,8 +119,12 @@ export interface AgentRunsOptions<ES, EB, EX> {
   readonly executor?: Layer.Layer<Executor.Executor, EX> | undefined
   /** The agent CLIs runs may select with `config.harness.type` (none: only the default agent). */
   readonly harnesses?: Layer.Layer<AgentHarnesses> | undefined
-  /** The teams' repositories, for skills and for executors to clone (none: no repositories). */
-  readonly repos?: Layer.Layer<RepoSource> | undefined
+  /**
+   * The teams' repositories, for skills and environments (none: no repositories): the local
+   * folders (`LocalRepoSource.layer`), or each team's GitHub host or local folders
+   * (`GitHubRepoSource.layer`, which reads the teams' connections from storage).
+   */
+  readonly repos?: Layer.Layer<RepoSource, never, IdentityStore | SecretStore> | undefined
   /** GitHub's API, for the teams' GitHub connections: `OctokitHost.layer()` (none: no team can connect). */
   readonly gitHost?: Layer.Layer<GitHost> | undefined
   /** 32 bytes that sign run tokens and download URLs; the same on every replica. */

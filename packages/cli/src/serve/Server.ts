@@ -9,7 +9,7 @@ import { HttpServer } from "@effect/platform"
 import { NodeContext, NodeHttpServer } from "@effect/platform-node"
 import { FileBlobStore } from "@agent-runs/blob-store-fs"
 import { DefinitionsApplier, Identities } from "@agent-runs/core"
-import { OctokitHost } from "@agent-runs/github"
+import { GitHubRepoSource, OctokitHost } from "@agent-runs/github"
 import { LocalRepoSource } from "@agent-runs/executor-process"
 import { Server } from "@agent-runs/http"
 import { Directories } from "@agent-runs/node-fs"
@@ -23,7 +23,7 @@ import { createServer } from "node:http"
 import { join, relative } from "node:path"
 import * as DefinitionsDirectory from "../DefinitionsDirectory.js"
 import type { ServerConfig } from "./Config.js"
-import { type ExecutionSetup, executorLayer, setUpExecution } from "./Execution.js"
+import { type ExecutionSetup, executorLayer, mirrorsDirOf, setUpExecution } from "./Execution.js"
 import { HarnessesLive } from "./Harnesses.js"
 
 /** Decodes a 32-byte key given as 64 hex characters or base64. */
@@ -87,8 +87,9 @@ const agentRunsOptions = (
     blobs: FileBlobStore.layer({ root: config.blobDir }),
     executor: executorLayer(config, execution),
     harnesses: HarnessesLive,
-    // The repositories executors clone, read for skills (services and dispatcher alike).
-    repos: LocalRepoSource.layer({ reposDir: config.execution.reposDir }),
+    // The repositories executors clone, read for skills (services and dispatcher alike): a team's
+    // GitHub host when it is connected, else the local repositories directory.
+    repos: GitHubRepoSource.layer({ local: LocalRepoSource.layer({ reposDir: config.execution.reposDir }), mirrorsDir: mirrorsDirOf(config) }),
     // GitHub's API, for the teams that connect to github.com or a GitHub Enterprise Server.
     gitHost: OctokitHost.layer(),
     secretKey,

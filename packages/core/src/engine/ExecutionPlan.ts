@@ -12,6 +12,7 @@
 import { Data, Effect, Either, Option, Redacted } from "effect"
 import { authSecretOf, type CliHarnessType, needsAuthSecret, type ReasoningLevel } from "../domain/HarnessSelection.js"
 import { type EnvironmentConfig, harnessCommandOf } from "../domain/Environment.js"
+import { repositoryUrlOf } from "../domain/GitHub.js"
 import type { HistoryMessage, StartMessage } from "../domain/Harness.js"
 import type { ExecutionId, RunId, TeamUid } from "../domain/Ids.js"
 import { resolveMcpServers, secretReferences } from "../domain/McpServers.js"
@@ -40,6 +41,12 @@ export interface ClaimedRun {
   readonly history: ReadonlyArray<HistoryMessage>
   /** Where the run's transcript ends now: this execution's output goes after it. */
   readonly transcript_bytes: number
+  /**
+   * The team's GitHub host, when the team is connected and the environment names repositories:
+   * its base URL and an access token (the repositories are cloned from it), or why it could not
+   * be reached (the setup fails with that). Absent: the team's local repositories.
+   */
+  readonly github?: { readonly base_url: string; readonly token: Redacted.Redacted<string> } | { readonly failure: string } | undefined
 }
 
 /** What an execution runs. */
@@ -159,6 +166,12 @@ const agentOf = (claimed: ClaimedRun, sources: PlanSources): Effect.Effect<Eithe
     return Either.right({ ...agent, auth: Redacted.value(value.right.value) })
   })
 
+/** The sandbox's repositories: from the team's GitHub host when it has one, else its local ones. */
+const repositoriesOf = (repos: ReadonlyArray<{ readonly owner: string; readonly repo: string }>, github: ClaimedRun["github"]): SandboxSpec["repos"] =>
+  github === undefined || "failure" in github
+    ? repos
+    : repos.map(({ owner, repo }) => ({ owner, repo, remote: { url: repositoryUrlOf(github.base_url, owner, repo), token: github.token } }))
+
 /** The plan of a claimed run: resolved once, where the agent runs. */
 export const planOf = (claimed: ClaimedRun, sources: PlanSources): Effect.Effect<ExecutionPlan> =>
   Effect.gen(function*() {
@@ -183,14 +196,16 @@ export const planOf = (claimed: ClaimedRun, sources: PlanSources): Effect.Effect
         execution_id: claimed.execution_id,
         team_uid: claimed.team_uid,
         docker_image: env?.docker_image ?? null,
-        repos: env?.github_repos ?? [],
+        repos: repositoriesOf(env?.github_repos ?? [], claimed.github),
         setup_commands: env?.setup_commands ?? [],
         attachments: claimed.attachments,
         env: env?.env ?? {}
       },
       has_environment: run.environment_id !== null,
       retention_ms: sources.debugWindows ? Math.round((env?.failure_session_retention_minutes ?? 0) * 60_000) : 0,
-      failure: Either.isLeft(inputs) ? inputs.left.message : null,
+      failure: claimed.github !== undefined && "failure" in claimed.github
+        ? `the team's GitHub host: ${claimed.github.failure}`
+        : Either.isLeft(inputs) ? inputs.left.message : null,
       agent: Either.getOrElse(agent, () => ({ type: "oz" as const })),
       unconfigured: Either.isLeft(agent) ? agent.left : null,
       resume_session: run.execution_count > 1 ? run.session_id : null,

@@ -28,6 +28,9 @@ import { IdentityStore } from "../ports/IdentityStore.js"
 import { RunStore } from "../ports/RunStore.js"
 import type { StoredRun } from "../ports/RunStore.js"
 import { RunTokens } from "../ports/RunTokens.js"
+import { GitHost } from "../ports/GitHost.js"
+import { SecretStore } from "../ports/SecretStore.js"
+import { gitHubAccess } from "../internal/GitHubAccess.js"
 import { secretsRefusalOf } from "../domain/RunTokenRole.js"
 import type { StorageError } from "../ports/Storage.js"
 import { WorkerStore } from "../ports/WorkerStore.js"
@@ -51,6 +54,16 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
     const identities = yield* IdentityStore
     const tokens = yield* RunTokens
     const ids = yield* Ids
+    // The team's GitHub host for the repositories of its runs (taken once, as built).
+    const github = gitHubAccess(identities, yield* SecretStore, yield* GitHost)
+    /** A connected team's host for an environment that names repositories (see ClaimedRun.github). */
+    const githubOf = (team: TeamUid, repos: number): Effect.Effect<ClaimedRun["github"], StorageError> =>
+      repos === 0
+        ? Effect.succeed(undefined)
+        : github(team).pipe(
+          Effect.map(Option.match({ onNone: () => undefined, onSome: (a) => ({ base_url: a.connection.base_url, token: a.token }) })),
+          Effect.catchTag("GitHostError", (e) => Effect.succeed({ failure: e.message }))
+        )
     // Worker presence: a run queued again for a worker that is not connected says so.
     const presence = yield* Effect.serviceOption(WorkerStore)
 
@@ -180,7 +193,8 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
           refusal,
           attachments,
           history,
-          transcript_bytes: yield* blobs.size(transcriptKey(runId))
+          transcript_bytes: yield* blobs.size(transcriptKey(runId)),
+          github: yield* githubOf(run.team_uid, Option.match(env, { onNone: () => 0, onSome: (e) => e.item.config.github_repos.length }))
         }
       })
 

@@ -23,6 +23,7 @@
  */
 import type { Effect, Option, Scope, Stream } from "effect"
 import { Context, Data } from "effect"
+import type { Redacted } from "effect"
 import type { ExecutionId, RunId, TeamUid } from "../domain/Ids.js"
 
 /** What a sandbox is made of. */
@@ -33,11 +34,29 @@ export interface SandboxSpec {
   readonly team_uid: TeamUid
   /** The Docker image (the Docker executor's default when null; the process executor ignores it). */
   readonly docker_image: string | null
-  readonly repos: ReadonlyArray<{ readonly owner: string; readonly repo: string }>
+  /**
+   * The repositories to clone into `<workdir>/<repo>`: the team's local ones, or, with `remote`,
+   * the Git host's (a team connected to GitHub), through the executor's mirror cache.
+   */
+  readonly repos: ReadonlyArray<SandboxRepository>
   readonly setup_commands: ReadonlyArray<string>
   readonly attachments: ReadonlyArray<{ readonly name: string; readonly media_type: string; readonly bytes: Uint8Array }>
   /** Environment variables of the setup commands and of every process started in the sandbox. */
   readonly env: Readonly<Record<string, string>>
+}
+
+/** A repository on a Git host: its URL (no credential in it) and the token to read it with. */
+export interface RepoRemote {
+  readonly url: string
+  readonly token: Redacted.Redacted<string>
+}
+
+/** A repository of a sandbox. */
+export interface SandboxRepository {
+  readonly owner: string
+  readonly repo: string
+  /** Where it comes from when not the team's local repositories: a Git host. */
+  readonly remote?: RepoRemote | undefined
 }
 
 /** An attachment as the agent sees it: `path` is where the file is inside the sandbox. */

@@ -17,38 +17,25 @@
  *   repositories is a 503 too, with the host's answer.
  */
 import { Clock, DateTime, Effect, Option } from "effect"
-import type { Redacted } from "effect"
 import { canManageFactory } from "../domain/Access.js"
 import type { Viewer } from "../domain/Access.js"
 import { InvalidRequest, NotAuthorized, ResourceNotFound, ResourceUnavailable } from "../domain/Errors.js"
 import {
   apiUrlOf,
   type ConnectGitHubRequest,
-  type GitHubAuth,
   type GitHubConnection,
   GitHubConnectionResponse,
   MAX_LISTED_REPOSITORIES,
   ReachableRepositoriesResponse
 } from "../domain/GitHub.js"
-import type { TeamUid } from "../domain/Ids.js"
-import { GitHost, type GitHostCredential, GitHostError } from "../ports/GitHost.js"
+import { GitHost, type GitHostError } from "../ports/GitHost.js"
 import { IdentityStore } from "../ports/IdentityStore.js"
 import { SecretStore } from "../ports/SecretStore.js"
 import { storageUnavailable } from "../internal/Services.js"
 import { Audit } from "./Audit.js"
-
-/** A connected team's way in: its connection, the API's URL and an access token. */
-export interface GitHubAccess {
-  readonly connection: GitHubConnection
-  readonly apiUrl: string
-  readonly token: Redacted.Redacted<string>
-}
+import { credentialOf, gitHubAccess, secretOf } from "../internal/GitHubAccess.js"
 
 const resource = { type: "github_connection", id: "github" }
-
-/** The secret a credential names, as `[field, name]`. */
-const secretOf = (auth: GitHubAuth) =>
-  auth.type === "token" ? ["auth.token_secret", auth.token_secret] as const : ["auth.private_key_secret", auth.private_key_secret] as const
 
 export class GitHubConnections extends Effect.Service<GitHubConnections>()("@agent-runs/core/GitHubConnections", {
   dependencies: [Audit.Default],
@@ -56,31 +43,13 @@ export class GitHubConnections extends Effect.Service<GitHubConnections>()("@age
     const audit = yield* Audit
     const identities = yield* IdentityStore
     const secrets = yield* SecretStore
+    // Taken once: the host the service was built with, whichever fiber calls.
+    const host = yield* GitHost
 
     const requireAdmin = (viewer: Viewer) =>
       canManageFactory(viewer) ? Effect.void : Effect.fail(new NotAuthorized({ message: "only team admins can connect the team to GitHub" }))
 
-    /** The credential with its secret read; none when the secret is gone. */
-    const credentialOf = (team: TeamUid, auth: GitHubAuth) =>
-      Effect.map(secrets.get(team, secretOf(auth)[1]), Option.map((value): GitHostCredential =>
-        auth.type === "token"
-          ? { type: "token", token: value }
-          : { type: "app", app_id: auth.app_id, installation_id: auth.installation_id, private_key: value }))
-
-    /** The team's connection with an access token, or none when the team has no connection. */
-    const access = (team: TeamUid) =>
-      Effect.gen(function* () {
-        const stored = yield* identities.getGitHubConnection(team)
-        if (Option.isNone(stored)) return Option.none<GitHubAccess>()
-        const connection = stored.value
-        const credential = yield* credentialOf(team, connection.auth)
-        if (Option.isNone(credential)) {
-          return yield* new GitHostError({ message: `the team secret ${secretOf(connection.auth)[1]} of the GitHub connection is gone`, status: undefined })
-        }
-        const apiUrl = apiUrlOf(connection.base_url)
-        const token = yield* Effect.flatMap(GitHost, (host) => host.accessToken(apiUrl, credential.value))
-        return Option.some<GitHubAccess>({ connection, apiUrl, token })
-      })
+    const access = gitHubAccess(identities, secrets, host)
 
     const get = Effect.fn("GitHubConnections.get")(
       function* (viewer: Viewer) {
@@ -100,9 +69,8 @@ export class GitHubConnections extends Effect.Service<GitHubConnections>()("@age
       function* (viewer: Viewer, request: ConnectGitHubRequest) {
         yield* requireAdmin(viewer)
         const [field, name] = secretOf(request.auth)
-        const credential = yield* credentialOf(viewer.team_uid, request.auth)
+        const credential = yield* credentialOf(secrets, viewer.team_uid, request.auth)
         if (Option.isNone(credential)) return yield* InvalidRequest.forField(field, `the team has no secret named ${name}`)
-        const host = yield* GitHost
         const apiUrl = apiUrlOf(request.base_url)
         yield* host.accessToken(apiUrl, credential.value).pipe(
           Effect.flatMap((token) => host.repositories({ apiUrl, token }, request.auth.type, 1)),
@@ -148,7 +116,6 @@ export class GitHubConnections extends Effect.Service<GitHubConnections>()("@age
           Effect.mapError((e) => e._tag === "GitHostError" ? new ResourceUnavailable({ message: e.message, retryable: e.status === undefined }) : e)
         )
         if (Option.isNone(found)) return yield* new ResourceNotFound({ resource: "github_connection", message: "the team has no GitHub connection" })
-        const host = yield* GitHost
         const listed = yield* host.repositories(found.value, found.value.connection.auth.type, MAX_LISTED_REPOSITORIES).pipe(
           Effect.mapError((e) => new ResourceUnavailable({ message: e.message, retryable: e.status === undefined }))
         )

@@ -36,6 +36,8 @@ export interface FakeGitHub {
   readonly createRepository: (owner: string, repo: string, files: Readonly<Record<string, string>>, defaultBranch?: string) => Repository
   /** A personal access token reaching `grant`'s repositories. */
   readonly addToken: (grant: Grant, token?: string) => string
+  /** Revokes a token: the host refuses it from now on (401). */
+  readonly revokeToken: (token: string) => void
   /** A GitHub App installed with `grant`. */
   readonly addApp: (grant: Grant) => GitHubApp
   /** A branch's commit on the host, if the branch exists. */
@@ -79,6 +81,7 @@ export const startFakeGitHub = async (): Promise<FakeGitHub> => {
     apiUrl: `${url}/api/v3`,
     createRepository: (owner, repo, files, defaultBranch) => state.createRepository(owner, repo, files, defaultBranch),
     addToken: (grant, token) => state.addToken(grant, token),
+    revokeToken: (token) => void state.tokens.delete(token),
     addApp: (grant) => {
       const { privateKey, publicKey } = generateKeyPairSync("rsa", {
         modulusLength: 2048,
