@@ -1,11 +1,13 @@
 /**
  * A sandbox's repository: from the Git host through the team's mirror (shallow, `origin` the
- * host's URL), or from a local repository (its whole history). The one step both executors take
- * for each repository of a sandbox.
+ * host's URL; the run's own branch when the host has it, else the default branch), or from a
+ * local repository (its whole history). The one step both executors take for each repository of
+ * a sandbox.
  */
 import type { Redacted } from "effect"
 import { Effect } from "effect"
 import { checkout } from "./Checkout.js"
+import { runGit } from "./GitCommand.js"
 import type { GitError } from "./GitError.js"
 import type { MirrorCache } from "./MirrorCache.js"
 
@@ -20,14 +22,34 @@ export interface CloneRepositoryOptions {
   readonly local: string
   readonly target: string
   readonly timeoutMs: number
+  /** A branch to start from when the host has it (a run's own branch, for its follow-ups); else the default branch. */
+  readonly prefer?: string | undefined
 }
 
+/** Which branch a clone from the host started from (none for a local repository). */
+export interface Cloned {
+  readonly branch: string | undefined
+}
+
+/** The mirror's branch to start from: `prefer` when it has it, else its default branch. */
+const startingBranch = (mirror: string, prefer: string | undefined, timeoutMs: number) =>
+  Effect.gen(function*() {
+    if (prefer !== undefined) {
+      const found = yield* runGit(["--git-dir", mirror, "rev-parse", "--verify", "-q", `refs/heads/${prefer}`], { timeoutMs })
+      if (found.code === 0) return prefer
+    }
+    const head = yield* runGit(["--git-dir", mirror, "symbolic-ref", "--short", "HEAD"], { timeoutMs })
+    return head.code === 0 ? head.stdout.trim() : undefined
+  })
+
 /** Clones the repository into `target`. */
-export const cloneRepository = (options: CloneRepositoryOptions): Effect.Effect<void, GitError> => {
+export const cloneRepository = (options: CloneRepositoryOptions): Effect.Effect<Cloned, GitError> => {
   const { name, remote, target, timeoutMs } = options
-  if (remote === undefined) return checkout(options.local, target, { name, timeoutMs })
-  return Effect.flatMap(
-    options.mirrors.refresh(options.team, { url: remote.url, name, token: remote.token }),
-    (mirror) => checkout(mirror, target, { name, timeoutMs, depth: 1, originUrl: remote.url })
-  )
+  if (remote === undefined) return Effect.as(checkout(options.local, target, { name, timeoutMs }), { branch: undefined })
+  return Effect.gen(function*() {
+    const mirror = yield* options.mirrors.refresh(options.team, { url: remote.url, name, token: remote.token })
+    const branch = yield* startingBranch(mirror, options.prefer, timeoutMs)
+    yield* checkout(mirror, target, { name, timeoutMs, depth: 1, ref: branch, originUrl: remote.url })
+    return { branch }
+  })
 }
