@@ -8,13 +8,35 @@
 # - The one native module the suite loads through Node's ABI, better-sqlite3, is rebuilt for Node 24
 #   from source (once per version pair: the build is cached beside that Node) and put back as it
 #   was when the run ends, so the tree still works on the machine's Node.
-# - Then vitest runs every test file, as `npm test` does; type checking and lint do not depend on
-#   the Node version and are not repeated. Arguments go to vitest (`.ci/node24.sh packages/core`).
+# - Then vitest runs the test files again, but for those that test nothing of Node itself (listed
+#   in NODE24_SKIP below, with why): every package and every end-to-end file of the example server
+#   runs on Node 24. Type checking and lint do not depend on the Node version and are not
+#   repeated. Arguments go to vitest instead of that list (`.ci/node24.sh packages/core`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 NODE24_VERSION="${NODE24_VERSION:-24.22.3}"
 CACHE="${AGENT_RUNS_CI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/agent-runs-ci}"
+
+# The files the Node 24 run leaves out (extended regular expressions on the path): what they test
+# is not Node's, and their packages have other files that run.
+NODE24_SKIP=(
+  # The pure core's rules (no Node API; the memory suites of packages/core/test/memory run).
+  '^packages/core/test/[^/]+\.test\.ts$'
+  # PostgreSQL's answers to the same driver calls the other storage-pg files make.
+  '^packages/storage-pg/test/conformance\.test\.ts$'
+  # The dashboard in Chromium (its serving and the API it calls run).
+  '^packages/server/test/(dashboard-(audit|counts|factory|members|sign-in|teams)|dashboard|offline-pages)\.test\.ts$'
+  # The Docker engine's behaviour (the executor's own tests run).
+  '^packages/executor-docker/test/conformance\.test\.ts$'
+)
+if [ "$#" -eq 0 ]; then
+  skip="$(IFS='|'; echo "${NODE24_SKIP[*]}")"
+  mapfile -t files < <(git ls-files 'packages/*/test/*.test.ts' 'packages/*/test/**/*.test.ts' 'examples/*/test/*.test.ts' \
+    'examples/*/test/**/*.test.ts' 'docs/test/*.test.ts' | sort -u | grep -Ev "$skip")
+  set -- "${files[@]}"
+  echo "== node 24: ${#files[@]} test files (NODE24_SKIP leaves out the rest)"
+fi
 
 if [ "$(node -p 'process.versions.node.split(".")[0]')" = 24 ]; then
   # `npm ci` built the native modules for this Node already.
