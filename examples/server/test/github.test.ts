@@ -150,3 +150,58 @@ describe("runs of a team connected to GitHub (sqlite, process executor)", () => 
     expect(failed.status_message.message).not.toContain(token)
   }, 90_000)
 })
+
+describe("pull requests of a team connected to GitHub (sqlite, process executor)", () => {
+  const server = suiteServer("sqlite", {}, { concurrency: 2 })
+
+  it("a run's work becomes a branch and a pull request; a follow-up pushes more and comments; a read-only token fails naming the 403", async () => {
+    const team = await makeTeam(server(), "github pulls")
+    const admin = { token: team.tokens.admin }
+    host.createRepository("acme", "pulls", { "README.md": "start\n" })
+    const token = host.addToken({ repositories: ["acme/pulls"], permission: "write" })
+    expect((await call(server(), "PUT", "/api/v1/agent/secrets/GH_TOKEN", { ...admin, body: { value: token } })).status).toBe(200)
+    expect((await call(server(), "PUT", "/api/v1/agent/github", { ...admin, body: { base_url: host.url, auth: { type: "token", token_secret: "GH_TOKEN" } } })).status).toBe(200)
+    // The work: a line added to the README by the environment's setup (left uncommitted).
+    const env = await call(server(), "POST", "/api/v1/agent/environments", {
+      ...admin,
+      body: {
+        config: {
+          name: "pulls",
+          github_repos: [{ owner: "acme", repo: "pulls" }],
+          setup_commands: ["echo \"work of $(date +%s%N)\" >> pulls/README.md"],
+          pull_request: { enabled: true, draft: true }
+        },
+        team: true
+      }
+    })
+    expect(env.status).toBe(201)
+    const created = await call(server(), "POST", "/api/v1/agent/runs", { ...admin, body: { prompt: "Improve the README\nwith care", title: "Improve the README", config: { environment_id: env.body.uid } } })
+    const runId: string = created.body.run_id
+    const run = await waitForRun(server(), team.tokens.admin, runId)
+    expect([run.state, run.status_message?.message]).toEqual(["SUCCEEDED", undefined])
+    const branch = `agent-runs/${runId}`
+    expect(host.file("acme", "pulls", branch, "README.md")).toMatch(/^start\nwork of \d+$/)
+    const pull = host.pulls.find((p) => p.repo === "pulls")!
+    expect(pull).toMatchObject({ title: "Improve the README", head: branch, base: "main", draft: true, state: "open" })
+    expect(pull.body).toContain("Improve the README\nwith care")
+    expect(run.artifacts).toEqual([{ artifact_type: "PULL_REQUEST", created_at: expect.any(String), data: { branch, url: `${host.url}/acme/pulls/pull/${pull.number}` } }])
+
+    // A follow-up: its clone starts from the branch, its work is pushed on top, the pull request is commented.
+    expect((await call(server(), "POST", `/api/v1/agent/runs/${runId}/followups`, { ...admin, body: { message: "more" } })).status).toBeLessThan(300)
+    const again = await waitForRun(server(), team.tokens.admin, runId, (r) => (r as { readonly execution_count?: number }).execution_count === 2 && ["SUCCEEDED", "FAILED", "ERROR"].includes(r.state))
+    expect([again.state, again.status_message?.message]).toEqual(["SUCCEEDED", undefined])
+    expect(host.file("acme", "pulls", branch, "README.md").split("\n")).toHaveLength(3)
+    expect(pull.comments).toHaveLength(1)
+    expect(host.pulls.filter((p) => p.repo === "pulls")).toHaveLength(1)
+    expect(again.artifacts).toHaveLength(1)
+
+    // A token that may only read: the push is the host's 403, and the run says so.
+    const reader = host.addToken({ repositories: ["acme/pulls"], permission: "read" })
+    expect((await call(server(), "PUT", "/api/v1/agent/secrets/GH_TOKEN", { ...admin, body: { value: reader } })).status).toBe(200)
+    const refused = await call(server(), "POST", "/api/v1/agent/runs", { ...admin, body: { prompt: "refused", config: { environment_id: env.body.uid } } })
+    const failed = await waitForRun(server(), team.tokens.admin, refused.body.run_id)
+    expect([failed.state, failed.status_message.error_code]).toEqual(["FAILED", "integration_not_configured"])
+    expect(failed.status_message.message).toMatch(/^pushing agent-runs\/\S+ to acme\/pulls failed: the credential may not do this \(403\)/)
+    expect(failed.status_message.message).not.toContain(reader)
+  }, 90_000)
+})

@@ -51,6 +51,7 @@ export const planFor = (runId: RunId, prompt: string, overrides: Partial<Executi
     env: {}
   },
   has_environment: false,
+  pull_request: null,
   retention_ms: 0,
   failure: null,
   agent: { type: "oz" },

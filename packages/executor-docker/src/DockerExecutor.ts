@@ -18,10 +18,10 @@
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
 import type { Duplex } from "node:stream"
-import { cloneRepository, MirrorCache } from "@agent-runs/git"
+import { cloneRepository, MirrorCache, publishRepository } from "@agent-runs/git"
 import type { ExecutionId, RunId } from "@agent-runs/core/domain/Ids"
-import type { AgentProcess, Sandbox, SandboxAttachment, SandboxSpec } from "@agent-runs/core/ports/Executor"
-import { Executor, ExecutorError, SetupFailed } from "@agent-runs/core/ports/Executor"
+import type { AgentProcess, Sandbox, SandboxAttachment, SandboxRepository, SandboxSpec } from "@agent-runs/core/ports/Executor"
+import { Executor, ExecutorError, PublishFailed, SetupFailed } from "@agent-runs/core/ports/Executor"
 import Docker from "dockerode"
 import { Clock, Deferred, Duration, Effect, Fiber, Layer, Mailbox, Option, Stream } from "effect"
 import { Demultiplexer, Tail } from "./internal/Demux.js"
@@ -278,6 +278,8 @@ export const make = (config: DockerExecutorConfig) =>
       readonly workdir: string
       readonly attachments: ReadonlyArray<SandboxAttachment>
       readonly runningAgent: Option.Option<{ readonly exec: Docker.Exec; readonly tag: string }>
+      /** The team and the branch each clone started from (a sandbox prepared here, not a leftover). */
+      readonly clones?: { readonly team: string; readonly started: ReadonlyMap<string, string | undefined> }
     }): Sandbox => {
       const container = docker.getContainer(args.containerId)
 
@@ -370,6 +372,21 @@ export const make = (config: DockerExecutorConfig) =>
         yield* removeWorkdir(args.workdir)
       }).pipe(Effect.withSpan("DockerExecutor.release"))
 
+      const clones = args.clones
+      const publish = clones === undefined ? undefined : (repository: SandboxRepository, branch: string) =>
+        repository.remote === undefined
+          ? Effect.fail(new PublishFailed({ message: `repository ${repository.owner}/${repository.repo} has no host to push to` }))
+          : publishRepository({
+            mirrors,
+            team: clones.team,
+            name: `${repository.owner}/${repository.repo}`,
+            remote: repository.remote,
+            source: Path.join(args.workdir, repository.repo),
+            started: clones.started.get(repository.repo),
+            branch,
+            timeoutMs: cloneTimeoutMs
+          }).pipe(Effect.mapError((e) => new PublishFailed({ message: e.message })))
+
       return {
         id: args.containerId,
         run_id: args.runId,
@@ -377,7 +394,8 @@ export const make = (config: DockerExecutorConfig) =>
         attachments: args.attachments,
         start,
         reattach,
-        release
+        release,
+        ...(publish === undefined ? {} : { publish })
       }
     }
 
@@ -457,13 +475,15 @@ export const make = (config: DockerExecutorConfig) =>
         media_type: attachment.media_type,
         path: `${containerWorkdir}/attachments/${attachment.name}`
       }))
+      const started = new Map<string, string | undefined>()
       const sandbox = makeSandbox({
         containerId: created.id,
         runId: spec.run_id,
         executionId: spec.execution_id,
         workdir,
         attachments,
-        runningAgent: Option.none()
+        runningAgent: Option.none(),
+        clones: { team: spec.team_uid, started }
       })
       const setupFailed = (message: string) => new SetupFailed({ message, sandbox })
 
@@ -500,9 +520,11 @@ export const make = (config: DockerExecutorConfig) =>
               remote,
               local,
               target: Path.join(workdir, repo),
-              timeoutMs: cloneTimeoutMs
+              timeoutMs: cloneTimeoutMs,
+              prefer: remote?.branch
             }))
             if (cloned._tag === "Left") return cloned.left.message
+            started.set(repo, cloned.right.branch)
           }
           const attachmentsDir = Path.join(workdir, "attachments")
           yield* Effect.promise(() => Fs.mkdir(attachmentsDir, { recursive: true }))

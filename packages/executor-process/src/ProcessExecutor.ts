@@ -44,7 +44,7 @@ import { pullStream, runToCompletion, signalGroup, spawnProcess } from "./intern
 import type { Completion, Spawned } from "./internal/child.js"
 import { formatMarker, MARKER_SUFFIX, parseMarker } from "./internal/marker.js"
 import type { Marker } from "./internal/marker.js"
-import { cloneRepository, MirrorCache } from "@agent-runs/git"
+import { cloneRepository, MirrorCache, publishRepository } from "@agent-runs/git"
 import { attachmentNameProblem, isIdSegment, repositoryDir } from "./internal/names.js"
 import { killProcess, processesIn, within } from "./internal/proc.js"
 import { allocateUid, chownTree, killUser, userOf } from "./internal/users.js"
@@ -376,11 +376,28 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
     /** The environment of a sandbox's processes before the spec's: `HOME` is the work directory of an isolated one. */
     const envOf = (place: Place, user: User | undefined) => (user === undefined ? baseEnv : { ...baseEnv, HOME: place.workdir })
 
+    /** Pushes a clone of the sandbox to its host (`started`: the branch each clone started from, by directory). */
+    const publishOf = (place: Place, team: string, started: ReadonlyMap<string, string | undefined>) =>
+      (repository: Executor.SandboxRepository, branch: string) =>
+        repository.remote === undefined
+          ? Effect.fail(new Executor.PublishFailed({ message: `repository ${repository.owner}/${repository.repo} has no host to push to` }))
+          : publishRepository({
+            mirrors,
+            team,
+            name: `${repository.owner}/${repository.repo}`,
+            remote: repository.remote,
+            source: join(place.workdir, repository.repo),
+            started: started.get(repository.repo),
+            branch,
+            timeoutMs: setupTimeoutMs
+          }).pipe(Effect.mapError((e) => new Executor.PublishFailed({ message: e.message })))
+
     const sandboxAt = (
       place: Place,
       attachments: ReadonlyArray<Executor.SandboxAttachment>,
       sandboxEnv: Readonly<Record<string, string>>,
-      user: User | undefined
+      user: User | undefined,
+      publish?: Executor.Sandbox["publish"]
     ): Executor.Sandbox => {
       const start = Effect.fn("ProcessExecutor.start")(function*(
         command: ReadonlyArray<string>,
@@ -416,7 +433,8 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
         attachments,
         start,
         reattach: Option.none(),
-        release: release(place)
+        release: release(place),
+        ...(publish === undefined ? {} : { publish })
       }
     }
 
@@ -445,7 +463,8 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
         : yield* io("could not choose a user for the sandbox", () => allocateUid(isolation.uids, uidsInUse))
       if (uid !== undefined) uidsInUse.add(uid)
       const user = uid === undefined ? undefined : userOf(uid)
-      const sandbox = sandboxAt(place, attachments, spec.env, user)
+      const started = new Map<string, string | undefined>()
+      const sandbox = sandboxAt(place, attachments, spec.env, user, publishOf(place, spec.team_uid, started))
       const setupFailed = (message: string) => new Executor.SetupFailed({ message, sandbox })
 
       const created_at = DateTime.formatIso(yield* DateTime.now)
@@ -487,15 +506,17 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
           if (repository.remote === undefined && !(yield* Effect.promise(() => stat(local).then((s) => s.isDirectory(), () => false)))) {
             return yield* setupFailed(`repository ${name} not found`)
           }
-          yield* cloneRepository({
+          const cloned = yield* cloneRepository({
             mirrors,
             team: spec.team_uid,
             name,
             remote: repository.remote,
             local,
             target: join(place.workdir, repository.repo),
-            timeoutMs: Math.max(1, deadline - Date.now())
+            timeoutMs: Math.max(1, deadline - Date.now()),
+            prefer: repository.remote?.branch
           }).pipe(Effect.mapError((e) => setupFailed(e.message)))
+          started.set(repository.repo, cloned.branch)
         }
 
         if (spec.attachments.length > 0) {

@@ -8,8 +8,10 @@ import type { Redacted } from "effect"
 import { Effect } from "effect"
 import { checkout } from "./Checkout.js"
 import { runGit } from "./GitCommand.js"
-import type { GitError } from "./GitError.js"
+import { GitError } from "./GitError.js"
 import type { MirrorCache } from "./MirrorCache.js"
+import { type Published, publishBranch } from "./PublishBranch.js"
+import { dirname } from "node:path"
 
 export interface CloneRepositoryOptions {
   readonly mirrors: MirrorCache
@@ -53,3 +55,34 @@ export const cloneRepository = (options: CloneRepositoryOptions): Effect.Effect<
     return { branch }
   })
 }
+
+export interface PublishRepositoryOptions {
+  readonly mirrors: MirrorCache
+  readonly team: string
+  /** `owner/repo`, for messages. */
+  readonly name: string
+  readonly remote: { readonly url: string; readonly token: Redacted.Redacted<string> }
+  /** The sandbox's clone. */
+  readonly source: string
+  /** The branch the clone started from (what `cloneRepository` answered); undefined: the mirror's default branch. */
+  readonly started: string | undefined
+  readonly branch: string
+  readonly timeoutMs: number
+}
+
+/** Pushes a sandbox's clone as `branch` (see `publishBranch`), from the team's mirror directory. */
+export const publishRepository = (options: PublishRepositoryOptions): Effect.Effect<Published, GitError> =>
+  Effect.gen(function*() {
+    const mirror = options.mirrors.pathOf(options.team, options.remote.url)
+    const base = options.started ?? (yield* startingBranch(mirror, undefined, options.timeoutMs))
+    if (base === undefined) return yield* new GitError({ message: `publishing ${options.name}: the mirror names no default branch`, status: undefined, result: undefined })
+    return yield* publishBranch({
+      source: options.source,
+      mirror,
+      base,
+      remote: { ...options.remote, name: options.name },
+      branch: options.branch,
+      scratch: dirname(mirror),
+      timeoutMs: options.timeoutMs
+    })
+  })

@@ -15,6 +15,7 @@ import { RepoSegment } from "./Agent.js"
 import { NonBlankString, optionalInput, Scope, Timestamp, unionMessage } from "./Common.js"
 import { HarnessAuthSecrets, HarnessConfig, type HarnessSources } from "./HarnessSelection.js"
 import { EnvironmentUid, PrincipalUid, RunId } from "./Ids.js"
+import { PullRequestConfig } from "./PullRequest.js"
 import { RunState } from "./RunState.js"
 
 /** How long a sandbox whose setup failed is kept for a debug follow-up, by default (minutes). */
@@ -91,7 +92,9 @@ export const EnvironmentConfig = Schema.Struct({
     })
   ),
   harness_auth_secrets: optionalInput(HarnessAuthSecrets),
-  env: optionalInput(EnvironmentVariables)
+  env: optionalInput(EnvironmentVariables),
+  /** The default of its runs' `config.pull_request` (a team connected to GitHub; docs/github.md). */
+  pull_request: optionalInput(PullRequestConfig)
 }).annotations({ identifier: "EnvironmentConfig" })
 export type EnvironmentConfig = typeof EnvironmentConfig.Type
 

@@ -27,6 +27,7 @@ import {
 } from "./Common.js"
 import { RunErrorCode } from "./Errors.js"
 import { HarnessAuthSecrets, HarnessConfig } from "./HarnessSelection.js"
+import { PullRequestConfig } from "./PullRequest.js"
 import { ConversationId, EnvironmentUid, PrincipalUid, RunId, ScheduleId } from "./Ids.js"
 import { MAX_ATTEMPTS, RunExecutionLocation, RunSourceType, RunState } from "./RunState.js"
 
@@ -128,7 +129,8 @@ export const AgentConfig = Schema.Struct({
   computer_use_enabled: optionalInput(Schema.Boolean),
   agent_identity_uid: optionalInput(PrincipalUid),
   harness: optionalInput(HarnessConfig),
-  harness_auth_secrets: optionalInput(HarnessAuthSecrets)
+  harness_auth_secrets: optionalInput(HarnessAuthSecrets),
+  pull_request: optionalInput(PullRequestConfig)
 }).annotations({ identifier: "AmbientAgentConfig" })
 export type AgentConfig = typeof AgentConfig.Type
 

@@ -35,16 +35,18 @@ import { addUserMessage, endUserMessages, eventLines, followupMessage, newExecut
 import type { McpDirectServer } from "../domain/McpServers.js"
 import { type AgentHarness, AgentHarnesses } from "../ports/AgentHarness.js"
 import * as CliAgent from "./CliAgent.js"
-import type { StartMessage } from "../domain/Harness.js"
+import type { AgentOutcome, StartMessage } from "../domain/Harness.js"
 import { Health, outage, supervise } from "./Health.js"
 import { Ids } from "../domain/Ids.js"
 import { Executor } from "../ports/Executor.js"
+import { GitHost } from "../ports/GitHost.js"
 import type { Sandbox } from "../ports/Executor.js"
 import type { StorageError } from "../ports/Storage.js"
 import * as AgentSession from "./AgentSession.js"
 import type { ExecutionEvent } from "../domain/ExecutionEvent.js"
 import { ExecutionHost, Lost } from "./ExecutionHost.js"
 import { LiveExecutions } from "./LiveExecutions.js"
+import { publishPullRequests } from "./PullRequests.js"
 import type { ExecutionPlan } from "./ExecutionPlan.js"
 import { DispatcherConfig } from "./Settings.js"
 
@@ -80,6 +82,8 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
   const live = yield* LiveExecutions
   const session = AgentSession.make(settings, health)
   const harnesses = Option.getOrElse(yield* Effect.serviceOption(AgentHarnesses), () => new Map())
+  // The Git host the pull requests of runs are opened on (none: no team can be connected).
+  const gitHost = yield* GitHost
   /** Executions under way. */
   let running = 0
   /** Claims under way: each holds a slot until it knows whether it found a run. */
@@ -107,6 +111,25 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
         onSome: (state) => host.saveAgentState(plan.run_id, plan.execution_id, state)
       })),
       Effect.catchAll((e) => Effect.logWarning("execution: the agent's session files could not be kept", e))
+    )
+
+  /**
+   * A successful end once its pull requests are published (PullRequests.ts): FAILED
+   * `integration_not_configured`, naming why, when they cannot be.
+   */
+  const withPullRequests = (plan: ExecutionPlan, sandbox: Sandbox, told: AgentOutcome, holding: AgentSession.Holding) =>
+    publishPullRequests({
+      plan,
+      sandbox,
+      host: gitHost,
+      title: plan.start.title,
+      prompt: plan.start.prompt,
+      addArtifact: (artifact) => session.persistently(host.output(plan.run_id, plan.execution_id).addArtifact(artifact), holding)
+    }).pipe(
+      Effect.map(Option.match({
+        onNone: (): AgentOutcome => told,
+        onSome: (message): AgentOutcome => ({ _tag: "Failed", error_code: "integration_not_configured", message })
+      }))
     )
 
   /** Runs one claimed plan to its end. */
@@ -252,7 +275,8 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
       if (yield* Ref.get(stopped)) return
       // The CLI's session files, for a continuation to resume (before the run is seen ended).
       if (cli !== undefined) yield* keepAgentState(plan, sandbox, cli)
-      const outcome = cli === undefined ? outcomeOf(state, exitCode) : CliAgent.outcomeOf(cli.type, state, exitCode)
+      const told = cli === undefined ? outcomeOf(state, exitCode) : CliAgent.outcomeOf(cli.type, state, exitCode)
+      const outcome = told._tag === "Succeeded" && plan.pull_request !== null ? yield* withPullRequests(plan, sandbox, told, holding) : told
       yield* record(
         outcome._tag === "Succeeded"
           ? { _tag: "Succeed", ...(outcome.message === undefined ? {} : { message: outcome.message }) }

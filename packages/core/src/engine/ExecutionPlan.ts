@@ -13,6 +13,7 @@ import { Data, Effect, Either, Option, Redacted } from "effect"
 import { authSecretOf, type CliHarnessType, needsAuthSecret, type ReasoningLevel } from "../domain/HarnessSelection.js"
 import { type EnvironmentConfig, harnessCommandOf } from "../domain/Environment.js"
 import { repositoryUrlOf } from "../domain/GitHub.js"
+import { branchOf, pullRequestOf } from "../domain/PullRequest.js"
 import type { HistoryMessage, StartMessage } from "../domain/Harness.js"
 import type { ExecutionId, RunId, TeamUid } from "../domain/Ids.js"
 import { resolveMcpServers, secretReferences } from "../domain/McpServers.js"
@@ -46,7 +47,14 @@ export interface ClaimedRun {
    * its base URL and an access token (the repositories are cloned from it), or why it could not
    * be reached (the setup fails with that). Absent: the team's local repositories.
    */
-  readonly github?: { readonly base_url: string; readonly token: Redacted.Redacted<string> } | { readonly failure: string } | undefined
+  readonly github?: GitHubClaim | { readonly failure: string } | undefined
+}
+
+/** A connected team's host, as a claim carries it. */
+export interface GitHubClaim {
+  readonly base_url: string
+  readonly api_url: string
+  readonly token: Redacted.Redacted<string>
 }
 
 /** What an execution runs. */
@@ -58,6 +66,16 @@ export interface ExecutionPlan {
   /** The harness command (a shell command); null for the host's default. */
   readonly harness: string | null
   readonly sandbox: SandboxSpec
+  /**
+   * The pull requests a successful end publishes (a team connected to GitHub whose run or
+   * environment asks for them): the branch, draft or not, and the host's API; null: none.
+   */
+  readonly pull_request: {
+    readonly draft: boolean
+    readonly branch: string
+    readonly api_url: string
+    readonly token: Redacted.Redacted<string>
+  } | null
   /** Whether there is an environment to set up (its start is then recorded before preparing). */
   readonly has_environment: boolean
   /** How long a failed setup's sandbox is kept for a debug window (0: released at once). */
@@ -166,11 +184,30 @@ const agentOf = (claimed: ClaimedRun, sources: PlanSources): Effect.Effect<Eithe
     return Either.right({ ...agent, auth: Redacted.value(value.right.value) })
   })
 
-/** The sandbox's repositories: from the team's GitHub host when it has one, else its local ones. */
-const repositoriesOf = (repos: ReadonlyArray<{ readonly owner: string; readonly repo: string }>, github: ClaimedRun["github"]): SandboxSpec["repos"] =>
+/**
+ * The sandbox's repositories: from the team's GitHub host when it has one (starting from the
+ * run's branch when the host has it: a follow-up goes on with the run's work), else its local ones.
+ */
+const repositoriesOf = (
+  repos: ReadonlyArray<{ readonly owner: string; readonly repo: string }>,
+  github: ClaimedRun["github"],
+  runId: RunId
+): SandboxSpec["repos"] =>
   github === undefined || "failure" in github
     ? repos
-    : repos.map(({ owner, repo }) => ({ owner, repo, remote: { url: repositoryUrlOf(github.base_url, owner, repo), token: github.token } }))
+    : repos.map(({ owner, repo }) => ({
+      owner,
+      repo,
+      remote: { url: repositoryUrlOf(github.base_url, owner, repo), token: github.token, branch: branchOf(runId) }
+    }))
+
+/** What the end of a successful execution publishes: its pull requests, when asked for and possible. */
+const publishingOf = (claimed: ClaimedRun): ExecutionPlan["pull_request"] => {
+  const wanted = pullRequestOf(claimed.run.agent_config.pull_request, claimed.environment?.pull_request)
+  const github = claimed.github
+  if (wanted === undefined || github === undefined || "failure" in github) return null
+  return { draft: wanted.draft, branch: branchOf(claimed.run.run_id), api_url: github.api_url, token: github.token }
+}
 
 /** The plan of a claimed run: resolved once, where the agent runs. */
 export const planOf = (claimed: ClaimedRun, sources: PlanSources): Effect.Effect<ExecutionPlan> =>
@@ -196,12 +233,13 @@ export const planOf = (claimed: ClaimedRun, sources: PlanSources): Effect.Effect
         execution_id: claimed.execution_id,
         team_uid: claimed.team_uid,
         docker_image: env?.docker_image ?? null,
-        repos: repositoriesOf(env?.github_repos ?? [], claimed.github),
+        repos: repositoriesOf(env?.github_repos ?? [], claimed.github, run.run_id),
         setup_commands: env?.setup_commands ?? [],
         attachments: claimed.attachments,
         env: env?.env ?? {}
       },
       has_environment: run.environment_id !== null,
+      pull_request: publishingOf(claimed),
       retention_ms: sources.debugWindows ? Math.round((env?.failure_session_retention_minutes ?? 0) * 60_000) : 0,
       failure: claimed.github !== undefined && "failure" in claimed.github
         ? `the team's GitHub host: ${claimed.github.failure}`

@@ -61,7 +61,7 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
       repos === 0
         ? Effect.succeed(undefined)
         : github(team).pipe(
-          Effect.map(Option.match({ onNone: () => undefined, onSome: (a) => ({ base_url: a.connection.base_url, token: a.token }) })),
+          Effect.map(Option.match({ onNone: () => undefined, onSome: (a) => ({ base_url: a.connection.base_url, api_url: a.apiUrl, token: a.token }) })),
           Effect.catchTag("GitHostError", (e) => Effect.succeed({ failure: e.message }))
         )
     // Worker presence: a run queued again for a worker that is not connected says so.

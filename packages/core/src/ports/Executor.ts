@@ -49,6 +49,8 @@ export interface SandboxSpec {
 export interface RepoRemote {
   readonly url: string
   readonly token: Redacted.Redacted<string>
+  /** The run's branch: the clone starts from it when the host has it (a follow-up), else from the default branch. */
+  readonly branch?: string | undefined
 }
 
 /** A repository of a sandbox. */
@@ -122,7 +124,26 @@ export interface Sandbox {
   readonly reattach: Option.Option<Effect.Effect<AgentProcess, ExecutorError, Scope.Scope>>
   /** Stops what runs in the sandbox and removes it; idempotent. */
   readonly release: Effect.Effect<void>
+  /**
+   * Pushes what is committed in the sandbox's clone of `repository` (one with a remote) to its
+   * host as `branch`, with the remote's token, from outside the sandbox (nothing of the agent's
+   * runs with the credential): whether there was anything beyond the branch the clone started
+   * from. Absent: the executor cannot push (its runs cannot open pull requests).
+   */
+  readonly publish?: (repository: SandboxRepository, branch: string) => Effect.Effect<PublishResult, ExecutorError | PublishFailed>
 }
+
+/** What a push did. */
+export interface PublishResult {
+  readonly pushed: boolean
+  /** The commit pushed (or that was already there). */
+  readonly head: string
+}
+
+/** The host refused the push, or it could not be made: the message names why (the host's answer). */
+export class PublishFailed extends Data.TaggedError("PublishFailed")<{
+  readonly message: string
+}> {}
 
 export class Executor extends Context.Tag("@agent-runs/core/Executor")<Executor, {
   /** Prepares a sandbox: repositories, attachments, setup commands. */

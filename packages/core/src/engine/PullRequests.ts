@@ -1,0 +1,126 @@
+/**
+ * The end of a successful execution of a run that asks for pull requests (`config.pull_request`,
+ * a team connected to GitHub; docs/github.md), for each repository cloned from the host:
+ *
+ * 1. What the agent left uncommitted is committed, inside the sandbox, as the sandbox's user
+ *    (`git add -A`, then a commit without hooks): git runs on the agent's repository only there.
+ * 2. The executor pushes the clone's `HEAD` as the run's branch, from outside the sandbox with the
+ *    team's token (`Sandbox.publish`); nothing beyond the branch it started from is no push.
+ * 3. The pull request: an open one for the branch is commented on (a follow-up's push updates it,
+ *    as GitHub shows new commits); otherwise one is opened, the run's title and prompt as its title
+ *    and body, into the repository's default branch, draft when asked; it becomes the run's
+ *    `PULL_REQUEST` artifact.
+ *
+ * An agent that left its clone on a branch of its own with an open pull request (Claude Code with
+ * `gh`, say) made its own: that one is recorded, and nothing is pushed for it. Any failure (a
+ * commit, a push the host refuses, an API answer) ends the run FAILED with the host's answer: a
+ * run that asked for a pull request never succeeds silently without it.
+ */
+import { Chunk, Clock, DateTime, Effect, Option, Stream } from "effect"
+import type { Scope } from "effect"
+import type { Artifact } from "../domain/Artifact.js"
+import { concatBytes } from "../internal/Bytes.js"
+import type { GitHostAccess, GitHostService } from "../ports/GitHost.js"
+import type { Sandbox, SandboxRepository } from "../ports/Executor.js"
+import type { StorageError } from "../ports/Storage.js"
+import type { ExecutionPlan } from "./ExecutionPlan.js"
+
+/** The longest pull request body taken from a prompt (GitHub takes 65,536 characters). */
+const MAX_BODY_CHARS = 60_000
+
+/** Commits what is uncommitted in `$AGENT_RUNS_REPO`, then prints the branch the clone is on. */
+const commitScript = [
+  "cd \"$AGENT_RUNS_REPO\" || exit 3",
+  "git add -A || exit 4",
+  "if ! git diff --cached --quiet; then",
+  "  git -c user.name=\"Agent Runs\" -c user.email=agent-runs@localhost -c commit.gpgsign=false commit -q --no-verify -m \"$AGENT_RUNS_MESSAGE\" || exit 5",
+  "fi",
+  "git rev-parse --abbrev-ref HEAD"
+].join("\n")
+
+export interface PublishInput {
+  readonly plan: ExecutionPlan
+  readonly sandbox: Sandbox
+  readonly host: GitHostService
+  readonly title: string
+  readonly prompt: string
+  readonly addArtifact: (artifact: Artifact) => Effect.Effect<void, StorageError>
+}
+
+class Refused extends Error {}
+
+const text = (stream: Stream.Stream<Uint8Array, unknown>) =>
+  Stream.runCollect(stream).pipe(
+    Effect.map((chunks) => new TextDecoder().decode(concatBytes(Chunk.toReadonlyArray(chunks)))),
+    Effect.orElseSucceed(() => "")
+  )
+
+/** Commits in the sandbox; the branch its clone is on. */
+const commit = (sandbox: Sandbox, repository: SandboxRepository, message: string) =>
+  Effect.gen(function*() {
+    const process = yield* sandbox.start(["/bin/sh", "-c", commitScript], { AGENT_RUNS_REPO: repository.repo, AGENT_RUNS_MESSAGE: message })
+    const [said, code] = yield* Effect.all([text(process.stdout), process.exitCode], { concurrency: 2 })
+    if (code !== 0) return yield* Effect.fail(new Refused(`committing the work in ${repository.owner}/${repository.repo} failed (exit ${code})`))
+    return said.trim().split("\n").at(-1) ?? ""
+  })
+
+const titleOf = (input: PublishInput) => {
+  const first = (input.title.trim() === "" ? input.prompt : input.title).trim().split("\n")[0] ?? "Agent run"
+  return first.length > 200 ? `${first.slice(0, 199)}…` : first
+}
+
+const bodyOf = (input: PublishInput) => {
+  const prompt = input.prompt.length > MAX_BODY_CHARS ? `${input.prompt.slice(0, MAX_BODY_CHARS)}…` : input.prompt
+  return `${prompt}\n\n---\nOpened by Agent Runs for run \`${input.plan.run_id}\`.`
+}
+
+/** One repository's branch and pull request: the artifact to record, if any. */
+const publishOne = (input: PublishInput, access: GitHostAccess, repository: SandboxRepository, branch: string, draft: boolean) =>
+  Effect.gen(function*() {
+    const { owner, repo } = repository
+    const host = input.host
+    const hostFailed = (what: string) => (e: { readonly message: string }) => new Refused(`${what} of ${owner}/${repo}: ${e.message}`)
+    const on = yield* commit(input.sandbox, repository, titleOf(input))
+    // The agent's own branch with its own pull request: recorded as it is.
+    if (on !== "HEAD" && on !== branch && on !== "") {
+      const own = yield* host.findOpenPullRequest(access, owner, repo, on).pipe(Effect.mapError(hostFailed("looking for the pull request")))
+      if (Option.isSome(own)) return Option.some({ branch: own.value.branch, url: own.value.url })
+    }
+    if (input.sandbox.publish === undefined) return yield* Effect.fail(new Refused("this executor cannot push a sandbox's work (no pull request)"))
+    const published = yield* input.sandbox.publish(repository, branch).pipe(Effect.mapError((e) => new Refused(e.message)))
+    if (!published.pushed) return Option.none()
+    const open = yield* host.findOpenPullRequest(access, owner, repo, branch).pipe(Effect.mapError(hostFailed("looking for the pull request")))
+    if (Option.isSome(open)) {
+      yield* host.comment(access, owner, repo, open.value.number, `New commits from run \`${input.plan.run_id}\`: ${published.head.slice(0, 12)}.`).pipe(
+        Effect.mapError(hostFailed("commenting on the pull request"))
+      )
+      return Option.none()
+    }
+    const found = yield* host.repository(access, owner, repo).pipe(Effect.mapError(hostFailed("reading the repository")))
+    const base = Option.match(found, { onNone: () => "main", onSome: (r) => r.default_branch })
+    const pull = yield* host.createPullRequest(access, { owner, repo, head: branch, base, title: titleOf(input), body: bodyOf(input), draft }).pipe(
+      Effect.mapError(hostFailed("opening the pull request"))
+    )
+    return Option.some({ branch: pull.branch, url: pull.url })
+  })
+
+/** Publishes the run's work: none, or why the run fails. */
+export const publishPullRequests = (input: PublishInput): Effect.Effect<Option.Option<string>, StorageError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const wanted = input.plan.pull_request
+    if (wanted === null) return Option.none()
+    const access: GitHostAccess = { apiUrl: wanted.api_url, token: wanted.token }
+    for (const repository of input.plan.sandbox.repos) {
+      if (repository.remote === undefined) continue
+      const made = yield* Effect.either(publishOne(input, access, repository, wanted.branch, wanted.draft))
+      if (made._tag === "Left") {
+        const e = made.left
+        return Option.some(e instanceof Refused ? e.message : `publishing ${repository.owner}/${repository.repo} failed: ${e.message}`)
+      }
+      if (Option.isSome(made.right)) {
+        const created_at = DateTime.unsafeMake(yield* Clock.currentTimeMillis)
+        yield* input.addArtifact({ artifact_type: "PULL_REQUEST", created_at, data: made.right.value })
+      }
+    }
+    return Option.none()
+  })

@@ -1,0 +1,112 @@
+/**
+ * The pull requests at the end of a successful execution, over a sandbox and a host of the test's
+ * own: opened once with the run's title, commented on after a later push, nothing without new
+ * commits, the agent's own pull request recorded instead of a second, and every failure named.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Option, Redacted, Stream } from "effect"
+import type { Artifact } from "../src/domain/Artifact.js"
+import type { ExecutionId, RunId } from "../src/domain/Ids.js"
+import { publishPullRequests } from "../src/engine/PullRequests.js"
+import type { AgentProcess, PublishResult, Sandbox } from "../src/ports/Executor.js"
+import { ExecutorError } from "../src/ports/Executor.js"
+import { GitHostError, type GitHostService, noGitHost, type PullRequest } from "../src/ports/GitHost.js"
+import { planFor } from "../testing/index.js"
+
+const runId = "01a22686-30d3-76a8-a5a6-7d3fe0716fb2" as RunId
+const branch = `agent-runs/${runId}`
+const token = Redacted.make("t")
+
+/** A sandbox whose commit step says the clone is on `on`, and whose pushes answer `pushes` in turn. */
+const sandboxOf = (on: string, pushes: Array<PublishResult | string>, commitExit = 0): Sandbox & { readonly calls: Array<string> } => {
+  const calls: Array<string> = []
+  const process = (out: string, code: number): AgentProcess => ({
+    stdout: Stream.make(new TextEncoder().encode(out)),
+    send: () => Effect.void,
+    interrupt: Effect.void,
+    terminate: () => Effect.void,
+    exitCode: Effect.succeed(code)
+  })
+  return {
+    calls,
+    id: "sandbox",
+    run_id: runId,
+    execution_id: "e" as ExecutionId,
+    attachments: [],
+    start: (_command, env) => Effect.sync(() => (calls.push(`commit ${env["AGENT_RUNS_REPO"]}`), process(`${on}\n`, commitExit))),
+    reattach: Option.none(),
+    release: Effect.void,
+    publish: (repository, to) =>
+      Effect.suspend(() => {
+        calls.push(`push ${repository.repo} ${to}`)
+        const next = pushes.shift()!
+        return typeof next === "string" ? Effect.fail(new ExecutorError({ message: next })) : Effect.succeed(next)
+      })
+  }
+}
+
+const hostOf = (open: Array<PullRequest>, comments: Array<string>, failCreate?: string): GitHostService => ({
+  ...noGitHost,
+  repository: (_a, owner, repo) => Effect.succeed(Option.some({ owner, repo, default_branch: "trunk", can_push: true })),
+  findOpenPullRequest: (_a, _o, _r, head) => Effect.succeed(Option.fromNullable(open.find((p) => p.branch === head))),
+  createPullRequest: (_a, pull) =>
+    failCreate !== undefined
+      ? Effect.fail(new GitHostError({ message: failCreate, status: 422 }))
+      : Effect.sync(() => {
+        const made: PullRequest = { number: open.length + 1, url: `https://github.test/${pull.owner}/${pull.repo}/pull/${open.length + 1}`, branch: pull.head, state: "open" }
+        open.push(made)
+        comments.push(`created ${pull.title} into ${pull.base} draft=${pull.draft}`)
+        return made
+      }),
+  comment: (_a, _o, _r, number, body) => Effect.sync(() => void comments.push(`#${number}: ${body}`))
+})
+
+const plan = planFor(runId, "Fix the bug\nin detail", {
+  pull_request: { draft: false, branch, api_url: "https://api.github.test", token },
+  sandbox: {
+    ...planFor(runId, "").sandbox,
+    repos: [{ owner: "acme", repo: "app", remote: { url: "https://github.test/acme/app.git", token, branch } }, { owner: "acme", repo: "local" }]
+  }
+})
+
+const publish = (sandbox: Sandbox, host: GitHostService, artifacts: Array<Artifact>) =>
+  Effect.scoped(publishPullRequests({ plan, sandbox, host, title: "Fix the bug", prompt: "Fix the bug\nin detail", addArtifact: (a) => Effect.sync(() => void artifacts.push(a)) }))
+
+describe("publishPullRequests", () => {
+  it.effect("opens one pull request into the default branch, then comments on later pushes; nothing new is nothing", () =>
+    Effect.gen(function*() {
+      const open: Array<PullRequest> = []
+      const comments: Array<string> = []
+      const artifacts: Array<Artifact> = []
+      const sandbox = sandboxOf("main", [{ pushed: true, head: "aaaaaaaaaaaaaaaa" }, { pushed: true, head: "bbbbbbbbbbbbbbbb" }, { pushed: false, head: "b" }])
+      expect(yield* publish(sandbox, hostOf(open, comments), artifacts)).toEqual(Option.none())
+      expect(sandbox.calls).toEqual(["commit app", `push app ${branch}`])
+      expect(comments).toEqual(["created Fix the bug into trunk draft=false"])
+      expect(artifacts.map((a) => a.data)).toEqual([{ branch, url: "https://github.test/acme/app/pull/1" }])
+      expect(yield* publish(sandbox, hostOf(open, comments), artifacts)).toEqual(Option.none())
+      expect(comments[1]).toBe(`#1: New commits from run \`${runId}\`: bbbbbbbbbbbb.`)
+      expect(yield* publish(sandbox, hostOf(open, comments), artifacts)).toEqual(Option.none())
+      expect([artifacts.length, comments.length]).toEqual([1, 2])
+    }))
+
+  it.effect("the agent's own branch with its own pull request is recorded, and nothing is pushed", () =>
+    Effect.gen(function*() {
+      const own: PullRequest = { number: 7, url: "https://github.test/acme/app/pull/7", branch: "fix/by-agent", state: "open" }
+      const artifacts: Array<Artifact> = []
+      const sandbox = sandboxOf("fix/by-agent", [])
+      expect(yield* publish(sandbox, hostOf([own], []), artifacts)).toEqual(Option.none())
+      expect(sandbox.calls).toEqual(["commit app"])
+      expect(artifacts.map((a) => a.data)).toEqual([{ branch: "fix/by-agent", url: own.url }])
+    }))
+
+  it.effect("a failed commit, a refused push, a refused pull request, an executor that cannot push: each named", () =>
+    Effect.gen(function*() {
+      expect(yield* publish(sandboxOf("main", [], 5), hostOf([], []), [])).toEqual(Option.some("committing the work in acme/app failed (exit 5)"))
+      expect(yield* publish(sandboxOf("main", ["pushing x failed: the credential may not do this (403)"]), hostOf([], []), []))
+        .toEqual(Option.some("pushing x failed: the credential may not do this (403)"))
+      expect(yield* publish(sandboxOf("main", [{ pushed: true, head: "c" }]), hostOf([], [], "GitHub answered 422: Validation Failed"), []))
+        .toEqual(Option.some("opening the pull request of acme/app: GitHub answered 422: Validation Failed"))
+      const { publish: _cannot, ...noPush } = sandboxOf("main", [])
+      expect(yield* publish(noPush, hostOf([], []), [])).toEqual(Option.some("this executor cannot push a sandbox's work (no pull request)"))
+    }))
+})
