@@ -41,7 +41,8 @@ const BENCHES: ReadonlyArray<Bench> = [
   { name: "queue", quick: {}, limitSeconds: 180 },
   { name: "dispatch", quick: { BENCH_RUNS: "60", BENCH_THROUGHPUT_RUNS: "200", BENCH_DOCKER: "0" }, limitSeconds: 180 },
   { name: "storage", quick: { BENCH_ADAPTERS: "sqlite", BENCH_RUNS: "100000" }, limitSeconds: 300 },
-  { name: "cost", quick: { BENCH_CONCURRENCIES: "10,100", BENCH_WINDOW_SECONDS: "10" }, limitSeconds: 240 }
+  { name: "cost", quick: { BENCH_CONCURRENCIES: "10,100", BENCH_WINDOW_SECONDS: "10" }, limitSeconds: 240 },
+  { name: "clones", quick: { BENCH_CLONE_MB: "40", BENCH_CLONE_RUNS: "10" }, limitSeconds: 240 }
 ]
 
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim()).filter((s) => s !== "")
