@@ -73,6 +73,11 @@ const expectedEndpoints = [
   "PUT /agent/secrets/{name}",
   "GET /agent/secrets",
   "DELETE /agent/secrets/{name}",
+  // the team's GitHub connection (docs/github.md)
+  "GET /agent/github",
+  "PUT /agent/github",
+  "DELETE /agent/github",
+  "GET /agent/github/repositories",
   "GET /agent/runs/{runId}/events",
   "POST /harness-support/report-artifact",
   // the admin API (docs/reference/access.md)
