@@ -21,8 +21,6 @@
  * their expiry (Profiles.test.ts, TokenExpiry.test.ts), the exit code and line of each failure
  * (Failure.test.ts).
  */
-import { Cli } from "@agent-runs/cli"
-import { ConfigProvider, type Console, Effect } from "effect"
 import { spawn } from "node:child_process"
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { createServer, request as httpRequest } from "node:http"
@@ -31,16 +29,11 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest"
 import { call, makeTeam, suiteServer, waitForRun } from "./harness.js"
+import { type CliRun, inProcess } from "./cliInProcess.js"
 import { assertBuilt, REPO_ROOT } from "./process.js"
 
 /** The built CLI. */
 const CLI = join(REPO_ROOT, "packages/cli/dist/main.js")
-
-interface CliRun {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
 
 const configHome = mkdtempSync(join(tmpdir(), "agent-runs-cli-config-"))
 afterAll(() => rmSync(configHome, { recursive: true, force: true }))
@@ -86,34 +79,6 @@ const cli = (
       resolve({ code, stdout, stderr })
     })
   })
-
-/** The lines printed, as a text. */
-const asText = (printed: ReadonlyArray<string>) => printed.map((line) => `${line}\n`).join("")
-
-/**
- * Runs `agent-runs ARGS` in this process: the CLI's code as main.ts runs it (`Cli.main`), printing
- * into a console of its own (`log` as stdout, `error` as stderr), with no AGENT_RUNS_* variables.
- */
-const inProcess = async (args: ReadonlyArray<string>): Promise<CliRun> => {
-  const stdout: Array<string> = []
-  const stderr: Array<string> = []
-  const exit = await Effect.runPromiseExit(
-    Effect.flatMap(Effect.console, (base) => {
-      const capturing: Console.Console = {
-        ...base,
-        log: (...parts) => Effect.sync(() => void stdout.push(parts.join(" "))),
-        error: (...parts) => Effect.sync(() => void stderr.push(parts.join(" "))),
-        unsafe: {
-          ...base.unsafe,
-          log: (...parts) => void stdout.push(parts.join(" ")),
-          error: (...parts) => void stderr.push(parts.join(" "))
-        }
-      }
-      return Cli.main(["node", "agent-runs", ...args]).pipe(Effect.withConsole(capturing))
-    }).pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map())))
-  )
-  return { code: Cli.exitCode(exit), stdout: asText(stdout), stderr: asText(stderr) }
-}
 
 // The commands run in process read the profiles where the spawned ones do.
 const savedConfigHome = process.env["XDG_CONFIG_HOME"]

@@ -8,6 +8,7 @@ import { type FakeGitHub, startFakeGitHub } from "@agent-runs/testing"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
+import { inProcess } from "./cliInProcess.js"
 import { call, makeTeam, suiteServer, waitForRun } from "./harness.js"
 
 let host: FakeGitHub
@@ -67,6 +68,26 @@ describe("GitHub connection (sqlite)", () => {
     expect((await call(server(), "GET", "/api/v1/agent/github", as("member"))).body.connected).toBe(false)
     expect((await call(server(), "DELETE", "/api/v1/agent/github", as("admin"))).status).toBe(404)
     expect((await call(server(), "DELETE", "/api/v1/agent/secrets/GH_TOKEN", as("admin"))).status).toBe(200)
+  })
+
+  it("the CLI: github connect, status, repos and disconnect, as text and JSON; a usage error without a credential", async () => {
+    const team = await makeTeam(server(), "github cli")
+    const token = host.addToken({ repositories: ["acme/app"], permission: "write" })
+    expect((await call(server(), "PUT", "/api/v1/agent/secrets/GH_TOKEN", { token: team.tokens.admin, body: { value: token } })).status).toBe(200)
+    const as = (role: "admin" | "viewer") => ["--server", server().url, "--token", team.tokens[role]]
+    const usage = await inProcess(["github", "connect", "--base-url", host.url, ...as("admin")])
+    expect([usage.code, usage.stderr]).toEqual([2, expect.stringContaining("give --token-secret NAME")])
+    const connected = await inProcess(["github", "connect", "--base-url", host.url, "--token-secret", "GH_TOKEN", ...as("admin")])
+    expect([connected.code, connected.stderr]).toEqual([0, ""])
+    expect(connected.stdout).toMatch(new RegExp(`^host: +${host.url}\ncredential: +personal access token \\(team secret GH_TOKEN\\)\n`))
+    const status = await inProcess(["github", "status", "--json", ...as("viewer")])
+    expect(JSON.parse(status.stdout)).toMatchObject({ connected: true, connection: { base_url: host.url } })
+    const repos = await inProcess(["github", "repos", ...as("viewer")])
+    expect(repos.stdout.split("\n").slice(0, 2)).toEqual([expect.stringMatching(/^REPOSITORY +DEFAULT BRANCH +PUSH$/), expect.stringMatching(/^acme\/app +main +yes$/)])
+    const refused = await inProcess(["github", "disconnect", ...as("viewer")])
+    expect(refused.code).toBe(4)
+    expect((await inProcess(["github", "disconnect", ...as("admin")])).stdout).toBe("disconnected from GitHub\n")
+    expect((await inProcess(["github", "status", ...as("viewer")])).stdout).toBe("not connected to GitHub\n")
   })
 
   it("a GitHub App: connected with its key as a secret; the repositories its installation reaches", async () => {

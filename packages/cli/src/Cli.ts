@@ -7,6 +7,7 @@ import { NodeContext } from "@effect/platform-node"
 import { Effect, type Exit } from "effect"
 import { applyCommand } from "./commands/Apply.js"
 import { auditCommand } from "./commands/Audit.js"
+import { githubCommand } from "./commands/GitHub.js"
 import { imageCommand } from "./commands/Image.js"
 import { loginCommand } from "./commands/Login.js"
 import { runsCommand } from "./commands/Runs.js"
@@ -32,6 +33,7 @@ export const subcommands = [
   runsCommand,
   schedulesCommand,
   webhooksCommand,
+  githubCommand,
   auditCommand,
   tokensCommand
 ] as const
