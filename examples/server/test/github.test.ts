@@ -205,7 +205,7 @@ describe("pull requests of a team connected to GitHub (sqlite, process executor)
     const pull = host.pulls.find((p) => p.repo === "pulls")!
     expect(pull).toMatchObject({ title: "Improve the README", head: branch, base: "main", draft: true, state: "open" })
     expect(pull.body).toContain("Improve the README\nwith care")
-    expect(run.artifacts).toEqual([{ artifact_type: "PULL_REQUEST", created_at: expect.any(String), data: { branch, url: `${host.url}/acme/pulls/pull/${pull.number}` } }])
+    expect(run.artifacts).toEqual([{ artifact_type: "PULL_REQUEST", created_at: expect.any(String), data: { branch, url: `${host.url}/acme/pulls/pull/${pull.number}`, number: pull.number, repository: "acme/pulls" } }])
 
     // A follow-up: its clone starts from the branch, its work is pushed on top, the pull request is commented.
     expect((await call(server(), "POST", `/api/v1/agent/runs/${runId}/followups`, { ...admin, body: { message: "more" } })).status).toBeLessThan(300)

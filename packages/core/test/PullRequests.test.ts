@@ -82,7 +82,7 @@ describe("publishPullRequests", () => {
       expect(yield* publish(sandbox, hostOf(open, comments), artifacts)).toEqual(Option.none())
       expect(sandbox.calls).toEqual(["commit app", `push app ${branch}`])
       expect(comments).toEqual(["created Fix the bug into trunk draft=false"])
-      expect(artifacts.map((a) => a.data)).toEqual([{ branch, url: "https://github.test/acme/app/pull/1" }])
+      expect(artifacts.map((a) => a.data)).toEqual([{ branch, url: "https://github.test/acme/app/pull/1", number: 1, repository: "acme/app" }])
       expect(yield* publish(sandbox, hostOf(open, comments), artifacts)).toEqual(Option.none())
       expect(comments[1]).toBe(`#1: New commits from run \`${runId}\`: bbbbbbbbbbbb.`)
       expect(yield* publish(sandbox, hostOf(open, comments), artifacts)).toEqual(Option.none())
@@ -96,7 +96,7 @@ describe("publishPullRequests", () => {
       const sandbox = sandboxOf("fix/by-agent", [])
       expect(yield* publish(sandbox, hostOf([own], []), artifacts)).toEqual(Option.none())
       expect(sandbox.calls).toEqual(["commit app"])
-      expect(artifacts.map((a) => a.data)).toEqual([{ branch: "fix/by-agent", url: own.url }])
+      expect(artifacts.map((a) => a.data)).toEqual([{ branch: "fix/by-agent", url: own.url, number: 7, repository: "acme/app" }])
     }))
 
   it.effect("a failed commit, a refused push, a refused pull request, an executor that cannot push: each named", () =>

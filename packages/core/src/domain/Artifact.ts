@@ -14,7 +14,13 @@ export const MAX_EXTERNAL_REFERENCE_URL_LENGTH = 2048
 /** The most artifacts a run keeps from its agents (reported with a run token, or by a worker); past it, 413. */
 export const MAX_ARTIFACTS_PER_RUN = 1000
 
-export const PullRequestData = Schema.Struct({ branch: Schema.String, url: Schema.String })
+/** A pull request: its branch and page; its number and `owner/repo` when the service opened it (docs/github.md). */
+export const PullRequestData = Schema.Struct({
+  branch: Schema.String,
+  url: Schema.String,
+  number: Schema.optionalWith(Schema.Int.pipe(Schema.positive()), { exact: true }),
+  repository: Schema.optionalWith(Schema.String, { exact: true })
+})
 export const PlanData = Schema.Struct({ document_uid: Schema.String, title: Schema.String })
 export const ScreenshotData = Schema.Struct({ url: Schema.String, media_type: Schema.String })
 export const FileData = Schema.Struct({ name: Schema.String, url: Schema.String, size_bytes: Schema.NonNegativeInt })

@@ -84,7 +84,7 @@ const publishOne = (input: PublishInput, access: GitHostAccess, repository: Sand
     // The agent's own branch with its own pull request: recorded as it is.
     if (on !== "HEAD" && on !== branch && on !== "") {
       const own = yield* host.findOpenPullRequest(access, owner, repo, on).pipe(Effect.mapError(hostFailed("looking for the pull request")))
-      if (Option.isSome(own)) return Option.some({ branch: own.value.branch, url: own.value.url })
+      if (Option.isSome(own)) return Option.some({ branch: own.value.branch, url: own.value.url, number: own.value.number, repository: `${owner}/${repo}` })
     }
     if (input.sandbox.publish === undefined) return yield* Effect.fail(new Refused("this executor cannot push a sandbox's work (no pull request)"))
     const published = yield* input.sandbox.publish(repository, branch).pipe(Effect.mapError((e) => new Refused(e.message)))
@@ -101,7 +101,7 @@ const publishOne = (input: PublishInput, access: GitHostAccess, repository: Sand
     const pull = yield* host.createPullRequest(access, { owner, repo, head: branch, base, title: titleOf(input), body: bodyOf(input), draft }).pipe(
       Effect.mapError(hostFailed("opening the pull request"))
     )
-    return Option.some({ branch: pull.branch, url: pull.url })
+    return Option.some({ branch: pull.branch, url: pull.url, number: pull.number, repository: `${owner}/${repo}` })
   })
 
 /** Publishes the run's work: none, or why the run fails. */
