@@ -265,7 +265,7 @@ describe("parse: automation files", () => {
       "automations/a.yaml: trigger.filter.payload.action.nin: is not an operator (in, not_in, exists), and an object " +
       "cannot mix operators (in) with nested field names",
       "automations/a.yaml: agentConfig.model_name: is not a known key (expected name, modelId, basePrompt, environmentId, " +
-      "skillSpec, mcpServers, workerHost, computerUseEnabled, agentIdentityUid, harness, harnessAuthSecrets)",
+      "skillSpec, mcpServers, workerHost, computerUseEnabled, agentIdentityUid, harness, harnessAuthSecrets, pullRequest)",
       "automations/a.yaml: agentConfig.environmentId: environment uid must be exactly 22 characters of [A-Za-z0-9]",
       "automations/a.yaml: agentConfig.mcpServers.a: must be exactly one of {command, args?, env?}, {url, headers?} or {serverId} (or the SDK's {warpId})"
     ])
