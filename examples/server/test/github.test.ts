@@ -6,7 +6,7 @@
  */
 import { type FakeGitHub, startFakeGitHub } from "@agent-runs/testing"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { readdirSync, readFileSync } from "node:fs"
+import { readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { inProcess } from "./cliInProcess.js"
 import { call, makeTeam, suiteServer, waitForRun } from "./harness.js"
@@ -215,6 +215,29 @@ describe("pull requests of a team connected to GitHub (sqlite, process executor)
     expect(pull.comments).toHaveLength(1)
     expect(host.pulls.filter((p) => p.repo === "pulls")).toHaveLength(1)
     expect(again.artifacts).toHaveLength(1)
+
+    // An agent that points its clone's `.git/shallow` at a file of the service's: the service never
+    // reads it (the sandbox packs its own work, as its user, who cannot).
+    const planted = join(server().dataDir, "planted-secret")
+    writeFileSync(planted, "TOPSECRET-of-the-server\n", { mode: 0o600 })
+    const attacking = await call(server(), "POST", "/api/v1/agent/environments", {
+      ...admin,
+      body: {
+        config: {
+          name: "attacking",
+          github_repos: [{ owner: "acme", repo: "pulls" }],
+          setup_commands: [`echo work >> pulls/README.md && rm -f pulls/.git/shallow && ln -s '${planted}' pulls/.git/shallow`],
+          pull_request: { enabled: true }
+        },
+        team: true
+      }
+    })
+    const attack = await call(server(), "POST", "/api/v1/agent/runs", { ...admin, body: { prompt: "attack", config: { environment_id: attacking.body.uid } } })
+    const attacked = await waitForRun(server(), team.tokens.admin, attack.body.run_id)
+    // Its git, as the sandbox's user, cannot read the file: the work is pushed, or the run fails; the file is nowhere.
+    expect(["SUCCEEDED", "FAILED"]).toContain(attacked.state)
+    expect(JSON.stringify(attacked)).not.toContain("TOPSECRET")
+    expect(JSON.stringify(host.pulls)).not.toContain("TOPSECRET")
 
     // A token that may only read: the push is the host's 403, and the run says so.
     const reader = host.addToken({ repositories: ["acme/pulls"], permission: "read" })

@@ -18,7 +18,7 @@
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
 import type { Duplex } from "node:stream"
-import { cloneRepository, MirrorCache, publishRepository } from "@agent-runs/git"
+import { type Cloned, cloneRepository, MirrorCache, publishRepository } from "@agent-runs/git"
 import type { ExecutionId, RunId } from "@agent-runs/core/domain/Ids"
 import type { AgentProcess, Sandbox, SandboxAttachment, SandboxRepository, SandboxSpec } from "@agent-runs/core/ports/Executor"
 import { Executor, ExecutorError, PublishFailed, SetupFailed } from "@agent-runs/core/ports/Executor"
@@ -279,7 +279,7 @@ export const make = (config: DockerExecutorConfig) =>
       readonly attachments: ReadonlyArray<SandboxAttachment>
       readonly runningAgent: Option.Option<{ readonly exec: Docker.Exec; readonly tag: string }>
       /** The team and the branch each clone started from (a sandbox prepared here, not a leftover). */
-      readonly clones?: { readonly team: string; readonly started: ReadonlyMap<string, string | undefined> }
+      readonly clones?: { readonly team: string; readonly started: ReadonlyMap<string, Cloned> }
     }): Sandbox => {
       const container = docker.getContainer(args.containerId)
 
@@ -381,7 +381,8 @@ export const make = (config: DockerExecutorConfig) =>
             team: clones.team,
             name: `${repository.owner}/${repository.repo}`,
             remote: repository.remote,
-            source: Path.join(args.workdir, repository.repo),
+            start,
+            repoDir: repository.repo,
             started: clones.started.get(repository.repo),
             branch,
             timeoutMs: cloneTimeoutMs
@@ -475,7 +476,7 @@ export const make = (config: DockerExecutorConfig) =>
         media_type: attachment.media_type,
         path: `${containerWorkdir}/attachments/${attachment.name}`
       }))
-      const started = new Map<string, string | undefined>()
+      const started = new Map<string, Cloned>()
       const sandbox = makeSandbox({
         containerId: created.id,
         runId: spec.run_id,
@@ -524,7 +525,7 @@ export const make = (config: DockerExecutorConfig) =>
               prefer: remote?.branch
             }))
             if (cloned._tag === "Left") return cloned.left.message
-            started.set(repo, cloned.right.branch)
+            started.set(repo, cloned.right)
           }
           const attachmentsDir = Path.join(workdir, "attachments")
           yield* Effect.promise(() => Fs.mkdir(attachmentsDir, { recursive: true }))

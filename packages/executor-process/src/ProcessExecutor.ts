@@ -44,7 +44,7 @@ import { pullStream, runToCompletion, signalGroup, spawnProcess } from "./intern
 import type { Completion, Spawned } from "./internal/child.js"
 import { formatMarker, MARKER_SUFFIX, parseMarker } from "./internal/marker.js"
 import type { Marker } from "./internal/marker.js"
-import { cloneRepository, MirrorCache, publishRepository } from "@agent-runs/git"
+import { type Cloned, cloneRepository, MirrorCache, publishRepository } from "@agent-runs/git"
 import { attachmentNameProblem, isIdSegment, repositoryDir } from "./internal/names.js"
 import { killProcess, processesIn, within } from "./internal/proc.js"
 import { allocateUid, chownTree, killUser, userOf } from "./internal/users.js"
@@ -376,8 +376,11 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
     /** The environment of a sandbox's processes before the spec's: `HOME` is the work directory of an isolated one. */
     const envOf = (place: Place, user: User | undefined) => (user === undefined ? baseEnv : { ...baseEnv, HOME: place.workdir })
 
-    /** Pushes a clone of the sandbox to its host (`started`: the branch each clone started from, by directory). */
-    const publishOf = (place: Place, team: string, started: ReadonlyMap<string, string | undefined>) =>
+    /**
+     * Pushes a clone of the sandbox to its host (`started`: where each clone started, by
+     * directory): the sandbox packs its work itself (`start`, as its user), see publishBranch.
+     */
+    const publishOf = (team: string, started: ReadonlyMap<string, Cloned>, start: Executor.Sandbox["start"]) =>
       (repository: Executor.SandboxRepository, branch: string) =>
         repository.remote === undefined
           ? Effect.fail(new Executor.PublishFailed({ message: `repository ${repository.owner}/${repository.repo} has no host to push to` }))
@@ -386,7 +389,8 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
             team,
             name: `${repository.owner}/${repository.repo}`,
             remote: repository.remote,
-            source: join(place.workdir, repository.repo),
+            start,
+            repoDir: repository.repo,
             started: started.get(repository.repo),
             branch,
             timeoutMs: setupTimeoutMs
@@ -397,7 +401,7 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
       attachments: ReadonlyArray<Executor.SandboxAttachment>,
       sandboxEnv: Readonly<Record<string, string>>,
       user: User | undefined,
-      publish?: Executor.Sandbox["publish"]
+      clones?: { readonly team: string; readonly started: ReadonlyMap<string, Cloned> }
     ): Executor.Sandbox => {
       const start = Effect.fn("ProcessExecutor.start")(function*(
         command: ReadonlyArray<string>,
@@ -434,7 +438,7 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
         start,
         reattach: Option.none(),
         release: release(place),
-        ...(publish === undefined ? {} : { publish })
+        ...(clones === undefined ? {} : { publish: publishOf(clones.team, clones.started, start) })
       }
     }
 
@@ -463,8 +467,8 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
         : yield* io("could not choose a user for the sandbox", () => allocateUid(isolation.uids, uidsInUse))
       if (uid !== undefined) uidsInUse.add(uid)
       const user = uid === undefined ? undefined : userOf(uid)
-      const started = new Map<string, string | undefined>()
-      const sandbox = sandboxAt(place, attachments, spec.env, user, publishOf(place, spec.team_uid, started))
+      const started = new Map<string, Cloned>()
+      const sandbox = sandboxAt(place, attachments, spec.env, user, { team: spec.team_uid, started })
       const setupFailed = (message: string) => new Executor.SetupFailed({ message, sandbox })
 
       const created_at = DateTime.formatIso(yield* DateTime.now)
@@ -516,7 +520,7 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
             timeoutMs: Math.max(1, deadline - Date.now()),
             prefer: repository.remote?.branch
           }).pipe(Effect.mapError((e) => setupFailed(e.message)))
-          started.set(repository.repo, cloned.branch)
+          started.set(repository.repo, cloned)
         }
 
         if (spec.attachments.length > 0) {

@@ -10,7 +10,7 @@ import { checkout } from "./Checkout.js"
 import { runGit } from "./GitCommand.js"
 import { GitError } from "./GitError.js"
 import type { MirrorCache } from "./MirrorCache.js"
-import { type Published, publishBranch } from "./PublishBranch.js"
+import { type Published, publishBranch, type StartInSandbox } from "./PublishBranch.js"
 import { dirname } from "node:path"
 
 export interface CloneRepositoryOptions {
@@ -28,9 +28,10 @@ export interface CloneRepositoryOptions {
   readonly prefer?: string | undefined
 }
 
-/** Which branch a clone from the host started from (none for a local repository). */
+/** Where a clone from the host started: its branch and commit (none for a local repository). */
 export interface Cloned {
   readonly branch: string | undefined
+  readonly commit: string | undefined
 }
 
 /** The mirror's branch to start from: `prefer` when it has it, else its default branch. */
@@ -47,12 +48,14 @@ const startingBranch = (mirror: string, prefer: string | undefined, timeoutMs: n
 /** Clones the repository into `target`. */
 export const cloneRepository = (options: CloneRepositoryOptions): Effect.Effect<Cloned, GitError> => {
   const { name, remote, target, timeoutMs } = options
-  if (remote === undefined) return Effect.as(checkout(options.local, target, { name, timeoutMs }), { branch: undefined })
+  if (remote === undefined) return Effect.as(checkout(options.local, target, { name, timeoutMs }), { branch: undefined, commit: undefined })
   return Effect.gen(function*() {
     const mirror = yield* options.mirrors.refresh(options.team, { url: remote.url, name, token: remote.token })
     const branch = yield* startingBranch(mirror, options.prefer, timeoutMs)
     yield* checkout(mirror, target, { name, timeoutMs, depth: 1, ref: branch, originUrl: remote.url })
-    return { branch }
+    // Read now, while the clone is still the service's own (before the sandbox gets it).
+    const head = yield* runGit(["-C", target, "rev-parse", "HEAD"], { timeoutMs })
+    return { branch, commit: head.code === 0 ? head.stdout.trim() : undefined }
   })
 }
 
@@ -62,22 +65,29 @@ export interface PublishRepositoryOptions {
   /** `owner/repo`, for messages. */
   readonly name: string
   readonly remote: { readonly url: string; readonly token: Redacted.Redacted<string> }
-  /** The sandbox's clone. */
-  readonly source: string
-  /** The branch the clone started from (what `cloneRepository` answered); undefined: the mirror's default branch. */
-  readonly started: string | undefined
+  /** Starts a command in the sandbox, as its user. */
+  readonly start: StartInSandbox
+  /** The clone's directory in the sandbox's working directory. */
+  readonly repoDir: string
+  /** Where the clone started (what `cloneRepository` answered). */
+  readonly started: Cloned | undefined
   readonly branch: string
   readonly timeoutMs: number
 }
 
-/** Pushes a sandbox's clone as `branch` (see `publishBranch`), from the team's mirror directory. */
+/** Pushes a sandbox's clone as `branch` (see `publishBranch`), through the team's mirror directory. */
 export const publishRepository = (options: PublishRepositoryOptions): Effect.Effect<Published, GitError> =>
   Effect.gen(function*() {
     const mirror = options.mirrors.pathOf(options.team, options.remote.url)
-    const base = options.started ?? (yield* startingBranch(mirror, undefined, options.timeoutMs))
-    if (base === undefined) return yield* new GitError({ message: `publishing ${options.name}: the mirror names no default branch`, status: undefined, result: undefined })
+    const startedAt = options.started?.commit
+    const base = options.started?.branch ?? (yield* startingBranch(mirror, undefined, options.timeoutMs))
+    if (startedAt === undefined || base === undefined) {
+      return yield* new GitError({ message: `publishing ${options.name}: where its clone started is not known here`, status: undefined, result: undefined })
+    }
     return yield* publishBranch({
-      source: options.source,
+      start: options.start,
+      repoDir: options.repoDir,
+      startedAt,
       mirror,
       base,
       remote: { ...options.remote, name: options.name },

@@ -5,13 +5,13 @@
  * host's 403 and a branch that moved on the host is refused, both named.
  */
 import { type FakeGitHub, startFakeGitHub } from "@agent-runs/testing"
-import { Effect, Either, Option, Redacted } from "effect"
-import { execFileSync } from "node:child_process"
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs"
+import { Effect, Either, Option, Redacted, Stream } from "effect"
+import { execFileSync, spawn } from "node:child_process"
+import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { basename, dirname, join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { cloneRepository, MirrorCache, publishBranch } from "../src/index.js"
+import { type Cloned, cloneRepository, MirrorCache, publishRepository, type StartInSandbox } from "../src/index.js"
 
 let host: FakeGitHub
 let base: string
@@ -26,6 +26,16 @@ afterAll(async () => {
 })
 
 const run = <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromise(Effect.either(effect))
+
+/** A sandbox at `dir`: commands run there (as this test's user: the executors run them as the sandbox's). */
+const sandboxAt = (dir: string): StartInSandbox => (command, env) =>
+  Effect.acquireRelease(
+    Effect.sync(() => spawn(command[0]!, command.slice(1), { cwd: dir, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "ignore"] })),
+    (child) => Effect.sync(() => child.kill("SIGKILL"))
+  ).pipe(Effect.map((child) => {
+    const closed = new Promise<number>((resolve) => child.on("close", (code) => resolve(code ?? -1)))
+    return { stdout: Stream.fromAsyncIterable(child.stdout as AsyncIterable<Uint8Array>, (e) => e), exitCode: Effect.promise(() => closed) }
+  }))
 const sh = (cwd: string, ...args: Array<string>) =>
   execFileSync("git", args, { cwd, encoding: "utf8", env: { ...process.env, GIT_AUTHOR_NAME: "a", GIT_AUTHOR_EMAIL: "a@a", GIT_COMMITTER_NAME: "a", GIT_COMMITTER_EMAIL: "a@a" } }).trim()
 
@@ -34,17 +44,15 @@ describe("publishBranch", () => {
     const token = host.addToken({ repositories: ["acme/app"], permission: "write" })
     const remote = { url: `${host.url}/acme/app.git`, name: "acme/app", token: Redacted.make(token) }
     const mirrors = MirrorCache.make({ root: join(base, "mirrors") })
-    const scratch = join(base, "scratch")
-    mkdirSync(scratch)
     const clone = (target: string) =>
       run(cloneRepository({ mirrors, team: "team_a", name: "acme/app", remote, local: "", target, timeoutMs: 30_000, prefer: "agent-runs/run-1" }))
-    const publish = (source: string, from: string) =>
-      run(Effect.flatMap(mirrors.refresh("team_a", remote), (mirror) =>
-        publishBranch({ source, mirror, base: from, remote, branch: "agent-runs/run-1", scratch, timeoutMs: 30_000 })))
+    const publish = (source: string, started: Cloned) =>
+      run(publishRepository({ mirrors, team: "team_a", name: "acme/app", remote, start: sandboxAt(dirname(source)), repoDir: basename(source), started, branch: "agent-runs/run-1", timeoutMs: 30_000 }))
 
     const first = join(base, "first")
-    expect(await clone(first)).toEqual(Either.right({ branch: "main" }))
-    expect(Either.getOrThrow(await publish(first, "main")).pushed).toBe(false)
+    const firstClone = Either.getOrThrow(await clone(first))
+    expect(firstClone.branch).toBe("main")
+    expect(Either.getOrThrow(await publish(first, firstClone)).pushed).toBe(false)
     expect(host.branch("acme", "app", "agent-runs/run-1")).toBeUndefined()
 
     // The agent's own hooks and configuration, which must not run on the service's side.
@@ -55,19 +63,20 @@ describe("publishBranch", () => {
     sh(first, "add", "work.txt")
     sh(first, "commit", "-q", "--no-verify", "-m", "the agent's work")
     sh(first, "config", "core.fsmonitor", `touch ${marker}`)
-    const pushed = Either.getOrThrow(await publish(first, "main"))
+    const pushed = Either.getOrThrow(await publish(first, firstClone))
     expect(pushed).toEqual({ pushed: true, head: sh(first, "-c", "core.fsmonitor=", "rev-parse", "HEAD") })
     expect(host.branch("acme", "app", "agent-runs/run-1")).toBe(pushed.head)
     expect(existsSync(marker)).toBe(false)
-    expect(readdirSync(scratch)).toEqual([])
+    expect(readdirSync(dirname(mirrors.pathOf("team_a", remote.url))).filter((e) => e.startsWith("publish-"))).toEqual([])
 
     // A follow-up: its clone starts from the run's branch and pushes on top.
     const second = join(base, "second")
-    expect(await clone(second)).toEqual(Either.right({ branch: "agent-runs/run-1" }))
+    const secondClone = Either.getOrThrow(await clone(second))
+    expect(secondClone.branch).toBe("agent-runs/run-1")
     writeFileSync(join(second, "more.txt"), "more\n")
     sh(second, "add", "more.txt")
     sh(second, "commit", "-q", "-m", "more work")
-    expect(Either.getOrThrow(await publish(second, "agent-runs/run-1")).pushed).toBe(true)
+    expect(Either.getOrThrow(await publish(second, secondClone)).pushed).toBe(true)
     expect(host.file("acme", "app", "agent-runs/run-1", "work.txt")).toBe("done")
     expect(host.file("acme", "app", "agent-runs/run-1", "more.txt")).toBe("more")
 
@@ -76,9 +85,7 @@ describe("publishBranch", () => {
     writeFileSync(join(second, "late.txt"), "late\n")
     sh(second, "add", "late.txt")
     sh(second, "commit", "-q", "-m", "late")
-    const refused = await run(publishBranch({
-      source: second, mirror: mirrors.pathOf("team_a", remote.url), base: "agent-runs/run-1", remote, branch: "agent-runs/run-1", scratch, timeoutMs: 30_000
-    }))
+    const refused = await publish(second, secondClone)
     expect(Either.getLeft(refused).pipe(Option.map((e) => e.message))).toEqual(
       Option.some("pushing agent-runs/run-1 to acme/app failed: the branch moved on the host since (someone else pushed to it); it was not overwritten")
     )
@@ -90,16 +97,37 @@ describe("publishBranch", () => {
     const remote = { url: `${host.url}/acme/app.git`, name: "acme/app", token: Redacted.make(token) }
     const mirrors = MirrorCache.make({ root: join(base, "mirrors-read") })
     const target = join(base, "read-only")
-    Either.getOrThrow(await run(cloneRepository({ mirrors, team: "team_b", name: "acme/app", remote, local: "", target, timeoutMs: 30_000 })))
+    const cloned = Either.getOrThrow(await run(cloneRepository({ mirrors, team: "team_b", name: "acme/app", remote, local: "", target, timeoutMs: 30_000 })))
     writeFileSync(join(target, "x.txt"), "x\n")
     sh(target, "add", "x.txt")
     sh(target, "commit", "-q", "-m", "x")
-    const scratch = mkdtempSync(join(base, "scratch-"))
-    const refused = await run(publishBranch({
-      source: target, mirror: mirrors.pathOf("team_b", remote.url), base: "main", remote, branch: "agent-runs/run-2", scratch, timeoutMs: 30_000
+    const refused = await run(publishRepository({
+      mirrors, team: "team_b", name: "acme/app", remote, start: sandboxAt(base), repoDir: "read-only", started: cloned, branch: "agent-runs/run-2", timeoutMs: 30_000
     }))
     const error = Either.getLeft(refused).pipe(Option.getOrThrow)
     expect([error.status, error.message.startsWith("pushing agent-runs/run-2 to acme/app failed: the credential may not do this (403)")]).toEqual([403, true])
     expect(error.message).not.toContain(token)
+  })
+
+  it("what the sandbox's repository points at is read by the sandbox only: a .git/shallow linked to a file of the service's is never read by the service", async () => {
+    const token = host.addToken({ repositories: ["acme/app"], permission: "write" })
+    const remote = { url: `${host.url}/acme/app.git`, name: "acme/app", token: Redacted.make(token) }
+    const mirrors = MirrorCache.make({ root: join(base, "mirrors-attack") })
+    const target = join(base, "attack")
+    const cloned = Either.getOrThrow(await run(cloneRepository({ mirrors, team: "team_c", name: "acme/app", remote, local: "", target, timeoutMs: 30_000 })))
+    writeFileSync(join(target, "x.txt"), "x\n")
+    sh(target, "add", "x.txt")
+    sh(target, "commit", "-q", "-m", "x")
+    const secret = join(base, "service-secret")
+    writeFileSync(secret, "TOPSECRET-of-the-service\n", { mode: 0o600 })
+    rmSync(join(target, ".git", "shallow"))
+    execFileSync("ln", ["-s", secret, join(target, ".git", "shallow")])
+    // Here the sandbox's git runs as this test's user and can read the file; an executor runs it as
+    // the sandbox's user, who cannot. What matters: the service reads only the bundle's bytes.
+    const published = await run(publishRepository({
+      mirrors, team: "team_c", name: "acme/app", remote, start: sandboxAt(base), repoDir: "attack", started: cloned, branch: "agent-runs/run-3", timeoutMs: 30_000
+    }))
+    const said = Either.isLeft(published) ? published.left.message : JSON.stringify(published.right)
+    expect(said).not.toContain("TOPSECRET")
   })
 })

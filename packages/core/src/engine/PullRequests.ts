@@ -16,7 +16,7 @@
  * commit, a push the host refuses, an API answer) ends the run FAILED with the host's answer: a
  * run that asked for a pull request never succeeds silently without it.
  */
-import { Chunk, Clock, DateTime, Effect, Option, Stream } from "effect"
+import { Chunk, Clock, Data, DateTime, Effect, Option, Stream } from "effect"
 import type { Scope } from "effect"
 import type { Artifact } from "../domain/Artifact.js"
 import { concatBytes } from "../internal/Bytes.js"
@@ -31,12 +31,18 @@ const MAX_BODY_CHARS = 60_000
 /** Commits what is uncommitted in `$AGENT_RUNS_REPO`, then prints the branch the clone is on. */
 const commitScript = [
   "cd \"$AGENT_RUNS_REPO\" || exit 3",
-  "git add -A || exit 4",
-  "if ! git diff --cached --quiet; then",
-  "  git -c user.name=\"Agent Runs\" -c user.email=agent-runs@localhost -c commit.gpgsign=false commit -q --no-verify -m \"$AGENT_RUNS_MESSAGE\" || exit 5",
+  // The agent's own configuration may name commands to run: none of them, and no hooks.
+  "g() { git -c core.fsmonitor=false -c core.hooksPath=/dev/null -c commit.gpgsign=false \"$@\"; }",
+  "g add -A || exit 4",
+  "if ! g diff --cached --quiet; then",
+  "  g -c user.name=\"Agent Runs\" -c user.email=agent-runs@localhost commit -q --no-verify -m \"$AGENT_RUNS_MESSAGE\" || exit 5",
   "fi",
-  "git rev-parse --abbrev-ref HEAD"
+  "g rev-parse --abbrev-ref HEAD"
 ].join("\n")
+
+/** The most of the commit step's output read (a branch name); the longest it may take. */
+const COMMIT_OUTPUT_BYTES = 4096
+const COMMIT_TIMEOUT_MS = 5 * 60_000
 
 export interface PublishInput {
   readonly plan: ExecutionPlan
@@ -47,10 +53,13 @@ export interface PublishInput {
   readonly addArtifact: (artifact: Artifact) => Effect.Effect<void, StorageError>
 }
 
-class Refused extends Error {}
+class Refused extends Data.TaggedError("Refused")<{ readonly message: string }> {}
 
 const text = (stream: Stream.Stream<Uint8Array, unknown>) =>
-  Stream.runCollect(stream).pipe(
+  Stream.runCollect(Stream.takeUntil(stream, (() => {
+    let read = 0
+    return (chunk: Uint8Array) => (read += chunk.length) >= COMMIT_OUTPUT_BYTES
+  })())).pipe(
     Effect.map((chunks) => new TextDecoder().decode(concatBytes(Chunk.toReadonlyArray(chunks)))),
     Effect.orElseSucceed(() => "")
   )
@@ -60,9 +69,15 @@ const commit = (sandbox: Sandbox, repository: SandboxRepository, message: string
   Effect.gen(function*() {
     const process = yield* sandbox.start(["/bin/sh", "-c", commitScript], { AGENT_RUNS_REPO: repository.repo, AGENT_RUNS_MESSAGE: message })
     const [said, code] = yield* Effect.all([text(process.stdout), process.exitCode], { concurrency: 2 })
-    if (code !== 0) return yield* Effect.fail(new Refused(`committing the work in ${repository.owner}/${repository.repo} failed (exit ${code})`))
+    if (code !== 0) return yield* Effect.fail(new Refused({ message: `committing the work in ${repository.owner}/${repository.repo} failed (exit ${code})` }))
     return said.trim().split("\n").at(-1) ?? ""
-  })
+  }).pipe(
+    Effect.scoped,
+    Effect.timeoutFail({
+      duration: COMMIT_TIMEOUT_MS,
+      onTimeout: () => new Refused({ message: `committing the work in ${repository.owner}/${repository.repo} did not finish within ${COMMIT_TIMEOUT_MS} ms` })
+    })
+  )
 
 const titleOf = (input: PublishInput) => {
   const first = (input.title.trim() === "" ? input.prompt : input.title).trim().split("\n")[0] ?? "Agent run"
@@ -79,15 +94,15 @@ const publishOne = (input: PublishInput, access: GitHostAccess, repository: Sand
   Effect.gen(function*() {
     const { owner, repo } = repository
     const host = input.host
-    const hostFailed = (what: string) => (e: { readonly message: string }) => new Refused(`${what} of ${owner}/${repo}: ${e.message}`)
+    const hostFailed = (what: string) => (e: { readonly message: string }) => new Refused({ message: `${what} of ${owner}/${repo}: ${e.message}` })
     const on = yield* commit(input.sandbox, repository, titleOf(input))
     // The agent's own branch with its own pull request: recorded as it is.
     if (on !== "HEAD" && on !== branch && on !== "") {
       const own = yield* host.findOpenPullRequest(access, owner, repo, on).pipe(Effect.mapError(hostFailed("looking for the pull request")))
       if (Option.isSome(own)) return Option.some({ branch: own.value.branch, url: own.value.url, number: own.value.number, repository: `${owner}/${repo}` })
     }
-    if (input.sandbox.publish === undefined) return yield* Effect.fail(new Refused("this executor cannot push a sandbox's work (no pull request)"))
-    const published = yield* input.sandbox.publish(repository, branch).pipe(Effect.mapError((e) => new Refused(e.message)))
+    if (input.sandbox.publish === undefined) return yield* Effect.fail(new Refused({ message: "this executor cannot push a sandbox's work (no pull request)" }))
+    const published = yield* input.sandbox.publish(repository, branch).pipe(Effect.mapError((e) => new Refused({ message: e.message })))
     if (!published.pushed) return Option.none()
     const open = yield* host.findOpenPullRequest(access, owner, repo, branch).pipe(Effect.mapError(hostFailed("looking for the pull request")))
     if (Option.isSome(open)) {
@@ -115,7 +130,7 @@ export const publishPullRequests = (input: PublishInput): Effect.Effect<Option.O
       const made = yield* Effect.either(publishOne(input, access, repository, wanted.branch, wanted.draft))
       if (made._tag === "Left") {
         const e = made.left
-        return Option.some(e instanceof Refused ? e.message : `publishing ${repository.owner}/${repository.repo} failed: ${e.message}`)
+        return Option.some(e._tag === "Refused" ? e.message : `publishing ${repository.owner}/${repository.repo} failed: ${e.message}`)
       }
       if (Option.isSome(made.right)) {
         const created_at = DateTime.unsafeMake(yield* Clock.currentTimeMillis)
