@@ -39,6 +39,8 @@ describe("GitHub connection (sqlite)", () => {
     expect((await call(server(), "PUT", "/api/v1/agent/secrets/GH_WRONG", { ...as("admin"), body: { value: "github_pat_wrong" } })).status).toBe(200)
     const wrong = await call(server(), "PUT", "/api/v1/agent/github", { ...as("admin"), body: { ...connect, auth: { type: "token", token_secret: "GH_WRONG" } } })
     expect([wrong.status, wrong.body.error]).toEqual([400, "auth: the host refused the credential: GitHub answered 401: Bad credentials"])
+    const internal = await call(server(), "PUT", "/api/v1/agent/github", { ...as("admin"), body: { ...connect, base_url: "https://169.254.169.254" } })
+    expect([internal.status, internal.body.error]).toEqual([400, "base_url: 169.254.169.254 is not a GitHub host this server connects to (its operator names them: AGENT_RUNS_GITHUB_HOSTS)"])
     const plain = await call(server(), "PUT", "/api/v1/agent/github", { ...as("admin"), body: { ...connect, base_url: "http://github.example.com" } })
     expect(plain.status).toBe(400)
     expect(plain.body.error).toContain("base_url")

@@ -64,6 +64,8 @@ export const startServer = (
         ...execution
       },
       ingress: { trustedProxies: [], deliveriesPerMinute: 60 },
+      // The GitHub double of the tests listens on loopback.
+      githubHosts: ["github.com", "127.0.0.1"],
       scheduler: { enabled: true, graceSeconds: 2 },
       ...overrides
     }

@@ -15,7 +15,7 @@
  */
 import { repositoryUrlOf } from "@agent-runs/core/domain/GitHub"
 import { gitHubAccess } from "@agent-runs/core/internal/GitHubAccess"
-import { GitHost } from "@agent-runs/core/ports/GitHost"
+import { GitHost, GitHubHosts } from "@agent-runs/core/ports/GitHost"
 import { IdentityStore } from "@agent-runs/core/ports/IdentityStore"
 import { RepoSource, RepoSourceError, type RepoSourceService } from "@agent-runs/core/ports/RepoSource"
 import { SecretStore } from "@agent-runs/core/ports/SecretStore"
@@ -40,7 +40,7 @@ export const layer = (options: GitHubRepoSourceOptions): Layer.Layer<RepoSource,
     Effect.gen(function*() {
       const local = yield* RepoSource
       const host = yield* GitHost
-      const access = gitHubAccess(yield* IdentityStore, yield* SecretStore, host)
+      const access = gitHubAccess(yield* IdentityStore, yield* SecretStore, host, yield* GitHubHosts)
       const timeoutMs = options.timeoutMs ?? 60_000
       const mirrors = MirrorCache.make({ root: options.mirrorsDir, timeoutMs })
       const limits = { maxFileBytes: options.maxFileBytes ?? 256 * 1024, maxFiles: options.maxFiles ?? 500, timeoutMs }

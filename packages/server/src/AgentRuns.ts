@@ -50,7 +50,8 @@ import {
   Workers
 } from "@agent-runs/core"
 import type { AgentHarnesses } from "@agent-runs/core/ports/AgentHarness"
-import { GitHost, noGitHost } from "@agent-runs/core/ports/GitHost"
+import { DEFAULT_ALLOWED_HOSTS } from "@agent-runs/core/domain/GitHub"
+import { GitHost, GitHubHosts, noGitHost } from "@agent-runs/core/ports/GitHost"
 import type { IdentityStore } from "@agent-runs/core/ports/IdentityStore"
 import type { SecretStore } from "@agent-runs/core/ports/SecretStore"
 import { noRepositories, RepoSource } from "@agent-runs/core/ports/RepoSource"
@@ -127,6 +128,8 @@ export interface AgentRunsOptions<ES, EB, EX> {
   readonly repos?: Layer.Layer<RepoSource, never, IdentityStore | SecretStore> | undefined
   /** GitHub's API, for the teams' GitHub connections: `OctokitHost.layer()` (none: no team can connect). */
   readonly gitHost?: Layer.Layer<GitHost> | undefined
+  /** The hosts teams may connect to: host names, or `host:port` (default: github.com alone). */
+  readonly gitHubHosts?: ReadonlyArray<string> | undefined
   /** 32 bytes that sign run tokens and download URLs; the same on every replica. */
   readonly secretKey: Redacted.Redacted<Uint8Array> | Uint8Array
   /** Where clients reach the service, with the mount prefix if any: `https://example.com/agents`. */
@@ -274,7 +277,8 @@ export const layer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) => {
       // Run tokens: made once, for the services, the HTTP handlers and the dispatcher.
       Layer.provideMerge(RunTokens.layer(secretKey)),
       Layer.provideMerge(options.repos ?? Layer.succeed(RepoSource, noRepositories)),
-      Layer.provideMerge(options.gitHost ?? Layer.succeed(GitHost, noGitHost))
+      Layer.provideMerge(options.gitHost ?? Layer.succeed(GitHost, noGitHost)),
+      Layer.provideMerge(Layer.succeed(GitHubHosts, options.gitHubHosts ?? DEFAULT_ALLOWED_HOSTS))
     ),
     Downloads.layer({
       secretKey,

@@ -121,6 +121,8 @@ export interface ServerConfig {
   readonly auditRetentionDays?: number | undefined
   /** Sign-in with OpenID Connect (SignInConfig.ts; none: API tokens only). */
   readonly signIn?: AgentRuns.SignInOptions | undefined
+  /** The GitHub hosts teams may connect to (`AGENT_RUNS_GITHUB_HOSTS`; github.com alone when absent). */
+  readonly githubHosts?: ReadonlyArray<string> | undefined
   /** The event streams' caps and re-check interval (http's `DEFAULT_EVENT_STREAM_LIMITS` for those absent). */
   readonly eventStreams?: Partial<EventStreams.EventStreamLimits> | undefined
 }
@@ -199,6 +201,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
     Config.withDefault(15 * 60)
   ),
   blobDir: Config.option(Config.string("AGENT_RUNS_BLOB_DIR")),
+  githubHosts: Config.option(Config.string("AGENT_RUNS_GITHUB_HOSTS")),
   definitionsDir: Config.option(Config.nonEmptyString("AGENT_RUNS_DEFINITIONS_DIR")),
   executor: Config.literal("process", "docker")("AGENT_RUNS_EXECUTOR").pipe(Config.withDefault("process" as const)),
   harness: Config.option(Config.nonEmptyString("AGENT_RUNS_HARNESS")),
@@ -304,6 +307,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
       downloadTtlSeconds: raw.downloadTtlSeconds,
       blobDir: Option.match(raw.blobDir, { onNone: () => join(raw.dataDir, "blobs"), onSome: (dir) => resolve(dir) }),
       definitionsDir: Option.getOrUndefined(Option.map(raw.definitionsDir, (dir) => resolve(dir))),
+      githubHosts: Option.getOrUndefined(Option.map(raw.githubHosts, (hosts) => hosts.split(",").map((h) => h.trim()).filter((h) => h !== ""))),
       execution: {
         executor: raw.executor,
         harness: raw.harness,

@@ -92,6 +92,7 @@ const agentRunsOptions = (
     repos: GitHubRepoSource.layer({ local: LocalRepoSource.layer({ reposDir: config.execution.reposDir }), mirrorsDir: mirrorsDirOf(config) }),
     // GitHub's API, for the teams that connect to github.com or a GitHub Enterprise Server.
     gitHost: OctokitHost.layer(),
+    gitHubHosts: config.githubHosts,
     secretKey,
     publicUrl: config.publicUrl,
     webhookBaseUrl: config.webhookBaseUrl,

@@ -47,6 +47,19 @@ export const BaseUrl = Schema.String.pipe(
   Schema.transform(Schema.String, { strict: true, decode: (url) => url.replace(/\/+$/, ""), encode: (url) => url })
 ).annotations({ identifier: "GitHubBaseUrl" })
 
+/** The hosts a server lets teams connect to when its operator names none: github.com alone. */
+export const DEFAULT_ALLOWED_HOSTS: ReadonlyArray<string> = ["github.com"]
+
+/**
+ * Whether a base URL's host (`ghe.example.com`, or `127.0.0.1:8080` with its port) is one the
+ * operator allows: the server calls what teams connect to, so a team admin must not be able to
+ * point it at an internal address the operator did not name.
+ */
+export const hostAllowed = (baseUrl: string, allowed: ReadonlyArray<string>): boolean => {
+  const url = new URL(baseUrl)
+  return allowed.some((entry) => entry.toLowerCase() === url.host.toLowerCase() || entry.toLowerCase() === url.hostname.toLowerCase())
+}
+
 /** The REST API's base URL for a host. */
 export const apiUrlOf = (baseUrl: string): string => (baseUrl === GITHUB_COM ? "https://api.github.com" : `${baseUrl}/api/v3`)
 /** A repository's git URL on a host. */

@@ -28,7 +28,7 @@ import { IdentityStore } from "../ports/IdentityStore.js"
 import { RunStore } from "../ports/RunStore.js"
 import type { StoredRun } from "../ports/RunStore.js"
 import { RunTokens } from "../ports/RunTokens.js"
-import { GitHost } from "../ports/GitHost.js"
+import { GitHost, GitHubHosts } from "../ports/GitHost.js"
 import { SecretStore } from "../ports/SecretStore.js"
 import { gitHubAccess } from "../internal/GitHubAccess.js"
 import { secretsRefusalOf } from "../domain/RunTokenRole.js"
@@ -55,7 +55,7 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
     const tokens = yield* RunTokens
     const ids = yield* Ids
     // The team's GitHub host for the repositories of its runs (taken once, as built).
-    const github = gitHubAccess(identities, yield* SecretStore, yield* GitHost)
+    const github = gitHubAccess(identities, yield* SecretStore, yield* GitHost, yield* GitHubHosts)
     /** A connected team's host for an environment that names repositories (see ClaimedRun.github). */
     const githubOf = (team: TeamUid, repos: number): Effect.Effect<ClaimedRun["github"], StorageError> =>
       repos === 0

@@ -7,7 +7,7 @@
  */
 import { Effect, Option } from "effect"
 import type { Redacted } from "effect"
-import { apiUrlOf, type GitHubAuth, type GitHubConnection } from "../domain/GitHub.js"
+import { apiUrlOf, type GitHubAuth, type GitHubConnection, hostAllowed } from "../domain/GitHub.js"
 import type { TeamUid } from "../domain/Ids.js"
 import { type GitHostCredential, GitHostError, type GitHostService } from "../ports/GitHost.js"
 import type { IdentityStore } from "../ports/IdentityStore.js"
@@ -31,12 +31,20 @@ export const credentialOf = (secrets: SecretStore["Type"], team: TeamUid, auth: 
       ? { type: "token", token: value }
       : { type: "app", app_id: auth.app_id, installation_id: auth.installation_id, private_key: value }))
 
-/** The team's access, over the stores and the host given. */
-export const gitHubAccess = (identities: IdentityStore["Type"], secrets: SecretStore["Type"], host: GitHostService) => (team: TeamUid) =>
+/** The team's access, over the stores and the host given; a connection to a host no longer allowed fails. */
+export const gitHubAccess = (
+  identities: IdentityStore["Type"],
+  secrets: SecretStore["Type"],
+  host: GitHostService,
+  allowed: ReadonlyArray<string>
+) => (team: TeamUid) =>
   Effect.gen(function* () {
     const stored = yield* identities.getGitHubConnection(team)
     if (Option.isNone(stored)) return Option.none<GitHubAccess>()
     const connection = stored.value
+    if (!hostAllowed(connection.base_url, allowed)) {
+      return yield* new GitHostError({ message: `${connection.base_url} is no longer a GitHub host this server connects to (AGENT_RUNS_GITHUB_HOSTS)`, status: undefined })
+    }
     const credential = yield* credentialOf(secrets, team, connection.auth)
     if (Option.isNone(credential)) {
       return yield* new GitHostError({ message: `the team secret ${secretOf(connection.auth)[1]} of the GitHub connection is gone`, status: undefined })

@@ -10,7 +10,7 @@
  */
 import type { Option, Redacted } from "effect"
 import { Context, Data, Effect } from "effect"
-import type { ReachableRepository } from "../domain/GitHub.js"
+import { DEFAULT_ALLOWED_HOSTS, type ReachableRepository } from "../domain/GitHub.js"
 
 /** The host answered an error (`status`, 401 a refused credential), or could not be reached (no status). */
 export class GitHostError extends Data.TaggedError("GitHostError")<{
@@ -81,4 +81,9 @@ export const noGitHost: GitHostService = {
 
 export class GitHost extends Context.Reference<GitHost>()("@agent-runs/core/GitHost", {
   defaultValue: (): GitHostService => noGitHost
+}) {}
+
+/** The hosts teams may connect to (`AGENT_RUNS_GITHUB_HOSTS`): host names, or `host:port`. */
+export class GitHubHosts extends Context.Reference<GitHubHosts>()("@agent-runs/core/GitHubHosts", {
+  defaultValue: (): ReadonlyArray<string> => DEFAULT_ALLOWED_HOSTS
 }) {}

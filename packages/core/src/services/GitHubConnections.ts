@@ -7,6 +7,8 @@
  * - Every member (viewers included) sees whether the team is connected, how (the host, the kind
  *   of credential, the secrets' names; never a value) and which repositories it reaches; only
  *   admins connect, change or disconnect it.
+ * - Only hosts the operator allows (`GitHubHosts`; github.com by default) can be connected to (400
+ *   naming `base_url`): the server calls what teams connect to.
  * - Connecting checks before it stores: each secret named must exist in the team (400 naming
  *   the field), and the host must accept the credential (an access token minted, one repository
  *   listed): a refusal is a 400 naming `auth` with the host's answer, a host that cannot be
@@ -25,10 +27,11 @@ import {
   type ConnectGitHubRequest,
   type GitHubConnection,
   GitHubConnectionResponse,
+  hostAllowed,
   MAX_LISTED_REPOSITORIES,
   ReachableRepositoriesResponse
 } from "../domain/GitHub.js"
-import { GitHost, type GitHostError } from "../ports/GitHost.js"
+import { GitHost, type GitHostError, GitHubHosts } from "../ports/GitHost.js"
 import { IdentityStore } from "../ports/IdentityStore.js"
 import { SecretStore } from "../ports/SecretStore.js"
 import { storageUnavailable } from "../internal/Services.js"
@@ -45,11 +48,12 @@ export class GitHubConnections extends Effect.Service<GitHubConnections>()("@age
     const secrets = yield* SecretStore
     // Taken once: the host the service was built with, whichever fiber calls.
     const host = yield* GitHost
+    const allowedHosts = yield* GitHubHosts
 
     const requireAdmin = (viewer: Viewer) =>
       canManageFactory(viewer) ? Effect.void : Effect.fail(new NotAuthorized({ message: "only team admins can connect the team to GitHub" }))
 
-    const access = gitHubAccess(identities, secrets, host)
+    const access = gitHubAccess(identities, secrets, host, allowedHosts)
 
     const get = Effect.fn("GitHubConnections.get")(
       function* (viewer: Viewer) {
@@ -68,6 +72,12 @@ export class GitHubConnections extends Effect.Service<GitHubConnections>()("@age
     const connect = Effect.fn("GitHubConnections.connect")(
       function* (viewer: Viewer, request: ConnectGitHubRequest) {
         yield* requireAdmin(viewer)
+        if (!hostAllowed(request.base_url, allowedHosts)) {
+          return yield* InvalidRequest.forField(
+            "base_url",
+            `${new URL(request.base_url).host} is not a GitHub host this server connects to (its operator names them: AGENT_RUNS_GITHUB_HOSTS)`
+          )
+        }
         const [field, name] = secretOf(request.auth)
         const credential = yield* credentialOf(secrets, viewer.team_uid, request.auth)
         if (Option.isNone(credential)) return yield* InvalidRequest.forField(field, `the team has no secret named ${name}`)

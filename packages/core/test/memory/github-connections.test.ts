@@ -9,7 +9,7 @@ import { decodeRequest } from "../../src/domain/Common.js"
 import { ConnectGitHubRequest, GitHubConnectionResponse } from "../../src/domain/GitHub.js"
 import { IdsLive } from "../../src/domain/Ids.js"
 import { PutSecretRequest, type SecretName } from "../../src/domain/Secret.js"
-import { GitHost, GitHostError, type GitHostService, noGitHost } from "../../src/ports/GitHost.js"
+import { GitHost, GitHostError, type GitHostService, GitHubHosts, noGitHost } from "../../src/ports/GitHost.js"
 import { AuditLog } from "../../src/ports/AuditLog.js"
 import { GitHubConnections } from "../../src/services/GitHubConnections.js"
 import { Secrets } from "../../src/services/Secrets.js"
@@ -38,7 +38,8 @@ const host: GitHostService = {
 
 const services = Layer.mergeAll(GitHubConnections.Default, Secrets.Default).pipe(
   Layer.provideMerge(Layer.mergeAll(memoryStorage, IdsLive)),
-  Layer.provideMerge(Layer.succeed(GitHost, host))
+  Layer.provideMerge(Layer.succeed(GitHost, host)),
+  Layer.provideMerge(Layer.succeed(GitHubHosts, ["github.com", "ghe.example.com", "unreachable.example.com"]))
 )
 const decodeConnect = decodeRequest(ConnectGitHubRequest)
 const putSecret = (viewer: Parameters<Secrets["put"]>[0], name: string, value: string) =>
@@ -97,6 +98,13 @@ describe("GitHub connections (memory)", () => {
           auth: { type: "token", token_secret: "BAD_TOKEN" }
         })))
         expect(away.message).toBe("base_url: GitHub could not be reached: ECONNREFUSED")
+        // A host the operator did not name is never called.
+        const before = calls.length
+        const internal = yield* failureOf(github.connect(world.admin, yield* decodeConnect({
+          base_url: "https://10.0.0.5", auth: { type: "token", token_secret: "BAD_TOKEN" }
+        })))
+        expect(internal.message).toBe("base_url: 10.0.0.5 is not a GitHub host this server connects to (its operator names them: AGENT_RUNS_GITHUB_HOSTS)")
+        expect(calls.length).toBe(before)
         expect((yield* github.get(world.admin)).connected).toBe(false)
         expect((yield* failureOf(github.repositories(world.admin)))._tag).toBe("ResourceNotFound")
       }))

@@ -62,6 +62,7 @@ export const serviceOptions = ({ adminToken, dir, executor = true, publicUrl, se
     ? { executor: ProcessExecutor.layer({ root: join(dir, "sandboxes"), reposDir: join(dir, "repos"), isolation: undefined }) }
     : {}),
   gitHost: OctokitHost.layer(),
+  gitHubHosts: ["127.0.0.1"],
   secretKey,
   publicUrl,
   adminToken
