@@ -39,6 +39,22 @@ const sandboxAt = (dir: string): StartInSandbox => (command, env) =>
 const sh = (cwd: string, ...args: Array<string>) =>
   execFileSync("git", args, { cwd, encoding: "utf8", env: { ...process.env, GIT_AUTHOR_NAME: "a", GIT_AUTHOR_EMAIL: "a@a", GIT_COMMITTER_NAME: "a", GIT_COMMITTER_EMAIL: "a@a" } }).trim()
 
+/** A clone in `<base>/<dir>` of a team of its own, with one commit of the agent's, and how to publish it. */
+const committedClone = async (permission: "read" | "write", dir: string) => {
+  const token = host.addToken({ repositories: ["acme/app"], permission })
+  const remote = { url: `${host.url}/acme/app.git`, name: "acme/app", token: Redacted.make(token) }
+  const mirrors = MirrorCache.make({ root: join(base, `mirrors-${dir}`) })
+  const target = join(base, dir)
+  const team = `team_${dir.replace(/\W/g, "")}`
+  const cloned = Either.getOrThrow(await run(cloneRepository({ mirrors, team, name: "acme/app", remote, local: "", target, timeoutMs: 30_000 })))
+  writeFileSync(join(target, "x.txt"), "x\n")
+  sh(target, "add", "x.txt")
+  sh(target, "commit", "-q", "-m", "x")
+  const publish = (branch: string) =>
+    run(publishRepository({ mirrors, team, name: "acme/app", remote, start: sandboxAt(base), repoDir: dir, started: cloned, branch, timeoutMs: 30_000 }))
+  return { publish, target, token }
+}
+
 describe("publishBranch", () => {
   it("pushes the sandbox's commits as the run's branch; a follow-up starts from it; nothing to push is no push", async () => {
     const token = host.addToken({ repositories: ["acme/app"], permission: "write" })
@@ -93,40 +109,22 @@ describe("publishBranch", () => {
   })
 
   it("a read-only token is the host's 403, named; the token is in no message", async () => {
-    const token = host.addToken({ repositories: ["acme/app"], permission: "read" })
-    const remote = { url: `${host.url}/acme/app.git`, name: "acme/app", token: Redacted.make(token) }
-    const mirrors = MirrorCache.make({ root: join(base, "mirrors-read") })
-    const target = join(base, "read-only")
-    const cloned = Either.getOrThrow(await run(cloneRepository({ mirrors, team: "team_b", name: "acme/app", remote, local: "", target, timeoutMs: 30_000 })))
-    writeFileSync(join(target, "x.txt"), "x\n")
-    sh(target, "add", "x.txt")
-    sh(target, "commit", "-q", "-m", "x")
-    const refused = await run(publishRepository({
-      mirrors, team: "team_b", name: "acme/app", remote, start: sandboxAt(base), repoDir: "read-only", started: cloned, branch: "agent-runs/run-2", timeoutMs: 30_000
-    }))
+    const { publish, token } = await committedClone("read", "read-only")
+    const refused = await publish("agent-runs/run-2")
     const error = Either.getLeft(refused).pipe(Option.getOrThrow)
     expect([error.status, error.message.startsWith("pushing agent-runs/run-2 to acme/app failed: the credential may not do this (403)")]).toEqual([403, true])
     expect(error.message).not.toContain(token)
   })
 
   it("what the sandbox's repository points at is read by the sandbox only: a .git/shallow linked to a file of the service's is never read by the service", async () => {
-    const token = host.addToken({ repositories: ["acme/app"], permission: "write" })
-    const remote = { url: `${host.url}/acme/app.git`, name: "acme/app", token: Redacted.make(token) }
-    const mirrors = MirrorCache.make({ root: join(base, "mirrors-attack") })
-    const target = join(base, "attack")
-    const cloned = Either.getOrThrow(await run(cloneRepository({ mirrors, team: "team_c", name: "acme/app", remote, local: "", target, timeoutMs: 30_000 })))
-    writeFileSync(join(target, "x.txt"), "x\n")
-    sh(target, "add", "x.txt")
-    sh(target, "commit", "-q", "-m", "x")
+    const { publish, target } = await committedClone("write", "attack")
     const secret = join(base, "service-secret")
     writeFileSync(secret, "TOPSECRET-of-the-service\n", { mode: 0o600 })
     rmSync(join(target, ".git", "shallow"))
     execFileSync("ln", ["-s", secret, join(target, ".git", "shallow")])
     // Here the sandbox's git runs as this test's user and can read the file; an executor runs it as
     // the sandbox's user, who cannot. What matters: the service reads only the bundle's bytes.
-    const published = await run(publishRepository({
-      mirrors, team: "team_c", name: "acme/app", remote, start: sandboxAt(base), repoDir: "attack", started: cloned, branch: "agent-runs/run-3", timeoutMs: 30_000
-    }))
+    const published = await publish("agent-runs/run-3")
     const said = Either.isLeft(published) ? published.left.message : JSON.stringify(published.right)
     expect(said).not.toContain("TOPSECRET")
   })
