@@ -29,7 +29,8 @@ export interface CheckoutOptions {
   readonly timeoutMs: number
 }
 
-const commitPattern = /^[0-9a-f]{7,40}$/i
+/** A commit as a ref names it: 7 to 40 hex digits. */
+export const commitPattern = /^[0-9a-f]{7,40}$/i
 
 /** Clones `source` (a directory) into `target` (which must not exist) as `options` says. */
 export const checkout = (source: string, target: string, options: CheckoutOptions): Effect.Effect<void, GitError> => {

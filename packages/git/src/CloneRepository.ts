@@ -1,12 +1,16 @@
 /**
  * A sandbox's repository: from the Git host through the team's mirror (shallow, `origin` the
- * host's URL; the run's own branch when the host has it, else the default branch), or from a
- * local repository (its whole history). The one step both executors take for each repository of
- * a sandbox.
+ * host's URL), or from a local repository (its whole history). The one step both executors take
+ * for each repository of a sandbox.
+ *
+ * Where a clone from the host starts: the run's own branch when the host has it (a follow-up goes
+ * on with the run's work), else the `ref` asked for (a branch, a tag, or a commit, looked up in
+ * that order in the mirror; a name it has none of fails the clone naming it), else the default
+ * branch. Pull requests target the ref when it is a branch, else the default branch.
  */
 import type { Redacted } from "effect"
 import { Effect } from "effect"
-import { checkout } from "./Checkout.js"
+import { checkout, commitPattern } from "./Checkout.js"
 import { runGit } from "./GitCommand.js"
 import { GitError } from "./GitError.js"
 import type { MirrorCache } from "./MirrorCache.js"
@@ -24,38 +28,64 @@ export interface CloneRepositoryOptions {
   readonly local: string
   readonly target: string
   readonly timeoutMs: number
-  /** A branch to start from when the host has it (a run's own branch, for its follow-ups); else the default branch. */
+  /** A branch to start from when the host has it (a run's own branch, for its follow-ups). */
   readonly prefer?: string | undefined
+  /** The branch, tag or commit to start from otherwise; the default branch when undefined. */
+  readonly ref?: string | undefined
 }
 
 /** Where a clone from the host started: its branch and commit (none for a local repository). */
 export interface Cloned {
   readonly branch: string | undefined
   readonly commit: string | undefined
+  /** The branch its pull requests target: the ref when it is a branch; undefined: the default branch. */
+  readonly base: string | undefined
 }
 
-/** The mirror's branch to start from: `prefer` when it has it, else its default branch. */
-const startingBranch = (mirror: string, prefer: string | undefined, timeoutMs: number) =>
+const hasRef = (mirror: string, ref: string, timeoutMs: number) =>
+  Effect.map(runGit(["--git-dir", mirror, "rev-parse", "--verify", "-q", ref], { timeoutMs }), (r) => r.code === 0)
+
+const defaultBranch = (mirror: string, timeoutMs: number) =>
+  Effect.map(runGit(["--git-dir", mirror, "symbolic-ref", "--short", "HEAD"], { timeoutMs }), (r) => (r.code === 0 ? r.stdout.trim() : undefined))
+
+/** What `ref` is in the mirror: a branch, a tag, or a commit; a GitError naming it when none. */
+const kindOf = (mirror: string, name: string, ref: string, timeoutMs: number) =>
   Effect.gen(function*() {
-    if (prefer !== undefined) {
-      const found = yield* runGit(["--git-dir", mirror, "rev-parse", "--verify", "-q", `refs/heads/${prefer}`], { timeoutMs })
-      if (found.code === 0) return prefer
+    if (yield* hasRef(mirror, `refs/heads/${ref}`, timeoutMs)) return "branch" as const
+    if (yield* hasRef(mirror, `refs/tags/${ref}`, timeoutMs)) return "tag" as const
+    if (commitPattern.test(ref) && (yield* hasRef(mirror, `${ref}^{commit}`, timeoutMs))) return "commit" as const
+    return yield* new GitError({ message: `cloning ${name}: it has no branch, tag or commit ${ref}`, status: undefined, result: undefined })
+  })
+
+/** Where the clone starts in the mirror, and the branch its pull requests target. */
+const startOf = (mirror: string, options: CloneRepositoryOptions) =>
+  Effect.gen(function*() {
+    const { prefer, ref, timeoutMs } = options
+    if (prefer !== undefined && (yield* hasRef(mirror, `refs/heads/${prefer}`, timeoutMs))) {
+      const base = ref !== undefined && (yield* hasRef(mirror, `refs/heads/${ref}`, timeoutMs)) ? ref : undefined
+      return { checkout: prefer, branch: prefer, base }
     }
-    const head = yield* runGit(["--git-dir", mirror, "symbolic-ref", "--short", "HEAD"], { timeoutMs })
-    return head.code === 0 ? head.stdout.trim() : undefined
+    if (ref === undefined) {
+      const branch = yield* defaultBranch(mirror, timeoutMs)
+      return { checkout: branch, branch, base: undefined }
+    }
+    const base = (yield* kindOf(mirror, options.name, ref, timeoutMs)) === "branch" ? ref : undefined
+    return { checkout: ref, branch: base, base }
   })
 
 /** Clones the repository into `target`. */
 export const cloneRepository = (options: CloneRepositoryOptions): Effect.Effect<Cloned, GitError> => {
-  const { name, remote, target, timeoutMs } = options
-  if (remote === undefined) return Effect.as(checkout(options.local, target, { name, timeoutMs }), { branch: undefined, commit: undefined })
+  const { name, ref, remote, target, timeoutMs } = options
+  if (remote === undefined) {
+    return Effect.as(checkout(options.local, target, { name, timeoutMs, ref }), { branch: undefined, commit: undefined, base: undefined })
+  }
   return Effect.gen(function*() {
     const mirror = yield* options.mirrors.refresh(options.team, { url: remote.url, name, token: remote.token })
-    const branch = yield* startingBranch(mirror, options.prefer, timeoutMs)
-    yield* checkout(mirror, target, { name, timeoutMs, depth: 1, ref: branch, originUrl: remote.url })
+    const start = yield* startOf(mirror, options)
+    yield* checkout(mirror, target, { name, timeoutMs, depth: 1, ref: start.checkout, originUrl: remote.url })
     // Read now, while the clone is still the service's own (before the sandbox gets it).
     const head = yield* runGit(["-C", target, "rev-parse", "HEAD"], { timeoutMs })
-    return { branch, commit: head.code === 0 ? head.stdout.trim() : undefined }
+    return { branch: start.branch, commit: head.code === 0 ? head.stdout.trim() : undefined, base: start.base }
   })
 }
 
@@ -75,16 +105,19 @@ export interface PublishRepositoryOptions {
   readonly timeoutMs: number
 }
 
-/** Pushes a sandbox's clone as `branch` (see `publishBranch`), through the team's mirror directory. */
-export const publishRepository = (options: PublishRepositoryOptions): Effect.Effect<Published, GitError> =>
+/**
+ * Pushes a sandbox's clone as `branch` (see `publishBranch`), through the team's mirror directory;
+ * with the branch its pull request targets (`base`: undefined for the default branch).
+ */
+export const publishRepository = (options: PublishRepositoryOptions): Effect.Effect<Published & { readonly base: string | undefined }, GitError> =>
   Effect.gen(function*() {
     const mirror = options.mirrors.pathOf(options.team, options.remote.url)
     const startedAt = options.started?.commit
-    const base = options.started?.branch ?? (yield* startingBranch(mirror, undefined, options.timeoutMs))
+    const base = options.started?.branch ?? (yield* defaultBranch(mirror, options.timeoutMs))
     if (startedAt === undefined || base === undefined) {
       return yield* new GitError({ message: `publishing ${options.name}: where its clone started is not known here`, status: undefined, result: undefined })
     }
-    return yield* publishBranch({
+    const published = yield* publishBranch({
       start: options.start,
       repoDir: options.repoDir,
       startedAt,
@@ -95,4 +128,5 @@ export const publishRepository = (options: PublishRepositoryOptions): Effect.Eff
       scratch: dirname(mirror),
       timeoutMs: options.timeoutMs
     })
+    return { ...published, base: options.started?.base }
   })

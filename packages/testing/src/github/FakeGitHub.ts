@@ -45,6 +45,8 @@ export interface FakeGitHub {
   readonly file: (owner: string, repo: string, ref: string, path: string) => string
   /** Someone else's commit on a branch of the host. */
   readonly commit: (owner: string, repo: string, branch: string, files: Readonly<Record<string, string>>) => string
+  /** Points a ref (`refs/heads/x`, `refs/tags/v1`) of a repository of the host at a commit. */
+  readonly setRef: (owner: string, repo: string, ref: string, commit: string) => void
   readonly pulls: ReadonlyArray<PullRequest>
   readonly gitRequests: ReadonlyArray<GitRequest>
   readonly apiRequests: ReadonlyArray<ApiRequest>
@@ -96,6 +98,7 @@ export const startFakeGitHub = async (): Promise<FakeGitHub> => {
     branch: (owner, repo, branch) => state.branch(owner, repo, branch),
     file: (owner, repo, ref, path) => state.file(owner, repo, ref, path),
     commit: (owner, repo, branch, files) => state.commit(owner, repo, branch, files),
+    setRef: (owner, repo, ref, commit) => state.setRef(owner, repo, ref, commit),
     pulls: state.pulls,
     gitRequests,
     apiRequests,

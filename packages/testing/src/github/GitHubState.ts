@@ -119,6 +119,13 @@ export class GitHubState {
     return git(work, ["rev-parse", "HEAD"])
   }
 
+  /** Points a ref of the host's repository (`refs/heads/x`, `refs/tags/v1`) at a commit, as a push would. */
+  setRef(owner: string, repo: string, ref: string, commit: string): void {
+    const found = this.repository(owner, repo)
+    if (found === undefined) throw new Error(`no repository ${owner}/${repo}`)
+    git(found.dir, ["update-ref", ref, commit])
+  }
+
   /** A personal access token reaching what `grant` says. */
   addToken(grant: Grant, token = `github_pat_${randomBytes(16).toString("hex")}`, login = "octo-user"): string {
     this.tokens.set(token, { ...grant, login })
