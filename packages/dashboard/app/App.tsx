@@ -7,6 +7,7 @@
 import { useEffect, useRef, useState } from "preact/hooks"
 import { ApiError, type Me, messageOf, request, session, whenUnauthorized } from "./api.js"
 import { EnvironmentsPage, SecretsPage, WorkersPage } from "./Factory.js"
+import { GitHubPage } from "./GitHub.js"
 import { AuditPage } from "./Audit.js"
 import { MembersPage } from "./Members.js"
 import { followLink, hrefOf, type Location, navigate, useLocation } from "./router.js"
@@ -49,17 +50,22 @@ const SECTIONS: ReadonlyArray<readonly [string, string]> = [
   ["environments", "Environments"],
   ["workers", "Workers"],
   ["secrets", "Secrets"],
+  ["github", "GitHub"],
   ["audit", "Audit log"]
 ]
 
+/** Whether the caller is an admin of `team` (its role there, as its token limits it). */
+const adminOf = (me: Me | undefined, team: string): boolean =>
+  me !== undefined && me.teams.some((t) => t.uid === team && t.role === "admin")
+
 /** The team's admins (and instance administrators) also manage its members. */
 const sectionsFor = (me: Me | undefined, team: string): ReadonlyArray<readonly [string, string]> => {
-  const manages = me !== undefined && (me.instance_admin || me.teams.some((t) => t.uid === team && t.role === "admin"))
+  const manages = me !== undefined && (me.instance_admin || adminOf(me, team))
   return manages ? [...SECTIONS, ["members", "Members"]] : SECTIONS
 }
 
-/** The page of a route (`key` makes a new team or another id load afresh). */
-const pageOf = (location: Location, generation: number) => {
+/** The page of a route (`key` makes a new team or another id load afresh); `admin`: the caller is an admin of the team. */
+const pageOf = (location: Location, generation: number, admin: boolean) => {
   const [section = "", id] = location.route.split("/")
   const key = `${generation}:${location.route}`
   switch (section) {
@@ -75,6 +81,8 @@ const pageOf = (location: Location, generation: number) => {
       return <WorkersPage key={key} />
     case "secrets":
       return <SecretsPage key={key} />
+    case "github":
+      return <GitHubPage key={key} admin={admin} />
     case "audit":
       return <AuditPage key={`${key}?${location.query.toString()}`} query={location.query} />
     case "members":
@@ -213,7 +221,7 @@ export const App = () => {
       </header>
       <main id="main" tabIndex={-1}>
         {me === undefined ? null : <ExpiryBanner me={me} />}
-        {me === undefined && meError === undefined ? <p class="muted">Loading…</p> : pageOf(location, generation)}
+        {me === undefined && meError === undefined ? <p class="muted">Loading…</p> : pageOf(location, generation, adminOf(me, team))}
       </main>
       {expired === undefined ? null : (
         <SignInAgain

@@ -15,9 +15,17 @@ export const OutcomeLine = (props: { readonly outcome: Outcome }) => {
   return "error" in outcome ? <p class="error" role="alert">{outcome.error}</p> : <p role="status">{outcome.done}</p>
 }
 
-/** `change(call, done)`: makes the call, records its outcome, reads the page again; answers the call's answer, or undefined when refused. */
+/**
+ * `change(call, done)`: makes the call, records its outcome, reads the page again; answers the
+ * call's answer, or undefined when refused. `made(done)`: a change a form made and whose refusals
+ * it shows itself, beside its fields: its line, and the page read again.
+ */
 export const useChange = (reload: () => void) => {
   const [outcome, setOutcome] = useState<Outcome>(undefined)
+  const made = (done: string) => {
+    setOutcome({ done })
+    reload()
+  }
   const change = async <A,>(call: () => Promise<A>, done: (answer: A) => string): Promise<A | undefined> => {
     try {
       const answer = await call()
@@ -30,5 +38,5 @@ export const useChange = (reload: () => void) => {
       reload()
     }
   }
-  return { outcome, change }
+  return { outcome, change, made }
 }

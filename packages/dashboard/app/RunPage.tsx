@@ -20,6 +20,7 @@ import {
   type TimelineEvent,
   type TranscriptLink
 } from "./api.js"
+import { Artifacts, safeUrl } from "./Artifacts.js"
 import { formatDuration, formatJson, formatTime } from "./format.js"
 import { followLink, hrefOf } from "./router.js"
 import { StateBadge } from "./RunsPage.js"
@@ -107,17 +108,6 @@ const Dialogue = (props: { readonly conversation: Conversation }) => {
       ))}
     </ol>
   )
-}
-
-/** A link the page may show: http(s) only (an artifact's URL is the agent's to choose). */
-const safeUrl = (value: unknown): string | undefined => {
-  if (typeof value !== "string") return undefined
-  try {
-    const url = new URL(value)
-    return url.protocol === "https:" || url.protocol === "http:" ? url.href : undefined
-  } catch {
-    return undefined
-  }
 }
 
 /**
@@ -358,20 +348,7 @@ export const RunPage = (props: { readonly runId: string }) => {
       </section>
       <section aria-labelledby="artifacts-heading">
         <h2 id="artifacts-heading">Artifacts and transcript</h2>
-        {run.artifacts.length === 0 ? <p class="muted">No artifacts.</p> : (
-          <ul class="artifacts">
-            {run.artifacts.map((artifact, index) => {
-              const link = safeUrl(artifact.data?.["url"])
-              return (
-                <li key={index}>
-                  <code>{artifact.artifact_type}</code>{" "}
-                  {link === undefined ? null : <a href={link} rel="noopener noreferrer" target="_blank">{link}</a>}
-                  <details><summary>Data</summary><pre>{formatJson(artifact.data)}</pre></details>
-                </li>
-              )
-            })}
-          </ul>
-        )}
+        <Artifacts artifacts={run.artifacts} />
         <Transcript runId={run.run_id} />
       </section>
     </>

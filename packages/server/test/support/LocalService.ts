@@ -1,12 +1,14 @@
 /**
  * Test support: the whole service on SQLite in a temporary directory, on 127.0.0.1, running the
- * scripted agent in local processes. Served standalone (`Listen`) by default, or mounted in a
+ * scripted agent in local processes. Its teams' repositories are those of their GitHub host (a
+ * host on 127.0.0.1: the GitHub double), or of the local repositories directory, as in the
+ * bundled server. Served standalone (`Listen`) by default, or mounted in a
  * `node:http` host under a prefix (`mount`), where the host answers what the service does not own
  * with "the host's own page".
  */
 import { FileBlobStore } from "@agent-runs/blob-store-fs"
-import { OctokitHost } from "@agent-runs/github"
-import { ProcessExecutor } from "@agent-runs/executor-process"
+import { GitHubRepoSource, OctokitHost } from "@agent-runs/github"
+import { LocalRepoSource, ProcessExecutor } from "@agent-runs/executor-process"
 import { SqliteStorage } from "@agent-runs/storage-sqlite"
 import { freePort, mountedApi } from "@agent-runs/testing"
 import { Effect, Exit, Layer, Redacted, Scope } from "effect"
@@ -59,8 +61,9 @@ export const serviceOptions = ({ adminToken, dir, executor = true, publicUrl, se
   storage: SqliteStorage.layer({ filename: join(dir, "agent-runs.db"), secretKey: Redacted.make(secretKey) }),
   blobs: FileBlobStore.layer({ root: join(dir, "blobs") }),
   ...(executor
-    ? { executor: ProcessExecutor.layer({ root: join(dir, "sandboxes"), reposDir: join(dir, "repos"), isolation: undefined }) }
+    ? { executor: ProcessExecutor.layer({ root: join(dir, "sandboxes"), reposDir: join(dir, "repos"), mirrorsDir: join(dir, "mirrors"), isolation: undefined }) }
     : {}),
+  repos: GitHubRepoSource.layer({ local: LocalRepoSource.layer({ reposDir: join(dir, "repos") }), mirrorsDir: join(dir, "mirrors") }),
   gitHost: OctokitHost.layer(),
   gitHubHosts: ["127.0.0.1"],
   secretKey,
