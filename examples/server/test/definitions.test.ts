@@ -7,12 +7,17 @@
  * server and token from AGENT_RUNS_URL and AGENT_RUNS_TOKEN) says what would change, finds the rest
  * unchanged and changes nothing; applying then updates only what changed; files with errors are all
  * reported, each naming its file and key, and nothing is applied; a member is refused (exit 4).
+ * `github.yaml` against the GitHub double on loopback (an allowed host of the test servers): it
+ * connects the team through `PUT /agent/github` (seen with `GET /agent/github`, audited once),
+ * applying it again changes nothing, a member is refused, its errors come with the other files',
+ * and a host the operator does not allow is refused by the connect, before anything else is written.
  *
  * The server applying `AGENT_RUNS_DEFINITIONS_DIR` at start-up, in process on SQLite and on
- * PostgreSQL (what it applies is kept by the store): as the bootstrap admin, saying what it did,
- * again without changes on a restart, and not at all (start-up fails, naming file and key) when a
- * file is wrong, a team secret is missing or the directory is not there. And the built server as a
- * process: with a bad directory it does not start, and says which file and key (exit 1).
+ * PostgreSQL (what it applies is kept by the store): as the bootstrap admin, saying what it did
+ * (connecting GitHub too), again without changes on a restart, and not at all (start-up fails,
+ * naming file and key) when a file is wrong, a team secret is missing or the directory is not
+ * there. And the built server as a process: with a bad directory it does not start, and says
+ * which file and key (exit 1).
  *
  * The rules (parsing, planning, secrets against auth modes, what may not change) are tested in
  * packages/core/test/Definitions.test.ts; reading a directory in
@@ -20,6 +25,7 @@
  * packages/cli/test/HttpTarget.test.ts.
  */
 import { freshDatabase } from "@agent-runs/storage-pg/testing"
+import { type FakeGitHub, startFakeGitHub } from "@agent-runs/testing"
 import { Effect, Exit, Option, Redacted, Scope } from "effect"
 import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
@@ -64,6 +70,16 @@ const cli = (args: ReadonlyArray<string>, env: Readonly<Record<string, string>> 
 
 const roots: Array<string> = []
 afterAll(() => roots.forEach((root) => rmSync(root, { recursive: true, force: true })))
+
+/** The GitHub double the `github.yaml` files connect to (on loopback, which the test servers allow). */
+let host: FakeGitHub
+beforeAll(async () => {
+  host = await startFakeGitHub()
+})
+afterAll(() => host?.close())
+
+/** A `github.yaml` connecting to the double with a personal token held as the team secret `secret`. */
+const githubFile = (secret: string) => `baseUrl: ${host.url}\nauth:\n  type: token\n  tokenSecret: ${secret}\n`
 
 /** A definitions directory with these files (path relative to it → text). */
 const directory = (files: Readonly<Record<string, string>>): string => {
@@ -225,18 +241,89 @@ describe("agent-runs apply", () => {
     expect(run.code).toBe(4)
     expect(run.stderr).toContain("the server answered not_authorized: only team admins can manage webhooks")
   }, 120_000)
+
+  it("github.yaml connects the team through PUT /agent/github; applying again changes nothing; a member is refused", async () => {
+    const team = await makeTeam(server(), "Definitions GitHub")
+    const as = (role: "admin" | "member") => ["--server", server().url, "--token", team.tokens[role]]
+    const connection = async () => (await call(server(), "GET", "/api/v1/agent/github", { token: team.tokens.member })).body
+    await putSecret(server(), team.tokens.admin, "GH_TOKEN", host.addToken({ repositories: "all", permission: "write" }))
+    const dir = directory({ "github.yaml": githubFile("GH_TOKEN") })
+    const described = `${host.url}, token secret GH_TOKEN`
+
+    const refused = await cli(["apply", dir, ...as("member")])
+    expect(refused.code).toBe(4)
+    expect(refused.stderr).toContain("the server answered not_authorized: only team admins can manage secrets")
+    const dry = await cli(["apply", dir, "--dry-run", ...as("admin")])
+    expect(dry).toMatchObject({ code: 0, stderr: "" })
+    expect(dry.stdout.trim().split("\n")).toEqual([
+      `github.yaml: would connect GitHub (${described})`,
+      "1 to create, 0 to update, 0 unchanged (dry run: nothing changed)"
+    ])
+    expect(await connection()).toEqual({ connected: false, connection: null })
+
+    const run = await cli(["apply", dir, ...as("admin")])
+    expect(run).toMatchObject({ code: 0, stderr: "" })
+    expect(run.stdout.trim().split("\n")).toEqual([`github.yaml: connected GitHub (${described})`, "1 created, 0 updated, 0 unchanged"])
+    const connected = await connection()
+    expect(connected).toMatchObject({
+      connected: true,
+      connection: { base_url: host.url, auth: { type: "token", token_secret: "GH_TOKEN" }, connected_by: team.principals.admin }
+    })
+
+    const again = await cli(["apply", dir, ...as("admin")])
+    expect(again.stdout.trim().split("\n")).toEqual([
+      `github.yaml: unchanged GitHub connection (${described})`,
+      "0 created, 0 updated, 1 unchanged"
+    ])
+    expect(await connection()).toEqual(connected)
+    const audit = await call(server(), "GET", "/api/v1/agent/audit-log?limit=500", { token: team.tokens.admin })
+    // Test code reads the JSON answers field by field.
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    expect(audit.body.entries.filter((e: Record<string, any>) => e.action === "github.connect")).toHaveLength(1)
+  }, 120_000)
+
+  it("github.yaml: its errors come with the other files'; a host the operator does not allow stops the apply before anything else", async () => {
+    const team = await makeTeam(server(), "Definitions GitHub errors")
+    const admin = ["--server", server().url, "--token", team.tokens.admin]
+    await putSecret(server(), team.tokens.admin, "GH_TOKEN", host.addToken({ repositories: "all", permission: "write" }))
+    const bad = await cli(["apply", directory({
+      "github.yaml": "auth: {type: token, tokenSecret: NO_SUCH_SECRET}\n",
+      "webhooks/mode.yaml": "authMode: bearer\nsecretName: GH_TOKEN\n"
+    }), ...admin])
+    expect(bad.code).toBe(1)
+    expect(bad.stderr.trim().split("\n")).toEqual([
+      "2 errors in the definitions; nothing was applied:",
+      "  github.yaml: auth.tokenSecret: no team secret named NO_SUCH_SECRET; put it with PUT /agent/secrets/NO_SUCH_SECRET first",
+      "  webhooks/mode.yaml: authMode: must be one of token, url_token, signature; got \"bearer\""
+    ])
+
+    const elsewhere = await cli(["apply", directory({
+      "github.yaml": "baseUrl: https://ghe.example.com\nauth: {type: token, tokenSecret: GH_TOKEN}\n",
+      "webhooks/later.yaml": "secretName: GH_TOKEN\n"
+    }), ...admin])
+    expect(elsewhere.code).toBe(1)
+    expect(elsewhere.stderr.trim().split("\n")).toEqual([
+      "github.yaml: not applied: the server answered invalid_request: base_url: ghe.example.com is not a GitHub host this " +
+      "server connects to (its operator names them: AGENT_RUNS_GITHUB_HOSTS)",
+      "Nothing was applied before it."
+    ])
+    expect(await list(server(), team.tokens.admin)).toEqual({ webhooks: [], automations: [] })
+    expect((await call(server(), "GET", "/api/v1/agent/github", { token: team.tokens.admin })).body.connected).toBe(false)
+  }, 120_000)
 })
 
 describe.each(["sqlite", "postgres"] as const)("the server applies AGENT_RUNS_DEFINITIONS_DIR at start-up, in process (%s)", (kind) => {
-  it("a new server cannot apply a webhook whose team secret is not there yet: start-up fails naming file and key", async () => {
+  it("a new server cannot apply a webhook or GitHub connection whose team secret is not there yet: start-up fails naming file and key", async () => {
     const dir = directory({
+      "github.yaml": githubFile("GH_TOKEN"),
       "webhooks/github.yaml": GITHUB,
       "automations/triage.yaml": `prompt: go\ntrigger: {filter: {webhookIds: [${"A".repeat(22)}]}}\n`
     })
     const exit = await Effect.runPromiseExit(Effect.scoped(startServer(kind, { definitionsDir: dir })))
     expect(Exit.isFailure(exit)).toBe(true)
     const message = Exit.isFailure(exit) ? String(exit.cause) : ""
-    expect(message).toContain(`AGENT_RUNS_DEFINITIONS_DIR (${dir}): 2 errors in the definitions; nothing was applied:`)
+    expect(message).toContain(`AGENT_RUNS_DEFINITIONS_DIR (${dir}): 3 errors in the definitions; nothing was applied:`)
+    expect(message).toContain("github.yaml: auth.tokenSecret: no team secret named GH_TOKEN; put it with PUT /agent/secrets/GH_TOKEN first")
     expect(message).toContain(`automations/triage.yaml: trigger.filter.webhookIds[0]: no webhook ${"A".repeat(22)} in this team`)
     expect(message).toContain(
       "webhooks/github.yaml: secretName: no team secret named GITHUB_SECRET; put it with PUT /agent/secrets/GITHUB_SECRET first"
@@ -285,15 +372,18 @@ describe.each(["sqlite", "postgres"] as const)("the server applies AGENT_RUNS_DE
       // The bootstrap admin's team needs the secret before the definitions can name it.
       const first = await started()
       await putSecret(first.server, adminToken, "STARTUP_TOKEN", "startup-token-value")
+      await putSecret(first.server, adminToken, "STARTUP_GH", host.addToken({ repositories: "all", permission: "write" }))
       const other = await makeTeam({ url: first.server.url, adminToken }, "Other")
       await first.stop()
 
       const dir = directory({
+        "github.yaml": githubFile("STARTUP_GH"),
         "webhooks/startup.yaml": "secretName: STARTUP_TOKEN\ndeliveryIdHeader: X-Delivery\n",
         "automations/on-startup.yaml": "prompt: Say hello.\ntrigger: {filter: {webhookNames: [startup]}}\n"
       })
       const applying = await started(dir)
       expect(applying.printed).toEqual([
+        `Definitions: github.yaml: connected GitHub (${host.url}, token secret STARTUP_GH)`,
         expect.stringMatching(/^Definitions: webhooks\/startup\.yaml: created webhook "startup" \(\w{22}\)$/),
         expect.stringMatching(/^Definitions: automations\/on-startup\.yaml: created automation "on-startup" \(\S+\)$/)
       ])
@@ -301,8 +391,13 @@ describe.each(["sqlite", "postgres"] as const)("the server applies AGENT_RUNS_DE
       const webhook = applied.webhooks.find((w) => w.name === "startup")!
       expect(webhook).toMatchObject({ auth_mode: "token", secret_name: "STARTUP_TOKEN", delivery_id_header: "X-Delivery" })
       expect(applied.automations.find((a) => a.name === "on-startup")!.trigger.filter.webhook_ids).toEqual([webhook.uid])
+      const connection = (server: Pick<TestServer, "url">, token: string) =>
+        call(server, "GET", "/api/v1/agent/github", { token }).then((r) => r.body)
+      const connected = await connection(applying.server, adminToken)
+      expect(connected.connection).toMatchObject({ base_url: host.url, auth: { type: "token", token_secret: "STARTUP_GH" } })
       // Not in the other team.
       expect(await list(applying.server, other.tokens.admin)).toEqual({ webhooks: [], automations: [] })
+      expect((await connection(applying.server, other.tokens.admin)).connected).toBe(false)
       await applying.stop()
 
       // A file that is wrong (and one that would change what may not change), or no directory: the server does not start.
@@ -325,10 +420,12 @@ describe.each(["sqlite", "postgres"] as const)("the server applies AGENT_RUNS_DE
       // A restart: nothing changes (nor did the refused start change anything).
       const again = await started(dir)
       expect(again.printed).toEqual([
+        `Definitions: github.yaml: unchanged GitHub connection (${host.url}, token secret STARTUP_GH)`,
         expect.stringMatching(/^Definitions: webhooks\/startup\.yaml: unchanged webhook "startup"/),
         expect.stringMatching(/^Definitions: automations\/on-startup\.yaml: unchanged automation "on-startup"/)
       ])
       expect(await list(again.server, adminToken)).toEqual(applied)
+      expect(await connection(again.server, adminToken)).toEqual(connected)
       await again.stop()
     } finally {
       await Effect.runPromise(Scope.close(store, Exit.void))

@@ -5,7 +5,7 @@
  */
 import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import type { DefinitionsApplier } from "@agent-runs/core"
-import { Webhook } from "@agent-runs/core"
+import { Definitions } from "@agent-runs/core"
 import { Api, Security } from "@agent-runs/http"
 import { Data, Effect, Option, Redacted } from "effect"
 
@@ -48,6 +48,8 @@ export const httpTarget = (connection: Connection) =>
     })
     const call = <A, E>(effect: Effect.Effect<A, E>) => Effect.mapError(effect, describe(connection.server))
     const target: DefinitionsApplier.DefinitionsTarget<ServerError> = {
+      getGitHub: call(Effect.map(client.github.getGitHubConnection({ headers }), (r) => r.connection)),
+      connectGitHub: (payload) => call(client.github.connectGitHub({ headers, payload })),
       listWebhooks: call(Effect.map(client.webhooks.listWebhooks({ headers }), (r) => r.webhooks)),
       createWebhook: (payload) => call(client.webhooks.createWebhook({ headers, payload })),
       patchWebhook: (uid, payload) => call(client.webhooks.updateWebhook({ headers, path: { uid }, payload })),
@@ -57,17 +59,11 @@ export const httpTarget = (connection: Connection) =>
       secretProblem: (check) =>
         call(
           Effect.map(
-            client.webhooks.checkWebhookSecret({
-              headers,
-              payload: new Webhook.CheckWebhookSecretRequest({
-                secret_name: check.secretName,
-                auth_mode: check.authMode,
-                ...(check.signatureScheme === null ? {} : { signature_scheme: check.signatureScheme })
-              })
-            }),
+            client.webhooks.checkWebhookSecret({ headers, payload: Definitions.checkWebhookSecretRequest(check) }),
             (r) => r.problem
           )
-        )
+        ),
+      listSecretNames: call(Effect.map(client.secrets.listSecrets({ headers }), (r) => r.secrets.map((secret) => secret.name)))
     }
     return target
   }).pipe(Effect.provide(FetchHttpClient.layer))

@@ -29,9 +29,11 @@ const withDirectory = <A, E>(
   ).pipe(Effect.provide(NodeContext.layer))
 
 describe("DefinitionsDirectory.read", () => {
-  it.effect("reads webhooks/ and automations/, paths relative to the directory, in name order", () =>
+  it.effect("reads github.yaml, webhooks/ and automations/, paths relative to the directory, in name order", () =>
     withDirectory(
       [
+        ["github.yaml", "auth: {type: token, tokenSecret: GH_TOKEN}\n"],
+        ["github.yml", "ignored"],
         ["webhooks/b.yaml", "secretName: B\n"],
         ["webhooks/a.yaml", "secretName: A\n"],
         ["webhooks/notes.txt", "kept: core reports it"],
@@ -44,6 +46,7 @@ describe("DefinitionsDirectory.read", () => {
       (root) =>
         Effect.map(read(root), (files) =>
           expect(files).toEqual([
+            { path: "github.yaml", text: "auth: {type: token, tokenSecret: GH_TOKEN}\n" },
             { path: "webhooks/a.yaml", text: "secretName: A\n" },
             { path: "webhooks/b.yaml", text: "secretName: B\n" },
             { path: "webhooks/notes.txt", text: "kept: core reports it" },
@@ -54,15 +57,23 @@ describe("DefinitionsDirectory.read", () => {
   it.effect("a directory with only one of the folders is fine", () =>
     withDirectory(["automations/"], (root) => Effect.map(read(root), (files) => expect(files).toEqual([]))))
 
+  it.effect("so is a directory with github.yaml alone", () =>
+    withDirectory([["github.yaml", "auth: {type: token}\n"]], (root) =>
+      Effect.map(read(root), (files) => expect(files).toEqual([{ path: "github.yaml", text: "auth: {type: token}\n" }]))))
+
   it.effect("refuses what is not a definitions directory, naming it", () =>
-    withDirectory([["file", "x"], "empty/"], (root) =>
+    withDirectory([["file", "x"], "empty/", "folder/github.yaml/"], (root) =>
       Effect.gen(function*() {
         const message = (path: string) =>
           Effect.map(Effect.either(read(path)), (r) => (Either.isLeft(r) ? r.left.message : "read"))
         expect(yield* message(join(root, "nowhere"))).toBe(`${join(root, "nowhere")}: no such directory`)
         expect(yield* message(join(root, "file"))).toBe(`${join(root, "file")}: not a directory`)
         expect(yield* message(join(root, "empty"))).toBe(
-          `${join(root, "empty")}: has neither webhooks/ nor automations/: not a definitions directory`
+          `${join(root, "empty")}: has neither github.yaml nor webhooks/ nor automations/: not a definitions directory`
+        )
+        // A folder named github.yaml is not the file.
+        expect(yield* message(join(root, "folder"))).toBe(
+          `${join(root, "folder")}: has neither github.yaml nor webhooks/ nor automations/: not a definitions directory`
         )
       })))
 })

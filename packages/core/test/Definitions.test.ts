@@ -4,11 +4,20 @@ import * as fc from "fast-check"
 import { stringify } from "yaml"
 import { Automation } from "../src/domain/Automation.js"
 import type { CreateAutomationRequest, UpdateAutomationRequest } from "../src/domain/Automation.js"
-import type { AutomationDefinition, DefinitionFile, Parsed, SecretCheck, WebhookDefinition } from "../src/domain/Definitions.js"
-import { changes, parse, plan } from "../src/domain/Definitions.js"
-import { apply, DefinitionsApplyFailed, DefinitionsRejected, describeOutcome } from "../src/services/DefinitionsApplier.js"
+import type {
+  AutomationDefinition,
+  DefinitionFile,
+  GitHubDefinition,
+  Parsed,
+  WebhookDefinition,
+  WebhookSecretCheck
+} from "../src/domain/Definitions.js"
+import { changes, describeOutcome, describePlanned, parse, plan } from "../src/domain/Definitions.js"
+import { apply, DefinitionsApplyFailed, DefinitionsRejected, dryRun } from "../src/services/DefinitionsApplier.js"
 import type { DefinitionsTarget } from "../src/services/DefinitionsApplier.js"
-import { AutomationId, WebhookUid } from "../src/domain/Ids.js"
+import { GITHUB_COM, GitHubAuth } from "../src/domain/GitHub.js"
+import type { ConnectGitHubRequest, GitHubConnection } from "../src/domain/GitHub.js"
+import { AutomationId, PrincipalUid, WebhookUid } from "../src/domain/Ids.js"
 import { AgentConfig } from "../src/domain/Run.js"
 import type { SecretName } from "../src/domain/Secret.js"
 import { MAX_WEBHOOKS_PER_TEAM, SignatureScheme, Webhook } from "../src/domain/Webhook.js"
@@ -164,10 +173,12 @@ describe("parse: YAML and file names", () => {
     ])
   })
 
-  it("takes only webhooks/<name>.yaml and automations/<name>.yaml", () => {
-    expect(errorsOf(file("hooks/a.yaml", "secretName: S\n"))).toEqual([
-      "hooks/a.yaml: is not a definition file: definitions are webhooks/<name>.yaml and automations/<name>.yaml"
-    ])
+  it("takes only github.yaml, webhooks/<name>.yaml and automations/<name>.yaml", () => {
+    const notDefinition = "is not a definition file: definitions are webhooks/<name>.yaml, automations/<name>.yaml and " +
+      "github.yaml (at the root)"
+    expect(errorsOf(file("hooks/a.yaml", "secretName: S\n"))).toEqual([`hooks/a.yaml: ${notDefinition}`])
+    expect(errorsOf(file("webhooks/github.yaml", "secretName: S\n"), file("config/github.yaml", "auth: {type: token}\n")))
+      .toEqual([`config/github.yaml: ${notDefinition}`])
     expect(errorsOf(file("webhooks/a.yml", "secretName: S\n"))).toEqual([
       "webhooks/a.yml: is not a definition file: the name must end in .yaml"
     ])
@@ -264,8 +275,8 @@ describe("parse: automation files", () => {
       "automations/a.yaml: trigger.filter.webhookIds[0]: webhook uid must be exactly 22 characters of [A-Za-z0-9]",
       "automations/a.yaml: trigger.filter.payload.action.nin: is not an operator (in, not_in, exists), and an object " +
       "cannot mix operators (in) with nested field names",
-      "automations/a.yaml: agentConfig.model_name: is not a known key (expected name, modelId, basePrompt, environmentId, " +
-      "skillSpec, mcpServers, workerHost, computerUseEnabled, agentIdentityUid, harness, harnessAuthSecrets, pullRequest)",
+      // Every key of the API's agent configuration, in camelCase (name, modelId, basePrompt, environmentId, …).
+      `automations/a.yaml: agentConfig.model_name: is not a known key (expected ${Object.keys(AgentConfig.fields).map(camel).join(", ")})`,
       "automations/a.yaml: agentConfig.environmentId: environment uid must be exactly 22 characters of [A-Za-z0-9]",
       "automations/a.yaml: agentConfig.mcpServers.a: must be exactly one of {command, args?, env?}, {url, headers?} or {serverId} (or the SDK's {warpId})"
     ])
@@ -286,6 +297,75 @@ describe("parse: automation files", () => {
       .toEqual([
         "automations/a.yaml: trigger.filter.webhookIds[0]: must be a webhook uid (a string; quote it); got 1.2345678901234568e+21"
       ])
+  })
+})
+
+describe("parse: github.yaml", () => {
+  const github = (text: string) => parse([file("github.yaml", text)])
+
+  it("reads a token connection, on github.com by default", () => {
+    const parsed = github("auth:\n  type: token\n  tokenSecret: GH_TOKEN\n")
+    expect(parsed.errors).toEqual([])
+    expect(parsed.github).toEqual({ path: "github.yaml", baseUrl: GITHUB_COM, auth: { type: "token", token_secret: "GH_TOKEN" } })
+    expect(parse([]).github).toBeNull()
+  })
+
+  it("reads a GitHub App connection to an Enterprise Server (the base URL without its trailing slash), in camelCase or snake_case", () => {
+    const camelCase = github("baseUrl: https://ghe.example.com/\nauth: {type: app, appId: 12, installationId: 34, privateKeySecret: GH_APP_KEY}\n")
+    const snake = github("base_url: https://ghe.example.com/\nauth: {type: app, app_id: 12, installation_id: 34, private_key_secret: GH_APP_KEY}\n")
+    expect(camelCase.errors).toEqual([])
+    expect(camelCase.github).toEqual({
+      path: "github.yaml",
+      baseUrl: "https://ghe.example.com",
+      auth: { type: "app", app_id: 12, installation_id: 34, private_key_secret: "GH_APP_KEY" }
+    })
+    expect(snake).toEqual(camelCase)
+  })
+
+  it("names the file and the key of every problem", () => {
+    expect(errorsOf(file("github.yaml", "auth: {type: token}\n"))).toEqual(["github.yaml: auth.tokenSecret: is required"])
+    expect(errorsOf(file("github.yaml", ""))).toEqual([
+      "github.yaml: auth: is required: type token (with tokenSecret) or app (with appId, installationId and privateKeySecret)"
+    ])
+    expect(errorsOf(file("github.yaml", "auth: {tokenSecret: GH_TOKEN}\n"))).toEqual([
+      "github.yaml: auth.type: is required: token (with tokenSecret) or app (with appId, installationId and privateKeySecret)"
+    ])
+    expect(errorsOf(file("github.yaml", "auth: {type: oauth}\n"))).toEqual([
+      "github.yaml: auth.type: must be one of token, app; got \"oauth\""
+    ])
+    expect(errorsOf(file("github.yaml", "auth: GH_TOKEN\n"))).toEqual([
+      "github.yaml: auth: must be a mapping with type token (with tokenSecret) or app (with appId, installationId and " +
+      "privateKeySecret); got a string"
+    ])
+    expect(errorsOf(file("github.yaml", "auth: {type: token, tokenSecret: GH_TOKEN, appId: 1}\ntoken: ghp_x\n"))).toEqual([
+      "github.yaml: token: is not a known key (expected baseUrl, auth)",
+      "github.yaml: auth.appId: is not a known key (expected type, tokenSecret)"
+    ])
+    expect(errorsOf(file("github.yaml", "auth: {type: app, appId: 0, installationId: '34', privateKeySecret: 9key}\n"))).toEqual([
+      "github.yaml: auth.appId: Expected a number greater than or equal to 1, actual 0",
+      "github.yaml: auth.installationId: Expected number, actual \"34\"",
+      "github.yaml: auth.privateKeySecret: must be 1-128 letters, digits or '_', not starting with a digit"
+    ])
+    expect(errorsOf(file("github.yaml", "baseUrl: http://ghe.example.com\nauth: {type: token, tokenSecret: T}\n"))).toEqual([
+      "github.yaml: baseUrl: must be https (plain http only on a loopback address)"
+    ])
+    expect(errorsOf(file("github.yaml", "auth: {type: app, appId: 1}\n"))).toEqual([
+      "github.yaml: auth.installationId: is required",
+      "github.yaml: auth.privateKeySecret: is required"
+    ])
+  })
+
+  it.prop("a written GitHub definition reads back the same", [Arbitrary.make(GitHubAuth), fc.boolean()], ([auth, onGhe]) => {
+    const baseUrl = onGhe ? "https://ghe.example.com" : GITHUB_COM
+    const text = stringify({
+      ...(onGhe ? { baseUrl } : {}),
+      auth: auth.type === "token"
+        ? { type: "token", tokenSecret: auth.token_secret }
+        : { type: "app", appId: auth.app_id, installationId: auth.installation_id, privateKeySecret: auth.private_key_secret }
+    })
+    const parsed = parse([file("github.yaml", text)])
+    expect(parsed.errors).toEqual([])
+    expect(parsed.github).toEqual({ path: "github.yaml", baseUrl, auth } satisfies GitHubDefinition)
   })
 })
 
@@ -401,7 +481,7 @@ describe("parse: properties", () => {
   )
 
   it.prop("any text yields definitions or errors naming the file, never a throw", [yamlish], ([text]) => {
-    const files = [file("webhooks/w.yaml", text), file("automations/a.yaml", text)]
+    const files = [file("webhooks/w.yaml", text), file("automations/a.yaml", text), file("github.yaml", text)]
     const parsed = parse(files)
     for (const error of parsed.errors) {
       expect(error.message.startsWith(`${error.path}: `)).toBe(true)
@@ -410,6 +490,7 @@ describe("parse: properties", () => {
     const failed = new Set(parsed.errors.map((e) => e.path))
     expect(parsed.webhooks.length + (failed.has("webhooks/w.yaml") ? 1 : 0)).toBe(1)
     expect(parsed.automations.length + (failed.has("automations/a.yaml") ? 1 : 0)).toBe(1)
+    expect((parsed.github === null ? 0 : 1) + (failed.has("github.yaml") ? 1 : 0)).toBe(1)
   }, { fastCheck: { numRuns: 500 } })
 })
 
@@ -427,8 +508,17 @@ const memoryTeam = (secrets: Record<string, string>) => {
   const webhooks: Array<Webhook> = []
   const automations: Array<Automation> = []
   const writes: Array<string> = []
+  let github: GitHubConnection | null = null
   let failOn: string | undefined
   const target: DefinitionsTarget<Error> = {
+    getGitHub: Effect.sync(() => github),
+    connectGitHub: (r: ConnectGitHubRequest) =>
+      Effect.suspend(() => {
+        if (failOn === GITHUB) return Effect.fail(new Error("auth: the host refused the credential"))
+        writes.push(`connect github ${r.base_url} ${JSON.stringify(r.auth)}`)
+        github = { base_url: r.base_url, auth: r.auth, connected_by: ADMIN, connected_at: at, updated_at: at }
+        return Effect.succeed(github)
+      }),
     listWebhooks: Effect.sync(() => [...webhooks]),
     listAutomations: Effect.sync(() => [...automations]),
     createWebhook: (r: CreateWebhookRequest) =>
@@ -493,24 +583,33 @@ const memoryTeam = (secrets: Record<string, string>) => {
         })
         return automations[i]!
       }),
-    secretProblem: (check: SecretCheck) =>
+    secretProblem: (check: WebhookSecretCheck) =>
       Effect.sync(() => {
         const value = secrets[check.secretName]
         if (value === undefined) return `no team secret named ${check.secretName}`
         const problem = credentialProblem(check.authMode, check.signatureScheme, value)
         return problem === undefined ? undefined : `the value of team secret ${check.secretName} ${problem}`
-      })
+      }),
+    listSecretNames: Effect.sync(() => Object.keys(secrets) as Array<SecretName>)
   }
   return {
     target,
     webhooks,
     automations,
     writes,
+    github: () => github,
+    /** What the team has, as `plan` takes it. */
+    current: () => ({ github, webhooks, automations }),
+    /** Refuses the write of the webhook or automation of this name, or of the connection (`GITHUB`). */
     failOn: (n: string) => (failOn = n)
   }
 }
 
-const SECRETS = { GITHUB: "gh-secret", TOKEN: "tok_abc", URL_SAFE: "abc-123", NOT_URL_SAFE: "a b/c" }
+/** `failOn` this to refuse connecting to GitHub. */
+const GITHUB = "<github>"
+const ADMIN = PrincipalUid.make("PPPPPPPPPPPPPPPPPPPPPP")
+
+const SECRETS = { GITHUB: "gh-secret", TOKEN: "tok_abc", URL_SAFE: "abc-123", NOT_URL_SAFE: "a b/c", GH_TOKEN: "github_pat_x" }
 
 const directory = [
   file("webhooks/github.yaml", "authMode: signature\nsignatureScheme: github\nsecretName: GITHUB\n"),
@@ -550,7 +649,7 @@ describe("apply", () => {
       expect(team.writes.length).toBe(writes)
       expect(second.map((o) => o.action)).toEqual(["unchanged", "unchanged", "unchanged"])
       expect(describeOutcome(second[2]!)).toBe(`automations/triage.yaml: unchanged automation "triage" (${team.automations[0]!.id})`)
-      const again = plan(parse(directory), team, () => undefined)
+      const again = plan(parse(directory), team.current(), () => undefined)
       expect(Either.isRight(again) && changes(again.right)).toEqual([])
     }))
 
@@ -594,9 +693,9 @@ describe("apply", () => {
   it.effect("a dry run plans and checks but writes nothing", () =>
     Effect.gen(function*() {
       const team = memoryTeam(SECRETS)
-      const outcomes = yield* apply(team.target, directory, { dryRun: true })
+      const outcomes = yield* dryRun(team.target, directory)
       expect(team.writes).toEqual([])
-      expect(outcomes.map((o) => describeOutcome(o, true))).toEqual([
+      expect(outcomes.map(describePlanned)).toEqual([
         "webhooks/ci.yaml: would create webhook \"ci\"",
         "webhooks/github.yaml: would create webhook \"github\"",
         "automations/triage.yaml: would create automation \"triage\""
@@ -694,5 +793,80 @@ describe("apply", () => {
         "Applied before it (applying again resumes):",
         `  webhooks/ci.yaml: created webhook "ci" (${team.webhooks[0]!.uid})`
       ].join("\n"))
+    }))
+})
+
+describe("github.yaml: plan and apply", () => {
+  const TOKEN_FILE = file("github.yaml", "auth: {type: token, tokenSecret: GH_TOKEN}\n")
+  const connection = (baseUrl: string, auth: GitHubConnection["auth"]): GitHubConnection =>
+    ({ base_url: baseUrl, auth, connected_by: ADMIN, connected_at: at, updated_at: at })
+  const planOf = (files: ReadonlyArray<DefinitionFile>, github: GitHubConnection | null) =>
+    plan(parse(files), { github, webhooks: [], automations: [] }, () => undefined)
+
+  it("plans a connection when the team has none or another one, nothing when it has the same", () => {
+    const none = planOf([TOKEN_FILE], null)
+    expect(Either.isRight(none) && changes(none.right).map((s) => s._tag)).toEqual(["ConnectGitHub"])
+    const same = planOf([TOKEN_FILE], connection(GITHUB_COM, { type: "token", token_secret: "GH_TOKEN" as SecretName }))
+    expect(Either.isRight(same) && same.right.github?._tag).toBe("KeepGitHub")
+    expect(Either.isRight(same) && changes(same.right)).toEqual([])
+    const other = planOf([TOKEN_FILE], connection("https://ghe.example.com", { type: "token", token_secret: "OLD" as SecretName }))
+    expect(Either.isRight(other) && other.right.github).toMatchObject({ _tag: "ConnectGitHub", changed: ["baseUrl", "auth"] })
+    const app = planOf(
+      [file("github.yaml", "auth: {type: app, appId: 1, installationId: 2, privateKeySecret: K}\n")],
+      connection(GITHUB_COM, { type: "app", app_id: 1, installation_id: 3, private_key_secret: "K" as SecretName })
+    )
+    expect(Either.isRight(app) && app.right.github).toMatchObject({ _tag: "ConnectGitHub", changed: ["auth"] })
+    // Without github.yaml the connection is left alone.
+    const absent = planOf([], connection(GITHUB_COM, { type: "token", token_secret: "GH_TOKEN" as SecretName }))
+    expect(Either.isRight(absent) && absent.right.github).toBeNull()
+  })
+
+  it.effect("connects first, says so, and applying again changes nothing", () =>
+    Effect.gen(function*() {
+      const team = memoryTeam(SECRETS)
+      const files = [...directory, TOKEN_FILE]
+      expect((yield* dryRun(team.target, files)).map(describePlanned)[0]).toBe(
+        "github.yaml: would connect GitHub (https://github.com, token secret GH_TOKEN)"
+      )
+      const first = yield* apply(team.target, files)
+      expect(first.map(describeOutcome)[0]).toBe("github.yaml: connected GitHub (https://github.com, token secret GH_TOKEN)")
+      expect(team.writes[0]).toBe("connect github https://github.com {\"type\":\"token\",\"token_secret\":\"GH_TOKEN\"}")
+      expect(team.writes).toHaveLength(4)
+      const second = yield* apply(team.target, files)
+      expect(team.writes).toHaveLength(4)
+      expect(describeOutcome(second[0]!)).toBe("github.yaml: unchanged GitHub connection (https://github.com, token secret GH_TOKEN)")
+      // A changed file changes the connection; a directory without github.yaml leaves it alone.
+      const ghe = file("github.yaml", "baseUrl: https://ghe.example.com\nauth: {type: token, tokenSecret: GH_TOKEN}\n")
+      expect((yield* apply(team.target, [ghe])).map(describeOutcome)).toEqual([
+        "github.yaml: reconnected GitHub (https://ghe.example.com, token secret GH_TOKEN): baseUrl"
+      ])
+      yield* apply(team.target, directory)
+      expect(team.github()?.base_url).toBe("https://ghe.example.com")
+      expect(team.writes).toHaveLength(5)
+    }))
+
+  it.effect("a secret the team does not have is an error naming the key, reported with the other files'; nothing is applied", () =>
+    Effect.gen(function*() {
+      const team = memoryTeam(SECRETS)
+      const exit = yield* Effect.exit(apply(team.target, [
+        ...directory,
+        file("github.yaml", "auth: {type: app, appId: 1, installationId: 2, privateKeySecret: NO_KEY}\n"),
+        file("webhooks/missing.yaml", "secretName: NOPE\n")
+      ]))
+      expect(rejected(exit)).toEqual([
+        "github.yaml: auth.privateKeySecret: no team secret named NO_KEY; put it with PUT /agent/secrets/NO_KEY first",
+        "webhooks/missing.yaml: secretName: no team secret named NOPE"
+      ])
+      expect(team.writes).toEqual([])
+    }))
+
+  it.effect("a connection the host refuses stops the apply before anything else is written", () =>
+    Effect.gen(function*() {
+      const team = memoryTeam(SECRETS)
+      team.failOn(GITHUB)
+      const error = yield* Effect.flip(apply(team.target, [...directory, TOKEN_FILE]))
+      expect(error).toBeInstanceOf(DefinitionsApplyFailed)
+      expect(error.message).toBe("github.yaml: not applied: auth: the host refused the credential\nNothing was applied before it.")
+      expect(team.writes).toEqual([])
     }))
 })

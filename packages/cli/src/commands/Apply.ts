@@ -1,14 +1,13 @@
 /**
  * `agent-runs apply DIR --server URL --token TOKEN [--team UID] [--dry-run]`: applies the
  * definitions directory DIR (docs/definitions.md) to a team through the HTTP API. Prints one line
- * per file (created, updated with the keys that changed, or unchanged) and a summary; on errors
+ * per file (created, connected, updated with the keys that changed, or unchanged) and a summary; on errors
  * prints them (each naming the file and the key) on stderr, applies nothing, and fails, so the
  * process exits non-zero. `--server`, `--token` and `--team` default to `AGENT_RUNS_URL`,
  * `AGENT_RUNS_TOKEN` and `AGENT_RUNS_TEAM`.
  */
 import { Args, Command, Options } from "@effect/cli"
-import { DefinitionsApplier } from "@agent-runs/core"
-import type { Definitions } from "@agent-runs/core"
+import { Definitions, DefinitionsApplier } from "@agent-runs/core"
 import { Console, Effect } from "effect"
 import * as DefinitionsDirectory from "../DefinitionsDirectory.js"
 import * as Failure from "../Failure.js"
@@ -16,7 +15,7 @@ import { httpTarget } from "../HttpTarget.js"
 import * as Connection from "./Connection.js"
 
 const dir = Args.directory({ name: "DIR" }).pipe(
-  Args.withDescription("the definitions directory: webhooks/<name>.yaml and automations/<name>.yaml")
+  Args.withDescription("the definitions directory: github.yaml, webhooks/<name>.yaml and automations/<name>.yaml")
 )
 
 const server = Connection.server
@@ -28,8 +27,8 @@ const dryRun = Options.boolean("dry-run").pipe(
 )
 
 /** The closing line: how many of each. */
-const summary = (outcomes: ReadonlyArray<DefinitionsApplier.Outcome>, isDryRun: boolean): string => {
-  const count = (action: DefinitionsApplier.Outcome["action"]) => outcomes.filter((o) => o.action === action).length
+const summary = (outcomes: ReadonlyArray<Definitions.Outcome>, isDryRun: boolean): string => {
+  const count = (action: Definitions.Outcome["action"]) => outcomes.filter((o) => o.action === action).length
   const [created, updated] = isDryRun ? ["to create", "to update"] : ["created", "updated"]
   return `${count("created")} ${created}, ${count("updated")} ${updated}, ${count("unchanged")} unchanged`
 }
@@ -41,8 +40,11 @@ export const applyCommand = Command.make(
     Effect.gen(function*() {
       const files: ReadonlyArray<Definitions.DefinitionFile> = yield* DefinitionsDirectory.read(options.dir)
       const target = yield* httpTarget({ server: options.server, token: options.token, team: options.team })
-      const outcomes = yield* DefinitionsApplier.apply(target, files, { dryRun: options.dryRun })
-      for (const outcome of outcomes) yield* Console.log(DefinitionsApplier.describeOutcome(outcome, options.dryRun))
+      const [run, describe] = options.dryRun
+        ? [DefinitionsApplier.dryRun, Definitions.describePlanned] as const
+        : [DefinitionsApplier.apply, Definitions.describeOutcome] as const
+      const outcomes = yield* run(target, files)
+      for (const outcome of outcomes) yield* Console.log(describe(outcome))
       yield* Console.log(summary(outcomes, options.dryRun) + (options.dryRun ? " (dry run: nothing changed)" : ""))
     }).pipe(
       // The errors (one per file and key) are printed as they are, line by line.
@@ -56,7 +58,7 @@ export const applyCommand = Command.make(
     )
 ).pipe(
   Command.withDescription(
-    "Apply a definitions directory to a team: create and update webhooks and automations so that they match " +
-      "the files (nothing is deleted). Applying the same files again changes nothing."
+    "Apply a definitions directory to a team: connect it to GitHub, create and update webhooks and automations " +
+      "so that they match the files (nothing is deleted). Applying the same files again changes nothing."
   )
 )

@@ -8,7 +8,7 @@
 import { HttpServer } from "@effect/platform"
 import { NodeContext, NodeHttpServer } from "@effect/platform-node"
 import { FileBlobStore } from "@agent-runs/blob-store-fs"
-import { DefinitionsApplier, Identities } from "@agent-runs/core"
+import { Definitions, DefinitionsApplier, Identities } from "@agent-runs/core"
 import { GitHubRepoSource, OctokitHost } from "@agent-runs/github"
 import { LocalRepoSource } from "@agent-runs/executor-process"
 import { Server } from "@agent-runs/http"
@@ -163,7 +163,7 @@ const applyDefinitions = (config: ServerConfig) =>
     if (dir === undefined) return
     const files = yield* DefinitionsDirectory.read(dir)
     for (const outcome of yield* DefinitionsApplier.applyAsBootstrapAdmin(files)) {
-      yield* Console.log(`Definitions: ${DefinitionsApplier.describeOutcome(outcome)}`)
+      yield* Console.log(`Definitions: ${Definitions.describeOutcome(outcome)}`)
     }
   }).pipe(
     Effect.provide(NodeContext.layer),

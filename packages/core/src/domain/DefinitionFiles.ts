@@ -1,6 +1,7 @@
 /** Definitions as code (Definitions.ts): the files, their errors, and the definitions they hold. */
 import { Data } from "effect"
 import type { JsonObject } from "./Common.js"
+import type { GitHubAuth } from "./GitHub.js"
 import type { WebhookUid } from "./Ids.js"
 import type { AgentConfig } from "./Run.js"
 import type { SecretName } from "./Secret.js"
@@ -17,12 +18,20 @@ export interface DefinitionFile {
   readonly text: string
 }
 
-/** The two kinds of definitions, and the directory each lives in. */
+/** The two kinds of named definitions, and the directory each lives in. */
 export const DEFINITION_DIRECTORIES = ["webhooks", "automations"] as const
 export type DefinitionKind = (typeof DEFINITION_DIRECTORIES)[number]
 
 /** The extension of definition files. */
 export const DEFINITION_EXTENSION = ".yaml"
+
+/** The file, at the directory's root, of the team's GitHub connection. */
+export const GITHUB_FILE = "github.yaml"
+
+/** What a definition file's path says it holds: a named webhook or automation, or the GitHub connection. */
+export type DefinitionPlace =
+  | { readonly kind: DefinitionKind; readonly name: string }
+  | { readonly kind: "github" }
 
 /**
  * What is wrong with a definition: the file, the key (a path such as `trigger.filter.payload`;
@@ -70,8 +79,18 @@ export interface AutomationDefinition {
   readonly agentConfig: AgentConfig
 }
 
+/** The team's GitHub connection as `github.yaml` defines it (in the API's form). */
+export interface GitHubDefinition {
+  readonly path: string
+  /** The host's base URL, without a trailing slash. */
+  readonly baseUrl: string
+  readonly auth: GitHubAuth
+}
+
 /** What `parse` found: the valid definitions, and the errors of the others. */
 export interface Parsed {
+  /** The GitHub connection, or null when there is no (valid) `github.yaml`. */
+  readonly github: GitHubDefinition | null
   readonly webhooks: ReadonlyArray<WebhookDefinition>
   readonly automations: ReadonlyArray<AutomationDefinition>
   /** Names of webhook files that have errors (automations may name them without a second error). */
@@ -85,6 +104,13 @@ export const WEBHOOK_KEYS = ["authMode", "signatureScheme", "secretName", "deliv
 export const AUTOMATION_KEYS = ["prompt", "enabled", "trigger", "agentConfig"] as const
 export const TRIGGER_KEYS = ["provider", "event", "filter"] as const
 export const FILTER_KEYS = ["webhookIds", "webhookNames", "payload"] as const
+/** The keys of `github.yaml`. */
+export const GITHUB_KEYS = ["baseUrl", "auth"] as const
+/** The keys of its `auth`, by `type`. */
+export const GITHUB_AUTH_KEYS = {
+  token: ["type", "tokenSecret"],
+  app: ["type", "appId", "installationId", "privateKeySecret"]
+} as const
 
 /** Reports a problem of one key of the file being read. */
 export type Report = (key: string, problem: string) => void

@@ -6,96 +6,27 @@ import * as PayloadFilter from "./PayloadFilter.js"
 import { AgentConfig, McpHttpServer, McpServerRef, McpStdioServer } from "./Run.js"
 import { SecretName } from "./Secret.js"
 import { AuthMode, HeaderName, SignatureScheme } from "./Webhook.js"
-import { AUTOMATION_KEYS, DEFINITION_EXTENSION, DefinitionError, FILTER_KEYS, TRIGGER_KEYS, WEBHOOK_KEYS } from "./DefinitionFiles.js"
-import type { AutomationDefinition, DefinitionFile, DefinitionKind, Parsed, Report, WebhookDefinition } from "./DefinitionFiles.js"
-import { describeValue, kindOf, readYaml } from "./DefinitionsYaml.js"
-
-
-
-// ---------------------------------------------------------------------------------------------
-// Keys and values
-// ---------------------------------------------------------------------------------------------
-
-const isObject = (u: JsonValue | undefined): u is JsonObject => typeof u === "object" && u !== null && !Array.isArray(u)
-
-const camel = (snake: string): string => snake.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase())
-
-export const join = (prefix: string, key: string | number): string => PayloadFilter.renderPath(prefix, [key])
-
-/**
- * The keys of a mapping (a present YAML `null` counts as absent), under their camelCase names; a
- * key may also be spelt in snake_case as the API spells it (`webhook_ids`, `agent_config`,
- * `model_id`), but not both ways at once. Unknown keys are reported.
- */
-const readMapping = (
-  value: JsonValue | undefined,
-  at: string,
-  known: ReadonlyArray<string>,
-  report: Report
-): Record<string, JsonValue> | undefined => {
-  if (!isObject(value)) {
-    report(at, `must be a mapping of ${known.join(", ")}; got ${kindOf(value)}`)
-    return undefined
-  }
-  const out: Record<string, JsonValue> = {}
-  for (const [spelt, item] of Object.entries(value)) {
-    const key = known.includes(spelt) ? spelt : camel(spelt)
-    if (!known.includes(key)) {
-      report(join(at, spelt), `is not a known key (expected ${known.join(", ")})`)
-    } else if (key !== spelt && key in value) {
-      report(join(at, spelt), `is ${key} spelt as in the API; give one of ${key} and ${spelt}, not both`)
-    } else if (item !== null) {
-      out[key] = item
-    }
-  }
-  return out
-}
-
-/** The first problem of a failed decode, in the schema's words. */
-const firstProblem = (error: ParseResult.ParseError): string => {
-  const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
-  return issue === undefined ? error.message : issue._tag === "Missing" ? "is required" : issue.message
-}
-
-/** Decodes one value; the problem is reported under `key`. */
-const decodeValue = <A, I>(schema: Schema.Schema<A, I>, value: JsonValue, key: string, report: Report): A | undefined => {
-  const decoded = Schema.decodeUnknownEither(schema)(value)
-  if (Either.isRight(decoded)) return decoded.right
-  report(key, firstProblem(decoded.left))
-  return undefined
-}
-
-const oneOf = <L extends string>(literals: ReadonlyArray<L>, value: JsonValue, key: string, report: Report): L | undefined => {
-  if (typeof value === "string" && (literals as ReadonlyArray<string>).includes(value)) return value as L
-  report(key, `must be one of ${literals.join(", ")}; got ${describeValue(value)}`)
-  return undefined
-}
-
-const booleanAt = (value: JsonValue | undefined, key: string, fallback: boolean, report: Report): boolean | undefined => {
-  if (value === undefined) return fallback
-  if (typeof value === "boolean") return value
-  report(key, `must be true or false; got ${describeValue(value)}`)
-  return undefined
-}
-
-const nonBlankAt = (value: JsonValue | undefined, key: string, report: Report): string | undefined => {
-  if (value === undefined) {
-    report(key, "is required")
-    return undefined
-  }
-  if (typeof value !== "string" || value.trim() === "") {
-    report(key, `must be a non-empty string; got ${describeValue(value)}`)
-    return undefined
-  }
-  return value
-}
-
-const listAt = (value: JsonValue | undefined, key: string, report: Report): ReadonlyArray<JsonValue> | undefined => {
-  if (value === undefined) return []
-  if (Array.isArray(value)) return value
-  report(key, `must be a list; got ${describeValue(value)}`)
-  return undefined
-}
+import {
+  AUTOMATION_KEYS,
+  DEFINITION_EXTENSION,
+  DefinitionError,
+  FILTER_KEYS,
+  GITHUB_FILE,
+  TRIGGER_KEYS,
+  WEBHOOK_KEYS
+} from "./DefinitionFiles.js"
+import type {
+  AutomationDefinition,
+  DefinitionFile,
+  DefinitionPlace,
+  GitHubDefinition,
+  Parsed,
+  Report,
+  WebhookDefinition
+} from "./DefinitionFiles.js"
+import { parseGitHub } from "./DefinitionsGitHub.js"
+import { describeValue, readYaml } from "./DefinitionsYaml.js"
+import { booleanAt, camel, decodeValue, isObject, join, listAt, nonBlankAt, oneOf, readMapping } from "./DefinitionsValues.js"
 
 // ---------------------------------------------------------------------------------------------
 // Webhook files
@@ -278,13 +209,16 @@ const parseAutomation = (path: string, name: string, root: JsonValue, report: Re
 // parse
 // ---------------------------------------------------------------------------------------------
 
-/** The kind and name of a definition file, from its path, or why it is not one. */
-export const classify = (path: string): Either.Either<{ readonly kind: DefinitionKind; readonly name: string }, string> => {
+/** What a definition file holds, from its path, or why it is not one. */
+export const classify = (path: string): Either.Either<DefinitionPlace, string> => {
+  if (path === GITHUB_FILE) return Either.right({ kind: "github" })
   const segments = path.split(/[\\/]/)
   const base = segments[segments.length - 1] ?? ""
   const directory = segments[segments.length - 2]
   if (directory !== "webhooks" && directory !== "automations") {
-    return Either.left("is not a definition file: definitions are webhooks/<name>.yaml and automations/<name>.yaml")
+    return Either.left(
+      `is not a definition file: definitions are webhooks/<name>.yaml, automations/<name>.yaml and ${GITHUB_FILE} (at the root)`
+    )
   }
   if (!base.endsWith(DEFINITION_EXTENSION)) {
     return Either.left(`is not a definition file: the name must end in ${DEFINITION_EXTENSION}`)
@@ -296,47 +230,65 @@ export const classify = (path: string): Either.Either<{ readonly kind: Definitio
   return Either.right({ kind: directory, name })
 }
 
+/** What `parse` collects, file by file. */
+interface Collected {
+  github: GitHubDefinition | null
+  readonly webhooks: Array<WebhookDefinition>
+  readonly automations: Array<AutomationDefinition>
+  readonly invalidWebhookNames: Array<string>
+  readonly errors: Array<DefinitionError>
+}
+
+const WHAT: Record<DefinitionPlace["kind"], string> = { webhooks: "webhook", automations: "automation", github: "GitHub connection" }
+
+/** Two files holding the same definition have the same key. */
+const placeKey = (place: DefinitionPlace): string => (place.kind === "github" ? place.kind : `${place.kind}/${place.name}`)
+
+/** Reads one file into `out`: its definition when it has no error, else its errors. */
+const parseFile = (file: DefinitionFile, seen: Map<string, string>, out: Collected): void => {
+  let failed = false
+  const report: Report = (key, problem) => {
+    failed = true
+    out.errors.push(new DefinitionError({ path: file.path, key, problem }))
+  }
+  const classified = classify(file.path)
+  if (Either.isLeft(classified)) return report("", classified.left)
+  const place = classified.right
+  const twin = seen.get(placeKey(place))
+  if (twin !== undefined) return report("", `defines the same ${WHAT[place.kind]} as ${twin}`)
+  seen.set(placeKey(place), file.path)
+  const json = readYaml(file.text, report)
+  // An empty file is a mapping without keys, so its errors name the required keys.
+  const root = failed ? undefined : json === null ? {} : json!
+  const valid = <D>(definition: D | undefined): definition is D => definition !== undefined && !failed
+  if (root !== undefined) {
+    switch (place.kind) {
+      case "github": {
+        const definition = parseGitHub(file.path, root, report)
+        if (valid(definition)) out.github = definition
+        break
+      }
+      case "webhooks": {
+        const definition = parseWebhook(file.path, place.name, root, report)
+        if (valid(definition)) out.webhooks.push(definition)
+        break
+      }
+      case "automations": {
+        const definition = parseAutomation(file.path, place.name, root, report)
+        if (valid(definition)) out.automations.push(definition)
+      }
+    }
+  }
+  if (failed && place.kind === "webhooks") out.invalidWebhookNames.push(place.name)
+}
+
 /**
  * Parses definition files. Never throws: whatever the text, the outcome is definitions and
  * errors, each naming its file and key. Definitions come out in the order of their paths.
  */
 export const parse = (files: ReadonlyArray<DefinitionFile>): Parsed => {
-  const errors: Array<DefinitionError> = []
-  const webhooks: Array<WebhookDefinition> = []
-  const automations: Array<AutomationDefinition> = []
-  const invalidWebhookNames: Array<string> = []
+  const out: Collected = { github: null, webhooks: [], automations: [], invalidWebhookNames: [], errors: [] }
   const seen = new Map<string, string>()
-  for (const file of [...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) {
-    let failed = false
-    const report: Report = (key, problem) => {
-      failed = true
-      errors.push(new DefinitionError({ path: file.path, key, problem }))
-    }
-    const classified = classify(file.path)
-    if (Either.isLeft(classified)) {
-      report("", classified.left)
-      continue
-    }
-    const { kind, name } = classified.right
-    const twin = seen.get(`${kind}/${name}`)
-    if (twin !== undefined) {
-      report("", `defines the same ${kind === "webhooks" ? "webhook" : "automation"} as ${twin}`)
-      continue
-    }
-    seen.set(`${kind}/${name}`, file.path)
-    const json = readYaml(file.text, report)
-    if (!failed) {
-      // An empty file is a mapping without keys, so its errors name the required keys.
-      const root = json === null ? {} : json!
-      if (kind === "webhooks") {
-        const definition = parseWebhook(file.path, name, root, report)
-        if (definition !== undefined && !failed) webhooks.push(definition)
-      } else {
-        const definition = parseAutomation(file.path, name, root, report)
-        if (definition !== undefined && !failed) automations.push(definition)
-      }
-    }
-    if (failed && kind === "webhooks") invalidWebhookNames.push(name)
-  }
-  return { webhooks, automations, invalidWebhookNames, errors }
+  for (const file of [...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) parseFile(file, seen, out)
+  return out
 }

@@ -1,45 +1,75 @@
 /** Definitions as code (Definitions.ts): `plan`, the steps that make a team match the definitions. */
 import { Either, Schema } from "effect"
 import type { Automation } from "./Automation.js"
+import type { GitHubConnection } from "./GitHub.js"
 import { AutomationTrigger, CreateAutomationRequest, UpdateAutomationRequest } from "./Automation.js"
 import type { WebhookUid } from "./Ids.js"
 import { AgentConfig } from "./Run.js"
 import type { SecretName } from "./Secret.js"
 import type { Webhook , AuthMode, SignatureScheme } from "./Webhook.js"
-import { CreateWebhookRequest, MAX_WEBHOOKS_PER_TEAM, PatchWebhookRequest } from "./Webhook.js"
+import { CheckWebhookSecretRequest, CreateWebhookRequest, MAX_WEBHOOKS_PER_TEAM, PatchWebhookRequest } from "./Webhook.js"
 import { DefinitionError } from "./DefinitionFiles.js"
 import type { AutomationDefinition, Parsed, Report, WebhookDefinition } from "./DefinitionFiles.js"
-import { join, TRIGGER_FILTER } from "./DefinitionsParse.js"
+import { gitHubSecretOf, type GitHubStep, planGitHub } from "./DefinitionsGitHub.js"
+import { TRIGGER_FILTER } from "./DefinitionsParse.js"
+import { join } from "./DefinitionsValues.js"
 
 
 // ---------------------------------------------------------------------------------------------
 // plan
 // ---------------------------------------------------------------------------------------------
 
-/** What the team has now (live webhooks and automations, as listed). */
+/** What the team has now (its GitHub connection, live webhooks and automations, as listed). */
 export interface Current {
+  readonly github: GitHubConnection | null
   readonly webhooks: ReadonlyArray<Webhook>
   readonly automations: ReadonlyArray<Automation>
 }
 
-/** The team secret a webhook definition needs, and the mode it must suit. */
-export interface SecretCheck {
+/** The team secret a webhook definition needs, and the mode its value must suit. */
+export interface WebhookSecretCheck {
+  readonly _tag: "WebhookSecret"
   readonly secretName: SecretName
   readonly authMode: AuthMode
   readonly signatureScheme: SignatureScheme | null
 }
 
-/** A stable key of a secret check (the same secret for the same mode is checked once). */
-export const secretCheckKey = (check: SecretCheck): string =>
-  `${check.secretName}\u0000${check.authMode}\u0000${check.signatureScheme ?? ""}`
+/** The team secret the GitHub connection names: it must exist (the host judges its value when connecting). */
+export interface GitHubSecretCheck {
+  readonly _tag: "GitHubSecret"
+  readonly secretName: SecretName
+}
 
-/** The distinct secret checks the webhook definitions need (every apply checks every one). */
-export const secretChecks = (parsed: Pick<Parsed, "webhooks">): ReadonlyArray<SecretCheck> => {
+/** A team secret a definition needs. */
+export type SecretCheck = WebhookSecretCheck | GitHubSecretCheck
+
+const webhookSecretCheck = (w: WebhookDefinition): WebhookSecretCheck =>
+  ({ _tag: "WebhookSecret", secretName: w.secretName, authMode: w.authMode, signatureScheme: w.signatureScheme })
+
+/** The server's check of a webhook's team secret (`POST /agent/webhooks/check-secret`). */
+export const checkWebhookSecretRequest = (check: WebhookSecretCheck): CheckWebhookSecretRequest =>
+  new CheckWebhookSecretRequest({
+    secret_name: check.secretName,
+    auth_mode: check.authMode,
+    ...(check.signatureScheme === null ? {} : { signature_scheme: check.signatureScheme })
+  })
+
+const gitHubSecretCheck = (secretName: SecretName): GitHubSecretCheck => ({ _tag: "GitHubSecret", secretName })
+
+/** A stable key of a secret check (the same secret for the same use is checked once). */
+export const secretCheckKey = (check: SecretCheck): string =>
+  check._tag === "GitHubSecret"
+    ? `${check._tag}\u0000${check.secretName}`
+    : `${check._tag}\u0000${check.secretName}\u0000${check.authMode}\u0000${check.signatureScheme ?? ""}`
+
+/** The distinct secret checks the definitions need (every apply checks every one). */
+export const secretChecks = (parsed: Pick<Parsed, "github" | "webhooks">): ReadonlyArray<SecretCheck> => {
   const checks = new Map<string, SecretCheck>()
-  for (const w of parsed.webhooks) {
-    const check = { secretName: w.secretName, authMode: w.authMode, signatureScheme: w.signatureScheme }
-    checks.set(secretCheckKey(check), check)
-  }
+  const all = [
+    ...(parsed.github === null ? [] : [gitHubSecretCheck(gitHubSecretOf(parsed.github)[1])]),
+    ...parsed.webhooks.map(webhookSecretCheck)
+  ]
+  for (const check of all) checks.set(secretCheckKey(check), check)
   return [...checks.values()]
 }
 
@@ -74,15 +104,27 @@ export type AutomationStep =
   }
   | { readonly _tag: "KeepAutomation"; readonly definition: AutomationDefinition; readonly current: Automation }
 
-/** What applying the files does: webhook steps first (automations may select new webhooks). */
+/**
+ * What applying the files does, in order (`steps`): the GitHub connection first (the host may
+ * still refuse the credential, the one check that needs the write itself), then webhooks (the
+ * automations may select new ones), then automations.
+ */
 export interface Plan {
+  /** Null when there is no `github.yaml`: the connection is left alone. */
+  readonly github: GitHubStep | null
   readonly webhooks: ReadonlyArray<WebhookStep>
   readonly automations: ReadonlyArray<AutomationStep>
 }
 
+/** One step of a plan. */
+export type Step = GitHubStep | WebhookStep | AutomationStep
+
+/** The steps of a plan, in the order they are applied. */
+export const steps = (plan: Plan): ReadonlyArray<Step> =>
+  [...(plan.github === null ? [] : [plan.github]), ...plan.webhooks, ...plan.automations]
+
 /** The steps of a plan that change something (none: applying changes nothing). */
-export const changes = (plan: Plan): ReadonlyArray<WebhookStep | AutomationStep> =>
-  [...plan.webhooks, ...plan.automations].filter((s) => !s._tag.startsWith("Keep"))
+export const changes = (plan: Plan): ReadonlyArray<Step> => steps(plan).filter((s) => !s._tag.startsWith("Keep"))
 
 const webhookCreateRequest = (d: WebhookDefinition): CreateWebhookRequest =>
   new CreateWebhookRequest({
@@ -210,11 +252,53 @@ const planAutomation = (
   return { _tag: "UpdateAutomation", definition: d, current, webhooks: refs, changed }
 }
 
+/** Reports a problem of a file's key. */
+type Reporter = (path: string) => Report
+
+const planWebhooks = (
+  parsed: Parsed,
+  current: Current,
+  secretProblem: (check: SecretCheck) => string | undefined,
+  reporter: Reporter
+): ReadonlyArray<WebhookStep> => {
+  const teamByName = new Map(current.webhooks.map((w) => [w.name, w]))
+  const planned: Array<WebhookStep> = []
+  let live = current.webhooks.length
+  for (const d of parsed.webhooks) {
+    const report = reporter(d.path)
+    const problem = secretProblem(webhookSecretCheck(d))
+    if (problem !== undefined) report("secretName", problem)
+    const step = planWebhook(d, teamByName.get(d.name), report)
+    if (step?._tag === "CreateWebhook" && ++live > MAX_WEBHOOKS_PER_TEAM) {
+      report("", `would be the team's webhook number ${live}; a team has at most ${MAX_WEBHOOKS_PER_TEAM}`)
+    } else if (step !== undefined && problem === undefined) {
+      planned.push(step)
+    }
+  }
+  return planned
+}
+
+const planAutomations = (parsed: Parsed, current: Current, reporter: Reporter): ReadonlyArray<AutomationStep> => {
+  const team = new Map(current.webhooks.map((w) => [w.uid as string, w]))
+  const byName = new Map<string, WebhookRef>(current.webhooks.map((w) => [w.name, { _tag: "Existing", uid: w.uid }]))
+  for (const d of parsed.webhooks) {
+    if (!byName.has(d.name)) byName.set(d.name, { _tag: "Planned", name: d.name })
+  }
+  const unknownNames = new Set(parsed.invalidWebhookNames)
+  const automationsByName = new Map(current.automations.map((a) => [a.name, a]))
+  const planned: Array<AutomationStep> = []
+  for (const d of parsed.automations) {
+    const step = planAutomation(d, automationsByName.get(d.name), team, byName, unknownNames, reporter(d.path))
+    if (step !== undefined) planned.push(step)
+  }
+  return planned
+}
+
 /**
- * Compares the definitions with what the team has. `secretProblem` says why a webhook's team
- * secret does not suit it (undefined: it does), for each of `secretChecks(parsed)`. The result is
- * the plan, or every error, by file: the parse errors, and those found against the team's
- * state (unchangeable keys, unknown webhooks, secrets, the webhook limit).
+ * Compares the definitions with what the team has. `secretProblem` says why a team secret does
+ * not suit its use (undefined: it does), for each of `secretChecks(parsed)`. The result is the
+ * plan, or every error, by file: the parse errors, and those found against the team's state
+ * (unchangeable keys, unknown webhooks, secrets, the webhook limit).
  */
 export const plan = (
   parsed: Parsed,
@@ -222,36 +306,14 @@ export const plan = (
   secretProblem: (check: SecretCheck) => string | undefined
 ): Either.Either<Plan, ReadonlyArray<DefinitionError>> => {
   const errors: Array<DefinitionError> = [...parsed.errors]
-  const reporter = (path: string): Report => (key, problem) => errors.push(new DefinitionError({ path, key, problem }))
-
-  const teamByName = new Map(current.webhooks.map((w) => [w.name, w]))
-  const webhookSteps: Array<WebhookStep> = []
-  let live = current.webhooks.length
-  for (const d of parsed.webhooks) {
-    const report = reporter(d.path)
-    const problem = secretProblem(d)
-    if (problem !== undefined) report("secretName", problem)
-    const step = planWebhook(d, teamByName.get(d.name), report)
-    if (step?._tag === "CreateWebhook" && ++live > MAX_WEBHOOKS_PER_TEAM) {
-      report("", `would be the team's webhook number ${live}; a team has at most ${MAX_WEBHOOKS_PER_TEAM}`)
-    } else if (step !== undefined && problem === undefined) {
-      webhookSteps.push(step)
-    }
-  }
-
-  const team = new Map(current.webhooks.map((w) => [w.uid as string, w]))
-  const byName = new Map<string, WebhookRef>(current.webhooks.map((w) => [w.name, { _tag: "Existing", uid: w.uid }]))
-  for (const d of parsed.webhooks) {
-    if (!teamByName.has(d.name)) byName.set(d.name, { _tag: "Planned", name: d.name })
-  }
-  const unknownNames = new Set(parsed.invalidWebhookNames)
-  const automationsByName = new Map(current.automations.map((a) => [a.name, a]))
-  const automationSteps: Array<AutomationStep> = []
-  for (const d of parsed.automations) {
-    const step = planAutomation(d, automationsByName.get(d.name), team, byName, unknownNames, reporter(d.path))
-    if (step !== undefined) automationSteps.push(step)
-  }
-  if (errors.length === 0) return Either.right({ webhooks: webhookSteps, automations: automationSteps })
+  const reporter: Reporter = (path) => (key, problem) => errors.push(new DefinitionError({ path, key, problem }))
+  const d = parsed.github
+  const github = d === null
+    ? null
+    : planGitHub(d, current.github, (name) => secretProblem(gitHubSecretCheck(name)), reporter(d.path)) ?? null
+  const webhooks = planWebhooks(parsed, current, secretProblem, reporter)
+  const automations = planAutomations(parsed, current, reporter)
+  if (errors.length === 0) return Either.right({ github, webhooks, automations })
   // Grouped by file (a stable sort keeps each file's errors in the order found).
   return Either.left(errors.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)))
 }

@@ -84,6 +84,10 @@ export const AppAuth = Schema.Struct({
 export const GitHubAuth = Schema.Union(TokenAuth, AppAuth).annotations({ identifier: "GitHubAuth" })
 export type GitHubAuth = typeof GitHubAuth.Type
 
+/** The team secret a credential names, as `[field, name]` (the field as the API spells it). */
+export const secretOf = (auth: GitHubAuth) =>
+  auth.type === "token" ? ["auth.token_secret", auth.token_secret] as const : ["auth.private_key_secret", auth.private_key_secret] as const
+
 /** A team's connection as stored and shown. */
 export const GitHubConnection = Schema.Struct({
   base_url: BaseUrl,

@@ -24,6 +24,9 @@ export const SecretName = Schema.String.pipe(
 })
 export type SecretName = typeof SecretName.Type
 
+/** What is wrong when a named team secret does not exist (the words of every check of a secret's name). */
+export const noSuchSecret = (name: SecretName): string => `no team secret named ${name}; put it with PUT /agent/secrets/${name} first`
+
 /** A secret as listed: its name and times, never its value. */
 export const SecretMetadata = Schema.Struct({
   name: SecretName,

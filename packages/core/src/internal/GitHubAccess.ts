@@ -7,7 +7,7 @@
  */
 import { Effect, Option } from "effect"
 import type { Redacted } from "effect"
-import { apiUrlOf, type GitHubAuth, type GitHubConnection, hostAllowed } from "../domain/GitHub.js"
+import { apiUrlOf, type GitHubAuth, type GitHubConnection, hostAllowed, secretOf } from "../domain/GitHub.js"
 import type { TeamUid } from "../domain/Ids.js"
 import { type GitHostCredential, GitHostError, type GitHostService } from "../ports/GitHost.js"
 import type { IdentityStore } from "../ports/IdentityStore.js"
@@ -19,10 +19,6 @@ export interface GitHubAccess {
   readonly apiUrl: string
   readonly token: Redacted.Redacted<string>
 }
-
-/** The secret a credential names, as `[field, name]`. */
-export const secretOf = (auth: GitHubAuth) =>
-  auth.type === "token" ? ["auth.token_secret", auth.token_secret] as const : ["auth.private_key_secret", auth.private_key_secret] as const
 
 /** The credential with its secret read; none when the secret is gone. */
 export const credentialOf = (secrets: SecretStore["Type"], team: TeamUid, auth: GitHubAuth) =>

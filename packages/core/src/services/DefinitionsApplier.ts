@@ -2,17 +2,21 @@
  * Applies definition files (Definitions.ts) to a team, over `DefinitionsTarget`: a small record
  * of the operations applying needs. The server gives one over the core services
  * (`servicesTarget`, acting as the bootstrap administrator at start-up); the CLI gives one over
- * the HTTP API. Both run this one `apply`: parse, list what the team has, check every webhook's
- * team secret, plan, then (unless it is a dry run, and only when no file has an error) create and
- * update, webhooks first, then automations (whose `webhookNames` need the new webhooks' uids).
+ * the HTTP API. Both run this one `apply`: parse, list what the team has (its GitHub connection,
+ * webhooks and automations), check every team secret the files name, plan, then (unless it is a
+ * dry run, and only when no file has an error) connect GitHub, create and update webhooks, then
+ * automations (whose `webhookNames` need the new webhooks' uids).
  *
  * Decisions:
  * - Nothing is applied while any file has an error (`DefinitionsRejected` lists them all).
  * - Applying what is already there changes nothing and calls no write operation; the outcome of
  *   each file says `created`, `updated` (with the keys that changed) or `unchanged`.
- * - A write the team refuses while applying (a concurrent change, storage down) stops the apply:
- *   `DefinitionsApplyFailed` names the file, the refusal, and what was applied before it;
- *   applying again resumes (what is done is `unchanged`).
+ * - A write the team refuses while applying (a concurrent change, storage down, the GitHub host
+ *   refusing the credential) stops the apply: `DefinitionsApplyFailed` names the file, the
+ *   refusal, and what was applied before it; applying again resumes (what is done is `unchanged`).
+ * - Secrets are checked where their values are: a webhook's by the server (`secretProblem`, the
+ *   webhooks' check), the GitHub connection's by name among the team's secrets (the host judges
+ *   the value when connecting). The team's secrets are listed only when `github.yaml` names one.
  */
 import { Data, Effect, Either } from "effect"
 import type { Viewer } from "../domain/Access.js"
@@ -21,23 +25,43 @@ import { Automations } from "./Automations.js"
 import {
   automationCreateRequest,
   automationUpdateRequest,
+  checkWebhookSecretRequest,
+  describeOutcome,
   parse,
   plan,
+  planned,
   secretCheckKey,
-  secretChecks
+  secretChecks,
+  steps
 } from "../domain/Definitions.js"
-import type { DefinitionError, DefinitionFile, Plan, SecretCheck, WebhookRef } from "../domain/Definitions.js"
+import type {
+  DefinitionError,
+  DefinitionFile,
+  Outcome,
+  Plan,
+  SecretCheck,
+  Step,
+  WebhookRef,
+  WebhookSecretCheck
+} from "../domain/Definitions.js"
 import type { ApiError } from "../domain/Errors.js"
+import type { ConnectGitHubRequest, GitHubConnection } from "../domain/GitHub.js"
 import type { AutomationId, WebhookUid } from "../domain/Ids.js"
+import { noSuchSecret, type SecretName } from "../domain/Secret.js"
+import { GitHubConnections } from "./GitHubConnections.js"
 import { BOOTSTRAP_ADMIN_NAME, memberViewer } from "./Identities.js"
 import { storageUnavailable } from "../internal/Services.js"
 import { IdentityStore } from "../ports/IdentityStore.js"
-import { CheckWebhookSecretRequest } from "../domain/Webhook.js"
 import type { CreateWebhookRequest, PatchWebhookRequest, Webhook } from "../domain/Webhook.js"
+import { Secrets } from "./Secrets.js"
 import { Webhooks } from "./Webhooks.js"
 
 /** What applying definitions needs of a team, failing with `E`. */
 export interface DefinitionsTarget<E> {
+  /** The team's GitHub connection, or null. */
+  readonly getGitHub: Effect.Effect<GitHubConnection | null, E>
+  /** Connects the team to GitHub, or changes its connection (`PUT /agent/github`). */
+  readonly connectGitHub: (request: ConnectGitHubRequest) => Effect.Effect<unknown, E>
   readonly listWebhooks: Effect.Effect<ReadonlyArray<Webhook>, E>
   readonly createWebhook: (request: CreateWebhookRequest) => Effect.Effect<Webhook, E>
   readonly patchWebhook: (uid: WebhookUid, request: PatchWebhookRequest) => Effect.Effect<Webhook, E>
@@ -45,19 +69,9 @@ export interface DefinitionsTarget<E> {
   readonly createAutomation: (request: CreateAutomationRequest) => Effect.Effect<Automation, E>
   readonly updateAutomation: (id: AutomationId, request: UpdateAutomationRequest) => Effect.Effect<Automation, E>
   /** Why the named team secret does not suit a webhook of this mode (absent included); undefined when it does. */
-  readonly secretProblem: (check: SecretCheck) => Effect.Effect<string | undefined, E>
-}
-
-/** What applying did (or, in a dry run, would do) to one file's webhook or automation. */
-export interface Outcome {
-  readonly kind: "webhook" | "automation"
-  readonly path: string
-  readonly name: string
-  readonly action: "created" | "updated" | "unchanged"
-  /** The uid or id (absent for a creation in a dry run). */
-  readonly id: string | undefined
-  /** The file keys that changed (updates only). */
-  readonly changed: ReadonlyArray<string>
+  readonly secretProblem: (check: WebhookSecretCheck) => Effect.Effect<string | undefined, E>
+  /** The names of the team's secrets (never their values). */
+  readonly listSecretNames: Effect.Effect<ReadonlyArray<SecretName>, E>
 }
 
 /** Files with errors: nothing was applied. */
@@ -91,104 +105,85 @@ export class DefinitionsApplyFailed<E> extends Data.TaggedError("DefinitionsAppl
   }
 }
 
-/** One line saying what happened to a file (`would ...` in a dry run). */
-export const describeOutcome = (outcome: Outcome, dryRun = false): string => {
-  const what = `${outcome.kind} ${JSON.stringify(outcome.name)}`
-  const id = outcome.id === undefined ? "" : ` (${outcome.id})`
-  const changed = outcome.changed.length === 0 ? "" : `: ${outcome.changed.join(", ")}`
-  switch (outcome.action) {
-    case "created":
-      return `${outcome.path}: ${dryRun ? "would create" : "created"} ${what}${id}`
-    case "updated":
-      return `${outcome.path}: ${dryRun ? "would update" : "updated"} ${what}${id}${changed}`
-    case "unchanged":
-      return `${outcome.path}: unchanged ${what}${id}`
+/**
+ * The write of a step, answering the uid or id of what it created; none for a step that keeps.
+ * `created` holds the uids of the webhooks created so far, by name (for the automations' refs).
+ */
+const writeOf = <E>(
+  target: DefinitionsTarget<E>,
+  step: Step,
+  created: Map<string, WebhookUid>
+): Effect.Effect<string | undefined, E> | undefined => {
+  const uids = (refs: ReadonlyArray<WebhookRef>) => refs.map((r) => (r._tag === "Existing" ? r.uid : created.get(r.name)!))
+  switch (step._tag) {
+    case "ConnectGitHub":
+      return Effect.as(target.connectGitHub(step.request), undefined)
+    case "CreateWebhook":
+      return Effect.map(target.createWebhook(step.request), (w) => {
+        created.set(w.name, w.uid)
+        return w.uid
+      })
+    case "UpdateWebhook":
+      return Effect.as(target.patchWebhook(step.current.uid, step.request), undefined)
+    case "CreateAutomation":
+      return Effect.map(target.createAutomation(automationCreateRequest(step.definition, uids(step.webhooks))), (a) => a.id)
+    case "UpdateAutomation":
+      return Effect.as(target.updateAutomation(step.current.id, automationUpdateRequest(step.definition, uids(step.webhooks))), undefined)
+    case "KeepGitHub":
+    case "KeepWebhook":
+    case "KeepAutomation":
+      return undefined
   }
 }
-
-/** The outcomes of a plan before anything is done (what a dry run reports). */
-export const planned = (p: Plan): ReadonlyArray<Outcome> => [
-  ...p.webhooks.map((step): Outcome => {
-    const base = { kind: "webhook" as const, path: step.definition.path, name: step.definition.name }
-    switch (step._tag) {
-      case "CreateWebhook":
-        return { ...base, action: "created", id: undefined, changed: [] }
-      case "UpdateWebhook":
-        return { ...base, action: "updated", id: step.current.uid, changed: step.changed }
-      case "KeepWebhook":
-        return { ...base, action: "unchanged", id: step.current.uid, changed: [] }
-    }
-  }),
-  ...p.automations.map((step): Outcome => {
-    const base = { kind: "automation" as const, path: step.definition.path, name: step.definition.name }
-    switch (step._tag) {
-      case "CreateAutomation":
-        return { ...base, action: "created", id: undefined, changed: [] }
-      case "UpdateAutomation":
-        return { ...base, action: "updated", id: step.current.id, changed: step.changed }
-      case "KeepAutomation":
-        return { ...base, action: "unchanged", id: step.current.id, changed: [] }
-    }
-  })
-]
 
 /** Runs a plan's writes in order; a refused write stops it, naming the file. */
 const execute = <E>(target: DefinitionsTarget<E>, p: Plan) =>
   Effect.gen(function*() {
     const done: Array<Outcome> = []
     const created = new Map<string, WebhookUid>()
-    const step = <A>(path: string, write: Effect.Effect<A, E>) =>
-      Effect.mapError(write, (cause) => new DefinitionsApplyFailed({ path, cause, applied: [...done] }))
     const outcomes = planned(p)
-    let i = 0
-    for (const s of p.webhooks) {
-      const outcome = outcomes[i++]!
-      switch (s._tag) {
-        case "CreateWebhook": {
-          const webhook = yield* step(s.definition.path, target.createWebhook(s.request))
-          created.set(webhook.name, webhook.uid)
-          done.push({ ...outcome, id: webhook.uid })
-          break
-        }
-        case "UpdateWebhook":
-          yield* step(s.definition.path, target.patchWebhook(s.current.uid, s.request))
-          done.push(outcome)
-          break
-        case "KeepWebhook":
-          done.push(outcome)
-      }
-    }
-    const uids = (refs: ReadonlyArray<WebhookRef>) => refs.map((r) => (r._tag === "Existing" ? r.uid : created.get(r.name)!))
-    for (const s of p.automations) {
-      const outcome = outcomes[i++]!
-      switch (s._tag) {
-        case "CreateAutomation": {
-          const automation = yield* step(
-            s.definition.path,
-            target.createAutomation(automationCreateRequest(s.definition, uids(s.webhooks)))
-          )
-          done.push({ ...outcome, id: automation.id })
-          break
-        }
-        case "UpdateAutomation":
-          yield* step(
-            s.definition.path,
-            target.updateAutomation(s.current.id, automationUpdateRequest(s.definition, uids(s.webhooks)))
-          )
-          done.push(outcome)
-          break
-        case "KeepAutomation":
-          done.push(outcome)
-      }
+    for (const [i, step] of steps(p).entries()) {
+      const outcome = outcomes[i]!
+      const write = writeOf(target, step, created)
+      const id = write === undefined ? undefined : yield* Effect.mapError(
+        write,
+        (cause) => new DefinitionsApplyFailed({ path: step.definition.path, cause, applied: [...done] })
+      )
+      done.push(id === undefined ? outcome : { ...outcome, id })
     }
     return done as ReadonlyArray<Outcome>
   })
 
-/** Options of `apply`. */
-export interface ApplyOptions {
-  /** Plan and check only: report what would be done, write nothing. */
-  readonly dryRun?: boolean | undefined
-}
+/**
+ * Why each secret the files name does not suit its use (undefined: it does), by `secretCheckKey`:
+ * webhooks' asked of the target, the GitHub connection's looked up among the team's secrets.
+ */
+const secretProblems = <E>(target: DefinitionsTarget<E>, checks: ReadonlyArray<SecretCheck>) =>
+  Effect.gen(function*() {
+    const problems = new Map<string, string | undefined>()
+    const existing = checks.some((c) => c._tag === "GitHubSecret") ? yield* target.listSecretNames : []
+    for (const check of checks) {
+      const problem = check._tag === "WebhookSecret"
+        ? yield* target.secretProblem(check)
+        : existing.includes(check.secretName) ? undefined : noSuchSecret(check.secretName)
+      problems.set(secretCheckKey(check), problem)
+    }
+    return problems as ReadonlyMap<string, string | undefined>
+  })
+
+/**
+ * Parses the files, lists what the target's team has, checks every secret they name and plans:
+ * the plan, or `DefinitionsRejected` with every error, or the target's own error. Writes nothing.
+ */
+const planFor = <E>(target: DefinitionsTarget<E>, files: ReadonlyArray<DefinitionFile>) =>
+  Effect.gen(function*() {
+    const parsed = parse(files)
+    const [github, webhooks, automations] = yield* Effect.all([target.getGitHub, target.listWebhooks, target.listAutomations])
+    const problems = yield* secretProblems(target, secretChecks(parsed))
+    const result = plan(parsed, { github, webhooks, automations }, (check) => problems.get(secretCheckKey(check)))
+    if (Either.isLeft(result)) return yield* new DefinitionsRejected({ errors: result.left })
+    return result.right
+  })
 
 /**
  * Applies definition files to the target's team (see the module's decisions). Fails with
@@ -197,26 +192,31 @@ export interface ApplyOptions {
  */
 export const apply = <E>(
   target: DefinitionsTarget<E>,
-  files: ReadonlyArray<DefinitionFile>,
-  options: ApplyOptions = {}
+  files: ReadonlyArray<DefinitionFile>
 ): Effect.Effect<ReadonlyArray<Outcome>, E | DefinitionsRejected | DefinitionsApplyFailed<E>> =>
-  Effect.gen(function*() {
-    const parsed = parse(files)
-    const [webhooks, automations] = yield* Effect.all([target.listWebhooks, target.listAutomations])
-    const problems = new Map<string, string | undefined>()
-    for (const check of secretChecks(parsed)) problems.set(secretCheckKey(check), yield* target.secretProblem(check))
-    const result = plan(parsed, { webhooks, automations }, (check) => problems.get(secretCheckKey(check)))
-    if (Either.isLeft(result)) return yield* new DefinitionsRejected({ errors: result.left })
-    if (options.dryRun === true) return planned(result.right)
-    return yield* execute(target, result.right)
-  }).pipe(Effect.withSpan("DefinitionsApplier.apply", { attributes: { files: files.length } }))
+  Effect.flatMap(planFor(target, files), (p) => execute(target, p)).pipe(
+    Effect.withSpan("DefinitionsApplier.apply", { attributes: { files: files.length } })
+  )
+
+/** What `apply` would do (describe it with `describePlanned`), checked as `apply` checks it; writes nothing. */
+export const dryRun = <E>(
+  target: DefinitionsTarget<E>,
+  files: ReadonlyArray<DefinitionFile>
+): Effect.Effect<ReadonlyArray<Outcome>, E | DefinitionsRejected> =>
+  Effect.map(planFor(target, files), planned).pipe(
+    Effect.withSpan("DefinitionsApplier.dryRun", { attributes: { files: files.length } })
+  )
 
 /** The target of the core services, acting as `viewer` in its team. */
 export const servicesTarget = (viewer: Viewer) =>
   Effect.gen(function*() {
+    const github = yield* GitHubConnections
     const webhooks = yield* Webhooks
     const automations = yield* Automations
+    const secrets = yield* Secrets
     const target: DefinitionsTarget<ApiError> = {
+      getGitHub: Effect.map(github.get(viewer), (r) => r.connection),
+      connectGitHub: (request) => github.connect(viewer, request),
       listWebhooks: Effect.map(webhooks.list(viewer), (r) => r.webhooks),
       createWebhook: (request) => webhooks.create(viewer, request),
       patchWebhook: (uid, request) => webhooks.patch(viewer, uid, request),
@@ -224,17 +224,8 @@ export const servicesTarget = (viewer: Viewer) =>
       createAutomation: (request) => automations.create(viewer, request),
       updateAutomation: (id, request) => automations.update(viewer, id, request),
       secretProblem: (check) =>
-        Effect.map(
-          webhooks.checkSecret(
-            viewer,
-            new CheckWebhookSecretRequest({
-              secret_name: check.secretName,
-              auth_mode: check.authMode,
-              ...(check.signatureScheme === null ? {} : { signature_scheme: check.signatureScheme })
-            })
-          ),
-          (r) => r.problem
-        )
+        Effect.map(webhooks.checkSecret(viewer, checkWebhookSecretRequest(check)), (r) => r.problem),
+      listSecretNames: Effect.map(secrets.list(viewer), (r) => r.secrets.map((secret) => secret.name))
     }
     return target
   })

@@ -29,14 +29,15 @@ import {
   GitHubConnectionResponse,
   hostAllowed,
   MAX_LISTED_REPOSITORIES,
-  ReachableRepositoriesResponse
+  ReachableRepositoriesResponse,
+  secretOf
 } from "../domain/GitHub.js"
 import { GitHost, type GitHostError, GitHubHosts } from "../ports/GitHost.js"
 import { IdentityStore } from "../ports/IdentityStore.js"
 import { SecretStore } from "../ports/SecretStore.js"
 import { storageUnavailable } from "../internal/Services.js"
 import { Audit } from "./Audit.js"
-import { credentialOf, gitHubAccess, secretOf } from "../internal/GitHubAccess.js"
+import { credentialOf, gitHubAccess } from "../internal/GitHubAccess.js"
 
 const resource = { type: "github_connection", id: "github" }
 

@@ -69,7 +69,7 @@ import { SecretStore } from "../ports/SecretStore.js"
 import { StaleWrite } from "../ports/Storage.js"
 import { WebhookStore } from "../ports/WebhookStore.js"
 import type { StoredWebhook } from "../ports/WebhookStore.js"
-import type { SecretName } from "../domain/Secret.js"
+import { noSuchSecret, type SecretName } from "../domain/Secret.js"
 import {
   CheckWebhookSecretResponse,
   ListDeliveriesResponse,
@@ -255,7 +255,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("@agent-runs/core/Webho
       Effect.gen(function* () {
         const value = yield* secrets.get(viewer.team_uid, name)
         if (Option.isNone(value)) {
-          return yield* Effect.fail(onProblem(`no team secret named ${name}; put it with PUT /agent/secrets/${name} first`))
+          return yield* Effect.fail(onProblem(noSuchSecret(name)))
         }
         const problem = credentialProblem(authMode, scheme, Redacted.value(value.value))
         if (problem !== undefined) return yield* Effect.fail(onProblem(`the value of team secret ${name} ${problem}`))
