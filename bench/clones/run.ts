@@ -46,8 +46,9 @@ const main = async () => {
     const token = host.addToken({ repositories: ["acme/big"], permission: "read" })
     const url = `${host.url}/acme/big.git`
     const sent = () => host.gitRequests.reduce((n, r) => n + r.bytesSent, 0)
-    const change = (i: number) => {
-      if (i > 0 && i % 10 === 0) host.commit("acme", "big", "main", { [`changes/${i}.txt`]: `change ${i}\n` })
+    /** Someone's commit on the host every 10 runs of a side (its own files: each side's commits are new). */
+    const change = (side: string, i: number) => {
+      if (i > 0 && i % 10 === 0) host.commit("acme", "big", "main", { [`changes/${side}-${i}.txt`]: `change ${i}\n` })
     }
 
     // Ours: the mirror cache, then a checkout from it.
@@ -55,7 +56,7 @@ const main = async () => {
     const ours: Array<number> = []
     const oursBytes: Array<number> = []
     for (let i = 0; i < RUNS; i++) {
-      change(i)
+      change("ours", i)
       const before = sent()
       const started = performance.now()
       await Effect.runPromise(Effect.flatMap(
@@ -72,7 +73,7 @@ const main = async () => {
     const fresh: Array<number> = []
     const freshBytes: Array<number> = []
     for (let i = 0; i < RUNS; i++) {
-      change(i)
+      change("fresh", i)
       const before = sent()
       const started = performance.now()
       // Not a synchronous call: the host answers from this very process.

@@ -102,6 +102,63 @@ describe("planOf", () => {
       expect(p.retention_ms).toBe(30_000)
       expect((yield* plan(c, false)).retention_ms).toBe(0)
     }))
+
+  it.effect("each repository at the run's ref, else the environment's, else none; from the host when the team is connected", () =>
+    Effect.gen(function*() {
+      const environment = {
+        name: "env",
+        description: null,
+        docker_image: null,
+        github_repos: [{ owner: "acme", repo: "app", ref: "release/1" }, { owner: "acme", repo: "docs", ref: "v2" }, { owner: "acme", repo: "tools" }],
+        setup_commands: [],
+        failure_session_retention_minutes: 0
+      }
+      const run = new RunItem({ ...claimed({ repo_refs: { "acme/docs": "main" } }).run, environment_id: "eNvIrOnMeNteNvIrOnMe01" as EnvironmentUid })
+      const local = yield* plan(claimed({}, { environment, run }))
+      expect(local.sandbox.repos).toEqual([
+        { owner: "acme", repo: "app", ref: "release/1" },
+        { owner: "acme", repo: "docs", ref: "main" },
+        { owner: "acme", repo: "tools" }
+      ])
+      const github = { base_url: "https://github.com", api_url: "https://api.github.com", token: Redacted.make("t") }
+      const hosted = yield* plan(claimed({}, { environment, run, github }))
+      expect(hosted.sandbox.repos[0]).toMatchObject({
+        owner: "acme",
+        repo: "app",
+        ref: "release/1",
+        remote: { url: "https://github.com/acme/app.git", branch: `agent-runs/${run.run_id}` }
+      })
+    }))
+})
+
+describe("planOf: the team's GitHub token in the agent's environment", () => {
+  const github = { base_url: "https://ghe.example.com", api_url: "https://ghe.example.com/api/v3", token: Redacted.make("ghs_run_token") }
+  const environment = { name: "env", description: null, docker_image: null, github_repos: [], setup_commands: [], failure_session_retention_minutes: 0, env: { A: "1" } }
+
+  it.effect("given with the git credential helper for the host only when the run asks for it and is not refused", () =>
+    Effect.gen(function*() {
+      const asked = yield* plan(claimed({ github_token: true }, { environment, github }))
+      expect(asked.failure).toBeNull()
+      expect(asked.sandbox.env).toMatchObject({
+        A: "1",
+        GH_TOKEN: "ghs_run_token",
+        GITHUB_TOKEN: "ghs_run_token",
+        GH_HOST: "ghe.example.com",
+        GH_ENTERPRISE_TOKEN: "ghs_run_token",
+        GIT_CONFIG_COUNT: "1",
+        GIT_CONFIG_KEY_0: "credential.https://ghe.example.com.helper"
+      })
+      expect((yield* plan(claimed({}, { environment, github }))).sandbox.env).toEqual({ A: "1" })
+      const refused = yield* plan(claimed({ github_token: true }, { environment, github, refusal: "shaped by a member" }))
+      expect([refused.sandbox.env, refused.failure]).toEqual([{ A: "1" }, "shaped by a member"])
+    }))
+
+  it.effect("a run asking for it in a team not connected (or on a worker) fails its setup", () =>
+    Effect.gen(function*() {
+      const p = yield* plan(claimed({ github_token: true }, { environment }))
+      expect(p.failure).toMatch(/^config\.github_token: .*not connected to GitHub/)
+      expect(p.sandbox.env).toEqual({ A: "1" })
+    }))
 })
 
 describe("planOf: the agent CLI and its auth secret", () => {

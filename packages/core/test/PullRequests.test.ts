@@ -17,7 +17,10 @@ const runId = "01a22686-30d3-76a8-a5a6-7d3fe0716fb2" as RunId
 const branch = `agent-runs/${runId}`
 const token = Redacted.make("t")
 
-/** A sandbox whose commit step says the clone is on `on`, and whose pushes answer `pushes` in turn. */
+/** The clone's commit after the commit step, in every sandbox here. */
+const cloneHead = "c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1"
+
+/** A sandbox whose commit step says the clone is on `on` (at `cloneHead`), and whose pushes answer `pushes` in turn. */
 const sandboxOf = (on: string, pushes: Array<PublishResult | string>, commitExit = 0): Sandbox & { readonly calls: Array<string> } => {
   const calls: Array<string> = []
   const process = (out: string, code: number): AgentProcess => ({
@@ -33,7 +36,7 @@ const sandboxOf = (on: string, pushes: Array<PublishResult | string>, commitExit
     run_id: runId,
     execution_id: "e" as ExecutionId,
     attachments: [],
-    start: (_command, env) => Effect.sync(() => (calls.push(`commit ${env["AGENT_RUNS_REPO"]}`), process(`${on}\n`, commitExit))),
+    start: (_command, env) => Effect.sync(() => (calls.push(`commit ${env["AGENT_RUNS_REPO"]}`), process(`${on}\n${cloneHead}\n`, commitExit))),
     reattach: Option.none(),
     release: Effect.void,
     publish: (repository, to) =>
@@ -53,7 +56,7 @@ const hostOf = (open: Array<PullRequest>, comments: Array<string>, failCreate?: 
     failCreate !== undefined
       ? Effect.fail(new GitHostError({ message: failCreate, status: 422 }))
       : Effect.sync(() => {
-        const made: PullRequest = { number: open.length + 1, url: `https://github.test/${pull.owner}/${pull.repo}/pull/${open.length + 1}`, branch: pull.head, state: "open" }
+        const made: PullRequest = { number: open.length + 1, url: `https://github.test/${pull.owner}/${pull.repo}/pull/${open.length + 1}`, branch: pull.head, head_commit: null, state: "open" }
         open.push(made)
         comments.push(`created ${pull.title} into ${pull.base} draft=${pull.draft}`)
         return made
@@ -91,12 +94,47 @@ describe("publishPullRequests", () => {
 
   it.effect("the agent's own branch with its own pull request is recorded, and nothing is pushed", () =>
     Effect.gen(function*() {
-      const own: PullRequest = { number: 7, url: "https://github.test/acme/app/pull/7", branch: "fix/by-agent", state: "open" }
+      const own: PullRequest = { number: 7, url: "https://github.test/acme/app/pull/7", branch: "fix/by-agent", head_commit: cloneHead, state: "open" }
       const artifacts: Array<Artifact> = []
       const sandbox = sandboxOf("fix/by-agent", [])
       expect(yield* publish(sandbox, hostOf([own], []), artifacts)).toEqual(Option.none())
       expect(sandbox.calls).toEqual(["commit app"])
       expect(artifacts.map((a) => a.data)).toEqual([{ branch: "fix/by-agent", url: own.url, number: 7, repository: "acme/app" }])
+    }))
+
+  it.effect("someone else's pull request is not the run's: another commit at its head, or the branch the clone started from", () =>
+    Effect.gen(function*() {
+      const theirs: PullRequest = { number: 8, url: "https://github.test/acme/app/pull/8", branch: "feature/x", head_commit: "d".repeat(40), state: "open" }
+      const open = [theirs]
+      const comments: Array<string> = []
+      const artifacts: Array<Artifact> = []
+      const onTheirs = sandboxOf("feature/x", [{ pushed: true, head: cloneHead }])
+      expect(yield* publish(onTheirs, hostOf(open, comments), artifacts)).toEqual(Option.none())
+      expect(onTheirs.calls).toEqual(["commit app", `push app ${branch}`])
+      expect(artifacts.map((a) => a.data)).toEqual([{ branch, url: "https://github.test/acme/app/pull/2", number: 2, repository: "acme/app" }])
+      // The default branch at the clone's commit with an open pull request of its own: still not the run's.
+      const trunk: PullRequest = { number: 9, url: "https://github.test/acme/app/pull/9", branch: "trunk", head_commit: cloneHead, state: "open" }
+      const onTrunk = sandboxOf("trunk", [{ pushed: false, head: cloneHead }])
+      expect(yield* publish(onTrunk, hostOf([trunk], []), [])).toEqual(Option.none())
+      expect(onTrunk.calls).toEqual(["commit app", `push app ${branch}`])
+    }))
+
+  it.effect("the pull request targets the branch the clone started from when it is one", () =>
+    Effect.gen(function*() {
+      const comments: Array<string> = []
+      const sandbox = sandboxOf("release/1", [{ pushed: true, head: cloneHead, base: "release/1" }])
+      const release = { ...plan, sandbox: { ...plan.sandbox, repos: plan.sandbox.repos.map((r) => ({ ...r, ref: "release/1" })) } }
+      const artifacts: Array<Artifact> = []
+      const published = yield* Effect.scoped(publishPullRequests({
+        plan: release,
+        sandbox,
+        host: hostOf([{ number: 3, url: "u", branch: "release/1", head_commit: cloneHead, state: "open" }], comments),
+        title: "Fix the bug",
+        prompt: "p",
+        addArtifact: (a) => Effect.sync(() => void artifacts.push(a))
+      }))
+      expect(published).toEqual(Option.none())
+      expect(comments).toEqual(["created Fix the bug into release/1 draft=false"])
     }))
 
   it.effect("a failed commit, a refused push, a refused pull request, an executor that cannot push: each named", () =>

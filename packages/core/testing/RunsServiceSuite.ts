@@ -216,6 +216,25 @@ export const runsServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E
           expect(guestRun.message).toContain(`own/${other.team}`)
           yield* create(other.alice, { prompt: "x", config: { environment_id: shared.uid } })
           yield* create(world.alice, { prompt: "x", config: { environment_id: mine.uid } })
+          // The team's GitHub token: only admins hand it to an agent, in a run or an environment.
+          const memberToken = yield* failureOf(create(world.alice, { prompt: "x", config: { github_token: true } }))
+          expect([memberToken._tag, memberToken.message]).toEqual(["NotAuthorized", "config.github_token: only team admins may hand the team's GitHub token to an agent"])
+          const tokenRequest = yield* decodeRequest(CreateEnvironmentRequest)({ config: { name: "t", github_token: true }, team: true })
+          expect((yield* failureOf(environments.create(world.alice, tokenRequest)))._tag).toBe("NotAuthorized")
+          const withToken = yield* environments.create(world.admin, tokenRequest)
+          const configOf = (body: unknown) =>
+            Effect.flatMap(create(world.admin, body), (made) => Effect.flatMap(Runs, (runs) => runs.get(world.admin, made.run_id))).pipe(
+              Effect.map((item) => item.agent_config)
+            )
+          expect((yield* configOf({ prompt: "x", config: { environment_id: withToken.uid } })).github_token).toBe(true)
+          expect((yield* configOf({ prompt: "x", config: { environment_id: withToken.uid, github_token: false } })).github_token).toBeUndefined()
+          // A run's refs name repositories of its environment only.
+          const atRef = yield* create(world.alice, { prompt: "x", config: { environment_id: mine.uid, repo_refs: { "acme/tools": "v1.2" } } })
+          expect((yield* Effect.flatMap(Runs, (runs) => runs.get(world.alice, atRef.run_id))).agent_config.repo_refs).toEqual({ "acme/tools": "v1.2" })
+          const stray = yield* failureOf(create(world.alice, { prompt: "x", config: { environment_id: mine.uid, repo_refs: { "acme/other": "main" } } }))
+          expect([stray._tag, (stray as InvalidRequest).field]).toEqual(["InvalidRequest", "config.repo_refs.acme/other"])
+          const none = yield* failureOf(create(world.alice, { prompt: "x", config: { repo_refs: { "acme/tools": "main" } } }))
+          expect((none as InvalidRequest).field).toBe("config.repo_refs.acme/tools")
           // Skills: the other team's skill is unknown to alice though an environment she sees names
           // its repository; her team's own is listed.
           const unknown = yield* failureOf(create(world.alice, { prompt: "x", skill: `own/${other.team}:own` }))

@@ -506,7 +506,7 @@ export const make = (config: DockerExecutorConfig) =>
 
         // Host side: the clones and the attachments; what went wrong, if anything.
         const hostSteps = Effect.gen(function*() {
-          for (const { owner, remote, repo } of spec.repos) {
+          for (const { owner, ref, remote, repo } of spec.repos) {
             if (!isSafeSegment(owner) || !isSafeSegment(repo)) return `repository ${owner}/${repo} is not a valid repository name`
             if (!isSafeSegment(spec.team_uid)) return `team ${spec.team_uid} cannot name a directory`
             // The run's team's repository: a team uses only its own.
@@ -522,7 +522,8 @@ export const make = (config: DockerExecutorConfig) =>
               local,
               target: Path.join(workdir, repo),
               timeoutMs: cloneTimeoutMs,
-              prefer: remote?.branch
+              prefer: remote?.branch,
+              ref
             }))
             if (cloned._tag === "Left") return cloned.left.message
             started.set(repo, cloned.right)

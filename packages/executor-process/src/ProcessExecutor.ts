@@ -518,7 +518,8 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
             local,
             target: join(place.workdir, repository.repo),
             timeoutMs: Math.max(1, deadline - Date.now()),
-            prefer: repository.remote?.branch
+            prefer: repository.remote?.branch,
+            ref: repository.ref
           }).pipe(Effect.mapError((e) => setupFailed(e.message)))
           started.set(repository.repo, cloned)
         }

@@ -46,8 +46,19 @@ const reachable = (r: RepoJson): ReachableRepository => ({
   default_branch: r.default_branch ?? "main",
   can_push: r.permissions?.push === true
 })
-type PullJson = { readonly number: number; readonly html_url: string; readonly state: string; readonly head: { readonly ref: string } }
-const pull = (p: PullJson): PullRequest => ({ number: p.number, url: p.html_url, branch: p.head.ref, state: p.state === "open" ? "open" : "closed" })
+type PullJson = {
+  readonly number: number
+  readonly html_url: string
+  readonly state: string
+  readonly head: { readonly ref: string; readonly sha?: string | null }
+}
+const pull = (p: PullJson): PullRequest => ({
+  number: p.number,
+  url: p.html_url,
+  branch: p.head.ref,
+  head_commit: p.head.sha ?? null,
+  state: p.state === "open" ? "open" : "closed"
+})
 
 /** Octokit logs each failed request to the console; the service reports them itself. */
 const silent = { debug() {}, info() {}, warn() {}, error() {} }

@@ -66,7 +66,7 @@ describe("OctokitHost", () => {
     const created = Either.getOrThrow(await run(github.createPullRequest(access(token), {
       owner: "acme", repo: "app", head: "agent/run-1", base: "main", title: "The run's title", body: "What it did", draft: true
     })))
-    expect(created).toEqual({ number: 1, url: `${host.url}/acme/app/pull/1`, branch: "agent/run-1", state: "open" })
+    expect(created).toEqual({ number: 1, url: `${host.url}/acme/app/pull/1`, branch: "agent/run-1", head_commit: main, state: "open" })
     expect(host.pulls[0]).toMatchObject({ title: "The run's title", draft: true })
     expect(Either.getOrThrow(await run(github.findOpenPullRequest(access(token), "acme", "app", "agent/run-1")))).toEqual(Option.some(created))
     expect(Either.getOrThrow(await run(github.findOpenPullRequest(access(token), "acme", "app", "nothing")))).toEqual(Option.none())

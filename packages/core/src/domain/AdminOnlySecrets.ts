@@ -1,7 +1,8 @@
 /**
  * Secrets only team admins may hand to an agent (docs/security.md): a harness auth secret other
- * than its harness's conventional name, and team secrets referenced inline in an MCP server's
- * configuration (registered servers are for every member). A run whose agent holds one is shaped
+ * than its harness's conventional name, team secrets referenced inline in an MCP server's
+ * configuration (registered servers are for every member), and the team's GitHub token
+ * (`github_token`, AgentGitHubToken.ts). A run whose agent holds one is shaped
  * by team admins alone: a follow-up from anyone else is refused (it steers an agent that could
  * print the secret; lowering the run's token would not take the secret back), a run whose
  * environment someone else last changed is refused at create, and an execution that someone else
@@ -16,6 +17,7 @@ import type { AgentConfig } from "./Run.js"
 
 /** The first secret only admins may hand out that the run's agent would hold, described; none otherwise. */
 export const adminOnlySecretOf = (config: AgentConfig): string | undefined => {
+  if (config.github_token === true) return "the team's GitHub token (config.github_token)"
   const auth = adminOnlyAuthSecretOf(config)
   if (auth !== undefined) return `the team secret ${auth}`
   for (const [name, server] of Object.entries(config.mcp_servers ?? {})) {

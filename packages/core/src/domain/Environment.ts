@@ -15,6 +15,7 @@ import { RepoSegment } from "./Agent.js"
 import { NonBlankString, optionalInput, Scope, Timestamp, unionMessage } from "./Common.js"
 import { HarnessAuthSecrets, HarnessConfig, type HarnessSources } from "./HarnessSelection.js"
 import { EnvironmentUid, PrincipalUid, RunId } from "./Ids.js"
+import { GitRef, MAX_REPOSITORIES } from "./GitRef.js"
 import { PullRequestConfig } from "./PullRequest.js"
 import { RunState } from "./RunState.js"
 
@@ -23,8 +24,11 @@ export const DEFAULT_FAILURE_SESSION_RETENTION_MINUTES = 30
 /** The longest retention allowed (one day). */
 export const MAX_FAILURE_SESSION_RETENTION_MINUTES = 1440
 
-/** An `owner/repo` repository to check out into the sandbox. */
-export const GitHubRepo = Schema.Struct({ owner: RepoSegment, repo: RepoSegment }).annotations({
+/**
+ * An `owner/repo` repository to check out into the sandbox; `ref` the branch, tag or commit its
+ * clone starts from (GitRef.ts), the default branch when omitted.
+ */
+export const GitHubRepo = Schema.Struct({ owner: RepoSegment, repo: RepoSegment, ref: optionalInput(GitRef) }).annotations({
   identifier: "GitHubRepo"
 })
 export type GitHubRepo = typeof GitHubRepo.Type
@@ -41,13 +45,15 @@ const variableNamePattern = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/
 /**
  * Variables an environment may not set: what the service sets for the agent (its home, temporary
  * and XDG directories), what changes how programs load (`LD_*`, `NODE_OPTIONS`, `BASH_ENV`, `ENV`,
- * `IFS`), and the agent CLIs' keys, which belong in team secrets.
+ * `IFS`), the agent CLIs' keys, which belong in team secrets, and GitHub tokens (`github_token`).
  */
 const RESERVED_VARIABLES =
-  /^(HOME|TMPDIR|IFS|ENV|BASH_ENV|NODE_OPTIONS|LD_.*|XDG_.*|ANTHROPIC_API_KEY|ANTHROPIC_AUTH_TOKEN|CLAUDE_CODE_OAUTH_TOKEN|OPENAI_API_KEY|GEMINI_API_KEY|GOOGLE_API_KEY|OPENCODE_API_KEY)$/
+  /^(HOME|TMPDIR|IFS|ENV|BASH_ENV|NODE_OPTIONS|LD_.*|XDG_.*|ANTHROPIC_API_KEY|ANTHROPIC_AUTH_TOKEN|CLAUDE_CODE_OAUTH_TOKEN|OPENAI_API_KEY|GEMINI_API_KEY|GOOGLE_API_KEY|OPENCODE_API_KEY|GH_TOKEN|GITHUB_TOKEN|GH_ENTERPRISE_TOKEN)$/
 
 const reservedProblem = (name: string) =>
-  /KEY|TOKEN/.test(name)
+  /^(GH|GITHUB)_/.test(name)
+    ? `${name} is the team's GitHub token: connect the team to GitHub and set github_token, not a plain variable`
+    : /KEY|TOKEN/.test(name)
     ? `${name} is a key: store it as a team secret (harness_auth_secrets), not as a plain variable`
     : `${name} is set by the service or changes how programs load; it cannot be set here`
 
@@ -79,7 +85,7 @@ export const EnvironmentConfig = Schema.Struct({
   name: NonBlankString,
   description: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
   docker_image: Schema.optionalWith(Schema.NullOr(NonBlankString), { default: () => null }),
-  github_repos: withDefault(Schema.Array(GitHubRepo), () => []),
+  github_repos: withDefault(Schema.Array(GitHubRepo).pipe(Schema.maxItems(MAX_REPOSITORIES)), () => []),
   setup_commands: withDefault(Schema.Array(Schema.String), () => []),
   failure_session_retention_minutes: withDefault(
     // Fractions of a minute are allowed (a short debug window, for tests and demos).
@@ -94,7 +100,9 @@ export const EnvironmentConfig = Schema.Struct({
   harness_auth_secrets: optionalInput(HarnessAuthSecrets),
   env: optionalInput(EnvironmentVariables),
   /** The default of its runs' `config.pull_request` (a team connected to GitHub; docs/github.md). */
-  pull_request: optionalInput(PullRequestConfig)
+  pull_request: optionalInput(PullRequestConfig),
+  /** The default of its runs' `config.github_token`: the team's GitHub token in the agent's environment (AgentGitHubToken.ts). */
+  github_token: optionalInput(Schema.Boolean)
 }).annotations({ identifier: "EnvironmentConfig" })
 export type EnvironmentConfig = typeof EnvironmentConfig.Type
 

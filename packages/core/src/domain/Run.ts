@@ -27,6 +27,7 @@ import {
 } from "./Common.js"
 import { RunErrorCode } from "./Errors.js"
 import { HarnessAuthSecrets, HarnessConfig } from "./HarnessSelection.js"
+import { RepoRefs } from "./GitRef.js"
 import { PullRequestConfig } from "./PullRequest.js"
 import { ConversationId, EnvironmentUid, PrincipalUid, RunId, ScheduleId } from "./Ids.js"
 import { MAX_ATTEMPTS, RunExecutionLocation, RunSourceType, RunState } from "./RunState.js"
@@ -130,7 +131,11 @@ export const AgentConfig = Schema.Struct({
   agent_identity_uid: optionalInput(PrincipalUid),
   harness: optionalInput(HarnessConfig),
   harness_auth_secrets: optionalInput(HarnessAuthSecrets),
-  pull_request: optionalInput(PullRequestConfig)
+  pull_request: optionalInput(PullRequestConfig),
+  /** The branch, tag or commit each named repository of the environment starts from (GitRef.ts). */
+  repo_refs: optionalInput(RepoRefs),
+  /** The team's GitHub token in the agent's environment (AgentGitHubToken.ts; team admins only); present only when true. */
+  github_token: optionalInput(Schema.Boolean)
 }).annotations({ identifier: "AmbientAgentConfig" })
 export type AgentConfig = typeof AgentConfig.Type
 

@@ -11,8 +11,10 @@
  */
 import { Data, Effect, Either, Option, Redacted } from "effect"
 import { authSecretOf, type CliHarnessType, needsAuthSecret, type ReasoningLevel } from "../domain/HarnessSelection.js"
-import { type EnvironmentConfig, harnessCommandOf } from "../domain/Environment.js"
+import { type EnvironmentConfig, type GitHubRepo, harnessCommandOf } from "../domain/Environment.js"
+import { repoKeyOf, type RepoRefs } from "../domain/GitRef.js"
 import { repositoryUrlOf } from "../domain/GitHub.js"
+import { agentGitHubVariables } from "../domain/AgentGitHubToken.js"
 import { branchOf, pullRequestOf } from "../domain/PullRequest.js"
 import type { HistoryMessage, StartMessage } from "../domain/Harness.js"
 import type { ExecutionId, RunId, TeamUid } from "../domain/Ids.js"
@@ -185,21 +187,24 @@ const agentOf = (claimed: ClaimedRun, sources: PlanSources): Effect.Effect<Eithe
   })
 
 /**
- * The sandbox's repositories: from the team's GitHub host when it has one (starting from the
- * run's branch when the host has it: a follow-up goes on with the run's work), else its local ones.
+ * The sandbox's repositories, each at the ref the run or its environment names: from the team's
+ * GitHub host when it has one (starting from the run's branch when the host has it: a follow-up
+ * goes on with the run's work), else its local ones.
  */
 const repositoriesOf = (
-  repos: ReadonlyArray<{ readonly owner: string; readonly repo: string }>,
+  repos: ReadonlyArray<GitHubRepo>,
+  refs: RepoRefs | undefined,
   github: ClaimedRun["github"],
   runId: RunId
 ): SandboxSpec["repos"] =>
-  github === undefined || "failure" in github
-    ? repos
-    : repos.map(({ owner, repo }) => ({
-      owner,
-      repo,
-      remote: { url: repositoryUrlOf(github.base_url, owner, repo), token: github.token, branch: branchOf(runId) }
-    }))
+  repos.map((repository) => {
+    const { owner, repo } = repository
+    const ref = refs?.[repoKeyOf(repository)] ?? repository.ref
+    const at = ref === undefined ? { owner, repo } : { owner, repo, ref }
+    return github === undefined || "failure" in github
+      ? at
+      : { ...at, remote: { url: repositoryUrlOf(github.base_url, owner, repo), token: github.token, branch: branchOf(runId) } }
+  })
 
 /** What the end of a successful execution publishes: its pull requests, when asked for and possible. */
 const publishingOf = (claimed: ClaimedRun): ExecutionPlan["pull_request"] => {
@@ -208,6 +213,20 @@ const publishingOf = (claimed: ClaimedRun): ExecutionPlan["pull_request"] => {
   if (wanted === undefined || github === undefined || "failure" in github) return null
   return { draft: wanted.draft, branch: branchOf(claimed.run.run_id), api_url: github.api_url, token: github.token }
 }
+
+/** The sandbox's variables: the environment's, and the team's GitHub token when the run's agent gets it (and is not refused). */
+const sandboxVariables = (claimed: ClaimedRun): Readonly<Record<string, string>> => {
+  const own = claimed.environment?.env ?? {}
+  const github = claimed.github
+  if (claimed.run.agent_config.github_token !== true || claimed.refusal !== null || github === undefined || "failure" in github) return own
+  return { ...own, ...agentGitHubVariables(github.base_url, Redacted.value(github.token)) }
+}
+
+/** Why a run whose agent gets the team's GitHub token cannot start: the team is not connected (here). */
+const tokenProblem = (claimed: ClaimedRun): string | null =>
+  claimed.run.agent_config.github_token === true && claimed.github === undefined
+    ? "config.github_token: the run's agent is to get the team's GitHub token, but the team is not connected to GitHub (or not here: a self-hosted worker)"
+    : null
 
 /** The plan of a claimed run: resolved once, where the agent runs. */
 export const planOf = (claimed: ClaimedRun, sources: PlanSources): Effect.Effect<ExecutionPlan> =>
@@ -233,17 +252,17 @@ export const planOf = (claimed: ClaimedRun, sources: PlanSources): Effect.Effect
         execution_id: claimed.execution_id,
         team_uid: claimed.team_uid,
         docker_image: env?.docker_image ?? null,
-        repos: repositoriesOf(env?.github_repos ?? [], claimed.github, run.run_id),
+        repos: repositoriesOf(env?.github_repos ?? [], run.agent_config.repo_refs, claimed.github, run.run_id),
         setup_commands: env?.setup_commands ?? [],
         attachments: claimed.attachments,
-        env: env?.env ?? {}
+        env: sandboxVariables(claimed)
       },
       has_environment: run.environment_id !== null,
       pull_request: publishingOf(claimed),
       retention_ms: sources.debugWindows ? Math.round((env?.failure_session_retention_minutes ?? 0) * 60_000) : 0,
       failure: claimed.github !== undefined && "failure" in claimed.github
         ? `the team's GitHub host: ${claimed.github.failure}`
-        : Either.isLeft(inputs) ? inputs.left.message : null,
+        : Either.isLeft(inputs) ? inputs.left.message : tokenProblem(claimed),
       agent: Either.getOrElse(agent, () => ({ type: "oz" as const })),
       unconfigured: Either.isLeft(agent) ? agent.left : null,
       resume_session: run.execution_count > 1 ? run.session_id : null,

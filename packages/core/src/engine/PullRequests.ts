@@ -8,11 +8,12 @@
  *    team's token (`Sandbox.publish`); nothing beyond the branch it started from is no push.
  * 3. The pull request: an open one for the branch is commented on (a follow-up's push updates it,
  *    as GitHub shows new commits); otherwise one is opened, the run's title and prompt as its title
- *    and body, into the repository's default branch, draft when asked; it becomes the run's
+ *    and body, into the branch the clone started from (the run's or environment's ref, when a
+ *    branch) or else the repository's default branch, draft when asked; it becomes the run's
  *    `PULL_REQUEST` artifact.
  *
- * An agent that left its clone on a branch of its own with an open pull request (Claude Code with
- * `gh`, say) made its own: that one is recorded, and nothing is pushed for it. Any failure (a
+ * An agent that left its clone on a branch of its own with an open pull request at its commit
+ * (Claude Code with `gh`, say) made its own: that one is recorded, and nothing is pushed for it. Any failure (a
  * commit, a push the host refuses, an API answer) ends the run FAILED with the host's answer: a
  * run that asked for a pull request never succeeds silently without it.
  */
@@ -28,7 +29,7 @@ import type { ExecutionPlan } from "./ExecutionPlan.js"
 /** The longest pull request body taken from a prompt (GitHub takes 65,536 characters). */
 const MAX_BODY_CHARS = 60_000
 
-/** Commits what is uncommitted in `$AGENT_RUNS_REPO`, then prints the branch the clone is on. */
+/** Commits what is uncommitted in `$AGENT_RUNS_REPO`, then prints the branch the clone is on and its commit. */
 const commitScript = [
   "cd \"$AGENT_RUNS_REPO\" || exit 3",
   // The agent's own configuration may name commands to run: none of them, and no hooks.
@@ -37,7 +38,7 @@ const commitScript = [
   "if ! g diff --cached --quiet; then",
   "  g -c user.name=\"Agent Runs\" -c user.email=agent-runs@localhost commit -q --no-verify -m \"$AGENT_RUNS_MESSAGE\" || exit 5",
   "fi",
-  "g rev-parse --abbrev-ref HEAD"
+  "g rev-parse --abbrev-ref HEAD && g rev-parse HEAD"
 ].join("\n")
 
 /** The most of the commit step's output read (a branch name); the longest it may take. */
@@ -64,13 +65,14 @@ const text = (stream: Stream.Stream<Uint8Array, unknown>) =>
     Effect.orElseSucceed(() => "")
   )
 
-/** Commits in the sandbox; the branch its clone is on. */
+/** Commits in the sandbox; the branch its clone is on and the commit. */
 const commit = (sandbox: Sandbox, repository: SandboxRepository, message: string) =>
   Effect.gen(function*() {
     const process = yield* sandbox.start(["/bin/sh", "-c", commitScript], { AGENT_RUNS_REPO: repository.repo, AGENT_RUNS_MESSAGE: message })
     const [said, code] = yield* Effect.all([text(process.stdout), process.exitCode], { concurrency: 2 })
     if (code !== 0) return yield* Effect.fail(new Refused({ message: `committing the work in ${repository.owner}/${repository.repo} failed (exit ${code})` }))
-    return said.trim().split("\n").at(-1) ?? ""
+    const [branch = "", head = ""] = said.trim().split("\n").slice(-2)
+    return { branch, head }
   }).pipe(
     Effect.scoped,
     Effect.timeoutFail({
@@ -89,6 +91,24 @@ const bodyOf = (input: PublishInput) => {
   return `${prompt}\n\n---\nOpened by Agent Runs for run \`${input.plan.run_id}\`.`
 }
 
+/** The host's default branch of a repository (`main` when the host does not say). */
+const defaultBranchOf = (host: PublishInput["host"], access: GitHostAccess, { owner, repo }: SandboxRepository) =>
+  Effect.map(host.repository(access, owner, repo), Option.match({ onNone: () => "main", onSome: (r) => r.default_branch }))
+
+/**
+ * The pull request the agent opened itself: the clone is on a branch other than the run's and the
+ * one it started from (the ref, or the default branch), with an open pull request whose head is
+ * the clone's commit. A pull request of someone else's branch the agent merely checked out is not
+ * the run's (its head is not the agent's commit, or the branch is where the clone started).
+ */
+const agentsOwn = (input: PublishInput, access: GitHostAccess, repository: SandboxRepository, branch: string, on: { branch: string; head: string }) =>
+  Effect.gen(function*() {
+    if (on.branch === "HEAD" || on.branch === "" || on.branch === branch || on.branch === repository.ref) return Option.none()
+    if (on.branch === (yield* defaultBranchOf(input.host, access, repository))) return Option.none()
+    const found = yield* input.host.findOpenPullRequest(access, repository.owner, repository.repo, on.branch)
+    return Option.filter(found, (pull) => pull.head_commit === on.head)
+  })
+
 /** One repository's branch and pull request: the artifact to record, if any. */
 const publishOne = (input: PublishInput, access: GitHostAccess, repository: SandboxRepository, branch: string, draft: boolean) =>
   Effect.gen(function*() {
@@ -96,11 +116,8 @@ const publishOne = (input: PublishInput, access: GitHostAccess, repository: Sand
     const host = input.host
     const hostFailed = (what: string) => (e: { readonly message: string }) => new Refused({ message: `${what} of ${owner}/${repo}: ${e.message}` })
     const on = yield* commit(input.sandbox, repository, titleOf(input))
-    // The agent's own branch with its own pull request: recorded as it is.
-    if (on !== "HEAD" && on !== branch && on !== "") {
-      const own = yield* host.findOpenPullRequest(access, owner, repo, on).pipe(Effect.mapError(hostFailed("looking for the pull request")))
-      if (Option.isSome(own)) return Option.some({ branch: own.value.branch, url: own.value.url, number: own.value.number, repository: `${owner}/${repo}` })
-    }
+    const own = yield* agentsOwn(input, access, repository, branch, on).pipe(Effect.mapError(hostFailed("looking for the pull request")))
+    if (Option.isSome(own)) return Option.some({ branch: own.value.branch, url: own.value.url, number: own.value.number, repository: `${owner}/${repo}` })
     if (input.sandbox.publish === undefined) return yield* Effect.fail(new Refused({ message: "this executor cannot push a sandbox's work (no pull request)" }))
     const published = yield* input.sandbox.publish(repository, branch).pipe(Effect.mapError((e) => new Refused({ message: e.message })))
     if (!published.pushed) return Option.none()
@@ -111,8 +128,7 @@ const publishOne = (input: PublishInput, access: GitHostAccess, repository: Sand
       )
       return Option.none()
     }
-    const found = yield* host.repository(access, owner, repo).pipe(Effect.mapError(hostFailed("reading the repository")))
-    const base = Option.match(found, { onNone: () => "main", onSome: (r) => r.default_branch })
+    const base = published.base ?? (yield* defaultBranchOf(host, access, repository).pipe(Effect.mapError(hostFailed("reading the repository"))))
     const pull = yield* host.createPullRequest(access, { owner, repo, head: branch, base, title: titleOf(input), body: bodyOf(input), draft }).pipe(
       Effect.mapError(hostFailed("opening the pull request"))
     )

@@ -56,9 +56,9 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
     const ids = yield* Ids
     // The team's GitHub host for the repositories of its runs (taken once, as built).
     const github = gitHubAccess(identities, yield* SecretStore, yield* GitHost, yield* GitHubHosts)
-    /** A connected team's host for an environment that names repositories (see ClaimedRun.github). */
-    const githubOf = (team: TeamUid, repos: number): Effect.Effect<ClaimedRun["github"], StorageError> =>
-      repos === 0
+    /** A connected team's host, for a run whose environment names repositories or whose agent gets the token (see ClaimedRun.github). */
+    const githubOf = (team: TeamUid, needed: boolean): Effect.Effect<ClaimedRun["github"], StorageError> =>
+      !needed
         ? Effect.succeed(undefined)
         : github(team).pipe(
           Effect.map(Option.match({ onNone: () => undefined, onSome: (a) => ({ base_url: a.connection.base_url, api_url: a.apiUrl, token: a.token }) })),
@@ -194,7 +194,10 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
           attachments,
           history,
           transcript_bytes: yield* blobs.size(transcriptKey(runId)),
-          github: yield* githubOf(run.team_uid, Option.match(env, { onNone: () => 0, onSome: (e) => e.item.config.github_repos.length }))
+          github: yield* githubOf(
+            run.team_uid,
+            item.agent_config.github_token === true || Option.exists(env, (e) => e.item.config.github_repos.length > 0)
+          )
         }
       })
 

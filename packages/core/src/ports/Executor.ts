@@ -57,6 +57,8 @@ export interface RepoRemote {
 export interface SandboxRepository {
   readonly owner: string
   readonly repo: string
+  /** The branch, tag or commit its clone starts from; the default branch when absent. */
+  readonly ref?: string | undefined
   /** Where it comes from when not the team's local repositories: a Git host. */
   readonly remote?: RepoRemote | undefined
 }
@@ -138,6 +140,8 @@ export interface PublishResult {
   readonly pushed: boolean
   /** The commit pushed (or that was already there). */
   readonly head: string
+  /** The branch a pull request of it targets: the branch its clone started from; the host's default when absent. */
+  readonly base?: string | undefined
 }
 
 /** The host refused the push, or it could not be made: the message names why (the host's answer). */

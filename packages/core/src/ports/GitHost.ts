@@ -34,6 +34,8 @@ export interface PullRequest {
   /** The pull request's web page. */
   readonly url: string
   readonly branch: string
+  /** The commit its branch is at; null when the host does not say. */
+  readonly head_commit: string | null
   readonly state: "open" | "closed"
 }
 

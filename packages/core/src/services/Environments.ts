@@ -25,6 +25,7 @@ import { canChange, canCreate, canSee, scopeFor, shaperOf } from "../domain/Acce
 import type { Viewer } from "../domain/Access.js"
 import { Environment, ListEnvironmentsResponse } from "../domain/Environment.js"
 import type { CreateEnvironmentRequest, EnvironmentSharing, UpdateEnvironmentRequest } from "../domain/Environment.js"
+import { checkGitHubTokenRequest } from "../domain/AgentGitHubToken.js"
 import { InvalidRequest, NotAuthorized, ResourceNotFound } from "../domain/Errors.js"
 import { checkAuthSecretNames } from "../domain/HarnessSelection.js"
 import { type EnvironmentUid, Ids } from "../domain/Ids.js"
@@ -111,6 +112,7 @@ export class Environments extends Effect.Service<Environments>()("@agent-runs/co
       function*(viewer: Viewer, request: CreateEnvironmentRequest) {
         if (!canCreate(viewer)) return yield* new NotAuthorized({ message: "viewers cannot create environments" })
         yield* checkAuthSecretNames(viewer, request.config.harness_auth_secrets, "config")
+        yield* checkGitHubTokenRequest(viewer, request.config.github_token, "config.github_token")
         yield* checkGuests(request.sharing)
         yield* checkEnvironmentRepositories(repositories, viewer.team_uid, request.config.github_repos)
         const at = DateTime.unsafeMake(yield* Clock.currentTimeMillis)
@@ -156,6 +158,7 @@ export class Environments extends Effect.Service<Environments>()("@agent-runs/co
       function*(viewer: Viewer, uid: EnvironmentUid, request: UpdateEnvironmentRequest) {
         const env = yield* changeable(viewer, uid)
         yield* checkAuthSecretNames(viewer, request.config.harness_auth_secrets, "config")
+        yield* checkGitHubTokenRequest(viewer, request.config.github_token, "config.github_token")
         yield* checkGuests(request.sharing)
         yield* checkEnvironmentRepositories(repositories, env.team_uid, request.config.github_repos)
         const item = new Environment({

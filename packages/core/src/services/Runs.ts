@@ -71,6 +71,7 @@
 import { Clock, DateTime, Effect, Either, Option } from "effect"
 import { actAsProblem, canChange, canCreate, canSee, leastRole, scopeFor, shaperOf, shapersToRecord } from "../domain/Access.js"
 import { adminOnlySecretOf, shapedSecretProblem } from "../domain/AdminOnlySecrets.js"
+import { checkGitHubTokenRequest } from "../domain/AgentGitHubToken.js"
 import type { Shaper, Viewer } from "../domain/Access.js"
 import { runTokenRoleOf } from "../domain/RunTokenRole.js"
 import { Audit } from "./Audit.js"
@@ -100,7 +101,7 @@ import { checkMcpServers } from "../domain/McpServers.js"
 import { checkHarnessAuth, resolveHarness } from "../domain/HarnessSelection.js"
 import { harnessSelectionOf } from "../domain/Environment.js"
 import { RepoSource } from "../ports/RepoSource.js"
-import { checkRunRepositories } from "./Repositories.js"
+import { checkRepoRefs, checkRunRepositories } from "./Repositories.js"
 import { RunStore, runListRow } from "../ports/RunStore.js"
 import { SecretStore } from "../ports/SecretStore.js"
 import { WorkerStore } from "../ports/WorkerStore.js"
@@ -438,6 +439,7 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
             "config.environment_id"
           )
         }
+        yield* checkRepoRefs(config.repo_refs, environment?.item)
         const parentId = request.parent_run_id ?? viewer.acting_run_id
         const parent = parentId === undefined ? undefined : yield* requireParent(viewer, parentId)
         // The skill: its id becomes the resolved skill_spec, its name the config name and its
@@ -450,7 +452,7 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
           ? config
           : { ...config, skill_spec: skill.id, name: config.name ?? skill.name, base_prompt: config.base_prompt ?? skill.body }
         // The harness: the request's, then the skill's, then the environment's, field by field.
-        const { harness: _h, harness_auth_secrets: _a, ...rest } = withSkill
+        const { github_token: _g, harness: _h, harness_auth_secrets: _a, ...rest } = withSkill
         // Another team's environment (shared with a guest) gives its harness, never the secret names
         // of its team; and an agent CLI holding this team's key does not run with that team's
         // variables (an endpoint of theirs would receive the key).
@@ -472,7 +474,10 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
           })
         }
         yield* checkHarnessAuth(secrets, viewer, config.harness_auth_secrets, harness)
-        const resolved: AgentConfig = { ...rest, ...harness }
+        yield* checkGitHubTokenRequest(viewer, config.github_token, "config.github_token")
+        // The team's GitHub token: the request's say, else its own team's environment's.
+        const githubToken = config.github_token ?? (foreign ? undefined : environment?.item.config.github_token)
+        const resolved: AgentConfig = { ...rest, ...harness, ...(githubToken === true ? { github_token: true } : {}) }
 
         const { active, waiting } = yield* memo(lookups.admission, team.uid, (uid) =>
           Effect.all({
