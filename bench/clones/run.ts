@@ -59,10 +59,8 @@ const main = async () => {
       change("ours", i)
       const before = sent()
       const started = performance.now()
-      await Effect.runPromise(Effect.flatMap(
-        mirrors.refresh("team", { url, name: "acme/big", token: Redacted.make(token) }),
-        (mirror) => checkout(mirror, join(dir, `ours-${i}`), { name: "acme/big", depth: 1, originUrl: url, timeoutMs: 600_000 })
-      ))
+      await Effect.runPromise(mirrors.use("team", { url, name: "acme/big", token: Redacted.make(token) }, (mirror) =>
+        checkout(mirror, join(dir, `ours-${i}`), { name: "acme/big", depth: 1, originUrl: url, timeoutMs: 600_000 })))
       ours.push(performance.now() - started)
       oursBytes.push(sent() - before)
       rmSync(join(dir, `ours-${i}`), { recursive: true, force: true })

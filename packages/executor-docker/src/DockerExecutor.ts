@@ -39,6 +39,8 @@ export interface DockerExecutorConfig {
    * GitHub); default: `mirrors` beside `root`. Private to the executor.
    */
   readonly mirrorsDir?: string | undefined
+  /** The most bytes the mirrors may take (MirrorCache; 20 GiB by default). */
+  readonly mirrorsMaxBytes?: number | undefined
   /** The image of a sandbox whose environment names none (`docker_image` null). */
   readonly image: string
   /** The containers' network: `none` (default) or the host's. Never a bridge. */
@@ -135,7 +137,7 @@ export const make = (config: DockerExecutorConfig) =>
     const docker = new Docker({ socketPath })
     const root = Path.resolve(config.root)
     const reposDir = Path.resolve(config.reposDir)
-    const mirrors = MirrorCache.make({ root: Path.resolve(config.mirrorsDir ?? Path.join(Path.dirname(root), "mirrors")), timeoutMs: cloneTimeoutMs })
+    const mirrors = MirrorCache.make({ root: Path.resolve(config.mirrorsDir ?? Path.join(Path.dirname(root), "mirrors")), timeoutMs: cloneTimeoutMs, maxBytes: config.mirrorsMaxBytes })
     const user = config.user ?? defaultUser
     const userSpec = `${user.uid}:${user.gid}`
 

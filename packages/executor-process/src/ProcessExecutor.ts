@@ -68,6 +68,8 @@ export interface Config {
    * GitHub); default: `mirrors` beside `root`. Private to the service.
    */
   readonly mirrorsDir?: string | undefined
+  /** The most bytes the mirrors may take (MirrorCache; 20 GiB by default). */
+  readonly mirrorsMaxBytes?: number | undefined
   /** The base environment of every process; default: `PATH` and `HOME` of the service. */
   readonly env?: Readonly<Record<string, string>>
   /** The time all clones and setup commands of one sandbox may take together; default 10 minutes. */
@@ -178,7 +180,7 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
     const setupTimeoutMs = config.setupTimeoutMs ?? DEFAULT_SETUP_TIMEOUT_MS
     const graceMs = config.terminateGraceMs ?? DEFAULT_TERMINATE_GRACE_MS
     const killTimeoutMs = config.killTimeoutMs ?? DEFAULT_KILL_TIMEOUT_MS
-    const mirrors = MirrorCache.make({ root: resolve(config.mirrorsDir ?? join(dirname(root), "mirrors")), timeoutMs: setupTimeoutMs })
+    const mirrors = MirrorCache.make({ root: resolve(config.mirrorsDir ?? join(dirname(root), "mirrors")), timeoutMs: setupTimeoutMs, maxBytes: config.mirrorsMaxBytes })
     /** The processes this instance started that have not exited, by work directory. */
     const running = new Map<string, Set<Spawned>>()
     /**

@@ -79,14 +79,14 @@ export const cloneRepository = (options: CloneRepositoryOptions): Effect.Effect<
   if (remote === undefined) {
     return Effect.as(checkout(options.local, target, { name, timeoutMs, ref }), { branch: undefined, commit: undefined, base: undefined })
   }
-  return Effect.gen(function*() {
-    const mirror = yield* options.mirrors.refresh(options.team, { url: remote.url, name, token: remote.token })
-    const start = yield* startOf(mirror, options)
-    yield* checkout(mirror, target, { name, timeoutMs, depth: 1, ref: start.checkout, originUrl: remote.url })
-    // Read now, while the clone is still the service's own (before the sandbox gets it).
-    const head = yield* runGit(["-C", target, "rev-parse", "HEAD"], { timeoutMs })
-    return { branch: start.branch, commit: head.code === 0 ? head.stdout.trim() : undefined, base: start.base }
-  })
+  return options.mirrors.use(options.team, { url: remote.url, name, token: remote.token }, (mirror) =>
+    Effect.gen(function*() {
+      const start = yield* startOf(mirror, options)
+      yield* checkout(mirror, target, { name, timeoutMs, depth: 1, ref: start.checkout, originUrl: remote.url })
+      // Read now, while the clone is still the service's own (before the sandbox gets it).
+      const head = yield* runGit(["-C", target, "rev-parse", "HEAD"], { timeoutMs })
+      return { branch: start.branch, commit: head.code === 0 ? head.stdout.trim() : undefined, base: start.base }
+    }))
 }
 
 export interface PublishRepositoryOptions {
@@ -106,12 +106,15 @@ export interface PublishRepositoryOptions {
 }
 
 /**
- * Pushes a sandbox's clone as `branch` (see `publishBranch`), through the team's mirror directory;
- * with the branch its pull request targets (`base`: undefined for the default branch).
+ * Pushes a sandbox's clone as `branch` (see `publishBranch`), through the team's mirror; with the
+ * branch its pull request targets (`base`: undefined for the default branch).
  */
 export const publishRepository = (options: PublishRepositoryOptions): Effect.Effect<Published & { readonly base: string | undefined }, GitError> =>
+  // Brought up to date (made again if it was removed while the agent worked): the push borrows its objects.
+  options.mirrors.use(options.team, { ...options.remote, name: options.name }, (mirror) => publishFrom(mirror, options))
+
+const publishFrom = (mirror: string, options: PublishRepositoryOptions) =>
   Effect.gen(function*() {
-    const mirror = options.mirrors.pathOf(options.team, options.remote.url)
     const startedAt = options.started?.commit
     const base = options.started?.branch ?? (yield* defaultBranch(mirror, options.timeoutMs))
     if (startedAt === undefined || base === undefined) {

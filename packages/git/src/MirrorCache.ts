@@ -18,6 +18,8 @@
  *   (default 0: always fetch) is used as it is.
  * - The mirror's configuration names the URL only: the credential goes to each fetch alone.
  * - One cache per directory in a process (`make` answers the same one again).
+ * - A mirror is used within `use` (refreshed first): while it runs, the mirror is not removed to
+ *   keep the cache within its bound (`maxBytes`, MirrorQuota.ts).
  */
 import type { Redacted } from "effect"
 import { Clock, Effect, Fiber, Option } from "effect"
@@ -27,6 +29,7 @@ import { dirname, join, resolve } from "node:path"
 import { runGit } from "./GitCommand.js"
 import { describeFailure, hostStatus } from "./HostAnswer.js"
 import { GitError } from "./GitError.js"
+import { DEFAULT_MIRRORS_MAX_BYTES, makeQuota } from "./MirrorQuota.js"
 
 /** A repository on a Git host, and the token to read it with. */
 export interface Remote {
@@ -43,11 +46,13 @@ export interface MirrorCacheOptions {
   readonly timeoutMs?: number
   /** A mirror fetched this recently is used without fetching; default 0. */
   readonly freshForMs?: number
+  /** The most bytes all the mirrors may take; default 20 GiB (MirrorQuota.ts). */
+  readonly maxBytes?: number | undefined
 }
 
 export interface MirrorCache {
-  /** The team's up-to-date mirror of `remote`: its directory. */
-  readonly refresh: (team: string, remote: Remote) => Effect.Effect<string, GitError>
+  /** Runs `f` with the team's mirror of `remote` brought up to date (its directory). */
+  readonly use: <A, E, R>(team: string, remote: Remote, f: (dir: string) => Effect.Effect<A, E, R>) => Effect.Effect<A, E | GitError, R>
   /** Where the team's mirror of `url` is (or would be). */
   readonly pathOf: (team: string, url: string) => string
 }
@@ -77,6 +82,7 @@ export const make = (options: MirrorCacheOptions): MirrorCache => {
 const makeUnshared = (options: MirrorCacheOptions): MirrorCache => {
   const timeoutMs = options.timeoutMs ?? 10 * 60_000
   const freshForMs = options.freshForMs ?? 0
+  const quota = makeQuota(options.root, options.maxBytes ?? DEFAULT_MIRRORS_MAX_BYTES)
   const running = new Map<string, Fiber.RuntimeFiber<string, GitError>>()
   const fetchedAt = new Map<string, number>()
 
@@ -119,12 +125,21 @@ const makeUnshared = (options: MirrorCacheOptions): MirrorCache => {
       return dir
     }).pipe(Effect.ensuring(Effect.sync(() => running.delete(dir))))
 
-  const refresh = (team: string, remote: Remote): Effect.Effect<string, GitError> =>
+  const dirOf = (team: string, url: string) =>
+    Effect.try({ try: () => pathOf(team, url), catch: (e) => new GitError({ message: (e as Error).message, status: undefined, result: undefined }) })
+
+  const hold = <A, E, R>(team: string, url: string, f: (dir: string) => Effect.Effect<A, E, R>) =>
+    Effect.flatMap(dirOf(team, url), (dir) => Effect.acquireUseRelease(quota.acquire(dir), () => f(dir), () => quota.release(dir)))
+
+  const use = <A, E, R>(team: string, remote: Remote, f: (dir: string) => Effect.Effect<A, E, R>) =>
+    hold(team, remote.url, (dir) =>
+      Effect.zipRight(
+        Effect.tap(refresh(dir, remote), () => quota.record(dir, remote.name)),
+        f(dir)
+      ))
+
+  const refresh = (dir: string, remote: Remote): Effect.Effect<string, GitError> =>
     Effect.gen(function*() {
-      const dir = yield* Effect.try({
-        try: () => pathOf(team, remote.url),
-        catch: (e) => new GitError({ message: (e as Error).message, status: undefined, result: undefined })
-      })
       const now = yield* Clock.currentTimeMillis
       const last = Option.fromNullable(fetchedAt.get(dir))
       if (freshForMs > 0 && Option.isSome(last) && now - last.value < freshForMs && (yield* exists(dir))) return dir
@@ -136,5 +151,5 @@ const makeUnshared = (options: MirrorCacheOptions): MirrorCache => {
       return yield* Fiber.join(fiber)
     })
 
-  return { refresh, pathOf }
+  return { use, pathOf }
 }

@@ -8,7 +8,8 @@
 import { type FakeGitHub, startFakeGitHub } from "@agent-runs/testing"
 import { Effect, Either, Redacted } from "effect"
 import { execFileSync } from "node:child_process"
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
+import { randomBytes } from "node:crypto"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -47,7 +48,7 @@ describe("MirrorCache", () => {
   it("downloads once, then fetches what changed; concurrent callers share one fetch", async () => {
     const cache = MirrorCache.make({ root })
     const before = uploads().length
-    const first = await run(Effect.all(Array.from({ length: 10 }, () => cache.refresh("team_a", remote("app"))), { concurrency: "unbounded" }))
+    const first = await run(Effect.all(Array.from({ length: 10 }, () => cache.use("team_a", remote("app"), Effect.succeed)), { concurrency: "unbounded" }))
     expect(Either.isRight(first)).toBe(true)
     const dirs = new Set(Either.getOrThrow(first))
     expect(dirs.size).toBe(1)
@@ -57,12 +58,12 @@ describe("MirrorCache", () => {
     expect(gitIn(dir, "show", "main:README.md")).toBe("v1")
 
     const pushed = host.commit("acme", "app", "main", { "README.md": "v2\n" })
-    const again = await run(cache.refresh("team_a", remote("app")))
+    const again = await run(cache.use("team_a", remote("app"), Effect.succeed))
     expect(again).toEqual(Either.right(dir))
     expect(gitIn(dir, "rev-parse", "main")).toBe(pushed)
     // Nothing new: the host is asked for its refs, and for no objects.
     const quiet = uploads().length
-    await run(cache.refresh("team_a", remote("app")))
+    await run(cache.use("team_a", remote("app"), Effect.succeed))
     expect(uploads().slice(quiet).map((r) => r.phase)).toEqual(["advertise", "rpc"])
     // The mirror's configuration names the URL, never the token.
     expect(readFileSync(join(dir, "config"), "utf8")).not.toContain(token)
@@ -72,34 +73,64 @@ describe("MirrorCache", () => {
     // Another directory: one cache per directory in a process (the same root answers the same cache).
     const cache = MirrorCache.make({ root: join(root, "fresh"), freshForMs: 60_000 })
     expect(MirrorCache.make({ root })).toBe(MirrorCache.make({ root: `${root}/.` }))
-    const a = Either.getOrThrow(await run(cache.refresh("team_b", remote("app"))))
-    const b = Either.getOrThrow(await run(cache.refresh("team_c", remote("app"))))
+    const a = Either.getOrThrow(await run(cache.use("team_b", remote("app"), Effect.succeed)))
+    const b = Either.getOrThrow(await run(cache.use("team_c", remote("app"), Effect.succeed)))
     expect(a).not.toBe(b)
     const before = uploads().length
-    expect(Either.getOrThrow(await run(cache.refresh("team_b", remote("app"))))).toBe(a)
+    expect(Either.getOrThrow(await run(cache.use("team_b", remote("app"), Effect.succeed)))).toBe(a)
     expect(uploads().length).toBe(before)
-    expect(Either.isLeft(await run(cache.refresh("../x", remote("app"))))).toBe(true)
+    expect(Either.isLeft(await run(cache.use("../x", remote("app"), Effect.succeed)))).toBe(true)
   })
 
   it("a refused credential names the host's 401, a hidden repository its 404; nothing is left behind, the token nowhere", async () => {
     const cache = MirrorCache.make({ root })
     const wrong = "github_pat_wrong_0123456789"
-    const refused = await run(cache.refresh("team_d", remote("app", wrong)))
+    const refused = await run(cache.use("team_d", remote("app", wrong), Effect.succeed))
     expect(Either.isLeft(refused)).toBe(true)
     const error = Either.getLeft(refused).pipe((o) => o._tag === "Some" ? o.value : undefined)!
     expect(error.status).toBe(401)
     expect(error.message).toMatch(/^downloading acme\/app failed: the host refused the credential \(401\)/)
     expect(error.message).not.toContain(wrong)
-    const hidden = await run(cache.refresh("team_d", remote("secret")))
+    const hidden = await run(cache.use("team_d", remote("secret"), Effect.succeed))
     expect(Either.getLeft(hidden).pipe((o) => o._tag === "Some" ? o.value.status : undefined)).toBe(404)
     expect(readdirSync(join(root, "team_d"))).toEqual([])
+  })
+})
+
+describe("MirrorCache's bound", () => {
+  it("removes the least recently used mirrors past it, never one in use; a repository over the whole bound fails and is removed", async () => {
+    for (const name of ["q1", "q2", "q3"]) host.createRepository("acme", name, { "data.bin": randomBytes(600_000).toString("base64") })
+    host.createRepository("acme", "huge", { "data.bin": randomBytes(3_000_000).toString("base64") })
+    const reader = host.addToken({ repositories: ["acme/q1", "acme/q2", "acme/q3", "acme/huge"], permission: "read" })
+    const quotaRoot = join(root, "quota")
+    // Room for two of the small ones (each a little over 600 KB on disk), not three.
+    const cache = MirrorCache.make({ root: quotaRoot, maxBytes: 1_600_000 })
+    const use = (repo: string) => cache.use("team_q", remote(repo, reader), (dir) => Effect.sync(() => existsSync(dir)))
+    const present = (repo: string) => existsSync(cache.pathOf("team_q", remote(repo).url))
+    expect(await run(use("q1"))).toEqual(Either.right(true))
+    expect(await run(use("q2"))).toEqual(Either.right(true))
+    expect(await run(use("q1"))).toEqual(Either.right(true))
+    // q3 takes the total over: q2, the least recently used, goes.
+    expect(await run(use("q3"))).toEqual(Either.right(true))
+    expect(["q1", "q2", "q3"].map(present)).toEqual([true, false, true])
+    // While q1 is in use, q2 coming back removes q3 (the older of the idle ones), never q1.
+    const during = await run(cache.use("team_q", remote("q1", reader), () => use("q2")))
+    expect(during).toEqual(Either.right(true))
+    expect(["q1", "q2", "q3"].map(present)).toEqual([true, true, false])
+    // One repository over the whole bound: its use fails naming the sizes, and it is removed; the others stay.
+    const huge = await run(use("huge"))
+    expect(Either.getLeft(huge).pipe((o) => (o._tag === "Some" ? o.value.message : ""))).toMatch(
+      /^acme\/huge takes [\d,]+ MB, more than the mirrors may hold together \(2 MB: AGENT_RUNS_MIRRORS_MAX_BYTES\)$/
+    )
+    expect(present("huge")).toBe(false)
+    expect(["q1", "q2"].map(present)).toEqual([true, true])
   })
 })
 
 describe("checkout", () => {
   it("shallow at the default branch, a branch or a commit; origin the host's URL; never hard-linked; no credential", async () => {
     const cache = MirrorCache.make({ root })
-    const mirror = Either.getOrThrow(await run(cache.refresh("team_e", remote("app"))))
+    const mirror = Either.getOrThrow(await run(cache.use("team_e", remote("app"), Effect.succeed)))
     const first = gitIn(mirror, "rev-list", "--max-parents=0", "main")
     const work = mkdtempSync(join(tmpdir(), "git-checkout-"))
     try {

@@ -27,6 +27,8 @@ export interface GitHubRepoSourceOptions {
   readonly local: Layer.Layer<RepoSource>
   /** Where the mirrors are (the executors' mirror directory). */
   readonly mirrorsDir: string
+  /** The most bytes the mirrors may take (the executors' bound; 20 GiB by default). */
+  readonly mirrorsMaxBytes?: number | undefined
   readonly maxFileBytes?: number
   readonly maxFiles?: number
   /** For one fetch or one git command reading files; default 60 s. */
@@ -42,7 +44,7 @@ export const layer = (options: GitHubRepoSourceOptions): Layer.Layer<RepoSource,
       const host = yield* GitHost
       const access = gitHubAccess(yield* IdentityStore, yield* SecretStore, host, yield* GitHubHosts)
       const timeoutMs = options.timeoutMs ?? 60_000
-      const mirrors = MirrorCache.make({ root: options.mirrorsDir, timeoutMs })
+      const mirrors = MirrorCache.make({ root: options.mirrorsDir, timeoutMs, maxBytes: options.mirrorsMaxBytes })
       const limits = { maxFileBytes: options.maxFileBytes ?? 256 * 1024, maxFiles: options.maxFiles ?? 500, timeoutMs }
       const failed = (repository: string) => (e: { readonly message: string }) => new RepoSourceError({ repository, message: e.message })
       const teamAccess = (team: Parameters<RepoSourceService["has"]>[0], repository: string) =>
@@ -67,8 +69,8 @@ export const layer = (options: GitHubRepoSourceOptions): Layer.Layer<RepoSource,
             onNone: () => local.findFiles(team, owner, repo, fileName),
             onSome: (a) => {
               const name = `${owner}/${repo}`
-              return mirrors.refresh(team, { url: repositoryUrlOf(a.connection.base_url, owner, repo), name, token: a.token }).pipe(
-                Effect.flatMap((mirror) => findFiles(mirror, name, fileName, limits)),
+              return mirrors.use(team, { url: repositoryUrlOf(a.connection.base_url, owner, repo), name, token: a.token }, (mirror) =>
+                findFiles(mirror, name, fileName, limits)).pipe(
                 Effect.catchIf((e) => e.status === 404, () => Effect.succeed(Option.none())),
                 Effect.mapError(failed(name))
               )

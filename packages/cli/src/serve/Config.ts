@@ -7,7 +7,8 @@
  * `AGENT_RUNS_ADMIN_TOKEN`, `AGENT_RUNS_PUBLIC_URL` (`http://<host>:<port>`),
  * `AGENT_RUNS_WEBHOOK_BASE_URL` (the public URL), `AGENT_RUNS_SECRET_KEY` (32 bytes as 64 hex
  * characters or base64; generated into `<data dir>/secret-key` when absent),
- * `AGENT_RUNS_MAX_BODY_BYTES` (1 MiB), `AGENT_RUNS_DOWNLOAD_TTL_SECONDS` (900), `AGENT_RUNS_BLOB_DIR`
+ * `AGENT_RUNS_MAX_BODY_BYTES` (1 MiB), `AGENT_RUNS_DOWNLOAD_TTL_SECONDS` (900),
+ * `AGENT_RUNS_MIRRORS_MAX_BYTES` (20 GiB: the mirrors of GitHub repositories), `AGENT_RUNS_BLOB_DIR`
  * (`<data dir>/blobs`: transcripts; replicas share one so that any of them serves any transcript),
  * `AGENT_RUNS_DEFINITIONS_DIR` (none: a definitions directory, `webhooks/*.yaml` and
  * `automations/*.yaml`, applied at start-up as the bootstrap admin in its team; see
@@ -123,6 +124,8 @@ export interface ServerConfig {
   readonly signIn?: AgentRuns.SignInOptions | undefined
   /** The GitHub hosts teams may connect to (`AGENT_RUNS_GITHUB_HOSTS`; github.com alone when absent). */
   readonly githubHosts?: ReadonlyArray<string> | undefined
+  /** The most bytes the mirrors of GitHub repositories may take (`AGENT_RUNS_MIRRORS_MAX_BYTES`; 20 GiB when absent). */
+  readonly mirrorsMaxBytes?: number | undefined
   /** The event streams' caps and re-check interval (http's `DEFAULT_EVENT_STREAM_LIMITS` for those absent). */
   readonly eventStreams?: Partial<EventStreams.EventStreamLimits> | undefined
 }
@@ -202,6 +205,9 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
   ),
   blobDir: Config.option(Config.string("AGENT_RUNS_BLOB_DIR")),
   githubHosts: Config.option(Config.string("AGENT_RUNS_GITHUB_HOSTS")),
+  mirrorsMaxBytes: Config.option(Config.integer("AGENT_RUNS_MIRRORS_MAX_BYTES").pipe(
+    Config.validate({ message: "must be at least 1048576 (1 MiB)", validation: (n) => n >= 1024 * 1024 })
+  )),
   definitionsDir: Config.option(Config.nonEmptyString("AGENT_RUNS_DEFINITIONS_DIR")),
   executor: Config.literal("process", "docker")("AGENT_RUNS_EXECUTOR").pipe(Config.withDefault("process" as const)),
   harness: Config.option(Config.nonEmptyString("AGENT_RUNS_HARNESS")),
@@ -308,6 +314,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
       blobDir: Option.match(raw.blobDir, { onNone: () => join(raw.dataDir, "blobs"), onSome: (dir) => resolve(dir) }),
       definitionsDir: Option.getOrUndefined(Option.map(raw.definitionsDir, (dir) => resolve(dir))),
       githubHosts: Option.getOrUndefined(Option.map(raw.githubHosts, (hosts) => hosts.split(",").map((h) => h.trim()).filter((h) => h !== ""))),
+      mirrorsMaxBytes: Option.getOrUndefined(raw.mirrorsMaxBytes),
       execution: {
         executor: raw.executor,
         harness: raw.harness,

@@ -23,8 +23,8 @@ export interface ExecutionSetup {
 }
 
 const sandboxesOf = (config: ServerConfig) => join(config.dataDir, "sandboxes")
-/** The teams' mirrors of their GitHub repositories (private to the server, as the data directory's entries are). */
-export const mirrorsDirOf = (config: ServerConfig) => join(config.dataDir, "mirrors")
+/** The teams' mirrors of their GitHub repositories (private to the server, as the data directory's entries are), and their bound. */
+export const mirrorsOf = (config: ServerConfig) => ({ mirrorsDir: join(config.dataDir, "mirrors"), mirrorsMaxBytes: config.mirrorsMaxBytes })
 
 /**
  * Decides the isolation of process sandboxes and prepares the data directory for it (before
@@ -60,11 +60,11 @@ export const executorLayer = (config: ServerConfig, setup: ExecutionSetup) => {
     ? DockerExecutor.layer({
       root,
       reposDir: execution.reposDir,
-      mirrorsDir: mirrorsDirOf(config),
+      ...mirrorsOf(config),
       image: execution.dockerImage,
       network: execution.dockerNetwork,
       ...execution.dockerSandbox,
       mounts: [{ host: scriptedAgentDir, container: AGENT_MOUNT, readOnly: true }]
     })
-    : ProcessExecutor.layer({ root, reposDir: execution.reposDir, mirrorsDir: mirrorsDirOf(config), isolation: setup.isolation })
+    : ProcessExecutor.layer({ root, reposDir: execution.reposDir, ...mirrorsOf(config), isolation: setup.isolation })
 }

@@ -23,7 +23,7 @@ import { createServer } from "node:http"
 import { join, relative } from "node:path"
 import * as DefinitionsDirectory from "../DefinitionsDirectory.js"
 import type { ServerConfig } from "./Config.js"
-import { type ExecutionSetup, executorLayer, mirrorsDirOf, setUpExecution } from "./Execution.js"
+import { type ExecutionSetup, executorLayer, mirrorsOf, setUpExecution } from "./Execution.js"
 import { HarnessesLive } from "./Harnesses.js"
 
 /** Decodes a 32-byte key given as 64 hex characters or base64. */
@@ -89,7 +89,7 @@ const agentRunsOptions = (
     harnesses: HarnessesLive,
     // The repositories executors clone, read for skills (services and dispatcher alike): a team's
     // GitHub host when it is connected, else the local repositories directory.
-    repos: GitHubRepoSource.layer({ local: LocalRepoSource.layer({ reposDir: config.execution.reposDir }), mirrorsDir: mirrorsDirOf(config) }),
+    repos: GitHubRepoSource.layer({ local: LocalRepoSource.layer({ reposDir: config.execution.reposDir }), ...mirrorsOf(config) }),
     // GitHub's API, for the teams that connect to github.com or a GitHub Enterprise Server.
     gitHost: OctokitHost.layer(),
     gitHubHosts: config.githubHosts,
