@@ -29,6 +29,7 @@ describe("a real agent CLI on a team's GitHub repository (sqlite, process execut
   let host: FakeGitHub
   let team: Awaited<ReturnType<typeof makeTeam>>
   let modelUrl = ""
+  let pat = ""
   const admin = () => ({ token: team.tokens.admin })
 
   beforeAll(async () => {
@@ -40,8 +41,8 @@ describe("a real agent CLI on a team's GitHub repository (sqlite, process execut
     // As harnesses.test.ts: the CLI is this checkout's devDependency, which sandbox users may not reach.
     server = await Effect.runPromise(Scope.extend(startServer("sqlite", {}, { concurrency: 2, processIsolation: "none" }), scope))
     team = await makeTeam(server, "github agents")
-    const token = host.addToken({ repositories: ["acme/agent", "acme/own"], permission: "write" })
-    for (const [name, value] of [["GH_TOKEN", token], ["ANTHROPIC_API_KEY", "sk-team-key"]] as const) {
+    pat = host.addToken({ repositories: ["acme/agent", "acme/own"], permission: "write" })
+    for (const [name, value] of [["GH_TOKEN", pat], ["ANTHROPIC_API_KEY", "sk-team-key"]] as const) {
       expect((await call(server, "PUT", `/api/v1/agent/secrets/${name}`, { ...admin(), body: { value } })).status).toBe(200)
     }
     expect((await call(server, "PUT", "/api/v1/agent/github", { ...admin(), body: { base_url: host.url, auth: { type: "token", token_secret: "GH_TOKEN" } } })).status).toBe(200)
@@ -123,5 +124,10 @@ describe("a real agent CLI on a team's GitHub repository (sqlite, process execut
     expect(pulls.map((p) => [p.title, p.head])).toEqual([["By the agent", "own/fix"]])
     expect(host.branch("acme", "own", `agent-runs/${run.run_id}`)).toBeUndefined()
     expect(run.artifacts.map((a: Json) => a.data)).toEqual([{ branch: "own/fix", url: `${host.url}/acme/own/pull/${pulls[0]!.number}`, number: pulls[0]!.number, repository: "acme/own" }])
+    // Handing the token to the agent is a read of the connection's secret, in the audit log.
+    const log = await fetch(`${server.url}/api/v1/admin/audit-log/export`, { headers: { authorization: `Bearer ${server.adminToken}` } }).then((r) => r.text())
+    const reads = log.split("\n").filter((l) => l !== "").map((l) => JSON.parse(l)).filter((e: Json) => e.action === "secret.read" && e.actor.run_id === run.run_id)
+    expect(reads.map((e: Json) => e.resource.id).sort()).toEqual(["ANTHROPIC_API_KEY", "GH_TOKEN"])
+    expect(log).not.toContain(pat)
   }, 300_000)
 })

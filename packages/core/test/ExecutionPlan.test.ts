@@ -120,7 +120,7 @@ describe("planOf", () => {
         { owner: "acme", repo: "docs", ref: "main" },
         { owner: "acme", repo: "tools" }
       ])
-      const github = { base_url: "https://github.com", api_url: "https://api.github.com", token: Redacted.make("t") }
+      const github = { base_url: "https://github.com", api_url: "https://api.github.com", token: Redacted.make("t"), secret: "GH_TOKEN" as SecretName }
       const hosted = yield* plan(claimed({}, { environment, run, github }))
       expect(hosted.sandbox.repos[0]).toMatchObject({
         owner: "acme",
@@ -132,15 +132,15 @@ describe("planOf", () => {
 })
 
 describe("planOf: the team's GitHub token in the agent's environment", () => {
-  const github = { base_url: "https://ghe.example.com", api_url: "https://ghe.example.com/api/v3", token: Redacted.make("ghs_run_token") }
+  const github = { base_url: "https://ghe.example.com", api_url: "https://ghe.example.com/api/v3", token: Redacted.make("ghs_run_token"), secret: "GH_TOKEN" as SecretName }
   const environment = { name: "env", description: null, docker_image: null, github_repos: [], setup_commands: [], failure_session_retention_minutes: 0, env: { A: "1" } }
 
-  it.effect("given with the git credential helper for the host only when the run asks for it and is not refused", () =>
+  it.effect("given to the agent alone (not the sandbox) with the git credential helper for the host, only when the run asks for it and is not refused", () =>
     Effect.gen(function*() {
       const asked = yield* plan(claimed({ github_token: true }, { environment, github }))
       expect(asked.failure).toBeNull()
-      expect(asked.sandbox.env).toMatchObject({
-        A: "1",
+      expect(asked.sandbox.env).toEqual({ A: "1" })
+      expect(asked.agent_env).toMatchObject({
         GH_TOKEN: "ghs_run_token",
         GITHUB_TOKEN: "ghs_run_token",
         GH_HOST: "ghe.example.com",
@@ -148,16 +148,16 @@ describe("planOf: the team's GitHub token in the agent's environment", () => {
         GIT_CONFIG_COUNT: "1",
         GIT_CONFIG_KEY_0: "credential.https://ghe.example.com.helper"
       })
-      expect((yield* plan(claimed({}, { environment, github }))).sandbox.env).toEqual({ A: "1" })
+      expect((yield* plan(claimed({}, { environment, github }))).agent_env).toEqual({})
       const refused = yield* plan(claimed({ github_token: true }, { environment, github, refusal: "shaped by a member" }))
-      expect([refused.sandbox.env, refused.failure]).toEqual([{ A: "1" }, "shaped by a member"])
+      expect([refused.agent_env, refused.failure]).toEqual([{}, "shaped by a member"])
     }))
 
   it.effect("a run asking for it in a team not connected (or on a worker) fails its setup", () =>
     Effect.gen(function*() {
       const p = yield* plan(claimed({ github_token: true }, { environment }))
       expect(p.failure).toMatch(/^config\.github_token: .*not connected to GitHub/)
-      expect(p.sandbox.env).toEqual({ A: "1" })
+      expect(p.agent_env).toEqual({})
     }))
 })
 

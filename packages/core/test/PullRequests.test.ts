@@ -72,8 +72,11 @@ const plan = planFor(runId, "Fix the bug\nin detail", {
   }
 })
 
-const publish = (sandbox: Sandbox, host: GitHostService, artifacts: Array<Artifact>) =>
-  Effect.scoped(publishPullRequests({ plan, sandbox, host, title: "Fix the bug", prompt: "Fix the bug\nin detail", addArtifact: (a) => Effect.sync(() => void artifacts.push(a)) }))
+/** The plan of a run whose agent holds the team's token (it can push and open pull requests itself). */
+const withToken = { ...plan, agent_env: { GH_TOKEN: "t" } }
+
+const publish = (sandbox: Sandbox, host: GitHostService, artifacts: Array<Artifact>, planned = plan) =>
+  Effect.scoped(publishPullRequests({ plan: planned, sandbox, host, title: "Fix the bug", prompt: "Fix the bug\nin detail", addArtifact: (a) => Effect.sync(() => void artifacts.push(a)) }))
 
 describe("publishPullRequests", () => {
   it.effect("opens one pull request into the default branch, then comments on later pushes; nothing new is nothing", () =>
@@ -92,14 +95,20 @@ describe("publishPullRequests", () => {
       expect([artifacts.length, comments.length]).toEqual([1, 2])
     }))
 
-  it.effect("the agent's own branch with its own pull request is recorded, and nothing is pushed", () =>
+  it.effect("the own pull request of an agent holding the team's token is recorded, and nothing is pushed; without the token, never", () =>
     Effect.gen(function*() {
       const own: PullRequest = { number: 7, url: "https://github.test/acme/app/pull/7", branch: "fix/by-agent", head_commit: cloneHead, state: "open" }
       const artifacts: Array<Artifact> = []
       const sandbox = sandboxOf("fix/by-agent", [])
-      expect(yield* publish(sandbox, hostOf([own], []), artifacts)).toEqual(Option.none())
+      expect(yield* publish(sandbox, hostOf([own], []), artifacts, withToken)).toEqual(Option.none())
       expect(sandbox.calls).toEqual(["commit app"])
       expect(artifacts.map((a) => a.data)).toEqual([{ branch: "fix/by-agent", url: own.url, number: 7, repository: "acme/app" }])
+      // No token: the branch and commit it says it is on prove nothing; the run's own branch is pushed.
+      const tokenless = sandboxOf("fix/by-agent", [{ pushed: true, head: cloneHead }])
+      const pushed: Array<Artifact> = []
+      expect(yield* publish(tokenless, hostOf([own], []), pushed)).toEqual(Option.none())
+      expect(tokenless.calls).toEqual(["commit app", `push app ${branch}`])
+      expect(pushed.map((a) => (a.data as { branch: string }).branch)).toEqual([branch])
     }))
 
   it.effect("someone else's pull request is not the run's: another commit at its head, or the branch the clone started from", () =>
@@ -109,13 +118,13 @@ describe("publishPullRequests", () => {
       const comments: Array<string> = []
       const artifacts: Array<Artifact> = []
       const onTheirs = sandboxOf("feature/x", [{ pushed: true, head: cloneHead }])
-      expect(yield* publish(onTheirs, hostOf(open, comments), artifacts)).toEqual(Option.none())
+      expect(yield* publish(onTheirs, hostOf(open, comments), artifacts, withToken)).toEqual(Option.none())
       expect(onTheirs.calls).toEqual(["commit app", `push app ${branch}`])
       expect(artifacts.map((a) => a.data)).toEqual([{ branch, url: "https://github.test/acme/app/pull/2", number: 2, repository: "acme/app" }])
       // The default branch at the clone's commit with an open pull request of its own: still not the run's.
       const trunk: PullRequest = { number: 9, url: "https://github.test/acme/app/pull/9", branch: "trunk", head_commit: cloneHead, state: "open" }
       const onTrunk = sandboxOf("trunk", [{ pushed: false, head: cloneHead }])
-      expect(yield* publish(onTrunk, hostOf([trunk], []), [])).toEqual(Option.none())
+      expect(yield* publish(onTrunk, hostOf([trunk], []), [], withToken)).toEqual(Option.none())
       expect(onTrunk.calls).toEqual(["commit app", `push app ${branch}`])
     }))
 

@@ -50,6 +50,7 @@ export const planFor = (runId: RunId, prompt: string, overrides: Partial<Executi
     attachments: [],
     env: {}
   },
+  agent_env: {},
   has_environment: false,
   pull_request: null,
   retention_ms: 0,

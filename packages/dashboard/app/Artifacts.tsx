@@ -1,8 +1,8 @@
 /**
  * A run's artifacts on its page: each one's type, its `http(s)` URL as a link (opened without
  * referrer: an artifact's URL is the agent's to choose) and its data collapsed. A pull request is
- * named as GitHub names it (`acme/app#12`) when the service opened it (its data then holds the
- * repository and the number), by its URL otherwise, with its branch beside it.
+ * named as GitHub names it (`acme/app#12 on github.com`) when its data holds the repository and
+ * the number and its URL is that pull request's page, by its URL otherwise, with its branch beside it.
  */
 import type { Artifact } from "./api.js"
 import { formatJson } from "./format.js"
@@ -18,14 +18,18 @@ export const safeUrl = (value: unknown): string | undefined => {
   }
 }
 
-/** What a link to an artifact says: a pull request's `owner/repo#number` when known, else the URL. */
+/**
+ * What a link to an artifact says: a pull request's `owner/repo#number` with its host when its URL
+ * is that pull request's page (`https://<host>/<owner>/<repo>/pull/<number>`), else the URL itself:
+ * anyone reporting an artifact (an agent) cannot make a link to elsewhere look like a pull request.
+ */
 const linkText = (artifact: Artifact, url: string): string => {
   const data = artifact.data ?? {}
   const repository = data["repository"]
   const number = data["number"]
-  return artifact.artifact_type === "PULL_REQUEST" && typeof repository === "string" && typeof number === "number"
-    ? `${repository}#${number}`
-    : url
+  if (artifact.artifact_type !== "PULL_REQUEST" || typeof repository !== "string" || typeof number !== "number") return url
+  const parsed = new URL(url)
+  return parsed.pathname === `/${repository}/pull/${number}` ? `${repository}#${number} on ${parsed.host}` : url
 }
 
 const ArtifactItem = (props: { readonly artifact: Artifact }) => {

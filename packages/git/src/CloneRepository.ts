@@ -10,7 +10,7 @@
  */
 import type { Redacted } from "effect"
 import { Effect } from "effect"
-import { checkout, commitPattern } from "./Checkout.js"
+import { checkout, checkoutCommit, type CheckoutOptions, commitPattern } from "./Checkout.js"
 import { runGit } from "./GitCommand.js"
 import { GitError } from "./GitError.js"
 import type { MirrorCache } from "./MirrorCache.js"
@@ -42,47 +42,75 @@ export interface Cloned {
   readonly base: string | undefined
 }
 
-const hasRef = (mirror: string, ref: string, timeoutMs: number) =>
-  Effect.map(runGit(["--git-dir", mirror, "rev-parse", "--verify", "-q", ref], { timeoutMs }), (r) => r.code === 0)
+/** git in the repository at `dir` (a mirror or a local repository, bare or not). */
+const gitIn = (dir: string, args: ReadonlyArray<string>, timeoutMs: number) =>
+  runGit(["-c", `safe.directory=${dir}`, "-C", dir, ...args], { timeoutMs })
 
-const defaultBranch = (mirror: string, timeoutMs: number) =>
-  Effect.map(runGit(["--git-dir", mirror, "symbolic-ref", "--short", "HEAD"], { timeoutMs }), (r) => (r.code === 0 ? r.stdout.trim() : undefined))
+const hasRef = (dir: string, ref: string, timeoutMs: number) =>
+  Effect.map(gitIn(dir, ["rev-parse", "--verify", "-q", ref], timeoutMs), (r) => r.code === 0)
 
-/** What `ref` is in the mirror: a branch, a tag, or a commit; a GitError naming it when none. */
-const kindOf = (mirror: string, name: string, ref: string, timeoutMs: number) =>
+const defaultBranch = (dir: string, timeoutMs: number) =>
+  Effect.map(gitIn(dir, ["symbolic-ref", "--short", "HEAD"], timeoutMs), (r) => (r.code === 0 ? r.stdout.trim() : undefined))
+
+type RefKind = "branch" | "tag" | "commit"
+
+/** What `ref` is in the repository at `dir`: a branch, a tag, or a commit; a GitError naming it when none. */
+const kindOf = (dir: string, name: string, ref: string, timeoutMs: number) =>
   Effect.gen(function*() {
-    if (yield* hasRef(mirror, `refs/heads/${ref}`, timeoutMs)) return "branch" as const
-    if (yield* hasRef(mirror, `refs/tags/${ref}`, timeoutMs)) return "tag" as const
-    if (commitPattern.test(ref) && (yield* hasRef(mirror, `${ref}^{commit}`, timeoutMs))) return "commit" as const
+    if (yield* hasRef(dir, `refs/heads/${ref}`, timeoutMs)) return "branch" as const
+    if (yield* hasRef(dir, `refs/tags/${ref}`, timeoutMs)) return "tag" as const
+    if (commitPattern.test(ref) && (yield* hasRef(dir, `${ref}^{commit}`, timeoutMs))) return "commit" as const
     return yield* new GitError({ message: `cloning ${name}: it has no branch, tag or commit ${ref}`, status: undefined, result: undefined })
   })
 
-/** Where the clone starts in the mirror, and the branch its pull requests target. */
-const startOf = (mirror: string, options: CloneRepositoryOptions) =>
+/** Where a clone starts: a ref of a kind (none: the default branch), and the branch its pull requests target. */
+interface Start {
+  readonly ref: string | undefined
+  readonly kind: RefKind | undefined
+  readonly branch: string | undefined
+  readonly base: string | undefined
+}
+
+/** Where the clone from the mirror starts. */
+const startOf = (mirror: string, options: CloneRepositoryOptions): Effect.Effect<Start, GitError> =>
   Effect.gen(function*() {
     const { prefer, ref, timeoutMs } = options
     if (prefer !== undefined && (yield* hasRef(mirror, `refs/heads/${prefer}`, timeoutMs))) {
       const base = ref !== undefined && (yield* hasRef(mirror, `refs/heads/${ref}`, timeoutMs)) ? ref : undefined
-      return { checkout: prefer, branch: prefer, base }
+      return { ref: prefer, kind: "branch" as const, branch: prefer, base }
     }
     if (ref === undefined) {
       const branch = yield* defaultBranch(mirror, timeoutMs)
-      return { checkout: branch, branch, base: undefined }
+      return { ref: branch, kind: "branch" as const, branch, base: undefined }
     }
-    const base = (yield* kindOf(mirror, options.name, ref, timeoutMs)) === "branch" ? ref : undefined
-    return { checkout: ref, branch: base, base }
+    const kind = yield* kindOf(mirror, options.name, ref, timeoutMs)
+    const base = kind === "branch" ? ref : undefined
+    return { ref, kind, branch: base, base }
+  })
+
+/** Clones `source` into `target` from where it starts. */
+const place = (source: string, target: string, start: Pick<Start, "ref" | "kind">, options: CheckoutOptions) =>
+  start.kind === "commit" && start.ref !== undefined
+    ? checkoutCommit(source, target, start.ref, options)
+    : checkout(source, target, { ...options, ref: start.ref })
+
+/** Clones a local repository at the ref (its whole history). */
+const cloneLocal = (options: CloneRepositoryOptions) =>
+  Effect.gen(function*() {
+    const { local, name, ref, timeoutMs } = options
+    const kind = ref === undefined ? undefined : yield* kindOf(local, name, ref, timeoutMs)
+    yield* place(local, options.target, { ref, kind }, { name, timeoutMs })
+    return { branch: undefined, commit: undefined, base: undefined }
   })
 
 /** Clones the repository into `target`. */
 export const cloneRepository = (options: CloneRepositoryOptions): Effect.Effect<Cloned, GitError> => {
-  const { name, ref, remote, target, timeoutMs } = options
-  if (remote === undefined) {
-    return Effect.as(checkout(options.local, target, { name, timeoutMs, ref }), { branch: undefined, commit: undefined, base: undefined })
-  }
+  const { name, remote, target, timeoutMs } = options
+  if (remote === undefined) return cloneLocal(options)
   return options.mirrors.use(options.team, { url: remote.url, name, token: remote.token }, (mirror) =>
     Effect.gen(function*() {
       const start = yield* startOf(mirror, options)
-      yield* checkout(mirror, target, { name, timeoutMs, depth: 1, ref: start.checkout, originUrl: remote.url })
+      yield* place(mirror, target, start, { name, timeoutMs, depth: 1, originUrl: remote.url })
       // Read now, while the clone is still the service's own (before the sandbox gets it).
       const head = yield* runGit(["-C", target, "rev-parse", "HEAD"], { timeoutMs })
       return { branch: start.branch, commit: head.code === 0 ? head.stdout.trim() : undefined, base: start.base }

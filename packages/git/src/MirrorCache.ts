@@ -145,7 +145,8 @@ const makeUnshared = (options: MirrorCacheOptions): MirrorCache => {
       if (freshForMs > 0 && Option.isSome(last) && now - last.value < freshForMs && (yield* exists(dir))) return dir
       let fiber = running.get(dir)
       if (fiber === undefined) {
-        fiber = yield* Effect.forkDaemon(update(dir, remote))
+        // The fetch holds its mirror itself: a caller that gives up does not leave it removable mid-fetch.
+        fiber = yield* Effect.forkDaemon(Effect.acquireUseRelease(quota.acquire(dir), () => update(dir, remote), () => quota.release(dir)))
         running.set(dir, fiber)
       }
       return yield* Fiber.join(fiber)

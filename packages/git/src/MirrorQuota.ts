@@ -3,8 +3,10 @@
  * least recently used removed first when a refresh takes the total over.
  *
  * Decisions:
- * - A mirror in use (held by a clone, a skills read or a push, counted by `acquire`/`release`) is
- *   never removed; the total may then stay over the bound until it is released.
+ * - A mirror in use (held by a clone, a skills read, a push or its own fetch, counted by
+ *   `acquire`/`release`) is never removed; the total may then stay over the bound until it is
+ *   released. A use that begins while its mirror is being removed waits for the removal, then
+ *   downloads it again. Removals run one shrink at a time.
  * - Sizes are measured after each refresh of a mirror (the bytes of its files); the mirrors on the
  *   disk when the process starts are measured at the first use, their last use taken as their
  *   files' modification time.
@@ -45,44 +47,52 @@ export const makeQuota = (root: string, maxBytes: number): MirrorQuota => {
   const sizes = new Map<string, number>()
   const usedAt = new Map<string, number>()
   const users = new Map<string, number>()
-  let scanned = false
+  /** Mirrors being removed: a use waits for the removal to end, then downloads the mirror again. */
+  const removing = new Map<string, Promise<void>>()
+  let scanning: Promise<void> | undefined
+  /** One shrink at a time. */
+  let shrinking: Promise<void> = Promise.resolve()
 
-  const scan = Effect.promise(async () => {
-    if (scanned) return
-    scanned = true
+  const scan = async () => {
     for (const team of await readdir(root).catch(() => [])) {
       for (const name of await readdir(join(root, team)).catch(() => [])) {
-        if (!name.endsWith(".git")) continue
         const dir = join(root, team, name)
-        if (sizes.has(dir)) continue
+        if (!name.endsWith(".git") || sizes.has(dir)) continue
         sizes.set(dir, await bytesOf(dir))
         usedAt.set(dir, await stat(dir).then((s) => s.mtimeMs, () => 0))
       }
     }
-  })
+  }
 
   const total = () => [...sizes.values()].reduce((sum, size) => sum + size, 0)
+  const idle = (dir: string) => (users.get(dir) ?? 0) === 0
 
-  /** Removes unused mirrors, least recently used first, until the total fits. */
-  const shrink = Effect.gen(function*() {
-    // A mirror over the whole bound first, then the least recently used.
+  /** Removes idle mirrors (one over the whole bound first, then the least recently used) until the total fits. */
+  const shrinkNow = async () => {
     const rank = (dir: string) => ((sizes.get(dir) ?? 0) > maxBytes ? -1 : usedAt.get(dir) ?? 0)
-    const idle = [...sizes.keys()].filter((dir) => (users.get(dir) ?? 0) === 0).sort((a, b) => rank(a) - rank(b))
-    for (const dir of idle) {
+    for (const dir of [...sizes.keys()].sort((a, b) => rank(a) - rank(b))) {
       if (total() <= maxBytes) return
+      // Checked again here: a use may have begun while an earlier removal ran.
+      if (!idle(dir)) continue
       sizes.delete(dir)
       usedAt.delete(dir)
-      yield* Effect.promise(() => rm(dir, { recursive: true, force: true }))
+      const removal = rm(dir, { recursive: true, force: true }).catch(() => undefined)
+      removing.set(dir, removal)
+      await removal
+      removing.delete(dir)
     }
-  })
+  }
+  const shrink = Effect.promise(() => (shrinking = shrinking.then(shrinkNow)))
 
   return {
     acquire: (dir) =>
-      Effect.flatMap(scan, () =>
-        Effect.sync(() => {
-          users.set(dir, (users.get(dir) ?? 0) + 1)
-          usedAt.set(dir, Date.now())
-        })),
+      Effect.promise(async () => {
+        await (scanning ??= scan())
+        while (removing.has(dir)) await removing.get(dir)
+        // No await from the check above to here: a shrink cannot start removing it in between.
+        users.set(dir, (users.get(dir) ?? 0) + 1)
+        usedAt.set(dir, Date.now())
+      }),
     release: (dir) =>
       Effect.suspend(() => {
         const left = (users.get(dir) ?? 1) - 1

@@ -1,4 +1,4 @@
-export { type CheckoutOptions, checkout } from "./Checkout.js"
+export { type CheckoutOptions, checkout, checkoutCommit } from "./Checkout.js"
 export { credentialEnv } from "./Credential.js"
 export { type GitOptions, type GitResult, runGit } from "./GitCommand.js"
 export { GitError } from "./GitError.js"

@@ -74,6 +74,13 @@ describe("cloneRepository at a ref", () => {
       .toEqual({ branch: undefined, commit: first, base: undefined })
   })
 
+  it("a branch named like a commit is the branch, not a commit that name abbreviates", async () => {
+    const abbreviating = first.slice(0, 8)
+    host.setRef("acme", "app", `refs/heads/${abbreviating}`, second)
+    expect(Either.getOrThrow(await clone("hex-branch", { ref: abbreviating }))).toEqual({ branch: abbreviating, commit: second, base: abbreviating })
+    expect(readme("hex-branch")).toBe("v2\n")
+  })
+
   it("a ref the repository does not have fails naming it", async () => {
     for (const ref of ["no-such-branch", "0123456789abcdef"]) {
       const failed = await clone(`missing-${ref}`, { ref })

@@ -13,7 +13,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } 
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { checkout, MirrorCache } from "../src/index.js"
+import { checkout, checkoutCommit, MirrorCache } from "../src/index.js"
 
 let host: FakeGitHub
 let root: string
@@ -140,7 +140,7 @@ describe("checkout", () => {
       expect(gitIn(join(work, "app"), "remote", "get-url", "origin")).toBe(`${host.url}/acme/app.git`)
       expect(readFileSync(join(work, "app", "docs/guide.md"), "utf8")).toBe("guide\n")
 
-      expect(await run(checkout(mirror, join(work, "old"), { ...options, ref: first }))).toEqual(Either.right(undefined))
+      expect(await run(checkoutCommit(mirror, join(work, "old"), first, options))).toEqual(Either.right(undefined))
       expect(readFileSync(join(work, "old", "README.md"), "utf8")).toBe("v1\n")
       const missing = await run(checkout(mirror, join(work, "none"), { ...options, ref: "no-such-branch", depth: 1 }))
       expect(Either.getLeft(missing).pipe((o) => o._tag === "Some" ? o.value.message : "")).toMatch(/^cloning acme\/app at no-such-branch failed/)

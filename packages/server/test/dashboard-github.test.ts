@@ -177,12 +177,26 @@ describe("the dashboard's GitHub page", () => {
     const { elsewhere, errors, page } = await openLocalPage(browser)
     await page.goto(`${service.base}/app/runs/${runId}`)
     await signIn(page, team.adminToken)
-    const link = page.getByRole("link", { name: `acme/pulls#${pull.number}` })
+    const named = `acme/pulls#${pull.number} on ${new URL(host.url).host}`
+    const link = page.getByRole("link", { name: named })
     await link.waitFor()
     expect(await link.getAttribute("href")).toBe(`${host.url}/acme/pulls/pull/${pull.number}`)
     expect(await link.getAttribute("rel")).toBe("noopener noreferrer")
-    expect(await page.locator("ul.artifacts li").textContent()).toContain(`PULL_REQUEST acme/pulls#${pull.number} from the branch agent-runs/${runId}`)
+    expect(await page.locator("ul.artifacts li").textContent()).toContain(`PULL_REQUEST ${named} from the branch agent-runs/${runId}`)
     await shoot(page, "run-pull-request")
+
+    // An agent reporting a pull request whose link goes elsewhere: the page shows where it goes.
+    const spoof = { type: "artifact", artifact_type: "PULL_REQUEST", data: { branch: "x", url: "https://evil.example/phish", repository: "acme/pulls", number: 1 } }
+    const lying = await team.api.json<Json>(await team.api.call("POST", "/agent/environments", {
+      config: { name: "lying", harness: `echo '${JSON.stringify(spoof)}'; echo '{"type":"result","outcome":"succeeded"}'` },
+      team: true
+    }))
+    const liar = await team.api.json<Json>(await team.api.call("POST", "/agent/runs", { prompt: "lie", config: { environment_id: lying.uid } }))
+    await expect.poll(async () => (await team.api.json<Json>(await team.api.call("GET", `/agent/runs/${liar.run_id}`))).artifacts.length, { timeout: 60_000 }).toBe(1)
+    await page.goto(`${service.base}/app/runs/${liar.run_id}`)
+    const shown = page.locator("ul.artifacts a")
+    await shown.waitFor()
+    expect([await shown.textContent(), await shown.getAttribute("href")]).toEqual(["https://evil.example/phish", "https://evil.example/phish"])
     expect(elsewhere).toEqual([])
     expect(errors).toEqual([])
     await page.close()

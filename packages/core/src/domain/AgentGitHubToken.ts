@@ -13,7 +13,9 @@
  *   Enterprise Server also `GH_HOST` and `GH_ENTERPRISE_TOKEN`; and git's configuration through
  *   `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n` naming a credential helper for the
  *   host's URL only, which answers the token from the environment (so `git push` to `origin`
- *   works, and no file holds the token). They are set over the environment's own variables.
+ *   works, and no file holds the token). The agent's process gets them (and what it starts), over
+ *   the environment's own variables; not the setup commands, nor a debug agent in a failed
+ *   setup's retained sandbox (which is started with the environment as it is then).
  * - The token is the connection's: a personal token as it is, an App's installation token minted
  *   for the run (an hour long). A run asking for it in a team not connected fails its setup.
  */
@@ -30,6 +32,9 @@ export const checkGitHubTokenRequest = (viewer: Viewer, requested: boolean | und
 
 /** A git credential helper answering the token from `$GH_TOKEN` (git runs it with `get`, `store` or `erase`). */
 const CREDENTIAL_HELPER = "!f() { test \"$1\" = get && echo username=x-access-token && echo \"password=$GH_TOKEN\"; }; f"
+
+/** Whether an agent's variables hold the team's GitHub token. */
+export const holdsGitHubToken = (vars: Readonly<Record<string, string>>): boolean => vars["GH_TOKEN"] !== undefined
 
 /** The variables an agent gets for the team's host at `baseUrl`, with `token`. */
 export const agentGitHubVariables = (baseUrl: string, token: string): Record<string, string> => ({

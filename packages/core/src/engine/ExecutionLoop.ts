@@ -194,7 +194,7 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
       const startedAt = yield* Clock.currentTimeMillis
       if (plan.says_prompt && !continuesConversation) addUserMessage(state, plan.start.prompt, startedAt)
       for (const message of followups) addUserMessage(state, message, startedAt)
-      const env = session.agentEnv(runId, executionId, plan.run_token)
+      const env = { ...plan.agent_env, ...session.agentEnv(runId, executionId, plan.run_token) }
       const agent = yield* (cli === undefined || plan.agent.type === "oz"
         ? sandbox.start(session.harnessCommand(plan.harness), env)
         : CliAgent.start({

@@ -13,6 +13,7 @@ import { Data, Effect, Either, Option, Redacted } from "effect"
 import { authSecretOf, type CliHarnessType, needsAuthSecret, type ReasoningLevel } from "../domain/HarnessSelection.js"
 import { type EnvironmentConfig, type GitHubRepo, harnessCommandOf } from "../domain/Environment.js"
 import { repoKeyOf, type RepoRefs } from "../domain/GitRef.js"
+import type { SecretName } from "../domain/Secret.js"
 import { repositoryUrlOf } from "../domain/GitHub.js"
 import { agentGitHubVariables } from "../domain/AgentGitHubToken.js"
 import { branchOf, pullRequestOf } from "../domain/PullRequest.js"
@@ -57,6 +58,8 @@ export interface GitHubClaim {
   readonly base_url: string
   readonly api_url: string
   readonly token: Redacted.Redacted<string>
+  /** The team secret the connection's credential is (audited when the token is handed to an agent). */
+  readonly secret: SecretName
 }
 
 /** What an execution runs. */
@@ -68,6 +71,12 @@ export interface ExecutionPlan {
   /** The harness command (a shell command); null for the host's default. */
   readonly harness: string | null
   readonly sandbox: SandboxSpec
+  /**
+   * Variables the agent's process gets (and what it starts), beyond the sandbox's: the team's
+   * GitHub token when the run's agent is to have it (AgentGitHubToken.ts). Not the setup
+   * commands', nor a retained sandbox's debug agent's.
+   */
+  readonly agent_env: Readonly<Record<string, string>>
   /**
    * The pull requests a successful end publishes (a team connected to GitHub whose run or
    * environment asks for them): the branch, draft or not, and the host's API; null: none.
@@ -214,12 +223,11 @@ const publishingOf = (claimed: ClaimedRun): ExecutionPlan["pull_request"] => {
   return { draft: wanted.draft, branch: branchOf(claimed.run.run_id), api_url: github.api_url, token: github.token }
 }
 
-/** The sandbox's variables: the environment's, and the team's GitHub token when the run's agent gets it (and is not refused). */
-const sandboxVariables = (claimed: ClaimedRun): Readonly<Record<string, string>> => {
-  const own = claimed.environment?.env ?? {}
+/** The agent's own variables: the team's GitHub token when its run asks for it (and is not refused). */
+const agentVariables = (claimed: ClaimedRun): Readonly<Record<string, string>> => {
   const github = claimed.github
-  if (claimed.run.agent_config.github_token !== true || claimed.refusal !== null || github === undefined || "failure" in github) return own
-  return { ...own, ...agentGitHubVariables(github.base_url, Redacted.value(github.token)) }
+  if (claimed.run.agent_config.github_token !== true || claimed.refusal !== null || github === undefined || "failure" in github) return {}
+  return agentGitHubVariables(github.base_url, Redacted.value(github.token))
 }
 
 /** Why a run whose agent gets the team's GitHub token cannot start: the team is not connected (here). */
@@ -255,8 +263,9 @@ export const planOf = (claimed: ClaimedRun, sources: PlanSources): Effect.Effect
         repos: repositoriesOf(env?.github_repos ?? [], run.agent_config.repo_refs, claimed.github, run.run_id),
         setup_commands: env?.setup_commands ?? [],
         attachments: claimed.attachments,
-        env: sandboxVariables(claimed)
+        env: env?.env ?? {}
       },
+      agent_env: agentVariables(claimed),
       has_environment: run.environment_id !== null,
       pull_request: publishingOf(claimed),
       retention_ms: sources.debugWindows ? Math.round((env?.failure_session_retention_minutes ?? 0) * 60_000) : 0,

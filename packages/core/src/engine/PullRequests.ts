@@ -19,6 +19,7 @@
  */
 import { Chunk, Clock, Data, DateTime, Effect, Option, Stream } from "effect"
 import type { Scope } from "effect"
+import { holdsGitHubToken } from "../domain/AgentGitHubToken.js"
 import type { Artifact } from "../domain/Artifact.js"
 import { concatBytes } from "../internal/Bytes.js"
 import type { GitHostAccess, GitHostService } from "../ports/GitHost.js"
@@ -96,13 +97,15 @@ const defaultBranchOf = (host: PublishInput["host"], access: GitHostAccess, { ow
   Effect.map(host.repository(access, owner, repo), Option.match({ onNone: () => "main", onSome: (r) => r.default_branch }))
 
 /**
- * The pull request the agent opened itself: the clone is on a branch other than the run's and the
- * one it started from (the ref, or the default branch), with an open pull request whose head is
- * the clone's commit. A pull request of someone else's branch the agent merely checked out is not
- * the run's (its head is not the agent's commit, or the branch is where the clone started).
+ * The pull request the agent opened itself: an agent holding the team's token (`github_token`; no
+ * other can push) left its clone on a branch other than the run's and the one it started from
+ * (the ref, or the default branch), with an open pull request whose head is the clone's commit,
+ * what is uncommitted committed. A pull request of a branch the agent checked out and changed is
+ * not the run's (its head is not the agent's commit).
  */
 const agentsOwn = (input: PublishInput, access: GitHostAccess, repository: SandboxRepository, branch: string, on: { branch: string; head: string }) =>
   Effect.gen(function*() {
+    if (!holdsGitHubToken(input.plan.agent_env)) return Option.none()
     if (on.branch === "HEAD" || on.branch === "" || on.branch === branch || on.branch === repository.ref) return Option.none()
     if (on.branch === (yield* defaultBranchOf(input.host, access, repository))) return Option.none()
     const found = yield* input.host.findOpenPullRequest(access, repository.owner, repository.repo, on.branch)

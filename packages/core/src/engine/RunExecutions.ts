@@ -31,6 +31,7 @@ import { RunTokens } from "../ports/RunTokens.js"
 import { GitHost, GitHubHosts } from "../ports/GitHost.js"
 import { SecretStore } from "../ports/SecretStore.js"
 import { gitHubAccess } from "../internal/GitHubAccess.js"
+import { secretOf } from "../domain/GitHub.js"
 import { secretsRefusalOf } from "../domain/RunTokenRole.js"
 import type { StorageError } from "../ports/Storage.js"
 import { WorkerStore } from "../ports/WorkerStore.js"
@@ -61,7 +62,7 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
       !needed
         ? Effect.succeed(undefined)
         : github(team).pipe(
-          Effect.map(Option.match({ onNone: () => undefined, onSome: (a) => ({ base_url: a.connection.base_url, api_url: a.apiUrl, token: a.token }) })),
+          Effect.map(Option.match({ onNone: () => undefined, onSome: (a) => ({ base_url: a.connection.base_url, api_url: a.apiUrl, token: a.token, secret: secretOf(a.connection.auth)[1] }) })),
           Effect.catchTag("GitHostError", (e) => Effect.succeed({ failure: e.message }))
         )
     // Worker presence: a run queued again for a worker that is not connected says so.

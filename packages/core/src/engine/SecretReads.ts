@@ -1,11 +1,13 @@
 /**
  * An execution's plan with its reads of team secrets recorded in the audit log (docs/audit.md):
- * the harness's auth secret and the MCP servers' secrets the plan reads are each one `secret.read`
- * entry, by the run's executor acting for the run. Best effort: an entry that cannot be written is
+ * the harness's auth secret, the MCP servers' secrets the plan reads and the GitHub connection's
+ * secret when its token is handed to the agent (`github_token`) are each one `secret.read` entry,
+ * by the run's executor acting for the run. Best effort: an entry that cannot be written is
  * logged, and the execution goes on (its secrets are read already).
  */
 import { Clock, Effect, Option } from "effect"
 import type { Viewer } from "../domain/Access.js"
+import { holdsGitHubToken } from "../domain/AgentGitHubToken.js"
 import { auditEntry } from "../domain/Audit.js"
 import type { Ids } from "../domain/Ids.js"
 import type { SecretName } from "../domain/Secret.js"
@@ -27,6 +29,9 @@ export const planRecordingSecretReads = (
       get: (team, name) => Effect.tap(secrets.get(team, name), (value) => Effect.sync(() => Option.isSome(value) && read.add(name)))
     }))
     const plan = yield* planOf(claimed, { ...sources, secrets: recording })
+    // The GitHub connection's credential, when its token is the agent's (read with the claim).
+    const github = claimed.github
+    if (holdsGitHubToken(plan.agent_env) && github !== undefined && !("failure" in github)) read.add(github.secret)
     if (read.size === 0) return plan
     const run = claimed.run
     const agent: Viewer = {
