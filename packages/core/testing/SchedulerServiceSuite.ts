@@ -610,6 +610,19 @@ export const schedulerServiceSuite = <E>(name: string, storage: Layer.Layer<Stor
         expect((yield* read(world.alice, created)).history.recent_runs.map((r) => r.run_id)).toEqual([runs[0]!.run_id])
       }))
 
+    test("a schedule's refs name repositories of its environment, and only admins hand its agents the GitHub token", () =>
+      Effect.gen(function*() {
+        yield* at(T0)
+        const world = yield* seedWorld()
+        const env = makeEnvironment({ team: world.team, creator: world.alice.principal_uid, teamScope: true })
+        yield* (yield* EnvironmentStore).create(env)
+        const stray = yield* Effect.flip(schedule(world.alice, { agent_config: { environment_id: env.item.uid, repo_refs: { "acme/app": "main" } } }))
+        expect(stray).toMatchObject({ _tag: "InvalidRequest", field: "agent_config.repo_refs.acme/app" })
+        const token = yield* Effect.flip(schedule(world.alice, { agent_config: { github_token: true } }))
+        expect(token).toMatchObject({ _tag: "NotAuthorized", message: "agent_config.github_token: only team admins may hand the team's GitHub token to an agent" })
+        expect((yield* schedule(world.admin, { agent_config: { github_token: true } })).agent_config.github_token).toBe(true)
+      }))
+
     test("preview words an expression and lists its next fire times in its zone, as creation checks it", () =>
       Effect.gen(function*() {
         yield* at(T0)

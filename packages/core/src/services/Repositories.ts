@@ -10,8 +10,9 @@
  *   another team, or a repository removed since) is a 400 naming `config.environment_id`.
  * - Skills are listed and resolved in the caller's team's repositories (Skills.ts), and executors
  *   clone from the run's team's (`SandboxSpec.team_uid`).
- * - A run's `config.repo_refs` names repositories of its environment only: another key (or any,
- *   without an environment) is a 400 naming `config.repo_refs.<owner/repo>`.
+ * - A run's (or schedule's) `repo_refs` names repositories of its environment only: another key
+ *   (or any, without an environment) is a 400 naming `config.repo_refs.<owner/repo>`
+ *   (`agent_config.repo_refs.<owner/repo>` for a schedule).
  * - A repository source that cannot answer is a 503 (try again).
  */
 import { Effect } from "effect"
@@ -67,13 +68,17 @@ export const checkRunRepositories = (
     )
   })
 
-/** A run's `repo_refs` against its environment: a 400 naming the first key that is not one of its repositories. */
-export const checkRepoRefs = (refs: RepoRefs | undefined, environment: { readonly uid: string; readonly config: { readonly github_repos: ReadonlyArray<Repository> } } | undefined) => {
+/** A run's `repo_refs` against its environment: a 400 naming the first key (under `field`) that is not one of its repositories. */
+export const checkRepoRefs = (
+  refs: RepoRefs | undefined,
+  environment: { readonly uid: string; readonly config: { readonly github_repos: ReadonlyArray<Repository> } } | undefined,
+  field: string
+) => {
   const names = new Set((environment?.config.github_repos ?? []).map(repoKeyOf))
   const stray = Object.keys(refs ?? {}).find((key) => !names.has(key))
   if (stray === undefined) return Effect.void
   return Effect.fail(InvalidRequest.forField(
-    `config.repo_refs.${stray}`,
+    `${field}.${stray}`,
     environment === undefined
       ? "the run has no environment, so no repositories to start from a ref"
       : `environment ${environment.uid} has no repository ${stray} (config.github_repos)`

@@ -439,7 +439,7 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
             "config.environment_id"
           )
         }
-        yield* checkRepoRefs(config.repo_refs, environment?.item)
+        yield* checkRepoRefs(config.repo_refs, environment?.item, "config.repo_refs")
         const parentId = request.parent_run_id ?? viewer.acting_run_id
         const parent = parentId === undefined ? undefined : yield* requireParent(viewer, parentId)
         // The skill: its id becomes the resolved skill_spec, its name the config name and its

@@ -46,6 +46,8 @@ import type { Viewer } from "../domain/Access.js"
 import type { PrincipalRef } from "../domain/Common.js"
 import { nextFireTimes, parseSchedule } from "../domain/Cron.js"
 import { usableBy } from "./Environments.js"
+import { checkRepoRefs } from "./Repositories.js"
+import { checkGitHubTokenRequest } from "../domain/AgentGitHubToken.js"
 import { Conflict, FeatureNotAvailable, NotAuthorized, ResourceNotFound } from "../domain/Errors.js"
 import { Ids, type ScheduleId } from "../domain/Ids.js"
 import { storageUnavailable } from "../internal/Services.js"
@@ -187,6 +189,21 @@ export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Sch
         return env.value.item.config
       })
 
+    /**
+     * What the schedule's runs will be made with, checked as a run's would be where it can be now:
+     * the identity, the environment, the refs of its repositories, the GitHub token (admins only).
+     * Answers the environment's configuration (null without one).
+     */
+    const checkConfig = (viewer: Viewer, config: AgentConfig) =>
+      Effect.gen(function*() {
+        yield* checkIdentity(viewer, config)
+        const environment = yield* environmentOf(viewer, config)
+        yield* checkGitHubTokenRequest(viewer, config.github_token, "agent_config.github_token")
+        const named = environment === null || config.environment_id === undefined ? undefined : { uid: config.environment_id, config: environment }
+        yield* checkRepoRefs(config.repo_refs, named, "agent_config.repo_refs")
+        return environment
+      })
+
     const visible = (viewer: Viewer, id: ScheduleId) =>
       Effect.gen(function*() {
         const found = Option.filter(yield* store.get(id), (s) => canSee(viewer, ownership(s)))
@@ -248,8 +265,7 @@ export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Sch
         }
         yield* parseSchedule(request.cron_schedule, request.timezone)
         const config = request.agent_config ?? {}
-        yield* checkIdentity(viewer, config)
-        const environment = yield* environmentOf(viewer, config)
+        const environment = yield* checkConfig(viewer, config)
         const now = yield* Clock.currentTimeMillis
         const at = DateTime.unsafeMake(now)
         const by = yield* principalRef(viewer)
@@ -308,8 +324,7 @@ export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Sch
             const cron = request.cron_schedule.trim()
             yield* parseSchedule(cron, timezone)
             const config = request.agent_config ?? current.item.agent_config
-            yield* checkIdentity(viewer, config)
-            const environment = yield* environmentOf(viewer, config)
+            const environment = yield* checkConfig(viewer, config)
             const scheduleChanged = cron !== current.item.cron_schedule || timezone !== current.item.timezone
             const state = yield* apply(current, ScheduleEvent.Update({ enabled: request.enabled, scheduleChanged, at: now }))
             return {
