@@ -15,7 +15,7 @@
  * the test's, against the same server), since each spawn costs seconds of CPU: `runs cancel`,
  * `runs list` (NDJSON; a table filtered by state, one page with a hint), `audit list`, `whoami`
  * (the token's expiry and limits), `tokens create|revoke|list` (a team admin's service-account
- * token, limited to the team, shown once), `schedules pause|list|get`, `runs followup`, `webhooks
+ * token, limited to the team, shown once), `schedules pause|run|list|get`, `runs followup`, `webhooks
  * deliveries`. Rules without a server are tested in packages/cli/test: the exit code of each final
  * state (Runs.test.ts), whoami's text (Whoami.test.ts), usage errors (Usage.test.ts), profiles and
  * their expiry (Profiles.test.ts, TokenExpiry.test.ts), the exit code and line of each failure
@@ -362,6 +362,12 @@ describe("agent-runs: the API commands", () => {
       inProcess(["runs", "followup", runs.hello, "--message", "@say hello again", ...connection()])
     ])
     expect(paused).toMatchObject({ code: 0, stdout: `paused ${schedule.body.id} (yearly)\n` })
+    // Run now, though paused: one run on the schedule, marked manual.
+    const ranNow = await inProcess(["schedules", "run", schedule.body.id, ...connection()])
+    expect(ranNow.code).toBe(0)
+    const [, startedId] = /^started run (\S+) \((QUEUED|INPROGRESS|SUCCEEDED)\)\n$/.exec(ranNow.stdout) ?? []
+    const manual = await call(server(), "GET", `/api/v1/agent/runs/${startedId}`, { token: admin })
+    expect([manual.body.schedule?.schedule_id, manual.body.metadata]).toEqual([schedule.body.id, { manual: "true" }])
     expect(followup.code).toBe(0)
     expect(followup.stdout).toMatch(new RegExp(`^follow-up sent to ${runs.hello}`))
     // A token the server refuses: exit 4, one line, nothing saved.

@@ -1,6 +1,6 @@
 /**
- * `agent-runs schedules list|get|pause|resume`: scheduled agents through the HTTP API (the Effect
- * client of `@agent-runs/client`). The API has no "run now": a schedule runs on its cron only.
+ * `agent-runs schedules list|get|pause|resume|run`: scheduled agents through the HTTP API (the
+ * Effect client of `@agent-runs/client`); `run` starts one of its runs now, paused or not.
  */
 import { Args, Command, Options } from "@effect/cli"
 import { AgentRunsClient } from "@agent-runs/client"
@@ -70,8 +70,18 @@ const toggle = (name: "pause" | "resume") =>
       Command.withDescription(name === "pause" ? "Pause a schedule: it starts no runs until resumed." : "Resume a paused schedule.")
     )
 
+const runNow = Command.make("run", { ...Connection.options, scheduleId: scheduleIdArg, json }, (options) =>
+  Effect.gen(function*() {
+    const scheduleId = yield* decodeScheduleId(options.scheduleId)
+    const client = yield* AgentRunsClient.AgentRunsClient
+    const started = yield* client.schedules.runSchedule({ headers: {}, path: { scheduleId } })
+    yield* Console.log(options.json ? JSON.stringify(started) : `started run ${started.run_id} (${started.state})`)
+  }).pipe(Effect.provide(Connection.clientLayer(options)))).pipe(
+    Command.withDescription("Run a schedule now, paused or not: one run on the schedule, with metadata manual=true.")
+  )
+
 /** `agent-runs schedules …`. */
 export const schedulesCommand = Command.make("schedules").pipe(
-  Command.withDescription("List, inspect, pause and resume scheduled agents."),
-  Command.withSubcommands([list, get, toggle("pause"), toggle("resume")])
+  Command.withDescription("List, inspect, pause, resume and run scheduled agents."),
+  Command.withSubcommands([list, get, toggle("pause"), toggle("resume"), runNow])
 )
