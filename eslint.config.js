@@ -27,6 +27,20 @@ export default tseslint.config(
     }
   },
   {
+    // The API's definition bundles for a browser (the client and the dashboard use it): no Node,
+    // no server stack.
+    files: ["packages/api/src/**/*.ts"],
+    rules: {
+      "no-restricted-imports": ["error", {
+        patterns: [
+          { group: ["node:*"], message: "packages/api runs in browsers: no Node imports." },
+          { group: ["@effect/platform-node*", "@effect/sql*", "@agent-runs/http", "@agent-runs/server"], message: "packages/api is the API's definition only: the server stack stays out." }
+        ],
+        paths: ["fs", "path", "crypto", "http", "https", "child_process", "os", "net", "stream", "url", "util", "events"]
+      }]
+    }
+  },
+  {
     // Layers inside the core (docs/architecture.md): the domain and the ports know neither the
     // services nor the engine; the execution engine does not use the application services.
     files: ["packages/core/src/domain/**/*.ts", "packages/core/src/ports/**/*.ts"],

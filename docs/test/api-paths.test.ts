@@ -1,10 +1,10 @@
 /**
  * Every endpoint the docs name (`GET /agent/runs/{id}`, `POST /api/v1/admin/teams`, … in
- * docs/, docs/reference/ and the README) is one the API defines (packages/http/src/api/*.ts, under
+ * docs/, docs/reference/, the README and every package's and example's README) is one the API defines (packages/api/src/endpoints/*.ts, under
  * `/api/v1`), with that method (a concrete value, `/agent/secrets/ANTHROPIC_API_KEY`, stands for a
  * parameter): a renamed or removed route cannot linger in the docs.
  */
-import { readdirSync, readFileSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
@@ -19,7 +19,7 @@ const normalize = (method: string, path: string): string =>
 
 /** The routes the API defines: `HttpApiEndpoint.get("name", "/path")` and `HttpApiEndpoint.get("name")\`/path/${…}\``. */
 const defined = (): Set<string> => {
-  const dir = join(root, "packages/http/src/api")
+  const dir = join(root, "packages/api/src/endpoints")
   const routes = new Set<string>()
   for (const file of readdirSync(dir).filter((name) => name.endsWith(".ts"))) {
     const text = readFileSync(join(dir, file), "utf8")
@@ -40,13 +40,23 @@ const matches = (route: string, mention: string): boolean => {
   return a.length === b.length && a.every((segment, i) => segment === b[i] || segment === "{}")
 }
 
-/** The pages: every Markdown file of docs/ and docs/reference/, and the README. */
+/** The Markdown files of a directory of the repository, as paths from its root. */
+const markdownOf = (dir: string): Array<string> =>
+  readdirSync(join(root, dir)).filter((name) => name.endsWith(".md")).map((name) => join(dir, name))
+
+/** The READMEs of the packages and the examples. */
+const readmes = (dir: string): Array<string> =>
+  readdirSync(join(root, dir), { withFileTypes: true })
+    .filter((entry) => entry.isDirectory() && existsSync(join(root, dir, entry.name, "README.md")))
+    .map((entry) => join(dir, entry.name, "README.md"))
+
+/** The pages: every Markdown file of docs/ and docs/reference/, the README, and every package's and example's README. */
 const pages = (): Array<string> => [
-  ...readdirSync(join(root, "docs")).filter((name) => name.endsWith(".md")).map((name) => join("docs", name)),
-  ...readdirSync(join(root, "docs/reference")).filter((name) => name.endsWith(".md")).map((name) =>
-    join("docs/reference", name)
-  ),
-  "README.md"
+  ...markdownOf("docs"),
+  ...markdownOf("docs/reference"),
+  "README.md",
+  ...readmes("packages"),
+  ...readmes("examples")
 ]
 
 /** The API endpoints a page names, as `page:line: METHOD /path` → normalized route. */
@@ -71,6 +81,17 @@ describe("the endpoints the docs name", () => {
     const mentions = named()
     expect(mentions.length).toBeGreaterThan(30)
     const unknown = mentions.filter((m) => ![...routes].some((route) => matches(route, m.route))).map((m) => m.where)
-    expect(unknown, `not routes of packages/http/src/api:\n${unknown.join("\n")}`).toEqual([])
+    expect(unknown, `not routes of packages/api/src/endpoints:\n${unknown.join("\n")}`).toEqual([])
+    expect(mentions.some((m) => m.where.startsWith("packages/cli/README.md"))).toBe(true)
+  })
+
+  it("say what the API does, never what it lacks (such a claim goes stale unseen when the API grows)", () => {
+    const claim = /\b(the )?API (has|offers|provides|gives) no\b|\bno (API|endpoint|route)s? (for|to|that)\b|\bthe API does not (have|offer|provide|support)\b/i
+    const claims = pages().flatMap((page) =>
+      readFileSync(join(root, page), "utf8").split("\n").flatMap((line, index) =>
+        claim.test(line) ? [`${page}:${index + 1}: ${line.trim()}`] : []
+      )
+    )
+    expect(claims).toEqual([])
   })
 })

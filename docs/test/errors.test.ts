@@ -1,8 +1,8 @@
 /**
  * docs/reference/errors.md lists every `error_code` the API sends, each with the status the server
- * gives it (packages/http/src/Problems.ts), and nothing else.
+ * gives it (packages/api/src/Problems.ts), and nothing else.
  */
-import { Problems } from "@agent-runs/http"
+import { Problems } from "@agent-runs/api"
 import { readFileSync } from "node:fs"
 import { describe, expect, it } from "vitest"
 

@@ -4,14 +4,16 @@
  * the third-party packages come from npm's cache, at the versions of the repository's lockfile.
  * There the embedding example of @agent-runs/server's README runs (mounted under `/agents` in a
  * `node:http` server, on PostgreSQL, running the bundled scripted agent): it creates a run and
- * reads its conversation. The `agent-runs` command of the packed CLI answers `--help`.
+ * reads its conversation. The `agent-runs` command of the packed CLI answers `--help`. The client
+ * installed alone brings the API's definition, the core and Effect, nothing of the server: its
+ * install size and package count are printed and bounded.
  */
 import { freshDatabase } from "@agent-runs/storage-pg/testing"
 import { Effect } from "effect"
 import { execFileSync } from "node:child_process"
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
+import { basename, join, relative, resolve } from "node:path"
 import { afterAll, expect, inject, it } from "vitest"
 import { assertBuilt } from "./process.js"
 
@@ -40,7 +42,7 @@ const packages = readdirSync(join(root, "packages")).map((dir) => {
  * The lockfile entries of the third-party packages the packed packages need at run time
  * (dependencies, peers, optional ones), found the way Node resolves them in the repository's tree.
  */
-const thirdParty = (lock: Record<string, LockEntry>) => {
+const thirdParty = (lock: Record<string, LockEntry>, selected: ReadonlyArray<(typeof packages)[number]>) => {
   const kept = new Map<string, LockEntry>()
   const resolveFrom = (from: string, name: string): string | undefined => {
     for (let base = from; ; base = base.includes("/node_modules/") ? base.slice(0, base.lastIndexOf("/node_modules/")) : "") {
@@ -67,8 +69,60 @@ const thirdParty = (lock: Record<string, LockEntry>) => {
       visit(key, found)
     }
   }
-  for (const { dir, manifest } of packages) visit(`packages/${dir}`, manifest)
+  for (const { dir, manifest } of selected) visit(`packages/${dir}`, manifest)
   return kept
+}
+
+interface Packed {
+  readonly name: string
+  readonly filename: string
+  readonly integrity: string
+  readonly files: Array<{ path: string }>
+}
+
+/**
+ * Packs `selected` with `npm pack` into `tarballs` and installs the tarballs into the project at
+ * `app` with `npm ci --offline`, from a lockfile of our tarballs and the third-party packages they
+ * need at the repository's versions (npm finds those in its cache by integrity: nothing is
+ * downloaded).
+ */
+const installPacked = (selected: ReadonlyArray<(typeof packages)[number]>, tarballs: string, app: string): Array<Packed> => {
+  const packed = JSON.parse(execFileSync(
+    "npm",
+    ["pack", "--json", "--pack-destination", tarballs, ...selected.flatMap(({ dir }) => ["-w", `packages/${dir}`])],
+    { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }
+  )) as Array<Packed>
+  const lock = JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8")).packages as Record<string, LockEntry>
+  const tarball = (p: Packed) => `file:${relative(app, join(tarballs, p.filename))}`
+  const dependencies = Object.fromEntries(packed.map((p) => [p.name, tarball(p)]))
+  const entries: Record<string, LockEntry> = { "": { name: "scratch", dependencies } }
+  for (const [key, entry] of thirdParty(lock, selected)) entries[key] = entry
+  for (const p of packed) {
+    const manifest = selected.find(({ manifest }) => manifest.name === p.name)!.manifest
+    const { devDependencies: _dev, exports: _exports, files: _files, description: _d, type: _t, ...rest } = manifest
+    entries[`node_modules/${p.name}`] = { ...rest, resolved: tarball(p), integrity: p.integrity }
+  }
+  writeFileSync(join(app, "package.json"), JSON.stringify({ name: "scratch", private: true, type: "module", dependencies }))
+  writeFileSync(join(app, "package-lock.json"), JSON.stringify({ name: "scratch", lockfileVersion: 3, requires: true, packages: entries }))
+  execFileSync("npm", ["ci", "--offline", "--ignore-scripts", "--no-audit", "--no-fund"], { cwd: app, stdio: "pipe" })
+  return packed
+}
+
+/** The bytes of every file under `dir`, and the packages installed there (directories with a package.json). */
+const installed = (dir: string): { bytes: number; packages: number } => {
+  let bytes = 0
+  let count = 0
+  const walk = (path: string) => {
+    for (const entry of readdirSync(path, { withFileTypes: true })) {
+      const child = join(path, entry.name)
+      if (entry.isDirectory()) {
+        if (existsSync(join(child, "package.json")) && (path.endsWith("node_modules") || basename(path).startsWith("@"))) count++
+        walk(child)
+      } else if (entry.isFile()) bytes += statSync(child).size
+    }
+  }
+  walk(dir)
+  return { bytes, packages: count }
 }
 
 const embed = `
@@ -119,28 +173,9 @@ it("packs every package, installs the tarballs outside the workspace offline, an
   mkdirSync(tarballs)
   mkdirSync(app)
   for (const { manifest } of packages) expect(manifest.private, `${manifest.name} is publishable`).toBeUndefined()
-  const packed = JSON.parse(execFileSync(
-    "npm",
-    ["pack", "--json", "--pack-destination", tarballs, ...packages.flatMap(({ dir }) => ["-w", `packages/${dir}`])],
-    { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }
-  )) as Array<{ name: string; filename: string; integrity: string; files: Array<{ path: string }> }>
-  expect(packed.map((p) => p.name).sort()).toEqual(packages.map(({ manifest }) => manifest.name).sort())
+  const packed = installPacked(packages, tarballs, app)
   for (const p of packed) expect(p.files.map((f) => f.path), p.name).toContain("dist/index.js")
-
-  // A lockfile for the scratch project: our tarballs, and the third-party packages they need at the
-  // repository's versions (npm finds those in its cache by integrity: nothing is downloaded).
-  const lock = JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8")).packages as Record<string, LockEntry>
-  const dependencies = Object.fromEntries(packed.map((p) => [p.name, `file:../tarballs/${p.filename}`]))
-  const entries: Record<string, LockEntry> = { "": { name: "scratch", dependencies } }
-  for (const [key, entry] of thirdParty(lock)) entries[key] = entry
-  for (const p of packed) {
-    const manifest = packages.find(({ manifest }) => manifest.name === p.name)!.manifest
-    const { devDependencies: _dev, exports: _exports, files: _files, description: _d, type: _t, ...rest } = manifest
-    entries[`node_modules/${p.name}`] = { ...rest, resolved: `file:../tarballs/${p.filename}`, integrity: p.integrity }
-  }
-  writeFileSync(join(app, "package.json"), JSON.stringify({ name: "scratch", private: true, type: "module", dependencies }))
-  writeFileSync(join(app, "package-lock.json"), JSON.stringify({ name: "scratch", lockfileVersion: 3, requires: true, packages: entries }))
-  execFileSync("npm", ["ci", "--offline", "--ignore-scripts", "--no-audit", "--no-fund"], { cwd: app, stdio: "pipe" })
+  expect(packed.map((p) => p.name).sort()).toEqual(packages.map(({ manifest }) => manifest.name).sort())
 
   // Installed from the tarballs, not linked to the workspace.
   expect(realpathSync(join(app, "node_modules/@agent-runs/server")).startsWith(realpathSync(app))).toBe(true)
@@ -170,3 +205,19 @@ it("puts agent-runs on the checkout's PATH after npm install (npx agent-runs --h
   expect(help).toContain("serve")
   expect(help).toContain("apply")
 }, 60_000)
+
+it("installs the client alone, small: the API's definition, the core's models and Effect, nothing of the server", () => {
+  assertBuilt(inject("serverBuild"))
+  const tarballs = join(scratch, "client-tarballs")
+  const app = join(scratch, "client-app")
+  mkdirSync(tarballs)
+  mkdirSync(app)
+  const wanted = ["@agent-runs/client", "@agent-runs/api", "@agent-runs/core"]
+  installPacked(packages.filter(({ manifest }) => wanted.includes(manifest.name)), tarballs, app)
+  const size = installed(join(app, "node_modules"))
+  console.log(`@agent-runs/client installed: ${(size.bytes / 1024 / 1024).toFixed(1)} MB in ${size.packages} packages`)
+  expect(readdirSync(join(app, "node_modules/@agent-runs")).sort()).toEqual(["api", "client", "core"])
+  // 18 packages and 54.5 MB when written, most of it Effect's (effect, @effect/platform and theirs).
+  expect(size.packages).toBeLessThanOrEqual(22)
+  expect(size.bytes).toBeLessThan(64 * 1024 * 1024)
+}, 120_000)

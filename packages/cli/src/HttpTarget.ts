@@ -6,7 +6,7 @@
 import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import type { DefinitionsApplier } from "@agent-runs/core"
 import { Definitions } from "@agent-runs/core"
-import { Api, Security } from "@agent-runs/http"
+import { Api, Security } from "@agent-runs/api"
 import { Data, Effect, Option, Redacted } from "effect"
 
 /** Where the server is and who calls it. */

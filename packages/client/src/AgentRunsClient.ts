@@ -1,5 +1,5 @@
 /**
- * The Effect client of the Agent Runs API: `HttpApiClient.make(Api)` from `@agent-runs/http` (so
+ * The Effect client of the Agent Runs API: `HttpApiClient.make(Api)` from `@agent-runs/api` (so
  * every endpoint, its parameters, answers and errors are typed by the API definition), on an
  * `HttpClient` that adds the bearer token, the TEAM header, a timeout per attempt and retries
  * (Transport.ts), plus what the derived client cannot do by itself:
@@ -30,7 +30,7 @@ import {
   type HttpClientResponse
 } from "@effect/platform"
 import { type Errors, Ids, type Run, type RunQuery, type RunState, RunStream, Timeline, type Webhook } from "@agent-runs/core"
-import { Api, type Models, Problems } from "@agent-runs/http"
+import { Api, type Models, Problems } from "@agent-runs/api"
 import { Context, Duration, Effect, Layer, Option, type ParseResult, Schema, Stream } from "effect"
 import * as Sse from "./Sse.js"
 import * as Transport from "./Transport.js"
@@ -79,8 +79,8 @@ export type TranscriptLinkError = ErrorOf<ApiClient["runs"]["getRunTranscriptLin
 export type ListDeliveriesError = ErrorOf<ApiClient["webhooks"]["listWebhookDeliveries"]>
 /** The failures of a transcript URL: those of the endpoint, or a 302 without a `Location`. */
 export type TranscriptUrlError = ErrorOf<ApiClient["runs"]["getRunTranscript"]>
-/** The failures of a run's event stream. */
-export type FollowRunError = Errors.ApiError | HttpClientError.HttpClientError | ParseResult.ParseError
+/** The failures of a run's event stream (`Sse.EventTooLarge`: an event over `Sse.MAX_EVENT_CHARS`). */
+export type FollowRunError = Errors.ApiError | HttpClientError.HttpClientError | ParseResult.ParseError | Sse.EventTooLarge
 
 /**
  * The run list's query (`GET /agent/runs`), with the API's parameter names. `state` may be one
@@ -360,7 +360,7 @@ export const make = (options: ClientOptions): Effect.Effect<Service, never, Http
                 idle
               )
             )
-            return Sse.events(body, lastEventId)
+            return Sse.events(body, { lastEventId })
           })
         ).pipe(
           Stream.takeUntil((event) => event.event === "end"),

@@ -27,8 +27,8 @@ import {
   Webhook,
   Worker
 } from "@agent-runs/core"
-import type { AuditApi} from "@agent-runs/http";
-import { Models, Problems } from "@agent-runs/http"
+import type { AuditApi} from "@agent-runs/api";
+import { Models, Problems } from "@agent-runs/api"
 import { Cause, Effect, Exit, ParseResult, Schema, Stream } from "effect"
 import * as AgentRunsClient from "./AgentRunsClient.js"
 import {

@@ -1,12 +1,27 @@
 /**
- * A Server-Sent Events parser (the WHATWG "text/event-stream" interpretation rules): lines end
- * with CRLF, LF or CR (also when a CRLF is split across chunks); `data` lines of one event are
- * joined with newlines; a line starting with `:` is a comment; `id` sets the last event id (kept
- * for the following events, as EventSource does; an id containing NULL is ignored); `retry` sets
- * the reconnection time; an empty line dispatches the event (none when it has no data). A leading
- * UTF-8 byte order mark is skipped.
+ * Server-Sent Events: the events of a `text/event-stream` byte stream (UTF-8), parsed by
+ * `eventsource-parser`, which follows the WHATWG interpretation rules (lines end with CRLF, LF or
+ * CR, also when a CRLF is split across chunks; the `data` lines of one event are joined with
+ * newlines; a line starting with `:` is a comment; an empty line dispatches the event, none when
+ * it has no data; an event not ended by an empty line when the stream ends is dropped).
+ *
+ * Decisions:
+ * - One event may hold at most `MAX_EVENT_CHARS` characters (32 Mi). The largest event the
+ *   server sends is a conversation event carrying one line the agent printed, at most core's
+ *   `Harness.MAX_LINE_BYTES` (16 MiB); twice that leaves room for the event's envelope and for
+ *   JSON escapes. The parser counts what it holds as it arrives (the unfinished line and the data
+ *   of the event not yet dispatched); past the bound the stream fails with `EventTooLarge`, so
+ *   memory stays within the bound (plus one chunk) whatever the server sends.
+ * - `id` is the last event id, as EventSource keeps it: an event without an `id` field has the
+ *   id of the one before it, or the one the stream resumed from.
+ * - A leading byte order mark is skipped (the UTF-8 decoder does it); unknown fields are ignored.
  */
-import { Option, Stream } from "effect"
+import { Harness } from "@agent-runs/core"
+import { Data, Either, Stream } from "effect"
+import { createParser } from "eventsource-parser"
+
+/** The most characters one event may hold (the unfinished line and the event's data). */
+export const MAX_EVENT_CHARS = 2 * Harness.MAX_LINE_BYTES
 
 /** One dispatched event. */
 export interface SseEvent {
@@ -20,110 +35,63 @@ export interface SseEvent {
   readonly retry: number | undefined
 }
 
-/** What the parser produces: events, and comments (`: keep-alive`), without the leading colon and space. */
-export type SseItem =
-  | { readonly _tag: "Event"; readonly event: SseEvent }
-  | { readonly _tag: "Comment"; readonly text: string }
+/** An event larger than the bound: the stream stops there rather than hold it. */
+export class EventTooLarge extends Data.TaggedError("EventTooLarge")<{
+  readonly maxChars: number
+  readonly message: string
+}> {}
 
-/** An incremental parser: feed it text as it arrives, then `end` it. */
-export interface SseParser {
-  /** Parses a chunk of text; answers the events and comments it completes. */
-  readonly push: (chunk: string) => Array<SseItem>
-  /** The end of the stream: a partial line is taken as a line, an event not ended by an empty line is dropped. */
-  readonly end: () => Array<SseItem>
-  /** The last event id seen so far. */
-  readonly lastEventId: () => string | undefined
+/** How to read a stream. */
+export interface SseOptions {
+  /** The id the stream resumes from (sent as `Last-Event-ID`): the id of events sent without one. */
+  readonly lastEventId?: string | undefined
+  /** The most characters one event may hold (`MAX_EVENT_CHARS`). */
+  readonly maxEventChars?: number | undefined
 }
 
-/** A parser; `lastEventId` is the id to start from (e.g. when resuming). */
-export const makeParser = (lastEventId?: string): SseParser => {
-  let buffer = ""
-  let started = false
-  let pendingCr = false
-  let data: Array<string> = []
-  let eventType = ""
-  let id = lastEventId
+/** A parser fed text as it arrives; each call answers the events the text completed, then the refusal if any. */
+const makeParser = (options: SseOptions): (text: string) => Array<Either.Either<SseEvent, EventTooLarge>> => {
+  const maxChars = options.maxEventChars ?? MAX_EVENT_CHARS
+  let id = options.lastEventId
   let retry: number | undefined
-
-  const line = (text: string, out: Array<SseItem>): void => {
-    if (text === "") {
-      if (data.length > 0) {
-        out.push({ _tag: "Event", event: { id, event: eventType === "" ? "message" : eventType, data: data.join("\n"), retry } })
-      }
-      data = []
-      eventType = ""
-      return
+  let completed: Array<Either.Either<SseEvent, EventTooLarge>> = []
+  let refused = false
+  const parser = createParser({
+    maxBufferSize: maxChars,
+    onEvent: (message) => {
+      if (message.id !== undefined) id = message.id
+      completed.push(Either.right({ id, event: message.event ?? "message", data: message.data, retry }))
+    },
+    onRetry: (ms) => {
+      retry = ms
+    },
+    onError: (error) => {
+      if (error.type !== "max-buffer-size-exceeded") return
+      refused = true
+      const message = `an event of the stream holds more than ${maxChars} characters, the most one event may hold`
+      completed.push(Either.left(new EventTooLarge({ maxChars, message })))
     }
-    if (text.startsWith(":")) {
-      out.push({ _tag: "Comment", text: text.slice(text.startsWith(": ") ? 2 : 1) })
-      return
-    }
-    const colon = text.indexOf(":")
-    const field = colon === -1 ? text : text.slice(0, colon)
-    let value = colon === -1 ? "" : text.slice(colon + 1)
-    if (value.startsWith(" ")) value = value.slice(1)
-    switch (field) {
-      case "data":
-        data.push(value)
-        break
-      case "event":
-        eventType = value
-        break
-      case "id":
-        if (!value.includes("\u0000")) id = value
-        break
-      case "retry":
-        if (/^\d+$/.test(value)) retry = Number(value)
-        break
-    }
+  })
+  return (text) => {
+    // The parser stops after a refusal; the stream fails at it (text already taken is dropped).
+    if (refused) return []
+    parser.feed(text)
+    const answer = completed
+    completed = []
+    return answer
   }
-
-  const push = (chunk: string): Array<SseItem> => {
-    const out: Array<SseItem> = []
-    let text = chunk
-    if (!started && text.length > 0) {
-      started = true
-      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1)
-    }
-    if (pendingCr && text.startsWith("\n")) text = text.slice(1)
-    pendingCr = false
-    buffer += text
-    let start = 0
-    for (let i = 0; i < buffer.length; i++) {
-      const c = buffer.charCodeAt(i)
-      if (c !== 10 && c !== 13) continue
-      line(buffer.slice(start, i), out)
-      if (c === 13) {
-        if (i + 1 === buffer.length) pendingCr = true
-        else if (buffer.charCodeAt(i + 1) === 10) i++
-      }
-      start = i + 1
-    }
-    buffer = buffer.slice(start)
-    return out
-  }
-
-  const end = (): Array<SseItem> => {
-    const out: Array<SseItem> = []
-    if (buffer !== "") line(buffer, out)
-    buffer = ""
-    return out
-  }
-
-  return { push, end, lastEventId: () => id }
 }
 
-/** The events and comments of a byte stream of `text/event-stream` (UTF-8). */
-export const items = <E, R>(bytes: Stream.Stream<Uint8Array, E, R>, lastEventId?: string): Stream.Stream<SseItem, E, R> =>
-  Stream.suspend(() => {
-    const parser = makeParser(lastEventId)
-    return bytes.pipe(
+/** The events of a byte stream of `text/event-stream` (UTF-8); fails with `EventTooLarge` past the bound. */
+export const events = <E, R>(
+  bytes: Stream.Stream<Uint8Array, E, R>,
+  options: SseOptions = {}
+): Stream.Stream<SseEvent, E | EventTooLarge, R> =>
+  Stream.suspend(() =>
+    bytes.pipe(
       Stream.decodeText(),
-      Stream.mapConcat(parser.push),
-      Stream.concat(Stream.suspend(() => Stream.fromIterable(parser.end())))
+      Stream.mapConcat(makeParser(options)),
+      // Each item is an Either: an event goes on, a refusal fails the stream (and nothing is fed after it).
+      Stream.mapEffect((parsed) => parsed)
     )
-  })
-
-/** The events of a byte stream of `text/event-stream` (comments dropped). */
-export const events = <E, R>(bytes: Stream.Stream<Uint8Array, E, R>, lastEventId?: string): Stream.Stream<SseEvent, E, R> =>
-  Stream.filterMap(items(bytes, lastEventId), (item) => item._tag === "Event" ? Option.some(item.event) : Option.none())
+  )

@@ -15,7 +15,7 @@
  * headers only, and their body is not read ahead.
  */
 import { type Headers, HttpClient, HttpClientError, HttpClientRequest, HttpClientResponse } from "@effect/platform"
-import { Security } from "@agent-runs/http"
+import { Security } from "@agent-runs/api"
 import { Cause, Duration, Effect, FiberRef, Redacted } from "effect"
 
 /** The statuses that are retried. */

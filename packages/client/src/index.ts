@@ -9,6 +9,8 @@
  */
 export * as AgentRunsClient from "./AgentRunsClient.js"
 export * as Sse from "./Sse.js"
+/** `followRun`'s failure on an event over the bound (`Sse.EventTooLarge`), by name: declarations inferred from `followRun` name it so. */
+export { EventTooLarge } from "./Sse.js"
 export * as Transport from "./Transport.js"
 export * from "./Client.js"
 export * from "./Errors.js"

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option } from "effect"
+import { Effect, Encoding, Option } from "effect"
 import * as fc from "fast-check"
 import type { RejectionReason, VerifyInput } from "../src/domain/Signatures.js"
 import { sign, TIMESTAMP_TOLERANCE_MS, timingSafeEqual, verify } from "../src/domain/Signatures.js"
@@ -427,6 +427,43 @@ describe("Signatures", () => {
             now: 0
           })
         ).toEqual({ reason: "no_signature_matches", header: "x-pagerduty-signature" })
+      }))
+  })
+
+  describe("encodings of signatures and secrets", () => {
+    const shopify = (signature: string) => ({ secret: SHOPIFY.secret, headers: { "x-shopify-hmac-sha256": signature }, body: SHOPIFY.body, now: 0 })
+    const github = (hex: string) => ({ secret: GITHUB.secret, headers: { "x-hub-signature-256": `sha256=${hex}` }, body: GITHUB.body, now: 0 })
+    const standard = (secret: string) => ({ secret, headers: standardHeaders(), body: STANDARD.body, now: STANDARD.timestamp * 1000 })
+
+    it.effect("base64 is read padded or not; hex in either case", () =>
+      Effect.gen(function*() {
+        yield* verify("shopify", shopify(SHOPIFY.signature.replace(/=+$/, "")))
+        yield* verify("github", github(GITHUB.signature.slice("sha256=".length).toUpperCase()))
+        // A 32-byte key: its base64 ends with one `=`, which the secret may omit.
+        const key = Encoding.encodeBase64(new Uint8Array(32).fill(7))
+        expect(key.endsWith("=")).toBe(true)
+        const headers = yield* sign("standard_webhooks", { secret: `whsec_${key}`, body: STANDARD.body, now: 0, id: "msg_1" })
+        yield* verify("standard_webhooks", { secret: `whsec_${key.replace(/=$/, "")}`, headers, body: STANDARD.body, now: 0 })
+      }))
+
+    it.effect("a candidate that is not valid base64 or hex matches nothing", () =>
+      Effect.gen(function*() {
+        const padded = SHOPIFY.signature
+        const inside = `${padded.slice(0, 20)}\n${padded.slice(20)}`
+        for (const bad of [`${padded}=`, padded.replace("=", "=A"), `${padded.slice(0, 41)}=`, padded.replace(/.{4}$/, "-_-_"), inside]) {
+          expect(yield* rejection("shopify", shopify(bad)), bad).toEqual({ reason: "no_signature_matches", header: "x-shopify-hmac-sha256" })
+        }
+        const hex = GITHUB.signature.slice("sha256=".length)
+        for (const bad of [hex.slice(1), `${hex.slice(2)}zz`, `${hex}0`, `${hex.slice(2)}é`]) {
+          expect(yield* rejection("github", github(bad)), bad).toEqual({ reason: "no_signature_matches", header: "x-hub-signature-256" })
+        }
+      }))
+
+    it.effect("a Standard Webhooks secret that is not base64 of a non-empty key is malformed", () =>
+      Effect.gen(function*() {
+        for (const secret of ["whsec_", "whsec_A", "whsec_AAA=A", "whsec_AA=", "whsec_AA\nAA", "whsec_AA-_"]) {
+          expect(yield* rejection("standard_webhooks", standard(secret)), secret).toEqual({ reason: "malformed_secret" })
+        }
       }))
   })
 

@@ -24,18 +24,17 @@ export const safeUrl = (value: unknown): string | undefined => {
  * anyone reporting an artifact (an agent) cannot make a link to elsewhere look like a pull request.
  */
 const linkText = (artifact: Artifact, url: string): string => {
-  const data = artifact.data ?? {}
-  const repository = data["repository"]
-  const number = data["number"]
-  if (artifact.artifact_type !== "PULL_REQUEST" || typeof repository !== "string" || typeof number !== "number") return url
+  if (artifact.artifact_type !== "PULL_REQUEST") return url
+  const { repository, number } = artifact.data
+  if (repository === undefined || number === undefined) return url
   const parsed = new URL(url)
   return parsed.pathname === `/${repository}/pull/${number}` ? `${repository}#${number} on ${parsed.host}` : url
 }
 
 const ArtifactItem = (props: { readonly artifact: Artifact }) => {
   const { artifact } = props
-  const link = safeUrl(artifact.data?.["url"])
-  const branch = artifact.artifact_type === "PULL_REQUEST" ? artifact.data?.["branch"] : undefined
+  const link = safeUrl("url" in artifact.data ? artifact.data.url : undefined)
+  const branch = artifact.artifact_type === "PULL_REQUEST" ? artifact.data.branch : undefined
   return (
     <li>
       <code>{artifact.artifact_type}</code>{" "}

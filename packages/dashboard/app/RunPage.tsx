@@ -15,12 +15,12 @@ import {
   messageOf,
   request,
   type Run,
-  streamEvents,
   TERMINAL_STATES,
   type TimelineEvent,
   type TranscriptLink
 } from "./api.js"
 import { Artifacts, safeUrl } from "./Artifacts.js"
+import { streamEvents } from "./eventStream.js"
 import { formatDuration, formatJson, formatTime } from "./format.js"
 import { followLink, hrefOf } from "./router.js"
 import { StateBadge } from "./RunsPage.js"
@@ -255,6 +255,8 @@ export const RunPage = (props: { readonly runId: string }) => {
   const shown = loaded !== undefined
   // Live: the run's event stream while it has not ended.
   const [live, setLive] = useState(false)
+  /** Why the stream stopped before the run's end (the page polls instead). */
+  const [streamError, setStreamError] = useState<string | undefined>(undefined)
   useEffect(() => {
     if (!shown || finished) return
     const controller = new AbortController()
@@ -268,7 +270,9 @@ export const RunPage = (props: { readonly runId: string }) => {
     }
     setLive(true)
     streamEvents(`/agent/runs/${encodeURIComponent(props.runId)}/events`, reloadSoon, controller.signal)
-      .then(reloadSoon, () => undefined)
+      .then(reloadSoon, (failure: unknown) => {
+        if (!controller.signal.aborted) setStreamError(failure instanceof Error ? failure.message : String(failure))
+      })
       .finally(() => {
         if (!controller.signal.aborted) setLive(false)
       })
@@ -294,12 +298,13 @@ export const RunPage = (props: { readonly runId: string }) => {
     )
   }
   const { run, timeline, conversation, conversationError } = loaded
-  const skill = run.agent_skill === undefined ? undefined : run.agent_skill["skill_spec"]
+  const skill = run.agent_skill
   return (
     <>
       {back}
       <h1>{run.title === "" ? "Run" : run.title}</h1>
       {error === undefined ? null : <p class="error" role="alert">{error}</p>}
+      {streamError === undefined || finished ? null : <p class="error" role="alert">Live updates stopped: {streamError}</p>}
       <dl class="facts">
         <div><dt>State</dt><dd><StateBadge state={run.state} />{finished ? null : <span class="muted"> ({live ? "live" : "updating"})</span>}</dd></div>
         <div><dt>Run id</dt><dd><code>{run.run_id}</code></dd></div>
@@ -310,15 +315,17 @@ export const RunPage = (props: { readonly runId: string }) => {
         <div><dt>Creator</dt><dd>{run.creator.display_name} <span class="muted">({run.creator.uid})</span></dd></div>
         <div><dt>Source</dt><dd>{run.source}</dd></div>
         <div><dt>Environment</dt><dd>{run.environment_id ?? "none"}</dd></div>
-        {run.schedule === undefined ? null : <div><dt>Schedule</dt><dd>{run.schedule.schedule_name}</dd></div>}
-        {typeof skill === "string" ? <div><dt>Skill</dt><dd>{skill}</dd></div> : null}
+        {run.schedule == null ? null : <div><dt>Schedule</dt><dd>{run.schedule.schedule_name}</dd></div>}
+        {skill == null ? null : (
+          <div><dt>Skill</dt><dd>{skill.name} <span class="muted">({skill.full_path ?? skill.bundled_skill_id})</span></dd></div>
+        )}
         <div><dt>Executions</dt><dd>{run.execution_count}</dd></div>
       </dl>
       <DebugBanner run={run} />
       <Actions run={run} finished={finished} onDone={() => setTick((n) => n + 1)} />
-      {run.status_message === undefined ? null : (
+      {run.status_message == null ? null : (
         <p class={run.state === "SUCCEEDED" ? "status" : "status error"}>
-          {run.status_message.error_code === undefined ? null : <code>{run.status_message.error_code}</code>} {run.status_message.message}
+          {run.status_message.error_code == null ? null : <code>{run.status_message.error_code}</code>} {run.status_message.message}
         </p>
       )}
       <section aria-labelledby="prompt-heading">

@@ -6,6 +6,7 @@
  * typed); a late 401 to one sent with a token since replaced changes nothing. A token that cannot
  * be sent in a header is refused before any call (`tokenProblem`).
  */
+import type { Wire } from "@agent-runs/api"
 
 /** The mount prefix the server named in `<meta name="agent-runs-base">` (`""` at the root). */
 export const prefix: string =
@@ -92,6 +93,8 @@ export interface RequestOptions {
   /** Another token or team than the session's (signing in, switching teams). */
   readonly token?: string
   readonly team?: string
+  /** More request headers (`Last-Event-ID`, say); they cannot replace the token, team or `Accept`. */
+  readonly headers?: Readonly<Record<string, string>>
 }
 
 const problemOf = async (response: Response): Promise<ApiError> => {
@@ -109,10 +112,10 @@ const problemOf = async (response: Response): Promise<ApiError> => {
 }
 
 /** Calls the API; its successful answer, else fails with an `ApiError` carrying the API's `error` text. */
-const respond = async (path: string, accept: string, options: RequestOptions): Promise<Response> => {
+export const respond = async (path: string, accept: string, options: RequestOptions): Promise<Response> => {
   const token = options.token ?? session.token()
   const team = options.team ?? session.team()
-  const headers: Record<string, string> = { accept }
+  const headers: Record<string, string> = { ...options.headers, accept }
   const malformed = token === null ? undefined : tokenProblem(token)
   if (malformed !== undefined) throw new ApiError(0, malformed, undefined, undefined)
   if (token !== null) headers["authorization"] = `Bearer ${token}`
@@ -151,209 +154,42 @@ export const request = async <A>(path: string, options: RequestOptions = {}): Pr
 export const requestText = async (path: string, options: RequestOptions = {}): Promise<string> =>
   await (await respond(path, "*/*", options)).text()
 
-// The wire shapes the app reads (docs/reference/api.md), as far as it reads them.
+// The wire shapes the app reads (docs/reference/api.md): the API's own types (`@agent-runs/api`'s
+// `Wire`, derived from the schemas the server encodes with), imported as types only.
 
-export type RunState =
-  | "QUEUED" | "PENDING" | "CLAIMED" | "INPROGRESS" | "SUCCEEDED" | "FAILED" | "BLOCKED" | "ERROR" | "CANCELLED"
+export type RunState = Wire.RunState
+export type Run = Wire.Run
+export type RunList = Wire.RunList
+export type RunCounts = Wire.RunCounts
+export type Artifact = Wire.Artifact
+export type PrincipalRef = Wire.PrincipalRef
+export type Me = Wire.Me
+export type TranscriptLink = Wire.TranscriptLink
+export type TimelineEvent = Wire.TimelineEvent
+export type ContentBlock = Wire.ContentBlock
+export type ConversationMessage = Wire.ConversationMessage
+export type ConversationStep = Wire.ConversationStep
+export type Conversation = Wire.Conversation
+export type AuditEntry = Wire.AuditEntry
+export type AuditLogPage = Wire.AuditLogPage
 
-export const RUN_STATES: ReadonlyArray<RunState> = [
+/** Every state, in the order the app shows them (checked against the API's: none missing). */
+export const RUN_STATES = [
   "QUEUED", "PENDING", "CLAIMED", "INPROGRESS", "SUCCEEDED", "FAILED", "BLOCKED", "ERROR", "CANCELLED"
-]
+] as const satisfies ReadonlyArray<RunState>
 
 export const TERMINAL_STATES: ReadonlyArray<RunState> = ["SUCCEEDED", "FAILED", "BLOCKED", "ERROR", "CANCELLED"]
 
 export const RUN_SOURCES = [
   "API", "CLI", "WEB_APP", "SCHEDULED_AGENT", "WEBHOOK", "LOCAL", "GITHUB_ACTION", "SLACK", "LINEAR", "CLOUD_MODE"
-] as const
+] as const satisfies ReadonlyArray<Wire.RunSource>
 
-export const RUN_SORTS = ["updated_at", "created_at", "title", "agent"] as const
+export const RUN_SORTS = ["updated_at", "created_at", "title", "agent"] as const satisfies ReadonlyArray<Wire.RunSortBy>
 
-export interface PrincipalRef {
-  readonly type: string
-  readonly uid: string
-  readonly display_name: string
-}
-
-/** `GET /agent/me`: the caller, the token it called with (null for a run token) and the teams it may act in. */
-export interface Me {
-  readonly principal: PrincipalRef
-  readonly token: {
-    readonly token_id: string
-    readonly name: string | null
-    readonly expires_at: string | null
-    readonly team_uid: string | null
-    readonly max_role: string | null
-  } | null
-  readonly instance_admin: boolean
-  readonly teams: ReadonlyArray<{ readonly uid: string; readonly name: string; readonly role: string }>
-  readonly teams_truncated: boolean
-  readonly default_team_uid: string | null
-}
-
-export interface Artifact {
-  readonly artifact_type: string
-  readonly created_at?: string
-  readonly data?: Record<string, unknown>
-}
-
-export interface Run {
-  readonly run_id: string
-  readonly title: string
-  readonly prompt: string
-  readonly state: RunState
-  readonly created_at: string
-  readonly updated_at: string
-  readonly started_at: string | null
-  readonly ended_at: string | null
-  readonly conversation_id?: string
-  readonly agent_config: Record<string, unknown>
-  readonly agent_skill?: Record<string, unknown>
-  readonly creator: PrincipalRef
-  readonly executor: PrincipalRef
-  readonly source: string
-  readonly execution_location: string
-  readonly environment_id: string | null
-  readonly schedule?: { readonly schedule_id: string; readonly schedule_name: string }
-  readonly parent_run_id: string | null
-  readonly metadata: Record<string, string>
-  readonly artifacts: ReadonlyArray<Artifact>
-  readonly status_message?: { readonly message: string; readonly error_code?: string; readonly session_debug_until?: string }
-  readonly attempt: number
-  readonly execution_count: number
-}
-
-export interface RunList {
-  readonly runs: ReadonlyArray<Run>
-  readonly page_info: { readonly has_next_page: boolean; readonly next_cursor?: string }
-}
-
-/** `GET /agent/run-counts`: how many runs the list's filters select, by state (every state). */
-export interface RunCounts {
-  readonly counts: Readonly<Record<RunState, number>>
-  readonly total: number
-}
-
-/**
- * `GET /agent/runs/{id}/transcript-link`: the transcript's signed, time-limited URL (it needs no
- * token; the page navigates to it rather than fetching it, so it may be on another origin).
- */
-export interface TranscriptLink {
-  readonly url: string
-  readonly expires_at: string
-}
-
-export interface TimelineEvent {
-  readonly sequence: number
-  readonly event_type: string
-  readonly occurred_at: string
-  readonly execution_id: string
-  readonly message?: string
-}
-
-export type ContentBlock =
-  | { readonly type: "text"; readonly text: string }
-  | { readonly type: "action"; readonly id: string; readonly category: string; readonly name: string; readonly input: unknown }
-  | {
-    readonly type: "action_result"
-    readonly action_id: string
-    readonly category: string
-    readonly name: string
-    readonly state: string
-    readonly output: unknown
-  }
-  | { readonly type: "event"; readonly name: string; readonly data: unknown }
-
-export interface ConversationMessage {
-  readonly role: "user" | "assistant" | "tool" | "system"
-  readonly timestamp?: string
-  readonly content: ReadonlyArray<ContentBlock>
-}
-
-export interface ConversationStep {
-  readonly id: string
-  readonly description?: string
-  readonly messages: ReadonlyArray<ConversationMessage>
-  readonly steps: ReadonlyArray<ConversationStep>
-}
-
-export interface Conversation {
-  readonly conversation_id: string
-  readonly run_ids: ReadonlyArray<string>
-  readonly steps: ReadonlyArray<ConversationStep>
-}
-
-/** How a run's event stream ended: with `event: end` (the run ended), or closed before. */
-export type StreamEnd = "ended" | "closed"
-
-/**
- * Reads a Server-Sent Events stream of the API (`GET /agent/runs/{id}/events`) with the bearer
- * token in its header (an `EventSource` cannot send one, and the token never goes in a URL),
- * telling `onEvent` each event's name and data.
- */
-export const streamEvents = async (
-  path: string,
-  onEvent: (event: string, data: string) => void,
-  signal: AbortSignal
-): Promise<StreamEnd> => {
-  const token = session.token()
-  const team = session.team()
-  const headers: Record<string, string> = { accept: "text/event-stream" }
-  if (token !== null) headers["authorization"] = `Bearer ${token}`
-  if (team !== "") headers["x-team-uid"] = team
-  const response = await fetch(`${apiBase}${path}`, { headers, credentials: "omit", signal, cache: "no-store" })
-  if (!response.ok || response.body === null) {
-    const problem = await problemOf(response)
-    if (problem.status === 401) onUnauthorized(problem.message)
-    throw problem
-  }
-  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader()
-  let buffer = ""
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) return "closed"
-    buffer += value.replace(/\r\n?/g, "\n")
-    let end = buffer.indexOf("\n\n")
-    while (end >= 0) {
-      const block = buffer.slice(0, end)
-      buffer = buffer.slice(end + 2)
-      let event = "message"
-      const data: Array<string> = []
-      for (const line of block.split("\n")) {
-        if (line.startsWith("event:")) event = line.slice(6).trim()
-        else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""))
-      }
-      if (data.length > 0 || event !== "message") {
-        onEvent(event, data.join("\n"))
-        if (event === "end") {
-          await reader.cancel()
-          return "ended"
-        }
-      }
-      end = buffer.indexOf("\n\n")
-    }
-  }
-}
-
-/** An entry of the audit log (docs/audit.md). */
-export interface AuditEntry {
-  readonly id: string
-  readonly at: string
-  readonly team_uid: string | null
-  readonly actor: {
-    readonly principal_uid: string | null
-    readonly display_name: string | null
-    readonly token_id: string | null
-    readonly run_id: string | null
-    readonly instance_admin: boolean
-  }
-  readonly action: string
-  readonly resource: { readonly type: string; readonly id: string | null }
-  readonly outcome: "succeeded" | "denied" | "failed"
-  readonly error_code: string | null
-  readonly origin: { readonly address: string | null; readonly user_agent: string | null }
-}
-
-export interface AuditLogPage {
-  readonly entries: ReadonlyArray<AuditEntry>
-  readonly page_info: { readonly has_next_page: boolean; readonly next_cursor?: string }
-}
+/** Compiles only when `Listed` names every member of `All`: a state, source or sort the API adds fails the build. */
+type Covers<All extends Listed, Listed> = [All, Listed]
+export type ListsCoverTheApi = [
+  Covers<RunState, (typeof RUN_STATES)[number]>,
+  Covers<Wire.RunSource, (typeof RUN_SOURCES)[number]>,
+  Covers<Wire.RunSortBy, (typeof RUN_SORTS)[number]>
+]

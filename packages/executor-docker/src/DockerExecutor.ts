@@ -22,7 +22,7 @@ import { type Cloned, cloneRepository, MirrorCache, publishRepository } from "@a
 import type { ExecutionId, RunId } from "@agent-runs/core/domain/Ids"
 import type { AgentProcess, Sandbox, SandboxAttachment, SandboxRepository, SandboxSpec } from "@agent-runs/core/ports/Executor"
 import { Executor, ExecutorError, PublishFailed, SetupFailed } from "@agent-runs/core/ports/Executor"
-import Docker from "dockerode"
+import type Docker from "dockerode"
 import { Clock, Deferred, Duration, Effect, Fiber, Layer, Mailbox, Option, Stream } from "effect"
 import { Demultiplexer, Tail } from "./internal/Demux.js"
 import { chownTree, readSmallFile } from "./internal/HostFiles.js"
@@ -130,11 +130,18 @@ const statusCode = (cause: unknown): number | undefined =>
     : undefined
 const messageOf = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
 
+/**
+ * dockerode, loaded when a Docker executor is built rather than when this module is: with it come
+ * about 140 modules (gRPC and protobuf for BuildKit sessions, ssh2 for `ssh://` engines) that a
+ * server running no container never needs.
+ */
+const loadDockerode = Effect.promise(() => import("dockerode")).pipe(Effect.map((module) => module.default))
+
 /** Builds the executor on one engine. */
 export const make = (config: DockerExecutorConfig) =>
-  Effect.sync(() => {
+  Effect.flatMap(loadDockerode, (Dockerode) => Effect.sync(() => {
     const socketPath = config.socketPath ?? "/var/run/docker.sock"
-    const docker = new Docker({ socketPath })
+    const docker = new Dockerode({ socketPath })
     const root = Path.resolve(config.root)
     const reposDir = Path.resolve(config.reposDir)
     const mirrors = MirrorCache.make({ root: Path.resolve(config.mirrorsDir ?? Path.join(Path.dirname(root), "mirrors")), timeoutMs: cloneTimeoutMs, maxBytes: config.mirrorsMaxBytes })
@@ -628,7 +635,7 @@ export const make = (config: DockerExecutorConfig) =>
     }).pipe(Effect.withSpan("DockerExecutor.leftovers"))
 
     return Executor.of({ prepare, leftovers })
-  })
+  }))
 
 /** The executor as a layer. Reaching the engine is checked on use, not here. */
 export const layer = (config: DockerExecutorConfig): Layer.Layer<Executor> => Layer.effect(Executor, make(config))

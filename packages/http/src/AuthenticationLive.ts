@@ -10,7 +10,7 @@ import { HttpServerRequest } from "@effect/platform"
 import { Audit, Identities, Runs, RunTokens } from "@agent-runs/core"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { clientAddress, TrustedProxies } from "./Ingress.js"
-import { Authentication, TEAM_HEADER, TEAM_HEADER_ALIAS } from "./Security.js"
+import { Authentication, TEAM_HEADER, TEAM_HEADER_ALIAS } from "@agent-runs/api/Security"
 
 const NO_PROXIES = { contains: () => false }
 

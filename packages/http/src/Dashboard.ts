@@ -7,6 +7,10 @@
  *   have hashed names and are cached for a year (`immutable`); anything else under `/app` that is
  *   not a file answers `index.html` (the app routes in the browser), never cached (`no-store`), so
  *   a new build is picked up at the next load. A missing file under `assets/` is a 404.
+ * - A built file is streamed from disk (never read whole) with an `ETag` (the platform's, from its
+ *   size and modification time) and `Last-Modified`; a request whose `If-None-Match` names the
+ *   ETag (weak comparison, or `*`) is answered 304 with no body. Files other than assets are
+ *   `no-cache`: the browser asks again each time and gets a 304 while the file is unchanged.
  * - `index.html` is given `<base href="<prefix>/app/">` and `<meta name="agent-runs-base"
  *   content="<prefix>">` when it is served, so its relative asset URLs and the app's API calls
  *   (`<prefix>/api/v1/…`) work at any deep link and under any mount prefix.
@@ -17,7 +21,7 @@
  *   from the service's own origin only, no inline script or style, no framing.
  * - Before the dashboard is built (`npm run build`), `/app` answers 503 saying so.
  */
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Etag, FileSystem, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Errors } from "@agent-runs/core"
 import { Effect } from "effect"
 import { readFile, realpath, stat } from "node:fs/promises"
@@ -137,6 +141,38 @@ const servedFile = async (file: string, realRoot: (fresh: boolean) => Promise<st
   return now === undefined || now === remembered ? undefined : fileInside(file, now)
 }
 
+/** The entity tags of an `If-None-Match` header (`"…"` or `W/"…"`). */
+const ENTITY_TAG = /(?:W\/)?"[^"]*"/g
+
+/**
+ * Whether an `If-None-Match` header names `etag`: `*`, or one of its tags by weak comparison
+ * (RFC 9110 §13.1.2: `W/"x"` and `"x"` are the same).
+ */
+export const etagMatches = (ifNoneMatch: string | undefined, etag: string): boolean => {
+  if (ifNoneMatch === undefined) return false
+  if (ifNoneMatch.trim() === "*") return true
+  const opaque = (tag: string) => tag.replace(/^W\//, "")
+  return (ifNoneMatch.match(ENTITY_TAG) ?? []).some((tag) => opaque(tag) === opaque(etag))
+}
+
+/**
+ * A built file streamed by the platform (with its Last-Modified), or a 304 with no body when the
+ * request's `If-None-Match` names its ETag (the platform answers no conditional requests itself).
+ * The ETag is the `Etag.Generator` service's (the Node server's is weak), from the file's size and
+ * modification time; it replaces the one the platform's file response makes with a generator of
+ * its own, so that a 200 and a 304 always carry the same ETag.
+ */
+const builtFile = (request: HttpServerRequest.HttpServerRequest, path: string, contentType: string, cache: string) =>
+  Effect.gen(function*() {
+    const info = yield* (yield* FileSystem.FileSystem).stat(path)
+    const etag = Etag.toString(yield* (yield* Etag.Generator).fromFileInfo(info))
+    if (etagMatches(request.headers["if-none-match"], etag)) {
+      return HttpServerResponse.empty({ status: 304, headers: { "cache-control": cache, etag } })
+    }
+    const response = yield* HttpServerResponse.file(path, { headers: { "content-type": contentType, "cache-control": cache } })
+    return HttpServerResponse.setHeader(response, "etag", etag)
+  }).pipe(Effect.orDie)
+
 /** The handler of `/app` and every path under it, serving the files of `dir` (the dashboard's `dist/app`). */
 export const dashboard = (basePath: string, dir: string) => {
   const root = resolve(dir)
@@ -154,9 +190,8 @@ export const dashboard = (basePath: string, dir: string) => {
       ? yield* Effect.promise(() => servedFile(file, realRoot))
       : undefined
     if (named !== undefined) {
-      const body = yield* Effect.promise(() => readFile(named))
       const cache = segments[0] === "assets" ? "public, max-age=31536000, immutable" : "no-cache"
-      return secured(HttpServerResponse.uint8Array(body, { contentType: contentTypeOf(file), headers: { "cache-control": cache } }))
+      return secured(yield* builtFile(request, named, contentTypeOf(file), cache))
     }
     if (segments[0] === "assets") {
       return secured(problemResponse(Errors.ResourceNotFound.of("file", path)))

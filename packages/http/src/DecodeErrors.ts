@@ -9,7 +9,7 @@ import { HttpApiBuilder, HttpApiError, HttpServerResponse } from "@effect/platfo
 import { Errors } from "@agent-runs/core"
 import { describeProblem } from "@agent-runs/core/domain/Common"
 import { Cause, Effect, Option, Schema } from "effect"
-import * as Problems from "./Problems.js"
+import * as Problems from "@agent-runs/api/Problems"
 
 const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
   path.reduce<string>(

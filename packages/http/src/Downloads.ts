@@ -10,7 +10,7 @@
 import { HttpServerResponse } from "@effect/platform"
 import { Clock, Context, Effect, Layer, Redacted } from "effect"
 import { createHmac, timingSafeEqual } from "node:crypto"
-import { API_PREFIX } from "./Api.js"
+import { API_PREFIX } from "@agent-runs/api/Api"
 
 /** How long a download URL stays valid by default: 15 minutes. */
 export const DEFAULT_DOWNLOAD_TTL_SECONDS = 15 * 60

@@ -23,8 +23,8 @@
 import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Ingress } from "@agent-runs/core"
 import { Context, Deferred, Duration, Effect, Layer, Option, Stream } from "effect"
-import { isIP } from "node:net"
-import * as Problems from "./Problems.js"
+import { BlockList, isIP } from "node:net"
+import * as Problems from "@agent-runs/api/Problems"
 import { problemResponse } from "./ServerMiddleware.js"
 
 /** Where senders post. */
@@ -46,45 +46,43 @@ export const normalizeAddress = (address: string): string => {
   return mapped === null ? bare : mapped[1]!
 }
 
-/** The address as a big integer and its width in bits, or undefined when it is not an IP address. */
-const toBits = (address: string): { readonly value: bigint; readonly bits: number } | undefined => {
-  const a = normalizeAddress(address)
-  const family = isIP(a)
-  if (family === 4) {
-    return { value: a.split(".").reduce((acc, part) => (acc << 8n) | BigInt(Number(part)), 0n), bits: 32 }
-  }
-  if (family !== 6) return undefined
-  let text = a
-  const lastColon = text.lastIndexOf(":")
-  const v4Tail = text.slice(lastColon + 1)
-  if (v4Tail.includes(".")) {
-    const v4 = v4Tail.split(".").map(Number)
-    text = `${text.slice(0, lastColon + 1)}${((v4[0]! << 8) | v4[1]!).toString(16)}:${((v4[2]! << 8) | v4[3]!).toString(16)}`
-  }
-  const [head = "", tail] = text.split("::")
-  const before = head === "" ? [] : head.split(":")
-  const after = tail === undefined || tail === "" ? [] : tail.split(":")
-  const groups = tail === undefined ? before : [...before, ...Array<string>(8 - before.length - after.length).fill("0"), ...after]
-  return { value: groups.reduce((acc, g) => (acc << 16n) | BigInt(parseInt(g, 16)), 0n), bits: 128 }
+type Family = "ipv4" | "ipv6"
+
+/** The family of an address as `BlockList` names it; undefined when it is not an IP address. */
+const familyOf = (address: string): Family | undefined => {
+  const family = isIP(address)
+  return family === 4 ? "ipv4" : family === 6 ? "ipv6" : undefined
 }
 
-/** A membership test over addresses and CIDR ranges. */
+/** An address, optionally followed by `/` and a prefix length in decimal. */
+const ENTRY = /^([^/]+)(?:\/(\d{1,3}))?$/
+
+/** Adds an address or CIDR range to the rules of its family; throws naming a malformed entry. */
+const addEntry = (rules: Record<Family, BlockList>, entry: string): void => {
+  const parts = ENTRY.exec(entry.trim())
+  const address = parts === null ? "" : normalizeAddress(parts[1]!)
+  const family = familyOf(address)
+  const width = family === "ipv4" ? 32 : 128
+  const prefix = parts?.[2] === undefined ? width : Number(parts[2])
+  if (family === undefined || prefix > width) {
+    throw new Error(`AGENT_RUNS_TRUSTED_PROXIES: ${JSON.stringify(entry)} is not an IP address or CIDR range`)
+  }
+  rules[family].addSubnet(address, prefix, family)
+}
+
+/**
+ * A membership test over addresses and CIDR ranges (`node:net`'s `BlockList`). An address is
+ * checked against the ranges of its own family only: an IPv4-mapped IPv6 address counts as the
+ * IPv4 address it maps, and an IPv6 range (even `::/0`) never covers an IPv4 address.
+ */
 export const trustedProxies = (spec: ReadonlyArray<string>): { readonly contains: (address: string) => boolean } => {
-  const ranges = spec.map((entry) => {
-    const [address = "", prefix] = entry.trim().split("/")
-    const parsed = toBits(address)
-    const length = prefix === undefined ? parsed?.bits : Number(prefix)
-    if (parsed === undefined || length === undefined || !Number.isInteger(length) || length < 0 || length > parsed.bits) {
-      throw new Error(`AGENT_RUNS_TRUSTED_PROXIES: ${JSON.stringify(entry)} is not an IP address or CIDR range`)
-    }
-    const shift = BigInt(parsed.bits - length)
-    return { bits: parsed.bits, shift, network: parsed.value >> shift }
-  })
+  const rules: Record<Family, BlockList> = { ipv4: new BlockList(), ipv6: new BlockList() }
+  for (const entry of spec) addEntry(rules, entry)
   return {
     contains: (address) => {
-      const parsed = toBits(address)
-      return parsed !== undefined &&
-        ranges.some((r) => r.bits === parsed.bits && parsed.value >> r.shift === r.network)
+      const normalized = normalizeAddress(address)
+      const family = familyOf(normalized)
+      return family !== undefined && rules[family].check(normalized, family)
     }
   }
 }

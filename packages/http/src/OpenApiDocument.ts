@@ -13,7 +13,7 @@
  *   is refused before the endpoint (the ingress reads any media type and is left as it is).
  */
 import { OpenApi } from "@effect/platform"
-import { Api } from "./Api.js"
+import { Api } from "@agent-runs/api/Api"
 
 const problem = (name: string, description: string) => ({
   description,

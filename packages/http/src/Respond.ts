@@ -3,14 +3,28 @@
  * trusted codec (core's TrustedCodec, docs/performance.md) applies the schema's transformations
  * only. Used by the endpoints that answer the most requests (run list, run, create); the body is
  * the one HttpApi's own encoding would send (core's TrustedCodec tests).
+ *
+ * The schema and the status come from the endpoint's own definition, and the value must be the
+ * endpoint's success type: one source of truth, so the body cannot drift from what the API
+ * declares (and documents in /openapi.json).
  */
 import { TrustedCodec } from "@agent-runs/core"
-import { HttpServerResponse } from "@effect/platform"
+import { type HttpApiEndpoint, type HttpApiGroup, HttpApiSchema, HttpServerResponse } from "@effect/platform"
 import { Effect, type Schema } from "effect"
 
-/** A handler's answer: `value` encoded with `schema` as a JSON response with `status`. */
-export const respond = <A, I>(schema: Schema.Schema<A, I>, status = 200) => {
-  const encode = TrustedCodec.encoder(schema)
-  return (value: A) =>
+type EndpointOf<Group extends HttpApiGroup.HttpApiGroup.Any, Name extends string> = HttpApiEndpoint.HttpApiEndpoint.WithName<
+  HttpApiGroup.HttpApiGroup.Endpoints<Group>,
+  Name
+>
+
+/** The answer of `group`'s endpoint `name`: its success value, encoded with its success schema, at its status. */
+export const respond = <
+  Group extends HttpApiGroup.HttpApiGroup.Any,
+  Name extends HttpApiEndpoint.HttpApiEndpoint.Name<HttpApiGroup.HttpApiGroup.Endpoints<Group>>
+>(group: Group, name: Name) => {
+  const endpoint = (group as unknown as HttpApiGroup.HttpApiGroup.AnyWithProps).endpoints[name]!
+  const status = HttpApiSchema.getStatusSuccess(endpoint.successSchema)
+  const encode = TrustedCodec.encoder(endpoint.successSchema as Schema.Schema<unknown, unknown>)
+  return (value: HttpApiEndpoint.HttpApiEndpoint.Success<EndpointOf<Group, Name>>) =>
     Effect.map(Effect.orDie(encode(value)), (body) => HttpServerResponse.unsafeJson(body, { status }))
 }

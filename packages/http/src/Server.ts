@@ -29,7 +29,7 @@ import {
 import { BlobKeys, BlobStore, Errors } from "@agent-runs/core"
 import { appDir } from "@agent-runs/dashboard"
 import { Cause, Chunk, Clock, Context, Effect, Layer, Option, Schema, Stream } from "effect"
-import { Api } from "./Api.js"
+import { Api } from "@agent-runs/api/Api"
 import { AuthenticationLive } from "./AuthenticationLive.js"
 import { dashboard, DASHBOARD_PATH } from "./Dashboard.js"
 import { DecodeErrorsAsProblems } from "./DecodeErrors.js"
@@ -56,7 +56,7 @@ import { WebhooksLive } from "./handlers/Webhooks.js"
 import { WorkersLive } from "./handlers/Workers.js"
 import { metricsMiddleware, metricsResponse } from "./Metrics.js"
 import { openApiDocument, serversOf } from "./OpenApiDocument.js"
-import * as Problems from "./Problems.js"
+import * as Problems from "@agent-runs/api/Problems"
 import { DEFAULT_MAX_BODY_BYTES, problemResponse, serverMiddleware } from "./ServerMiddleware.js"
 
 /** Whether the service can do its work now (storage reachable); `/readyz` runs it. */

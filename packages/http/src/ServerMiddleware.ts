@@ -22,7 +22,7 @@ import { HttpIncomingMessage, HttpServerError, HttpServerRequest, HttpServerResp
 import type { HttpApp } from "@effect/platform"
 import { Errors, Harness } from "@agent-runs/core"
 import { Cause, Effect, Option, Schema } from "effect"
-import * as Problems from "./Problems.js"
+import * as Problems from "@agent-runs/api/Problems"
 
 /** The default limit of a request body, in bytes (1 MiB). */
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024

@@ -1,29 +1,17 @@
-/** @agent-runs/http: the HTTP API of Agent Runs on @effect/platform. */
-export * as Api from "./Api.js"
+/**
+ * @agent-runs/http: the HTTP server of Agent Runs on @effect/platform: the handlers of the API
+ * that `@agent-runs/api` defines, the OpenAPI document, the webhook ingress and the app that
+ * serves them.
+ */
 export * as AuthenticationLive from "./AuthenticationLive.js"
 export * as DecodeErrors from "./DecodeErrors.js"
 export * as Downloads from "./Downloads.js"
 export * as EventStreams from "./EventStreams.js"
 export * as Ingress from "./Ingress.js"
 export * as Metrics from "./Metrics.js"
-export * as Models from "./Models.js"
 export * as OpenApiDocument from "./OpenApiDocument.js"
 export * as RelyingParty from "./oidc/RelyingParty.js"
 export * as SignInRoutes from "./oidc/Routes.js"
-export * as Problems from "./Problems.js"
 export * as RunTokens from "./RunTokens.js"
-export * as Security from "./Security.js"
 export * as Server from "./Server.js"
 export * as ServerMiddleware from "./ServerMiddleware.js"
-export * as AdminApi from "./api/Admin.js"
-export * as AgentsApi from "./api/Agents.js"
-export * as AuditApi from "./api/Audit.js"
-export * as AutomationsApi from "./api/Automations.js"
-export * as ConversationsApi from "./api/Conversations.js"
-export * as EnvironmentsApi from "./api/Environments.js"
-export * as HarnessSupportApi from "./api/HarnessSupport.js"
-export * as PathParams from "./api/Params.js"
-export * as RunsApi from "./api/Runs.js"
-export * as SchedulesApi from "./api/Schedules.js"
-export * as SecretsApi from "./api/Secrets.js"
-export * as WebhooksApi from "./api/Webhooks.js"

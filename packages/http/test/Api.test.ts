@@ -3,9 +3,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { Errors } from "@agent-runs/core"
 import { Either, Option, Schema } from "effect"
 import * as fc from "fast-check"
-import { Api } from "../src/Api.js"
+import { Api } from "@agent-runs/api/Api"
 import { openApiDocument } from "../src/OpenApiDocument.js"
-import * as Problems from "../src/Problems.js"
+import * as Problems from "@agent-runs/api/Problems"
 
 /**
  * Every endpoint of the API (docs/reference/api.md): those of the published SDK's interface and

@@ -2,17 +2,31 @@
  * The dashboard's file serving (`Dashboard.ts`) on a directory of its own: a link in the built
  * directory that points out of it is not served (the file it names stays unread), and a mount
  * prefix is written into `index.html` as it is, `$` patterns included, and a root that is a link
- * switched to another release serves the new release's files.
+ * switched to another release serves the new release's files. Files are streamed, with an ETag
+ * that a repeated request names to get a 304.
  */
 import { HttpApp } from "@effect/platform"
-import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { NodeHttpServer } from "@effect/platform-node"
+import fc from "fast-check"
+import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, truncateSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { dashboard, withBase } from "../src/Dashboard.js"
+import { dashboard, etagMatches, withBase } from "../src/Dashboard.js"
 
 const scratch = mkdtempSync(join(tmpdir(), "agent-runs-dashboard-"))
-afterAll(() => rmSync(scratch, { recursive: true, force: true }))
+const disposers: Array<() => Promise<void>> = []
+afterAll(async () => {
+  for (const dispose of disposers) await dispose()
+  rmSync(scratch, { recursive: true, force: true })
+})
+
+/** The dashboard of `dir` as a fetch handler, on Node's platform (file responses, ETags). */
+const webHandler = (dir: string) => {
+  const { dispose, handler } = HttpApp.toWebHandlerLayer(dashboard("", dir), NodeHttpServer.layerContext)
+  disposers.push(dispose)
+  return (path: string, headers: Record<string, string> = {}) => handler(new Request(`http://127.0.0.1${path}`, { headers }))
+}
 
 const INDEX = `<!doctype html><html lang="en"><head><title>app</title></head><body></body></html>`
 
@@ -31,9 +45,9 @@ const builtDir = () => {
 }
 
 describe("the dashboard's files", () => {
-  const handler = HttpApp.toWebHandler(dashboard("", builtDir()))
+  const handler = webHandler(builtDir())
   const get = async (path: string) => {
-    const response = await handler(new Request(`http://127.0.0.1${path}`))
+    const response = await handler(path)
     return { status: response.status, body: await response.text() }
   }
 
@@ -68,9 +82,9 @@ describe("a dashboard directory that is a link to a release", () => {
   }
   const current = join(scratch, "current")
   symlinkSync(release("release-1", "one"), current)
-  const handler = HttpApp.toWebHandler(dashboard("", current))
+  const handler = webHandler(current)
   const get = async (path: string) => {
-    const response = await handler(new Request(`http://127.0.0.1${path}`))
+    const response = await handler(path)
     return { status: response.status, body: await response.text() }
   }
 
@@ -81,5 +95,88 @@ describe("a dashboard directory that is a link to a release", () => {
     renameSync(join(scratch, "next"), current)
     expect(await get("/app/assets/release-2.js")).toEqual({ status: 200, body: "two" })
     expect((await get("/app/assets/release-1.js")).status).toBe(404)
+  })
+})
+
+describe("conditional requests", () => {
+  const dir = join(scratch, "etags")
+  mkdirSync(join(dir, "assets"), { recursive: true })
+  writeFileSync(join(dir, "index.html"), INDEX)
+  writeFileSync(join(dir, "assets", "app-1.js"), "one")
+  writeFileSync(join(dir, "robots.txt"), "User-agent: *")
+  const handler = webHandler(dir)
+
+  it("answers a request naming the file's ETag with 304 and no body; a changed file gets a new ETag", async () => {
+    const first = await handler("/app/assets/app-1.js")
+    const etag = first.headers.get("etag")!
+    expect(first.status).toBe(200)
+    expect(await first.text()).toBe("one")
+    expect(etag).toMatch(/^(W\/)?"[0-9a-f]+-[0-9a-f]+"$/)
+    expect(first.headers.get("last-modified")).not.toBeNull()
+
+    const opaque = etag.replace(/^W\//, "")
+    for (const named of [etag, opaque, `W/${opaque}`, `"other", ${etag}`, "*"]) {
+      const again = await handler("/app/assets/app-1.js", { "if-none-match": named })
+      expect(again.status, named).toBe(304)
+      expect(await again.text(), named).toBe("")
+      expect(again.headers.get("etag"), named).toBe(etag)
+      expect(again.headers.get("cache-control"), named).toBe("public, max-age=31536000, immutable")
+      expect(again.headers.get("content-security-policy"), named).toContain("default-src 'self'")
+    }
+    const other = await handler("/app/assets/app-1.js", { "if-none-match": `"other"` })
+    expect(other.status).toBe(200)
+    expect(await other.text()).toBe("one")
+
+    writeFileSync(join(dir, "assets", "app-1.js"), "two!")
+    const changed = await handler("/app/assets/app-1.js", { "if-none-match": etag })
+    expect(changed.status).toBe(200)
+    expect(await changed.text()).toBe("two!")
+    expect(changed.headers.get("etag")).not.toBe(etag)
+  })
+
+  it("revalidates files other than assets (no-cache) the same way; index.html is never cached", async () => {
+    const first = await handler("/app/robots.txt")
+    expect(first.headers.get("cache-control")).toBe("no-cache")
+    await first.text()
+    const again = await handler("/app/robots.txt", { "if-none-match": first.headers.get("etag")! })
+    expect(again.status).toBe(304)
+    const index = await handler("/app/runs/1", { "if-none-match": "*" })
+    expect(index.status).toBe(200)
+    expect(index.headers.get("cache-control")).toBe("no-store")
+  })
+
+  it("compares entity tags weakly, in a list, or any with *", () => {
+    fc.assert(fc.property(fc.stringMatching(/^[0-9a-f-]{1,20}$/), fc.stringMatching(/^[0-9a-f-]{1,20}$/), (a, b) => {
+      expect(etagMatches(`"${a}"`, `"${a}"`)).toBe(true)
+      expect(etagMatches(`W/"${a}"`, `"${a}"`)).toBe(true)
+      expect(etagMatches(`"${b}", W/"${a}"`, `"${a}"`)).toBe(true)
+      expect(etagMatches(`"${b}"`, `"${a}"`)).toBe(a === b)
+      expect(etagMatches(undefined, `"${a}"`)).toBe(false)
+      expect(etagMatches(" * ", `"${a}"`)).toBe(true)
+      expect(etagMatches(a, `"${a}"`)).toBe(false)
+    }))
+  })
+})
+
+describe("a large file", () => {
+  const SIZE = 128 * 1024 * 1024
+  const dir = join(scratch, "large")
+  mkdirSync(join(dir, "assets"), { recursive: true })
+  // Sparse: no disk written, yet every one of its bytes is read when served.
+  writeFileSync(join(dir, "assets", "large.wasm"), "")
+  truncateSync(join(dir, "assets", "large.wasm"), SIZE)
+  const handler = webHandler(dir)
+
+  it("is streamed from disk: its first chunk arrives before the file was read, and memory does not grow by its size", async () => {
+    const before = process.memoryUsage().arrayBuffers
+    const response = await handler("/app/assets/large.wasm")
+    expect(response.status).toBe(200)
+    expect(response.headers.get("content-length")).toBe(String(SIZE))
+    const reader = response.body!.getReader()
+    const first = await reader.read()
+    const grown = process.memoryUsage().arrayBuffers - before
+    await reader.cancel()
+    expect(first.value!.length).toBeLessThan(SIZE / 16)
+    expect(grown).toBeLessThan(SIZE / 2)
   })
 })

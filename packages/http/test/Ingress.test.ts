@@ -7,6 +7,10 @@ const ipv4 = fc.tuple(fc.nat(255), fc.nat(255), fc.nat(255), fc.nat(255)).map((p
 const ipv6 = fc.array(fc.nat(0xffff), { minLength: 8, maxLength: 8 }).map((groups) => groups.map((g) => g.toString(16)).join(":"))
 
 const toInt = (a: string) => a.split(".").reduce((acc, p) => acc * 256 + Number(p), 0)
+/** An address of `ipv6` (all 8 groups) as a 128-bit number. */
+const toBigInt = (a: string) => a.split(":").reduce((acc, g) => (acc << 16n) | BigInt(parseInt(g, 16)), 0n)
+/** The compressed form browsers write (`2001:db8::1`), from WHATWG URL serialization. */
+const compressed = (a: string) => new URL(`http://[${a}]/`).hostname.slice(1, -1)
 const fromInt = (n: number) => [24, 16, 8, 0].map((s) => Math.floor(n / 2 ** s) % 256).join(".")
 
 describe("trusted proxies", () => {
@@ -37,8 +41,36 @@ describe("trusted proxies", () => {
     expect(range.contains("::ffff:127.0.0.1")).toBe(false)
   })
 
+  it("an IPv6 range contains exactly the addresses sharing its prefix, whatever their spelling", () => {
+    fc.assert(
+      fc.property(ipv6, ipv6, fc.integer({ min: 0, max: 128 }), (network, probe, prefix) => {
+        const range = trustedProxies([`${compressed(network)}/${prefix}`])
+        const shift = BigInt(128 - prefix)
+        const same = toBigInt(network) >> shift === toBigInt(probe) >> shift
+        expect(range.contains(probe)).toBe(same)
+        expect(range.contains(compressed(probe).toUpperCase())).toBe(same)
+        expect(range.contains(network)).toBe(true)
+      })
+    )
+  })
+
+  it("checks an address against the ranges of its own family only", () => {
+    const v6 = trustedProxies(["::/0", "::ffff:0:0/96"])
+    expect(v6.contains("2001:db8::1")).toBe(true)
+    expect(v6.contains("10.0.0.1")).toBe(false)
+    expect(v6.contains("::ffff:10.0.0.1")).toBe(false)
+    const v4 = trustedProxies(["10.0.0.0/8", "::ffff:192.0.2.1", "fe80::1%eth0"])
+    expect(v4.contains("::ffff:10.1.2.3")).toBe(true)
+    expect(v4.contains("::FFFF:10.1.2.3")).toBe(true)
+    expect(v4.contains("192.0.2.1")).toBe(true)
+    expect(v4.contains("fe80::1%eth1")).toBe(true)
+    expect(v4.contains("::a01:203")).toBe(false)
+    expect(v4.contains("11.0.0.1")).toBe(false)
+    expect(v4.contains("not an address")).toBe(false)
+  })
+
   it("refuses malformed entries, naming them", () => {
-    for (const bad of ["10.0.0.0/33", "nope", "10.0.0.1/x", "::1/129", ""]) {
+    for (const bad of ["10.0.0.0/33", "nope", "10.0.0.1/x", "::1/129", "", "10.0.0.0/", "10.0.0.0/8/9", "10.0.0.0/+8", "10.0.0.0/-1", "/8", "::ffff:10.0.0.0/104"]) {
       expect(() => trustedProxies([bad])).toThrow(/AGENT_RUNS_TRUSTED_PROXIES/)
     }
   })

@@ -17,10 +17,10 @@ interface Answer {
 }
 
 /** A GET sent with its path exactly as written (fetch and browsers would resolve `..` first). */
-const get = (base: string, path: string): Promise<Answer> =>
+const get = (base: string, path: string, headers: Record<string, string> = {}): Promise<Answer> =>
   new Promise((resolve, reject) => {
     const url = new URL(base)
-    const sent = httpRequest({ host: url.hostname, port: url.port, path, method: "GET" }, (response) => {
+    const sent = httpRequest({ host: url.hostname, port: url.port, path, method: "GET", headers }, (response) => {
       const chunks: Array<Buffer> = []
       response.on("data", (chunk: Buffer) => chunks.push(chunk))
       response.on("end", () =>
@@ -65,6 +65,22 @@ const behaves = (name: string, setup: () => { base: string; prefix: string }) =>
       const missing = await get(base, `${prefix}/app/assets/index-missing.js`)
       expect(missing.status).toBe(404)
       expect(missing.headers["content-type"]).toBe("application/problem+json")
+    })
+
+    it("answers a repeated request naming the asset's ETag with 304 and no body", async () => {
+      const { base, prefix } = setup()
+      const path = `${prefix}/app/assets/${builtScript()}`
+      const first = await get(base, path)
+      const etag = String(first.headers.etag)
+      expect(etag).toMatch(/^(W\/)?"[0-9a-f]+-[0-9a-f]+"$/)
+      const again = await get(base, path, { "if-none-match": etag })
+      expect(again.status).toBe(304)
+      expect(again.body).toBe("")
+      expect(again.headers.etag).toBe(etag)
+      expect(again.headers["cache-control"]).toBe("public, max-age=31536000, immutable")
+      const other = await get(base, path, { "if-none-match": `"not-${etag.slice(1)}` })
+      expect(other.status).toBe(200)
+      expect(other.body).toBe(first.body)
     })
 
     it("sends a strict Content-Security-Policy and nosniff on every answer", async () => {

@@ -7,7 +7,7 @@
  * with request bodies: unknown properties are ignored, so no request schema says
  * `additionalProperties: false`.
  */
-import { Api } from "@agent-runs/http"
+import { Api } from "@agent-runs/api"
 import { HttpApi } from "@effect/platform"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type FakeGitHub, startFakeGitHub } from "@agent-runs/testing"

@@ -18,7 +18,7 @@
  */
 import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { ExecutionHost, ExecutionPlan, RepoSource, Storage, Worker } from "@agent-runs/core"
-import { Api, Security } from "@agent-runs/http"
+import { Api, Security } from "@agent-runs/api"
 import { Duration, Effect, Encoding, Layer, Option, Redacted, Schedule, Stream } from "effect"
 
 /** Where the server is and who this worker is. */

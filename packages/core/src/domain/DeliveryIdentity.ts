@@ -20,7 +20,7 @@
  * or for Standard Webhooks their signed ids, differ).
  */
 import { Effect, Option } from "effect"
-import { sha256, toHex } from "../internal/Sha256.js"
+import { sha256Hex } from "../internal/Sha256.js"
 
 /** The neutral header a sender may set with its own event id. */
 export const SENDER_DELIVERY_HEADER = "x-service-delivery-id"
@@ -47,8 +47,6 @@ export interface IdentityInput {
   /** The raw body. */
   readonly body: Uint8Array
 }
-
-const sha256Hex = (bytes: Uint8Array) => Effect.map(sha256(bytes), toHex)
 
 const headerValue = (headers: IdentityInput["headers"], name: string): string | undefined => {
   const wanted = name.toLowerCase()

@@ -3,7 +3,7 @@
  * resource has a 22-character base62 id. The literal `empty-environment` is a list-filter sentinel
  * and is never accepted as an id.
  */
-import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { Clock, Context, Effect, Encoding, Layer, Schema } from "effect"
 import type { FastCheck } from "effect"
 
 const uuidV7Pattern = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
@@ -72,11 +72,7 @@ export type TokenId = typeof TokenId.Type
 export const isUuidV7 = (s: string): boolean => uuidV7Pattern.test(s)
 export const isUid22 = (s: string): boolean => uid22Pattern.test(s)
 
-const hex = (bytes: Uint8Array, from: number, to: number) => {
-  let out = ""
-  for (let i = from; i < to; i++) out += bytes[i]!.toString(16).padStart(2, "0")
-  return out
-}
+const hex = (bytes: Uint8Array, from: number, to: number) => Encoding.encodeHex(bytes.subarray(from, to))
 
 /**
  * Formats a UUIDv7 from a millisecond timestamp and 10 random bytes (RFC 9562 §5.7):

@@ -1,6 +1,6 @@
 /**
- * Webhook signature verification (docs/webhooks.md): every `SignatureScheme`, computed with WebCrypto
- * HMAC-SHA256 over the raw body bytes and compared in constant time. `verify` yields the
+ * Webhook signature verification (docs/webhooks.md): every `SignatureScheme`, an HMAC-SHA256
+ * (internal/Sha256.ts) over the raw body bytes compared in constant time. `verify` yields the
  * provider's delivery id when the scheme's headers carry one; `sign` produces the headers a sender
  * would send (tests, the CLI).
  *
@@ -36,7 +36,7 @@
  *   Shopify and PagerDuty the body alone (their delivery id headers are not covered, so a captured
  *   delivery can be replayed under another id); GitLab nothing (the token is the whole credential).
  */
-import { Data, Effect, Option } from "effect"
+import { Data, Effect, Either, Encoding, Option } from "effect"
 import { concatBytes } from "../internal/Bytes.js"
 import { hmacSha256, sha256 } from "../internal/Sha256.js"
 import type { SignatureScheme } from "./Webhook.js"
@@ -106,33 +106,16 @@ export interface SignInput {
 
 const encoder = new TextEncoder()
 
-const toHex = (bytes: Uint8Array): string => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")
+const fromHex = (hex: string): Option.Option<Uint8Array> => Either.getRight(Encoding.decodeHex(hex))
 
-const fromHex = (hex: string): Option.Option<Uint8Array> => {
-  if (hex.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(hex)) return Option.none()
-  const out = new Uint8Array(hex.length / 2)
-  for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16)
-  return Option.some(out)
-}
-
-const toBase64 = (bytes: Uint8Array): string => {
-  let binary = ""
-  for (const byte of bytes) binary += String.fromCharCode(byte)
-  return btoa(binary)
-}
-
-const fromBase64 = (text: string): Option.Option<Uint8Array> => {
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(text)) return Option.none()
-  try {
-    const binary = atob(text)
-    return Option.some(Uint8Array.from(binary, (c) => c.charCodeAt(0)))
-  } catch {
-    return Option.none()
-  }
-}
-
-const base64url = (bytes: Uint8Array): string =>
-  toBase64(bytes).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")
+/**
+ * Standard base64, padded or not (as `atob` reads it: `=` only where padding belongs, and then the
+ * length a multiple of 4); anything else decodes to nothing.
+ */
+const fromBase64 = (text: string): Option.Option<Uint8Array> =>
+  /^[A-Za-z0-9+/]*={0,2}$/.test(text)
+    ? Either.getRight(Encoding.decodeBase64(text.includes("=") ? text : text.padEnd(Math.ceil(text.length / 4) * 4, "=")))
+    : Option.none()
 
 // --- crypto ----------------------------------------------------------------------------------
 
@@ -377,7 +360,7 @@ const withId = (headers: Record<string, string>, name: string, id: string | unde
   id === undefined ? headers : { ...headers, [name]: id }
 
 const generatedId: Effect.Effect<string> = Effect.sync(
-  () => `msg_${base64url(globalThis.crypto.getRandomValues(new Uint8Array(16)))}`
+  () => `msg_${Encoding.encodeBase64Url(globalThis.crypto.getRandomValues(new Uint8Array(16)))}`
 )
 
 /** The headers (lower-case names) a sender would send with `body` under `scheme`. */
@@ -391,30 +374,30 @@ export const sign = Effect.fn("Signatures.sign")(function*(
       const key = yield* standardKey(input.secret)
       const id = input.id ?? (yield* generatedId)
       const mac = yield* hmacSha256(key, concatBytes([encoder.encode(`${id}.${ts}.`), input.body]))
-      return { "webhook-id": id, "webhook-timestamp": ts, "webhook-signature": `v1,${toBase64(mac)}` }
+      return { "webhook-id": id, "webhook-timestamp": ts, "webhook-signature": `v1,${Encoding.encodeBase64(mac)}` }
     }
     case "stripe": {
       const mac = yield* hmacSha256(yield* textKey(scheme, input.secret), concatBytes([encoder.encode(`${ts}.`), input.body]))
-      return { "stripe-signature": `t=${ts},v1=${toHex(mac)}` }
+      return { "stripe-signature": `t=${ts},v1=${Encoding.encodeHex(mac)}` }
     }
     case "github": {
       const mac = yield* hmacSha256(yield* textKey(scheme, input.secret), input.body)
-      return withId({ "x-hub-signature-256": `sha256=${toHex(mac)}` }, "x-github-delivery", input.id)
+      return withId({ "x-hub-signature-256": `sha256=${Encoding.encodeHex(mac)}` }, "x-github-delivery", input.id)
     }
     case "slack": {
       const mac = yield* hmacSha256(
         yield* textKey(scheme, input.secret),
         concatBytes([encoder.encode(`v0:${ts}:`), input.body])
       )
-      return { "x-slack-request-timestamp": ts, "x-slack-signature": `v0=${toHex(mac)}` }
+      return { "x-slack-request-timestamp": ts, "x-slack-signature": `v0=${Encoding.encodeHex(mac)}` }
     }
     case "linear": {
       const mac = yield* hmacSha256(yield* textKey(scheme, input.secret), input.body)
-      return withId({ "linear-signature": toHex(mac) }, "linear-delivery", input.id)
+      return withId({ "linear-signature": Encoding.encodeHex(mac) }, "linear-delivery", input.id)
     }
     case "shopify": {
       const mac = yield* hmacSha256(yield* textKey(scheme, input.secret), input.body)
-      return withId({ "x-shopify-hmac-sha256": toBase64(mac) }, "x-shopify-webhook-id", input.id)
+      return withId({ "x-shopify-hmac-sha256": Encoding.encodeBase64(mac) }, "x-shopify-webhook-id", input.id)
     }
     case "gitlab_token": {
       yield* textKey(scheme, input.secret)
@@ -422,7 +405,7 @@ export const sign = Effect.fn("Signatures.sign")(function*(
     }
     case "pagerduty": {
       const mac = yield* hmacSha256(yield* textKey(scheme, input.secret), input.body)
-      return { "x-pagerduty-signature": `v1=${toHex(mac)}` }
+      return { "x-pagerduty-signature": `v1=${Encoding.encodeHex(mac)}` }
     }
   }
 })

@@ -15,7 +15,7 @@
  * - A list shows a principal's newest `MAX_LISTED_TOKENS` tokens, revoked and expired included.
  * - Revoking a revoked token succeeds and keeps its first revocation time.
  */
-import { Clock, DateTime, Effect, Option } from "effect"
+import { Clock, DateTime, Effect, Encoding, Option } from "effect"
 import type { Viewer } from "../domain/Access.js"
 import { InvalidRequest, ResourceNotFound } from "../domain/Errors.js"
 import { Ids, type PrincipalUid, type TeamUid, type TokenId } from "../domain/Ids.js"
@@ -33,24 +33,17 @@ import {
 } from "../domain/Identity.js"
 import { livePrincipal, requireInstanceAdmin, requireMemberManager } from "../internal/Principals.js"
 import { storageUnavailable } from "../internal/Services.js"
-import { sha256, toHex } from "../internal/Sha256.js"
+import { sha256Hex } from "../internal/Sha256.js"
 import { IdentityStore } from "../ports/IdentityStore.js"
 import { Audit } from "./Audit.js"
 
-const base64url = (bytes: Uint8Array): string => {
-  let binary = ""
-  for (const byte of bytes) binary += String.fromCharCode(byte)
-  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")
-}
-
 /** A fresh API token: `ar_` and 32 random bytes in base64url (43 characters). */
 export const generateToken: Effect.Effect<string> = Effect.sync(
-  () => `${TOKEN_PREFIX}${base64url(globalThis.crypto.getRandomValues(new Uint8Array(32)))}`
+  () => `${TOKEN_PREFIX}${Encoding.encodeBase64Url(globalThis.crypto.getRandomValues(new Uint8Array(32)))}`
 )
 
 /** The SHA-256 of a token as 64 lowercase hex characters: what is stored. */
-export const hashToken = (token: string): Effect.Effect<string> =>
-  Effect.map(sha256(new TextEncoder().encode(token)), toHex)
+export const hashToken = (token: string): Effect.Effect<string> => sha256Hex(new TextEncoder().encode(token))
 
 /** What a new token is limited by. */
 export interface TokenLimits {

@@ -6,8 +6,8 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Skills, Workers } from "@agent-runs/core"
 import { Effect } from "effect"
-import { Api } from "../Api.js"
-import { CurrentViewer } from "../Security.js"
+import { Api } from "@agent-runs/api/Api"
+import { CurrentViewer } from "@agent-runs/api/Security"
 
 export const AgentsLive = HttpApiBuilder.group(Api, "agents", (handlers) =>
   Effect.map(Effect.all([Workers.Workers, Skills.Skills]), ([workers, skills]) =>

@@ -2,8 +2,8 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Audit, AuditService } from "@agent-runs/core"
 import { Effect, Schema, Stream } from "effect"
-import { Api } from "../Api.js"
-import { CurrentViewer } from "../Security.js"
+import { Api } from "@agent-runs/api/Api"
+import { CurrentViewer } from "@agent-runs/api/Security"
 
 const encoder = new TextEncoder()
 const encodeEntry = Schema.encodeSync(Audit.AuditEntry)

@@ -2,9 +2,9 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Automations } from "@agent-runs/core"
 import { Effect } from "effect"
-import { Api } from "../Api.js"
-import { DeleteResponse } from "../Models.js"
-import { CurrentViewer } from "../Security.js"
+import { Api } from "@agent-runs/api/Api"
+import { DeleteResponse } from "@agent-runs/api/Models"
+import { CurrentViewer } from "@agent-runs/api/Security"
 
 export const AutomationsLive = HttpApiBuilder.group(Api, "automations", (handlers) =>
   Effect.map(Automations.Automations, (automations) =>

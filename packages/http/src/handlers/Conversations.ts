@@ -2,9 +2,9 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Conversations } from "@agent-runs/core"
 import { Effect } from "effect"
-import { Api } from "../Api.js"
+import { Api } from "@agent-runs/api/Api"
 import { transcriptRedirect } from "../Downloads.js"
-import { CurrentViewer } from "../Security.js"
+import { CurrentViewer } from "@agent-runs/api/Security"
 
 export const ConversationsLive = HttpApiBuilder.group(Api, "conversations", (handlers) =>
   Effect.map(Conversations.Conversations, (conversations) =>

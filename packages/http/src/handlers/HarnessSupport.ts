@@ -2,8 +2,8 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Errors, Runs, RunTokens } from "@agent-runs/core"
 import { Effect, Layer, Option, Redacted } from "effect"
-import { Api } from "../Api.js"
-import { CurrentRun, RunAuthentication } from "../Security.js"
+import { Api } from "@agent-runs/api/Api"
+import { CurrentRun, RunAuthentication } from "@agent-runs/api/Security"
 
 /** Resolves the bearer run token into the run and execution it was issued for (401 otherwise). */
 export const RunAuthenticationLive = Layer.effect(

@@ -2,8 +2,8 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Identities } from "@agent-runs/core"
 import { Effect } from "effect"
-import { Api } from "../Api.js"
-import { CurrentViewer } from "../Security.js"
+import { Api } from "@agent-runs/api/Api"
+import { CurrentViewer } from "@agent-runs/api/Security"
 
 export const IdentityLive = HttpApiBuilder.group(Api, "identity", (handlers) =>
   Effect.map(Identities.Identities, (identities) =>

@@ -5,14 +5,15 @@
  */
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import type { HttpRouter } from "@effect/platform"
-import { Conversation, Conversations, Followups, Run, RunEvents, Runs, RunQuery, RunStream, Timeline } from "@agent-runs/core"
+import { Conversations, Followups, RunEvents, Runs, RunStream, Timeline } from "@agent-runs/core"
 import { DateTime, Duration, Effect, Schema, Stream } from "effect"
-import { Api } from "../Api.js"
+import { Api } from "@agent-runs/api/Api"
+import { RunsGroup } from "@agent-runs/api/endpoints/Runs"
 import { transcriptLink, transcriptRedirect } from "../Downloads.js"
 import { EventStreamLimitsTag, makeStreamSlots } from "../EventStreams.js"
-import { RunByExternalReferenceResponse, TranscriptLinkResponse } from "../Models.js"
+import { RunByExternalReferenceResponse, TranscriptLinkResponse } from "@agent-runs/api/Models"
 import { respond } from "../Respond.js"
-import { Authentication, bearerAuth, CurrentViewer } from "../Security.js"
+import { Authentication, bearerAuth, CurrentViewer } from "@agent-runs/api/Security"
 
 /** How often an idle event stream sends a comment, so proxies keep it open. */
 export const SSE_KEEPALIVE = "15 seconds"
@@ -36,9 +37,6 @@ const sseEvent = (item: RunStream.RunStreamItem): Uint8Array => {
   }
 }
 
-/** The search parameters of a request as core's raw run-list query. */
-const rawQuery = (url: string) => RunQuery.queryParamsFromSearchParams(new URL(url, "http://localhost").searchParams)
-
 export const RunsLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
   Effect.gen(function*() {
     const runs = yield* Runs.Runs
@@ -48,11 +46,11 @@ export const RunsLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
     const authentication = yield* Authentication
     const streamLimits = yield* EventStreamLimitsTag
     const slots = makeStreamSlots(streamLimits)
-    const created = respond(Run.RunAgentResponse)
-    const listed = respond(Run.ListRunsResponse)
-    const run = respond(Run.RunItem)
-    const timeline = respond(Timeline.RunTimeline)
-    const conversation = respond(Conversation.ConversationResponse)
+    const created = respond(RunsGroup, "createRun")
+    const listed = respond(RunsGroup, "listRuns")
+    const run = respond(RunsGroup, "getRun")
+    const timeline = respond(RunsGroup, "getRunTimeline")
+    const conversation = respond(RunsGroup, "getRunConversation")
     /** The transcript of a run the caller may see (404 otherwise): the redirect and the link check alike. */
     const runTranscript = (runId: string) =>
       Effect.flatMap(CurrentViewer, (viewer) => conversations.transcript(viewer, { runId }))
@@ -62,10 +60,10 @@ export const RunsLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
     return handlers
       .handle("createRun", create)
       .handle("createRunDeprecated", create)
-      .handle("listRuns", ({ request }) =>
-        Effect.flatMap(CurrentViewer, (viewer) => Effect.flatMap(runs.list(viewer, rawQuery(request.url)), listed)))
-      .handle("countRuns", ({ request }) =>
-        Effect.flatMap(CurrentViewer, (viewer) => runs.counts(viewer, rawQuery(request.url))))
+      .handle("listRuns", ({ urlParams }) =>
+        Effect.flatMap(CurrentViewer, (viewer) => Effect.flatMap(runs.list(viewer, urlParams), listed)))
+      .handle("countRuns", ({ urlParams }) =>
+        Effect.flatMap(CurrentViewer, (viewer) => runs.counts(viewer, urlParams)))
       .handle("getRun", ({ path }) => Effect.flatMap(CurrentViewer, (viewer) => Effect.flatMap(runs.get(viewer, path.runId), run)))
       .handle("getRunTimeline", ({ path }) =>
         Effect.flatMap(CurrentViewer, (viewer) => Effect.flatMap(runs.timeline(viewer, path.runId), timeline)))

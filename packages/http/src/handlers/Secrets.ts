@@ -2,9 +2,9 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Secrets } from "@agent-runs/core"
 import { Effect } from "effect"
-import { Api } from "../Api.js"
-import { DeleteResponse } from "../Models.js"
-import { CurrentViewer } from "../Security.js"
+import { Api } from "@agent-runs/api/Api"
+import { DeleteResponse } from "@agent-runs/api/Models"
+import { CurrentViewer } from "@agent-runs/api/Security"
 
 export const SecretsLive = HttpApiBuilder.group(Api, "secrets", (handlers) =>
   Effect.map(Secrets.Secrets, (secrets) =>

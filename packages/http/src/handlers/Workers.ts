@@ -2,8 +2,8 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Errors, Worker, Workers } from "@agent-runs/core"
 import { Effect, Encoding, Either } from "effect"
-import { Api } from "../Api.js"
-import { CurrentViewer } from "../Security.js"
+import { Api } from "@agent-runs/api/Api"
+import { CurrentViewer } from "@agent-runs/api/Security"
 
 const ok = { success: true } as const
 

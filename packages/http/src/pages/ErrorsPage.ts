@@ -3,7 +3,7 @@
  * (`/docs/errors#<error_code>`): what the error means and what to do about it.
  */
 import type { Errors } from "@agent-runs/core"
-import { statusOf, titleOf } from "../Problems.js"
+import { statusOf, titleOf } from "@agent-runs/api/Problems"
 import { escapeHtml, page } from "./Page.js"
 
 /** What each code means, and what to do. */
