@@ -50,8 +50,17 @@ const enumOf = (literals: ReadonlyArray<string>) => ({ type: "string", enum: [..
 const dateTime = { type: "string", format: "date-time" }
 const text = { type: "string" }
 
-/** The `GET /agent/runs` query (documentation; core's `parseRunListQuery` validates). */
-export const RunListUrlParams = Schema.Struct({
+/**
+ * Every other query parameter, as given (`metadata[<key>]`, and unknown ones, which core ignores):
+ * the decoded query is the whole query string, so the handler never reads the URL again.
+ */
+const OtherParams = Schema.Record({ key: Schema.String, value: StringOrRepeated })
+
+/**
+ * The `GET /agent/runs` query: each parameter as text, once (a string) or repeated (an array), as
+ * core's `parseRunListQuery` takes it, which validates it (documented here).
+ */
+const runListParams = {
   limit: textParam(`page size, ${RunQuery.RUN_LIST_LIMIT.min} to ${RunQuery.RUN_LIST_LIMIT.max}`, {
     type: "integer",
     minimum: RunQuery.RUN_LIST_LIMIT.min,
@@ -97,13 +106,16 @@ export const RunListUrlParams = Schema.Struct({
       "of at least 0.3 to one of them; without sort_by, ordered by relevance, most relevant first",
     text
   )
-})
+}
+
+/** The `GET /agent/runs` query: the parameters above, and any other (`metadata[<key>]`). */
+export const RunListUrlParams = Schema.Struct(runListParams, OtherParams)
 
 /**
  * The `GET /agent/run-counts` query: the run list's filters, documented alike (its paging and sort
  * parameters are ignored, as unknown ones are).
  */
-export const RunCountsUrlParams = Schema.Struct(Struct.omit(RunListUrlParams.fields, ...RunQuery.PAGING_PARAMS))
+export const RunCountsUrlParams = Schema.Struct(Struct.omit(runListParams, ...RunQuery.PAGING_PARAMS), OtherParams)
 
 /** `GET /agent/runs/{runId}/transcript-link`: the signed URL the transcript redirect sends to, as JSON. */
 export class TranscriptLinkResponse extends Schema.Class<TranscriptLinkResponse>("TranscriptLinkResponse")({
@@ -112,9 +124,6 @@ export class TranscriptLinkResponse extends Schema.Class<TranscriptLinkResponse>
   }),
   expires_at: Common.Timestamp.annotations({ description: "when the URL stops working" })
 }) {}
-
-/** The names of the run list's query parameters, in documentation order. */
-export const RUN_LIST_PARAMS = Object.keys(RunListUrlParams.fields) as ReadonlyArray<keyof typeof RunListUrlParams.fields>
 
 /** The `GET /agent` query. */
 export const ListAgentsUrlParams = Schema.Struct({

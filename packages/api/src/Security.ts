@@ -19,7 +19,7 @@ import { Context, Schema } from "effect"
 import * as Problems from "./Problems.js"
 
 /** The authenticated caller of the current request, resolved from its token and TEAM header. */
-export class CurrentViewer extends Context.Tag("@agent-runs/http/CurrentViewer")<CurrentViewer, Access.Viewer>() {}
+export class CurrentViewer extends Context.Tag("@agent-runs/api/CurrentViewer")<CurrentViewer, Access.Viewer>() {}
 
 /** The bearer token scheme, `bearerAuth` in the OpenAPI document. */
 export const bearerAuth = HttpApiSecurity.bearer.pipe(
@@ -38,7 +38,7 @@ export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("Aut
 }) {}
 
 /** The run (and execution) of the agent calling a harness support endpoint. */
-export class CurrentRun extends Context.Tag("@agent-runs/http/CurrentRun")<CurrentRun, RunTokens.RunCredential>() {}
+export class CurrentRun extends Context.Tag("@agent-runs/api/CurrentRun")<CurrentRun, RunTokens.RunCredential>() {}
 
 /** The run token scheme, `runToken` in the OpenAPI document. */
 export const runToken = HttpApiSecurity.bearer.pipe(

@@ -178,6 +178,8 @@ export const memoryHost = (leaseMs: number) =>
         }),
       /** A follow-up for the run's agent. */
       send: (runId: RunId, message: string) => Effect.sync(() => void runs.get(runId)!.inbox.push(message)),
+      /** Replaces the agent CLI session files kept for the run (its next execution restores them). */
+      keepAgentState: (runId: RunId, state: Uint8Array) => Effect.sync(() => void agentStates.set(runId, state)),
       /** Cancels the run as a caller would. */
       cancel: (runId: RunId) => Effect.orDie(move(runs.get(runId)!, RunEvent.Cancel())),
       run: (runId: RunId) => Effect.sync(() => runs.get(runId)!),

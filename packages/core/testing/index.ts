@@ -43,6 +43,7 @@ export { claimWakeupSuite } from "./ClaimWakeupSuite.js"
 export { engineLayer, fakeRunTokens } from "./Engine.js"
 export { scriptedExecutor } from "./ScriptedExecutor.js"
 export { type FakeModelLike, harnessSuite, type HarnessSuiteOptions } from "./HarnessSuite.js"
+export { continuationSuite } from "./ContinuationSuite.js"
 export {
   createTestRepositories,
   executorConformance,

@@ -47,12 +47,13 @@ export const withAttachments = (turn: HarnessTurn): string =>
     ? turn.message
     : `${turn.message}\n\nAttached files (in the work directory):\n${turn.attachments.map((a) => `- ${a.path} (${a.media_type})`).join("\n")}`
 
-/** Claude Code's sessions, moved to the new work directory's project after a restore. */
+/** Claude Code's sessions, moved to the new work directory's project after a restore; the session must be there. */
 export const sessionState: SessionState = {
   paths: [".claude/projects"],
   afterRestore: [
     `k="$(pwd -P | sed 's/[^A-Za-z0-9]/-/g')"; d="$HOME/.claude/projects"`,
-    `for p in "$d"/*; do [ -L "$p" ] && { rm -f "$p"; continue; }; [ "$p" = "$d/$k" ] || { mkdir -p "$d/$k" && cp -a "$p"/. "$d/$k"/ && rm -rf "$p"; }; done`
+    `for p in "$d"/*; do [ -L "$p" ] && { rm -f "$p"; continue; }; [ "$p" = "$d/$k" ] || { mkdir -p "$d/$k" && cp -a "$p"/. "$d/$k"/ && rm -rf "$p"; }; done`,
+    `[ -f "$d/$k/$1.jsonl" ]`
   ].join("\n")
 }
 

@@ -19,11 +19,12 @@
  * - a top-level `error` is a retry (`Reconnecting... 1/1 (…)`) → the status line, or the turn's
  *   fatal error, kept for the failure;
  * - `turn.completed` → usage: Codex reports the thread's totals so far (a resumed thread's include
- *   its earlier turns), so the usage is the sum over the execution's threads of each one's latest
- *   totals (every thread of an execution starts in it: a continued run starts a new one, the
- *   adapter keeps no session files across executions). Input tokens include cached ones (`cached_input_tokens` is part of `input_tokens`),
- *   output tokens include reasoning (`reasoning_output_tokens` is part of `output_tokens`). Codex
- *   reports no cost.
+ *   its earlier turns, earlier executions' too), so the usage is the sum over the execution's
+ *   threads of what each one's latest totals add to its totals before the execution: those a
+ *   `agent-runs.thread_totals` line (printed by our wrapper before it resumes a thread from an
+ *   earlier execution, CodexLaunch.ts) says, else zero. Input tokens include cached ones
+ *   (`cached_input_tokens` is part of `input_tokens`), output tokens include reasoning
+ *   (`reasoning_output_tokens` is part of `output_tokens`). Codex reports no cost.
  * - `turn.failed` → the failure: a refused key (HTTP 401/403, "unauthorized", "invalid api key")
  *   or none at all (no `OPENAI_API_KEY`) is `integration_not_configured`, anything else
  *   `agent_failed` (one that could not reach the endpoint says to check `OPENAI_BASE_URL`), with
@@ -34,6 +35,7 @@ import { countOf, isRecord, type JsonRecord, parseRecord, stringOf } from "@agen
 import type { HarnessEvent } from "@agent-runs/core/domain/Harness"
 import { outputText, toolCategory } from "@agent-runs/core/domain/AgentTools"
 import type { HarnessDecoder } from "@agent-runs/core/ports/AgentHarness"
+import { THREAD_TOTALS } from "./CodexLaunch.js"
 
 type Json = JsonRecord
 
@@ -81,7 +83,7 @@ const changesText = (item: Json): string =>
     .join("\n")
 
 export const decoder = (): HarnessDecoder => {
-  /** The latest totals of each thread of the execution. */
+  /** The latest totals of each thread of the execution (a resumed one's from before it, first). */
   const totals = new Map<string, { input: number; output: number }>()
   const sum = { input: 0, output: 0 }
   /** How many processes of the execution started so far (their `thread.started`). */
@@ -163,9 +165,13 @@ export const decoder = (): HarnessDecoder => {
     return [...events, ...result(item)]
   }
 
-  const usage = (event: Json): Array<HarnessEvent> => {
+  const tokensOf = (event: Json) => {
     const reported = isObject(event.usage) ? event.usage : {}
-    const latest = { input: num(reported.input_tokens), output: num(reported.output_tokens) }
+    return { input: num(reported.input_tokens), output: num(reported.output_tokens) }
+  }
+
+  const usage = (event: Json): Array<HarnessEvent> => {
+    const latest = tokensOf(event)
     const before = totals.get(thread) ?? { input: 0, output: 0 }
     totals.set(thread, latest)
     // The sum over threads, kept as it changes (not summed again on every turn).
@@ -227,6 +233,11 @@ export const decoder = (): HarnessDecoder => {
         return usage(event)
       case "turn.failed":
         return failure(event)
+      case THREAD_TOTALS:
+        // A thread resumed from an earlier execution: its totals count from there (this
+        // execution's own, when it ran the thread already, stay).
+        if (typeof event.thread_id === "string" && !totals.has(event.thread_id)) totals.set(event.thread_id, tokensOf(event))
+        return []
       case "error": {
         const message = str(event.message)
         if (message === undefined) return []

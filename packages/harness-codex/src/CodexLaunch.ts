@@ -34,8 +34,17 @@
  * sandbox's variables, and Codex reads no variable for a custom provider's URL, so the command is a
  * small `/bin/sh -c` wrapper that passes it as `-c model_providers.agent-runs.base_url="…"` (and
  * sets `CODEX_HOME` to `$HOME/.codex`, whatever the environment says), then execs Codex.
+ *
+ * Sessions: Codex keeps each thread as a file, `~/.codex/sessions/YYYY/MM/DD/rollout-…-THREAD.jsonl`,
+ * and `exec resume THREAD` finds it there whatever the work directory (its other files, SQLite
+ * caches, are not needed). A continued run gets `~/.codex/sessions` back (`sessionState`) and
+ * resumes the thread when its file is there. A resumed thread's `turn.completed` reports the
+ * thread's totals since it began, earlier executions' tokens included: before resuming, the
+ * wrapper prints the totals the thread's file holds (its last `total_token_usage`) as a line of
+ * ours, `{"type":"agent-runs.thread_totals","thread_id","usage"}`, which the decoder
+ * (CodexEvents.ts) counts from instead of zero.
  */
-import type { HarnessLaunch, HarnessTurn } from "@agent-runs/core/ports/AgentHarness"
+import type { HarnessLaunch, HarnessTurn, SessionState } from "@agent-runs/core/ports/AgentHarness"
 
 /** Where the files of a turn go in the agent's home. */
 const PROMPT = ".agent-runs/prompt.md"
@@ -47,16 +56,34 @@ export const PROVIDER = "agent-runs"
 /** The endpoint when the environment sets none. */
 export const DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
+/** The type of the line the wrapper prints before resuming a thread: the totals its file holds. */
+export const THREAD_TOTALS = "agent-runs.thread_totals"
+
+/** The files of thread `$t` in Codex's home (one, unless Codex split it). */
+const THREAD_FILES = `"$HOME"/.codex/sessions/*/*/*/rollout-*-"$t".jsonl`
+
 /**
- * Runs `codex ARGS…` (`$1` the command) with Codex's home in the agent's home and the provider's
- * URL from `OPENAI_BASE_URL` (without a trailing `/`).
+ * Runs `codex ARGS… [resume THREAD] -` (`$1` the command, `$2` the thread to resume or empty) with
+ * Codex's home in the agent's home and the provider's URL from `OPENAI_BASE_URL` (without a
+ * trailing `/`); before resuming, prints the thread's totals so far (see the module's comment).
  */
 const WRAPPER = [
   `u="\${OPENAI_BASE_URL:-${DEFAULT_BASE_URL}}"`,
   `CODEX_HOME="$HOME/.codex"; export CODEX_HOME`,
-  `c="$1"; shift`,
-  `exec "$c" exec -c "model_providers.${PROVIDER}.base_url=\\"\${u%/}\\"" "$@"`
+  `c="$1"; t="$2"; shift 2`,
+  `if [ -n "$t" ]; then`,
+  `  n="$(cat ${THREAD_FILES} 2>/dev/null | sed -n 's/.*"total_token_usage":\\({[^}]*}\\).*/\\1/p' | tail -n 1)"`,
+  `  [ -z "$n" ] || printf '{"type":"${THREAD_TOTALS}","thread_id":"%s","usage":%s}\\n' "$t" "$n"`,
+  `  set -- "$@" resume "$t"`,
+  `fi`,
+  `exec "$c" exec -c "model_providers.${PROVIDER}.base_url=\\"\${u%/}\\"" "$@" -`
 ].join("\n")
+
+/** Codex's threads, resumable in a continued run when the thread's file is among them. */
+export const sessionState: SessionState = {
+  paths: [".codex/sessions"],
+  afterRestore: `t="$1"; for f in ${THREAD_FILES}; do [ -f "$f" ] && exit 0; done; exit 1`
+}
 
 const safeName = (name: string) => name.replace(/[^A-Za-z0-9_-]/g, "-").replace(/^-+/, "") || "server"
 
@@ -138,9 +165,7 @@ export const launch = (command: string) => (turn: HarnessTurn): HarnessLaunch =>
     { path: CONFIG, content: config(turn) }
   ]
   if (turn.skill !== null) files.push({ path: `.codex/skills/${skillDir(turn.skill.name)}/SKILL.md`, content: turn.skill.content })
-  const argv = ["/bin/sh", "-c", WRAPPER, "codex", command, "--json", "--skip-git-repo-check"]
-  if (turn.session_id !== null) argv.push("resume", turn.session_id)
-  argv.push("-")
+  const argv = ["/bin/sh", "-c", WRAPPER, "codex", command, turn.session_id ?? "", "--json", "--skip-git-repo-check"]
   const env: Record<string, string> = {}
   if (turn.auth !== null) env.OPENAI_API_KEY = turn.auth
   return { command: argv, env, files, stdin: PROMPT }

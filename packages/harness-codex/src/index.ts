@@ -6,7 +6,7 @@
  */
 import type { AgentHarness } from "@agent-runs/core/ports/AgentHarness"
 import { decoder } from "./CodexEvents.js"
-import { launch } from "./CodexLaunch.js"
+import { launch, sessionState } from "./CodexLaunch.js"
 
 export interface CodexHarnessOptions {
   /** The command that starts Codex in the sandbox; default `codex`. */
@@ -16,8 +16,9 @@ export interface CodexHarnessOptions {
 export const codexHarness = (options: CodexHarnessOptions = {}): AgentHarness => ({
   type: "codex",
   launch: launch(options.command ?? "codex"),
-  decoder
+  decoder,
+  sessionState
 })
 
 export { decoder as codexDecoder } from "./CodexEvents.js"
-export { config as codexConfig, launch as codexLaunch, mcpConfig as codexMcpConfig } from "./CodexLaunch.js"
+export { config as codexConfig, launch as codexLaunch, mcpConfig as codexMcpConfig, sessionState as codexSessionState } from "./CodexLaunch.js"

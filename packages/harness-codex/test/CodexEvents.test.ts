@@ -12,6 +12,7 @@ import { decodeLines as decodeChecked, deepArray, deepObject, DEPTH, DEPTHS, jso
 import type { HarnessDecoder } from "@agent-runs/core/ports/AgentHarness"
 import { describe, expect, it } from "vitest"
 import { decoder } from "../src/CodexEvents.js"
+import { THREAD_TOTALS } from "../src/CodexLaunch.js"
 import { codexDecoder } from "../src/index.js"
 
 /** The events the lines give, each checked against the schema (a fresh decoder unless one is given). */
@@ -115,6 +116,23 @@ describe("Codex decoder", () => {
       { type: "usage", input_tokens: 500, output_tokens: 100, inference_cost: 0, compute_cost: 0 },
       { type: "usage", input_tokens: 650, output_tokens: 120, inference_cost: 0, compute_cost: 0 }
     ])
+  })
+
+  it("counts a thread resumed from an earlier execution from the totals our wrapper printed, not from zero", () => {
+    // The wrapper's line before `exec resume` (CodexLaunch.ts), then the resumed process: its
+    // totals include the earlier execution's 200/40.
+    const totals = (input: number, output: number, thread: string = THREAD) =>
+      json({ type: THREAD_TOTALS, thread_id: thread, usage: { input_tokens: input, cached_input_tokens: 0, output_tokens: output, total_tokens: input + output } })
+    const events = decodeLines([totals(200, 40), threadStarted(), turnCompleted(300, 60), totals(300, 60), threadStarted(), turnCompleted(420, 90)])
+    expect(events.filter((e) => e.type === "usage")).toEqual([
+      { type: "usage", input_tokens: 100, output_tokens: 20, inference_cost: 0, compute_cost: 0 },
+      // The same thread resumed again in this execution: what it already counted stays.
+      { type: "usage", input_tokens: 220, output_tokens: 50, inference_cost: 0, compute_cost: 0 }
+    ])
+    expect(events.filter((e) => e.type !== "usage" && e.type !== "session")).toEqual([])
+    // Totals of a thread this execution started already change nothing; malformed lines are ignored.
+    const started = decodeLines([threadStarted(), turnCompleted(200, 40), totals(999, 999), json({ type: THREAD_TOTALS, usage: 5 }), turnCompleted(300, 60)])
+    expect(started.filter((e) => e.type === "usage").at(-1)).toMatchObject({ input_tokens: 300, output_tokens: 60 })
   })
 
   it("reports a refused key (401 after the reconnects) as integration_not_configured", () => {

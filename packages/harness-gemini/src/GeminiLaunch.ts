@@ -116,7 +116,8 @@ export const withAttachments = (turn: HarnessTurn): string =>
 /**
  * Gemini CLI's sessions (and its shell history), owned by the new work directory after a restore:
  * one project directory per base directory (others merged into it), its `.project_root` the new
- * path, the cache of projects dropped (Gemini CLI finds the directory by its `.project_root`).
+ * path, the cache of projects dropped (Gemini CLI finds the directory by its `.project_root`). The
+ * session must be there: a chat file that names it (`"sessionId":"ID"`).
  */
 export const sessionState: SessionState = {
   paths: [".gemini/tmp", ".gemini/history"],
@@ -125,7 +126,8 @@ export const sessionState: SessionState = {
     `for b in "$d/tmp" "$d/history"; do s=""`,
     `  for p in "$b"/*; do [ -L "$p" ] && { rm -f "$p"; continue; }; [ -d "$p" ] || continue; if [ -z "$s" ]; then s="$p"; else cp -a "$p"/. "$s"/ && rm -rf "$p"; fi; done`,
     `  [ -z "$s" ] || printf '%s' "$k" > "$s/.project_root"`,
-    `done`
+    `done`,
+    `grep -qsF -- '"sessionId":"'"$1"'"' "$d"/tmp/*/chats/*`
   ].join("\n")
 }
 

@@ -55,7 +55,8 @@
  * `-wal`), each with the directory it runs in: restored into a sandbox at another path, `run
  * --session` would answer in the old directory's instance and print nothing. So a continued run's
  * restored sessions are moved to the new work directory first (`sessionState`: `opencode db
- * "UPDATE session SET directory = …"`, offline, a few seconds).
+ * "UPDATE session SET directory = … RETURNING id"`, offline, a few seconds); a session not among
+ * them (`run --session` would fail, "Session not found") starts a new one told the conversation.
  */
 import { AGENT_HOME } from "@agent-runs/core/ports/AgentHarness"
 import type { HarnessLaunch, HarnessTurn, SessionState } from "@agent-runs/core/ports/AgentHarness"
@@ -170,14 +171,17 @@ const DATABASE = ".local/share/opencode/opencode.db"
 
 const shellQuote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`
 
-/** opencode's sessions, moved to the new work directory after a restore (`path`: relative to the project's worktree). */
+/**
+ * opencode's sessions, moved to the new work directory after a restore (`path`: relative to the
+ * project's worktree); the session to resume must be among them (`RETURNING` lists the ids moved).
+ */
 export const sessionState = (command: string): SessionState => ({
   paths: [DATABASE, `${DATABASE}-wal`],
   afterRestore: [
     `d="$(pwd | sed "s/'/''/g")"`,
     `${Object.entries(OFFLINE).map(([k, v]) => `${k}=${v}`).join(" ")} ${shellQuote(command)} db ` +
     `"UPDATE session SET directory = '$d', path = ltrim(substr('$d', length(coalesce((SELECT worktree FROM project ` +
-    `WHERE project.id = session.project_id), '')) + 1), '/')" < /dev/null > /dev/null`
+    `WHERE project.id = session.project_id), '')) + 1), '/') RETURNING id" < /dev/null | grep -xF -- "$1" > /dev/null`
   ].join("\n")
 })
 

@@ -1,14 +1,20 @@
-/** opencode itself (the pinned devDependency) against the fake OpenAI Chat Completions server. */
+/**
+ * opencode itself (the pinned devDependency) against the fake OpenAI Chat Completions server,
+ * composed as a deployment does: `opencode` found on the sandbox's PATH (its npm package's
+ * directory first, not among the system directories).
+ */
 import { harnessSuite } from "@agent-runs/core/testing"
 import { ProcessExecutor } from "@agent-runs/executor-process"
 import { cliPath, fakeModel } from "@agent-runs/testing"
 import * as Path from "node:path"
 import { opencodeHarness } from "../src/index.js"
 
+const PATH = `${Path.dirname(cliPath("opencode-ai", "opencode"))}:${process.env.PATH ?? "/usr/bin:/bin"}`
+
 harnessSuite("opencode", {
-  harness: opencodeHarness({ command: cliPath("opencode-ai", "opencode") }),
+  harness: opencodeHarness(),
   missing: opencodeHarness({ command: "/nonexistent/opencode" }),
-  executor: (root) => ProcessExecutor.layer({ root: Path.join(root, "sandboxes"), reposDir: Path.join(root, "repos") }),
+  executor: (root) => ProcessExecutor.layer({ root: Path.join(root, "sandboxes"), reposDir: Path.join(root, "repos"), env: { PATH, HOME: process.env.HOME ?? "/" } }),
   model: fakeModel,
   endpoint: (url) => ({ OPENCODE_BASE_URL: `${url}/v1` }),
   model_id: "fake-model",

@@ -29,6 +29,11 @@ export interface ModelTurn {
   readonly lastUser: string
   /** When the newest input is a tool result: its output text (several results joined by newlines). */
   readonly toolOutput: string | undefined
+  /**
+   * Every tool result the request carries, oldest first: the conversation's earlier tool calls
+   * included (a resumed session sends them again; a new session told the conversation has none).
+   */
+  readonly toolOutputs: ReadonlyArray<string>
   /** Names of the tools offered, in the order the request lists them. */
   readonly tools: ReadonlyArray<string>
   /**

@@ -71,6 +71,10 @@ const parse = (body: unknown): ParsedCall => {
     system: [...textsOf(system), ...messages.filter((message) => message["role"] === "system").flatMap((message) => textsOf(message["content"]))].join("\n\n"),
     userTexts,
     toolOutput: results.length === 0 ? undefined : results.map((block) => withoutSystemReminders(outputText(block["content"]))).join("\n"),
+    toolOutputs: messages
+      .filter((message) => message["role"] === "user")
+      .flatMap((message) => array(message["content"]).map(record).filter((block) => block["type"] === "tool_result"))
+      .map((block) => withoutSystemReminders(outputText(block["content"]))),
     tools: array(request["tools"]).flatMap((tool) => {
       const name = string(record(tool)["name"])
       return name === undefined ? [] : [name]

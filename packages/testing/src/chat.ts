@@ -41,6 +41,7 @@ const parse = (body: unknown): ParsedCall => {
       .map((message) => userText(textsOf(message["content"])))
       .filter((text) => text !== ""),
     toolOutput: trailing.length === 0 ? undefined : trailing.map((message) => outputText(message["content"])).join("\n"),
+    toolOutputs: messages.filter((message) => message["role"] === "tool").map((message) => outputText(message["content"])),
     tools: array(request["tools"]).flatMap((tool) => {
       const name = string(record(record(tool)["function"])["name"]) ?? string(record(tool)["name"])
       return name === undefined ? [] : [name]

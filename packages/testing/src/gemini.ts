@@ -62,6 +62,10 @@ const parse = (body: unknown, url: URL): ParsedCall => {
       .map((content) => userText(textsOf(content["parts"])))
       .filter((text) => text !== ""),
     toolOutput: results.length === 0 ? undefined : results.map((response) => responseText(record(response)["response"])).join("\n"),
+    toolOutputs: contents
+      .filter((content) => content["role"] !== "model")
+      .flatMap((content) => array(content["parts"]).map(record).map(responseOf).filter((response) => response !== undefined))
+      .map((response) => responseText(record(response)["response"])),
     tools: array(request["tools"]).flatMap((tool) =>
       array(record(tool)["functionDeclarations"] ?? record(tool)["function_declarations"]).flatMap((declaration) => {
         const name = string(record(declaration)["name"])

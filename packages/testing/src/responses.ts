@@ -61,6 +61,7 @@ const parse = (body: unknown): ParsedCall => {
       .map((message) => userText(textsOf(message["content"])))
       .filter((text) => text !== ""),
     toolOutput: trailing.length === 0 ? undefined : trailing.map((item) => outputText(record(item)["output"])).join("\n"),
+    toolOutputs: items.filter((item) => toolOutputTypes.has(String(item["type"]))).map((item) => outputText(item["output"])),
     tools: array(request["tools"]).flatMap((tool): ReadonlyArray<string> => {
       const name = string(record(tool)["name"]) ?? string(record(tool)["type"])
       // A namespace (Codex groups each MCP server's tools so: `{type: "namespace", name:

@@ -91,6 +91,7 @@ export interface ParsedCall {
   readonly system: string
   readonly userTexts: ReadonlyArray<string>
   readonly toolOutput: string | undefined
+  readonly toolOutputs: ReadonlyArray<string>
   readonly tools: ReadonlyArray<string>
   readonly deferredTools: ReadonlyArray<string>
   readonly stream: boolean

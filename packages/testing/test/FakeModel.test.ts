@@ -48,6 +48,7 @@ const turn = (overrides: Partial<ModelTurn>): ModelTurn => ({
   userTexts: [],
   lastUser: "",
   toolOutput: undefined,
+  toolOutputs: [],
   tools: [],
   deferredTools: [],
   shellTool: undefined,
@@ -470,6 +471,56 @@ describe("the server", () => {
     const started = Date.now()
     const events = parseSse(await (await post(`${fake.url}/v1/chat/completions`, { model: "m", stream: true, messages: [{ role: "user", content: "hello" }] })).text())
     expect(Date.now() - started).toBeGreaterThanOrEqual(40 * (events.length - 1) - 5)
+  })
+
+  it("lists every tool result of the conversation, also those a newer user message follows", async () => {
+    const fake = await start()
+    const later = "the next question"
+    await post(`${fake.url}/v1/messages`, {
+      model: "m",
+      stream: false,
+      messages: [
+        { role: "user", content: "RUN: ls" },
+        { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "Bash", input: { command: "ls" } }] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: "anthropic-out" }] },
+        { role: "assistant", content: [{ type: "text", text: "DONE" }] },
+        { role: "user", content: later }
+      ]
+    })
+    await post(`${fake.url}/v1/responses`, {
+      model: "m",
+      stream: false,
+      input: [
+        { type: "message", role: "user", content: [{ type: "input_text", text: "RUN: ls" }] },
+        { type: "function_call", call_id: "c1", name: "exec_command", arguments: "{}" },
+        { type: "function_call_output", call_id: "c1", output: "responses-out" },
+        { type: "message", role: "user", content: [{ type: "input_text", text: later }] }
+      ]
+    })
+    await post(`${fake.url}/v1/chat/completions`, {
+      model: "m",
+      stream: false,
+      messages: [
+        { role: "user", content: "RUN: ls" },
+        { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "bash", arguments: "{}" } }] },
+        { role: "tool", tool_call_id: "c1", content: "chat-out" },
+        { role: "user", content: later }
+      ]
+    })
+    await post(`${fake.url}/v1beta/models/g:generateContent`, {
+      contents: [
+        { role: "user", parts: [{ text: "RUN: ls" }] },
+        { role: "model", parts: [{ functionCall: { name: "run_shell_command", args: {} } }] },
+        { role: "user", parts: [{ functionResponse: { name: "run_shell_command", response: { output: "gemini-out" } } }] },
+        { role: "user", parts: [{ text: later }] }
+      ]
+    })
+    expect(fake.turns.map((t) => [t.protocol, t.toolOutput, t.toolOutputs, t.lastUser])).toEqual([
+      ["anthropic", undefined, ["anthropic-out"], later],
+      ["responses", undefined, ["responses-out"], later],
+      ["chat", undefined, ["chat-out"], later],
+      ["gemini", undefined, ["gemini-out"], later]
+    ])
   })
 
   it("answers a 500 when the script throws", async () => {

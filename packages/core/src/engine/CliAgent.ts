@@ -16,11 +16,12 @@
  *   terminates it (SIGTERM, SIGKILL) once the grace period has passed. No turn starts after it.
  * - A continued run (a new execution in a new sandbox) resumes the CLI's session: the session files
  *   the last execution left (`archiveState`, the adapter's `sessionState` paths, kept by the host)
- *   are restored into the new agent's home first. Without them (not kept, too large, a restore
- *   that failed, a CLI without `sessionState`) it starts a new session whose first message tells
+ *   are restored into the new agent's home first, and the adapter's `afterRestore` finds the
+ *   session among them. Without them (not kept, too large, a restore that failed, the session's
+ *   files gone, a CLI without `sessionState`) it starts a new session whose first message tells
  *   the task and the conversation so far.
  */
-import { Deferred, Duration, Effect, Fiber, Option, Queue, Stream, Take } from "effect"
+import { Deferred, Duration, Effect, Either, Encoding, Fiber, Option, Queue, Stream, Take } from "effect"
 import type { Scope } from "effect"
 import type { AgentOutcome, ExecutionState, HistoryMessage } from "../domain/Harness.js"
 import { outcomeOf as agentOutcomeOf } from "../domain/Harness.js"
@@ -65,15 +66,21 @@ const WRITE_SCRIPT = [
 const HOME_EXPORT = LAUNCH_SCRIPT.split("\n").slice(0, 4).join("\n")
 
 /**
- * Restores session files: `sh -c SCRIPT restore LINES AFTER`, the gzipped tar in base64 on stdin
- * (LINES JSON strings), then the harness's command to run after a restore.
+ * Restores session files: `sh -c SCRIPT restore LINES AFTER SESSION`, the gzipped tar in base64 on
+ * stdin (LINES JSON strings), then the harness's script to run after a restore, given the session
+ * (exit code 3: the session cannot be resumed from the restored files). That script runs the CLI
+ * as a turn would, so with the sandbox's PATH (where the CLI is found), not the helper's.
  */
 const RESTORE_SCRIPT = [
   HOME_EXPORT,
+  `p="$PATH"`,
   SAFE_PATH,
   `head -n "$1" | tr -d '"' | base64 -d | tar -xzf - -C "$HOME" || exit 1`,
-  `eval "$2"`
+  `PATH="$p" /bin/sh -c "$2" after-restore "$3" || exit 3`
 ].join("\n")
+
+/** A session id the restore passes to the harness's script (which may put it in a file name or a query). */
+const SESSION_ID = /^[A-Za-z0-9_.-]{1,200}$/
 
 /** Archives the session paths that exist (`sh -c SCRIPT archive PATH…`): a gzipped tar, in base64, on stdout. */
 const ARCHIVE_SCRIPT = [
@@ -100,21 +107,6 @@ export const launchCommand = (launch: HarnessLaunch): Array<string> => [
 const safePath = (path: string) =>
   path !== "" && !path.startsWith("/") && path.split("/").every((part) => part !== "" && part !== "." && part !== "..")
 
-const base64OfBytes = (bytes: Uint8Array): string => {
-  let binary = ""
-  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000))
-  return btoa(binary)
-}
-
-const base64Of = (text: string): string => base64OfBytes(new TextEncoder().encode(text))
-
-const bytesOfBase64 = (text: string): Uint8Array => {
-  const binary = atob(text)
-  const bytes = new Uint8Array(binary.length)
-  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i)
-  return bytes
-}
-
 /** Writes a launch's files into the agent's home. */
 const writeFiles = (sandbox: Sandbox, files: HarnessLaunch["files"]) =>
   Effect.forEach(files, (file) =>
@@ -122,7 +114,7 @@ const writeFiles = (sandbox: Sandbox, files: HarnessLaunch["files"]) =>
       if (!safePath(file.path)) return yield* new ExecutorError({ message: `the harness asked for a file outside the agent's home: ${file.path}` })
       const writer = yield* sandbox.start(["/bin/sh", "-c", WRITE_SCRIPT, "write", file.path], {})
       yield* writer.stdout.pipe(Stream.runDrain, Effect.ignore, Effect.forkScoped)
-      yield* writer.send(base64Of(file.content))
+      yield* writer.send(Encoding.encodeBase64(file.content))
       const code = yield* writer.exitCode.pipe(
         Effect.timeoutFail({
           duration: Duration.millis(HELPER_TIMEOUT_MS),
@@ -160,18 +152,22 @@ const runHelper = (sandbox: Sandbox, argv: ReadonlyArray<string>, lines: Readonl
     return { code, output: size <= limit ? chunks : undefined }
   }))
 
-/** Restores a CLI's session files into the agent's home of a new sandbox. */
-const restoreState = (sandbox: Sandbox, state: SessionState, bytes: Uint8Array) =>
+/** Restores a CLI's session files into the agent's home of a new sandbox, ready to resume `session`. */
+const restoreState = (sandbox: Sandbox, state: SessionState, bytes: Uint8Array, session: string) =>
   Effect.gen(function*() {
-    const text = base64OfBytes(bytes)
+    if (!SESSION_ID.test(session)) return yield* new ExecutorError({ message: `the session id ${JSON.stringify(session)} cannot be resumed` })
+    const text = Encoding.encodeBase64(bytes)
     const lines: Array<string> = []
     for (let i = 0; i < text.length; i += 65_536) lines.push(text.slice(i, i + 65_536))
     const { code } = yield* runHelper(
       sandbox,
-      ["/bin/sh", "-c", RESTORE_SCRIPT, "restore", String(lines.length), state.afterRestore ?? ":"],
+      ["/bin/sh", "-c", RESTORE_SCRIPT, "restore", String(lines.length), state.afterRestore ?? ":", session],
       lines,
       0
     )
+    if (code === 3) {
+      return yield* new ExecutorError({ message: `the session ${session} cannot be resumed from the agent's restored session files (not among them, or the adapter's afterRestore failed)` })
+    }
     if (code !== 0) return yield* new ExecutorError({ message: `restoring the agent's session files failed (exit code ${code})` })
   })
 
@@ -188,7 +184,11 @@ export const archiveState = (sandbox: Sandbox, harness: AgentHarness): Effect.Ef
     )
     if (code !== 0 || output === undefined) return Option.none()
     const text = new TextDecoder().decode(concatBytes(output)).replace(/\s+/g, "")
-    return text === "" ? Option.none() : Option.some(bytesOfBase64(text))
+    if (text === "") return Option.none()
+    return yield* Either.match(Encoding.decodeBase64(text), {
+      onLeft: () => Effect.fail(new ExecutorError({ message: "the agent's session archive is not valid base64" })),
+      onRight: (archive) => Effect.succeed(Option.some(archive))
+    })
   })
 
 /**
@@ -267,7 +267,7 @@ export const start = (options: CliAgentOptions): Effect.Effect<AgentProcess, Exe
     // A continuation resumes the CLI's session when its files could be restored; else it starts
     // a new session told the conversation so far.
     const resumed = options.resume !== null && harness.sessionState !== undefined
-      ? yield* restoreState(sandbox, harness.sessionState, options.resume.state).pipe(
+      ? yield* restoreState(sandbox, harness.sessionState, options.resume.state, options.resume.session_id).pipe(
         Effect.as(options.resume.session_id),
         Effect.catchAll((e) => Effect.as(Effect.logWarning(`agent CLI: ${e.message}; starting a new session`), null))
       )

@@ -59,12 +59,19 @@ export type HarnessDecoder = (line: string) => ReadonlyArray<HarnessEvent>
 /**
  * Where a CLI keeps its sessions, so that a continued run (a new execution, in a new sandbox)
  * resumes the same session: `paths` (relative to the agent's home) are saved when an execution
- * ends and restored before the next one's first turn; `afterRestore` is a shell command run then
- * in the work directory with `HOME` set (for a CLI that files sessions under its work directory's
- * path, which differs from one sandbox to the next).
+ * ends and restored before the next one's first turn.
  */
 export interface SessionState {
   readonly paths: ReadonlyArray<string>
+  /**
+   * A shell script run after a restore (`/bin/sh -c`), in the work directory with `HOME` set and
+   * `$1` the session to resume (letters, digits, `_`, `-` and `.` only): it makes the session
+   * usable there (a CLI that files sessions under its work directory's path, which differs from
+   * one sandbox to the next) and exits 0 only when the session is among the restored files.
+   * Otherwise (the session's files are gone) the continuation starts a new session told the
+   * conversation so far, instead of a CLI that would fail on an unknown session. Without it the
+   * session is taken to be there.
+   */
   readonly afterRestore?: string
 }
 
