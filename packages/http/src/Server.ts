@@ -6,9 +6,15 @@
  *
  * Decisions:
  * - `/healthz` answers 200 `{status: "ok"}` while the process serves; `/readyz` answers 200
- *   `{status: "ready"}` when `Readiness` succeeds (storage reachable, the background loops
- *   working) and 503 `resource_unavailable` with `Retry-After: 5` otherwise, its `error` saying what
- *   is wrong (a failing loop by name, a recent storage failure).
+ *   `{status: "ready"}` when the service has started (`Startup`) and `Readiness` succeeds (storage
+ *   reachable, the background loops working), and 503 `resource_unavailable` with `Retry-After: 5`
+ *   otherwise, its `error` saying what is wrong ("the service is starting", a failing loop by name,
+ *   a recent storage failure).
+ * - Until the service has started, every other request is answered 503 `resource_unavailable`
+ *   "the service is starting" with `Retry-After: 5` (ServerMiddleware.ts, `startupGate`), except
+ *   the probes, `/metrics` and the pages that read nothing stored (`/`, `/docs`, `/docs/errors`,
+ *   `/openapi.json`, the dashboard's files): no request is judged against a store whose start-up
+ *   work (the bootstrap token, the definitions) is not done, so a valid token is never told 401.
  * - A transcript download (`GET /api/v1/downloads/transcripts/{runId}?expires&signature`) needs no
  *   bearer token; an altered or unsigned URL is a 403 `not_authorized`, an expired one a 403 that
  *   says so; a run without a transcript a 404. The body is the raw bytes the agent printed
@@ -28,7 +34,7 @@ import {
 } from "@effect/platform"
 import { BlobKeys, BlobStore, Errors } from "@agent-runs/core"
 import { appDir } from "@agent-runs/dashboard"
-import { Cause, Chunk, Clock, Context, Effect, Layer, Option, Schema, Stream } from "effect"
+import { Cause, Chunk, Clock, Context, Effect, Layer, Option, Ref, Schema, Stream } from "effect"
 import { Api } from "@agent-runs/api/Api"
 import { AuthenticationLive } from "./AuthenticationLive.js"
 import { dashboard, DASHBOARD_PATH } from "./Dashboard.js"
@@ -57,10 +63,30 @@ import { WorkersLive } from "./handlers/Workers.js"
 import { metricsMiddleware, metricsResponse } from "./Metrics.js"
 import { openApiDocument, serversOf } from "./OpenApiDocument.js"
 import * as Problems from "@agent-runs/api/Problems"
-import { DEFAULT_MAX_BODY_BYTES, problemResponse, serverMiddleware } from "./ServerMiddleware.js"
+import { DEFAULT_MAX_BODY_BYTES, problemResponse, serverMiddleware, STARTING_MESSAGE, startupGate } from "./ServerMiddleware.js"
 
 /** Whether the service can do its work now (storage reachable); `/readyz` runs it. */
 export class Readiness extends Context.Tag("@agent-runs/http/Readiness")<Readiness, Effect.Effect<void, unknown>>() {}
+
+/**
+ * Whether the service has started: its host's start-up work is done (the bootstrap token exists,
+ * the definitions are applied). A flag every request reads once; set once, for good.
+ */
+export class Startup extends Context.Tag("@agent-runs/http/Startup")<Startup, {
+  /** Whether the service has started. */
+  readonly isDone: Effect.Effect<boolean>
+  /** Records that the service has started. */
+  readonly done: Effect.Effect<void>
+}>() {
+  /** A service that has not started yet. */
+  static readonly layer = Layer.effect(
+    Startup,
+    Effect.map(Ref.make(false), (flag) => ({ isDone: Ref.get(flag), done: Ref.set(flag, true) }))
+  )
+}
+
+/** Records that the service has started: the API answers from now on. Its host runs it once its start-up work is done. */
+export const started: Effect.Effect<void, never, Startup> = Effect.flatMap(Startup, (startup) => startup.done)
 
 /** Every group of the API with its handlers and middleware. */
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
@@ -102,9 +128,9 @@ const notReady = (message: string) =>
     headers: { "retry-after": "5" }
   })
 
-/** 200 when ready; else 503 with what is wrong (a readiness failure that is a string says it). */
-const readiness = (ready: Effect.Effect<void, unknown>) =>
-  ready.pipe(
+/** 200 when started and ready; else 503 with what is wrong (a readiness failure that is a string says it). */
+const readiness = (startup: Startup["Type"], ready: Effect.Effect<void, unknown>) =>
+  Effect.flatMap(startup.isDone, (done) => done ? ready : Effect.fail(STARTING_MESSAGE)).pipe(
     Effect.as(json({ status: "ready" })),
     Effect.catchAllCause((cause) => {
       const failure = Cause.failureOption(cause)
@@ -141,13 +167,14 @@ export const ExtraRoutesLive = (basePath: string) =>
       Effect.gen(function*() {
         const document = json(openApiDocument(basePath))
         const ready = yield* Readiness
+        const startup = yield* Startup
         const downloads = yield* DownloadUrls
         const blobs = yield* BlobStore.BlobStore
         yield* router.get("/", Effect.succeed(homePage(basePath)))
         yield* router.get("/docs/errors", Effect.succeed(errorsPage(basePath)))
         yield* router.get("/openapi.json", Effect.succeed(document))
         yield* router.get("/healthz", Effect.succeed(json({ status: "ok" })))
-        yield* router.get("/readyz", readiness(ready))
+        yield* router.get("/readyz", readiness(startup, ready))
         yield* router.get("/metrics", metricsResponse)
         yield* router.get(TRANSCRIPT_DOWNLOAD_ROUTE, download(downloads, blobs))
         const app = dashboard(basePath, appDir)
@@ -172,6 +199,15 @@ export const ExtraRoutesLive = (basePath: string) =>
  * ignored (`/agent/runs/` is `/agent/runs`).
  */
 const ROUTER_CONFIG = { ignoreDuplicateSlashes: false, ignoreTrailingSlash: true, caseSensitive: false } as const
+
+/**
+ * The paths answered while the service starts (as the router matches them: in any case, with one
+ * trailing slash): the probes, `/metrics`, and the pages and files that read nothing stored.
+ */
+const SERVED_WHILE_STARTING = new RegExp(
+  `^/(?:healthz|readyz|metrics|openapi\\.json|docs(?:/errors)?|${DASHBOARD_PATH.slice(1)}(?:/.*)?)?/?$`,
+  "i"
+)
 
 /** The whole HTTP surface as one app: what `serve` serves, and what a host mounts under a prefix. */
 export class App extends Context.Tag("@agent-runs/http/App")<App, HttpApp.Default<never, HttpRouter.HttpRouter.DefaultServices>>() {}
@@ -198,7 +234,8 @@ export const withBasePath = (basePath: string) => <E, R>(app: HttpApp.Default<E,
 /**
  * The app. The server middleware wraps the app itself (not `HttpServer.serve`'s middleware, which
  * sees responses only after they are written), so it can answer router failures and rewrite
- * problem responses.
+ * problem responses. The start-up gate is outside it: until the service has started (`Startup`),
+ * a request is answered before its body is read.
  */
 export const appLayer = (options: AppOptions = {}) => {
   const basePath = options.basePath ?? ""
@@ -207,14 +244,20 @@ export const appLayer = (options: AppOptions = {}) => {
     Effect.gen(function*() {
       const app = yield* HttpRouter.withRouterConfig(HttpApiBuilder.httpApp, ROUTER_CONFIG)
       const routes = Chunk.toReadonlyArray((yield* HttpApiBuilder.Router.router).routes)
-      return withBasePath(basePath)(metricsMiddleware(
+      const startup = yield* Startup
+      const gate = startupGate({
+        started: startup.isDone,
+        servedWhileStarting: (path) => SERVED_WHILE_STARTING.test(path),
+        basePath
+      })
+      return withBasePath(basePath)(metricsMiddleware(gate(
         serverMiddleware({
           maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
           ownBodyLimit: (path) => path.startsWith(INGRESS_PREFIX),
           allowedMethods: allowedMethods(routes),
           basePath
         })(app)
-      ))
+      )))
     })
   ).pipe(
     Layer.provide(ExtraRoutesLive(basePath)),

@@ -17,6 +17,10 @@
  *   `Allow`; any other unknown path is a 404 `resource_not_found` problem; a defect anywhere is a
  *   500 `internal_error` problem (logged with its cause; the body never carries a stack trace).
  * - The webhook ingress (`ownBodyLimit`) reads any media type and checks its bodies itself.
+ * - Until the service has started (`startupGate`), a request is answered 503
+ *   `resource_unavailable` "the service is starting" with `Retry-After: 5`, except on the paths
+ *   the app serves while starting (the probes, the pages that read nothing stored). There is no
+ *   problem type of its own: a client that retries a 503 retries this one (`retryable: true`).
  */
 import { HttpIncomingMessage, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import type { HttpApp } from "@effect/platform"
@@ -109,6 +113,32 @@ const withRetryHeaders = (
   const retryAfter = typeof told === "number" ? told : response.status === 503 ? UNAVAILABLE_RETRY_AFTER_SECONDS : undefined
   const withRetry = HttpServerResponse.setHeader(response, "x-should-retry", retryable ? "true" : "false")
   return typeof retryAfter === "number" ? HttpServerResponse.setHeader(withRetry, "retry-after", String(retryAfter)) : withRetry
+}
+
+/** What a request is told while the service starts (and `/readyz` says then). */
+export const STARTING_MESSAGE = "the service is starting"
+
+/**
+ * Answers 503 until the service has `started`, except on the paths `servedWhileStarting` names;
+ * once started, a request costs one read of the flag.
+ */
+export const startupGate = (options: {
+  readonly started: Effect.Effect<boolean>
+  /** The paths answered while starting (without the mount prefix and the query). */
+  readonly servedWhileStarting: (path: string) => boolean
+  /** The mount prefix: the problem's `type` link is given it. */
+  readonly basePath?: string
+}) => {
+  const starting = withRetryHeaders(
+    problemResponse(new Errors.ResourceUnavailable({ message: `${STARTING_MESSAGE}; try again in a few seconds` })),
+    options.basePath
+  )
+  return <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | HttpServerRequest.HttpServerRequest> =>
+    Effect.flatMap(options.started, (started) =>
+      started
+        ? app
+        : Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+          options.servedWhileStarting(request.url.split("?")[0] ?? "") ? app : Effect.succeed(starting)))
 }
 
 const tooLarge = (limit: number) =>

@@ -13,8 +13,12 @@
  * - Without `executor` the service executes nothing (an API-only replica, or runs executed only by
  *   self-hosted workers); runs wait QUEUED for a replica or worker that executes them, and the
  *   service still sweeps expired leases and admits teams' waiting runs.
- * - Readiness (`/readyz`): storage answers, no background loop is failing, no recent storage
- *   failure, and the host's own `ready` check (if any) passes.
+ * - Readiness (`/readyz`): the service has started, storage answers, no background loop is
+ *   failing, no recent storage failure, and the host's own `ready` check (if any) passes.
+ * - Start-up: the layer provides the service not yet started (`Server.Startup`): until its host
+ *   runs `Server.started`, the API answers 503 "the service is starting" and `/readyz` says so
+ *   (docs/deployment.md). `Listen` and `mount` run it once everything is built (storage migrated,
+ *   `adminToken` ensured); the bundled server once its bootstrap token and definitions are done.
  */
 import { SqlClient } from "@effect/sql"
 import type {
@@ -287,6 +291,7 @@ export const layer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) => {
     }),
     EventStreams.EventStreamLimitsTag.layer(options.eventStreams ?? {}),
     readinessLayer(options.ready),
+    Server.Startup.layer,
     options.signIn === undefined ? Layer.empty : signInLayer(options.signIn, options.publicUrl, secretKey).pipe(Layer.provide(Ids.IdsLive))
   ).pipe(Layer.provideMerge(options.storage), Layer.provideMerge(Health.layer))
   const admin = options.adminToken === undefined

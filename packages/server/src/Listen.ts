@@ -15,9 +15,15 @@ export interface ListenOptions {
   readonly host?: string | undefined
 }
 
-/** Serves the service's app of the context on Node's HTTP server. */
+/**
+ * Serves the service's app of the context on Node's HTTP server, started (`Server.started`): the
+ * service of the context is built, so its start-up work is done before the port opens.
+ */
 export const serve = (listen: ListenOptions) =>
-  Server.serveApp.pipe(Layer.provideMerge(NodeHttpServer.layer(createServer, { port: listen.port, host: listen.host ?? "127.0.0.1" })))
+  Server.serveApp.pipe(
+    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: listen.port, host: listen.host ?? "127.0.0.1" })),
+    Layer.provideMerge(Layer.effectDiscard(Server.started))
+  )
 
 /** The whole service, listening: launch it with `Layer.launch`. */
 export const layer = <ES, EB, EX>(options: AgentRuns.AgentRunsOptions<ES, EB, EX>, listen: ListenOptions) =>

@@ -91,7 +91,10 @@ export const mount = async <ES, EB, EX>(options: AgentRuns.AgentRunsOptions<ES, 
   checkOptions(options as Partial<AgentRuns.AgentRunsOptions<unknown, unknown, unknown>>)
   const basePath = AgentRuns.basePathOf(options.publicUrl)
   const runtime = ManagedRuntime.make(AgentRuns.layer(options).pipe(Layer.provideMerge(NodeHttpServer.layerContext)))
-  const started = await runtime.runPromiseExit(Effect.all({ app: Server.App, handler: nodeHandler, context: runtime.runtimeEffect }))
+  // Built: storage migrated, `adminToken` ensured; so the service has started.
+  const started = await runtime.runPromiseExit(
+    Effect.all({ app: Server.App, handler: nodeHandler, context: runtime.runtimeEffect }).pipe(Effect.zipLeft(Server.started))
+  )
   if (started._tag === "Failure") {
     await runtime.dispose()
     throw startupFailure(started.cause)

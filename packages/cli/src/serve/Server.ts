@@ -4,6 +4,10 @@
  * under the data directory, local processes or Docker, the agent CLIs), served on Node's HTTP
  * server, and the start-up work (migrations run by the storage layer, the bootstrap admin token,
  * the definitions of AGENT_RUNS_DEFINITIONS_DIR, the banner). Composition only.
+ *
+ * The port opens before the bootstrap token and the definitions are done, so that `/healthz` and
+ * `/readyz` answer meanwhile; the API answers 503 "the service is starting" until they are
+ * (`Server.started`), never judging a token against a store that does not hold it yet.
  */
 import { HttpServer } from "@effect/platform"
 import { NodeContext, NodeHttpServer } from "@effect/platform-node"
@@ -16,7 +20,7 @@ import { Directories } from "@agent-runs/node-fs"
 import { AgentRuns } from "@agent-runs/server"
 import { PgStorage } from "@agent-runs/storage-pg"
 import { SqliteStorage } from "@agent-runs/storage-sqlite"
-import { Console, Data, Deferred, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { Console, Data, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
 import { accessSync, chmodSync, constants, existsSync, readFileSync, writeFileSync } from "node:fs"
 import { createServer } from "node:http"
@@ -74,12 +78,7 @@ const storageLayer = (config: ServerConfig, secretKey: Redacted.Redacted<Uint8Ar
     })
 
 /** The service's options for a configuration: its adapters and settings. */
-const agentRunsOptions = (
-  config: ServerConfig,
-  execution: ExecutionSetup,
-  secretKey: Redacted.Redacted<Uint8Array>,
-  ready: Effect.Effect<void, string>
-) => {
+const agentRunsOptions = (config: ServerConfig, execution: ExecutionSetup, secretKey: Redacted.Redacted<Uint8Array>) => {
   const { bodyTimeoutSeconds, deliveriesPerMinute, logDays, logMax, logRejected } = config.ingress
   const heartbeatMs = (config.execution.workerHeartbeatSeconds ?? 5) * 1000
   return {
@@ -125,8 +124,7 @@ const agentRunsOptions = (
     scheduler: { enabled: config.scheduler.enabled, catchUpGraceSeconds: config.scheduler.graceSeconds },
     eventStreams: config.eventStreams,
     maxBodyBytes: config.maxBodyBytes,
-    downloadTtlSeconds: config.downloadTtlSeconds,
-    ready
+    downloadTtlSeconds: config.downloadTtlSeconds
   } satisfies AgentRuns.AgentRunsOptions<unknown, unknown, unknown>
 }
 
@@ -224,9 +222,21 @@ const usableDirectory = (dir: string, setting: string) =>
   })
 
 export interface ServerLiveOptions {
-  /** Runs once start-up work is done (the server listens, the bootstrap token exists, the banner is printed). */
+  /** Runs once start-up work is done (the server listens, the bootstrap token exists, the API answers, the banner is printed). */
   readonly onStarted?: Effect.Effect<void>
 }
+
+/** The start-up work once the server listens: the bootstrap token, the definitions, then the API answers and the banner says so. */
+const startupLayer = (config: ServerConfig, options: ServerLiveOptions) =>
+  Layer.effectDiscard(
+    Effect.gen(function*() {
+      const token = yield* bootstrap(config)
+      yield* applyDefinitions(config)
+      yield* Server.started
+      yield* banner(config, token)
+      yield* options.onStarted ?? Effect.void
+    })
+  )
 
 /** The whole server for a configuration; building it listens, launching it serves until interrupted. */
 export const ServerLive = (config: ServerConfig, options: ServerLiveOptions = {}) =>
@@ -238,21 +248,9 @@ export const ServerLive = (config: ServerConfig, options: ServerLiveOptions = {}
       // First: it may make the data directory private before anything is written into it.
       const execution = yield* setUpExecution(config)
       const secretKey = yield* secretKeyOf(config)
-      // Ready once the start-up work is done (the bootstrap token exists).
-      const started = yield* Deferred.make<void>()
-      const ready = Effect.flatMap(
-        Deferred.isDone(started),
-        (done) => done ? Effect.void : Effect.fail("the service is starting")
-      )
-      const startup = Layer.effectDiscard(
-        Effect.flatMap(bootstrap(config), (token) => Effect.zipRight(applyDefinitions(config), banner(config, token))).pipe(
-          Effect.zipRight(Deferred.succeed(started, undefined)),
-          Effect.zipRight(options.onStarted ?? Effect.void)
-        )
-      )
-      return Layer.merge(Server.serveApp, startup).pipe(
+      return Layer.merge(Server.serveApp, startupLayer(config, options)).pipe(
         Layer.provideMerge(httpServerLayer(config)),
-        Layer.provide(AgentRuns.layer(agentRunsOptions(config, execution, secretKey, ready)))
+        Layer.provide(AgentRuns.layer(agentRunsOptions(config, execution, secretKey)))
       )
     })
   )
