@@ -1,6 +1,6 @@
 /**
- * The package manifests agree on what users install with: one `engines` range everywhere (the
- * root's); in a library, the Effect packages a host shares with us (effect, @effect/platform,
+ * The package manifests agree on what users install with (the `engines` range: engines.test.ts):
+ * in a library, the Effect packages a host shares with us (effect, @effect/platform,
  * @effect/sql, @effect/experimental) as peers, never as a dependency a host would get a second copy
  * of (the apps, the CLI and the examples, own theirs); and a
  * third-party package a workspace's tests use declared by that workspace, not by the root (which
@@ -15,7 +15,6 @@ const root = fileURLToPath(new URL("../..", import.meta.url))
 
 interface Manifest {
   readonly name: string
-  readonly engines?: { readonly node?: string }
   readonly dependencies?: Record<string, string>
   readonly devDependencies?: Record<string, string>
   readonly peerDependencies?: Record<string, string>
@@ -28,12 +27,6 @@ const workspaces = ["packages", "examples"].flatMap((dir) => readdirSync(join(ro
 const shared = ["effect", "@effect/platform", "@effect/sql", "@effect/experimental"]
 
 describe("the package manifests", () => {
-  it("share the root's engines range", () => {
-    const range = read(".").engines?.node
-    expect(range).toBeDefined()
-    expect(workspaces.filter((dir) => read(dir).engines?.node !== range)).toEqual([])
-  })
-
   it("take the Effect packages a host shares as peers, never as dependencies (libraries; the apps own theirs)", () => {
     const libraries = workspaces.filter((dir) => read(dir).private !== true && read(dir).bin === undefined)
     expect(libraries.length).toBeGreaterThan(15)

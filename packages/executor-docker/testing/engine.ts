@@ -16,6 +16,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
+import * as DockerExecutor from "../src/DockerExecutor.js"
 import { parseMountInfo } from "../src/internal/HostMounts.js"
 
 export const testImage = "agent-runs-test:latest"
@@ -112,4 +113,20 @@ export const removeSandboxesUnder = (dir: string): void => {
     if (ids.length > 0) spawnSync("docker", ["rm", "-f", ...ids], { stdio: "ignore" })
     if (spawnSync("umount", [point], { stdio: "ignore" }).status !== 0) spawnSync("umount", ["-l", point], { stdio: "ignore" })
   }
+}
+
+/**
+ * A Docker executor for a harness test in `root` (its `sandboxes` and `repos` inside): the test
+ * image on the host's network (the fake model servers listen on 127.0.0.1), with an agent CLI's
+ * directory mounted read-only at the same path.
+ */
+export const testExecutorWithCli = (root: string, cliDir: string) => {
+  Fs.mkdirSync(Path.join(root, "repos"), { recursive: true })
+  return DockerExecutor.layer({
+    root: Path.join(root, "sandboxes"),
+    reposDir: Path.join(root, "repos"),
+    image: testImage,
+    network: "host",
+    mounts: [{ host: cliDir, container: cliDir, readOnly: true }]
+  })
 }

@@ -6,8 +6,7 @@
  * server on 127.0.0.1). Each continuation runs in a new sandbox: a new user, a new container.
  */
 import { continuationSuite } from "@agent-runs/core/testing"
-import { DockerExecutor } from "@agent-runs/executor-docker"
-import { ensureEngine, ensureTestImage, testImage } from "@agent-runs/executor-docker/testing"
+import { ensureEngine, ensureTestImage, testExecutorWithCli } from "@agent-runs/executor-docker/testing"
 import { ProcessExecutor } from "@agent-runs/executor-process"
 import { cliPath, fakeModel } from "@agent-runs/testing"
 import { createRequire } from "node:module"
@@ -56,14 +55,5 @@ const codex = codexBinary()
 continuationSuite("Codex on Docker", {
   ...common,
   harness: codexHarness({ command: codex.binary }),
-  executor: (root) => {
-    Fs.mkdirSync(Path.join(root, "repos"), { recursive: true })
-    return DockerExecutor.layer({
-      root: Path.join(root, "sandboxes"),
-      reposDir: Path.join(root, "repos"),
-      image: testImage,
-      network: "host",
-      mounts: [{ host: codex.dir, container: codex.dir, readOnly: true }]
-    })
-  }
+  executor: (root) => testExecutorWithCli(root, codex.dir)
 })

@@ -7,8 +7,7 @@
  * new container.
  */
 import { continuationSuite } from "@agent-runs/core/testing"
-import { DockerExecutor } from "@agent-runs/executor-docker"
-import { ensureEngine, ensureTestImage, testImage } from "@agent-runs/executor-docker/testing"
+import { ensureEngine, ensureTestImage, testExecutorWithCli } from "@agent-runs/executor-docker/testing"
 import { ProcessExecutor } from "@agent-runs/executor-process"
 import { cliPath, fakeModel } from "@agent-runs/testing"
 import * as Fs from "node:fs"
@@ -56,14 +55,5 @@ beforeAll(() => {
 const packageDir = Path.dirname(Path.dirname(Fs.realpathSync(command)))
 continuationSuite("opencode on Docker", {
   ...common,
-  executor: (root) => {
-    Fs.mkdirSync(Path.join(root, "repos"), { recursive: true })
-    return DockerExecutor.layer({
-      root: Path.join(root, "sandboxes"),
-      reposDir: Path.join(root, "repos"),
-      image: testImage,
-      network: "host",
-      mounts: [{ host: packageDir, container: packageDir, readOnly: true }]
-    })
-  }
+  executor: (root) => testExecutorWithCli(root, packageDir)
 })
