@@ -174,6 +174,9 @@ export type RunEvent =
   | { readonly id: string; readonly event: "conversation"; readonly data: RunStream.ConversationEvent }
 
 /** The timeline events that end a run. */
+/** The shortest wait before reconnecting, whatever the stream's `retry` says (`retry: 0` would reconnect in a tight loop). */
+export const MIN_RETRY_MS = 500
+
 export const TERMINAL_EVENTS: ReadonlySet<Timeline.TimelineEventType> = new Set<Timeline.TimelineEventType>([
   "run_succeeded",
   "run_failed",
@@ -398,7 +401,7 @@ export const make = (options: ClientOptions): Effect.Effect<Service, never, Http
               }
               const wait = retryMs === undefined
                 ? Transport.retryDelay(undefined, drops, resolved.maxRetryWait)
-                : Math.min(retryMs, Duration.toMillis(resolved.maxRetryWait))
+                : Math.min(Math.max(retryMs, MIN_RETRY_MS), Duration.toMillis(resolved.maxRetryWait))
               drops++
               return Stream.concat(Stream.drain(Stream.fromEffect(Effect.sleep(Duration.millis(wait)))), connections())
             })

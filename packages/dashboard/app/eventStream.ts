@@ -24,8 +24,9 @@ export const streamEvents = (
           signal,
           ...(lastEventId === undefined ? {} : { headers: { "last-event-id": lastEventId } })
         }),
-      // Status 0: no answer (the service could not be reached), rather than one of the API.
-      dropped: (error) => error instanceof ApiError && error.status === 0,
+      // Status 0: no answer (the service could not be reached); 502, 503 and 504: a proxy without
+      // a server behind it, or a server restarting (503 until it has started). Not the API's answer.
+      dropped: (error) => error instanceof ApiError && [0, 502, 503, 504].includes(error.status),
       wait
     },
     onEvent,

@@ -25,6 +25,8 @@ export const MAX_EVENT_CHARS = 32 * 1024 * 1024
 export const DEFAULT_RETRY_MS = 1_000
 /** The longest reconnection delay, whatever the stream's `retry` says. */
 export const MAX_RETRY_MS = 30_000
+/** The shortest, whatever the stream's `retry` says (`retry: 0` would reconnect in a tight loop). */
+export const MIN_RETRY_MS = 500
 /** How many reconnections in a row may bring no event before following gives up. */
 export const MAX_RECONNECTS = 5
 
@@ -74,7 +76,7 @@ export const wait = (ms: number, signal: AbortSignal): Promise<void> =>
 
 /** The delay before reconnection number `attempt` (1, 2, …) since the last event. */
 export const reconnectDelay = (retryMs: number | undefined, attempt: number): number =>
-  Math.min(retryMs ?? DEFAULT_RETRY_MS * 2 ** (attempt - 1), MAX_RETRY_MS)
+  Math.min(Math.max(retryMs ?? DEFAULT_RETRY_MS * 2 ** (attempt - 1), MIN_RETRY_MS), MAX_RETRY_MS)
 
 /**
  * Follows the stream until its `end` event, telling `onEvent` each event's name and data (`end`

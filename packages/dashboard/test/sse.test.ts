@@ -10,7 +10,9 @@ import {
   EventTooLarge,
   followEvents,
   MAX_RECONNECTS,
-  MAX_RETRY_MS
+  MAX_RETRY_MS,
+  MIN_RETRY_MS,
+  reconnectDelay
 } from "../app/sse.js"
 
 const encoder = new TextEncoder()
@@ -84,6 +86,15 @@ const oneByteAtATime = function*(dataChars: number) {
   yield encoder.encode(`\n\n${END}`)
 }
 
+describe("reconnectDelay", () => {
+  it("keeps the stream's `retry` between a floor and a cap: `retry: 0` does not reconnect in a tight loop", () => {
+    expect(reconnectDelay(0, 1)).toBe(MIN_RETRY_MS)
+    expect(reconnectDelay(2_000, 3)).toBe(2_000)
+    expect(reconnectDelay(10_000_000, 1)).toBe(MAX_RETRY_MS)
+    expect(reconnectDelay(undefined, 2)).toBe(2 * DEFAULT_RETRY_MS)
+  })
+})
+
 describe("followEvents", () => {
   it("a CR LF split across chunks is one line ending, not an event boundary", async () => {
     const chunks = ["id: 1-0\r", "\nevent: timeline\r\ndata: one\r", "\ndata: two\r\n\r", "\nevent: end\r\ndata: {}\r\n\r\n"]
@@ -95,7 +106,7 @@ describe("followEvents", () => {
   it("resumes after a drop and after a close before `end` with Last-Event-ID: no event lost, none twice", async () => {
     const { opened, outcome, seen, waited } = await follow([
       // Drops in the middle of the third event.
-      body([": open\n\nretry: 5\n", event("1-0", "a"), event("2-0", "b"), "id: 2-1\nevent: conv"], "drop").response,
+      body([": open\n\nretry: 700\n", event("1-0", "a"), event("2-0", "b"), "id: 2-1\nevent: conv"], "drop").response,
       // Closes cleanly, but before `end`.
       body([": open\n\n", event("2-1", "c"), event("3-1", "d")], "close").response,
       body([": open\n\n", event("4-1", "e"), END]).response
@@ -111,7 +122,7 @@ describe("followEvents", () => {
     ])
     expect(opened).toEqual([undefined, "2-0", "3-1"])
     // The stream's `retry` is the delay.
-    expect(waited).toEqual([5, 5])
+    expect(waited).toEqual([700, 700])
   })
 
   it("without `retry`, waits 1 s doubling while reconnections bring no event, then gives up with the cause", async () => {

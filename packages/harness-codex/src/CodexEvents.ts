@@ -174,9 +174,11 @@ export const decoder = (): HarnessDecoder => {
     const latest = tokensOf(event)
     const before = totals.get(thread) ?? { input: 0, output: 0 }
     totals.set(thread, latest)
-    // The sum over threads, kept as it changes (not summed again on every turn).
-    sum.input += latest.input - before.input
-    sum.output += latest.output - before.output
+    // The sum over threads, kept as it changes (not summed again on every turn). A thread's totals
+    // only grow: a starting total above them (the session files are the agent's to write) is not
+    // the thread's, and the turn counts from zero rather than hiding its tokens.
+    sum.input += latest.input - (before.input <= latest.input ? before.input : 0)
+    sum.output += latest.output - (before.output <= latest.output ? before.output : 0)
     return [{ type: "usage", input_tokens: Math.round(sum.input), output_tokens: Math.round(sum.output), inference_cost: 0, compute_cost: 0 }]
   }
 

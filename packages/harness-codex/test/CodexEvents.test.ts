@@ -135,6 +135,14 @@ describe("Codex decoder", () => {
     expect(started.filter((e) => e.type === "usage").at(-1)).toMatchObject({ input_tokens: 300, output_tokens: 60 })
   })
 
+  it("does not let a starting total above the thread's own (the session files are the agent's to write) hide a turn's tokens", () => {
+    const forged = json({ type: THREAD_TOTALS, thread_id: THREAD, usage: { input_tokens: 9_007_199_254_740_991, cached_input_tokens: 0, output_tokens: 9_007_199_254_740_991, total_tokens: 0 } })
+    const events = decodeLines([forged, threadStarted(), turnCompleted(300, 60)])
+    expect(events.filter((e) => e.type === "usage")).toEqual([
+      { type: "usage", input_tokens: 300, output_tokens: 60, inference_cost: 0, compute_cost: 0 }
+    ])
+  })
+
   it("reports a refused key (401 after the reconnects) as integration_not_configured", () => {
     const said = "unexpected status 401 Unauthorized: Incorrect API key provided: wrong. You can find your API key at " +
       "https://platform.openai.com/account/api-keys., url: http://127.0.0.1:8765/v1/responses"

@@ -127,7 +127,7 @@ export const sessionState: SessionState = {
     `  for p in "$b"/*; do [ -L "$p" ] && { rm -f "$p"; continue; }; [ -d "$p" ] || continue; if [ -z "$s" ]; then s="$p"; else cp -a "$p"/. "$s"/ && rm -rf "$p"; fi; done`,
     `  [ -z "$s" ] || printf '%s' "$k" > "$s/.project_root"`,
     `done`,
-    `grep -qsF -- '"sessionId":"'"$1"'"' "$d"/tmp/*/chats/*`
+    `grep -qsF -e '"sessionId":"'"$1"'"' -e '"sessionId": "'"$1"'"' "$d"/tmp/*/chats/*`
   ].join("\n")
 }
 

@@ -80,7 +80,7 @@ const RESTORE_SCRIPT = [
 ].join("\n")
 
 /** A session id the restore passes to the harness's script (which may put it in a file name or a query). */
-const SESSION_ID = /^[A-Za-z0-9_.-]{1,200}$/
+const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$/
 
 /** Archives the session paths that exist (`sh -c SCRIPT archive PATH…`): a gzipped tar, in base64, on stdout. */
 const ARCHIVE_SCRIPT = [
