@@ -8,11 +8,11 @@
 import { continuationSuite } from "@agent-runs/core/testing"
 import { ensureEngine, ensureTestImage, testExecutorWithCli } from "@agent-runs/executor-docker/testing"
 import { ProcessExecutor } from "@agent-runs/executor-process"
-import { cliPath, fakeModel } from "@agent-runs/testing"
+import { fakeModel, runnableCopy } from "@agent-runs/testing"
 import { createRequire } from "node:module"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { beforeAll } from "vitest"
+import { afterAll, beforeAll } from "vitest"
 import { codexHarness } from "../src/index.js"
 
 const common = {
@@ -22,10 +22,23 @@ const common = {
   model_id: "gpt-5-codex"
 }
 
+/** Codex's own binary (static, musl): the npm package's `codex.js` needs `/usr/bin/env`, which the test image has not. */
+const codexBinary = (): { readonly dir: string; readonly binary: string } => {
+  const pkg = process.arch === "arm64" ? "@openai/codex-linux-arm64" : "@openai/codex-linux-x64"
+  const triple = process.arch === "arm64" ? "aarch64-unknown-linux-musl" : "x86_64-unknown-linux-musl"
+  const dir = Path.dirname(createRequire(createRequire(import.meta.url).resolve("@openai/codex/package.json")).resolve(`${pkg}/package.json`))
+  return { dir, binary: Path.join(dir, "vendor", triple, "bin", "codex") }
+}
+
+const codex = codexBinary()
+
 if (process.getuid?.() === 0) {
+  // A copy of the binary, which sandbox users can run wherever the checkout is.
+  const shared = runnableCopy(codex.binary, "codex")
+  afterAll(() => Fs.rmSync(shared.dir, { recursive: true, force: true }))
   continuationSuite("Codex on isolated processes", {
     ...common,
-    harness: codexHarness({ command: cliPath("@openai/codex", "codex") }),
+    harness: codexHarness({ command: shared.file }),
     executor: (root) => {
       // Sandbox users must reach the sandboxes' root (mkdtemp makes it private).
       Fs.chmodSync(root, 0o711)
@@ -38,20 +51,11 @@ if (process.getuid?.() === 0) {
   })
 }
 
-/** Codex's own binary (static, musl): the npm package's `codex.js` needs `/usr/bin/env`, which the test image has not. */
-const codexBinary = (): { readonly dir: string; readonly binary: string } => {
-  const pkg = process.arch === "arm64" ? "@openai/codex-linux-arm64" : "@openai/codex-linux-x64"
-  const triple = process.arch === "arm64" ? "aarch64-unknown-linux-musl" : "x86_64-unknown-linux-musl"
-  const dir = Path.dirname(createRequire(createRequire(import.meta.url).resolve("@openai/codex/package.json")).resolve(`${pkg}/package.json`))
-  return { dir, binary: Path.join(dir, "vendor", triple, "bin", "codex") }
-}
-
 beforeAll(() => {
   ensureEngine()
   ensureTestImage()
 }, 900_000)
 
-const codex = codexBinary()
 continuationSuite("Codex on Docker", {
   ...common,
   harness: codexHarness({ command: codex.binary }),

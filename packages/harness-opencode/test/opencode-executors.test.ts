@@ -9,10 +9,10 @@
 import { continuationSuite } from "@agent-runs/core/testing"
 import { ensureEngine, ensureTestImage, testExecutorWithCli } from "@agent-runs/executor-docker/testing"
 import { ProcessExecutor } from "@agent-runs/executor-process"
-import { cliPath, fakeModel } from "@agent-runs/testing"
+import { cliPath, fakeModel, runnableCopy } from "@agent-runs/testing"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { beforeAll } from "vitest"
+import { afterAll, beforeAll } from "vitest"
 import { opencodeHarness } from "../src/index.js"
 
 /** opencode's binary (its npm package's postinstall puts it there). */
@@ -29,8 +29,11 @@ const common = {
 }
 
 if (process.getuid?.() === 0) {
-  // As a deployment composes it: `opencode` found on the sandbox's PATH (here its npm package's
-  // directory, which is not among the system directories), not an absolute path.
+  // As a deployment composes it: `opencode` found on the sandbox's PATH (here a directory that is
+  // not among the system directories), not an absolute path; a copy, which sandbox users can run
+  // wherever the checkout is.
+  const shared = runnableCopy(command, "opencode")
+  afterAll(() => Fs.rmSync(shared.dir, { recursive: true, force: true }))
   continuationSuite("opencode on isolated processes, found on the PATH", {
     ...common,
     harness: opencodeHarness(),
@@ -40,7 +43,7 @@ if (process.getuid?.() === 0) {
       return ProcessExecutor.layer({
         root: Path.join(root, "sandboxes"),
         reposDir: Path.join(root, "repos"),
-        env: { PATH: `${Path.dirname(command)}:${process.env.PATH ?? "/usr/bin:/bin"}` },
+        env: { PATH: `${shared.dir}:${process.env.PATH ?? "/usr/bin:/bin"}` },
         isolation: { uids: { first: 1_710_000_000, count: 100_000 } }
       })
     }

@@ -14,7 +14,7 @@ export {
   userPartText,
   userText
 } from "./FakeModel.js"
-export { claudeCodePackage, cliPath } from "./CliPath.js"
+export { claudeCodePackage, cliPath, runnableCopy } from "./CliPath.js"
 export { fakeModel } from "./FakeModelScope.js"
 export { assistantTexts, type ConversationStep, type FinishedRun, freePort, mountedApi } from "./MountedApi.js"
 export {
