@@ -1,15 +1,21 @@
 /**
  * opencode itself (the pinned devDependency) against the fake OpenAI Chat Completions server,
- * composed as a deployment does: `opencode` found on the sandbox's PATH (its npm package's
- * directory first, not among the system directories).
+ * composed as a deployment does: `opencode` found on the sandbox's PATH (a directory of its own
+ * first, not among the system directories).
  */
 import { harnessSuite } from "@agent-runs/core/testing"
 import { ProcessExecutor } from "@agent-runs/executor-process"
-import { cliPath, fakeModel } from "@agent-runs/testing"
+import { cliPath, fakeModel, runnableCopy } from "@agent-runs/testing"
+import * as Fs from "node:fs"
 import * as Path from "node:path"
+import { afterAll } from "vitest"
 import { opencodeHarness } from "../src/index.js"
 
-const PATH = `${Path.dirname(cliPath("opencode-ai", "opencode"))}:${process.env.PATH ?? "/usr/bin:/bin"}`
+// The binary as `opencode` in a directory of its own (its npm package names it `opencode.exe`;
+// `node_modules/.bin` is on the PATH only when npm runs the tests).
+const shared = runnableCopy(cliPath("opencode-ai", "opencode"), "opencode")
+afterAll(() => Fs.rmSync(shared.dir, { recursive: true, force: true }))
+const PATH = `${shared.dir}:${process.env.PATH ?? "/usr/bin:/bin"}`
 
 harnessSuite("opencode", {
   harness: opencodeHarness(),
