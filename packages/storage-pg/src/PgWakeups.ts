@@ -1,6 +1,7 @@
 /**
- * Wake-ups on PostgreSQL (docs/execution.md, "How a run flows"): `NOTIFY` through the pool, heard
- * by every replica on a `LISTEN` connection of its own.
+ * Wake-ups and identity changes on PostgreSQL (docs/execution.md, "How a run flows";
+ * docs/reference/access.md, "Token cache"): `NOTIFY` through the pool, heard by every replica on
+ * one `LISTEN` connection of its own, listening on both channels.
  *
  * Decisions:
  * - A replica listens on one connection of its own for as long as the storage layer lives, and
@@ -10,7 +11,8 @@
  *   (it then claimed only on its 1 s poll); and it never notices that its connection was lost.
  * - A lost connection (PostgreSQL restarted, the network, `pg_terminate_backend`) is noticed by
  *   its `error` or `end` event and opened again after `RETRY`; once it listens again, every
- *   subscriber gets one signal, since whatever was sent meanwhile went unheard. Dispatchers also
+ *   subscriber of both channels gets one signal, since whatever was sent meanwhile went unheard
+ *   (an identity change unheard would otherwise keep a revoked token in a cache until its TTL). Dispatchers also
  *   poll, so the time without a connection only delays claims.
  * - The layer waits (up to `READY`) for the first `LISTEN`, so that what is created once it is
  *   built is heard.
@@ -18,14 +20,17 @@
  *   at commit (`pg.notify` sends `NOTIFY channel, $1`, which PostgreSQL refuses). The payload is
  *   not empty: empty payloads are easy to drop by mistake.
  */
-import { Wakeups } from "@agent-runs/storage-sql"
+import { IdentityChanges, Wakeups } from "@agent-runs/storage-sql"
 import { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
-import { Deferred, Duration, Effect, Layer, PubSub, Stream } from "effect"
+import { Context, Deferred, Duration, Effect, Layer, PubSub, Stream } from "effect"
 import * as Pg from "pg"
 
-/** The channel every replica listens on. */
+/** The channel every replica listens on for wake-ups. */
 export const WAKEUP_CHANNEL = "agent_runs_wakeup"
+
+/** The channel every replica listens on for identity changes. */
+export const IDENTITY_CHANNEL = "agent_runs_identity"
 
 /** The pause before a lost or refused `LISTEN` connection is opened again. */
 const RETRY = Duration.seconds(1)
@@ -35,13 +40,16 @@ const READY = Duration.seconds(5)
 
 const lost = (cause: unknown, message: string) => new SqlError({ cause, message })
 
-/** Wake-ups over the SQL client, listening on connections `connect` makes (not yet connected). */
+/**
+ * Wake-ups and identity changes over the SQL client, listening on connections `connect` makes
+ * (not yet connected).
+ */
 export const layer = (connect: () => Pg.Client) =>
-  Layer.scoped(
-    Wakeups.Wakeups,
+  Layer.scopedContext(
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const hub = yield* Effect.acquireRelease(PubSub.sliding<void>(16), PubSub.shutdown)
+      const identityHub = yield* Effect.acquireRelease(PubSub.sliding<void>(16), PubSub.shutdown)
       const ready = yield* Deferred.make<void>()
 
       // Warned once per outage: while the connection cannot be opened again, each try says so at debug.
@@ -70,13 +78,16 @@ export const layer = (connect: () => Pg.Client) =>
         })
         client.on("notification", (message) => {
           if (message.channel === WAKEUP_CHANNEL) hub.unsafeOffer(undefined)
+          else if (message.channel === IDENTITY_CHANNEL) identityHub.unsafeOffer(undefined)
         })
         yield* Effect.tryPromise({
-          try: () => client.query(`LISTEN ${Pg.escapeIdentifier(WAKEUP_CHANNEL)}`),
+          try: () =>
+            client.query(`LISTEN ${Pg.escapeIdentifier(WAKEUP_CHANNEL)}; LISTEN ${Pg.escapeIdentifier(IDENTITY_CHANNEL)}`),
           catch: (e) => lost(e, "LISTEN failed")
         })
-        // Notifications sent while no connection listened were not heard: look once.
+        // Notifications sent while no connection listened were not heard: look once, forget once.
         hub.unsafeOffer(undefined)
+        identityHub.unsafeOffer(undefined)
         if (warned) yield* Effect.logInfo("wake-ups: listening again")
         warned = false
         yield* Deferred.succeed(ready, undefined)
@@ -95,9 +106,12 @@ export const layer = (connect: () => Pg.Client) =>
       )
       yield* Deferred.await(ready).pipe(Effect.timeoutOption(READY))
 
-      return {
+      return Context.make(Wakeups.Wakeups, {
         notify: Effect.asVoid(sql`SELECT pg_notify(${WAKEUP_CHANNEL}, 'run')`),
         signals: Stream.fromPubSub(hub)
-      }
+      }).pipe(Context.add(IdentityChanges.IdentityChanges, {
+        publish: Effect.asVoid(sql`SELECT pg_notify(${IDENTITY_CHANNEL}, 'identity')`),
+        signals: Stream.fromPubSub(identityHub)
+      }))
     })
   )

@@ -3,6 +3,10 @@
  * API tokens stored only as their SHA-256 hash (unique). A token is found while `revoked_at` is
  * null; revoking sets it at once and keeps the record. Deleting a principal keeps its row (its
  * name) with `deleted_at`, removes its memberships and revokes its tokens in one transaction.
+ *
+ * `findToken` answers from a bounded in-memory cache (TokenCache.ts) while its entry is fresh;
+ * every write that can change what a token grants (revoking, deleting or changing a principal,
+ * a membership) empties it, here at once and on every other replica through `IdentityChanges`.
  */
 import * as TrustedCodec from "@agent-runs/core/domain/TrustedCodec"
 import type { PrincipalUid, TeamUid, TokenId } from "@agent-runs/core/domain/Ids"
@@ -10,9 +14,14 @@ import { GitHubConnection } from "@agent-runs/core/domain/GitHub"
 import { Principal, type Role, Team, TokenRecord } from "@agent-runs/core/domain/Identity"
 import { IdentityStore, type PrincipalChanges, type PrincipalPage } from "@agent-runs/core/ports/IdentityStore"
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer, Option, Schema } from "effect"
+import { Clock, DateTime, Effect, Layer, Option, Schema, Stream } from "effect"
+import { IdentityChanges } from "./IdentityChanges.js"
 import { bool, Count, decodeRows, iso, json, JsonColumn, millis, operation, traced } from "./internal/Catalog.js"
 import * as Rows from "./Rows.js"
+import * as TokenCache from "./TokenCache.js"
+
+/** What `findToken` finds. */
+type FoundToken = { readonly token: TokenRecord; readonly principal: Principal }
 
 const TeamRow = Schema.Struct({
   uid: Schema.String,
@@ -86,11 +95,27 @@ const toToken = (row: typeof TokenRow.Type) =>
     max_role: row.max_role
   })
 
-/** IdentityStore, needing `SqlClient`. */
-export const layer = Layer.effect(
+/** IdentityStore, needing `SqlClient` and `IdentityChanges` (and `TokenCacheConfig` when not the default). */
+export const layer = Layer.scoped(
   IdentityStore,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const changes = yield* IdentityChanges
+    const settings = Option.getOrElse(yield* Effect.serviceOption(TokenCache.TokenCacheConfig), () => TokenCache.DEFAULT_TOKEN_CACHE)
+    const cache = TokenCache.make<FoundToken>(settings)
+    // Another replica's change (or changes that may have gone unheard): nothing cached holds.
+    yield* changes.signals.pipe(Stream.runForEach(() => Effect.sync(cache.invalidate)), Effect.forkScoped)
+
+    /**
+     * `write`, after which what a token grants may differ: the cache is emptied when it is done
+     * (and before, so no lookup in between stores what it read), and every replica is told.
+     */
+    const changing = <A, E, R>(write: Effect.Effect<A, E, R>) =>
+      Effect.sync(cache.invalidate).pipe(
+        Effect.zipRight(write),
+        Effect.tap(() => changes.publish),
+        Effect.ensuring(Effect.sync(cache.invalidate))
+      )
 
     const teamColumns = (team: Team) => ({
       name: team.name,
@@ -221,6 +246,7 @@ export const layer = Layer.effect(
           })
         } WHERE uid = ${uid}`
       },
+      changing,
       operation("IdentityStore.updatePrincipal")
     )
 
@@ -231,6 +257,7 @@ export const layer = Layer.effect(
             (SELECT COALESCE(MAX(join_order), -1) + 1 FROM memberships WHERE principal_uid = ${uid}))
           ON CONFLICT (principal_uid, team_uid) DO UPDATE SET role = excluded.role`
       },
+      changing,
       operation("IdentityStore.setMembership")
     )
 
@@ -239,6 +266,7 @@ export const layer = Layer.effect(
         const rows = yield* sql`DELETE FROM memberships WHERE principal_uid = ${uid} AND team_uid = ${team} RETURNING team_uid`
         return rows.length > 0
       },
+      changing,
       operation("IdentityStore.removeMembership")
     )
 
@@ -289,6 +317,7 @@ export const layer = Layer.effect(
         yield* sql`UPDATE tokens SET revoked_at = COALESCE(revoked_at, ${at}) WHERE principal_uid = ${uid}`
       },
       sql.withTransaction,
+      changing,
       operation("IdentityStore.deletePrincipal")
     )
 
@@ -325,8 +354,9 @@ export const layer = Layer.effect(
       operation("IdentityStore.createToken")
     )
 
-    const findToken = Effect.fn("IdentityStore.findToken")(
+    const readToken = Effect.fn("IdentityStore.findToken")(
       function* (hash: string) {
+        const generation = cache.generation()
         const tokens = yield* sql`SELECT * FROM tokens WHERE token_hash = ${hash} AND revoked_at IS NULL`.pipe(
           Effect.flatMap(decodeRows(TokenRow))
         )
@@ -338,10 +368,19 @@ export const layer = Layer.effect(
         )
         const principal = principals[0]
         if (principal === undefined) return Option.none()
-        return Option.some({ token: yield* toToken(row), principal })
+        const found: FoundToken = { token: yield* toToken(row), principal }
+        cache.put(hash, found.token.token_id, found, generation, yield* Clock.currentTimeMillis)
+        return Option.some(found)
       },
       operation("IdentityStore.findToken")
     )
+
+    /** The cached entry while fresh (no read, no span), else the stored one. */
+    const findToken = (hash: string) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const cached = cache.get(hash, now)
+        return cached === undefined ? readToken(hash) : Effect.succeed(Option.some(cached))
+      })
 
     const findTokenRecord = Effect.fn("IdentityStore.findTokenRecord")(
       function* (hash: string) {
@@ -371,6 +410,8 @@ export const layer = Layer.effect(
     const touchToken = Effect.fn("IdentityStore.touchToken")(
       function* (id: TokenId, at: number) {
         yield* sql`UPDATE tokens SET last_used_at = ${at} WHERE token_id = ${id}`
+        // A cached token keeps its last use, or every request would write it again.
+        cache.update(id, (found) => ({ ...found, token: new TokenRecord({ ...found.token, last_used_at: DateTime.unsafeMake(at) }, true) }))
       },
       operation("IdentityStore.touchToken")
     )
@@ -381,6 +422,7 @@ export const layer = Layer.effect(
           WHERE token_id = ${id} RETURNING token_id`
         return rows.length > 0
       },
+      changing,
       operation("IdentityStore.revokeToken")
     )
 

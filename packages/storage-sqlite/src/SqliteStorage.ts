@@ -5,7 +5,7 @@
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { SqlClient } from "@effect/sql"
 import { Directories } from "@agent-runs/node-fs"
-import { Migrations, StorageKey, StorageSql, Wakeups } from "@agent-runs/storage-sql"
+import { IdentityChanges, Migrations, StorageKey, StorageSql, Wakeups } from "@agent-runs/storage-sql"
 import { Effect, Layer, PubSub, Stream } from "effect"
 import { dirname } from "node:path"
 
@@ -27,6 +27,12 @@ const wakeups = Layer.scoped(
     }
   })
 )
+
+/**
+ * Identity changes: this process's own writes empty its token cache themselves, and no other
+ * process serves the same file (docs/storage.md), so there is nothing to tell or hear.
+ */
+const identityChanges = Layer.succeed(IdentityChanges.IdentityChanges, { publish: Effect.void, signals: Stream.never })
 
 /** Connection settings every session needs, then the migrations. */
 const prepare = Layer.effectDiscard(
@@ -51,6 +57,7 @@ export const layer = (options: SqliteStorageOptions) => {
   const support = Layer.mergeAll(
     prepare,
     wakeups,
+    identityChanges,
     StorageKey.layer(options.secretKey)
   ).pipe(Layer.provideMerge(client))
   return StorageSql.layer.pipe(Layer.provideMerge(support))

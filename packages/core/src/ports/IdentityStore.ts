@@ -63,7 +63,11 @@ export class IdentityStore extends Context.Tag("@agent-runs/core/IdentityStore")
   readonly countPrincipals: Effect.Effect<number, StorageError>
   /** Stores a token's record (its hash, never the token). */
   readonly createToken: (token: TokenRecord) => Effect.Effect<void, StorageError>
-  /** The unrevoked token with this SHA-256 hash and its principal. */
+  /**
+   * The unrevoked token with this SHA-256 hash and its principal. An adapter may answer from a
+   * cache, provided that its own writes that change what a token grants (revoking, principal and
+   * membership changes) are seen by the next call, and other processes' within seconds.
+   */
   readonly findToken: (
     hash: string
   ) => Effect.Effect<Option.Option<{ readonly token: TokenRecord; readonly principal: Principal }>, StorageError>

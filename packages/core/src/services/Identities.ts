@@ -4,9 +4,10 @@
  * bytes in base64url; only their SHA-256 (lowercase hex) is stored.
  *
  * Decisions:
- * - No cache: every request looks its token up, so a revocation, an expiry, a disabled principal or
- *   a changed membership takes effect on the next request. A token without the `ar_` prefix is a
- *   401 without a lookup. What the token stands for is decided by `TokenAccess.tokenViewer` (the
+ * - Every request looks its token up in the store, which answers from its token cache (storage's
+ *   TokenCache.ts, docs/reference/access.md "Token cache"): a revocation, a disabled principal or
+ *   a changed membership empties it, so it takes effect on the next request; the expiry is
+ *   checked here on every request. A token without the `ar_` prefix is a 401 without a lookup. What the token stands for is decided by `TokenAccess.tokenViewer` (the
  *   TEAM header, the token's limits, expiry and the principal's state).
  * - A token's `last_used_at` is written at most once a minute (when the stored one is older), in
  *   the background: a request never waits for it, and a failure to write it is only logged.

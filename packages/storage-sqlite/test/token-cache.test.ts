@@ -1,0 +1,22 @@
+import { tokenCacheSuite } from "@agent-runs/core/testing"
+import { TokenCache } from "@agent-runs/storage-sql"
+import { SqlClient } from "@effect/sql"
+import { Context, Effect, Layer } from "effect"
+import { SqliteStorage } from "../src/index.js"
+import { freshDatabase, testKey } from "./harness.js"
+
+// One process: both "replicas" are the same stores, as the API and the engine share them.
+tokenCacheSuite("sqlite", (ttlMs) =>
+  Effect.gen(function* () {
+    const { filename } = yield* freshDatabase
+    const stores = yield* Layer.build(
+      SqliteStorage.layer({ filename, secretKey: testKey() }).pipe(
+        Layer.provide(Layer.succeed(TokenCache.TokenCacheConfig, { ...TokenCache.DEFAULT_TOKEN_CACHE, ttlMs }))
+      )
+    )
+    const sql = Context.get(stores, SqlClient.SqlClient)
+    return {
+      stores: [stores, stores] as const,
+      revokeBehind: (hash: string) => sql`UPDATE tokens SET revoked_at = ${Date.now()} WHERE token_hash = ${hash}`
+    }
+  }))
