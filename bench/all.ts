@@ -35,7 +35,7 @@ interface Bench {
 }
 
 const BENCHES: ReadonlyArray<Bench> = [
-  { name: "http", quick: { BENCH_RUNS: "100000", BENCH_SECONDS: "5" }, limitSeconds: 180 },
+  { name: "http", quick: { BENCH_RUNS: "100000", BENCH_SECONDS: "5" }, limitSeconds: 360 },
   { name: "ingress", quick: { BENCH_SECONDS: "4" }, limitSeconds: 180 },
   { name: "scheduler", quick: {}, limitSeconds: 240 },
   { name: "queue", quick: {}, limitSeconds: 180 },

@@ -110,13 +110,22 @@ export const measure = async (next: Requests): Promise<Measurement> => {
 
 /**
  * A bare node:http server on a worker thread for the scope: `source` (CommonJS, evaluated in the
- * worker, given `workerData`) listens on 127.0.0.1 and posts its port to the parent.
+ * worker; or a script file's URL, run from its own directory) is given `workerData`, listens on
+ * 127.0.0.1 and posts its port to the parent. A worker that fails or exits before that is a defect.
  */
-export const startBare = (source: string, workerData: unknown) =>
+export const startBare = (source: string | URL, workerData: unknown) =>
   Effect.acquireRelease(
     Effect.async<{ readonly worker: Worker; readonly port: number }>((resume) => {
-      const worker = new Worker(source, { eval: true, workerData })
-      worker.once("message", (port: number) => resume(Effect.succeed({ worker, port })))
+      const worker = new Worker(source, { eval: typeof source === "string", workerData })
+      let settled = false
+      const settle = (effect: Effect.Effect<{ readonly worker: Worker; readonly port: number }>) => {
+        if (settled) return
+        settled = true
+        resume(effect)
+      }
+      worker.once("message", (port: number) => settle(Effect.succeed({ worker, port })))
+      worker.once("error", (error) => settle(Effect.die(error)))
+      worker.once("exit", (code) => settle(Effect.dieMessage(`the worker exited (code ${code}) before it listened`)))
     }),
     ({ worker }) => Effect.promise(() => worker.terminate())
   )
