@@ -35,10 +35,11 @@ interface Bench {
 }
 
 const BENCHES: ReadonlyArray<Bench> = [
-  { name: "http", quick: { BENCH_RUNS: "100000", BENCH_SECONDS: "5" }, limitSeconds: 360 },
-  { name: "ingress", quick: { BENCH_SECONDS: "4" }, limitSeconds: 180 },
+  { name: "http", quick: { BENCH_RUNS: "100000", BENCH_SECONDS: "5" }, limitSeconds: 900 },
+  { name: "ingress", quick: { BENCH_SECONDS: "4" }, limitSeconds: 300 },
   { name: "scheduler", quick: {}, limitSeconds: 240 },
   { name: "queue", quick: {}, limitSeconds: 180 },
+  { name: "engine", quick: { BENCH_ENGINE_RUNS: "200" }, limitSeconds: 240 },
   { name: "dispatch", quick: { BENCH_RUNS: "60", BENCH_THROUGHPUT_RUNS: "200", BENCH_DOCKER: "0" }, limitSeconds: 180 },
   { name: "storage", quick: { BENCH_ADAPTERS: "sqlite", BENCH_RUNS: "100000" }, limitSeconds: 300 },
   { name: "cost", quick: { BENCH_CONCURRENCIES: "10,100", BENCH_WINDOW_SECONDS: "10" }, limitSeconds: 240 },

@@ -1,12 +1,13 @@
 /**
- * bench/http's Effect 4 floor (issue 34): the Effect 3 floor of bench/http/run.ts
- * (EFFECT_FLOOR_SERVER) written with Effect 4, run as a worker thread of that script. This file
+ * bench/http's Effect 4 floor (issue 34): the Effect 3 floor of bench/support/floor.ts
+ * (`startEffectFloor`) written with Effect 4, run as a worker thread of bench/http. This file
  * sits in bench/effect4/ so that Node resolves `effect` and `@effect/platform-node` from
  * bench/effect4/node_modules (`npm ci --prefix bench/effect4`), never the workspace's Effect 3; it
- * checks that before it starts. Same requests, same bodies (`workerData.get`, `workerData.post`),
- * no application code: Effect 4's router (`effect/http`) served by @effect/platform-node 4's
- * NodeHttpServer, without the request logger (Effect 3's `HttpServer.serve` has none). Posts its
- * port to the parent once it listens on 127.0.0.1.
+ * checks that before it starts. Same routes, same bodies (`workerData.routes`, as
+ * bench/support/floor.ts gives Effect 3's floor: method, router pattern, status, body; a POST's
+ * JSON body is read first), no application code: Effect 4's router (`effect/http`) served by
+ * @effect/platform-node 4's NodeHttpServer, without the request logger (Effect 3's
+ * `HttpServer.serve` has none). Posts its port to the parent once it listens on 127.0.0.1.
  */
 import { createServer } from "node:http"
 import { setImmediate } from "node:timers"
@@ -27,15 +28,16 @@ const { HttpRouter, HttpServerResponse } = await import("effect/http")
 // installed (bench/effect4/.npmrc).
 const NodeHttpServer = await import("@effect/platform-node/NodeHttpServer")
 
-const json = (body) => HttpServerResponse.text(body, { contentType: "application/json" })
-const routes = Layer.mergeAll(
-  HttpRouter.add("GET", "/api/v1/agent/runs", Effect.succeed(json(workerData.get))),
-  HttpRouter.add("POST", "/api/v1/agent/runs", (request) =>
-    request.json.pipe(
-      Effect.as(json(workerData.post)),
-      Effect.orElseSucceed(() => HttpServerResponse.empty({ status: 400 }))
-    ))
-)
+const routes = Layer.mergeAll(...workerData.routes.map((route) => {
+  const response = HttpServerResponse.text(route.body, { status: route.status, contentType: "application/json" })
+  return route.method === "GET"
+    ? HttpRouter.add("GET", route.pattern, Effect.succeed(response))
+    : HttpRouter.add(route.method, route.pattern, (request) =>
+      request.json.pipe(
+        Effect.as(response),
+        Effect.orElseSucceed(() => HttpServerResponse.empty({ status: 400 }))
+      ))
+}))
 const server = createServer()
 server.keepAliveTimeout = 60000
 server.once("listening", () => parentPort.postMessage(server.address().port))

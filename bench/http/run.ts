@@ -1,107 +1,108 @@
 /**
- * HTTP benchmark (issue 4). Builds and starts the bundled server as a process on SQLite with a
- * temporary data directory, seeds one team with N finished runs (default 100,000; written straight
- * through the storage layer on the same database file), then drives it with C concurrent
- * keep-alive loopback connections (default 50) for S seconds per case (default 10, after a 1 s
- * warm-up): `POST /api/v1/agent/runs` and `GET /api/v1/agent/runs?limit=20`. The baseline is a
- * bare `node:http` server on a worker thread of this script answering the same requests with
- * bodies of the same size (the server's own responses, recorded first; a POST body is read and
- * parsed). The load generator is node:http with one keep-alive Agent (bench/support/load.ts).
- * Two floors are measured beside them, each on a worker thread too: the HTTP platform this service
- * is built on (Effect 3: @effect/platform-node's server and router) answering the same bodies with
- * no application code, and the same server written with Effect 4 (issue 34: a figure for a future
- * decision, not a migration), which bench/effect4/ installs apart from the workspace (`npm ci
- * --prefix bench/effect4`, run here when its node_modules is missing or stale; if that fails, its
- * rows are recorded as skipped).
+ * HTTP benchmark (issues 4 and 34). For each database (BENCH_ADAPTERS, default
+ * `sqlite,postgresql`), builds and starts the bundled server as a process, API-only
+ * (`AGENT_RUNS_CONCURRENCY=0`: created runs stay QUEUED, no engine runs them, so no agent shares the
+ * CPUs), on a temporary data directory: SQLite in it, or a fresh PostgreSQL database on
+ * 127.0.0.1:5432 (dropped at the end). Seeds one team with N finished runs (default 100,000;
+ * written straight through the storage layer, SqliteStorage or PgStorage's RunStore, on the same
+ * database), then drives it with C concurrent keep-alive loopback connections (default 50) for S
+ * seconds per case (default 10, after a 1 s warm-up): `GET /api/v1/agent/runs?limit=20`, `GET
+ * /api/v1/agent/runs/{id}` (a seeded run) and `POST /api/v1/agent/runs`.
+ *
+ * The same routes are answered, with the server's own bodies (recorded first) and no application
+ * code, by three servers on worker threads of this script (bench/support/floor.ts), each measured
+ * just before ours in every case: a bare `node:http` server; the Effect floor, the HTTP platform
+ * this service is built on (Effect 3: @effect/platform-node's server and @effect/platform's
+ * router); and the same floor written with Effect 4 (issue 34: a figure for a future decision, not
+ * a migration), which bench/effect4/ installs apart from the workspace (`npm ci --prefix
+ * bench/effect4`, run here when its node_modules is missing or stale; if that fails, its rows are
+ * recorded as skipped). A POST's JSON body is read and parsed by each.
+ *
+ * Rows (bench/support/results.ts): per case and database, ours against the Effect floor, the goal a
+ * share of the floor's requests/s (issue 34); the bare server's figure in the notes. Per case and
+ * database also Effect 4's floor against Effect 3's (recorded).
  *
  *   npm run bench:http
- *   BENCH_SECONDS=2 BENCH_RUNS=5000 npm run bench:http      # a quick run
+ *   BENCH_SECONDS=2 BENCH_RUNS=2000 npm run bench:http      # a quick run
+ *   BENCH_ADAPTERS=sqlite npm run bench:http
  *
- * Settings: BENCH_RUNS, BENCH_SECONDS, BENCH_WARMUP_SECONDS (1), BENCH_CONNECTIONS,
- * BENCH_SKIP_BUILD=1 (use the existing dist). Prints requests/s and p50/p99 latency per case and
- * the ratios bare/ours, bare/floor and Effect 3's floor / Effect 4's. Listens on 127.0.0.1 only,
- * stops by itself (a watchdog ends it if a case hangs), and removes its data directory. Never part
- * of `npm test`.
+ * Settings: BENCH_ADAPTERS, BENCH_RUNS, BENCH_SECONDS, BENCH_WARMUP_SECONDS (1), BENCH_CONNECTIONS,
+ * BENCH_SKIP_BUILD=1 (use the existing dist), BENCH_SERVER_NODE_OPTIONS. Prints requests/s and
+ * p50/p99 latency per case and server, and ours as a share of each floor. Listens on 127.0.0.1
+ * only, stops by itself (a watchdog ends it if a case hangs, and drops the database), and removes
+ * its data directories. Never part of `npm test`.
  */
 import { type Ids, RunStore } from "@agent-runs/core"
+import { PgStorage } from "@agent-runs/storage-pg"
 import { SqliteStorage } from "@agent-runs/storage-sqlite"
+import { SqlClient } from "@effect/sql"
 import { Effect, Redacted } from "effect"
 import { spawnSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { readFileSync } from "node:fs"
-import { cpus } from "node:os"
+import { cpus, loadavg } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { REPO_ROOT, type Reply, spawnServer, tempDataDir } from "../../examples/server/test/process.js"
-import { header, measure, type Measurement, number, rate, repeat, row, runBench, settings, startBare, type Target } from "../support/load.js"
+import { type FloorRoute, shareText, startBareRoutes, startEffectFloor, startFloorFile } from "../support/floor.js"
+import { header, measure, type Measurement, number, rate, repeat, row, runBench, settings, type Target } from "../support/load.js"
 import { higherIsBetter, record } from "../support/results.js"
 import { storedRun } from "../support/runs.js"
-import { buildUnlessSkipped, expectStatus, markProfile, send1, serverNodeOptions, teamPrincipal } from "../support/server.js"
+import {
+  benchDatabase,
+  buildUnlessSkipped,
+  dropDatabasesNow,
+  expectStatus,
+  markProfile,
+  send1,
+  serverNodeOptions,
+  teamPrincipal
+} from "../support/server.js"
 
 const N = Number(process.env.BENCH_RUNS ?? 100_000)
 const { connections: CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP } = settings
 const BATCH = 1_000
+
+type Adapter = "sqlite" | "postgresql"
+const DATABASE: Record<Adapter, "SQLite" | "PostgreSQL"> = { sqlite: "SQLite", postgresql: "PostgreSQL" }
+const ADAPTERS = (process.env.BENCH_ADAPTERS ?? "sqlite,postgresql").split(",").map((s) => s.trim()).filter((s) => s !== "")
+for (const adapter of ADAPTERS) {
+  if (!(adapter in DATABASE)) throw new Error(`BENCH_ADAPTERS: unknown adapter ${adapter} (sqlite, postgresql)`)
+}
+
+/** The cases, in the order measured (the POST last: it adds runs), and their goals per database. */
+const CASES = [
+  {
+    key: "list",
+    label: "GET /api/v1/agent/runs?limit=20",
+    name: `GET /agent/runs?limit=20 of ${number(N)}`,
+    share: { sqlite: 0.25, postgresql: 0.15 }
+  },
+  { key: "get", label: "GET /api/v1/agent/runs/{id}", name: "GET /agent/runs/{id}", share: { sqlite: 0.4, postgresql: 0.25 } },
+  {
+    key: "create",
+    label: "POST /api/v1/agent/runs",
+    name: "POST /agent/runs, API-only replica",
+    share: { sqlite: 0.2, postgresql: 0.12 }
+  }
+] as const
+
 /** How long installing Effect 4 into bench/effect4 may take. */
 const EFFECT4_INSTALL_MS = 180_000
-/** The whole script's time limit: building, installing Effect 4, seeding and eight cases with generous slack. */
-const WATCHDOG_MS = 300_000 + EFFECT4_INSTALL_MS + 8 * (SECONDS + WARMUP) * 2_000
+/**
+ * The whole script's time limit: building, installing Effect 4, then per database starting the
+ * server, seeding (generously 2 ms a run) and 3 cases × 4 servers with generous slack.
+ */
+const WATCHDOG_MS = 300_000 + EFFECT4_INSTALL_MS + ADAPTERS.length * (60_000 + 2 * N + CASES.length * 4 * (SECONDS + WARMUP) * 2_000)
+
+/** The machine's 1-minute load average: other work on the same CPUs shows up in it. */
+const load = () => `load ${loadavg()[0]!.toFixed(1)}`
 
 // ---------------------------------------------------------------------------------------------
-// The bare node:http baseline, on its own thread (as the server has its own process)
-
-const BARE_SERVER = `
-const { parentPort, workerData } = require("node:worker_threads")
-const http = require("node:http")
-const server = http.createServer((req, res) => {
-  const chunks = []
-  req.on("data", (chunk) => chunks.push(chunk))
-  req.on("end", () => {
-    let body = workerData.get
-    if (req.method === "POST") {
-      JSON.parse(Buffer.concat(chunks).toString("utf8"))
-      body = workerData.post
-    }
-    res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) })
-    res.end(body)
-  })
-})
-server.keepAliveTimeout = 60000
-server.listen(0, "127.0.0.1", () => parentPort.postMessage(server.address().port))
-`
+// The floors (bench/support/floor.ts); Effect 4's lives in bench/effect4/
 
 /**
- * The stack's own floor, also on its own thread: the HTTP server our service is built on
- * (@effect/platform-node's, with @effect/platform's router, as the service uses them) answering the
- * same bodies with no application code at all: no authentication, storage, validation or encoding.
- * What it costs over bare node:http is a cost no request of ours can go below.
- */
-const EFFECT_FLOOR_SERVER = `
-const { parentPort, workerData } = require("node:worker_threads")
-const http = require("node:http")
-const { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } = require("@effect/platform")
-const { NodeHttpServer } = require("@effect/platform-node")
-const { Effect, Layer } = require("effect")
-const json = (body) => HttpServerResponse.text(body, { contentType: "application/json" })
-const router = HttpRouter.empty.pipe(
-  HttpRouter.get("/api/v1/agent/runs", Effect.succeed(json(workerData.get))),
-  HttpRouter.post(
-    "/api/v1/agent/runs",
-    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => request.json).pipe(
-      Effect.as(json(workerData.post)),
-      Effect.orElseSucceed(() => HttpServerResponse.empty({ status: 400 }))
-    )
-  )
-)
-const server = http.createServer()
-server.keepAliveTimeout = 60000
-server.once("listening", () => parentPort.postMessage(server.address().port))
-Effect.runFork(Layer.launch(HttpServer.serve(router).pipe(
-  Layer.provide(NodeHttpServer.layer(() => server, { port: 0, host: "127.0.0.1" }))
-)))
-`
-
-/**
- * Effect 4's floor (issue 34): the same server written with Effect 4 (`effect/http`'s router,
+ * Effect 4's floor (issue 34): the Effect 3 floor written with Effect 4 (`effect/http`'s router,
  * @effect/platform-node 4's NodeHttpServer). Its script lives in bench/effect4/, beside the
  * node_modules it resolves `effect` from (a package of its own, not a workspace: the workspace
  * stays on Effect 3), and runs as a file, not evaluated source.
@@ -169,8 +170,12 @@ const seededRun = (i: number, base: number, team: Ids.TeamUid, creator: Ids.Prin
     agent_config: { model_id: `model-${i % 3}` }
   })
 
-/** Writes `N` finished runs of `team` in batches, straight through the storage layer. */
-const seed = (filename: string, secretKey: Uint8Array, team: Ids.TeamUid, creator: Ids.PrincipalUid) =>
+/**
+ * Writes `N` finished runs of `team` in batches, straight through the storage layer's RunStore;
+ * on PostgreSQL then `ANALYZE` (fresh planner statistics, as autovacuum would gather on a live
+ * server).
+ */
+const seedRuns = (team: Ids.TeamUid, creator: Ids.PrincipalUid) =>
   Effect.gen(function*() {
     const store = yield* RunStore.RunStore
     const base = Date.now() - N * 1_000 - 3_600_000
@@ -179,181 +184,252 @@ const seed = (filename: string, secretKey: Uint8Array, team: Ids.TeamUid, creato
       for (let i = from; i < Math.min(N, from + BATCH); i++) runs.push({ run: seededRun(i, base, team, creator), events: [] })
       yield* store.create(runs)
     }
-  }).pipe(Effect.provide(SqliteStorage.layer({ filename, secretKey: Redacted.make(secretKey) })))
+    const sql = yield* SqlClient.SqlClient
+    yield* sql.onDialectOrElse({ pg: () => sql`ANALYZE`, orElse: () => Effect.void })
+  })
+
+/** The seeding on the server's database: its SQLite file, or its PostgreSQL database. */
+const seed = (
+  database: { readonly sqlite: string } | { readonly url: string },
+  secretKey: Uint8Array,
+  team: Ids.TeamUid,
+  creator: Ids.PrincipalUid
+) =>
+  "sqlite" in database
+    ? seedRuns(team, creator).pipe(Effect.provide(SqliteStorage.layer({ filename: database.sqlite, secretKey: Redacted.make(secretKey) })))
+    : seedRuns(team, creator).pipe(
+      Effect.provide(PgStorage.layer({ url: Redacted.make(database.url), secretKey: Redacted.make(secretKey), maxConnections: 2 }))
+    )
+
+// ---------------------------------------------------------------------------------------------
+// One database: its server, seeded, and every case against the floors
+
+type Effect4 = { readonly versions: string } | { readonly skipped: string }
+
+interface CaseResult {
+  readonly case: (typeof CASES)[number]
+  readonly ours: Measurement
+  readonly bare: Measurement
+  readonly floor: Measurement
+  readonly floor4: Measurement | undefined
+}
+
+/** What one database's part recorded, for the summary. */
+interface DatabaseResult {
+  readonly adapter: Adapter
+  readonly results: ReadonlyArray<CaseResult>
+  readonly floor4: { readonly port: number } | { readonly skipped: string }
+}
+
+const onDatabase = (adapter: Adapter, effect4: Effect4) =>
+  Effect.gen(function*() {
+    const db = DATABASE[adapter]
+    const dataDir = yield* tempDataDir
+    const pg = adapter === "postgresql" ? yield* benchDatabase : undefined
+    const secretKey = new Uint8Array(randomBytes(32))
+    const adminToken = `ar_${randomBytes(32).toString("base64url")}`
+    const server = yield* spawnServer({
+      dataDir,
+      // The per-team run quota off: the benchmark measures throughput, not the quota. Concurrency 0:
+      // an API-only replica, where created runs stay QUEUED (no engine claims them, and no agent
+      // shares the CPUs; the dispatch bench measures execution).
+      env: {
+        AGENT_RUNS_CONCURRENCY: "0",
+        AGENT_RUNS_ADMIN_TOKEN: adminToken,
+        AGENT_RUNS_SECRET_KEY: Buffer.from(secretKey).toString("hex"),
+        AGENT_RUNS_RUNS_PER_MINUTE: "100000000",
+        ...(pg === undefined ? {} : { AGENT_RUNS_DATABASE_URL: pg.url }),
+        ...serverNodeOptions
+      }
+    })
+    console.log(
+      `\n== ${db}: server ${server.url} (pid ${server.pid}, API-only: AGENT_RUNS_CONCURRENCY=0; ${
+        pg === undefined ? `SQLite in ${dataDir}` : `PostgreSQL database ${pg.name}`
+      })`
+    )
+    const guarded = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+      effect.pipe(
+        Effect.tapDefect(() =>
+          Effect.sync(() => console.error(`server output:\n${server.stdout().slice(-5_000)}\n${server.stderr().slice(-5_000)}`))
+        )
+      )
+
+    const { principal, team, token } = yield* guarded(teamPrincipal(server, adminToken, "member"))
+
+    const seedStart = performance.now()
+    yield* seed(pg === undefined ? { sqlite: join(dataDir, "agent-runs.db") } : { url: pg.url }, secretKey, team, principal)
+    const seedSeconds = (performance.now() - seedStart) / 1000
+    console.log(`seeded ${number(N)} runs in ${seedSeconds.toFixed(1)} s (${number(N / seedSeconds)} runs/s)`)
+    // Seeding blocked this event loop for longer than the server's keep-alive timeout: let fetch see
+    // the idle connections the server closed meanwhile before it reuses one.
+    yield* Effect.sleep("200 millis")
+
+    const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" }
+    const postBody = JSON.stringify({ prompt: "Fix the flaky test in the parser\nIt fails one run in ten", metadata: { bench: "http" } })
+
+    // Record one response of each, for the floors' bodies, and check them.
+    const listPath = "/api/v1/agent/runs?limit=20"
+    const listed = yield* guarded(send1(server, "GET", listPath, token))
+    const page = yield* guarded(expectStatus<{ runs: Array<{ run_id: string }>; page_info: { has_next_page: boolean } }>(
+      "list runs",
+      listed,
+      200
+    ))
+    if (page.runs.length !== 20 || page.page_info.has_next_page !== true) {
+      return yield* Effect.dieMessage(`expected a full page of the seeded runs, got ${JSON.stringify(page).slice(0, 300)}`)
+    }
+    // The newest seeded run (the POST check below comes after it).
+    const getPath = `/api/v1/agent/runs/${page.runs[0]!.run_id}`
+    const got = yield* send1(server, "GET", getPath, token)
+    yield* guarded(expectStatus("get run", got, 200))
+    const created = yield* send1(server, "POST", "/api/v1/agent/runs", token, JSON.parse(postBody))
+    yield* guarded(expectStatus("create run", created, 200))
+
+    const routes: Record<(typeof CASES)[number]["key"], FloorRoute> = {
+      list: { method: "GET", pattern: "/api/v1/agent/runs", path: "/api/v1/agent/runs", status: 200, body: bodyText(listed) },
+      get: { method: "GET", pattern: "/api/v1/agent/runs/:run_id", path: getPath, status: 200, body: bodyText(got) },
+      create: { method: "POST", pattern: "/api/v1/agent/runs", path: "/api/v1/agent/runs", status: 200, body: bodyText(created) }
+    }
+    const targets: Record<(typeof CASES)[number]["key"], Target> = {
+      list: { port: server.port, method: "GET", path: listPath, headers },
+      get: { port: server.port, method: "GET", path: getPath, headers },
+      create: { port: server.port, method: "POST", path: "/api/v1/agent/runs", headers, body: postBody }
+    }
+    const all = Object.values(routes)
+    const bare = yield* startBareRoutes(all)
+    const floor = yield* startEffectFloor(all)
+    const floor4 = "skipped" in effect4 ? effect4 : yield* startFloorFile(EFFECT4_SERVER, all).pipe(
+      Effect.catchAllDefect((defect) => {
+        const why = `its worker did not start: ${String(defect).slice(0, 300)}`
+        console.log(`Effect 4 floor: ${why}; its rows are recorded as skipped`)
+        return Effect.succeed({ skipped: why })
+      })
+    )
+    console.log(
+      `bodies: ${
+        CASES.map((c) => `${c.label.replace("/api/v1", "")} ${number(Buffer.byteLength(routes[c.key].body))} bytes`).join(", ")
+      } (POST: ${routes.create.body})\n`
+    )
+
+    console.log(header())
+    const results: Array<CaseResult> = []
+    for (const c of CASES) {
+      const target = targets[c.key]
+      const theirs = yield* Effect.promise(() => measure(repeat({ ...target, port: bare.port })))
+      console.log(row(c.label, "bare", theirs))
+      const floored = yield* Effect.promise(() => measure(repeat({ ...target, port: floor.port })))
+      console.log(row("", "eff3", floored))
+      let floored4: Measurement | undefined
+      if ("port" in floor4) {
+        const port = floor4.port
+        floored4 = yield* Effect.promise(() => measure(repeat({ ...target, port })))
+        console.log(row("", "eff4", floored4))
+      } else {
+        console.log(`${"".padEnd(34)} eff4  skipped`)
+      }
+      yield* markProfile(server)
+      const ours = yield* Effect.promise(() => measure(repeat(target)))
+      yield* markProfile(server)
+      console.log(`${row("", "ours", ours)}   ${shareText(rate(ours), rate(floored))} (eff3), ${load()}`)
+      results.push({ case: c, ours, bare: theirs, floor: floored, floor4: floored4 })
+    }
+    return { adapter, results, floor4: "port" in floor4 ? { port: floor4.port } : floor4 } satisfies DatabaseResult
+  })
 
 // ---------------------------------------------------------------------------------------------
 // Report
 
 const program = Effect.gen(function*() {
   console.log(
-    `HTTP benchmark: ${number(N)} seeded runs, ${CONNECTIONS} keep-alive connections, ${SECONDS} s per case ` +
-      `(+${WARMUP} s warm-up), node ${process.version}, ${cpus().length} CPUs`
+    `HTTP benchmark: ${ADAPTERS.map((a) => DATABASE[a as Adapter]).join(" and ")}, ${number(N)} seeded runs, ` +
+      `${CONNECTIONS} keep-alive connections, ${SECONDS} s per case (+${WARMUP} s warm-up), node ${process.version}, ` +
+      `${cpus().length} CPUs, ${load()}`
   )
   yield* buildUnlessSkipped
   const effect4 = yield* installEffect4
-  const dataDir = yield* tempDataDir
-  const secretKey = new Uint8Array(randomBytes(32))
-  const adminToken = `ar_${randomBytes(32).toString("base64url")}`
-  const server = yield* spawnServer({
-    dataDir,
-    // The per-team run quota off: the benchmark measures throughput, not the quota. Concurrency 0:
-    // created runs stay QUEUED, so agents running beside the server do not share its CPUs (the
-    // dispatch bench measures execution).
-    env: {
-      AGENT_RUNS_CONCURRENCY: "0",
-      AGENT_RUNS_ADMIN_TOKEN: adminToken,
-      AGENT_RUNS_SECRET_KEY: Buffer.from(secretKey).toString("hex"),
-      AGENT_RUNS_RUNS_PER_MINUTE: "100000000",
-      ...serverNodeOptions
-    }
-  })
-  console.log(`server ${server.url} (pid ${server.pid}, SQLite in ${dataDir})`)
-
-  const { principal, team, token } = yield* teamPrincipal(server, adminToken, "member")
-
-  const seedStart = performance.now()
-  yield* seed(join(dataDir, "agent-runs.db"), secretKey, team, principal)
-  const seedSeconds = (performance.now() - seedStart) / 1000
-  console.log(`seeded ${number(N)} runs in ${seedSeconds.toFixed(1)} s (${number(N / seedSeconds)} runs/s)`)
-  // Seeding blocked this event loop for longer than the server's keep-alive timeout: let fetch see
-  // the idle connections the server closed meanwhile before it reuses one.
-  yield* Effect.sleep("200 millis")
-
-  const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" }
-  const postBody = JSON.stringify({ prompt: "Fix the flaky test in the parser\nIt fails one run in ten", metadata: { bench: "http" } })
-  const list: Target = { port: server.port, method: "GET", path: "/api/v1/agent/runs?limit=20", headers }
-  const create: Target = { port: server.port, method: "POST", path: "/api/v1/agent/runs", headers, body: postBody }
-
-  // Record one response of each, for the baseline's bodies, and check them.
-  const listed = yield* send1(server, "GET", list.path, token).pipe(
-    Effect.tapDefect(() => Effect.sync(() => console.error(`server output:\n${server.stdout()}\n${server.stderr()}`)))
-  )
-  const page = yield* expectStatus<{ runs: Array<unknown>; page_info: { has_next_page: boolean } }>("list runs", listed, 200)
-  if (page.runs.length !== 20 || page.page_info.has_next_page !== true) {
-    return yield* Effect.dieMessage(`expected a full page of the seeded runs, got ${JSON.stringify(page).slice(0, 300)}`)
-  }
-  const created = yield* send1(server, "POST", create.path, token, JSON.parse(postBody))
-  yield* expectStatus("create run", created, 200)
-  const bodies = { get: bodyText(listed), post: bodyText(created) }
-  const bare = yield* startBare(BARE_SERVER, bodies)
-  const floor = yield* startBare(EFFECT_FLOOR_SERVER, bodies)
-  const floor4 = "skipped" in effect4 ? effect4 : yield* startBare(EFFECT4_SERVER, bodies).pipe(
-    Effect.catchAllDefect((defect) => {
-      const why = `its worker did not start: ${String(defect).slice(0, 300)}`
-      console.log(`Effect 4 floor: ${why}; its rows are recorded as skipped`)
-      return Effect.succeed({ skipped: why })
-    })
-  )
-  console.log(
-    `bodies: GET ${number(Buffer.byteLength(bodies.get))} bytes, POST ${number(Buffer.byteLength(bodies.post))} bytes ` +
-      `(${bodies.post})`
-  )
   const effect3Versions = versions(REPO_ROOT)
   const effect4Versions = "versions" in effect4 ? effect4.versions : "not installed"
   console.log(
-    `servers: bare = node:http; eff3 = Effect 3's floor (${effect3Versions}); eff4 = Effect 4's floor (${effect4Versions}` +
-      `${"skipped" in floor4 ? ": skipped" : ""}); ours = the service\n`
+    `servers: bare = node:http; eff3 = the Effect floor, Effect 3's (${effect3Versions}); eff4 = Effect 4's floor ` +
+      `(${effect4Versions}${"skipped" in effect4 ? ": skipped" : ""}); ours = the service (API-only)`
   )
 
-  console.log(header())
-  const results: Array<
-    {
-      readonly label: string
-      readonly ours: Measurement
-      readonly bare: Measurement
-      readonly floor: Measurement
-      readonly floor4: Measurement | undefined
-    }
-  > = []
-  for (const [label, target] of [["GET /api/v1/agent/runs?limit=20", list], ["POST /api/v1/agent/runs", create]] as const) {
-    const theirs = yield* Effect.promise(() => measure(repeat({ ...target, port: bare.port })))
-    console.log(row(label, "bare", theirs))
-    const floored = yield* Effect.promise(() => measure(repeat({ ...target, port: floor.port })))
-    console.log(row("", "eff3", floored))
-    let floored4: Measurement | undefined
-    if ("port" in floor4) {
-      const port = floor4.port
-      floored4 = yield* Effect.promise(() => measure(repeat({ ...target, port })))
-      console.log(row("", "eff4", floored4))
-    } else {
-      console.log(`${"".padEnd(34)} eff4  skipped`)
-    }
-    yield* markProfile(server)
-    const ours = yield* Effect.promise(() => measure(repeat(target)))
-    yield* markProfile(server)
-    console.log(row("", "ours", ours))
-    results.push({ label, ours, bare: theirs, floor: floored, floor4: floored4 })
+  const databases: Array<DatabaseResult> = []
+  for (const adapter of ADAPTERS as ReadonlyArray<Adapter>) {
+    // Each database in a scope of its own: its server, floors and database are gone before the next.
+    databases.push(yield* Effect.scoped(onDatabase(adapter, effect4)))
   }
+
   console.log(
-    "\nratios bare/ours (requests/s; p50 and p99 latency ours/bare), bare/floor (the stack's own cost) " +
-      "and Effect 3's floor / Effect 4's (requests/s):"
+    "\nours as a share of the Effect floor's requests/s (the goal) and of bare node:http's; the floor's share of bare's; " +
+      "Effect 3's floor / Effect 4's (requests/s):"
   )
-  for (const { bare: b, floor: f, floor4: f4, label, ours } of results) {
-    console.log(
-      `  ${label.padEnd(32)} throughput ${(rate(b) / rate(ours)).toFixed(1)}×, p50 ${(ours.p50 / b.p50).toFixed(1)}×, p99 ${
-        (ours.p99 / b.p99).toFixed(1)
-      }×; floor ${(rate(b) / rate(f)).toFixed(1)}× (Effect 3), ${
-        f4 === undefined ? "skipped" : `${(rate(b) / rate(f4)).toFixed(1)}×`
-      } (Effect 4); Effect 3 / Effect 4 ${f4 === undefined ? "skipped" : `${(rate(f) / rate(f4)).toFixed(2)}×`}`
-    )
+  for (const { adapter, results } of databases) {
+    for (const { bare: b, case: c, floor: f, floor4: f4, ours } of results) {
+      console.log(
+        `  ${`${c.label} (${DATABASE[adapter]})`.padEnd(46)} ${shareText(rate(ours), rate(f))} (goal ≥ ${c.share[adapter] * 100}%), ` +
+          `${((100 * rate(ours)) / rate(b)).toFixed(2)}% of bare; floor ${((100 * rate(f)) / rate(b)).toFixed(0)}% of bare; ` +
+          `Effect 3 / Effect 4 ${f4 === undefined ? "skipped" : `${(rate(f) / rate(f4)).toFixed(2)}×`}`
+      )
+    }
   }
-  const goals = [
-    { name: "GET /agent/runs?limit=20 of 100,000 (SQLite)", min: 3_000, maxRatio: 5, text: "≥ 3,000 req/s (≤ 5×)" },
-    { name: "POST /agent/runs (SQLite)", min: 3_000, maxRatio: 6, text: "≥ 3,000 req/s (≤ 6×)" }
-  ]
-  results.forEach(({ bare: b, floor: f, floor4: f4, label, ours }, i) => {
-    const goal = goals[i]!
-    record(higherIsBetter(
-      goal.name.replace("100,000", number(N)),
-      rate(ours),
-      rate(b),
-      "req/s",
-      goal,
-      `baseline: bare node:http; ours p50 ${ours.p50.toFixed(1)} ms, p99 ${ours.p99.toFixed(1)} ms (${CONNECTIONS} connections)`
-    ))
-    record(higherIsBetter(
-      `${label.replace("/api/v1", "")}: the Effect HTTP platform alone (no application code)`,
-      rate(f),
-      rate(b),
-      "req/s",
-      { text: "recorded: the floor under the goals above" },
-      `baseline: bare node:http; @effect/platform-node's server and router answering the same body, p50 ${
-        f.p50.toFixed(1)
-      } ms (${CONNECTIONS} connections)`
-    ))
-    const name4 = `${label.replace("/api/v1", "")}: the Effect 4 HTTP platform alone (no application code)`
-    const goal4 = "recorded: Effect 4's floor beside Effect 3's (the baseline), for a future decision, not a migration"
-    record(
-      f4 === undefined
-        ? higherIsBetter(
-          name4,
-          0,
-          rate(f),
-          "req/s",
-          { text: `skipped (Effect 4 not available); ${goal4}` },
-          `skipped: ${"skipped" in floor4 ? floor4.skipped : "not measured"}`
+
+  for (const { adapter, floor4, results } of databases) {
+    const db = DATABASE[adapter]
+    for (const { bare: b, case: c, floor: f, floor4: f4, ours } of results) {
+      const minShare = c.share[adapter]
+      record(higherIsBetter(
+        `${c.name} (${db}) vs the Effect floor`,
+        rate(ours),
+        rate(f),
+        "req/s",
+        { minShare, text: `≥ ${minShare * 100}% of the floor` },
+        `ours ${shareText(rate(ours), rate(f))}, p50 ${ours.p50.toFixed(1)} ms, p99 ${ours.p99.toFixed(1)} ms, ` +
+          `API-only server (AGENT_RUNS_CONCURRENCY=0), ${number(N)} seeded runs; baseline: the Effect floor ` +
+          `(Effect 3: @effect/platform-node's server and @effect/platform's router answering the same body, no application ` +
+          `code; ${effect3Versions}), p50 ${f.p50.toFixed(1)} ms, p99 ${f.p99.toFixed(1)} ms; bare node:http ` +
+          `${number(rate(b))} req/s (the floor ${((100 * rate(f)) / rate(b)).toFixed(0)}% of it, ours ${
+            ((100 * rate(ours)) / rate(b)).toFixed(2)
+          }%); ${CONNECTIONS} connections`
+      ))
+      const name4 = `${c.label.replace("/api/v1", "")} (${db} run): the Effect 4 HTTP platform alone (no application code)`
+      const goal4 = "recorded: Effect 4's floor beside Effect 3's (the baseline), for a future decision, not a migration"
+      record(
+        f4 === undefined
+          ? higherIsBetter(
+            name4,
+            0,
+            rate(f),
+            "req/s",
+            { text: `skipped (Effect 4 not available); ${goal4}` },
+            `skipped: ${"skipped" in floor4 ? floor4.skipped : "not measured"}`
+          )
+          : higherIsBetter(
+            name4,
+            rate(f4),
+            rate(f),
+            "req/s",
+            { text: goal4 },
+            `baseline: Effect 3's floor (${effect3Versions}), p50 ${f.p50.toFixed(1)} ms, p99 ${f.p99.toFixed(1)} ms; ` +
+              `Effect 4 (${effect4Versions}, effect/http's router and NodeHttpServer, bench/effect4/server.mjs), p50 ${
+                f4.p50.toFixed(1)
+              } ms, p99 ${f4.p99.toFixed(1)} ms; bare node:http ${number(rate(b))} req/s (${CONNECTIONS} connections)`
+          )
+      )
+    }
+  }
+  const failures = databases.flatMap(({ adapter, results }) =>
+    results.flatMap(({ bare: b, case: c, floor: f, floor4: f4, ours }) => {
+      const measured: Array<[string, Measurement]> = [["ours", ours], ["bare", b], ["eff3", f]]
+      if (f4 !== undefined) measured.push(["eff4", f4])
+      return measured.flatMap(([server, m]) =>
+        [...m.statuses].filter(([status]) => status !== 200).map(([status, count]) =>
+          `${c.label} (${DATABASE[adapter]}, ${server}): ${count}×${status}`
         )
-        : higherIsBetter(
-          name4,
-          rate(f4),
-          rate(f),
-          "req/s",
-          { text: goal4 },
-          `baseline: Effect 3's floor (${effect3Versions}), p50 ${f.p50.toFixed(1)} ms, p99 ${f.p99.toFixed(1)} ms; ` +
-            `Effect 4 (${effect4Versions}, effect/http's router and NodeHttpServer, bench/effect4/server.mjs), p50 ${
-              f4.p50.toFixed(1)
-            } ms, p99 ${f4.p99.toFixed(1)} ms; bare node:http ${number(rate(b))} req/s (${CONNECTIONS} connections)`
-        )
-    )
-  })
-  const failures = results.flatMap(({ bare: b, floor: f, floor4: f4, label, ours }) => {
-    const measured: Array<[string, Measurement]> = [["ours", ours], ["bare", b], ["eff3", f]]
-    if (f4 !== undefined) measured.push(["eff4", f4])
-    return measured.flatMap(([server, m]) =>
-      [...m.statuses].filter(([status]) => status !== 200).map(([status, count]) => `${label} (${server}): ${count}×${status}`)
-    )
-  })
+      )
+    })
+  )
   if (failures.length > 0) console.log(`\nnon-200 responses: ${failures.join(", ")}`)
 })
 
-runBench("bench:http", WATCHDOG_MS, Effect.scoped(program))
+runBench("bench:http", WATCHDOG_MS, program, [dropDatabasesNow])

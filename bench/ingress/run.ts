@@ -11,11 +11,16 @@
  * the load generator): the warm-up's rate sizes the measured phase's pool (four times what it would
  * need in S seconds, at least 1,000 a second; running out is reported as a problem).
  *
- * Cases: the baseline, a bare `node:http` server on a worker thread of this script that reads the
- * same signed requests, parses the JSON and answers 202 `{"delivery_id":"…"}` (it verifies nothing);
- * then ours on SQLite, without and with the automation (each accepted delivery also creates a QUEUED
- * run and keeps its body as a blob), and the same two on PostgreSQL (a fresh database on
- * 127.0.0.1:5432 through `freshDatabase`; skipped with BENCH_PG=0 or when it cannot be reached).
+ * Cases, per database: the baseline, the Effect floor (bench/support/floor.ts: the HTTP platform
+ * the service is built on, Effect 3's @effect/platform-node server and @effect/platform router, on
+ * a worker thread of this script, with no application code) answering `POST /webhooks/w/:uid` by
+ * reading the same signed requests' JSON and answering 202 with the bytes of one of our 202s; beside
+ * it, in the notes, a bare `node:http` server that does the same (202 `{"delivery_id":"…"}`, a new
+ * id each; it verifies nothing); then ours, without and with the automation (each accepted delivery
+ * also creates a QUEUED run and keeps its body as a blob). First SQLite, then PostgreSQL (a fresh
+ * database on 127.0.0.1:5432; skipped with BENCH_PG=0 or when it cannot be reached), each
+ * database's floors measured just before its cases. The rows: ours as a share of the Effect floor's
+ * deliveries/s (issue 34's goals).
  *
  * After each of our cases the webhook's delivery log is read back through the API (100 per page):
  * the ACCEPTED entries must be exactly the 202s (the set-up's check delivery, the warm-up's and the
@@ -29,17 +34,18 @@
  * BENCH_PG (1/0), BENCH_SKIP_BUILD=1 (use the existing dist), BENCH_SERVER_NODE_OPTIONS (the
  * servers' NODE_OPTIONS, e.g. `--require <a profiler preload>`). Prints req/s, p50/p99 latency, the
  * server process's CPU time per delivery (/proc), the machine's load average (other work on the
- * same CPUs distorts every figure) and the ratios bare/ours. Listens on 127.0.0.1 only, stops
- * by itself (a watchdog ends it if a case hangs), and removes its data directories and database.
+ * same CPUs distorts every figure) and ours as a share of the floor's and the bare server's rate.
+ * Listens on 127.0.0.1 only, stops by itself (a watchdog ends it if a case hangs, and drops the
+ * database), and removes its data directories.
  * Never part of `npm test`.
  */
 import { Signatures } from "@agent-runs/core"
-import { freshDatabase } from "@agent-runs/storage-pg/testing"
 import { Effect } from "effect"
 import { randomBytes } from "node:crypto"
 import { readFileSync } from "node:fs"
 import { cpus, loadavg } from "node:os"
 import { call, type ServerProcess, tempDataDir } from "../../examples/server/test/process.js"
+import { shareText, startEffectFloor } from "../support/floor.js"
 import {
   cycle,
   drive,
@@ -55,7 +61,16 @@ import {
   type Target
 } from "../support/load.js"
 import { higherIsBetter, record } from "../support/results.js"
-import { buildUnlessSkipped, expectStatus, send1, serverNodeOptions, spawnBenchServer, teamPrincipal } from "../support/server.js"
+import {
+  benchDatabase,
+  buildUnlessSkipped,
+  dropDatabasesNow,
+  expectStatus,
+  send1,
+  serverNodeOptions,
+  spawnBenchServer,
+  teamPrincipal
+} from "../support/server.js"
 
 const { connections: CONNECTIONS, seconds: SECONDS } = settings
 /** The warm-up also sizes the measured phase's pool, so it runs for at least a second. */
@@ -68,14 +83,18 @@ const WARMUP_POOL = Math.ceil(3_000 * WARMUP)
  * at least this many a second.
  */
 const MIN_RATE = 1_000
-/** The baseline sends these round and round (it checks no signature and no identity). */
+/** The floors are sent these round and round (they check no signature and no identity). */
 const BARE_POOL = 5_000
-/** The whole script's time limit: building, then generously per case (signing, running, reading the log back). */
-const WATCHDOG_MS = 300_000 + 5 * (SECONDS + WARMUP) * 6_000
+/**
+ * The whole script's time limit: building, then generously per case (signing, running, reading the
+ * log back): two databases × (two floors + two of ours).
+ */
+const WATCHDOG_MS = 300_000 + 8 * (SECONDS + WARMUP) * 6_000
 const LABEL_WIDTH = 48
 
 // ---------------------------------------------------------------------------------------------
-// The bare node:http baseline, on its own thread (as the server has its own process)
+// The bare node:http server, on its own thread (as the server has its own process); the Effect
+// floor is bench/support/floor.ts's
 
 const BARE_SERVER = `
 const { parentPort } = require("node:worker_threads")
@@ -235,7 +254,7 @@ const oursCase = (
     if (log.runs !== acceptedLogged * expected.runsPerDelivery) {
       problems.push(`${label}: ${log.runs} runs for ${acceptedLogged} accepted deliveries (expected ${expected.runsPerDelivery} each)`)
     }
-    return { label, measured }
+    return { label, measured, cpuPerRequest }
   })
 
 /** A server on `database` for the scope, a team admin's token, and its two webhooks (one with an automation), each checked with one delivery. */
@@ -268,12 +287,49 @@ const startServer = (database: "SQLite" | "PostgreSQL", env: Readonly<Record<str
       201
     )
     // One signed delivery each: the signing, the 202 and the log (counted by the checks later).
+    // The first 202's body is what the Effect floor answers.
+    const accepted: Array<string> = []
     for (const hook of [plain, automated]) {
       const [check] = yield* presign(server.port, hook, 1)
       const reply = yield* Effect.promise(() => call(server, "POST", check!.path, { headers: { ...check!.headers }, body: check!.body }))
-      yield* expectStatus(`a check delivery to ${hook.uid}`, reply, 202)
+      accepted.push(JSON.stringify(yield* expectStatus(`a check delivery to ${hook.uid}`, reply, 202)))
     }
-    return { server, token, plain, automated }
+    return { server, token, plain, automated, accepted: accepted[0]! }
+  })
+
+type Started = Effect.Effect.Success<ReturnType<typeof startServer>>
+
+/**
+ * The floors beside a database's cases, each on a worker thread for the scope and sent the same
+ * signed deliveries round and round: bare node:http, then the Effect floor (Effect 3's platform
+ * answering `POST /webhooks/w/:uid` with the bytes of our first 202 once it has read the JSON).
+ */
+const floors = (database: "SQLite" | "PostgreSQL", started: Started) =>
+  Effect.gen(function*() {
+    const baseline = yield* startBare(BARE_SERVER, undefined)
+    const floor = yield* startEffectFloor([
+      { method: "POST", pattern: "/webhooks/w/:uid", path: `/webhooks/w/${started.plain.uid}`, status: 202, body: started.accepted }
+    ])
+    const requests = yield* presign(baseline.port, started.plain, BARE_POOL)
+    console.log(
+      `deliveries: JSON bodies of about ${number(Buffer.byteLength(requests[0]!.body!))} bytes, headers ${
+        Object.keys(requests[0]!.headers).join(", ")
+      }; the floor answers ${started.accepted}\n`
+    )
+    console.log(header(LABEL_WIDTH))
+    const phase = (port: number) =>
+      Effect.promise(async () => {
+        const targets = requests.map((target) => ({ ...target, port }))
+        await drive(cycle(targets), WARMUP, CONNECTIONS, false)
+        return drive(cycle(targets), SECONDS, CONNECTIONS, true)
+      })
+    const bare = yield* phase(baseline.port)
+    console.log(row(`${database}: bare node:http, 202`, "bare", bare, LABEL_WIDTH) + `   ${load().slice(2)}`)
+    non202(`${database}: bare`, bare)
+    const floored = yield* phase(floor.port)
+    console.log(row(`${database}: the Effect floor, 202`, "eff3", floored, LABEL_WIDTH) + `   ${load().slice(2)}`)
+    non202(`${database}: the Effect floor`, floored)
+    return { bare, floor: floored }
   })
 
 const withServerOutput = (server: ServerProcess) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
@@ -282,7 +338,7 @@ const withServerOutput = (server: ServerProcess) => <A, E, R>(effect: Effect.Eff
   )
 
 /** Our two cases on a server: the webhook without, then the one with the automation. */
-const oursOn = (database: "SQLite" | "PostgreSQL", started: Effect.Effect.Success<ReturnType<typeof startServer>>) =>
+const oursOn = (database: "SQLite" | "PostgreSQL", started: Started) =>
   Effect.gen(function*() {
     const { automated, plain, server, token } = started
     const guarded = withServerOutput(server)
@@ -293,14 +349,43 @@ const oursOn = (database: "SQLite" | "PostgreSQL", started: Effect.Effect.Succes
     return [first, second]
   })
 
+/** A database's floors and our two cases on it. */
+interface DatabaseResult {
+  readonly database: "SQLite" | "PostgreSQL"
+  readonly bare: Measurement
+  readonly floor: Measurement
+  readonly cases: ReadonlyArray<{ readonly label: string; readonly measured: Measurement; readonly cpuPerRequest: number }>
+}
+
+/** One database's part: its server, its floors, then our two cases. */
+const onDatabase = (database: "SQLite" | "PostgreSQL", env: Readonly<Record<string, string>>) =>
+  Effect.gen(function*() {
+    const started = yield* startServer(database, env)
+    const { bare, floor } = yield* floors(database, started)
+    return { database, bare, floor, cases: yield* oursOn(database, started) } satisfies DatabaseResult
+  })
+
 /** The PostgreSQL cases, or why they were skipped. */
 const postgres = Effect.gen(function*() {
   if (!PG) return { skipped: "BENCH_PG=0" }
-  const database = yield* Effect.either(Effect.catchAllDefect(freshDatabase, (defect) => Effect.fail(defect)))
+  const database = yield* Effect.either(Effect.catchAllDefect(benchDatabase, (defect) => Effect.fail(defect)))
   if (database._tag === "Left") return { skipped: `no PostgreSQL database: ${String(database.left).slice(0, 200)}` }
-  const started = yield* startServer("PostgreSQL", { AGENT_RUNS_DATABASE_URL: database.right.url })
-  return { results: yield* oursOn("PostgreSQL", started) }
+  return yield* onDatabase("PostgreSQL", { AGENT_RUNS_DATABASE_URL: database.right.url })
 })
+
+/** Issue 34's goals: ours as a share of the Effect floor's deliveries/s, by case. */
+const GOALS: Record<string, { readonly name: string; readonly share: number }> = {
+  "SQLite, no automation": { name: "Webhook ingress (SQLite) vs the Effect floor POST", share: 0.2 },
+  "SQLite, one automation (a QUEUED run each)": {
+    name: "Webhook ingress + automation starting a run (SQLite) vs the Effect floor POST",
+    share: 0.12
+  },
+  "PostgreSQL, no automation": { name: "Webhook ingress (PostgreSQL) vs the Effect floor POST", share: 0.12 },
+  "PostgreSQL, one automation (a QUEUED run each)": {
+    name: "Webhook ingress + automation starting a run (PostgreSQL) vs the Effect floor POST",
+    share: 0.08
+  }
+}
 
 const program = Effect.gen(function*() {
   console.log(
@@ -309,47 +394,47 @@ const program = Effect.gen(function*() {
   )
   yield* buildUnlessSkipped
 
-  const { bare, sqlite } = yield* Effect.scoped(Effect.gen(function*() {
-    const started = yield* startServer("SQLite", {})
-    const baseline = yield* startBare(BARE_SERVER, undefined)
-    const requests = yield* presign(baseline.port, started.plain, BARE_POOL)
-    console.log(`deliveries: JSON bodies of about ${number(Buffer.byteLength(requests[0]!.body!))} bytes, headers ${Object.keys(requests[0]!.headers).join(", ")}\n`)
-    console.log(header(LABEL_WIDTH))
-    yield* Effect.promise(() => drive(cycle(requests), WARMUP, CONNECTIONS, false))
-    const bare = yield* Effect.promise(() => drive(cycle(requests), SECONDS, CONNECTIONS, true))
-    console.log(row("bare node:http, 202 (verifies nothing)", "bare", bare, LABEL_WIDTH) + `   ${load().slice(2)}`)
-    non202("bare", bare)
-    return { bare, sqlite: yield* oursOn("SQLite", started) }
-  }))
+  // Each database in a scope of its own: its server, floors and database are gone before the next.
+  const sqlite = yield* Effect.scoped(onDatabase("SQLite", {}))
   const pg = yield* Effect.scoped(postgres)
   if ("skipped" in pg) console.log(`PostgreSQL cases skipped: ${pg.skipped}`)
+  const databases: ReadonlyArray<DatabaseResult> = "skipped" in pg ? [sqlite] : [sqlite, pg]
 
-  console.log("\nratios bare/ours (deliveries/s; p50 and p99 latency ours/bare):")
-  for (const { label, measured } of [...sqlite, ...("results" in pg ? pg.results : [])]) {
-    console.log(
-      `  ${label.padEnd(LABEL_WIDTH)} throughput ${(rate(bare) / rate(measured)).toFixed(1)}×, ` +
-        `p50 ${(measured.p50 / bare.p50).toFixed(1)}×, p99 ${(measured.p99 / bare.p99).toFixed(1)}×`
-    )
+  console.log("\nours as a share of the Effect floor's deliveries/s (the goal) and of bare node:http's; p50 and p99 latency ours/floor:")
+  for (const { bare, cases, floor } of databases) {
+    for (const { label, measured } of cases) {
+      console.log(
+        `  ${label.padEnd(LABEL_WIDTH)} ${shareText(rate(measured), rate(floor))} (goal ≥ ${(GOALS[label]?.share ?? 0) * 100}%), ` +
+          `${((100 * rate(measured)) / rate(bare)).toFixed(2)}% of bare; p50 ${(measured.p50 / floor.p50).toFixed(1)}×, ` +
+          `p99 ${(measured.p99 / floor.p99).toFixed(1)}×`
+      )
+    }
   }
   if (problems.length > 0) {
     console.log(`\nproblems:\n  ${problems.join("\n  ")}`)
     return yield* Effect.dieMessage(`${problems.length} check(s) failed`)
   }
   console.log("\nchecks: every response 202; every 202 logged ACCEPTED (and with the automation, one run each)")
-  const goals: Record<string, { readonly name: string; readonly min: number }> = {
-    "SQLite, no automation": { name: "Webhook ingress (SQLite)", min: 3_000 },
-    "SQLite, one automation (a QUEUED run each)": { name: "Webhook ingress + automation starting a run (SQLite)", min: 1_500 },
-    "PostgreSQL, no automation": { name: "Webhook ingress (PostgreSQL)", min: 1_500 },
-    "PostgreSQL, one automation (a QUEUED run each)": { name: "Webhook ingress + automation starting a run (PostgreSQL)", min: 800 }
-  }
-  for (const { label, measured } of [...sqlite, ...("results" in pg ? pg.results : [])]) {
-    const goal = goals[label]
-    if (goal === undefined) continue
-    record(higherIsBetter(goal.name, rate(measured), rate(bare), "deliveries/s", {
-      min: goal.min,
-      text: `≥ ${number(goal.min)} deliveries/s`
-    }, `baseline: bare node:http answering 202; ours p50 ${measured.p50.toFixed(1)} ms, p99 ${measured.p99.toFixed(1)} ms`))
+  for (const { bare, cases, floor } of databases) {
+    for (const { cpuPerRequest, label, measured } of cases) {
+      const goal = GOALS[label]
+      if (goal === undefined) continue
+      record(higherIsBetter(
+        goal.name,
+        rate(measured),
+        rate(floor),
+        "deliveries/s",
+        { minShare: goal.share, text: `≥ ${goal.share * 100}% of the floor` },
+        `ours ${shareText(rate(measured), rate(floor))}, p50 ${measured.p50.toFixed(1)} ms, p99 ${measured.p99.toFixed(1)} ms, ` +
+          `server CPU ${cpuPerRequest.toFixed(2)} ms/delivery, stored before the 202 (API-only server, AGENT_RUNS_CONCURRENCY=0); ` +
+          `baseline: the Effect floor POST (Effect 3's @effect/platform-node server and router reading the JSON and answering ` +
+          `202, no application code, no verification), p50 ${floor.p50.toFixed(1)} ms, p99 ${floor.p99.toFixed(1)} ms; ` +
+          `bare node:http ${number(rate(bare))} deliveries/s (the floor ${((100 * rate(floor)) / rate(bare)).toFixed(0)}% of it, ours ${
+            ((100 * rate(measured)) / rate(bare)).toFixed(2)
+          }%), measured just before; ${CONNECTIONS} connections`
+      ))
+    }
   }
 })
 
-runBench("bench:ingress", WATCHDOG_MS, Effect.scoped(program))
+runBench("bench:ingress", WATCHDOG_MS, program, [dropDatabasesNow])

@@ -32,29 +32,23 @@
  * and SIGTERM. Never part of `npm test`.
  */
 import { FileBlobStore } from "@agent-runs/blob-store-fs"
-import type { Viewer } from "@agent-runs/core/domain/Access"
-import { Ids, IdsLive, type PrincipalUid, type RunId, type TeamUid } from "@agent-runs/core/domain/Ids"
-import { Principal, Team } from "@agent-runs/core/domain/Identity"
-import { defaultQuotas, Quotas } from "@agent-runs/core/domain/Quotas"
+import { IdsLive, type RunId } from "@agent-runs/core/domain/Ids"
 import { RunAgentRequest } from "@agent-runs/core/domain/Run"
 import { Executor, ExecutorError } from "@agent-runs/core/ports/Executor"
-import { IdentityStore } from "@agent-runs/core/ports/IdentityStore"
-import { RepoSource } from "@agent-runs/core/ports/RepoSource"
-import { Runs } from "@agent-runs/core/services/Runs"
 import { RunStore } from "@agent-runs/core/ports/RunStore"
 import { PgStorage } from "@agent-runs/storage-pg"
-import { SERVER } from "@agent-runs/storage-pg/testing"
-import { Context, DateTime, Effect, Layer, Logger, LogLevel, Option, Redacted } from "effect"
+import { Context, DateTime, Effect, Layer, Redacted } from "effect"
 import { Logger as GraphileLogger, makeWorkerUtils, run as runGraphile } from "graphile-worker"
 import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { cpus, loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { performance } from "node:perf_hooks"
-import pg from "pg"
 // The files themselves, not `@agent-runs/core/testing`, whose index brings in vitest.
 import { engineLayer } from "../../packages/core/testing/Engine.js"
 import { scriptedExecutor } from "../../packages/core/testing/ScriptedExecutor.js"
+import { noRepos, quiet, runsService, seedTeam } from "../support/engine.js"
+import { directories, dropDatabase, freshDatabase, SERVER, stopNow, watchdog } from "../support/postgres.js"
 import { lowerIsBetter, record } from "../support/results.js"
 
 const JOBS = Number(process.env.BENCH_QUEUE_JOBS ?? 1_000)
@@ -68,39 +62,7 @@ const TIMEOUT_MS = 1_000 * Number(process.env.BENCH_TIMEOUT_SECONDS ?? 300)
 /** How long the jobs of one case may take to be picked up once all are added. */
 const DRAIN_MS = 60_000
 
-/** Databases to drop and directories to remove before the script exits. */
-const databases = new Set<string>()
-const directories = new Set<string>()
-
-const admin = async <A>(f: (client: pg.Client) => Promise<A>): Promise<A> => {
-  const client = new pg.Client({ connectionString: `${SERVER}/test` })
-  await client.connect()
-  try {
-    return await f(client)
-  } finally {
-    await client.end()
-  }
-}
-const freshDatabase = async (): Promise<string> => {
-  const name = `agent_runs_bench_queue_${Date.now()}_${randomBytes(4).toString("hex")}`
-  await admin((c) => c.query(`CREATE DATABASE ${name}`))
-  databases.add(name)
-  return name
-}
-const dropDatabase = async (name: string) => {
-  await admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
-  databases.delete(name)
-}
-
-const stopNow = (why: string, code: number) => {
-  console.error(`bench:queue: ${why}; cleaning up`)
-  for (const dir of directories) rmSync(dir, { recursive: true, force: true })
-  setTimeout(() => process.exit(code), 20_000).unref()
-  void Promise.all([...databases].map((name) => dropDatabase(name).catch(() => undefined))).then(() => process.exit(code))
-}
-setTimeout(() => stopNow(`did not finish within ${TIMEOUT_MS / 1000} s`, 2), TIMEOUT_MS).unref()
-process.once("SIGINT", () => stopNow("interrupted", 130))
-process.once("SIGTERM", () => stopNow("terminated", 143))
+watchdog("queue", TIMEOUT_MS)
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -141,35 +103,6 @@ const figures = (latencies: ReadonlyArray<number>): Figures => {
 }
 const show = (f: Figures) => `p50 ${f.p50.toFixed(2)} ms, p90 ${f.p90.toFixed(2)} ms, p99 ${f.p99.toFixed(2)} ms, max ${f.max.toFixed(2)} ms`
 
-/** No logs, as graphile-worker's logger here logs nothing: writing logs is not the queue's cost. */
-const quiet = Logger.withMinimumLogLevel(LogLevel.None)
-
-/** A team with room for every run, and a member of it who creates them. */
-const seedTeam = Effect.gen(function*() {
-  const identities = yield* IdentityStore
-  const ids = yield* Ids
-  const team = (yield* ids.uid22) as TeamUid
-  const member = (yield* ids.uid22) as PrincipalUid
-  const now = DateTime.unsafeNow()
-  yield* identities.createTeam(new Team({
-    uid: team,
-    name: "bench",
-    features: { metadata_filtering: true, scheduled_agents: true },
-    max_concurrent_runs: 10_000,
-    created_at: now
-  }))
-  yield* identities.createPrincipal(new Principal({
-    uid: member,
-    type: "user",
-    display_name: "bench",
-    instance_admin: false,
-    memberships: [{ team_uid: team, role: "member" }],
-    created_at: now
-  }))
-  const viewer: Viewer = { principal_uid: member, team_uid: team, role: "member", instance_admin: false }
-  return viewer
-})
-
 /** BENCH_QUEUE_DEBUG=1: how long each `RunStore.claim` of the engine took. */
 const claimTimes: Array<number> = []
 const timedClaims = <C extends Context.Context<RunStore>>(ctx: C): C => {
@@ -183,12 +116,9 @@ const timedClaims = <C extends Context.Context<RunStore>>(ctx: C): C => {
   }) as C
 }
 
-/** No repositories: the runs name none. */
-const noRepos = Layer.succeed(RepoSource, { has: () => Effect.succeed(false), findFiles: () => Effect.succeed(Option.none()) })
-
 /** Ours: runs created through the API replica's Runs service, claimed by the other replica's engine. */
 const ours = async (): Promise<Figures> => {
-  const name = await freshDatabase()
+  const name = await freshDatabase("agent_runs_bench_queue")
   const url = Redacted.make(`${SERVER}/${name}`)
   const key = () => Redacted.make(new Uint8Array(randomBytes(32)))
   const picked = new Map<string, number>()
@@ -219,11 +149,8 @@ const ours = async (): Promise<Figures> => {
       ).pipe(Layer.provide(Layer.succeedContext(process.env.BENCH_QUEUE_DEBUG === "1" ? timedClaims(claimer) : claimer))),
       yield* Effect.scope
     )
-    const runs = yield* Effect.provide(Runs, Runs.Default.pipe(Layer.provide(Layer.merge(IdsLive, noRepos)))).pipe(
-      Effect.provide(api),
-      // One team creates them all: no rate limit, no admission limit in the way.
-      Effect.provideService(Quotas, { ...defaultQuotas, runsPerMinute: Number.MAX_SAFE_INTEGER })
-    )
+    // One team creates them all: no rate limit, no admission limit in the way.
+    const runs = yield* runsService.pipe(Effect.provide(api))
     const viewer = yield* seedTeam.pipe(Effect.provide(api), Effect.provide(IdsLive))
     const add = (i: number) =>
       Effect.runPromise(
@@ -252,7 +179,7 @@ const ours = async (): Promise<Figures> => {
 
 /** graphile-worker: jobs added through WorkerUtils on a pool of their own, run by `run()`. */
 const graphile = async (): Promise<Figures> => {
-  const name = await freshDatabase()
+  const name = await freshDatabase("agent_runs_bench_queue")
   const connectionString = `${SERVER}/${name}`
   const logger = new GraphileLogger(() => () => {})
   const picked = new Map<string, number>()
@@ -304,6 +231,6 @@ main().then(
   () => process.exit(0),
   (error) => {
     console.error(error)
-    stopNow("failed", 1)
+    stopNow("queue", "failed", 1)
   }
 )

@@ -21,6 +21,11 @@ export interface ResultRow {
   readonly goal: string
   /** Whether the goal is met by this run's figures. */
   readonly met: boolean
+  /**
+   * Ours as a share of the baseline (ours / baseline, e.g. 0.25), on rows whose goal is such a
+   * share (`higherIsBetter`'s `minShare`; bench/http and bench/ingress against the Effect floor).
+   */
+  readonly share?: number
   /** What else a reader needs: the baseline's name, p99s, counts. */
   readonly notes?: string
 }
@@ -35,7 +40,8 @@ const makeRow = (
   ratio: number | null,
   goal: string,
   met: boolean,
-  notes: string | undefined
+  notes: string | undefined,
+  share?: number
 ): ResultRow => ({
   name,
   ours: round(ours),
@@ -44,25 +50,30 @@ const makeRow = (
   ratio: ratio === null ? null : round(ratio),
   goal,
   met,
+  ...(share === undefined ? {} : { share: Math.round(share * 10_000) / 10_000 }),
   ...(notes === undefined ? {} : { notes })
 })
 
 /**
  * A row where more is better (throughput): ratio = baseline / ours. `min` is the goal's floor for
- * ours, `maxRatio` its ceiling for the ratio (either may be absent).
+ * ours, `maxRatio` its ceiling for the ratio, `minShare` its floor for ours as a share of the
+ * baseline (ours / baseline ≥ minShare, e.g. 0.25 for "≥ 25% of the floor"; the row then carries
+ * that share as `share`). Any of them may be absent.
  */
 export const higherIsBetter = (
   name: string,
   ours: number,
   baseline: number | null,
   unit: string,
-  goal: { readonly min?: number; readonly maxRatio?: number; readonly text: string },
+  goal: { readonly min?: number; readonly maxRatio?: number; readonly minShare?: number; readonly text: string },
   notes?: string
 ): ResultRow => {
   const ratio = baseline === null || ours === 0 ? null : baseline / ours
+  const share = goal.minShare === undefined || baseline === null || baseline <= 0 ? undefined : ours / baseline
   const met = (goal.min === undefined || ours >= goal.min) &&
-    (goal.maxRatio === undefined || (ratio !== null && ratio <= goal.maxRatio))
-  return makeRow(name, ours, baseline, unit, ratio, goal.text, met, notes)
+    (goal.maxRatio === undefined || (ratio !== null && ratio <= goal.maxRatio)) &&
+    (goal.minShare === undefined || (share !== undefined && share >= goal.minShare))
+  return makeRow(name, ours, baseline, unit, ratio, goal.text, met, notes, share)
 }
 
 /**

@@ -1,12 +1,15 @@
 /**
  * The bundled server as the HTTP benchmarks use it (bench/http, bench/ingress): built unless
  * BENCH_SKIP_BUILD=1, started as a process (examples/server/test/process.ts), JSON calls whose
- * status is checked, and a team with one principal and its token.
+ * status is checked, a team with one principal and its token, and a fresh PostgreSQL database on
+ * 127.0.0.1:5432 for the PostgreSQL cases.
  */
 import type { Ids } from "@agent-runs/core"
+import { freshDatabase, SERVER as PG_SERVER } from "@agent-runs/storage-pg/testing"
 import { Effect } from "effect"
+import { spawnSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { buildServer, call, type Reply, type ServerProcess, spawnServer } from "../../examples/server/test/process.js"
+import { buildServer, call, REPO_ROOT, type Reply, type ServerProcess, spawnServer } from "../../examples/server/test/process.js"
 
 /**
  * The servers' extra environment: `NODE_OPTIONS` from BENCH_SERVER_NODE_OPTIONS (Node refuses
@@ -86,3 +89,34 @@ export const teamPrincipal = (server: ServerProcess, adminToken: string, role: "
     )
     return { team: team.uid, principal: principal.uid, token }
   })
+
+/** The benches' PostgreSQL databases still open, for `dropDatabasesNow`. */
+const openDatabases = new Set<string>()
+
+/**
+ * A fresh PostgreSQL database (127.0.0.1:5432, `AGENT_RUNS_TEST_PG` overrides) for the scope,
+ * dropped when the scope closes; yields its name and URL. A defect when it cannot be created.
+ */
+export const benchDatabase = Effect.tap(
+  freshDatabase,
+  ({ name }) => Effect.acquireRelease(Effect.sync(() => openDatabases.add(name)), () => Effect.sync(() => openDatabases.delete(name)))
+)
+
+/**
+ * Drops the databases `benchDatabase` opened and no scope dropped yet, synchronously (a child
+ * process, at most 20 s): for `runBench`'s cleanups, when the watchdog or a failure ends the script
+ * before its scopes close. Best effort.
+ */
+export const dropDatabasesNow = (): void => {
+  if (openDatabases.size === 0) return
+  const script = `
+const pg = require("pg")
+const client = new pg.Client({ connectionString: process.argv[1] })
+client.connect()
+  .then(() => Promise.all(process.argv.slice(2).map((name) => client.query('DROP DATABASE IF EXISTS "' + name + '" WITH (FORCE)'))))
+  .catch((error) => console.error(String(error)))
+  .finally(() => client.end())
+`
+  spawnSync(process.execPath, ["-e", script, `${PG_SERVER}/test`, ...openDatabases], { cwd: REPO_ROOT, timeout: 20_000, stdio: "inherit" })
+  openDatabases.clear()
+}
