@@ -74,7 +74,9 @@ export const layer = (options: PgStorageOptions) => {
   const client = PgClient.layer({ url, maxConnections: options.maxConnections ?? 10 }).pipe(
     Layer.provide(Layer.effectDiscard(reachable(url, options.connectTimeout ?? Duration.seconds(10))))
   )
-  return over(client, options.secretKey, () => new Pg.Client({ connectionString: Redacted.value(url) }))
+  // TCP keep-alive on the LISTEN connection: a silently dead one would leave identity changes and
+  // wake-ups unheard without an error (PgWakeups.ts notices a lost connection by its events).
+  return over(client, options.secretKey, () => new Pg.Client({ connectionString: Redacted.value(url), keepAlive: true }))
 }
 
 export interface PgStoragePoolOptions {
@@ -93,5 +95,5 @@ export const layerFromPool = (options: PgStoragePoolOptions) =>
   over(
     PgClient.layerFromPool({ acquire: Effect.succeed(options.pool) }),
     options.secretKey,
-    () => new Pg.Client(options.pool.options)
+    () => new Pg.Client({ ...options.pool.options, keepAlive: true })
   )

@@ -107,11 +107,11 @@ export const layer = Layer.scoped(
     yield* changes.signals.pipe(Stream.runForEach(() => Effect.sync(cache.invalidate)), Effect.forkScoped)
 
     /**
-     * `write`, after which what a token grants may differ: the cache is emptied when it is done
-     * (and before, so no lookup in between stores what it read), and every replica is told.
+     * `write`, after which what a token grants may differ: the cache is emptied before (and held,
+     * TokenCache.ts: the write's transaction may commit later) and after it, and every replica is told.
      */
     const changing = <A, E, R>(write: Effect.Effect<A, E, R>) =>
-      Effect.sync(cache.invalidate).pipe(
+      Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => cache.hold(now))).pipe(
         Effect.zipRight(write),
         Effect.tap(() => changes.publish),
         Effect.ensuring(Effect.sync(cache.invalidate))

@@ -9,6 +9,10 @@
  *   operations), and emptying everything cannot miss an entry a change touched.
  * - A lookup that started before a change must not store what it read: `generation` is taken
  *   before the read and `put` refuses an entry read under an older generation.
+ * - A change made here is often part of a longer transaction (its audit entry) that commits after
+ *   the store's write returns; on PostgreSQL a lookup meanwhile reads, on another connection, what
+ *   was true before. So a change `hold`s the cache: nothing is stored for a TTL after it (lookups
+ *   read the database, as without a cache), by which time the change has committed.
  * - At most `maxEntries` entries; when full, the oldest entry is dropped. Unknown tokens are never
  *   cached: each is a miss (a read), as without the cache.
  */
@@ -46,6 +50,8 @@ export interface TokenCache<A> {
   readonly update: (id: string, f: (value: A) => A) => void
   /** Drops every entry and refuses what lookups under earlier generations read. */
   readonly invalidate: () => void
+  /** `invalidate`, and stores nothing until a TTL after `now` (a change is being written). */
+  readonly hold: (now: number) => void
   /** How many entries there are. */
   readonly size: () => number
 }
@@ -54,6 +60,12 @@ export const make = <A>(settings: TokenCacheSettings): TokenCache<A> => {
   const entries = new Map<string, Entry<A>>()
   const hashes = new Map<string, string>()
   let generation = 0
+  let heldUntil = -Infinity
+  const invalidate = () => {
+    generation++
+    entries.clear()
+    hashes.clear()
+  }
   const remove = (hash: string) => {
     const entry = entries.get(hash)
     if (entry === undefined) return
@@ -70,7 +82,7 @@ export const make = <A>(settings: TokenCacheSettings): TokenCache<A> => {
     },
     generation: () => generation,
     put: (hash, id, value, at, now) => {
-      if (at !== generation || settings.maxEntries <= 0) return
+      if (at !== generation || settings.maxEntries <= 0 || now < heldUntil) return
       remove(hash)
       while (entries.size >= settings.maxEntries) remove(entries.keys().next().value!)
       entries.set(hash, { value, id, storedAt: now })
@@ -81,10 +93,10 @@ export const make = <A>(settings: TokenCacheSettings): TokenCache<A> => {
       const entry = hash === undefined ? undefined : entries.get(hash)
       if (hash !== undefined && entry !== undefined) entries.set(hash, { ...entry, value: f(entry.value) })
     },
-    invalidate: () => {
-      generation++
-      entries.clear()
-      hashes.clear()
+    invalidate,
+    hold: (now) => {
+      heldUntil = now + settings.ttlMs
+      invalidate()
     },
     size: () => entries.size
   }
