@@ -9,6 +9,7 @@ import { defaultSettings, DispatcherConfig } from "../src/engine/Settings.js"
 import * as Health from "../src/engine/Health.js"
 import { IdsLive, type RunId } from "../src/domain/Ids.js"
 import { LiveExecutions } from "../src/engine/LiveExecutions.js"
+import { ExecutionHost } from "../src/engine/ExecutionHost.js"
 import { Executor } from "../src/ports/Executor.js"
 import { pass } from "../testing/ClockSteps.js"
 import { memoryHost, planFor } from "../testing/MemoryHost.js"
@@ -150,6 +151,50 @@ describe("the execution loop over an in-memory host (TestClock)", () => {
         yield* pass(1_500)
         expect(yield* states).toEqual(["SUCCEEDED", "SUCCEEDED", "SUCCEEDED"])
       })))
+
+  it.scoped("a queue on a slow host is taken by more and more claims at once, up to 16, never more than the free slots", () =>
+    Effect.gen(function*() {
+      // Each claim takes a second, as on a server busy with hundreds of runs (issue 34: 4 claims at
+      // once started 1,000 runs at about one a second).
+      const host = yield* memoryHost(LEASE_MS)
+      const executor = yield* scriptedExecutor
+      let inFlight = 0
+      /** How many claims were in flight as each claim began. */
+      const widths: Array<number> = []
+      const slowHost = Layer.effect(
+        ExecutionHost,
+        Effect.map(ExecutionHost, (inner) =>
+          ExecutionHost.of({
+            ...inner,
+            claim: (executionId) =>
+              Effect.sync(() => widths.push(++inFlight)).pipe(
+                Effect.zipRight(Effect.sleep("1 second")),
+                Effect.zipRight(inner.claim(executionId)),
+                Effect.ensuring(Effect.sync(() => inFlight--))
+              )
+          }))
+      ).pipe(Layer.provide(host.layer))
+      const loop = yield* ExecutionLoop.make(yield* Effect.scope).pipe(
+        Effect.provide(Layer.mergeAll(
+          slowHost,
+          executor.layer,
+          IdsLive,
+          Health.layer,
+          LiveExecutions.Default,
+          Layer.succeed(DispatcherConfig, { ...defaultSettings("agent", "http://localhost/api/v1"), concurrency: 32, leaseMs: LEASE_MS })
+        ))
+      )
+      const ids = Array.from({ length: 40 }, (_, i) => runId(100 + i))
+      for (const id of ids) yield* host.offer(planFor(id, "sleep 60000"))
+      yield* Effect.fork(loop.claimSome)
+      yield* pass(6_500)
+      const states = yield* Effect.forEach(ids, (id) => Effect.map(host.run(id), (r) => r.snapshot.state))
+      expect(states.filter((state) => state === "INPROGRESS")).toHaveLength(32)
+      expect(states.filter((state) => state === "QUEUED")).toHaveLength(8)
+      // Waves of 1, 1, 2, 4, 8 and 16 claims: the 32 slots filled in 6 claim times, no claim more.
+      expect(Math.max(...widths)).toBe(ExecutionLoop.CLAIMERS)
+      expect(widths).toHaveLength(32)
+    }))
 
   it.scoped("an agent CLI without its auth secret, or without an adapter here, fails integration_not_configured; no sandbox is made", () =>
     withLoop(({ claimSome, host, pass, sandboxes }) =>

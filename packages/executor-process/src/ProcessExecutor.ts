@@ -17,11 +17,11 @@
  * `leftovers` starts processes with the configured environment and the given variables only.
  *
  * Processes run in process groups of their own; stopping one signals its whole group (SIGTERM,
- * then SIGKILL after the grace period). Setup commands (and clones) share one time limit,
- * `setupTimeoutMs`; past it the running command's group is killed and the setup fails. No wait for
- * killed processes takes longer than `killTimeoutMs` (real time): one that outlives it (stuck in
- * the kernel, or forking anew faster than it is killed) is named in a warning and left behind, and
- * a release goes on removing the sandbox.
+ * then SIGKILL after the grace period). Setup commands (and clones, and the choice of the
+ * sandbox's user) share one time limit, `setupTimeoutMs`; past it the running command's group is
+ * killed and the setup fails. No wait for killed processes takes longer than `killTimeoutMs` (real
+ * time): one that outlives it (stuck in the kernel, or forking anew faster than it is killed) is
+ * named in a warning and left behind, and a release goes on removing the sandbox.
  *
  * Isolation (`isolation`, the service running as root): each sandbox gets a uid of its own from
  * the configured range (its gid the same number, no supplementary groups). Clones and attachments
@@ -72,7 +72,7 @@ export interface Config {
   readonly mirrorsMaxBytes?: number | undefined
   /** The base environment of every process; default: `PATH` and `HOME` of the service. */
   readonly env?: Readonly<Record<string, string>>
-  /** The time all clones and setup commands of one sandbox may take together; default 10 minutes. */
+  /** The time the choice of its user, clones and setup commands of one sandbox may take together; default 10 minutes. */
   readonly setupTimeoutMs?: number
   /** The grace between SIGTERM and SIGKILL when a scope closes or a sandbox is released; default 2 s. */
   readonly terminateGraceMs?: number
@@ -464,17 +464,17 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
       if ((yield* exists(place.workdir)) || (yield* exists(place.marker))) yield* release(place)
       const attachmentsDir = join(place.workdir, "attachments")
       const attachments = spec.attachments.map((a) => ({ name: a.name, media_type: a.media_type, path: join(attachmentsDir, a.name) }))
+      // The set-up's time limit counts from here: choosing the sandbox's user is part of it.
+      const deadline = Date.now() + setupTimeoutMs
       const uid = isolation === undefined
         ? undefined
-        : yield* io("could not choose a user for the sandbox", () => allocateUid(isolation.uids, uidsInUse))
-      if (uid !== undefined) uidsInUse.add(uid)
+        : yield* io("could not choose a user for the sandbox", () => allocateUid(isolation.uids, uidsInUse, setupTimeoutMs))
       const user = uid === undefined ? undefined : userOf(uid)
       const started = new Map<string, Cloned>()
       const sandbox = sandboxAt(place, attachments, spec.env, user, { team: spec.team_uid, started })
       const setupFailed = (message: string) => new Executor.SetupFailed({ message, sandbox })
 
       const created_at = DateTime.formatIso(yield* DateTime.now)
-      const deadline = Date.now() + setupTimeoutMs
       const run = (file: string, args: ReadonlyArray<string>, env: Readonly<Record<string, string>>, as?: User) =>
         runToCompletion(file, args, { cwd: place.workdir, env, timeoutMs: Math.max(1, deadline - Date.now()), user: as })
       const timedOut = (what: string, completion: Completion) =>

@@ -69,8 +69,12 @@ export const startMessage = (
   api: { base_url: apiBaseUrl, run_token: token }
 })
 
-/** Claims in flight at once at most, while runs wait (see `claimer`). */
-const CLAIMERS = 4
+/**
+ * Claims in flight at once at most, while runs wait (see `claimRound`). Each claim waits for a few
+ * turns of the event loop (storage, the transcript's size), and a server busy with hundreds of runs
+ * takes seconds a turn: with 4 claims in flight it claimed one or two runs a second (issue 34).
+ */
+export const CLAIMERS = 16
 
 /** The loop's parts for the scope given: `claimSome` claims and starts runs while slots are free. */
 export const make = (scope: Scope.Scope) => Effect.gen(function*() {
@@ -86,11 +90,9 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
   const gitHost = yield* GitHost
   /** Executions under way. */
   let running = 0
-  /** Claims under way: each holds a slot until it knows whether it found a run. */
-  let claimsInFlight = 0
   /** Whether a claim round waits for its turn (see `wake`). */
   let roundWaiting = false
-  /** One claim round at a time (its claimers claim side by side). */
+  /** One claim round at a time (its claims go side by side, see `claimRound`). */
   const claiming = yield* Effect.makeSemaphore(1)
 
   /** A continuation's CLI session and its saved files, when both are there. */
@@ -298,7 +300,7 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
       Effect.annotateLogs({ run_id: plan.run_id, execution_id: plan.execution_id })
     )
 
-  /** Claims one run and starts it in a slot reserved by the caller: whether there was one. */
+  /** Claims one run and starts it in a slot the caller keeps free for it: whether there was one. */
   const claimOne: Effect.Effect<boolean, StorageError> = Effect.gen(function*() {
     // Live from before the claim: the sweep must not take the run while its plan is made.
     const executionId = yield* ids.executionId
@@ -323,32 +325,32 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
   })
 
   /**
-   * One claimer: claims while slots are free and runs wait. Once it found two runs in a row (a
-   * queue), it starts another claimer beside it (up to `CLAIMERS` at once), so a queue is taken by
-   * several claims in flight, while a lone run costs one empty claim after it, as before.
+   * A claim round: waves of claims side by side while slots are free and runs wait, each wave as
+   * wide as the runs found so far in the round (up to `CLAIMERS` and the free slots: 1, 1, 2, 4,
+   * 8, 16 …), so a queue is taken by more and more claims at once while a lone run costs one empty
+   * claim after it, as before. A wave with an empty claim ends the round. A claim that fails does
+   * not cut the others of its wave short (one cut short after it claimed would leave its run
+   * claimed and never started); the round fails with it once they are done.
    */
-  const claimer = (rank: number): Effect.Effect<void, StorageError> =>
-    Effect.gen(function*() {
-      let beside: Fiber.RuntimeFiber<void, StorageError> | undefined
-      let found = 0
-      while (running + claimsInFlight < settings.concurrency) {
-        claimsInFlight += 1
-        const got = yield* claimOne.pipe(Effect.ensuring(Effect.sync(() => {
-          claimsInFlight -= 1
-        })))
-        if (!got) break
-        found += 1
-        if (found >= 2 && beside === undefined && rank + 1 < CLAIMERS) beside = yield* Effect.fork(claimer(rank + 1))
-      }
-      if (beside !== undefined) yield* Fiber.join(beside)
-    })
+  const claimRound: Effect.Effect<void, StorageError> = Effect.gen(function*() {
+    let found = 0
+    for (;;) {
+      const width = Math.min(CLAIMERS, Math.max(1, found), settings.concurrency - running)
+      if (width <= 0) return
+      const wave = yield* Effect.all(Array.from({ length: width }, () => Effect.either(claimOne)), { concurrency: "unbounded" })
+      found += wave.filter((claim) => Either.isRight(claim) && claim.right).length
+      const failed = wave.find(Either.isLeft)
+      if (failed !== undefined) return yield* failed.left
+      if (wave.some((claim) => Either.isRight(claim) && !claim.right)) return
+    }
+  })
 
   /** Claims and starts runs while there are free slots and runs waiting. */
   const claimSome: Effect.Effect<void, StorageError> = claiming.withPermits(1)(
     Effect.suspend(() => {
       // From here on every run queued so far is seen: a wake-up now needs a round of its own.
       roundWaiting = false
-      return claimer(0)
+      return claimRound
     })
   )
 

@@ -6,7 +6,10 @@
  * seconds on a loaded machine (2 CPUs, hundreds of processes: every read waits its turn in Node's
  * thread pool and then on the event loop), so a pass reads `PASS_PARALLELISM` at once; and the
  * callers that ask while a pass runs share the next one, so that hundreds of sandboxes released at
- * once cost a pass each rather than the square of their number.
+ * once cost a pass each rather than the square of their number. Still, a pass takes a few hundred
+ * turns of the event loop (three reads per process, 32 at once), and a server busy with hundreds of
+ * runs takes a second a turn: what does not need a pass that started after it asked (choosing a
+ * sandbox's uid) takes the last one that finished instead (`SharedPass.recent`).
  */
 import { Option } from "effect"
 import { readdir, readlink } from "node:fs/promises"
@@ -34,22 +37,39 @@ export const mapPids = async <A>(pids: ReadonlyArray<number>, f: (pid: number) =
   return results
 }
 
-/**
- * `scan` shared by its callers: each gets the result of a pass that started after it asked (so it
- * sees every process started before), and the callers that ask while a pass runs share the next.
- */
-export const sharedPass = <A>(scan: () => Promise<A>): () => Promise<A> => {
+/** Passes of one scan over `/proc`, shared by their callers (see `sharedPass`). */
+export interface SharedPass<A> {
+  /**
+   * The result of a pass that started after this call (so it sees every process started before);
+   * the callers that ask while a pass runs share the next one.
+   */
+  readonly fresh: () => Promise<A>
+  /**
+   * The result of the last pass that finished, at once: no waiting for a pass, which takes
+   * hundreds of turns of a busy event loop (minutes, with 1,000 agents running: issue 34). A pass
+   * is started (or joined) for the callers after this one; the first callers wait for it.
+   */
+  readonly recent: () => Promise<A>
+}
+
+/** `scan` shared by its callers: `fresh` for what must see every process started before it asked, `recent` for what may use the last pass. */
+export const sharedPass = <A>(scan: () => Promise<A>): SharedPass<A> => {
   /** The pass under way, and the one that callers arriving during it wait for. */
   let running: Promise<A> | undefined
   let queued: Promise<A> | undefined
+  /** What the last pass that finished found. */
+  let last: { readonly found: A } | undefined
   const start = (): Promise<A> => {
-    const pass: Promise<A> = scan().finally(() => {
+    const pass: Promise<A> = scan().then((found) => {
+      last = { found }
+      return found
+    }).finally(() => {
       if (running === pass) running = undefined
     })
     running = pass
     return pass
   }
-  return () => {
+  const fresh = (): Promise<A> => {
     if (running === undefined) return start()
     if (queued === undefined) {
       queued = running.catch(() => undefined).then(() => {
@@ -59,6 +79,14 @@ export const sharedPass = <A>(scan: () => Promise<A>): () => Promise<A> => {
     }
     return queued
   }
+  const recent = (): Promise<A> => {
+    const next = fresh()
+    if (last === undefined) return next
+    // No one waits for it here: its failure is the next callers'.
+    next.catch(() => undefined)
+    return Promise.resolve(last.found)
+  }
+  return { fresh, recent }
 }
 
 /**
@@ -109,7 +137,7 @@ const workingDirectories = sharedPass(async (): Promise<ReadonlyMap<number, stri
 /** The pids of the processes whose working directory is `dir` or below it (Linux; none elsewhere). */
 export const processesIn = async (dir: string): Promise<Array<number>> => {
   const found: Array<number> = []
-  for (const [pid, cwd] of await workingDirectories()) {
+  for (const [pid, cwd] of await workingDirectories.fresh()) {
     if (cwd === dir || cwd.startsWith(`${dir}/`)) found.push(pid)
   }
   return found

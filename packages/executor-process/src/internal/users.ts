@@ -8,7 +8,7 @@ import { randomInt } from "node:crypto"
 import type { Dirent } from "node:fs"
 import { lchown, open, readdir } from "node:fs/promises"
 import { join } from "node:path"
-import { killProcess, mapPids, otherPids, sharedPass, within } from "./proc.js"
+import { killProcess, mapPids, otherPids, type SharedPass, sharedPass, within } from "./proc.js"
 
 /** A range of uids: `first` to `first + count - 1`. */
 export interface UidRange {
@@ -52,12 +52,14 @@ const uidOfProcess = async (pid: number): Promise<number | undefined> => {
   }
 }
 
+/** Processes by real uid. */
+export type ProcessesByUid = ReadonlyMap<number, ReadonlyArray<number>>
+
 /**
- * The live processes by real uid (this one left out), read by a pass over `/proc` that started
- * after this call: every sandbox being set up or released asks, and they share passes (1,000
- * concurrent sandboxes with a pass each took minutes to start).
+ * The live processes by real uid (this one left out), from passes over `/proc` shared by every
+ * sandbox being set up or released (1,000 concurrent sandboxes with a pass each took minutes to start).
  */
-const liveProcesses = sharedPass(async (): Promise<ReadonlyMap<number, ReadonlyArray<number>>> => {
+const liveProcesses = sharedPass(async (): Promise<ProcessesByUid> => {
   const pids = await otherPids()
   const uids = await mapPids(pids, uidOfProcess)
   const byUid = new Map<number, Array<number>>()
@@ -72,7 +74,7 @@ const liveProcesses = sharedPass(async (): Promise<ReadonlyMap<number, ReadonlyA
 })
 
 /** The pids of the processes running as `uid` (Linux; none elsewhere). */
-export const processesOf = async (uid: number): Promise<Array<number>> => [...((await liveProcesses()).get(uid) ?? [])]
+export const processesOf = async (uid: number): Promise<Array<number>> => [...((await liveProcesses.fresh()).get(uid) ?? [])]
 
 /** How `killUser` ended. */
 export type Killed =
@@ -107,17 +109,37 @@ export const killUser = async (uid: number, timeoutMs: number): Promise<Killed> 
 }
 
 /**
- * A uid of `range` that is not in `taken` and that no process runs as: drawn at random, so that
- * two services on one host (each knowing only its own sandboxes) practically never pick the same.
+ * Chooses sandboxes' uids, with what `passes` found running. `allocate(range, inUse, timeoutMs)`
+ * draws a uid of `range` that is not in `inUse` and that no process ran as at the last pass that
+ * finished, and adds it to `inUse`. Drawn at random, so that two services on one host (each knowing
+ * only its own sandboxes) practically never pick the same.
+ *
+ * The last pass, not one started after the call: a pass waits for hundreds of turns of the event
+ * loop, and with 1,000 runs going a turn took a second or two, so every sandbox waited minutes for
+ * its uid while the runs stayed CLAIMED (issue 34). It is enough: this service's own uids are in
+ * `inUse` from their choice until none of their processes is left, and processes of a uid it does
+ * not know cannot appear between two passes but from one that was there before (an earlier life's,
+ * which the first pass sees) or from another service drawing from the same range (kept apart, as
+ * before, by the random draw). Only the first choices of the service's life wait for a pass, for
+ * `timeoutMs` at most (real time): past it the choice fails, naming why, rather than leave its run
+ * waiting for good.
  */
-export const allocateUid = async (range: UidRange, taken: ReadonlySet<number>): Promise<number> => {
-  const live = await liveProcesses()
-  for (let attempt = 0; attempt < 100; attempt++) {
-    const uid = range.first + randomInt(range.count)
-    if (!taken.has(uid) && !live.has(uid)) return uid
+export const uidAllocator = (passes: SharedPass<ProcessesByUid>) =>
+  async (range: UidRange, inUse: Set<number>, timeoutMs: number): Promise<number> => {
+    const found = await within(passes.recent(), timeoutMs)
+    if (Option.isNone(found)) throw new Error(`no look through /proc for the uids in use finished within ${timeoutMs} ms`)
+    for (let attempt = 0; attempt < 100; attempt++) {
+      const uid = range.first + randomInt(range.count)
+      if (!inUse.has(uid) && !found.value.has(uid)) {
+        inUse.add(uid)
+        return uid
+      }
+    }
+    throw new Error(`no free uid in ${range.first}-${range.first + range.count - 1}`)
   }
-  throw new Error(`no free uid in ${range.first}-${range.first + range.count - 1}`)
-}
+
+/** `uidAllocator` over the host's `/proc`. */
+export const allocateUid = uidAllocator(liveProcesses)
 
 /** Gives `path` and everything below it to `user` (symbolic links themselves, never their targets). */
 export const chownTree = async (path: string, user: User): Promise<void> => {
