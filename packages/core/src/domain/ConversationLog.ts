@@ -66,20 +66,28 @@ interface MutableStep {
 /** A date from stored millis; one out of range (stored before they were checked) is the epoch. */
 const utc = (millis: number) => DateTime.unsafeMake(Number.isFinite(millis) && Math.abs(millis) <= MAX_MILLIS ? millis : 0)
 
-/**
- * The steps an execution's operations build, in order. Operations that name a step not opened
- * (a log cut short) are skipped: a fold never throws.
- */
-export const foldConversation = (ops: Iterable<ConversationOp>): Array<ConversationStep> => {
+/** The steps operations build, given as consecutive lists (a log's parts in order, or one list). */
+const fold = (lists: Iterable<Iterable<ConversationOp>>): Array<ConversationStep> => {
   const top: Array<MutableStep> = []
   const byKey = new Map<number, MutableStep>()
   const depthOf = new Map<number, number>()
-  for (const op of ops) {
+  // An agent printing fast gives many operations the same millisecond: they share one date
+  // (immutable): making one was about a sixth of reading a large conversation back.
+  let lastMillis = Number.NaN
+  let lastDate = utc(0)
+  const dateOf = (millis: number) => {
+    if (millis !== lastMillis) {
+      lastMillis = millis
+      lastDate = utc(millis)
+    }
+    return lastDate
+  }
+  for (const ops of lists) for (const op of ops) {
     if (op.op === "step") {
       const step: MutableStep = {
         id: op.id,
         ...(op.description === undefined ? {} : { description: op.description }),
-        started_at: utc(op.at),
+        started_at: dateOf(op.at),
         messages: [],
         steps: []
       }
@@ -96,10 +104,10 @@ export const foldConversation = (ops: Iterable<ConversationOp>): Array<Conversat
     switch (op.op) {
       case "end":
         if (op.summary !== undefined) step.summary = op.summary
-        step.completed_at = utc(op.at)
+        step.completed_at = dateOf(op.at)
         break
       case "message":
-        step.messages.push({ role: op.role, timestamp: utc(op.at), content: [op.block] })
+        step.messages.push({ role: op.role, timestamp: dateOf(op.at), content: [op.block] })
         break
       case "block": {
         const last = step.messages[step.messages.length - 1]
@@ -120,6 +128,12 @@ export const foldConversation = (ops: Iterable<ConversationOp>): Array<Conversat
   return top as Array<ConversationStep>
 }
 
-/** The steps of an execution's parts, whatever order they come in (by `seq`). */
+/**
+ * The steps an execution's operations build, in order. Operations that name a step not opened
+ * (a log cut short) are skipped: a fold never throws.
+ */
+export const foldConversation = (ops: Iterable<ConversationOp>): Array<ConversationStep> => fold([ops])
+
+/** The steps of an execution's parts, whatever order they come in (by `seq`), read part by part (not copied into one list). */
 export const foldParts = (parts: ReadonlyArray<ConversationPart>): Array<ConversationStep> =>
-  foldConversation([...parts].sort((a, b) => a.seq - b.seq).flatMap((p) => p.ops))
+  fold([...parts].sort((a, b) => a.seq - b.seq).map((p) => p.ops))

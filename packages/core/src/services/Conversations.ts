@@ -13,6 +13,14 @@
  *   execution appends what its agent printed; `transcriptKey` is where executors write and the
  *   download route reads. No blob yet: 404 `transcript`. Every conversation format this service
  *   produces has a raw transcript, so the documented 422 never arises here.
+ * - The conversation is also answered as its JSON text in pieces (`ofRunJson`, `getJson`), for the
+ *   HTTP endpoints to stream: the same text as `ofRun` / `get` encoded by the schema
+ *   (ConversationJson.ts). Access, existence (404) and the first run's read are checked before the
+ *   text starts; each later run of a conversation is read when the text gets to it, so at most one
+ *   run's steps are held at a time. A run's steps are held whole: the storage port folds a run's
+ *   log into steps, and a step's text cannot start before its log is read to its end (its
+ *   `summary` and `completed_at` come first in the text but last in the log; its messages come
+ *   before its nested steps in the text but interleave with them in the log).
  * - `transcript` answers the run and the blob key of its transcript (`{run_id, key}`); the
  *   transport turns it into a signed download URL. A run the caller cannot see is a 404 `run`
  *   (or `conversation`) whether or not a transcript exists.
@@ -22,19 +30,21 @@
  *   team reporting the same url never hides the caller's run. The answer is the RunItem (the
  *   transport wraps it as `{run_id, run}`).
  */
-import { Effect, Option } from "effect"
+import { Chunk, Effect, Option, Stream } from "effect"
 import type { Viewer } from "../domain/Access.js"
 import { canSee } from "../domain/Access.js"
 import { MAX_EXTERNAL_REFERENCE_URL_LENGTH } from "../domain/Artifact.js"
 import { ConversationResponse, type ConversationStep } from "../domain/Conversation.js"
-import { InvalidRequest, ResourceNotFound } from "../domain/Errors.js"
+import { CONVERSATION_JSON_END, conversationJsonHead, stepsJson } from "../domain/ConversationJson.js"
+import { InvalidRequest, ResourceNotFound, type ResourceUnavailable } from "../domain/Errors.js"
 import type { ConversationId, RunId } from "../domain/Ids.js"
 import { transcriptKey } from "../domain/BlobKeys.js"
-import { storageUnavailable } from "../internal/Services.js"
+import { storageUnavailable, storageUnavailableStream } from "../internal/Services.js"
 import { Audit } from "./Audit.js"
 import { BlobStore } from "../ports/BlobStore.js"
 import { RunStore } from "../ports/RunStore.js"
 import type { StoredRun } from "../ports/RunStore.js"
+import type { StorageError } from "../ports/Storage.js"
 import { presentRun, requireVisibleRun, runOwnership } from "../domain/RunRecords.js"
 
 
@@ -70,31 +80,67 @@ export class Conversations extends Effect.Service<Conversations>()("@agent-runs/
         return runs
       })
 
-    /** The conversation of `runs` (one conversation, oldest run first): their steps one after the other. */
+    /**
+     * The conversation of `runs` (one conversation, oldest run first): its id, its runs, and their
+     * steps run by run. The first run's steps are read now, and so is every run's when none is
+     * marked as having a conversation (to tell a conversation with no steps yet from none, 404);
+     * otherwise each later run's steps are read when `steps` gets to it, so a streamed response
+     * holds one run's steps at a time.
+     */
     const conversationOf = (runs: ReadonlyArray<StoredRun>) =>
       Effect.gen(function*() {
         const conversationId = runs[0]?.item.conversation_id ?? null
-        const steps: Array<ConversationStep> = []
-        let saved = false
-        for (const run of runs) {
-          const own = yield* store.conversation(run.item.run_id)
-          saved ||= run.has_conversation || own.length > 0
-          steps.push(...own)
-        }
+        const [first, ...later] = runs
+        const firstSteps = first === undefined ? [] : yield* store.conversation(first.item.run_id)
+        const marked = runs.some((r) => r.has_conversation) || firstSteps.length > 0
+        const laterSteps = marked ? undefined : yield* Effect.forEach(later, (r) => store.conversation(r.item.run_id))
+        const saved = marked || (laterSteps ?? []).some((steps) => steps.length > 0)
         if (conversationId === null || !saved) {
           return yield* ResourceNotFound.of("conversation", conversationId ?? undefined)
         }
-        return new ConversationResponse({
+        const rest: Stream.Stream<ReadonlyArray<ConversationStep>, StorageError> = laterSteps === undefined
+          ? Stream.mapEffect(Stream.fromIterable(later), (r) => store.conversation(r.item.run_id))
+          : Stream.fromIterable(laterSteps)
+        return {
           conversation_id: conversationId,
           run_ids: runs.map((r) => r.item.run_id),
-          steps
-        })
+          steps: Stream.concat(Stream.succeed(firstSteps), rest)
+        }
+      })
+
+    /** The conversation of `runs` as one value. */
+    const responseOf = (runs: ReadonlyArray<StoredRun>) =>
+      Effect.gen(function*() {
+        const conversation = yield* conversationOf(runs)
+        const steps = Chunk.toReadonlyArray(yield* Stream.runCollect(conversation.steps)).flat()
+        // Built from stored steps, checked when they were stored.
+        return new ConversationResponse({ conversation_id: conversation.conversation_id, run_ids: conversation.run_ids, steps }, true)
+      })
+
+    /**
+     * The conversation of `runs` as the JSON text of its `ConversationResponse`, in pieces
+     * (ConversationJson.ts), each later run's steps read as the text gets to them. What fails
+     * before the text is the effect's failure; a storage failure while reading a later run fails
+     * the text after its start with `ResourceUnavailable` (logged, and reported to `Health`, as
+     * every storage failure is): the transport has sent its status by then.
+     */
+    const jsonOf = (runs: ReadonlyArray<StoredRun>) =>
+      Effect.map(conversationOf(runs), (conversation): Stream.Stream<string, ResourceUnavailable> => {
+        const steps = conversation.steps.pipe(
+          // Whether any step was written before a run's: the comma between steps across runs.
+          Stream.mapAccum(true, (first, own) => [first && own.length === 0, stepsJson(own, first)]),
+          Stream.flatMap((pieces) => Stream.fromIteratorSucceed(pieces, 1))
+        )
+        return Stream.make(conversationJsonHead(conversation.conversation_id, conversation.run_ids)).pipe(
+          Stream.concat(storageUnavailableStream(steps)),
+          Stream.concat(Stream.make(CONVERSATION_JSON_END))
+        )
       })
 
     /** The conversation of a run the viewer can see. */
     const ofRun = Effect.fn("Conversations.ofRun")(
       function*(viewer: Viewer, runId: string) {
-        return yield* conversationOf([yield* runById(viewer, runId)])
+        return yield* responseOf([yield* runById(viewer, runId)])
       },
       storageUnavailable
     )
@@ -102,7 +148,26 @@ export class Conversations extends Effect.Service<Conversations>()("@agent-runs/
     /** A conversation by its id, across every execution of its run. */
     const get = Effect.fn("Conversations.get")(
       function*(viewer: Viewer, conversationId: ConversationId) {
-        return yield* conversationOf(yield* runsByConversation(viewer, conversationId))
+        return yield* responseOf(yield* runsByConversation(viewer, conversationId))
+      },
+      storageUnavailable
+    )
+
+    /**
+     * `ofRun` as JSON text, for streaming (`jsonOf`): the run's visibility and its conversation's
+     * existence are checked, and its steps read, before the text starts.
+     */
+    const ofRunJson = Effect.fn("Conversations.ofRunJson")(
+      function*(viewer: Viewer, runId: string) {
+        return yield* jsonOf([yield* runById(viewer, runId)])
+      },
+      storageUnavailable
+    )
+
+    /** `get` as JSON text, for streaming (`jsonOf`): the checks and the first run's steps before the text. */
+    const getJson = Effect.fn("Conversations.getJson")(
+      function*(viewer: Viewer, conversationId: ConversationId) {
+        return yield* jsonOf(yield* runsByConversation(viewer, conversationId))
       },
       storageUnavailable
     )
@@ -141,6 +206,6 @@ export class Conversations extends Effect.Service<Conversations>()("@agent-runs/
       storageUnavailable
     )
 
-    return { ofRun, get, transcript, runByExternalReference } as const
+    return { ofRun, get, ofRunJson, getJson, transcript, runByExternalReference } as const
   })
 }) {}

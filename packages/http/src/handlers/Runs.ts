@@ -9,6 +9,7 @@ import { Conversations, Followups, RunEvents, Runs, RunStream, Timeline } from "
 import { DateTime, Duration, Effect, Schema, Stream } from "effect"
 import { Api } from "@agent-runs/api/Api"
 import { RunsGroup } from "@agent-runs/api/endpoints/Runs"
+import { conversationResponses } from "../ConversationResponses.js"
 import { transcriptLink, transcriptRedirect } from "../Downloads.js"
 import { EventStreamLimitsTag, makeStreamSlots } from "../EventStreams.js"
 import { RunByExternalReferenceResponse, TranscriptLinkResponse } from "@agent-runs/api/Models"
@@ -50,7 +51,7 @@ export const RunsLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
     const listed = respond(RunsGroup, "listRuns")
     const run = respond(RunsGroup, "getRun")
     const timeline = respond(RunsGroup, "getRunTimeline")
-    const conversation = respond(RunsGroup, "getRunConversation")
+    const conversation = yield* conversationResponses
     /** The transcript of a run the caller may see (404 otherwise): the redirect and the link check alike. */
     const runTranscript = (runId: string) =>
       Effect.flatMap(CurrentViewer, (viewer) => conversations.transcript(viewer, { runId }))
@@ -67,8 +68,7 @@ export const RunsLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
       .handle("getRun", ({ path }) => Effect.flatMap(CurrentViewer, (viewer) => Effect.flatMap(runs.get(viewer, path.runId), run)))
       .handle("getRunTimeline", ({ path }) =>
         Effect.flatMap(CurrentViewer, (viewer) => Effect.flatMap(runs.timeline(viewer, path.runId), timeline)))
-      .handle("getRunConversation", ({ path }) =>
-        Effect.flatMap(CurrentViewer, (viewer) => Effect.flatMap(conversations.ofRun(viewer, path.runId), conversation)))
+      .handle("getRunConversation", ({ path }) => conversation.ofRun(path.runId))
       .handle("getRunTranscript", ({ path }) =>
         Effect.flatMap(runTranscript(path.runId), (transcript) => transcriptRedirect(transcript.run_id)))
       .handle("getRunTranscriptLink", ({ path }) =>
