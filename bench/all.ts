@@ -39,6 +39,7 @@ const BENCHES: ReadonlyArray<Bench> = [
   { name: "ingress", quick: { BENCH_SECONDS: "4" }, limitSeconds: 300 },
   { name: "scheduler", quick: {}, limitSeconds: 240 },
   { name: "queue", quick: {}, limitSeconds: 180 },
+  { name: "output", quick: { BENCH_OUTPUT_MB: "20" }, limitSeconds: 300 },
   { name: "engine", quick: { BENCH_ENGINE_RUNS: "200" }, limitSeconds: 240 },
   { name: "dispatch", quick: { BENCH_RUNS: "60", BENCH_THROUGHPUT_RUNS: "200", BENCH_DOCKER: "0" }, limitSeconds: 180 },
   { name: "storage", quick: { BENCH_ADAPTERS: "sqlite", BENCH_RUNS: "100000" }, limitSeconds: 300 },

@@ -17,13 +17,18 @@ type EndpointOf<Group extends HttpApiGroup.HttpApiGroup.Any, Name extends string
   Name
 >
 
+/** `group`'s endpoint `name` as defined, and its success status. */
+export const definitionOf = (group: HttpApiGroup.HttpApiGroup.Any, name: string) => {
+  const endpoint = (group as unknown as HttpApiGroup.HttpApiGroup.AnyWithProps).endpoints[name]!
+  return { endpoint, status: HttpApiSchema.getStatusSuccess(endpoint.successSchema) }
+}
+
 /** The answer of `group`'s endpoint `name`: its success value, encoded with its success schema, at its status. */
 export const respond = <
   Group extends HttpApiGroup.HttpApiGroup.Any,
   Name extends HttpApiEndpoint.HttpApiEndpoint.Name<HttpApiGroup.HttpApiGroup.Endpoints<Group>>
 >(group: Group, name: Name) => {
-  const endpoint = (group as unknown as HttpApiGroup.HttpApiGroup.AnyWithProps).endpoints[name]!
-  const status = HttpApiSchema.getStatusSuccess(endpoint.successSchema)
+  const { endpoint, status } = definitionOf(group, name)
   const encode = TrustedCodec.encoder(endpoint.successSchema as Schema.Schema<unknown, unknown>)
   return (value: HttpApiEndpoint.HttpApiEndpoint.Success<EndpointOf<Group, Name>>) =>
     Effect.map(Effect.orDie(encode(value)), (body) => HttpServerResponse.unsafeJson(body, { status }))

@@ -15,16 +15,16 @@
  *   names. A client sees a body that does not parse; retrying the request is safe (it only reads).
  * - A client that goes away interrupts the body: nothing is logged.
  */
-import { type HttpApiEndpoint, type HttpApiGroup, HttpApiSchema, HttpServerResponse } from "@effect/platform"
+import { type HttpApiEndpoint, type HttpApiGroup, HttpServerResponse } from "@effect/platform"
 import { Cause, Effect, Stream } from "effect"
+import { definitionOf } from "./Respond.js"
 
 /** The streamed answer of `group`'s endpoint `name`: `text`, whose pieces make its success value's JSON. */
 export const streamedJson = <
   Group extends HttpApiGroup.HttpApiGroup.Any,
   Name extends HttpApiEndpoint.HttpApiEndpoint.Name<HttpApiGroup.HttpApiGroup.Endpoints<Group>>
 >(group: Group, name: Name) => {
-  const endpoint = (group as unknown as HttpApiGroup.HttpApiGroup.AnyWithProps).endpoints[name]!
-  const status = HttpApiSchema.getStatusSuccess(endpoint.successSchema)
+  const { endpoint, status } = definitionOf(group, name)
   const label = `${endpoint.method} ${endpoint.path}`
   return <E>(text: Stream.Stream<string, E>, what: Readonly<Record<string, string>>) =>
     HttpServerResponse.stream(
