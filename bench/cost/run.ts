@@ -24,8 +24,8 @@
  * per run (`/bin/sh -c "exec bash …"` execs into it) with no child of its own: it reads the start
  * line, prints a session line, then an assistant message every BENCH_TICK_SECONDS (10) while it
  * waits on stdin with `read -t` (a bash builtin: no `sleep` process per tick), and exits 0 when
- * it reads the cancel message, when stdin closes, or after BENCH_AGENT_SECONDS (start-up limit +
- * window + 120 s) in any case. Its command line carries a marker (`agent-runs-bench-cost-<pid>`),
+ * it reads the cancel message, when stdin closes, or after BENCH_AGENT_SECONDS (twice the start-up
+ * limit + window + 120 s) in any case. Its command line carries a marker (`agent-runs-bench-cost-<pid>`),
  * by which leftovers are found and killed. A Node agent (bench/dispatch/agent.mjs) would cost
  * ~40 MB and ~50 ms of CPU to start per run, too much for 1,000 on this 2-CPU machine.
  *
@@ -57,7 +57,9 @@ const TICK_S = Number(process.env.BENCH_TICK_SECONDS ?? 10)
 /** How long the runs of a case may take to be all INPROGRESS, s (BENCH_START_SECONDS: 60 + 0.25 s per run). */
 const startSeconds = (n: number) => Math.ceil(Number(process.env.BENCH_START_SECONDS ?? 60 + n / 4))
 /** How long an agent lives at most, s: past its case's start-up, settling, window and checks. */
-const agentSeconds = (n: number) => Math.ceil(Number(process.env.BENCH_AGENT_SECONDS ?? startSeconds(n) + WINDOW_S + 120))
+// The start-up limit counted twice: the POSTs themselves took up to one more (113 s for 1,000 on a
+// loaded machine), and an agent started by an early POST must outlive the window all the same.
+const agentSeconds = (n: number) => Math.ceil(Number(process.env.BENCH_AGENT_SECONDS ?? 2 * startSeconds(n) + WINDOW_S + 120))
 const TIMEOUT_MS = 1_000 * Number(
   process.env.BENCH_TIMEOUT_SECONDS ?? 300 + CONCURRENCIES.reduce((sum, n) => sum + 120 + startSeconds(n) + n / 10 + 2 * WINDOW_S, 0)
 )
