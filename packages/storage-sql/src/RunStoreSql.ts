@@ -37,7 +37,7 @@ import { Role } from "@agent-runs/core/domain/Identity"
 import { utf8Bytes } from "@agent-runs/core/domain/Quotas"
 import { Artifact } from "@agent-runs/core/domain/Artifact"
 import { ConversationStep } from "@agent-runs/core/domain/Conversation"
-import { ConversationOp, type ConversationPart, foldParts } from "@agent-runs/core/domain/ConversationLog"
+import { type ConversationOp, type ConversationPart, foldParts } from "@agent-runs/core/domain/ConversationLog"
 import { RunId } from "@agent-runs/core/domain/Ids"
 import type { ConversationId, ExecutionId, PrincipalUid, TeamUid } from "@agent-runs/core/domain/Ids"
 import { RunItem } from "@agent-runs/core/domain/Run"
@@ -123,11 +123,27 @@ const decodeArtifacts = TrustedCodec.decoder(Schema.Array(Json))
 const decodeExecutions = TrustedCodec.decoder(
   Schema.Array(Schema.Struct({ execution_id: Schema.String, steps: Schema.parseJson(Schema.Array(ConversationStep)) }))
 )
-const Ops = Schema.parseJson(Schema.Array(ConversationOp))
-const decodeParts = TrustedCodec.decoder(Schema.Array(Schema.Struct({ execution_id: Schema.String, seq: Int, ops: Ops })))
-const decodeLoggedParts = TrustedCodec.decoder(
-  Schema.Array(Schema.Struct({ ordinal: Int, execution_id: Schema.String, seq: Int, ops: Ops }))
+/** Whether two types are the same. */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
+/**
+ * A part's operations as stored: the JSON of `ConversationOp`s that core built and checked before
+ * they were written. Their encoded and decoded forms are the same plain JSON (checked here by the
+ * compiler), so the text is parsed as it is: the codec's walk over a large conversation only
+ * copied every operation (docs/performance.md, "Reading a large conversation back"). Should
+ * `ConversationOp` ever transform, `ParsedOps` becomes a message and the parts no longer compile.
+ */
+type ParsedOps = Same<typeof ConversationOp.Type, typeof ConversationOp.Encoded> extends true ? ReadonlyArray<ConversationOp>
+  : "ConversationOp transforms what it decodes: decode the parts' ops with its codec again"
+const parseOps = (text: string): ParsedOps => JSON.parse(text)
+/** Part rows as decoded (`ops` as text), each with its operations parsed. */
+const withOps = <P extends { readonly ops: string }>(parts: ReadonlyArray<P>) =>
+  parts.map((p) => ({ ...p, ops: parseOps(p.ops) }))
+const decodePartRows = TrustedCodec.decoder(Schema.Array(Schema.Struct({ execution_id: Schema.String, seq: Int, ops: Schema.String })))
+const decodeParts = (rows: ReadonlyArray<unknown>) => Effect.map(decodePartRows(rows), withOps)
+const decodeLoggedPartRows = TrustedCodec.decoder(
+  Schema.Array(Schema.Struct({ ordinal: Int, execution_id: Schema.String, seq: Int, ops: Schema.String }))
 )
+const decodeLoggedParts = (rows: ReadonlyArray<unknown>) => Effect.map(decodeLoggedPartRows(rows), withOps)
 const decodeEvents = TrustedCodec.decoder(Schema.Array(TimelineEvent))
 
 const EventRow = Schema.Struct({
