@@ -114,9 +114,14 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
         Effect.catchTag("Lost", () => Effect.succeedNone)
       )
 
-    /** Queues a team's PENDING runs, oldest first, while it has capacity. */
+    /**
+     * Queues a team's PENDING runs, oldest first, while it has capacity. Most teams have none
+     * waiting: one read says so, before the team and its count are read (statements per run,
+     * docs/performance.md).
+     */
     const admit = (team: TeamUid) =>
       Effect.gen(function*() {
+        if ((yield* store.pending(team, 1)).length === 0) return
         const found = yield* identities.getTeam(team)
         if (Option.isNone(found)) return
         const room = found.value.max_concurrent_runs - (yield* store.activeCount(team))
