@@ -8,7 +8,7 @@
  * claim use a worker host of their own; the one test of host-less claims uses runs created before
  * 1970, older than anything else the suite writes.
  */
-import { applyTransition, runSnapshot } from "../src/domain/RunRecords.js"
+import { applyTransition, presentRun, runSnapshot } from "../src/domain/RunRecords.js"
 import { describe, expect, layer } from "@effect/vitest"
 import { Arbitrary, DateTime, Effect, Either, Fiber, Option, Schema, Stream } from "effect"
 import type { Layer } from "effect"
@@ -34,6 +34,7 @@ import type { Role } from "../src/domain/Identity.js"
 import { RunItem } from "../src/domain/Run.js"
 import type { AgentSkill } from "../src/domain/Run.js"
 import {
+  encodeCursor,
   pageOf,
   queryFingerprint,
   stateCounts,
@@ -190,8 +191,11 @@ const createRuns = (runs: ReadonlyArray<StoredRun>, key?: ExactlyOnceKey) =>
 
 const encodeItem = Schema.encodeSync(RunItem)
 
-/** A stored run as comparable JSON (DateTime and class instances compared by value). */
-const comparable = (run: StoredRun) => JSON.stringify({ ...run, item: encodeItem(run.item) })
+/**
+ * A stored run as comparable JSON (DateTime and class instances compared by value), its item
+ * presented: the two computed flags are computed when a run is read, whatever the stored item said.
+ */
+const comparable = (run: StoredRun) => JSON.stringify({ ...run, item: encodeItem(presentRun(run)) })
 
 const viewerOf = (team: TeamUid, principal: PrincipalUid, role: Role = "member"): Viewer => ({
   principal_uid: principal,
@@ -512,6 +516,10 @@ const checkPages = (specs: ReadonlyArray<RunSpec>, queries: ReadonlyArray<QueryS
         const page = yield* store.list(current, viewer)
         expect(page.rows.map(comparable)).toEqual(expected.rows.map((r) => comparable(r.stored)))
         expect(page.page_info).toEqual(expected.page_info)
+        // The same page as JSON: each run the schema's encoding of its presented item.
+        const json = yield* store.listJson(current, viewer)
+        expect(json.rows.map((r) => JSON.parse(r.json))).toEqual(expected.rows.map((r) => encodeItem(presentRun(r.stored))))
+        expect(json.page_info).toEqual(expected.page_info)
         if (page.page_info.next_cursor === undefined) break
         current = nextQuery(current, page.page_info.next_cursor)
       }
@@ -553,6 +561,12 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
             yield* store.create([{ run, events: creationEvents(run) }])
             const read = yield* store.get(runId)
             expect(Option.map(read, comparable)).toEqual(Option.some(comparable(run)))
+            // A list's JSON of the run is the schema's encoding of the presented run.
+            const q = query({ sort_by: "title" })
+            const page = yield* store.listJson(q, viewerOf(run.team_uid, uid(), "admin"))
+            expect(page.rows.map((r) => JSON.parse(r.json))).toEqual([encodeItem(presentRun(run))])
+            const listRow = yield* page.rows[0]!.listRow
+            expect(encodeCursor(q, listRow)).toBe(encodeCursor(q, runListRow(run)))
           }),
         { fastCheck: { numRuns: 200 } }
       )

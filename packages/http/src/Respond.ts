@@ -33,3 +33,12 @@ export const respond = <
   return (value: HttpApiEndpoint.HttpApiEndpoint.Success<EndpointOf<Group, Name>>) =>
     Effect.map(Effect.orDie(encode(value)), (body) => HttpServerResponse.unsafeJson(body, { status }))
 }
+
+/**
+ * The answer of `group`'s endpoint `name` from the JSON text of its success value, which core built
+ * (e.g. `Runs.listJsonText`, whose tests check it against the schema's encoding), at its status.
+ */
+export const respondJsonText = (group: HttpApiGroup.HttpApiGroup.Any, name: string) => {
+  const { status } = definitionOf(group, name)
+  return (text: string) => HttpServerResponse.text(text, { status, contentType: "application/json" })
+}

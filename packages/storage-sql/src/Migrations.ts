@@ -19,6 +19,7 @@ import auditLog from "./migrations/0009_audit_log.js"
 import identityLifecycle from "./migrations/0010_identity_lifecycle.js"
 import signIn from "./migrations/0011_sign_in.js"
 import github from "./migrations/0012_github.js"
+import runDocShape from "./migrations/0013_run_doc_shape.js"
 
 export const loader = Migrator.fromRecord({
   "0001_runs": runs,
@@ -32,7 +33,8 @@ export const loader = Migrator.fromRecord({
   "0009_audit_log": auditLog,
   "0010_identity_lifecycle": identityLifecycle,
   "0011_sign_in": signIn,
-  "0012_github": github
+  "0012_github": github,
+  "0013_run_doc_shape": runDocShape
 })
 
 /**

@@ -41,6 +41,7 @@ import { type ConversationOp, type ConversationPart, foldParts } from "@agent-ru
 import { RunId } from "@agent-runs/core/domain/Ids"
 import type { ConversationId, ExecutionId, PrincipalUid, TeamUid } from "@agent-runs/core/domain/Ids"
 import { RunItem } from "@agent-runs/core/domain/Run"
+import { type RUN_DOC_OMITS, RUN_DOC_SHAPE } from "@agent-runs/core/domain/RunJson"
 import { encodeCursor, type RunListQuery, stateCounts } from "@agent-runs/core/domain/RunQuery"
 import { RunState } from "@agent-runs/core/domain/RunState"
 import {
@@ -68,46 +69,10 @@ import { claimIdentity, countDelivery, insertDelivery } from "./DeliveriesSql.js
 import { bool, iso, json, JsonColumn as Json, millis, operation, visibleTo } from "./internal/Catalog.js"
 import { countByState as countStates, searchColumns, selectPage } from "./RunListSql.js"
 import * as Rows from "./Rows.js"
+import { RUN_COLUMNS, runRows } from "./RunRowsSql.js"
 import { Wakeups } from "./Wakeups.js"
 
-/** The columns a run is read from. */
-const RUN_COLUMNS = [
-  "run_id",
-  "team_uid",
-  "state",
-  "updated_at",
-  "lease_execution_id",
-  "lease_expires_at",
-  "at_capacity",
-  "sandbox_retained",
-  "has_conversation",
-  "artifact_count",
-  "doc",
-  "metadata",
-  "ancestor_run_ids"
-].map((c) => `runs.${c}`).join(", ")
-
 const Int = Rows.Integer
-
-const RunRow = Schema.Struct({
-  run_id: Schema.String,
-  team_uid: Schema.String,
-  state: Schema.String,
-  updated_at: Rows.Millis,
-  lease_execution_id: Schema.NullOr(Schema.String),
-  lease_expires_at: Schema.NullOr(Rows.Millis),
-  at_capacity: Rows.Bool,
-  sandbox_retained: Rows.Bool,
-  has_conversation: Rows.Bool,
-  artifact_count: Int,
-  doc: Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
-  metadata: Json,
-  ancestor_run_ids: Json
-})
-type RunRow = typeof RunRow.Type
-
-const decodeRunRows = TrustedCodec.decoder(Schema.Array(RunRow))
-const decodeItem = TrustedCodec.decoder(RunItem)
 
 /**
  * The predicate of the partial index `runs_team_live`, word for word: SQLite uses a partial index
@@ -119,7 +84,6 @@ const LIVE = "state IN ('PENDING', 'QUEUED', 'CLAIMED', 'INPROGRESS')"
 // Artifact's constructors, requests' decoders); writing them applies the transformations only.
 const encodeItem = TrustedCodec.encoder(RunItem)
 const encodeArtifact = TrustedCodec.encoder(Artifact)
-const decodeArtifacts = TrustedCodec.decoder(Schema.Array(Json))
 const decodeExecutions = TrustedCodec.decoder(
   Schema.Array(Schema.Struct({ execution_id: Schema.String, steps: Schema.parseJson(Schema.Array(ConversationStep)) }))
 )
@@ -175,6 +139,7 @@ export const layer = Layer.effect(
     const sql = yield* SqlClient.SqlClient
     const wakeups = yield* Wakeups
     const columns = sql.literal(RUN_COLUMNS)
+    const { runJsons, storedRuns } = runRows(sql)
 
     /**
      * Reads in one transaction on SQLite: its client runs a statement made outside a transaction
@@ -205,8 +170,10 @@ export const layer = Layer.effect(
           run_id: _runId,
           state: _state,
           updated_at: _updatedAt,
+          is_sandbox_running: _running,
+          is_run_type_cancellable: _cancellable,
           ...doc
-        } = encoded
+        } = encoded satisfies Record<(typeof RUN_DOC_OMITS)[number], unknown>
         const item = run.item
         const config = item.agent_config
         return {
@@ -236,6 +203,7 @@ export const layer = Layer.effect(
           sandbox_retained: bool(sql, run.sandbox_retained),
           has_conversation: bool(sql, run.has_conversation),
           ...searchColumns(item.title, item.prompt, config.skill_spec),
+          doc_shape: RUN_DOC_SHAPE,
           doc: json(doc)
         }
       })
@@ -272,49 +240,6 @@ export const layer = Layer.effect(
         external_url: artifact.artifact_type === "EXTERNAL_REFERENCE" ? artifact.data.url : null,
         doc: json(encoded)
       }))
-
-    /** Stored runs from their rows, with their artifacts (one query for the runs that have any). */
-    const toStoredRuns = (raw: ReadonlyArray<unknown>) =>
-      Effect.gen(function* () {
-        const rows = yield* decodeRunRows(raw)
-        const withArtifacts = rows.filter((r) => r.artifact_count > 0).map((r) => r.run_id)
-        const artifacts = new Map<string, Array<unknown>>()
-        if (withArtifacts.length > 0) {
-          const found = yield* sql<{ run_id: string; doc: string }>`SELECT run_id, doc FROM run_artifacts
-            WHERE run_id IN ${sql.in(withArtifacts)} ORDER BY run_id, position`
-          const docs = yield* decodeArtifacts(found.map((a) => a.doc))
-          found.forEach((a, i) => {
-            const list = artifacts.get(a.run_id) ?? []
-            list.push(docs[i])
-            artifacts.set(a.run_id, list)
-          })
-        }
-        return yield* Effect.forEach(rows, (row) => toStoredRun(row, artifacts.get(row.run_id) ?? []))
-      })
-
-    const toStoredRun = (row: RunRow, artifacts: ReadonlyArray<unknown>) =>
-      Effect.map(
-        decodeItem({
-          ...row.doc,
-          run_id: row.run_id,
-          state: row.state,
-          updated_at: iso(row.updated_at),
-          metadata: row.metadata,
-          ancestor_run_ids: row.ancestor_run_ids,
-          artifacts
-        }),
-        (item): StoredRun => ({
-          item,
-          team_uid: row.team_uid as TeamUid,
-          lease:
-            row.lease_execution_id === null || row.lease_expires_at === null
-              ? null
-              : { execution_id: row.lease_execution_id as ExecutionId, expires_at: row.lease_expires_at },
-          at_capacity: row.at_capacity,
-          sandbox_retained: row.sandbox_retained,
-          has_conversation: row.has_conversation
-        })
-      )
 
     /** Takes an exactly-once key, or fails with DuplicateKey (rolling the transaction back). */
     const takeKey = (key: ExactlyOnceKey, runs: ReadonlyArray<NewRun>) =>
@@ -483,7 +408,7 @@ export const layer = Layer.effect(
     const get = Effect.fn("RunStore.get")(
       function* (runId: RunId) {
         const rows = yield* read(
-          sql`SELECT ${columns} FROM runs WHERE run_id = ${runId}`.pipe(Effect.flatMap(toStoredRuns))
+          sql`SELECT ${columns} FROM runs WHERE run_id = ${runId}`.pipe(Effect.flatMap(storedRuns))
         )
         return Option.fromNullable(rows[0])
       },
@@ -508,7 +433,7 @@ export const layer = Layer.effect(
 
     const list = Effect.fn("RunStore.list")(
       function* (query: RunListQuery, viewer: Viewer) {
-        const selected = yield* read(selectPage(sql, columns, query, viewer).pipe(Effect.flatMap(toStoredRuns)))
+        const selected = yield* read(selectPage(sql, columns, query, viewer).pipe(Effect.flatMap(storedRuns)))
         const rows = selected.slice(0, query.limit)
         const last = rows[rows.length - 1]
         return selected.length > query.limit && last !== undefined
@@ -516,6 +441,18 @@ export const layer = Layer.effect(
           : { rows, page_info: { has_next_page: false } }
       },
       operation("RunStore.list")
+    )
+
+    const listJson = Effect.fn("RunStore.listJson")(
+      function* (query: RunListQuery, viewer: Viewer) {
+        const selected = yield* read(selectPage(sql, columns, query, viewer).pipe(Effect.flatMap(runJsons)))
+        const rows = selected.slice(0, query.limit)
+        const last = rows[rows.length - 1]
+        return selected.length > query.limit && last !== undefined
+          ? { rows, page_info: { has_next_page: true, next_cursor: encodeCursor(query, yield* last.listRow) } }
+          : { rows, page_info: { has_next_page: false } }
+      },
+      operation("RunStore.listJson")
     )
 
     const countByState = Effect.fn("RunStore.countByState")(
@@ -689,7 +626,7 @@ export const layer = Layer.effect(
           })
         )
         if (Option.isNone(claimed)) return Option.none()
-        const [run] = yield* read(toStoredRuns([claimed.value]))
+        const [run] = yield* read(storedRuns([claimed.value]))
         return Option.fromNullable(run)
       },
       operation("RunStore.claim")
@@ -712,7 +649,7 @@ export const layer = Layer.effect(
         return yield* read(
           sql`SELECT ${columns} FROM runs
             WHERE lease_expires_at <= ${now} AND state IN ('CLAIMED', 'INPROGRESS')
-            ORDER BY lease_expires_at, run_id LIMIT ${limit}`.pipe(Effect.flatMap(toStoredRuns))
+            ORDER BY lease_expires_at, run_id LIMIT ${limit}`.pipe(Effect.flatMap(storedRuns))
         )
       },
       operation("RunStore.expiredLeases")
@@ -725,7 +662,7 @@ export const layer = Layer.effect(
             WHERE state = 'QUEUED' AND worker_host IS NOT NULL AND worker_host <> '' AND created_at <= ${before}
               AND NOT EXISTS (SELECT 1 FROM workers w
                 WHERE w.team_uid = runs.team_uid AND w.worker_id = runs.worker_host AND w.last_heartbeat_at > ${before})
-            ORDER BY created_at, run_id LIMIT ${limit}`.pipe(Effect.flatMap(toStoredRuns))
+            ORDER BY created_at, run_id LIMIT ${limit}`.pipe(Effect.flatMap(storedRuns))
         )
       },
       operation("RunStore.waitingForWorkers")
@@ -757,7 +694,7 @@ export const layer = Layer.effect(
       function* (team: TeamUid, limit: number) {
         return yield* read(
           sql`SELECT ${columns} FROM runs WHERE team_uid = ${team} AND state = 'PENDING' AND ${sql.literal(LIVE)}
-            ORDER BY created_at, run_id LIMIT ${limit}`.pipe(Effect.flatMap(toStoredRuns))
+            ORDER BY created_at, run_id LIMIT ${limit}`.pipe(Effect.flatMap(storedRuns))
         )
       },
       operation("RunStore.pending")
@@ -884,7 +821,7 @@ export const layer = Layer.effect(
       function* (conversationId: ConversationId) {
         return yield* read(
           sql`SELECT ${columns} FROM runs WHERE conversation_id = ${conversationId} ORDER BY created_at, run_id`.pipe(
-            Effect.flatMap(toStoredRuns)
+            Effect.flatMap(storedRuns)
           )
         )
       },
@@ -901,6 +838,7 @@ export const layer = Layer.effect(
       get,
       states,
       list,
+      listJson,
       countByState,
       update,
       claim,

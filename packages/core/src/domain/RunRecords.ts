@@ -9,11 +9,12 @@ import type { Owned, Viewer } from "./Access.js"
 import { InvalidRequest, ResourceNotFound } from "./Errors.js"
 import type { ExecutionId, Ids } from "./Ids.js"
 import { RunId } from "./Ids.js"
-import type { NewTimelineEvent, RunGuard, RunStore, StoredRun } from "../ports/RunStore.js"
+import { runListRow } from "../ports/RunStore.js"
+import type { NewTimelineEvent, RunGuard, RunJson, RunStore, StoredRun } from "../ports/RunStore.js"
 import type { WorkerStore } from "../ports/WorkerStore.js"
 import { RunItem } from "./Run.js"
 import { isTerminal } from "./RunState.js"
-import { isRunTypeCancellable } from "./RunStateMachine.js"
+import { runFlags, runItemJson, type RunFlagInputs } from "./RunJson.js"
 import type { RunSnapshot, Transition } from "./RunStateMachine.js"
 import type { TimelineEventType } from "./Timeline.js"
 import { waitingForWorkerMessage } from "./Worker.js"
@@ -48,26 +49,39 @@ export const runSnapshot = (run: StoredRun): RunSnapshot => ({
     }
 })
 
-/** `is_sandbox_running`: an executor holds the run, or a failed setup's sandbox is kept. */
-export const isSandboxRunning = (run: StoredRun): boolean =>
-  run.item.state === "CLAIMED" || run.item.state === "INPROGRESS" || run.sandbox_retained
+/** The inputs of a stored run's computed flags. */
+export const runFlagInputs = (run: StoredRun): RunFlagInputs => ({
+  state: run.item.state,
+  sandbox_retained: run.sandbox_retained,
+  source: run.item.source,
+  execution_location: run.item.execution_location
+})
 
 /**
- * The RunItem shown to callers: the stored item with its computed flags (the stored item itself
- * when its flags are already right, as they are for most: building a RunItem is a list's largest
- * cost per run).
+ * The RunItem shown to callers: the stored item with its computed flags (RunJson.ts; the stored
+ * item itself when its flags are already right, as they are for most: building a RunItem is a
+ * list's largest cost per run).
  */
 export const presentRun = (run: StoredRun): RunItem => {
-  const running = isSandboxRunning(run)
-  const cancellable = isRunTypeCancellable(runSnapshot(run))
-  if (run.item.is_sandbox_running === running && run.item.is_run_type_cancellable === cancellable) return run.item
+  const flags = runFlags(runFlagInputs(run))
+  if (
+    run.item.is_sandbox_running === flags.is_sandbox_running &&
+    run.item.is_run_type_cancellable === flags.is_run_type_cancellable
+  ) return run.item
   return new RunItem(
-    { ...run.item, is_sandbox_running: running, is_run_type_cancellable: cancellable },
+    { ...run.item, ...flags },
     // The item is already a valid RunItem and the two flags are booleans: checking it again costs
     // a third of a list request's CPU time (bench/http).
     true
   )
 }
+
+/** A stored run as a list's JSON of it (for runs not served from a stored document, RunJson.ts). */
+export const storedRunJson = (run: StoredRun): RunJson => ({
+  run_id: run.item.run_id,
+  json: runItemJson(presentRun(run)),
+  listRow: Effect.succeed(runListRow(run))
+})
 
 /** A stored run after a transition at `now`: state, counters, status, lease, times. */
 export const applyTransition = (run: StoredRun, t: Transition, now: number): StoredRun => {

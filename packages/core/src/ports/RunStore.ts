@@ -39,6 +39,16 @@ export interface StoredRun {
   readonly has_conversation: boolean
 }
 
+/**
+ * A run of a list as its wire JSON, with its list row (what a cursor after it is made of) read
+ * only when asked for: a page cut short by the response's size limit needs one.
+ */
+export interface RunJson {
+  readonly run_id: RunId
+  readonly json: string
+  readonly listRow: Effect.Effect<RunListRow, StorageError>
+}
+
 /** The fields of a stored run that the list query reads (the row `RunQuery.pageOf` evaluates). */
 export const runListRow = (run: StoredRun): RunListRow => ({
   ...run.item,
@@ -165,6 +175,11 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
   readonly states: (runIds: ReadonlyArray<RunId>) => Effect.Effect<ReadonlyMap<RunId, RunState>, StorageError>
   /** One page of the runs the viewer may see, filtered, sorted and keyset-paginated as `query` says. */
   readonly list: (query: RunListQuery, viewer: Viewer) => Effect.Effect<RunListPage<StoredRun>, StorageError>
+  /**
+   * The same page as `list`, each run as the wire JSON of its presented item (`presentRun`,
+   * RunJson.ts): what `GET /agent/runs` sends, served from stored documents where it can be.
+   */
+  readonly listJson: (query: RunListQuery, viewer: Viewer) => Effect.Effect<RunListPage<RunJson>, StorageError>
   /**
    * How many of the runs the viewer may see pass the query's filters, by state (every state, zeros
    * included): the runs `list` would page through, counted in one query. Sort, limit and cursor

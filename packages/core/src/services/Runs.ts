@@ -106,16 +106,16 @@ import { RunStore, runListRow } from "../ports/RunStore.js"
 import { SecretStore } from "../ports/SecretStore.js"
 import { WorkerStore } from "../ports/WorkerStore.js"
 import type { RunCredential } from "../ports/RunTokens.js"
-import type { NewRun, StoredRun } from "../ports/RunStore.js"
+import type { NewRun, RunJson, StoredRun } from "../ports/RunStore.js"
 import type { StoredEnvironment } from "../ports/EnvironmentStore.js"
 import { DuplicateKey } from "../ports/Storage.js"
-import type { ExactlyOnceKey, ScheduleTickKey } from "../ports/Storage.js"
+import type { ExactlyOnceKey, ScheduleTickKey, StorageError } from "../ports/Storage.js"
 import { imageName, ListRunsResponse, RunAgentResponse, RunCountsResponse, RunItem } from "../domain/Run.js"
 import type { AgentConfig, ImageInput, RunAgentRequest, RunScheduleRef } from "../domain/Run.js"
 import { checkPromptSizes, checkSize, fittingCount, Quotas, utf8Bytes } from "../domain/Quotas.js"
 import { makeLimiter } from "../domain/RateLimit.js"
 import { encodeCursor, parseRunCountQuery, parseRunListQuery, requireRunListFeatures } from "../domain/RunQuery.js"
-import type { RunListQuery, RunListQueryParams } from "../domain/RunQuery.js"
+import type { RunListPage, RunListQuery, RunListQueryParams, RunListRow } from "../domain/RunQuery.js"
 import { RunState } from "../domain/RunState.js"
 import type { RunSourceType } from "../domain/RunState.js"
 import {
@@ -190,6 +190,10 @@ const LIST_PAGE_OVERHEAD = 1024
 
 /** The size of a run item's JSON, in bytes (DateTimes serialize as their ISO strings, as on the wire). */
 export const runItemBytes = (item: RunItem): number => utf8Bytes(JSON.stringify(item))
+
+/** The body of `GET /agent/runs` from a page of `Runs.listJson`. */
+export const listJsonText = (page: RunListPage<RunJson>): string =>
+  `{"runs":[${page.rows.map((r) => r.json).join(",")}],"page_info":${JSON.stringify(page.page_info)}}`
 
 /** A checked run request, ready to write. */
 interface PreparedRun {
@@ -799,20 +803,49 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         return query
       })
 
+    /**
+     * The page's rows that fit the response's size limit (`maxListBytes`): a page too large ends
+     * early, its cursor continuing after its last row.
+     */
+    const fitted = <R>(
+      query: RunListQuery,
+      page: RunListPage<R>,
+      bytesOf: (row: R) => number,
+      listRowOf: (row: R) => Effect.Effect<RunListRow, StorageError>
+    ) => {
+      const fitting = fittingCount(page.rows, bytesOf, quotas.listBytes, LIST_PAGE_OVERHEAD)
+      if (fitting === page.rows.length) return Effect.succeed(page)
+      return Effect.map(listRowOf(page.rows[fitting - 1]!), (last): RunListPage<R> => ({
+        rows: page.rows.slice(0, fitting),
+        page_info: { has_next_page: true, next_cursor: encodeCursor(query, last) }
+      }))
+    }
+
     /** One page of the runs the viewer can see, as `GET /agent/runs` asks. */
     const list = Effect.fn("Runs.list")(
       function* (viewer: Viewer, params: RunListQueryParams) {
         const query = yield* checkListQuery(viewer, yield* parseRunListQuery(params))
         const page = yield* store.list(query, viewer)
-        const runs = page.rows.map(presentRun)
-        // The response stays under maxListBytes: the page ends early, continuing after its last item.
-        const fitting = fittingCount(runs, runItemBytes, quotas.listBytes, LIST_PAGE_OVERHEAD)
+        const runs = page.rows.map((run) => ({ run, item: presentRun(run) }))
+        const fit = yield* fitted(query, { ...page, rows: runs }, (r) => runItemBytes(r.item), (r) =>
+          Effect.succeed(runListRow(r.run)))
         // The page is built from runs already checked (stored, then presented): not checked again.
-        if (fitting === runs.length) return new ListRunsResponse({ runs, page_info: page.page_info }, true)
-        return new ListRunsResponse({
-          runs: runs.slice(0, fitting),
-          page_info: { has_next_page: true, next_cursor: encodeCursor(query, runListRow(page.rows[fitting - 1]!)) }
-        }, true)
+        return new ListRunsResponse({ runs: fit.rows.map((r) => r.item), page_info: fit.page_info }, true)
+      },
+      storageUnavailable
+    )
+
+    /**
+     * The same page as `list`, each run as its wire JSON (RunJson.ts): the body of `GET /agent/runs`
+     * without decoding and encoding every run (`listJsonText`).
+     */
+    const listJson = Effect.fn("Runs.listJson")(
+      function* (viewer: Viewer, params: RunListQueryParams) {
+        const query = yield* checkListQuery(viewer, yield* parseRunListQuery(params))
+        const page = yield* store.listJson(query, viewer)
+        // At most three bytes a character: a page under the limit by that bound needs no counting.
+        if (page.rows.reduce((n, r) => n + r.json.length * 3 + 1, LIST_PAGE_OVERHEAD) <= quotas.listBytes) return page
+        return yield* fitted(query, page, (r) => utf8Bytes(r.json), (r) => r.listRow)
       },
       storageUnavailable
     )
@@ -929,6 +962,6 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
       storageUnavailable
     )
 
-    return { create, createOnce, createForTicks, createForEvent, get, list, counts, cancel, timeline, reportArtifact, actingViewer } as const
+    return { create, createOnce, createForTicks, createForEvent, get, list, listJson, counts, cancel, timeline, reportArtifact, actingViewer } as const
   })
 }) {}

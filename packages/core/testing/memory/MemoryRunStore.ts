@@ -27,6 +27,7 @@ import { RunItem } from "../../src/domain/Run.js"
 import { compareCodePoints, pageOf, type RunListQuery, stateCountsOf } from "../../src/domain/RunQuery.js"
 import type { RunState } from "../../src/domain/RunState.js"
 import type { TimelineEvent } from "../../src/domain/Timeline.js"
+import { storedRunJson } from "../../src/domain/RunRecords.js"
 import {
   FollowupInboxFull,
   FollowupTotalSpent,
@@ -263,6 +264,9 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
       const page = pageOf(visibleRows(viewer), query)
       return { rows: page.rows.map((row) => row.stored), page_info: page.page_info }
     })
+
+  const listJson = (query: RunListQuery, viewer: Viewer) =>
+    Effect.map(list(query, viewer), (page) => ({ rows: page.rows.map(storedRunJson), page_info: page.page_info }))
 
   const countByState = (query: RunListQuery, viewer: Viewer) => Effect.sync(() => stateCountsOf(visibleRows(viewer), query))
 
@@ -507,6 +511,7 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
     get,
     states,
     list,
+    listJson,
     countByState,
     update,
     claim,

@@ -13,7 +13,7 @@ import { conversationResponses } from "../ConversationResponses.js"
 import { transcriptLink, transcriptRedirect } from "../Downloads.js"
 import { EventStreamLimitsTag, makeStreamSlots } from "../EventStreams.js"
 import { RunByExternalReferenceResponse, TranscriptLinkResponse } from "@agent-runs/api/Models"
-import { respond } from "../Respond.js"
+import { respond, respondJsonText } from "../Respond.js"
 import { Authentication, bearerAuth, CurrentViewer } from "@agent-runs/api/Security"
 
 /** How often an idle event stream sends a comment, so proxies keep it open. */
@@ -48,7 +48,7 @@ export const RunsLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
     const streamLimits = yield* EventStreamLimitsTag
     const slots = makeStreamSlots(streamLimits)
     const created = respond(RunsGroup, "createRun")
-    const listed = respond(RunsGroup, "listRuns")
+    const listed = respondJsonText(RunsGroup, "listRuns")
     const run = respond(RunsGroup, "getRun")
     const timeline = respond(RunsGroup, "getRunTimeline")
     const conversation = yield* conversationResponses
@@ -62,7 +62,8 @@ export const RunsLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
       .handle("createRun", create)
       .handle("createRunDeprecated", create)
       .handle("listRuns", ({ urlParams }) =>
-        Effect.flatMap(CurrentViewer, (viewer) => Effect.flatMap(runs.list(viewer, urlParams), listed)))
+        Effect.flatMap(CurrentViewer, (viewer) =>
+          Effect.map(runs.listJson(viewer, urlParams), (page) => listed(Runs.listJsonText(page)))))
       .handle("countRuns", ({ urlParams }) =>
         Effect.flatMap(CurrentViewer, (viewer) => runs.counts(viewer, urlParams)))
       .handle("getRun", ({ path }) => Effect.flatMap(CurrentViewer, (viewer) => Effect.flatMap(runs.get(viewer, path.runId), run)))
