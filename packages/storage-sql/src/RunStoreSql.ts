@@ -8,10 +8,14 @@
  * live in `run_artifacts`, in the order they were recorded.
  *
  * Writes:
- * - Every write is one transaction (even a single statement: SQLite's client would otherwise run
- *   it inside whatever transaction another fiber has open on the connection), and its first
- *   statement writes, so SQLite takes its write lock at once (as `BEGIN IMMEDIATE` would) and a
- *   second process waits on `busy_timeout` instead of failing to upgrade a read lock.
+ * - On SQLite every write is one transaction (even a single statement: SQLite's client would
+ *   otherwise run it inside whatever transaction another fiber has open on the connection), and its
+ *   first statement writes, so SQLite takes its write lock at once (as `BEGIN IMMEDIATE` would) and
+ *   a second process waits on `busy_timeout` instead of failing to upgrade a read lock. On
+ *   PostgreSQL the engine's frequent writes are one statement each, atomic without BEGIN and
+ *   COMMIT: a guarded update and its timeline events, the claim and its `run_claimed` event (the
+ *   events inserted by a data-modifying WITH numbered from the UPDATE's RETURNING), taking the
+ *   follow-ups, a conversation part and its execution's row.
  * - `create` takes its exactly-once key first (`INSERT ... ON CONFLICT DO NOTHING RETURNING`, or
  *   the delivery log entry and its identity); a taken key fails DuplicateKey and rolls back.
  * - `createTicks` (the scheduler's batch) takes the keys of all its ticks in one such statement,
@@ -464,8 +468,10 @@ export const layer = Layer.effect(
     )
 
     /**
-     * Sets `set` on the run if it matches the guard and appends the events (inside the caller's
-     * transaction); StaleWrite when the guard does not match.
+     * Sets `set` on the run if it matches the guard and appends the events; StaleWrite when the
+     * guard does not match. On PostgreSQL one statement (the events inserted by a data-modifying
+     * WITH that numbers them from the UPDATE's RETURNING: both or neither), atomic without a
+     * transaction; on SQLite two, inside the caller's transaction.
      */
     const guardedWrite = (
       runId: RunId,
@@ -477,18 +483,51 @@ export const layer = Layer.effect(
         const holder = guard.execution_id === undefined
           ? sql``
           : sql`AND lease_execution_id = ${guard.execution_id}`
-        const updated = yield* sql`UPDATE runs SET ${set}, last_sequence = last_sequence + ${events.length}
+        const updating = sql`UPDATE runs SET ${set}, last_sequence = last_sequence + ${events.length}
           WHERE run_id = ${runId} AND state = ${guard.state} ${holder}
-          RETURNING last_sequence`.pipe(Effect.flatMap(Schema.decodeUnknown(Sequence)))
+          RETURNING last_sequence`
+        const oneStatement = sql.onDialectOrElse({
+          pg: () => events.length > 0,
+          orElse: () => false
+        })
+        const updated = yield* (oneStatement
+          ? sql`WITH u AS (${updating}), e AS (${numberedEvents(runId, events)}) SELECT last_sequence FROM u`
+          : updating).pipe(Effect.flatMap(Schema.decodeUnknown(Sequence)))
         const last = updated[0]?.last_sequence
         if (last === undefined) return yield* new StaleWrite({ what: `run ${runId}` })
-        yield* insertAll("timeline_events", eventRows(runId, last - events.length + 1, events))
+        if (!oneStatement) yield* insertAll("timeline_events", eventRows(runId, last - events.length + 1, events))
       })
+
+    /**
+     * PostgreSQL: an INSERT of the events numbered up to the `last_sequence` of the CTE `u` (the
+     * run's UPDATE … RETURNING), the events passed as one JSON parameter.
+     */
+    const numberedEvents = (runId: RunId, events: ReadonlyArray<NewTimelineEvent>) => {
+      const records = events.map((e, i) => ({
+        i: i + 1,
+        event_type: e.event_type,
+        occurred_at: e.occurred_at,
+        execution_id: e.execution_id,
+        message: e.message ?? null,
+        data: e.data === undefined ? null : json(e.data)
+      }))
+      return sql`INSERT INTO timeline_events (run_id, sequence, event_type, occurred_at, execution_id, message, data)
+        SELECT ${runId}, u.last_sequence - ${events.length} + e.i, e.event_type, e.occurred_at, e.execution_id, e.message, e.data
+        FROM u, jsonb_to_recordset(${JSON.stringify(records)}::jsonb)
+          AS e(i integer, event_type text, occurred_at bigint, execution_id text, message text, data text)`
+    }
+
+    /**
+     * A write of one statement: its own transaction on SQLite (see the top); on PostgreSQL a
+     * statement is atomic by itself, and BEGIN and COMMIT would be two more round trips.
+     */
+    const oneStatementWrite = <A, E, R>(write: Effect.Effect<A, E, R>) =>
+      sql.onDialectOrElse({ pg: () => write, orElse: () => sql.withTransaction(write) })
 
     const update = Effect.fn("RunStore.update")(
       function* (runId: RunId, guard: RunGuard, next: StoredRun, events: ReadonlyArray<NewTimelineEvent>) {
         const row = yield* runColumns(next)
-        yield* sql.withTransaction(guardedWrite(runId, guard, sql.update(row), events))
+        yield* oneStatementWrite(guardedWrite(runId, guard, sql.update(row), events))
         if (next.item.state === "QUEUED") yield* wake
       },
       operation("RunStore.update")
@@ -602,29 +641,40 @@ export const layer = Layer.effect(
           pg: () => sql.literal("FOR UPDATE SKIP LOCKED"),
           orElse: () => sql.literal("")
         })
-        const claimed = yield* sql.withTransaction(
-          Effect.gen(function* () {
-            // 'QUEUED' is written literally so that SQLite can use the partial index runs_queue.
-            const rows = yield* sql`UPDATE runs SET state = 'CLAIMED', updated_at = ${params.now},
-                lease_execution_id = ${params.execution_id}, lease_expires_at = ${params.now + params.lease_ms},
-                last_sequence = last_sequence + 1
-              WHERE run_id = (
-                SELECT run_id FROM runs WHERE state = 'QUEUED' AND ${host}
-                ORDER BY created_at, run_id LIMIT 1 ${skipLocked}
-              ) AND state = 'QUEUED'
-              RETURNING ${columns}, runs.last_sequence`
-            const row = rows[0]
-            if (row === undefined) return Option.none()
-            const { last_sequence, run_id } = (yield* decodeClaimed(rows))[0]!
-            yield* insertAll(
-              "timeline_events",
-              eventRows(run_id, last_sequence, [
-                { event_type: "run_claimed", occurred_at: params.now, execution_id: params.execution_id }
-              ])
-            )
-            return Option.some(row)
-          })
-        )
+        // 'QUEUED' is written literally so that SQLite can use the partial index runs_queue.
+        const claiming = sql`UPDATE runs SET state = 'CLAIMED', updated_at = ${params.now},
+            lease_execution_id = ${params.execution_id}, lease_expires_at = ${params.now + params.lease_ms},
+            last_sequence = last_sequence + 1
+          WHERE run_id = (
+            SELECT run_id FROM runs WHERE state = 'QUEUED' AND ${host}
+            ORDER BY created_at, run_id LIMIT 1 ${skipLocked}
+          ) AND state = 'QUEUED'
+          RETURNING ${columns}, runs.last_sequence`
+        const claimed = yield* sql.onDialectOrElse({
+          // One statement: the claim and its event (a data-modifying WITH), atomic without a transaction.
+          pg: () =>
+            Effect.map(
+              sql`WITH u AS (${claiming}), e AS (
+                  INSERT INTO timeline_events (run_id, sequence, event_type, occurred_at, execution_id)
+                  SELECT u.run_id, u.last_sequence, 'run_claimed', ${params.now}::bigint, ${params.execution_id} FROM u
+                ) SELECT * FROM u`,
+              (rows) => Option.fromNullable(rows[0])
+            ),
+          orElse: () =>
+            sql.withTransaction(Effect.gen(function* () {
+              const rows = yield* claiming
+              const row = rows[0]
+              if (row === undefined) return Option.none()
+              const { last_sequence, run_id } = (yield* decodeClaimed(rows))[0]!
+              yield* insertAll(
+                "timeline_events",
+                eventRows(run_id, last_sequence, [
+                  { event_type: "run_claimed", occurred_at: params.now, execution_id: params.execution_id }
+                ])
+              )
+              return Option.some(row)
+            }))
+        })
         if (Option.isNone(claimed)) return Option.none()
         const [run] = yield* read(storedRuns([claimed.value]))
         return Option.fromNullable(run)
@@ -725,16 +775,17 @@ export const layer = Layer.effect(
         // Operations are plain JSON (their encoded form is themselves): written as they are.
         const ops = JSON.stringify(part.ops)
         // The first part of an execution gives it the next ordinal; a part stored already stays.
-        yield* sql.withTransaction(
-          Effect.zipRight(
-            sql`INSERT INTO conversations (run_id, execution_id, ordinal, steps)
-              SELECT CAST(${runId} AS TEXT), CAST(${execution_id} AS TEXT), COALESCE(MAX(ordinal), 0) + 1, '[]'
-              FROM conversations WHERE run_id = ${runId}
-              ON CONFLICT (run_id, execution_id) DO NOTHING`,
-            sql`INSERT INTO conversation_parts ${sql.insert({ run_id: runId, execution_id, seq: part.seq, ops })}
-              ON CONFLICT (run_id, execution_id, seq) DO NOTHING`
-          )
-        )
+        const execution = sql`INSERT INTO conversations (run_id, execution_id, ordinal, steps)
+          SELECT CAST(${runId} AS TEXT), CAST(${execution_id} AS TEXT), COALESCE(MAX(ordinal), 0) + 1, '[]'
+          FROM conversations WHERE run_id = ${runId}
+          ON CONFLICT (run_id, execution_id) DO NOTHING`
+        const stored = sql`INSERT INTO conversation_parts ${sql.insert({ run_id: runId, execution_id, seq: part.seq, ops })}
+          ON CONFLICT (run_id, execution_id, seq) DO NOTHING`
+        yield* sql.onDialectOrElse({
+          // One statement (a data-modifying WITH): both inserts or neither.
+          pg: () => sql`WITH c AS (${execution}) ${stored}`,
+          orElse: () => sql.withTransaction(Effect.zipRight(execution, stored))
+        })
       },
       operation("RunStore.appendConversation")
     )
@@ -774,7 +825,7 @@ export const layer = Layer.effect(
 
     const takeFollowups = Effect.fn("RunStore.takeFollowups")(
       function* (runId: RunId) {
-        const rows = yield* sql.withTransaction(
+        const rows = yield* oneStatementWrite(
           sql`DELETE FROM followup_inbox WHERE run_id = ${runId} RETURNING id, message, received_at`
         ).pipe(Effect.flatMap(Schema.decodeUnknown(Schema.Array(FollowupRow))))
         return [...rows]
