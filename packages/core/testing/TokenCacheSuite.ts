@@ -12,12 +12,13 @@
  * Call `tokenCacheSuite(name, replicas)` inside a vitest file.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Duration, Effect, Either, Layer, Schedule } from "effect"
+import { Context, Duration, Effect, Either, Layer, Option, Schedule } from "effect"
 import type { Scope } from "effect"
 import type { Viewer } from "../src/domain/Access.js"
 import { decodeRequest } from "../src/domain/Common.js"
 import { IdsLive, type TokenId } from "../src/domain/Ids.js"
-import { CreateTokenRequest, PatchPrincipalRequest } from "../src/domain/Identity.js"
+import { CreateTokenRequest, PatchPrincipalRequest, Team } from "../src/domain/Identity.js"
+import { IdentityStore } from "../src/ports/IdentityStore.js"
 import { Identities } from "../src/services/Identities.js"
 import { Principals } from "../src/services/Principals.js"
 import { TeamMembers } from "../src/services/TeamMembers.js"
@@ -73,6 +74,14 @@ const eventually = (
     Effect.timeoutFail({ duration: NOTIFIED_WITHIN, onTimeout: () => new Error("the other replica still accepts the token") })
   )
 
+/** `read` until its value satisfies `done` (or fails after `NOTIFIED_WITHIN`). */
+const until = <A, E>(read: Effect.Effect<A, E>, done: (a: A) => boolean) =>
+  read.pipe(
+    Effect.filterOrFail(done, () => "not yet"),
+    Effect.retry(Schedule.spaced("20 millis")),
+    Effect.timeoutFail({ duration: NOTIFIED_WITHIN, onTimeout: () => new Error("the other replica still reads the old value") })
+  )
+
 export const tokenCacheSuite = <E>(
   name: string,
   replicas: (ttlMs: number) => Effect.Effect<CacheReplicas, E, Scope.Scope>
@@ -89,7 +98,7 @@ export const tokenCacheSuite = <E>(
         const { token, token_id } = yield* Context.get(changer, Tokens).create(root(world), world.bob.principal_uid, request)
         const cached = yield* authenticateOn(checker, token)
         expect(Either.getOrThrow(cached).role).toBe("member")
-        return { changer, checker, world, token, tokenId: token_id as TokenId, revokeBehind }
+        return { changer, checker, world, token, tokenId: token_id as TokenId, revokeBehind, first, second }
       })
 
     it.scopedLive("a revoked token is refused by the replica that cached it", () =>
@@ -120,6 +129,25 @@ export const tokenCacheSuite = <E>(
         expect(Either.getOrThrow(lowered).role).toBe("viewer")
         yield* members.remove(root(world), world.team, world.bob.principal_uid)
         expect(yield* eventually(checker, token, Either.isLeft, world.team)).toEqual(Either.left("NotAuthorized"))
+      }))
+
+    it.scopedLive("a principal's memberships and a team, cached on one replica, follow a change made through the other", () =>
+      Effect.gen(function*() {
+        const { changer, first, second, world } = yield* setup(LONG_TTL_MS)
+        const reader = Context.get(second, IdentityStore)
+        const roleOfBob = Effect.map(
+          reader.getPrincipal(world.bob.principal_uid),
+          (p) => Option.getOrThrow(p).memberships.find((m) => m.team_uid === world.team)?.role
+        )
+        const limitOfTeam = Effect.map(reader.getTeam(world.team), (t) => Option.getOrThrow(t).max_concurrent_runs)
+        expect(yield* roleOfBob).toBe("member")
+        const limit = yield* limitOfTeam
+        yield* Context.get(changer, TeamMembers).setRole(root(world), world.team, world.bob.principal_uid, "viewer")
+        yield* until(roleOfBob, (role) => role === "viewer")
+        expect(yield* limitOfTeam).toBe(limit) // cached again, after the change above emptied the cache
+        const team = Option.getOrThrow(yield* Context.get(first, IdentityStore).getTeam(world.team))
+        yield* Context.get(first, IdentityStore).updateTeam(new Team({ ...team, max_concurrent_runs: limit + 1 }))
+        yield* until(limitOfTeam, (n) => n === limit + 1)
       }))
 
     it.scopedLive("the cache answers without reading storage until its entry's TTL passes", () =>

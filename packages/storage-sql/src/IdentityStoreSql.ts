@@ -103,19 +103,37 @@ export const layer = Layer.scoped(
     const changes = yield* IdentityChanges
     const settings = Option.getOrElse(yield* Effect.serviceOption(TokenCache.TokenCacheConfig), () => TokenCache.DEFAULT_TOKEN_CACHE)
     const cache = TokenCache.make<FoundToken>(settings)
+    // Principals (with their memberships) and teams by uid, as `Runs` reads them on every create
+    // and list: kept and emptied exactly as the tokens are.
+    const principals = TokenCache.make<Principal>(settings)
+    const teams = TokenCache.make<Team>(settings)
+    const caches: ReadonlyArray<Pick<TokenCache.TokenCache<unknown>, "invalidate" | "hold">> = [cache, principals, teams]
+    const invalidate = () => caches.forEach((c) => c.invalidate())
     // Another replica's change (or changes that may have gone unheard): nothing cached holds.
-    yield* changes.signals.pipe(Stream.runForEach(() => Effect.sync(cache.invalidate)), Effect.forkScoped)
+    yield* changes.signals.pipe(Stream.runForEach(() => Effect.sync(invalidate)), Effect.forkScoped)
 
     /**
-     * `write`, after which what a token grants may differ: the cache is emptied before (and held,
-     * TokenCache.ts: the write's transaction may commit later) and after it, and every replica is told.
+     * `write`, after which what a token grants, a principal or a team may differ: the caches are
+     * emptied before (and held, TokenCache.ts: the write's transaction may commit later) and after
+     * it, and every replica is told.
      */
     const changing = <A, E, R>(write: Effect.Effect<A, E, R>) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => cache.hold(now))).pipe(
+      Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => caches.forEach((c) => c.hold(now)))).pipe(
         Effect.zipRight(write),
         Effect.tap(() => changes.publish),
-        Effect.ensuring(Effect.sync(cache.invalidate))
+        Effect.ensuring(Effect.sync(invalidate))
       )
+
+    /** `read` of `uid` answered from `from` while its entry is fresh; what it finds is kept (TokenCache.ts). */
+    const cachedRead = <A, E, R>(from: TokenCache.TokenCache<A>, uid: string, read: Effect.Effect<Option.Option<A>, E, R>) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const cached = from.get(uid, now)
+        if (cached !== undefined) return Effect.succeed(Option.some(cached))
+        const generation = from.generation()
+        return Effect.tap(read, (found) => {
+          if (Option.isSome(found)) from.put(uid, uid, found.value, generation, now)
+        })
+      })
 
     const teamColumns = (team: Team) => ({
       name: team.name,
@@ -131,13 +149,14 @@ export const layer = Layer.scoped(
       operation("IdentityStore.createTeam")
     )
 
-    const getTeam = Effect.fn("IdentityStore.getTeam")(
+    const readTeam = Effect.fn("IdentityStore.getTeam")(
       function* (uid: TeamUid) {
         const rows = yield* sql`SELECT * FROM teams WHERE uid = ${uid}`.pipe(Effect.flatMap(decodeRows(TeamRow)))
         return rows[0] === undefined ? Option.none() : Option.some(yield* toTeam(rows[0]))
       },
       operation("IdentityStore.getTeam")
     )
+    const getTeam = (uid: TeamUid) => cachedRead(teams, uid, readTeam(uid))
 
     const listTeams = sql`SELECT * FROM teams ORDER BY name, uid`.pipe(
       Effect.flatMap(decodeRows(TeamRow)),
@@ -149,6 +168,7 @@ export const layer = Layer.scoped(
       function* (team: Team) {
         yield* sql`UPDATE teams SET ${sql.update(teamColumns(team))} WHERE uid = ${team.uid}`
       },
+      changing,
       operation("IdentityStore.updateTeam")
     )
 
@@ -215,7 +235,7 @@ export const layer = Layer.scoped(
         return yield* Effect.forEach(rows, (row) => toPrincipal(row, memberships.filter((m) => m.principal_uid === row.uid)))
       })
 
-    const getPrincipal = Effect.fn("IdentityStore.getPrincipal")(
+    const readPrincipal = Effect.fn("IdentityStore.getPrincipal")(
       function* (uid: PrincipalUid) {
         const rows = yield* sql`SELECT * FROM principals WHERE uid = ${uid}`.pipe(Effect.flatMap(decodeRows(PrincipalRow)))
         const [principal] = yield* withMemberships(rows)
@@ -223,6 +243,7 @@ export const layer = Layer.scoped(
       },
       operation("IdentityStore.getPrincipal")
     )
+    const getPrincipal = (uid: PrincipalUid) => cachedRead(principals, uid, readPrincipal(uid))
 
     const listPrincipals = Effect.fn("IdentityStore.listPrincipals")(
       function* (page: PrincipalPage) {
@@ -307,6 +328,7 @@ export const layer = Layer.scoped(
           WHERE uid = ${uid} AND (oidc_subject IS NULL OR oidc_subject = ${key}) RETURNING uid`
         return rows.length > 0
       },
+      changing,
       operation("IdentityStore.linkSubject")
     )
 
