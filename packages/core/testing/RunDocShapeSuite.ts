@@ -11,11 +11,11 @@
  * `runDocShapeSuite(name, stores)` inside a vitest file.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Schema } from "effect"
+import { Context, Effect, Option, Schema } from "effect"
 import type { Scope } from "effect"
 import type { Viewer } from "../src/domain/Access.js"
 import type { PrincipalUid, RunId, TeamUid } from "../src/domain/Ids.js"
-import { presentRun } from "../src/domain/RunRecords.js"
+import { presentRun, runOwnership } from "../src/domain/RunRecords.js"
 import { RunItem } from "../src/domain/Run.js"
 import type { RunListQuery } from "../src/domain/RunQuery.js"
 import { RunStore } from "../src/ports/RunStore.js"
@@ -52,7 +52,17 @@ export const runDocShapeSuite = (name: string, stores: () => Effect.Effect<AgedS
         ]
         yield* store.create(runs.map((run) => ({ run, events: creationEvents(run) })))
         const expected = runs.map((run) => encodeItem(presentRun(run)))
-        const listed = () => Effect.map(store.listJson(everything(10), viewer), (p) => p.rows.map((r) => JSON.parse(r.json)))
+        const listed = () =>
+          Effect.gen(function* () {
+            const page = (yield* store.listJson(everything(10), viewer)).rows.map((r) => JSON.parse(r.json))
+            // Each run alone reads the same, with its owner.
+            for (const run of runs) {
+              const alone = Option.getOrThrow(yield* store.getJson(run.item.run_id))
+              expect(JSON.parse(alone.json)).toEqual(page.find((r) => r.run_id === run.item.run_id))
+              expect(alone.owned).toEqual(runOwnership(run))
+            }
+            return page
+          })
         expect(yield* listed()).toEqual(expected)
 
         yield* age([runs[0]!.item.run_id, runs[1]!.item.run_id])

@@ -8,7 +8,7 @@
  * claim use a worker host of their own; the one test of host-less claims uses runs created before
  * 1970, older than anything else the suite writes.
  */
-import { applyTransition, presentRun, runSnapshot } from "../src/domain/RunRecords.js"
+import { applyTransition, presentRun, runOwnership, runSnapshot } from "../src/domain/RunRecords.js"
 import { describe, expect, layer } from "@effect/vitest"
 import { Arbitrary, DateTime, Effect, Either, Fiber, Option, Schema, Stream } from "effect"
 import type { Layer } from "effect"
@@ -567,6 +567,10 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
             expect(page.rows.map((r) => JSON.parse(r.json))).toEqual([encodeItem(presentRun(run))])
             const listRow = yield* page.rows[0]!.listRow
             expect(encodeCursor(q, listRow)).toBe(encodeCursor(q, runListRow(run)))
+            // And alone, with what access decisions read of it.
+            const alone = Option.getOrThrow(yield* store.getJson(runId))
+            expect(JSON.parse(alone.json)).toEqual(encodeItem(presentRun(run)))
+            expect(alone.owned).toEqual(runOwnership(run))
           }),
         { fastCheck: { numRuns: 200 } }
       )

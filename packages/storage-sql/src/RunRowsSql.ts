@@ -12,12 +12,13 @@
  * - Artifacts are read for the runs that have any, in one query per page, as their stored JSON.
  */
 import * as TrustedCodec from "@agent-runs/core/domain/TrustedCodec"
-import type { ExecutionId, RunId, TeamUid } from "@agent-runs/core/domain/Ids"
+import { Scope } from "@agent-runs/core/domain/Common"
+import type { ExecutionId, PrincipalUid, RunId, TeamUid } from "@agent-runs/core/domain/Ids"
 import { RunItem } from "@agent-runs/core/domain/Run"
 import { RUN_DOC_SHAPE, runFlags, runJsonOf } from "@agent-runs/core/domain/RunJson"
-import { storedRunJson } from "@agent-runs/core/domain/RunRecords"
+import { ownedRunJson, storedRunJson } from "@agent-runs/core/domain/RunRecords"
 import { RunExecutionLocation, RunSourceType, RunState } from "@agent-runs/core/domain/RunState"
-import { type RunJson, runListRow, type StoredRun } from "@agent-runs/core/ports/RunStore"
+import { type OwnedRunJson, type RunJson, runListRow, type StoredRun } from "@agent-runs/core/ports/RunStore"
 import type { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { iso, JsonColumn as Json } from "./internal/Catalog.js"
@@ -28,6 +29,7 @@ import * as Rows from "./Rows.js"
 export const RUN_COLUMNS = [
   "run_id",
   "team_uid",
+  "creator_uid",
   "state",
   "updated_at",
   "lease_execution_id",
@@ -48,6 +50,7 @@ export const RUN_COLUMNS = [
 const RawRow = Schema.Struct({
   run_id: Schema.String,
   team_uid: Schema.String,
+  creator_uid: Schema.String,
   state: RunState,
   updated_at: Rows.Millis,
   lease_execution_id: Schema.NullOr(Schema.String),
@@ -70,6 +73,8 @@ const decodeItem = TrustedCodec.decoder(RunItem)
 const decodeArtifacts = TrustedCodec.decoder(Schema.Array(Json))
 const decodeObject = TrustedCodec.decoder(Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown })))
 const decodeJson = TrustedCodec.decoder(Json)
+/** The scope of a run, from its document (the only part of it that access decisions read besides columns). */
+const decodeScope = TrustedCodec.decoder(Schema.parseJson(Schema.Struct({ scope: Scope })))
 
 /** Reading runs from their rows with `sql` (artifacts come from a second query). */
 export const runRows = (sql: SqlClient.SqlClient) => {
@@ -131,6 +136,23 @@ export const runRows = (sql: SqlClient.SqlClient) => {
     listRow: Effect.suspend(() => operation("RunStore.listJson")(Effect.map(storedRun(row, artifacts), runListRow)))
   })
 
+  /** A row's run as its JSON and owner: its scope read from its document when spliced. */
+  const ownedJson = (row: RawRow, artifacts: ReadonlyArray<string>) =>
+    row.doc_shape === RUN_DOC_SHAPE
+      ? Effect.map(decodeScope(row.doc), ({ scope }): OwnedRunJson => ({
+        owned: { team_uid: row.team_uid as TeamUid, creator_uid: row.creator_uid as PrincipalUid, scope },
+        json: spliced(row, artifacts).json
+      }))
+      : Effect.map(storedRun(row, artifacts), ownedRunJson)
+
+  /** Runs as their JSON and owners, from their rows. */
+  const ownedJsons = (raw: ReadonlyArray<unknown>) =>
+    Effect.gen(function* () {
+      const rows = yield* decodeRawRows(raw)
+      const artifacts = yield* artifactDocs(rows)
+      return yield* Effect.forEach(rows, (row) => ownedJson(row, artifacts.get(row.run_id) ?? []))
+    })
+
   /** Runs as a list's JSON, from their rows: spliced when their document has the current shape, else decoded. */
   const runJsons = (raw: ReadonlyArray<unknown>) =>
     Effect.gen(function* () {
@@ -144,5 +166,5 @@ export const runRows = (sql: SqlClient.SqlClient) => {
       return out
     })
 
-  return { storedRuns, runJsons } as const
+  return { storedRuns, runJsons, ownedJsons } as const
 }

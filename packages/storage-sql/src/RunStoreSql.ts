@@ -143,7 +143,7 @@ export const layer = Layer.effect(
     const sql = yield* SqlClient.SqlClient
     const wakeups = yield* Wakeups
     const columns = sql.literal(RUN_COLUMNS)
-    const { runJsons, storedRuns } = runRows(sql)
+    const { ownedJsons, runJsons, storedRuns } = runRows(sql)
 
     /**
      * Reads in one transaction on SQLite: its client runs a statement made outside a transaction
@@ -417,6 +417,16 @@ export const layer = Layer.effect(
         return Option.fromNullable(rows[0])
       },
       operation("RunStore.get")
+    )
+
+    const getJson = Effect.fn("RunStore.getJson")(
+      function* (runId: RunId) {
+        const rows = yield* read(
+          sql`SELECT ${columns} FROM runs WHERE run_id = ${runId}`.pipe(Effect.flatMap(ownedJsons))
+        )
+        return Option.fromNullable(rows[0])
+      },
+      operation("RunStore.getJson")
     )
 
     const states = Effect.fn("RunStore.states")(
@@ -890,6 +900,7 @@ export const layer = Layer.effect(
       states,
       list,
       listJson,
+      getJson,
       countByState,
       update,
       claim,

@@ -10,7 +10,7 @@ import { InvalidRequest, ResourceNotFound } from "./Errors.js"
 import type { ExecutionId, Ids } from "./Ids.js"
 import { RunId } from "./Ids.js"
 import { runListRow } from "../ports/RunStore.js"
-import type { NewTimelineEvent, RunGuard, RunJson, RunStore, StoredRun } from "../ports/RunStore.js"
+import type { NewTimelineEvent, OwnedRunJson, RunGuard, RunJson, RunStore, StoredRun } from "../ports/RunStore.js"
 import type { WorkerStore } from "../ports/WorkerStore.js"
 import { RunItem } from "./Run.js"
 import { isTerminal } from "./RunState.js"
@@ -82,6 +82,9 @@ export const storedRunJson = (run: StoredRun): RunJson => ({
   json: runItemJson(presentRun(run)),
   listRow: Effect.succeed(runListRow(run))
 })
+
+/** A stored run as its JSON and owner (for runs not served from a stored document, RunJson.ts). */
+export const ownedRunJson = (run: StoredRun): OwnedRunJson => ({ owned: runOwnership(run), json: runItemJson(presentRun(run)) })
 
 /** A stored run after a transition at `now`: state, counters, status, lease, times. */
 export const applyTransition = (run: StoredRun, t: Transition, now: number): StoredRun => {
@@ -185,11 +188,24 @@ export const guardOf = (run: StoredRun): RunGuard => ({
 export const visibleRun = (store: RunStore["Type"], viewer: Viewer, runId: RunId) =>
   Effect.map(store.get(runId), Option.filter((run) => canSee(viewer, runOwnership(run))))
 
-/** A run the viewer can see, by the id of a path (400 when malformed), else 404 (unknown and hidden alike). */
-export const requireVisibleRun = (store: RunStore["Type"], viewer: Viewer, rawId: string) =>
+/** What `read` finds of a run the viewer can see, by the id of a path (400 when malformed), else 404 (unknown and hidden alike). */
+const requireVisible = <A, E>(
+  read: (runId: RunId) => Effect.Effect<Option.Option<A>, E>,
+  ownerOf: (found: A) => Owned,
+  viewer: Viewer,
+  rawId: string
+) =>
   Effect.gen(function* () {
     const runId = yield* parseRunId(rawId)
-    const run = yield* visibleRun(store, viewer, runId)
-    if (Option.isNone(run)) return yield* ResourceNotFound.of("run", runId)
-    return run.value
+    const found = yield* read(runId)
+    if (Option.isNone(found) || !canSee(viewer, ownerOf(found.value))) return yield* ResourceNotFound.of("run", runId)
+    return found.value
   })
+
+/** A run the viewer can see, by the id of a path (400 when malformed), else 404 (unknown and hidden alike). */
+export const requireVisibleRun = (store: RunStore["Type"], viewer: Viewer, rawId: string) =>
+  requireVisible(store.get, runOwnership, viewer, rawId)
+
+/** `requireVisibleRun`, the run as its wire JSON (RunJson.ts). */
+export const requireVisibleRunJson = (store: RunStore["Type"], viewer: Viewer, rawId: string) =>
+  Effect.map(requireVisible(store.getJson, (r) => r.owned, viewer, rawId), (r) => r.json)

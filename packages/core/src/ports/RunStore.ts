@@ -11,7 +11,7 @@
  */
 import type { Effect, Option, Stream } from "effect"
 import { Context, Data, DateTime } from "effect"
-import type { Shaper, Viewer } from "../domain/Access.js"
+import type { Owned, Shaper, Viewer } from "../domain/Access.js"
 import type { Artifact } from "../domain/Artifact.js"
 import type { JsonObject } from "../domain/Common.js"
 import type { ConversationStep } from "../domain/Conversation.js"
@@ -47,6 +47,12 @@ export interface RunJson {
   readonly run_id: RunId
   readonly json: string
   readonly listRow: Effect.Effect<RunListRow, StorageError>
+}
+
+/** A run as its wire JSON, and what access decisions read of it. */
+export interface OwnedRunJson {
+  readonly owned: Owned
+  readonly json: string
 }
 
 /** The fields of a stored run that the list query reads (the row `RunQuery.pageOf` evaluates). */
@@ -171,6 +177,8 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
   readonly createTicks: (ticks: ReadonlyArray<TickRuns>) => Effect.Effect<ReadonlyArray<TickWrite>, StorageError>
   /** Reads one run. */
   readonly get: (runId: RunId) => Effect.Effect<Option.Option<StoredRun>, StorageError>
+  /** One run as the wire JSON of its presented item, with who owns it (RunJson.ts): what `GET /agent/runs/{id}` sends. */
+  readonly getJson: (runId: RunId) => Effect.Effect<Option.Option<OwnedRunJson>, StorageError>
   /** The current state of each of these runs that exists (one query, e.g. for a schedule's recent runs). */
   readonly states: (runIds: ReadonlyArray<RunId>) => Effect.Effect<ReadonlyMap<RunId, RunState>, StorageError>
   /** One page of the runs the viewer may see, filtered, sorted and keyset-paginated as `query` says. */

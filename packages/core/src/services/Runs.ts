@@ -137,6 +137,7 @@ import {
   parseRunId,
   presentRun,
   requireVisibleRun as requireVisibleRunOf,
+  requireVisibleRunJson,
   runOwnership,
   runSnapshot,
   visibleRun as visibleRunOf
@@ -774,6 +775,14 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
       storageUnavailable
     )
 
+    /** The same run as `get`, as its wire JSON (RunJson.ts): the body of `GET /agent/runs/{id}`. */
+    const getJson = Effect.fn("Runs.getJson")(
+      function* (viewer: Viewer, runId: string) {
+        return yield* requireVisibleRunJson(store, viewer, runId)
+      },
+      storageUnavailable
+    )
+
     /**
      * A parsed run-list query as the store takes it, checked for the viewer: the team's features,
      * a skill named by name resolved, the ancestor visible.
@@ -962,6 +971,6 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
       storageUnavailable
     )
 
-    return { create, createOnce, createForTicks, createForEvent, get, list, listJson, counts, cancel, timeline, reportArtifact, actingViewer } as const
+    return { create, createOnce, createForTicks, createForEvent, get, getJson, list, listJson, counts, cancel, timeline, reportArtifact, actingViewer } as const
   })
 }) {}

@@ -27,7 +27,7 @@ import { RunItem } from "../../src/domain/Run.js"
 import { compareCodePoints, pageOf, type RunListQuery, stateCountsOf } from "../../src/domain/RunQuery.js"
 import type { RunState } from "../../src/domain/RunState.js"
 import type { TimelineEvent } from "../../src/domain/Timeline.js"
-import { storedRunJson } from "../../src/domain/RunRecords.js"
+import { ownedRunJson, storedRunJson } from "../../src/domain/RunRecords.js"
 import {
   FollowupInboxFull,
   FollowupTotalSpent,
@@ -264,6 +264,8 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
       const page = pageOf(visibleRows(viewer), query)
       return { rows: page.rows.map((row) => row.stored), page_info: page.page_info }
     })
+
+  const getJson = (runId: RunId) => Effect.map(get(runId), Option.map(ownedRunJson))
 
   const listJson = (query: RunListQuery, viewer: Viewer) =>
     Effect.map(list(query, viewer), (page) => ({ rows: page.rows.map(storedRunJson), page_info: page.page_info }))
@@ -512,6 +514,7 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
     states,
     list,
     listJson,
+    getJson,
     countByState,
     update,
     claim,

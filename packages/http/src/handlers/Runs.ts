@@ -49,7 +49,7 @@ export const RunsLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
     const slots = makeStreamSlots(streamLimits)
     const created = respond(RunsGroup, "createRun")
     const listed = respondJsonText(RunsGroup, "listRuns")
-    const run = respond(RunsGroup, "getRun")
+    const run = respondJsonText(RunsGroup, "getRun")
     const timeline = respond(RunsGroup, "getRunTimeline")
     const conversation = yield* conversationResponses
     /** The transcript of a run the caller may see (404 otherwise): the redirect and the link check alike. */
@@ -66,7 +66,7 @@ export const RunsLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
           Effect.map(runs.listJson(viewer, urlParams), (page) => listed(Runs.listJsonText(page)))))
       .handle("countRuns", ({ urlParams }) =>
         Effect.flatMap(CurrentViewer, (viewer) => runs.counts(viewer, urlParams)))
-      .handle("getRun", ({ path }) => Effect.flatMap(CurrentViewer, (viewer) => Effect.flatMap(runs.get(viewer, path.runId), run)))
+      .handle("getRun", ({ path }) => Effect.flatMap(CurrentViewer, (viewer) => Effect.map(runs.getJson(viewer, path.runId), run)))
       .handle("getRunTimeline", ({ path }) =>
         Effect.flatMap(CurrentViewer, (viewer) => Effect.flatMap(runs.timeline(viewer, path.runId), timeline)))
       .handle("getRunConversation", ({ path }) => conversation.ofRun(path.runId))
