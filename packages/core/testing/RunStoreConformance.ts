@@ -1185,7 +1185,7 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
           expect(idsOf(expired)).toEqual(idsOf([runs[1]!, runs[2]!, runs[0]!]))
         }))
 
-      it.effect("activeCount counts QUEUED, CLAIMED and INPROGRESS; pending lists PENDING runs oldest first", () =>
+      it.effect("activeCount counts QUEUED, CLAIMED and INPROGRESS; pending lists PENDING runs oldest first; admission says both", () =>
         Effect.gen(function* () {
           const store = yield* RunStore
           const team = uid<TeamUid>()
@@ -1203,6 +1203,10 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
           const waiting = yield* store.waitingTeams(100_000)
           expect(waiting.filter((t) => t === team)).toEqual([team])
           expect(waiting).not.toContain(otherTeam.team_uid)
+          // Both in one read, as a creation asks them.
+          expect(yield* store.admission(team)).toEqual({ active: 3, waiting: true })
+          expect(yield* store.admission(otherTeam.team_uid)).toEqual({ active: 1, waiting: false })
+          expect(yield* store.admission(uid())).toEqual({ active: 0, waiting: false })
         }))
 
       it.effect("a new QUEUED run, or a run requeued by update, signals a wake-up", () =>

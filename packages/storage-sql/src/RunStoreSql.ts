@@ -125,6 +125,7 @@ const EventRow = Schema.Struct({
 const FollowupRow = Schema.Struct({ id: Int, message: Schema.String, received_at: Rows.Millis })
 const Sequence = Schema.Array(Schema.Struct({ last_sequence: Int }))
 const Count = Schema.Array(Schema.Struct({ n: Int }))
+const decodeAdmission = TrustedCodec.decoder(Schema.Array(Schema.Struct({ active: Int, waiting: Rows.Bool })))
 const decodeTotals = TrustedCodec.decoder(Schema.Array(Schema.Struct({ count: Int, bytes: Int })))
 const decodeShapers = TrustedCodec.decoder(Schema.Array(Schema.Struct({ principal_uid: Schema.String, role: Role })))
 const decodeStateCounts = TrustedCodec.decoder(Schema.Array(Schema.Struct({ state: RunState, n: Int })))
@@ -739,6 +740,19 @@ export const layer = Layer.effect(
       operation("RunStore.activeCount")
     )
 
+    const admission = Effect.fn("RunStore.admission")(
+      function* (team: TeamUid) {
+        const [row] = yield* read(
+          sql`SELECT
+            (SELECT COUNT(*) FROM runs
+              WHERE team_uid = ${team} AND state IN ('QUEUED', 'CLAIMED', 'INPROGRESS') AND ${sql.literal(LIVE)}) AS active,
+            EXISTS (SELECT 1 FROM runs WHERE team_uid = ${team} AND state = 'PENDING' AND ${sql.literal(LIVE)}) AS waiting`
+        ).pipe(Effect.flatMap(decodeAdmission))
+        return { active: row?.active ?? 0, waiting: row?.waiting ?? false }
+      },
+      operation("RunStore.admission")
+    )
+
     const waitingTeams = Effect.fn("RunStore.waitingTeams")(
       function* (limit: number) {
         const rows = yield* read(
@@ -908,6 +922,7 @@ export const layer = Layer.effect(
       expiredLeases,
       waitingForWorkers,
       activeCount,
+      admission,
       waitingTeams,
       pending,
       timeline,

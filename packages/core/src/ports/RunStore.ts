@@ -230,6 +230,8 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
   readonly waitingForWorkers: (before: number, limit: number) => Effect.Effect<ReadonlyArray<StoredRun>, StorageError>
   /** How many of a team's runs hold capacity (CLAIMED or INPROGRESS, or QUEUED). */
   readonly activeCount: (team: TeamUid) => Effect.Effect<number, StorageError>
+  /** `activeCount` and whether the team has a PENDING run, in one read (a run's creation asks both). */
+  readonly admission: (team: TeamUid) => Effect.Effect<{ readonly active: number; readonly waiting: boolean }, StorageError>
   /** Teams that have PENDING runs (at most `limit`), for the admission sweep. */
   readonly waitingTeams: (limit: number) => Effect.Effect<ReadonlyArray<TeamUid>, StorageError>
   /** A team's PENDING runs waiting for capacity, oldest first (by `created_at`, then `run_id`). */

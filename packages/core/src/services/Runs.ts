@@ -484,11 +484,7 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         const githubToken = config.github_token ?? (foreign ? undefined : environment?.item.config.github_token)
         const resolved: AgentConfig = { ...rest, ...harness, ...(githubToken === true ? { github_token: true } : {}) }
 
-        const { active, waiting } = yield* memo(lookups.admission, team.uid, (uid) =>
-          Effect.all({
-            active: store.activeCount(uid),
-            waiting: Effect.map(store.pending(uid, 1), (runs) => runs.length > 0)
-          }))
+        const { active, waiting } = yield* memo(lookups.admission, team.uid, store.admission)
         const atCapacity = active + pendingAhead >= team.max_concurrent_runs || waiting
 
         const now = yield* Clock.currentTimeMillis

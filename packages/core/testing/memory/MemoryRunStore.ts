@@ -424,6 +424,12 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
 
   const activeCount = (team: TeamUid) => Effect.sync(() => runsIn(...ACTIVE).filter((run) => run.team_uid === team).length)
 
+  const admission = (team: TeamUid) =>
+    Effect.sync(() => ({
+      active: runsIn(...ACTIVE).filter((run) => run.team_uid === team).length,
+      waiting: runsIn("PENDING").some((run) => run.team_uid === team)
+    }))
+
   const waitingTeams = (limit: number) =>
     Effect.sync(() => [...new Set(runsIn("PENDING").map((run) => run.team_uid))].slice(0, Math.max(0, limit)))
 
@@ -522,6 +528,7 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
     expiredLeases,
     waitingForWorkers,
     activeCount,
+    admission,
     waitingTeams,
     pending,
     timeline,
