@@ -1087,7 +1087,7 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
             ])
           }
           expect(Option.isNone(yield* claimOne)).toBe(true)
-          expect(yield* store.activeCount(team)).toBe(40)
+          expect((yield* store.admission(team)).active).toBe(40)
         }))
 
       it.effect("fencing and the lease sweep: an executor that lost its lease can never overwrite the run", () =>
@@ -1185,7 +1185,7 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
           expect(idsOf(expired)).toEqual(idsOf([runs[1]!, runs[2]!, runs[0]!]))
         }))
 
-      it.effect("activeCount counts QUEUED, CLAIMED and INPROGRESS; pending lists PENDING runs oldest first; admission says both", () =>
+      it.effect("admission counts QUEUED, CLAIMED and INPROGRESS and says whether a run is PENDING; pending lists PENDING runs oldest first", () =>
         Effect.gen(function* () {
           const store = yield* RunStore
           const team = uid<TeamUid>()
@@ -1195,15 +1195,12 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
           const olderPending = makeRun({ team, creator, state: "PENDING", created_at: t - 100 })
           const otherTeam = makeRun({ team: uid(), creator, state: "QUEUED" })
           yield* createRuns([...runs, olderPending, otherTeam])
-          expect(yield* store.activeCount(team)).toBe(3)
-          expect(yield* store.activeCount(uid())).toBe(0)
           const pendingRun = runs.find((r) => r.item.state === "PENDING")!
           expect(idsOf(yield* store.pending(team, 10))).toEqual(idsOf([olderPending, pendingRun]))
           expect(idsOf(yield* store.pending(team, 1))).toEqual(idsOf([olderPending]))
           const waiting = yield* store.waitingTeams(100_000)
           expect(waiting.filter((t) => t === team)).toEqual([team])
           expect(waiting).not.toContain(otherTeam.team_uid)
-          // Both in one read, as a creation asks them.
           expect(yield* store.admission(team)).toEqual({ active: 3, waiting: true })
           expect(yield* store.admission(otherTeam.team_uid)).toEqual({ active: 1, waiting: false })
           expect(yield* store.admission(uid())).toEqual({ active: 0, waiting: false })

@@ -67,7 +67,7 @@ describe("PostgreSQL claims across pools", () => {
         expect(Option.isNone(yield* store.claim({ worker_host: host, execution_id: uuid(), now: Date.now(), lease_ms: 1 })))
           .toBe(true)
       }
-      expect(yield* b.activeCount(team)).toBe(60)
+      expect((yield* b.admission(team)).active).toBe(60)
     }))
 
   it.scopedLive("a run queued through one pool wakes the dispatcher listening through the other", () =>

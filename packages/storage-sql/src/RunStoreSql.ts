@@ -729,17 +729,6 @@ export const layer = Layer.effect(
       operation("RunStore.waitingForWorkers")
     )
 
-    const activeCount = Effect.fn("RunStore.activeCount")(
-      function* (team: TeamUid) {
-        const rows = yield* read(
-          sql`SELECT COUNT(*) AS n FROM runs
-            WHERE team_uid = ${team} AND state IN ('QUEUED', 'CLAIMED', 'INPROGRESS') AND ${sql.literal(LIVE)}`
-        ).pipe(Effect.flatMap(Schema.decodeUnknown(Count)))
-        return rows[0]?.n ?? 0
-      },
-      operation("RunStore.activeCount")
-    )
-
     const admission = Effect.fn("RunStore.admission")(
       function* (team: TeamUid) {
         const [row] = yield* read(
@@ -921,7 +910,6 @@ export const layer = Layer.effect(
       renewLease,
       expiredLeases,
       waitingForWorkers,
-      activeCount,
       admission,
       waitingTeams,
       pending,

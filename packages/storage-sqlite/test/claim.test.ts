@@ -44,6 +44,6 @@ describe("SQLite claims from two connections", () => {
       const ids = results.flat().flatMap((c) => (Option.isSome(c) ? [c.value] : []))
       expect(ids.length).toBe(40)
       expect(new Set(ids)).toEqual(new Set(runs.map((r) => r.item.run_id)))
-      expect(yield* b.activeCount(team)).toBe(40)
+      expect((yield* b.admission(team)).active).toBe(40)
     }))
 })

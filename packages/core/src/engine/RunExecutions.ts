@@ -116,15 +116,16 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
 
     /**
      * Queues a team's PENDING runs, oldest first, while it has capacity. Most teams have none
-     * waiting: one read says so, before the team and its count are read (statements per run,
-     * docs/performance.md).
+     * waiting: one read says so (with the count of runs holding capacity), before anything else
+     * is read (statements per run, docs/performance.md).
      */
     const admit = (team: TeamUid) =>
       Effect.gen(function*() {
-        if ((yield* store.pending(team, 1)).length === 0) return
+        const { active, waiting } = yield* store.admission(team)
+        if (!waiting) return
         const found = yield* identities.getTeam(team)
         if (Option.isNone(found)) return
-        const room = found.value.max_concurrent_runs - (yield* store.activeCount(team))
+        const room = found.value.max_concurrent_runs - active
         if (room <= 0) return
         for (const run of yield* store.pending(team, room)) {
           const executionId = yield* currentExecution(store, ids, run)

@@ -228,9 +228,10 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
    * first. A run's later changes (a follow-up, an admission) do not make it younger.
    */
   readonly waitingForWorkers: (before: number, limit: number) => Effect.Effect<ReadonlyArray<StoredRun>, StorageError>
-  /** How many of a team's runs hold capacity (CLAIMED or INPROGRESS, or QUEUED). */
-  readonly activeCount: (team: TeamUid) => Effect.Effect<number, StorageError>
-  /** `activeCount` and whether the team has a PENDING run, in one read (a run's creation asks both). */
+  /**
+   * A team's admission, in one read: how many of its runs hold capacity (CLAIMED or INPROGRESS, or
+   * QUEUED), and whether it has a PENDING run.
+   */
   readonly admission: (team: TeamUid) => Effect.Effect<{ readonly active: number; readonly waiting: boolean }, StorageError>
   /** Teams that have PENDING runs (at most `limit`), for the admission sweep. */
   readonly waitingTeams: (limit: number) => Effect.Effect<ReadonlyArray<TeamUid>, StorageError>

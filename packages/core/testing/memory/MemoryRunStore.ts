@@ -422,7 +422,6 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
         .slice(0, Math.max(0, limit))
     )
 
-  const activeCount = (team: TeamUid) => Effect.sync(() => runsIn(...ACTIVE).filter((run) => run.team_uid === team).length)
 
   const admission = (team: TeamUid) =>
     Effect.sync(() => ({
@@ -527,7 +526,6 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
     renewLease,
     expiredLeases,
     waitingForWorkers,
-    activeCount,
     admission,
     waitingTeams,
     pending,
