@@ -46,7 +46,7 @@ import { RunId } from "@agent-runs/core/domain/Ids"
 import type { ConversationId, ExecutionId, PrincipalUid, TeamUid } from "@agent-runs/core/domain/Ids"
 import { RunItem } from "@agent-runs/core/domain/Run"
 import { type RUN_DOC_OMITS, RUN_DOC_SHAPE } from "@agent-runs/core/domain/RunJson"
-import { encodeCursor, type RunListQuery, stateCounts } from "@agent-runs/core/domain/RunQuery"
+import { encodeCursor, type RunListQuery, type RunListRow, stateCounts } from "@agent-runs/core/domain/RunQuery"
 import { RunState } from "@agent-runs/core/domain/RunState"
 import {
   FollowupInboxFull,
@@ -410,25 +410,16 @@ export const layer = Layer.effect(
       operation("RunStore.createTicks")
     )
 
-    const get = Effect.fn("RunStore.get")(
-      function* (runId: RunId) {
-        const rows = yield* read(
-          sql`SELECT ${columns} FROM runs WHERE run_id = ${runId}`.pipe(Effect.flatMap(storedRuns))
-        )
-        return Option.fromNullable(rows[0])
-      },
-      operation("RunStore.get")
-    )
+    /** The run of this id as `decode` reads its row; none when there is none. */
+    const oneRun = <A, E>(runId: RunId, decode: (raw: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<A>, E>) =>
+      Effect.map(
+        read(sql`SELECT ${columns} FROM runs WHERE run_id = ${runId}`.pipe(Effect.flatMap(decode))),
+        (rows) => Option.fromNullable(rows[0])
+      )
 
-    const getJson = Effect.fn("RunStore.getJson")(
-      function* (runId: RunId) {
-        const rows = yield* read(
-          sql`SELECT ${columns} FROM runs WHERE run_id = ${runId}`.pipe(Effect.flatMap(ownedJsons))
-        )
-        return Option.fromNullable(rows[0])
-      },
-      operation("RunStore.getJson")
-    )
+    const get = Effect.fn("RunStore.get")((runId: RunId) => oneRun(runId, storedRuns), operation("RunStore.get"))
+
+    const getJson = Effect.fn("RunStore.getJson")((runId: RunId) => oneRun(runId, ownedJsons), operation("RunStore.getJson"))
 
     const states = Effect.fn("RunStore.states")(
       function* (runIds: ReadonlyArray<RunId>) {
@@ -446,27 +437,32 @@ export const layer = Layer.effect(
       operation("RunStore.states")
     )
 
-    const list = Effect.fn("RunStore.list")(
-      function* (query: RunListQuery, viewer: Viewer) {
-        const selected = yield* read(selectPage(sql, columns, query, viewer).pipe(Effect.flatMap(storedRuns)))
+    /**
+     * One page of runs as `decode` reads their rows: the query's rows and one more, which says
+     * whether a next page exists; the cursor continues after the page's last row (`listRow`).
+     */
+    const page = <A, E>(
+      query: RunListQuery,
+      viewer: Viewer,
+      decode: (raw: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<A>, E>,
+      listRow: (row: A) => Effect.Effect<RunListRow, StorageError>
+    ) =>
+      Effect.gen(function* () {
+        const selected = yield* read(selectPage(sql, columns, query, viewer).pipe(Effect.flatMap(decode)))
         const rows = selected.slice(0, query.limit)
         const last = rows[rows.length - 1]
         return selected.length > query.limit && last !== undefined
-          ? { rows, page_info: { has_next_page: true, next_cursor: encodeCursor(query, runListRow(last)) } }
+          ? { rows, page_info: { has_next_page: true, next_cursor: encodeCursor(query, yield* listRow(last)) } }
           : { rows, page_info: { has_next_page: false } }
-      },
+      })
+
+    const list = Effect.fn("RunStore.list")(
+      (query: RunListQuery, viewer: Viewer) => page(query, viewer, storedRuns, (run) => Effect.succeed(runListRow(run))),
       operation("RunStore.list")
     )
 
     const listJson = Effect.fn("RunStore.listJson")(
-      function* (query: RunListQuery, viewer: Viewer) {
-        const selected = yield* read(selectPage(sql, columns, query, viewer).pipe(Effect.flatMap(runJsons)))
-        const rows = selected.slice(0, query.limit)
-        const last = rows[rows.length - 1]
-        return selected.length > query.limit && last !== undefined
-          ? { rows, page_info: { has_next_page: true, next_cursor: encodeCursor(query, yield* last.listRow) } }
-          : { rows, page_info: { has_next_page: false } }
-      },
+      (query: RunListQuery, viewer: Viewer) => page(query, viewer, runJsons, (run) => run.listRow),
       operation("RunStore.listJson")
     )
 
