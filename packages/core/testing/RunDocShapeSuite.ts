@@ -7,7 +7,9 @@
  *
  * `stores()` builds a store and `age(runIds)`, which rewrites those runs' rows as an older
  * version left them: no shape, and a document holding `is_sandbox_running: true` and
- * `is_run_type_cancellable: false` (both wrong for the runs below). Call
+ * `is_run_type_cancellable: false` (both wrong for the runs below), and `ageArtifacts(runIds)`,
+ * which rewrites those runs' artifact rows likewise: no shape, and a document holding a key
+ * `legacy` the current schema does not have (decoding drops it; splicing would send it). Call
  * `runDocShapeSuite(name, stores)` inside a vitest file.
  */
 import { describe, expect, it } from "@effect/vitest"
@@ -25,6 +27,7 @@ import { creationEvents, makeRun, uid } from "./RunStoreConformance.js"
 export interface AgedStore {
   readonly store: Context.Context<RunStore>
   readonly age: (runIds: ReadonlyArray<RunId>) => Effect.Effect<void, unknown>
+  readonly ageArtifacts: (runIds: ReadonlyArray<RunId>) => Effect.Effect<void, unknown>
 }
 
 const encodeItem = Schema.encodeSync(RunItem)
@@ -40,7 +43,7 @@ export const runDocShapeSuite = (name: string, stores: () => Effect.Effect<AgedS
   describe(`run documents of another shape (${name})`, () => {
     it.scoped("list as runs of the current shape do, flags computed, before and after they are written again", () =>
       Effect.gen(function* () {
-        const { age, store: context } = yield* stores()
+        const { age, ageArtifacts, store: context } = yield* stores()
         const store = Context.get(context, RunStore)
         const team = uid<TeamUid>()
         const creator = uid<PrincipalUid>()
@@ -74,6 +77,10 @@ export const runDocShapeSuite = (name: string, stores: () => Effect.Effect<AgedS
 
         // Written again (a transition), the run is stored in the current shape and lists alike.
         yield* store.update(runs[0]!.item.run_id, { state: "QUEUED" }, runs[0]!, [])
+        expect(yield* listed()).toEqual(expected)
+
+        // A run of the current shape whose artifact is of another is decoded, not spliced.
+        yield* ageArtifacts([runs[0]!.item.run_id])
         expect(yield* listed()).toEqual(expected)
       }))
   })

@@ -14,6 +14,9 @@ runDocShapeSuite("postgresql", () =>
       age: (runIds) =>
         sql`UPDATE runs SET doc_shape = NULL,
           doc = (doc::jsonb || '{"is_sandbox_running": true, "is_run_type_cancellable": false}'::jsonb)::text
+          WHERE run_id IN ${sql.in(runIds)}`,
+      ageArtifacts: (runIds) =>
+        sql`UPDATE run_artifacts SET doc_shape = NULL, doc = (doc::jsonb || '{"legacy": 1}'::jsonb)::text
           WHERE run_id IN ${sql.in(runIds)}`
     }
   }))

@@ -20,6 +20,7 @@ import identityLifecycle from "./migrations/0010_identity_lifecycle.js"
 import signIn from "./migrations/0011_sign_in.js"
 import github from "./migrations/0012_github.js"
 import runDocShape from "./migrations/0013_run_doc_shape.js"
+import artifactDocShape from "./migrations/0014_artifact_doc_shape.js"
 
 export const loader = Migrator.fromRecord({
   "0001_runs": runs,
@@ -34,7 +35,8 @@ export const loader = Migrator.fromRecord({
   "0010_identity_lifecycle": identityLifecycle,
   "0011_sign_in": signIn,
   "0012_github": github,
-  "0013_run_doc_shape": runDocShape
+  "0013_run_doc_shape": runDocShape,
+  "0014_artifact_doc_shape": artifactDocShape
 })
 
 /**

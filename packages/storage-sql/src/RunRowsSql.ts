@@ -9,7 +9,8 @@
  * - The two computed flags of an item come from the row (state, sandbox kept, source, location),
  *   never from the document: a document written before the shape was stored holds the flags it
  *   had then, and they are replaced.
- * - Artifacts are read for the runs that have any, in one query per page, as their stored JSON.
+ * - Artifacts are read for the runs that have any, in one query per page, as their stored JSON with
+ *   their shape; a run with an artifact of another shape is decoded, as a document of another shape is.
  */
 import * as TrustedCodec from "@agent-runs/core/domain/TrustedCodec"
 import { Scope } from "@agent-runs/core/domain/Common"
@@ -76,28 +77,42 @@ const decodeJson = TrustedCodec.decoder(Json)
 /** The scope of a run, from its document (the only part of it that access decisions read besides columns). */
 const decodeScope = TrustedCodec.decoder(Schema.parseJson(Schema.Struct({ scope: Scope })))
 
+/** A run's artifacts as stored, and whether every one has the current shape. */
+interface StoredArtifacts {
+  readonly docs: ReadonlyArray<string>
+  readonly current: boolean
+}
+const NO_ARTIFACTS: StoredArtifacts = { docs: [], current: true }
+
+/** Whether a row's run is spliced from its stored JSON: its document and its artifacts have the current shape. */
+const splicable = (row: RawRow, artifacts: StoredArtifacts) => row.doc_shape === RUN_DOC_SHAPE && artifacts.current
+
 /** Reading runs from their rows with `sql` (artifacts come from a second query). */
 export const runRows = (sql: SqlClient.SqlClient) => {
-  /** The stored JSON of the artifacts of these rows' runs, by run, in their order. */
+  /** The stored JSON of the artifacts of these rows' runs, by run, in their order, and whether all have the current shape. */
   const artifactDocs = (rows: ReadonlyArray<RawRow>) => {
     const withArtifacts = rows.filter((r) => r.artifact_count > 0).map((r) => r.run_id)
-    const byRun = new Map<string, Array<string>>()
+    const byRun = new Map<string, { docs: Array<string>; current: boolean }>()
     if (withArtifacts.length === 0) return Effect.succeed(byRun)
     return Effect.map(
-      sql<{ run_id: string; doc: string }>`SELECT run_id, doc FROM run_artifacts
+      sql<{ run_id: string; doc: string; doc_shape: string | null }>`SELECT run_id, doc, doc_shape FROM run_artifacts
         WHERE run_id IN ${sql.in(withArtifacts)} ORDER BY run_id, position`,
       (found) => {
         for (const a of found) {
-          const list = byRun.get(a.run_id)
-          if (list === undefined) byRun.set(a.run_id, [a.doc])
-          else list.push(a.doc)
+          const current = a.doc_shape === RUN_DOC_SHAPE
+          const held = byRun.get(a.run_id)
+          if (held === undefined) byRun.set(a.run_id, { docs: [a.doc], current })
+          else {
+            held.docs.push(a.doc)
+            held.current &&= current
+          }
         }
         return byRun
       }
     )
   }
 
-  const storedRun = (row: RawRow, artifacts: ReadonlyArray<string>) =>
+  const storedRun = (row: RawRow, artifacts: StoredArtifacts) =>
     Effect.gen(function* () {
       const item = yield* decodeItem({
         ...(yield* decodeObject(row.doc)),
@@ -106,7 +121,7 @@ export const runRows = (sql: SqlClient.SqlClient) => {
         updated_at: iso(row.updated_at),
         metadata: yield* decodeJson(row.metadata),
         ancestor_run_ids: yield* decodeJson(row.ancestor_run_ids),
-        artifacts: yield* decodeArtifacts(artifacts),
+        artifacts: yield* decodeArtifacts(artifacts.docs),
         ...runFlags(row)
       })
       return {
@@ -126,19 +141,19 @@ export const runRows = (sql: SqlClient.SqlClient) => {
     Effect.gen(function* () {
       const rows = yield* decodeRawRows(raw)
       const artifacts = yield* artifactDocs(rows)
-      return yield* Effect.forEach(rows, (row) => storedRun(row, artifacts.get(row.run_id) ?? []))
+      return yield* Effect.forEach(rows, (row) => storedRun(row, artifacts.get(row.run_id) ?? NO_ARTIFACTS))
     })
 
   /** A row's run as a list's JSON, spliced from its document (of the current shape). */
-  const spliced = (row: RawRow, artifacts: ReadonlyArray<string>): RunJson => ({
+  const spliced = (row: RawRow, artifacts: StoredArtifacts): RunJson => ({
     run_id: row.run_id as RunId,
-    json: runJsonOf({ ...row, updated_at: iso(row.updated_at), artifacts, flags: runFlags(row) }),
+    json: runJsonOf({ ...row, updated_at: iso(row.updated_at), artifacts: artifacts.docs, flags: runFlags(row) }),
     listRow: Effect.suspend(() => operation("RunStore.listJson")(Effect.map(storedRun(row, artifacts), runListRow)))
   })
 
   /** A row's run as its JSON and owner: its scope read from its document when spliced. */
-  const ownedJson = (row: RawRow, artifacts: ReadonlyArray<string>) =>
-    row.doc_shape === RUN_DOC_SHAPE
+  const ownedJson = (row: RawRow, artifacts: StoredArtifacts) =>
+    splicable(row, artifacts)
       ? Effect.map(decodeScope(row.doc), ({ scope }): OwnedRunJson => ({
         owned: { team_uid: row.team_uid as TeamUid, creator_uid: row.creator_uid as PrincipalUid, scope },
         json: spliced(row, artifacts).json
@@ -150,18 +165,18 @@ export const runRows = (sql: SqlClient.SqlClient) => {
     Effect.gen(function* () {
       const rows = yield* decodeRawRows(raw)
       const artifacts = yield* artifactDocs(rows)
-      return yield* Effect.forEach(rows, (row) => ownedJson(row, artifacts.get(row.run_id) ?? []))
+      return yield* Effect.forEach(rows, (row) => ownedJson(row, artifacts.get(row.run_id) ?? NO_ARTIFACTS))
     })
 
-  /** Runs as a list's JSON, from their rows: spliced when their document has the current shape, else decoded. */
+  /** Runs as a list's JSON, from their rows: spliced when their document and artifacts have the current shape, else decoded. */
   const runJsons = (raw: ReadonlyArray<unknown>) =>
     Effect.gen(function* () {
       const rows = yield* decodeRawRows(raw)
       const artifacts = yield* artifactDocs(rows)
       const out: Array<RunJson> = []
       for (const row of rows) {
-        const own = artifacts.get(row.run_id) ?? []
-        out.push(row.doc_shape === RUN_DOC_SHAPE ? spliced(row, own) : storedRunJson(yield* storedRun(row, own)))
+        const own = artifacts.get(row.run_id) ?? NO_ARTIFACTS
+        out.push(splicable(row, own) ? spliced(row, own) : storedRunJson(yield* storedRun(row, own)))
       }
       return out
     })

@@ -243,7 +243,8 @@ export const layer = Layer.effect(
         artifact_type: artifact.artifact_type,
         created_at: millis(artifact.created_at),
         external_url: artifact.artifact_type === "EXTERNAL_REFERENCE" ? artifact.data.url : null,
-        doc: json(encoded)
+        doc: json(encoded),
+        doc_shape: RUN_DOC_SHAPE
       }))
 
     /** Takes an exactly-once key, or fails with DuplicateKey (rolling the transaction back). */

@@ -14,6 +14,9 @@ runDocShapeSuite("sqlite", () =>
       age: (runIds) =>
         sql`UPDATE runs SET doc_shape = NULL,
           doc = json_set(doc, '$.is_sandbox_running', json('true'), '$.is_run_type_cancellable', json('false'))
+          WHERE run_id IN ${sql.in(runIds)}`,
+      ageArtifacts: (runIds) =>
+        sql`UPDATE run_artifacts SET doc_shape = NULL, doc = json_set(doc, '$.legacy', json('1'))
           WHERE run_id IN ${sql.in(runIds)}`
     }
   }))
