@@ -3,7 +3,7 @@
  * several server replicas hear each other (PgWakeups.ts).
  */
 import { PgClient } from "@effect/sql-pg"
-import { type IdentityChanges, Migrations, StorageKey, StorageSql, type Wakeups } from "@agent-runs/storage-sql"
+import { type IdentityChanges, Migrations, Reader, StorageKey, StorageSql, type Wakeups } from "@agent-runs/storage-sql"
 import type { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Reactivity from "@effect/experimental/Reactivity"
@@ -36,6 +36,7 @@ const over = <E>(
   )
   const support = Layer.mergeAll(
     Layer.effectDiscard(Migrations.migrate),
+    Reader.sameClient,
     wakeups,
     StorageKey.layer(secretKey)
   ).pipe(Layer.provideMerge(client))

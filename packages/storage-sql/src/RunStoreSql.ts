@@ -67,6 +67,7 @@ import {
 import { DuplicateKey, type ExactlyOnceKey, StaleWrite, StorageError } from "@agent-runs/core/ports/Storage"
 import { TimelineEvent } from "@agent-runs/core/domain/Timeline"
 import { SqlClient } from "@effect/sql"
+import { Reader } from "./Reader.js"
 import type { Statement } from "@effect/sql"
 import { Effect, Layer, Option, Schema, Stream } from "effect"
 import { claimIdentity, countDelivery, insertDelivery } from "./DeliveriesSql.js"
@@ -142,17 +143,11 @@ export const layer = Layer.effect(
   RunStore,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    // Reads outside a transaction: the last commit, without waiting for one (Reader.ts).
+    const reader = yield* Reader
     const wakeups = yield* Wakeups
     const columns = sql.literal(RUN_COLUMNS)
-    const { ownedJsons, runJsons, storedRuns } = runRows(sql)
-
-    /**
-     * Reads in one transaction on SQLite: its client runs a statement made outside a transaction
-     * on the one connection even while another fiber's transaction is open there, so a bare read
-     * could see writes that are then rolled back. (PostgreSQL reads on a connection of its own.)
-     */
-    const read = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-      sql.onDialectOrElse({ sqlite: () => sql.withTransaction(effect), orElse: () => effect })
+    const { ownedJsons, runJsons, storedRuns } = runRows(reader)
 
     /** Signals a possibly claimable run; a lost hint only delays a claim (dispatchers also poll). */
     const wake = wakeups.notify.pipe(Effect.ignoreLogged)
@@ -414,7 +409,7 @@ export const layer = Layer.effect(
     /** The run of this id as `decode` reads its row; none when there is none. */
     const oneRun = <A, E>(runId: RunId, decode: (raw: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<A>, E>) =>
       Effect.map(
-        read(sql`SELECT ${columns} FROM runs WHERE run_id = ${runId}`.pipe(Effect.flatMap(decode))),
+        reader`SELECT ${columns} FROM runs WHERE run_id = ${runId}`.pipe(Effect.flatMap(decode)),
         (rows) => Option.fromNullable(rows[0])
       )
 
@@ -427,10 +422,8 @@ export const layer = Layer.effect(
         const found = new Map<RunId, RunState>()
         const unique = [...new Set(runIds)]
         for (let i = 0; i < unique.length; i += MAX_PARAMETERS) {
-          const rows = yield* read(
-            sql<{ run_id: string; state: string }>`SELECT run_id, state FROM runs
-              WHERE run_id IN ${sql.in(unique.slice(i, i + MAX_PARAMETERS))}`
-          )
+          const rows = yield* reader<{ run_id: string; state: string }>`SELECT run_id, state FROM runs
+            WHERE run_id IN ${reader.in(unique.slice(i, i + MAX_PARAMETERS))}`
           for (const row of rows) found.set(row.run_id as RunId, yield* Schema.decodeUnknown(RunState)(row.state))
         }
         return found as ReadonlyMap<RunId, RunState>
@@ -449,7 +442,7 @@ export const layer = Layer.effect(
       listRow: (row: A) => Effect.Effect<RunListRow, StorageError>
     ) =>
       Effect.gen(function* () {
-        const selected = yield* read(selectPage(sql, columns, query, viewer).pipe(Effect.flatMap(decode)))
+        const selected = yield* selectPage(reader, columns, query, viewer).pipe(Effect.flatMap(decode))
         const rows = selected.slice(0, query.limit)
         const last = rows[rows.length - 1]
         return selected.length > query.limit && last !== undefined
@@ -469,7 +462,7 @@ export const layer = Layer.effect(
 
     const countByState = Effect.fn("RunStore.countByState")(
       function* (query: RunListQuery, viewer: Viewer) {
-        const rows = yield* read(countStates(sql, query, viewer).pipe(Effect.flatMap(decodeStateCounts)))
+        const rows = yield* countStates(reader, query, viewer).pipe(Effect.flatMap(decodeStateCounts))
         return stateCounts(rows.map((row) => [row.state, row.n] as const))
       },
       operation("RunStore.countByState")
@@ -584,10 +577,8 @@ export const layer = Layer.effect(
         const found: Array<Shaper> = []
         const seen = new Set<string>()
         for (let i = 0; i < unique.length; i += MAX_PARAMETERS) {
-          const rows = yield* read(
-            sql`SELECT DISTINCT principal_uid, role FROM run_shapers
-              WHERE run_id IN ${sql.in(unique.slice(i, i + MAX_PARAMETERS))}`.pipe(Effect.flatMap(decodeShapers))
-          )
+          const rows = yield* reader`SELECT DISTINCT principal_uid, role FROM run_shapers
+            WHERE run_id IN ${reader.in(unique.slice(i, i + MAX_PARAMETERS))}`.pipe(Effect.flatMap(decodeShapers))
           for (const row of rows) {
             const key = `${row.principal_uid} ${row.role}`
             if (seen.has(key)) continue
@@ -684,7 +675,7 @@ export const layer = Layer.effect(
             }))
         })
         if (Option.isNone(claimed)) return Option.none()
-        const [run] = yield* read(storedRuns([claimed.value]))
+        const [run] = yield* storedRuns([claimed.value])
         return Option.fromNullable(run)
       },
       operation("RunStore.claim")
@@ -704,36 +695,32 @@ export const layer = Layer.effect(
 
     const expiredLeases = Effect.fn("RunStore.expiredLeases")(
       function* (now: number, limit: number) {
-        return yield* read(
-          sql`SELECT ${columns} FROM runs
-            WHERE lease_expires_at <= ${now} AND state IN ('CLAIMED', 'INPROGRESS')
-            ORDER BY lease_expires_at, run_id LIMIT ${limit}`.pipe(Effect.flatMap(storedRuns))
-        )
+        return yield* reader`SELECT ${columns} FROM runs
+          WHERE lease_expires_at <= ${now} AND state IN ('CLAIMED', 'INPROGRESS')
+          ORDER BY lease_expires_at, run_id LIMIT ${limit}`.pipe(Effect.flatMap(storedRuns))
       },
       operation("RunStore.expiredLeases")
     )
 
     const waitingForWorkers = Effect.fn("RunStore.waitingForWorkers")(
       function* (before: number, limit: number) {
-        return yield* read(
-          sql`SELECT ${columns} FROM runs
-            WHERE state = 'QUEUED' AND worker_host IS NOT NULL AND worker_host <> '' AND created_at <= ${before}
-              AND NOT EXISTS (SELECT 1 FROM workers w
-                WHERE w.team_uid = runs.team_uid AND w.worker_id = runs.worker_host AND w.last_heartbeat_at > ${before})
-            ORDER BY created_at, run_id LIMIT ${limit}`.pipe(Effect.flatMap(storedRuns))
-        )
+        return yield* reader`SELECT ${columns} FROM runs
+          WHERE state = 'QUEUED' AND worker_host IS NOT NULL AND worker_host <> '' AND created_at <= ${before}
+            AND NOT EXISTS (SELECT 1 FROM workers w
+              WHERE w.team_uid = runs.team_uid AND w.worker_id = runs.worker_host AND w.last_heartbeat_at > ${before})
+          ORDER BY created_at, run_id LIMIT ${limit}`.pipe(Effect.flatMap(storedRuns))
       },
       operation("RunStore.waitingForWorkers")
     )
 
     const admission = Effect.fn("RunStore.admission")(
       function* (team: TeamUid) {
-        const [row] = yield* read(
-          sql`SELECT
-            (SELECT COUNT(*) FROM runs
-              WHERE team_uid = ${team} AND state IN ('QUEUED', 'CLAIMED', 'INPROGRESS') AND ${sql.literal(LIVE)}) AS active,
-            EXISTS (SELECT 1 FROM runs WHERE team_uid = ${team} AND state = 'PENDING' AND ${sql.literal(LIVE)}) AS waiting`
-        ).pipe(Effect.flatMap(decodeAdmission))
+        const [row] = yield* reader`SELECT
+          (SELECT COUNT(*) FROM runs
+            WHERE team_uid = ${team} AND state IN ('QUEUED', 'CLAIMED', 'INPROGRESS') AND ${sql.literal(LIVE)}) AS active,
+          EXISTS (SELECT 1 FROM runs WHERE team_uid = ${team} AND state = 'PENDING' AND ${sql.literal(LIVE)}) AS waiting`.pipe(
+          Effect.flatMap(decodeAdmission)
+        )
         return { active: row?.active ?? 0, waiting: row?.waiting ?? false }
       },
       operation("RunStore.admission")
@@ -741,10 +728,8 @@ export const layer = Layer.effect(
 
     const waitingTeams = Effect.fn("RunStore.waitingTeams")(
       function* (limit: number) {
-        const rows = yield* read(
-          sql<{ team_uid: string }>`SELECT DISTINCT team_uid FROM runs
-            WHERE state = 'PENDING' AND ${sql.literal(LIVE)} LIMIT ${limit}`
-        )
+        const rows = yield* reader<{ team_uid: string }>`SELECT DISTINCT team_uid FROM runs
+          WHERE state = 'PENDING' AND ${sql.literal(LIVE)} LIMIT ${limit}`
         return rows.map((row) => row.team_uid as TeamUid)
       },
       operation("RunStore.waitingTeams")
@@ -752,20 +737,18 @@ export const layer = Layer.effect(
 
     const pending = Effect.fn("RunStore.pending")(
       function* (team: TeamUid, limit: number) {
-        return yield* read(
-          sql`SELECT ${columns} FROM runs WHERE team_uid = ${team} AND state = 'PENDING' AND ${sql.literal(LIVE)}
-            ORDER BY created_at, run_id LIMIT ${limit}`.pipe(Effect.flatMap(storedRuns))
-        )
+        return yield* reader`SELECT ${columns} FROM runs WHERE team_uid = ${team} AND state = 'PENDING' AND ${sql.literal(LIVE)}
+          ORDER BY created_at, run_id LIMIT ${limit}`.pipe(Effect.flatMap(storedRuns))
       },
       operation("RunStore.pending")
     )
 
     const timeline = Effect.fn("RunStore.timeline")(
       function* (runId: RunId, after: number) {
-        const rows = yield* read(
-          sql`SELECT sequence, event_type, occurred_at, execution_id, message, data
-            FROM timeline_events WHERE run_id = ${runId} AND sequence > ${after} ORDER BY sequence`
-        ).pipe(Effect.flatMap(Schema.decodeUnknown(Schema.Array(EventRow))))
+        const rows = yield* reader`SELECT sequence, event_type, occurred_at, execution_id, message, data
+          FROM timeline_events WHERE run_id = ${runId} AND sequence > ${after} ORDER BY sequence`.pipe(
+          Effect.flatMap(Schema.decodeUnknown(Schema.Array(EventRow)))
+        )
         return yield* decodeEvents(
           rows.map((e) => ({
             sequence: e.sequence,
@@ -802,10 +785,10 @@ export const layer = Layer.effect(
 
     const conversation = Effect.fn("RunStore.conversation")(
       function* (runId: RunId) {
-        const [executions, parts] = yield* read(Effect.all([
-          sql`SELECT execution_id, steps FROM conversations WHERE run_id = ${runId} ORDER BY ordinal`.pipe(Effect.flatMap(decodeExecutions)),
-          sql`SELECT execution_id, seq, ops FROM conversation_parts WHERE run_id = ${runId} ORDER BY seq`.pipe(Effect.flatMap(decodeParts))
-        ]))
+        const [executions, parts] = yield* Effect.all([
+          reader`SELECT execution_id, steps FROM conversations WHERE run_id = ${runId} ORDER BY ordinal`.pipe(Effect.flatMap(decodeExecutions)),
+          reader`SELECT execution_id, seq, ops FROM conversation_parts WHERE run_id = ${runId} ORDER BY seq`.pipe(Effect.flatMap(decodeParts))
+        ])
         const byExecution = new Map<string, Array<ConversationPart>>()
         for (const p of parts) {
           const list = byExecution.get(p.execution_id)
@@ -821,13 +804,11 @@ export const layer = Layer.effect(
     const conversationLog = Effect.fn("RunStore.conversationLog")(
       function* (runId: RunId, after?: LogPosition) {
         const from = after ?? { ordinal: 0, seq: 0 }
-        const parts: ReadonlyArray<LoggedPart> = yield* read(
-          sql`SELECT c.ordinal AS ordinal, p.execution_id AS execution_id, p.seq AS seq, p.ops AS ops
-            FROM conversation_parts p
-            JOIN conversations c ON c.run_id = p.run_id AND c.execution_id = p.execution_id
-            WHERE p.run_id = ${runId} AND (c.ordinal > ${from.ordinal} OR (c.ordinal = ${from.ordinal} AND p.seq > ${from.seq}))
-            ORDER BY c.ordinal, p.seq`.pipe(Effect.flatMap(decodeLoggedParts))
-        )
+        const parts: ReadonlyArray<LoggedPart> = yield* reader`SELECT c.ordinal AS ordinal, p.execution_id AS execution_id, p.seq AS seq, p.ops AS ops
+          FROM conversation_parts p
+          JOIN conversations c ON c.run_id = p.run_id AND c.execution_id = p.execution_id
+          WHERE p.run_id = ${runId} AND (c.ordinal > ${from.ordinal} OR (c.ordinal = ${from.ordinal} AND p.seq > ${from.seq}))
+          ORDER BY c.ordinal, p.seq`.pipe(Effect.flatMap(decodeLoggedParts))
         return parts
       },
       operation("RunStore.conversationLog")
@@ -864,14 +845,12 @@ export const layer = Layer.effect(
 
     const findByExternalReference = Effect.fn("RunStore.findByExternalReference")(
       function* (url: string, viewer?: Viewer) {
-        const found = yield* read(
-          viewer === undefined
-            ? sql<{ run_id: RunId }>`SELECT run_id FROM run_artifacts WHERE external_url = ${url}
-              ORDER BY created_at DESC, run_id DESC LIMIT 1`
-            : sql<{ run_id: RunId }>`SELECT a.run_id FROM run_artifacts a JOIN runs ON runs.run_id = a.run_id
-              WHERE a.external_url = ${url} AND ${visibleTo(sql, viewer, "runs")}
-              ORDER BY a.created_at DESC, a.run_id DESC LIMIT 1`
-        )
+        const found = yield* viewer === undefined
+          ? reader<{ run_id: RunId }>`SELECT run_id FROM run_artifacts WHERE external_url = ${url}
+            ORDER BY created_at DESC, run_id DESC LIMIT 1`
+          : reader<{ run_id: RunId }>`SELECT a.run_id FROM run_artifacts a JOIN runs ON runs.run_id = a.run_id
+            WHERE a.external_url = ${url} AND ${visibleTo(reader, viewer, "runs")}
+            ORDER BY a.created_at DESC, a.run_id DESC LIMIT 1`
         const runId = found[0]?.run_id
         return runId === undefined ? Option.none() : yield* get(runId)
       },
@@ -880,10 +859,8 @@ export const layer = Layer.effect(
 
     const findByConversation = Effect.fn("RunStore.findByConversation")(
       function* (conversationId: ConversationId) {
-        return yield* read(
-          sql`SELECT ${columns} FROM runs WHERE conversation_id = ${conversationId} ORDER BY created_at, run_id`.pipe(
-            Effect.flatMap(storedRuns)
-          )
+        return yield* reader`SELECT ${columns} FROM runs WHERE conversation_id = ${conversationId} ORDER BY created_at, run_id`.pipe(
+          Effect.flatMap(storedRuns)
         )
       },
       operation("RunStore.findByConversation")

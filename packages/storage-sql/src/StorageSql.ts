@@ -13,7 +13,7 @@ import * as SecretStoreSql from "./SecretStoreSql.js"
 import * as WebhookStoreSql from "./WebhookStoreSql.js"
 import * as WorkerStoreSql from "./WorkerStoreSql.js"
 
-/** The stores, needing `SqlClient`, `Wakeups` and `StorageKey`. */
+/** The stores, needing `SqlClient`, its `Reader`, `Wakeups` and `StorageKey`. */
 export const layer = Layer.mergeAll(
   Layer.empty,
   RunStoreSql.layer,

@@ -1,11 +1,15 @@
 /**
  * The storage ports on SQLite: one database file in WAL mode, migrated at start, with in-process
  * wake-ups. The embedded default: no other service needed.
+ *
+ * Two connections: the writer's (every transaction, and the writes) and a read-only one for the
+ * reads made outside a transaction (storage-sql's Reader.ts), which sees the last commit without
+ * waiting for the writer's transactions.
  */
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { SqlClient } from "@effect/sql"
 import { Directories } from "@agent-runs/node-fs"
-import { IdentityChanges, Migrations, StorageKey, StorageSql, Wakeups } from "@agent-runs/storage-sql"
+import { IdentityChanges, Migrations, Reader, StorageKey, StorageSql, Wakeups } from "@agent-runs/storage-sql"
 import { Effect, Layer, PubSub, Stream } from "effect"
 import { dirname } from "node:path"
 
@@ -45,8 +49,19 @@ const prepare = Layer.effectDiscard(
   })
 )
 
+/** The read-only connection (opened once the writer has migrated the file and set WAL mode). */
+const reader = (filename: string) =>
+  Layer.effect(
+    Reader.Reader,
+    Effect.tap(SqliteClient.SqliteClient, (client) => client`PRAGMA busy_timeout = 5000`)
+  ).pipe(Layer.provide(SqliteClient.layer({ filename, readonly: true, disableWAL: true })))
+
 /** Every store of @agent-runs/core on one SQLite file. */
 export const layer = (options: SqliteStorageOptions) => {
+  if (options.filename === ":memory:" || options.filename === "") {
+    // Its two connections (reader, writer) would open two different in-memory databases.
+    return Layer.fail(new Error(`the SQLite database must be a file, not "${options.filename}"`))
+  }
   const client = Layer.unwrapEffect(Effect.try({
     try: () => {
       Directories.ensureDirectory(dirname(options.filename))
@@ -60,6 +75,6 @@ export const layer = (options: SqliteStorageOptions) => {
     identityChanges,
     StorageKey.layer(options.secretKey)
   ).pipe(Layer.provideMerge(client))
-  return StorageSql.layer.pipe(Layer.provideMerge(support))
+  return StorageSql.layer.pipe(Layer.provideMerge(reader(options.filename).pipe(Layer.provideMerge(support))))
 }
 
