@@ -68,6 +68,7 @@ import { DuplicateKey, type ExactlyOnceKey, StaleWrite, StorageError } from "@ag
 import { TimelineEvent } from "@agent-runs/core/domain/Timeline"
 import { SqlClient } from "@effect/sql"
 import { Reader } from "./Reader.js"
+import { joinTransaction } from "./internal/JoinTransaction.js"
 import type { Statement } from "@effect/sql"
 import { Effect, Layer, Option, Schema, Stream } from "effect"
 import { claimIdentity, countDelivery, insertDelivery } from "./DeliveriesSql.js"
@@ -324,7 +325,7 @@ export const layer = Layer.effect(
     const create = Effect.fn("RunStore.create")(
       function* (runs: ReadonlyArray<NewRun>, key?: ExactlyOnceKey) {
         const rows = yield* newRunRows(runs)
-        yield* sql.withTransaction(
+        yield* joinTransaction(sql)(
           Effect.gen(function* () {
             if (key !== undefined) yield* takeKey(key, runs)
             yield* insertRunRows(rows)
