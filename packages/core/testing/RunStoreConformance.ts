@@ -1464,6 +1464,34 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
           expect(yield* store.takeFollowups(other.item.run_id)).toEqual([{ message: "elsewhere", received_at: 1 }])
         }))
 
+      it.effect("the follow-ups are taken by the execution holding the run only", () =>
+        Effect.gen(function* () {
+          const store = yield* RunStore
+          const host = `host-${uid()}`
+          const run = makeRun({ team: uid(), creator: uid(), state: "QUEUED", worker_host: host })
+          const runId = run.item.run_id
+          yield* createRuns([run])
+          const holder = uuid<ExecutionId>()
+          const claimed = Option.getOrThrow(yield* store.claim({ worker_host: host, execution_id: holder, now: LATER, lease_ms: HOUR }))
+          for (const [message, received_at] of [["b", 20], ["a", 10]] as const) {
+            yield* store.recordFollowup(runId, { state: claimed.item.state }, { at: received_at, events: [], followup: { message, received_at } })
+          }
+          const other = yield* Effect.either(store.takeHeldFollowups(runId, uuid<ExecutionId>()))
+          expect(Either.isLeft(other) && other.left._tag, "another execution takes nothing").toBe("StaleWrite")
+          expect(yield* store.takeHeldFollowups(runId, holder)).toEqual([
+            { message: "a", received_at: 10 },
+            { message: "b", received_at: 20 }
+          ])
+          expect(yield* store.takeHeldFollowups(runId, holder)).toEqual([])
+          // Once the run has ended, its holder no longer holds it.
+          yield* store.recordFollowup(runId, { state: claimed.item.state }, { at: 30, events: [], followup: { message: "c", received_at: 30 } })
+          const ended = { ...claimed, item: new RunItem({ ...claimed.item, state: "SUCCEEDED" }, true), lease: null }
+          yield* store.update(runId, { state: claimed.item.state, execution_id: holder }, ended, [])
+          const late = yield* Effect.either(store.takeHeldFollowups(runId, holder))
+          expect(Either.isLeft(late) && late.left._tag).toBe("StaleWrite")
+          expect((yield* store.takeFollowups(runId)).map((f) => f.message)).toEqual(["c"])
+        }))
+
       it.effect("shapers: recorded with the run, by a follow-up and later, each (principal, role) once, read for any runs", () =>
         Effect.gen(function* () {
           const store = yield* RunStore

@@ -125,6 +125,14 @@ const EventRow = Schema.Struct({
   data: Schema.NullOr(Json)
 })
 const FollowupRow = Schema.Struct({ id: Int, message: Schema.String, received_at: Rows.Millis })
+const decodeFollowups = Schema.decodeUnknown(Schema.Array(FollowupRow))
+/** Whether the run was held, and one taken follow-up or none (the nulls of the LEFT JOIN). */
+const decodeHeldFollowups = Schema.decodeUnknown(Schema.Array(Schema.Struct({
+  held: Rows.Bool,
+  id: Schema.NullOr(Int),
+  message: Schema.NullOr(Schema.String),
+  received_at: Schema.NullOr(Rows.Millis)
+})))
 const Sequence = Schema.Array(Schema.Struct({ last_sequence: Int }))
 const Count = Schema.Array(Schema.Struct({ n: Int }))
 const decodeAdmission = TrustedCodec.decoder(Schema.Array(Schema.Struct({ active: Int, waiting: Rows.Bool })))
@@ -815,16 +823,43 @@ export const layer = Layer.effect(
       operation("RunStore.conversationLog")
     )
 
+    /** Taken follow-ups, oldest first. */
+    const followupsOf = (rows: ReadonlyArray<typeof FollowupRow.Type>) =>
+      [...rows]
+        .sort((a, b) => a.received_at - b.received_at || a.id - b.id)
+        .map((r): StoredFollowup => ({ message: r.message, received_at: r.received_at }))
+
+    const takeAll = (runId: RunId) => sql`DELETE FROM followup_inbox WHERE run_id = ${runId} RETURNING id, message, received_at`
+
     const takeFollowups = Effect.fn("RunStore.takeFollowups")(
       function* (runId: RunId) {
-        const rows = yield* oneStatementWrite(
-          sql`DELETE FROM followup_inbox WHERE run_id = ${runId} RETURNING id, message, received_at`
-        ).pipe(Effect.flatMap(Schema.decodeUnknown(Schema.Array(FollowupRow))))
-        return [...rows]
-          .sort((a, b) => a.received_at - b.received_at || a.id - b.id)
-          .map((r): StoredFollowup => ({ message: r.message, received_at: r.received_at }))
+        const rows = yield* oneStatementWrite(takeAll(runId)).pipe(Effect.flatMap(decodeFollowups))
+        return followupsOf(rows)
       },
       operation("RunStore.takeFollowups")
+    )
+
+    const takeHeldFollowups = Effect.fn("RunStore.takeHeldFollowups")(
+      function* (runId: RunId, executionId: ExecutionId) {
+        const held = sql`SELECT run_id FROM runs
+          WHERE run_id = ${runId} AND lease_execution_id = ${executionId} AND state IN ('CLAIMED', 'INPROGRESS')`
+        // Whether the execution holds the run, and what was taken (none unless it does): one statement on PostgreSQL.
+        const taken = yield* sql.onDialectOrElse({
+          pg: () =>
+            sql`WITH h AS (${held}), d AS (
+                DELETE FROM followup_inbox WHERE run_id = ${runId} AND EXISTS (SELECT 1 FROM h) RETURNING id, message, received_at
+              ) SELECT EXISTS (SELECT 1 FROM h) AS held, d.id, d.message, d.received_at FROM (SELECT 1 AS one) o LEFT JOIN d ON true`.pipe(
+              Effect.flatMap(decodeHeldFollowups),
+              Effect.map((rows) => rows[0]?.held === true ? Option.some(rows.filter((r) => r.id !== null) as ReadonlyArray<typeof FollowupRow.Type>) : Option.none())
+            ),
+          orElse: () =>
+            sql.withTransaction(Effect.flatMap(held, (h) =>
+              h.length === 0 ? Effect.succeedNone : Effect.map(Effect.flatMap(takeAll(runId), decodeFollowups), Option.some)))
+        })
+        if (Option.isNone(taken)) return yield* new StaleWrite({ what: `follow-ups of run ${runId}: not held by ${executionId}` })
+        return followupsOf(taken.value)
+      },
+      operation("RunStore.takeHeldFollowups")
     )
 
     const addArtifact = Effect.fn("RunStore.addArtifact")(
@@ -896,6 +931,7 @@ export const layer = Layer.effect(
       addShapers,
       shapers,
       takeFollowups,
+      takeHeldFollowups,
       addArtifact,
       findByExternalReference,
       findByConversation,

@@ -274,7 +274,6 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
         yield* store.update(runId, { state: run.item.state, execution_id: executionId }, { ...run, item }, [])
       }).pipe(Effect.catchTag("StaleWrite", () => Effect.fail(new Lost())))
 
-    /** Takes the follow-ups waiting for the agent of the execution holding the run. */
     /** Fails `Lost` unless the execution holds the run. */
     const held = (runId: RunId, executionId: ExecutionId) =>
       Effect.gen(function*() {
@@ -282,11 +281,12 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
         if (Option.isNone(found) || !holds(found.value, executionId)) return yield* new Lost()
       })
 
+    /** Takes the follow-ups waiting for the agent of the execution holding the run (one statement on PostgreSQL); `Lost` when it does not hold it. */
     const followups = (runId: RunId, executionId: ExecutionId) =>
-      Effect.gen(function*() {
-        yield* held(runId, executionId)
-        return (yield* store.takeFollowups(runId)).map((f) => f.message)
-      })
+      store.takeHeldFollowups(runId, executionId).pipe(
+        Effect.map((taken) => taken.map((f) => f.message)),
+        Effect.catchTag("StaleWrite", () => Effect.fail(new Lost()))
+      )
 
     /** Extends the lease of the execution holding the run. */
     const renew = (runId: RunId, executionId: ExecutionId, leaseMs: number) =>

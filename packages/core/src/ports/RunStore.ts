@@ -277,6 +277,14 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
   readonly shapers: (runIds: ReadonlyArray<RunId>) => Effect.Effect<ReadonlyArray<Shaper>, StorageError>
   /** Removes and returns the stored follow-ups, oldest first (by `received_at`, then arrival); atomic. */
   readonly takeFollowups: (runId: RunId) => Effect.Effect<ReadonlyArray<StoredFollowup>, StorageError>
+  /**
+   * `takeFollowups` by the execution holding the run (its lease, the run CLAIMED or INPROGRESS):
+   * `StaleWrite`, taking nothing, when it does not hold it.
+   */
+  readonly takeHeldFollowups: (
+    runId: RunId,
+    executionId: ExecutionId
+  ) => Effect.Effect<ReadonlyArray<StoredFollowup>, StaleWrite | StorageError>
   /** Records an artifact of a run. */
   readonly addArtifact: (runId: RunId, artifact: Artifact) => Effect.Effect<void, StorageError>
   /**

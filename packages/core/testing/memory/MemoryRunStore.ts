@@ -358,6 +358,14 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
         .map((entry) => ({ message: entry.message, received_at: entry.received_at }))
     })
 
+  const takeHeldFollowups = (runId: RunId, executionId: ExecutionId) =>
+    Effect.suspend(() => {
+      const target = record(runId)
+      const held = target !== undefined && target.run.lease?.execution_id === executionId &&
+        HOLDING_STATES.includes(target.run.item.state)
+      return held ? takeFollowups(runId) : Effect.fail(new StaleWrite({ what: `follow-ups of run ${runId}: not held by ${executionId}` }))
+    })
+
   const claim = (params: {
     readonly worker_host: string | null
     readonly team_uid?: TeamUid | undefined
@@ -537,6 +545,7 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
     addShapers,
     shapers: shapersOf,
     takeFollowups,
+    takeHeldFollowups,
     addArtifact,
     findByExternalReference,
     findByConversation,
