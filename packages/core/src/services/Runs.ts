@@ -158,6 +158,77 @@ export const defaultTitle = (prompt: string): string => {
 
 const principalRef = (p: Principal): PrincipalRef => ({ type: p.type, uid: p.uid, display_name: p.display_name })
 
+/** A skill as `Skills.resolve` finds it. */
+type ResolvedSkill = Effect.Effect.Success<ReturnType<Skills["resolve"]>>
+
+/** What a new run is made of, everything read and decided. */
+interface NewRunFacts {
+  readonly run_id: RunId
+  readonly conversation_id: ConversationId
+  readonly now: number
+  readonly team: TeamUid
+  readonly at_capacity: boolean
+  readonly state: RunState
+  readonly cancellable: boolean
+  readonly request: RunAgentRequest
+  readonly options: CreateOptions
+  readonly viewer: Viewer
+  readonly creator: PrincipalRef
+  readonly executor: PrincipalRef
+  readonly config: AgentConfig
+  readonly environment_id: EnvironmentUid | null
+  readonly skill: ResolvedSkill | undefined
+  readonly parent: StoredRun | undefined
+}
+
+/** A new run as stored, from its facts. */
+const newStoredRun = (f: NewRunFacts): StoredRun => {
+  const at = DateTime.unsafeMake(f.now)
+  const { request, skill, parent } = f
+  return {
+    team_uid: f.team,
+    lease: null,
+    at_capacity: f.at_capacity,
+    sandbox_retained: false,
+    has_conversation: false,
+    item: new RunItem({
+      run_id: f.run_id,
+      task_id: f.run_id,
+      title: request.title !== undefined && request.title.trim() !== "" ? request.title : defaultTitle(request.prompt),
+      prompt: request.prompt,
+      state: f.state,
+      created_at: at,
+      updated_at: at,
+      started_at: null,
+      ended_at: null,
+      session_id: null,
+      session_link: null,
+      conversation_id: f.conversation_id,
+      agent_config: f.config,
+      agent_skill: skill === undefined
+        ? null
+        : { name: skill.name, description: skill.description, full_path: `${skill.repo}/${skill.path}` },
+      creator: f.creator,
+      executor: f.executor,
+      source: f.options.source,
+      execution_location: "REMOTE",
+      environment_id: f.environment_id,
+      schedule: f.options.schedule ?? null,
+      parent_run_id: parent?.item.run_id ?? null,
+      ancestor_run_ids: parent === undefined ? [] : [...parent.item.ancestor_run_ids, parent.item.run_id],
+      metadata: { ...request.metadata, ...f.options.metadata },
+      artifacts: [],
+      status_message: null,
+      request_usage: { input_tokens: 0, output_tokens: 0, inference_cost: 0, compute_cost: 0 },
+      is_sandbox_running: false,
+      is_run_type_cancellable: f.cancellable,
+      scope: scopeFor(f.viewer, request.team),
+      attempt: 1,
+      execution_count: 1
+    })
+  }
+}
+
 /**
  * How a run comes to be: its source, the schedule that fired it, metadata added to the request's,
  * and who else shaped what it will execute (an automation's last editor).
@@ -395,30 +466,26 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         })
       })
 
-    /**
-     * Checks a run request of `viewer` and builds the run to write (not written yet): refuses a
-     * viewer, checks references, decides admission. `pendingAhead` counts runs of the same team
-     * prepared earlier in the same batch (they hold no capacity yet); `lookups` are the reads
-     * shared by that batch.
-     */
-    const prepare = (
-      viewer: Viewer,
-      request: RunAgentRequest,
-      options: CreateOptions,
-      pendingAhead = 0,
-      lookups: Lookups = newLookups()
-    ) =>
+    /** A request's own checks, before its references are read: the viewer may create; sizes; images need a blob store. */
+    const checkRequest = (viewer: Viewer, request: RunAgentRequest) =>
       Effect.gen(function* () {
         if (!canCreate(viewer)) return yield* new NotAuthorized({ message: "viewers cannot create runs" })
         yield* checkPromptSizes(quotas, request.prompt, request.config, "config")
         yield* checkSize("title", request.title, quotas.titleBytes)
-        const continued = request.conversation_id === undefined ? [] : yield* requireConversation(viewer, request.conversation_id)
         if (request.images !== undefined && request.images.length > 0 && Option.isNone(blobs)) {
           return yield* new OperationNotSupported({ message: "images: this service keeps no files (no blob store)" })
         }
-        const team = yield* teamOf(viewer, lookups)
-        const creatorPrincipal = yield* principalOf(viewer.principal_uid, "creator", lookups)
-        const creator = principalRef(creatorPrincipal)
+      })
+
+    /**
+     * What a request's configuration resolves to, its references checked for `viewer`: the
+     * executor (`agent_identity_uid`), the environment and its repositories, the parent, the skill
+     * (its id becomes the resolved skill_spec, its name the config name and its body the base
+     * prompt, unless the request sets them), and the harness (the request's, then the skill's,
+     * then the environment's, field by field).
+     */
+    const resolveConfig = (viewer: Viewer, request: RunAgentRequest, team: Team, creator: PrincipalRef, lookups: Lookups) =>
+      Effect.gen(function* () {
         // `worker_host: "warp"` names the managed host, which is this service's own executors.
         const { worker_host: requestedHost, ...requested } = request.config ?? {}
         const config: AgentConfig = {
@@ -447,20 +514,31 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         yield* checkRepoRefs(config.repo_refs, environment?.item, "config.repo_refs")
         const parentId = request.parent_run_id ?? viewer.acting_run_id
         const parent = parentId === undefined ? undefined : yield* requireParent(viewer, parentId)
-        // The skill: its id becomes the resolved skill_spec, its name the config name and its
-        // body the base prompt, unless the request sets them.
         const skill = config.skill_spec === undefined
           ? undefined
           : yield* skills.resolve(viewer, config.skill_spec, request.skill !== undefined ? "skill" : "config.skill_spec")
         yield* checkMcpServers(secrets, viewer, config.mcp_servers)
+        const resolved = yield* resolveHarnessOf(viewer, config, skill, environment, team)
+        return { config, executor, environment, parent, skill, resolved } as const
+      })
+
+    /**
+     * The configuration with its harness resolved. Another team's environment (shared with a
+     * guest) gives its harness, never the secret names of its team; and an agent CLI holding this
+     * team's key does not run with that team's variables (an endpoint of theirs would receive the key).
+     */
+    const resolveHarnessOf = (
+      viewer: Viewer,
+      config: AgentConfig,
+      skill: ResolvedSkill | undefined,
+      environment: StoredEnvironment | undefined,
+      team: Team
+    ) =>
+      Effect.gen(function* () {
         const withSkill: AgentConfig = skill === undefined
           ? config
           : { ...config, skill_spec: skill.id, name: config.name ?? skill.name, base_prompt: config.base_prompt ?? skill.body }
-        // The harness: the request's, then the skill's, then the environment's, field by field.
         const { github_token: _g, harness: _h, harness_auth_secrets: _a, ...rest } = withSkill
-        // Another team's environment (shared with a guest) gives its harness, never the secret names
-        // of its team; and an agent CLI holding this team's key does not run with that team's
-        // variables (an endpoint of theirs would receive the key).
         const foreign = environment !== undefined && environment.team_uid !== team.uid
         const fromEnvironment = environment === undefined
           ? undefined
@@ -483,65 +561,57 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         // The team's GitHub token: the request's say, else its own team's environment's.
         const githubToken = config.github_token ?? (foreign ? undefined : environment?.item.config.github_token)
         const resolved: AgentConfig = { ...rest, ...harness, ...(githubToken === true ? { github_token: true } : {}) }
+        return resolved
+      })
+
+    /**
+     * Checks a run request of `viewer` and builds the run to write (not written yet): refuses a
+     * viewer, checks references, decides admission. `pendingAhead` counts runs of the same team
+     * prepared earlier in the same batch (they hold no capacity yet); `lookups` are the reads
+     * shared by that batch.
+     */
+    const prepare = (
+      viewer: Viewer,
+      request: RunAgentRequest,
+      options: CreateOptions,
+      pendingAhead = 0,
+      lookups: Lookups = newLookups()
+    ) =>
+      Effect.gen(function* () {
+        yield* checkRequest(viewer, request)
+        const continued = request.conversation_id === undefined ? [] : yield* requireConversation(viewer, request.conversation_id)
+        const team = yield* teamOf(viewer, lookups)
+        const creatorPrincipal = yield* principalOf(viewer.principal_uid, "creator", lookups)
+        const creator = principalRef(creatorPrincipal)
+        const { config, environment, executor, parent, resolved, skill } = yield* resolveConfig(viewer, request, team, creator, lookups)
 
         const { active, waiting } = yield* memo(lookups.admission, team.uid, store.admission)
         const atCapacity = active + pendingAhead >= team.max_concurrent_runs || waiting
-
         const now = yield* Clock.currentTimeMillis
         const runId = yield* ids.runId
         const conversationId = request.conversation_id ?? (yield* ids.conversationId)
         const executionId = yield* ids.executionId
-        const source = options.source
-        const snapshot = newRunSnapshot({
-          execution_location: "REMOTE",
-          source,
-          worker_host: config.worker_host
-        })
+        const snapshot = newRunSnapshot({ execution_location: "REMOTE", source: options.source, worker_host: config.worker_host })
         const admitted = transition(snapshot, RunEvent.Admit({ atCapacity }), now)
         if (Either.isLeft(admitted)) return yield* Effect.die(admitted.left)
-        const at = DateTime.unsafeMake(now)
-        const run: StoredRun = {
-          team_uid: team.uid,
-          lease: null,
+        const run = newStoredRun({
+          run_id: runId,
+          conversation_id: conversationId,
+          now,
+          team: team.uid,
           at_capacity: atCapacity,
-          sandbox_retained: false,
-          has_conversation: false,
-          item: new RunItem({
-            run_id: runId,
-            task_id: runId,
-            title: request.title !== undefined && request.title.trim() !== "" ? request.title : defaultTitle(request.prompt),
-            prompt: request.prompt,
-            state: admitted.right.run.state,
-            created_at: at,
-            updated_at: at,
-            started_at: null,
-            ended_at: null,
-            session_id: null,
-            session_link: null,
-            conversation_id: conversationId,
-            agent_config: resolved,
-            agent_skill: skill === undefined
-              ? null
-              : { name: skill.name, description: skill.description, full_path: `${skill.repo}/${skill.path}` },
-            creator,
-            executor,
-            source,
-            execution_location: "REMOTE",
-            environment_id: config.environment_id ?? null,
-            schedule: options.schedule ?? null,
-            parent_run_id: parent?.item.run_id ?? null,
-            ancestor_run_ids: parent === undefined ? [] : [...parent.item.ancestor_run_ids, parent.item.run_id],
-            metadata: { ...request.metadata, ...options.metadata },
-            artifacts: [],
-            status_message: null,
-            request_usage: { input_tokens: 0, output_tokens: 0, inference_cost: 0, compute_cost: 0 },
-            is_sandbox_running: false,
-            is_run_type_cancellable: isRunTypeCancellable(snapshot),
-            scope: scopeFor(viewer, request.team),
-            attempt: 1,
-            execution_count: 1
-          })
-        }
+          state: admitted.right.run.state,
+          cancellable: isRunTypeCancellable(snapshot),
+          request,
+          options,
+          viewer,
+          creator,
+          executor,
+          config: resolved,
+          environment_id: config.environment_id ?? null,
+          skill,
+          parent
+        })
         const events = yield* noteAbsentWorker(
           workers,
           run,
