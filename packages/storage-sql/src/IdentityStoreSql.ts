@@ -124,14 +124,22 @@ export const layer = Layer.scoped(
         Effect.ensuring(Effect.sync(invalidate))
       )
 
-    /** `read` of `uid` answered from `from` while its entry is fresh; what it finds is kept (TokenCache.ts). */
-    const cachedRead = <A, E, R>(from: TokenCache.TokenCache<A>, uid: string, read: Effect.Effect<Option.Option<A>, E, R>) =>
+    /**
+     * `read` of `key` answered from `from` while its entry is fresh (no read, no span); what it
+     * finds is kept under the id `idOf` gives it (TokenCache.ts).
+     */
+    const cachedRead = <A, E, R>(
+      from: TokenCache.TokenCache<A>,
+      key: string,
+      read: Effect.Effect<Option.Option<A>, E, R>,
+      idOf: (found: A) => string = () => key
+    ) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
-        const cached = from.get(uid, now)
+        const cached = from.get(key, now)
         if (cached !== undefined) return Effect.succeed(Option.some(cached))
         const generation = from.generation()
         return Effect.tap(read, (found) => {
-          if (Option.isSome(found)) from.put(uid, uid, found.value, generation, now)
+          if (Option.isSome(found)) from.put(key, idOf(found.value), found.value, generation, now)
         })
       })
 
@@ -378,7 +386,6 @@ export const layer = Layer.scoped(
 
     const readToken = Effect.fn("IdentityStore.findToken")(
       function* (hash: string) {
-        const generation = cache.generation()
         const tokens = yield* sql`SELECT * FROM tokens WHERE token_hash = ${hash} AND revoked_at IS NULL`.pipe(
           Effect.flatMap(decodeRows(TokenRow))
         )
@@ -390,19 +397,13 @@ export const layer = Layer.scoped(
         )
         const principal = principals[0]
         if (principal === undefined) return Option.none()
-        const found: FoundToken = { token: yield* toToken(row), principal }
-        cache.put(hash, found.token.token_id, found, generation, yield* Clock.currentTimeMillis)
-        return Option.some(found)
+        return Option.some<FoundToken>({ token: yield* toToken(row), principal })
       },
       operation("IdentityStore.findToken")
     )
 
-    /** The cached entry while fresh (no read, no span), else the stored one. */
-    const findToken = (hash: string) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
-        const cached = cache.get(hash, now)
-        return cached === undefined ? readToken(hash) : Effect.succeed(Option.some(cached))
-      })
+    /** The cached entry while fresh, else the stored one (kept under its token id, which revocation names). */
+    const findToken = (hash: string) => cachedRead(cache, hash, readToken(hash), (found) => found.token.token_id)
 
     const findTokenRecord = Effect.fn("IdentityStore.findTokenRecord")(
       function* (hash: string) {
