@@ -12,6 +12,7 @@ import { Directories } from "@agent-runs/node-fs"
 import { IdentityChanges, Migrations, Reader, StorageKey, StorageSql, Wakeups } from "@agent-runs/storage-sql"
 import { Effect, Layer, PubSub, Stream } from "effect"
 import { dirname } from "node:path"
+import * as ReadConnection from "./ReadConnection.js"
 
 export interface SqliteStorageOptions {
   /** The database file (created when missing, with its directory). */
@@ -50,11 +51,7 @@ const prepare = Layer.effectDiscard(
 )
 
 /** The read-only connection (opened once the writer has migrated the file and set WAL mode). */
-const reader = (filename: string) =>
-  Layer.effect(
-    Reader.Reader,
-    Effect.tap(SqliteClient.SqliteClient, (client) => client`PRAGMA busy_timeout = 5000`)
-  ).pipe(Layer.provide(SqliteClient.layer({ filename, readonly: true, disableWAL: true })))
+const reader = (filename: string) => Layer.scoped(Reader.Reader, ReadConnection.make(filename))
 
 /** Every store of @agent-runs/core on one SQLite file. */
 export const layer = (options: SqliteStorageOptions) => {

@@ -8,6 +8,7 @@ import { creationEvents, makeRun, uid } from "@agent-runs/core/testing"
 import type { PrincipalUid, TeamUid } from "@agent-runs/core/domain/Ids"
 import { describe, expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
+import { Reader } from "@agent-runs/storage-sql"
 import { Deferred, Duration, Effect, Exit, Fiber, Layer, Option } from "effect"
 import { SqliteStorage } from "../src/index.js"
 import { storageLayer, testKey } from "./harness.js"
@@ -42,6 +43,12 @@ describe("reads outside a transaction (sqlite)", () => {
       yield* Deferred.succeed(release, undefined)
       yield* Fiber.join(transaction)
       expect(Option.getOrThrow(yield* store.get(runId)).item.state).toBe("QUEUED")
+
+      // The reading connection cannot write.
+      const reader = yield* Reader.Reader
+      const refused = yield* Effect.flip(reader`DELETE FROM runs WHERE run_id = ${runId}`)
+      expect(refused._tag).toBe("SqlError")
+      expect(Option.isSome(yield* store.get(runId))).toBe(true)
     }).pipe(Effect.provide(storageLayer)), 20_000)
 
   it.scoped("refuse an in-memory database, which the two connections could not share", () =>
