@@ -47,15 +47,18 @@ const histogramOf = (method: string) => {
   return histogram
 }
 
+const NO_TAGS: ReadonlyArray<MetricLabel.MetricLabel> = []
+
 /** Records the count and latency of every request. */
 export const metricsMiddleware = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | HttpServerRequest.HttpServerRequest> =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     const start = performance.now()
-    return Effect.tap(app, (response) =>
-      Effect.zipRight(
-        Metric.increment(counterOf(request.method, response.status)),
-        Metric.update(histogramOf(request.method), (performance.now() - start) / 1000)
-      ))
+    // Updated in place (`unsafeUpdate`): two effects a request would cost more than the counting itself.
+    return Effect.map(app, (response) => {
+      counterOf(request.method, response.status).unsafeUpdate(1, NO_TAGS)
+      histogramOf(request.method).unsafeUpdate((performance.now() - start) / 1000, NO_TAGS)
+      return response
+    })
   })
 
 const escapeLabel = (value: string) => value.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"')

@@ -146,10 +146,13 @@ const tooLarge = (limit: number) =>
     new Errors.PayloadTooLarge({ message: `body: the request body is over ${limit} bytes`, limitBytes: limit })
   )
 
-/** The request-body failure behind a defect, if any (the router dies with it when a body cannot be read). */
+/**
+ * The request-body failure behind a cause, if any: the router dies with it when a body cannot be
+ * read; reading the text here fails with it.
+ */
 const bodyFailure = (cause: Cause.Cause<unknown>): HttpServerError.RequestError | undefined => {
-  for (const defect of Cause.defects(cause)) {
-    if (HttpServerError.isServerError(defect) && defect._tag === "RequestError") return defect
+  for (const reason of [...Cause.failures(cause), ...Cause.defects(cause)]) {
+    if (HttpServerError.isServerError(reason) && reason._tag === "RequestError") return reason
   }
   return undefined
 }
@@ -169,11 +172,8 @@ const missingIdParameter = (url: string): string | undefined => {
   return MISSING_ID.find(([pattern]) => pattern.test(path))?.[1]
 }
 
-/**
- * The server middleware: body limit, problem answers for unreadable bodies, unknown paths and
- * defects, and the retry headers of every problem.
- */
-export const serverMiddleware = (options: {
+/** What the server middleware is told. */
+interface ServerMiddlewareOptions {
   readonly maxBodyBytes: number
   /** Paths that enforce their own body limit, in their own order of checks (the webhook ingress). */
   readonly ownBodyLimit?: (path: string) => boolean
@@ -181,72 +181,82 @@ export const serverMiddleware = (options: {
   readonly allowedMethods?: (path: string) => ReadonlyArray<string>
   /** The mount prefix: problem `type` links are given it. */
   readonly basePath?: string
-}) =>
+}
+
+/** The answer to a request the app failed: unknown paths, unreadable bodies, defects. */
+const failureResponse = (options: ServerMiddlewareOptions, request: HttpServerRequest.HttpServerRequest) =>
+  (cause: Cause.Cause<unknown>) =>
+    Effect.gen(function*() {
+      const failure = Cause.failureOption(cause)
+      if (Option.isSome(failure) && HttpServerError.isServerError(failure.value) && failure.value._tag === "RouteNotFound") {
+        return notFoundResponse(options, request)
+      }
+      const unreadable = bodyFailure(cause)
+      if (unreadable !== undefined) {
+        return isBodyTooLarge(unreadable)
+          ? tooLarge(options.maxBodyBytes)
+          : problemResponse(Errors.InvalidRequest.forField("body", "must be valid JSON"))
+      }
+      if (Cause.isInterruptedOnly(cause)) return yield* Effect.interrupt
+      yield* Effect.logError("request failed", cause)
+      return problemResponse(new Errors.InternalError({ message: "internal error; try again" }))
+    })
+
+/** A path no route matches: a missing id (400), a method the path does not answer (405), else 404. */
+const notFoundResponse = (options: ServerMiddlewareOptions, request: HttpServerRequest.HttpServerRequest) => {
+  const missing = missingIdParameter(request.url)
+  if (missing !== undefined) return problemResponse(Errors.InvalidRequest.forField(missing, "is required"))
+  const path = request.url.split("?")[0] ?? ""
+  const allow = options.allowedMethods?.(path) ?? []
+  if (allow.length > 0) {
+    return HttpServerResponse.setHeader(
+      problemResponse(new Errors.MethodNotAllowed({ message: `${request.method} is not allowed on ${path}; use ${allow.join(", ")}`, allow })),
+      "allow",
+      allow.join(", ")
+    )
+  }
+  return problemResponse(new Errors.ResourceNotFound({ message: `no such endpoint: ${request.method} ${path}`, resource: "endpoint" }))
+}
+
+/**
+ * The server middleware: body limit, problem answers for unreadable bodies, unknown paths and
+ * defects, and the retry headers of every problem. A request without a body (most: every GET)
+ * goes straight to the app; one with a body is read once under the limit and checked for depth
+ * first (the app parses the same, cached, text).
+ */
+export const serverMiddleware = (options: ServerMiddlewareOptions) =>
 <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<never, R | HttpServerRequest.HttpServerRequest> =>
-  Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     const declared = Number(request.headers["content-length"] ?? "0")
     const own = options.ownBodyLimit?.(request.url) === true
     const basePath = options.basePath ?? ""
-    if (Number.isFinite(declared) && declared > options.maxBodyBytes && !own) return withRetryHeaders(tooLarge(options.maxBodyBytes), basePath)
+    if (Number.isFinite(declared) && declared > options.maxBodyBytes && !own) {
+      return Effect.succeed(withRetryHeaders(tooLarge(options.maxBodyBytes), basePath))
+    }
     const hasBody = declared > 0 || request.headers["transfer-encoding"] !== undefined
     const contentType = request.headers["content-type"]
     if (hasBody && !own && contentType !== undefined && !JSON_MEDIA_TYPE.test(contentType)) {
-      return withRetryHeaders(problemResponse(
+      return Effect.succeed(withRetryHeaders(problemResponse(
         new Errors.UnsupportedMediaType({
           message: `body: sent as ${contentType.split(";")[0]!.trim()}; send JSON with Content-Type: application/json`,
           expected: "application/json"
         })
-      ), basePath)
+      ), basePath))
     }
-    // The text is read once: the app parses the same (cached) text.
-    const tooDeep = hasBody && !own
-      ? Effect.map(request.text, (text) => Harness.nestsDeeperThan(text, MAX_BODY_DEPTH))
-      : Effect.succeed(false)
-    const response = yield* Effect.flatMap(tooDeep, (deep) =>
-      deep
-        ? Effect.succeed(problemResponse(Errors.InvalidRequest.forField("body", `nests arrays and objects deeper than ${MAX_BODY_DEPTH} levels`)))
-        : app
-    ).pipe(
-      Effect.catchIf(
-        (error): error is HttpServerError.RequestError => HttpServerError.isServerError(error) && error._tag === "RequestError",
-        (error) => Effect.die(error)
-      ),
-      HttpIncomingMessage.withMaxBodySize(Option.some(options.maxBodyBytes)),
-      Effect.catchAllCause((cause) =>
-        Effect.gen(function*() {
-          const failure = Cause.failureOption(cause)
-          if (Option.isSome(failure) && HttpServerError.isServerError(failure.value) &&
-            failure.value._tag === "RouteNotFound") {
-            const missing = missingIdParameter(request.url)
-            if (missing !== undefined) return problemResponse(Errors.InvalidRequest.forField(missing, "is required"))
-            const path = request.url.split("?")[0] ?? ""
-            const allow = options.allowedMethods?.(path) ?? []
-            if (allow.length > 0) {
-              return HttpServerResponse.setHeader(
-                problemResponse(new Errors.MethodNotAllowed({ message: `${request.method} is not allowed on ${path}; use ${allow.join(", ")}`, allow })),
-                "allow",
-                allow.join(", ")
-              )
-            }
-            return problemResponse(
-              new Errors.ResourceNotFound({
-                message: `no such endpoint: ${request.method} ${request.url.split("?")[0]}`,
-                resource: "endpoint"
-              })
-            )
-          }
-          const unreadable = bodyFailure(cause)
-          if (unreadable !== undefined) {
-            return isBodyTooLarge(unreadable)
-              ? tooLarge(options.maxBodyBytes)
-              : problemResponse(Errors.InvalidRequest.forField("body", "must be valid JSON"))
-          }
-          if (Cause.isInterruptedOnly(cause)) return yield* Effect.interrupt
-          yield* Effect.logError("request failed", cause)
-          return problemResponse(new Errors.InternalError({ message: "internal error; try again" }))
-        })
+    const handled = !hasBody
+      ? app
+      : own
+      ? HttpIncomingMessage.withMaxBodySize(app, Option.some(options.maxBodyBytes))
+      : HttpIncomingMessage.withMaxBodySize(
+        Effect.flatMap(request.text, (text) =>
+          Harness.nestsDeeperThan(text, MAX_BODY_DEPTH)
+            ? Effect.succeed(problemResponse(Errors.InvalidRequest.forField("body", `nests arrays and objects deeper than ${MAX_BODY_DEPTH} levels`)))
+            : app),
+        Option.some(options.maxBodyBytes)
       )
+    const finalConflict = request.method === "POST" && CANCEL_PATH.test(request.url.split("?")[0] ?? "")
+    return Effect.map(
+      Effect.catchAllCause(handled, failureResponse(options, request)),
+      (response) => withRetryHeaders(response, basePath, finalConflict)
     )
-    return withRetryHeaders(response, basePath, request.method === "POST" && CANCEL_PATH.test(request.url.split("?")[0] ?? ""))
   })
