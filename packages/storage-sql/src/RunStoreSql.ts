@@ -422,9 +422,12 @@ export const layer = Layer.effect(
         (rows) => Option.fromNullable(rows[0])
       )
 
-    const get = Effect.fn("RunStore.get")((runId: RunId) => oneRun(runId, storedRuns), operation("RunStore.get"))
+    // The reads a request makes (a run, a page) have no span of their own: the caller's (`Runs.*`)
+    // and the statement's (`sql.execute`) already frame them, and a span costs a read about a
+    // tenth of its Effect operations (docs/decisions.md).
+    const get = (runId: RunId) => operation("RunStore.get")(oneRun(runId, storedRuns))
 
-    const getJson = Effect.fn("RunStore.getJson")((runId: RunId) => oneRun(runId, ownedJsons), operation("RunStore.getJson"))
+    const getJson = (runId: RunId) => operation("RunStore.getJson")(oneRun(runId, ownedJsons))
 
     const states = Effect.fn("RunStore.states")(
       function* (runIds: ReadonlyArray<RunId>) {
@@ -459,15 +462,11 @@ export const layer = Layer.effect(
           : { rows, page_info: { has_next_page: false } }
       })
 
-    const list = Effect.fn("RunStore.list")(
-      (query: RunListQuery, viewer: Viewer) => page(query, viewer, storedRuns, (run) => Effect.succeed(runListRow(run))),
-      operation("RunStore.list")
-    )
+    const list = (query: RunListQuery, viewer: Viewer) =>
+      operation("RunStore.list")(page(query, viewer, storedRuns, (run) => Effect.succeed(runListRow(run))))
 
-    const listJson = Effect.fn("RunStore.listJson")(
-      (query: RunListQuery, viewer: Viewer) => page(query, viewer, runJsons, (run) => run.listRow),
-      operation("RunStore.listJson")
-    )
+    const listJson = (query: RunListQuery, viewer: Viewer) =>
+      operation("RunStore.listJson")(page(query, viewer, runJsons, (run) => run.listRow))
 
     const countByState = Effect.fn("RunStore.countByState")(
       function* (query: RunListQuery, viewer: Viewer) {
