@@ -220,8 +220,8 @@ const notFoundResponse = (options: ServerMiddlewareOptions, request: HttpServerR
 
 /**
  * The server middleware: body limit, problem answers for unreadable bodies, unknown paths and
- * defects, and the retry headers of every problem. A request without a body (most: every GET)
- * goes straight to the app; one with a body is read once under the limit and checked for depth
+ * defects, and the retry headers of every problem. A GET or HEAD without a declared body goes
+ * straight to the app; any other request is read once under the limit and checked for depth
  * first (the app parses the same, cached, text).
  */
 export const serverMiddleware = (options: ServerMiddlewareOptions) =>
@@ -233,7 +233,10 @@ export const serverMiddleware = (options: ServerMiddlewareOptions) =>
     if (Number.isFinite(declared) && declared > options.maxBodyBytes && !own) {
       return Effect.succeed(withRetryHeaders(tooLarge(options.maxBodyBytes), basePath))
     }
-    const hasBody = declared > 0 || request.headers["transfer-encoding"] !== undefined
+    // A body may come without either header (HTTP/2 sends none of `transfer-encoding`): only a
+    // GET or HEAD is taken to have none, and skips the body's read and limit.
+    const hasBody = declared > 0 || request.headers["transfer-encoding"] !== undefined ||
+      (request.method !== "GET" && request.method !== "HEAD")
     const contentType = request.headers["content-type"]
     if (hasBody && !own && contentType !== undefined && !JSON_MEDIA_TYPE.test(contentType)) {
       return Effect.succeed(withRetryHeaders(problemResponse(
