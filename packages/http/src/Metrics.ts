@@ -5,7 +5,7 @@
  */
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import type { HttpApp } from "@effect/platform"
-import { Effect, Metric, MetricBoundaries, MetricLabel, MetricState } from "effect"
+import { Effect, FiberRef, Metric, MetricBoundaries, MetricLabel, MetricState } from "effect"
 import type { MetricPair } from "effect"
 
 /** Requests answered, by method and status. */
@@ -47,18 +47,19 @@ const histogramOf = (method: string) => {
   return histogram
 }
 
-const NO_TAGS: ReadonlyArray<MetricLabel.MetricLabel> = []
-
 /** Records the count and latency of every request. */
 export const metricsMiddleware = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | HttpServerRequest.HttpServerRequest> =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     const start = performance.now()
-    // Updated in place (`unsafeUpdate`): two effects a request would cost more than the counting itself.
-    return Effect.map(app, (response) => {
-      counterOf(request.method, response.status).unsafeUpdate(1, NO_TAGS)
-      histogramOf(request.method).unsafeUpdate((performance.now() - start) / 1000, NO_TAGS)
-      return response
-    })
+    // Updated in place (`unsafeUpdate`), with the fiber's metric labels as `Metric.update` would:
+    // two effects a request would cost more than the counting itself.
+    return Effect.flatMap(app, (response) =>
+      Effect.withFiberRuntime((fiber) => {
+        const tags = fiber.getFiberRef(FiberRef.currentMetricLabels)
+        counterOf(request.method, response.status).unsafeUpdate(1, tags)
+        histogramOf(request.method).unsafeUpdate((performance.now() - start) / 1000, tags)
+        return Effect.succeed(response)
+      }))
   })
 
 const escapeLabel = (value: string) => value.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"')

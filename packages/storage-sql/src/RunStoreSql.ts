@@ -333,7 +333,10 @@ export const layer = Layer.effect(
     const create = Effect.fn("RunStore.create")(
       function* (runs: ReadonlyArray<NewRun>, key?: ExactlyOnceKey) {
         const rows = yield* newRunRows(runs)
-        yield* joinTransaction(sql)(
+        // A keyed create keeps a transaction (a savepoint when nested) of its own: its caller may
+        // catch the `DuplicateKey` and go on, which must leave nothing of it behind.
+        const transaction = key === undefined ? joinTransaction(sql) : sql.withTransaction
+        yield* transaction(
           Effect.gen(function* () {
             if (key !== undefined) yield* takeKey(key, runs)
             yield* insertRunRows(rows)
@@ -842,10 +845,12 @@ export const layer = Layer.effect(
       function* (runId: RunId, executionId: ExecutionId) {
         const held = sql`SELECT run_id FROM runs
           WHERE run_id = ${runId} AND lease_execution_id = ${executionId} AND state IN ('CLAIMED', 'INPROGRESS')`
+        // PostgreSQL: the row is locked (a takeover committed meanwhile is waited for and seen).
+        const heldLocked = sql`${held} FOR SHARE`
         // Whether the execution holds the run, and what was taken (none unless it does): one statement on PostgreSQL.
         const taken = yield* sql.onDialectOrElse({
           pg: () =>
-            sql`WITH h AS (${held}), d AS (
+            sql`WITH h AS (${heldLocked}), d AS (
                 DELETE FROM followup_inbox WHERE run_id = ${runId} AND EXISTS (SELECT 1 FROM h) RETURNING id, message, received_at
               ) SELECT EXISTS (SELECT 1 FROM h) AS held, d.id, d.message, d.received_at FROM (SELECT 1 AS one) o LEFT JOIN d ON true`.pipe(
               Effect.flatMap(decodeHeldFollowups),

@@ -466,15 +466,20 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         })
       })
 
-    /** A request's own checks, before its references are read: the viewer may create; sizes; images need a blob store. */
+    /**
+     * A request's first checks, in this order: the viewer may create; sizes; the conversation it
+     * continues (its runs, returned); images need a blob store.
+     */
     const checkRequest = (viewer: Viewer, request: RunAgentRequest) =>
       Effect.gen(function* () {
         if (!canCreate(viewer)) return yield* new NotAuthorized({ message: "viewers cannot create runs" })
         yield* checkPromptSizes(quotas, request.prompt, request.config, "config")
         yield* checkSize("title", request.title, quotas.titleBytes)
+        const continued = request.conversation_id === undefined ? [] : yield* requireConversation(viewer, request.conversation_id)
         if (request.images !== undefined && request.images.length > 0 && Option.isNone(blobs)) {
           return yield* new OperationNotSupported({ message: "images: this service keeps no files (no blob store)" })
         }
+        return continued
       })
 
     /**
@@ -578,8 +583,7 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
       lookups: Lookups = newLookups()
     ) =>
       Effect.gen(function* () {
-        yield* checkRequest(viewer, request)
-        const continued = request.conversation_id === undefined ? [] : yield* requireConversation(viewer, request.conversation_id)
+        const continued = yield* checkRequest(viewer, request)
         const team = yield* teamOf(viewer, lookups)
         const creatorPrincipal = yield* principalOf(viewer.principal_uid, "creator", lookups)
         const creator = principalRef(creatorPrincipal)
