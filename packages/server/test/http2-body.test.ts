@@ -58,7 +58,7 @@ describe("a body without a declared length (HTTP/2)", () => {
     })
 
   it("refuses a body over the limit with 413, and creates nothing", async () => {
-    const count = async () => (await (await service.api.call("GET", "/agent/runs?limit=100")).json()).runs.length
+    const count = async () => ((await (await service.api.call("GET", "/agent/runs?limit=100")).json()) as { runs: Array<unknown> }).runs.length
     const before = await count()
     const oversized = JSON.stringify({ prompt: "over the limit", padding: "a".repeat(LIMIT) })
     const answer = await post("/agents/api/v1/agent/runs", oversized)
