@@ -100,7 +100,7 @@ describe("@agent-runs/client against the bundled server", () => {
     const other = (await lister.runs.create({ prompt: "@say other", metadata: { batch: "b2" } })).run_id
 
     const seen: Array<string> = []
-    for await (const run of lister.runs.list({ limit: 2, metadata: { batch: "b1" } })) seen.push(run.run_id)
+    for await (const run of lister.runs.list({ limit: 2, metadata: { batch: "b1" }, sort_by: "created_at" })) seen.push(run.run_id)
     expect([...seen].sort()).toEqual([...batch].sort())
 
     const pages: Array<number> = []
@@ -113,10 +113,11 @@ describe("@agent-runs/client against the bundled server", () => {
     for await (const run of lister.runs.list({ sort_by: "created_at", sort_order: "asc", limit: 4 })) all.push(run.run_id)
     expect(all).toEqual([...batch, other])
 
-    // A state filter: every state a run may be in by now.
+    // A state filter: every state a run may be in by now. The runs are still moving, and a run
+    // updated between pages moves in the default sort (updated_at), so this pages by created_at.
     const states = ["PENDING", "QUEUED", "CLAIMED", "INPROGRESS", "SUCCEEDED"] as const
     const filtered: Array<string> = []
-    for await (const run of lister.runs.list({ state: [...states], limit: 3 })) {
+    for await (const run of lister.runs.list({ state: [...states], limit: 3, sort_by: "created_at" })) {
       expect(states).toContain(run.state)
       filtered.push(run.run_id)
     }
