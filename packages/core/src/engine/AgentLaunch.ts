@@ -1,0 +1,136 @@
+/**
+ * How an execution runs its plan's harness, chosen once per plan (`AgentLaunches.of`): our own
+ * `oz` protocol, or an agent CLI through its adapter (CliAgent.ts). The execution (Execution.ts)
+ * then follows the launch without asking which one it has.
+ *
+ * - `oz`: the harness command (the environment's `config.harness`, else the default) runs as
+ *   `/bin/sh -c "exec <command>"` in the sandbox and is sent its start message on stdin at once;
+ *   its output is our protocol's lines; its outcome is what it reported and its exit code.
+ * - An agent CLI: its adapter builds the command of each turn (it has its first message then, and
+ *   takes the waiting follow-ups when a turn ends); its output is read with the adapter's decoder;
+ *   its session files are saved at the end for a continuation to resume.
+ * - A CLI harness without an adapter on this host, or whose auth secret is gone (the plan's
+ *   `unconfigured`), has no launch: the run ends FAILED `integration_not_configured`.
+ */
+import { Effect, Option } from "effect"
+import type { Scope } from "effect"
+import { eventLines, outcomeOf, type AgentOutcome, type ExecutionState, type LineParser } from "../domain/Harness.js"
+import type { McpDirectServer } from "../domain/McpServers.js"
+import type { AgentHarness } from "../ports/AgentHarness.js"
+import type { AgentProcess, ExecutorError, Sandbox } from "../ports/Executor.js"
+import * as CliAgent from "./CliAgent.js"
+import type { ExecutionHostService } from "./ExecutionHost.js"
+import type { ExecutionPlan, PlannedAgent } from "./ExecutionPlan.js"
+import { startMessage } from "./StartMessage.js"
+
+/** What starting an agent takes, whatever its harness. */
+export interface LaunchInput {
+  readonly plan: ExecutionPlan
+  readonly sandbox: Sandbox
+  /** The execution's state, which the output is reduced into. */
+  readonly state: ExecutionState
+  /** The agent's variables. */
+  readonly env: Readonly<Record<string, string>>
+  /** The follow-ups it starts with. */
+  readonly followups: ReadonlyArray<string>
+}
+
+/** How one plan's agent is run. */
+export interface AgentLaunch {
+  /** Starts the agent, its first message given. */
+  readonly start: (input: LaunchInput) => Effect.Effect<AgentProcess, ExecutorError, Scope.Scope>
+  /** Reads the agent's output lines; undefined: our protocol's. */
+  readonly parse: LineParser | undefined
+  /** Keeps what a continuation resumes from; a failure only costs it the resume. */
+  readonly keep: (plan: ExecutionPlan, sandbox: Sandbox) => Effect.Effect<void>
+  /** How the run ends, from what the agent reported and its exit code. */
+  readonly outcome: (state: ExecutionState, exitCode: number) => AgentOutcome
+}
+
+/** A plan's agent CLI. */
+type CliAgentPlan = Exclude<PlannedAgent, { readonly type: "oz" }>
+
+/** What the launches need of their host. */
+export interface LaunchSettings {
+  readonly host: Pick<ExecutionHostService, "agentState" | "saveAgentState" | "followups">
+  /** The `oz` agent's argv for a plan's harness command (null: the host's default). */
+  readonly harnessCommand: (harness: string | null) => ReadonlyArray<string>
+  /** The API's base URL, for the `oz` agent's start message. */
+  readonly apiBaseUrl: string
+  readonly harnesses: ReadonlyMap<string, AgentHarness>
+}
+
+/** The launches of a host: `of` chooses a plan's, or says why the plan cannot run here. */
+export const make = (settings: LaunchSettings) => {
+  const { host } = settings
+
+  const oz: AgentLaunch = {
+    start: ({ env, followups, plan, sandbox }) =>
+      sandbox.start(settings.harnessCommand(plan.harness), env).pipe(
+        Effect.tap((agent) =>
+          agent.send(startMessage(plan, sandbox, plan.run_token, settings.apiBaseUrl, "normal", followups)).pipe(Effect.ignore)
+        )
+      ),
+    parse: undefined,
+    keep: () => Effect.void,
+    outcome: outcomeOf
+  }
+
+  /** A continuation's CLI session and its saved files, when both are there. */
+  const resumeOf = (plan: ExecutionPlan, cli: AgentHarness) =>
+    Effect.gen(function*() {
+      if (plan.resume_session === null || cli.sessionState === undefined) return null
+      const state = yield* host.agentState(plan.run_id).pipe(
+        Effect.catchAll((e) => Effect.as(Effect.logWarning("execution: the agent's session files could not be read", e), Option.none()))
+      )
+      return Option.isSome(state) ? { session_id: plan.resume_session, state: state.value } : null
+    })
+
+  const cliLaunch = (cli: AgentHarness, agent: CliAgentPlan): AgentLaunch => ({
+    start: ({ env, followups, plan, sandbox, state }) =>
+      Effect.flatMap(resumeOf(plan, cli), (resume) =>
+        CliAgent.start({
+          sandbox,
+          harness: cli,
+          turn: {
+            base_prompt: plan.start.base_prompt,
+            skill: plan.start.skill,
+            model_id: agent.model_id,
+            reasoning_level: agent.reasoning_level,
+            mcp_servers: plan.start.mcp_servers as Readonly<Record<string, McpDirectServer>>,
+            auth: agent.auth,
+            attachments: sandbox.attachments
+          },
+          prompt: plan.start.prompt,
+          history: plan.start.history,
+          followups,
+          resume,
+          session: () => state.session?.session_id ?? null,
+          env,
+          takeFollowups: host.followups(plan.run_id, plan.execution_id).pipe(Effect.orElseSucceed(() => []))
+        })),
+    parse: eventLines(cli.decoder()),
+    keep: (plan, sandbox) =>
+      CliAgent.archiveState(sandbox, cli).pipe(
+        Effect.flatMap(Option.match({
+          onNone: () => Effect.void,
+          onSome: (state) => host.saveAgentState(plan.run_id, plan.execution_id, state)
+        })),
+        Effect.catchAll((e) => Effect.logWarning("execution: the agent's session files could not be kept", e))
+      ),
+    outcome: (state, exitCode) => CliAgent.outcomeOf(cli.type, state, exitCode)
+  })
+
+  /** The plan's launch, or why it cannot run on this host. */
+  const of = (plan: ExecutionPlan): AgentLaunch | { readonly unconfigured: string } => {
+    if (plan.unconfigured !== null) return { unconfigured: plan.unconfigured }
+    const { agent } = plan
+    if (agent.type === "oz") return oz
+    const cli = settings.harnesses.get(agent.type)
+    return cli === undefined
+      ? { unconfigured: `this server cannot run the ${agent.type} harness: its adapter (@agent-runs/harness-${agent.type}) is not installed` }
+      : cliLaunch(cli, agent)
+  }
+
+  return { of } as const
+}

@@ -1,0 +1,264 @@
+/**
+ * One claimed plan run to its end (docs/execution.md), the same on the server and on a self-hosted
+ * worker; the execution loop (ExecutionLoop.ts) claims the plans and starts one of these each.
+ *
+ * 1. the lease is renewed every third of it while the execution lives (a renewal refused: the run
+ *    was taken away; one that failed: tried again, the agent goes on);
+ * 2. the environment is set up in a sandbox of the `Executor` (its start recorded first when there
+ *    is one); a plan that cannot run fails its setup with its reason;
+ * 3. the harness starts (AgentLaunch.ts: our `oz` protocol or an agent CLI's adapter, chosen once),
+ *    is given its first message, and the agent's start is recorded (INPROGRESS);
+ * 4. its output is pumped into the transcript and reduced into the conversation, artifacts and
+ *    report (AgentSession.ts); waiting follow-ups are delivered to its stdin every `watchMs`, which
+ *    is also when the execution notices that the run is no longer its own (cancelled, lease lost)
+ *    and stops the agent (cancel message, SIGTERM, SIGKILL, each after the grace period);
+ * 5. the outcome is recorded (SUCCEEDED, FAILED, BLOCKED), after the output's last save.
+ *
+ * Decisions:
+ * - Every agent gets `AGENT_RUNS_RUN_ID`, `AGENT_RUNS_EXECUTION_ID`, `AGENT_RUNS_API_URL` and
+ *   `AGENT_RUNS_RUN_TOKEN`. A harness that cannot run here (no adapter, its auth secret gone) ends
+ *   the run FAILED `integration_not_configured` before a sandbox is made.
+ * - A failure of the executor itself (it could not prepare or start) ends the run ERROR
+ *   `internal_error`; a failure of the setup commands ends it FAILED `environment_setup_failed`.
+ * - Storage failing (the host's `StorageError`) delays an execution's writes (retried with backoff
+ *   for up to 10 minutes) and never stops its agent.
+ */
+import { Clock, Deferred, Duration, Effect, Either, Fiber, Option, Ref, Schedule } from "effect"
+import type { Scope } from "effect"
+import { addUserMessage, endUserMessages, type ExecutionState, followupMessage, newExecutionState } from "../domain/Harness.js"
+import type { AgentOutcome } from "../domain/Harness.js"
+import type { ExecutionEvent } from "../domain/ExecutionEvent.js"
+import { AgentHarnesses } from "../ports/AgentHarness.js"
+import { Executor } from "../ports/Executor.js"
+import type { AgentProcess, Sandbox } from "../ports/Executor.js"
+import { GitHost } from "../ports/GitHost.js"
+import type { StorageError } from "../ports/Storage.js"
+import * as AgentLaunch from "./AgentLaunch.js"
+import * as AgentSession from "./AgentSession.js"
+import { ExecutionHost, type Recorded, Lost } from "./ExecutionHost.js"
+import type { ExecutionPlan } from "./ExecutionPlan.js"
+import { Health, outage } from "./Health.js"
+import { publishPullRequests } from "./PullRequests.js"
+import { DispatcherConfig } from "./Settings.js"
+
+/** An execution under way: its plan, and how it records what happens. */
+interface Running {
+  readonly plan: ExecutionPlan
+  readonly holding: AgentSession.Holding
+  /** Records events of the run, retried while storage fails. */
+  readonly record: (...events: ReadonlyArray<ExecutionEvent>) => Effect.Effect<Recorded, Lost | StorageError>
+  /** Recorded with the first event of the agent's own (or the setup's failure): the setup's start when there is no environment. */
+  readonly firstEvents: ReadonlyArray<ExecutionEvent>
+}
+
+const SETUP_STARTED: ReadonlyArray<ExecutionEvent> = [{ _tag: "EnvironmentSetupStarted" }]
+
+/** The event that ends a run with an agent's outcome. */
+const outcomeEvent = (outcome: AgentOutcome): ExecutionEvent =>
+  outcome._tag === "Succeeded"
+    ? { _tag: "Succeed", ...(outcome.message === undefined ? {} : { message: outcome.message }) }
+    : outcome._tag === "Blocked"
+    ? { _tag: "Block", message: outcome.message }
+    : { _tag: "Fail", error_code: outcome.error_code, message: outcome.message }
+
+/** `execute` of the host and executor in context: runs one claimed plan to its end. */
+export const make = Effect.gen(function*() {
+  const settings = yield* DispatcherConfig
+  const host = yield* ExecutionHost
+  const executor = yield* Executor
+  const health = yield* Health
+  const session = AgentSession.make(settings, health)
+  const harnesses = Option.getOrElse(yield* Effect.serviceOption(AgentHarnesses), () => new Map())
+  // The Git host the pull requests of runs are opened on (none: no team can be connected).
+  const gitHost = yield* GitHost
+  const launches = AgentLaunch.make({ host, harnesses, harnessCommand: session.harnessCommand, apiBaseUrl: settings.apiBaseUrl })
+
+  /** Renews the lease while the scope lives: completes what it returns once the run was taken away. */
+  const keepLease = (plan: ExecutionPlan) =>
+    Effect.gen(function*() {
+      const lost = yield* Deferred.make<void>()
+      const renewals = outage(health, "execution: lease renewal (the agent goes on)")
+      yield* host.renew(plan.run_id, plan.execution_id).pipe(
+        Effect.zipRight(renewals.succeeded),
+        Effect.catchTag("StorageError", renewals.failed),
+        Effect.repeat(Schedule.spaced(Duration.millis(Math.max(10, Math.floor(settings.leaseMs / 3))))),
+        Effect.catchTag("Lost", () => Deferred.succeed(lost, undefined)),
+        Effect.delay(Duration.millis(Math.floor(settings.leaseMs / 3))),
+        Effect.forkScoped
+      )
+      return lost
+    })
+
+  /** The plan's sandbox, released with the scope; none when its setup failed (recorded). */
+  const sandboxOf = ({ firstEvents, plan, record }: Running) =>
+    Effect.gen(function*() {
+      const prepared = yield* executor.prepare(plan.sandbox).pipe(Effect.either)
+      if (Either.isRight(prepared)) {
+        yield* Effect.addFinalizer(() => prepared.right.release)
+        return Option.some(prepared.right)
+      }
+      const error = prepared.left
+      if (error._tag === "ExecutorError") {
+        yield* Effect.logError(`execution: the executor failed for run ${plan.run_id}: ${error.message}`)
+        yield* record({ _tag: "Error", error_code: "internal_error", message: `the executor failed: ${error.message}` })
+        return Option.none<Sandbox>()
+      }
+      const failed = yield* record(...firstEvents, {
+        _tag: "EnvironmentSetupFailed",
+        message: error.message,
+        ...(plan.retention_ms > 0 ? { retention_ms: plan.retention_ms } : {})
+      }).pipe(Effect.tapError(() => error.sandbox.release))
+      yield* failed.sandbox_retained ? host.retain(plan.run_id, error.sandbox) : error.sandbox.release
+      return Option.none<Sandbox>()
+    })
+
+  /** Starts the agent with what the user said to it so far, and records its start. */
+  const startAgent = (running: Running, launch: AgentLaunch.AgentLaunch, sandbox: Sandbox) =>
+    Effect.gen(function*() {
+      const { plan, record } = running
+      const waiting = yield* host.followups(plan.run_id, plan.execution_id).pipe(Effect.orElseSucceed(() => []))
+      // A run created to continue a saved conversation (its first execution, with history): its
+      // prompt is the conversation's new message, handed over as a continuation's follow-up is.
+      const continuesConversation = plan.says_prompt && plan.start.history.length > 0
+      const followups = continuesConversation ? [plan.start.prompt, ...waiting] : waiting
+      const state = newExecutionState(plan.execution_id)
+      // What the user said to this agent: the prompt (the run's first execution), then the follow-ups it starts with.
+      const startedAt = yield* Clock.currentTimeMillis
+      if (plan.says_prompt && !continuesConversation) addUserMessage(state, plan.start.prompt, startedAt)
+      for (const message of followups) addUserMessage(state, message, startedAt)
+      const env = { ...plan.agent_env, ...session.agentEnv(plan.run_id, plan.execution_id, plan.run_token) }
+      const agent = yield* launch.start({ plan, sandbox, state, env, followups }).pipe(
+        Effect.catchTag("ExecutorError", (error) =>
+          record({ _tag: "Error", error_code: "internal_error", message: `the agent could not start: ${error.message}` }).pipe(
+            Effect.zipRight(Effect.fail(new Lost()))
+          ))
+      )
+      // The agent works while its start is recorded; if the run moved on meanwhile (a cancel), the
+      // execution ends and its scope stops the agent.
+      yield* record(...running.firstEvents, { _tag: "EnvironmentSetupSucceeded" }, { _tag: "Start" })
+      return { agent, state }
+    })
+
+  /**
+   * Every `watchMs` while the scope lives: the waiting follow-ups are said to the agent; `stop` once
+   * the run is no longer this execution's. While the host fails the agent goes on.
+   */
+  const watch = (plan: ExecutionPlan, state: ExecutionState, agent: AgentProcess, stop: Effect.Effect<void>) => {
+    const watches = outage(health, "execution: watching the run (the agent goes on)")
+    return host.followups(plan.run_id, plan.execution_id).pipe(
+      Effect.flatMap((messages) =>
+        Effect.forEach(messages, (m) =>
+          Clock.currentTimeMillis.pipe(
+            // Said before the agent can answer it.
+            Effect.map((at) => addUserMessage(state, m, at)),
+            Effect.zipRight(agent.send(followupMessage(m, "normal"))),
+            Effect.ignore
+          ))
+      ),
+      Effect.zipRight(watches.succeeded),
+      Effect.catchTag("StorageError", watches.failed),
+      Effect.repeat(Schedule.spaced(Duration.millis(settings.watchMs))),
+      Effect.catchAll(() => stop),
+      Effect.forkScoped
+    )
+  }
+
+  /**
+   * A successful end once its pull requests are published (PullRequests.ts): FAILED
+   * `integration_not_configured`, naming why, when they cannot be.
+   */
+  const withPullRequests = ({ holding, plan }: Running, sandbox: Sandbox, told: AgentOutcome) =>
+    publishPullRequests({
+      plan,
+      sandbox,
+      host: gitHost,
+      title: plan.start.title,
+      prompt: plan.start.prompt,
+      addArtifact: (artifact) => session.persistently(host.output(plan.run_id, plan.execution_id).addArtifact(artifact), holding)
+    }).pipe(
+      Effect.map(Option.match({
+        onNone: (): AgentOutcome => told,
+        onSome: (message): AgentOutcome => ({ _tag: "Failed", error_code: "integration_not_configured", message })
+      }))
+    )
+
+  /**
+   * Follows the agent until it exits, its output saved: its outcome, or none when it was stopped
+   * (the run moved on without this execution, or its lease was lost).
+   */
+  const outcomeOf = (running: Running, launch: AgentLaunch.AgentLaunch, sandbox: Sandbox, lost: Deferred.Deferred<void>) =>
+    Effect.gen(function*() {
+      const { holding, plan } = running
+      const { agent, state } = yield* startAgent(running, launch, sandbox)
+      const out = AgentSession.output(state, host.output(plan.run_id, plan.execution_id), plan.transcript_bytes, {
+        send: (report) => host.report(plan.run_id, plan.execution_id, report),
+        usage: plan.usage
+      })
+      const violated = yield* Deferred.make<void>()
+      const pumping = yield* session.pump(agent, out, violated, holding, launch.parse).pipe(Effect.forkScoped)
+      const flushing = yield* session.flush(out).pipe(Effect.repeat(Schedule.spaced(Duration.millis(settings.flushMs))), Effect.forkScoped)
+      const stopped = yield* Ref.make(false)
+      // Stops the agent of a run this execution no longer holds (cancelled, or its lease lost).
+      const stop = Effect.gen(function*() {
+        if (yield* Ref.getAndSet(stopped, true)) return
+        holding.lost = true
+        yield* session.stopAgent(agent)
+      })
+      const watching = yield* watch(plan, state, agent, stop)
+      yield* Deferred.await(lost).pipe(Effect.zipRight(stop), Effect.forkScoped)
+      // An agent that broke the protocol is stopped; its run fails (below) with the reason.
+      yield* Deferred.await(violated).pipe(Effect.zipRight(session.stopAgent(agent)), Effect.forkScoped)
+
+      const exitCode = yield* session.finished(agent, pumping, out)
+      yield* Fiber.interrupt(watching)
+      yield* Fiber.interrupt(flushing)
+      endUserMessages(state, yield* Clock.currentTimeMillis)
+      yield* session.flushLast(out, holding)
+      if (yield* Ref.get(stopped)) return Option.none<AgentOutcome>()
+      // What a continuation resumes from, kept before the run is seen ended.
+      yield* launch.keep(plan, sandbox)
+      const told = launch.outcome(state, exitCode)
+      return Option.some(told._tag === "Succeeded" && plan.pull_request !== null ? yield* withPullRequests(running, sandbox, told) : told)
+    })
+
+  /** Runs the plan's agent in a sandbox, from the setup to its outcome recorded. */
+  const run = (plan: ExecutionPlan) =>
+    Effect.gen(function*() {
+      const holding: AgentSession.Holding = { lost: false }
+      const record = (...events: ReadonlyArray<ExecutionEvent>) =>
+        session.persistently(host.record(plan.run_id, plan.execution_id, events), holding)
+      const running: Running = { plan, holding, record, firstEvents: plan.has_environment ? [] : SETUP_STARTED }
+      const lost = yield* keepLease(plan)
+      if (plan.has_environment) yield* record(...SETUP_STARTED)
+      if (plan.failure !== null) {
+        return yield* record(...running.firstEvents, { _tag: "EnvironmentSetupFailed", message: plan.failure })
+      }
+      const launch = launches.of(plan)
+      if ("unconfigured" in launch) {
+        return yield* record(...running.firstEvents, { _tag: "Fail", error_code: "integration_not_configured", message: launch.unconfigured })
+      }
+      const sandbox = yield* sandboxOf(running)
+      if (Option.isNone(sandbox)) return
+      const outcome = yield* outcomeOf(running, launch, sandbox.value, lost)
+      if (Option.isSome(outcome)) yield* record(outcomeEvent(outcome.value))
+    })
+
+  /** Runs one claimed plan to its end; whatever fails is logged and ends the run ERROR. */
+  const execute = (plan: ExecutionPlan): Effect.Effect<void, never, Scope.Scope> =>
+    run(plan).pipe(
+      Effect.asVoid,
+      Effect.catchTag("Lost", () => Effect.logDebug(`execution: run ${plan.run_id} moved on without this execution`)),
+      Effect.catchAllCause((cause) =>
+        Effect.logError(`execution: execution of run ${plan.run_id} failed`, cause).pipe(
+          Effect.zipRight(
+            host.record(plan.run_id, plan.execution_id, [
+              { _tag: "Error", error_code: "internal_error", message: "the service failed while running the agent" }
+            ]).pipe(Effect.ignore)
+          )
+        )
+      ),
+      Effect.annotateLogs({ run_id: plan.run_id, execution_id: plan.execution_id })
+    )
+
+  return execute
+})
