@@ -112,7 +112,8 @@ export const memoryHost = (leaseMs: number) =>
           const run = yield* held(runId, executionId)
           run.snapshot = { ...run.snapshot, lease: { execution_id: executionId, expires_at: (yield* Clock.currentTimeMillis) + leaseMs } }
         }),
-      record: (runId, executionId, events) =>
+      // A report given with the events is kept with them, as storage writes both at once.
+      record: (runId, executionId, events, report) =>
         Effect.gen(function*() {
           yield* up()
           const run = runs.get(runId)
@@ -129,6 +130,7 @@ export const memoryHost = (leaseMs: number) =>
           }
           run.snapshot = next
           run.events.push(...events)
+          if (report !== undefined) run.reports.push(report)
           return { state: next.state, sandbox_retained: next.sandbox_retained }
         }),
       report: (runId, executionId, report) => Effect.map(held(runId, executionId), (run) => void run.reports.push(report)),

@@ -283,6 +283,9 @@ export const layer = Layer.effect(
       "runs" | "run_metadata" | "run_ancestors" | "run_artifacts" | "timeline_events" | "run_shapers",
       Array<Record<string, unknown>>
     >
+    /** The tables of a new run, parents first. */
+    const NEW_RUN_TABLES = ["runs", "run_metadata", "run_ancestors", "run_artifacts", "timeline_events", "run_shapers"] as const
+
     const noRows = (): NewRunRows => ({
       runs: [],
       run_metadata: [],
@@ -319,16 +322,21 @@ export const layer = Layer.effect(
         return rows
       })
 
-    /** Writes the rows of `newRunRows` (inside the caller's transaction). */
-    const insertRunRows = (rows: NewRunRows) =>
-      Effect.gen(function* () {
-        yield* insertAll("runs", rows.runs)
-        yield* insertAll("run_metadata", rows.run_metadata)
-        yield* insertAll("run_ancestors", rows.run_ancestors)
-        yield* insertAll("run_artifacts", rows.run_artifacts)
-        yield* insertAll("timeline_events", rows.timeline_events)
-        yield* insertAll("run_shapers", rows.run_shapers)
-      })
+    /**
+     * Writes the rows of `newRunRows` (inside the caller's transaction): on PostgreSQL one statement
+     * (an INSERT per table in data-modifying WITHs) when its parameters fit in one; else an INSERT
+     * per table and chunk.
+     */
+    const insertRunRows = (rows: NewRunRows) => {
+      const tables = NEW_RUN_TABLES.filter((table) => rows[table].length > 0)
+      const parameters = tables.reduce((n, table) => n + rows[table].length * Object.keys(rows[table][0]!).length, 0)
+      const atOnce = sql.onDialectOrElse({ pg: () => parameters <= MAX_PARAMETERS, orElse: () => false })
+      if (tables.length === 0) return Effect.void
+      if (!atOnce) return Effect.forEach(tables, (table) => insertAll(table, rows[table]), { discard: true })
+      const inserts = tables.map((table) => sql`INSERT INTO ${sql(table)} ${sql.insert(rows[table])}`)
+      const withs = inserts.slice(0, -1).map((insert, i) => sql`${sql.literal(`i${i}`)} AS (${insert})`)
+      return Effect.asVoid(withs.length === 0 ? inserts[0]! : sql`WITH ${sql.csv(withs)} ${inserts.at(-1)!}`)
+    }
 
     const create = Effect.fn("RunStore.create")(
       function* (runs: ReadonlyArray<NewRun>, key?: ExactlyOnceKey) {

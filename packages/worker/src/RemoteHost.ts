@@ -17,7 +17,7 @@
  * on; a 409 is the server saying the execution no longer holds the run (`Lost`).
  */
 import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
-import { ExecutionHost, ExecutionPlan, RepoSource, Storage, Worker } from "@agent-runs/core"
+import { type ExecutionEvent, ExecutionHost, ExecutionPlan, type Ids, RepoSource, Storage, Worker } from "@agent-runs/core"
 import { Api, Security } from "@agent-runs/api"
 import { Duration, Effect, Encoding, Layer, Option, Redacted, Schedule, Stream } from "effect"
 
@@ -130,6 +130,12 @@ export const layer = (connection: Connection): Layer.Layer<ExecutionHost.Executi
           return Option.some(yield* ExecutionPlan.planOf({ ...c, attachments }, sources))
         })
 
+      const sendReport = (runId: Ids.RunId, execution_id: Ids.ExecutionId, report: ExecutionEvent.Report) =>
+        Effect.asVoid(send(
+          "report",
+          api.workerReport({ headers, path: { workerId, runId }, payload: new Worker.ReportRequest({ execution_id, report }) })
+        ))
+
       return ExecutionHost.ExecutionHost.of({
         wakeups: Stream.never,
         claim,
@@ -138,19 +144,19 @@ export const layer = (connection: Connection): Layer.Layer<ExecutionHost.Executi
             "renew",
             api.workerRenewLease({ headers, path: { workerId, runId }, payload: new Worker.RenewLeaseRequest({ execution_id, protocol: Worker.WORKER_PROTOCOL }) })
           )),
-        record: (runId, execution_id, events) =>
+        // The last report before the events, as two requests (the protocol has no report in events).
+        record: (runId, execution_id, events, report) =>
           Effect.map(
-            send(
-              "events",
-              api.workerRecordEvents({ headers, path: { workerId, runId }, payload: new Worker.RecordEventsRequest({ execution_id, events }) })
+            Effect.zipRight(
+              report === undefined ? Effect.void : sendReport(runId, execution_id, report),
+              send(
+                "events",
+                api.workerRecordEvents({ headers, path: { workerId, runId }, payload: new Worker.RecordEventsRequest({ execution_id, events }) })
+              )
             ),
             (answer) => ({ state: answer.state, sandbox_retained: false })
           ),
-        report: (runId, execution_id, report) =>
-          Effect.asVoid(send(
-            "report",
-            api.workerReport({ headers, path: { workerId, runId }, payload: new Worker.ReportRequest({ execution_id, report }) })
-          )),
+        report: sendReport,
         followups: (runId, execution_id) =>
           Effect.map(
             send(

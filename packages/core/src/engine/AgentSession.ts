@@ -66,6 +66,21 @@ export interface Output {
   } | undefined
 }
 
+/** The report of a held run's output, with its JSON, when it differs from the one last sent. */
+const unsentReport = (out: Output): { readonly report: Report; readonly json: string } | undefined => {
+  const reports = out.reports
+  if (reports === undefined) return undefined
+  const { state } = out
+  const session = state.session
+  const report: Report = {
+    ...(session === undefined ? {} : { session_id: session.session_id, session_link: session.session_link }),
+    request_usage: state.usage === undefined ? reports.usage : addUsage(reports.usage, state.usage),
+    ...(state.status === undefined ? {} : { status: state.status })
+  }
+  const json = JSON.stringify(report)
+  return json === reports.written ? undefined : { report, json }
+}
+
 /** A new output record for an execution's state. */
 export const output = (
   state: ExecutionState,
@@ -78,7 +93,8 @@ export const output = (
   size,
   writing: false,
   log: { seq: 1, inflight: undefined },
-  reports: reports === undefined ? undefined : { ...reports, written: "" }
+  // The run has its usage so far stored already: a report of only that is not sent.
+  reports: reports === undefined ? undefined : { ...reports, written: JSON.stringify({ request_usage: reports.usage } satisfies Report) }
 })
 
 export const make = (settings: DispatcherSettings, health: HealthService) => {
@@ -141,11 +157,10 @@ export const make = (settings: DispatcherSettings, health: HealthService) => {
     })
 
   /**
-   * Saves what the output changed: conversation, artifacts, and for a held run the report. Fails
-   * with the storage failure (the caller decides whether to retry); what failed is written again
-   * by the next save.
+   * Saves the conversation and artifacts the output added. Fails with the storage failure (the
+   * caller decides whether to retry); what failed is written again by the next save.
    */
-  const save = (out: Output) =>
+  const saveOutput = (out: Output) =>
     Effect.gen(function*() {
       const { log, state } = out
       // A part once formed is written as it is until storage took it (a retry after a lost answer
@@ -163,18 +178,16 @@ export const make = (settings: DispatcherSettings, health: HealthService) => {
           Effect.tapError(() => Effect.sync(() => state.artifacts.unshift(...artifacts.slice(i))))
         )
       }
-      const reports = out.reports
-      if (reports === undefined) return
-      const session = state.session
-      const report: Report = {
-        ...(session === undefined ? {} : { session_id: session.session_id, session_link: session.session_link }),
-        request_usage: state.usage === undefined ? reports.usage : addUsage(reports.usage, state.usage),
-        ...(state.status === undefined ? {} : { status: state.status })
-      }
-      const written = JSON.stringify(report)
-      if (written === reports.written) return
-      yield* reports.send(report).pipe(Effect.catchTag("Lost", () => Effect.void))
-      reports.written = written
+    })
+
+  /** Saves what the output changed: conversation, artifacts, and for a held run the report. */
+  const save = (out: Output) =>
+    Effect.gen(function*() {
+      yield* saveOutput(out)
+      const unsent = unsentReport(out)
+      if (unsent === undefined || out.reports === undefined) return
+      yield* out.reports.send(unsent.report).pipe(Effect.catchTag("Lost", () => Effect.void))
+      out.reports.written = unsent.json
     }).pipe(
       // A save cut short would leave half of it unmarked: the periodic save is interrupted at the
       // end of an execution, and finishes first.
@@ -187,8 +200,12 @@ export const make = (settings: DispatcherSettings, health: HealthService) => {
     return save(out).pipe(Effect.zipRight(saves.succeeded), Effect.catchAll(saves.failed))
   }
 
-  /** The last save: retried while storage fails, before the run's outcome is written. */
-  const flushLast = (out: Output, holding: Holding) => persistently(save(out), holding)
+  /**
+   * The last save, retried while storage fails, before the run's outcome is written: the report not
+   * sent yet, for the outcome's write to carry (none for a debug session, or when it was sent).
+   */
+  const flushLast = (out: Output, holding: Holding) =>
+    persistently(saveOutput(out), holding).pipe(Effect.map(() => unsentReport(out)?.report))
 
   /**
    * Waits until the agent has exited and its output is read: its exit code. Output still in the
@@ -231,5 +248,5 @@ export const make = (settings: DispatcherSettings, health: HealthService) => {
     AGENT_RUNS_RUN_TOKEN: token
   })
 
-  return { persistently, pump, save, flush, flushLast, finished, stopAgent, harnessCommand, agentEnv } as const
+  return { persistently, pump, flush, flushLast, finished, stopAgent, harnessCommand, agentEnv } as const
 }

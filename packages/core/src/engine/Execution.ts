@@ -27,7 +27,7 @@ import { Clock, Deferred, Duration, Effect, Either, Fiber, Option, Ref, Schedule
 import type { Scope } from "effect"
 import { addUserMessage, endUserMessages, type ExecutionState, followupMessage, newExecutionState } from "../domain/Harness.js"
 import type { AgentOutcome } from "../domain/Harness.js"
-import type { ExecutionEvent } from "../domain/ExecutionEvent.js"
+import type { ExecutionEvent, Report } from "../domain/ExecutionEvent.js"
 import { AgentHarnesses } from "../ports/AgentHarness.js"
 import { Executor } from "../ports/Executor.js"
 import type { AgentProcess, Sandbox } from "../ports/Executor.js"
@@ -49,6 +49,12 @@ interface Running {
   readonly record: (...events: ReadonlyArray<ExecutionEvent>) => Effect.Effect<Recorded, Lost | StorageError>
   /** Recorded with the first event of the agent's own (or the setup's failure): the setup's start when there is no environment. */
   readonly firstEvents: ReadonlyArray<ExecutionEvent>
+}
+
+/** How an agent ended: its outcome, and its last report when it was not sent yet. */
+interface Ended {
+  readonly outcome: AgentOutcome
+  readonly report: Report | undefined
 }
 
 const SETUP_STARTED: ReadonlyArray<ExecutionEvent> = [{ _tag: "EnvironmentSetupStarted" }]
@@ -183,8 +189,9 @@ export const make = Effect.gen(function*() {
     )
 
   /**
-   * Follows the agent until it exits, its output saved: its outcome, or none when it was stopped
-   * (the run moved on without this execution, or its lease was lost).
+   * Follows the agent until it exits, its output saved: its outcome and the report not sent yet
+   * (written with the outcome), or none when it was stopped (the run moved on without this
+   * execution, or its lease was lost).
    */
   const outcomeOf = (running: Running, launch: AgentLaunch.AgentLaunch, sandbox: Sandbox, lost: Deferred.Deferred<void>) =>
     Effect.gen(function*() {
@@ -213,12 +220,13 @@ export const make = Effect.gen(function*() {
       yield* Fiber.interrupt(watching)
       yield* Fiber.interrupt(flushing)
       endUserMessages(state, yield* Clock.currentTimeMillis)
-      yield* session.flushLast(out, holding)
-      if (yield* Ref.get(stopped)) return Option.none<AgentOutcome>()
+      const report = yield* session.flushLast(out, holding)
+      if (yield* Ref.get(stopped)) return Option.none<Ended>()
       // What a continuation resumes from, kept before the run is seen ended.
       yield* launch.keep(plan, sandbox)
       const told = launch.outcome(state, exitCode)
-      return Option.some(told._tag === "Succeeded" && plan.pull_request !== null ? yield* withPullRequests(running, sandbox, told) : told)
+      const outcome = told._tag === "Succeeded" && plan.pull_request !== null ? yield* withPullRequests(running, sandbox, told) : told
+      return Option.some<Ended>({ outcome, report })
     })
 
   /** Runs the plan's agent in a sandbox, from the setup to its outcome recorded. */
@@ -239,8 +247,10 @@ export const make = Effect.gen(function*() {
       }
       const sandbox = yield* sandboxOf(running)
       if (Option.isNone(sandbox)) return
-      const outcome = yield* outcomeOf(running, launch, sandbox.value, lost)
-      if (Option.isSome(outcome)) yield* record(outcomeEvent(outcome.value))
+      const ended = yield* outcomeOf(running, launch, sandbox.value, lost)
+      if (Option.isNone(ended)) return
+      const { outcome, report } = ended.value
+      yield* session.persistently(host.record(plan.run_id, plan.execution_id, [outcomeEvent(outcome)], report), holding)
     })
 
   /** Runs one claimed plan to its end; whatever fails is logged and ends the run ERROR. */

@@ -47,8 +47,16 @@ export interface ExecutionHostService {
   readonly claim: (executionId: ExecutionId) => Effect.Effect<Option.Option<ExecutionPlan>, StorageError>
   /** Extends the execution's lease. */
   readonly renew: (runId: RunId, executionId: ExecutionId) => Effect.Effect<void, Lost | StorageError>
-  /** Records the execution's events, in order, at once. */
-  readonly record: (runId: RunId, executionId: ExecutionId, events: ReadonlyArray<ExecutionEvent>) => Effect.Effect<Recorded, Lost | StorageError>
+  /**
+   * Records the execution's events, in order, at once; with `report`, what the agent reported last
+   * too (a host may write both at once: the outcome with the final usage).
+   */
+  readonly record: (
+    runId: RunId,
+    executionId: ExecutionId,
+    events: ReadonlyArray<ExecutionEvent>,
+    report?: Report
+  ) => Effect.Effect<Recorded, Lost | StorageError>
   /** Records what the agent reported (session, usage, status). */
   readonly report: (runId: RunId, executionId: ExecutionId, report: Report) => Effect.Effect<void, Lost | StorageError>
   /** Takes the follow-ups waiting for the execution's agent, oldest first. */

@@ -46,7 +46,7 @@ export const layer: Layer.Layer<
           ),
         renew: (runId, executionId) => executions.renew(runId, executionId, settings.leaseMs),
         // A lease that lapsed while storage failed is renewed first (the execution is alive here).
-        record: (runId, executionId, events) => executions.record(runId, executionId, events, settings.leaseMs),
+        record: (runId, executionId, events, report) => executions.record(runId, executionId, events, { renewFor: settings.leaseMs, report }),
         report: executions.report,
         followups: executions.followups,
         output: executions.output,

@@ -47,6 +47,16 @@ import { Lost } from "./ExecutionHost.js"
 import type { OutputSink, Recorded } from "./ExecutionHost.js"
 import type { ClaimedRun } from "./ExecutionPlan.js"
 
+/** A run's item with what its agent reported (session, usage, status) at `now`. */
+const reportedItem = (item: RunItem, reported: Report, now: number): RunItem =>
+  new RunItem({
+    ...item,
+    ...(reported.session_id === undefined ? {} : { session_id: reported.session_id, session_link: reported.session_link ?? null }),
+    request_usage: reported.request_usage,
+    ...(reported.status === undefined ? {} : { status_message: { message: reported.status } }),
+    updated_at: DateTime.unsafeMake(now)
+  }, true)
+
 export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/core/RunExecutions", {
   effect: Effect.gen(function*() {
     const store = yield* RunStore
@@ -233,19 +243,28 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
       })
 
     /**
-     * Records an execution's events; keeps its environment current and admits after its end. With
-     * `renewFor`, a lease that lapsed while storage failed is renewed first (the server's own
-     * executions); without, a lapsed lease is lost.
+     * Records an execution's events, with what its agent reported last when there is `report` (in
+     * the same write); keeps its environment current and admits after its end. With `renewFor`, a
+     * lease that lapsed while storage failed is renewed first (the server's own executions);
+     * without, a lapsed lease is lost.
      */
-    const record = (runId: RunId, executionId: ExecutionId, events: ReadonlyArray<ExecutionEvent>, renewFor?: number) =>
+    const record = (
+      runId: RunId,
+      executionId: ExecutionId,
+      events: ReadonlyArray<ExecutionEvent>,
+      options: { readonly renewFor?: number | undefined; readonly report?: Report | undefined } = {}
+    ) =>
       Effect.gen(function*() {
         const started = events.some((e) => e._tag === "Start")
+        const { renewFor, report: reported } = options
         const next = yield* advance(runId, events.map((e) => toRunEvent(e, executionId)), executionId, {
           ...(renewFor === undefined ? {} : { renewFor }),
-          change: (run, now) =>
-            started && run.item.started_at === null
-              ? { ...run, item: new RunItem({ ...run.item, started_at: DateTime.unsafeMake(now) }, true) }
-              : run
+          change: (run, now) => {
+            const item = reported === undefined ? run.item : reportedItem(run.item, reported, now)
+            return started && item.started_at === null
+              ? { ...run, item: new RunItem({ ...item, started_at: DateTime.unsafeMake(now) }, true) }
+              : item === run.item ? run : { ...run, item }
+          }
         })
         const setupFailed = events.some((e) => e._tag === "EnvironmentSetupFailed") ? true : started ? false : undefined
         yield* touchEnvironment(next, setupFailed)
@@ -263,14 +282,7 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
         const found = yield* store.get(runId)
         if (Option.isNone(found) || !holds(found.value, executionId)) return yield* new Lost()
         const run = found.value
-        const now = yield* Clock.currentTimeMillis
-        const item = new RunItem({
-          ...run.item,
-          ...(reported.session_id === undefined ? {} : { session_id: reported.session_id, session_link: reported.session_link ?? null }),
-          request_usage: reported.request_usage,
-          ...(reported.status === undefined ? {} : { status_message: { message: reported.status } }),
-          updated_at: DateTime.unsafeMake(now)
-        }, true)
+        const item = reportedItem(run.item, reported, yield* Clock.currentTimeMillis)
         yield* store.update(runId, { state: run.item.state, execution_id: executionId }, { ...run, item }, [])
       }).pipe(Effect.catchTag("StaleWrite", () => Effect.fail(new Lost())))
 
