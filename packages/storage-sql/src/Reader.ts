@@ -9,7 +9,9 @@
  *   connection outside a transaction would instead share it with any transaction open there
  *   (seeing writes that may be rolled back) and queue behind it.
  *
- * Reads that must see a transaction's own writes stay on `SqlClient` inside that transaction.
+ * Reads that must see a transaction's own writes stay on `SqlClient` inside that transaction. On
+ * PostgreSQL a read through the reader by a fiber that has a transaction open runs on that
+ * transaction's connection too (the client follows the fiber's `TransactionConnection`).
  */
 import { SqlClient } from "@effect/sql"
 import { Context, Layer } from "effect"

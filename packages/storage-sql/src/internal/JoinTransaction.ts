@@ -3,7 +3,8 @@
  * `withTransaction` would add a `SAVEPOINT` (a statement, and its release) so that the inner write
  * could fail alone; the only caller that opens a transaction around a store's write (the audit
  * log's `recording`, which writes its entry with the change) lets every failure roll the whole
- * transaction back, so the savepoint buys nothing there.
+ * transaction back, so the savepoint buys nothing there. A write whose caller may catch its failure
+ * and go on (a keyed create's `DuplicateKey`) keeps `withTransaction` instead.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
