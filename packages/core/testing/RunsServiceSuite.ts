@@ -147,7 +147,8 @@ export const runsServiceSuite = <E>(name: string, storage: Layer.Layer<Stores, E
           expect(item.creator).toEqual({ type: "user", uid: world.alice.principal_uid, display_name: "Alice" })
           expect(item.executor).toEqual(item.creator)
           expect(item.conversation_id !== null && isUuidV7(item.conversation_id)).toBe(true)
-          expect(item.conversation_id).not.toBe(item.run_id)
+          // A new conversation carries its first run's id.
+          expect(item.conversation_id).toBe(item.run_id)
           expect(item.source).toBe("API")
           expect(item.execution_location).toBe("REMOTE")
           expect([item.attempt, item.execution_count]).toEqual([1, 1])

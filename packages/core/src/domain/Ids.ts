@@ -115,7 +115,6 @@ export class Ids extends Context.Tag("@agent-runs/core/Ids")<
   Ids,
   {
     readonly runId: Effect.Effect<RunId>
-    readonly conversationId: Effect.Effect<ConversationId>
     readonly executionId: Effect.Effect<ExecutionId>
     readonly auditEntryId: Effect.Effect<AuditEntryId>
     /** A fresh 22-character base62 id, branded by the caller's schema. */
@@ -177,7 +176,6 @@ const uuidV7 = Effect.map(Clock.currentTimeMillis, nextUuidV7)
 /** Ids from the cryptographic random source and the Clock (TestClock in tests). */
 export const IdsLive = Layer.succeed(Ids, {
   runId: Effect.map(uuidV7, (s) => s as RunId),
-  conversationId: Effect.map(uuidV7, (s) => s as ConversationId),
   executionId: Effect.map(uuidV7, (s) => s as ExecutionId),
   auditEntryId: Effect.map(uuidV7, (s) => s as AuditEntryId),
   uid22: Effect.sync(() => {

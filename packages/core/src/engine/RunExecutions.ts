@@ -159,7 +159,51 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
         })
       }).pipe(Effect.catchAll((e) => Effect.logWarning("execution: could not update the environment", e)))
 
-    /** What a claimed run's execution needs from storage (read failures: left out, as before a retry). */
+    /** The files a run's agent gets: the webhook delivery's payload that started it, its images. */
+    const attachmentsOf = (item: RunItem) =>
+      Effect.gen(function*() {
+        const deliveryId = item.metadata["delivery_id"]
+        const attachments: Array<ClaimedRun["attachments"][number]> = []
+        if (item.source === "WEBHOOK" && deliveryId !== undefined) {
+          const blob = yield* blobs.read(eventPayloadKey(deliveryId))
+          if (Option.isSome(blob)) {
+            const bytes = concatBytes(Chunk.toReadonlyArray(yield* Stream.runCollect(blob.value)))
+            attachments.push({ name: EVENT_PAYLOAD_NAME, media_type: "application/json", bytes })
+          }
+        }
+        const images = yield* blobs.read(runImagesKey(item.run_id))
+        if (Option.isSome(images)) {
+          const text = new TextDecoder().decode(concatBytes(Chunk.toReadonlyArray(yield* Stream.runCollect(images.value))))
+          for (const image of decodeKeptImages(text)) {
+            const bytes = decodeImageData(image.data)
+            if (bytes !== undefined) attachments.push({ name: image.name, media_type: image.mime_type, bytes })
+          }
+        }
+        return attachments
+      })
+
+    /**
+     * The conversation so far: the earlier runs of its conversation (a run created with
+     * `conversation_id`), then this run's earlier executions. A run whose conversation carries its
+     * own id started it: no run came before it (Runs.ts).
+     */
+    const historyFor = (item: RunItem) =>
+      Effect.gen(function*() {
+        const earlier: Array<ConversationStep> = []
+        if (item.conversation_id !== null && item.conversation_id !== item.run_id) {
+          for (const r of yield* store.findByConversation(item.conversation_id)) {
+            if (r.item.run_id === item.run_id) break
+            earlier.push(...(yield* store.conversation(r.item.run_id)))
+          }
+        }
+        if (item.execution_count > 1) earlier.push(...(yield* store.conversation(item.run_id)))
+        return historyOf(earlier)
+      })
+
+    /**
+     * What a claimed run's execution needs from storage (read failures: left out, as before a
+     * retry). Its environment and shapers first; the rest are read side by side.
+     */
     const gather = (run: StoredRun, executionId: ExecutionId, host: Shaper | undefined): Effect.Effect<ClaimedRun, StorageError> =>
       Effect.gen(function*() {
         const item = run.item
@@ -171,50 +215,24 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
         // gets its token, which then acts with no more than their roles.
         const shapers = [...(Option.isSome(env) ? [env.value.editor] : []), ...(host === undefined ? [] : [host])]
         if (shapers.length > 0) yield* store.addShapers(runId, shapers)
-        const refusal = yield* secretsRefusalOf(store, identities, run)
-        const deliveryId = item.metadata["delivery_id"]
-        const attachments: Array<ClaimedRun["attachments"][number]> = []
-        if (item.source === "WEBHOOK" && deliveryId !== undefined) {
-          const blob = yield* blobs.read(eventPayloadKey(deliveryId))
-          if (Option.isSome(blob)) {
-            const bytes = concatBytes(Chunk.toReadonlyArray(yield* Stream.runCollect(blob.value)))
-            attachments.push({ name: EVENT_PAYLOAD_NAME, media_type: "application/json", bytes })
-          }
-        }
-        const images = yield* blobs.read(runImagesKey(runId))
-        if (Option.isSome(images)) {
-          const text = new TextDecoder().decode(concatBytes(Chunk.toReadonlyArray(yield* Stream.runCollect(images.value))))
-          for (const image of decodeKeptImages(text)) {
-            const bytes = decodeImageData(image.data)
-            if (bytes !== undefined) attachments.push({ name: image.name, media_type: image.mime_type, bytes })
-          }
-        }
-        // The conversation so far: the earlier runs of its conversation (a run created with
-        // `conversation_id`), then this run's earlier executions.
-        const earlier: Array<ConversationStep> = []
-        if (item.conversation_id !== null) {
-          for (const r of yield* store.findByConversation(item.conversation_id)) {
-            if (r.item.run_id === runId) break
-            earlier.push(...(yield* store.conversation(r.item.run_id)))
-          }
-        }
-        if (item.execution_count > 1) earlier.push(...(yield* store.conversation(runId)))
-        const history = historyOf(earlier)
-        return {
-          run: item,
-          team_uid: run.team_uid,
-          execution_id: executionId,
-          run_token: yield* tokens.issue({ run_id: runId, execution_id: executionId }),
-          environment: Option.match(env, { onNone: () => null, onSome: (e) => e.item.config }),
-          environment_missing: uid !== null && Option.isNone(env),
-          refusal,
-          attachments,
-          history,
-          transcript_bytes: yield* blobs.size(transcriptKey(runId)),
-          github: yield* githubOf(
+        const read = yield* Effect.all({
+          refusal: secretsRefusalOf(store, identities, run),
+          attachments: attachmentsOf(item),
+          history: historyFor(item),
+          run_token: tokens.issue({ run_id: runId, execution_id: executionId }),
+          transcript_bytes: blobs.size(transcriptKey(runId)),
+          github: githubOf(
             run.team_uid,
             item.agent_config.github_token === true || Option.exists(env, (e) => e.item.config.github_repos.length > 0)
           )
+        }, { concurrency: "unbounded" })
+        return {
+          ...read,
+          run: item,
+          team_uid: run.team_uid,
+          execution_id: executionId,
+          environment: Option.match(env, { onNone: () => null, onSome: (e) => e.item.config }),
+          environment_missing: uid !== null && Option.isNone(env)
         }
       })
 

@@ -593,7 +593,9 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         const atCapacity = active + pendingAhead >= team.max_concurrent_runs || waiting
         const now = yield* Clock.currentTimeMillis
         const runId = yield* ids.runId
-        const conversationId = request.conversation_id ?? (yield* ids.conversationId)
+        // A run that starts a conversation gives it its own id: the engine then knows, reading
+        // nothing, that no run came before it (RunExecutions.ts).
+        const conversationId = request.conversation_id ?? (runId as string as ConversationId)
         const executionId = yield* ids.executionId
         const snapshot = newRunSnapshot({ execution_location: "REMOTE", source: options.source, worker_host: config.worker_host })
         const admitted = transition(snapshot, RunEvent.Admit({ atCapacity }), now)
