@@ -106,6 +106,8 @@ const someDayMatches = (wallClock: Cron.Cron, segments: ReadonlyArray<string>): 
   return false
 }
 
+const WALL_CLOCK_ZONE = DateTime.zoneMakeOffset(0)
+
 const resolveZone = (timezone: string): Option.Option<DateTime.TimeZone.Named> =>
   // Offsets ("+02:00") are not IANA names; some engines would accept them as zones.
   timezone.trim() === "" || /^[+-]/.test(timezone) ? Option.none() : DateTime.zoneMakeNamed(timezone)
@@ -128,7 +130,9 @@ export const parseSchedule = (expression: string, timezone: string): Either.Eith
       )
     )
   }
-  const wallClock = Cron.parse(trimmed, "UTC")
+  // Wall-clock times are read as UTC: a fixed offset of zero, which Effect steps without asking
+  // `Intl` for the offset at every step, as it does for the zone named "UTC".
+  const wallClock = Cron.parse(trimmed, WALL_CLOCK_ZONE)
   if (Either.isLeft(wallClock)) {
     return Either.left(cronError(describeFieldError(segments, wallClock.left.message)))
   }
