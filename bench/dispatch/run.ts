@@ -462,6 +462,9 @@ const throughputDirect = async (spawnOne: (id: string) => Spawned, runs: number,
   return { runs, seconds: (now() - start) / 1000 }
 }
 
+/** The goal of the row "Create → agent's first output": at most this much over a direct spawn, p50 (issue 34; issue 20 asked 10). */
+const OVERHEAD_GOAL_MS = 15
+
 /** Waits until the team has no live run (polled every 10 ms). */
 const drained = async (api: Api, timeoutMs: number) => {
   const deadline = Date.now() + timeoutMs
@@ -624,13 +627,13 @@ const processPart = Effect.gen(function*() {
     logged: () => serverTail.count
   })
   const overhead = latency.ours.p50 - latency.baseline.p50
-  console.log(`goal: overhead ≤ 10 ms p50 (${overhead <= 10 ? "met" : "not met"}: ${overhead.toFixed(1)} ms)`)
+  console.log(`goal: overhead ≤ ${OVERHEAD_GOAL_MS} ms p50 (${overhead <= OVERHEAD_GOAL_MS ? "met" : "not met"}: ${overhead.toFixed(1)} ms)`)
   record(lowerIsBetter(
     "Create → agent's first output, over a direct spawn (SQLite, process executor)",
     latency.ours.p50,
     latency.baseline.p50,
     "ms p50",
-    { maxOver: 10, text: "≤ +10 ms p50" },
+    { maxOver: OVERHEAD_GOAL_MS, text: `≤ +${OVERHEAD_GOAL_MS} ms p50` },
     `p99 ${latency.ours.p99.toFixed(1)} vs ${latency.baseline.p99.toFixed(1)} ms; ${RUNS} runs one at a time`
   ))
 })

@@ -3,7 +3,7 @@
  * on the TestClock: no storage, no server, no processes, no sleeps.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Ref } from "effect"
+import { Effect, Layer, Redacted, Ref } from "effect"
 import * as ExecutionLoop from "../src/engine/ExecutionLoop.js"
 import { defaultSettings, DispatcherConfig } from "../src/engine/Settings.js"
 import * as Health from "../src/engine/Health.js"
@@ -60,6 +60,34 @@ describe("the execution loop over an in-memory host (TestClock)", () => {
         expect(yield* host.transcriptText(id)).toContain("\"text\":\"bye\"")
         expect(run.reports.at(-1)?.request_usage).toMatchObject({ input_tokens: 3, output_tokens: 4 })
         expect(yield* sandboxes).toBe(0)
+      })))
+
+  it.scoped("the agent's last report is written with its outcome; a report of only the stored usage is not written", () =>
+    withLoop(({ claimSome, host, pass }) =>
+      Effect.gen(function*() {
+        const id = runId(20)
+        yield* host.offer(planFor(id, "print {\"type\":\"usage\",\"input_tokens\":5,\"output_tokens\":6}\nsay done"))
+        yield* claimSome
+        yield* pass(1_500)
+        const run = yield* host.run(id)
+        expect(run.snapshot.state).toBe("SUCCEEDED")
+        expect(run.reports.map((r) => r.request_usage)).toEqual([{ input_tokens: 5, output_tokens: 6, inference_cost: 0, compute_cost: 0 }])
+        // Written with the outcome: after the three events of the start and the outcome's.
+        expect(run.reportedAfter).toEqual([4])
+      })))
+
+  it.scoped("with pull requests to publish, the last report is written before them (a failure or a cancel there cannot lose it)", () =>
+    withLoop(({ claimSome, host, pass }) =>
+      Effect.gen(function*() {
+        const id = runId(21)
+        const pull_request = { draft: false, branch: "agent/x", api_url: "http://127.0.0.1:1", token: Redacted.make("t") }
+        yield* host.offer(planFor(id, "print {\"type\":\"usage\",\"input_tokens\":5,\"output_tokens\":6}\nsay done", { pull_request }))
+        yield* claimSome
+        yield* pass(1_500)
+        const run = yield* host.run(id)
+        expect(run.snapshot.state).toBe("SUCCEEDED")
+        expect(run.reports.map((r) => r.request_usage.input_tokens)).toEqual([5])
+        expect(run.reportedAfter).toEqual([3])
       })))
 
   it.scoped("a plan that cannot run fails its setup with the reason; no sandbox is made", () =>

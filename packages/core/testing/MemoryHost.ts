@@ -24,6 +24,8 @@ export interface MemoryRun {
   snapshot: RunSnapshot
   readonly events: Array<ExecutionEvent>
   readonly reports: Array<Report>
+  /** For each report, how many events were recorded before it (a report written with events counts them). */
+  readonly reportedAfter: Array<number>
   readonly inbox: Array<string>
   readonly transcript: Array<number>
   readonly parts: Array<ConversationPart>
@@ -130,10 +132,17 @@ export const memoryHost = (leaseMs: number) =>
           }
           run.snapshot = next
           run.events.push(...events)
-          if (report !== undefined) run.reports.push(report)
+          if (report !== undefined) {
+            run.reports.push(report)
+            run.reportedAfter.push(run.events.length)
+          }
           return { state: next.state, sandbox_retained: next.sandbox_retained }
         }),
-      report: (runId, executionId, report) => Effect.map(held(runId, executionId), (run) => void run.reports.push(report)),
+      report: (runId, executionId, report) =>
+        Effect.map(held(runId, executionId), (run) => {
+          run.reports.push(report)
+          run.reportedAfter.push(run.events.length)
+        }),
       followups: (runId, executionId) => Effect.map(held(runId, executionId), (run) => run.inbox.splice(0)),
       output: (runId) => {
         const run = () => runs.get(runId)!
@@ -170,6 +179,7 @@ export const memoryHost = (leaseMs: number) =>
             snapshot: snapshot.right.run,
             events: [],
             reports: [],
+            reportedAfter: [],
             inbox: [],
             transcript: [],
             parts: [],

@@ -33,6 +33,8 @@ export interface LaunchInput {
   readonly env: Readonly<Record<string, string>>
   /** The follow-ups it starts with. */
   readonly followups: ReadonlyArray<string>
+  /** Takes the follow-ups waiting now (an agent CLI asks when a turn ends). */
+  readonly takeFollowups: Effect.Effect<ReadonlyArray<string>>
 }
 
 /** How one plan's agent is run. */
@@ -41,8 +43,8 @@ export interface AgentLaunch {
   readonly start: (input: LaunchInput) => Effect.Effect<AgentProcess, ExecutorError, Scope.Scope>
   /** Reads the agent's output lines; undefined: our protocol's. */
   readonly parse: LineParser | undefined
-  /** Keeps what a continuation resumes from; a failure only costs it the resume. */
-  readonly keep: (plan: ExecutionPlan, sandbox: Sandbox) => Effect.Effect<void>
+  /** Keeps what a continuation resumes from, for a harness that has such state; a failure only costs it the resume. */
+  readonly keep: Option.Option<(plan: ExecutionPlan, sandbox: Sandbox) => Effect.Effect<void>>
   /** How the run ends, from what the agent reported and its exit code. */
   readonly outcome: (state: ExecutionState, exitCode: number) => AgentOutcome
 }
@@ -52,7 +54,7 @@ type CliAgentPlan = Exclude<PlannedAgent, { readonly type: "oz" }>
 
 /** What the launches need of their host. */
 export interface LaunchSettings {
-  readonly host: Pick<ExecutionHostService, "agentState" | "saveAgentState" | "followups">
+  readonly host: Pick<ExecutionHostService, "agentState" | "saveAgentState">
   /** The `oz` agent's argv for a plan's harness command (null: the host's default). */
   readonly harnessCommand: (harness: string | null) => ReadonlyArray<string>
   /** The API's base URL, for the `oz` agent's start message. */
@@ -72,7 +74,7 @@ export const make = (settings: LaunchSettings) => {
         )
       ),
     parse: undefined,
-    keep: () => Effect.void,
+    keep: Option.none(),
     outcome: outcomeOf
   }
 
@@ -87,7 +89,7 @@ export const make = (settings: LaunchSettings) => {
     })
 
   const cliLaunch = (cli: AgentHarness, agent: CliAgentPlan): AgentLaunch => ({
-    start: ({ env, followups, plan, sandbox, state }) =>
+    start: ({ env, followups, plan, sandbox, state, takeFollowups }) =>
       Effect.flatMap(resumeOf(plan, cli), (resume) =>
         CliAgent.start({
           sandbox,
@@ -107,17 +109,17 @@ export const make = (settings: LaunchSettings) => {
           resume,
           session: () => state.session?.session_id ?? null,
           env,
-          takeFollowups: host.followups(plan.run_id, plan.execution_id).pipe(Effect.orElseSucceed(() => []))
+          takeFollowups
         })),
     parse: eventLines(cli.decoder()),
-    keep: (plan, sandbox) =>
+    keep: Option.some((plan, sandbox) =>
       CliAgent.archiveState(sandbox, cli).pipe(
         Effect.flatMap(Option.match({
           onNone: () => Effect.void,
           onSome: (state) => host.saveAgentState(plan.run_id, plan.execution_id, state)
         })),
         Effect.catchAll((e) => Effect.logWarning("execution: the agent's session files could not be kept", e))
-      ),
+      )),
     outcome: (state, exitCode) => CliAgent.outcomeOf(cli.type, state, exitCode)
   })
 

@@ -45,8 +45,8 @@ import { DispatcherConfig } from "./Settings.js"
 interface Running {
   readonly plan: ExecutionPlan
   readonly holding: AgentSession.Holding
-  /** Records events of the run, retried while storage fails. */
-  readonly record: (...events: ReadonlyArray<ExecutionEvent>) => Effect.Effect<Recorded, Lost | StorageError>
+  /** Records events of the run (with the agent's last report when given), retried while storage fails. */
+  readonly record: (events: ReadonlyArray<ExecutionEvent>, report?: Report) => Effect.Effect<Recorded, Lost | StorageError>
   /** Recorded with the first event of the agent's own (or the setup's failure): the setup's start when there is no environment. */
   readonly firstEvents: ReadonlyArray<ExecutionEvent>
 }
@@ -106,14 +106,14 @@ export const make = Effect.gen(function*() {
       const error = prepared.left
       if (error._tag === "ExecutorError") {
         yield* Effect.logError(`execution: the executor failed for run ${plan.run_id}: ${error.message}`)
-        yield* record({ _tag: "Error", error_code: "internal_error", message: `the executor failed: ${error.message}` })
+        yield* record([{ _tag: "Error", error_code: "internal_error", message: `the executor failed: ${error.message}` }])
         return Option.none<Sandbox>()
       }
-      const failed = yield* record(...firstEvents, {
+      const failed = yield* record([...firstEvents, {
         _tag: "EnvironmentSetupFailed",
         message: error.message,
         ...(plan.retention_ms > 0 ? { retention_ms: plan.retention_ms } : {})
-      }).pipe(Effect.tapError(() => error.sandbox.release))
+      }]).pipe(Effect.tapError(() => error.sandbox.release))
       yield* failed.sandbox_retained ? host.retain(plan.run_id, error.sandbox) : error.sandbox.release
       return Option.none<Sandbox>()
     })
@@ -122,7 +122,8 @@ export const make = Effect.gen(function*() {
   const startAgent = (running: Running, launch: AgentLaunch.AgentLaunch, sandbox: Sandbox) =>
     Effect.gen(function*() {
       const { plan, record } = running
-      const waiting = yield* host.followups(plan.run_id, plan.execution_id).pipe(Effect.orElseSucceed(() => []))
+      const takeFollowups = host.followups(plan.run_id, plan.execution_id).pipe(Effect.orElseSucceed(() => []))
+      const waiting = yield* takeFollowups
       // A run created to continue a saved conversation (its first execution, with history): its
       // prompt is the conversation's new message, handed over as a continuation's follow-up is.
       const continuesConversation = plan.says_prompt && plan.start.history.length > 0
@@ -133,15 +134,15 @@ export const make = Effect.gen(function*() {
       if (plan.says_prompt && !continuesConversation) addUserMessage(state, plan.start.prompt, startedAt)
       for (const message of followups) addUserMessage(state, message, startedAt)
       const env = { ...plan.agent_env, ...session.agentEnv(plan.run_id, plan.execution_id, plan.run_token) }
-      const agent = yield* launch.start({ plan, sandbox, state, env, followups }).pipe(
+      const agent = yield* launch.start({ plan, sandbox, state, env, followups, takeFollowups }).pipe(
         Effect.catchTag("ExecutorError", (error) =>
-          record({ _tag: "Error", error_code: "internal_error", message: `the agent could not start: ${error.message}` }).pipe(
+          record([{ _tag: "Error", error_code: "internal_error", message: `the agent could not start: ${error.message}` }]).pipe(
             Effect.zipRight(Effect.fail(new Lost()))
           ))
       )
       // The agent works while its start is recorded; if the run moved on meanwhile (a cancel), the
       // execution ends and its scope stops the agent.
-      yield* record(...running.firstEvents, { _tag: "EnvironmentSetupSucceeded" }, { _tag: "Start" })
+      yield* record([...running.firstEvents, { _tag: "EnvironmentSetupSucceeded" }, { _tag: "Start" }])
       return { agent, state }
     })
 
@@ -168,6 +169,15 @@ export const make = Effect.gen(function*() {
       Effect.forkScoped
     )
   }
+
+  /** Writes the agent's last report now, when there is one; nothing is left to carry. */
+  const sendNow = ({ holding, plan }: Running, report: Report | undefined) =>
+    report === undefined
+      ? Effect.succeed(undefined)
+      : session.persistently(host.report(plan.run_id, plan.execution_id, report), holding).pipe(
+        Effect.catchTag("Lost", () => Effect.void),
+        Effect.as(undefined)
+      )
 
   /**
    * A successful end once its pull requests are published (PullRequests.ts): FAILED
@@ -220,37 +230,41 @@ export const make = Effect.gen(function*() {
       yield* Fiber.interrupt(watching)
       yield* Fiber.interrupt(flushing)
       endUserMessages(state, yield* Clock.currentTimeMillis)
-      const report = yield* session.flushLast(out, holding)
+      const unsent = yield* session.flushLast(out, holding)
       if (yield* Ref.get(stopped)) return Option.none<Ended>()
-      // What a continuation resumes from, kept before the run is seen ended.
-      yield* launch.keep(plan, sandbox)
       const told = launch.outcome(state, exitCode)
-      const outcome = told._tag === "Succeeded" && plan.pull_request !== null ? yield* withPullRequests(running, sandbox, told) : told
-      return Option.some<Ended>({ outcome, report })
+      const publishes = told._tag === "Succeeded" && plan.pull_request !== null
+      // The last report rides on the outcome's write, unless something that takes time (and may
+      // fail, or see the run cancelled) comes first: then it is written now, as the output was.
+      const carried = Option.isNone(launch.keep) && !publishes ? unsent : yield* sendNow(running, unsent)
+      // What a continuation resumes from, kept before the run is seen ended.
+      if (Option.isSome(launch.keep)) yield* launch.keep.value(plan, sandbox)
+      const outcome = publishes ? yield* withPullRequests(running, sandbox, told) : told
+      return Option.some<Ended>({ outcome, report: carried })
     })
 
   /** Runs the plan's agent in a sandbox, from the setup to its outcome recorded. */
   const run = (plan: ExecutionPlan) =>
     Effect.gen(function*() {
       const holding: AgentSession.Holding = { lost: false }
-      const record = (...events: ReadonlyArray<ExecutionEvent>) =>
-        session.persistently(host.record(plan.run_id, plan.execution_id, events), holding)
+      const record = (events: ReadonlyArray<ExecutionEvent>, report?: Report) =>
+        session.persistently(host.record(plan.run_id, plan.execution_id, events, report), holding)
       const running: Running = { plan, holding, record, firstEvents: plan.has_environment ? [] : SETUP_STARTED }
       const lost = yield* keepLease(plan)
-      if (plan.has_environment) yield* record(...SETUP_STARTED)
+      if (plan.has_environment) yield* record(SETUP_STARTED)
       if (plan.failure !== null) {
-        return yield* record(...running.firstEvents, { _tag: "EnvironmentSetupFailed", message: plan.failure })
+        return yield* record([...running.firstEvents, { _tag: "EnvironmentSetupFailed", message: plan.failure }])
       }
       const launch = launches.of(plan)
       if ("unconfigured" in launch) {
-        return yield* record(...running.firstEvents, { _tag: "Fail", error_code: "integration_not_configured", message: launch.unconfigured })
+        return yield* record([...running.firstEvents, { _tag: "Fail", error_code: "integration_not_configured", message: launch.unconfigured }])
       }
       const sandbox = yield* sandboxOf(running)
       if (Option.isNone(sandbox)) return
       const ended = yield* outcomeOf(running, launch, sandbox.value, lost)
       if (Option.isNone(ended)) return
       const { outcome, report } = ended.value
-      yield* session.persistently(host.record(plan.run_id, plan.execution_id, [outcomeEvent(outcome)], report), holding)
+      yield* record([outcomeEvent(outcome)], report)
     })
 
   /** Runs one claimed plan to its end; whatever fails is logged and ends the run ERROR. */
