@@ -202,7 +202,8 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
 
     /**
      * What a claimed run's execution needs from storage (read failures: left out, as before a
-     * retry). Its environment and shapers first; the rest are read side by side.
+     * retry). Its environment and shapers first; then what storage holds, side by side; then the
+     * team's Git host.
      */
     const gather = (run: StoredRun, executionId: ExecutionId, host: Shaper | undefined): Effect.Effect<ClaimedRun, StorageError> =>
       Effect.gen(function*() {
@@ -220,14 +221,16 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
           attachments: attachmentsOf(item),
           history: historyFor(item),
           run_token: tokens.issue({ run_id: runId, execution_id: executionId }),
-          transcript_bytes: blobs.size(transcriptKey(runId)),
-          github: githubOf(
-            run.team_uid,
-            item.agent_config.github_token === true || Option.exists(env, (e) => e.item.config.github_repos.length > 0)
-          )
+          transcript_bytes: blobs.size(transcriptKey(runId))
         }, { concurrency: "unbounded" })
+        // Last, once the rest is read: it may mint a token at the Git host.
+        const github = yield* githubOf(
+          run.team_uid,
+          item.agent_config.github_token === true || Option.exists(env, (e) => e.item.config.github_repos.length > 0)
+        )
         return {
           ...read,
+          github,
           run: item,
           team_uid: run.team_uid,
           execution_id: executionId,
