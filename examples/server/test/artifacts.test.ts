@@ -310,7 +310,10 @@ describe.each(["sqlite", "postgres"] as const)("artifacts and conversations (%s)
         expect(reply.body.error).toContain("conversation_id")
       }
     }
-    // A run id is not a conversation id.
-    expect((await api("GET", `/agent/conversations/${done.run_id}`, a.tokens.member)).status).toBe(404)
+    // A conversation carries the id of the run that started it; a run that continues it has an id of its own.
+    expect(conversationId).toBe(done.run_id)
+    const continued = await run(a.tokens.member, "@say again", { team: true, conversation_id: conversationId })
+    expect(continued.conversation_id).toBe(conversationId)
+    expect((await api("GET", `/agent/conversations/${continued.run_id}`, a.tokens.member)).status).toBe(404)
   })
 })
