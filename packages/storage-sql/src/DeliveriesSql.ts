@@ -56,14 +56,14 @@ export const trimRejected = (webhook: WebhookUid, keep: number) =>
   )
 
 /**
- * Takes a delivery identity for a webhook; false when it was already taken (a duplicate). The
+ * Takes delivery identities for a webhook in one statement; false when one of them was already
+ * taken (a duplicate: the caller's transaction is then rolled back, with what this took). An
  * identity lives as long as the delivery that took it stays in the log.
  */
-export const claimIdentity = (webhook: WebhookUid, identity: string, deliveryId: string) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<{ identity: string }>`INSERT INTO delivery_identities ${sql.insert({
-      webhook_uid: webhook,
-      identity,
-      delivery_id: deliveryId
-    })} ON CONFLICT DO NOTHING RETURNING identity`
-  ).pipe(Effect.map((rows) => rows.length === 1))
+export const claimIdentities = (webhook: WebhookUid, identities: ReadonlyArray<string>, deliveryId: string) => {
+  const distinct = [...new Set(identities)]
+  return Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ identity: string }>`INSERT INTO delivery_identities ${
+      sql.insert(distinct.map((identity) => ({ webhook_uid: webhook, identity, delivery_id: deliveryId })))
+    } ON CONFLICT DO NOTHING RETURNING identity`).pipe(Effect.map((rows) => rows.length === distinct.length))
+}

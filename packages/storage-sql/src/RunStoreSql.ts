@@ -71,7 +71,7 @@ import { Reader } from "./Reader.js"
 import { joinTransaction } from "./internal/JoinTransaction.js"
 import type { Statement } from "@effect/sql"
 import { Effect, Layer, Option, Schema, Stream } from "effect"
-import { claimIdentity, countDelivery, insertDelivery } from "./DeliveriesSql.js"
+import { claimIdentities, countDelivery, insertDelivery } from "./DeliveriesSql.js"
 import { bool, iso, json, JsonColumn as Json, millis, operation, visibleTo } from "./internal/Catalog.js"
 import { countByState as countStates, searchColumns, selectPage } from "./RunListSql.js"
 import * as Rows from "./Rows.js"
@@ -266,12 +266,10 @@ export const layer = Layer.effect(
           }
           case "Delivery": {
             yield* insertDelivery(key.webhook_uid, key.delivery)
-            const claimed = yield* claimIdentity(key.webhook_uid, key.identity, key.delivery.delivery_id)
+            // The delivery's identity and, when signed, the key of its signed content: both new, or a duplicate.
+            const identities = key.content_key === undefined ? [key.identity] : [key.identity, key.content_key]
+            const claimed = yield* claimIdentities(key.webhook_uid, identities, key.delivery.delivery_id)
             if (!claimed) return yield* new DuplicateKey({ key })
-            if (key.content_key !== undefined && key.content_key !== key.identity) {
-              const signed = yield* claimIdentity(key.webhook_uid, key.content_key, key.delivery.delivery_id)
-              if (!signed) return yield* new DuplicateKey({ key })
-            }
             yield* countDelivery(key.webhook_uid, key.delivery)
             return
           }
