@@ -276,13 +276,10 @@ export const layer = Layer.effect(
         }
       }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
 
-    /** The rows of runs being created, by table. */
-    type NewRunRows = Record<
-      "runs" | "run_metadata" | "run_ancestors" | "run_artifacts" | "timeline_events" | "run_shapers",
-      Array<Record<string, unknown>>
-    >
     /** The tables of a new run, parents first. */
     const NEW_RUN_TABLES = ["runs", "run_metadata", "run_ancestors", "run_artifacts", "timeline_events", "run_shapers"] as const
+    /** The rows of runs being created, by table. */
+    type NewRunRows = Record<(typeof NEW_RUN_TABLES)[number], Array<Record<string, unknown>>>
 
     const noRows = (): NewRunRows => ({
       runs: [],
@@ -327,9 +324,9 @@ export const layer = Layer.effect(
      */
     const insertRunRows = (rows: NewRunRows) => {
       const tables = NEW_RUN_TABLES.filter((table) => rows[table].length > 0)
+      if (tables.length === 0) return Effect.void
       const parameters = tables.reduce((n, table) => n + rows[table].length * Object.keys(rows[table][0]!).length, 0)
       const atOnce = sql.onDialectOrElse({ pg: () => parameters <= MAX_PARAMETERS, orElse: () => false })
-      if (tables.length === 0) return Effect.void
       if (!atOnce) return Effect.forEach(tables, (table) => insertAll(table, rows[table]), { discard: true })
       const inserts = tables.map((table) => sql`INSERT INTO ${sql(table)} ${sql.insert(rows[table])}`)
       const withs = inserts.slice(0, -1).map((insert, i) => sql`${sql.literal(`i${i}`)} AS (${insert})`)
@@ -390,13 +387,7 @@ export const layer = Layer.effect(
             candidates.forEach((i, n) => {
               const key = ticks[i]!.key
               if (!taken.has(tickId(key.schedule_id, key.scheduled_for))) return
-              const r = rows[n]!
-              written.runs.push(...r.runs)
-              written.run_metadata.push(...r.run_metadata)
-              written.run_ancestors.push(...r.run_ancestors)
-              written.run_artifacts.push(...r.run_artifacts)
-              written.timeline_events.push(...r.timeline_events)
-              written.run_shapers.push(...r.run_shapers)
+              for (const table of NEW_RUN_TABLES) written[table].push(...rows[n]![table])
             })
             yield* insertRunRows(written)
             // The runs holding the keys taken before (rare: a race between replicas, or a tick

@@ -66,19 +66,22 @@ export interface Output {
   } | undefined
 }
 
-/** The report of a held run's output, with its JSON, when it differs from the one last sent. */
-const unsentReport = (out: Output): { readonly report: Report; readonly json: string } | undefined => {
-  const reports = out.reports
-  if (reports === undefined) return undefined
-  const { state } = out
+/** What an execution's state reports, on top of the run's usage before it. */
+const reportOf = (state: ExecutionState, usage: Report["request_usage"]): Report => {
   const session = state.session
-  const report: Report = {
+  return {
     ...(session === undefined ? {} : { session_id: session.session_id, session_link: session.session_link }),
-    request_usage: state.usage === undefined ? reports.usage : addUsage(reports.usage, state.usage),
+    request_usage: state.usage === undefined ? usage : addUsage(usage, state.usage),
     ...(state.status === undefined ? {} : { status: state.status })
   }
+}
+
+/** The report of a held run's output, with its JSON, when it differs from the one last sent. */
+const unsentReport = (out: Output): { readonly report: Report; readonly json: string } | undefined => {
+  if (out.reports === undefined) return undefined
+  const report = reportOf(out.state, out.reports.usage)
   const json = JSON.stringify(report)
-  return json === reports.written ? undefined : { report, json }
+  return json === out.reports.written ? undefined : { report, json }
 }
 
 /** A new output record for an execution's state. */
@@ -93,8 +96,8 @@ export const output = (
   size,
   writing: false,
   log: { seq: 1, inflight: undefined },
-  // The run has its usage so far stored already: a report of only that is not sent.
-  reports: reports === undefined ? undefined : { ...reports, written: JSON.stringify({ request_usage: reports.usage } satisfies Report) }
+  // What the state reports before the agent said anything is what the run has stored: not sent.
+  reports: reports === undefined ? undefined : { ...reports, written: JSON.stringify(reportOf(state, reports.usage)) }
 })
 
 export const make = (settings: DispatcherSettings, health: HealthService) => {
