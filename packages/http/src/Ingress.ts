@@ -15,16 +15,18 @@
  *   key. IPv4-mapped IPv6 addresses (`::ffff:1.2.3.4`) count as IPv4.
  * - A too-large body (413), or one refused before it was read (404, 429), is read and dropped up to
  *   1 MiB more before answering, within the core's body timeout, so that a sender still writing it
- *   sees the answer. Whenever the body was not read to its end (past that, or too slow) the answer
- *   carries `Connection: close`, so Node does not go on draining it at the sender's pace.
+ *   sees the answer (IngressBody.ts). Whenever the body was not read to its end (past that, or too
+ *   slow) the answer carries `Connection: close`, so Node does not go on draining it at the
+ *   sender's pace.
  * - A body that does not arrive within the core's body timeout is answered 408 (an
  *   `invalid_request` problem naming `body`) and the connection closed.
  */
 import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Ingress } from "@agent-runs/core"
-import { Context, Deferred, Duration, Effect, Layer, Option, Stream } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { BlockList, isIP } from "node:net"
 import * as Problems from "@agent-runs/api/Problems"
+import { type Consumption, readBody } from "./IngressBody.js"
 import { problemResponse } from "./ServerMiddleware.js"
 
 /** Where senders post. */
@@ -105,67 +107,6 @@ export const clientAddress = (
   return client
 }
 
-/** Whether the core started reading the body, and whether it was read to its end. */
-interface Consumption {
-  started: boolean
-  complete: boolean
-}
-
-/**
- * Runs `read` on a fiber of its own and waits for it. Interrupting the wait (the core's body
- * timeout) leaves the read running: interrupting a read destroys the request, and with it the
- * connection, before the answer could be written. The read ends when the connection closes after
- * the answer (`Connection: close`), or is interrupted `graceMs` after it started at the latest.
- */
-const detached = <A>(read: Effect.Effect<A>, graceMs: number): Effect.Effect<A> =>
-  Effect.gen(function*() {
-    const result = yield* Deferred.make<A>()
-    yield* read.pipe(
-      Effect.exit,
-      Effect.flatMap((exit) => Deferred.done(result, exit)),
-      Effect.timeout(Duration.millis(graceMs)),
-      Effect.ignore,
-      Effect.forkDaemon
-    )
-    return yield* Deferred.await(result)
-  })
-
-/** How long a read may go on past the body timeout before it is interrupted (and the connection with it). */
-const READ_GRACE_MS = 5_000
-
-/**
- * Reads a request body, keeping at most `limit` bytes; past the limit it reads on and drops up to
- * DRAIN_BYTES more, so that a sender still writing sees the 413 (the stream can be read once: a
- * reader that stops early resets the connection). The core's body timeout stops waiting for it.
- */
-const readBody = (request: HttpServerRequest.HttpServerRequest, consumed: Consumption, graceMs: number) =>
-(limit: number): Effect.Effect<Ingress.BodyRead> =>
-  Effect.suspend(() => {
-    consumed.started = true
-    return detached(request.stream.pipe(
-      Stream.runFoldWhile(
-        { chunks: [] as Array<Uint8Array>, size: 0 },
-        (acc) => acc.size <= limit + DRAIN_BYTES,
-        (acc, chunk) => {
-          if (acc.size + chunk.length <= limit) acc.chunks.push(chunk)
-          return { chunks: acc.chunks, size: acc.size + chunk.length }
-        }
-      ),
-      Effect.map((acc): Ingress.BodyRead => {
-        consumed.complete = acc.size <= limit + DRAIN_BYTES
-        if (acc.size > limit) return { _tag: "TooLarge", sizeBytes: acc.size }
-        const bytes = new Uint8Array(acc.size)
-        let at = 0
-        for (const chunk of acc.chunks) {
-          bytes.set(chunk, at)
-          at += chunk.length
-        }
-        return { _tag: "Complete", bytes }
-      }),
-      Effect.orDie
-    ), graceMs)
-  })
-
 const receive = (ingress: Ingress.Ingress, trusted: TrustedProxies["Type"]) => Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
   const { token, uid = "" } = yield* HttpRouter.params
@@ -175,41 +116,23 @@ const receive = (ingress: Ingress.Ingress, trusted: TrustedProxies["Type"]) => E
     trusted
   )
   const consumed: Consumption = { started: false, complete: false }
-  const timeoutMs = ingress.limits.bodyTimeoutMs
-  const graceMs = timeoutMs + READ_GRACE_MS
   const response = yield* ingress.receive({
     uid,
     token,
     headers: request.headers,
     client,
-    readBody: readBody(request, consumed, graceMs)
+    readBody: (limit, timeoutMs) => readBody(request, consumed, limit, timeoutMs)
   }).pipe(
     Effect.map((receipt) => HttpServerResponse.unsafeJson({ delivery_id: receipt.delivery_id }, { status: 202 })),
     Effect.catchAll((error) => Effect.succeed(error._tag === "BodyTimedOut" ? bodyTimedOut(error) : problemResponse(error)))
   )
   // Refused before its body was read (404, 429): the body is read and dropped (up to DRAIN_BYTES,
   // within the body timeout) so that the sender sees the answer.
-  if (!consumed.started) {
-    consumed.complete = yield* detached(drain(request), graceMs).pipe(
-      Effect.timeoutOption(Duration.millis(timeoutMs)),
-      Effect.map(Option.getOrElse(() => false))
-    )
-  }
+  if (!consumed.started) yield* readBody(request, consumed, 0, ingress.limits.bodyTimeoutMs)
   // A body left unread (cut off, timed out, or too slow to drain) is not drained at the sender's
   // pace by Node afterwards: the connection closes once the answer is sent.
   return consumed.complete ? response : HttpServerResponse.setHeader(response, "connection", "close")
 })
-
-/** How much of a refused body is read and dropped so that the sender sees the 413 (beyond it: reset). */
-export const DRAIN_BYTES = 1024 * 1024
-
-/** Reads and drops a body that was refused unread, up to DRAIN_BYTES; whether it was read to its end. */
-const drain = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<boolean> =>
-  request.stream.pipe(
-    Stream.runFoldWhile(0, (size) => size <= DRAIN_BYTES, (size, chunk) => size + chunk.length),
-    Effect.map((size) => size <= DRAIN_BYTES),
-    Effect.orElseSucceed(() => false)
-  )
 
 /** The 408 of a body that did not arrive in time: an `invalid_request` problem naming `body`. */
 const bodyTimedOut = (error: Ingress.BodyTimedOut) =>

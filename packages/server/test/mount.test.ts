@@ -123,6 +123,29 @@ describe("mount under a prefix in node:http", () => {
     expect(stripped.status).toBe(200)
     expect((await json(stripped)).runs.length).toBeGreaterThan(0)
   })
+
+  it("reads webhook deliveries' bodies through fetch: accepted, too large, refused unread", async () => {
+    const hook = await api().json<{ uid: string; secret: string }>(await api().call("POST", "/agent/webhooks", { name: "Fetched" }))
+    const deliver = (body: string, authorization = `Bearer ${hook.secret}`) =>
+      agents.fetch(new Request(`http://example.test/agents/webhooks/w/${hook.uid}`, {
+        method: "POST",
+        headers: { authorization, "content-type": "application/json" },
+        body
+      }))
+    const body = JSON.stringify({ ref: "main", padding: "x".repeat(100_000) })
+    const accepted = await deliver(body)
+    expect(accepted.status).toBe(202)
+    const deliveries = await api().json<{ deliveries: Array<{ outcome: string; size_bytes: number; payload?: { ref: string } }> }>(
+      await api().call("GET", `/agent/webhooks/${hook.uid}/deliveries`)
+    )
+    expect(deliveries.deliveries.map((d) => [d.outcome, d.size_bytes, d.payload?.ref])).toEqual([["ACCEPTED", body.length, "main"]])
+    const tooLarge = await deliver("x".repeat(600 * 1024))
+    expect(tooLarge.status).toBe(413)
+    expect(tooLarge.headers.get("connection")).toBe(null)
+    expect((await deliver("{}", "Bearer wrong")).status).toBe(401)
+    const unknown = await agents.fetch(new Request("http://example.test/agents/webhooks/w/0000000000000000000000", { method: "POST", body: "{}" }))
+    expect(unknown.status).toBe(404)
+  })
 })
 
 describe("standalone (Listen)", () => {

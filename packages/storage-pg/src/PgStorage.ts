@@ -3,7 +3,7 @@
  * several server replicas hear each other (PgWakeups.ts).
  */
 import { PgClient } from "@effect/sql-pg"
-import { type IdentityChanges, Migrations, Reader, StorageKey, StorageSql, type Wakeups } from "@agent-runs/storage-sql"
+import { type CacheChanges, Migrations, Reader, StorageKey, StorageSql, type Wakeups } from "@agent-runs/storage-sql"
 import type { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Reactivity from "@effect/experimental/Reactivity"
@@ -31,7 +31,7 @@ const over = <E>(
   secretKey: StorageKey.SecretKey,
   listener: () => Pg.Client
 ) => {
-  const wakeups: Layer.Layer<Wakeups.Wakeups | IdentityChanges.IdentityChanges, never, SqlClient.SqlClient> = PgWakeups.layer(
+  const wakeups: Layer.Layer<Wakeups.Wakeups | CacheChanges.CacheChanges, never, SqlClient.SqlClient> = PgWakeups.layer(
     listener
   )
   const support = Layer.mergeAll(

@@ -1,6 +1,6 @@
 /**
- * Wake-ups and identity changes on PostgreSQL (docs/execution.md, "How a run flows";
- * docs/reference/access.md, "Token cache"): `NOTIFY` through the pool, heard by every replica on
+ * Wake-ups and changes of what replicas cache on PostgreSQL (docs/execution.md, "How a run flows";
+ * docs/reference/access.md, "Token cache"; CacheChanges in storage-sql): `NOTIFY` through the pool, heard by every replica on
  * one `LISTEN` connection of its own, listening on both channels.
  *
  * Decisions:
@@ -12,7 +12,8 @@
  * - A lost connection (PostgreSQL restarted, the network, `pg_terminate_backend`) is noticed by
  *   its `error` or `end` event and opened again after `RETRY`; once it listens again, every
  *   subscriber of both channels gets one signal, since whatever was sent meanwhile went unheard
- *   (an identity change unheard would otherwise keep a revoked token in a cache until its TTL). Dispatchers also
+ *   (a change unheard would otherwise keep a revoked token or an old webhook secret in a cache until
+ *   its TTL). Dispatchers also
  *   poll, so the time without a connection only delays claims.
  * - The layer waits (up to `READY`) for the first `LISTEN`, so that what is created once it is
  *   built is heard.
@@ -20,7 +21,7 @@
  *   at commit (`pg.notify` sends `NOTIFY channel, $1`, which PostgreSQL refuses). The payload is
  *   not empty: empty payloads are easy to drop by mistake.
  */
-import { IdentityChanges, Wakeups } from "@agent-runs/storage-sql"
+import { CacheChanges, Wakeups } from "@agent-runs/storage-sql"
 import { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import { Context, Deferred, Duration, Effect, Layer, PubSub, Stream } from "effect"
@@ -29,8 +30,12 @@ import * as Pg from "pg"
 /** The channel every replica listens on for wake-ups. */
 export const WAKEUP_CHANNEL = "agent_runs_wakeup"
 
-/** The channel every replica listens on for identity changes. */
-export const IDENTITY_CHANNEL = "agent_runs_identity"
+/**
+ * The channel every replica listens on for changes of what it caches (identities, webhooks,
+ * automations). It keeps the name it had when it carried identity changes only, so that replicas
+ * of either version hear each other during a rolling upgrade.
+ */
+export const CHANGES_CHANNEL = "agent_runs_identity"
 
 /** The pause before a lost or refused `LISTEN` connection is opened again. */
 const RETRY = Duration.seconds(1)
@@ -49,7 +54,7 @@ export const layer = (connect: () => Pg.Client) =>
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const hub = yield* Effect.acquireRelease(PubSub.sliding<void>(16), PubSub.shutdown)
-      const identityHub = yield* Effect.acquireRelease(PubSub.sliding<void>(16), PubSub.shutdown)
+      const changesHub = yield* Effect.acquireRelease(PubSub.sliding<void>(16), PubSub.shutdown)
       const ready = yield* Deferred.make<void>()
 
       // Warned once per outage: while the connection cannot be opened again, each try says so at debug.
@@ -78,16 +83,16 @@ export const layer = (connect: () => Pg.Client) =>
         })
         client.on("notification", (message) => {
           if (message.channel === WAKEUP_CHANNEL) hub.unsafeOffer(undefined)
-          else if (message.channel === IDENTITY_CHANNEL) identityHub.unsafeOffer(undefined)
+          else if (message.channel === CHANGES_CHANNEL) changesHub.unsafeOffer(undefined)
         })
         yield* Effect.tryPromise({
           try: () =>
-            client.query(`LISTEN ${Pg.escapeIdentifier(WAKEUP_CHANNEL)}; LISTEN ${Pg.escapeIdentifier(IDENTITY_CHANNEL)}`),
+            client.query(`LISTEN ${Pg.escapeIdentifier(WAKEUP_CHANNEL)}; LISTEN ${Pg.escapeIdentifier(CHANGES_CHANNEL)}`),
           catch: (e) => lost(e, "LISTEN failed")
         })
         // Notifications sent while no connection listened were not heard: look once, forget once.
         hub.unsafeOffer(undefined)
-        identityHub.unsafeOffer(undefined)
+        changesHub.unsafeOffer(undefined)
         if (warned) yield* Effect.logInfo("wake-ups: listening again")
         warned = false
         yield* Deferred.succeed(ready, undefined)
@@ -109,9 +114,9 @@ export const layer = (connect: () => Pg.Client) =>
       return Context.make(Wakeups.Wakeups, {
         notify: Effect.asVoid(sql`SELECT pg_notify(${WAKEUP_CHANNEL}, 'run')`),
         signals: Stream.fromPubSub(hub)
-      }).pipe(Context.add(IdentityChanges.IdentityChanges, {
-        publish: Effect.asVoid(sql`SELECT pg_notify(${IDENTITY_CHANNEL}, 'identity')`),
-        signals: Stream.fromPubSub(identityHub)
+      }).pipe(Context.add(CacheChanges.CacheChanges, {
+        publish: Effect.asVoid(sql`SELECT pg_notify(${CHANGES_CHANNEL}, 'changed')`),
+        signals: Stream.fromPubSub(changesHub)
       }))
     })
   )

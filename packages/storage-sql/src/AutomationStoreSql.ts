@@ -2,6 +2,10 @@
  * AutomationStore over SqlClient: one row per automation (agent configuration and trigger as the
  * JSON the core Schemas encode), and one `automation_webhooks` row per webhook its trigger
  * selects, so that finding the automations of a delivery's webhook is an index lookup.
+ *
+ * `forWebhook` answers from a bounded in-memory cache (ReadCache.ts) while its entry is fresh (an
+ * empty answer too: the ingress asks only for live webhooks); an automation's creation, update or
+ * removal empties it, here at once and on every replica (CachedReads.ts).
  */
 import * as TrustedCodec from "@agent-runs/core/domain/TrustedCodec"
 import { Automation } from "@agent-runs/core/domain/Automation"
@@ -12,6 +16,8 @@ import type { StoredAutomation } from "@agent-runs/core/ports/AutomationStore"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option, Schema } from "effect"
 import { bool, decodeRows, iso, json, JsonColumn, millis, operation } from "./internal/Catalog.js"
+import { cachedRead, invalidation } from "./CachedReads.js"
+import * as ReadCache from "./ReadCache.js"
 import * as Rows from "./Rows.js"
 import { Role } from "@agent-runs/core/domain/Identity"
 
@@ -54,11 +60,14 @@ const fromRow = (row: typeof AutomationRow.Type) =>
 const decodeAutomations = (rows: ReadonlyArray<unknown>) =>
   Effect.flatMap(decodeRows(AutomationRow)(rows), Effect.forEach(fromRow))
 
-/** AutomationStore, needing `SqlClient`. */
-export const layer = Layer.effect(
+/** AutomationStore, needing `SqlClient` and `CacheChanges` (and `ReadCacheConfig` when not the default). */
+export const layer = Layer.scoped(
   AutomationStore,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const settings = Option.getOrElse(yield* Effect.serviceOption(ReadCache.ReadCacheConfig), () => ReadCache.DEFAULT_READ_CACHE)
+    const cache = ReadCache.make<ReadonlyArray<StoredAutomation>>(settings)
+    const { changing } = yield* invalidation([cache])
 
     /** Every column but the id, from the core Schema's encoding of the item. */
     const columns = (a: StoredAutomation) =>
@@ -93,6 +102,7 @@ export const layer = Layer.effect(
         yield* linkWebhooks(automation)
       },
       sql.withTransaction,
+      changing,
       operation("AutomationStore.create")
     )
 
@@ -123,6 +133,7 @@ export const layer = Layer.effect(
         yield* linkWebhooks(automation)
       },
       sql.withTransaction,
+      changing,
       operation("AutomationStore.update")
     )
 
@@ -131,10 +142,11 @@ export const layer = Layer.effect(
         const rows = yield* sql`DELETE FROM automations WHERE id = ${id} RETURNING id`
         return rows.length > 0
       },
+      changing,
       operation("AutomationStore.remove")
     )
 
-    const forWebhook = Effect.fn("AutomationStore.forWebhook")(
+    const readForWebhook = Effect.fn("AutomationStore.forWebhook")(
       function* (webhook: WebhookUid) {
         return yield* sql`SELECT a.* FROM automation_webhooks w JOIN automations a ON a.id = w.automation_id
           WHERE w.webhook_uid = ${webhook} AND a.enabled = ${bool(sql, true)}
@@ -142,6 +154,9 @@ export const layer = Layer.effect(
       },
       operation("AutomationStore.forWebhook")
     )
+
+    const forWebhook = (webhook: WebhookUid) =>
+      Effect.map(cachedRead(cache, webhook, Effect.asSome(readForWebhook(webhook))), Option.getOrElse(() => []))
 
     return AutomationStore.of({ create, get, list, update, remove, forWebhook })
   })

@@ -4,9 +4,9 @@
  * null; revoking sets it at once and keeps the record. Deleting a principal keeps its row (its
  * name) with `deleted_at`, removes its memberships and revokes its tokens in one transaction.
  *
- * `findToken` answers from a bounded in-memory cache (TokenCache.ts) while its entry is fresh;
+ * `findToken` answers from a bounded in-memory cache (ReadCache.ts) while its entry is fresh;
  * every write that can change what a token grants (revoking, deleting or changing a principal,
- * a membership) empties it, here at once and on every other replica through `IdentityChanges`.
+ * a membership) empties it, here at once and on every other replica through `CacheChanges`.
  */
 import * as TrustedCodec from "@agent-runs/core/domain/TrustedCodec"
 import type { PrincipalUid, TeamUid, TokenId } from "@agent-runs/core/domain/Ids"
@@ -14,11 +14,11 @@ import { GitHubConnection } from "@agent-runs/core/domain/GitHub"
 import { Principal, type Role, Team, TokenRecord } from "@agent-runs/core/domain/Identity"
 import { IdentityStore, type PrincipalChanges, type PrincipalPage } from "@agent-runs/core/ports/IdentityStore"
 import { SqlClient } from "@effect/sql"
-import { Clock, DateTime, Effect, Layer, Option, Schema, Stream } from "effect"
-import { IdentityChanges } from "./IdentityChanges.js"
+import { DateTime, Effect, Layer, Option, Schema } from "effect"
+import { cachedRead, invalidation } from "./CachedReads.js"
 import { bool, Count, decodeRows, iso, json, JsonColumn, millis, operation, traced } from "./internal/Catalog.js"
 import * as Rows from "./Rows.js"
-import * as TokenCache from "./TokenCache.js"
+import * as ReadCache from "./ReadCache.js"
 
 /** What `findToken` finds. */
 type FoundToken = { readonly token: TokenRecord; readonly principal: Principal }
@@ -95,53 +95,19 @@ const toToken = (row: typeof TokenRow.Type) =>
     max_role: row.max_role
   })
 
-/** IdentityStore, needing `SqlClient` and `IdentityChanges` (and `TokenCacheConfig` when not the default). */
+/** IdentityStore, needing `SqlClient` and `CacheChanges` (and `ReadCacheConfig` when not the default). */
 export const layer = Layer.scoped(
   IdentityStore,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const changes = yield* IdentityChanges
-    const settings = Option.getOrElse(yield* Effect.serviceOption(TokenCache.TokenCacheConfig), () => TokenCache.DEFAULT_TOKEN_CACHE)
-    const cache = TokenCache.make<FoundToken>(settings)
+    const settings = Option.getOrElse(yield* Effect.serviceOption(ReadCache.ReadCacheConfig), () => ReadCache.DEFAULT_READ_CACHE)
+    const cache = ReadCache.make<FoundToken>(settings)
     // Principals (with their memberships) and teams by uid, as `Runs` reads them on every create
     // and list: kept and emptied exactly as the tokens are.
-    const principals = TokenCache.make<Principal>(settings)
-    const teams = TokenCache.make<Team>(settings)
-    const caches: ReadonlyArray<Pick<TokenCache.TokenCache<unknown>, "invalidate" | "hold">> = [cache, principals, teams]
-    const invalidate = () => caches.forEach((c) => c.invalidate())
-    // Another replica's change (or changes that may have gone unheard): nothing cached holds.
-    yield* changes.signals.pipe(Stream.runForEach(() => Effect.sync(invalidate)), Effect.forkScoped)
-
-    /**
-     * `write`, after which what a token grants, a principal or a team may differ: the caches are
-     * emptied before (and held, TokenCache.ts: the write's transaction may commit later) and after
-     * it, and every replica is told.
-     */
-    const changing = <A, E, R>(write: Effect.Effect<A, E, R>) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => caches.forEach((c) => c.hold(now)))).pipe(
-        Effect.zipRight(write),
-        Effect.tap(() => changes.publish),
-        Effect.ensuring(Effect.sync(invalidate))
-      )
-
-    /**
-     * `read` of `key` answered from `from` while its entry is fresh (no read, no span); what it
-     * finds is kept under the id `idOf` gives it (TokenCache.ts).
-     */
-    const cachedRead = <A, E, R>(
-      from: TokenCache.TokenCache<A>,
-      key: string,
-      read: Effect.Effect<Option.Option<A>, E, R>,
-      idOf: (found: A) => string = () => key
-    ) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
-        const cached = from.get(key, now)
-        if (cached !== undefined) return Effect.succeed(Option.some(cached))
-        const generation = from.generation()
-        return Effect.tap(read, (found) => {
-          if (Option.isSome(found)) from.put(key, idOf(found.value), found.value, generation, now)
-        })
-      })
+    const principals = ReadCache.make<Principal>(settings)
+    const teams = ReadCache.make<Team>(settings)
+    // A write after which what a token grants, a principal or a team may differ.
+    const { changing } = yield* invalidation([cache, principals, teams])
 
     const teamColumns = (team: Team) => ({
       name: team.name,

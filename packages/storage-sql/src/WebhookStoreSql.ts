@@ -10,6 +10,9 @@
  * `LogRetention` does not keep, and with it the de-duplication identities those held (ON DELETE
  * CASCADE). Each logged delivery is counted per outcome (`delivery_counts`), in the transaction
  * that logs it; a rejected one may trim the webhook's rejected entries in that transaction too.
+ *
+ * `forDelivery` answers from a bounded in-memory cache (ReadCache.ts) while its entry is fresh; a
+ * webhook's creation or update empties it, here at once and on every replica (CachedReads.ts).
  */
 import * as TrustedCodec from "@agent-runs/core/domain/TrustedCodec"
 import type { DeliveryId, WebhookUid } from "@agent-runs/core/domain/Ids"
@@ -22,9 +25,11 @@ import type { DeliveryOutcome } from "@agent-runs/core/domain/Webhook"
 import { WebhookStatus } from "@agent-runs/core/domain/WebhookStateMachine"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option, Schema } from "effect"
+import { cachedRead, invalidation } from "./CachedReads.js"
 import * as Crypto from "./Crypto.js"
 import { countDelivery, insertDelivery, REJECTED_OUTCOMES, trimRejected } from "./DeliveriesSql.js"
 import { bool, Bytes, decodeRows, iso, JsonColumn, millis, operation } from "./internal/Catalog.js"
+import * as ReadCache from "./ReadCache.js"
 import * as Rows from "./Rows.js"
 import { StorageKey } from "./StorageKey.js"
 
@@ -82,12 +87,15 @@ const toDelivery = (row: typeof DeliveryRow.Type) =>
 const decodeDeliveries = (rows: ReadonlyArray<unknown>) =>
   Effect.flatMap(decodeRows(DeliveryRow)(rows), Effect.forEach(toDelivery))
 
-/** WebhookStore, needing `SqlClient` and `StorageKey`. */
-export const layer = Layer.effect(
+/** WebhookStore, needing `SqlClient`, `StorageKey` and `CacheChanges` (and `ReadCacheConfig` when not the default). */
+export const layer = Layer.scoped(
   WebhookStore,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const { key } = yield* StorageKey
+    const settings = Option.getOrElse(yield* Effect.serviceOption(ReadCache.ReadCacheConfig), () => ReadCache.DEFAULT_READ_CACHE)
+    const cache = ReadCache.make<StoredWebhook>(settings)
+    const { changing } = yield* invalidation([cache])
 
     /** The stored webhook of a row, its item decoded with the core Schema and its secret opened. */
     const fromRow = (row: typeof WebhookRow.Type) =>
@@ -146,6 +154,7 @@ export const layer = Layer.effect(
         const row = yield* columns(webhook)
         yield* sql`INSERT INTO webhooks ${sql.insert({ uid: webhook.item.uid, ...row })}`
       },
+      changing,
       operation("WebhookStore.create")
     )
 
@@ -158,6 +167,7 @@ export const layer = Layer.effect(
       },
       operation("WebhookStore.get")
     )
+    const forDelivery = (uid: WebhookUid) => cachedRead(cache, uid, get(uid))
 
     const list = Effect.fn("WebhookStore.list")(
       function* (team: TeamUid) {
@@ -175,6 +185,7 @@ export const layer = Layer.effect(
           RETURNING uid`
         if (updated.length === 0) return yield* new StaleWrite({ what: `webhook ${next.item.uid}` })
       },
+      changing,
       operation("WebhookStore.update")
     )
 
@@ -262,6 +273,6 @@ export const layer = Layer.effect(
       operation("WebhookStore.prune")
     )
 
-    return WebhookStore.of({ create, get, list, update, logDelivery, deliveryCounts, deliveries, delivery, prune })
+    return WebhookStore.of({ create, get, forDelivery, list, update, logDelivery, deliveryCounts, deliveries, delivery, prune })
   })
 )

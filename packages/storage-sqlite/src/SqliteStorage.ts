@@ -9,7 +9,7 @@
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { SqlClient } from "@effect/sql"
 import { Directories } from "@agent-runs/node-fs"
-import { IdentityChanges, Migrations, Reader, StorageKey, StorageSql, Wakeups } from "@agent-runs/storage-sql"
+import { CacheChanges, Migrations, Reader, StorageKey, StorageSql, Wakeups } from "@agent-runs/storage-sql"
 import { Effect, Layer, PubSub, Stream } from "effect"
 import { dirname } from "node:path"
 import * as ReadConnection from "./ReadConnection.js"
@@ -37,7 +37,7 @@ const wakeups = Layer.scoped(
  * Identity changes: this process's own writes empty its token cache themselves, and no other
  * process serves the same file (docs/storage.md), so there is nothing to tell or hear.
  */
-const identityChanges = Layer.succeed(IdentityChanges.IdentityChanges, { publish: Effect.void, signals: Stream.never })
+const identityChanges = Layer.succeed(CacheChanges.CacheChanges, { publish: Effect.void, signals: Stream.never })
 
 /** Connection settings every session needs, then the migrations. */
 const prepare = Layer.effectDiscard(

@@ -29,6 +29,9 @@ export class AutomationStore extends Context.Tag("@agent-runs/core/AutomationSto
   readonly update: (automation: StoredAutomation) => Effect.Effect<void, StorageError>
   /** Deletes an automation; false when there was none. */
   readonly remove: (id: AutomationId) => Effect.Effect<boolean, StorageError>
-  /** The enabled automations whose trigger selects this webhook. */
+  /**
+   * The enabled automations whose trigger selects this webhook. A store may answer from a cache of
+   * what it read at most a few seconds ago, emptied on every replica at each change of an automation.
+   */
   readonly forWebhook: (webhook: WebhookUid) => Effect.Effect<ReadonlyArray<StoredAutomation>, StorageError>
 }>() {}

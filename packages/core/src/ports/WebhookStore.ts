@@ -49,6 +49,12 @@ export class WebhookStore extends Context.Tag("@agent-runs/core/WebhookStore")<W
   readonly create: (webhook: StoredWebhook) => Effect.Effect<void, StorageError>
   /** Reads a webhook that is not deleted, with its secret. */
   readonly get: (uid: WebhookUid) => Effect.Effect<Option.Option<StoredWebhook>, StorageError>
+  /**
+   * `get` for a delivery to the webhook: a store may answer from a cache of what it read at most
+   * a few seconds ago, emptied on every replica at each change of a webhook (never for reads that
+   * lead to a write).
+   */
+  readonly forDelivery: (uid: WebhookUid) => Effect.Effect<Option.Option<StoredWebhook>, StorageError>
   /** A team's webhooks that are not deleted, by name. */
   readonly list: (team: TeamUid) => Effect.Effect<ReadonlyArray<StoredWebhook>, StorageError>
   /** Replaces a webhook (state, secret, fields) if its secret version is still `expectedSecretVersion`. */

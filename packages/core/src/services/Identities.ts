@@ -5,7 +5,7 @@
  *
  * Decisions:
  * - Every request looks its token up in the store, which answers from its token cache (storage's
- *   TokenCache.ts, docs/reference/access.md "Token cache"): a revocation, a disabled principal or
+ *   ReadCache.ts, docs/reference/access.md "Token cache"): a revocation, a disabled principal or
  *   a changed membership empties it, so it takes effect on the next request; the expiry is
  *   checked here on every request. A token without the `ar_` prefix is a 401 without a lookup. What the token stands for is decided by `TokenAccess.tokenViewer` (the
  *   TEAM header, the token's limits, expiry and the principal's state).

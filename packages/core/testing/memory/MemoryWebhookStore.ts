@@ -180,5 +180,5 @@ export const makeMemoryWebhookStore = (state: MemoryState, sealer: Sealer): Cont
       return removeDeliveries(state, webhook, removed)
     })
 
-  return WebhookStore.of({ create, get, list, update, logDelivery, deliveryCounts, deliveries, delivery, prune })
+  return WebhookStore.of({ create, get, forDelivery: get, list, update, logDelivery, deliveryCounts, deliveries, delivery, prune })
 }

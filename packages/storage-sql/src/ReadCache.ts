@@ -1,7 +1,8 @@
 /**
- * The authenticated tokens a replica has looked up recently, by their hash: a bounded map kept
- * in memory so that a request does not read the token, its principal and memberships again
- * (docs/reference/access.md, "Token cache").
+ * What a replica has read recently of rows that requests read far more often than anyone changes
+ * them: authenticated tokens by their hash, principals, teams (docs/reference/access.md, "Token
+ * cache"), webhooks and the automations of a webhook (docs/webhooks.md). A bounded map kept in
+ * memory, so that a request does not read them again; CachedReads.ts wires it to the changes.
  *
  * Decisions:
  * - An entry lives at most `ttlMs` (5 s by default): the backstop when a change's notification
@@ -13,24 +14,25 @@
  *   the store's write returns; on PostgreSQL a lookup meanwhile reads, on another connection, what
  *   was true before. So a change `hold`s the cache: nothing is stored for a TTL after it (lookups
  *   read the database, as without a cache), by which time the change has committed.
- * - At most `maxEntries` entries; when full, the oldest entry is dropped. Unknown tokens are never
- *   cached: each is a miss (a read), as without the cache.
+ * - At most `maxEntries` entries; when full, the oldest entry is dropped. Unknown keys (tokens,
+ *   webhook uids) are never cached: each is a miss (a read), as without the cache, so a sender of
+ *   made-up keys cannot evict real entries.
  */
 
 import { Context } from "effect"
 
 /** How long an entry lives and how many there may be. */
-export interface TokenCacheSettings {
+export interface ReadCacheSettings {
   readonly ttlMs: number
   readonly maxEntries: number
 }
 
-export const DEFAULT_TOKEN_CACHE: TokenCacheSettings = { ttlMs: 5_000, maxEntries: 10_000 }
+export const DEFAULT_READ_CACHE: ReadCacheSettings = { ttlMs: 5_000, maxEntries: 10_000 }
 
 /** Other settings than the defaults (tests; a host that wants no cache sets `maxEntries: 0`). */
-export class TokenCacheConfig extends Context.Tag("@agent-runs/storage-sql/TokenCacheConfig")<
-  TokenCacheConfig,
-  TokenCacheSettings
+export class ReadCacheConfig extends Context.Tag("@agent-runs/storage-sql/ReadCacheConfig")<
+  ReadCacheConfig,
+  ReadCacheSettings
 >() {}
 
 interface Entry<A> {
@@ -39,7 +41,7 @@ interface Entry<A> {
   readonly storedAt: number
 }
 
-export interface TokenCache<A> {
+export interface ReadCache<A> {
   /** The entry of this hash, while younger than the TTL. */
   readonly get: (hash: string, now: number) => A | undefined
   /** The generation a lookup starts under (pass it to `put`). */
@@ -56,7 +58,7 @@ export interface TokenCache<A> {
   readonly size: () => number
 }
 
-export const make = <A>(settings: TokenCacheSettings): TokenCache<A> => {
+export const make = <A>(settings: ReadCacheSettings): ReadCache<A> => {
   const entries = new Map<string, Entry<A>>()
   const hashes = new Map<string, string>()
   let generation = 0
