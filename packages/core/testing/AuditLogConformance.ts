@@ -18,7 +18,7 @@ import type { Stores } from "./Stores.js"
 const T0 = Date.UTC(2026, 10, 1)
 
 /** A fresh entry: its id made now (ids increase), with these facts. */
-const entryOf = (facts: {
+export const entryOf = (facts: {
   readonly team: TeamUid | null
   readonly principal: PrincipalUid | null
   readonly action: string

@@ -51,6 +51,8 @@ import type { SkillSpec } from "../src/domain/Agent.js"
 import { FollowupTotalSpent, type NewTimelineEvent, runListRow, RunStore, type StoredRun } from "../src/ports/RunStore.js"
 import type { ExactlyOnceKey, ScheduleTickKey } from "../src/ports/Storage.js"
 import { WebhookStore } from "../src/ports/WebhookStore.js"
+import { AuditLog } from "../src/ports/AuditLog.js"
+import { entryOf } from "./AuditLogConformance.js"
 import { Delivery } from "../src/domain/Webhook.js"
 import type { Stores } from "./Stores.js"
 
@@ -616,6 +618,30 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
           expect(idsOf(yield* listAll(query(), viewerOf(team, creator))).sort()).toEqual(
             [a.item.run_id, b.item.run_id].sort()
           )
+        }))
+
+      it.effect("a run's audit entry is written with it, and a failed create writes neither", () =>
+        Effect.gen(function* () {
+          const store = yield* RunStore
+          const log = yield* AuditLog
+          const team = uid<TeamUid>()
+          const creator = uid<PrincipalUid>()
+          const entryFor = (run: StoredRun) =>
+            entryOf({ team, principal: creator, action: "run.create", resourceType: "run", resourceId: run.item.run_id, outcome: "succeeded", at: Date.now() })
+          const entries = Effect.map(log.list({ team_uid: team, order: "oldest_first", limit: 10 }), (es) => es.map((e) => e.resource.id))
+          const a = makeRun({ team, creator, state: "QUEUED" })
+          yield* store.create([{ run: a, events: creationEvents(a), audit: yield* entryFor(a) }])
+          expect(Option.isSome(yield* store.get(a.item.run_id))).toBe(true)
+          expect(yield* entries).toEqual([a.item.run_id])
+          // b's entry goes with b: a exists, the create fails, neither b nor its entry is written.
+          const b = makeRun({ team, creator, state: "QUEUED" })
+          const failed = yield* Effect.either(store.create([
+            { run: b, events: creationEvents(b), audit: yield* entryFor(b) },
+            { run: a, events: creationEvents(a) }
+          ]))
+          expect(Either.isLeft(failed)).toBe(true)
+          expect(Option.isNone(yield* store.get(b.item.run_id))).toBe(true)
+          expect(yield* entries).toEqual([a.item.run_id])
         }))
     })
 

@@ -113,6 +113,7 @@ export const layer = (connect: () => Pg.Client) =>
 
       return Context.make(Wakeups.Wakeups, {
         notify: Effect.asVoid(sql`SELECT pg_notify(${WAKEUP_CHANNEL}, 'run')`),
+        notifyExpression: `pg_notify('${WAKEUP_CHANNEL}', 'run')`,
         signals: Stream.fromPubSub(hub)
       }).pipe(Context.add(CacheChanges.CacheChanges, {
         publish: Effect.asVoid(sql`SELECT pg_notify(${CHANGES_CHANNEL}, 'changed')`),

@@ -13,6 +13,20 @@ import { Effect, Layer, Option, Schema } from "effect"
 import { json, millis, operation } from "./internal/Catalog.js"
 
 const encodeEntry = TrustedCodec.encoder(AuditEntry)
+
+/** The `audit_log` row of an entry (also written by the run store, with the run it records). */
+export const auditRow = (entry: AuditEntry) =>
+  Effect.map(encodeEntry(entry), (doc) => ({
+    id: entry.id,
+    at: millis(entry.at),
+    team_uid: entry.team_uid,
+    principal_uid: entry.actor.principal_uid,
+    action: entry.action,
+    resource_type: entry.resource.type,
+    resource_id: entry.resource.id,
+    outcome: entry.outcome,
+    doc: json(doc)
+  }))
 const decodeDocs = TrustedCodec.decoder(Schema.Array(Schema.Struct({ doc: Schema.parseJson(AuditEntry) })))
 
 /** AuditLog, needing `SqlClient`. */
@@ -21,19 +35,7 @@ export const layer = Layer.effect(
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
 
-    const insert = (entry: AuditEntry) =>
-      Effect.flatMap(encodeEntry(entry), (doc) =>
-        sql`INSERT INTO audit_log ${sql.insert({
-          id: entry.id,
-          at: millis(entry.at),
-          team_uid: entry.team_uid,
-          principal_uid: entry.actor.principal_uid,
-          action: entry.action,
-          resource_type: entry.resource.type,
-          resource_id: entry.resource.id,
-          outcome: entry.outcome,
-          doc: json(doc)
-        })}`)
+    const insert = (entry: AuditEntry) => Effect.flatMap(auditRow(entry), (row) => sql`INSERT INTO audit_log ${sql.insert(row)}`)
 
     const recording = <A, E, R>(write: Effect.Effect<A, E, R>, entry: (result: A) => AuditEntry) =>
       sql.withTransaction(

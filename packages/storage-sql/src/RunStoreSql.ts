@@ -68,6 +68,7 @@ import { DuplicateKey, type ExactlyOnceKey, StaleWrite, StorageError } from "@ag
 import { TimelineEvent } from "@agent-runs/core/domain/Timeline"
 import { SqlClient } from "@effect/sql"
 import { Reader } from "./Reader.js"
+import { auditRow } from "./AuditLogSql.js"
 import { joinTransaction } from "./internal/JoinTransaction.js"
 import type { Statement } from "@effect/sql"
 import { Effect, Layer, Option, Schema, Stream } from "effect"
@@ -276,8 +277,16 @@ export const layer = Layer.effect(
         }
       }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
 
-    /** The tables of a new run, parents first. */
-    const NEW_RUN_TABLES = ["runs", "run_metadata", "run_ancestors", "run_artifacts", "timeline_events", "run_shapers"] as const
+    /** The tables of a new run, parents first (and the audit entry of its creation). */
+    const NEW_RUN_TABLES = [
+      "runs",
+      "run_metadata",
+      "run_ancestors",
+      "run_artifacts",
+      "timeline_events",
+      "run_shapers",
+      "audit_log"
+    ] as const
     /** The rows of runs being created, by table. */
     type NewRunRows = Record<(typeof NEW_RUN_TABLES)[number], Array<Record<string, unknown>>>
 
@@ -287,14 +296,15 @@ export const layer = Layer.effect(
       run_ancestors: [],
       run_artifacts: [],
       timeline_events: [],
-      run_shapers: []
+      run_shapers: [],
+      audit_log: []
     })
 
     /** The rows of new runs and their first events, by table. */
     const newRunRows = (runs: ReadonlyArray<NewRun>) =>
       Effect.gen(function* () {
         const rows = noRows()
-        for (const { events: first, run, shapers } of runs) {
+        for (const { audit, events: first, run, shapers } of runs) {
           const item = run.item
           rows.runs.push({
             run_id: item.run_id,
@@ -313,39 +323,54 @@ export const layer = Layer.effect(
           }
           rows.timeline_events.push(...eventRows(item.run_id, 1, first))
           rows.run_shapers.push(...shaperRows(item.run_id, shapers ?? []))
+          if (audit !== undefined) rows.audit_log.push(yield* auditRow(audit))
         }
         return rows
       })
 
     /**
-     * Writes the rows of `newRunRows` (inside the caller's transaction): on PostgreSQL one statement
-     * (an INSERT per table in data-modifying WITHs) when its parameters fit in one; else an INSERT
-     * per table and chunk.
+     * On PostgreSQL, the rows of `newRunRows` as one statement (an INSERT per table in
+     * data-modifying WITHs) when its parameters fit in one, ending in `SELECT ${signal}` when a
+     * signal is given (`Wakeups.notifyExpression`); none otherwise.
      */
-    const insertRunRows = (rows: NewRunRows) => {
+    const oneStatement = (rows: NewRunRows, signal: string | undefined) => {
       const tables = NEW_RUN_TABLES.filter((table) => rows[table].length > 0)
-      if (tables.length === 0) return Effect.void
       const parameters = tables.reduce((n, table) => n + rows[table].length * Object.keys(rows[table][0]!).length, 0)
-      const atOnce = sql.onDialectOrElse({ pg: () => parameters <= MAX_PARAMETERS, orElse: () => false })
-      if (!atOnce) return Effect.forEach(tables, (table) => insertAll(table, rows[table]), { discard: true })
+      const fits = sql.onDialectOrElse({ pg: () => tables.length > 0 && parameters <= MAX_PARAMETERS, orElse: () => false })
+      if (!fits) return undefined
       const inserts = tables.map((table) => sql`INSERT INTO ${sql(table)} ${sql.insert(rows[table])}`)
-      const withs = inserts.slice(0, -1).map((insert, i) => sql`${sql.literal(`i${i}`)} AS (${insert})`)
-      return Effect.asVoid(withs.length === 0 ? inserts[0]! : sql`WITH ${sql.csv(withs)} ${inserts.at(-1)!}`)
+      const last = signal === undefined ? inserts.pop()! : sql`SELECT ${sql.literal(signal)}`
+      const withs = inserts.map((insert, i) => sql`${sql.literal(`i${i}`)} AS (${insert})`)
+      return withs.length === 0 ? last : sql`WITH ${sql.csv(withs)} ${last}`
     }
+
+    /** Writes the rows of `newRunRows` (inside the caller's transaction): one statement where it can, else an INSERT per table and chunk. */
+    const insertRunRows = (rows: NewRunRows) =>
+      Option.match(Option.fromNullable(oneStatement(rows, undefined)), {
+        onSome: Effect.asVoid,
+        onNone: () => Effect.forEach(NEW_RUN_TABLES, (table) => insertAll(table, rows[table]), { discard: true })
+      })
 
     const create = Effect.fn("RunStore.create")(
       function* (runs: ReadonlyArray<NewRun>, key?: ExactlyOnceKey) {
         const rows = yield* newRunRows(runs)
+        const waking = runs.some(({ run }) => run.item.state === "QUEUED")
         // A keyed create keeps a transaction (a savepoint when nested) of its own: its caller may
         // catch the `DuplicateKey` and go on, which must leave nothing of it behind.
-        const transaction = key === undefined ? joinTransaction(sql) : sql.withTransaction
-        yield* transaction(
-          Effect.gen(function* () {
-            if (key !== undefined) yield* takeKey(key, runs)
-            yield* insertRunRows(rows)
-          })
-        )
-        if (runs.some(({ run }) => run.item.state === "QUEUED")) yield* wake
+        if (key !== undefined) {
+          yield* sql.withTransaction(Effect.zipRight(takeKey(key, runs), insertRunRows(rows)))
+          if (waking) yield* wake
+          return
+        }
+        // One statement needs no transaction (it commits whole or not at all), and signals as it commits.
+        const statement = oneStatement(rows, waking ? wakeups.notifyExpression : undefined)
+        if (statement !== undefined) {
+          yield* statement
+          if (waking && wakeups.notifyExpression === undefined) yield* wake
+          return
+        }
+        yield* joinTransaction(sql)(insertRunRows(rows))
+        if (waking) yield* wake
       },
       operation("RunStore.create")
     )

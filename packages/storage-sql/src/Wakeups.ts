@@ -10,6 +10,11 @@ import type { SqlError } from "@effect/sql/SqlError"
 export class Wakeups extends Context.Tag("@agent-runs/storage-sql/Wakeups")<Wakeups, {
   /** Signals that a run may be claimable (inside a transaction on PostgreSQL: sent at commit). */
   readonly notify: Effect.Effect<void, SqlError>
+  /**
+   * On PostgreSQL, `notify` as an SQL expression (`pg_notify(…)`), for a statement that signals as
+   * it writes (sent when it commits); none where signals do not go through the database.
+   */
+  readonly notifyExpression: string | undefined
   /** Every signal, from this process or (PostgreSQL) any replica. */
   readonly signals: Stream.Stream<void, SqlError>
 }>() {}

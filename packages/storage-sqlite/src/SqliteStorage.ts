@@ -28,6 +28,7 @@ const wakeups = Layer.scoped(
     const hub = yield* Effect.acquireRelease(PubSub.sliding<void>(16), PubSub.shutdown)
     return {
       notify: PubSub.publish(hub, undefined).pipe(Effect.asVoid),
+      notifyExpression: undefined,
       signals: Stream.fromPubSub(hub)
     }
   })

@@ -13,6 +13,7 @@ import type { Effect, Option, Stream } from "effect"
 import { Context, Data, DateTime } from "effect"
 import type { Owned, Shaper, Viewer } from "../domain/Access.js"
 import type { Artifact } from "../domain/Artifact.js"
+import type { AuditEntry } from "../domain/Audit.js"
 import type { JsonObject } from "../domain/Common.js"
 import type { ConversationStep } from "../domain/Conversation.js"
 import type { ConversationPart } from "../domain/ConversationLog.js"
@@ -71,11 +72,15 @@ export interface NewTimelineEvent {
   readonly data?: JsonObject
 }
 
-/** A run to create with its first timeline events and who shaped it besides its creator's role now. */
+/**
+ * A run to create with its first timeline events, who shaped it besides its creator's role now,
+ * and the audit entry of its creation (written with it: both stored, or neither).
+ */
 export interface NewRun {
   readonly run: StoredRun
   readonly events: ReadonlyArray<NewTimelineEvent>
   readonly shapers?: ReadonlyArray<Shaper>
+  readonly audit?: AuditEntry
 }
 
 /** The runs of one cron tick, written by `createTicks` under the tick's key. */

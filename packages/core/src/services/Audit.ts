@@ -71,6 +71,9 @@ export class Audit extends Effect.Service<Audit>()("@agent-runs/core/Audit", {
         log.recording(write, (result) =>
           auditEntry(viewer, viewer.display_name ?? null, { ...facts(result), outcome: "succeeded" }, id, at)))
 
+    /** The entry of a success that a store writes with the change itself (`NewRun.audit`). */
+    const succeeded = (viewer: Viewer, facts: Omit<AuditFacts, "outcome">) => entry(viewer, { ...facts, outcome: "succeeded" })
+
     /** Records an entry on its own, best effort: a storage failure is logged. */
     const recordAlone = (viewer: Viewer, facts: AuditFacts) =>
       Effect.flatMap(entry(viewer, facts), log.record).pipe(
@@ -187,6 +190,6 @@ export class Audit extends Effect.Service<Audit>()("@agent-runs/core/Audit", {
       }
     )
 
-    return { recording, read, refused, refusals, teamPage, instancePage, teamExport, instanceExport } as const
+    return { recording, succeeded, read, refused, refusals, teamPage, instancePage, teamExport, instanceExport } as const
   })
 }) {}

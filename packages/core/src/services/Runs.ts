@@ -701,11 +701,9 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
     const create = Effect.fn("Runs.create")(
       function* (viewer: Viewer, request: RunAgentRequest, source: RunSourceType | CreateOptions = "API") {
         const prepared = yield* prepare(viewer, request, typeof source === "string" ? { source } : source)
-        // The entry in the run's own transaction (only that: the environment's note after it is best effort).
-        const write = committing(
-          [prepared],
-          audit.recording(viewer, store.create([prepared.write]), () => ({ action: "run.create", resource: resource(prepared.response.run_id) }))
-        )
+        // The entry written with the run (only that: the environment's note after it is best effort).
+        const entry = yield* audit.succeeded(viewer, { action: "run.create", resource: resource(prepared.response.run_id) })
+        const write = committing([prepared], store.create([{ ...prepared.write, audit: entry }]))
         const [response] = yield* withCreationQuota([prepared], write).pipe(Effect.catchTag("DuplicateKey", Effect.die))
         return response!
       },

@@ -185,7 +185,8 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
   /** Stores new runs with their events; whether one of them is QUEUED. */
   const insertRuns = (runs: ReadonlyArray<NewRun>): boolean => {
     let queued = false
-    for (const { events, run, shapers } of runs) {
+    for (const { audit, events, run, shapers } of runs) {
+      if (audit !== undefined) state.audit.set(audit.id, audit)
       const stored = canonical(run)
       const created: RunRecord = {
         run: stored,
