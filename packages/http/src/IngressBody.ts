@@ -11,22 +11,23 @@
  *   A request still open READ_GRACE_MS after reading stopped is destroyed, so a sender that never
  *   reads the answer cannot hold the connection.
  * - A request from a web handler (`Request`, see packages/server's `mount`) is read the same way,
- *   through `Readable.fromWeb`.
- * - A request whose stream fails or closes before its end (the sender went away) dies: nobody is
- *   left to answer.
+ *   through `Readable.fromWeb`. A source of any other kind, or a body already read, is a defect
+ *   (never taken for an empty body).
+ * - A request whose stream fails or closes before its end (the sender went away) is interrupted:
+ *   nobody is left to answer, and nothing is logged as a failure. Errors of the stream after reading
+ *   stopped are ignored (a web body's stream would otherwise throw them at the process).
  */
 import type { HttpServerRequest } from "@effect/platform"
 import type { Ingress } from "@agent-runs/core"
 import { Effect } from "effect"
-import { IncomingMessage } from "node:http"
 import { Readable } from "node:stream"
 import type { ReadableStream as WebReadableStream } from "node:stream/web"
 
 /** How much of a refused body is read and dropped so that the sender sees the answer (beyond it: closed). */
-export const DRAIN_BYTES = 1024 * 1024
+const DRAIN_BYTES = 1024 * 1024
 
 /** How long a request may stay open after reading stopped before it is destroyed. */
-export const READ_GRACE_MS = 5_000
+const READ_GRACE_MS = 5_000
 
 /** Whether the body was read to its end: if not, the answer closes the connection. */
 export interface Consumption {
@@ -37,10 +38,15 @@ export interface Consumption {
 /** The request's body as a Node stream (a web `Request`'s through `Readable.fromWeb`); none when it has none. */
 const readableOf = (request: HttpServerRequest.HttpServerRequest): Readable | undefined => {
   const source = request.source
-  if (source instanceof IncomingMessage) return source
-  const body = (source as { readonly body?: unknown }).body
-  return body instanceof ReadableStream ? Readable.fromWeb(body as WebReadableStream) : undefined
+  if (source instanceof Readable) {
+    if (source.readableEnded) throw new Error("the request's body was read before the ingress read it")
+    return source
+  }
+  if (source instanceof Request) return source.body === null ? undefined : Readable.fromWeb(source.body as WebReadableStream)
+  throw new Error("the ingress reads bodies of Node requests and web Requests only")
 }
+
+const ignore = () => {}
 
 /** Destroys a request still open READ_GRACE_MS after reading stopped early. */
 const destroyLater = (readable: Readable) => {
@@ -65,11 +71,18 @@ export const readBody = (
 ): Effect.Effect<Ingress.BodyRead> =>
   Effect.async<Ingress.BodyRead>((resume) => {
     consumed.started = true
-    const readable = readableOf(request)
+    let readable: Readable | undefined
+    try {
+      readable = readableOf(request)
+    } catch (defect) {
+      return resume(Effect.die(defect))
+    }
     if (readable === undefined) {
       consumed.complete = true
       return resume(Effect.succeed({ _tag: "Complete", bytes: new Uint8Array(0) }))
     }
+    // Errors after reading stopped go nowhere (see the decisions above).
+    readable.on("error", ignore)
     const chunks: Array<Uint8Array> = []
     let size = 0
     const stop = () => {
@@ -91,12 +104,12 @@ export const readBody = (
       consumed.complete = true
       resume(Effect.succeed(size > limit ? { _tag: "TooLarge", sizeBytes: size } : { _tag: "Complete", bytes: concat(chunks, size) }))
     }
-    const onGone = (error?: unknown) => {
+    const onGone = () => {
       stop()
-      resume(Effect.die(error ?? new Error("the request closed before its body ended")))
+      resume(Effect.interrupt)
     }
     const timer = setTimeout(() => stopEarly({ _tag: "TimedOut" }), timeoutMs)
-    readable.on("data", onData).on("end", onEnd).on("error", onGone).on("close", onGone)
+    readable.on("data", onData).on("end", onEnd).on("error", onGone).on("close", onGone).resume()
     return Effect.sync(() => {
       stop()
       destroyLater(readable)

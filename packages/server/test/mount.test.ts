@@ -146,6 +146,30 @@ describe("mount under a prefix in node:http", () => {
     const unknown = await agents.fetch(new Request("http://example.test/agents/webhooks/w/0000000000000000000000", { method: "POST", body: "{}" }))
     expect(unknown.status).toBe(404)
   })
+
+  it("a web body that fails after the ingress stopped reading it does not take the process down", async () => {
+    // 1.5 MiB to an unknown webhook (404: read and dropped up to 1 MiB), then the sender resets.
+    let sent = 0
+    let failed = false
+    const body = new ReadableStream<Uint8Array>({
+      pull: (controller) => {
+        if (sent < 1536 * 1024) {
+          sent += 64 * 1024
+          return controller.enqueue(new Uint8Array(64 * 1024))
+        }
+        failed = true
+        controller.error(new Error("the sender reset the connection"))
+      }
+    })
+    const refused = await agents.fetch(
+      new Request("http://example.test/agents/webhooks/w/0000000000000000000000", { method: "POST", body, duplex: "half" } as RequestInit)
+    )
+    expect(refused.status).toBe(404)
+    while (!failed) await new Promise((resolve) => setTimeout(resolve, 10))
+    // An error nobody listens to would surface here, as an uncaught exception failing the run.
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    expect((await agents.fetch(new Request("http://example.test/agents/healthz"))).status).toBe(200)
+  })
 })
 
 describe("standalone (Listen)", () => {

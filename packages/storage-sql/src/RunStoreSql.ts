@@ -33,7 +33,10 @@
  *   FOR UPDATE SKIP LOCKED)` on PostgreSQL (concurrent claimers skip each other's row), the same
  *   without the locking clause on SQLite (one writer at a time); its `run_claimed` event is
  *   written in the same transaction.
- * - Wake-ups are signalled after the transaction commits, so a woken dispatcher finds the run.
+ * - A new run's rows (and its creation's audit entry) are one statement on PostgreSQL when their
+ *   parameters fit, ending with the wake-up's `pg_notify` (sent as it commits): no transaction.
+ *   Elsewhere wake-ups are signalled after the write (at the commit of a transaction it is in), so a
+ *   woken dispatcher finds the run.
  */
 import * as TrustedCodec from "@agent-runs/core/domain/TrustedCodec"
 import type { Shaper, Viewer } from "@agent-runs/core/domain/Access"
@@ -62,7 +65,8 @@ import {
   type StoredFollowup,
   type StoredRun,
   type TickRuns,
-  type TickWrite
+  type TickWrite,
+  type Updated
 } from "@agent-runs/core/ports/RunStore"
 import { DuplicateKey, type ExactlyOnceKey, StaleWrite, StorageError } from "@agent-runs/core/ports/Storage"
 import { TimelineEvent } from "@agent-runs/core/domain/Timeline"
@@ -87,6 +91,8 @@ const Int = Rows.Integer
  * `state = 'PENDING'` implies it), and without it counts scan every run of the team.
  */
 const LIVE = "state IN ('PENDING', 'QUEUED', 'CLAIMED', 'INPROGRESS')"
+/** `LIVE` of the runs aliased `p` (a subquery beside the table `runs`). */
+const LIVE_P = "p.state IN ('PENDING', 'QUEUED', 'CLAIMED', 'INPROGRESS')"
 // A run and its artifacts are checked by their schemas when core builds them (RunItem's and
 // Artifact's constructors, requests' decoders); writing them applies the transformations only.
 const encodeItem = TrustedCodec.encoder(RunItem)
@@ -134,7 +140,7 @@ const decodeHeldFollowups = Schema.decodeUnknown(Schema.Array(Schema.Struct({
   message: Schema.NullOr(Schema.String),
   received_at: Schema.NullOr(Rows.Millis)
 })))
-const Sequence = Schema.Array(Schema.Struct({ last_sequence: Int }))
+const Written = Schema.Array(Schema.Struct({ last_sequence: Int, waiting: Rows.Bool }))
 const Count = Schema.Array(Schema.Struct({ n: Int }))
 const decodeAdmission = TrustedCodec.decoder(Schema.Array(Schema.Struct({ active: Int, waiting: Rows.Bool })))
 const decodeTotals = TrustedCodec.decoder(Schema.Array(Schema.Struct({ count: Int, bytes: Int })))
@@ -346,31 +352,27 @@ export const layer = Layer.effect(
 
     /** Writes the rows of `newRunRows` (inside the caller's transaction): one statement where it can, else an INSERT per table and chunk. */
     const insertRunRows = (rows: NewRunRows) =>
-      Option.match(Option.fromNullable(oneStatement(rows, undefined)), {
-        onSome: Effect.asVoid,
-        onNone: () => Effect.forEach(NEW_RUN_TABLES, (table) => insertAll(table, rows[table]), { discard: true })
-      })
+      oneStatement(rows, undefined) ?? Effect.forEach(NEW_RUN_TABLES, (table) => insertAll(table, rows[table]), { discard: true })
+
+    /**
+     * Writes new runs; whether the write itself signalled (`signal`, in its one statement). A keyed
+     * create keeps a transaction (a savepoint when nested) of its own: its caller may catch the
+     * `DuplicateKey` and go on, which must leave nothing of it behind. One statement needs no
+     * transaction: it commits whole or not at all.
+     */
+    const writeNewRuns = (runs: ReadonlyArray<NewRun>, rows: NewRunRows, key: ExactlyOnceKey | undefined, signal: string | undefined) => {
+      if (key !== undefined) return Effect.as(sql.withTransaction(Effect.zipRight(takeKey(key, runs), insertRunRows(rows))), false)
+      const statement = oneStatement(rows, signal)
+      return statement === undefined ? Effect.as(joinTransaction(sql)(insertRunRows(rows)), false) : Effect.as(statement, signal !== undefined)
+    }
 
     const create = Effect.fn("RunStore.create")(
       function* (runs: ReadonlyArray<NewRun>, key?: ExactlyOnceKey) {
-        const rows = yield* newRunRows(runs)
+        // Nothing to write (a keyed create with no runs still takes its key).
+        if (runs.length === 0 && key === undefined) return
         const waking = runs.some(({ run }) => run.item.state === "QUEUED")
-        // A keyed create keeps a transaction (a savepoint when nested) of its own: its caller may
-        // catch the `DuplicateKey` and go on, which must leave nothing of it behind.
-        if (key !== undefined) {
-          yield* sql.withTransaction(Effect.zipRight(takeKey(key, runs), insertRunRows(rows)))
-          if (waking) yield* wake
-          return
-        }
-        // One statement needs no transaction (it commits whole or not at all), and signals as it commits.
-        const statement = oneStatement(rows, waking ? wakeups.notifyExpression : undefined)
-        if (statement !== undefined) {
-          yield* statement
-          if (waking && wakeups.notifyExpression === undefined) yield* wake
-          return
-        }
-        yield* joinTransaction(sql)(insertRunRows(rows))
-        if (waking) yield* wake
+        const signalled = yield* writeNewRuns(runs, yield* newRunRows(runs), key, waking ? wakeups.notifyExpression : undefined)
+        if (waking && !signalled) yield* wake
       },
       operation("RunStore.create")
     )
@@ -517,19 +519,22 @@ export const layer = Layer.effect(
         const holder = guard.execution_id === undefined
           ? sql``
           : sql`AND lease_execution_id = ${guard.execution_id}`
+        // Whether a run of the team waits for admission, asked as the row is written (`Updated`).
         const updating = sql`UPDATE runs SET ${set}, last_sequence = last_sequence + ${events.length}
           WHERE run_id = ${runId} AND state = ${guard.state} ${holder}
-          RETURNING last_sequence`
+          RETURNING last_sequence, EXISTS (SELECT 1 FROM runs p
+            WHERE p.team_uid = runs.team_uid AND p.state = 'PENDING' AND ${sql.literal(LIVE_P)}) AS waiting`
         const oneStatement = sql.onDialectOrElse({
           pg: () => events.length > 0,
           orElse: () => false
         })
         const updated = yield* (oneStatement
-          ? sql`WITH u AS (${updating}), e AS (${numberedEvents(runId, events)}) SELECT last_sequence FROM u`
-          : updating).pipe(Effect.flatMap(Schema.decodeUnknown(Sequence)))
-        const last = updated[0]?.last_sequence
-        if (last === undefined) return yield* new StaleWrite({ what: `run ${runId}` })
-        if (!oneStatement) yield* insertAll("timeline_events", eventRows(runId, last - events.length + 1, events))
+          ? sql`WITH u AS (${updating}), e AS (${numberedEvents(runId, events)}) SELECT last_sequence, waiting FROM u`
+          : updating).pipe(Effect.flatMap(Schema.decodeUnknown(Written)))
+        const [row] = updated
+        if (row === undefined) return yield* new StaleWrite({ what: `run ${runId}` })
+        if (!oneStatement) yield* insertAll("timeline_events", eventRows(runId, row.last_sequence - events.length + 1, events))
+        return { waiting: row.waiting } satisfies Updated
       })
 
     /**
@@ -561,8 +566,9 @@ export const layer = Layer.effect(
     const update = Effect.fn("RunStore.update")(
       function* (runId: RunId, guard: RunGuard, next: StoredRun, events: ReadonlyArray<NewTimelineEvent>) {
         const row = yield* runColumns(next)
-        yield* oneStatementWrite(guardedWrite(runId, guard, sql.update(row), events))
+        const updated = yield* oneStatementWrite(guardedWrite(runId, guard, sql.update(row), events))
         if (next.item.state === "QUEUED") yield* wake
+        return updated
       },
       operation("RunStore.update")
     )

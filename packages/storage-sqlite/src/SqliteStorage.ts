@@ -35,10 +35,10 @@ const wakeups = Layer.scoped(
 )
 
 /**
- * Identity changes: this process's own writes empty its token cache themselves, and no other
- * process serves the same file (docs/storage.md), so there is nothing to tell or hear.
+ * Changes of what is cached (CacheChanges): this process's own writes empty its caches themselves,
+ * and no other process serves the same file (docs/storage.md), so there is nothing to tell or hear.
  */
-const identityChanges = Layer.succeed(CacheChanges.CacheChanges, { publish: Effect.void, signals: Stream.never })
+const cacheChanges = Layer.succeed(CacheChanges.CacheChanges, { publish: Effect.void, signals: Stream.never })
 
 /** Connection settings every session needs, then the migrations. */
 const prepare = Layer.effectDiscard(
@@ -70,7 +70,7 @@ export const layer = (options: SqliteStorageOptions) => {
   const support = Layer.mergeAll(
     prepare,
     wakeups,
-    identityChanges,
+    cacheChanges,
     StorageKey.layer(options.secretKey)
   ).pipe(Layer.provideMerge(client))
   return StorageSql.layer.pipe(Layer.provideMerge(reader(options.filename).pipe(Layer.provideMerge(support))))

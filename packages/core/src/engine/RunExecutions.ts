@@ -83,13 +83,14 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
      * and lease holder, with `change` applied to the result. Retries a lost race twice; `Lost` when
      * the event no longer applies. With `renewFor`, the writer is the execution holding the run,
      * and renews its lapsed lease by that long first (never the sweep writing for a gone holder).
+     * Answers the run written and whether a run of its team waited for admission then.
      */
     const advance = (
       runId: RunId,
       event: RunEvent | ReadonlyArray<RunEvent>,
       executionId: ExecutionId,
       options: { readonly change?: (next: StoredRun, now: number) => StoredRun; readonly renewFor?: number } = {}
-    ): Effect.Effect<StoredRun, Lost | StorageError> =>
+    ): Effect.Effect<{ readonly next: StoredRun; readonly waiting: boolean }, Lost | StorageError> =>
       Effect.gen(function*() {
         const found = yield* store.get(runId)
         if (Option.isNone(found)) return yield* new Lost()
@@ -109,9 +110,9 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
           timeline.push(...moved.right.timeline)
         }
         if (options.change !== undefined) next = options.change(next, now)
-        yield* store.update(runId, guardOf(run), next, yield* noteAbsentWorker(presence, next, eventsAt(timeline, now, executionId), now))
+        const { waiting } = yield* store.update(runId, guardOf(run), next, yield* noteAbsentWorker(presence, next, eventsAt(timeline, now, executionId), now))
         yield* logTransition(run, next, executionId)
-        return next
+        return { next, waiting }
       }).pipe(
         Effect.retry({ times: 2, while: (e) => e._tag === "StaleWrite" }),
         Effect.catchTag("StaleWrite", () => Effect.fail(new Lost()))
@@ -120,7 +121,7 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
     /** `advance` by the sweep or a debug window: none when the run moved on. */
     const advanceUnlessLost = (runId: RunId, event: RunEvent, executionId: ExecutionId, change?: (next: StoredRun) => StoredRun) =>
       advance(runId, event, executionId, change === undefined ? {} : { change }).pipe(
-        Effect.asSome,
+        Effect.map(({ next }) => Option.some(next)),
         Effect.catchTag("Lost", () => Effect.succeedNone)
       )
 
@@ -278,7 +279,7 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
       Effect.gen(function*() {
         const started = events.some((e) => e._tag === "Start")
         const { renewFor, report: reported } = options
-        const next = yield* advance(runId, events.map((e) => toRunEvent(e, executionId)), executionId, {
+        const { next, waiting } = yield* advance(runId, events.map((e) => toRunEvent(e, executionId)), executionId, {
           ...(renewFor === undefined ? {} : { renewFor }),
           change: (run, now) => {
             const item = reported === undefined ? run.item : reportedItem(run.item, reported, now)
@@ -289,7 +290,8 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
         })
         const setupFailed = events.some((e) => e._tag === "EnvironmentSetupFailed") ? true : started ? false : undefined
         yield* touchEnvironment(next, setupFailed)
-        if (isTerminal(next.item.state)) {
+        // A run that ends frees capacity: admission, when a run of the team waited as it ended.
+        if (isTerminal(next.item.state) && waiting) {
           yield* admit(next.team_uid).pipe(
             Effect.catchAll((e) => Effect.logWarning("execution: admission failed; the sweep will admit later", e))
           )

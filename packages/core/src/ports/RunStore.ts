@@ -63,6 +63,11 @@ export const runListRow = (run: StoredRun): RunListRow => ({
   updated_at: DateTime.toEpochMillis(run.item.updated_at)
 })
 
+/** What `update` saw as it wrote: whether a run of the team waits for admission (PENDING). */
+export interface Updated {
+  readonly waiting: boolean
+}
+
 /** A timeline event before storage numbers it. */
 export interface NewTimelineEvent {
   readonly event_type: TimelineEventType
@@ -74,7 +79,9 @@ export interface NewTimelineEvent {
 
 /**
  * A run to create with its first timeline events, who shaped it besides its creator's role now,
- * and the audit entry of its creation (written with it: both stored, or neither).
+ * and the audit entry of its creation, written by the run store with the run (both stored, or
+ * neither) into the audit log of the same storage, not through the `AuditLog` port: a host keeps
+ * the run store and the audit log in one storage.
  */
 export interface NewRun {
   readonly run: StoredRun
@@ -202,13 +209,15 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
   /**
    * Replaces a run if it still matches `guard` (state, and lease holder when given), appending
    * events after the last sequence; else StaleWrite. Keeps metadata, ancestors and artifacts.
+   * Answers whether a run of its team was PENDING as it wrote (so that a run that ends need not
+   * ask again before admitting: `admission`).
    */
   readonly update: (
     runId: RunId,
     guard: RunGuard,
     next: StoredRun,
     events: ReadonlyArray<NewTimelineEvent>
-  ) => Effect.Effect<void, StaleWrite | StorageError>
+  ) => Effect.Effect<Updated, StaleWrite | StorageError>
   /**
    * Claims the oldest QUEUED run (by `created_at`, then `run_id`) for a worker host (null: runs
    * without one, for the service's own executors): CLAIMED, `updated_at = now`, a lease of

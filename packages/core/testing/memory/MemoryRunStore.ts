@@ -42,7 +42,8 @@ import {
   type StoredFollowup,
   type StoredRun,
   type TickRuns,
-  type TickWrite
+  type TickWrite,
+  type Updated
 } from "../../src/ports/RunStore.js"
 import { DuplicateKey, type ExactlyOnceKey, StaleWrite, type StorageError } from "../../src/ports/Storage.js"
 import { claimIdentity, countDelivery, insertDelivery, isLogged, isTaken } from "./MemoryDeliveries.js"
@@ -274,12 +275,13 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
   const countByState = (query: RunListQuery, viewer: Viewer) => Effect.sync(() => stateCountsOf(visibleRows(viewer), query))
 
   const update = (runId: RunId, guard: RunGuard, next: StoredRun, events: ReadonlyArray<NewTimelineEvent>) =>
-    Effect.suspend((): Effect.Effect<void, StaleWrite> => {
+    Effect.suspend((): Effect.Effect<Updated, StaleWrite> => {
       const target = record(runId)
       if (target === undefined || !guardHolds(target.run, guard)) return Effect.fail(new StaleWrite({ what: `run ${runId}` }))
       write(target, replacing(target.run, next))
       appendEvents(target, events)
-      return wakeIf(next.item.state === "QUEUED")
+      const waiting = runsIn("PENDING").some((run) => run.team_uid === next.team_uid)
+      return Effect.as(wakeIf(next.item.state === "QUEUED"), { waiting })
     })
 
   /** Records shapers of a run, each (principal, role) once. */
