@@ -5,7 +5,8 @@
  * claiming and leases change (state, updated_at, lease, counters), and `doc`, the JSON of the
  * rest of its `RunItem` as the core Schema encodes it. `metadata` and `ancestor_run_ids` are JSON
  * columns written once at creation (and indexed in `run_metadata`, `run_ancestors`); artifacts
- * live in `run_artifacts`, in the order they were recorded.
+ * live in `run_artifacts`, in the order they were recorded. The rows written are built in
+ * RunWritesSql.ts, and the rows read are turned into runs (or their JSON) in RunRowsSql.ts.
  *
  * Writes:
  * - On SQLite every write is one transaction (even a single statement: SQLite's client would
@@ -42,13 +43,11 @@ import * as TrustedCodec from "@agent-runs/core/domain/TrustedCodec"
 import type { Shaper, Viewer } from "@agent-runs/core/domain/Access"
 import { Role } from "@agent-runs/core/domain/Identity"
 import { utf8Bytes } from "@agent-runs/core/domain/Quotas"
-import { Artifact } from "@agent-runs/core/domain/Artifact"
+import type { Artifact } from "@agent-runs/core/domain/Artifact"
 import { ConversationStep } from "@agent-runs/core/domain/Conversation"
 import { type ConversationOp, type ConversationPart, foldParts } from "@agent-runs/core/domain/ConversationLog"
 import { RunId } from "@agent-runs/core/domain/Ids"
 import type { ConversationId, ExecutionId, PrincipalUid, TeamUid } from "@agent-runs/core/domain/Ids"
-import { RunItem } from "@agent-runs/core/domain/Run"
-import { type RUN_DOC_OMITS, RUN_DOC_SHAPE } from "@agent-runs/core/domain/RunJson"
 import { encodeCursor, type RunListQuery, type RunListRow, stateCounts } from "@agent-runs/core/domain/RunQuery"
 import { RunState } from "@agent-runs/core/domain/RunState"
 import {
@@ -72,15 +71,15 @@ import { DuplicateKey, type ExactlyOnceKey, StaleWrite, StorageError } from "@ag
 import { TimelineEvent } from "@agent-runs/core/domain/Timeline"
 import { SqlClient } from "@effect/sql"
 import { Reader } from "./Reader.js"
-import { auditRow } from "./AuditLogSql.js"
 import { joinTransaction } from "./internal/JoinTransaction.js"
 import type { Statement } from "@effect/sql"
 import { Effect, Layer, Option, Schema, Stream } from "effect"
 import { claimIdentities, countDelivery, insertDelivery } from "./DeliveriesSql.js"
-import { bool, iso, json, JsonColumn as Json, millis, operation, visibleTo } from "./internal/Catalog.js"
-import { countByState as countStates, searchColumns, selectPage } from "./RunListSql.js"
+import { iso, json, JsonColumn as Json, operation, visibleTo } from "./internal/Catalog.js"
+import { countByState as countStates, selectPage } from "./RunListSql.js"
 import * as Rows from "./Rows.js"
 import { RUN_COLUMNS, runRows } from "./RunRowsSql.js"
+import { MAX_PARAMETERS, NEW_RUN_TABLES, type NewRunRows, noRows, runWrites } from "./RunWritesSql.js"
 import { Wakeups } from "./Wakeups.js"
 
 const Int = Rows.Integer
@@ -93,10 +92,6 @@ const Int = Rows.Integer
 const LIVE = "state IN ('PENDING', 'QUEUED', 'CLAIMED', 'INPROGRESS')"
 /** `LIVE` of the runs aliased `p` (a subquery beside the table `runs`). */
 const LIVE_P = "p.state IN ('PENDING', 'QUEUED', 'CLAIMED', 'INPROGRESS')"
-// A run and its artifacts are checked by their schemas when core builds them (RunItem's and
-// Artifact's constructors, requests' decoders); writing them applies the transformations only.
-const encodeItem = TrustedCodec.encoder(RunItem)
-const encodeArtifact = TrustedCodec.encoder(Artifact)
 const decodeExecutions = TrustedCodec.decoder(
   Schema.Array(Schema.Struct({ execution_id: Schema.String, steps: Schema.parseJson(Schema.Array(ConversationStep)) }))
 )
@@ -151,9 +146,6 @@ const decodeHolders = TrustedCodec.decoder(
   Schema.Array(Schema.Struct({ schedule_id: Schema.String, scheduled_for: Int, run_id: RunId, state: RunState }))
 )
 
-/** Inserting many rows: chunks that stay below SQLite's limit of bound parameters per statement. */
-const MAX_PARAMETERS = 30_000
-
 /** RunStore, needing `SqlClient` and `Wakeups`. */
 export const layer = Layer.effect(
   RunStore,
@@ -168,95 +160,7 @@ export const layer = Layer.effect(
     /** Signals a possibly claimable run; a lost hint only delays a claim (dispatchers also poll). */
     const wake = wakeups.notify.pipe(Effect.ignoreLogged)
 
-    const insertAll = (table: string, rows: ReadonlyArray<Record<string, unknown>>) => {
-      if (rows.length === 0) return Effect.void
-      const size = Math.max(1, Math.floor(MAX_PARAMETERS / Object.keys(rows[0]!).length))
-      const chunks: Array<ReadonlyArray<Record<string, unknown>>> = []
-      for (let i = 0; i < rows.length; i += size) chunks.push(rows.slice(i, i + size))
-      return Effect.forEach(chunks, (chunk) => sql`INSERT INTO ${sql(table)} ${sql.insert(chunk)}`, { discard: true })
-    }
-
-    /** The columns a run writes (all but the counters and the parts fixed at creation). */
-    const runColumns = (run: StoredRun) =>
-      Effect.map(encodeItem(run.item), (encoded) => {
-        const {
-          ancestor_run_ids: _ancestors,
-          artifacts: _artifacts,
-          metadata: _metadata,
-          run_id: _runId,
-          state: _state,
-          updated_at: _updatedAt,
-          is_sandbox_running: _running,
-          is_run_type_cancellable: _cancellable,
-          ...doc
-        } = encoded satisfies Record<(typeof RUN_DOC_OMITS)[number], unknown>
-        const item = run.item
-        const config = item.agent_config
-        return {
-          team_uid: run.team_uid,
-          creator_uid: item.creator.uid,
-          scope_type: item.scope.type,
-          state: item.state,
-          created_at: millis(item.created_at),
-          updated_at: millis(item.updated_at),
-          title: item.title,
-          skill_name: item.agent_skill?.name ?? null,
-          agent_name: config.name ?? null,
-          model_id: config.model_id ?? null,
-          skill_spec: config.skill_spec ?? null,
-          environment_id: item.environment_id,
-          source: item.source,
-          execution_location: item.execution_location,
-          schedule_id: item.schedule?.schedule_id ?? null,
-          executor_uid: item.executor.uid,
-          worker_host: config.worker_host === undefined || config.worker_host === "" ? null : config.worker_host,
-          attempt: item.attempt,
-          execution_count: item.execution_count,
-          conversation_id: item.conversation_id,
-          lease_execution_id: run.lease?.execution_id ?? null,
-          lease_expires_at: run.lease?.expires_at ?? null,
-          at_capacity: bool(sql, run.at_capacity),
-          sandbox_retained: bool(sql, run.sandbox_retained),
-          has_conversation: bool(sql, run.has_conversation),
-          ...searchColumns(item.title, item.prompt, config.skill_spec),
-          doc_shape: RUN_DOC_SHAPE,
-          doc: json(doc)
-        }
-      })
-
-    /** The events' rows, numbered from `first`. */
-    const eventRows = (runId: RunId, first: number, events: ReadonlyArray<NewTimelineEvent>) =>
-      events.map((e, i) => ({
-        run_id: runId,
-        sequence: first + i,
-        event_type: e.event_type,
-        occurred_at: e.occurred_at,
-        execution_id: e.execution_id,
-        message: e.message ?? null,
-        data: e.data === undefined ? null : json(e.data)
-      }))
-
-    /** The rows of a run's shapers, each (principal, role) once. */
-    const shaperRows = (runId: RunId, shapers: ReadonlyArray<Shaper>) => {
-      const seen = new Set<string>()
-      return shapers.flatMap((s) => {
-        const key = `${s.uid} ${s.role}`
-        if (seen.has(key)) return []
-        seen.add(key)
-        return [{ run_id: runId, principal_uid: s.uid, role: s.role }]
-      })
-    }
-
-    const artifactRow = (runId: RunId, position: number, artifact: Artifact) =>
-      Effect.map(encodeArtifact(artifact), (encoded) => ({
-        run_id: runId,
-        position,
-        artifact_type: artifact.artifact_type,
-        created_at: millis(artifact.created_at),
-        external_url: artifact.artifact_type === "EXTERNAL_REFERENCE" ? artifact.data.url : null,
-        doc: json(encoded),
-        doc_shape: RUN_DOC_SHAPE
-      }))
+    const { artifactRow, eventRows, insertAll, insertRunRows, newRunRows, oneStatement, runColumns, shaperRows } = runWrites(sql)
 
     /** Takes an exactly-once key, or fails with DuplicateKey (rolling the transaction back). */
     const takeKey = (key: ExactlyOnceKey, runs: ReadonlyArray<NewRun>) =>
@@ -282,77 +186,6 @@ export const layer = Layer.effect(
           }
         }
       }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
-
-    /** The tables of a new run, parents first (and the audit entry of its creation). */
-    const NEW_RUN_TABLES = [
-      "runs",
-      "run_metadata",
-      "run_ancestors",
-      "run_artifacts",
-      "timeline_events",
-      "run_shapers",
-      "audit_log"
-    ] as const
-    /** The rows of runs being created, by table. */
-    type NewRunRows = Record<(typeof NEW_RUN_TABLES)[number], Array<Record<string, unknown>>>
-
-    const noRows = (): NewRunRows => ({
-      runs: [],
-      run_metadata: [],
-      run_ancestors: [],
-      run_artifacts: [],
-      timeline_events: [],
-      run_shapers: [],
-      audit_log: []
-    })
-
-    /** The rows of new runs and their first events, by table. */
-    const newRunRows = (runs: ReadonlyArray<NewRun>) =>
-      Effect.gen(function* () {
-        const rows = noRows()
-        for (const { audit, events: first, run, shapers } of runs) {
-          const item = run.item
-          rows.runs.push({
-            run_id: item.run_id,
-            ...(yield* runColumns(run)),
-            last_sequence: first.length,
-            artifact_count: item.artifacts.length,
-            metadata: json(item.metadata),
-            ancestor_run_ids: json(item.ancestor_run_ids)
-          })
-          for (const [k, value] of Object.entries(item.metadata)) rows.run_metadata.push({ run_id: item.run_id, key: k, value })
-          for (const ancestor of new Set(item.ancestor_run_ids)) {
-            rows.run_ancestors.push({ run_id: item.run_id, ancestor_run_id: ancestor })
-          }
-          for (const [i, artifact] of item.artifacts.entries()) {
-            rows.run_artifacts.push(yield* artifactRow(item.run_id, i + 1, artifact))
-          }
-          rows.timeline_events.push(...eventRows(item.run_id, 1, first))
-          rows.run_shapers.push(...shaperRows(item.run_id, shapers ?? []))
-          if (audit !== undefined) rows.audit_log.push(yield* auditRow(audit))
-        }
-        return rows
-      })
-
-    /**
-     * On PostgreSQL, the rows of `newRunRows` as one statement (an INSERT per table in
-     * data-modifying WITHs) when its parameters fit in one, ending in `SELECT ${signal}` when a
-     * signal is given (`Wakeups.notifyExpression`); none otherwise.
-     */
-    const oneStatement = (rows: NewRunRows, signal: string | undefined) => {
-      const tables = NEW_RUN_TABLES.filter((table) => rows[table].length > 0)
-      const parameters = tables.reduce((n, table) => n + rows[table].length * Object.keys(rows[table][0]!).length, 0)
-      const fits = sql.onDialectOrElse({ pg: () => tables.length > 0 && parameters <= MAX_PARAMETERS, orElse: () => false })
-      if (!fits) return undefined
-      const inserts = tables.map((table) => sql`INSERT INTO ${sql(table)} ${sql.insert(rows[table])}`)
-      const last = signal === undefined ? inserts.pop()! : sql`SELECT ${sql.literal(signal)}`
-      const withs = inserts.map((insert, i) => sql`${sql.literal(`i${i}`)} AS (${insert})`)
-      return withs.length === 0 ? last : sql`WITH ${sql.csv(withs)} ${last}`
-    }
-
-    /** Writes the rows of `newRunRows` (inside the caller's transaction): one statement where it can, else an INSERT per table and chunk. */
-    const insertRunRows = (rows: NewRunRows) =>
-      oneStatement(rows, undefined) ?? Effect.forEach(NEW_RUN_TABLES, (table) => insertAll(table, rows[table]), { discard: true })
 
     /**
      * Writes new runs; whether the write itself signalled (`signal`, in its one statement). A keyed
