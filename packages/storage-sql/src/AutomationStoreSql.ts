@@ -16,7 +16,7 @@ import type { StoredAutomation } from "@agent-runs/core/ports/AutomationStore"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option, Schema } from "effect"
 import { bool, decodeRows, iso, json, JsonColumn, millis, operation } from "./internal/Catalog.js"
-import { cachedRead, invalidation } from "./CachedReads.js"
+import { cachedRead, cacheSettings, invalidation } from "./CachedReads.js"
 import * as ReadCache from "./ReadCache.js"
 import * as Rows from "./Rows.js"
 import { Role } from "@agent-runs/core/domain/Identity"
@@ -65,7 +65,7 @@ export const layer = Layer.scoped(
   AutomationStore,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const settings = Option.getOrElse(yield* Effect.serviceOption(ReadCache.ReadCacheConfig), () => ReadCache.DEFAULT_READ_CACHE)
+    const settings = yield* cacheSettings
     const cache = ReadCache.make<ReadonlyArray<StoredAutomation>>(settings)
     const { changing } = yield* invalidation([cache])
 

@@ -12,7 +12,13 @@ import { Clock, Effect, Option, Stream } from "effect"
 import type { Scope } from "effect"
 import type { SqlError } from "@effect/sql/SqlError"
 import { CacheChanges } from "./CacheChanges.js"
-import type { ReadCache } from "./ReadCache.js"
+import { DEFAULT_READ_CACHE, type ReadCache, ReadCacheConfig, type ReadCacheSettings } from "./ReadCache.js"
+
+/** The caches' settings: `ReadCacheConfig` when the host gives it, else the defaults. */
+export const cacheSettings: Effect.Effect<ReadCacheSettings> = Effect.map(
+  Effect.serviceOption(ReadCacheConfig),
+  Option.getOrElse(() => DEFAULT_READ_CACHE)
+)
 
 /**
  * `read` of `key` answered from `from` while its entry is fresh (no read, no span); what it finds

@@ -15,7 +15,7 @@ import { Principal, type Role, Team, TokenRecord } from "@agent-runs/core/domain
 import { IdentityStore, type PrincipalChanges, type PrincipalPage } from "@agent-runs/core/ports/IdentityStore"
 import { SqlClient } from "@effect/sql"
 import { DateTime, Effect, Layer, Option, Schema } from "effect"
-import { cachedRead, invalidation } from "./CachedReads.js"
+import { cachedRead, cacheSettings, invalidation } from "./CachedReads.js"
 import { bool, Count, decodeRows, iso, json, JsonColumn, millis, operation, traced } from "./internal/Catalog.js"
 import * as Rows from "./Rows.js"
 import * as ReadCache from "./ReadCache.js"
@@ -100,7 +100,7 @@ export const layer = Layer.scoped(
   IdentityStore,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const settings = Option.getOrElse(yield* Effect.serviceOption(ReadCache.ReadCacheConfig), () => ReadCache.DEFAULT_READ_CACHE)
+    const settings = yield* cacheSettings
     const cache = ReadCache.make<FoundToken>(settings)
     // Principals (with their memberships) and teams by uid, as `Runs` reads them on every create
     // and list: kept and emptied exactly as the tokens are.

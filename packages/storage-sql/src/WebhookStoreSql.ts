@@ -25,7 +25,7 @@ import type { DeliveryOutcome } from "@agent-runs/core/domain/Webhook"
 import { WebhookStatus } from "@agent-runs/core/domain/WebhookStateMachine"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option, Schema } from "effect"
-import { cachedRead, invalidation } from "./CachedReads.js"
+import { cachedRead, cacheSettings, invalidation } from "./CachedReads.js"
 import * as Crypto from "./Crypto.js"
 import { countDelivery, insertDelivery, REJECTED_OUTCOMES, trimRejected } from "./DeliveriesSql.js"
 import { bool, Bytes, decodeRows, iso, JsonColumn, millis, operation } from "./internal/Catalog.js"
@@ -93,7 +93,7 @@ export const layer = Layer.scoped(
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const { key } = yield* StorageKey
-    const settings = Option.getOrElse(yield* Effect.serviceOption(ReadCache.ReadCacheConfig), () => ReadCache.DEFAULT_READ_CACHE)
+    const settings = yield* cacheSettings
     const cache = ReadCache.make<StoredWebhook>(settings)
     const { changing } = yield* invalidation([cache])
 
