@@ -11,7 +11,8 @@
  *
  * Reading back: `GET …/conversation` against the download of the same run's transcript
  * (`GET …/transcript`, its redirect followed), each read whole `READS` times, alternately, the
- * median of each kept; the server's peak RSS over the reads alone (its peak reset through
+ * median of each kept (the first conversation read, which keeps the ended run's text for the
+ * later ones, is also recorded on its own); the server's peak RSS over the reads alone (its peak reset through
  * `/proc/<pid>/clear_refs` first). Recorded as one row per size (bench/support/results.ts), goal
  * ≤ 2× the download. `BENCH_SERVER_NODE_OPTIONS` as in the HTTP bench (a profile of the reads
  * alone with bench/support/cpu-profile.cjs). Writes `bench/results/output.json`.
@@ -184,6 +185,8 @@ const measure = (mb: number) =>
       server_idle_rss_mb: Math.round(idleRss),
       wall_s: +wallS.toFixed(2),
       read_back_s: +readS.toFixed(3),
+      // The first read after the run ended also keeps the conversation's text (later reads serve it).
+      first_read_back_s: +conversationReads[0]!.toFixed(3),
       transcript_download_s: +downloadS.toFixed(3),
       read_back_server_cpu_s: +median(conversationCpu).toFixed(2),
       transcript_server_cpu_s: +median(transcriptCpu).toFixed(2),

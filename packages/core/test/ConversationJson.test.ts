@@ -7,7 +7,14 @@ import { describe, expect, it } from "@effect/vitest"
 import { Arbitrary, DateTime, Either, Schema } from "effect"
 import * as fc from "fast-check"
 import { ConversationResponse, type ConversationStep } from "../src/domain/Conversation.js"
-import { CHUNK_CHARS, CONVERSATION_JSON_END, conversationJsonHead, stepsJson } from "../src/domain/ConversationJson.js"
+import {
+  CHUNK_CHARS,
+  CONVERSATION_JSON_END,
+  conversationJsonHead,
+  RENDERED_PIECE_CHARS,
+  renderedJson,
+  stepsJson
+} from "../src/domain/ConversationJson.js"
 import * as TrustedCodec from "../src/domain/TrustedCodec.js"
 
 const encode = Schema.encodeSync(ConversationResponse)
@@ -125,5 +132,19 @@ describe("ConversationJson", () => {
       expect(piece.length).toBeGreaterThanOrEqual(CHUNK_CHARS)
       expect(piece.length).toBeLessThan(CHUNK_CHARS + 200)
     }
+  })
+
+  it("serves kept text in pieces of RENDERED_PIECE_CHARS that never split a surrogate pair", () => {
+    const emoji = "\u{1F600}"
+    for (const offset of [0, 1]) {
+      // A pair straddling the first piece's end (offset 0), or ending right at it (offset 1).
+      const json = `${"x".repeat(RENDERED_PIECE_CHARS - 1 - offset)}${emoji}${"y".repeat(RENDERED_PIECE_CHARS)}${emoji}`
+      const pieces = [...renderedJson(json, true)]
+      expect(pieces.join("")).toBe(json)
+      expect(pieces.length).toBe(3)
+      for (const piece of pieces) expect(Buffer.from(piece, "utf8").toString("utf8")).toBe(piece)
+    }
+    expect([...renderedJson("", false)]).toEqual([])
+    expect([...renderedJson("{}", false)]).toEqual([",", "{}"])
   })
 })

@@ -7,10 +7,10 @@
  * vitest file.
  */
 import { describe, expect, layer } from "@effect/vitest"
-import { Chunk, DateTime, Effect, Layer, Option, Ref, Schema, Stream } from "effect"
+import { Chunk, DateTime, Effect, Layer, Option, Ref, Schedule, Schema, Stream } from "effect"
 import type { Viewer } from "../src/domain/Access.js"
 import type { Artifact } from "../src/domain/Artifact.js"
-import { ConversationStep } from "../src/domain/Conversation.js"
+import { ConversationResponse, ConversationStep } from "../src/domain/Conversation.js"
 import { transcriptKey } from "../src/domain/BlobKeys.js"
 import { Conversations } from "../src/services/Conversations.js"
 import type { InvalidRequest, ResourceNotFound } from "../src/domain/Errors.js"
@@ -182,6 +182,33 @@ export const conversationsServiceSuite = <E>(name: string, storage: Layer.Layer<
           const byId = yield* conversations.get(world.alice, yield* conversationIdOf(runId))
           expect(encodeSteps(byId.steps)).toEqual(expected)
           expect(byId.conversation_id).toBe(ofRun.conversation_id)
+        }))
+
+      it.effect("an ended run's conversation text is kept at its first read and read the same; a late part is in the next", () =>
+        Effect.gen(function* () {
+          const world = yield* seedWorld()
+          const conversations = yield* Conversations
+          const store = yield* RunStore
+          const { execution, runId } = yield* startedWithConversation(world.alice)
+          yield* advance(runId, RunEvent.Succeed({ executionId: execution }))
+          const text = Effect.flatMap(conversations.ofRunJson(world.alice, runId), (pieces) =>
+            Effect.map(Stream.runCollect(pieces), (all) => Chunk.join(all, "")))
+          const encoded = Effect.map(conversations.ofRun(world.alice, runId), (r) => JSON.stringify(Schema.encodeSync(ConversationResponse)(r)))
+          const kept = Effect.map(store.executionConversations(runId), (all) => all.every((e) => e._tag === "Rendered"))
+          // The text is kept in the background after the last piece: waits for it (at most 2 s).
+          const keptNow = kept.pipe(Effect.repeat({ until: (done) => done, schedule: Schedule.spaced("10 millis") }), Effect.timeout("2 seconds"))
+          const first = yield* text
+          expect(first).toBe(yield* encoded)
+          yield* keptNow
+          expect(yield* text).toBe(first)
+
+          yield* save(runId, execution, [step("late", "a late line")], 2, 3)
+          expect(yield* kept).toBe(false)
+          const withLate = yield* text
+          expect(withLate).toBe(yield* encoded)
+          expect(withLate).toContain("a late line")
+          yield* keptNow
+          expect(yield* text).toBe(withLate)
         }))
 
       it.effect("hidden and unknown runs and conversations are 404, a malformed run id 400", () =>

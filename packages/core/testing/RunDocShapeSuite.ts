@@ -9,14 +9,17 @@
  * version left them: no shape, and a document holding `is_sandbox_running: true` and
  * `is_run_type_cancellable: false` (both wrong for the runs below), and `ageArtifacts(runIds)`,
  * which rewrites those runs' artifact rows likewise: no shape, and a document holding a key
- * `legacy` the current schema does not have (decoding drops it; splicing would send it). Call
+ * `legacy` the current schema does not have (decoding drops it; splicing would send it), and
+ * `ageRendered(runIds)`, which gives those runs' kept conversation renderings another shape and
+ * other text (`{"id":"legacy"}`), which must never be served. Call
  * `runDocShapeSuite(name, stores)` inside a vitest file.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Option, Schema } from "effect"
 import type { Scope } from "effect"
 import type { Viewer } from "../src/domain/Access.js"
-import type { PrincipalUid, RunId, TeamUid } from "../src/domain/Ids.js"
+import type { ExecutionId, PrincipalUid, RunId, TeamUid } from "../src/domain/Ids.js"
+import { stepsJson } from "../src/domain/ConversationJson.js"
 import { presentRun, runOwnership } from "../src/domain/RunRecords.js"
 import { RunItem } from "../src/domain/Run.js"
 import type { RunListQuery } from "../src/domain/RunQuery.js"
@@ -28,6 +31,8 @@ export interface AgedStore {
   readonly store: Context.Context<RunStore>
   readonly age: (runIds: ReadonlyArray<RunId>) => Effect.Effect<void, unknown>
   readonly ageArtifacts: (runIds: ReadonlyArray<RunId>) => Effect.Effect<void, unknown>
+  /** Rewrites those runs' kept conversation renderings as another shape left them (other text, another shape). */
+  readonly ageRendered: (runIds: ReadonlyArray<RunId>) => Effect.Effect<void, unknown>
 }
 
 const encodeItem = Schema.encodeSync(RunItem)
@@ -82,5 +87,23 @@ export const runDocShapeSuite = (name: string, stores: () => Effect.Effect<AgedS
         // A run of the current shape whose artifact is of another is decoded, not spliced.
         yield* ageArtifacts([runs[0]!.item.run_id])
         expect(yield* listed()).toEqual(expected)
+      }))
+  
+    it.scoped("a conversation rendered under another shape is folded again, not served", () =>
+      Effect.gen(function* () {
+        const { ageRendered, store: context } = yield* stores()
+        const store = Context.get(context, RunStore)
+        const run = makeRun({ team: uid<TeamUid>(), creator: uid<PrincipalUid>(), state: "SUCCEEDED" })
+        yield* store.create([{ run, events: creationEvents(run) }])
+        const runId = run.item.run_id
+        const execution = uid<ExecutionId>()
+        yield* store.appendConversation(runId, execution, { seq: 1, ops: [{ op: "step", key: 1, parent: null, id: "s1", at: 1_700_000_000_000 }] })
+        const [folded] = yield* store.executionConversations(runId)
+        if (folded?._tag !== "Folded") return yield* Effect.dieMessage(`expected a folded execution, got ${folded?._tag}`)
+        const json = [...stepsJson(folded.steps, true)].join("")
+        yield* store.keepRendered(runId, { execution_id: execution, json, parts: 1 })
+        expect(yield* store.executionConversations(runId)).toEqual([{ _tag: "Rendered", json }])
+        yield* ageRendered([runId])
+        expect(yield* store.executionConversations(runId)).toEqual([folded])
       }))
   })

@@ -1622,6 +1622,52 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
           })
         }))
 
+      it.effect("an execution's kept rendering is served while it is of every part, and a stale one is never kept", () =>
+        Effect.gen(function* () {
+          const store = yield* RunStore
+          const run = makeRun({ team: uid(), creator: uid() })
+          yield* createRuns([run])
+          const runId = run.item.run_id
+          const T = 1_700_000_000_000
+          const [e1, e2] = [uuid<ExecutionId>(1000), uuid<ExecutionId>(2000)]
+          const stepOp = (id: string): ConversationOp => ({ op: "step", key: 1, parent: null, id, at: T })
+          yield* store.appendConversation(runId, e1, { seq: 1, ops: [stepOp("a")] })
+          yield* store.appendConversation(runId, e2, { seq: 1, ops: [stepOp("b")] })
+          yield* store.appendConversation(runId, e1, { seq: 2, ops: [stepOp("c")] })
+          const folded = (e: ExecutionId, parts: number, ops: ReadonlyArray<ConversationOp>) => ({
+            _tag: "Folded",
+            execution_id: e,
+            parts,
+            steps: foldConversation(ops)
+          })
+          const encode = Schema.encodeSync(Schema.Array(ConversationStep))
+          const read = Effect.map(store.executionConversations(runId), (executions) =>
+            executions.map((e) => (e._tag === "Folded" ? { ...e, steps: encode(e.steps) } : e)))
+          const expectFolded = (e: ExecutionId, parts: number, ops: ReadonlyArray<ConversationOp>) => {
+            const f = folded(e, parts, ops)
+            return { ...f, steps: encode(f.steps) }
+          }
+          expect(yield* read).toEqual([expectFolded(e1, 2, [stepOp("a"), stepOp("c")]), expectFolded(e2, 1, [stepOp("b")])])
+
+          // Kept of every part: served as kept, in execution order; the steps read as before.
+          yield* store.keepRendered(runId, { execution_id: e1, json: "<e1 of 2 parts>", parts: 2 })
+          // Of fewer parts than the log has: not kept.
+          yield* store.keepRendered(runId, { execution_id: e2, json: "<e2 of 0 parts>", parts: 0 })
+          expect(yield* read).toEqual([{ _tag: "Rendered", json: "<e1 of 2 parts>" }, expectFolded(e2, 1, [stepOp("b")])])
+          expect(encode(yield* store.conversation(runId))).toEqual(encode(foldConversation([stepOp("a"), stepOp("c"), stepOp("b")])))
+
+          // A part arriving later: folded again, and a rendering of the old parts is not kept.
+          yield* store.appendConversation(runId, e1, { seq: 3, ops: [stepOp("d")] })
+          yield* store.keepRendered(runId, { execution_id: e1, json: "<e1 of 2 parts, again>", parts: 2 })
+          expect((yield* read)[0]).toEqual(expectFolded(e1, 3, [stepOp("a"), stepOp("c"), stepOp("d")]))
+          yield* store.keepRendered(runId, { execution_id: e1, json: "<e1 of 3 parts>", parts: 3 })
+          expect((yield* read)[0]).toEqual({ _tag: "Rendered", json: "<e1 of 3 parts>" })
+          // A retried part changes nothing: the rendering stays served.
+          yield* store.appendConversation(runId, e1, { seq: 3, ops: [stepOp("again")] })
+          expect((yield* read)[0]).toEqual({ _tag: "Rendered", json: "<e1 of 3 parts>" })
+          expect(yield* store.executionConversations(uid<RunId>())).toEqual([])
+        }))
+
       it.effect("a part holding megabytes (one long line of an agent) reads back whole", () =>
         Effect.gen(function* () {
           const store = yield* RunStore

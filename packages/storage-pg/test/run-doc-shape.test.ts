@@ -17,6 +17,8 @@ runDocShapeSuite("postgresql", () =>
           WHERE run_id IN ${sql.in(runIds)}`,
       ageArtifacts: (runIds) =>
         sql`UPDATE run_artifacts SET doc_shape = NULL, doc = (doc::jsonb || '{"legacy": 1}'::jsonb)::text
-          WHERE run_id IN ${sql.in(runIds)}`
+          WHERE run_id IN ${sql.in(runIds)}`,
+      ageRendered: (runIds) =>
+        sql`UPDATE conversations SET rendered_shape = 'older', rendered = '{"id":"legacy"}' WHERE run_id IN ${sql.in(runIds)}`
     }
   }))

@@ -21,6 +21,7 @@ import signIn from "./migrations/0011_sign_in.js"
 import github from "./migrations/0012_github.js"
 import runDocShape from "./migrations/0013_run_doc_shape.js"
 import artifactDocShape from "./migrations/0014_artifact_doc_shape.js"
+import renderedConversations from "./migrations/0015_rendered_conversations.js"
 
 export const loader = Migrator.fromRecord({
   "0001_runs": runs,
@@ -36,7 +37,8 @@ export const loader = Migrator.fromRecord({
   "0011_sign_in": signIn,
   "0012_github": github,
   "0013_run_doc_shape": runDocShape,
-  "0014_artifact_doc_shape": artifactDocShape
+  "0014_artifact_doc_shape": artifactDocShape,
+  "0015_rendered_conversations": renderedConversations
 })
 
 /**

@@ -44,8 +44,6 @@ import type { Shaper, Viewer } from "@agent-runs/core/domain/Access"
 import { Role } from "@agent-runs/core/domain/Identity"
 import { utf8Bytes } from "@agent-runs/core/domain/Quotas"
 import type { Artifact } from "@agent-runs/core/domain/Artifact"
-import { ConversationStep } from "@agent-runs/core/domain/Conversation"
-import { type ConversationOp, type ConversationPart, foldParts } from "@agent-runs/core/domain/ConversationLog"
 import { RunId } from "@agent-runs/core/domain/Ids"
 import type { ConversationId, ExecutionId, PrincipalUid, TeamUid } from "@agent-runs/core/domain/Ids"
 import { encodeCursor, type RunListQuery, type RunListRow, stateCounts } from "@agent-runs/core/domain/RunQuery"
@@ -54,8 +52,6 @@ import {
   FollowupInboxFull,
   FollowupTotalSpent,
   type FollowupWrite,
-  type LoggedPart,
-  type LogPosition,
   type NewRun,
   type NewTimelineEvent,
   type RunGuard,
@@ -74,6 +70,7 @@ import { Reader } from "./Reader.js"
 import { joinTransaction } from "./internal/JoinTransaction.js"
 import type { Statement } from "@effect/sql"
 import { Effect, Layer, Option, Schema, Stream } from "effect"
+import { conversationsSql } from "./ConversationsSql.js"
 import { claimIdentities, countDelivery, insertDelivery } from "./DeliveriesSql.js"
 import { iso, json, JsonColumn as Json, operation, visibleTo } from "./internal/Catalog.js"
 import { countByState as countStates, selectPage } from "./RunListSql.js"
@@ -92,30 +89,6 @@ const Int = Rows.Integer
 const LIVE = "state IN ('PENDING', 'QUEUED', 'CLAIMED', 'INPROGRESS')"
 /** `LIVE` of the runs aliased `p` (a subquery beside the table `runs`). */
 const LIVE_P = "p.state IN ('PENDING', 'QUEUED', 'CLAIMED', 'INPROGRESS')"
-const decodeExecutions = TrustedCodec.decoder(
-  Schema.Array(Schema.Struct({ execution_id: Schema.String, steps: Schema.parseJson(Schema.Array(ConversationStep)) }))
-)
-/** Whether two types are the same. */
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
-/**
- * A part's operations as stored: the JSON of `ConversationOp`s that core built and checked before
- * they were written. Their encoded and decoded forms are the same plain JSON (checked here by the
- * compiler), so the text is parsed as it is: the codec's walk over a large conversation only
- * copied every operation (docs/performance.md, "Reading a large conversation back"). Should
- * `ConversationOp` ever transform, `ParsedOps` becomes a message and the parts no longer compile.
- */
-type ParsedOps = Same<typeof ConversationOp.Type, typeof ConversationOp.Encoded> extends true ? ReadonlyArray<ConversationOp>
-  : "ConversationOp transforms what it decodes: decode the parts' ops with its codec again"
-const parseOps = (text: string): ParsedOps => JSON.parse(text)
-/** Part rows as decoded (`ops` as text), each with its operations parsed. */
-const withOps = <P extends { readonly ops: string }>(parts: ReadonlyArray<P>) =>
-  parts.map((p) => ({ ...p, ops: parseOps(p.ops) }))
-const decodePartRows = TrustedCodec.decoder(Schema.Array(Schema.Struct({ execution_id: Schema.String, seq: Int, ops: Schema.String })))
-const decodeParts = (rows: ReadonlyArray<unknown>) => Effect.map(decodePartRows(rows), withOps)
-const decodeLoggedPartRows = TrustedCodec.decoder(
-  Schema.Array(Schema.Struct({ ordinal: Int, execution_id: Schema.String, seq: Int, ops: Schema.String }))
-)
-const decodeLoggedParts = (rows: ReadonlyArray<unknown>) => Effect.map(decodeLoggedPartRows(rows), withOps)
 const decodeEvents = TrustedCodec.decoder(Schema.Array(TimelineEvent))
 
 const EventRow = Schema.Struct({
@@ -635,56 +608,7 @@ export const layer = Layer.effect(
       operation("RunStore.timeline")
     )
 
-    const appendConversation = Effect.fn("RunStore.appendConversation")(
-      function* (runId: RunId, execution_id: ExecutionId, part: ConversationPart) {
-        // Operations are plain JSON (their encoded form is themselves): written as they are.
-        const ops = JSON.stringify(part.ops)
-        // The first part of an execution gives it the next ordinal; a part stored already stays.
-        const execution = sql`INSERT INTO conversations (run_id, execution_id, ordinal, steps)
-          SELECT CAST(${runId} AS TEXT), CAST(${execution_id} AS TEXT), COALESCE(MAX(ordinal), 0) + 1, '[]'
-          FROM conversations WHERE run_id = ${runId}
-          ON CONFLICT (run_id, execution_id) DO NOTHING`
-        const stored = sql`INSERT INTO conversation_parts ${sql.insert({ run_id: runId, execution_id, seq: part.seq, ops })}
-          ON CONFLICT (run_id, execution_id, seq) DO NOTHING`
-        yield* sql.onDialectOrElse({
-          // One statement (a data-modifying WITH): both inserts or neither.
-          pg: () => sql`WITH c AS (${execution}) ${stored}`,
-          orElse: () => sql.withTransaction(Effect.zipRight(execution, stored))
-        })
-      },
-      operation("RunStore.appendConversation")
-    )
-
-    const conversation = Effect.fn("RunStore.conversation")(
-      function* (runId: RunId) {
-        const [executions, parts] = yield* Effect.all([
-          reader`SELECT execution_id, steps FROM conversations WHERE run_id = ${runId} ORDER BY ordinal`.pipe(Effect.flatMap(decodeExecutions)),
-          reader`SELECT execution_id, seq, ops FROM conversation_parts WHERE run_id = ${runId} ORDER BY seq`.pipe(Effect.flatMap(decodeParts))
-        ])
-        const byExecution = new Map<string, Array<ConversationPart>>()
-        for (const p of parts) {
-          const list = byExecution.get(p.execution_id)
-          if (list === undefined) byExecution.set(p.execution_id, [p])
-          else list.push(p)
-        }
-        // Executions saved whole (before parts existed) keep their steps; the others fold theirs.
-        return executions.flatMap((e) => [...e.steps, ...foldParts(byExecution.get(e.execution_id) ?? [])])
-      },
-      operation("RunStore.conversation")
-    )
-
-    const conversationLog = Effect.fn("RunStore.conversationLog")(
-      function* (runId: RunId, after?: LogPosition) {
-        const from = after ?? { ordinal: 0, seq: 0 }
-        const parts: ReadonlyArray<LoggedPart> = yield* reader`SELECT c.ordinal AS ordinal, p.execution_id AS execution_id, p.seq AS seq, p.ops AS ops
-          FROM conversation_parts p
-          JOIN conversations c ON c.run_id = p.run_id AND c.execution_id = p.execution_id
-          WHERE p.run_id = ${runId} AND (c.ordinal > ${from.ordinal} OR (c.ordinal = ${from.ordinal} AND p.seq > ${from.seq}))
-          ORDER BY c.ordinal, p.seq`.pipe(Effect.flatMap(decodeLoggedParts))
-        return parts
-      },
-      operation("RunStore.conversationLog")
-    )
+    const conversations = conversationsSql(sql, reader)
 
     /** Taken follow-ups, oldest first. */
     const followupsOf = (rows: ReadonlyArray<typeof FollowupRow.Type>) =>
@@ -789,9 +713,7 @@ export const layer = Layer.effect(
       waitingTeams,
       pending,
       timeline,
-      appendConversation,
-      conversation,
-      conversationLog,
+      ...conversations,
       recordFollowup,
       addShapers,
       shapers,

@@ -11,8 +11,10 @@
  * keys the schemas declare are written (as the encoding drops any other). The property tests in
  * packages/core/test/ConversationJson.test.ts check it against the schema's encodings.
  */
-import { DateTime } from "effect"
-import type { ContentBlock, ConversationMessage, ConversationStep } from "./Conversation.js"
+import { sha256 } from "@noble/hashes/sha2.js"
+import { DateTime, Encoding, JSONSchema } from "effect"
+import { type ContentBlock, type ConversationMessage, ConversationStep } from "./Conversation.js"
+import { MAX_STEP_DEPTH } from "./ConversationLog.js"
 
 /** About how many characters `stepsJson` puts in one piece (one write to the response). */
 export const CHUNK_CHARS = 64 * 1024
@@ -129,6 +131,42 @@ export function* stepsJson(steps: ReadonlyArray<ConversationStep>, first: boolea
     yield* writer.step(steps[i]!)
   }
   yield* writer.flush()
+}
+
+/**
+ * The fingerprint of the text `stepsJson` writes of an execution's folded steps (what storage keeps
+ * of an ended execution, `RunStore.RenderedConversation`): `ConversationStep`'s encoded form (its JSON Schema),
+ * the depth folding stops at, and a version of the fold (ConversationLog.ts) and of this writer:
+ * raise it when either changes what it makes.
+ * Storage serves a rendered execution only under the current fingerprint, so a change to either
+ * never serves an old rendering as new: the execution is folded and rendered again.
+ */
+export const RENDERED_STEPS_SHAPE: string = Encoding.encodeHex(
+  sha256(new TextEncoder().encode(JSON.stringify({ step: JSONSchema.make(ConversationStep), depth: MAX_STEP_DEPTH, version: 1 })))
+).slice(0, 16)
+
+/**
+ * How many characters `renderedJson` puts in one piece: the text is in memory already, so a piece
+ * is only a write to the response; larger pieces are fewer trips through the stream.
+ */
+export const RENDERED_PIECE_CHARS = 1024 * 1024
+
+/**
+ * An execution's kept text (`stepsJson`'s pieces of its steps, joined) as pieces of
+ * `RENDERED_PIECE_CHARS` characters (one more to end on a whole character), preceded by a comma
+ * unless `first` (none when `json` is empty). A piece never ends between the two halves of a
+ * surrogate pair: each piece is encoded to UTF-8 on its own.
+ */
+export function* renderedJson(json: string, first: boolean): Generator<string> {
+  if (json === "") return
+  if (!first) yield ","
+  for (let start = 0; start < json.length;) {
+    let end = Math.min(json.length, start + RENDERED_PIECE_CHARS)
+    const last = json.charCodeAt(end - 1)
+    if (end < json.length && last >= 0xd800 && last <= 0xdbff) end++
+    yield json.slice(start, end)
+    start = end
+  }
 }
 
 /** The response's text up to its steps: `{"conversation_id":…,"run_ids":[…],"steps":[`. */

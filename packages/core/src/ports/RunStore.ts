@@ -159,6 +159,35 @@ export interface LoggedPart extends ConversationPart, LogPosition {
   readonly execution_id: string
 }
 
+/**
+ * An ended execution's conversation rendered once as its JSON (ConversationJson.ts), kept so
+ * that reading it again writes stored text instead of folding its log (docs/performance.md).
+ */
+export interface RenderedConversation {
+  readonly execution_id: ExecutionId
+  /**
+   * The items of a `steps` array, comma-separated (`""` for none): the pieces `stepsJson(steps, true)`
+   * writes of its steps, joined, under `RENDERED_STEPS_SHAPE`.
+   */
+  readonly json: string
+  /** How many parts of the execution's log it was rendered from. */
+  readonly parts: number
+}
+
+/**
+ * An execution's conversation for reading: its rendering when one is kept of every part it has
+ * now and under the current `RENDERED_STEPS_SHAPE`; otherwise its steps folded from its log,
+ * with the number of parts they were folded from (what a rendering of them records).
+ */
+export type ExecutionConversation =
+  | { readonly _tag: "Rendered"; readonly json: string }
+  | {
+    readonly _tag: "Folded"
+    readonly execution_id: ExecutionId
+    readonly parts: number
+    readonly steps: ReadonlyArray<ConversationStep>
+  }
+
 /** The run's follow-up inbox already holds `FollowupWrite.maxPending` messages its agent has not received. */
 export class FollowupInboxFull extends Data.TaggedError("FollowupInboxFull")<{
   readonly pending: number
@@ -263,6 +292,16 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
    * parts), each execution's parts folded in `seq` order.
    */
   readonly conversation: (runId: RunId) => Effect.Effect<ReadonlyArray<ConversationStep>, StorageError>
+  /**
+   * The conversation of every execution of a run, in execution order, each rendered or folded
+   * (`ExecutionConversation`): what the conversation endpoints write.
+   */
+  readonly executionConversations: (runId: RunId) => Effect.Effect<ReadonlyArray<ExecutionConversation>, StorageError>
+  /**
+   * Keeps an execution's rendering, unless its log has since gained a part (then nothing is
+   * written: the rendering would be stale). Rendering the same parts again writes the same text.
+   */
+  readonly keepRendered: (runId: RunId, rendered: RenderedConversation) => Effect.Effect<void, StorageError>
   /**
    * A run's conversation log as stored, for following it as it grows (the event stream): the parts
    * after `after` (none: from the start), executions in order (`ordinal` 1 for the first to store

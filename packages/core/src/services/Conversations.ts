@@ -21,6 +21,11 @@
  *   log into steps, and a step's text cannot start before its log is read to its end (its
  *   `summary` and `completed_at` come first in the text but last in the log; its messages come
  *   before its nested steps in the text but interleave with them in the log).
+ * - Once a run has ended, the first read of its conversation's JSON keeps each execution's text
+ *   (`RunStore.keepRendered`), and later reads write that text as stored: no fold, no encoding.
+ *   Storage serves a kept text only while it is of every part of the execution's log and of the
+ *   current `RENDERED_STEPS_SHAPE`; a part that arrives later (a late write of a cancelled agent)
+ *   makes the next read fold and render again.
  * - `transcript` answers the run and the blob key of its transcript (`{run_id, key}`); the
  *   transport turns it into a signed download URL. A run the caller cannot see is a 404 `run`
  *   (or `conversation`) whether or not a transcript exists.
@@ -34,8 +39,8 @@ import { Chunk, Effect, Option, Stream } from "effect"
 import type { Viewer } from "../domain/Access.js"
 import { canSee } from "../domain/Access.js"
 import { MAX_EXTERNAL_REFERENCE_URL_LENGTH } from "../domain/Artifact.js"
-import { ConversationResponse, type ConversationStep } from "../domain/Conversation.js"
-import { CONVERSATION_JSON_END, conversationJsonHead, stepsJson } from "../domain/ConversationJson.js"
+import { ConversationResponse } from "../domain/Conversation.js"
+import { CONVERSATION_JSON_END, conversationJsonHead, renderedJson, stepsJson } from "../domain/ConversationJson.js"
 import { InvalidRequest, ResourceNotFound, type ResourceUnavailable } from "../domain/Errors.js"
 import type { ConversationId, RunId } from "../domain/Ids.js"
 import { transcriptKey } from "../domain/BlobKeys.js"
@@ -43,11 +48,35 @@ import { storageUnavailable, storageUnavailableStream } from "../internal/Servic
 import { Audit } from "./Audit.js"
 import { BlobStore } from "../ports/BlobStore.js"
 import { RunStore } from "../ports/RunStore.js"
-import type { StoredRun } from "../ports/RunStore.js"
+import type { ExecutionConversation, StoredRun } from "../ports/RunStore.js"
+import { isTerminal } from "../domain/RunState.js"
 import type { StorageError } from "../ports/Storage.js"
 import { presentRun, requireVisibleRun, runOwnership } from "../domain/RunRecords.js"
 
 
+
+/** An execution storage folded from its log. */
+type FoldedExecution = Extract<ExecutionConversation, { readonly _tag: "Folded" }>
+
+/** Whether an execution holds no step. */
+const executionEmpty = (e: ExecutionConversation) => (e._tag === "Rendered" ? e.json === "" : e.steps.length === 0)
+
+/** A run's executions, as the conversation's text reads them. */
+interface RunExecutions {
+  readonly run: StoredRun
+  readonly executions: ReadonlyArray<ExecutionConversation>
+}
+
+/** Whether a run's executions hold no step. */
+const runEmpty = ({ executions }: RunExecutions) => executions.every(executionEmpty)
+
+/** `pieces`, each also pushed onto `into` as it is handed out. */
+function* copied(pieces: Iterable<string>, into: Array<string>): Generator<string> {
+  for (const piece of pieces) {
+    into.push(piece)
+    yield piece
+  }
+}
 
 /** Which run's transcript: by run id or by conversation id. */
 export type TranscriptOf = { readonly runId: string } | { readonly conversationId: ConversationId }
@@ -81,41 +110,81 @@ export class Conversations extends Effect.Service<Conversations>()("@agent-runs/
       })
 
     /**
-     * The conversation of `runs` (one conversation, oldest run first): its id, its runs, and their
-     * steps run by run. The first run's steps are read now, and so is every run's when none is
-     * marked as having a conversation (to tell a conversation with no steps yet from none, 404);
-     * otherwise each later run's steps are read when `steps` gets to it, so a streamed response
-     * holds one run's steps at a time.
+     * The conversation of `runs` (one conversation, oldest run first): its id, its runs, and each
+     * run's part of it (`read`, `empty` when it has no steps), run by run. The first run's part is
+     * read now, and so is every run's when none is marked as having a conversation (to tell a
+     * conversation with no steps yet from none, 404); otherwise each later run's is read when
+     * `parts` gets to it, so a streamed response holds one run's at a time.
      */
-    const conversationOf = (runs: ReadonlyArray<StoredRun>) =>
+    const conversationOf = <A>(
+      runs: ReadonlyArray<StoredRun>,
+      read: (run: StoredRun) => Effect.Effect<A, StorageError>,
+      empty: (part: A) => boolean
+    ) =>
       Effect.gen(function*() {
         const conversationId = runs[0]?.item.conversation_id ?? null
         const [first, ...later] = runs
-        const firstSteps = first === undefined ? [] : yield* store.conversation(first.item.run_id)
-        const marked = runs.some((r) => r.has_conversation) || firstSteps.length > 0
-        const laterSteps = marked ? undefined : yield* Effect.forEach(later, (r) => store.conversation(r.item.run_id))
-        const saved = marked || (laterSteps ?? []).some((steps) => steps.length > 0)
+        const firstPart = first === undefined ? undefined : yield* read(first)
+        const marked = runs.some((r) => r.has_conversation) || (firstPart !== undefined && !empty(firstPart))
+        const laterParts = marked ? undefined : yield* Effect.forEach(later, read)
+        const saved = marked || (laterParts ?? []).some((part) => !empty(part))
         if (conversationId === null || !saved) {
           return yield* ResourceNotFound.of("conversation", conversationId ?? undefined)
         }
-        const rest: Stream.Stream<ReadonlyArray<ConversationStep>, StorageError> = laterSteps === undefined
-          ? Stream.mapEffect(Stream.fromIterable(later), (r) => store.conversation(r.item.run_id))
-          : Stream.fromIterable(laterSteps)
+        const rest: Stream.Stream<A, StorageError> = laterParts === undefined
+          ? Stream.mapEffect(Stream.fromIterable(later), read)
+          : Stream.fromIterable(laterParts)
         return {
           conversation_id: conversationId,
           run_ids: runs.map((r) => r.item.run_id),
-          steps: Stream.concat(Stream.succeed(firstSteps), rest)
+          parts: firstPart === undefined ? rest : Stream.concat(Stream.succeed(firstPart), rest)
         }
       })
+
+    /** A run's steps. */
+    const stepsOf = (run: StoredRun) => store.conversation(run.item.run_id)
 
     /** The conversation of `runs` as one value. */
     const responseOf = (runs: ReadonlyArray<StoredRun>) =>
       Effect.gen(function*() {
-        const conversation = yield* conversationOf(runs)
-        const steps = Chunk.toReadonlyArray(yield* Stream.runCollect(conversation.steps)).flat()
+        const conversation = yield* conversationOf(runs, stepsOf, (steps) => steps.length === 0)
+        const steps = Chunk.toReadonlyArray(yield* Stream.runCollect(conversation.parts)).flat()
         // Built from stored steps, checked when they were stored.
         return new ConversationResponse({ conversation_id: conversation.conversation_id, run_ids: conversation.run_ids, steps }, true)
       })
+
+    /** A run's executions for writing its conversation's JSON. */
+    const executionsOf = (run: StoredRun) =>
+      Effect.map(store.executionConversations(run.item.run_id), (executions): RunExecutions => ({ run, executions }))
+
+    /** Keeps an ended execution's text; failing to keep it only costs the next read a fold (logged). */
+    const keep = (run: StoredRun, execution: FoldedExecution, json: string) =>
+      store.keepRendered(run.item.run_id, { execution_id: execution.execution_id, json, parts: execution.parts }).pipe(
+        Effect.catchAll((error) => Effect.logWarning("a conversation's text was not kept", error))
+      )
+
+    /**
+     * An execution's JSON in pieces (`first`: whether it opens the `steps` array): as kept, or
+     * written from its steps. Once its run has ended, a folded execution's text is kept after its
+     * last piece, in the background (the response does not wait for the write).
+     */
+    const executionJson = (run: StoredRun, execution: ExecutionConversation, first: boolean): Stream.Stream<string> => {
+      // One piece at a time (a chunk of several would hold them all before the first is sent).
+      if (execution._tag === "Rendered") return Stream.fromIteratorSucceed(renderedJson(execution.json, first), 1)
+      if (!isTerminal(run.item.state)) return Stream.fromIteratorSucceed(stepsJson(execution.steps, first), 1)
+      const pieces: Array<string> = []
+      return Stream.fromIterable(first || execution.steps.length === 0 ? [] : [","]).pipe(
+        Stream.concat(Stream.fromIteratorSucceed(copied(stepsJson(execution.steps, true), pieces), 1)),
+        Stream.concat(Stream.execute(Effect.forkDaemon(Effect.suspend(() => keep(run, execution, pieces.join(""))))))
+      )
+    }
+
+    /** A run's executions' JSON in pieces, `first` as in `executionJson`. */
+    const runJson = ({ executions, run }: RunExecutions, first: boolean) =>
+      Stream.fromIterable(executions).pipe(
+        Stream.mapAccum(first, (first, execution) => [first && executionEmpty(execution), executionJson(run, execution, first)]),
+        Stream.flatten()
+      )
 
     /**
      * The conversation of `runs` as the JSON text of its `ConversationResponse`, in pieces
@@ -125,11 +194,11 @@ export class Conversations extends Effect.Service<Conversations>()("@agent-runs/
      * every storage failure is): the transport has sent its status by then.
      */
     const jsonOf = (runs: ReadonlyArray<StoredRun>) =>
-      Effect.map(conversationOf(runs), (conversation): Stream.Stream<string, ResourceUnavailable> => {
-        const steps = conversation.steps.pipe(
+      Effect.map(conversationOf(runs, executionsOf, runEmpty), (conversation): Stream.Stream<string, ResourceUnavailable> => {
+        const steps = conversation.parts.pipe(
           // Whether any step was written before a run's: the comma between steps across runs.
-          Stream.mapAccum(true, (first, own) => [first && own.length === 0, stepsJson(own, first)]),
-          Stream.flatMap((pieces) => Stream.fromIteratorSucceed(pieces, 1))
+          Stream.mapAccum(true, (first, own) => [first && runEmpty(own), runJson(own, first)]),
+          Stream.flatten()
         )
         return Stream.make(conversationJsonHead(conversation.conversation_id, conversation.run_ids)).pipe(
           Stream.concat(storageUnavailableStream(steps)),

@@ -6,47 +6,54 @@
  * checks and the first run's read fail before any text.
  */
 import { describe, expect, layer } from "@effect/vitest"
-import { Chunk, DateTime, Effect, Either, Layer, Ref, Schema, Stream } from "effect"
+import { Chunk, DateTime, Effect, Either, Layer, Option, Ref, Schedule, Schema, Stream } from "effect"
 import type { Viewer } from "../../src/domain/Access.js"
 import { ConversationResponse, type ConversationStep } from "../../src/domain/Conversation.js"
 import type { ResourceNotFound } from "../../src/domain/Errors.js"
 import { type ConversationId, type ExecutionId, IdsLive, type RunId } from "../../src/domain/Ids.js"
 import { RunAgentRequest } from "../../src/domain/Run.js"
+import { RunEvent } from "../../src/domain/RunStateMachine.js"
 import { RunStore } from "../../src/ports/RunStore.js"
 import { StorageError } from "../../src/ports/Storage.js"
 import { Conversations } from "../../src/services/Conversations.js"
 import { Runs } from "../../src/services/Runs.js"
 import { opsOf } from "../../testing/ConversationOps.js"
 import { memoryBlobStore } from "../../testing/ConversationsServiceSuite.js"
-import { createRun, start } from "../../testing/FollowupsServiceSuite.js"
+import { advance, createRun, start } from "../../testing/FollowupsServiceSuite.js"
 import { memoryStorage } from "../../testing/memory/MemoryStorage.js"
 import { uuid } from "../../testing/RunStoreConformance.js"
 import { failureOf, seedWorld } from "../../testing/World.js"
 
-/** The store's conversation reads, and the runs whose reads fail. */
+/** The store's conversation reads, the runs whose reads fail, and the renderings kept. */
 class Reads extends Effect.Service<Reads>()("test/Reads", {
-  effect: Effect.map(Effect.all([Ref.make<ReadonlyArray<RunId>>([]), Ref.make<ReadonlySet<RunId>>(new Set())]), ([made, failing]) => ({
-    made,
-    failing
-  }))
+  effect: Effect.map(
+    Effect.all([Ref.make<ReadonlyArray<RunId>>([]), Ref.make<ReadonlySet<RunId>>(new Set()), Ref.make(0)]),
+    ([made, failing, kept]) => ({ made, failing, kept })
+  )
 }) {}
 
-/** The memory RunStore, its `conversation` reads recorded and failing for the runs in `Reads.failing`. */
+/**
+ * The memory RunStore, its conversation reads (`conversation`, `executionConversations`) recorded
+ * and failing for the runs in `Reads.failing`, and its `keepRendered` writes counted.
+ */
 const observedStore = Layer.effect(
   RunStore,
   Effect.gen(function*() {
     const store = yield* RunStore
     const reads = yield* Reads
+    const observed = <A>(runId: RunId, read: Effect.Effect<A, StorageError>) =>
+      Effect.gen(function*() {
+        yield* Ref.update(reads.made, (made) => [...made, runId])
+        if ((yield* Ref.get(reads.failing)).has(runId)) {
+          return yield* new StorageError({ operation: "RunStore.conversation", cause: "the disk is gone" })
+        }
+        return yield* read
+      })
     return RunStore.of({
       ...store,
-      conversation: (runId) =>
-        Effect.gen(function*() {
-          yield* Ref.update(reads.made, (made) => [...made, runId])
-          if ((yield* Ref.get(reads.failing)).has(runId)) {
-            return yield* new StorageError({ operation: "RunStore.conversation", cause: "the disk is gone" })
-          }
-          return yield* store.conversation(runId)
-        })
+      conversation: (runId) => observed(runId, store.conversation(runId)),
+      executionConversations: (runId) => observed(runId, store.executionConversations(runId)),
+      keepRendered: (runId, rendered) => Effect.zipRight(Ref.update(reads.kept, (n) => n + 1), store.keepRendered(runId, rendered))
     })
   })
 )
@@ -138,6 +145,44 @@ describe("the conversation as streamed JSON text", () => {
         expect((yield* failureOf(conversations.getJson(world.alice, conversationId)))._tag).toBe("ResourceUnavailable")
         expect((yield* failureOf(conversations.ofRunJson(world.alice, first)))._tag).toBe("ResourceUnavailable")
         yield* Ref.set(reads.failing, new Set())
+      }))
+
+    it.effect("an ended run's executions are kept rendered at the first read; a part written after is rendered again", () =>
+      Effect.gen(function*() {
+        const world = yield* seedWorld()
+        const conversations = yield* Conversations
+        const store = yield* RunStore
+        const reads = yield* Reads
+        const { first } = yield* twoRuns(world.alice)
+        const tags = Effect.map(store.executionConversations(first), (executions) => executions.map((e) => e._tag))
+        // The text is kept in the background after the response: waits (at most a second) for `n` kept.
+        const keptReach = (n: number) =>
+          Ref.get(reads.kept).pipe(Effect.repeat({ until: (kept) => kept >= n, schedule: Schedule.spaced("5 millis") }), Effect.timeout("1 second"))
+        const expected = () => Effect.map(conversations.ofRun(world.alice, first), encoded)
+        yield* Ref.set(reads.kept, 0)
+        // Running: folded at every read, nothing kept.
+        expect(yield* textOf(yield* conversations.ofRunJson(world.alice, first))).toBe(yield* expected())
+        expect([yield* tags, yield* Ref.get(reads.kept)]).toEqual([["Folded", "Folded"], 0])
+
+        const execution = Option.getOrThrow(yield* store.get(first)).lease!.execution_id
+        yield* advance(first, RunEvent.Succeed({ executionId: execution }))
+        const once = yield* textOf(yield* conversations.ofRunJson(world.alice, first))
+        expect(once).toBe(yield* expected())
+        yield* keptReach(2)
+        expect([yield* tags, yield* Ref.get(reads.kept)]).toEqual([["Rendered", "Rendered"], 2])
+        // Served as kept: the same text, nothing rendered again.
+        expect(yield* textOf(yield* conversations.ofRunJson(world.alice, first))).toBe(once)
+        expect(yield* Ref.get(reads.kept)).toBe(2)
+
+        // A late part of the first execution: folded and rendered again, with it.
+        const [ended] = (yield* store.conversationLog(first)).map((p) => p.execution_id)
+        yield* store.appendConversation(first, ended as ExecutionId, { seq: 2, ops: opsOf([step("late", 1)]) })
+        expect(yield* tags).toEqual(["Folded", "Rendered"])
+        const again = yield* textOf(yield* conversations.ofRunJson(world.alice, first))
+        expect(again).toBe(yield* expected())
+        expect(again).toContain(`"summary":"late done"`)
+        yield* keptReach(3)
+        expect([yield* tags, yield* Ref.get(reads.kept)]).toEqual([["Rendered", "Rendered"], 3])
       }))
 
     it.effect("checks access and existence before any text: hidden, unknown and never-started are 404", () =>

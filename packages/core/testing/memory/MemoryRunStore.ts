@@ -32,10 +32,12 @@ import {
   FollowupInboxFull,
   FollowupTotalSpent,
   type FollowupWrite,
+  type ExecutionConversation as RunStoreExecutionConversation,
   type LoggedPart,
   type LogPosition,
   type NewRun,
   type NewTimelineEvent,
+  type RenderedConversation,
   type RunGuard,
   runListRow,
   RunStore,
@@ -472,6 +474,23 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
   const conversation = (runId: RunId) =>
     Effect.sync(() => (record(runId)?.conversations ?? []).flatMap((c) => foldParts([...c.parts.values()])))
 
+  const executionConversations = (runId: RunId) =>
+    Effect.sync(() =>
+      (record(runId)?.conversations ?? []).map((c): RunStoreExecutionConversation =>
+        c.rendered !== undefined && c.rendered.parts === c.parts.size
+          ? { _tag: "Rendered", json: c.rendered.json }
+          : { _tag: "Folded", execution_id: c.execution_id, parts: c.parts.size, steps: foldParts([...c.parts.values()]) }
+      )
+    )
+
+  const keepRendered = (runId: RunId, rendered: RenderedConversation) =>
+    Effect.sync(() => {
+      const execution = record(runId)?.conversations.find((c) => c.execution_id === rendered.execution_id)
+      if (execution !== undefined && execution.parts.size === rendered.parts) {
+        execution.rendered = { json: rendered.json, parts: rendered.parts }
+      }
+    })
+
   const conversationLog = (runId: RunId, after?: LogPosition) =>
     Effect.sync((): ReadonlyArray<LoggedPart> =>
       (record(runId)?.conversations ?? []).flatMap((c, i) =>
@@ -543,6 +562,8 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
     timeline,
     appendConversation,
     conversation,
+    executionConversations,
+    keepRendered,
     conversationLog,
     recordFollowup,
     addShapers,

@@ -49,6 +49,8 @@ export interface InboxEntry {
 export interface ExecutionConversation {
   readonly execution_id: ExecutionId
   readonly parts: Map<number, ConversationPart>
+  /** Its rendering (RunStore.keepRendered), with the number of parts it was rendered from. */
+  rendered?: { readonly json: string; readonly parts: number }
 }
 
 /** A run and what hangs off it (the SQL adapter's `runs` row and its child tables). */
