@@ -32,7 +32,7 @@ const LINE_KIND = process.env.BENCH_OUTPUT_LINE === "text" ? "text" : "message"
 const LINE_BYTES = 100
 const RESULTS = fileURLToPath(new URL("../results/output.json", import.meta.url))
 /** How many times each read-back is measured (the median is kept). */
-const READS = 3
+const READS = 5
 
 /** The agent: after its start line, prints `lines` lines of 100 bytes (respecting backpressure), then succeeds. */
 const AGENT = `

@@ -12,6 +12,7 @@ import {
   CONVERSATION_JSON_END,
   conversationJsonHead,
   RENDERED_PIECE_CHARS,
+  RENDERED_STEPS_SHAPE,
   renderedJson,
   stepsJson
 } from "../src/domain/ConversationJson.js"
@@ -146,5 +147,39 @@ describe("ConversationJson", () => {
     }
     expect([...renderedJson("", false)]).toEqual([])
     expect([...renderedJson("{}", false)]).toEqual([",", "{}"])
+  })
+
+  it("writes this exact text and fingerprint: a change to either needs RENDERED_STEPS_SHAPE's version raised", () => {
+    // Storage serves an ended execution's text kept under RENDERED_STEPS_SHAPE. If the writer's or
+    // the fold's text changes while the fingerprint does not, stale texts would be served: raise the
+    // version in RENDERED_STEPS_SHAPE, then update both literals here.
+    const at = DateTime.unsafeMake(Date.UTC(2026, 10, 29, 9, 0, 0, 250))
+    const step: ConversationStep = {
+      id: "s",
+      description: "d \"q\"",
+      summary: "done",
+      started_at: at,
+      completed_at: DateTime.unsafeMake(Date.UTC(2026, 10, 29, 9, 0, 1, 5)),
+      messages: [{
+        role: "assistant",
+        timestamp: at,
+        content: [
+          { type: "text", text: "hi\n" },
+          { type: "action", id: "a", category: "command", name: "run", input: { x: [1] } },
+          { type: "action_result", action_id: "a", category: "command", name: "run", state: "completed", output: "ok" },
+          { type: "event", name: "output", data: { text: "line" } }
+        ]
+      }],
+      steps: [{ id: "s.1", started_at: at, messages: [], steps: [] }]
+    }
+    expect([...stepsJson([step], true)].join("")).toBe(
+      String.raw`{"id":"s","description":"d \"q\"","summary":"done","started_at":"2026-11-29T09:00:00.250Z",` +
+        String.raw`"completed_at":"2026-11-29T09:00:01.005Z","messages":[{"role":"assistant","timestamp":"2026-11-29T09:00:00.250Z",` +
+        String.raw`"content":[{"type":"text","text":"hi\n"},{"type":"action","id":"a","category":"command","name":"run","input":{"x":[1]}},` +
+        String.raw`{"type":"action_result","action_id":"a","category":"command","name":"run","state":"completed","output":"ok"},` +
+        String.raw`{"type":"event","name":"output","data":{"text":"line"}}]}],"steps":[{"id":"s.1","started_at":"2026-11-29T09:00:00.250Z",` +
+        String.raw`"messages":[],"steps":[]}]}`
+    )
+    expect(RENDERED_STEPS_SHAPE).toBe("b02abb6c522a7b32")
   })
 })

@@ -195,8 +195,8 @@ export const conversationsServiceSuite = <E>(name: string, storage: Layer.Layer<
             Effect.map(Stream.runCollect(pieces), (all) => Chunk.join(all, "")))
           const encoded = Effect.map(conversations.ofRun(world.alice, runId), (r) => JSON.stringify(Schema.encodeSync(ConversationResponse)(r)))
           const kept = Effect.map(store.executionConversations(runId), (all) => all.every((e) => e._tag === "Rendered"))
-          // The text is kept in the background after the last piece: waits for it (at most 2 s).
-          const keptNow = kept.pipe(Effect.repeat({ until: (done) => done, schedule: Schedule.spaced("10 millis") }), Effect.timeout("2 seconds"))
+          // The text is kept in the background after the last piece: waits for it (at most 5 s).
+          const keptNow = kept.pipe(Effect.repeat({ until: (done) => done, schedule: Schedule.spaced("10 millis") }), Effect.timeout("5 seconds"))
           const first = yield* text
           expect(first).toBe(yield* encoded)
           yield* keptNow

@@ -1662,6 +1662,9 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
           expect((yield* read)[0]).toEqual(expectFolded(e1, 3, [stepOp("a"), stepOp("c"), stepOp("d")]))
           yield* store.keepRendered(runId, { execution_id: e1, json: "<e1 of 3 parts>", parts: 3 })
           expect((yield* read)[0]).toEqual({ _tag: "Rendered", json: "<e1 of 3 parts>" })
+          // Kept already of these parts: not written again.
+          yield* store.keepRendered(runId, { execution_id: e1, json: "<e1 of 3 parts, again>", parts: 3 })
+          expect((yield* read)[0]).toEqual({ _tag: "Rendered", json: "<e1 of 3 parts>" })
           // A retried part changes nothing: the rendering stays served.
           yield* store.appendConversation(runId, e1, { seq: 3, ops: [stepOp("again")] })
           expect((yield* read)[0]).toEqual({ _tag: "Rendered", json: "<e1 of 3 parts>" })

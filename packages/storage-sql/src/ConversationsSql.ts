@@ -48,16 +48,16 @@ const decodeLoggedParts = (rows: ReadonlyArray<unknown>) => Effect.map(decodeLog
 /** An execution's steps saved whole (before parts existed; `[]` since). */
 const StoredSteps = Schema.parseJson(Schema.Array(ConversationStep))
 const decodeStoredSteps = TrustedCodec.decoder(Schema.Array(Schema.Struct({ execution_id: Schema.String, steps: StoredSteps })))
-/** An execution's row as read for writing its conversation, with the number of parts its log has now. */
-const ExecutionRow = Schema.Struct({
+/**
+ * An execution's row as read for writing its conversation: its kept text when current (else
+ * null), and the number of parts its log has now.
+ */
+const decodeExecutionRows = TrustedCodec.decoder(Schema.Array(Schema.Struct({
   execution_id: Schema.String,
   steps: StoredSteps,
   rendered: Schema.NullOr(Schema.String),
-  rendered_parts: Schema.NullOr(Int),
   parts: Int
-})
-type ExecutionRow = typeof ExecutionRow.Type
-const decodeExecutionRows = TrustedCodec.decoder(Schema.Array(ExecutionRow))
+})))
 
 /** The parts of `parts` by execution. */
 const partsByExecution = (parts: ReadonlyArray<ConversationPart & { readonly execution_id: string }>) => {
@@ -70,8 +70,15 @@ const partsByExecution = (parts: ReadonlyArray<ConversationPart & { readonly exe
   return byExecution
 }
 
-/** Whether a row's rendering is of every part its log has now (its shape was checked by the read). */
-const renderedNow = (row: ExecutionRow) => row.rendered !== null && row.rendered_parts === row.parts
+/** The parts its log has now of the execution `c` (`conversations` aliased). */
+const PARTS_NOW =
+  "(SELECT CAST(COUNT(*) AS INTEGER) FROM conversation_parts p WHERE p.run_id = c.run_id AND p.execution_id = c.execution_id)"
+
+/** An execution's steps: those saved whole (before parts existed), then those its parts fold into. */
+const foldExecution = (
+  execution: { readonly execution_id: string; readonly steps: ReadonlyArray<ConversationStep> },
+  parts: ReadonlyMap<string, ReadonlyArray<ConversationPart>>
+) => [...execution.steps, ...foldParts(parts.get(execution.execution_id) ?? [])]
 
 /** The conversation methods of the run store: `sql` writes, `reader` reads (Reader.ts). */
 export const conversationsSql = (sql: SqlClient.SqlClient, reader: SqlClient.SqlClient) => {
@@ -106,14 +113,17 @@ export const conversationsSql = (sql: SqlClient.SqlClient, reader: SqlClient.Sql
     )
 
   /**
-   * A run's executions in order, each with its stored steps, its rendering when of the current
-   * shape, and how many parts its log has now.
+   * A run's executions in order, each with its stored steps, its kept text when that is of the
+   * current shape and of every part (else null: a stale text is not even sent), and how many
+   * parts its log has now.
    */
-  const executionRows = (runId: RunId) =>
-    reader`SELECT c.execution_id AS execution_id, c.steps AS steps,
-        CASE WHEN c.rendered_shape = ${RENDERED_STEPS_SHAPE} THEN c.rendered END AS rendered, c.rendered_parts AS rendered_parts,
-        (SELECT CAST(COUNT(*) AS INTEGER) FROM conversation_parts p WHERE p.run_id = c.run_id AND p.execution_id = c.execution_id) AS parts
+  const executionRows = (runId: RunId) => {
+    const partsNow = reader.literal(PARTS_NOW)
+    return reader`SELECT c.execution_id AS execution_id, c.steps AS steps,
+        CASE WHEN c.rendered_shape = ${RENDERED_STEPS_SHAPE} AND c.rendered_parts = ${partsNow} THEN c.rendered END AS rendered,
+        ${partsNow} AS parts
       FROM conversations c WHERE c.run_id = ${runId} ORDER BY c.ordinal`.pipe(Effect.flatMap(decodeExecutionRows))
+  }
 
   const conversation = Effect.fn("RunStore.conversation")(
     function* (runId: RunId) {
@@ -121,7 +131,7 @@ export const conversationsSql = (sql: SqlClient.SqlClient, reader: SqlClient.Sql
         reader`SELECT execution_id, steps FROM conversations WHERE run_id = ${runId} ORDER BY ordinal`.pipe(Effect.flatMap(decodeStoredSteps)),
         partsOf(runId)
       ])
-      return executions.flatMap((e) => [...e.steps, ...foldParts(parts.get(e.execution_id) ?? [])])
+      return executions.flatMap((e) => foldExecution(e, parts))
     },
     operation("RunStore.conversation")
   )
@@ -129,15 +139,12 @@ export const conversationsSql = (sql: SqlClient.SqlClient, reader: SqlClient.Sql
   const executionConversations = Effect.fn("RunStore.executionConversations")(
     function* (runId: RunId) {
       const executions = yield* executionRows(runId)
-      const unrendered = executions.filter((e) => !renderedNow(e)).map((e) => e.execution_id)
-      const parts = unrendered.length === 0 ? new Map<string, Array<ConversationPart>>() : yield* partsOf(runId, unrendered)
+      const unkept = executions.filter((e) => e.rendered === null).map((e) => e.execution_id)
+      const parts = unkept.length === 0 ? new Map<string, Array<ConversationPart>>() : yield* partsOf(runId, unkept)
       return executions.map((e): ExecutionConversation =>
-        renderedNow(e) ? { _tag: "Rendered", json: e.rendered! } : {
-          _tag: "Folded",
-          execution_id: e.execution_id as ExecutionId,
-          parts: e.parts,
-          steps: [...e.steps, ...foldParts(parts.get(e.execution_id) ?? [])]
-        }
+        e.rendered !== null
+          ? { _tag: "Rendered", json: e.rendered }
+          : { _tag: "Folded", execution_id: e.execution_id as ExecutionId, parts: e.parts, steps: foldExecution(e, parts) }
       )
     },
     operation("RunStore.executionConversations")
@@ -145,12 +152,15 @@ export const conversationsSql = (sql: SqlClient.SqlClient, reader: SqlClient.Sql
 
   const keepRendered = Effect.fn("RunStore.keepRendered")(
     function* (runId: RunId, rendered: RenderedConversation) {
-      // Kept only while the log has exactly the parts it was rendered from.
+      // Kept only while the log has exactly the parts it was made from, and not written again
+      // over a current text of the same parts.
       yield* sql`UPDATE conversations SET rendered = ${rendered.json}, rendered_parts = ${rendered.parts},
           rendered_shape = ${RENDERED_STEPS_SHAPE}
         WHERE run_id = ${runId} AND execution_id = ${rendered.execution_id}
           AND (SELECT COUNT(*) FROM conversation_parts p WHERE p.run_id = ${runId} AND p.execution_id = ${rendered.execution_id})
-            = ${rendered.parts}`
+            = ${rendered.parts}
+          AND (rendered_shape IS NULL OR rendered_shape <> ${RENDERED_STEPS_SHAPE}
+            OR rendered_parts IS NULL OR rendered_parts <> ${rendered.parts})`
     },
     operation("RunStore.keepRendered")
   )

@@ -2,7 +2,8 @@
  * The JSON text of a `ConversationResponse` (Conversation.ts), written piece by piece with plain
  * functions instead of the whole response through Schema: the conversation endpoints stream it
  * (docs/reference/api.md) as its steps are read, without holding an encoded copy of the
- * conversation or its text in memory.
+ * conversation. (An ended execution's text is held whole: the first read copies it to keep it,
+ * later reads write it as kept; services/ConversationText.ts.)
  *
  * The text is exactly `JSON.stringify` of the schema's encoding (the body these endpoints sent
  * before they streamed, which the published SDK reads): keys in the schema's order, optional keys

@@ -17,15 +17,16 @@
  *   HTTP endpoints to stream: the same text as `ofRun` / `get` encoded by the schema
  *   (ConversationJson.ts). Access, existence (404) and the first run's read are checked before the
  *   text starts; each later run of a conversation is read when the text gets to it, so at most one
- *   run's steps are held at a time. A run's steps are held whole: the storage port folds a run's
+ *   run's steps (or kept texts) are held at a time. A run's steps are held whole: the storage port folds a run's
  *   log into steps, and a step's text cannot start before its log is read to its end (its
  *   `summary` and `completed_at` come first in the text but last in the log; its messages come
  *   before its nested steps in the text but interleave with them in the log).
  * - Once a run has ended, the first read of its conversation's JSON keeps each execution's text
- *   (`RunStore.keepRendered`), and later reads write that text as stored: no fold, no encoding.
- *   Storage serves a kept text only while it is of every part of the execution's log and of the
- *   current `RENDERED_STEPS_SHAPE`; a part that arrives later (a late write of a cancelled agent)
- *   makes the next read fold and render again.
+ *   (`RunStore.keepRendered`, ConversationText.ts), and later reads write that text as stored: no
+ *   fold, no encoding. Storage serves a kept text only while it is of every part of the
+ *   execution's log and of the current `RENDERED_STEPS_SHAPE`; a part that arrives later (a late
+ *   write of a cancelled agent) makes the next read fold and keep again. So a read, by any role
+ *   that may see the run, may write.
  * - `transcript` answers the run and the blob key of its transcript (`{run_id, key}`); the
  *   transport turns it into a signed download URL. A run the caller cannot see is a 404 `run`
  *   (or `conversation`) whether or not a transcript exists.
@@ -35,12 +36,12 @@
  *   team reporting the same url never hides the caller's run. The answer is the RunItem (the
  *   transport wraps it as `{run_id, run}`).
  */
-import { Chunk, Effect, Option, Stream } from "effect"
+import { Chunk, Effect, FiberSet, Option, Stream } from "effect"
 import type { Viewer } from "../domain/Access.js"
 import { canSee } from "../domain/Access.js"
 import { MAX_EXTERNAL_REFERENCE_URL_LENGTH } from "../domain/Artifact.js"
 import { ConversationResponse } from "../domain/Conversation.js"
-import { CONVERSATION_JSON_END, conversationJsonHead, renderedJson, stepsJson } from "../domain/ConversationJson.js"
+import { CONVERSATION_JSON_END, conversationJsonHead } from "../domain/ConversationJson.js"
 import { InvalidRequest, ResourceNotFound, type ResourceUnavailable } from "../domain/Errors.js"
 import type { ConversationId, RunId } from "../domain/Ids.js"
 import { transcriptKey } from "../domain/BlobKeys.js"
@@ -48,35 +49,12 @@ import { storageUnavailable, storageUnavailableStream } from "../internal/Servic
 import { Audit } from "./Audit.js"
 import { BlobStore } from "../ports/BlobStore.js"
 import { RunStore } from "../ports/RunStore.js"
-import type { ExecutionConversation, StoredRun } from "../ports/RunStore.js"
-import { isTerminal } from "../domain/RunState.js"
+import type { StoredRun } from "../ports/RunStore.js"
+import * as ConversationText from "./ConversationText.js"
 import type { StorageError } from "../ports/Storage.js"
 import { presentRun, requireVisibleRun, runOwnership } from "../domain/RunRecords.js"
 
 
-
-/** An execution storage folded from its log. */
-type FoldedExecution = Extract<ExecutionConversation, { readonly _tag: "Folded" }>
-
-/** Whether an execution holds no step. */
-const executionEmpty = (e: ExecutionConversation) => (e._tag === "Rendered" ? e.json === "" : e.steps.length === 0)
-
-/** A run's executions, as the conversation's text reads them. */
-interface RunExecutions {
-  readonly run: StoredRun
-  readonly executions: ReadonlyArray<ExecutionConversation>
-}
-
-/** Whether a run's executions hold no step. */
-const runEmpty = ({ executions }: RunExecutions) => executions.every(executionEmpty)
-
-/** `pieces`, each also pushed onto `into` as it is handed out. */
-function* copied(pieces: Iterable<string>, into: Array<string>): Generator<string> {
-  for (const piece of pieces) {
-    into.push(piece)
-    yield piece
-  }
-}
 
 /** Which run's transcript: by run id or by conversation id. */
 export type TranscriptOf = { readonly runId: string } | { readonly conversationId: ConversationId }
@@ -91,10 +69,12 @@ export interface TranscriptLocation {
 /** The conversations service. */
 export class Conversations extends Effect.Service<Conversations>()("@agent-runs/core/Conversations", {
   dependencies: [Audit.Default],
-  effect: Effect.gen(function*() {
+  scoped: Effect.gen(function*() {
     const audit = yield* Audit
     const store = yield* RunStore
     const blobs = yield* BlobStore
+    // The background keeps of ended executions' texts (ConversationText.ts), interrupted with the service.
+    const text = ConversationText.make(store, yield* FiberSet.make())
 
     const visible = (viewer: Viewer, run: Option.Option<StoredRun>) =>
       Option.filter(run, (r) => canSee(viewer, runOwnership(r)))
@@ -155,36 +135,7 @@ export class Conversations extends Effect.Service<Conversations>()("@agent-runs/
 
     /** A run's executions for writing its conversation's JSON. */
     const executionsOf = (run: StoredRun) =>
-      Effect.map(store.executionConversations(run.item.run_id), (executions): RunExecutions => ({ run, executions }))
-
-    /** Keeps an ended execution's text; failing to keep it only costs the next read a fold (logged). */
-    const keep = (run: StoredRun, execution: FoldedExecution, json: string) =>
-      store.keepRendered(run.item.run_id, { execution_id: execution.execution_id, json, parts: execution.parts }).pipe(
-        Effect.catchAll((error) => Effect.logWarning("a conversation's text was not kept", error))
-      )
-
-    /**
-     * An execution's JSON in pieces (`first`: whether it opens the `steps` array): as kept, or
-     * written from its steps. Once its run has ended, a folded execution's text is kept after its
-     * last piece, in the background (the response does not wait for the write).
-     */
-    const executionJson = (run: StoredRun, execution: ExecutionConversation, first: boolean): Stream.Stream<string> => {
-      // One piece at a time (a chunk of several would hold them all before the first is sent).
-      if (execution._tag === "Rendered") return Stream.fromIteratorSucceed(renderedJson(execution.json, first), 1)
-      if (!isTerminal(run.item.state)) return Stream.fromIteratorSucceed(stepsJson(execution.steps, first), 1)
-      const pieces: Array<string> = []
-      return Stream.fromIterable(first || execution.steps.length === 0 ? [] : [","]).pipe(
-        Stream.concat(Stream.fromIteratorSucceed(copied(stepsJson(execution.steps, true), pieces), 1)),
-        Stream.concat(Stream.execute(Effect.forkDaemon(Effect.suspend(() => keep(run, execution, pieces.join(""))))))
-      )
-    }
-
-    /** A run's executions' JSON in pieces, `first` as in `executionJson`. */
-    const runJson = ({ executions, run }: RunExecutions, first: boolean) =>
-      Stream.fromIterable(executions).pipe(
-        Stream.mapAccum(first, (first, execution) => [first && executionEmpty(execution), executionJson(run, execution, first)]),
-        Stream.flatten()
-      )
+      Effect.map(store.executionConversations(run.item.run_id), (executions): ConversationText.RunExecutions => ({ run, executions }))
 
     /**
      * The conversation of `runs` as the JSON text of its `ConversationResponse`, in pieces
@@ -194,10 +145,10 @@ export class Conversations extends Effect.Service<Conversations>()("@agent-runs/
      * every storage failure is): the transport has sent its status by then.
      */
     const jsonOf = (runs: ReadonlyArray<StoredRun>) =>
-      Effect.map(conversationOf(runs, executionsOf, runEmpty), (conversation): Stream.Stream<string, ResourceUnavailable> => {
+      Effect.map(conversationOf(runs, executionsOf, ConversationText.runEmpty), (conversation): Stream.Stream<string, ResourceUnavailable> => {
         const steps = conversation.parts.pipe(
           // Whether any step was written before a run's: the comma between steps across runs.
-          Stream.mapAccum(true, (first, own) => [first && runEmpty(own), runJson(own, first)]),
+          Stream.mapAccum(true, (first, own) => [first && ConversationText.runEmpty(own), text.runJson(own, first)]),
           Stream.flatten()
         )
         return Stream.make(conversationJsonHead(conversation.conversation_id, conversation.run_ids)).pipe(

@@ -11,7 +11,8 @@ import type { Viewer } from "../../src/domain/Access.js"
 import { ConversationResponse, type ConversationStep } from "../../src/domain/Conversation.js"
 import type { ResourceNotFound } from "../../src/domain/Errors.js"
 import { type ConversationId, type ExecutionId, IdsLive, type RunId } from "../../src/domain/Ids.js"
-import { RunAgentRequest } from "../../src/domain/Run.js"
+import { RunAgentRequest, RunItem } from "../../src/domain/Run.js"
+import * as ConversationText from "../../src/services/ConversationText.js"
 import { RunEvent } from "../../src/domain/RunStateMachine.js"
 import { RunStore } from "../../src/ports/RunStore.js"
 import { StorageError } from "../../src/ports/Storage.js"
@@ -102,6 +103,13 @@ const twoRuns = (viewer: Viewer) =>
     return { first, second, conversationId }
   })
 
+/** `twoRuns` of a new world's alice, with the services the tests of kept texts use. */
+const twoRunsWithServices = Effect.gen(function*() {
+  const world = yield* seedWorld()
+  const { first } = yield* twoRuns(world.alice)
+  return { world, first, conversations: yield* Conversations, store: yield* RunStore, reads: yield* Reads }
+})
+
 describe("the conversation as streamed JSON text", () => {
   layer(services, { excludeTestServices: true, timeout: "60 seconds" })("Conversations", (it) => {
     it.effect("is the text of the conversation encoded by its schema, by run and by conversation id", () =>
@@ -149,15 +157,11 @@ describe("the conversation as streamed JSON text", () => {
 
     it.effect("an ended run's executions are kept rendered at the first read; a part written after is rendered again", () =>
       Effect.gen(function*() {
-        const world = yield* seedWorld()
-        const conversations = yield* Conversations
-        const store = yield* RunStore
-        const reads = yield* Reads
-        const { first } = yield* twoRuns(world.alice)
+        const { conversations, first, reads, store, world } = yield* twoRunsWithServices
         const tags = Effect.map(store.executionConversations(first), (executions) => executions.map((e) => e._tag))
-        // The text is kept in the background after the response: waits (at most a second) for `n` kept.
+        // The text is kept in the background after the response: waits (at most 5 s) for `n` kept.
         const keptReach = (n: number) =>
-          Ref.get(reads.kept).pipe(Effect.repeat({ until: (kept) => kept >= n, schedule: Schedule.spaced("5 millis") }), Effect.timeout("1 second"))
+          Ref.get(reads.kept).pipe(Effect.repeat({ until: (kept) => kept >= n, schedule: Schedule.spaced("5 millis") }), Effect.timeout("5 seconds"))
         const expected = () => Effect.map(conversations.ofRun(world.alice, first), encoded)
         yield* Ref.set(reads.kept, 0)
         // Running: folded at every read, nothing kept.
@@ -183,6 +187,24 @@ describe("the conversation as streamed JSON text", () => {
         expect(again).toContain(`"summary":"late done"`)
         yield* keptReach(3)
         expect([yield* tags, yield* Ref.get(reads.kept)]).toEqual([["Rendered", "Rendered"], 3])
+      }))
+
+    it.effect("a failed run with a debug window open is folded at every read: its debug agent still writes", () =>
+      Effect.gen(function*() {
+        const { conversations, first, reads, store, world } = yield* twoRunsWithServices
+        const run = Option.getOrThrow(yield* store.get(first))
+        const execution = run.lease!.execution_id
+        const until = DateTime.unsafeMake(Date.now() + 60_000)
+        yield* advance(first, RunEvent.Fail({ executionId: execution, errorCode: "environment_setup_failed", message: "setup broke" }))
+        const failed = Option.getOrThrow(yield* store.get(first))
+        const debugging = { ...failed, item: new RunItem({ ...failed.item, status_message: { message: "debug", session_debug_until: until } }, true) }
+        yield* store.update(first, { state: "FAILED" }, debugging, [])
+        expect(ConversationText.logsEnded(debugging, Date.now())).toBe(false)
+        expect(ConversationText.logsEnded(debugging, DateTime.toEpochMillis(until) + 1)).toBe(true)
+        yield* Ref.set(reads.kept, 0)
+        expect(yield* textOf(yield* conversations.ofRunJson(world.alice, first))).toBe(encoded(yield* conversations.ofRun(world.alice, first)))
+        yield* Effect.sleep("50 millis")
+        expect(yield* Ref.get(reads.kept)).toBe(0)
       }))
 
     it.effect("checks access and existence before any text: hidden, unknown and never-started are 404", () =>

@@ -32,7 +32,7 @@ import {
   FollowupInboxFull,
   FollowupTotalSpent,
   type FollowupWrite,
-  type ExecutionConversation as RunStoreExecutionConversation,
+  type ExecutionConversation,
   type LoggedPart,
   type LogPosition,
   type NewRun,
@@ -476,7 +476,7 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
 
   const executionConversations = (runId: RunId) =>
     Effect.sync(() =>
-      (record(runId)?.conversations ?? []).map((c): RunStoreExecutionConversation =>
+      (record(runId)?.conversations ?? []).map((c): ExecutionConversation =>
         c.rendered !== undefined && c.rendered.parts === c.parts.size
           ? { _tag: "Rendered", json: c.rendered.json }
           : { _tag: "Folded", execution_id: c.execution_id, parts: c.parts.size, steps: foldParts([...c.parts.values()]) }
@@ -486,7 +486,8 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
   const keepRendered = (runId: RunId, rendered: RenderedConversation) =>
     Effect.sync(() => {
       const execution = record(runId)?.conversations.find((c) => c.execution_id === rendered.execution_id)
-      if (execution !== undefined && execution.parts.size === rendered.parts) {
+      // Kept of exactly the parts the log has, and not again over a text of the same parts.
+      if (execution !== undefined && execution.parts.size === rendered.parts && execution.rendered?.parts !== rendered.parts) {
         execution.rendered = { json: rendered.json, parts: rendered.parts }
       }
     })

@@ -46,7 +46,7 @@ export interface InboxEntry {
 }
 
 /** One execution's conversation: its parts by `seq`. */
-export interface ExecutionConversation {
+export interface MemoryExecution {
   readonly execution_id: ExecutionId
   readonly parts: Map<number, ConversationPart>
   /** Its rendering (RunStore.keepRendered), with the number of parts it was rendered from. */
@@ -61,7 +61,7 @@ export interface RunRecord {
   readonly events: Array<TimelineEvent>
   readonly inbox: Array<InboxEntry>
   /** The run's executions in the order of their first parts. */
-  readonly conversations: Array<ExecutionConversation>
+  readonly conversations: Array<MemoryExecution>
   /** Who shaped the run (RunStore.addShapers), each (principal, role) once. */
   readonly shapers: Array<Shaper>
   /** The follow-ups the run has received in its life, and the bytes of their messages. */
