@@ -965,6 +965,47 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
           expect((yield* store.timeline(run.item.run_id, 0)).length).toBe(2)
         }))
 
+      it.effect("a write from the holder's copy applies while the run is as the copy; any other write of it since makes it stale", () =>
+        Effect.gen(function* () {
+          const store = yield* RunStore
+          const host = `copy-${uid()}`
+          const run = makeRun({ team: uid(), creator: uid(), state: "QUEUED", worker_host: host, created_at: 1000 })
+          yield* createRuns([run])
+          const runId = run.item.run_id
+          const claimed = Option.getOrThrow(yield* store.claim({ worker_host: host, execution_id: uuid(), now: 2_000, lease_ms: 60_000 }))
+          const holder = claimed.lease!.execution_id
+          const guard = (copy: StoredRun) => ({ state: copy.item.state, execution_id: holder, expected: copy })
+          const moved = (copy: StoredRun, state: RunState, title: string, at: number) => ({
+            ...copy,
+            item: new RunItem({ ...copy.item, state, title, updated_at: DateTime.unsafeMake(at) })
+          })
+          // The claimed run as the store answered it: the copy holds.
+          const started = moved(claimed, "INPROGRESS", "started", 3_000)
+          yield* store.update(runId, guard(claimed), started, [])
+          // The copy is what was written: it holds again.
+          const reported = moved(started, "INPROGRESS", "reported", 4_000)
+          yield* store.update(runId, guard(started), reported, [])
+          const stale = (copy: StoredRun) =>
+            Effect.map(Effect.flip(store.update(runId, guard(copy), moved(copy, "SUCCEEDED", "ended", 9_000), [])), (e) => e._tag)
+          // A copy from before the last write: stale, and nothing written.
+          expect(yield* stale(started)).toBe("StaleWrite")
+          expect((yield* getRun(runId)).item.title).toBe("reported")
+          // A lease renewal since: stale.
+          yield* store.renewLease(runId, holder, 70_000)
+          expect(yield* stale(reported)).toBe("StaleWrite")
+          const renewed = { ...reported, lease: { execution_id: holder, expires_at: 70_000 } }
+          // Another writer's update (same state, same holder) since: stale.
+          yield* store.update(runId, { state: "INPROGRESS", execution_id: holder }, moved(renewed, "INPROGRESS", "by another", 5_000), [])
+          expect(yield* stale(renewed)).toBe("StaleWrite")
+          expect((yield* getRun(runId)).item.title).toBe("by another")
+          // Its metadata and artifacts are not part of the copy: an artifact added since changes nothing.
+          const current = yield* getRun(runId)
+          yield* store.addArtifact(runId, { artifact_type: "PLAN", created_at: DateTime.unsafeMake(6_000), data: { document_uid: "d", notebook_uid: "n", title: "t" } } as Artifact)
+          yield* store.update(runId, guard(current), moved(current, "SUCCEEDED", "ended", 9_000), [])
+          const ended = yield* getRun(runId)
+          expect([ended.item.state, ended.item.title, ended.item.artifacts.length]).toEqual(["SUCCEEDED", "ended", 1])
+        }))
+
       it.effect("concurrent guarded writers: one wins, the others are StaleWrite", () =>
         Effect.gen(function* () {
           const store = yield* RunStore

@@ -26,7 +26,7 @@ import { IdentityStore } from "../src/ports/IdentityStore.js"
 import { RunStore } from "../src/ports/RunStore.js"
 import { RunTokens } from "../src/ports/RunTokens.js"
 import { Followups } from "../src/services/Followups.js"
-import { RunAgentRequest, RunFollowupRequest } from "../src/domain/Run.js"
+import { RunAgentRequest, RunFollowupRequest, RunItem } from "../src/domain/Run.js"
 import { RunEvent } from "../src/domain/RunStateMachine.js"
 import { Runs } from "../src/services/Runs.js"
 import { HeartbeatRequest, WORKER_PROTOCOL } from "../src/domain/Worker.js"
@@ -409,6 +409,26 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           expect((yield* failureOf(workers.report(world.worker, workerId, runId, execution, { request_usage: during.request_usage })))._tag)
             .toBe("Conflict")
           expect((yield* failureOf(workers.takeFollowups(world.worker, workerId, runId, execution)))._tag).toBe("Conflict")
+        }))
+
+      it.effect("a worker's events after someone else wrote its run keep what they wrote (the holder's copy is stale: read again)", () =>
+        Effect.gen(function*() {
+          const { execution, runId, workerId, workers, world } = yield* heldByWorker()
+          const store = yield* RunStore
+          // Another writer (same state, same holder) changes the run after the claim.
+          const claimed = Option.getOrThrow(yield* store.get(runId))
+          const retitled = { ...claimed, item: new RunItem({ ...claimed.item, title: "retitled meanwhile" }, true) }
+          yield* store.update(runId, { state: "CLAIMED", execution_id: execution }, retitled, [])
+          const progress = yield* workers.recordEvents(world.worker, workerId, runId, execution, [{ _tag: "Start" }])
+          expect(progress.state).toBe("INPROGRESS")
+          const started = Option.getOrThrow(yield* store.get(runId))
+          expect([started.item.state, started.item.title]).toEqual(["INPROGRESS", "retitled meanwhile"])
+          // And again after a report through the store itself.
+          const reported = { ...started, item: new RunItem({ ...started.item, title: "retitled again" }, true) }
+          yield* store.update(runId, { state: "INPROGRESS", execution_id: execution }, reported, [])
+          yield* workers.recordEvents(world.worker, workerId, runId, execution, [{ _tag: "Succeed", message: "done" }])
+          const ended = Option.getOrThrow(yield* store.get(runId))
+          expect([ended.item.state, ended.item.title]).toEqual(["SUCCEEDED", "retitled again"])
         }))
 
       it.effect("a lapsed lease is lost for a worker: renewals and events are 409 even before the sweep; an older worker's renewal is 422", () =>

@@ -325,9 +325,11 @@ export const layer = Layer.effect(
         const holder = guard.execution_id === undefined
           ? sql``
           : sql`AND lease_execution_id = ${guard.execution_id}`
+        // The writer's copy: every column `update` writes still as the copy would write it.
+        const expected = guard.expected === undefined ? sql`` : sql`AND ${unchangedFrom(yield* runColumns(guard.expected))}`
         // Whether a run of the team waits for admission, asked as the row is written (`Updated`).
         const updating = sql`UPDATE runs SET ${set}, last_sequence = last_sequence + ${events.length}
-          WHERE run_id = ${runId} AND state = ${guard.state} ${holder}
+          WHERE run_id = ${runId} AND state = ${guard.state} ${holder} ${expected}
           RETURNING last_sequence, EXISTS (SELECT 1 FROM runs p
             WHERE p.team_uid = runs.team_uid AND p.state = 'PENDING' AND ${sql.literal(LIVE_P)}) AS waiting`
         const oneStatement = sql.onDialectOrElse({
@@ -342,6 +344,10 @@ export const layer = Layer.effect(
         if (!oneStatement) yield* insertAll("timeline_events", eventRows(runId, row.last_sequence - events.length + 1, events))
         return { waiting: row.waiting } satisfies Updated
       })
+
+    /** Every column of `row` holds its value (NULL as NULL). */
+    const unchangedFrom = (row: Readonly<Record<string, unknown>>) =>
+      sql.and(Object.entries(row).map(([column, value]) => sql`${sql(column)} IS NOT DISTINCT FROM ${value}`))
 
     /**
      * PostgreSQL: an INSERT of the events numbered up to the `last_sequence` of the CTE `u` (the
@@ -528,7 +534,7 @@ export const layer = Layer.effect(
 
     const renewLease = Effect.fn("RunStore.renewLease")(
       function* (runId: RunId, execution_id: ExecutionId, expires_at: number) {
-        const renewed = yield* sql.withTransaction(
+        const renewed = yield* oneStatementWrite(
           sql`UPDATE runs SET lease_expires_at = ${expires_at}
             WHERE run_id = ${runId} AND lease_execution_id = ${execution_id} AND state IN ('CLAIMED', 'INPROGRESS')
             RETURNING run_id`

@@ -33,7 +33,7 @@ import { SecretStore } from "../ports/SecretStore.js"
 import { gitHubAccess } from "../internal/GitHubAccess.js"
 import { secretOf } from "../domain/GitHub.js"
 import { secretsRefusalOf } from "../domain/RunTokenRole.js"
-import type { StorageError } from "../ports/Storage.js"
+import { type StorageError, StaleWrite } from "../ports/Storage.js"
 import { WorkerStore } from "../ports/WorkerStore.js"
 import { decodeImageData, decodeKeptImages, RunItem } from "../domain/Run.js"
 import { isTerminal } from "../domain/RunState.js"
@@ -46,6 +46,7 @@ import { toRunEvent } from "../domain/ExecutionEvent.js"
 import { Lost } from "./ExecutionHost.js"
 import type { OutputSink, Recorded } from "./ExecutionHost.js"
 import type { ClaimedRun } from "./ExecutionPlan.js"
+import * as HolderCopies from "./HolderCopies.js"
 
 /** A run's item with what its agent reported (session, usage, status) at `now`. */
 const reportedItem = (item: RunItem, reported: Report, now: number): RunItem =>
@@ -78,9 +79,25 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
     // Worker presence: a run queued again for a worker that is not connected says so.
     const presence = yield* Effect.serviceOption(WorkerStore)
 
+    /** What holders wrote or claimed last (HolderCopies.ts): their next write needs no read. */
+    const copies = HolderCopies.make()
+
+    /** The run as `executionId` claimed or last wrote it (`copied`), else as stored now. */
+    const runOf = (runId: RunId, executionId: ExecutionId) => {
+      const copy = copies.of(runId, executionId)
+      return copy === undefined
+        ? Effect.map(store.get(runId), (found) => ({ copied: false, found }))
+        : Effect.succeed({ copied: true, found: Option.some(copy) })
+    }
+
+    /** A copy found stale: forgotten, and the write tried again from the run as stored. */
+    const staleCopy = (runId: RunId, executionId: ExecutionId) =>
+      Effect.zipRight(Effect.sync(() => copies.drop(executionId)), Effect.fail(new StaleWrite({ what: `run ${runId} (the holder's copy)` })))
+
     /**
      * Applies `event` (several in order, written at once) to the current run, guarded by its state
-     * and lease holder, with `change` applied to the result. Retries a lost race twice; `Lost` when
+     * and lease holder, with `change` applied to the result. The current run is the holder's copy
+     * when it keeps one (the write is then guarded by the whole copy), else read. Retries a lost race twice; `Lost` when
      * the event no longer applies. With `renewFor`, the writer is the execution holding the run,
      * and renews its lapsed lease by that long first (never the sweep writing for a gone holder).
      * Answers the run written and whether a run of its team waited for admission then.
@@ -92,7 +109,7 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
       options: { readonly change?: (next: StoredRun, now: number) => StoredRun; readonly renewFor?: number } = {}
     ): Effect.Effect<{ readonly next: StoredRun; readonly waiting: boolean }, Lost | StorageError> =>
       Effect.gen(function*() {
-        const found = yield* store.get(runId)
+        const { copied, found } = yield* runOf(runId, executionId)
         if (Option.isNone(found)) return yield* new Lost()
         const now = yield* Clock.currentTimeMillis
         let run = found.value
@@ -105,16 +122,24 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
         const timeline: Array<TimelineEventType> = []
         for (const e of Array.isArray(event) ? event : [event]) {
           const moved = transition(runSnapshot(next), e as RunEvent, now)
-          if (Either.isLeft(moved)) return yield* new Lost()
+          // Refused by a copy: it may be stale, so the run is read again before giving up.
+          if (Either.isLeft(moved)) return yield* (copied ? staleCopy(runId, executionId) : new Lost())
           next = applyTransition(next, moved.right, now)
           timeline.push(...moved.right.timeline)
         }
         if (options.change !== undefined) next = options.change(next, now)
-        const { waiting } = yield* store.update(runId, guardOf(run), next, yield* noteAbsentWorker(presence, next, eventsAt(timeline, now, executionId), now))
+        const { waiting } = yield* store.update(
+          runId,
+          copied ? { ...guardOf(run), expected: run } : guardOf(run),
+          next,
+          yield* noteAbsentWorker(presence, next, eventsAt(timeline, now, executionId), now)
+        ).pipe(Effect.tapError(() => Effect.sync(() => copies.drop(executionId))))
+        copies.keep(executionId, next)
         yield* logTransition(run, next, executionId)
         return { next, waiting }
       }).pipe(
-        Effect.retry({ times: 2, while: (e) => e._tag === "StaleWrite" }),
+        // A lost race, or a stale copy (then the run is read): three more tries.
+        Effect.retry({ times: 3, while: (e) => e._tag === "StaleWrite" }),
         Effect.catchTag("StaleWrite", () => Effect.fail(new Lost()))
       )
 
@@ -260,6 +285,7 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
         const claimed = yield* store.claim({ ...where, now })
         if (Option.isNone(claimed)) return Option.none()
         const run = claimed.value
+        copies.keep(params.execution_id, run)
         yield* logClaimed(run, params.execution_id)
         return Option.some(yield* gather(run, params.execution_id, params.host).pipe(Effect.retry({ times: 3 })))
       })
@@ -299,15 +325,21 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
         return { state: next.item.state, sandbox_retained: next.sandbox_retained } satisfies Recorded
       })
 
-    /** Records what the agent reported, on the run its execution holds. */
+    /** Records what the agent reported, on the run its execution holds (from its copy, as `advance`). */
     const report = (runId: RunId, executionId: ExecutionId, reported: Report) =>
       Effect.gen(function*() {
-        const found = yield* store.get(runId)
+        const { copied, found } = yield* runOf(runId, executionId)
         if (Option.isNone(found) || !holds(found.value, executionId)) return yield* new Lost()
         const run = found.value
-        const item = reportedItem(run.item, reported, yield* Clock.currentTimeMillis)
-        yield* store.update(runId, { state: run.item.state, execution_id: executionId }, { ...run, item }, [])
-      }).pipe(Effect.catchTag("StaleWrite", () => Effect.fail(new Lost())))
+        const next = { ...run, item: reportedItem(run.item, reported, yield* Clock.currentTimeMillis) }
+        const guard = { state: run.item.state, execution_id: executionId, ...(copied ? { expected: run } : {}) }
+        yield* store.update(runId, guard, next, []).pipe(Effect.tapError(() => Effect.sync(() => copies.drop(executionId))))
+        copies.keep(executionId, next)
+      }).pipe(
+        // A stale copy: once more, from the run as stored.
+        Effect.retry({ times: 1, while: (e) => e._tag === "StaleWrite" }),
+        Effect.catchTag("StaleWrite", () => Effect.fail(new Lost()))
+      )
 
     /** Fails `Lost` unless the execution holds the run. */
     const held = (runId: RunId, executionId: ExecutionId) =>
@@ -325,7 +357,8 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
 
     /** Extends the lease of the execution holding the run. */
     const renew = (runId: RunId, executionId: ExecutionId, leaseMs: number) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => store.renewLease(runId, executionId, now + leaseMs)).pipe(
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Effect.tap(store.renewLease(runId, executionId, now + leaseMs), () => copies.renewed(executionId, now + leaseMs))).pipe(
         Effect.catchTag("StaleWrite", () => Effect.fail(new Lost()))
       )
 

@@ -105,10 +105,20 @@ export type TickWrite =
   | { readonly written: true }
   | { readonly written: false; readonly holder: KeyHolder | undefined }
 
-/** What a conditional write expects to find: the state, and the lease holder when one must hold it. */
+/**
+ * What a conditional write expects to find: the state, the lease holder when one must hold it, and
+ * with `expected` the whole run as the writer last wrote or read it.
+ */
 export interface RunGuard {
   readonly state: RunState
   readonly execution_id?: ExecutionId
+  /**
+   * The run as the writer last wrote or read it: the write applies only while everything an
+   * `update` writes still holds what it would write of this copy; any other write of it since (a
+   * lease renewal, a report, a follow-up, a cancel) makes the write a StaleWrite. The lease holder
+   * writes from its own copy this way instead of reading the run first.
+   */
+  readonly expected?: StoredRun
 }
 
 /** A follow-up waiting for an agent to start. */
@@ -236,7 +246,7 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
    */
   readonly countByState: (query: RunListQuery, viewer: Viewer) => Effect.Effect<RunStateCounts, StorageError>
   /**
-   * Replaces a run if it still matches `guard` (state, and lease holder when given), appending
+   * Replaces a run if it still matches `guard` (state, lease holder and expected copy when given), appending
    * events after the last sequence; else StaleWrite. Keeps metadata, ancestors and artifacts.
    * Answers whether a run of its team was PENDING as it wrote (so that a run that ends need not
    * ask again before admitting: `admission`).

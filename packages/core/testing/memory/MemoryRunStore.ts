@@ -17,7 +17,7 @@
  * Each operation runs in one synchronous step on the shared state, so it is atomic.
  */
 import type { Context } from "effect"
-import { DateTime, Effect, Option } from "effect"
+import { DateTime, Effect, Option, Schema } from "effect"
 import { canSee, type Shaper, type Viewer } from "../../src/domain/Access.js"
 import { utf8Bytes } from "../../src/domain/Quotas.js"
 import type { Artifact } from "../../src/domain/Artifact.js"
@@ -82,8 +82,14 @@ const replacing = (current: StoredRun, next: StoredRun): StoredRun =>
 const oldestFirst = (a: StoredRun, b: StoredRun): number =>
   millis(a.item.created_at) - millis(b.item.created_at) || compareCodePoints(a.item.run_id, b.item.run_id)
 
+const encodeItem = Schema.encodeSync(RunItem)
+
+/** A run as JSON text, to compare two (everything `update` replaces, and what it keeps). */
+const runText = (run: StoredRun) => JSON.stringify({ ...canonical(run), item: encodeItem(run.item) })
+
 const guardHolds = (run: StoredRun, guard: RunGuard): boolean =>
-  run.item.state === guard.state && (guard.execution_id === undefined || run.lease?.execution_id === guard.execution_id)
+  run.item.state === guard.state && (guard.execution_id === undefined || run.lease?.execution_id === guard.execution_id) &&
+  (guard.expected === undefined || runText(replacing(run, guard.expected)) === runText(run))
 
 const visibleTo = (viewer: Viewer, run: StoredRun): boolean =>
   canSee(viewer, { team_uid: run.team_uid, creator_uid: run.item.creator.uid, scope: run.item.scope })
