@@ -431,6 +431,18 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           expect([ended.item.state, ended.item.title]).toEqual(["SUCCEEDED", "retitled again"])
         }))
 
+      it.effect("an event the holder's copy refuses is tried on the run as stored: another replica recorded the start", () =>
+        Effect.gen(function*() {
+          const { execution, runId } = yield* heldByWorker()
+          const store = yield* RunStore
+          // The start, recorded through another replica: this one's copy still says CLAIMED.
+          const claimed = Option.getOrThrow(yield* store.get(runId))
+          const started = { ...claimed, item: new RunItem({ ...claimed.item, state: "INPROGRESS" }, true) }
+          yield* store.update(runId, { state: "CLAIMED", execution_id: execution }, started, [])
+          const recorded = yield* (yield* RunExecutions).record(runId, execution, [{ _tag: "Succeed", message: "done" }])
+          expect(recorded.state).toBe("SUCCEEDED")
+        }))
+
       it.effect("a lapsed lease is lost for a worker: renewals and events are 409 even before the sweep; an older worker's renewal is 422", () =>
         Effect.gen(function*() {
           const { execution, runId, workerId, workers, world } = yield* heldByWorker()

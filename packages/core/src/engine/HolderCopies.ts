@@ -6,16 +6,18 @@
  * or followed up by someone else since, or by another replica) only costs a refused write and the
  * read it saved: nothing is ever written from a stale copy.
  *
- * A copy is kept only while its execution holds the run (CLAIMED or INPROGRESS under its lease),
- * and at most `MAX_COPIES` (the oldest forgotten first: a holder that vanished leaves its copy
- * behind until then).
+ * A copy is kept only while its execution holds the run (CLAIMED or INPROGRESS under its lease), is
+ * forgotten when a write or renewal of its execution fails (it may be stale, or the run lost), and
+ * at most `MAX_COPIES` are kept (the oldest forgotten first: a holder whose run another replica
+ * took leaves its copy behind until then). A renewal and a write of the same execution may race
+ * and leave a copy already stale: the guard refuses the write from it, and it is read again.
  */
 import type { ExecutionId, RunId } from "../domain/Ids.js"
 import { holds } from "../domain/RunRecords.js"
 import type { StoredRun } from "../ports/RunStore.js"
 
 /** The most copies kept. */
-const MAX_COPIES = 10_000
+const MAX_COPIES = 1_000
 
 export const make = () => {
   const copies = new Map<ExecutionId, StoredRun>()

@@ -26,7 +26,7 @@ import { BlobStore } from "../ports/BlobStore.js"
 import { EnvironmentStore } from "../ports/EnvironmentStore.js"
 import { IdentityStore } from "../ports/IdentityStore.js"
 import { RunStore } from "../ports/RunStore.js"
-import type { StoredRun } from "../ports/RunStore.js"
+import type { NewTimelineEvent, StoredRun } from "../ports/RunStore.js"
 import { RunTokens } from "../ports/RunTokens.js"
 import { GitHost, GitHubHosts } from "../ports/GitHost.js"
 import { SecretStore } from "../ports/SecretStore.js"
@@ -82,34 +82,50 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
     /** What holders wrote or claimed last (HolderCopies.ts): their next write needs no read. */
     const copies = HolderCopies.make()
 
-    /** The run as `executionId` claimed or last wrote it (`copied`), else as stored now. */
-    const runOf = (runId: RunId, executionId: ExecutionId) => {
+    /**
+     * The run a write of `executionId` starts from: `current` (the caller just read it), else the
+     * holder's copy (`copied`), else the run as stored now.
+     */
+    const runOf = (runId: RunId, executionId: ExecutionId, current: StoredRun | undefined) => {
+      if (current !== undefined) return Effect.succeed({ copied: false, found: Option.some(current) })
       const copy = copies.of(runId, executionId)
       return copy === undefined
         ? Effect.map(store.get(runId), (found) => ({ copied: false, found }))
         : Effect.succeed({ copied: true, found: Option.some(copy) })
     }
 
-    /** A copy found stale: forgotten, and the write tried again from the run as stored. */
-    const staleCopy = (runId: RunId, executionId: ExecutionId) =>
-      Effect.zipRight(Effect.sync(() => copies.drop(executionId)), Effect.fail(new StaleWrite({ what: `run ${runId} (the holder's copy)` })))
+    /**
+     * Writes `next` over `run`, guarded by the whole of `run` (its state, holder, and every column
+     * the write replaces: a write since, by anyone, makes it a StaleWrite), and keeps `next` as the
+     * holder's copy.
+     */
+    const writeFrom = (runId: RunId, executionId: ExecutionId, run: StoredRun, next: StoredRun, events: ReadonlyArray<NewTimelineEvent>) =>
+      Effect.tap(store.update(runId, { ...guardOf(run), expected: run }, next, events), () => copies.keep(executionId, next))
+
+    /** Forgets the holder's copy when `effect` fails (it may be stale, or the run lost). */
+    const droppingCopy = <A, E, R>(executionId: ExecutionId, effect: Effect.Effect<A, E, R>) =>
+      Effect.tapError(effect, () => Effect.sync(() => copies.drop(executionId)))
 
     /**
-     * Applies `event` (several in order, written at once) to the current run, guarded by its state
-     * and lease holder, with `change` applied to the result. The current run is the holder's copy
-     * when it keeps one (the write is then guarded by the whole copy), else read. Retries a lost race twice; `Lost` when
-     * the event no longer applies. With `renewFor`, the writer is the execution holding the run,
-     * and renews its lapsed lease by that long first (never the sweep writing for a gone holder).
-     * Answers the run written and whether a run of its team waited for admission then.
+     * Applies `event` (several in order, written at once) to the current run (`runOf`), guarded by
+     * the whole run it started from (`writeFrom`), with `change` applied to the result. A lost race
+     * or a stale copy is tried again from the run as stored, three times; `Lost` when the event no
+     * longer applies. With `renewFor`, the writer is the execution holding the run, and renews its
+     * lapsed lease by that long first (never the sweep writing for a gone holder). Answers the run
+     * written and whether a run of its team waited for admission then.
      */
     const advance = (
       runId: RunId,
       event: RunEvent | ReadonlyArray<RunEvent>,
       executionId: ExecutionId,
-      options: { readonly change?: (next: StoredRun, now: number) => StoredRun; readonly renewFor?: number } = {}
+      options: {
+        readonly change?: (next: StoredRun, now: number) => StoredRun
+        readonly renewFor?: number
+        readonly current?: StoredRun
+      } = {}
     ): Effect.Effect<{ readonly next: StoredRun; readonly waiting: boolean }, Lost | StorageError> =>
-      Effect.gen(function*() {
-        const { copied, found } = yield* runOf(runId, executionId)
+      droppingCopy(executionId, Effect.gen(function*() {
+        const { copied, found } = yield* runOf(runId, executionId, options.current)
         if (Option.isNone(found)) return yield* new Lost()
         const now = yield* Clock.currentTimeMillis
         let run = found.value
@@ -123,22 +139,15 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
         for (const e of Array.isArray(event) ? event : [event]) {
           const moved = transition(runSnapshot(next), e as RunEvent, now)
           // Refused by a copy: it may be stale, so the run is read again before giving up.
-          if (Either.isLeft(moved)) return yield* (copied ? staleCopy(runId, executionId) : new Lost())
+          if (Either.isLeft(moved)) return yield* (copied ? new StaleWrite({ what: `run ${runId} (the holder's copy)` }) : new Lost())
           next = applyTransition(next, moved.right, now)
           timeline.push(...moved.right.timeline)
         }
         if (options.change !== undefined) next = options.change(next, now)
-        const { waiting } = yield* store.update(
-          runId,
-          copied ? { ...guardOf(run), expected: run } : guardOf(run),
-          next,
-          yield* noteAbsentWorker(presence, next, eventsAt(timeline, now, executionId), now)
-        ).pipe(Effect.tapError(() => Effect.sync(() => copies.drop(executionId))))
-        copies.keep(executionId, next)
+        const { waiting } = yield* writeFrom(runId, executionId, run, next, yield* noteAbsentWorker(presence, next, eventsAt(timeline, now, executionId), now))
         yield* logTransition(run, next, executionId)
         return { next, waiting }
-      }).pipe(
-        // A lost race, or a stale copy (then the run is read): three more tries.
+      })).pipe(
         Effect.retry({ times: 3, while: (e) => e._tag === "StaleWrite" }),
         Effect.catchTag("StaleWrite", () => Effect.fail(new Lost()))
       )
@@ -300,13 +309,14 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
       runId: RunId,
       executionId: ExecutionId,
       events: ReadonlyArray<ExecutionEvent>,
-      options: { readonly renewFor?: number | undefined; readonly report?: Report | undefined } = {}
+      options: { readonly renewFor?: number | undefined; readonly report?: Report | undefined; readonly current?: StoredRun } = {}
     ) =>
       Effect.gen(function*() {
         const started = events.some((e) => e._tag === "Start")
-        const { renewFor, report: reported } = options
+        const { current, renewFor, report: reported } = options
         const { next, waiting } = yield* advance(runId, events.map((e) => toRunEvent(e, executionId)), executionId, {
           ...(renewFor === undefined ? {} : { renewFor }),
+          ...(current === undefined ? {} : { current }),
           change: (run, now) => {
             const item = reported === undefined ? run.item : reportedItem(run.item, reported, now)
             return started && item.started_at === null
@@ -325,18 +335,18 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
         return { state: next.item.state, sandbox_retained: next.sandbox_retained } satisfies Recorded
       })
 
-    /** Records what the agent reported, on the run its execution holds (from its copy, as `advance`). */
-    const report = (runId: RunId, executionId: ExecutionId, reported: Report) =>
-      Effect.gen(function*() {
-        const { copied, found } = yield* runOf(runId, executionId)
+    /**
+     * Records what the agent reported, on the run its execution holds: from `current` (the caller
+     * just read it) or the holder's copy, as `advance`; a stale copy is tried once more from a read.
+     */
+    const report = (runId: RunId, executionId: ExecutionId, reported: Report, current?: StoredRun) =>
+      droppingCopy(executionId, Effect.gen(function*() {
+        const { found } = yield* runOf(runId, executionId, current)
         if (Option.isNone(found) || !holds(found.value, executionId)) return yield* new Lost()
         const run = found.value
         const next = { ...run, item: reportedItem(run.item, reported, yield* Clock.currentTimeMillis) }
-        const guard = { state: run.item.state, execution_id: executionId, ...(copied ? { expected: run } : {}) }
-        yield* store.update(runId, guard, next, []).pipe(Effect.tapError(() => Effect.sync(() => copies.drop(executionId))))
-        copies.keep(executionId, next)
-      }).pipe(
-        // A stale copy: once more, from the run as stored.
+        yield* writeFrom(runId, executionId, run, next, [])
+      })).pipe(
         Effect.retry({ times: 1, while: (e) => e._tag === "StaleWrite" }),
         Effect.catchTag("StaleWrite", () => Effect.fail(new Lost()))
       )
@@ -350,7 +360,7 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
 
     /** Takes the follow-ups waiting for the agent of the execution holding the run (one statement on PostgreSQL); `Lost` when it does not hold it. */
     const followups = (runId: RunId, executionId: ExecutionId) =>
-      store.takeHeldFollowups(runId, executionId).pipe(
+      droppingCopy(executionId, store.takeHeldFollowups(runId, executionId)).pipe(
         Effect.map((taken) => taken.map((f) => f.message)),
         Effect.catchTag("StaleWrite", () => Effect.fail(new Lost()))
       )
@@ -358,7 +368,7 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
     /** Extends the lease of the execution holding the run. */
     const renew = (runId: RunId, executionId: ExecutionId, leaseMs: number) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        Effect.tap(store.renewLease(runId, executionId, now + leaseMs), () => copies.renewed(executionId, now + leaseMs))).pipe(
+        droppingCopy(executionId, Effect.tap(store.renewLease(runId, executionId, now + leaseMs), () => copies.renewed(executionId, now + leaseMs)))).pipe(
         Effect.catchTag("StaleWrite", () => Effect.fail(new Lost()))
       )
 

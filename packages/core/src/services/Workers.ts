@@ -296,11 +296,12 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
 
     const recordEvents = Effect.fn("Workers.recordEvents")(
       function*(viewer: Viewer, workerId: string, runId: RunId, executionId: ExecutionId, events: ReadonlyArray<ExecutionEvent>) {
-        yield* heldRun(yield* asWorker(viewer, workerId), runId, executionId)
+        const current = yield* heldRun(yield* asWorker(viewer, workerId), runId, executionId)
         // No debug windows on workers: a failed setup's sandbox is not kept.
         const kept = events.map((e) => (e._tag === "EnvironmentSetupFailed" ? { _tag: e._tag, message: e.message } as const : e))
-        // Never reviving a lapsed lease (the server's own executions may, after a storage fault).
-        const recorded = yield* asConflict(executions.record(runId, executionId, kept))
+        // Never reviving a lapsed lease (the server's own executions may, after a storage fault);
+        // written from the run just read (a write since makes it stale, and it is read again).
+        const recorded = yield* asConflict(executions.record(runId, executionId, kept, { current }))
         return new RecordEventsResponse({ state: recorded.state })
       },
       storageUnavailable
@@ -308,8 +309,8 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
 
     const report = Effect.fn("Workers.report")(
       function*(viewer: Viewer, workerId: string, runId: RunId, executionId: ExecutionId, reported: Report) {
-        yield* heldRun(yield* asWorker(viewer, workerId), runId, executionId)
-        yield* asConflict(executions.report(runId, executionId, reported))
+        const current = yield* heldRun(yield* asWorker(viewer, workerId), runId, executionId)
+        yield* asConflict(executions.report(runId, executionId, reported, current))
       },
       storageUnavailable
     )
