@@ -443,6 +443,26 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           expect(recorded.state).toBe("SUCCEEDED")
         }))
 
+      it.effect("events and reports from a read that someone else's write made stale are tried again on the run as stored", () =>
+        Effect.gen(function*() {
+          const { execution, runId } = yield* heldByWorker()
+          const store = yield* RunStore
+          const executions = yield* RunExecutions
+          // The worker's request read the run; another writer changed it before the event was written.
+          const read = Option.getOrThrow(yield* store.get(runId))
+          const retitled = { ...read, item: new RunItem({ ...read.item, title: "retitled meanwhile" }, true) }
+          yield* store.update(runId, { state: "CLAIMED", execution_id: execution }, retitled, [])
+          const started = yield* executions.record(runId, execution, [{ _tag: "Start" }], { current: read })
+          expect(started.state).toBe("INPROGRESS")
+          expect(Option.getOrThrow(yield* store.get(runId)).item.title).toBe("retitled meanwhile")
+          const stale = Option.getOrThrow(yield* store.get(runId))
+          const again = { ...stale, item: new RunItem({ ...stale.item, title: "retitled again" }, true) }
+          yield* store.update(runId, { state: "INPROGRESS", execution_id: execution }, again, [])
+          yield* executions.report(runId, execution, { request_usage: stale.item.request_usage, status: "working" }, stale)
+          const after = Option.getOrThrow(yield* store.get(runId))
+          expect([after.item.state, after.item.title, after.item.status_message?.message]).toEqual(["INPROGRESS", "retitled again", "working"])
+        }))
+
       it.effect("a lapsed lease is lost for a worker: renewals and events are 409 even before the sweep; an older worker's renewal is 422", () =>
         Effect.gen(function*() {
           const { execution, runId, workerId, workers, world } = yield* heldByWorker()

@@ -102,6 +102,19 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
     const writeFrom = (runId: RunId, executionId: ExecutionId, run: StoredRun, next: StoredRun, events: ReadonlyArray<NewTimelineEvent>) =>
       Effect.tap(store.update(runId, { ...guardOf(run), expected: run }, next, events), () => copies.keep(executionId, next))
 
+    /**
+     * `attempt`, given `current` on its first run only: a retry of it (after a StaleWrite) starts
+     * from the run as copied or stored, never from the same stale read again.
+     */
+    const fromCurrentOnce = <A, E, R>(current: StoredRun | undefined, attempt: (current: StoredRun | undefined) => Effect.Effect<A, E, R>) => {
+      let first = current
+      return Effect.suspend(() => {
+        const given = first
+        first = undefined
+        return attempt(given)
+      })
+    }
+
     /** Forgets the holder's copy when `effect` fails (it may be stale, or the run lost). */
     const droppingCopy = <A, E, R>(executionId: ExecutionId, effect: Effect.Effect<A, E, R>) =>
       Effect.tapError(effect, () => Effect.sync(() => copies.drop(executionId)))
@@ -124,8 +137,8 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
         readonly current?: StoredRun
       } = {}
     ): Effect.Effect<{ readonly next: StoredRun; readonly waiting: boolean }, Lost | StorageError> =>
-      droppingCopy(executionId, Effect.gen(function*() {
-        const { copied, found } = yield* runOf(runId, executionId, options.current)
+      fromCurrentOnce(options.current, (current) => droppingCopy(executionId, Effect.gen(function*() {
+        const { copied, found } = yield* runOf(runId, executionId, current)
         if (Option.isNone(found)) return yield* new Lost()
         const now = yield* Clock.currentTimeMillis
         let run = found.value
@@ -147,7 +160,7 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
         const { waiting } = yield* writeFrom(runId, executionId, run, next, yield* noteAbsentWorker(presence, next, eventsAt(timeline, now, executionId), now))
         yield* logTransition(run, next, executionId)
         return { next, waiting }
-      })).pipe(
+      }))).pipe(
         Effect.retry({ times: 3, while: (e) => e._tag === "StaleWrite" }),
         Effect.catchTag("StaleWrite", () => Effect.fail(new Lost()))
       )
@@ -340,13 +353,13 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
      * just read it) or the holder's copy, as `advance`; a stale copy is tried once more from a read.
      */
     const report = (runId: RunId, executionId: ExecutionId, reported: Report, current?: StoredRun) =>
-      droppingCopy(executionId, Effect.gen(function*() {
-        const { found } = yield* runOf(runId, executionId, current)
+      fromCurrentOnce(current, (given) => droppingCopy(executionId, Effect.gen(function*() {
+        const { found } = yield* runOf(runId, executionId, given)
         if (Option.isNone(found) || !holds(found.value, executionId)) return yield* new Lost()
         const run = found.value
         const next = { ...run, item: reportedItem(run.item, reported, yield* Clock.currentTimeMillis) }
         yield* writeFrom(runId, executionId, run, next, [])
-      })).pipe(
+      }))).pipe(
         Effect.retry({ times: 1, while: (e) => e._tag === "StaleWrite" }),
         Effect.catchTag("StaleWrite", () => Effect.fail(new Lost()))
       )
