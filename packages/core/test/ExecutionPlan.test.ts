@@ -1,9 +1,9 @@
 /** An execution's plan, resolved once at its claim: environment, skill, MCP servers, debug window. */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option, Redacted } from "effect"
+import { Effect, Either, Option, Redacted } from "effect"
 import type { SkillSpec } from "../src/domain/Agent.js"
 import type { ClaimedRun } from "../src/engine/ExecutionPlan.js"
-import { planOf } from "../src/engine/ExecutionPlan.js"
+import { noSecrets, planOf, secretsFromStore, secretsGiven } from "../src/engine/ExecutionPlan.js"
 import type { EnvironmentUid, ExecutionId, PrincipalUid, TeamUid } from "../src/domain/Ids.js"
 import { RunItem } from "../src/domain/Run.js"
 import { RepoSource } from "../src/ports/RepoSource.js"
@@ -33,7 +33,7 @@ const claimed = (config: Partial<RunItem["agent_config"]>, overrides: Partial<Cl
 }
 
 const plan = (c: ClaimedRun, debugWindows = true) =>
-  Effect.flatMap(RepoSource, (repos) => planOf(c, { repos, secrets: Option.none(), debugWindows })).pipe(Effect.provide(testRepos))
+  Effect.flatMap(RepoSource, (repos) => planOf(c, { repos, secrets: noSecrets, debugWindows })).pipe(Effect.provide(testRepos))
 
 describe("planOf", () => {
   it.effect("reads the run's skill from the team's repository into the start message", () =>
@@ -68,7 +68,7 @@ describe("planOf", () => {
         mcp_servers: { gh: { url: "https://mcp.example/gh", headers: { Authorization: "Bearer ${{ secrets.GH_TOKEN }}" } } }
       }
       const refused = yield* Effect.flatMap(RepoSource, (repos) =>
-        planOf(claimed(config, { refusal: "someone with fewer rights shaped the run" }), { repos, secrets: Option.some(untouchable), debugWindows: true })
+        planOf(claimed(config, { refusal: "someone with fewer rights shaped the run" }), { repos, secrets: secretsFromStore(untouchable), debugWindows: true })
       ).pipe(Effect.provide(testRepos))
       expect(refused.failure).toBe("someone with fewer rights shaped the run")
       expect(refused.unconfigured).toBe("someone with fewer rights shaped the run")
@@ -170,7 +170,7 @@ describe("planOf: the agent CLI and its auth secret", () => {
   })
   const withSecrets = (c: ClaimedRun, values: Record<string, string> | undefined) =>
     Effect.flatMap(RepoSource, (repos) =>
-      planOf(c, { repos, secrets: values === undefined ? Option.none() : Option.some(secretsOf(values)), debugWindows: true })
+      planOf(c, { repos, secrets: values === undefined ? noSecrets : secretsFromStore(secretsOf(values)), debugWindows: true })
     ).pipe(Effect.provide(testRepos))
 
   it.effect("the harness's model (over the configuration's) and the value of its auth secret, the named one first", () =>
@@ -200,3 +200,35 @@ describe("planOf: the agent CLI and its auth secret", () => {
       expect(worker.unconfigured).toContain("cannot be read here")
     }))
 })
+
+describe("planOf: the secrets a worker's claim hands over", () => {
+  const given = (c: ClaimedRun, secrets: Parameters<typeof secretsGiven>[0]) =>
+    Effect.flatMap(RepoSource, (repos) => planOf(c, { repos, secrets: secretsGiven(secrets), debugWindows: false })).pipe(
+      Effect.provide(testRepos)
+    )
+  const mcp = { gh: { url: "https://mcp.example/gh", headers: { Authorization: "Bearer ${{ secrets.GH_TOKEN }}" } } }
+
+  it.effect("the agent CLI's key and the resolved MCP servers as the server gave them", () =>
+    Effect.gen(function*() {
+      const p = yield* given(claimed({ harness: { type: "claude" }, mcp_servers: mcp }), {
+        agentAuth: Either.right("sk-given"),
+        mcpServers: Either.right({ gh: { url: "https://mcp.example/gh", headers: { Authorization: "Bearer resolved" } } })
+      })
+      expect(p.failure).toBeNull()
+      expect(p.unconfigured).toBeNull()
+      expect(p.agent).toMatchObject({ type: "claude", auth: "sk-given" })
+      expect(p.start.mcp_servers).toEqual({ gh: { url: "https://mcp.example/gh", headers: { Authorization: "Bearer resolved" } } })
+    }))
+
+  it.effect("what the server could not give fails as it would on the server", () =>
+    Effect.gen(function*() {
+      const p = yield* given(claimed({ harness: { type: "codex" }, mcp_servers: mcp }), {
+        agentAuth: Either.left("the team secret OPENAI_API_KEY for the codex harness no longer exists"),
+        mcpServers: Either.left("MCP server gh: the team secret GH_TOKEN no longer exists")
+      })
+      expect(p.unconfigured).toContain("OPENAI_API_KEY")
+      expect(p.failure).toBe("MCP server gh: the team secret GH_TOKEN no longer exists")
+      expect(p.start.mcp_servers).toEqual({})
+    }))
+})
+

@@ -8,7 +8,7 @@
  * inside a vitest file; `layer` must make a fresh database each time it is built.
  */
 import { describe, expect, it as plainIt, layer } from "@effect/vitest"
-import { DateTime, Effect, Layer, Option, TestClock } from "effect"
+import { DateTime, Effect, Layer, Option, Redacted, TestClock } from "effect"
 import * as Dispatcher from "../src/engine/Dispatcher.js"
 import * as LeaseSweep from "../src/engine/LeaseSweep.js"
 import { DEFAULT_MAX_OUTPUT_BYTES } from "../src/engine/Settings.js"
@@ -24,6 +24,9 @@ import { Principal } from "../src/domain/Identity.js"
 import { BlobStore } from "../src/ports/BlobStore.js"
 import { IdentityStore } from "../src/ports/IdentityStore.js"
 import { RunStore } from "../src/ports/RunStore.js"
+import { AuditLog } from "../src/ports/AuditLog.js"
+import { SecretStore } from "../src/ports/SecretStore.js"
+import type { SecretName } from "../src/domain/Secret.js"
 import { RunTokens } from "../src/ports/RunTokens.js"
 import { Followups } from "../src/services/Followups.js"
 import { RunAgentRequest, RunFollowupRequest, RunItem } from "../src/domain/Run.js"
@@ -351,6 +354,66 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           // Another execution's events, report or follow-ups: 409 (it does not hold the run).
           expect((yield* failureOf(workers.recordEvents(world.worker, workerId, runId, stranger, start)))._tag).toBe("Conflict")
           expect((yield* failureOf(workers.takeFollowups(world.worker, workerId, runId, stranger)))._tag).toBe("Conflict")
+        }))
+
+      it.effect("a claim hands the bound worker the secrets its agent gets, recorded as the agent's reads; nobody else gets them", () =>
+        Effect.gen(function*() {
+          const world = yield* seedWorkers
+          const other = yield* seedWorkers
+          const secrets = yield* SecretStore
+          const workerId = `w-${uid()}`
+          yield* secrets.put(world.team, "ANTHROPIC_API_KEY" as SecretName, Redacted.make("sk-team-key"), 0)
+          yield* secrets.put(other.team, "ANTHROPIC_API_KEY" as SecretName, Redacted.make("sk-other-key"), 0)
+          const runs = yield* Runs
+          const created = yield* runs.create(
+            world.alice,
+            new RunAgentRequest({ prompt: "work", config: { worker_host: workerId, harness: { type: "claude" } } })
+          )
+          // Another team's worker with the same id, and a second service account of the team under
+          // that id (the id is bound to the first): neither gets the run, nor its key.
+          expect((yield* claimAs(other.worker, workerId)).answer.claim).toBeNull()
+          const bound = yield* claimAs(world.worker, workerId)
+          const second = uid<PrincipalUid>()
+          yield* (yield* IdentityStore).createPrincipal(
+            new Principal({
+              uid: second,
+              type: "service_account",
+              display_name: "intruder",
+              instance_admin: false,
+              memberships: [{ team_uid: world.team, role: "member" }],
+              created_at: T0
+            })
+          )
+          const intruder = yield* failureOf(claimAs(viewerOf(world.team, second, "member"), workerId))
+          expect(intruder._tag).toBe("NotAuthorized")
+          // The bound worker's claim carries the value, and no MCP server needs one.
+          expect(bound.answer.claim?.run.run_id).toBe(created.run_id)
+          expect(bound.answer.claim?.secrets).toEqual({ agent_auth: { value: "sk-team-key" }, mcp_servers: { value: {} } })
+          // Recorded as the run's agent reading the secret.
+          const reads = yield* (yield* AuditLog).list({ team_uid: world.team, action: "secret.read", limit: 10, order: "oldest_first" })
+          expect(reads.map((e) => [e.resource.id, e.actor.run_id])).toEqual([["ANTHROPIC_API_KEY", created.run_id]])
+        }))
+
+      it.effect("a claim says why a secret cannot be given (gone since), and hands nothing for a refused run", () =>
+        Effect.gen(function*() {
+          const world = yield* seedWorkers
+          const secrets = yield* SecretStore
+          const workerId = `w-${uid()}`
+          yield* secrets.put(world.team, "ANTHROPIC_API_KEY" as SecretName, Redacted.make("sk-team-key"), 0)
+          yield* secrets.put(world.team, "GH_TOKEN" as SecretName, Redacted.make("ghp-admin-only"), 0)
+          const runs = yield* Runs
+          yield* runs.create(world.alice, new RunAgentRequest({ prompt: "work", config: { worker_host: workerId, harness: { type: "claude" } } }))
+          yield* secrets.remove(world.team, "ANTHROPIC_API_KEY" as SecretName)
+          const gone = (yield* claimAs(world.worker, workerId)).answer.claim
+          expect(gone?.secrets?.agent_auth).toEqual({ failure: expect.stringContaining("ANTHROPIC_API_KEY") })
+          // An admin's run whose MCP server reads a secret only admins hand out: the worker (a
+          // member) shapes it by claiming it, so its agent may not get it, and nothing is handed over.
+          const mcp = { gh: { url: "https://mcp.example/gh", headers: { Authorization: "Bearer ${{ secrets.GH_TOKEN }}" } } }
+          yield* runs.create(world.admin, new RunAgentRequest({ prompt: "work", config: { worker_host: workerId, mcp_servers: mcp } }))
+          const refused = (yield* claimAs(world.worker, workerId)).answer.claim
+          expect(refused?.refusal).not.toBeNull()
+          expect(refused?.secrets).toBeUndefined()
+          expect(JSON.stringify(refused)).not.toContain("ghp-admin-only")
         }))
 
       it.effect("a worker older than the protocol is told to upgrade", () =>

@@ -2,10 +2,10 @@
  * The execution host of a self-hosted worker (core's `ExecutionHost`), over the server's worker
  * endpoints (`/api/v1/workers/{workerId}/…`, docs/workers.md) with the worker's service-account
  * token, so a worker runs core's execution loop on its own executor:
- * - claim: long-polls the server (which claims the run and answers what its execution needs); the
- *   plan is resolved here (the skill from this worker's repositories; MCP servers that need team
- *   secrets fail the setup, as secrets never leave the server); wake-ups never come (the claim
- *   waits on the server instead);
+ * - claim: long-polls the server (which claims the run and answers what its execution needs, the
+ *   team secrets its agent gets included); the plan is resolved here (the skill from this worker's
+ *   repositories; the agent CLI's key and the MCP servers as the server resolved them, kept in
+ *   memory only); wake-ups never come (the claim waits on the server instead);
  * - the execution's events, the agent's report, lease renewal and follow-ups: sent as they are;
  *   the server applies them as it applies its own executions';
  * - output: transcript appends at an offset (a retried append is a no-op on the server), parts of
@@ -19,7 +19,7 @@
 import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { type ExecutionEvent, ExecutionHost, ExecutionPlan, type Ids, RepoSource, Storage, Worker } from "@agent-runs/core"
 import { Api, Security } from "@agent-runs/api"
-import { Duration, Effect, Encoding, Layer, Option, Redacted, Schedule, Stream } from "effect"
+import { Duration, Effect, Either, Encoding, Layer, Option, Redacted, Schedule, Stream } from "effect"
 
 /** Where the server is and who this worker is. */
 export interface Connection {
@@ -87,6 +87,16 @@ export const retryTransient = (forMs: number) => <A, E, R>(effect: Effect.Effect
     )
   })
 
+/** Either side of a secret the claim hands over. */
+const given = <A>(wire: { readonly value: A } | { readonly failure: string }): Either.Either<A, string> =>
+  "failure" in wire ? Either.left(wire.failure) : Either.right(wire.value)
+
+/** Where an execution's team secrets come from: the claim (the server read them for this worker), else nowhere. */
+const secretsOf = (secrets: Worker.WorkerSecrets | undefined): ExecutionPlan.SecretSource =>
+  secrets === undefined
+    ? ExecutionPlan.noSecrets
+    : ExecutionPlan.secretsGiven({ agentAuth: given(secrets.agent_auth), mcpServers: given(secrets.mcp_servers) })
+
 /** The execution host over the server's worker endpoints, for the runs of `connection.workerId`. */
 export const layer = (connection: Connection): Layer.Layer<ExecutionHost.ExecutionHost, never, RepoSource.RepoSource> =>
   Layer.effect(
@@ -96,7 +106,7 @@ export const layer = (connection: Connection): Layer.Layer<ExecutionHost.Executi
       const headers = teamHeaders(connection)
       const workerId = connection.workerId
       const retry = retryTransient(connection.retryForMs ?? 30_000)
-      const sources = { repos: yield* RepoSource.RepoSource, secrets: Option.none(), debugWindows: false }
+      const repos = yield* RepoSource.RepoSource
 
       /** Sends a request: transient failures retried; 409 → Lost; others → StorageError. */
       const send = <A, E>(operation: string, request: Effect.Effect<A, E>) =>
@@ -127,6 +137,7 @@ export const layer = (connection: Connection): Layer.Layer<ExecutionHost.Executi
             const bytes = Encoding.decodeBase64(a.data_base64)
             return bytes._tag === "Right" ? [{ name: a.name, media_type: a.media_type, bytes: bytes.right }] : []
           })
+          const sources = { repos, secrets: secretsOf(c.secrets), debugWindows: false }
           return Option.some(yield* ExecutionPlan.planOf({ ...c, attachments }, sources))
         })
 

@@ -2,8 +2,9 @@
  * The self-hosted worker daemon (`agent-runs worker`, docs/workers.md): connects to a server with
  * a service account's token, says it is there (a heartbeat every `heartbeat_seconds` the server
  * answers), and runs core's execution loop claiming the runs whose `agent_config.worker_host` is
- * its id, with a local executor (processes or Docker containers) and the server's worker endpoints
- * as its execution host (`RemoteHost`). The server decides the lease; the worker renews it every third.
+ * its id, with a local executor (processes or Docker containers), the agent CLIs it is given
+ * (`harnesses`, as the server's), and the server's worker endpoints as its execution host
+ * (`RemoteHost`). The server decides the lease; the worker renews it every third.
  *
  * - Start: the first heartbeat is retried until the server answers (it may not be up yet); a
  *   refusal (401, 403, a bad worker id) ends the daemon with the server's message.
@@ -22,6 +23,7 @@ import { LocalRepoSource, ProcessExecutor, ProcessIsolation } from "@agent-runs/
 import { AGENT_MOUNT, defaultHarness, installCopy, packageDir } from "@agent-runs/scripted-agent/Location"
 import { Console, Data, Duration, Effect, Layer, Schedule } from "effect"
 import { join } from "node:path"
+import type { AgentHarnesses } from "@agent-runs/core/ports/AgentHarness"
 import type { Connection } from "./RemoteHost.js"
 import * as RemoteHost from "./RemoteHost.js"
 
@@ -42,6 +44,8 @@ export interface WorkerOptions extends Connection {
   readonly labels?: ReadonlyArray<string> | undefined
   /** Process sandboxes as users of their own: `auto` (default: when root), `uid` or `none` (docs/security.md). */
   readonly processIsolation?: ProcessIsolation.Mode | undefined
+  /** The agent CLIs runs may select with `config.harness.type`, as the server's (none: only the default agent). */
+  readonly harnesses?: Layer.Layer<AgentHarnesses> | undefined
 }
 
 /** The server refused the worker (bad token, not a service account, bad worker id). */
@@ -145,6 +149,7 @@ export const run = (options: WorkerOptions) =>
     )
     const loop = ExecutionLoop.layer.pipe(
       Layer.provide(releaseLeftovers),
+      Layer.provide(options.harnesses ?? Layer.empty),
       Layer.provide(executorLayer(options, execution.isolation)),
       // Skills are read when a run is claimed (docs/skills.md): from this worker's repositories.
       Layer.provide(RemoteHost.layer(options).pipe(Layer.provide(LocalRepoSource.layer({ reposDir: reposDirOf(options) })))),

@@ -13,6 +13,9 @@
  * cannot act for it as "box" either (events, report, renew, transcript, follow-ups, conversation,
  * artifacts: 403), even with A's execution id.
  *
+ * The team secrets a run's agent gets (its agent CLI's key) are in the claim's answer to A only:
+ * B's claim is a 403 and the other team's worker gets no run, so neither ever sees the key.
+ *
  * Handing an id over: revoking A's token keeps the id A's (a new token of A works, B still gets
  * 403); only a team admin may release the id (a member, B or a run's creator get 403); once
  * released, the next service account to call binds it and A is refused.
@@ -149,6 +152,37 @@ describe("worker ids belong to the service account that registered them", () => 
     expect(JSON.stringify(transcript.body ?? null)).not.toContain("forged")
     // The owner's execution still holds it.
     expect((await a.followups(runId, execution)).status).toBe(200)
+  })
+
+  it("the key of a run's agent CLI goes to the worker bound to its id alone, in the claim's answer", async () => {
+    const key = `sk-${randomBytes(12).toString("hex")}`
+    expect((await call(server, "PUT", "/api/v1/agent/secrets/ANTHROPIC_API_KEY", { token: tokens.admin, body: { value: key } })).status)
+      .toBeLessThan(300)
+    const created = await call(server, "POST", "/api/v1/agent/runs", {
+      token: tokens.member,
+      body: { prompt: "use the key", config: { worker_host: "box", harness: { type: "claude" } } }
+    })
+    expect(created.status).toBe(200)
+    const a = asWorker(tokens.a)
+    const b = asWorker(tokens.b)
+    const foreign = asWorker(tokens.otherTeam)
+    expect((await a.heartbeat()).status).toBe(200)
+    expect((await foreign.heartbeat()).status).toBe(200)
+    // The unbound service account of the team, and another team's worker of the same name.
+    const refused = await b.claim()
+    expect(refused.status).toBe(403)
+    const elsewhere = await foreign.claim()
+    expect(elsewhere.body.claim).toBeNull()
+    for (const reply of [refused, elsewhere]) expect(JSON.stringify(reply.body)).not.toContain(key)
+    // The bound worker gets it with the run.
+    const claimed = await a.claim()
+    expect(claimed.body.claim.run.run_id).toBe(created.body.run_id)
+    expect(claimed.body.claim.secrets.agent_auth).toEqual({ value: key })
+    // Nowhere in what the team can read about the run.
+    for (const path of ["", "/timeline"]) {
+      const read = await call(server, "GET", `/api/v1/agent/runs/${created.body.run_id}${path}`, { token: tokens.member })
+      expect(JSON.stringify(read.body)).not.toContain(key)
+    }
   })
 
   it("a revoked token keeps the id its account's; only a team admin releases it, then the next service account binds it", async () => {

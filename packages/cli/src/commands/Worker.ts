@@ -10,6 +10,7 @@ import { Command, Options } from "@effect/cli"
 import { Worker } from "@agent-runs/core"
 import { Config, Data, Effect, Option, Schema } from "effect"
 import { resolve } from "node:path"
+import { HarnessesLive } from "../serve/Harnesses.js"
 import * as Connection from "./Connection.js"
 
 /** The worker stopped on a failure (the server refused it); main.ts prints the message. */
@@ -93,7 +94,8 @@ export const workerCommand = Command.make(
       dockerImage: options.dockerImage,
       displayName: Option.getOrUndefined(options.displayName),
       labels: options.labels,
-      processIsolation: options.processIsolation
+      processIsolation: options.processIsolation,
+      harnesses: HarnessesLive
     })).pipe(Effect.mapError((error) => new WorkerFailed({ message: error.message })))
 ).pipe(
   Command.withDescription(

@@ -12,7 +12,7 @@ import { ConversationOp } from "./ConversationLog.js"
 import { ExecutionEvent, Report } from "./ExecutionEvent.js"
 import { EnvironmentConfig } from "./Environment.js"
 import { ExecutionId, TeamUid } from "./Ids.js"
-import { RunItem } from "./Run.js"
+import { McpHttpServer, McpStdioServer, RunItem } from "./Run.js"
 import { RunState } from "./RunState.js"
 
 /** A self-hosted worker that is connected now. */
@@ -81,11 +81,27 @@ export const WorkerAttachment = Schema.Struct({
 /** A message of the conversation of a run's earlier executions. */
 export const WorkerHistoryMessage = Schema.Struct({ role: MessageRole, content: Schema.Array(ContentBlock) })
 
+/** Something a worker's claim hands over, or why it cannot be given (the execution then fails as on the server). */
+const GivenOr = <A, I, R>(value: Schema.Schema<A, I, R>) =>
+  Schema.Union(Schema.Struct({ value }), Schema.Struct({ failure: Schema.String }))
+
+/**
+ * The team secrets a claimed run's execution needs, read by the server for the worker that claimed
+ * it: the value of the agent CLI's auth secret (null when it runs without one) and the run's MCP
+ * servers with their secrets substituted. Only the claim's answer carries them, only to the worker
+ * bound to the run's worker id in its team; the worker keeps them in memory for that execution.
+ */
+export const WorkerSecrets = Schema.Struct({
+  agent_auth: GivenOr(Schema.NullOr(Schema.String)),
+  mcp_servers: GivenOr(Schema.Record({ key: Schema.String, value: Schema.Union(McpStdioServer, McpHttpServer) }))
+}).annotations({ identifier: "WorkerSecrets" })
+export type WorkerSecrets = typeof WorkerSecrets.Type
+
 /**
  * A claimed run, as its execution needs it: the run (its public item), its team, the run token,
- * its environment's configuration, attachments, the history of a continuation, and where its
- * transcript ends. The worker resolves the rest of its plan itself (the skill from its own
- * repositories).
+ * its environment's configuration, attachments, the history of a continuation, where its
+ * transcript ends, and the team secrets its agent gets. The worker resolves the rest of its plan
+ * itself (the skill from its own repositories).
  */
 export const WorkerClaim = Schema.Struct({
   /** The execution the claim started (the lease's fencing token), named by the server. */
@@ -101,7 +117,9 @@ export const WorkerClaim = Schema.Struct({
   attachments: Schema.Array(WorkerAttachment),
   history: Schema.Array(WorkerHistoryMessage),
   /** The size of the run's transcript now: where this execution's output starts (`offset` of appends). */
-  transcript_bytes: Schema.NonNegativeInt
+  transcript_bytes: Schema.NonNegativeInt,
+  /** The team secrets its agent gets (absent for a refused run, and from servers older than this field). */
+  secrets: Schema.optional(WorkerSecrets)
 }).annotations({ identifier: "WorkerClaim" })
 export type WorkerClaim = typeof WorkerClaim.Type
 

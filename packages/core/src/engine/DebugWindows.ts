@@ -54,7 +54,7 @@ export class DebugWindows extends Effect.Service<DebugWindows>()("@agent-runs/co
     const ids = yield* Ids
     const health = yield* Health
     const executions = yield* RunExecutions
-    const sources = { repos: yield* RepoSource, secrets: Option.some(yield* SecretStore), debugWindows: true }
+    const sources = { repos: yield* RepoSource, store: yield* SecretStore, debugWindows: true }
     const session = AgentSession.make(settings, health)
     const retained = new Map<RunId, Retained>()
 

@@ -5,9 +5,10 @@
  *
  * A claim gathers the stored facts (`ClaimedRun`: the run, its environment, attachments, history,
  * token); `planOf` resolves the rest where the agent will run: the skill read from that side's
- * repositories, the MCP servers resolved with the team's secrets where they can be read (the
- * server), refused where they cannot (a self-hosted worker). Anything that cannot be resolved
- * becomes the plan's `failure`: the execution fails its setup with it (`environment_setup_failed`).
+ * repositories, the agent CLI's key and the MCP servers from a `SecretSource` (the server's store;
+ * for a self-hosted worker, what the server resolved for it at the claim). Anything that cannot be
+ * resolved becomes the plan's `failure`: the execution fails its setup with it
+ * (`environment_setup_failed`), or, for the agent CLI's key, `unconfigured`.
  */
 import { Data, Effect, Either, Option, Redacted } from "effect"
 import { authSecretOf, type CliHarnessType, needsAuthSecret, type ReasoningLevel } from "../domain/HarnessSelection.js"
@@ -122,23 +123,104 @@ export type PlannedAgent =
     readonly auth: string | null
   }
 
+/**
+ * What a plan reads from the team's secrets: the agent CLI's key and the MCP servers' values.
+ * Each is resolved where the secrets can be read: on the server from its store
+ * (`secretsFromStore`), for a self-hosted worker by the server at the claim, which hands the
+ * resolved values to the claiming worker only (`secretsGiven`); a worker of a server that hands
+ * none (`noSecrets`) fails what needs them.
+ */
+export interface SecretSource {
+  /** The value of the agent CLI's auth secret (null: it runs without one), or why it cannot run. */
+  readonly agentAuth: (claimed: ClaimedRun) => Effect.Effect<Either.Either<string | null, string>>
+  /** The run's MCP servers with their secrets' values, or why they cannot be given. */
+  readonly mcpServers: (claimed: ClaimedRun) => Effect.Effect<Either.Either<McpServers, string>>
+}
+
+/** MCP servers as the agent gets them. */
+export type McpServers = Readonly<Record<string, McpDirectServer>>
+
 /** Where a plan resolves skills and MCP servers. */
 export interface PlanSources {
   readonly repos: RepoSource["Type"]
-  /** The team secrets MCP servers may name; none where they cannot be read (a self-hosted worker). */
-  readonly secrets: Option.Option<SecretStore["Type"]>
+  /** Where the team secrets the agent gets are read. */
+  readonly secrets: SecretSource
   /** Whether failed setups may keep their sandbox for a debug window (the server only). */
   readonly debugWindows: boolean
 }
 
 class Unavailable extends Data.TaggedError("Unavailable")<{ readonly message: string }> {}
 
+/** The harness type of a claimed run's agent. */
+const harnessTypeOf = (claimed: ClaimedRun) => claimed.run.agent_config.harness?.type ?? "oz"
+
+/** The secrets read from the team's store (the server). */
+export const secretsFromStore = (store: SecretStore["Type"]): SecretSource => ({
+  agentAuth: (claimed) =>
+    Effect.gen(function*() {
+      const type = harnessTypeOf(claimed)
+      if (type === "oz") return Either.right(null)
+      const secret = authSecretOf(type, claimed.run.agent_config.harness_auth_secrets)
+      const value = yield* store.get(claimed.team_uid, secret.name).pipe(Effect.either)
+      if (!secret.named && !needsAuthSecret(type)) {
+        // opencode may run without a key; it gets the conventional secret when the team has one.
+        return Either.right(Either.isRight(value) ? Option.getOrNull(Option.map(value.right, Redacted.value)) : null)
+      }
+      if (Either.isLeft(value)) return Either.left("the team's secrets could not be read")
+      if (Option.isNone(value.right)) {
+        return Either.left(
+          `the team secret ${secret.name} for the ${type} harness no longer exists: store it again, or name another in config.harness_auth_secrets`
+        )
+      }
+      return Either.right(Redacted.value(value.right.value))
+    }),
+  mcpServers: (claimed) =>
+    resolveMcpServers(store, claimed.team_uid, claimed.run.agent_config.mcp_servers).pipe(
+      Effect.map((servers): Either.Either<McpServers, string> => Either.right(servers)),
+      Effect.catchTags({
+        StorageError: () => Effect.succeed(Either.left("the team's secrets could not be read")),
+        McpResolutionFailed: (e) => Effect.succeed(Either.left(e.message))
+      })
+    )
+})
+
+/** Where no team secret can be read (a worker whose server hands none): what needs one fails. */
+export const noSecrets: SecretSource = {
+  agentAuth: (claimed) =>
+    Effect.sync(() => {
+      const type = harnessTypeOf(claimed)
+      if (type === "oz") return Either.right(null)
+      const secret = authSecretOf(type, claimed.run.agent_config.harness_auth_secrets)
+      return !secret.named && !needsAuthSecret(type)
+        ? Either.right(null)
+        : Either.left(`the ${type} harness needs the team secret ${secret.name}, which cannot be read here (a self-hosted worker)`)
+    }),
+  mcpServers: (claimed) =>
+    Effect.sync(() => {
+      const servers = claimed.run.agent_config.mcp_servers ?? {}
+      const needing = Object.entries(servers).find(([, s]) =>
+        ("server_id" in s && s.server_id !== undefined) || secretReferences(s as McpDirectServer).length > 0
+      )
+      return needing === undefined
+        ? Either.right(servers as McpServers)
+        : Either.left(`MCP server ${needing[0]} needs team secrets, which cannot be read here`)
+    })
+}
+
+/** The secrets resolved elsewhere (by the server, for the worker that claimed the run). */
+export const secretsGiven = (given: {
+  readonly agentAuth: Either.Either<string | null, string>
+  readonly mcpServers: Either.Either<McpServers, string>
+}): SecretSource => ({
+  agentAuth: () => Effect.succeed(given.agentAuth),
+  mcpServers: () => Effect.succeed(given.mcpServers)
+})
+
 /** The skill and MCP servers of the start message, or why they cannot be given. */
 const agentInputs = (claimed: ClaimedRun, sources: PlanSources) =>
   Effect.gen(function*() {
-    const config = claimed.run.agent_config
     let skill: StartMessage["skill"] = null
-    const spec = config.skill_spec
+    const spec = claimed.run.agent_config.skill_spec
     if (spec !== undefined) {
       const found = yield* readSkill(sources.repos, claimed.team_uid, spec).pipe(
         Effect.mapError((e) => new Unavailable({ message: `skill ${spec}: ${e.message}` }))
@@ -147,52 +229,24 @@ const agentInputs = (claimed: ClaimedRun, sources: PlanSources) =>
       const { content, description, id, name, path } = found.value
       skill = { spec: id, name, description, path, content }
     }
-    const servers = config.mcp_servers
-    if (Option.isNone(sources.secrets)) {
-      const needing = Object.entries(servers ?? {}).find(([, s]) =>
-        ("server_id" in s && s.server_id !== undefined) || secretReferences(s as McpDirectServer).length > 0
-      )
-      if (needing !== undefined) {
-        return yield* new Unavailable({ message: `MCP server ${needing[0]} needs team secrets, which cannot be read here` })
-      }
-      return { skill, mcp_servers: servers ?? {} }
-    }
-    const mcp_servers = yield* resolveMcpServers(sources.secrets.value, claimed.team_uid, servers).pipe(
-      Effect.catchTags({
-        StorageError: () => new Unavailable({ message: "the team's secrets could not be read" }),
-        McpResolutionFailed: (e) => new Unavailable({ message: e.message })
-      })
-    )
-    return { skill, mcp_servers }
+    const mcp_servers = yield* sources.secrets.mcpServers(claimed)
+    if (Either.isLeft(mcp_servers)) return yield* new Unavailable({ message: mcp_servers.left })
+    return { skill, mcp_servers: mcp_servers.right }
   })
 
 /** The agent CLI of a run and its auth secret's value, or why it cannot run. */
 const agentOf = (claimed: ClaimedRun, sources: PlanSources): Effect.Effect<Either.Either<PlannedAgent, string>> =>
   Effect.gen(function*() {
     const config = claimed.run.agent_config
-    const type = config.harness?.type ?? "oz"
+    const type = harnessTypeOf(claimed)
     if (type === "oz") return Either.right({ type })
-    const agent = {
+    const auth = yield* sources.secrets.agentAuth(claimed)
+    return Either.map(auth, (value) => ({
       type,
       model_id: config.harness?.model_id ?? config.model_id ?? null,
-      reasoning_level: config.harness?.reasoning_level ?? null
-    }
-    const secret = authSecretOf(type, config.harness_auth_secrets)
-    if (!secret.named && !needsAuthSecret(type)) {
-      // opencode may run without a key; it gets the conventional secret when the team has one.
-      if (Option.isNone(sources.secrets)) return Either.right({ ...agent, auth: null })
-      const value = yield* sources.secrets.value.get(claimed.team_uid, secret.name).pipe(Effect.option)
-      return Either.right({ ...agent, auth: Option.getOrNull(Option.map(Option.flatten(value), Redacted.value)) })
-    }
-    if (Option.isNone(sources.secrets)) {
-      return Either.left(`the ${type} harness needs the team secret ${secret.name}, which cannot be read here (a self-hosted worker)`)
-    }
-    const value = yield* sources.secrets.value.get(claimed.team_uid, secret.name).pipe(Effect.either)
-    if (Either.isLeft(value)) return Either.left("the team's secrets could not be read")
-    if (Option.isNone(value.right)) {
-      return Either.left(`the team secret ${secret.name} for the ${type} harness no longer exists: store it again, or name another in config.harness_auth_secrets`)
-    }
-    return Either.right({ ...agent, auth: Redacted.value(value.right.value) })
+      reasoning_level: config.harness?.reasoning_level ?? null,
+      auth: value
+    }))
   })
 
 /**

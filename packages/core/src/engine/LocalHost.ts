@@ -30,7 +30,7 @@ export const layer: Layer.Layer<
       const settings = yield* DispatcherConfig
       const executions = yield* RunExecutions
       const store = yield* RunStore
-      const sources = { repos: yield* RepoSource, secrets: Option.some(yield* SecretStore), debugWindows: true }
+      const sources = { repos: yield* RepoSource, store: yield* SecretStore, debugWindows: true }
       const windows = yield* DebugWindows
       const blobs = yield* BlobStore
       const audit = yield* AuditLog

@@ -39,7 +39,7 @@
  * - Transcript appends carry their offset in the run's transcript (the claim answers where it
  *   ends), and bytes already there are not written again: a retry after a lost answer is a no-op.
  */
-import { Clock, Context, DateTime, Duration, Effect, Encoding, Option } from "effect"
+import { Clock, Context, DateTime, Duration, Effect, Either, Encoding, Option } from "effect"
 import { shaperOf, type Viewer } from "../domain/Access.js"
 import { type Artifact, MAX_ARTIFACTS_PER_RUN } from "../domain/Artifact.js"
 import type { ConversationPart } from "../domain/ConversationLog.js"
@@ -51,6 +51,9 @@ import { Conflict, NotAuthorized, OperationNotSupported, PayloadTooLarge, Resour
 import { Ids } from "../domain/Ids.js"
 import type { ExecutionId, RunId } from "../domain/Ids.js"
 import { IdentityStore } from "../ports/IdentityStore.js"
+import { AuditLog } from "../ports/AuditLog.js"
+import { SecretStore } from "../ports/SecretStore.js"
+import { resolveForWorker, type WorkerSecrets as ResolvedSecrets } from "../engine/SecretReads.js"
 import { RunStore } from "../ports/RunStore.js"
 import type { StoredRun } from "../ports/RunStore.js"
 import { WorkerStore } from "../ports/WorkerStore.js"
@@ -67,7 +70,7 @@ import {
   RenewLeaseResponse,
   WORKER_PROTOCOL
 } from "../domain/Worker.js"
-import type { HeartbeatRequest } from "../domain/Worker.js"
+import type { HeartbeatRequest, WorkerSecrets } from "../domain/Worker.js"
 
 /** The server's settings for workers. */
 export interface WorkerSettings {
@@ -98,6 +101,12 @@ export interface WorkerRef {
   readonly worker_id: string
 }
 
+/** The secrets of a worker's claim as the protocol carries them. */
+const wireSecrets = (secrets: ResolvedSecrets): WorkerSecrets => ({
+  agent_auth: Either.match(secrets.agentAuth, { onLeft: (failure) => ({ failure }), onRight: (value) => ({ value }) }),
+  mcp_servers: Either.match(secrets.mcpServers, { onLeft: (failure) => ({ failure }), onRight: (value) => ({ value }) })
+})
+
 /** A worker claims only while its latest heartbeat is at most this many intervals old. */
 const FRESH_HEARTBEATS = 2
 
@@ -121,6 +130,8 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
     const identities = yield* IdentityStore
     const executions = yield* RunExecutions
     const ids = yield* Ids
+    const secretStore = yield* SecretStore
+    const auditLog = yield* AuditLog
 
     /** The caller as a worker: a service account that may change things in its team. */
     const asWorker = (viewer: Viewer, workerId: string) =>
@@ -272,6 +283,8 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
         }
         if (Option.isNone(claimed)) return new ClaimResponse({ claim: null })
         const c = claimed.value
+        // Read here, where the team's secrets are, for this worker alone (recorded as the agent's reads).
+        const secrets = yield* resolveForWorker(c, secretStore, auditLog, ids)
         return new ClaimResponse({
           claim: {
             execution_id: executionId,
@@ -283,7 +296,8 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
             refusal: c.refusal,
             attachments: c.attachments.map((a) => ({ name: a.name, media_type: a.media_type, data_base64: Encoding.encodeBase64(a.bytes) })),
             history: c.history,
-            transcript_bytes: c.transcript_bytes
+            transcript_bytes: c.transcript_bytes,
+            ...(secrets === undefined ? {} : { secrets: wireSecrets(secrets) })
           }
         })
       },
