@@ -12,34 +12,19 @@
  * restart), PostgreSQL with a short one.
  */
 import { writeRepository } from "@agent-runs/core/testing"
-import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
+import { existsSync, readdirSync } from "node:fs"
 import { connect, createServer, type Server, type Socket } from "node:net"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { makeTeam } from "./harness.js"
 import { lifecycle } from "./lifecycle.js"
-import { call, REPO_ROOT, type ServerProcess } from "./process.js"
+import { call, type ServerProcess } from "./process.js"
+import { kill, startWorker, teamWithWorker, tempDir, until } from "./workerDaemon.js"
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any
 
-const CLI = join(REPO_ROOT, "packages", "cli", "dist", "main.js")
 const ENDED = ["SUCCEEDED", "FAILED", "BLOCKED", "ERROR", "CANCELLED"]
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-/** Polls `read` until `done` holds (or the time is up); returns the last value. */
-const until = async <A>(read: () => Promise<A>, done: (a: A) => boolean, timeoutMs = 20_000): Promise<A> => {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = await read()
-    if (done(value) || Date.now() > deadline) return value
-    await sleep(100)
-  }
-}
 
 /** A TCP relay on a fixed port to whichever server port `target` names now. */
 const relay = async () => {
@@ -73,73 +58,10 @@ const relay = async () => {
   }
 }
 
-interface WorkerProcess {
-  readonly child: ChildProcess
-  readonly output: () => string
-  readonly exited: Promise<void>
-}
-
-const workers = new Set<ChildProcess>()
-const dirs: Array<string> = []
-
-const tempDir = () => {
-  const dir = mkdtempSync(join(tmpdir(), "agent-runs-worker-"))
-  dirs.push(dir)
-  return dir
-}
-
-/** Starts `agent-runs worker` and waits until it says it is connected. */
-const startWorker = async (options: {
-  readonly url: string
-  readonly token: string
-  readonly workerId: string
-  readonly dataDir: string
-  readonly extra?: ReadonlyArray<string>
-}): Promise<WorkerProcess> => {
-  const env: Record<string, string> = {}
-  for (const [name, value] of Object.entries(process.env)) {
-    if (value !== undefined && !name.startsWith("AGENT_RUNS_") && name !== "NODE_OPTIONS") env[name] = value
-  }
-  const child = spawn(
-    process.execPath,
-    [CLI, "worker", "--server", options.url, "--token", options.token, "--worker-id", options.workerId, "--data-dir", options.dataDir, ...(options.extra ?? [])],
-    { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] }
-  )
-  workers.add(child)
-  let out = ""
-  child.stdout!.setEncoding("utf8").on("data", (chunk: string) => (out += chunk))
-  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (out += chunk))
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))
-  void exited.then(() => workers.delete(child))
-  await until(async () => out, (o) => o.includes("connected to") || child.exitCode !== null, 20_000)
-  if (!out.includes("connected to")) throw new Error(`the worker did not connect:\n${out}`)
-  return { child, output: () => out, exited }
-}
-
-const kill = async (worker: WorkerProcess, signal: NodeJS.Signals) => {
-  worker.child.kill(signal)
-  await worker.exited
-}
-
-afterAll(() => {
-  for (const child of workers) child.kill("SIGKILL")
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
-})
-
 /** A team with a member user and a service account (member) for workers. */
 const setUp = async (server: { url: string }, adminToken: string, name: string) => {
-  const team = await makeTeam({ url: server.url, adminToken }, name)
-  const principal = await call(server, "POST", "/api/v1/admin/principals", {
-    token: adminToken,
-    body: { type: "service_account", display_name: `${name} worker`, memberships: [{ team_uid: team.uid, role: "member" }] }
-  })
-  expect(principal.status).toBe(201)
-  const token = await call(server, "POST", `/api/v1/admin/principals/${principal.body.uid}/tokens`, {
-    token: adminToken,
-    body: { name: "worker" }
-  })
-  expect(token.status).toBe(201)
-  return { team: team.uid, user: team.tokens.member, viewer: team.tokens.viewer, worker: token.body.token as string }
+  const team = await teamWithWorker(server, adminToken, name)
+  return { team: team.uid, user: team.tokens.member, viewer: team.tokens.viewer, worker: team.worker }
 }
 
 const api = (server: () => { url: string }, token: string) => ({

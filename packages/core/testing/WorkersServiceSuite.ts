@@ -416,6 +416,29 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           expect(JSON.stringify(refused)).not.toContain("ghp-admin-only")
         }))
 
+      it.effect("an agent CLI's session files arrive in parts, are kept once whole, and are read back by the holding execution", () =>
+        Effect.gen(function*() {
+          const { execution, runId, workerId, workers, world } = yield* heldByWorker()
+          const state = new Uint8Array(1000).map((_, i) => i % 251)
+          const part = (offset: number, end: number) => ({ offset, bytes: state.subarray(offset, end), total: state.length })
+          expect(yield* workers.saveAgentState(world.worker, workerId, runId, execution, part(0, 600))).toEqual({ received: 600, saved: false })
+          // Sent again (a lost answer): nothing changes; nothing is kept before the last part.
+          expect(yield* workers.saveAgentState(world.worker, workerId, runId, execution, part(0, 600))).toEqual({ received: 600, saved: false })
+          expect(yield* workers.readAgentState(world.worker, workerId, runId, execution)).toEqual(Option.none())
+          expect(yield* workers.saveAgentState(world.worker, workerId, runId, execution, part(600, 1000))).toEqual({ received: 1000, saved: true })
+          expect(yield* workers.readAgentState(world.worker, workerId, runId, execution)).toEqual(Option.some(state))
+          // Over the limit, past its own total, another execution, another team's worker.
+          const big = { offset: 0, bytes: state, total: 17 * 1024 * 1024 }
+          expect((yield* failureOf(workers.saveAgentState(world.worker, workerId, runId, execution, big)))._tag).toBe("PayloadTooLarge")
+          const past = { offset: 900, bytes: state.subarray(0, 200), total: 1000 }
+          expect((yield* failureOf(workers.saveAgentState(world.worker, workerId, runId, execution, past)))._tag).toBe("InvalidRequest")
+          const stranger = uuid<ExecutionId>()
+          expect((yield* failureOf(workers.readAgentState(world.worker, workerId, runId, stranger)))._tag).toBe("Conflict")
+          expect((yield* failureOf(workers.saveAgentState(world.worker, workerId, runId, stranger, part(0, 10))))._tag).toBe("Conflict")
+          const other = yield* seedWorkers
+          expect((yield* failureOf(workers.readAgentState(other.worker, workerId, runId, execution)))._tag).toBe("ResourceNotFound")
+        }))
+
       it.effect("a worker older than the protocol is told to upgrade", () =>
         Effect.gen(function*() {
           const world = yield* seedWorkers

@@ -118,7 +118,9 @@ const expectedEndpoints = [
   "PUT /workers/{workerId}/runs/{runId}/conversation",
   "POST /workers/{workerId}/runs/{runId}/artifacts",
   "POST /workers/{workerId}/runs/{runId}/conversation/parts",
-  "POST /workers/{workerId}/runs/{runId}/transcript"
+  "POST /workers/{workerId}/runs/{runId}/transcript",
+  "POST /workers/{workerId}/runs/{runId}/agent-state",
+  "POST /workers/{workerId}/runs/{runId}/agent-state/read"
 ]
 
 const RUN_LIST_PARAMS = [

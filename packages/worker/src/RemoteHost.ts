@@ -10,7 +10,9 @@
  *   the server applies them as it applies its own executions';
  * - output: transcript appends at an offset (a retried append is a no-op on the server), parts of
  *   the conversation log, artifacts;
- * - a failed setup's sandbox is released at once (no debug windows on workers).
+ * - a failed setup's sandbox is released at once (no debug windows on workers);
+ * - an agent CLI's session files: kept by the server in parts at the end of an execution, read
+ *   back by the execution that continues the run (whichever worker with this id claims it).
  *
  * A request the server did not answer (it restarts, the network drops) or answered 5xx is retried
  * with backoff for up to `retryForMs`, so a worker rides out a server restart with its runs going
@@ -96,6 +98,13 @@ const secretsOf = (secrets: Worker.WorkerSecrets | undefined): ExecutionPlan.Sec
   secrets === undefined
     ? ExecutionPlan.noSecrets
     : ExecutionPlan.secretsGiven({ agentAuth: given(secrets.agent_auth), mcpServers: given(secrets.mcp_servers) })
+
+/** Session files in the parts the protocol takes. */
+const partsOf = (state: Uint8Array) =>
+  Array.from({ length: Math.ceil(state.length / Worker.AGENT_STATE_PART_BYTES) }, (_, i) => {
+    const offset = i * Worker.AGENT_STATE_PART_BYTES
+    return { offset, bytes: state.subarray(offset, offset + Worker.AGENT_STATE_PART_BYTES) }
+  })
 
 /** The execution host over the server's worker endpoints, for the runs of `connection.workerId`. */
 export const layer = (connection: Connection): Layer.Layer<ExecutionHost.ExecutionHost, never, RepoSource.RepoSource> =>
@@ -206,10 +215,27 @@ export const layer = (connection: Connection): Layer.Layer<ExecutionHost.Executi
         }),
         // No debug windows on workers.
         retain: (_runId, sandbox) => sandbox.release,
-        // A worker keeps no agent CLI sessions between executions: a continued run starts a new
-        // session with the conversation so far (docs/harnesses.md).
-        agentState: () => Effect.succeedNone,
-        saveAgentState: () => Effect.void
+        // The agent CLI's session files are kept by the server, for whichever execution continues the run.
+        agentState: (runId, execution_id) =>
+          Effect.map(
+            send("agent state", api.workerReadAgentState({ headers, path: { workerId, runId }, payload: new Worker.ReadAgentStateRequest({ execution_id }) })),
+            (answer) => Option.flatMap(Option.fromNullable(answer.state), (state) => Option.getRight(Encoding.decodeBase64(state.data_base64)))
+          ),
+        saveAgentState: (runId, execution_id, state) =>
+          Effect.forEach(partsOf(state), (part) =>
+            send(
+              "agent state",
+              api.workerSaveAgentState({
+                headers,
+                path: { workerId, runId },
+                payload: new Worker.SaveAgentStateRequest({
+                  execution_id,
+                  offset: part.offset,
+                  total_bytes: state.length,
+                  data_base64: Encoding.encodeBase64(part.bytes)
+                })
+              })
+            ), { discard: true })
       })
     })
   )

@@ -199,6 +199,38 @@ export class WorkersGroup extends HttpApiGroup.make("workers")
         )
       )
   )
+  .add(
+    HttpApiEndpoint.post("workerSaveAgentState")`/workers/${workerId}/runs/${P.runId}/agent-state`
+      .setHeaders(TeamHeaders)
+      .setPayload(Worker.SaveAgentStateRequest)
+      .addSuccess(Worker.SaveAgentStateResponse)
+      .addError(Problems.ResourceNotFound, { status: 404 })
+      .addError(Problems.Conflict, { status: 409 })
+      .addError(Problems.PayloadTooLarge, { status: 413 })
+      .annotateContext(
+        doc(
+          "Keep the agent CLI's session files",
+          "A part (at most 512 KiB, base64) of the session files the holding execution's agent CLI left, a gzipped tar of " +
+            "`total_bytes` in all, written at `offset`; once every byte is there they are kept for the run's next " +
+            "execution (`saved`), replacing earlier ones. A part sent again is a no-op. 413: over 16 MiB in all. " + held
+        )
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("workerReadAgentState")`/workers/${workerId}/runs/${P.runId}/agent-state/read`
+      .setHeaders(TeamHeaders)
+      .setPayload(Worker.ReadAgentStateRequest)
+      .addSuccess(Worker.ReadAgentStateResponse)
+      .addError(Problems.ResourceNotFound, { status: 404 })
+      .addError(Problems.Conflict, { status: 409 })
+      .annotateContext(
+        doc(
+          "Read the agent CLI's session files",
+          "The session files the run's earlier execution kept (base64), for the holding execution to resume the agent " +
+            "CLI's session; `state: null` when none were kept. " + held
+        )
+      )
+  )
   .middleware(Authentication)
   .annotateContext(
     doc(

@@ -183,6 +183,37 @@ export class AppendConversationRequest extends Schema.Class<AppendConversationRe
   ops: Schema.Array(ConversationOp)
 }) {}
 
+/** The most bytes of an agent's session files a worker sends in one part (base64 in the request). */
+export const AGENT_STATE_PART_BYTES = 512 * 1024
+
+/**
+ * `POST …/runs/{runId}/agent-state`: a part of the session files the holding execution's agent CLI
+ * left (a gzipped tar), `total_bytes` in all, at `offset`. The last part keeps them for the run's
+ * next execution; a part sent again is a no-op.
+ */
+export class SaveAgentStateRequest extends Schema.Class<SaveAgentStateRequest>("WorkerSaveAgentStateRequest")({
+  execution_id: ExecutionId,
+  offset: Schema.NonNegativeInt,
+  total_bytes: Schema.Int.pipe(Schema.positive()),
+  data_base64: Schema.String.pipe(Schema.maxLength(Math.ceil(AGENT_STATE_PART_BYTES / 3) * 4))
+}) {}
+
+/** How much of the session files the server has; `saved` once they are all there and kept. */
+export class SaveAgentStateResponse extends Schema.Class<SaveAgentStateResponse>("WorkerSaveAgentStateResponse")({
+  received_bytes: Schema.NonNegativeInt,
+  saved: Schema.Boolean
+}) {}
+
+/** `POST …/runs/{runId}/agent-state/read`: the session files the run's earlier execution kept. */
+export class ReadAgentStateRequest extends Schema.Class<ReadAgentStateRequest>("WorkerReadAgentStateRequest")({
+  execution_id: ExecutionId
+}) {}
+
+/** The kept session files (base64), or null when none were kept. */
+export class ReadAgentStateResponse extends Schema.Class<ReadAgentStateResponse>("WorkerReadAgentStateResponse")({
+  state: Schema.NullOr(Schema.Struct({ data_base64: Schema.String }))
+}) {}
+
 /** `POST …/runs/{runId}/artifacts`. */
 export class AddArtifactRequest extends Schema.Class<AddArtifactRequest>("WorkerAddArtifactRequest")({
   execution_id: ExecutionId,

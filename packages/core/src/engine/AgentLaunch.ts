@@ -82,7 +82,7 @@ export const make = (settings: LaunchSettings) => {
   const resumeOf = (plan: ExecutionPlan, cli: AgentHarness) =>
     Effect.gen(function*() {
       if (plan.resume_session === null || cli.sessionState === undefined) return null
-      const state = yield* host.agentState(plan.run_id).pipe(
+      const state = yield* host.agentState(plan.run_id, plan.execution_id).pipe(
         Effect.catchAll((e) => Effect.as(Effect.logWarning("execution: the agent's session files could not be read", e), Option.none()))
       )
       return Option.isSome(state) ? { session_id: plan.resume_session, state: state.value } : null

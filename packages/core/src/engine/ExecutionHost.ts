@@ -70,9 +70,9 @@ export interface ExecutionHostService {
   readonly retain: (runId: RunId, sandbox: Sandbox) => Effect.Effect<void>
   /**
    * The session files an agent CLI left in the run's earlier execution (CliAgent.ts), for the
-   * execution to resume its session; none where they are not kept (a self-hosted worker).
+   * execution (holding the run) to resume its session; none when none were kept.
    */
-  readonly agentState: (runId: RunId) => Effect.Effect<Option.Option<Uint8Array>, StorageError>
+  readonly agentState: (runId: RunId, executionId: ExecutionId) => Effect.Effect<Option.Option<Uint8Array>, Lost | StorageError>
   /** Keeps the session files of the execution's agent CLI for the run's next execution. */
   readonly saveAgentState: (runId: RunId, executionId: ExecutionId, state: Uint8Array) => Effect.Effect<void, Lost | StorageError>
 }

@@ -4,9 +4,8 @@
  * resolve MCP servers with the team's secrets; a failed setup's sandbox goes to its debug window
  * (DebugWindows.ts).
  */
-import { Effect, Layer, Option, Stream } from "effect"
-import { agentStateKey } from "../domain/BlobKeys.js"
-import { concatBytes } from "../internal/Bytes.js"
+import { Effect, Layer, Option } from "effect"
+import * as AgentStates from "./AgentStates.js"
 import { BlobStore } from "../ports/BlobStore.js"
 import { RepoSource } from "../ports/RepoSource.js"
 import { RunStore } from "../ports/RunStore.js"
@@ -51,16 +50,10 @@ export const layer: Layer.Layer<
         followups: executions.followups,
         output: executions.output,
         retain: windows.retain,
-        agentState: (runId) =>
-          blobs.read(agentStateKey(runId)).pipe(
-            Effect.flatMap(Option.match({
-              onNone: () => Effect.succeedNone,
-              onSome: (stream) => Effect.map(Stream.runCollect(stream), (chunks) => Option.some(concatBytes([...chunks])))
-            }))
-          ),
+        agentState: (runId) => AgentStates.read(blobs, runId),
         saveAgentState: (runId, executionId, state) =>
           // Only the execution holding the run writes its state.
-          executions.held(runId, executionId).pipe(Effect.zipRight(blobs.put(agentStateKey(runId), state)))
+          executions.held(runId, executionId).pipe(Effect.zipRight(AgentStates.save(blobs, runId, state)))
       })
     })
   )

@@ -53,6 +53,8 @@ import type { ExecutionId, RunId } from "../domain/Ids.js"
 import { IdentityStore } from "../ports/IdentityStore.js"
 import { AuditLog } from "../ports/AuditLog.js"
 import { SecretStore } from "../ports/SecretStore.js"
+import { BlobStore } from "../ports/BlobStore.js"
+import * as AgentStates from "../engine/AgentStates.js"
 import { resolveForWorker, type WorkerSecrets as ResolvedSecrets } from "../engine/SecretReads.js"
 import { RunStore } from "../ports/RunStore.js"
 import type { StoredRun } from "../ports/RunStore.js"
@@ -131,6 +133,7 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
     const executions = yield* RunExecutions
     const ids = yield* Ids
     const secretStore = yield* SecretStore
+    const blobs = yield* BlobStore
     const auditLog = yield* AuditLog
 
     /** The caller as a worker: a service account that may change things in its team. */
@@ -389,7 +392,33 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
       storageUnavailable
     )
 
+    /** A part of the session files the holding execution's agent CLI left (AgentStates.ts). */
+    const saveAgentState = Effect.fn("Workers.saveAgentState")(
+      function*(
+        viewer: Viewer,
+        workerId: string,
+        runId: RunId,
+        executionId: ExecutionId,
+        part: { readonly offset: number; readonly bytes: Uint8Array; readonly total: number }
+      ) {
+        yield* heldRun(yield* asWorker(viewer, workerId), runId, executionId)
+        return yield* AgentStates.savePart(blobs, runId, executionId, part)
+      },
+      storageUnavailable
+    )
+
+    /** The session files the run's earlier execution kept, for the holding execution to resume. */
+    const readAgentState = Effect.fn("Workers.readAgentState")(
+      function*(viewer: Viewer, workerId: string, runId: RunId, executionId: ExecutionId) {
+        yield* heldRun(yield* asWorker(viewer, workerId), runId, executionId)
+        return yield* AgentStates.read(blobs, runId)
+      },
+      storageUnavailable
+    )
+
     return {
+      saveAgentState,
+      readAgentState,
       heartbeat,
       disconnect,
       release,

@@ -1,7 +1,7 @@
 /** Handlers of the self-hosted worker protocol: each endpoint calls core's `Workers` with the caller. */
 import { HttpApiBuilder } from "@effect/platform"
 import { Errors, Worker, Workers } from "@agent-runs/core"
-import { Effect, Encoding, Either } from "effect"
+import { Effect, Encoding, Either, Option } from "effect"
 import { Api } from "@agent-runs/api/Api"
 import { CurrentViewer } from "@agent-runs/api/Security"
 
@@ -49,4 +49,19 @@ export const WorkersLive = HttpApiBuilder.group(Api, "workers", (handlers) =>
             const size = yield* workers.appendTranscript(viewer, path.workerId, path.runId, payload.execution_id, bytes.right, payload.offset)
             return new Worker.AppendTranscriptResponse({ success: true, transcript_bytes: size })
           })))
+      .handle("workerSaveAgentState", ({ path, payload }) =>
+        Effect.flatMap(CurrentViewer, (viewer) =>
+          Effect.gen(function*() {
+            const bytes = Encoding.decodeBase64(payload.data_base64)
+            if (Either.isLeft(bytes)) return yield* Effect.fail(Errors.InvalidRequest.forField("data_base64", "must be base64"))
+            const part = { offset: payload.offset, bytes: bytes.right, total: payload.total_bytes }
+            const kept = yield* workers.saveAgentState(viewer, path.workerId, path.runId, payload.execution_id, part)
+            return new Worker.SaveAgentStateResponse({ received_bytes: kept.received, saved: kept.saved })
+          })))
+      .handle("workerReadAgentState", ({ path, payload }) =>
+        Effect.flatMap(CurrentViewer, (viewer) =>
+          Effect.map(
+            workers.readAgentState(viewer, path.workerId, path.runId, payload.execution_id),
+            (state) => new Worker.ReadAgentStateResponse({ state: Option.getOrNull(Option.map(state, (bytes) => ({ data_base64: Encoding.encodeBase64(bytes) }))) })
+          )))
   }))
