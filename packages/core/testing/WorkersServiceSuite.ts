@@ -364,10 +364,17 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           const workerId = `w-${uid()}`
           yield* secrets.put(world.team, "ANTHROPIC_API_KEY" as SecretName, Redacted.make("sk-team-key"), 0)
           yield* secrets.put(other.team, "ANTHROPIC_API_KEY" as SecretName, Redacted.make("sk-other-key"), 0)
+          // A registered MCP server whose header reads a team secret (members may use it).
+          const registered = { url: "https://mcp.example/tools", headers: { Authorization: "Bearer ${{ secrets.TOOLS_TOKEN }}" } }
+          yield* secrets.put(world.team, "MCP_SERVER_tools" as SecretName, Redacted.make(JSON.stringify(registered)), 0)
+          yield* secrets.put(world.team, "TOOLS_TOKEN" as SecretName, Redacted.make("tools-token"), 0)
           const runs = yield* Runs
           const created = yield* runs.create(
             world.alice,
-            new RunAgentRequest({ prompt: "work", config: { worker_host: workerId, harness: { type: "claude" } } })
+            new RunAgentRequest({
+              prompt: "work",
+              config: { worker_host: workerId, harness: { type: "claude" }, mcp_servers: { tools: { server_id: "tools" } } }
+            })
           )
           // Another team's worker with the same id, and a second service account of the team under
           // that id (the id is bound to the first): neither gets the run, nor its key.
@@ -386,12 +393,17 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           )
           const intruder = yield* failureOf(claimAs(viewerOf(world.team, second, "member"), workerId))
           expect(intruder._tag).toBe("NotAuthorized")
-          // The bound worker's claim carries the value, and no MCP server needs one.
+          // The bound worker's claim carries the key and the MCP server with its secret's value.
           expect(bound.answer.claim?.run.run_id).toBe(created.run_id)
-          expect(bound.answer.claim?.secrets).toEqual({ agent_auth: { value: "sk-team-key" }, mcp_servers: { value: {} } })
-          // Recorded as the run's agent reading the secret.
+          expect(bound.answer.claim?.secrets).toEqual({
+            agent_auth: { value: "sk-team-key" },
+            mcp_servers: { value: { tools: { url: "https://mcp.example/tools", headers: { Authorization: "Bearer tools-token" } } } }
+          })
+          // Recorded as the run's agent reading the secrets.
           const reads = yield* (yield* AuditLog).list({ team_uid: world.team, action: "secret.read", limit: 10, order: "oldest_first" })
-          expect(reads.map((e) => [e.resource.id, e.actor.run_id])).toEqual([["ANTHROPIC_API_KEY", created.run_id]])
+          expect(reads.map((e) => [e.resource.id, e.actor.run_id]).sort()).toEqual(
+            [["ANTHROPIC_API_KEY", created.run_id], ["MCP_SERVER_tools", created.run_id], ["TOOLS_TOKEN", created.run_id]]
+          )
         }))
 
       it.effect("a claim says why a secret cannot be given (gone since), and hands nothing for a refused run", () =>
