@@ -32,7 +32,7 @@ import { Followups } from "../src/services/Followups.js"
 import { RunAgentRequest, RunFollowupRequest, RunItem } from "../src/domain/Run.js"
 import { RunEvent } from "../src/domain/RunStateMachine.js"
 import { Runs } from "../src/services/Runs.js"
-import { HeartbeatRequest, WORKER_PROTOCOL } from "../src/domain/Worker.js"
+import { AGENT_STATE_PART_BYTES, HeartbeatRequest, WORKER_PROTOCOL } from "../src/domain/Worker.js"
 import { defaultWorkerSettings, Workers, WorkerSettingsTag } from "../src/services/Workers.js"
 import { WorkerStore } from "../src/ports/WorkerStore.js"
 import { memoryBlobStore, transcriptText } from "./ConversationsServiceSuite.js"
@@ -85,7 +85,7 @@ const claimAs = (worker: Viewer, workerId: string) =>
   Effect.gen(function*() {
     const workers = yield* Workers
     yield* workers.heartbeat(worker, workerId, new HeartbeatRequest({ capacity: 1 }))
-    const answer = yield* workers.claim(worker, workerId, 0, WORKER_PROTOCOL)
+    const answer = yield* workers.claim(worker, workerId, 0, WORKER_PROTOCOL, true)
     return { execution: (answer.claim?.execution_id ?? uuid<ExecutionId>()) as ExecutionId, answer }
   })
 
@@ -400,10 +400,20 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
             mcp_servers: { value: { tools: { url: "https://mcp.example/tools", headers: { Authorization: "Bearer tools-token" } } } }
           })
           // Recorded as the run's agent reading the secrets.
-          const reads = yield* (yield* AuditLog).list({ team_uid: world.team, action: "secret.read", limit: 10, order: "oldest_first" })
-          expect(reads.map((e) => [e.resource.id, e.actor.run_id]).sort()).toEqual(
-            [["ANTHROPIC_API_KEY", created.run_id], ["MCP_SERVER_tools", created.run_id], ["TOOLS_TOKEN", created.run_id]]
-          )
+          const audit = yield* AuditLog
+          const readsOf = (runId: string) =>
+            Effect.map(
+              audit.list({ team_uid: world.team, action: "secret.read", limit: 10, order: "oldest_first" }),
+              (entries) => entries.filter((e) => e.actor.run_id === runId).map((e) => e.resource.id).sort()
+            )
+          expect(yield* readsOf(created.run_id)).toEqual(["ANTHROPIC_API_KEY", "MCP_SERVER_tools", "TOOLS_TOKEN"])
+          // A worker that does not say it takes secrets (an older one) is handed none, and none are read.
+          const older = yield* runs.create(world.alice, new RunAgentRequest({ prompt: "old", config: { worker_host: workerId, harness: { type: "claude" } } }))
+          yield* (yield* Workers).heartbeat(world.worker, workerId, new HeartbeatRequest({ capacity: 2 }))
+          const plain = yield* (yield* Workers).claim(world.worker, workerId, 0, WORKER_PROTOCOL)
+          expect(plain.claim?.run.run_id).toBe(older.run_id)
+          expect(plain.claim?.secrets).toBeUndefined()
+          expect(yield* readsOf(older.run_id)).toEqual([])
         }))
 
       it.effect("a claim says why a secret cannot be given (gone since), and hands nothing for a refused run", () =>
@@ -431,24 +441,40 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
       it.effect("an agent CLI's session files arrive in parts, are kept once whole, and are read back by the holding execution", () =>
         Effect.gen(function*() {
           const { execution, runId, workerId, workers, world } = yield* heldByWorker()
-          const state = new Uint8Array(1000).map((_, i) => i % 251)
+          const PART = AGENT_STATE_PART_BYTES
+          const state = new Uint8Array(PART + 1000).map((_, i) => i % 251)
           const part = (offset: number, end: number) => ({ offset, bytes: state.subarray(offset, end), total: state.length })
-          expect(yield* workers.saveAgentState(world.worker, workerId, runId, execution, part(0, 600))).toEqual({ received: 600, saved: false })
+          const save = (p: ReturnType<typeof part>) => workers.saveAgentState(world.worker, workerId, runId, execution, p)
+          const read = (offset: number) => workers.readAgentState(world.worker, workerId, runId, execution, offset)
+          expect(yield* save(part(0, 600))).toEqual({ received: 600, saved: false })
           // Sent again (a lost answer): nothing changes; nothing is kept before the last part.
-          expect(yield* workers.saveAgentState(world.worker, workerId, runId, execution, part(0, 600))).toEqual({ received: 600, saved: false })
-          expect(yield* workers.readAgentState(world.worker, workerId, runId, execution)).toEqual(Option.none())
-          expect(yield* workers.saveAgentState(world.worker, workerId, runId, execution, part(600, 1000))).toEqual({ received: 1000, saved: true })
-          expect(yield* workers.readAgentState(world.worker, workerId, runId, execution)).toEqual(Option.some(state))
+          expect(yield* save(part(0, 600))).toEqual({ received: 600, saved: false })
+          expect(yield* read(0)).toEqual(Option.none())
+          // A part ahead of a missing one is refused, naming where to go on.
+          const ahead = yield* failureOf(save(part(700, 800)))
+          expect(ahead).toMatchObject({ _tag: "InvalidRequest", field: "offset" })
+          expect(yield* save(part(600, PART))).toEqual({ received: PART, saved: false })
+          expect(yield* save(part(PART, PART + 1000))).toEqual({ received: PART + 1000, saved: true })
+          // The last part again after it was kept: saved, nothing left behind.
+          expect(yield* save(part(PART, PART + 1000))).toEqual({ received: PART + 1000, saved: true })
+          // Read back in parts of at most AGENT_STATE_PART_BYTES, with the size.
+          const first = yield* read(0)
+          expect(Option.map(first, (p) => [p.bytes.length, p.total])).toEqual(Option.some([PART, PART + 1000]))
+          const rest = yield* read(PART)
+          expect(Option.map(rest, (p) => p.bytes)).toEqual(Option.some(state.subarray(PART)))
+          expect(Option.map(first, (p) => p.bytes)).toEqual(Option.some(state.subarray(0, PART)))
           // Over the limit, past its own total, another execution, another team's worker.
-          const big = { offset: 0, bytes: state, total: 17 * 1024 * 1024 }
-          expect((yield* failureOf(workers.saveAgentState(world.worker, workerId, runId, execution, big)))._tag).toBe("PayloadTooLarge")
+          const big = { offset: 0, bytes: state.subarray(0, 10), total: 17 * 1024 * 1024 }
+          expect((yield* failureOf(save(big)))._tag).toBe("PayloadTooLarge")
+          const wide = { offset: 0, bytes: state, total: state.length }
+          expect((yield* failureOf(save(wide)))._tag).toBe("PayloadTooLarge")
           const past = { offset: 900, bytes: state.subarray(0, 200), total: 1000 }
           expect((yield* failureOf(workers.saveAgentState(world.worker, workerId, runId, execution, past)))._tag).toBe("InvalidRequest")
           const stranger = uuid<ExecutionId>()
-          expect((yield* failureOf(workers.readAgentState(world.worker, workerId, runId, stranger)))._tag).toBe("Conflict")
+          expect((yield* failureOf(workers.readAgentState(world.worker, workerId, runId, stranger, 0)))._tag).toBe("Conflict")
           expect((yield* failureOf(workers.saveAgentState(world.worker, workerId, runId, stranger, part(0, 10))))._tag).toBe("Conflict")
           const other = yield* seedWorkers
-          expect((yield* failureOf(workers.readAgentState(other.worker, workerId, runId, execution)))._tag).toBe("ResourceNotFound")
+          expect((yield* failureOf(workers.readAgentState(other.worker, workerId, runId, execution, 0)))._tag).toBe("ResourceNotFound")
         }))
 
       it.effect("a worker older than the protocol is told to upgrade", () =>

@@ -437,7 +437,7 @@ describe("the server against /openapi.json", () => {
         token: worker.token,
         body: { execution_id, data_base64: Buffer.from("hello\n").toString("base64"), offset: 0, ...x }
       })
-      await probe("POST /api/v1/workers/{workerId}/runs/{runId}/agent-state/read", lease, { token: worker.token, body: { execution_id, ...x } })
+      await probe("POST /api/v1/workers/{workerId}/runs/{runId}/agent-state/read", lease, { token: worker.token, body: { execution_id, offset: 0, ...x } })
       await probe("POST /api/v1/workers/{workerId}/runs/{runId}/agent-state", lease, {
         token: worker.token,
         body: { execution_id, offset: 0, total_bytes: 6, data_base64: Buffer.from("state\n").toString("base64"), ...x }

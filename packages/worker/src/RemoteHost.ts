@@ -97,7 +97,11 @@ const given = <A>(wire: { readonly value: A } | { readonly failure: string }): E
 const secretsOf = (secrets: Worker.WorkerSecrets | undefined): ExecutionPlan.SecretSource =>
   secrets === undefined
     ? ExecutionPlan.noSecrets
-    : ExecutionPlan.secretsGiven({ agentAuth: given(secrets.agent_auth), mcpServers: given(secrets.mcp_servers) })
+    : ExecutionPlan.secretsGiven({
+      agentAuth: given(secrets.agent_auth),
+      // As the server resolved them from the run's checked configurations.
+      mcpServers: given(secrets.mcp_servers) as Either.Either<ExecutionPlan.McpServers, string>
+    })
 
 /** Session files in the parts the protocol takes. */
 const partsOf = (state: Uint8Array) =>
@@ -137,7 +141,7 @@ export const layer = (connection: Connection): Layer.Layer<ExecutionHost.Executi
             api.workerClaim({
               headers,
               path: { workerId },
-              payload: new Worker.ClaimRequest({ wait_seconds: CLAIM_WAIT_SECONDS, protocol: Worker.WORKER_PROTOCOL })
+              payload: new Worker.ClaimRequest({ wait_seconds: CLAIM_WAIT_SECONDS, protocol: Worker.WORKER_PROTOCOL, secrets: true })
             })
           )
           const c = answer.claim
@@ -217,25 +221,37 @@ export const layer = (connection: Connection): Layer.Layer<ExecutionHost.Executi
         retain: (_runId, sandbox) => sandbox.release,
         // The agent CLI's session files are kept by the server, for whichever execution continues the run.
         agentState: (runId, execution_id) =>
-          Effect.map(
-            send("agent state", api.workerReadAgentState({ headers, path: { workerId, runId }, payload: new Worker.ReadAgentStateRequest({ execution_id }) })),
-            (answer) => Option.flatMap(Option.fromNullable(answer.state), (state) => Option.getRight(Encoding.decodeBase64(state.data_base64)))
-          ),
+          Effect.gen(function*() {
+            const parts: Array<Uint8Array> = []
+            let offset = 0
+            for (;;) {
+              const answer = yield* send(
+                "agent state",
+                api.workerReadAgentState({ headers, path: { workerId, runId }, payload: new Worker.ReadAgentStateRequest({ execution_id, offset }) })
+              )
+              if (answer.state === null) return Option.none()
+              const bytes = Encoding.decodeBase64(answer.state.data_base64)
+              // A server that sends nothing more before the end, or what is not base64: none to resume from.
+              if (Either.isLeft(bytes) || (bytes.right.length === 0 && offset < answer.state.total_bytes)) return Option.none()
+              parts.push(bytes.right)
+              offset += bytes.right.length
+              if (offset >= answer.state.total_bytes) return Option.some<Uint8Array>(Buffer.concat(parts))
+            }
+          }),
         saveAgentState: (runId, execution_id, state) =>
-          Effect.forEach(partsOf(state), (part) =>
-            send(
-              "agent state",
-              api.workerSaveAgentState({
-                headers,
-                path: { workerId, runId },
-                payload: new Worker.SaveAgentStateRequest({
-                  execution_id,
-                  offset: part.offset,
-                  total_bytes: state.length,
-                  data_base64: Encoding.encodeBase64(part.bytes)
-                })
+          Effect.gen(function*() {
+            let saved = false
+            for (const part of partsOf(state)) {
+              const payload = new Worker.SaveAgentStateRequest({
+                execution_id,
+                offset: part.offset,
+                total_bytes: state.length,
+                data_base64: Encoding.encodeBase64(part.bytes)
               })
-            ), { discard: true })
+              saved = (yield* send("agent state", api.workerSaveAgentState({ headers, path: { workerId, runId }, payload }))).saved
+            }
+            if (!saved) return yield* new Storage.StorageError({ operation: "agent state", cause: "the server did not keep the session files" })
+          })
       })
     })
   )

@@ -68,7 +68,7 @@ describe("worker ids belong to the service account that registered them", () => 
 
   const asWorker = (token: string) => ({
     heartbeat: () => call(server, "POST", "/api/v1/workers/box/heartbeat", { token, body: { capacity: 4 } }),
-    claim: () => call(server, "POST", "/api/v1/workers/box/claim", { token, body: { wait_seconds: 0, protocol: 2 } }),
+    claim: () => call(server, "POST", "/api/v1/workers/box/claim", { token, body: { wait_seconds: 0, protocol: 2, secrets: true } }),
     followups: (runId: string, execution = executionId()) =>
       call(server, "POST", `/api/v1/workers/box/runs/${runId}/followups`, { token, body: { execution_id: execution } }),
     disconnect: () => call(server, "DELETE", "/api/v1/workers/box/heartbeat", { token })

@@ -16,6 +16,7 @@ import { NonBlankString, optionalInput, Scope, Timestamp, unionMessage } from ".
 import { HarnessAuthSecrets, HarnessConfig, type HarnessSources } from "./HarnessSelection.js"
 import { EnvironmentUid, PrincipalUid, RunId } from "./Ids.js"
 import { GitRef, MAX_REPOSITORIES } from "./GitRef.js"
+import { MaxRuntimeSeconds } from "./MaxRuntime.js"
 import { PullRequestConfig } from "./PullRequest.js"
 import { RunState } from "./RunState.js"
 
@@ -102,7 +103,9 @@ export const EnvironmentConfig = Schema.Struct({
   /** The default of its runs' `config.pull_request` (a team connected to GitHub; docs/github.md). */
   pull_request: optionalInput(PullRequestConfig),
   /** The default of its runs' `config.github_token`: the team's GitHub token in the agent's environment (AgentGitHubToken.ts). */
-  github_token: optionalInput(Schema.Boolean)
+  github_token: optionalInput(Schema.Boolean),
+  /** The default of its runs' `config.max_runtime_seconds` (MaxRuntime.ts). */
+  max_runtime_seconds: optionalInput(MaxRuntimeSeconds)
 }).annotations({ identifier: "EnvironmentConfig" })
 export type EnvironmentConfig = typeof EnvironmentConfig.Type
 

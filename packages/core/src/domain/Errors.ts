@@ -29,7 +29,8 @@ export const RunErrorCode = Schema.Literal(
   "environment_setup_failed",
   "budget_exceeded",
   "agent_failed",
-  "integration_not_configured"
+  "integration_not_configured",
+  "max_runtime_exceeded"
 )
 export type RunErrorCode = typeof RunErrorCode.Type
 

@@ -28,6 +28,7 @@ import {
 import { RunErrorCode } from "./Errors.js"
 import { HarnessAuthSecrets, HarnessConfig } from "./HarnessSelection.js"
 import { RepoRefs } from "./GitRef.js"
+import { MaxRuntimeSeconds } from "./MaxRuntime.js"
 import { PullRequestConfig } from "./PullRequest.js"
 import { ConversationId, EnvironmentUid, PrincipalUid, RunId, ScheduleId } from "./Ids.js"
 import { MAX_ATTEMPTS, RunExecutionLocation, RunSourceType, RunState } from "./RunState.js"
@@ -135,7 +136,9 @@ export const AgentConfig = Schema.Struct({
   /** The branch, tag or commit each named repository of the environment starts from (GitRef.ts). */
   repo_refs: optionalInput(RepoRefs),
   /** The team's GitHub token in the agent's environment (AgentGitHubToken.ts; team admins only); present only when true. */
-  github_token: optionalInput(Schema.Boolean)
+  github_token: optionalInput(Schema.Boolean),
+  /** How long the agent may run in each execution (MaxRuntime.ts); the environment's default, else the server's ceiling. */
+  max_runtime_seconds: optionalInput(MaxRuntimeSeconds)
 }).annotations({ identifier: "AmbientAgentConfig" })
 export type AgentConfig = typeof AgentConfig.Type
 

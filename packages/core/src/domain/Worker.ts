@@ -12,7 +12,7 @@ import { ConversationOp } from "./ConversationLog.js"
 import { ExecutionEvent, Report } from "./ExecutionEvent.js"
 import { EnvironmentConfig } from "./Environment.js"
 import { ExecutionId, TeamUid } from "./Ids.js"
-import { McpHttpServer, McpStdioServer, RunItem } from "./Run.js"
+import { RunItem } from "./Run.js"
 import { RunState } from "./RunState.js"
 
 /** A self-hosted worker that is connected now. */
@@ -89,11 +89,15 @@ const GivenOr = <A, I, R>(value: Schema.Schema<A, I, R>) =>
  * The team secrets a claimed run's execution needs, read by the server for the worker that claimed
  * it: the value of the agent CLI's auth secret (null when it runs without one) and the run's MCP
  * servers with their secrets substituted. Only the claim's answer carries them, only to the worker
- * bound to the run's worker id in its team; the worker keeps them in memory for that execution.
+ * bound to the run's worker id in its team that asks for them (`ClaimRequest.secrets`), and not
+ * for a run whose execution fails first (refused, its environment gone, a GitHub token asked); the
+ * worker keeps them in memory for that execution.
  */
 export const WorkerSecrets = Schema.Struct({
   agent_auth: GivenOr(Schema.NullOr(Schema.String)),
-  mcp_servers: GivenOr(Schema.Record({ key: Schema.String, value: Schema.Union(McpStdioServer, McpHttpServer) }))
+  // Without the configurations' own checks: a secret's value substituted into a field need not
+  // pass them, and a failed check's message would carry the value.
+  mcp_servers: GivenOr(Schema.Record({ key: Schema.String, value: Schema.Record({ key: Schema.String, value: Schema.Unknown }) }))
 }).annotations({ identifier: "WorkerSecrets" })
 export type WorkerSecrets = typeof WorkerSecrets.Type
 
@@ -118,7 +122,7 @@ export const WorkerClaim = Schema.Struct({
   history: Schema.Array(WorkerHistoryMessage),
   /** The size of the run's transcript now: where this execution's output starts (`offset` of appends). */
   transcript_bytes: Schema.NonNegativeInt,
-  /** The team secrets its agent gets (absent for a refused run, and from servers older than this field). */
+  /** The team secrets its agent gets (absent when none are handed over: see `WorkerSecrets`). */
   secrets: Schema.optional(WorkerSecrets)
 }).annotations({ identifier: "WorkerClaim" })
 export type WorkerClaim = typeof WorkerClaim.Type
@@ -130,7 +134,9 @@ export class ClaimRequest extends Schema.Class<ClaimRequest>("WorkerClaimRequest
   /** How long to wait for a run (0 to 25 seconds; default 20). */
   wait_seconds: Schema.optional(Schema.Number.pipe(Schema.between(0, 25))),
   /** The worker protocol the worker speaks (`WORKER_PROTOCOL`); absent from workers older than it. */
-  protocol: Schema.optional(Schema.Int)
+  protocol: Schema.optional(Schema.Int),
+  /** The worker takes the team secrets its runs' agents get (`WorkerClaim.secrets`); without it none are read or sent. */
+  secrets: Schema.optional(Schema.Boolean)
 }) {}
 
 export class ClaimResponse extends Schema.Class<ClaimResponse>("WorkerClaimResponse")({
@@ -204,14 +210,15 @@ export class SaveAgentStateResponse extends Schema.Class<SaveAgentStateResponse>
   saved: Schema.Boolean
 }) {}
 
-/** `POST …/runs/{runId}/agent-state/read`: the session files the run's earlier execution kept. */
+/** `POST …/runs/{runId}/agent-state/read`: a part of the session files the run's earlier execution kept, from `offset`. */
 export class ReadAgentStateRequest extends Schema.Class<ReadAgentStateRequest>("WorkerReadAgentStateRequest")({
-  execution_id: ExecutionId
+  execution_id: ExecutionId,
+  offset: Schema.optionalWith(Schema.NonNegativeInt, { default: () => 0 })
 }) {}
 
-/** The kept session files (base64), or null when none were kept. */
+/** At most `AGENT_STATE_PART_BYTES` of the kept session files (base64) and their size, or null when none were kept. */
 export class ReadAgentStateResponse extends Schema.Class<ReadAgentStateResponse>("WorkerReadAgentStateResponse")({
-  state: Schema.NullOr(Schema.Struct({ data_base64: Schema.String }))
+  state: Schema.NullOr(Schema.Struct({ data_base64: Schema.String, total_bytes: Schema.NonNegativeInt }))
 }) {}
 
 /** `POST …/runs/{runId}/artifacts`. */

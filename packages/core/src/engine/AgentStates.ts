@@ -1,15 +1,20 @@
 /**
  * Where the server keeps the session files an agent CLI left in a run's execution (CliAgent.ts),
  * for the run's next execution to resume the session: one blob per run (`agentStateKey`), written
- * only by the execution holding the run. The server's own executions keep them whole; a
- * self-hosted worker's arrive in parts (the worker protocol's body limit), each written at its
- * offset to a blob of that execution (`agentStateUploadKey`, so a part sent again is a no-op), and
- * the last one moves them into place.
+ * only by the execution holding the run. The server's own executions keep and read them whole; a
+ * self-hosted worker's go both ways in parts of at most `AGENT_STATE_PART_BYTES` (the protocol's
+ * body limit), so neither side holds more than a part per request:
+ * - Sending: each part is written at its offset to a blob of the execution and of the declared
+ *   total (`agentStateUploadKey`), only after the bytes before it (a part ahead of a missing one
+ *   is refused), so a part sent again is a no-op; the part that completes it moves the whole into
+ *   place. A last part sent again after that answers `saved` (the kept blob has its size).
+ * - Reading: a part of the kept blob from an offset, with its size.
  */
 import { Effect, Option, Stream } from "effect"
 import { agentStateKey, agentStateUploadKey } from "../domain/BlobKeys.js"
 import { InvalidRequest, PayloadTooLarge } from "../domain/Errors.js"
 import type { ExecutionId, RunId } from "../domain/Ids.js"
+import { AGENT_STATE_PART_BYTES } from "../domain/Worker.js"
 import { concatBytes } from "../internal/Bytes.js"
 import type { BlobStore } from "../ports/BlobStore.js"
 import { MAX_AGENT_STATE_BYTES } from "./CliAgent.js"
@@ -26,6 +31,22 @@ export const read = (blobs: BlobStore["Type"], runId: RunId) => readWhole(blobs,
 
 /** Keeps the session files of the run's latest execution (the caller holds the run). */
 export const save = (blobs: BlobStore["Type"], runId: RunId, state: Uint8Array) => blobs.put(agentStateKey(runId), state)
+
+/** At most `AGENT_STATE_PART_BYTES` of the kept session files from `offset`, and their size; none when none are kept. */
+export const readPart = (blobs: BlobStore["Type"], runId: RunId, offset: number) =>
+  Effect.gen(function*() {
+    const found = yield* blobs.read(agentStateKey(runId))
+    if (Option.isNone(found)) return Option.none<{ readonly bytes: Uint8Array; readonly total: number }>()
+    const end = offset + AGENT_STATE_PART_BYTES
+    // Only the part is kept in memory: the chunks before it are skipped, the stream stops after it.
+    const { parts, total } = yield* Stream.runFold(found.value, { at: 0, parts: [] as Array<Uint8Array>, total: 0 }, (acc, chunk) => {
+      const from = Math.max(offset - acc.at, 0)
+      const to = Math.min(end - acc.at, chunk.length)
+      if (from < to) acc.parts.push(chunk.subarray(from, to))
+      return { at: acc.at + chunk.length, parts: acc.parts, total: acc.at + chunk.length }
+    })
+    return Option.some({ bytes: concatBytes(parts), total })
+  })
 
 /**
  * Writes a part of an execution's session files (`total` bytes in all) at `offset`, and keeps
@@ -45,17 +66,29 @@ export const savePart = (
         limitBytes: MAX_AGENT_STATE_BYTES
       })
     }
-    if (part.offset + part.bytes.length > part.total) {
-      return yield* InvalidRequest.forField("data_base64", "goes past total_bytes")
+    if (part.bytes.length > AGENT_STATE_PART_BYTES) {
+      return yield* new PayloadTooLarge({
+        message: `data_base64: a part is at most ${AGENT_STATE_PART_BYTES} bytes`,
+        limitBytes: AGENT_STATE_PART_BYTES
+      })
     }
-    const upload = agentStateUploadKey(runId, executionId)
+    if (part.offset + part.bytes.length > part.total) return yield* InvalidRequest.forField("data_base64", "goes past total_bytes")
+    const upload = agentStateUploadKey(runId, executionId, part.total)
+    const before = yield* blobs.size(upload)
+    const complete = part.offset + part.bytes.length === part.total
+    // The last part again, after it moved the whole into place (its answer was lost).
+    if (before === 0 && part.offset > 0 && complete && (yield* blobs.size(agentStateKey(runId))) === part.total) {
+      return { received: part.total, saved: true }
+    }
+    if (part.offset > before) {
+      return yield* InvalidRequest.forField("offset", `the server has ${before} bytes of these session files; send the part at offset ${before}`)
+    }
     const received = yield* blobs.appendAt(upload, part.offset, part.bytes)
     if (received < part.total) return { received, saved: false }
     const whole = yield* readWhole(blobs, upload)
-    yield* blobs.remove(upload)
-    if (received > part.total || Option.isNone(whole)) {
-      return yield* InvalidRequest.forField("total_bytes", "the parts sent add up to more; send them again from offset 0")
-    }
+    // Another request with the same last part moved it into place meanwhile.
+    if (Option.isNone(whole)) return { received: part.total, saved: true }
     yield* save(blobs, runId, whole.value)
+    yield* blobs.remove(upload)
     return { received, saved: true }
   })

@@ -40,6 +40,7 @@ import type { ExecutionPlan } from "./ExecutionPlan.js"
 import { Health, outage } from "./Health.js"
 import { publishPullRequests } from "./PullRequests.js"
 import { DispatcherConfig } from "./Settings.js"
+import { DEFAULT_MAX_RUNTIME_SECONDS, effectiveMaxRuntimeMs, maxRuntimeMessage } from "../domain/MaxRuntime.js"
 
 /** An execution under way: its plan, and how it records what happens. */
 interface Running {
@@ -170,6 +171,24 @@ export const make = Effect.gen(function*() {
     )
   }
 
+  /**
+   * Stops the agent once it ran for the run's maximum runtime (MaxRuntime.ts, within the host's
+   * ceiling): `stopped` is then set, and the run ends FAILED `max_runtime_exceeded`.
+   */
+  const overtime = (plan: ExecutionPlan, agent: AgentProcess) =>
+    Effect.gen(function*() {
+      const ceiling = settings.maxRuntimeSeconds ?? DEFAULT_MAX_RUNTIME_SECONDS
+      const limitMs = effectiveMaxRuntimeMs(plan.max_runtime_seconds, ceiling)
+      const stopped = yield* Ref.make(false)
+      const timer = yield* Effect.sleep(Duration.millis(limitMs)).pipe(
+        Effect.zipRight(Ref.set(stopped, true)),
+        Effect.zipRight(Effect.logWarning(`execution: run ${plan.run_id} passed its maximum runtime (${limitMs / 1000} s); stopping its agent`)),
+        Effect.zipRight(session.stopAgent(agent)),
+        Effect.forkScoped
+      )
+      return { limitMs, stopped, timer }
+    })
+
   /** Writes the agent's last report now, when there is one; nothing is left to carry. */
   const sendNow = ({ holding, plan }: Running, report: Report | undefined) =>
     report === undefined
@@ -212,6 +231,7 @@ export const make = Effect.gen(function*() {
         usage: plan.usage
       })
       const violated = yield* Deferred.make<void>()
+      const overran = yield* overtime(plan, agent)
       const pumping = yield* session.pump(agent, out, violated, holding, launch.parse).pipe(Effect.forkScoped)
       const flushing = yield* session.flush(out).pipe(Effect.repeat(Schedule.spaced(Duration.millis(settings.flushMs))), Effect.forkScoped)
       const stopped = yield* Ref.make(false)
@@ -227,12 +247,16 @@ export const make = Effect.gen(function*() {
       yield* Deferred.await(violated).pipe(Effect.zipRight(session.stopAgent(agent)), Effect.forkScoped)
 
       const exitCode = yield* session.finished(agent, pumping, out)
+      yield* Fiber.interrupt(overran.timer)
       yield* Fiber.interrupt(watching)
       yield* Fiber.interrupt(flushing)
       endUserMessages(state, yield* Clock.currentTimeMillis)
       const unsent = yield* session.flushLast(out, holding)
       if (yield* Ref.get(stopped)) return Option.none<Ended>()
-      const told = launch.outcome(state, exitCode)
+      const limited = yield* Ref.get(overran.stopped)
+      const told: AgentOutcome = limited
+        ? { _tag: "Failed", error_code: "max_runtime_exceeded", message: maxRuntimeMessage(overran.limitMs) }
+        : launch.outcome(state, exitCode)
       const publishes = told._tag === "Succeeded" && plan.pull_request !== null
       // The last report rides on the outcome's write, unless something that takes time (and may
       // fail, or see the run cancelled) comes first: then it is written now, as the output was.

@@ -70,7 +70,8 @@ export interface ExecutionHostService {
   readonly retain: (runId: RunId, sandbox: Sandbox) => Effect.Effect<void>
   /**
    * The session files an agent CLI left in the run's earlier execution (CliAgent.ts), for the
-   * execution (holding the run) to resume its session; none when none were kept.
+   * execution to resume its session; none when none were kept. (A worker's host asks as the
+   * execution, which the server checks holds the run.)
    */
   readonly agentState: (runId: RunId, executionId: ExecutionId) => Effect.Effect<Option.Option<Uint8Array>, Lost | StorageError>
   /** Keeps the session files of the execution's agent CLI for the run's next execution. */

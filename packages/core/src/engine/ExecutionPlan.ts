@@ -109,6 +109,8 @@ export interface ExecutionPlan {
   readonly start: Pick<StartMessage, "conversation_id" | "prompt" | "title" | "base_prompt" | "model_id" | "skill" | "mcp_servers" | "history">
   /** The run's usage before this execution: the agent's is added to it. */
   readonly usage: RequestUsage
+  /** How long the agent may run, in seconds, as the run or its environment asks (MaxRuntime.ts); null: the host's ceiling. */
+  readonly max_runtime_seconds: number | null
   readonly transcript_bytes: number
 }
 
@@ -154,22 +156,29 @@ class Unavailable extends Data.TaggedError("Unavailable")<{ readonly message: st
 /** The harness type of a claimed run's agent. */
 const harnessTypeOf = (claimed: ClaimedRun) => claimed.run.agent_config.harness?.type ?? "oz"
 
+/**
+ * The auth secret a claimed run's agent CLI gets: none for our own agent; `optional` when the CLI
+ * runs without one (opencode, whose conventional secret is given when the team has it).
+ */
+const authSecretNeed = (claimed: ClaimedRun) => {
+  const type = harnessTypeOf(claimed)
+  if (type === "oz") return undefined
+  const secret = authSecretOf(type, claimed.run.agent_config.harness_auth_secrets)
+  return { type, name: secret.name, optional: !secret.named && !needsAuthSecret(type) }
+}
+
 /** The secrets read from the team's store (the server). */
 export const secretsFromStore = (store: SecretStore["Type"]): SecretSource => ({
   agentAuth: (claimed) =>
     Effect.gen(function*() {
-      const type = harnessTypeOf(claimed)
-      if (type === "oz") return Either.right(null)
-      const secret = authSecretOf(type, claimed.run.agent_config.harness_auth_secrets)
-      const value = yield* store.get(claimed.team_uid, secret.name).pipe(Effect.either)
-      if (!secret.named && !needsAuthSecret(type)) {
-        // opencode may run without a key; it gets the conventional secret when the team has one.
-        return Either.right(Either.isRight(value) ? Option.getOrNull(Option.map(value.right, Redacted.value)) : null)
-      }
+      const need = authSecretNeed(claimed)
+      if (need === undefined) return Either.right(null)
+      const value = yield* store.get(claimed.team_uid, need.name).pipe(Effect.either)
+      if (need.optional) return Either.right(Either.isRight(value) ? Option.getOrNull(Option.map(value.right, Redacted.value)) : null)
       if (Either.isLeft(value)) return Either.left("the team's secrets could not be read")
       if (Option.isNone(value.right)) {
         return Either.left(
-          `the team secret ${secret.name} for the ${type} harness no longer exists: store it again, or name another in config.harness_auth_secrets`
+          `the team secret ${need.name} for the ${need.type} harness no longer exists: store it again, or name another in config.harness_auth_secrets`
         )
       }
       return Either.right(Redacted.value(value.right.value))
@@ -188,12 +197,10 @@ export const secretsFromStore = (store: SecretStore["Type"]): SecretSource => ({
 export const noSecrets: SecretSource = {
   agentAuth: (claimed) =>
     Effect.sync(() => {
-      const type = harnessTypeOf(claimed)
-      if (type === "oz") return Either.right(null)
-      const secret = authSecretOf(type, claimed.run.agent_config.harness_auth_secrets)
-      return !secret.named && !needsAuthSecret(type)
+      const need = authSecretNeed(claimed)
+      return need === undefined || need.optional
         ? Either.right(null)
-        : Either.left(`the ${type} harness needs the team secret ${secret.name}, which cannot be read here (a self-hosted worker)`)
+        : Either.left(`the ${need.type} harness needs the team secret ${need.name}, which cannot be read here (a self-hosted worker)`)
     }),
   mcpServers: (claimed) =>
     Effect.sync(() => {
@@ -207,11 +214,14 @@ export const noSecrets: SecretSource = {
     })
 }
 
-/** The secrets resolved elsewhere (by the server, for the worker that claimed the run). */
-export const secretsGiven = (given: {
+/** The secrets a run's agent gets, resolved: the agent CLI's key and the MCP servers, or why each cannot be given. */
+export interface GivenSecrets {
   readonly agentAuth: Either.Either<string | null, string>
   readonly mcpServers: Either.Either<McpServers, string>
-}): SecretSource => ({
+}
+
+/** The secrets resolved elsewhere (by the server, for the worker that claimed the run). */
+export const secretsGiven = (given: GivenSecrets): SecretSource => ({
   agentAuth: () => Effect.succeed(given.agentAuth),
   mcpServers: () => Effect.succeed(given.mcpServers)
 })
@@ -301,8 +311,10 @@ export const planOf = (claimed: ClaimedRun, sources: PlanSources): Effect.Effect
       ? Either.left(new Unavailable({ message: `environment ${run.environment_id} no longer exists` }))
       : yield* Effect.either(agentInputs(claimed, sources))
     const resolved = Either.getOrElse(inputs, () => ({ skill: null, mcp_servers: {} }))
-    // Refused: nothing of the secrets is read, not even the agent CLI's key.
-    const agent = claimed.refusal !== null ? Either.left(claimed.refusal) : yield* agentOf(claimed, sources)
+    // Refused, or its environment gone (its setup fails): nothing of the secrets is read, not even the agent CLI's key.
+    const agent = Either.isLeft(inputs) && (claimed.refusal !== null || claimed.environment_missing)
+      ? Either.left(inputs.left.message)
+      : yield* agentOf(claimed, sources)
     return {
       run_id: run.run_id,
       execution_id: claimed.execution_id,
@@ -341,6 +353,7 @@ export const planOf = (claimed: ClaimedRun, sources: PlanSources): Effect.Effect
         history: claimed.history
       },
       usage: run.request_usage,
-      transcript_bytes: claimed.transcript_bytes
+      transcript_bytes: claimed.transcript_bytes,
+      max_runtime_seconds: run.agent_config.max_runtime_seconds ?? env?.max_runtime_seconds ?? null
     } satisfies ExecutionPlan
   })

@@ -9,7 +9,7 @@
  * self-hosted worker's are read by the server when the worker claims the run
  * (`resolveForWorker`), and handed to that worker with the claim.
  */
-import { Clock, Effect, type Either, Option } from "effect"
+import { Clock, Effect, Option } from "effect"
 import type { Viewer } from "../domain/Access.js"
 import { holdsGitHubToken } from "../domain/AgentGitHubToken.js"
 import { auditEntry } from "../domain/Audit.js"
@@ -18,7 +18,7 @@ import type { SecretName } from "../domain/Secret.js"
 import type { AuditLog } from "../ports/AuditLog.js"
 import type { RepoSource } from "../ports/RepoSource.js"
 import type { SecretStore } from "../ports/SecretStore.js"
-import { type ClaimedRun, type ExecutionPlan, type McpServers, planOf, secretsFromStore } from "./ExecutionPlan.js"
+import { type ClaimedRun, type ExecutionPlan, type GivenSecrets, planOf, secretsFromStore } from "./ExecutionPlan.js"
 
 /** The store, and the names of the secrets read through it (those that exist). */
 const recording = (store: SecretStore["Type"]) => {
@@ -68,27 +68,25 @@ export const planRecordingSecretReads = (
     return plan
   })
 
-/** What a worker's claim hands over: the agent CLI's key and the MCP servers, or why each cannot be given. */
-export interface WorkerSecrets {
-  readonly agentAuth: Either.Either<string | null, string>
-  readonly mcpServers: Either.Either<McpServers, string>
-}
-
 /**
  * The secrets a self-hosted worker's execution of a claimed run needs, read from the store and
- * recorded. Nothing is read for a refused run (someone with fewer rights shaped it).
+ * recorded, in the order the server's own plan reads them (the MCP servers, then the agent CLI's
+ * key). None are read for a run whose execution fails before its agent starts whatever they are:
+ * refused (someone with fewer rights shaped it), its environment gone, or its agent to get the
+ * team's GitHub token, which a worker's claim does not carry.
  */
 export const resolveForWorker = (
   claimed: ClaimedRun,
   store: SecretStore["Type"],
   log: AuditLog["Type"],
   ids: Ids["Type"]
-): Effect.Effect<WorkerSecrets | undefined> =>
+): Effect.Effect<GivenSecrets | undefined> =>
   Effect.gen(function*() {
-    if (claimed.refusal !== null || claimed.environment_missing) return undefined
+    if (claimed.refusal !== null || claimed.environment_missing || claimed.run.agent_config.github_token === true) return undefined
     const { read, recorder } = recording(store)
     const source = secretsFromStore(recorder)
-    const secrets = { agentAuth: yield* source.agentAuth(claimed), mcpServers: yield* source.mcpServers(claimed) }
+    const mcpServers = yield* source.mcpServers(claimed)
+    const secrets = { mcpServers, agentAuth: yield* source.agentAuth(claimed) }
     yield* recordReads(claimed, read, log, ids)
     return secrets
   })

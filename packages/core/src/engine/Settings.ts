@@ -4,6 +4,7 @@
  * the schedules service: run now keeps the recent runs the scheduler keeps).
  */
 import { Context } from "effect"
+import { DEFAULT_MAX_RUNTIME_SECONDS } from "../domain/MaxRuntime.js"
 import { DEFAULT_RECENT_RUNS } from "../domain/Schedule.js"
 import { DEFAULT_MAX_DUE_TICKS } from "../domain/ScheduleStateMachine.js"
 
@@ -36,6 +37,11 @@ export interface DispatcherSettings {
    * worker has sent no heartbeat for as long, the sweep fails it (`resource_unavailable`).
    */
   readonly workerWaitMs?: number | undefined
+  /**
+   * The server's ceiling of a run's `max_runtime_seconds` (MaxRuntime.ts), and its limit when
+   * neither the run nor its environment sets one. Default one day.
+   */
+  readonly maxRuntimeSeconds?: number | undefined
 }
 
 /** The most a run's agents may print by default: 50 MiB. */
@@ -55,7 +61,8 @@ export const defaultSettings = (harness: string, apiBaseUrl: string): Dispatcher
   cancelGraceMs: 5_000,
   flushMs: 250,
   maxOutputBytes: DEFAULT_MAX_OUTPUT_BYTES,
-  workerWaitMs: DEFAULT_WORKER_WAIT_MS
+  workerWaitMs: DEFAULT_WORKER_WAIT_MS,
+  maxRuntimeSeconds: DEFAULT_MAX_RUNTIME_SECONDS
 })
 
 export class DispatcherConfig extends Context.Tag("@agent-runs/core/DispatcherConfig")<DispatcherConfig, DispatcherSettings>() {}

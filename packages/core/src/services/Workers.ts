@@ -55,7 +55,8 @@ import { AuditLog } from "../ports/AuditLog.js"
 import { SecretStore } from "../ports/SecretStore.js"
 import { BlobStore } from "../ports/BlobStore.js"
 import * as AgentStates from "../engine/AgentStates.js"
-import { resolveForWorker, type WorkerSecrets as ResolvedSecrets } from "../engine/SecretReads.js"
+import { resolveForWorker } from "../engine/SecretReads.js"
+import type { GivenSecrets } from "../engine/ExecutionPlan.js"
 import { RunStore } from "../ports/RunStore.js"
 import type { StoredRun } from "../ports/RunStore.js"
 import { WorkerStore } from "../ports/WorkerStore.js"
@@ -104,7 +105,7 @@ export interface WorkerRef {
 }
 
 /** The secrets of a worker's claim as the protocol carries them. */
-const wireSecrets = (secrets: ResolvedSecrets): WorkerSecrets => ({
+const wireSecrets = (secrets: GivenSecrets): WorkerSecrets => ({
   agent_auth: Either.match(secrets.agentAuth, { onLeft: (failure) => ({ failure }), onRight: (value) => ({ value }) }),
   mcp_servers: Either.match(secrets.mcpServers, { onLeft: (failure) => ({ failure }), onRight: (value) => ({ value }) })
 })
@@ -253,7 +254,7 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
         Effect.map(presence.connected(team, now), (workers) => workers.some((w) => w.worker_id === workerId)))
 
     const claim = Effect.fn("Workers.claim")(
-      function*(viewer: Viewer, workerId: string, waitSeconds: number, protocol: number | undefined) {
+      function*(viewer: Viewer, workerId: string, waitSeconds: number, protocol: number | undefined, takesSecrets = false) {
         const worker = yield* asWorker(viewer, workerId)
         if (protocol === undefined || protocol < WORKER_PROTOCOL) return yield* Effect.fail(upgradeNeeded)
         // The server names the execution (the lease's fencing token): a worker cannot reuse an
@@ -286,8 +287,9 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
         }
         if (Option.isNone(claimed)) return new ClaimResponse({ claim: null })
         const c = claimed.value
-        // Read here, where the team's secrets are, for this worker alone (recorded as the agent's reads).
-        const secrets = yield* resolveForWorker(c, secretStore, auditLog, ids)
+        // Read here, where the team's secrets are, for this worker alone (recorded as the agent's
+        // reads), when it takes them (an older worker would ignore them).
+        const secrets = takesSecrets ? yield* resolveForWorker(c, secretStore, auditLog, ids) : undefined
         return new ClaimResponse({
           claim: {
             execution_id: executionId,
@@ -407,11 +409,11 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
       storageUnavailable
     )
 
-    /** The session files the run's earlier execution kept, for the holding execution to resume. */
+    /** A part of the session files the run's earlier execution kept, for the holding execution to resume. */
     const readAgentState = Effect.fn("Workers.readAgentState")(
-      function*(viewer: Viewer, workerId: string, runId: RunId, executionId: ExecutionId) {
+      function*(viewer: Viewer, workerId: string, runId: RunId, executionId: ExecutionId, offset: number) {
         yield* heldRun(yield* asWorker(viewer, workerId), runId, executionId)
-        return yield* AgentStates.read(blobs, runId)
+        return yield* AgentStates.readPart(blobs, runId, offset)
       },
       storageUnavailable
     )

@@ -23,7 +23,7 @@ export const WorkersLive = HttpApiBuilder.group(Api, "workers", (handlers) =>
           Effect.map(workers.release(viewer, path.workerId), (released) => new Worker.ReleaseWorkerResponse({ released }))))
       .handle("workerClaim", ({ path, payload }) =>
         Effect.flatMap(CurrentViewer, (viewer) =>
-          workers.claim(viewer, path.workerId, payload.wait_seconds ?? DEFAULT_CLAIM_WAIT_SECONDS, payload.protocol)))
+          workers.claim(viewer, path.workerId, payload.wait_seconds ?? DEFAULT_CLAIM_WAIT_SECONDS, payload.protocol, payload.secrets === true)))
       .handle("workerRecordEvents", ({ path, payload }) =>
         Effect.flatMap(CurrentViewer, (viewer) => workers.recordEvents(viewer, path.workerId, path.runId, payload.execution_id, payload.events)))
       .handle("workerReport", ({ path, payload }) =>
@@ -61,7 +61,10 @@ export const WorkersLive = HttpApiBuilder.group(Api, "workers", (handlers) =>
       .handle("workerReadAgentState", ({ path, payload }) =>
         Effect.flatMap(CurrentViewer, (viewer) =>
           Effect.map(
-            workers.readAgentState(viewer, path.workerId, path.runId, payload.execution_id),
-            (state) => new Worker.ReadAgentStateResponse({ state: Option.getOrNull(Option.map(state, (bytes) => ({ data_base64: Encoding.encodeBase64(bytes) }))) })
+            workers.readAgentState(viewer, path.workerId, path.runId, payload.execution_id, payload.offset),
+            (part) =>
+              new Worker.ReadAgentStateResponse({
+                state: Option.getOrNull(Option.map(part, ({ bytes, total }) => ({ data_base64: Encoding.encodeBase64(bytes), total_bytes: total })))
+              })
           )))
   }))
