@@ -6,7 +6,8 @@
  * `ANTHROPIC_BASE_URL`: it succeeds with its conversation and session; a follow-up after the end
  * continues the run on the worker, resuming the same Claude session from the session files the
  * server kept. The key reached the model (the fake server refuses any other), and is nowhere in
- * what the service shows nor left in the worker's data directory.
+ * what the service shows nor left in the worker's data directory. And a worker stops an agent that
+ * runs past the run's maximum runtime, or the server's ceiling it learns from the heartbeat.
  */
 import { claudeCodePackage, cliPath, fakeModel } from "@agent-runs/testing"
 import { Effect, Exit, Scope } from "effect"
@@ -100,3 +101,35 @@ describe("agent CLIs on a self-hosted worker", () => {
     expect(filesContaining(dataDir, KEY)).toEqual([])
   }, 240_000)
 })
+
+describe("the maximum runtime on a self-hosted worker", () => {
+  const scope = Effect.runSync(Scope.make())
+  let server: TestServer
+  let team: Awaited<ReturnType<typeof teamWithWorker>>
+
+  beforeAll(async () => {
+    // The server's ceiling (2 s) reaches the worker with its heartbeat's answer.
+    server = await Effect.runPromise(Scope.extend(startServer("sqlite", {}, { maxRuntimeSeconds: 2 }), scope))
+    team = await teamWithWorker(server, server.adminToken, "worker-runtime")
+    await startWorker({ url: server.url, token: team.worker, workerId: "slow-box", dataDir: tempDir(), extra: ["--process-isolation", "none"] })
+  }, 60_000)
+  afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)), 60_000)
+
+  it("stops an agent that runs past the run's limit, or the server's ceiling: FAILED max_runtime_exceeded", async () => {
+    const member = team.tokens.member
+    const create = async (config: Json) => {
+      const created = await call(server, "POST", "/api/v1/agent/runs", {
+        token: member,
+        body: { prompt: "@say started\n@sleep 600000", config: { worker_host: "slow-box", ...config } }
+      })
+      expect(created.status).toBe(200)
+      return created.body.run_id as string
+    }
+    for (const [config, seconds] of [[{ max_runtime_seconds: 1 }, 1], [{}, 2], [{ max_runtime_seconds: 600 }, 2]] as const) {
+      const run = await waitForRun(server, member, await create(config), undefined, 30_000)
+      expect(run.state, JSON.stringify(config)).toBe("FAILED")
+      expect(run.status_message).toMatchObject({ error_code: "max_runtime_exceeded", message: expect.stringContaining(`${seconds} s`) })
+    }
+  }, 120_000)
+})
+

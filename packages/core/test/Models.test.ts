@@ -750,6 +750,10 @@ describe("request validation names the offending field", () => {
     const six = Array.from({ length: 6 }, () => ({ mime_type: "image/png", data: "iVBORw0KGgo=" }))
     expect(run({ prompt: "p", images: six }).field).toBe("images")
     expect(run({ prompt: "p", conversation_id: "not-a-uuid" }).field).toBe("conversation_id")
+    for (const seconds of [0, 1.5, 604_801, "60"]) {
+      expect(run({ prompt: "p", config: { max_runtime_seconds: seconds } }).field).toBe("config.max_runtime_seconds")
+    }
+    expect(accepted(RunAgentRequest, { prompt: "p", config: { max_runtime_seconds: 604_800 } }).config?.max_runtime_seconds).toBe(604_800)
     expect(run({ prompt: "p", team: "yes" }).field).toBe("team")
   })
 

@@ -23,7 +23,7 @@ import type { BlobStore } from "../src/ports/BlobStore.js"
 import { RunStore } from "../src/ports/RunStore.js"
 import { RunTokens } from "../src/ports/RunTokens.js"
 import { StorageError } from "../src/ports/Storage.js"
-import { Environment } from "../src/domain/Environment.js"
+import { Environment, type EnvironmentConfig } from "../src/domain/Environment.js"
 import { RunAgentRequest, RunFollowupRequest } from "../src/domain/Run.js"
 import { EnvironmentStore } from "../src/ports/EnvironmentStore.js"
 import { Followups } from "../src/services/Followups.js"
@@ -65,6 +65,8 @@ const faulty = Layer.effect(
 
 const LEASE_MS = 3_000
 const MAX_OUTPUT = 100_000
+/** The ceiling of a run's maximum runtime here. */
+const MAX_RUNTIME_SECONDS = 30
 
 /** What the agent said: the text blocks of its messages (not the user's). */
 const texts = (steps: ReadonlyArray<ConversationStep>): Array<string> =>
@@ -101,7 +103,8 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
             ...Dispatcher.defaultSettings("agent", "http://localhost/api/v1"),
             concurrency: 4,
             leaseMs: LEASE_MS,
-            maxOutputBytes: MAX_OUTPUT
+            maxOutputBytes: MAX_OUTPUT,
+            maxRuntimeSeconds: MAX_RUNTIME_SECONDS
           })
         ).pipe(Layer.provideMerge(storage))
       )
@@ -121,8 +124,15 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
         /** The debug windows' tending (ends windows, starts debug agents). */
         readonly tend: Effect.Effect<void, unknown>
       }
-      /** Creates a run in a new environment of the team with these setup commands and debug window. */
-      readonly createIn: (prompt: string, setup: ReadonlyArray<string>, retentionMinutes: number) => Effect.Effect<RunId, unknown, Runs>
+      /** Creates a run in a new environment of the team with these setup commands and debug window (and `config` besides). */
+      readonly createIn: (
+        prompt: string,
+        setup: ReadonlyArray<string>,
+        retentionMinutes: number,
+        config?: Partial<EnvironmentConfig>
+      ) => Effect.Effect<RunId, unknown, Runs>
+      /** Creates a run with this configuration. */
+      readonly createWith: (prompt: string, config: NonNullable<RunAgentRequest["config"]>) => Effect.Effect<RunId, unknown, Runs>
       readonly fault: Ref.Ref<boolean>
       readonly sandboxes: Effect.Effect<number>
       /** Moves the clock `ms` in steps of 50 ms, letting every fiber run at each. */
@@ -141,19 +151,21 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
         const create = (prompt: string) =>
           Effect.map(Effect.flatMap(Runs, (runs) => runs.create(world.alice, new RunAgentRequest({ prompt }))), (r) => r.run_id as RunId)
         const environments = yield* EnvironmentStore
-        const createIn = (prompt: string, setup: ReadonlyArray<string>, retentionMinutes: number) =>
+        const createWith = (prompt: string, config: NonNullable<RunAgentRequest["config"]>) =>
+          Effect.map(Effect.flatMap(Runs, (runs) => runs.create(world.alice, new RunAgentRequest({ prompt, config }))), (r) => r.run_id as RunId)
+        const createIn = (prompt: string, setup: ReadonlyArray<string>, retentionMinutes: number, config: Partial<EnvironmentConfig> = {}) =>
           Effect.gen(function*() {
             const base = makeEnvironment({ team: world.team, creator: world.alice.principal_uid, teamScope: true })
             const env = new Environment({
               ...base.item,
-              config: { ...base.item.config, setup_commands: setup, failure_session_retention_minutes: retentionMinutes }
+              config: { ...base.item.config, ...config, setup_commands: setup, failure_session_retention_minutes: retentionMinutes }
             })
             yield* environments.create({ ...base, item: env })
             const created = yield* Effect.flatMap(Runs, (runs) =>
               runs.create(world.alice, new RunAgentRequest({ prompt, config: { environment_id: env.uid } })))
             return created.run_id as RunId
           })
-        return yield* test({ viewer: world.alice, create, createIn, dispatcher, fault, sandboxes: executor.sandboxes, pass })
+        return yield* test({ viewer: world.alice, create, createIn, createWith, dispatcher, fault, sandboxes: executor.sandboxes, pass })
       }).pipe(Effect.scoped, Effect.provide(services))
     })
 
@@ -232,6 +244,45 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
           expect(run.state).toBe("FAILED")
           expect(run.status_message?.message).toContain(`limit of ${MAX_OUTPUT} bytes`)
           expect((yield* transcriptText(id)).length).toBe(MAX_OUTPUT)
+          expect(yield* sandboxes).toBe(0)
+        })
+      ))
+
+    it.scoped("stops an agent that runs past its maximum runtime: FAILED max_runtime_exceeded; the environment's default and the ceiling apply", () =>
+      withDispatcher(({ createIn, createWith, dispatcher, pass, sandboxes, viewer }) =>
+        Effect.gen(function*() {
+          const overran = (id: RunId, seconds: number) =>
+            Effect.map(runOf(viewer, id), (run) => {
+              expect(run.state).toBe("FAILED")
+              expect(run.status_message).toMatchObject({ error_code: "max_runtime_exceeded", message: expect.stringContaining(`${seconds} s`) })
+            })
+          // The run's own limit (2 s): its agent's start counts, not the claim.
+          const asked = yield* createWith("say started\nsleep 60000", { max_runtime_seconds: 2 })
+          yield* dispatcher.claimSome
+          yield* pass(1_900)
+          expect((yield* runOf(viewer, asked)).state).toBe("INPROGRESS")
+          yield* pass(1_000)
+          yield* overran(asked, 2)
+          expect(yield* transcriptText(asked)).toContain("started")
+          // An agent done within its limit is not touched.
+          const quick = yield* createWith("sleep 500\nsay done", { max_runtime_seconds: 2 })
+          yield* dispatcher.claimSome
+          yield* pass(3_000)
+          expect((yield* runOf(viewer, quick)).state).toBe("SUCCEEDED")
+          // The environment's default (3 s), when the run sets none.
+          const inEnvironment = yield* createIn("sleep 60000", [], 0, { max_runtime_seconds: 3 })
+          yield* dispatcher.claimSome
+          yield* pass(2_500)
+          expect((yield* runOf(viewer, inEnvironment)).state).toBe("INPROGRESS")
+          yield* pass(1_000)
+          yield* overran(inEnvironment, 3)
+          // More than the ceiling asked: the ceiling (30 s here).
+          const greedy = yield* createWith("sleep 600000", { max_runtime_seconds: 600 })
+          yield* dispatcher.claimSome
+          yield* pass(MAX_RUNTIME_SECONDS * 1000 - 500)
+          expect((yield* runOf(viewer, greedy)).state).toBe("INPROGRESS")
+          yield* pass(1_000)
+          yield* overran(greedy, MAX_RUNTIME_SECONDS)
           expect(yield* sandboxes).toBe(0)
         })
       ))

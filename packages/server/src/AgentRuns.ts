@@ -79,6 +79,8 @@ export interface ExecutionOptions {
   readonly cancelGraceSeconds?: number | undefined
   /** The most a run's agents may print, in bytes (50 MiB). */
   readonly maxOutputBytes?: number | undefined
+  /** The ceiling of a run's `config.max_runtime_seconds`, and its limit when it sets none (one day). */
+  readonly maxRuntimeSeconds?: number | undefined
   /** How long a run waits for an absent self-hosted worker before it fails (600 s). */
   readonly workerWaitSeconds?: number | undefined
 }
@@ -209,7 +211,12 @@ const servicesLayer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) =>
     Layer.provideMerge(RunExecutions.RunExecutions.Default),
     Layer.provide(Layer.succeed(Webhooks.WebhookIngressSettings, { baseUrl: options.webhookBaseUrl ?? options.publicUrl })),
     Layer.provide(Layer.succeed(Quotas.Quotas, { ...Quotas.defaultQuotas, ...options.quotas })),
-    Layer.provide(Layer.succeed(Workers.WorkerSettingsTag, { ...Workers.defaultWorkerSettings, ...options.workers })),
+    Layer.provide(Layer.succeed(Workers.WorkerSettingsTag, {
+      ...Workers.defaultWorkerSettings,
+      // Workers apply the same ceiling as this service's own executions.
+      ...(options.execution?.maxRuntimeSeconds === undefined ? {} : { maxRuntimeSeconds: options.execution.maxRuntimeSeconds }),
+      ...options.workers
+    })),
     Layer.provideMerge(Ids.IdsLive),
     Layer.provideMerge(schedulerConfigLayer(options))
   )
@@ -232,6 +239,7 @@ const executionLayer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) => {
       leaseMs: seconds(execution.leaseSeconds, defaults.leaseMs),
       cancelGraceMs: seconds(execution.cancelGraceSeconds, defaults.cancelGraceMs),
       maxOutputBytes: execution.maxOutputBytes ?? defaults.maxOutputBytes,
+      maxRuntimeSeconds: execution.maxRuntimeSeconds ?? defaults.maxRuntimeSeconds,
       workerWaitMs: seconds(execution.workerWaitSeconds, Dispatcher.DEFAULT_WORKER_WAIT_MS)
     }))
   )

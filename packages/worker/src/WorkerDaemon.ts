@@ -161,8 +161,9 @@ export const run = (options: WorkerOptions) =>
           ...Dispatcher.defaultSettings(execution.harness, `${options.server.replace(/\/+$/, "")}/api/v1`),
           concurrency: options.capacity,
           leaseMs: settings.lease_seconds * 1000,
-          // The server's output limit (it refuses transcript bytes past it).
-          ...(settings.max_output_bytes === undefined ? {} : { maxOutputBytes: settings.max_output_bytes })
+          // The server's output limit (it refuses transcript bytes past it), and its runtime ceiling.
+          ...(settings.max_output_bytes === undefined ? {} : { maxOutputBytes: settings.max_output_bytes }),
+          ...(settings.max_runtime_seconds === undefined ? {} : { maxRuntimeSeconds: settings.max_runtime_seconds })
         })
       )
     )

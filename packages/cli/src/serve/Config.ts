@@ -19,7 +19,8 @@
  * API-only replica that executes nothing but still sweeps leases and admits waiting runs),
  * `AGENT_RUNS_LEASE_SECONDS` (30), `AGENT_RUNS_CANCEL_GRACE_SECONDS` (5),
  * `AGENT_RUNS_MAX_OUTPUT_BYTES` (52428800: the most a run's agents may print; past it the agent is
- * stopped and the run FAILED), and for Docker
+ * stopped and the run FAILED), `AGENT_RUNS_MAX_RUNTIME_SECONDS` (86400: the ceiling of a run's
+ * `config.max_runtime_seconds`, and its limit when it sets none), and for Docker
  * `AGENT_RUNS_DOCKER_IMAGE` (the image of environments without one; `agent-runs-agent:latest`) and
  * `AGENT_RUNS_DOCKER_NETWORK` (`none` | `host`; `none`), the Docker sandboxes' user and limits in
  * DockerSandboxConfig.ts; for processes `AGENT_RUNS_PROCESS_ISOLATION`
@@ -140,6 +141,8 @@ export interface ExecutionConfig {
   readonly cancelGraceSeconds: number
   /** The most a run's agents may print, in bytes (50 MiB when absent). */
   readonly maxOutputBytes?: number | undefined
+  /** The ceiling of a run's maximum runtime, in seconds (one day when absent). */
+  readonly maxRuntimeSeconds?: number | undefined
   readonly dockerImage: string
   readonly dockerNetwork: "none" | "host"
   /** The Docker sandboxes' user and limits (the executor's defaults and no memory/CPU limit when absent). */
@@ -221,6 +224,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
   workerWaitSeconds: positive("AGENT_RUNS_WORKER_WAIT_SECONDS", 600),
   cancelGraceSeconds: positive("AGENT_RUNS_CANCEL_GRACE_SECONDS", 5),
   maxOutputBytes: positive("AGENT_RUNS_MAX_OUTPUT_BYTES", 50 * 1024 * 1024),
+  maxRuntimeSeconds: positive("AGENT_RUNS_MAX_RUNTIME_SECONDS", 24 * 60 * 60),
   dockerImage: Config.nonEmptyString("AGENT_RUNS_DOCKER_IMAGE").pipe(Config.withDefault("agent-runs-agent:latest")),
   dockerNetwork: Config.literal("none", "host")("AGENT_RUNS_DOCKER_NETWORK").pipe(Config.withDefault("none" as const)),
   processIsolation: Config.literal("auto", "uid", "none")("AGENT_RUNS_PROCESS_ISOLATION").pipe(
@@ -323,6 +327,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
         leaseSeconds: raw.leaseSeconds,
         cancelGraceSeconds: raw.cancelGraceSeconds,
         maxOutputBytes: raw.maxOutputBytes,
+        maxRuntimeSeconds: raw.maxRuntimeSeconds,
         dockerImage: raw.dockerImage,
         dockerNetwork: raw.dockerNetwork,
         workerHeartbeatSeconds: raw.workerHeartbeatSeconds,

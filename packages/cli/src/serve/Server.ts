@@ -101,6 +101,7 @@ const agentRunsOptions = (config: ServerConfig, execution: ExecutionSetup, secre
       leaseSeconds: config.execution.leaseSeconds,
       cancelGraceSeconds: config.execution.cancelGraceSeconds,
       maxOutputBytes: config.execution.maxOutputBytes,
+      maxRuntimeSeconds: config.execution.maxRuntimeSeconds,
       workerWaitSeconds: config.execution.workerWaitSeconds
     },
     quotas: config.quotas,

@@ -65,7 +65,9 @@ export class HeartbeatResponse extends Schema.Class<HeartbeatResponse>("WorkerHe
   /** The lease length of a claimed run; the worker renews it every third of it. */
   lease_seconds: Schema.Number,
   /** The most a run's agents may print (its transcript); the worker stops an agent past it. */
-  max_output_bytes: Schema.optional(Schema.NonNegativeInt)
+  max_output_bytes: Schema.optional(Schema.NonNegativeInt),
+  /** The ceiling of a run's `max_runtime_seconds`, and its limit when it sets none; the worker stops an agent past it. */
+  max_runtime_seconds: Schema.optional(Schema.Int.pipe(Schema.positive()))
 }) {}
 
 /** The worker protocol this server speaks; a claim without it comes from an older worker (422: upgrade). */

@@ -47,6 +47,7 @@ import type { ExecutionEvent, Report } from "../domain/ExecutionEvent.js"
 import { Lost } from "../engine/ExecutionHost.js"
 import { RunExecutions } from "../engine/RunExecutions.js"
 import { DEFAULT_MAX_OUTPUT_BYTES } from "../engine/Settings.js"
+import { DEFAULT_MAX_RUNTIME_SECONDS } from "../domain/MaxRuntime.js"
 import { Conflict, NotAuthorized, OperationNotSupported, PayloadTooLarge, ResourceNotFound } from "../domain/Errors.js"
 import { Ids } from "../domain/Ids.js"
 import type { ExecutionId, RunId } from "../domain/Ids.js"
@@ -87,6 +88,8 @@ export interface WorkerSettings {
   readonly claimPollMs: number
   /** The most a run's transcript may hold (the server's output limit): past it, appends are refused (413). */
   readonly maxOutputBytes?: number | undefined
+  /** The ceiling of a run's maximum runtime (MaxRuntime.ts), which workers apply as the server's executions do. */
+  readonly maxRuntimeSeconds?: number | undefined
 }
 
 export const defaultWorkerSettings: WorkerSettings = {
@@ -209,7 +212,8 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
         heartbeat_seconds: settings.heartbeatMs / 1000,
         stale_after_seconds: settings.staleAfterMs / 1000,
         lease_seconds: settings.leaseMs / 1000,
-        max_output_bytes: settings.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES
+        max_output_bytes: settings.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
+        max_runtime_seconds: settings.maxRuntimeSeconds ?? DEFAULT_MAX_RUNTIME_SECONDS
       })
     }, storageUnavailable)
 
