@@ -1,0 +1,3 @@
+export * as Manifests from "./Manifests.js"
+export * as Names from "./Names.js"
+export * as KubernetesSettings from "./Settings.js"
