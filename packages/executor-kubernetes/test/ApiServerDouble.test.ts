@@ -1,9 +1,11 @@
 /**
  * The API server double itself, through `@kubernetes/client-node`: a Job's pod runs on the Docker
  * engine as its spec says, moves through its phases, waits for its Secret, is killed past its
- * deadline; deleting the Job removes its pod, container and owned Secret; a stale watch is a 410.
+ * deadline; deleting the Job removes its pod, container and owned Secret; a stale watch is a 410;
+ * an exec runs in the pod's container with its streams and exit status.
  */
-import { BatchV1Api, CoreV1Api, KubeConfig, Watch } from "@kubernetes/client-node"
+import { BatchV1Api, CoreV1Api, Exec, KubeConfig, type V1Status, Watch } from "@kubernetes/client-node"
+import { PassThrough, Readable } from "node:stream"
 import { testImage } from "@agent-runs/executor-docker/testing"
 import Docker from "dockerode"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -128,6 +130,33 @@ describe("the Kubernetes API server double", () => {
       }, resolve)
     })
     expect(errors).toEqual([expect.objectContaining({ code: 410, reason: "Expired" })])
+    await batch.deleteNamespacedJob({ name: jobName(ref), namespace: "agents" })
+  })
+
+  it("an exec runs in the pod's container as its user: stdin to its end, stdout, stderr and the exit status", async () => {
+    const ref = execution()
+    await batch.createNamespacedJob({ namespace: "agents", body: jobOf(settings, { execution: ref, image: null, env: {}, secretVariables: [], activeDeadlineSeconds: 600 }) })
+    const pod = await until(() => podOf(ref), (p) => p?.status?.phase === "Running")
+    const run = async (command: Array<string>, input?: string) => {
+      const stdout = new PassThrough()
+      const stderr = new PassThrough()
+      const chunks = { out: "", err: "" }
+      stdout.on("data", (d: Buffer) => (chunks.out += d.toString()))
+      stderr.on("data", (d: Buffer) => (chunks.err += d.toString()))
+      const status = await new Promise<V1Status>((resolve, reject) => {
+        new Exec(kc).exec("agents", pod!.metadata!.name!, "sandbox", command, stdout, stderr, input === undefined ? null : Readable.from([input]), false, resolve)
+          .catch(reject)
+      })
+      return { ...chunks, status }
+    }
+    const echoed = await run(["cat"], "hello\n")
+    expect(echoed.out).toBe("hello\n")
+    expect(echoed.status.status).toBe("Success")
+    const who = await run(["/bin/sh", "-c", "id -u; echo oops >&2; pwd"])
+    expect(who.out).toBe("65534\n/work\n")
+    expect(who.err).toBe("oops\n")
+    const failed = await run(["/bin/sh", "-c", "exit 4"])
+    expect(failed.status).toMatchObject({ status: "Failure", details: { causes: [{ reason: "ExitCode", message: "4" }] } })
     await batch.deleteNamespacedJob({ name: jobName(ref), namespace: "agents" })
   })
 })

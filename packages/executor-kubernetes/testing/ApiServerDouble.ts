@@ -8,7 +8,9 @@
  * Running → Succeeded or Failed as the container does, stays Pending while its Secret is missing
  * (`CreateContainerConfigError`) or its image is (`ErrImagePull`), and is killed past the Job's
  * `activeDeadlineSeconds` (`DeadlineExceeded`). Deleting a Job deletes its pod (its container
- * removed) and the Secrets it owns.
+ * removed) and the Secrets it owns. A pod's `exec` is a WebSocket (`v5.channel.k8s.io`, or
+ * `v4.channel.k8s.io`) to a `docker exec` in its container: stdin on channel 0 (closed by the
+ * v5 close signal), stdout and stderr on 1 and 2, the exit status on 3 as the API server sends it.
  *
  * Not a conformance target: only what the executor and its tests need.
  */
@@ -16,7 +18,9 @@ import type { V1Job, V1ObjectMeta, V1Pod, V1Secret } from "@kubernetes/client-no
 import Docker from "dockerode"
 import { randomBytes, randomUUID } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
-import type { AddressInfo } from "node:net"
+import type { AddressInfo, Socket } from "node:net"
+import { PassThrough } from "node:stream"
+import { type WebSocket, WebSocketServer } from "ws"
 
 type Kind = "jobs" | "pods" | "secrets"
 type AnyObject = V1Job | V1Pod | V1Secret
@@ -254,6 +258,64 @@ export const start = async (options: DoubleOptions = {}): Promise<ApiServerDoubl
     if (current?.status?.phase === "Running") setPod(pod, exit.StatusCode === 0 ? "Succeeded" : "Failed", { exitCode: exit.StatusCode })
   }
 
+  /** One exec: a `docker exec` in the pod's container, its streams on the WebSocket's channels. */
+  const exec = async (ws: WebSocket, podUid: string, url: URL) => {
+    const send = (channel: number, data: Buffer) => ws.readyState === ws.OPEN && ws.send(Buffer.concat([Buffer.from([channel]), data]))
+    // What the client sends before the exec has started is kept for it.
+    const early: Array<Buffer> = []
+    const keep = (data: Buffer) => early.push(data)
+    ws.on("message", keep)
+    const [info] = await containersOf(podUid)
+    const withStdin = url.searchParams.get("stdin") === "true"
+    try {
+      if (info === undefined) throw new Error("the pod has no container")
+      const execution = await docker.getContainer(info.Id).exec({
+        Cmd: url.searchParams.getAll("command"),
+        AttachStdin: withStdin,
+        AttachStdout: true,
+        AttachStderr: true
+      })
+      const stream = await execution.start({ hijack: true, stdin: withStdin })
+      const out = new PassThrough()
+      const err = new PassThrough()
+      out.on("data", (data: Buffer) => send(1, data))
+      err.on("data", (data: Buffer) => send(2, data))
+      docker.modem.demuxStream(stream, out, err)
+      const input = (data: Buffer) => {
+        if (data[0] === 0) stream.write(data.subarray(1))
+        // The v5 close signal for stdin.
+        else if (data[0] === 255 && data[1] === 0) stream.end()
+      }
+      ws.off("message", keep)
+      for (const data of early) input(data)
+      ws.on("message", input)
+      ws.on("close", () => stream.destroy())
+      // The status goes last, after everything the command printed.
+      const drained = Promise.all([out, err].map((s) => new Promise((resolve) => s.on("end", resolve))))
+      // Once the demultiplexer read the last bytes ('end'; 'close' when the stream broke instead).
+      let finished = false
+      const finish = () => {
+        if (finished) return
+        finished = true
+        out.end()
+        err.end()
+        void drained.then(() => execution.inspect()).then(({ ExitCode }) => {
+          const exitCode = ExitCode ?? 1
+          const result = exitCode === 0
+            ? { status: "Success", metadata: {} }
+            : { status: "Failure", reason: "NonZeroExitCode", message: `command terminated with non-zero exit code: ${exitCode}`, details: { causes: [{ reason: "ExitCode", message: String(exitCode) }] } }
+          send(3, Buffer.from(JSON.stringify(result)))
+          ws.close()
+        }).catch(() => ws.close())
+      }
+      stream.on("end", finish)
+      stream.on("close", () => setImmediate(finish))
+    } catch (error) {
+      send(3, Buffer.from(JSON.stringify({ status: "Failure", reason: "InternalError", message: String((error as Error).message) })))
+      ws.close()
+    }
+  }
+
   const createJob = (namespace: string, job: V1Job) => {
     const uid = randomUUID()
     job.metadata = { ...job.metadata, namespace, uid, creationTimestamp: new Date() }
@@ -337,6 +399,20 @@ export const start = async (options: DoubleOptions = {}): Promise<ApiServerDoubl
   const server = createServer((request, response) => {
     handle(request, response).catch((error) => json(response, 500, status(500, "InternalError", String(error))))
   })
+  const sockets = new WebSocketServer({
+    noServer: true,
+    handleProtocols: (offered) => (offered.has("v5.channel.k8s.io") ? "v5.channel.k8s.io" : offered.has("v4.channel.k8s.io") ? "v4.channel.k8s.io" : false)
+  })
+  server.on("upgrade", (request: IncomingMessage, socket: Socket, head: Buffer) => {
+    const url = new URL(request.url ?? "/", "http://127.0.0.1")
+    const match = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/exec$/.exec(url.pathname)
+    const pod = match === null ? undefined : stores.pods.get(key(match[1]!, match[2]!))
+    if (pod === undefined || (pod as V1Pod).status?.phase !== "Running") {
+      socket.end("HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
+      return
+    }
+    sockets.handleUpgrade(request, socket, head, (ws) => void exec(ws, pod.metadata!.uid!, url))
+  })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   return {
@@ -354,6 +430,7 @@ export const start = async (options: DoubleOptions = {}): Promise<ApiServerDoubl
     },
     close: async () => {
       for (const timer of timers) clearTimeout(timer)
+      for (const client of sockets.clients) client.terminate()
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
       for (const pod of stores.pods.values()) track(removeContainer(pod.metadata!.uid!))
