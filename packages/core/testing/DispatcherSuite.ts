@@ -264,10 +264,10 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
           yield* pass(1_000)
           yield* overran(asked, 2)
           expect(yield* transcriptText(asked)).toContain("started")
-          // An agent done within its limit is not touched.
-          const quick = yield* createWith("sleep 500\nsay done", { max_runtime_seconds: 2 })
+          // An agent done within its limit is not touched, even just before it.
+          const quick = yield* createWith("sleep 1950\nsay done", { max_runtime_seconds: 2 })
           yield* dispatcher.claimSome
-          yield* pass(3_000)
+          yield* pass(5_000)
           expect((yield* runOf(viewer, quick)).state).toBe("SUCCEEDED")
           // The environment's default (3 s), when the run sets none.
           const inEnvironment = yield* createIn("sleep 60000", [], 0, { max_runtime_seconds: 3 })

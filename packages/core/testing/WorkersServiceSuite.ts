@@ -453,10 +453,17 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           // A part ahead of a missing one is refused, naming where to go on.
           const ahead = yield* failureOf(save(part(700, 800)))
           expect(ahead).toMatchObject({ _tag: "InvalidRequest", field: "offset" })
+          // Another total than the first part's: refused, the upload dropped (start again from 0).
+          const retotalled = { offset: 600, bytes: state.subarray(600, 700), total: 5_000 }
+          expect(yield* failureOf(save(retotalled))).toMatchObject({ _tag: "InvalidRequest", field: "total_bytes" })
+          expect(yield* failureOf(save(part(600, 700)))).toMatchObject({ _tag: "InvalidRequest", field: "offset" })
+          expect(yield* save(part(0, 600))).toEqual({ received: 600, saved: false })
           expect(yield* save(part(600, PART))).toEqual({ received: PART, saved: false })
           expect(yield* save(part(PART, PART + 1000))).toEqual({ received: PART + 1000, saved: true })
-          // The last part again after it was kept: saved, nothing left behind.
+          // The last part again after it was kept: saved, nothing left behind; other bytes there are not.
           expect(yield* save(part(PART, PART + 1000))).toEqual({ received: PART + 1000, saved: true })
+          const forged = { offset: PART, bytes: new Uint8Array(1000), total: PART + 1000 }
+          expect(yield* failureOf(save(forged))).toMatchObject({ _tag: "InvalidRequest", field: "offset" })
           // Read back in parts of at most AGENT_STATE_PART_BYTES, with the size.
           const first = yield* read(0)
           expect(Option.map(first, (p) => [p.bytes.length, p.total])).toEqual(Option.some([PART, PART + 1000]))

@@ -3,7 +3,7 @@
  * test/Manifests.test.ts, by property too): a `batch/v1` Job whose one pod is the sandbox, and the
  * Secret that carries the execution's credentials.
  *
- * Decisions (docs/kubernetes.md):
+ * Decisions (the package's README):
  * - The pod runs a keeper process that waits to be stopped; the setup commands and the agent run
  *   in it as further processes (the executor execs them), in the work directory `/work`.
  * - Every pod: not root (the settings' uid and gid, never 0), `allowPrivilegeEscalation: false`,
@@ -15,6 +15,9 @@
  * - Credentials are never plain values of the pod's spec: they are keys of the execution's Secret,
  *   which the pod reads as `secretKeyRef` variables; the Secret is owned by the Job (and deleted
  *   with it) once the Job exists.
+ * - Plain values reach the processes as given: `$` is written `$$`, so Kubernetes does not expand
+ *   `$(NAME)` in them as it would.
+ * - A uid or gid of 0 is refused (a defect: settings are checked when they are read).
  */
 import type { V1Job, V1Secret } from "@kubernetes/client-node"
 import { type ExecutionRef, jobName, labelsOf, secretName } from "./Names.js"
@@ -44,7 +47,9 @@ export interface JobInput {
 
 /** The execution's Job. */
 export const jobOf = (settings: KubernetesSettings, input: JobInput): V1Job => {
+  if (settings.runAsUser === 0 || settings.runAsGroup === 0) throw new Error("a sandbox's uid and gid may not be 0")
   const labels = labelsOf(input.execution)
+  const secrets = [...new Set(input.secretVariables)].filter((name) => name !== "HOME")
   const secret = secretName(input.execution)
   return {
     apiVersion: "batch/v1",
@@ -85,9 +90,9 @@ export const jobOf = (settings: KubernetesSettings, input: JobInput): V1Job => {
               { name: "HOME", value: WORK_DIR },
               // A plain variable never takes HOME's or a credential's name.
               ...Object.entries(input.env)
-                .filter(([name]) => name !== "HOME" && !input.secretVariables.includes(name))
-                .map(([name, value]) => ({ name, value })),
-              ...[...new Set(input.secretVariables)].map((name) => ({ name, valueFrom: { secretKeyRef: { name: secret, key: name } } }))
+                .filter(([name]) => name !== "HOME" && !secrets.includes(name))
+                .map(([name, value]) => ({ name, value: value.replaceAll("$", "$$$$") })),
+              ...secrets.map((name) => ({ name, valueFrom: { secretKeyRef: { name: secret, key: name } } }))
             ],
             securityContext: {
               runAsNonRoot: true,

@@ -1,5 +1,5 @@
 /**
- * How the Kubernetes executor makes its Jobs (docs/kubernetes.md): the namespace, the image of
+ * How the Kubernetes executor makes its Jobs (the package's README): the namespace, the image of
  * environments without one, the sandbox's user, resources and scheduling. Every pod is confined the
  * same way whatever these say (Manifests.ts): not root, no privilege escalation, no capabilities,
  * the runtime's default seccomp profile, a read-only root file system, no service account token.

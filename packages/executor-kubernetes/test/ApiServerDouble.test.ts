@@ -4,7 +4,7 @@
  * deadline; deleting the Job removes its pod, container and owned Secret; a stale watch is a 410;
  * an exec runs in the pod's container with its streams and exit status.
  */
-import { BatchV1Api, CoreV1Api, Exec, KubeConfig, type V1Status, Watch } from "@kubernetes/client-node"
+import { BatchV1Api, CoreV1Api, Exec, KubeConfig, PatchStrategy, setHeaderOptions, type V1Status, Watch } from "@kubernetes/client-node"
 import { PassThrough, Readable } from "node:stream"
 import { testImage } from "@agent-runs/executor-docker/testing"
 import Docker from "dockerode"
@@ -57,11 +57,14 @@ describe("the Kubernetes API server double", () => {
       namespace: "agents",
       body: jobOf(settings, { execution: ref, image: null, env: { PLAIN: "yes" }, secretVariables: ["TOKEN"], activeDeadlineSeconds: 600 })
     })
-    await core.patchNamespacedSecret({
-      name: secretName(ref),
-      namespace: "agents",
-      body: { metadata: { ownerReferences: [{ apiVersion: "batch/v1", kind: "Job", name: jobName(ref), uid: job.metadata!.uid! }] } }
-    })
+    const owner = { metadata: { ownerReferences: [{ apiVersion: "batch/v1", kind: "Job", name: jobName(ref), uid: job.metadata!.uid! }] } }
+    // A merge patch, as the executor sends it (a JSON patch is refused: 415).
+    await core.patchNamespacedSecret({ name: secretName(ref), namespace: "agents", body: owner }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch))
+    await expect(core.patchNamespacedSecret({ name: secretName(ref), namespace: "agents", body: [{ op: "add", path: "/x", value: 1 }] }))
+      .rejects.toMatchObject({ code: 415 })
+    const patched = await core.readNamespacedSecret({ name: secretName(ref), namespace: "agents" })
+    expect(patched.metadata?.labels?.["agent-runs/run-id"]).toBe(ref.run_id)
+    expect(patched.data?.["TOKEN"]).toBe(Buffer.from("s3cret").toString("base64"))
     const running = await until(() => podOf(ref), (p) => p?.status?.phase === "Running")
     expect(running?.status?.phase).toBe("Running")
     const [info] = await docker.listContainers({ filters: { label: [`${CONTAINER_LABEL}=${running!.metadata!.uid}`] } })
@@ -98,14 +101,29 @@ describe("the Kubernetes API server double", () => {
 
     const slow = execution()
     await batch.createNamespacedJob({ namespace: "agents", body: jobOf(settings, { execution: slow, image: null, env: {}, secretVariables: [], activeDeadlineSeconds: 1 }) })
-    const killed = await until(() => podOf(slow), (p) => p?.status?.phase === "Failed")
-    expect(killed?.status?.containerStatuses?.[0]?.state?.terminated?.reason).toBe("DeadlineExceeded")
+    const expired = await until(() => batch.readNamespacedJob({ name: jobName(slow), namespace: "agents" }), (j) => j.status?.conditions !== undefined)
+    expect(expired.status?.conditions?.[0]).toMatchObject({ type: "Failed", reason: "DeadlineExceeded" })
+    expect(await podOf(slow)).toBeUndefined()
 
     const unknown = execution()
     await batch.createNamespacedJob({ namespace: "agents", body: jobOf(settings, { execution: unknown, image: "no-such-image:1", env: {}, secretVariables: [], activeDeadlineSeconds: 60 }) })
     const unpulled = await until(() => podOf(unknown), (p) => p?.status?.containerStatuses?.[0]?.state?.waiting?.reason === "ErrImagePull")
     expect(unpulled?.status?.phase).toBe("Pending")
-    for (const ref of [waiting, quick, slow, unknown]) await batch.deleteNamespacedJob({ name: jobName(ref), namespace: "agents" })
+    for (const ref of [waiting, quick, slow, unknown]) await batch.deleteNamespacedJob({ name: jobName(ref), namespace: "agents", propagationPolicy: "Background" })
+    // The API's default for a Job orphans its pod, which goes on running.
+    const orphaned = execution()
+    await batch.createNamespacedJob({ namespace: "agents", body: jobOf(settings, { execution: orphaned, image: null, env: {}, secretVariables: [], activeDeadlineSeconds: 60 }) })
+    await until(() => podOf(orphaned), (p) => p?.status?.phase === "Running")
+    await batch.deleteNamespacedJob({ name: jobName(orphaned), namespace: "agents" })
+    const orphan = await podOf(orphaned)
+    expect(orphan?.status?.phase).toBe("Running")
+    expect(orphan?.metadata?.ownerReferences).toEqual([])
+    await core.deleteNamespacedPod({ name: orphan!.metadata!.name!, namespace: "agents" })
+    // Selectors: existence, absence, inequality.
+    const all = (selector: string) => core.listNamespacedPod({ namespace: "agents", labelSelector: selector }).then((l) => l.items.length)
+    expect(await all("agent-runs/run-id,!no-such-label")).toBe(await all(""))
+    expect(await all("no-such-label")).toBe(0)
+    expect(await all(`agent-runs/run-id!=${waiting.run_id}`)).toBe((await all("")) - (await all(`agent-runs/run-id=${waiting.run_id}`)))
   })
 
   it("watches stream changes from a version; a version older than it keeps is 410 Gone", async () => {
@@ -130,7 +148,13 @@ describe("the Kubernetes API server double", () => {
       }, resolve)
     })
     expect(errors).toEqual([expect.objectContaining({ code: 410, reason: "Expired" })])
-    await batch.deleteNamespacedJob({ name: jobName(ref), namespace: "agents" })
+    // Without a version: what is there now, as ADDED, first.
+    const now: Array<string> = []
+    const fresh = await watch.watch("/apis/batch/v1/namespaces/agents/jobs", {}, (type, object) => now.push(`${type} ${object.metadata?.name}`), () => {})
+    await until(async () => now, (n) => n.includes(`ADDED ${jobName(ref)}`))
+    expect(now).toContain(`ADDED ${jobName(ref)}`)
+    fresh.abort()
+    await batch.deleteNamespacedJob({ name: jobName(ref), namespace: "agents", propagationPolicy: "Background" })
   })
 
   it("an exec runs in the pod's container as its user: stdin to its end, stdout, stderr and the exit status", async () => {
@@ -157,6 +181,6 @@ describe("the Kubernetes API server double", () => {
     expect(who.err).toBe("oops\n")
     const failed = await run(["/bin/sh", "-c", "exit 4"])
     expect(failed.status).toMatchObject({ status: "Failure", details: { causes: [{ reason: "ExitCode", message: "4" }] } })
-    await batch.deleteNamespacedJob({ name: jobName(ref), namespace: "agents" })
+    await batch.deleteNamespacedJob({ name: jobName(ref), namespace: "agents", propagationPolicy: "Background" })
   })
 })

@@ -43,6 +43,10 @@ describe("an execution's Job", () => {
   it("credentials only as references to the execution's Secret; plain variables as values", () => {
     const env = jobOf(defaultSettings, input).spec!.template.spec!.containers[0]!.env!
     expect(env).toContainEqual({ name: "MODEL_URL", value: "http://127.0.0.1:9/v1" })
+    // As given: Kubernetes would expand $(NAME) in a value; $$ is its escape for $.
+    const dollars = jobOf(defaultSettings, { ...input, env: { PATH_LIKE: "$(HOME)/bin:$$x" } }).spec!.template.spec!.containers[0]!.env!
+    expect(dollars).toContainEqual({ name: "PATH_LIKE", value: "$$(HOME)/bin:$$$$x" })
+    expect(() => jobOf({ ...defaultSettings, runAsGroup: 0 }, input)).toThrow("may not be 0")
     for (const name of input.secretVariables) {
       expect(env).toContainEqual({ name, valueFrom: { secretKeyRef: { name: secretName(execution), key: name } } })
     }

@@ -52,12 +52,35 @@ export interface DoubleOptions {
 /** The Docker label that marks the double's containers (removed when it closes). */
 export const CONTAINER_LABEL = "agent-runs.kubernetes-double"
 
-const matches = (labels: Record<string, string> | undefined, selector: string | null): boolean =>
-  selector === null || selector === "" ||
-  selector.split(",").every((term) => {
-    const [key, value] = term.split("=")
-    return key !== undefined && labels?.[key] === value
+/** A label selector's terms (`key`, `!key`, `key=value`, `key==value`, `key!=value`); undefined: one it does not take. */
+const selectorOf = (selector: string | null) => {
+  if (selector === null || selector === "") return []
+  const terms = selector.split(",").map((term) => {
+    const match = /^(!?)([A-Za-z0-9./_-]+)(?:(!=|==|=)(.*))?$/.exec(term.trim())
+    if (match === null) return undefined
+    const [, not, key, op, value] = match
+    return { key: key!, not: not === "!", op, value }
   })
+  return terms.every((t) => t !== undefined) ? terms as Array<NonNullable<(typeof terms)[number]>> : undefined
+}
+
+const matches = (labels: Record<string, string> | undefined, terms: ReturnType<typeof selectorOf>): boolean =>
+  (terms ?? []).every(({ key, not, op, value }) => {
+    const has = labels !== undefined && key in labels
+    if (op === undefined) return not ? !has : has
+    return op === "!=" ? labels?.[key] !== value : labels?.[key] === value
+  })
+
+/** RFC 7386 JSON merge patch: objects merge key by key, null removes, anything else replaces. */
+const mergePatch = (target: unknown, patch: unknown): unknown => {
+  if (typeof patch !== "object" || patch === null || Array.isArray(patch)) return patch
+  const out: Record<string, unknown> = typeof target === "object" && target !== null && !Array.isArray(target) ? { ...target } : {}
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k]
+    else out[k] = mergePatch(out[k], v)
+  }
+  return out
+}
 
 const json = (response: ServerResponse, status: number, body: unknown) => {
   response.writeHead(status, { "content-type": "application/json" })
@@ -97,7 +120,15 @@ export const start = async (options: DoubleOptions = {}): Promise<ApiServerDoubl
   /** Every pod uid this double made (its containers are removed when it closes). */
   const known = new Set<string>()
   let version = 1
-  let oldestKept = 1
+  /** Per kind, the oldest version a watch may start from (older: 410 Gone). */
+  const oldestKept: Record<Kind, number> = { jobs: 1, pods: 1, secrets: 1 }
+  /** At most this many events are kept per kind for watches. */
+  const KEPT_EVENTS = 1000
+  /** The deadline timers of Jobs, by uid. */
+  const deadlines = new Map<string, NodeJS.Timeout>()
+  /** The pods' runs under way (awaited by `close`). */
+  const runs = new Set<Promise<void>>()
+  let closed = false
   const timers = new Set<NodeJS.Timeout>()
   /** Container removals under way (awaited by `close`). */
   const removals = new Set<Promise<void>>()
@@ -110,6 +141,7 @@ export const start = async (options: DoubleOptions = {}): Promise<ApiServerDoubl
   const emit = (kind: Kind, type: WatchEvent["type"], object: AnyObject) => {
     const event = { type, object: structuredClone(object), version: Number(object.metadata?.resourceVersion) }
     history[kind].push(event)
+    if (history[kind].length > KEPT_EVENTS) oldestKept[kind] = history[kind].shift()!.version + 1
     for (const watcher of watchers[kind]) watcher(event)
   }
 
@@ -120,27 +152,38 @@ export const start = async (options: DoubleOptions = {}): Promise<ApiServerDoubl
     emit(kind, type, object)
   }
 
-  const remove = (kind: Kind, namespace: string, name: string): AnyObject | undefined => {
+  /**
+   * Deletes an object; with `cascade`, its dependents too (a Job's pods and the Secrets it owns),
+   * else they are orphaned (their owner reference dropped), as `propagationPolicy: Orphan` does,
+   * the API's default for Jobs.
+   */
+  const remove = (kind: Kind, namespace: string, name: string, cascade = true): AnyObject | undefined => {
     const found = stores[kind].get(key(namespace, name))
     if (found === undefined) return undefined
     stores[kind].delete(key(namespace, name))
     found.metadata!.resourceVersion = String(++version)
     emit(kind, "DELETED", found)
     if (kind === "pods") track(removeContainer(found.metadata!.uid!))
-    if (kind === "jobs") collect(found.metadata!.uid!, namespace)
+    if (kind === "jobs") {
+      clearTimeout(deadlines.get(found.metadata!.uid!))
+      for (const dependent of dependentsOf(found.metadata!.uid!, namespace)) {
+        if (cascade) remove(dependent.kind, namespace, dependent.object.metadata!.name!)
+        else {
+          dependent.object.metadata!.ownerReferences = (dependent.object.metadata!.ownerReferences ?? []).filter((o) => o.uid !== found.metadata!.uid)
+          put(dependent.kind, dependent.object, "MODIFIED")
+        }
+      }
+    }
     return found
   }
 
-  /** Garbage collection: the pods of a deleted Job, and the Secrets it owns. */
-  const collect = (ownerUid: string, namespace: string) => {
-    for (const kind of ["pods", "secrets"] as const) {
-      for (const object of [...stores[kind].values()]) {
-        const owners = object.metadata?.ownerReferences ?? []
-        const owned = owners.some((o) => o.uid === ownerUid) || object.metadata?.labels?.["controller-uid"] === ownerUid
-        if (owned && object.metadata?.namespace === namespace) remove(kind, namespace, object.metadata!.name!)
-      }
-    }
-  }
+  /** The pods and Secrets a Job owns. */
+  const dependentsOf = (ownerUid: string, namespace: string) =>
+    (["pods", "secrets"] as const).flatMap((kind) =>
+      [...stores[kind].values()]
+        .filter((object) => object.metadata?.namespace === namespace && (object.metadata?.ownerReferences ?? []).some((o) => o.uid === ownerUid))
+        .map((object) => ({ kind, object }))
+    )
 
   const containersOf = async (podUid: string) =>
     docker.listContainers({ all: true, filters: { label: [`${CONTAINER_LABEL}=${podUid}`] } })
@@ -151,8 +194,12 @@ export const start = async (options: DoubleOptions = {}): Promise<ApiServerDoubl
     }
   }
 
+  const podExists = (pod: V1Pod) => stores.pods.has(key(pod.metadata!.namespace!, pod.metadata!.name!))
+
   const setPod = (pod: V1Pod, phase: string, detail: { reason?: string; message?: string; exitCode?: number } = {}) => {
-    if (!stores.pods.has(key(pod.metadata!.namespace!, pod.metadata!.name!))) return
+    if (!podExists(pod)) return
+    const waiting = pod.status?.containerStatuses?.[0]?.state?.waiting?.reason
+    if (phase === "Pending" && pod.status?.phase === "Pending" && waiting === detail.reason) return
     pod.status = {
       phase,
       ...(detail.reason === undefined ? {} : { reason: detail.reason }),
@@ -173,7 +220,8 @@ export const start = async (options: DoubleOptions = {}): Promise<ApiServerDoubl
     put("pods", pod, "MODIFIED")
     const job = [...stores.jobs.values()].find((j) => j.metadata?.uid === pod.metadata?.labels?.["controller-uid"]) as V1Job | undefined
     if (job === undefined) return
-    if (phase === "Succeeded" || phase === "Failed") {
+    if ((phase === "Succeeded" || phase === "Failed") && job.status?.conditions === undefined) {
+      clearTimeout(deadlines.get(job.metadata!.uid!))
       job.status = {
         ...(phase === "Succeeded" ? { succeeded: 1 } : { failed: 1 }),
         conditions: [{
@@ -189,8 +237,16 @@ export const start = async (options: DoubleOptions = {}): Promise<ApiServerDoubl
     }
   }
 
+  /** Runs the pod's container, tracked for `close`; a failure of the engine leaves the pod Pending. */
+  const runPod = (pod: V1Pod) => {
+    const running = run(pod).catch((error) => setPod(pod, "Pending", { reason: "CreateContainerError", message: String((error as Error).message) }))
+    runs.add(running)
+    void running.finally(() => runs.delete(running))
+  }
+
   /** The pod's container through Docker, as its spec says. */
-  const run = async (pod: V1Pod, deadlineSeconds: number | undefined) => {
+  const run = async (pod: V1Pod): Promise<void> => {
+    if (closed || !podExists(pod)) return
     const spec = pod.spec!
     const container = spec.containers[0]!
     const namespace = pod.metadata!.namespace!
@@ -202,18 +258,21 @@ export const start = async (options: DoubleOptions = {}): Promise<ApiServerDoubl
         continue
       }
       const secret = stores.secrets.get(key(namespace, ref.name!)) as V1Secret | undefined
-      const value = secret?.stringData?.[ref.key] ??
-        (secret?.data?.[ref.key] === undefined ? undefined : Buffer.from(secret.data[ref.key]!, "base64").toString("utf8"))
+      const value = secret?.data?.[ref.key] === undefined ? undefined : Buffer.from(secret.data[ref.key]!, "base64").toString("utf8")
       if (value === undefined) {
         setPod(pod, "Pending", { reason: "CreateContainerConfigError", message: `secret "${ref.name}" not found` })
         // The kubelet tries again.
-        const retry = setTimeout(() => (timers.delete(retry), void run(pod, deadlineSeconds)), 200)
+        const retry = setTimeout(() => (timers.delete(retry), runPod(pod)), 200)
         timers.add(retry)
         return
       }
       env.push(`${variable.name}=${value}`)
     }
     const security = { ...spec.securityContext, ...container.securityContext }
+    if (security.runAsNonRoot === true && (security.runAsUser === undefined || security.runAsUser === 0)) {
+      setPod(pod, "Pending", { reason: "CreateContainerConfigError", message: "container has runAsNonRoot and image will run as root" })
+      return
+    }
     const tmpfs: Record<string, string> = {}
     for (const mount of container.volumeMounts ?? []) {
       const volume = spec.volumes?.find((v) => v.name === mount.name)
@@ -243,19 +302,24 @@ export const start = async (options: DoubleOptions = {}): Promise<ApiServerDoubl
       setPod(pod, "Pending", { reason: missing ? "ErrImagePull" : "CreateContainerError", message: String((error as Error).message) })
       return
     }
-    if (!stores.pods.has(key(namespace, pod.metadata!.name!))) return void created.remove({ force: true }).catch(() => undefined)
+    // Gone (or the double closed) while the container was made: nothing runs for it.
+    if (closed || !podExists(pod)) return void (await created.remove({ force: true }).catch(() => undefined))
     await created.start()
+    if (closed || !podExists(pod)) return void (await created.remove({ force: true }).catch(() => undefined))
     setPod(pod, "Running")
-    if (deadlineSeconds !== undefined) {
-      const deadline = setTimeout(() => {
-        timers.delete(deadline)
-        void created.kill().catch(() => undefined).then(() => setPod(pod, "Failed", { reason: "DeadlineExceeded", exitCode: 137 }))
-      }, deadlineSeconds * 1000)
-      timers.add(deadline)
-    }
     const exit = await created.wait().catch(() => ({ StatusCode: 137 }))
     const current = stores.pods.get(key(namespace, pod.metadata!.name!)) as V1Pod | undefined
     if (current?.status?.phase === "Running") setPod(pod, exit.StatusCode === 0 ? "Succeeded" : "Failed", { exitCode: exit.StatusCode })
+  }
+
+  /** An exec's exit code, once the engine says it is no longer running. */
+  const exitCodeOf = async (execution: Docker.Exec): Promise<number | null> => {
+    for (let i = 0; i < 100; i++) {
+      const inspected = await execution.inspect()
+      if (!inspected.Running) return inspected.ExitCode
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    return null
   }
 
   /** One exec: a `docker exec` in the pod's container, its streams on the WebSocket's channels. */
@@ -265,9 +329,10 @@ export const start = async (options: DoubleOptions = {}): Promise<ApiServerDoubl
     const early: Array<Buffer> = []
     const keep = (data: Buffer) => early.push(data)
     ws.on("message", keep)
-    const [info] = await containersOf(podUid)
+    ws.on("error", () => undefined)
     const withStdin = url.searchParams.get("stdin") === "true"
     try {
+      const [info] = await containersOf(podUid)
       if (info === undefined) throw new Error("the pod has no container")
       const execution = await docker.getContainer(info.Id).exec({
         Cmd: url.searchParams.getAll("command"),
@@ -276,6 +341,7 @@ export const start = async (options: DoubleOptions = {}): Promise<ApiServerDoubl
         AttachStderr: true
       })
       const stream = await execution.start({ hijack: true, stdin: withStdin })
+      stream.on("error", () => undefined)
       const out = new PassThrough()
       const err = new PassThrough()
       out.on("data", (data: Buffer) => send(1, data))
@@ -299,7 +365,7 @@ export const start = async (options: DoubleOptions = {}): Promise<ApiServerDoubl
         finished = true
         out.end()
         err.end()
-        void drained.then(() => execution.inspect()).then(({ ExitCode }) => {
+        void drained.then(() => exitCodeOf(execution)).then((ExitCode) => {
           const exitCode = ExitCode ?? 1
           const result = exitCode === 0
             ? { status: "Success", metadata: {} }
@@ -338,16 +404,28 @@ export const start = async (options: DoubleOptions = {}): Promise<ApiServerDoubl
       status: { phase: "Pending" }
     }
     put("pods", pod, "ADDED")
-    void run(pod, job.spec?.activeDeadlineSeconds)
+    runPod(pod)
+    // Past its deadline (from its start) the Job fails and its pods are deleted.
+    const seconds = job.spec?.activeDeadlineSeconds
+    if (seconds !== undefined) {
+      deadlines.set(uid, setTimeout(() => {
+        deadlines.delete(uid)
+        if (!stores.jobs.has(key(namespace, job.metadata!.name!)) || job.status?.conditions !== undefined) return
+        job.status = { failed: 1, conditions: [{ type: "Failed", status: "True", reason: "DeadlineExceeded" }] }
+        put("jobs", job, "MODIFIED")
+        for (const dependent of dependentsOf(uid, namespace)) if (dependent.kind === "pods") remove("pods", namespace, dependent.object.metadata!.name!)
+      }, seconds * 1000))
+    }
     return job
   }
 
   const watch = (kind: Kind, request: IncomingMessage, response: ServerResponse, url: URL, namespace: string) => {
     const from = Number(url.searchParams.get("resourceVersion") ?? "0")
-    const selector = url.searchParams.get("labelSelector")
+    const selector = selectorOf(url.searchParams.get("labelSelector"))
+    if (selector === undefined) return json(response, 400, status(400, "BadRequest", "unable to parse the label selector"))
     response.writeHead(200, { "content-type": "application/json" })
-    if (from > 0 && from < oldestKept) {
-      response.end(`${JSON.stringify({ type: "ERROR", object: status(410, "Expired", `too old resource version: ${from} (${oldestKept})`) })}\n`)
+    if (from > 0 && from < oldestKept[kind]) {
+      response.end(`${JSON.stringify({ type: "ERROR", object: status(410, "Expired", `too old resource version: ${from} (${oldestKept[kind]})`) })}\n`)
       return
     }
     response.flushHeaders()
@@ -355,7 +433,12 @@ export const start = async (options: DoubleOptions = {}): Promise<ApiServerDoubl
       if (event.object.metadata?.namespace !== namespace || !matches(event.object.metadata?.labels, selector)) return
       response.write(`${JSON.stringify({ type: event.type, object: event.object })}\n`)
     }
-    if (from > 0) for (const event of history[kind]) if (event.version > from) send(event)
+    if (from > 0) {
+      for (const event of history[kind]) if (event.version > from) send(event)
+    } else {
+      // Without a version: the objects there now first, as ADDED.
+      for (const object of stores[kind].values()) send({ type: "ADDED", object, version })
+    }
     watchers[kind].add(send)
     request.on("close", () => watchers[kind].delete(send))
   }
@@ -368,7 +451,8 @@ export const start = async (options: DoubleOptions = {}): Promise<ApiServerDoubl
     const method = request.method ?? "GET"
     if (name === undefined && method === "GET") {
       if (url.searchParams.get("watch") === "true") return watch(kind, request, response, url, namespace)
-      const selector = url.searchParams.get("labelSelector")
+      const selector = selectorOf(url.searchParams.get("labelSelector"))
+      if (selector === undefined) return json(response, 400, status(400, "BadRequest", "unable to parse the label selector"))
       const items = [...stores[kind].values()].filter((o) => o.metadata?.namespace === namespace && matches(o.metadata?.labels, selector))
       return json(response, 200, { kind: "List", apiVersion: "v1", metadata: { resourceVersion: String(version) }, items })
     }
@@ -380,18 +464,31 @@ export const start = async (options: DoubleOptions = {}): Promise<ApiServerDoubl
       if (kind === "jobs") return json(response, 201, createJob(namespace, body as V1Job))
       if (kind === "pods") return json(response, 405, status(405, "MethodNotAllowed", "the double makes pods for Jobs only"))
       body.metadata = { ...body.metadata, namespace, uid: randomUUID(), creationTimestamp: new Date() }
+      if (kind === "secrets") {
+        // As the API server stores it: stringData folded into data (base64).
+        const secret = body as V1Secret
+        secret.data = { ...secret.data, ...Object.fromEntries(Object.entries(secret.stringData ?? {}).map(([k, v]) => [k, Buffer.from(v).toString("base64")])) }
+        delete secret.stringData
+      }
       put(kind, body, "ADDED")
       return json(response, 201, body)
     }
     const found = name === undefined ? undefined : stores[kind].get(key(namespace, name))
     if (found === undefined) return json(response, 404, status(404, "NotFound", `${kind} "${name}" not found`))
     if (method === "GET") return json(response, 200, found)
-    if (method === "DELETE") return json(response, 200, remove(kind, namespace, name!))
+    if (method === "DELETE") {
+      const options = (await readBody(request)) as { propagationPolicy?: string } | undefined
+      const policy = url.searchParams.get("propagationPolicy") ?? options?.propagationPolicy ?? (kind === "jobs" ? "Orphan" : "Background")
+      return json(response, 200, remove(kind, namespace, name!, policy !== "Orphan"))
+    }
     if (method === "PATCH") {
-      const patch = (await readBody(request)) as Partial<AnyObject>
-      found.metadata = { ...found.metadata, ...patch.metadata }
-      put(kind, found, "MODIFIED")
-      return json(response, 200, found)
+      const type = (request.headers["content-type"] ?? "").split(";")[0]!.trim()
+      if (type !== "application/merge-patch+json" && type !== "application/strategic-merge-patch+json") {
+        return json(response, 415, status(415, "UnsupportedMediaType", `the double takes merge patches, not ${type}`))
+      }
+      const patched = mergePatch(found, await readBody(request)) as AnyObject
+      put(kind, patched, "MODIFIED")
+      return json(response, 200, patched)
     }
     return json(response, 405, status(405, "MethodNotAllowed", `${method} is not served by the double`))
   }
@@ -411,7 +508,7 @@ export const start = async (options: DoubleOptions = {}): Promise<ApiServerDoubl
       socket.end("HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
       return
     }
-    sockets.handleUpgrade(request, socket, head, (ws) => void exec(ws, pod.metadata!.uid!, url))
+    sockets.handleUpgrade(request, socket, head, (ws) => void exec(ws, pod.metadata!.uid!, url).catch(() => ws.terminate()))
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
@@ -425,17 +522,21 @@ export const start = async (options: DoubleOptions = {}): Promise<ApiServerDoubl
     }),
     list: (kind, namespace) => [...stores[kind].values()].filter((o) => o.metadata?.namespace === namespace),
     compact: () => {
-      oldestKept = version + 1
-      for (const kind of ["jobs", "pods", "secrets"] as const) history[kind].length = 0
+      for (const kind of ["jobs", "pods", "secrets"] as const) {
+        oldestKept[kind] = version + 1
+        history[kind].length = 0
+      }
     },
     close: async () => {
-      for (const timer of timers) clearTimeout(timer)
+      closed = true
+      for (const timer of [...timers, ...deadlines.values()]) clearTimeout(timer)
       for (const client of sockets.clients) client.terminate()
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
+      // Every container of its pods goes (which ends their runs), then those still being made.
       for (const pod of stores.pods.values()) track(removeContainer(pod.metadata!.uid!))
       await Promise.all([...removals])
-      // A container still being created when its pod went: by the label of the double.
+      await Promise.all([...runs])
       for (const info of await docker.listContainers({ all: true, filters: { label: [CONTAINER_LABEL] } }).catch(() => [])) {
         if (!known.has(info.Labels[CONTAINER_LABEL] ?? "")) continue
         await docker.getContainer(info.Id).remove({ force: true }).catch(() => undefined)

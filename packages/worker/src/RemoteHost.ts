@@ -21,6 +21,7 @@
 import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { type ExecutionEvent, ExecutionHost, ExecutionPlan, type Ids, RepoSource, Storage, Worker } from "@agent-runs/core"
 import { Api, Security } from "@agent-runs/api"
+import { MAX_AGENT_STATE_BYTES } from "@agent-runs/core/engine/CliAgent"
 import { Duration, Effect, Either, Encoding, Layer, Option, Redacted, Schedule, Stream } from "effect"
 
 /** Where the server is and who this worker is. */
@@ -229,7 +230,8 @@ export const layer = (connection: Connection): Layer.Layer<ExecutionHost.Executi
                 "agent state",
                 api.workerReadAgentState({ headers, path: { workerId, runId }, payload: new Worker.ReadAgentStateRequest({ execution_id, offset }) })
               )
-              if (answer.state === null) return Option.none()
+              // None kept, or more than an agent's session files may be: none to resume from.
+              if (answer.state === null || answer.state.total_bytes > MAX_AGENT_STATE_BYTES) return Option.none()
               const bytes = Encoding.decodeBase64(answer.state.data_base64)
               // A server that sends nothing more before the end, or what is not base64: none to resume from.
               if (Either.isLeft(bytes) || (bytes.right.length === 0 && offset < answer.state.total_bytes)) return Option.none()

@@ -163,7 +163,8 @@ export const run = (options: WorkerOptions) =>
           leaseMs: settings.lease_seconds * 1000,
           // The server's output limit (it refuses transcript bytes past it), and its runtime ceiling.
           ...(settings.max_output_bytes === undefined ? {} : { maxOutputBytes: settings.max_output_bytes }),
-          ...(settings.max_runtime_seconds === undefined ? {} : { maxRuntimeSeconds: settings.max_runtime_seconds })
+          // None from a server older than the setting: no limit (it would not know the error code).
+          maxRuntimeSeconds: settings.max_runtime_seconds
         })
       )
     )

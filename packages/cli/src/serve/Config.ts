@@ -224,7 +224,10 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
   workerWaitSeconds: positive("AGENT_RUNS_WORKER_WAIT_SECONDS", 600),
   cancelGraceSeconds: positive("AGENT_RUNS_CANCEL_GRACE_SECONDS", 5),
   maxOutputBytes: positive("AGENT_RUNS_MAX_OUTPUT_BYTES", 50 * 1024 * 1024),
-  maxRuntimeSeconds: positive("AGENT_RUNS_MAX_RUNTIME_SECONDS", 24 * 60 * 60),
+  maxRuntimeSeconds: Config.integer("AGENT_RUNS_MAX_RUNTIME_SECONDS").pipe(
+    Config.validate({ message: "must be a whole number of seconds from 1 to 604800 (seven days)", validation: (n) => n >= 1 && n <= 604_800 }),
+    Config.withDefault(24 * 60 * 60)
+  ),
   dockerImage: Config.nonEmptyString("AGENT_RUNS_DOCKER_IMAGE").pipe(Config.withDefault("agent-runs-agent:latest")),
   dockerNetwork: Config.literal("none", "host")("AGENT_RUNS_DOCKER_NETWORK").pipe(Config.withDefault("none" as const)),
   processIsolation: Config.literal("auto", "uid", "none")("AGENT_RUNS_PROCESS_ISOLATION").pipe(

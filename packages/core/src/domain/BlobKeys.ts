@@ -10,12 +10,8 @@ export const transcriptKey = (runId: string): string => `transcripts/${runId}.js
 /** The session files of a run's agent CLI (a gzipped tar of its home's session paths), for its next execution. */
 export const agentStateKey = (runId: string): string => `agent-state/${runId}.tar.gz`
 
-/**
- * The session files a self-hosted worker's execution is sending in parts (`total` bytes in all),
- * until the last part moves them to `agentStateKey`.
- */
-export const agentStateUploadKey = (runId: string, executionId: string, total: number): string =>
-  `agent-state/${runId}.${executionId}.${total}.part`
+/** The session files a self-hosted worker's execution is sending in parts, until the last part moves them to `agentStateKey`. */
+export const agentStateUploadKey = (runId: string, executionId: string): string => `agent-state/${runId}.${executionId}.part`
 
 /** Where a delivery's raw body is kept for the runs it starts. */
 export const eventPayloadKey = (deliveryId: string): string => `webhook-payloads/${deliveryId}.json`

@@ -8,6 +8,7 @@
  * - It counts the agent's time in each execution, from its start (the run INPROGRESS) to its end:
  *   the setup has its own limit, and a debug window after a failed setup is not the agent's time.
  *   A follow-up that continues an ended run starts a new execution with the whole limit again.
+ * - A live follow-up does not extend it: the execution's time goes on.
  * - A value over the ceiling is not refused (a schedule made before the ceiling was lowered must go
  *   on starting runs): the ceiling applies.
  */
@@ -25,9 +26,16 @@ export const MaxRuntimeSeconds = Schema.Int.pipe(Schema.between(1, MAX_RUNTIME_S
   description: "how long the run's agent may run in each execution, in seconds (1 to 604800); the server's ceiling applies"
 })
 
-/** The limit of an execution, in milliseconds: what the run (or its environment) asks, within the ceiling. */
+/**
+ * The limit of an execution, in milliseconds: what the run (or its environment) asks, within the
+ * ceiling, and never more than seven days (a timer of more than about 24.8 days would never fire).
+ */
 export const effectiveMaxRuntimeMs = (asked: number | null, ceilingSeconds: number): number =>
-  Math.min(asked ?? ceilingSeconds, ceilingSeconds) * 1000
+  Math.max(1, Math.min(asked ?? ceilingSeconds, ceilingSeconds, MAX_RUNTIME_SECONDS_LIMIT)) * 1000
+
+/** A ceiling as the worker protocol carries it: a whole number of seconds, 1 to seven days. */
+export const wireCeiling = (ceilingSeconds: number): number =>
+  Math.max(1, Math.min(Math.round(ceilingSeconds), MAX_RUNTIME_SECONDS_LIMIT))
 
 /** The run's status message when its agent ran past its limit. */
 export const maxRuntimeMessage = (limitMs: number): string =>

@@ -4,11 +4,14 @@
  * only by the execution holding the run. The server's own executions keep and read them whole; a
  * self-hosted worker's go both ways in parts of at most `AGENT_STATE_PART_BYTES` (the protocol's
  * body limit), so neither side holds more than a part per request:
- * - Sending: each part is written at its offset to a blob of the execution and of the declared
- *   total (`agentStateUploadKey`), only after the bytes before it (a part ahead of a missing one
- *   is refused), so a part sent again is a no-op; the part that completes it moves the whole into
- *   place. A last part sent again after that answers `saved` (the kept blob has its size).
- * - Reading: a part of the kept blob from an offset, with its size.
+ * - Sending: each part is written at its offset to one blob of the execution
+ *   (`agentStateUploadKey`), after a header of 8 bytes holding the declared total, and only after
+ *   the bytes before it (a part ahead of a missing one is refused), so a part sent again is a
+ *   no-op; a part declaring another total than the first is refused and the upload dropped. The
+ *   part that completes it moves the whole into place. A last part sent again after that answers
+ *   `saved` when the kept blob has its size and its bytes there.
+ * - Reading: a part of the kept blob from an offset, with its size; only the part is held, and
+ *   the blob is read no further than it.
  */
 import { Effect, Option, Stream } from "effect"
 import { agentStateKey, agentStateUploadKey } from "../domain/BlobKeys.js"
@@ -34,19 +37,33 @@ export const save = (blobs: BlobStore["Type"], runId: RunId, state: Uint8Array) 
 
 /** At most `AGENT_STATE_PART_BYTES` of the kept session files from `offset`, and their size; none when none are kept. */
 export const readPart = (blobs: BlobStore["Type"], runId: RunId, offset: number) =>
+  Effect.map(sliceOf(blobs, agentStateKey(runId), offset, AGENT_STATE_PART_BYTES), Option.map(({ bytes, size }) => ({ bytes, total: size })))
+
+/** `length` bytes of a blob from `offset` (fewer at its end) and its size, reading no further than them; none without the blob. */
+const sliceOf = (blobs: BlobStore["Type"], key: string, offset: number, length: number) =>
   Effect.gen(function*() {
-    const found = yield* blobs.read(agentStateKey(runId))
-    if (Option.isNone(found)) return Option.none<{ readonly bytes: Uint8Array; readonly total: number }>()
-    const end = offset + AGENT_STATE_PART_BYTES
-    // Only the part is kept in memory: the chunks before it are skipped, the stream stops after it.
-    const { parts, total } = yield* Stream.runFold(found.value, { at: 0, parts: [] as Array<Uint8Array>, total: 0 }, (acc, chunk) => {
+    const found = yield* blobs.read(key)
+    if (Option.isNone(found)) return Option.none<{ readonly bytes: Uint8Array; readonly size: number }>()
+    const end = offset + length
+    const { parts } = yield* Stream.runFoldWhile(found.value, { at: 0, parts: [] as Array<Uint8Array> }, (acc) => acc.at < end, (acc, chunk) => {
       const from = Math.max(offset - acc.at, 0)
       const to = Math.min(end - acc.at, chunk.length)
       if (from < to) acc.parts.push(chunk.subarray(from, to))
-      return { at: acc.at + chunk.length, parts: acc.parts, total: acc.at + chunk.length }
+      return { at: acc.at + chunk.length, parts: acc.parts }
     })
-    return Option.some({ bytes: concatBytes(parts), total })
+    return Option.some({ bytes: concatBytes(parts), size: yield* blobs.size(key) })
   })
+
+/** The 8 bytes before an upload's parts: the total it declared. */
+const HEADER = 8
+
+const header = (total: number) => {
+  const bytes = new Uint8Array(HEADER)
+  new DataView(bytes.buffer).setBigUint64(0, BigInt(total))
+  return bytes
+}
+
+const sameBytes = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((byte, i) => byte === b[i])
 
 /**
  * Writes a part of an execution's session files (`total` bytes in all) at `offset`, and keeps
@@ -73,22 +90,36 @@ export const savePart = (
       })
     }
     if (part.offset + part.bytes.length > part.total) return yield* InvalidRequest.forField("data_base64", "goes past total_bytes")
-    const upload = agentStateUploadKey(runId, executionId, part.total)
-    const before = yield* blobs.size(upload)
+    const upload = agentStateUploadKey(runId, executionId)
+    const stored = yield* blobs.size(upload)
     const complete = part.offset + part.bytes.length === part.total
-    // The last part again, after it moved the whole into place (its answer was lost).
-    if (before === 0 && part.offset > 0 && complete && (yield* blobs.size(agentStateKey(runId))) === part.total) {
-      return { received: part.total, saved: true }
+    if (stored === 0 && part.offset > 0) {
+      // The last part again, after it moved the whole into place (its answer was lost).
+      const kept = yield* sliceOf(blobs, agentStateKey(runId), part.offset, part.bytes.length)
+      if (complete && Option.exists(kept, (k) => k.size === part.total && sameBytes(k.bytes, part.bytes))) {
+        return { received: part.total, saved: true }
+      }
+      return yield* InvalidRequest.forField("offset", "the server has none of these session files; send the part at offset 0")
     }
+    if (stored === 0) yield* blobs.appendAt(upload, 0, header(part.total))
+    else {
+      const declared = yield* sliceOf(blobs, upload, 0, HEADER)
+      const total = Option.map(declared, (d) => Number(new DataView(d.bytes.buffer, d.bytes.byteOffset, HEADER).getBigUint64(0)))
+      if (!Option.contains(total, part.total)) {
+        yield* blobs.remove(upload)
+        return yield* InvalidRequest.forField("total_bytes", "differs from the upload's first part; send the session files again from offset 0")
+      }
+    }
+    const before = Math.max(stored - HEADER, 0)
     if (part.offset > before) {
       return yield* InvalidRequest.forField("offset", `the server has ${before} bytes of these session files; send the part at offset ${before}`)
     }
-    const received = yield* blobs.appendAt(upload, part.offset, part.bytes)
+    const received = (yield* blobs.appendAt(upload, HEADER + part.offset, part.bytes)) - HEADER
     if (received < part.total) return { received, saved: false }
     const whole = yield* readWhole(blobs, upload)
     // Another request with the same last part moved it into place meanwhile.
     if (Option.isNone(whole)) return { received: part.total, saved: true }
-    yield* save(blobs, runId, whole.value)
+    yield* save(blobs, runId, whole.value.subarray(HEADER))
     yield* blobs.remove(upload)
     return { received, saved: true }
   })

@@ -40,7 +40,7 @@ import type { ExecutionPlan } from "./ExecutionPlan.js"
 import { Health, outage } from "./Health.js"
 import { publishPullRequests } from "./PullRequests.js"
 import { DispatcherConfig } from "./Settings.js"
-import { DEFAULT_MAX_RUNTIME_SECONDS, effectiveMaxRuntimeMs, maxRuntimeMessage } from "../domain/MaxRuntime.js"
+import { effectiveMaxRuntimeMs, maxRuntimeMessage } from "../domain/MaxRuntime.js"
 
 /** An execution under way: its plan, and how it records what happens. */
 interface Running {
@@ -144,7 +144,7 @@ export const make = Effect.gen(function*() {
       // The agent works while its start is recorded; if the run moved on meanwhile (a cancel), the
       // execution ends and its scope stops the agent.
       yield* record([...running.firstEvents, { _tag: "EnvironmentSetupSucceeded" }, { _tag: "Start" }])
-      return { agent, state }
+      return { agent, state, startedAt }
     })
 
   /**
@@ -173,17 +173,27 @@ export const make = Effect.gen(function*() {
 
   /**
    * Stops the agent once it ran for the run's maximum runtime (MaxRuntime.ts, within the host's
-   * ceiling): `stopped` is then set, and the run ends FAILED `max_runtime_exceeded`.
+   * ceiling), counted from its launch: `stopped` is then set, and the run ends FAILED
+   * `max_runtime_exceeded`. An agent that exited first is left alone. A host without a ceiling
+   * (a worker of a server older than the setting) sets no limit.
    */
-  const overtime = (plan: ExecutionPlan, agent: AgentProcess) =>
+  const overtime = (plan: ExecutionPlan, agent: AgentProcess, startedAt: number) =>
     Effect.gen(function*() {
-      const ceiling = settings.maxRuntimeSeconds ?? DEFAULT_MAX_RUNTIME_SECONDS
-      const limitMs = effectiveMaxRuntimeMs(plan.max_runtime_seconds, ceiling)
       const stopped = yield* Ref.make(false)
-      const timer = yield* Effect.sleep(Duration.millis(limitMs)).pipe(
-        Effect.zipRight(Ref.set(stopped, true)),
-        Effect.zipRight(Effect.logWarning(`execution: run ${plan.run_id} passed its maximum runtime (${limitMs / 1000} s); stopping its agent`)),
-        Effect.zipRight(session.stopAgent(agent)),
+      const ceiling = settings.maxRuntimeSeconds
+      const limitMs = ceiling === undefined ? Number.POSITIVE_INFINITY : effectiveMaxRuntimeMs(plan.max_runtime_seconds, ceiling)
+      const elapsed = (yield* Clock.currentTimeMillis) - startedAt
+      const overran = Effect.sleep(Duration.millis(Math.max(0, limitMs - elapsed))).pipe(Effect.as(true))
+      const exited = agent.exitCode.pipe(Effect.as(false), Effect.orElseSucceed(() => false))
+      const timer = yield* (Number.isFinite(limitMs) ? Effect.raceFirst(overran, exited) : Effect.never).pipe(
+        Effect.flatMap((late) =>
+          late
+            ? Ref.set(stopped, true).pipe(
+              Effect.zipRight(Effect.logWarning(`execution: run ${plan.run_id} passed its maximum runtime (${limitMs / 1000} s); stopping its agent`)),
+              Effect.zipRight(session.stopAgent(agent))
+            )
+            : Effect.void
+        ),
         Effect.forkScoped
       )
       return { limitMs, stopped, timer }
@@ -225,13 +235,13 @@ export const make = Effect.gen(function*() {
   const outcomeOf = (running: Running, launch: AgentLaunch.AgentLaunch, sandbox: Sandbox, lost: Deferred.Deferred<void>) =>
     Effect.gen(function*() {
       const { holding, plan } = running
-      const { agent, state } = yield* startAgent(running, launch, sandbox)
+      const { agent, startedAt, state } = yield* startAgent(running, launch, sandbox)
       const out = AgentSession.output(state, host.output(plan.run_id, plan.execution_id), plan.transcript_bytes, {
         send: (report) => host.report(plan.run_id, plan.execution_id, report),
         usage: plan.usage
       })
       const violated = yield* Deferred.make<void>()
-      const overran = yield* overtime(plan, agent)
+      const overran = yield* overtime(plan, agent, startedAt)
       const pumping = yield* session.pump(agent, out, violated, holding, launch.parse).pipe(Effect.forkScoped)
       const flushing = yield* session.flush(out).pipe(Effect.repeat(Schedule.spaced(Duration.millis(settings.flushMs))), Effect.forkScoped)
       const stopped = yield* Ref.make(false)
@@ -253,7 +263,8 @@ export const make = Effect.gen(function*() {
       endUserMessages(state, yield* Clock.currentTimeMillis)
       const unsent = yield* session.flushLast(out, holding)
       if (yield* Ref.get(stopped)) return Option.none<Ended>()
-      const limited = yield* Ref.get(overran.stopped)
+      // Stopped for its output first: that is the reason given.
+      const limited = (yield* Ref.get(overran.stopped)) && state.violation === undefined
       const told: AgentOutcome = limited
         ? { _tag: "Failed", error_code: "max_runtime_exceeded", message: maxRuntimeMessage(overran.limitMs) }
         : launch.outcome(state, exitCode)

@@ -47,7 +47,7 @@ import type { ExecutionEvent, Report } from "../domain/ExecutionEvent.js"
 import { Lost } from "../engine/ExecutionHost.js"
 import { RunExecutions } from "../engine/RunExecutions.js"
 import { DEFAULT_MAX_OUTPUT_BYTES } from "../engine/Settings.js"
-import { DEFAULT_MAX_RUNTIME_SECONDS } from "../domain/MaxRuntime.js"
+import { DEFAULT_MAX_RUNTIME_SECONDS, wireCeiling } from "../domain/MaxRuntime.js"
 import { Conflict, NotAuthorized, OperationNotSupported, PayloadTooLarge, ResourceNotFound } from "../domain/Errors.js"
 import { Ids } from "../domain/Ids.js"
 import type { ExecutionId, RunId } from "../domain/Ids.js"
@@ -213,7 +213,7 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
         stale_after_seconds: settings.staleAfterMs / 1000,
         lease_seconds: settings.leaseMs / 1000,
         max_output_bytes: settings.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
-        max_runtime_seconds: settings.maxRuntimeSeconds ?? DEFAULT_MAX_RUNTIME_SECONDS
+        max_runtime_seconds: wireCeiling(settings.maxRuntimeSeconds ?? DEFAULT_MAX_RUNTIME_SECONDS)
       })
     }, storageUnavailable)
 
