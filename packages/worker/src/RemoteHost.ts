@@ -22,6 +22,7 @@ import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@
 import { type ExecutionEvent, ExecutionHost, ExecutionPlan, type Ids, RepoSource, Storage, Worker } from "@agent-runs/core"
 import { Api, Security } from "@agent-runs/api"
 import { MAX_AGENT_STATE_BYTES } from "@agent-runs/core/engine/CliAgent"
+import * as WorkerSecrets from "@agent-runs/core/engine/WorkerSecrets"
 import { Duration, Effect, Either, Encoding, Layer, Option, Redacted, Schedule, Stream } from "effect"
 
 /** Where the server is and who this worker is. */
@@ -90,20 +91,6 @@ export const retryTransient = (forMs: number) => <A, E, R>(effect: Effect.Effect
     )
   })
 
-/** Either side of a secret the claim hands over. */
-const given = <A>(wire: { readonly value: A } | { readonly failure: string }): Either.Either<A, string> =>
-  "failure" in wire ? Either.left(wire.failure) : Either.right(wire.value)
-
-/** Where an execution's team secrets come from: the claim (the server read them for this worker), else nowhere. */
-const secretsOf = (secrets: Worker.WorkerSecrets | undefined): ExecutionPlan.SecretSource =>
-  secrets === undefined
-    ? ExecutionPlan.noSecrets
-    : ExecutionPlan.secretsGiven({
-      agentAuth: given(secrets.agent_auth),
-      // As the server resolved them from the run's checked configurations.
-      mcpServers: given(secrets.mcp_servers) as Either.Either<ExecutionPlan.McpServers, string>
-    })
-
 /** Session files in the parts the protocol takes. */
 const partsOf = (state: Uint8Array) =>
   Array.from({ length: Math.ceil(state.length / Worker.AGENT_STATE_PART_BYTES) }, (_, i) => {
@@ -151,7 +138,7 @@ export const layer = (connection: Connection): Layer.Layer<ExecutionHost.Executi
             const bytes = Encoding.decodeBase64(a.data_base64)
             return bytes._tag === "Right" ? [{ name: a.name, media_type: a.media_type, bytes: bytes.right }] : []
           })
-          const sources = { repos, secrets: secretsOf(c.secrets), debugWindows: false }
+          const sources = { repos, secrets: WorkerSecrets.fromClaim(c.secrets), debugWindows: false }
           return Option.some(yield* ExecutionPlan.planOf({ ...c, attachments }, sources))
         })
 

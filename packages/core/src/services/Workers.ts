@@ -39,7 +39,7 @@
  * - Transcript appends carry their offset in the run's transcript (the claim answers where it
  *   ends), and bytes already there are not written again: a retry after a lost answer is a no-op.
  */
-import { Clock, Context, DateTime, Duration, Effect, Either, Encoding, Option } from "effect"
+import { Clock, Context, DateTime, Duration, Effect, Encoding, Option } from "effect"
 import { shaperOf, type Viewer } from "../domain/Access.js"
 import { type Artifact, MAX_ARTIFACTS_PER_RUN } from "../domain/Artifact.js"
 import type { ConversationPart } from "../domain/ConversationLog.js"
@@ -57,7 +57,7 @@ import { SecretStore } from "../ports/SecretStore.js"
 import { BlobStore } from "../ports/BlobStore.js"
 import * as AgentStates from "../engine/AgentStates.js"
 import { resolveForWorker } from "../engine/SecretReads.js"
-import type { GivenSecrets } from "../engine/ExecutionPlan.js"
+import * as WorkerSecrets from "../engine/WorkerSecrets.js"
 import { RunStore } from "../ports/RunStore.js"
 import type { StoredRun } from "../ports/RunStore.js"
 import { WorkerStore } from "../ports/WorkerStore.js"
@@ -74,7 +74,7 @@ import {
   RenewLeaseResponse,
   WORKER_PROTOCOL
 } from "../domain/Worker.js"
-import type { HeartbeatRequest, WorkerSecrets } from "../domain/Worker.js"
+import type { HeartbeatRequest } from "../domain/Worker.js"
 
 /** The server's settings for workers. */
 export interface WorkerSettings {
@@ -106,12 +106,6 @@ export interface WorkerRef {
   readonly team_uid: Viewer["team_uid"]
   readonly worker_id: string
 }
-
-/** The secrets of a worker's claim as the protocol carries them. */
-const wireSecrets = (secrets: GivenSecrets): WorkerSecrets => ({
-  agent_auth: Either.match(secrets.agentAuth, { onLeft: (failure) => ({ failure }), onRight: (value) => ({ value }) }),
-  mcp_servers: Either.match(secrets.mcpServers, { onLeft: (failure) => ({ failure }), onRight: (value) => ({ value }) })
-})
 
 /** A worker claims only while its latest heartbeat is at most this many intervals old. */
 const FRESH_HEARTBEATS = 2
@@ -306,7 +300,7 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
             attachments: c.attachments.map((a) => ({ name: a.name, media_type: a.media_type, data_base64: Encoding.encodeBase64(a.bytes) })),
             history: c.history,
             transcript_bytes: c.transcript_bytes,
-            ...(secrets === undefined ? {} : { secrets: wireSecrets(secrets) })
+            ...(secrets === undefined ? {} : { secrets: WorkerSecrets.toClaim(secrets) })
           }
         })
       },
