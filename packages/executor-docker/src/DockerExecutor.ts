@@ -18,13 +18,14 @@
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
 import type { Duplex } from "node:stream"
-import { type Cloned, cloneRepository, MirrorCache, publishRepository } from "@agent-runs/git"
+import { type Cloned, isSafeSegment, MirrorCache, publishRepository, stageWorkspace } from "@agent-runs/git"
 import type { ExecutionId, RunId } from "@agent-runs/core/domain/Ids"
+import { OutputTail } from "@agent-runs/core/internal/OutputTail"
 import type { AgentProcess, Sandbox, SandboxAttachment, SandboxRepository, SandboxSpec } from "@agent-runs/core/ports/Executor"
 import { Executor, ExecutorError, PublishFailed, SetupFailed } from "@agent-runs/core/ports/Executor"
 import type Docker from "dockerode"
 import { Clock, Deferred, Duration, Effect, Fiber, Layer, Mailbox, Option, Stream } from "effect"
-import { Demultiplexer, Tail } from "./internal/Demux.js"
+import { Demultiplexer } from "./internal/Demux.js"
 import { chownTree, readSmallFile } from "./internal/HostFiles.js"
 import { ensureNosuidNodev, unmountAll } from "./internal/HostMounts.js"
 
@@ -117,11 +118,6 @@ interface Marker {
   readonly attachments: ReadonlyArray<SandboxAttachment>
 }
 
-const segment = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/
-const isSafeSegment = (name: string): boolean => segment.test(name) && name.length <= 255 && !name.includes("..")
-const isSafeFileName = (name: string): boolean =>
-  name.length > 0 && name.length <= 255 && name !== "." && name !== ".." && !/[/\\\0]/.test(name)
-
 const errorCode = (cause: unknown): string | undefined =>
   typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string" ? cause.code : undefined
 const statusCode = (cause: unknown): number | undefined =>
@@ -187,7 +183,7 @@ export const make = (config: DockerExecutorConfig) =>
           container.exec({ Cmd: [...cmd], User: userSpec, AttachStdout: true, AttachStderr: true, WorkingDir: containerWorkdir })
         )
         const stream = yield* call("start an exec", () => exec.start({ Detach: false }))
-        const tail = new Tail(outputTailBytes)
+        const tail = new OutputTail(outputTailBytes)
         yield* Effect.async<void, ExecutorError>((resume) => {
           const demux = new Demultiplexer()
           stream.on("data", (chunk: Buffer) => {
@@ -319,7 +315,7 @@ export const make = (config: DockerExecutorConfig) =>
         const stdout = yield* Mailbox.make<Uint8Array, ExecutorError>({ capacity: 16 })
         const ended = yield* Deferred.make<void>()
         const demux = new Demultiplexer()
-        const stderrTail = new Tail(outputTailBytes)
+        const stderrTail = new OutputTail(outputTailBytes)
         yield* Stream.fromAsyncIterable(socket as AsyncIterable<Buffer>, (cause) => engineError("read the agent's output", cause)).pipe(
           Stream.runForEach((chunk) =>
             Effect.forEach(demux.push(chunk), (piece) => {
@@ -514,40 +510,17 @@ export const make = (config: DockerExecutorConfig) =>
         }
 
         // Host side: the clones and the attachments; what went wrong, if anything.
-        const hostSteps = Effect.gen(function*() {
-          for (const { owner, ref, remote, repo } of spec.repos) {
-            if (!isSafeSegment(owner) || !isSafeSegment(repo)) return `repository ${owner}/${repo} is not a valid repository name`
-            if (!isSafeSegment(spec.team_uid)) return `team ${spec.team_uid} cannot name a directory`
-            // The run's team's repository: a team uses only its own.
-            const local = Path.join(reposDir, spec.team_uid, owner, repo)
-            if (remote === undefined && !(yield* Effect.promise(() => Fs.stat(local).then((stat) => stat.isDirectory(), () => false)))) {
-              return `repository ${owner}/${repo} not found`
-            }
-            const cloned = yield* Effect.either(cloneRepository({
-              mirrors,
-              team: spec.team_uid,
-              name: `${owner}/${repo}`,
-              remote,
-              local,
-              target: Path.join(workdir, repo),
-              timeoutMs: cloneTimeoutMs,
-              prefer: remote?.branch,
-              ref
-            }))
-            if (cloned._tag === "Left") return cloned.left.message
-            started.set(repo, cloned.right)
-          }
-          const attachmentsDir = Path.join(workdir, "attachments")
-          yield* Effect.promise(() => Fs.mkdir(attachmentsDir, { recursive: true }))
-          for (const attachment of spec.attachments) {
-            if (!isSafeFileName(attachment.name)) {
-              return `attachment name ${JSON.stringify(attachment.name)} is not a plain file name`
-            }
-            yield* Effect.promise(() => Fs.writeFile(Path.join(attachmentsDir, attachment.name), attachment.bytes))
-          }
-          return undefined
+        const staged = yield* stageWorkspace({
+          mirrors,
+          reposDir,
+          team: spec.team_uid,
+          repos: spec.repos,
+          attachments: spec.attachments,
+          dir: workdir,
+          timeoutMs: cloneTimeoutMs
         })
-        const failure = yield* hostSteps
+        for (const [repo, cloned] of staged.started) started.set(repo, cloned)
+        const failure = staged.failure
         // Everything the host put there (the clones, the attachments, the marker) goes to the
         // sandbox's user before anything of the sandbox's own runs (a debug agent too, after a
         // failed step).

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { Demultiplexer, Tail } from "../src/internal/Demux.js"
+import { Demultiplexer } from "../src/internal/Demux.js"
 
 const frame = (stream: number, payload: Uint8Array): Buffer => {
   const header = Buffer.alloc(8)
@@ -27,13 +27,5 @@ describe("Demultiplexer", () => {
     const expected = (stream: number) => Buffer.concat(frames.filter(([s]) => s === stream).map(([, p]) => p))
     expect(Buffer.concat(out).equals(expected(1))).toBe(true)
     expect(Buffer.concat(err).equals(expected(2))).toBe(true)
-  })
-})
-
-describe("Tail", () => {
-  it("keeps the last bytes written", () => {
-    const tail = new Tail(10)
-    for (const word of ["first line\n", "second\n", "third\n"]) tail.push(Buffer.from(word))
-    expect(tail.toString()).toBe("ond\nthird\n")
   })
 })

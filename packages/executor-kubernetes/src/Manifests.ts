@@ -20,7 +20,7 @@
  * - A uid or gid of 0 is refused (a defect: settings are checked when they are read).
  */
 import type { V1Job, V1Secret } from "@kubernetes/client-node"
-import { type ExecutionRef, jobName, labelsOf, secretName } from "./Names.js"
+import { ATTACHMENTS_ANNOTATION, type ExecutionRef, jobName, labelsOf, secretName } from "./Names.js"
 import type { KubernetesSettings } from "./Settings.js"
 
 /** The sandbox's work directory in the pod. */
@@ -41,23 +41,28 @@ export interface JobInput {
   readonly env: Readonly<Record<string, string>>
   /** The variables read from the execution's Secret (its keys). */
   readonly secretVariables: ReadonlyArray<string>
-  /** How long the pod may live at most, in seconds. */
-  readonly activeDeadlineSeconds: number
+  /** What the sandbox's attachments are (kept as an annotation of the Job). */
+  readonly attachments: ReadonlyArray<{ readonly name: string; readonly media_type: string; readonly path: string }>
 }
 
 /** The execution's Job. */
 export const jobOf = (settings: KubernetesSettings, input: JobInput): V1Job => {
   if (settings.runAsUser === 0 || settings.runAsGroup === 0) throw new Error("a sandbox's uid and gid may not be 0")
-  const labels = labelsOf(input.execution)
+  const labels = labelsOf(input.execution, settings.instance)
   const secrets = [...new Set(input.secretVariables)].filter((name) => name !== "HOME")
   const secret = secretName(input.execution)
   return {
     apiVersion: "batch/v1",
     kind: "Job",
-    metadata: { name: jobName(input.execution), namespace: settings.namespace, labels },
+    metadata: {
+      name: jobName(input.execution),
+      namespace: settings.namespace,
+      labels,
+      annotations: { [ATTACHMENTS_ANNOTATION]: JSON.stringify(input.attachments) }
+    },
     spec: {
       backoffLimit: 0,
-      activeDeadlineSeconds: Math.max(1, Math.ceil(input.activeDeadlineSeconds)),
+      activeDeadlineSeconds: Math.max(1, Math.ceil(settings.activeDeadlineSeconds)),
       ttlSecondsAfterFinished: settings.ttlSecondsAfterFinished,
       template: {
         metadata: { labels },
@@ -131,7 +136,7 @@ export const secretOf = (
   metadata: {
     name: secretName(execution),
     namespace: settings.namespace,
-    labels: labelsOf(execution),
+    labels: labelsOf(execution, settings.instance),
     ...(owner === undefined
       ? {}
       : { ownerReferences: [{ apiVersion: "batch/v1", kind: "Job", name: owner.name, uid: owner.uid, blockOwnerDeletion: true }] })

@@ -10,14 +10,21 @@ export const Labels = {
   managedBy: "app.kubernetes.io/managed-by",
   runId: "agent-runs/run-id",
   team: "agent-runs/team",
-  execution: "agent-runs/execution"
+  execution: "agent-runs/execution",
+  instance: "agent-runs/instance"
 } as const
+
+/** The annotation of a Job that lists its sandbox's attachments (JSON), for a server that takes it back. */
+export const ATTACHMENTS_ANNOTATION = "agent-runs/attachments"
 
 /** The value of `app.kubernetes.io/managed-by` on our objects. */
 export const MANAGER = "agent-runs"
 
 /** The selector of every object of the executor. */
 export const managedSelector = `${Labels.managedBy}=${MANAGER}`
+
+/** The selector of the objects the server `instance` made. */
+export const instanceSelector = (instance: string): string => `${managedSelector},${Labels.instance}=${labelValue(instance)}`
 
 /** What names an execution's objects. */
 export interface ExecutionRef {
@@ -44,9 +51,10 @@ export const secretName = (execution: ExecutionRef): string => `${jobName(execut
 /** A label value from any text: what a label may hold of it (a team uid, an id). */
 const labelValue = (text: string) => text.replace(/[^A-Za-z0-9._-]/g, "").slice(0, 63).replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, "")
 
-/** The labels of an execution's objects. */
-export const labelsOf = (execution: ExecutionRef): Record<string, string> => ({
+/** The labels of an execution's objects, made by the server `instance`. */
+export const labelsOf = (execution: ExecutionRef, instance: string): Record<string, string> => ({
   [Labels.managedBy]: MANAGER,
+  [Labels.instance]: labelValue(instance),
   [Labels.runId]: labelValue(execution.run_id),
   [Labels.team]: labelValue(execution.team_uid),
   [Labels.execution]: labelValue(execution.execution_id)

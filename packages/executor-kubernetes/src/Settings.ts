@@ -16,6 +16,11 @@ export interface Quantities {
 export interface KubernetesSettings {
   /** The namespace of every Job, pod and Secret (the kubeconfig context's, else `default`). */
   readonly namespace: string
+  /**
+   * Which server made an object (the label `agent-runs/instance`): a server restarting takes back
+   * only its own sandboxes, never those of another replica in the same namespace.
+   */
+  readonly instance: string
   /** The image of environments that name none. */
   readonly image: string
   /** The uid and gid every process of a pod runs as; neither may be 0. */
@@ -29,6 +34,13 @@ export interface KubernetesSettings {
   readonly tmpSize: string
   /** How long a finished Job is kept before Kubernetes deletes it. */
   readonly ttlSecondsAfterFinished: number
+  /**
+   * The longest a pod may live (`activeDeadlineSeconds`): a backstop for a sandbox the server
+   * forgot; runs end sooner by their own runtime limit.
+   */
+  readonly activeDeadlineSeconds: number
+  /** How long a pod may take to start (scheduling, pulling its image) before its run fails. */
+  readonly podStartTimeoutSeconds: number
   /** A RuntimeClass for stronger isolation (gVisor, Kata); none: the cluster's default. */
   readonly runtimeClassName?: string | undefined
   readonly nodeSelector?: Readonly<Record<string, string>> | undefined
@@ -40,6 +52,7 @@ export interface KubernetesSettings {
 
 export const defaultSettings: KubernetesSettings = {
   namespace: "default",
+  instance: "agent-runs",
   image: "agent-runs-agent:latest",
   runAsUser: 65534,
   runAsGroup: 65534,
@@ -47,5 +60,7 @@ export const defaultSettings: KubernetesSettings = {
   limits: { cpu: "2", memory: "4Gi", ephemeralStorage: "10Gi" },
   workDirSize: "8Gi",
   tmpSize: "1Gi",
-  ttlSecondsAfterFinished: 300
+  ttlSecondsAfterFinished: 300,
+  activeDeadlineSeconds: 8 * 24 * 3600,
+  podStartTimeoutSeconds: 600
 }

@@ -55,7 +55,7 @@ describe("the Kubernetes API server double", () => {
     await core.createNamespacedSecret({ namespace: "agents", body: secretOf(settings, ref, { TOKEN: "s3cret" }) })
     const job = await batch.createNamespacedJob({
       namespace: "agents",
-      body: jobOf(settings, { execution: ref, image: null, env: { PLAIN: "yes" }, secretVariables: ["TOKEN"], activeDeadlineSeconds: 600 })
+      body: jobOf(settings, { execution: ref, image: null, env: { PLAIN: "yes" }, secretVariables: ["TOKEN"], attachments: [] })
     })
     const owner = { metadata: { ownerReferences: [{ apiVersion: "batch/v1", kind: "Job", name: jobName(ref), uid: job.metadata!.uid! }] } }
     // A merge patch, as the executor sends it (a JSON patch is refused: 415).
@@ -84,7 +84,7 @@ describe("the Kubernetes API server double", () => {
     const waiting = execution()
     await batch.createNamespacedJob({
       namespace: "agents",
-      body: jobOf(settings, { execution: waiting, image: null, env: {}, secretVariables: ["TOKEN"], activeDeadlineSeconds: 600 })
+      body: jobOf(settings, { execution: waiting, image: null, env: {}, secretVariables: ["TOKEN"], attachments: [] })
     })
     const pending = await until(() => podOf(waiting), (p) => p?.status?.containerStatuses?.[0]?.state?.waiting?.reason === "CreateContainerConfigError")
     expect(pending?.status?.phase).toBe("Pending")
@@ -92,7 +92,7 @@ describe("the Kubernetes API server double", () => {
     expect((await until(() => podOf(waiting), (p) => p?.status?.phase === "Running"))?.status?.phase).toBe("Running")
 
     const quick = execution()
-    const job = jobOf(settings, { execution: quick, image: null, env: {}, secretVariables: [], activeDeadlineSeconds: 600 })
+    const job = jobOf(settings, { execution: quick, image: null, env: {}, secretVariables: [], attachments: [] })
     job.spec!.template.spec!.containers[0]!.command = ["/bin/sh", "-c", "exit 3"]
     await batch.createNamespacedJob({ namespace: "agents", body: job })
     expect((await until(() => podOf(quick), (p) => p?.status?.phase === "Failed"))?.status?.containerStatuses?.[0]?.state?.terminated?.exitCode).toBe(3)
@@ -100,19 +100,19 @@ describe("the Kubernetes API server double", () => {
     expect(failed.status?.conditions?.[0]?.type).toBe("Failed")
 
     const slow = execution()
-    await batch.createNamespacedJob({ namespace: "agents", body: jobOf(settings, { execution: slow, image: null, env: {}, secretVariables: [], activeDeadlineSeconds: 1 }) })
+    await batch.createNamespacedJob({ namespace: "agents", body: jobOf({ ...settings, activeDeadlineSeconds: 1 }, { execution: slow, image: null, env: {}, secretVariables: [], attachments: [] }) })
     const expired = await until(() => batch.readNamespacedJob({ name: jobName(slow), namespace: "agents" }), (j) => j.status?.conditions !== undefined)
     expect(expired.status?.conditions?.[0]).toMatchObject({ type: "Failed", reason: "DeadlineExceeded" })
     expect(await podOf(slow)).toBeUndefined()
 
     const unknown = execution()
-    await batch.createNamespacedJob({ namespace: "agents", body: jobOf(settings, { execution: unknown, image: "no-such-image:1", env: {}, secretVariables: [], activeDeadlineSeconds: 60 }) })
+    await batch.createNamespacedJob({ namespace: "agents", body: jobOf(settings, { execution: unknown, image: "no-such-image:1", env: {}, secretVariables: [], attachments: [] }) })
     const unpulled = await until(() => podOf(unknown), (p) => p?.status?.containerStatuses?.[0]?.state?.waiting?.reason === "ErrImagePull")
     expect(unpulled?.status?.phase).toBe("Pending")
     for (const ref of [waiting, quick, slow, unknown]) await batch.deleteNamespacedJob({ name: jobName(ref), namespace: "agents", propagationPolicy: "Background" })
     // The API's default for a Job orphans its pod, which goes on running.
     const orphaned = execution()
-    await batch.createNamespacedJob({ namespace: "agents", body: jobOf(settings, { execution: orphaned, image: null, env: {}, secretVariables: [], activeDeadlineSeconds: 60 }) })
+    await batch.createNamespacedJob({ namespace: "agents", body: jobOf(settings, { execution: orphaned, image: null, env: {}, secretVariables: [], attachments: [] }) })
     await until(() => podOf(orphaned), (p) => p?.status?.phase === "Running")
     await batch.deleteNamespacedJob({ name: jobName(orphaned), namespace: "agents" })
     const orphan = await podOf(orphaned)
@@ -135,7 +135,7 @@ describe("the Kubernetes API server double", () => {
       seen.push(`${type} ${object.metadata?.name}`)
     }, () => {})
     const ref = execution()
-    await batch.createNamespacedJob({ namespace: "agents", body: jobOf(settings, { execution: ref, image: null, env: {}, secretVariables: [], activeDeadlineSeconds: 60 }) })
+    await batch.createNamespacedJob({ namespace: "agents", body: jobOf(settings, { execution: ref, image: null, env: {}, secretVariables: [], attachments: [] }) })
     await until(async () => seen, (s) => s.includes(`ADDED ${jobName(ref)}`))
     expect(seen).toContain(`ADDED ${jobName(ref)}`)
     request.abort()
@@ -159,7 +159,7 @@ describe("the Kubernetes API server double", () => {
 
   it("an exec runs in the pod's container as its user: stdin to its end, stdout, stderr and the exit status", async () => {
     const ref = execution()
-    await batch.createNamespacedJob({ namespace: "agents", body: jobOf(settings, { execution: ref, image: null, env: {}, secretVariables: [], activeDeadlineSeconds: 600 }) })
+    await batch.createNamespacedJob({ namespace: "agents", body: jobOf(settings, { execution: ref, image: null, env: {}, secretVariables: [], attachments: [] }) })
     const pod = await until(() => podOf(ref), (p) => p?.status?.phase === "Running")
     const run = async (command: Array<string>, input?: string) => {
       const stdout = new PassThrough()

@@ -2,7 +2,7 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { jobOf, KEEPER_COMMAND, secretOf, WORK_DIR } from "../src/Manifests.js"
-import { DNS_LABEL, jobName, LABEL_VALUE, Labels, MANAGER, secretName } from "../src/Names.js"
+import { ATTACHMENTS_ANNOTATION, DNS_LABEL, jobName, LABEL_VALUE, Labels, MANAGER, secretName } from "../src/Names.js"
 import { defaultSettings, type KubernetesSettings } from "../src/Settings.js"
 
 const execution = {
@@ -16,21 +16,23 @@ const input = {
   image: null,
   env: { MODEL_URL: "http://127.0.0.1:9/v1" },
   secretVariables: ["AGENT_RUNS_RUN_TOKEN", "ANTHROPIC_API_KEY"],
-  activeDeadlineSeconds: 3_600
+  attachments: [{ name: "notes.md", media_type: "text/markdown", path: "/work/attachments/notes.md" }]
 }
 
 describe("an execution's Job", () => {
   it("one pod, never restarted, no retries, a deadline, removed after it ends; named and labelled from the execution", () => {
-    const job = jobOf(defaultSettings, input)
+    const job = jobOf({ ...defaultSettings, activeDeadlineSeconds: 3_600, instance: "replica-1" }, input)
     expect(job.metadata?.name).toBe("agent-run-01a22d03-7cec-7591-8551-20998a671dde")
     expect(job.metadata?.namespace).toBe("default")
     expect(job.metadata?.labels).toEqual({
       [Labels.managedBy]: MANAGER,
+      [Labels.instance]: "replica-1",
       [Labels.runId]: execution.run_id,
       [Labels.team]: execution.team_uid,
       [Labels.execution]: execution.execution_id
     })
     expect(job.spec).toMatchObject({ backoffLimit: 0, activeDeadlineSeconds: 3_600, ttlSecondsAfterFinished: 300 })
+    expect(JSON.parse(job.metadata?.annotations?.[ATTACHMENTS_ANNOTATION] ?? "")).toEqual(input.attachments)
     const pod = job.spec!.template.spec!
     expect(job.spec!.template.metadata?.labels).toEqual(job.metadata?.labels)
     expect(pod).toMatchObject({ restartPolicy: "Never", automountServiceAccountToken: false, enableServiceLinks: false })
@@ -118,7 +120,7 @@ describe("every pod, whatever the settings and the execution (property)", () => 
           runtimeClassName: s.runtimeClassName
         }
         const ref = { run_id: run, team_uid: teamUid, execution_id: exec }
-        const job = jobOf(chosen, { execution: ref, image: null, env, secretVariables: secrets, activeDeadlineSeconds: 60 })
+        const job = jobOf(chosen, { execution: ref, image: null, env, secretVariables: secrets, attachments: [] })
         const pod = job.spec!.template.spec!
         expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } })
         expect(pod.securityContext!.runAsUser).toBeGreaterThan(0)

@@ -37,8 +37,13 @@ export interface ApiServerDouble {
   readonly kubeconfig: (namespace?: string) => object
   /** The objects now, for assertions. */
   readonly list: (kind: Kind, namespace: string) => ReadonlyArray<AnyObject>
-  /** Makes watches of versions older than now answer 410 Gone (as after a compaction). */
+  /**
+   * Makes watches of versions older than now answer 410 Gone (as after a compaction), and ends the
+   * open ones (as a watch's timeout does): a client must list again.
+   */
   readonly compact: () => void
+  /** The command (argv) of every exec so far, as the API server received it. */
+  readonly execs: () => ReadonlyArray<ReadonlyArray<string>>
   readonly close: () => Promise<void>
 }
 
@@ -117,6 +122,10 @@ export const start = async (options: DoubleOptions = {}): Promise<ApiServerDoubl
   const stores: Record<Kind, Map<string, AnyObject>> = { jobs: new Map(), pods: new Map(), secrets: new Map() }
   const history: Record<Kind, Array<WatchEvent>> = { jobs: [], pods: [], secrets: [] }
   const watchers: Record<Kind, Set<(event: WatchEvent) => void>> = { jobs: new Set(), pods: new Set(), secrets: new Set() }
+  /** Ends each open watch (as the API server does when a watch times out). */
+  const openWatches = new Set<() => void>()
+  /** The command of every exec, in order. */
+  const execs: Array<ReadonlyArray<string>> = []
   /** Every pod uid this double made (its containers are removed when it closes). */
   const known = new Set<string>()
   let version = 1
@@ -273,19 +282,20 @@ export const start = async (options: DoubleOptions = {}): Promise<ApiServerDoubl
       setPod(pod, "Pending", { reason: "CreateContainerConfigError", message: "container has runAsNonRoot and image will run as root" })
       return
     }
-    const tmpfs: Record<string, string> = {}
-    for (const mount of container.volumeMounts ?? []) {
-      const volume = spec.volumes?.find((v) => v.name === mount.name)
-      const size = bytesOf(volume?.emptyDir?.sizeLimit)
-      tmpfs[mount.mountPath] = `rw,exec,nosuid,nodev,mode=1777${size === undefined ? "" : `,size=${size}`}`
-    }
+    // An emptyDir is an empty directory every user may write (0777), whatever the image has there.
+    const mounts = (container.volumeMounts ?? []).map((mount) => {
+      // SizeBytes 0: no limit.
+      const size = bytesOf(spec.volumes?.find((v) => v.name === mount.name)?.emptyDir?.sizeLimit)
+      return { Type: "tmpfs" as const, Source: "", Target: mount.mountPath, TmpfsOptions: { Mode: 0o1777, SizeBytes: size ?? 0 } }
+    })
     let created: Docker.Container
     try {
       created = await docker.createContainer({
         Image: container.image!,
         Cmd: [...(container.command ?? []), ...(container.args ?? [])],
         Env: env,
-        ...(container.workingDir === undefined ? {} : { WorkingDir: container.workingDir }),
+        // No WorkingDir: Docker would make a mount there its own 0755 directory; the keeper needs
+        // none, and each exec is given it (as the kubelet runs execs in the container's workingDir).
         ...(security.runAsUser === undefined ? {} : { User: `${security.runAsUser}:${security.runAsGroup ?? security.runAsUser}` }),
         Labels: { [CONTAINER_LABEL]: pod.metadata!.uid! },
         HostConfig: {
@@ -293,7 +303,7 @@ export const start = async (options: DoubleOptions = {}): Promise<ApiServerDoubl
           ReadonlyRootfs: security.readOnlyRootFilesystem === true,
           CapDrop: security.capabilities?.drop?.includes("ALL") === true ? ["ALL"] : [],
           SecurityOpt: security.allowPrivilegeEscalation === false ? ["no-new-privileges"] : [],
-          Tmpfs: tmpfs,
+          Mounts: mounts,
           Binds: [...(options.binds ?? [])]
         }
       })
@@ -323,7 +333,7 @@ export const start = async (options: DoubleOptions = {}): Promise<ApiServerDoubl
   }
 
   /** One exec: a `docker exec` in the pod's container, its streams on the WebSocket's channels. */
-  const exec = async (ws: WebSocket, podUid: string, url: URL) => {
+  const exec = async (ws: WebSocket, podUid: string, workingDir: string | undefined, url: URL) => {
     const send = (channel: number, data: Buffer) => ws.readyState === ws.OPEN && ws.send(Buffer.concat([Buffer.from([channel]), data]))
     // What the client sends before the exec has started is kept for it.
     const early: Array<Buffer> = []
@@ -331,11 +341,14 @@ export const start = async (options: DoubleOptions = {}): Promise<ApiServerDoubl
     ws.on("message", keep)
     ws.on("error", () => undefined)
     const withStdin = url.searchParams.get("stdin") === "true"
+    const command = url.searchParams.getAll("command")
+    execs.push(command)
     try {
       const [info] = await containersOf(podUid)
       if (info === undefined) throw new Error("the pod has no container")
       const execution = await docker.getContainer(info.Id).exec({
-        Cmd: url.searchParams.getAll("command"),
+        Cmd: command,
+        ...(workingDir === undefined ? {} : { WorkingDir: workingDir }),
         AttachStdin: withStdin,
         AttachStdout: true,
         AttachStderr: true
@@ -440,7 +453,12 @@ export const start = async (options: DoubleOptions = {}): Promise<ApiServerDoubl
       for (const object of stores[kind].values()) send({ type: "ADDED", object, version })
     }
     watchers[kind].add(send)
-    request.on("close", () => watchers[kind].delete(send))
+    const end = () => response.end()
+    openWatches.add(end)
+    request.on("close", () => {
+      watchers[kind].delete(send)
+      openWatches.delete(end)
+    })
   }
 
   const handle = async (request: IncomingMessage, response: ServerResponse) => {
@@ -508,7 +526,7 @@ export const start = async (options: DoubleOptions = {}): Promise<ApiServerDoubl
       socket.end("HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
       return
     }
-    sockets.handleUpgrade(request, socket, head, (ws) => void exec(ws, pod.metadata!.uid!, url).catch(() => ws.terminate()))
+    sockets.handleUpgrade(request, socket, head, (ws) => void exec(ws, pod.metadata!.uid!, (pod as V1Pod).spec?.containers[0]?.workingDir, url).catch(() => ws.terminate()))
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
@@ -526,7 +544,9 @@ export const start = async (options: DoubleOptions = {}): Promise<ApiServerDoubl
         oldestKept[kind] = version + 1
         history[kind].length = 0
       }
+      for (const end of [...openWatches]) end()
     },
+    execs: () => [...execs],
     close: async () => {
       closed = true
       for (const timer of [...timers, ...deadlines.values()]) clearTimeout(timer)

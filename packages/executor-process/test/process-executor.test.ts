@@ -9,7 +9,6 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as fc from "fast-check"
 import { type Config, defaultEnv, layer } from "../src/ProcessExecutor.js"
-import { Tail } from "../src/internal/child.js"
 import { formatMarker, type Marker, parseMarker } from "../src/internal/marker.js"
 import { attachmentNameProblem, isIdSegment, isRepositorySegment } from "../src/internal/names.js"
 import { startWaitingAgent, unkillable, withWarnings } from "./unkillable.js"
@@ -97,15 +96,6 @@ describe("marker", () => {
     expect(parseMarker(formatMarker(m), { runDir: ids().run_id, fileName: at.fileName })).toEqual(Option.none())
     expect(parseMarker(formatMarker(m), { runDir: m.run_id, fileName: `${ids().execution_id}.sandbox.json` })).toEqual(Option.none())
     expect(parseMarker(formatMarker(m), { runDir: m.run_id, fileName: `${m.execution_id}.json` })).toEqual(Option.none())
-  })
-})
-
-describe("Tail", () => {
-  it.prop("keeps exactly the last bytes pushed", [fc.array(fc.uint8Array({ maxLength: 50 })), fc.integer({ min: 1, max: 64 })], ([chunks, limit]) => {
-    const tail = new Tail(limit)
-    for (const chunk of chunks) tail.push(Buffer.from(chunk.map((b) => 97 + (b % 26))))
-    const all = Buffer.concat(chunks.map((c) => Buffer.from(c.map((b) => 97 + (b % 26))))).toString("latin1")
-    expect(tail.text()).toBe(all.slice(Math.max(0, all.length - limit)))
   })
 })
 

@@ -43,24 +43,3 @@ export class Demultiplexer {
     return pieces
   }
 }
-
-/** Keeps the last `limit` bytes written to it (the end of a command's output). */
-export class Tail {
-  private chunks: Array<Uint8Array> = []
-  private length = 0
-
-  constructor(private readonly limit: number) {}
-
-  push(bytes: Uint8Array): void {
-    this.chunks.push(Uint8Array.from(bytes))
-    this.length += bytes.length
-    while (this.chunks.length > 1 && this.length - this.chunks[0]!.length >= this.limit) {
-      this.length -= this.chunks.shift()!.length
-    }
-  }
-
-  toString(): string {
-    const all = Buffer.concat(this.chunks)
-    return all.subarray(Math.max(0, all.length - this.limit)).toString("utf8")
-  }
-}

@@ -10,6 +10,7 @@ import type { ChildProcess } from "node:child_process"
 import { constants } from "node:os"
 import type { Readable } from "node:stream"
 import type { User } from "./users.js"
+import { OutputTail } from "@agent-runs/core/internal/OutputTail"
 
 /** How much of a setup command's output is kept (its end). */
 export const OUTPUT_TAIL_BYTES = 4096
@@ -31,25 +32,6 @@ export const signalGroup = (pgid: number, signal: NodeJS.Signals): boolean => {
     return true
   } catch {
     return false
-  }
-}
-
-/** The last `limit` bytes of everything pushed. */
-export class Tail {
-  private chunks: Array<Buffer> = []
-  private size = 0
-  constructor(private readonly limit: number = OUTPUT_TAIL_BYTES) {}
-  push(chunk: Buffer): void {
-    this.chunks.push(chunk)
-    this.size += chunk.length
-    while (this.chunks.length > 1 && this.size - this.chunks[0]!.length >= this.limit) {
-      this.size -= this.chunks.shift()!.length
-    }
-  }
-  /** The kept bytes as text (a character cut at the start becomes U+FFFD), trimmed. */
-  text(): string {
-    const all = Buffer.concat(this.chunks)
-    return all.subarray(Math.max(0, all.length - this.limit)).toString("utf8").trim()
   }
 }
 
@@ -85,7 +67,7 @@ export const runToCompletion = (
       resume(Effect.fail(executorError(`could not run ${file}`, cause)))
       return
     }
-    const tail = new Tail()
+    const tail = new OutputTail(OUTPUT_TAIL_BYTES)
     child.stdout!.on("error", () => undefined)
     child.stderr!.on("error", () => undefined)
     child.stdout!.on("data", (chunk: Buffer) => tail.push(chunk))
@@ -104,7 +86,7 @@ export const runToCompletion = (
       child.stdout!.destroy()
       child.stderr!.destroy()
       resume(Effect.succeed(
-        timedOut ? { _tag: "TimedOut", output: tail.text() } : { _tag: "Exited", code: exitCode, output: tail.text() }
+        timedOut ? { _tag: "TimedOut", output: tail.toString().trim() } : { _tag: "Exited", code: exitCode, output: tail.toString().trim() }
       ))
     }
     const timer = setTimeout(() => {

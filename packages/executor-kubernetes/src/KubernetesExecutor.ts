@@ -1,0 +1,248 @@
+/**
+ * The `Executor` port on Kubernetes: one `batch/v1` Job per execution, whose one pod is the
+ * sandbox (Manifests.ts), its variables in a Secret owned by the Job.
+ *
+ * - `prepare` creates the Secret and the Job, waits for the pod to run (PodWait.ts), clones the
+ *   repositories and writes the attachments on the server's side (as the Docker executor does),
+ *   streams them into the pod's work directory `/work` (Upload.ts), then runs the setup commands in
+ *   the pod, each over an exec.
+ * - `start` runs the agent over an exec (PodAgent.ts): its stdout is the transcript, its stdin takes
+ *   the follow-ups, its exit status ends it. The agent's own variables (harness credentials) reach
+ *   it over an exec's stdin, never argv or the pod's spec.
+ * - `release` deletes the Job (`Foreground`: its pod first) and the Secret; what still ran in the
+ *   pod ends with it.
+ * - `leftovers` are this server's Jobs (label `agent-runs/instance`), found by label after a
+ *   restart; the engine releases them or keeps them for an open debug window. An agent that was
+ *   running cannot be reattached (an exec's streams die with the connection): it is stopped with
+ *   its sandbox.
+ */
+import { type Cloned, isSafeSegment, MirrorCache, publishRepository, stageWorkspace } from "@agent-runs/git"
+import type { ExecutionId, RunId, TeamUid } from "@agent-runs/core/domain/Ids"
+import type { Sandbox, SandboxAttachment, SandboxRepository, SandboxSpec } from "@agent-runs/core/ports/Executor"
+import { Executor, ExecutorError, PublishFailed, SetupFailed } from "@agent-runs/core/ports/Executor"
+import { PatchStrategy, setHeaderOptions, type V1Job } from "@kubernetes/client-node"
+import { Clock, Effect, Layer, Option } from "effect"
+import * as Fs from "node:fs/promises"
+import * as Path from "node:path"
+import { type Cluster, call, callOrGone, type ClusterSource, connect } from "./internal/Cluster.js"
+import { startAgent } from "./internal/PodAgent.js"
+import { runToEnd } from "./internal/PodExec.js"
+import { waitForPod } from "./internal/PodWait.js"
+import { isVariableName } from "./internal/Shell.js"
+import { uploadDirectory } from "./internal/Upload.js"
+import { jobOf, secretOf, WORK_DIR } from "./Manifests.js"
+import { ATTACHMENTS_ANNOTATION, type ExecutionRef, instanceSelector, jobName, Labels, secretName } from "./Names.js"
+import { defaultSettings, type KubernetesSettings } from "./Settings.js"
+
+export interface KubernetesExecutorConfig {
+  /** Where the cluster is: `default` (`KUBECONFIG`, else the in-cluster service account) or a kubeconfig's content. */
+  readonly cluster: ClusterSource
+  /** Over `defaultSettings`; the namespace defaults to the kubeconfig context's. */
+  readonly settings?: Partial<KubernetesSettings> | undefined
+  /** The teams' local repositories: `<reposDir>/<team_uid>/<owner>/<repo>`. */
+  readonly reposDir: string
+  /** The teams' mirrors of their Git host's repositories. Private to the executor. */
+  readonly mirrorsDir: string
+  /** The most bytes the mirrors may take (20 GiB by default). */
+  readonly mirrorsMaxBytes?: number | undefined
+  /** Where a work directory is made before it is streamed into its pod (removed then). */
+  readonly scratchDir: string
+}
+
+/** The longest one repository's clone may take. */
+const CLONE_TIMEOUT_MS = 10 * 60_000
+/** How long a leftover's pod may take to be found running. */
+const LEFTOVER_POD_WAIT_MS = 30_000
+
+/**
+ * The executor waits on real processes: its waits use the wall clock even where the caller's
+ * fiber has a test clock (a TestClock would never let them end).
+ */
+const wallClock = Clock.make()
+const inRealTime = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => Effect.withClock(effect, wallClock)
+
+/** The attachments a Job's annotation lists; anything else is none (the annotation is not trusted). */
+const attachmentsOf = (job: V1Job): ReadonlyArray<SandboxAttachment> => {
+  try {
+    const listed: unknown = JSON.parse(job.metadata?.annotations?.[ATTACHMENTS_ANNOTATION] ?? "[]")
+    return Array.isArray(listed)
+      ? listed.filter((a): a is SandboxAttachment =>
+        typeof a === "object" && a !== null && typeof a.name === "string" && typeof a.media_type === "string" && typeof a.path === "string"
+      )
+      : []
+  } catch {
+    return []
+  }
+}
+
+/** Builds the executor on the cluster of `config`. */
+export const make = (config: KubernetesExecutorConfig): Effect.Effect<Executor["Type"], ExecutorError> =>
+  Effect.gen(function*() {
+    const cluster: Cluster = yield* connect(config.cluster, config.settings?.namespace)
+    const settings: KubernetesSettings = { ...defaultSettings, ...config.settings, namespace: cluster.namespace }
+    const reposDir = Path.resolve(config.reposDir)
+    const scratchDir = Path.resolve(config.scratchDir)
+    const mirrors = MirrorCache.make({ root: Path.resolve(config.mirrorsDir), timeoutMs: CLONE_TIMEOUT_MS, maxBytes: config.mirrorsMaxBytes })
+
+    const deleteJob = (name: string) =>
+      callOrGone(cluster, `delete Job ${name}`, () =>
+        cluster.batch.deleteNamespacedJob({ name, namespace: cluster.namespace, propagationPolicy: "Foreground" }))
+    const deleteSecret = (name: string) =>
+      callOrGone(cluster, `delete Secret ${name}`, () => cluster.core.deleteNamespacedSecret({ name, namespace: cluster.namespace }))
+
+    const makeSandbox = (args: {
+      readonly execution: ExecutionRef
+      readonly attachments: ReadonlyArray<SandboxAttachment>
+      /** The pod's name, once it runs. */
+      readonly pod: Effect.Effect<string, ExecutorError>
+      /** The team and where each clone started (a sandbox prepared here, not a leftover). */
+      readonly clones?: { readonly team: string; readonly started: ReadonlyMap<string, Cloned> }
+    }): Sandbox => {
+      const job = jobName(args.execution)
+      let released = false
+      const start = Effect.fn("KubernetesExecutor.start")(function*(command: ReadonlyArray<string>, env: Readonly<Record<string, string>>) {
+        const pod = yield* args.pod
+        return yield* startAgent({ cluster, pod, command, env, released: () => released })
+      }, inRealTime)
+      const release = Effect.gen(function*() {
+        released = true
+        yield* deleteJob(job)
+        yield* deleteSecret(secretName(args.execution))
+      }).pipe(
+        Effect.tapError((error) => Effect.logWarning(`could not remove the sandbox ${job}: ${error.message}`)),
+        Effect.ignore,
+        Effect.withSpan("KubernetesExecutor.release")
+      )
+      const clones = args.clones
+      const publish = clones === undefined ? undefined : (repository: SandboxRepository, branch: string) =>
+        repository.remote === undefined
+          ? Effect.fail(new PublishFailed({ message: `repository ${repository.owner}/${repository.repo} has no host to push to` }))
+          : publishRepository({
+            mirrors,
+            team: clones.team,
+            name: `${repository.owner}/${repository.repo}`,
+            remote: repository.remote,
+            start,
+            repoDir: repository.repo,
+            started: clones.started.get(repository.repo),
+            branch,
+            timeoutMs: CLONE_TIMEOUT_MS
+          }).pipe(Effect.mapError((e) => new PublishFailed({ message: e.message })))
+      return {
+        id: job,
+        run_id: args.execution.run_id as RunId,
+        execution_id: args.execution.execution_id as ExecutionId,
+        attachments: args.attachments,
+        start,
+        reattach: Option.none(),
+        release,
+        ...(publish === undefined ? {} : { publish })
+      }
+    }
+
+    /** Creates the execution's Secret and Job (the Secret owned by the Job). */
+    const createObjects = (spec: SandboxSpec, execution: ExecutionRef, attachments: ReadonlyArray<SandboxAttachment>) =>
+      Effect.gen(function*() {
+        yield* call(cluster, `create Secret ${secretName(execution)}`, () =>
+          cluster.core.createNamespacedSecret({ namespace: cluster.namespace, body: secretOf(settings, execution, spec.env) }))
+        const job = yield* call(cluster, `create Job ${jobName(execution)}`, () =>
+          cluster.batch.createNamespacedJob({
+            namespace: cluster.namespace,
+            body: jobOf(settings, { execution, image: spec.docker_image, env: {}, secretVariables: Object.keys(spec.env), attachments })
+          })).pipe(Effect.tapError(() => deleteSecret(secretName(execution)).pipe(Effect.ignore)))
+        const owner = { name: jobName(execution), uid: job.metadata?.uid ?? "" }
+        yield* call(cluster, `give Secret ${secretName(execution)} to its Job`, () =>
+          cluster.core.patchNamespacedSecret(
+            { name: secretName(execution), namespace: cluster.namespace, body: { metadata: secretOf(settings, execution, {}, owner).metadata } },
+            setHeaderOptions("Content-Type", PatchStrategy.MergePatch)
+          ))
+      })
+
+    /** The work directory made on the server and streamed into the pod: what could not be done, if anything. */
+    const stage = (spec: SandboxSpec, pod: string, started: Map<string, Cloned>) =>
+      Effect.acquireUseRelease(
+        Effect.tryPromise({
+          try: () => Fs.mkdtemp(Path.join(scratchDir, `${spec.execution_id}-`)),
+          catch: (cause) => new ExecutorError({ message: `cannot make a scratch directory in ${scratchDir}: ${String(cause)}`, cause })
+        }),
+        (dir) =>
+          Effect.gen(function*() {
+            const staged = yield* stageWorkspace({
+              mirrors,
+              reposDir,
+              team: spec.team_uid,
+              repos: spec.repos,
+              attachments: spec.attachments,
+              dir,
+              timeoutMs: CLONE_TIMEOUT_MS
+            })
+            for (const [repo, cloned] of staged.started) started.set(repo, cloned)
+            yield* uploadDirectory(cluster, pod, dir)
+            return staged.failure
+          }),
+        (dir) => Effect.promise(() => Fs.rm(dir, { recursive: true, force: true }))
+      )
+
+    const prepare = Effect.fn("KubernetesExecutor.prepare")(function*(spec: SandboxSpec) {
+      if (!isSafeSegment(spec.run_id) || !isSafeSegment(spec.execution_id)) {
+        return yield* new ExecutorError({ message: `run and execution ids must be plain names: ${spec.run_id}/${spec.execution_id}` })
+      }
+      const invalid = Object.keys(spec.env).find((name) => !isVariableName(name))
+      if (invalid !== undefined) return yield* new ExecutorError({ message: `${JSON.stringify(invalid)} cannot be the name of a variable` })
+      yield* Effect.promise(() => Fs.mkdir(scratchDir, { recursive: true, mode: 0o700 }))
+      const execution: ExecutionRef = { run_id: spec.run_id, team_uid: spec.team_uid, execution_id: spec.execution_id }
+      const attachments = spec.attachments.map((a) => ({ name: a.name, media_type: a.media_type, path: `${WORK_DIR}/attachments/${a.name}` }))
+      yield* createObjects(spec, execution, attachments)
+      const started = new Map<string, Cloned>()
+      let podName: string | undefined
+      const sandbox = makeSandbox({
+        execution,
+        attachments,
+        pod: Effect.suspend(() => podName === undefined ? Effect.fail(new ExecutorError({ message: "the sandbox's pod is not running" })) : Effect.succeed(podName)),
+        clones: { team: spec.team_uid, started }
+      })
+      const setupFailed = (message: string) => new SetupFailed({ message, sandbox })
+      const steps = Effect.gen(function*() {
+        const pod = yield* waitForPod(cluster, jobName(execution), settings.podStartTimeoutSeconds * 1000)
+        podName = pod
+        const failure = yield* stage(spec, pod, started)
+        if (failure !== undefined) return yield* setupFailed(failure)
+        for (const command of spec.setup_commands) {
+          const result = yield* runToEnd(cluster, pod, ["/bin/sh", "-c", command])
+          if (result.exitCode !== 0) {
+            return yield* setupFailed(
+              `setup command \`${command}\` exited with code ${result.exitCode}${result.output === "" ? "" : `; end of its output:\n${result.output}`}`
+            )
+          }
+        }
+        return sandbox
+      })
+      // A failure of the cluster leaves nothing behind; a failed setup step keeps the sandbox for a debug session.
+      return yield* steps.pipe(Effect.tapErrorTag("ExecutorError", () => sandbox.release))
+    }, inRealTime)
+
+    const leftovers = Effect.gen(function*() {
+      const jobs = yield* call(cluster, "list the Jobs of this server", () =>
+        cluster.batch.listNamespacedJob({ namespace: cluster.namespace, labelSelector: instanceSelector(settings.instance) }))
+      return jobs.items
+        .filter((job) => job.metadata?.deletionTimestamp === undefined)
+        .map((job) => {
+          const labels = job.metadata?.labels ?? {}
+          const execution: ExecutionRef = {
+            run_id: labels[Labels.runId] ?? "",
+            team_uid: (labels[Labels.team] ?? "") as TeamUid,
+            execution_id: labels[Labels.execution] ?? ""
+          }
+          return makeSandbox({
+            execution,
+            attachments: attachmentsOf(job),
+            pod: waitForPod(cluster, job.metadata?.name ?? jobName(execution), LEFTOVER_POD_WAIT_MS).pipe(inRealTime)
+          })
+        })
+    }).pipe(Effect.withSpan("KubernetesExecutor.leftovers"))
+
+    return Executor.of({ prepare, leftovers })
+  })
+
+/** The executor as a layer: fails when the cluster's configuration cannot be loaded; reaching it is checked on use. */
+export const layer = (config: KubernetesExecutorConfig): Layer.Layer<Executor, ExecutorError> => Layer.effect(Executor, make(config))
