@@ -30,19 +30,22 @@ export interface PodAgentOptions {
   readonly released: () => boolean
 }
 
-/** What became of a pod whose exec connection closed early. */
-const lossOf = (cluster: Cluster, pod: string) =>
+/**
+ * What became of the pod once its agent's exec ended badly: none while it still runs (the agent's
+ * own failure), else why it is lost (deleted, evicted, its node gone).
+ */
+const lossOf = (cluster: Cluster, pod: string): Effect.Effect<Option.Option<string>> =>
   callOrGone(cluster, `read pod ${pod}`, () => cluster.core.readNamespacedPod({ name: pod, namespace: cluster.namespace })).pipe(
     Effect.map(Option.match({
-      onNone: () => `the agent's pod ${pod} is gone (deleted, evicted or its node lost)`,
+      onNone: () => Option.some(`the agent's pod ${pod} is gone (deleted, evicted or its node lost)`),
       onSome: (found) => {
         const status = found.status
+        if (status?.phase === "Running" && found.metadata?.deletionTimestamp === undefined) return Option.none()
         const why = [status?.reason, status?.message].filter((part) => part !== undefined && part !== "").join(": ")
-        return `the connection to the agent's pod ${pod} was lost (pod ${status?.phase ?? "in an unknown phase"}${why === "" ? "" : `, ${why}`})`
+        return Option.some(`the agent's pod ${pod} was lost (${status?.phase ?? "in an unknown phase"}${why === "" ? "" : `, ${why}`})`)
       }
     })),
-    Effect.orElseSucceed(() => `the connection to the agent's pod ${pod} was lost`),
-    Effect.flatMap((message) => Effect.fail(new ExecutorError({ message })))
+    Effect.orElseSucceed(() => Option.some(`the connection to the agent's pod ${pod} was lost`))
   )
 
 /** Starts the agent; it is stopped (with a short grace) when the scope closes if it still runs. */
@@ -62,9 +65,17 @@ export const startAgent = (options: PodAgentOptions): Effect.Effect<AgentProcess
     const process = yield* open(cluster, pod, agentCommand(tag, options.command), { stdin: true })
     const stdin = process.stdin!
     stdin.on("error", () => undefined)
+    // A process killed with its pod: after a release, as by SIGKILL; otherwise the pod's loss is
+    // the error, whether the connection closed or the process was killed with its container.
+    const lost = (code: number) =>
+      Effect.flatMap(lossOf(cluster, pod), Option.match({
+        onNone: () => code < 0 ? Effect.fail(new ExecutorError({ message: `the connection to the agent's pod ${pod} was lost` })) : Effect.succeed(code),
+        onSome: (message) => Effect.fail(new ExecutorError({ message }))
+      }))
     // Not memoized: a wait cut short by a timeout must not be remembered as the outcome.
     const exitCode = process.exitCode.pipe(
-      Effect.catchTag("Lost", () => options.released() ? Effect.succeed(SIGKILL_EXIT) : lossOf(cluster, pod))
+      Effect.catchTag("Lost", () => options.released() ? Effect.succeed(SIGKILL_EXIT) : lost(-1)),
+      Effect.flatMap((code) => code === 0 || options.released() ? Effect.succeed(code) : lost(code))
     )
     const send = (message: unknown) =>
       Effect.async<void, ExecutorError>((resume) => {

@@ -9,9 +9,16 @@ import { OutputTail } from "@agent-runs/core/internal/OutputTail"
 import { ExecutorError } from "@agent-runs/core/ports/Executor"
 import { Data, Deferred, Effect, Exit, type Scope, Stream } from "effect"
 import { PassThrough, type Readable, Writable } from "node:stream"
-import type WebSocket from "ws"
 import { CONTAINER } from "../Manifests.js"
 import { type Cluster, clusterError } from "./Cluster.js"
+
+/** What the executor uses of an exec's WebSocket (`ws`'s, which `@kubernetes/client-node` makes). */
+interface Socket {
+  pause(): void
+  resume(): void
+  close(): void
+  on(event: "close" | "error", listener: () => void): unknown
+}
 
 /** The exec's connection closed before the API server said how the process ended. */
 export class Lost extends Data.TaggedError("Lost")<{ readonly message: string }> {}
@@ -53,7 +60,7 @@ export const open = (
     const out = new PassThrough({ highWaterMark: STDOUT_BUFFER_BYTES })
     const stderr = new OutputTail(TAIL_BYTES)
     // The socket, once connected: paused while stdout waits for its reader.
-    const connection: { socket?: WebSocket } = {}
+    const connection: { socket?: Socket } = {}
     const sink = new Writable({
       write(chunk: Buffer, _encoding, callback) {
         if (!out.write(chunk)) {
@@ -81,9 +88,7 @@ export const open = (
     const socket = yield* Effect.acquireRelease(
       Effect.tryPromise({
         try: () =>
-          new Exec(cluster.config).exec(cluster.namespace, pod, CONTAINER, [...command], sink, errors, stdin ?? null, false, onStatus) as Promise<
-            unknown
-          > as Promise<WebSocket>,
+          new Exec(cluster.config).exec(cluster.namespace, pod, CONTAINER, [...command], sink, errors, stdin ?? null, false, onStatus) as Promise<unknown> as Promise<Socket>,
         catch: (cause) => clusterError(cluster, `exec in pod ${pod}`, cause)
       }),
       (ws) => Effect.sync(() => ws.close())

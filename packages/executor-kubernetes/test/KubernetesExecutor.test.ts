@@ -1,0 +1,127 @@
+/**
+ * What the Kubernetes executor does beyond the conformance suite, on the API server double:
+ * credentials never in a Job, a pod or an exec's argv; a pod lost under a running agent; an image
+ * that cannot be pulled; the wait for a pod through watches that end and versions that expire;
+ * leftovers of this server only.
+ */
+import { Executor, type SandboxSpec } from "@agent-runs/core/ports/Executor"
+import { sandboxSpec } from "@agent-runs/core/testing"
+import { testImage } from "@agent-runs/executor-docker/testing"
+import type { V1Pod } from "@kubernetes/client-node"
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Layer, Stream } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { connect } from "../src/internal/Cluster.js"
+import { waitForPod } from "../src/internal/PodWait.js"
+import { KubernetesExecutor } from "../src/index.js"
+import { jobOf, secretOf } from "../src/Manifests.js"
+import { jobName } from "../src/Names.js"
+import { defaultSettings } from "../src/Settings.js"
+import { start } from "../testing/ApiServerDouble.js"
+
+const base = mkdtempSync(join(tmpdir(), "agent-runs-kubernetes-executor-"))
+const double = await start()
+afterAll(async () => {
+  await double.close()
+  rmSync(base, { recursive: true, force: true })
+})
+
+const executorOf = (instance: string) =>
+  Effect.map(
+    Layer.build(KubernetesExecutor.layer({
+      cluster: { options: double.kubeconfig("agents") },
+      settings: { image: testImage, instance },
+      reposDir: join(base, "repos"),
+      mirrorsDir: join(base, "mirrors"),
+      scratchDir: join(base, "scratch")
+    })),
+    (context) => Context.get(context, Executor)
+  )
+
+const prepared = (spec: SandboxSpec, instance = "tests") =>
+  Effect.flatMap(executorOf(instance), (executor) => Effect.acquireRelease(executor.prepare(spec), (sandbox) => sandbox.release))
+
+const decoder = new TextDecoder()
+const collect = (stdout: Stream.Stream<Uint8Array, unknown>) =>
+  Stream.runFold(stdout, "", (text, chunk) => text + decoder.decode(chunk))
+
+const podsOf = (sandboxId: string) =>
+  double.list("pods", "agents").filter((p) => (p as V1Pod).metadata?.labels?.["job-name"] === sandboxId) as Array<V1Pod>
+
+describe("the Kubernetes executor", () => {
+  it.scoped("credentials: the sandbox's in its Secret only, the agent's over stdin only, and their file gone once it runs", () =>
+    Effect.gen(function*() {
+      const sandbox = yield* prepared(sandboxSpec({ env: { ENV_SECRET: "env-s3cret-value" } }))
+      const agent = yield* sandbox.start(
+        ["node", "-e", `const fs = require("fs"); console.log(JSON.stringify({ env: process.env.ENV_SECRET, key: process.env.AGENT_KEY,
+          left: fs.readdirSync("/work/.agent-runs").filter((f) => f.endsWith(".env")) }))`],
+        { AGENT_KEY: "agent-k3y-value'$(id)" }
+      )
+      const [text, exitCode] = yield* Effect.all([collect(agent.stdout), agent.exitCode], { concurrency: 2 })
+      expect(exitCode).toBe(0)
+      expect(JSON.parse(text)).toEqual({ env: "env-s3cret-value", key: "agent-k3y-value'$(id)", left: [] })
+      const objects = JSON.stringify([...double.list("jobs", "agents"), ...double.list("pods", "agents")])
+      const argv = JSON.stringify(double.execs())
+      for (const value of ["env-s3cret-value", "agent-k3y-value"]) {
+        expect(objects).not.toContain(value)
+        expect(argv).not.toContain(value)
+      }
+      const [secret] = double.list("secrets", "agents").filter((s) => s.metadata?.name === `${sandbox.id}-env`)
+      expect(secret?.metadata?.ownerReferences?.[0]).toMatchObject({ kind: "Job", name: sandbox.id })
+    }))
+
+  it.scoped("a pod lost under a running agent: its exit is an error that says the pod is gone", () =>
+    Effect.gen(function*() {
+      const sandbox = yield* prepared(sandboxSpec())
+      const agent = yield* sandbox.start(["node", "-e", `console.log("ready"); setInterval(() => {}, 1000)`], {})
+      const [pod] = podsOf(sandbox.id)
+      const cluster = yield* connect({ options: double.kubeconfig("agents") }, undefined)
+      yield* Effect.promise(() => cluster.core.deleteNamespacedPod({ name: pod!.metadata!.name!, namespace: "agents" }))
+      const error = yield* Effect.flip(agent.exitCode)
+      expect(error.message).toMatch(/pod .* (is gone|was lost)/)
+    }))
+
+  it.scoped("an image that cannot be pulled: prepare fails at once naming it, and leaves nothing behind", () =>
+    Effect.gen(function*() {
+      const executor = yield* executorOf("tests")
+      const spec = sandboxSpec({ docker_image: "no-such-image:404", env: { A: "b" } })
+      const error = yield* Effect.flip(executor.prepare(spec))
+      expect(error._tag).toBe("ExecutorError")
+      expect(error.message).toContain("ErrImagePull")
+      const names = [...double.list("jobs", "agents"), ...double.list("secrets", "agents")].map((o) => o.metadata?.name ?? "")
+      expect(names.filter((name) => name.includes(spec.execution_id))).toEqual([])
+    }))
+
+  it.scopedLive("the wait for a pod goes on through watches that end and versions that expire (a fresh list each time)", () =>
+    Effect.gen(function*() {
+      const cluster = yield* connect({ options: double.kubeconfig("agents") }, undefined)
+      const settings = { ...defaultSettings, namespace: "agents", image: testImage }
+      const execution = { run_id: "run-watch", team_uid: "team", execution_id: `watch-${Date.now()}` }
+      // Its pod waits for a Secret that is not there yet.
+      yield* Effect.promise(() =>
+        cluster.batch.createNamespacedJob({
+          namespace: "agents",
+          body: jobOf(settings, { execution, image: null, env: {}, secretVariables: ["LATE"], attachments: [] })
+        })
+      )
+      const waiting = yield* Effect.fork(waitForPod(cluster, jobName(execution), 30_000))
+      yield* Effect.sleep("500 millis")
+      double.compact()
+      yield* Effect.sleep("300 millis")
+      double.compact()
+      yield* Effect.promise(() => cluster.core.createNamespacedSecret({ namespace: "agents", body: secretOf(settings, execution, { LATE: "1" }) }))
+      expect(yield* waiting).toMatch(/^agent-run-watch-/)
+      yield* Effect.promise(() => cluster.batch.deleteNamespacedJob({ name: jobName(execution), namespace: "agents", propagationPolicy: "Background" }))
+    }), { timeout: 60_000 })
+
+  it.scoped("leftovers are this server's sandboxes only: another replica in the namespace never takes them", () =>
+    Effect.gen(function*() {
+      const sandbox = yield* prepared(sandboxSpec(), "replica-a")
+      const other = yield* executorOf("replica-b")
+      expect((yield* other.leftovers).map((s) => s.id)).not.toContain(sandbox.id)
+      const same = yield* executorOf("replica-a")
+      expect((yield* same.leftovers).map((s) => s.id)).toContain(sandbox.id)
+    }))
+})
