@@ -1,7 +1,7 @@
 /**
  * Runs that run: the bundled server in-process with the scripted agent, on SQLite and on
- * PostgreSQL, with the process executor and with the Docker executor (the test image, the host's
- * network), driven through HTTP. Each directive of the scripted agent; the timeline, conversation
+ * PostgreSQL, with the process executor, the Docker executor (the test image, the host's network)
+ * and the Kubernetes executor (the API server double, its pods on Docker), driven through HTTP. Each directive of the scripted agent; the timeline, conversation
  * and transcript of a run; how a run ends; a long line and the engine's output rules; follow-ups
  * on each route (stored until start, live, a new execution with the history, the debug window of
  * a failed setup); cancel in each state; admission at capacity; child runs started by an agent
@@ -19,10 +19,12 @@ import { createTestRepositories, writeRepository } from "@agent-runs/core/testin
 import { execFileSync } from "node:child_process"
 import { existsSync, rmSync } from "node:fs"
 import { join } from "node:path"
+import { KubernetesSettings } from "@agent-runs/executor-kubernetes"
 import { beforeAll, describe, expect, it } from "vitest"
 import { call, type DatabaseKind, ENDED_STATES, makeTeam, suiteServer, waitForRun } from "./harness.js"
+import { kubernetesCluster } from "./kubernetes.js"
 
-type ExecutorKind = "process" | "docker"
+type ExecutorKind = "process" | "docker" | "kubernetes"
 
 /** The cases of this file, each named by the behaviour it checks. */
 const CASES = [
@@ -56,7 +58,14 @@ const COMBINATIONS: ReadonlyArray<{ readonly kind: DatabaseKind; readonly execut
     cases: ["run", "directives", "endings", "long line", "child run", "follow-ups", "cancel", "repositories", "stubborn agent", "setup"]
   },
   // The two together.
-  { kind: "postgres", executor: "docker", cases: ["run"] }
+  { kind: "postgres", executor: "docker", cases: ["run"] },
+  // Kubernetes Jobs (the API server double, whose pods run on Docker): the same cases as Docker,
+  // through the API server's execs.
+  {
+    kind: "sqlite",
+    executor: "kubernetes",
+    cases: ["run", "directives", "endings", "long line", "child run", "follow-ups", "cancel", "repositories", "stubborn agent", "setup"]
+  }
 ]
 
 /** The long line of one case: many pipe buffers and Docker frames long, and above 1 MiB. */
@@ -93,6 +102,8 @@ const blocks = (steps: ReadonlyArray<Json>): Array<Json> =>
   steps.flatMap((step) => [...step.messages.flatMap((m: Json) => m.content), ...blocks(step.steps)])
 
 for (const { cases, executor, kind } of COMBINATIONS) describe(`execution (${kind}, ${executor} executor)`, () => {
+  // Before the server starts (and stopped after it): the cluster of the Kubernetes executor.
+  const cluster = executor === "kubernetes" ? kubernetesCluster() : undefined
   const server = suiteServer(kind, {}, {
     concurrency: 4,
     cancelGraceSeconds: 1,
@@ -100,7 +111,8 @@ for (const { cases, executor, kind } of COMBINATIONS) describe(`execution (${kin
     executor,
     dockerImage: testImage,
     // The host's network, so that an agent in a container reaches the API (`@spawn`).
-    dockerNetwork: "host"
+    dockerNetwork: "host",
+    kubernetes: { ...KubernetesSettings.defaultSettings, namespace: "agents", image: testImage, instance: "execution-test" }
   })
   /** Registers the case `name` when this combination runs it. */
   const test = (name: Case, title: string, body: () => Promise<void>, timeout?: number) => {
@@ -387,6 +399,8 @@ for (const { cases, executor, kind } of COMBINATIONS) describe(`execution (${kin
     const gone = async () =>
       executor === "docker"
         ? execFileSync("docker", ["ps", "-aq", "--filter", `label=agent-runs.run-id=${runId}`]).toString().trim() === ""
+        : executor === "kubernetes"
+        ? !cluster!().list("jobs", "agents").some((job) => job.metadata?.labels?.["agent-runs/run-id"] === runId)
         : !existsSync(join(server().dataDir, "sandboxes", runId))
     const deadline = Date.now() + 30_000
     while (Date.now() < deadline && !(await gone())) await new Promise((resolve) => setTimeout(resolve, 100))

@@ -146,6 +146,20 @@ describe("a failed start of the bundled server", () => {
       expect(oneLineFailure(started)).toContain("AGENT_RUNS_CONCURRENCY: must be 0 or more: correct the setting or unset it")
     }))
 
+  it.scopedLive("the Kubernetes executor without a kubeconfig it can read: one line saying what to set", () =>
+    Effect.gen(function*() {
+      const previous = process.env["KUBECONFIG"]
+      yield* Effect.acquireRelease(
+        Effect.sync(() => (process.env["KUBECONFIG"] = "/nonexistent/kubeconfig")),
+        () => Effect.sync(() => previous === undefined ? delete process.env["KUBECONFIG"] : (process.env["KUBECONFIG"] = previous))
+      )
+      const started = yield* startUp({ AGENT_RUNS_DATA_DIR: yield* dataDir, PORT: String(yield* closedPort), AGENT_RUNS_EXECUTOR: "kubernetes" })
+      const line = oneLineFailure(started)
+      expect(line).toContain("cannot load the Kubernetes configuration")
+      expect(line).toContain("/nonexistent/kubeconfig")
+      expect(line).toContain("set KUBECONFIG")
+    }))
+
   it.scopedLive("the port in use: one line naming the port and PORT", () =>
     Effect.gen(function*() {
       const { port } = yield* listening()

@@ -37,8 +37,8 @@ import { defaultSettings, type KubernetesSettings } from "./Settings.js"
 export interface KubernetesExecutorConfig {
   /** Where the cluster is: `default` (`KUBECONFIG`, else the in-cluster service account) or a kubeconfig's content. */
   readonly cluster: ClusterSource
-  /** Over `defaultSettings`; the namespace defaults to the kubeconfig context's. */
-  readonly settings?: Partial<KubernetesSettings> | undefined
+  /** Over `defaultSettings` (an undefined value keeps the default); the namespace defaults to the kubeconfig context's. */
+  readonly settings?: { readonly [K in keyof KubernetesSettings]?: KubernetesSettings[K] | undefined } | undefined
   /** The teams' local repositories: `<reposDir>/<team_uid>/<owner>/<repo>`. */
   readonly reposDir: string
   /** The teams' mirrors of their Git host's repositories. Private to the executor. */
@@ -79,7 +79,8 @@ const attachmentsOf = (job: V1Job): ReadonlyArray<SandboxAttachment> => {
 export const make = (config: KubernetesExecutorConfig): Effect.Effect<Executor["Type"], ExecutorError> =>
   Effect.gen(function*() {
     const cluster: Cluster = yield* connect(config.cluster, config.settings?.namespace)
-    const settings: KubernetesSettings = { ...defaultSettings, ...config.settings, namespace: cluster.namespace }
+    const given = Object.fromEntries(Object.entries(config.settings ?? {}).filter(([, value]) => value !== undefined))
+    const settings: KubernetesSettings = { ...defaultSettings, ...given, namespace: cluster.namespace }
     const reposDir = Path.resolve(config.reposDir)
     const scratchDir = Path.resolve(config.scratchDir)
     const mirrors = MirrorCache.make({ root: Path.resolve(config.mirrorsDir), timeoutMs: CLONE_TIMEOUT_MS, maxBytes: config.mirrorsMaxBytes })

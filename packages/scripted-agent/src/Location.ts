@@ -1,9 +1,10 @@
 /**
  * Where the scripted agent is, for the processes that start it as their default harness (the
  * bundled server and the self-hosted worker): its package directory, and the harness command for
- * the process executor (this Node running `dist/main.js`) or for Docker sandboxes (the package
- * mounted read-only at `AGENT_MOUNT`, run by the image's `node`), and a copy of it that users other
- * than the service's can run.
+ * the process executor (this Node running `dist/main.js`) or for containers (at `AGENT_MOUNT`, run
+ * by the image's `node`: mounted read-only there in Docker sandboxes, and part of the agent image
+ * `agent-runs image build --local` makes, which Kubernetes pods run), and a copy of it that users
+ * other than the service's can run.
  */
 import { chmodSync, copyFileSync, mkdirSync, readdirSync, rmSync } from "node:fs"
 import { dirname, join } from "node:path"
@@ -12,15 +13,15 @@ import { fileURLToPath } from "node:url"
 /** The package directory (the parent of `src/` and `dist/`). */
 export const packageDir: string = dirname(dirname(fileURLToPath(import.meta.url)))
 
-/** Where the package is mounted in Docker sandboxes. */
+/** Where the package is in containers (mounted in Docker sandboxes, in the agent image). */
 export const AGENT_MOUNT = "/opt/agent-runs/scripted-agent"
 
 /** Quotes a word for `/bin/sh`. */
 const quote = (word: string) => `'${word.replace(/'/g, `'\\''`)}'`
 
 /** The default harness command (a shell command) for an executor. */
-export const defaultHarness = (executor: "process" | "docker"): string =>
-  executor === "docker"
+export const defaultHarness = (executor: "process" | "docker" | "kubernetes"): string =>
+  executor !== "process"
     ? `node ${AGENT_MOUNT}/dist/main.js`
     : `${quote(process.execPath)} ${quote(join(packageDir, "dist", "main.js"))}`
 

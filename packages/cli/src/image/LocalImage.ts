@@ -16,11 +16,13 @@
  * - `/etc/passwd` and `/etc/group` (root, `agent` 1000, `nobody` 65534), `/etc/nsswitch.conf`,
  *   the host's `/etc/ssl/certs` and C.UTF-8 locale (`/usr/lib/locale/C.utf8`: Codex's shell asks
  *   for it), `/tmp` (1777), `/workspace` and `/home/agent` (the agent's);
+ * - the scripted agent's program at `/opt/agent-runs/scripted-agent` (the default harness of
+ *   containers: Kubernetes pods have nothing of the host to mount it from);
  * - `PATH=/usr/local/bin:/usr/bin:/bin`, `SHELL=/bin/bash`, user `agent`, working directory `/workspace`, labels
  *   `agent-runs.image=agent`, `agent-runs.build=<hash>` and `agent-runs.contents`.
  *
  * The build hash covers what went in (the layout's version, the architecture, Node's, busybox's,
- * bash's, git's and rg's versions, each CLI and each package of their closures as name@version). A build
+ * bash's, git's and rg's versions, the scripted agent's program, each CLI and each package of their closures as name@version). A build
  * is skipped when the tag already carries the same hash, and is a mere `docker tag` when another
  * image does; `force` rebuilds. The image replaced under the tag is removed when no other tag names
  * it (and no container uses it).
@@ -30,6 +32,7 @@ import { createHash } from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
+import { AGENT_MOUNT, packageDir as scriptedAgentDir } from "@agent-runs/scripted-agent/Location"
 import { agentClis, findCli, type InstalledCli, wrapperScript } from "./AgentClis.js"
 import { type Closure, installRoot, walk } from "./Closure.js"
 import * as Docker from "./Docker.js"
@@ -48,7 +51,7 @@ export const CLI_ROOT = "/opt/agent-runs"
 /** Node in the image. */
 export const NODE_PATH = "/usr/local/bin/node"
 /** The version of this layout: part of the hash, raised when what the image holds changes. */
-const LAYOUT_VERSION = 3
+const LAYOUT_VERSION = 4
 const AGENT = { uid: 1000, gid: 1000 } as const
 
 export interface LocalImageOptions {
@@ -182,6 +185,17 @@ export const gather = (options: Pick<LocalImageOptions, "log" | "searchFrom">): 
   return { node, busybox, bash, git, ripgrep, certs, clis, base }
 }
 
+/** The hash of the scripted agent's program (a changed agent makes another image). */
+const scriptedAgentVersion = (): string => {
+  const hash = createHash("sha256")
+  const dist = Path.join(scriptedAgentDir, "dist")
+  for (const name of Fs.existsSync(dist) ? Fs.readdirSync(dist).sort() : []) {
+    const file = Path.join(dist, name)
+    if (Fs.statSync(file).isFile()) hash.update(name).update(Fs.readFileSync(file))
+  }
+  return hash.digest("hex").slice(0, 16)
+}
+
 /** The hash of what goes in (the `agent-runs.build` label): 16 hex digits. */
 export const buildHash = (ingredients: Ingredients): string =>
   createHash("sha256").update(JSON.stringify({
@@ -192,6 +206,7 @@ export const buildHash = (ingredients: Ingredients): string =>
     bash: ingredients.bash?.version ?? null,
     git: ingredients.git?.version ?? null,
     ripgrep: ingredients.ripgrep?.version ?? null,
+    scriptedAgent: scriptedAgentVersion(),
     clis: ingredients.clis.map(({ installed }) => `${installed.cli.command}=${installed.pkg.name}@${installed.pkg.version}`),
     packages: [...new Set(ingredients.clis.flatMap(({ closure }) => closure.packages.map((pkg) => `${pkg.name}@${pkg.version}`)))].sort()
   })).digest("hex").slice(0, 16)
@@ -288,6 +303,10 @@ export const assemble = (ingredients: Ingredients): RootFs => {
       if (inImage !== undefined) rootfs.symlink("/usr/local/bin/rg", inImage.path)
     }
   }
+  // The scripted agent, the default harness of containers (Node's own modules only): a Kubernetes
+  // pod has nothing of the server's host to mount it from.
+  rootfs.tree(Path.join(scriptedAgentDir, "dist"), `${AGENT_MOUNT}/dist`)
+  rootfs.file(Path.join(scriptedAgentDir, "package.json"), `${AGENT_MOUNT}/package.json`)
   rootfs.sharedLibraries(new Set(executables))
   return rootfs
 }

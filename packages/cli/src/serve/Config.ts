@@ -13,7 +13,7 @@
  * `AGENT_RUNS_DEFINITIONS_DIR` (none: a definitions directory, `webhooks/*.yaml` and
  * `automations/*.yaml`, applied at start-up as the bootstrap admin in its team; see
  * docs/definitions.md).
- * Execution: `AGENT_RUNS_EXECUTOR` (`process` | `docker`; `process`), `AGENT_RUNS_HARNESS` (the
+ * Execution: `AGENT_RUNS_EXECUTOR` (`process` | `docker` | `kubernetes`; `process`), `AGENT_RUNS_HARNESS` (the
  * default agent command, a shell command; the bundled scripted agent), `AGENT_RUNS_REPOS_DIR`
  * (`<data dir>/repos`; a team's repositories at `<team_uid>/<owner>/<repo>`), `AGENT_RUNS_CONCURRENCY` (runs executed at once by this server, 16; 0: an
  * API-only replica that executes nothing but still sweeps leases and admits waiting runs),
@@ -23,7 +23,7 @@
  * `config.max_runtime_seconds`, and its limit when it sets none), and for Docker
  * `AGENT_RUNS_DOCKER_IMAGE` (the image of environments without one; `agent-runs-agent:latest`) and
  * `AGENT_RUNS_DOCKER_NETWORK` (`none` | `host`; `none`), the Docker sandboxes' user and limits in
- * DockerSandboxConfig.ts; for processes `AGENT_RUNS_PROCESS_ISOLATION`
+ * DockerSandboxConfig.ts; for Kubernetes, KubernetesConfig.ts; for processes `AGENT_RUNS_PROCESS_ISOLATION`
  * (`auto` | `uid` | `none`; `auto`: a user of its own per sandbox when the server runs as root,
  * see docs/security.md) and `AGENT_RUNS_SANDBOX_UIDS` (the uids those users get,
  * `1000000000-1999999999`).
@@ -67,6 +67,7 @@ import { Ingress } from "@agent-runs/http"
 import { Config, ConfigError, Either, Option, Redacted } from "effect"
 import { join, resolve } from "node:path"
 import { DockerSandboxConfig } from "./DockerSandboxConfig.js"
+import { KubernetesConfig } from "./KubernetesConfig.js"
 import { SignInConfig } from "./SignInConfig.js"
 
 /** The webhook ingress's settings (the optional ones default to the core's `DEFAULT_INGRESS_LIMITS`). */
@@ -133,7 +134,7 @@ export interface ServerConfig {
 
 /** How runs are executed. */
 export interface ExecutionConfig {
-  readonly executor: "process" | "docker"
+  readonly executor: "process" | "docker" | "kubernetes"
   readonly harness: Option.Option<string>
   readonly reposDir: string
   readonly concurrency: number
@@ -147,6 +148,8 @@ export interface ExecutionConfig {
   readonly dockerNetwork: "none" | "host"
   /** The Docker sandboxes' user and limits (the executor's defaults and no memory/CPU limit when absent). */
   readonly dockerSandbox?: DockerSandboxConfig | undefined
+  /** The Kubernetes executor's settings (KubernetesConfig.ts; its defaults when absent). */
+  readonly kubernetes?: KubernetesConfig | undefined
   /** How often self-hosted workers send heartbeats (5 s when absent); stale after 3 intervals. */
   readonly workerHeartbeatSeconds?: number | undefined
   /** How long a run waits for an absent self-hosted worker before it fails (600 s when absent). */
@@ -212,7 +215,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
     Config.validate({ message: "must be at least 1048576 (1 MiB)", validation: (n) => n >= 1024 * 1024 })
   )),
   definitionsDir: Config.option(Config.nonEmptyString("AGENT_RUNS_DEFINITIONS_DIR")),
-  executor: Config.literal("process", "docker")("AGENT_RUNS_EXECUTOR").pipe(Config.withDefault("process" as const)),
+  executor: Config.literal("process", "docker", "kubernetes")("AGENT_RUNS_EXECUTOR").pipe(Config.withDefault("process" as const)),
   harness: Config.option(Config.nonEmptyString("AGENT_RUNS_HARNESS")),
   reposDir: Config.option(Config.string("AGENT_RUNS_REPOS_DIR")),
   concurrency: Config.integer("AGENT_RUNS_CONCURRENCY").pipe(
@@ -243,6 +246,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
     Config.withDefault(ProcessIsolation.DEFAULT_UIDS)
   ),
   dockerSandbox: DockerSandboxConfig,
+  kubernetes: KubernetesConfig,
   trustedProxies: Config.string("AGENT_RUNS_TRUSTED_PROXIES").pipe(
     Config.withDefault(""),
     Config.map((text) => text.split(/[\s,]+/).filter((entry) => entry !== "")),
@@ -337,7 +341,8 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
         workerWaitSeconds: raw.workerWaitSeconds,
         processIsolation: raw.processIsolation,
         sandboxUids: raw.sandboxUids,
-        dockerSandbox: raw.dockerSandbox
+        dockerSandbox: raw.dockerSandbox,
+        kubernetes: raw.kubernetes
       },
       ingress: {
         trustedProxies: raw.trustedProxies,

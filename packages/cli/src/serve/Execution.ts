@@ -1,9 +1,10 @@
 /**
  * The execution side of the bundled server: the executor the configuration picks (local
- * processes, or Docker containers), with the bundled scripted agent as the default harness
+ * processes, Docker containers, or Kubernetes Jobs), with the bundled scripted agent as the default harness
  * (docs/reference/configuration.md). Composition only.
  */
 import { DockerExecutor } from "@agent-runs/executor-docker"
+import { KubernetesExecutor } from "@agent-runs/executor-kubernetes"
 import { ProcessExecutor, ProcessIsolation } from "@agent-runs/executor-process"
 import { AGENT_MOUNT, defaultHarness as harnessFor, installCopy, packageDir } from "@agent-runs/scripted-agent/Location"
 import { Effect, Option } from "effect"
@@ -52,10 +53,21 @@ export const setUpExecution = (config: ServerConfig) =>
     return { isolation, harness } satisfies ExecutionSetup
   })
 
-/** The configured executor: local processes, or Docker containers. */
+/** The Kubernetes executor: the cluster of `KUBECONFIG` (or the pod's service account); work directories made in `<data dir>/scratch`. */
+const kubernetesLayer = (config: ServerConfig) =>
+  KubernetesExecutor.layer({
+    cluster: "default",
+    settings: config.execution.kubernetes,
+    reposDir: config.execution.reposDir,
+    ...mirrorsOf(config),
+    scratchDir: join(config.dataDir, "scratch")
+  })
+
+/** The configured executor: local processes, Docker containers, or Kubernetes Jobs. */
 export const executorLayer = (config: ServerConfig, setup: ExecutionSetup) => {
   const root = sandboxesOf(config)
   const { execution } = config
+  if (execution.executor === "kubernetes") return kubernetesLayer(config)
   return execution.executor === "docker"
     ? DockerExecutor.layer({
       root,

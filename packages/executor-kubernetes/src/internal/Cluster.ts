@@ -5,6 +5,9 @@
 import { BatchV1Api, CoreV1Api, KubeConfig } from "@kubernetes/client-node"
 import { ExecutorError } from "@agent-runs/core/ports/Executor"
 import { Effect, Option } from "effect"
+import { existsSync } from "node:fs"
+import { homedir } from "node:os"
+import { join } from "node:path"
 
 export interface Cluster {
   readonly config: KubeConfig
@@ -25,8 +28,12 @@ export const connect = (source: ClusterSource, namespace: string | undefined): E
   Effect.try({
     try: () => {
       const config = new KubeConfig()
-      if (source === "default") config.loadFromDefault()
-      else config.loadFromOptions(source.options)
+      if (source === "default") {
+        if (!hasDefaultConfig()) throw new Error("no KUBECONFIG, no ~/.kube/config, and not in a cluster")
+        config.loadFromDefault()
+      } else {
+        config.loadFromOptions(source.options)
+      }
       const cluster = config.getCurrentCluster()
       if (cluster === null) throw new Error("no cluster in the kubeconfig (set KUBECONFIG, or run the server in a cluster)")
       const context = config.getContextObject(config.getCurrentContext())
@@ -38,8 +45,21 @@ export const connect = (source: ClusterSource, namespace: string | undefined): E
         core: config.makeApiClient(CoreV1Api)
       }
     },
-    catch: (cause) => new ExecutorError({ message: `cannot load the Kubernetes configuration: ${messageOf(cause)}`, cause })
+    // No cause: the message is the whole story (start-up prints the innermost one).
+    catch: (cause) =>
+      new ExecutorError({
+        message: `cannot load the Kubernetes configuration: ${messageOf(cause)}: set KUBECONFIG to a kubeconfig file, or run the server in a cluster with a service account`
+      })
   })
+
+/**
+ * Whether `loadFromDefault` has something to load: without any, it would make up a cluster at
+ * localhost:8080 that no one configured.
+ */
+const hasDefaultConfig = (): boolean =>
+  (process.env["KUBECONFIG"] ?? "") !== "" ||
+  existsSync(join(homedir(), ".kube", "config")) ||
+  (process.env["KUBERNETES_SERVICE_HOST"] ?? "") !== ""
 
 const messageOf = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
 

@@ -1,0 +1,1 @@
+export * as ApiServerDouble from "./ApiServerDouble.js"
