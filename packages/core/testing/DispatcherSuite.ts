@@ -15,11 +15,13 @@ import { DebugWindows } from "../src/engine/DebugWindows.js"
 import * as ExecutionLoop from "../src/engine/ExecutionLoop.js"
 import * as LeaseSweep from "../src/engine/LeaseSweep.js"
 import * as LocalHost from "../src/engine/LocalHost.js"
+import * as SandboxReaper from "../src/engine/SandboxReaper.js"
 import { RunExecutions } from "../src/engine/RunExecutions.js"
 import * as Health from "../src/engine/Health.js"
 import { LiveExecutions } from "../src/engine/LiveExecutions.js"
-import { IdsLive, type RunId } from "../src/domain/Ids.js"
+import { type ExecutionId, IdsLive, type RunId } from "../src/domain/Ids.js"
 import type { BlobStore } from "../src/ports/BlobStore.js"
+import type { Executor } from "../src/ports/Executor.js"
 import { RunStore } from "../src/ports/RunStore.js"
 import { RunTokens } from "../src/ports/RunTokens.js"
 import { StorageError } from "../src/ports/Storage.js"
@@ -135,9 +137,11 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
       readonly createWith: (prompt: string, config: NonNullable<RunAgentRequest["config"]>) => Effect.Effect<RunId, unknown, Runs>
       readonly fault: Ref.Ref<boolean>
       readonly sandboxes: Effect.Effect<number>
+      /** Adds a sandbox as another server would have made it. */
+      readonly foreign: (run: RunId, execution: ExecutionId) => Effect.Effect<void>
       /** Moves the clock `ms` in steps of 50 ms, letting every fiber run at each. */
       readonly pass: (ms: number) => Effect.Effect<void>
-    }) => Effect.Effect<A, unknown, Runs | Followups | RunStore | BlobStore | Health.Health | EnvironmentStore>
+    }) => Effect.Effect<A, unknown, Runs | Followups | RunStore | BlobStore | Health.Health | EnvironmentStore | Executor>
   ) =>
     Effect.gen(function*() {
       const { executor, fault, services } = yield* setup
@@ -165,7 +169,17 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
               runs.create(world.alice, new RunAgentRequest({ prompt, config: { environment_id: env.uid } })))
             return created.run_id as RunId
           })
-        return yield* test({ viewer: world.alice, create, createIn, createWith, dispatcher, fault, sandboxes: executor.sandboxes, pass })
+        return yield* test({
+          viewer: world.alice,
+          create,
+          createIn,
+          createWith,
+          dispatcher,
+          fault,
+          sandboxes: executor.sandboxes,
+          foreign: executor.foreign,
+          pass
+        })
       }).pipe(Effect.scoped, Effect.provide(services))
     })
 
@@ -381,6 +395,39 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
           yield* dispatcher.tend
           expect(yield* sandboxes).toBe(0)
           expect((yield* runOf(viewer, id)).is_sandbox_running).toBe(false)
+        })
+      ))
+
+    it.scoped("the reaper releases shared sandboxes whose run ended, moved on or is unknown; keeps those in use or in a debug window", () =>
+      withDispatcher(({ create, createIn, dispatcher, foreign, pass, sandboxes, viewer }) =>
+        Effect.gen(function*() {
+          const store = yield* RunStore
+          const running = yield* create("sleep 2000\nsay done")
+          yield* dispatcher.claimSome
+          yield* pass(200)
+          const lease = Option.getOrThrow(yield* store.get(running)).lease!
+          // Another server's leftovers: an unknown run's, and one of this run's earlier execution.
+          yield* foreign("01a22d00-0000-7000-8000-000000000001" as RunId, "01a22d00-0000-7000-8000-000000000002" as ExecutionId)
+          yield* foreign(running, "01a22d00-0000-7000-8000-000000000003" as ExecutionId)
+          expect(yield* sandboxes).toBe(3)
+          expect(yield* SandboxReaper.reap).toBe(2)
+          expect(yield* sandboxes).toBe(1)
+          expect((yield* runOf(viewer, running)).state).toBe("INPROGRESS")
+          yield* pass(2_500)
+          expect((yield* runOf(viewer, running)).state).toBe("SUCCEEDED")
+          // The ended run's sandbox, had its server not released it.
+          yield* foreign(running, lease.execution_id)
+          // A failed setup's sandbox, kept for its debug window (6 s).
+          const failed = yield* createIn("say never", ["exit 1"], 0.1)
+          yield* dispatcher.claimSome
+          yield* pass(200)
+          expect((yield* runOf(viewer, failed)).state).toBe("FAILED")
+          expect(yield* SandboxReaper.reap).toBe(1)
+          expect(yield* sandboxes).toBe(1)
+          // Its window over (its server gone, say), the reaper releases it too.
+          yield* pass(6_500)
+          expect(yield* SandboxReaper.reap).toBe(1)
+          expect(yield* sandboxes).toBe(0)
         })
       ))
 

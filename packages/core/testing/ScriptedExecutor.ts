@@ -16,6 +16,7 @@ import { Deferred, Effect, Fiber, Layer, Option, Queue, Ref, Stream } from "effe
 import type { StartMessage } from "../src/domain/Harness.js"
 import { Executor, ExecutorError, SetupFailed } from "../src/ports/Executor.js"
 import type { AgentProcess, Sandbox } from "../src/ports/Executor.js"
+import type { ExecutionId, RunId } from "../src/domain/Ids.js"
 
 const encoder = new TextEncoder()
 
@@ -72,34 +73,46 @@ const agentProcess = Effect.gen(function*() {
   return process
 })
 
-/** The scripted executor, and how many of its sandboxes are still held. */
+/**
+ * The scripted executor, how many of its sandboxes are still held, and `foreign`, which adds a
+ * sandbox as another server would have made it (every sandbox is `shared`: the reaper sees them).
+ */
 export const scriptedExecutor = Effect.gen(function*() {
   const held = yield* Ref.make(0)
+  const live = new Map<string, Sandbox>()
+  const sandboxOf = (run_id: RunId, execution_id: ExecutionId) =>
+    Effect.gen(function*() {
+      yield* Ref.update(held, (n) => n + 1)
+      let released = false
+      const sandbox: Sandbox = {
+        id: `sandbox-${execution_id}`,
+        run_id,
+        execution_id,
+        attachments: [],
+        start: () => agentProcess,
+        reattach: Option.none(),
+        release: Effect.suspend(() => {
+          if (released) return Effect.void
+          released = true
+          live.delete(sandbox.id)
+          return Ref.update(held, (n) => n - 1)
+        })
+      }
+      live.set(sandbox.id, sandbox)
+      return sandbox
+    })
   const layer = Layer.succeed(Executor, {
     prepare: (spec) =>
       Effect.gen(function*() {
         if (spec.docker_image === "broken") return yield* new ExecutorError({ message: "the engine is broken" })
-        yield* Ref.update(held, (n) => n + 1)
-        let released = false
-        const sandbox: Sandbox = {
-          id: `sandbox-${spec.execution_id}`,
-          run_id: spec.run_id,
-          execution_id: spec.execution_id,
-          attachments: [],
-          start: () => agentProcess,
-          reattach: Option.none(),
-          release: Effect.suspend(() => {
-            if (released) return Effect.void
-            released = true
-            return Ref.update(held, (n) => n - 1)
-          })
-        }
+        const sandbox = yield* sandboxOf(spec.run_id, spec.execution_id)
         if (spec.setup_commands.includes("exit 1")) {
           return yield* new SetupFailed({ message: "setup command `exit 1` exited with code 1", sandbox })
         }
         return sandbox
       }),
-    leftovers: Effect.succeed([])
+    leftovers: Effect.succeed([]),
+    shared: Effect.sync(() => [...live.values()])
   })
-  return { layer, sandboxes: Ref.get(held) } as const
+  return { layer, sandboxes: Ref.get(held), foreign: (run_id: RunId, execution_id: ExecutionId) => Effect.asVoid(sandboxOf(run_id, execution_id)) } as const
 })

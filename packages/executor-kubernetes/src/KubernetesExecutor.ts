@@ -15,12 +15,14 @@
  *   restart; the engine releases them or keeps them for an open debug window. An agent that was
  *   running cannot be reattached (an exec's streams die with the connection): it is stopped with
  *   its sandbox.
+ * - `shared` are every server's Jobs in the namespace: the engine's reaper releases those whose
+ *   run ended, moved to another execution or is unknown (engine/SandboxReaper.ts in core).
  */
 import { type Cloned, isSafeSegment, MirrorCache, publishRepository, stageWorkspace } from "@agent-runs/git"
 import type { ExecutionId, RunId, TeamUid } from "@agent-runs/core/domain/Ids"
 import type { Sandbox, SandboxAttachment, SandboxRepository, SandboxSpec } from "@agent-runs/core/ports/Executor"
 import { Executor, ExecutorError, PublishFailed, SetupFailed } from "@agent-runs/core/ports/Executor"
-import { PatchStrategy, setHeaderOptions, type V1Job } from "@kubernetes/client-node"
+import { PatchStrategy, setHeaderOptions, type V1Job, type V1Secret } from "@kubernetes/client-node"
 import { Clock, Effect, Layer, Option } from "effect"
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
@@ -31,7 +33,7 @@ import { waitForPod } from "./internal/PodWait.js"
 import { isVariableName } from "./internal/Shell.js"
 import { uploadDirectory } from "./internal/Upload.js"
 import { jobOf, secretOf, WORK_DIR } from "./Manifests.js"
-import { ATTACHMENTS_ANNOTATION, type ExecutionRef, instanceSelector, jobName, Labels, secretName } from "./Names.js"
+import { ATTACHMENTS_ANNOTATION, type ExecutionRef, instanceSelector, jobName, Labels, managedSelector, secretName } from "./Names.js"
 import { defaultSettings, type KubernetesSettings } from "./Settings.js"
 
 export interface KubernetesExecutorConfig {
@@ -222,27 +224,61 @@ export const make = (config: KubernetesExecutorConfig): Effect.Effect<Executor["
       return yield* steps.pipe(Effect.tapErrorTag("ExecutorError", () => sandbox.release))
     }, inRealTime)
 
-    const leftovers = Effect.gen(function*() {
-      const jobs = yield* call(cluster, "list the Jobs of this server", () =>
-        cluster.batch.listNamespacedJob({ namespace: cluster.namespace, labelSelector: instanceSelector(settings.instance) }))
-      return jobs.items
-        .filter((job) => job.metadata?.deletionTimestamp === undefined)
-        .map((job) => {
-          const labels = job.metadata?.labels ?? {}
-          const execution: ExecutionRef = {
-            run_id: labels[Labels.runId] ?? "",
-            team_uid: (labels[Labels.team] ?? "") as TeamUid,
-            execution_id: labels[Labels.execution] ?? ""
-          }
-          return makeSandbox({
-            execution,
-            attachments: attachmentsOf(job),
-            pod: waitForPod(cluster, job.metadata?.name ?? jobName(execution), LEFTOVER_POD_WAIT_MS).pipe(inRealTime)
+    /** The sandboxes of the Jobs `labelSelector` selects (those being deleted are gone already). */
+    const sandboxesOf = (what: string, labelSelector: string) =>
+      Effect.gen(function*() {
+        const jobs = yield* call(cluster, `list ${what}`, () => cluster.batch.listNamespacedJob({ namespace: cluster.namespace, labelSelector }))
+        return jobs.items
+          .filter((job) => job.metadata?.deletionTimestamp === undefined)
+          .map((job) => {
+            const labels = job.metadata?.labels ?? {}
+            const execution: ExecutionRef = {
+              run_id: labels[Labels.runId] ?? "",
+              team_uid: (labels[Labels.team] ?? "") as TeamUid,
+              execution_id: labels[Labels.execution] ?? ""
+            }
+            return makeSandbox({
+              execution,
+              attachments: attachmentsOf(job),
+              pod: waitForPod(cluster, job.metadata?.name ?? jobName(execution), LEFTOVER_POD_WAIT_MS).pipe(inRealTime)
+            })
           })
-        })
-    }).pipe(Effect.withSpan("KubernetesExecutor.leftovers"))
+      })
 
-    return Executor.of({ prepare, leftovers })
+    const leftovers = sandboxesOf("the Jobs of this server", instanceSelector(settings.instance)).pipe(Effect.withSpan("KubernetesExecutor.leftovers"))
+
+    /**
+     * A Secret left without its Job (the Job's creation failed, and so did the Secret's deletion):
+     * a sandbox with nothing to run in, whose release deletes the Secret.
+     */
+    const strayOf = (secret: V1Secret): Sandbox => {
+      const labels = secret.metadata?.labels ?? {}
+      const name = secret.metadata?.name ?? ""
+      return {
+        id: name,
+        run_id: (labels[Labels.runId] ?? "") as RunId,
+        execution_id: (labels[Labels.execution] ?? "") as ExecutionId,
+        attachments: [],
+        start: () => Effect.fail(new ExecutorError({ message: `Secret ${name} has no pod to run in` })),
+        reattach: Option.none(),
+        release: deleteSecret(name).pipe(Effect.ignore)
+      }
+    }
+
+    // Every server's Jobs, and Secrets without a Job: the reaper releases those whose run no longer needs them.
+    const shared = Effect.gen(function*() {
+      const sandboxes = yield* sandboxesOf("the Jobs of every server", managedSelector)
+      const secrets = yield* call(cluster, "list the Secrets of every server", () =>
+        cluster.core.listNamespacedSecret({ namespace: cluster.namespace, labelSelector: managedSelector }))
+      const jobs = new Set(sandboxes.map((sandbox) => sandbox.id))
+      const strays = secrets.items.filter((secret) =>
+        secret.metadata?.deletionTimestamp === undefined && (secret.metadata?.ownerReferences ?? []).length === 0 &&
+        !jobs.has((secret.metadata?.name ?? "").replace(/-env$/, ""))
+      )
+      return [...sandboxes, ...strays.map(strayOf)]
+    }).pipe(Effect.withSpan("KubernetesExecutor.shared"))
+
+    return Executor.of({ prepare, leftovers, shared })
   })
 
 /** The executor as a layer: fails when the cluster's configuration cannot be loaded; reaching it is checked on use. */

@@ -124,4 +124,24 @@ describe("the Kubernetes executor", () => {
       const same = yield* executorOf("replica-a")
       expect((yield* same.leftovers).map((s) => s.id)).toContain(sandbox.id)
     }))
+
+  it.scoped("shared: every server's Jobs and the Secrets left without one, for the reaper; releasing them removes them", () =>
+    Effect.gen(function*() {
+      const mine = yield* prepared(sandboxSpec(), "replica-c")
+      const theirs = yield* prepared(sandboxSpec(), "replica-d")
+      const cluster = yield* connect({ options: double.kubeconfig("agents") }, undefined)
+      const settings = { ...defaultSettings, namespace: "agents", instance: "replica-d" }
+      const stray = { run_id: "run-stray", team_uid: "team", execution_id: `stray-${Date.now()}` }
+      yield* Effect.promise(() => cluster.core.createNamespacedSecret({ namespace: "agents", body: secretOf(settings, stray, { K: "v" }) }))
+      const executor = yield* executorOf("replica-c")
+      const shared = yield* executor.shared!
+      const ids = shared.map((s) => s.id)
+      expect(ids).toEqual(expect.arrayContaining([mine.id, theirs.id, `${jobName(stray)}-env`]))
+      // The Secrets of Jobs are not strays.
+      expect(ids).not.toContain(`${mine.id}-env`)
+      const found = shared.find((s) => s.id === `${jobName(stray)}-env`)!
+      expect(found).toMatchObject({ run_id: "run-stray", execution_id: stray.execution_id })
+      yield* found.release
+      expect(double.list("secrets", "agents").map((o) => o.metadata?.name)).not.toContain(`${jobName(stray)}-env`)
+    }))
 })

@@ -2,8 +2,9 @@
  * The server's execution engine, composed (docs/execution.md, docs/architecture.md): the execution
  * loop (engine/ExecutionLoop.ts) over the local host (engine/LocalHost.ts: storage, the server's
  * repositories and secrets), with the server-only parts beside it: the lease sweep with admission
- * (engine/LeaseSweep.ts) and the debug windows of failed setups (engine/DebugWindows.ts, which also
- * takes back an earlier life's sandboxes before anything is claimed). A self-hosted worker runs
+ * (engine/LeaseSweep.ts), the debug windows of failed setups (engine/DebugWindows.ts, which also
+ * takes back an earlier life's sandboxes before anything is claimed), and the reaper of sandboxes
+ * whose run no longer needs them, for executors whose place servers share (engine/SandboxReaper.ts). A self-hosted worker runs
  * the same loop over its remote host (`@agent-runs/worker`).
  *
  * Several replicas on one database share the work through `RunStore.claim`, which never gives one
@@ -16,6 +17,7 @@ import * as ExecutionLoop from "./ExecutionLoop.js"
 import * as LeaseSweep from "./LeaseSweep.js"
 import { LiveExecutions } from "./LiveExecutions.js"
 import * as LocalHost from "./LocalHost.js"
+import * as SandboxReaper from "./SandboxReaper.js"
 
 export {
   DEFAULT_MAX_OUTPUT_BYTES,
@@ -25,11 +27,12 @@ export {
   type DispatcherSettings
 } from "./Settings.js"
 
-/** The loop, the sweep and the debug windows, for the scope of the layer (one LiveExecutions for the loop and the sweep). */
+/** The loop, the sweep, the debug windows and the reaper, for the scope of the layer (one LiveExecutions for the loop and the sweep). */
 export const layer = Layer.mergeAll(
   ExecutionLoop.layer.pipe(Layer.provide(LocalHost.layer)),
   LeaseSweep.layer,
-  DebugWindows.loop
+  DebugWindows.loop,
+  SandboxReaper.loop
 ).pipe(Layer.provide(Layer.merge(DebugWindows.DebugWindows.Default, LiveExecutions.Default)))
 
 /**

@@ -19,7 +19,8 @@
  * - A process that exited by a signal reports `128 + signal number` as its exit code.
  * - `release` stops whatever still runs in the sandbox and removes it; idempotent.
  * - Sandboxes carry their run and execution ids (labels, a marker file), so that `leftovers`
- *   finds those of an earlier life of the service after a crash or restart.
+ *   finds those of an earlier life of the service after a crash or restart, and `shared` (an
+ *   executor whose place other servers share) those of any server.
  */
 import type { Effect, Option, Scope, Stream } from "effect"
 import { Context, Data } from "effect"
@@ -154,4 +155,11 @@ export class Executor extends Context.Tag("@agent-runs/core/Executor")<Executor,
   readonly prepare: (spec: SandboxSpec) => Effect.Effect<Sandbox, SetupFailed | ExecutorError>
   /** The sandboxes this executor finds from an earlier life of the service (after a restart). */
   readonly leftovers: Effect.Effect<ReadonlyArray<Sandbox>, ExecutorError>
+  /**
+   * Every sandbox in the place this executor shares with other servers (a cluster's namespace),
+   * whichever server made it: what the sandbox reaper (engine/SandboxReaper.ts) looks through for
+   * those whose run ended, moved on or is unknown (a replica that died, a restart that forgot).
+   * Absent for an executor whose sandboxes are this server's alone.
+   */
+  readonly shared?: Effect.Effect<ReadonlyArray<Sandbox>, ExecutorError>
 }>() {}
