@@ -18,7 +18,7 @@
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
 import type { Duplex } from "node:stream"
-import { type Cloned, isSafeSegment, MirrorCache, publishRepository, stageWorkspace } from "@agent-runs/git"
+import { type Cloned, isSafeSegment, MirrorCache, publishClone, stageWorkspace } from "@agent-runs/git"
 import type { ExecutionId, RunId } from "@agent-runs/core/domain/Ids"
 import { OutputTail } from "@agent-runs/core/internal/OutputTail"
 import type { AgentProcess, Sandbox, SandboxAttachment, SandboxRepository, SandboxSpec } from "@agent-runs/core/ports/Executor"
@@ -378,20 +378,9 @@ export const make = (config: DockerExecutorConfig) =>
       }).pipe(Effect.withSpan("DockerExecutor.release"))
 
       const clones = args.clones
-      const publish = clones === undefined ? undefined : (repository: SandboxRepository, branch: string) =>
-        repository.remote === undefined
-          ? Effect.fail(new PublishFailed({ message: `repository ${repository.owner}/${repository.repo} has no host to push to` }))
-          : publishRepository({
-            mirrors,
-            team: clones.team,
-            name: `${repository.owner}/${repository.repo}`,
-            remote: repository.remote,
-            start,
-            repoDir: repository.repo,
-            started: clones.started.get(repository.repo),
-            branch,
-            timeoutMs: cloneTimeoutMs
-          }).pipe(Effect.mapError((e) => new PublishFailed({ message: e.message })))
+      const pushes = clones === undefined ? undefined : publishClone({ mirrors, ...clones, start, timeoutMs: cloneTimeoutMs })
+      const publish = pushes === undefined ? undefined : (repository: SandboxRepository, branch: string) =>
+        pushes(repository, branch).pipe(Effect.mapError((e) => new PublishFailed({ message: e.message })))
 
       return {
         id: args.containerId,
@@ -510,15 +499,7 @@ export const make = (config: DockerExecutorConfig) =>
         }
 
         // Host side: the clones and the attachments; what went wrong, if anything.
-        const staged = yield* stageWorkspace({
-          mirrors,
-          reposDir,
-          team: spec.team_uid,
-          repos: spec.repos,
-          attachments: spec.attachments,
-          dir: workdir,
-          timeoutMs: cloneTimeoutMs
-        })
+        const staged = yield* stageWorkspace({ mirrors, reposDir, spec, dir: workdir, timeoutMs: cloneTimeoutMs })
         for (const [repo, cloned] of staged.started) started.set(repo, cloned)
         const failure = staged.failure
         // Everything the host put there (the clones, the attachments, the marker) goes to the

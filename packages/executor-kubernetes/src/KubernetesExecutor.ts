@@ -18,7 +18,7 @@
  * - `shared` are every server's Jobs in the namespace: the engine's reaper releases those whose
  *   run ended, moved to another execution or is unknown (engine/SandboxReaper.ts in core).
  */
-import { type Cloned, isSafeSegment, MirrorCache, publishRepository, stageWorkspace } from "@agent-runs/git"
+import { type Cloned, isSafeSegment, MirrorCache, publishClone, stageWorkspace } from "@agent-runs/git"
 import type { ExecutionId, RunId, TeamUid } from "@agent-runs/core/domain/Ids"
 import type { Sandbox, SandboxAttachment, SandboxRepository, SandboxSpec } from "@agent-runs/core/ports/Executor"
 import { Executor, ExecutorError, PublishFailed, SetupFailed } from "@agent-runs/core/ports/Executor"
@@ -117,20 +117,9 @@ export const make = (config: KubernetesExecutorConfig): Effect.Effect<Executor["
         Effect.withSpan("KubernetesExecutor.release")
       )
       const clones = args.clones
-      const publish = clones === undefined ? undefined : (repository: SandboxRepository, branch: string) =>
-        repository.remote === undefined
-          ? Effect.fail(new PublishFailed({ message: `repository ${repository.owner}/${repository.repo} has no host to push to` }))
-          : publishRepository({
-            mirrors,
-            team: clones.team,
-            name: `${repository.owner}/${repository.repo}`,
-            remote: repository.remote,
-            start,
-            repoDir: repository.repo,
-            started: clones.started.get(repository.repo),
-            branch,
-            timeoutMs: CLONE_TIMEOUT_MS
-          }).pipe(Effect.mapError((e) => new PublishFailed({ message: e.message })))
+      const pushes = clones === undefined ? undefined : publishClone({ mirrors, ...clones, start, timeoutMs: CLONE_TIMEOUT_MS })
+      const publish = pushes === undefined ? undefined : (repository: SandboxRepository, branch: string) =>
+        pushes(repository, branch).pipe(Effect.mapError((e) => new PublishFailed({ message: e.message })))
       return {
         id: job,
         run_id: args.execution.run_id as RunId,
@@ -170,15 +159,7 @@ export const make = (config: KubernetesExecutorConfig): Effect.Effect<Executor["
         }),
         (dir) =>
           Effect.gen(function*() {
-            const staged = yield* stageWorkspace({
-              mirrors,
-              reposDir,
-              team: spec.team_uid,
-              repos: spec.repos,
-              attachments: spec.attachments,
-              dir,
-              timeoutMs: CLONE_TIMEOUT_MS
-            })
+            const staged = yield* stageWorkspace({ mirrors, reposDir, spec, dir, timeoutMs: CLONE_TIMEOUT_MS })
             for (const [repo, cloned] of staged.started) started.set(repo, cloned)
             yield* uploadDirectory(cluster, pod, dir)
             return staged.failure

@@ -44,7 +44,7 @@ import { pullStream, runToCompletion, signalGroup, spawnProcess } from "./intern
 import type { Completion, Spawned } from "./internal/child.js"
 import { formatMarker, MARKER_SUFFIX, parseMarker } from "./internal/marker.js"
 import type { Marker } from "./internal/marker.js"
-import { type Cloned, cloneRepository, MirrorCache, publishRepository } from "@agent-runs/git"
+import { type Cloned, cloneRepository, MirrorCache, publishClone } from "@agent-runs/git"
 import { attachmentNameProblem, isIdSegment, repositoryDir } from "./internal/names.js"
 import { killProcess, processesIn, within } from "./internal/proc.js"
 import { allocateUid, chownTree, killUser, userOf } from "./internal/users.js"
@@ -382,21 +382,11 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
      * Pushes a clone of the sandbox to its host (`started`: where each clone started, by
      * directory): the sandbox packs its work itself (`start`, as its user), see publishBranch.
      */
-    const publishOf = (team: string, started: ReadonlyMap<string, Cloned>, start: Executor.Sandbox["start"]) =>
-      (repository: Executor.SandboxRepository, branch: string) =>
-        repository.remote === undefined
-          ? Effect.fail(new Executor.PublishFailed({ message: `repository ${repository.owner}/${repository.repo} has no host to push to` }))
-          : publishRepository({
-            mirrors,
-            team,
-            name: `${repository.owner}/${repository.repo}`,
-            remote: repository.remote,
-            start,
-            repoDir: repository.repo,
-            started: started.get(repository.repo),
-            branch,
-            timeoutMs: setupTimeoutMs
-          }).pipe(Effect.mapError((e) => new Executor.PublishFailed({ message: e.message })))
+    const publishOf = (team: string, started: ReadonlyMap<string, Cloned>, start: Executor.Sandbox["start"]) => {
+      const publish = publishClone({ mirrors, team, started, start, timeoutMs: setupTimeoutMs })
+      return (repository: Executor.SandboxRepository, branch: string) =>
+        publish(repository, branch).pipe(Effect.mapError((e) => new Executor.PublishFailed({ message: e.message })))
+    }
 
     const sandboxAt = (
       place: Place,

@@ -141,6 +141,38 @@ export const publishRepository = (options: PublishRepositoryOptions): Effect.Eff
   // Brought up to date (made again if it was removed while the agent worked): the push borrows its objects.
   options.mirrors.use(options.team, { ...options.remote, name: options.name }, (mirror) => publishFrom(mirror, options))
 
+/** How a sandbox's clones are pushed: its team's mirrors, where each clone (by directory) started, and how to run in it. */
+export interface SandboxClones {
+  readonly mirrors: MirrorCache
+  readonly team: string
+  readonly started: ReadonlyMap<string, Cloned>
+  readonly start: StartInSandbox
+  readonly timeoutMs: number
+}
+
+/**
+ * Pushes the sandbox's clone of `repository` (cloned into `<workdir>/<repo>`) as `branch`: what
+ * an executor's `Sandbox.publish` does. A repository without a host has nothing to push to.
+ */
+export const publishClone = (clones: SandboxClones) =>
+(
+  repository: { readonly owner: string; readonly repo: string; readonly remote?: PublishRepositoryOptions["remote"] | undefined },
+  branch: string
+): Effect.Effect<Published & { readonly base: string | undefined }, GitError> =>
+  repository.remote === undefined
+    ? Effect.fail(new GitError({ message: `repository ${repository.owner}/${repository.repo} has no host to push to`, status: undefined, result: undefined }))
+    : publishRepository({
+      mirrors: clones.mirrors,
+      team: clones.team,
+      name: `${repository.owner}/${repository.repo}`,
+      remote: repository.remote,
+      start: clones.start,
+      repoDir: repository.repo,
+      started: clones.started.get(repository.repo),
+      branch,
+      timeoutMs: clones.timeoutMs
+    })
+
 const publishFrom = (mirror: string, options: PublishRepositoryOptions) =>
   Effect.gen(function*() {
     const startedAt = options.started?.commit

@@ -28,14 +28,17 @@ export interface StageWorkspaceOptions {
   readonly mirrors: MirrorCache
   /** `<reposDir>/<team>/<owner>/<repo>`: the teams' local repositories. */
   readonly reposDir: string
-  readonly team: string
-  readonly repos: ReadonlyArray<{
-    readonly owner: string
-    readonly repo: string
-    readonly ref?: string | undefined
-    readonly remote?: { readonly url: string; readonly token: Redacted.Redacted<string>; readonly branch?: string | undefined } | undefined
-  }>
-  readonly attachments: ReadonlyArray<{ readonly name: string; readonly bytes: Uint8Array }>
+  /** The sandbox's: its team, repositories and attachments (an executor's `SandboxSpec`). */
+  readonly spec: {
+    readonly team_uid: string
+    readonly repos: ReadonlyArray<{
+      readonly owner: string
+      readonly repo: string
+      readonly ref?: string | undefined
+      readonly remote?: { readonly url: string; readonly token: Redacted.Redacted<string>; readonly branch?: string | undefined } | undefined
+    }>
+    readonly attachments: ReadonlyArray<{ readonly name: string; readonly bytes: Uint8Array }>
+  }
   /** The work directory (it exists). */
   readonly dir: string
   /** The longest one clone may take. */
@@ -52,19 +55,20 @@ export interface Staged {
 /** Clones the repositories and writes the attachments into `dir`. */
 export const stageWorkspace = (options: StageWorkspaceOptions): Effect.Effect<Staged> =>
   Effect.gen(function*() {
+    const { attachments, repos, team_uid: team } = options.spec
     const started = new Map<string, Cloned>()
     const failed = (failure: string): Staged => ({ failure, started })
-    for (const { owner, ref, remote, repo } of options.repos) {
+    for (const { owner, ref, remote, repo } of repos) {
       if (!isSafeSegment(owner) || !isSafeSegment(repo)) return failed(`repository ${owner}/${repo} is not a valid repository name`)
-      if (!isSafeSegment(options.team)) return failed(`team ${options.team} cannot name a directory`)
+      if (!isSafeSegment(team)) return failed(`team ${team} cannot name a directory`)
       // The run's team's repository: a team uses only its own.
-      const local = Path.join(options.reposDir, options.team, owner, repo)
+      const local = Path.join(options.reposDir, team, owner, repo)
       if (remote === undefined && !(yield* Effect.promise(() => Fs.stat(local).then((stat) => stat.isDirectory(), () => false)))) {
         return failed(`repository ${owner}/${repo} not found`)
       }
       const cloned = yield* Effect.either(cloneRepository({
         mirrors: options.mirrors,
-        team: options.team,
+        team,
         name: `${owner}/${repo}`,
         remote,
         local,
@@ -78,7 +82,7 @@ export const stageWorkspace = (options: StageWorkspaceOptions): Effect.Effect<St
     }
     const attachmentsDir = Path.join(options.dir, "attachments")
     yield* Effect.promise(() => Fs.mkdir(attachmentsDir, { recursive: true }))
-    for (const attachment of options.attachments) {
+    for (const attachment of attachments) {
       if (!isSafeFileName(attachment.name)) return failed(`attachment name ${JSON.stringify(attachment.name)} is not a plain file name`)
       yield* Effect.promise(() => Fs.writeFile(Path.join(attachmentsDir, attachment.name), attachment.bytes))
     }

@@ -6,6 +6,14 @@ export { describeFailure, hostStatus, type HostStatus } from "./HostAnswer.js"
 export * as MirrorCache from "./MirrorCache.js"
 export type { Remote } from "./MirrorCache.js"
 export { findFiles, parseLsTree, type RepoFile, type RepoFilesOptions } from "./RepoFiles.js"
-export { type Cloned, cloneRepository, type CloneRepositoryOptions, publishRepository, type PublishRepositoryOptions } from "./CloneRepository.js"
+export {
+  type Cloned,
+  cloneRepository,
+  type CloneRepositoryOptions,
+  publishClone,
+  publishRepository,
+  type PublishRepositoryOptions,
+  type SandboxClones
+} from "./CloneRepository.js"
 export { type Published, publishBranch, type PublishBranchOptions, type SandboxProcess, type StartInSandbox } from "./PublishBranch.js"
 export { isSafeFileName, isSafeSegment, type Staged, stageWorkspace, type StageWorkspaceOptions } from "./StageWorkspace.js"
