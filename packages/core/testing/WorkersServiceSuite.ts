@@ -178,6 +178,49 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
       }).pipe(Effect.provide(sweepServices)), 60_000)
   })
 
+  /** The service with a ceiling of runs' maximum runtime (one hour), over a fresh database, on the TestClock. */
+  const overtimeServices = Layer.mergeAll(Workers.Default, Runs.Default).pipe(
+    Layer.provideMerge(RunExecutions.Default),
+    Layer.provideMerge(
+      Layer.mergeAll(storage, IdsLive, memoryBlobStore, runTokens, Layer.succeed(WorkerSettingsTag, { ...defaultWorkerSettings, maxRuntimeSeconds: 3_600 }))
+    )
+  )
+
+  describe(`a self-hosted worker's run past its maximum runtime (${name})`, () => {
+    plainIt.scoped("a worker that lets its agent run past the run's maximum runtime: the server ends the run at its next renewal after a lease's grace", () =>
+      Effect.gen(function*() {
+          yield* TestClock.setTime(Date.UTC(2026, 10, 2))
+          const world = yield* seedWorkers
+          const workers = yield* Workers
+          const runs = yield* Runs
+          const workerId = `w-${uid()}`
+          const runId = yield* Effect.map(
+            runs.create(world.alice, new RunAgentRequest({ prompt: "forever", config: { worker_host: workerId, max_runtime_seconds: 60 } })),
+            (r) => r.run_id as RunId
+          )
+          const { execution } = yield* claimAs(world.worker, workerId)
+          const renew = workers.renew(world.worker, workerId, runId, execution, WORKER_PROTOCOL)
+          // Setup does not count: the limit runs from the agent's start.
+          yield* TestClock.adjust("20 seconds")
+          yield* renew
+          yield* workers.recordEvents(world.worker, workerId, runId, execution, [{ _tag: "EnvironmentSetupStarted" }, { _tag: "EnvironmentSetupSucceeded" }, { _tag: "Start" }])
+          // The limit (60 s) and a lease's grace (30 s): renewals go on until then.
+          for (let i = 0; i < 4; i++) {
+            yield* TestClock.adjust("20 seconds")
+            yield* renew
+          }
+          yield* TestClock.adjust("15 seconds")
+          const refused = yield* failureOf(renew)
+          expect(refused._tag).toBe("Conflict")
+          const ended = yield* runs.get(world.alice, runId)
+          expect(ended.state).toBe("FAILED")
+          expect(ended.status_message).toMatchObject({ error_code: "max_runtime_exceeded" })
+          expect(ended.status_message?.message).toContain("60 s")
+          expect((yield* failureOf(workers.recordEvents(world.worker, workerId, runId, execution, [{ _tag: "Succeed" }])))._tag).toBe("Conflict")
+        }).pipe(Effect.provide(overtimeServices)), 60_000)
+
+  })
+
   describe(`workers service (${name})`, () => {
     layer(services, { excludeTestServices: true, timeout: "60 seconds" })("Workers", (it) => {
       it.effect("a claim takes the team's run for this worker id and says where its transcript ends", () =>

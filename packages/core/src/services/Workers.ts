@@ -47,7 +47,9 @@ import type { ExecutionEvent, Report } from "../domain/ExecutionEvent.js"
 import { Lost } from "../engine/ExecutionHost.js"
 import { RunExecutions } from "../engine/RunExecutions.js"
 import { DEFAULT_MAX_OUTPUT_BYTES } from "../engine/Settings.js"
-import { DEFAULT_MAX_RUNTIME_SECONDS, wireCeiling } from "../domain/MaxRuntime.js"
+import { DEFAULT_MAX_RUNTIME_SECONDS, maxRuntimeMessage, wireCeiling } from "../domain/MaxRuntime.js"
+import { overtime } from "./WorkerOvertime.js"
+import { EnvironmentStore } from "../ports/EnvironmentStore.js"
 import { Conflict, NotAuthorized, OperationNotSupported, PayloadTooLarge, ResourceNotFound } from "../domain/Errors.js"
 import { Ids } from "../domain/Ids.js"
 import type { ExecutionId, RunId } from "../domain/Ids.js"
@@ -133,6 +135,7 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
     const secretStore = yield* SecretStore
     const blobs = yield* BlobStore
     const auditLog = yield* AuditLog
+    const overran = overtime({ runs: store, environments: yield* EnvironmentStore })
 
     /** The caller as a worker: a service account that may change things in its team. */
     const asWorker = (viewer: Viewer, workerId: string) =>
@@ -343,8 +346,16 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
       // A worker of an older protocol in the middle of a run stops renewing: its run comes back
       // through the sweep to an upgraded worker, instead of being held forever.
       if (protocol === undefined || protocol < WORKER_PROTOCOL) return yield* Effect.fail(upgradeNeeded)
-      yield* heldRun(worker, runId, executionId)
-      const expires = (yield* Clock.currentTimeMillis) + settings.leaseMs
+      const run = yield* heldRun(worker, runId, executionId)
+      const now = yield* Clock.currentTimeMillis
+      const late = yield* overran(run, executionId, now, { ceilingSeconds: settings.maxRuntimeSeconds, graceMs: settings.leaseMs })
+      if (Option.isSome(late)) {
+        const message = maxRuntimeMessage(late.value)
+        yield* asConflict(executions.record(runId, executionId, [{ _tag: "Fail", error_code: "max_runtime_exceeded", message }], { current: run }))
+        yield* Effect.logWarning(`worker ${workerId} let run ${runId} run past its maximum runtime: the server ended it`)
+        return yield* Effect.fail(new Conflict({ message: `${message} by the server: the run is no longer held by this execution` }))
+      }
+      const expires = now + settings.leaseMs
       yield* asConflict(executions.renew(runId, executionId, settings.leaseMs))
       return new RenewLeaseResponse({ expires_at: expires })
     }, storageUnavailable)
