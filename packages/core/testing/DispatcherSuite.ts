@@ -125,6 +125,8 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
         readonly sweep: Effect.Effect<void, unknown>
         /** The debug windows' tending (ends windows, starts debug agents). */
         readonly tend: Effect.Effect<void, unknown>
+        /** What another server starting over the same place does first: takes back the executor's leftovers. */
+        readonly recover: Effect.Effect<void, unknown>
       }
       /** Creates a run in a new environment of the team with these setup commands and debug window (and `config` besides). */
       readonly createIn: (
@@ -151,7 +153,9 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
         const world = yield* seedWorld({ maxConcurrentRuns: 1 })
         const loop = yield* ExecutionLoop.make(yield* Effect.scope)
         const windows = yield* DebugWindows
-        const dispatcher = { claimSome: loop.claimSome, sweep: yield* LeaseSweep.make, tend: windows.tend }
+        const context = yield* Effect.context<Layer.Layer.Context<typeof DebugWindows.Default>>()
+        const recover = Effect.scoped(Layer.build(DebugWindows.Default)).pipe(Effect.asVoid, Effect.provide(context))
+        const dispatcher = { claimSome: loop.claimSome, sweep: yield* LeaseSweep.make, tend: windows.tend, recover }
         const create = (prompt: string) =>
           Effect.map(Effect.flatMap(Runs, (runs) => runs.create(world.alice, new RunAgentRequest({ prompt }))), (r) => r.run_id as RunId)
         const environments = yield* EnvironmentStore
@@ -428,6 +432,24 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
           yield* pass(6_500)
           expect(yield* SandboxReaper.reap).toBe(1)
           expect(yield* sandboxes).toBe(0)
+        })
+      ))
+
+    it.scoped("a server that starts in a shared place releases its leftovers, but not a sandbox whose run its execution still leases (another server's)", () =>
+      withDispatcher(({ create, dispatcher, foreign, pass, sandboxes, viewer }) =>
+        Effect.gen(function*() {
+          const running = yield* create("sleep 5000")
+          yield* dispatcher.claimSome
+          yield* pass(200)
+          expect((yield* runOf(viewer, running)).state).toBe("INPROGRESS")
+          yield* foreign("01a22d00-0000-7000-8000-000000000004" as RunId, "01a22d00-0000-7000-8000-000000000005" as ExecutionId)
+          expect(yield* sandboxes).toBe(2)
+          // Another server starts over the same place (one name for two servers): it takes back
+          // what it finds, but leaves the running agent's sandbox alone.
+          yield* dispatcher.recover
+          expect(yield* sandboxes).toBe(1)
+          yield* pass(200)
+          expect((yield* runOf(viewer, running)).state).toBe("INPROGRESS")
         })
       ))
 

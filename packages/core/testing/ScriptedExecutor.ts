@@ -111,7 +111,8 @@ export const scriptedExecutor = Effect.gen(function*() {
         }
         return sandbox
       }),
-    leftovers: Effect.succeed([]),
+    // Every sandbox not released is there for a second life of the service, and for the reaper.
+    leftovers: Effect.sync(() => [...live.values()]),
     shared: Effect.sync(() => [...live.values()])
   })
   return { layer, sandboxes: Ref.get(held), foreign: (run_id: RunId, execution_id: ExecutionId) => Effect.asVoid(sandboxOf(run_id, execution_id)) } as const

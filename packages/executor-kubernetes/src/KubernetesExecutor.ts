@@ -23,7 +23,7 @@ import type { ExecutionId, RunId, TeamUid } from "@agent-runs/core/domain/Ids"
 import type { Sandbox, SandboxAttachment, SandboxRepository, SandboxSpec } from "@agent-runs/core/ports/Executor"
 import { Executor, ExecutorError, PublishFailed, SetupFailed } from "@agent-runs/core/ports/Executor"
 import { PatchStrategy, setHeaderOptions, type V1Job, type V1Secret } from "@kubernetes/client-node"
-import { Clock, Effect, Layer, Option } from "effect"
+import { Duration, Effect, Layer, Option } from "effect"
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
 import { type Cluster, call, callOrGone, type ClusterSource, connect } from "./internal/Cluster.js"
@@ -32,6 +32,7 @@ import { runToEnd } from "./internal/PodExec.js"
 import { waitForPod } from "./internal/PodWait.js"
 import { isVariableName } from "./internal/Shell.js"
 import { uploadDirectory } from "./internal/Upload.js"
+import { inRealTime } from "./internal/WallClock.js"
 import { jobOf, secretOf, WORK_DIR } from "./Manifests.js"
 import { ATTACHMENTS_ANNOTATION, type ExecutionRef, instanceSelector, jobName, Labels, managedSelector, secretName } from "./Names.js"
 import { defaultSettings, type KubernetesSettings } from "./Settings.js"
@@ -56,13 +57,6 @@ const CLONE_TIMEOUT_MS = 10 * 60_000
 /** How long a leftover's pod may take to be found running. */
 const LEFTOVER_POD_WAIT_MS = 30_000
 
-/**
- * The executor waits on real processes: its waits use the wall clock even where the caller's
- * fiber has a test clock (a TestClock would never let them end).
- */
-const wallClock = Clock.make()
-const inRealTime = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => Effect.withClock(effect, wallClock)
-
 /** The attachments a Job's annotation lists; anything else is none (the annotation is not trusted). */
 const attachmentsOf = (job: V1Job): ReadonlyArray<SandboxAttachment> => {
   try {
@@ -83,15 +77,16 @@ export const make = (config: KubernetesExecutorConfig): Effect.Effect<Executor["
     const cluster: Cluster = yield* connect(config.cluster, config.settings?.namespace)
     const given = Object.fromEntries(Object.entries(config.settings ?? {}).filter(([, value]) => value !== undefined))
     const settings: KubernetesSettings = { ...defaultSettings, ...given, namespace: cluster.namespace }
+    const setupTimeoutMs = settings.setupTimeoutSeconds * 1000
     const reposDir = Path.resolve(config.reposDir)
     const scratchDir = Path.resolve(config.scratchDir)
     const mirrors = MirrorCache.make({ root: Path.resolve(config.mirrorsDir), timeoutMs: CLONE_TIMEOUT_MS, maxBytes: config.mirrorsMaxBytes })
 
     const deleteJob = (name: string) =>
-      callOrGone(cluster, `delete Job ${name}`, () =>
+      callOrGone(`delete Job ${name}`, () =>
         cluster.batch.deleteNamespacedJob({ name, namespace: cluster.namespace, propagationPolicy: "Foreground" }))
     const deleteSecret = (name: string) =>
-      callOrGone(cluster, `delete Secret ${name}`, () => cluster.core.deleteNamespacedSecret({ name, namespace: cluster.namespace }))
+      callOrGone(`delete Secret ${name}`, () => cluster.core.deleteNamespacedSecret({ name, namespace: cluster.namespace }))
 
     const makeSandbox = (args: {
       readonly execution: ExecutionRef
@@ -135,15 +130,15 @@ export const make = (config: KubernetesExecutorConfig): Effect.Effect<Executor["
     /** Creates the execution's Secret and Job (the Secret owned by the Job). */
     const createObjects = (spec: SandboxSpec, execution: ExecutionRef, attachments: ReadonlyArray<SandboxAttachment>) =>
       Effect.gen(function*() {
-        yield* call(cluster, `create Secret ${secretName(execution)}`, () =>
+        yield* call(`create Secret ${secretName(execution)}`, () =>
           cluster.core.createNamespacedSecret({ namespace: cluster.namespace, body: secretOf(settings, execution, spec.env) }))
-        const job = yield* call(cluster, `create Job ${jobName(execution)}`, () =>
+        const job = yield* call(`create Job ${jobName(execution)}`, () =>
           cluster.batch.createNamespacedJob({
             namespace: cluster.namespace,
             body: jobOf(settings, { execution, image: spec.docker_image, env: {}, secretVariables: Object.keys(spec.env), attachments })
           })).pipe(Effect.tapError(() => deleteSecret(secretName(execution)).pipe(Effect.ignore)))
         const owner = { name: jobName(execution), uid: job.metadata?.uid ?? "" }
-        yield* call(cluster, `give Secret ${secretName(execution)} to its Job`, () =>
+        yield* call(`give Secret ${secretName(execution)} to its Job`, () =>
           cluster.core.patchNamespacedSecret(
             { name: secretName(execution), namespace: cluster.namespace, body: { metadata: secretOf(settings, execution, {}, owner).metadata } },
             setHeaderOptions("Content-Type", PatchStrategy.MergePatch)
@@ -161,7 +156,12 @@ export const make = (config: KubernetesExecutorConfig): Effect.Effect<Executor["
           Effect.gen(function*() {
             const staged = yield* stageWorkspace({ mirrors, reposDir, spec, dir, timeoutMs: CLONE_TIMEOUT_MS })
             for (const [repo, cloned] of staged.started) started.set(repo, cloned)
-            yield* uploadDirectory(cluster, pod, dir)
+            yield* uploadDirectory(cluster, pod, dir).pipe(
+              Effect.timeoutFail({
+                duration: Duration.millis(setupTimeoutMs),
+                onTimeout: () => new ExecutorError({ message: `copying the work directory into pod ${pod} took more than ${settings.setupTimeoutSeconds} s` })
+              })
+            )
             return staged.failure
           }),
         (dir) => Effect.promise(() => Fs.rm(dir, { recursive: true, force: true }))
@@ -173,7 +173,10 @@ export const make = (config: KubernetesExecutorConfig): Effect.Effect<Executor["
       }
       const invalid = Object.keys(spec.env).find((name) => !isVariableName(name))
       if (invalid !== undefined) return yield* new ExecutorError({ message: `${JSON.stringify(invalid)} cannot be the name of a variable` })
-      yield* Effect.promise(() => Fs.mkdir(scratchDir, { recursive: true, mode: 0o700 }))
+      yield* Effect.tryPromise({
+        try: () => Fs.mkdir(scratchDir, { recursive: true, mode: 0o700 }),
+        catch: (cause) => new ExecutorError({ message: `cannot create the scratch directory ${scratchDir}: ${String(cause)}`, cause })
+      })
       const execution: ExecutionRef = { run_id: spec.run_id, team_uid: spec.team_uid, execution_id: spec.execution_id }
       const attachments = spec.attachments.map((a) => ({ name: a.name, media_type: a.media_type, path: `${WORK_DIR}/attachments/${a.name}` }))
       yield* createObjects(spec, execution, attachments)
@@ -192,7 +195,9 @@ export const make = (config: KubernetesExecutorConfig): Effect.Effect<Executor["
         const failure = yield* stage(spec, pod, started)
         if (failure !== undefined) return yield* setupFailed(failure)
         for (const command of spec.setup_commands) {
-          const result = yield* runToEnd(cluster, pod, ["/bin/sh", "-c", command])
+          const finished = yield* runToEnd(cluster, pod, ["/bin/sh", "-c", command]).pipe(Effect.timeoutOption(Duration.millis(setupTimeoutMs)))
+          if (Option.isNone(finished)) return yield* setupFailed(`setup command \`${command}\` did not finish within ${settings.setupTimeoutSeconds} s`)
+          const result = finished.value
           if (result.exitCode !== 0) {
             return yield* setupFailed(
               `setup command \`${command}\` exited with code ${result.exitCode}${result.output === "" ? "" : `; end of its output:\n${result.output}`}`
@@ -208,7 +213,7 @@ export const make = (config: KubernetesExecutorConfig): Effect.Effect<Executor["
     /** The sandboxes of the Jobs `labelSelector` selects (those being deleted are gone already). */
     const sandboxesOf = (what: string, labelSelector: string) =>
       Effect.gen(function*() {
-        const jobs = yield* call(cluster, `list ${what}`, () => cluster.batch.listNamespacedJob({ namespace: cluster.namespace, labelSelector }))
+        const jobs = yield* call(`list ${what}`, () => cluster.batch.listNamespacedJob({ namespace: cluster.namespace, labelSelector }))
         return jobs.items
           .filter((job) => job.metadata?.deletionTimestamp === undefined)
           .map((job) => {
@@ -249,7 +254,7 @@ export const make = (config: KubernetesExecutorConfig): Effect.Effect<Executor["
     // Every server's Jobs, and Secrets without a Job: the reaper releases those whose run no longer needs them.
     const shared = Effect.gen(function*() {
       const sandboxes = yield* sandboxesOf("the Jobs of every server", managedSelector)
-      const secrets = yield* call(cluster, "list the Secrets of every server", () =>
+      const secrets = yield* call("list the Secrets of every server", () =>
         cluster.core.listNamespacedSecret({ namespace: cluster.namespace, labelSelector: managedSelector }))
       const jobs = new Set(sandboxes.map((sandbox) => sandbox.id))
       const strays = secrets.items.filter((secret) =>

@@ -41,6 +41,8 @@ export interface KubernetesSettings {
   readonly activeDeadlineSeconds: number
   /** How long a pod may take to start (scheduling, pulling its image) before its run fails. */
   readonly podStartTimeoutSeconds: number
+  /** How long each setup command, and the copy of the work directory into the pod, may take. */
+  readonly setupTimeoutSeconds: number
   /** A RuntimeClass for stronger isolation (gVisor, Kata); none: the cluster's default. */
   readonly runtimeClassName?: string | undefined
   readonly nodeSelector?: Readonly<Record<string, string>> | undefined
@@ -62,5 +64,6 @@ export const defaultSettings: KubernetesSettings = {
   tmpSize: "1Gi",
   ttlSecondsAfterFinished: 300,
   activeDeadlineSeconds: 8 * 24 * 3600,
-  podStartTimeoutSeconds: 600
+  podStartTimeoutSeconds: 600,
+  setupTimeoutSeconds: 600
 }

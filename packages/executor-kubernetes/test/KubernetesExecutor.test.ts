@@ -28,11 +28,11 @@ afterAll(async () => {
   rmSync(base, { recursive: true, force: true })
 })
 
-const executorOf = (instance: string) =>
+const executorOf = (instance: string, setupTimeoutSeconds?: number) =>
   Effect.map(
     Layer.build(KubernetesExecutor.layer({
       cluster: { options: double.kubeconfig("agents") },
-      settings: { image: testImage, instance },
+      settings: { image: testImage, instance, setupTimeoutSeconds },
       reposDir: join(base, "repos"),
       mirrorsDir: join(base, "mirrors"),
       scratchDir: join(base, "scratch")
@@ -144,4 +144,44 @@ describe("the Kubernetes executor", () => {
       yield* found.release
       expect(double.list("secrets", "agents").map((o) => o.metadata?.name)).not.toContain(`${jobName(stray)}-env`)
     }))
+
+  it.scoped("an agent that traps SIGTERM and rewrites its pid file is still killed (SIGKILL trusts nothing the agent wrote)", () =>
+    Effect.gen(function*() {
+      const sandbox = yield* prepared(sandboxSpec())
+      const agent = yield* sandbox.start(["node", "-e", `
+        process.on("SIGTERM", () => {}); process.on("SIGINT", () => {})
+        const fs = require("fs")
+        setTimeout(() => {
+          for (const f of fs.readdirSync("/work/.agent-runs")) if (f.endsWith(".pid")) fs.writeFileSync("/work/.agent-runs/" + f, "99999")
+          console.log("ready")
+        }, 100)
+        setInterval(() => {}, 1000)`], {})
+      yield* Stream.runForEach(Stream.take(agent.stdout, 1), () => Effect.void)
+      yield* agent.terminate(300)
+      expect(yield* agent.exitCode).toBe(128 + 9)
+    }))
+
+  it.scoped("a setup command that never ends fails the setup past its time limit, the sandbox kept", () =>
+    Effect.gen(function*() {
+      const executor = yield* executorOf("tests", 1)
+      const error = yield* Effect.flip(executor.prepare(sandboxSpec({ setup_commands: ["echo started > started.txt", "sleep 600"] })))
+      expect(error._tag).toBe("SetupFailed")
+      if (error._tag !== "SetupFailed") return
+      yield* Effect.addFinalizer(() => error.sandbox.release)
+      expect(error.message).toContain("`sleep 600` did not finish within 1 s")
+    }), { timeout: 30_000 })
+
+  it.scoped("a large work directory (a 24 MB attachment) arrives whole", () =>
+    Effect.gen(function*() {
+      const bytes = new Uint8Array(24 * 1024 * 1024).map((_, i) => (i * 7) % 251)
+      const sandbox = yield* prepared(sandboxSpec({ attachments: [{ name: "big.bin", media_type: "application/octet-stream", bytes }] }))
+      const agent = yield* sandbox.start(["node", "-e", `const b = require("fs").readFileSync("attachments/big.bin"); let s = 0
+        for (let i = 0; i < b.length; i++) s = (s + b[i] * (i % 13 + 1)) % 1000000007
+        console.log(b.length + " " + s)`], {})
+      const [text, exitCode] = yield* Effect.all([collect(agent.stdout), agent.exitCode], { concurrency: 2 })
+      expect(exitCode).toBe(0)
+      let sum = 0
+      for (let i = 0; i < bytes.length; i++) sum = (sum + bytes[i]! * (i % 13 + 1)) % 1000000007
+      expect(text.trim()).toBe(`${bytes.length} ${sum}`)
+    }), { timeout: 60_000 })
 })

@@ -93,20 +93,30 @@ describe("the example deployment on Kubernetes", () => {
     ])
   })
 
-  it("the Role grants what the executor calls, in its namespace only, to the server's service account", () => {
+  it("the Role grants exactly what the executor calls, in the sandboxes' namespace only, to the server's service account", () => {
     const [role] = ofKind("Role") as Array<k8s.V1Role>
-    const grants = new Set(role!.rules!.flatMap((rule) => rule.resources!.flatMap((resource) => rule.verbs.map((verb) => `${resource}:${verb}`))))
-    const needed = [
-      "jobs:create", "jobs:get", "jobs:list", "jobs:watch", "jobs:delete", "jobs/finalizers:update",
+    const grants = role!.rules!.flatMap((rule) => rule.resources!.flatMap((resource) => rule.verbs.map((verb) => `${resource}:${verb}`)))
+    // create/list/delete Jobs (prepare, leftovers and shared, release), update jobs/finalizers (the
+    // Secret's owner reference), list/watch/get pods (the wait, a lost pod), exec (setup, agents,
+    // signals, the upload), create/list/patch/delete Secrets.
+    expect(grants.sort()).toEqual([
+      "jobs:create", "jobs:list", "jobs:delete", "jobs/finalizers:update",
       "pods:get", "pods:list", "pods:watch", "pods/exec:create", "pods/exec:get",
-      "secrets:create", "secrets:get", "secrets:list", "secrets:patch", "secrets:delete"
-    ]
-    for (const grant of needed) expect(grants, grant).toContain(grant)
+      "secrets:create", "secrets:list", "secrets:patch", "secrets:delete"
+    ].sort())
     expect(ofKind("ClusterRole")).toEqual([])
     const [binding] = ofKind("RoleBinding") as Array<k8s.V1RoleBinding>
     const [deployment] = ofKind("Deployment") as Array<k8s.V1Deployment>
+    const sandboxes = deployment!.spec!.template.spec!.containers[0]!.env!.find((e) => e.name === "AGENT_RUNS_KUBERNETES_NAMESPACE")?.value
+    expect(role!.metadata!.namespace).toBe(sandboxes)
+    expect(sandboxes).not.toBe(deployment!.metadata!.namespace)
+    expect(binding!.metadata!.namespace).toBe(sandboxes)
     expect(binding!.roleRef).toMatchObject({ kind: "Role", name: role!.metadata!.name })
-    expect(binding!.subjects).toEqual([{ kind: "ServiceAccount", name: deployment!.spec!.template.spec!.serviceAccountName, namespace: role!.metadata!.namespace }])
+    expect(binding!.subjects).toEqual([
+      { kind: "ServiceAccount", name: deployment!.spec!.template.spec!.serviceAccountName, namespace: deployment!.metadata!.namespace }
+    ])
+    const [policy] = ofKind("NetworkPolicy") as Array<k8s.V1NetworkPolicy>
+    expect(policy!.metadata!.namespace).toBe(sandboxes)
   })
 
   it("the server runs the Kubernetes executor, not as root, with settings the configuration reference documents", () => {

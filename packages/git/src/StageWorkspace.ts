@@ -24,6 +24,9 @@ export const isSafeSegment = (name: string): boolean => segment.test(name) && na
 export const isSafeFileName = (name: string): boolean =>
   name.length > 0 && name.length <= 255 && name !== "." && name !== ".." && !/[/\\\0]/.test(name)
 
+/** The directory of the attachments in a work directory (no repository may be cloned there). */
+export const ATTACHMENTS = "attachments"
+
 export interface StageWorkspaceOptions {
   readonly mirrors: MirrorCache
   /** `<reposDir>/<team>/<owner>/<repo>`: the teams' local repositories. */
@@ -60,6 +63,7 @@ export const stageWorkspace = (options: StageWorkspaceOptions): Effect.Effect<St
     const failed = (failure: string): Staged => ({ failure, started })
     for (const { owner, ref, remote, repo } of repos) {
       if (!isSafeSegment(owner) || !isSafeSegment(repo)) return failed(`repository ${owner}/${repo} is not a valid repository name`)
+      if (repo === ATTACHMENTS) return failed(`repository ${owner}/${repo} cannot be cloned into ${ATTACHMENTS}/, where the run's attachments go`)
       if (!isSafeSegment(team)) return failed(`team ${team} cannot name a directory`)
       // The run's team's repository: a team uses only its own.
       const local = Path.join(options.reposDir, team, owner, repo)
@@ -80,11 +84,16 @@ export const stageWorkspace = (options: StageWorkspaceOptions): Effect.Effect<St
       if (cloned._tag === "Left") return failed(cloned.left.message)
       started.set(repo, cloned.right)
     }
-    const attachmentsDir = Path.join(options.dir, "attachments")
-    yield* Effect.promise(() => Fs.mkdir(attachmentsDir, { recursive: true }))
-    for (const attachment of attachments) {
-      if (!isSafeFileName(attachment.name)) return failed(`attachment name ${JSON.stringify(attachment.name)} is not a plain file name`)
-      yield* Effect.promise(() => Fs.writeFile(Path.join(attachmentsDir, attachment.name), attachment.bytes))
-    }
+    const badName = attachments.find((attachment) => !isSafeFileName(attachment.name))
+    if (badName !== undefined) return failed(`attachment name ${JSON.stringify(badName.name)} is not a plain file name`)
+    const attachmentsDir = Path.join(options.dir, ATTACHMENTS)
+    const written = yield* Effect.tryPromise({
+      try: async () => {
+        await Fs.mkdir(attachmentsDir, { recursive: true })
+        for (const attachment of attachments) await Fs.writeFile(Path.join(attachmentsDir, attachment.name), attachment.bytes)
+      },
+      catch: (cause) => `cannot write the attachments: ${cause instanceof Error ? cause.message : String(cause)}`
+    }).pipe(Effect.either)
+    if (written._tag === "Left") return failed(written.left)
     return { failure: undefined, started }
   })

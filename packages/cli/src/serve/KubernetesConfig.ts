@@ -14,7 +14,8 @@
  * `AGENT_RUNS_KUBERNETES_PRIORITY_CLASS`, `AGENT_RUNS_KUBERNETES_NODE_SELECTOR` (`key=value,…`),
  * `AGENT_RUNS_KUBERNETES_TOLERATIONS` (a JSON array of tolerations),
  * `AGENT_RUNS_KUBERNETES_IMAGE_PULL_SECRETS` (names, comma separated),
- * `AGENT_RUNS_KUBERNETES_POD_START_SECONDS` (600) and `AGENT_RUNS_KUBERNETES_TTL_SECONDS` (300).
+ * `AGENT_RUNS_KUBERNETES_POD_START_SECONDS` (600), `AGENT_RUNS_KUBERNETES_SETUP_SECONDS` (600: each
+ * setup command, and the copy of the work directory) and `AGENT_RUNS_KUBERNETES_TTL_SECONDS` (300).
  */
 import { KubernetesSettings } from "@agent-runs/executor-kubernetes"
 import { Config, Option } from "effect"
@@ -98,6 +99,7 @@ export const KubernetesConfig: Config.Config<KubernetesConfig> = Config.all({
     Config.map((text) => Option.getOrUndefined(Option.map(text, (t) => t.split(",").map((n) => n.trim()).filter((n) => n !== ""))))
   ),
   podStartTimeoutSeconds: seconds("AGENT_RUNS_KUBERNETES_POD_START_SECONDS", defaults.podStartTimeoutSeconds),
+  setupTimeoutSeconds: seconds("AGENT_RUNS_KUBERNETES_SETUP_SECONDS", defaults.setupTimeoutSeconds),
   ttlSecondsAfterFinished: seconds("AGENT_RUNS_KUBERNETES_TTL_SECONDS", defaults.ttlSecondsAfterFinished)
 }).pipe(
   Config.map((raw): KubernetesConfig => ({
@@ -113,6 +115,7 @@ export const KubernetesConfig: Config.Config<KubernetesConfig> = Config.all({
       ttlSecondsAfterFinished: raw.ttlSecondsAfterFinished,
       activeDeadlineSeconds: defaults.activeDeadlineSeconds,
       podStartTimeoutSeconds: raw.podStartTimeoutSeconds,
+      setupTimeoutSeconds: raw.setupTimeoutSeconds,
       runtimeClassName: raw.runtimeClassName,
       priorityClassName: raw.priorityClassName,
       nodeSelector: raw.nodeSelector,

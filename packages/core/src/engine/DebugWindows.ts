@@ -144,6 +144,9 @@ export class DebugWindows extends Effect.Service<DebugWindows>()("@agent-runs/co
       const now = yield* Clock.currentTimeMillis
       for (const sandbox of leftovers) {
         const run = Option.getOrUndefined(yield* store.get(sandbox.run_id).pipe(Effect.orElseSucceed(() => Option.none())))
+        // In a place servers share, a sandbox whose run its execution still leases may be another
+        // server's (two with one name): the reaper releases it once its run no longer needs it.
+        if (executor.shared !== undefined && run?.lease?.execution_id === sandbox.execution_id) continue
         if (run !== undefined && isDebugWindowOpen(runSnapshot(run), now) && !retained.has(run.item.run_id)) {
           retained.set(run.item.run_id, { sandbox, debugging: false })
         } else {

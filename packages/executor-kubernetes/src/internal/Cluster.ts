@@ -11,7 +11,6 @@ import { join } from "node:path"
 
 export interface Cluster {
   readonly config: KubeConfig
-  readonly server: string
   readonly namespace: string
   readonly batch: BatchV1Api
   readonly core: CoreV1Api
@@ -39,7 +38,6 @@ export const connect = (source: ClusterSource, namespace: string | undefined): E
       const context = config.getContextObject(config.getCurrentContext())
       return {
         config,
-        server: cluster.server,
         namespace: namespace ?? context?.namespace ?? "default",
         batch: config.makeApiClient(BatchV1Api),
         core: config.makeApiClient(CoreV1Api)
@@ -85,21 +83,21 @@ const answerOf = (cause: unknown): string => {
 }
 
 /** An `ExecutorError` for a call that failed while trying to `what`. */
-export const clusterError = (cluster: Cluster, what: string, cause: unknown): ExecutorError =>
+export const clusterError = (what: string, cause: unknown): ExecutorError =>
   new ExecutorError({
     message: statusOf(cause) === undefined
-      ? `Kubernetes API server at ${cluster.server} unreachable while trying to ${what}: ${messageOf(cause)}`
+      ? `the Kubernetes API server is unreachable while trying to ${what}: ${messageOf(cause)}`
       : `Kubernetes API server refused to ${what}: ${answerOf(cause)}`,
     cause
   })
 
 /** One call to the API server. */
-export const call = <A>(cluster: Cluster, what: string, f: () => Promise<A>): Effect.Effect<A, ExecutorError> =>
-  Effect.tryPromise({ try: f, catch: (cause) => clusterError(cluster, what, cause) })
+export const call = <A>(what: string, f: () => Promise<A>): Effect.Effect<A, ExecutorError> =>
+  Effect.tryPromise({ try: f, catch: (cause) => clusterError(what, cause) })
 
 /** Like `call`, but an object that is not there (404) is none. */
-export const callOrGone = <A>(cluster: Cluster, what: string, f: () => Promise<A>): Effect.Effect<Option.Option<A>, ExecutorError> =>
+export const callOrGone = <A>(what: string, f: () => Promise<A>): Effect.Effect<Option.Option<A>, ExecutorError> =>
   Effect.tryPromise({ try: f, catch: (cause) => cause }).pipe(
     Effect.map(Option.some),
-    Effect.catchAll((cause) => statusOf(cause) === 404 ? Effect.succeed(Option.none()) : Effect.fail(clusterError(cluster, what, cause)))
+    Effect.catchAll((cause) => statusOf(cause) === 404 ? Effect.succeed(Option.none()) : Effect.fail(clusterError(what, cause)))
   )

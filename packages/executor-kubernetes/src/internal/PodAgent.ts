@@ -2,7 +2,8 @@
  * An agent started in a pod: its variables written over an exec's stdin into a file its wrapper
  * reads and removes (never argv, which the API server may log, nor the pod's spec), then the agent
  * itself over a second exec whose stdin, stdout and status are the agent's. Signals go through a
- * third exec that reads the agent's pid file and signals its process group.
+ * third exec that reads the agent's pid file and signals its process group (SIGKILL goes to every
+ * process of the sandbox's user instead: the agent may rewrite its pid file).
  *
  * A connection that closes without an exit status: after `release` the agent was killed with its
  * pod (128 + 9); otherwise the error says what became of the pod (evicted, deleted, its node gone).
@@ -13,7 +14,8 @@ import { Duration, Effect, Option, type Scope } from "effect"
 import { Readable } from "node:stream"
 import { type Cluster, callOrGone } from "./Cluster.js"
 import { open, runToEnd } from "./PodExec.js"
-import { agentCommand, exportsOf, isVariableName, signalCommand, writeEnvCommand } from "./Shell.js"
+import { inRealTime } from "./WallClock.js"
+import { agentCommand, exportsOf, isVariableName, killCommand, signalCommand, writeEnvCommand } from "./Shell.js"
 
 /** How long a stop waits after SIGKILL before it gives up on the agent (and logs it). */
 const KILL_WAIT_MS = 10_000
@@ -35,7 +37,7 @@ export interface PodAgentOptions {
  * own failure), else why it is lost (deleted, evicted, its node gone).
  */
 const lossOf = (cluster: Cluster, pod: string): Effect.Effect<Option.Option<string>> =>
-  callOrGone(cluster, `read pod ${pod}`, () => cluster.core.readNamespacedPod({ name: pod, namespace: cluster.namespace })).pipe(
+  callOrGone(`read pod ${pod}`, () => cluster.core.readNamespacedPod({ name: pod, namespace: cluster.namespace })).pipe(
     Effect.map(Option.match({
       onNone: () => Option.some(`the agent's pod ${pod} is gone (deleted, evicted or its node lost)`),
       onSome: (found) => {
@@ -57,7 +59,7 @@ export const startAgent = (options: PodAgentOptions): Effect.Effect<AgentProcess
     if (invalid !== undefined) return yield* new ExecutorError({ message: `${JSON.stringify(invalid)} cannot be the name of a variable` })
     const tag = `agent-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`
     if (Object.keys(options.env).length > 0) {
-      const written = yield* runToEnd(cluster, pod, writeEnvCommand(tag), Readable.from([exportsOf(options.env)]))
+      const written = yield* runToEnd(cluster, pod, writeEnvCommand(tag), Readable.from([Buffer.from(exportsOf(options.env))]))
       if (written.exitCode !== 0) {
         return yield* new ExecutorError({ message: `cannot hand the agent its variables in pod ${pod}: ${written.output.trim()}` })
       }
@@ -82,19 +84,20 @@ export const startAgent = (options: PodAgentOptions): Effect.Effect<AgentProcess
         stdin.write(`${JSON.stringify(message)}\n`, (cause) =>
           resume(cause ? Effect.fail(new ExecutorError({ message: `cannot write to the agent's stdin: ${cause.message}`, cause })) : Effect.void))
       })
-    const signal = (name: "INT" | "TERM" | "KILL") => runToEnd(cluster, pod, signalCommand(tag, name)).pipe(Effect.ignore)
+    const signal = (name: "INT" | "TERM") => runToEnd(cluster, pod, signalCommand(tag, name)).pipe(Effect.ignore)
+    const kill = runToEnd(cluster, pod, killCommand).pipe(Effect.ignore)
     const terminate = (graceMs: number) =>
       Effect.gen(function*() {
         if (yield* process.ended) return
         yield* signal("TERM")
         if (Option.isSome(yield* Effect.option(Effect.timeout(exitCode, Duration.millis(graceMs))))) return
-        yield* signal("KILL")
+        yield* kill
         const killed = yield* Effect.option(Effect.timeout(exitCode, Duration.millis(KILL_WAIT_MS)))
         if (Option.isNone(killed)) yield* Effect.logWarning(`the agent in pod ${pod} did not end ${KILL_WAIT_MS} ms after SIGKILL`)
-      }).pipe(Effect.ignore)
+      }).pipe(Effect.ignore, inRealTime)
     const interrupt = Effect.gen(function*() {
       if (!(yield* process.ended)) yield* signal("INT")
-    })
+    }).pipe(inRealTime)
     yield* Effect.addFinalizer(() => terminate(SCOPE_GRACE_MS))
     const agent: AgentProcess = { stdout: process.stdout, send, interrupt, terminate, exitCode }
     return agent

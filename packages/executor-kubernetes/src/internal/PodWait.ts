@@ -60,7 +60,7 @@ export const waitForPod = (cluster: Cluster, job: string, timeoutMs: number): Ef
   }
   /** One list and the watch after it: the outcome, or none when the watch ended first (list again). */
   const round = Effect.gen(function*(): Effect.fn.Return<Outcome, ExecutorError, Scope.Scope> {
-    const list = yield* call(cluster, `list the pods of Job ${job}`, () => cluster.core.listNamespacedPod({ namespace: cluster.namespace, labelSelector }))
+    const list = yield* call(`list the pods of Job ${job}`, () => cluster.core.listNamespacedPod({ namespace: cluster.namespace, labelSelector }))
     for (const pod of list.items) {
       const decided = decide(pod)
       if (Option.isSome(decided)) return decided
@@ -68,7 +68,7 @@ export const waitForPod = (cluster: Cluster, job: string, timeoutMs: number): Ef
     const seen = yield* Queue.unbounded<Seen>()
     const path = `/api/v1/namespaces/${cluster.namespace}/pods`
     yield* Effect.acquireRelease(
-      call(cluster, `watch the pods of Job ${job}`, () =>
+      call(`watch the pods of Job ${job}`, () =>
         new Watch(cluster.config).watch(
           path,
           { labelSelector, resourceVersion: list.metadata?.resourceVersion, allowWatchBookmarks: true },

@@ -48,14 +48,22 @@ export const agentCommand = (tag: string, command: ReadonlyArray<string>): Reado
 /**
  * Sends `signal` to the agent `tag`'s process group (its pid when it has none), once its pid file
  * is there (up to about 5 s); without one, to every process it may signal but the pod's keeper.
+ * The agent may rewrite its pid file: SIGKILL does not trust it (`killCommand`).
  */
-export const signalCommand = (tag: string, signal: "INT" | "TERM" | "KILL"): ReadonlyArray<string> => [
+export const signalCommand = (tag: string, signal: "INT" | "TERM"): ReadonlyArray<string> => [
   "/bin/sh",
   "-c",
   `i=0; while [ ! -s ${pidFile(tag)} ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; ` +
   `p=$(cat ${pidFile(tag)} 2>/dev/null); ` +
   `case "$p" in ''|*[!0-9]*) kill -s ${signal} -1 2>/dev/null;; *) kill -s ${signal} -$p 2>/dev/null || kill -s ${signal} $p 2>/dev/null;; esac; true`
 ]
+
+/**
+ * SIGKILL to every process of the sandbox's user but the pod's keeper (pid 1) and the killing
+ * shell: nothing the agent wrote (its pid file) can turn it aside, and one agent runs in a pod at
+ * a time.
+ */
+export const killCommand: ReadonlyArray<string> = ["/bin/sh", "-c", "kill -s KILL -1 2>/dev/null; true"]
 
 /** Unpacks a tar stream on stdin into the work directory. */
 export const unpackCommand: ReadonlyArray<string> = ["tar", "-x", "-f", "-", "-C", WORK_DIR]

@@ -15,7 +15,10 @@ import { unpackCommand } from "./Shell.js"
 /** Copies what `dir` holds into the pod's work directory. */
 export const uploadDirectory = (cluster: Cluster, pod: string, dir: string): Effect.Effect<void, ExecutorError> =>
   Effect.gen(function*() {
-    const entries = yield* Effect.promise(() => Fs.readdir(dir))
+    const entries = yield* Effect.tryPromise({
+      try: () => Fs.readdir(dir),
+      catch: (cause) => new ExecutorError({ message: `cannot read the work directory made in ${dir}: ${String(cause)}`, cause })
+    })
     if (entries.length === 0) return
     const packer = yield* Effect.try({
       try: () => spawn("tar", ["-c", "-f", "-", "-C", dir, "--", ...entries], { stdio: ["ignore", "pipe", "pipe"] }),
