@@ -89,6 +89,7 @@ export const jobOf = (settings: KubernetesSettings, input: JobInput): V1Job => {
           containers: [{
             name: CONTAINER,
             image: input.image ?? settings.image,
+            imagePullPolicy: settings.imagePullPolicy,
             command: [...KEEPER_COMMAND],
             workingDir: WORK_DIR,
             env: [

@@ -23,6 +23,11 @@ export interface KubernetesSettings {
   readonly instance: string
   /** The image of environments that name none. */
   readonly image: string
+  /**
+   * When the kubelet pulls it: `IfNotPresent` by default (Kubernetes' own default for a `:latest`
+   * tag is `Always`, which fails for an image loaded into the nodes without a registry).
+   */
+  readonly imagePullPolicy: "Always" | "IfNotPresent" | "Never"
   /** The uid and gid every process of a pod runs as; neither may be 0. */
   readonly runAsUser: number
   readonly runAsGroup: number
@@ -56,6 +61,7 @@ export const defaultSettings: KubernetesSettings = {
   namespace: "default",
   instance: "agent-runs",
   image: "agent-runs-agent:latest",
+  imagePullPolicy: "IfNotPresent",
   runAsUser: 65534,
   runAsGroup: 65534,
   requests: { cpu: "500m", memory: "1Gi", ephemeralStorage: "1Gi" },

@@ -38,6 +38,7 @@ describe("an execution's Job", () => {
     expect(pod).toMatchObject({ restartPolicy: "Never", automountServiceAccountToken: false, enableServiceLinks: false })
     const container = pod.containers[0]!
     expect(container.image).toBe(defaultSettings.image)
+    expect(container.imagePullPolicy).toBe("IfNotPresent")
     expect(container.command).toEqual(KEEPER_COMMAND)
     expect(container.workingDir).toBe(WORK_DIR)
   })

@@ -3,10 +3,10 @@
  * with `AGENT_RUNS_EXECUTOR=kubernetes`. The cluster is the standard `KUBECONFIG` (its current
  * context, and its namespace), else the pod's service account when the server runs in a cluster.
  *
- * `AGENT_RUNS_KUBERNETES_NAMESPACE` (the context's, else `default`), `AGENT_RUNS_KUBERNETES_IMAGE`
- * (`agent-runs-agent:latest`), `AGENT_RUNS_KUBERNETES_INSTANCE` (this host's name: which server's
- * sandboxes are whose; give each replica its own and keep it across restarts, a StatefulSet's pod
- * name), `AGENT_RUNS_KUBERNETES_USER` (`65534:65534`), `AGENT_RUNS_KUBERNETES_CPU_REQUEST` (500m),
+ * `AGENT_RUNS_KUBERNETES_NAMESPACE` (the context's; in a pod, the service account's; else
+ * `default`), `AGENT_RUNS_KUBERNETES_IMAGE` (`agent-runs-agent:latest`),
+ * `AGENT_RUNS_KUBERNETES_IMAGE_PULL_POLICY` (`IfNotPresent`), `AGENT_RUNS_KUBERNETES_INSTANCE` (this
+ * host's name: which server's sandboxes are whose; give each replica its own, a pod's name), `AGENT_RUNS_KUBERNETES_USER` (`65534:65534`), `AGENT_RUNS_KUBERNETES_CPU_REQUEST` (500m),
  * `AGENT_RUNS_KUBERNETES_CPU_LIMIT` (2), `AGENT_RUNS_KUBERNETES_MEMORY_REQUEST` (1Gi),
  * `AGENT_RUNS_KUBERNETES_MEMORY_LIMIT` (4Gi), `AGENT_RUNS_KUBERNETES_STORAGE_REQUEST` (1Gi),
  * `AGENT_RUNS_KUBERNETES_STORAGE_LIMIT` (10Gi), `AGENT_RUNS_KUBERNETES_WORK_SIZE` (8Gi),
@@ -77,6 +77,9 @@ const parsed = <A>(name: string, message: string, parse: (text: string) => A | u
 export const KubernetesConfig: Config.Config<KubernetesConfig> = Config.all({
   namespace: optionalName("AGENT_RUNS_KUBERNETES_NAMESPACE"),
   image: Config.nonEmptyString("AGENT_RUNS_KUBERNETES_IMAGE").pipe(Config.withDefault(defaults.image)),
+  imagePullPolicy: Config.literal("Always", "IfNotPresent", "Never")("AGENT_RUNS_KUBERNETES_IMAGE_PULL_POLICY").pipe(
+    Config.withDefault(defaults.imagePullPolicy)
+  ),
   instance: Config.nonEmptyString("AGENT_RUNS_KUBERNETES_INSTANCE").pipe(Config.withDefault(hostname())),
   user: Config.string("AGENT_RUNS_KUBERNETES_USER").pipe(
     Config.validate({ message: "must be uid:gid, two numbers other than 0 (root)", validation: (text) => parseUser(text) !== undefined }),
@@ -105,6 +108,7 @@ export const KubernetesConfig: Config.Config<KubernetesConfig> = Config.all({
   Config.map((raw): KubernetesConfig => ({
       namespace: raw.namespace,
       image: raw.image,
+      imagePullPolicy: raw.imagePullPolicy,
       instance: raw.instance,
       runAsUser: raw.user.uid,
       runAsGroup: raw.user.gid,
