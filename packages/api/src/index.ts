@@ -4,6 +4,7 @@
  * for a browser.
  */
 export * as Api from "./Api.js"
+export * as Idempotency from "./Idempotency.js"
 export * as Models from "./Models.js"
 export * as Problems from "./Problems.js"
 export * as Security from "./Security.js"

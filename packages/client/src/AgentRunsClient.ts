@@ -63,7 +63,8 @@ const makeApiClient = (
 ): Effect.Effect<ApiClient, never, HttpClient.HttpClient> =>
   HttpApiClient.make(Api.Api, {
     baseUrl,
-    transformClient: (client) => client.pipe(Transport.authenticated(options), Transport.resilient(resolved))
+    transformClient: (client) =>
+      client.pipe(Transport.authenticated(options), Transport.resilient(resolved), Transport.idempotent)
   })
 
 /** The failures of an API client method. */

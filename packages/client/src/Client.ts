@@ -672,7 +672,7 @@ export const createClient = (options: CreateClientOptions): AgentRunsClientPromi
     },
     admin: {
       createTeam: (body) =>
-        call(Identity.Team, Effect.flatMap(input(Identity.CreateTeamRequest, body, "body"), (payload) => service.admin.createTeam({ payload }))),
+        call(Identity.Team, Effect.flatMap(input(Identity.CreateTeamRequest, body, "body"), (payload) => service.admin.createTeam({ headers: {}, payload }))),
       listTeams: () => call(Identity.ListTeamsResponse, service.admin.listTeams()),
       updateTeam: (uid, body) =>
         call(
@@ -685,14 +685,14 @@ export const createClient = (options: CreateClientOptions): AgentRunsClientPromi
       createPrincipal: (body) =>
         call(
           Identity.Principal,
-          Effect.flatMap(input(Identity.CreatePrincipalRequest, body, "body"), (payload) => service.admin.createPrincipal({ payload }))
+          Effect.flatMap(input(Identity.CreatePrincipalRequest, body, "body"), (payload) => service.admin.createPrincipal({ headers: {}, payload }))
         ),
       createToken: (principalUid, body) =>
         call(
           Identity.CreateTokenResponse,
           Effect.flatMap(
             Effect.all([input(Ids.PrincipalUid, principalUid, "uid"), input(Identity.CreateTokenRequest, body, "body")]),
-            ([uid, payload]) => service.admin.createToken({ path: { uid }, payload })
+            ([uid, payload]) => service.admin.createToken({ headers: {}, path: { uid }, payload })
           )
         ),
       revokeToken: (tokenId) =>

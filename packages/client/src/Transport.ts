@@ -3,7 +3,8 @@
  * header, a timeout per attempt, and retries.
  *
  * Retries: a 429 or 503 answer, or a request that got no answer (connection refused or reset, DNS
- * failure: `RequestError` with reason `Transport`), is sent again, at most `maxRetries` times (2 by
+ * failure: `RequestError` with reason `Transport`), is sent again (a POST with the same
+ * `Idempotency-Key`, `idempotent`), at most `maxRetries` times (2 by
  * default). The wait before a retry is the answer's `Retry-After` (seconds, or an HTTP date),
  * otherwise an exponential backoff with jitter (0.5 s, 1 s, 2 s, … up to 8 s); either is capped at
  * `maxRetryWait` (30 s by default). A timeout is not retried (the server may have acted on the
@@ -144,6 +145,20 @@ export const authenticated = (options: TransportOptions) => {
         return extra.length === 0 ? out : HttpClientRequest.appendUrlParams(out, extra)
       }))
 }
+
+/** The idempotency key header (the server's creates honour it: docs/reference/idempotency.md). */
+export const IDEMPOTENCY_HEADER = "idempotency-key"
+
+/**
+ * A fresh `Idempotency-Key` on every POST that does not carry one, set once before the retries
+ * (`resilient` sends the same request again): a retried create is done at most once, and a repeat
+ * of one that was done answers what it answered. Endpoints that take no key ignore the header.
+ */
+export const idempotent = (client: HttpClient.HttpClient): HttpClient.HttpClient =>
+  HttpClient.mapRequest(client, (request) =>
+    request.method !== "POST" || request.headers[IDEMPOTENCY_HEADER] !== undefined
+      ? request
+      : HttpClientRequest.setHeader(request, IDEMPOTENCY_HEADER, globalThis.crypto.randomUUID()))
 
 /** Timeouts and retries (see the module documentation); `stream` leaves the body unread. */
 export const resilient = (resolved: Settings, options: { readonly stream?: boolean } = {}) =>

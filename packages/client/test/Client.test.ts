@@ -220,6 +220,26 @@ describe("retries", () => {
     expect(waited).toBeLessThan(3000)
   })
 
+  it("sends one Idempotency-Key with a create and the same key with its retries; a new key for the next create", async () => {
+    const server = await serve((_request, response, index) =>
+      index === 0
+        ? problem(response, 503, "resource_unavailable", "storage is unavailable", {}, { "retry-after": "0" })
+        : index === 3
+        ? json(response, 200, runItem())
+        : json(response, 200, { run_id: RUN, task_id: RUN, state: "QUEUED", at_capacity: false }))
+    const client = createClient({ url: server.url, token: TOKEN })
+    await client.runs.create({ prompt: "Fix the bug" })
+    await client.runs.create({ prompt: "Fix the bug" })
+    await client.runs.get(RUN)
+    const keys = server.requests.map((request) => request.headers["idempotency-key"])
+    expect(server.requests).toHaveLength(4)
+    expect(keys[0]).toMatch(/^[\x21-\x7e]{1,255}$/)
+    expect(keys[1]).toBe(keys[0])
+    expect(keys[2]).toMatch(/^[\x21-\x7e]{1,255}$/)
+    expect(keys[2]).not.toBe(keys[0])
+    expect(keys[3]).toBeUndefined()
+  })
+
   it("tries 3 times at most (2 retries by default), then fails with the last answer", async () => {
     const server = await serve((_request, response) =>
       problem(response, 503, "resource_unavailable", "still unavailable", {}, { "retry-after": "1" }))

@@ -4,6 +4,7 @@ import { Context } from "effect"
 import type { AuditLog } from "../src/ports/AuditLog.js"
 import type { AutomationStore } from "../src/ports/AutomationStore.js"
 import type { EnvironmentStore } from "../src/ports/EnvironmentStore.js"
+import type { IdempotencyStore } from "../src/ports/IdempotencyStore.js"
 import type { IdentityStore } from "../src/ports/IdentityStore.js"
 import type { RunStore } from "../src/ports/RunStore.js"
 import type { ScheduleStore } from "../src/ports/ScheduleStore.js"
@@ -21,6 +22,7 @@ export type Stores =
   | IdentityStore
   | WorkerStore
   | AuditLog
+  | IdempotencyStore
 
 /**
  * Test-only: what an adapter has actually stored, so the suite can check that secrets are

@@ -7,6 +7,7 @@
 import { describe } from "@effect/vitest"
 import type { Layer } from "effect"
 import { auditLogConformance } from "./AuditLogConformance.js"
+import { idempotencyConformance } from "./IdempotencyConformance.js"
 import { catalogConformance } from "./CatalogConformance.js"
 import { runStoreConformance } from "./RunStoreConformance.js"
 import type { RawStorage, Stores } from "./Stores.js"
@@ -23,6 +24,7 @@ export const storageConformance = <E>(name: string, layer: Layer.Layer<Stores | 
     catalogConformance(layer)
     workerStoreConformance(layer)
     auditLogConformance(layer)
+    idempotencyConformance(layer)
   })
 }
 export { auditLogTransactions } from "./AuditLogConformance.js"

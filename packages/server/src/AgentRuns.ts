@@ -27,6 +27,8 @@ import type {
   SignInClaims} from "@agent-runs/core";
 import {
   AuditRetention,
+  Idempotency,
+  IdempotencyExpiry,
   AuditService,
   Automations,
   Conversations,
@@ -205,7 +207,8 @@ const servicesLayer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) =>
       TeamMembers.TeamMembers.Default,
       Tokens.Tokens.Default,
       Workers.Workers.Default,
-      AuditService.Audit.Default
+      AuditService.Audit.Default,
+      Idempotency.Idempotency.Default
     )),
     // The records of executions: this service's own (the dispatcher) and self-hosted workers'.
     Layer.provideMerge(RunExecutions.RunExecutions.Default),
@@ -307,5 +310,7 @@ export const layer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) => {
     : Layer.effectDiscard(Effect.flatMap(Identities.Identities, (identities) => identities.bootstrap(Option.some(options.adminToken!), "options.adminToken")))
   const app = Server.appLayer({ maxBodyBytes: options.maxBodyBytes, basePath: basePathOf(options.publicUrl) })
   const retention = AuditRetention.layer({ retentionDays: options.auditRetentionDays ?? DEFAULT_AUDIT_RETENTION_DAYS })
-  return Layer.mergeAll(app, admin, executionLayer(options), schedulingLayer(options), retention).pipe(Layer.provideMerge(base))
+  return Layer.mergeAll(app, admin, executionLayer(options), schedulingLayer(options), retention, IdempotencyExpiry.layer()).pipe(
+    Layer.provideMerge(base)
+  )
 }

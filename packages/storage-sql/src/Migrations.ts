@@ -22,6 +22,7 @@ import github from "./migrations/0012_github.js"
 import runDocShape from "./migrations/0013_run_doc_shape.js"
 import artifactDocShape from "./migrations/0014_artifact_doc_shape.js"
 import renderedConversations from "./migrations/0015_rendered_conversations.js"
+import idempotencyKeys from "./migrations/0016_idempotency_keys.js"
 
 export const loader = Migrator.fromRecord({
   "0001_runs": runs,
@@ -38,7 +39,8 @@ export const loader = Migrator.fromRecord({
   "0012_github": github,
   "0013_run_doc_shape": runDocShape,
   "0014_artifact_doc_shape": artifactDocShape,
-  "0015_rendered_conversations": renderedConversations
+  "0015_rendered_conversations": renderedConversations,
+  "0016_idempotency_keys": idempotencyKeys
 })
 
 /**

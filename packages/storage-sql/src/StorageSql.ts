@@ -6,6 +6,7 @@ import { Layer } from "effect"
 import * as AuditLogSql from "./AuditLogSql.js"
 import * as AutomationStoreSql from "./AutomationStoreSql.js"
 import * as EnvironmentStoreSql from "./EnvironmentStoreSql.js"
+import * as IdempotencyStoreSql from "./IdempotencyStoreSql.js"
 import * as IdentityStoreSql from "./IdentityStoreSql.js"
 import * as RunStoreSql from "./RunStoreSql.js"
 import * as ScheduleStoreSql from "./ScheduleStoreSql.js"
@@ -24,5 +25,6 @@ export const layer = Layer.mergeAll(
   SecretStoreSql.layer,
   IdentityStoreSql.layer,
   WorkerStoreSql.layer,
-  AuditLogSql.layer
+  AuditLogSql.layer,
+  IdempotencyStoreSql.layer
 )

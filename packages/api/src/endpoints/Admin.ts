@@ -2,6 +2,7 @@
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Identity } from "@agent-runs/core"
 import { DeleteResponse, ListPrincipalsUrlParams } from "../Models.js"
+import { IdempotentHeaders } from "../Idempotency.js"
 import * as Problems from "../Problems.js"
 import { Authentication } from "../Security.js"
 import { doc } from "./Doc.js"
@@ -11,8 +12,11 @@ import * as P from "./Params.js"
 export class AdminGroup extends HttpApiGroup.make("admin")
   .add(
     HttpApiEndpoint.post("createTeam", "/admin/teams")
+      .setHeaders(IdempotentHeaders)
       .setPayload(Identity.CreateTeamRequest)
       .addSuccess(Identity.Team, { status: 201 })
+      .addError(Problems.Conflict, { status: 409 })
+      .addError(Problems.OperationNotSupported, { status: 422 })
       .addError(Problems.PayloadTooLarge, { status: 413 })
       .annotateContext(doc("Create a team", "Features on and max_concurrent_runs 8 by default."))
   )
@@ -31,8 +35,11 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   )
   .add(
     HttpApiEndpoint.post("createPrincipal", "/admin/principals")
+      .setHeaders(IdempotentHeaders)
       .setPayload(Identity.CreatePrincipalRequest)
       .addSuccess(Identity.Principal, { status: 201 })
+      .addError(Problems.Conflict, { status: 409 })
+      .addError(Problems.OperationNotSupported, { status: 422 })
       .addError(Problems.ResourceNotFound, { status: 404 })
       .addError(Problems.PayloadTooLarge, { status: 413 })
       .annotateContext(
@@ -99,14 +106,18 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   )
   .add(
     HttpApiEndpoint.post("createToken")`/admin/principals/${P.principalUid}/tokens`
+      .setHeaders(IdempotentHeaders)
       .setPayload(Identity.CreateTokenRequest)
       .addSuccess(Identity.CreateTokenResponse, { status: 201 })
+      .addError(Problems.Conflict, { status: 409 })
+      .addError(Problems.OperationNotSupported, { status: 422 })
       .addError(Problems.ResourceNotFound, { status: 404 })
       .addError(Problems.PayloadTooLarge, { status: 413 })
       .annotateContext(
         doc(
           "Create an API token",
-          "The token (`ar_…`) is shown this once; only its hash is stored. Optional: `expires_at`, `team_uid` (it acts " +
+          "The token (`ar_…`) is shown this once (a repeat with the same Idempotency-Key within 24 hours shows it " +
+            "again to the same caller); only its hash is stored. Optional: `expires_at`, `team_uid` (it acts " +
             "only there), `max_role` (it acts with at most that role); a limited token never opens the admin API."
         )
       )

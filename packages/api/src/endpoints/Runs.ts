@@ -18,6 +18,7 @@ import {
 } from "../Models.js"
 import * as Problems from "../Problems.js"
 import { isJson, type Json } from "../internal/Json.js"
+import { IdempotentTeamHeaders } from "../Idempotency.js"
 import { Authentication, TeamHeaders } from "../Security.js"
 import { doc, EventStream, TranscriptRedirect } from "./Doc.js"
 import * as P from "./Params.js"
@@ -43,20 +44,22 @@ const queryStyles = (operation: Json): Json => ({
 export class RunsGroup extends HttpApiGroup.make("runs")
   .add(
     HttpApiEndpoint.post("createRun", "/agent/runs")
-      .setHeaders(TeamHeaders)
+      .setHeaders(IdempotentTeamHeaders)
       .setPayload(Run.RunAgentRequest)
       .addSuccess(Run.RunAgentResponse)
       .addError(Problems.ResourceNotFound, { status: 404 })
+      .addError(Problems.Conflict, { status: 409 })
       .addError(Problems.OperationNotSupported, { status: 422 })
       .addError(Problems.PayloadTooLarge, { status: 413 })
       .annotateContext(doc("Run an agent", createDescription))
   )
   .add(
     HttpApiEndpoint.post("createRunDeprecated", "/agent/run")
-      .setHeaders(TeamHeaders)
+      .setHeaders(IdempotentTeamHeaders)
       .setPayload(Run.RunAgentRequest)
       .addSuccess(Run.RunAgentResponse)
       .addError(Problems.ResourceNotFound, { status: 404 })
+      .addError(Problems.Conflict, { status: 409 })
       .addError(Problems.OperationNotSupported, { status: 422 })
       .addError(Problems.PayloadTooLarge, { status: 413 })
       .annotateContext(
@@ -144,12 +147,13 @@ export class RunsGroup extends HttpApiGroup.make("runs")
   )
   .add(
     HttpApiEndpoint.post("createRunFollowup")`/agent/runs/${P.runId}/followups`
-      .setHeaders(TeamHeaders)
+      .setHeaders(IdempotentTeamHeaders)
       .setPayload(Run.RunFollowupRequest)
       .addSuccess(RunFollowupResponse)
       .addError(Problems.ResourceNotFound, { status: 404 })
       .addError(Problems.PayloadTooLarge, { status: 413 })
       .addError(Problems.Conflict, { status: 409 })
+      .addError(Problems.OperationNotSupported, { status: 422 })
       .annotateContext(
         doc(
           "Send a follow-up",

@@ -1,6 +1,7 @@
 /** Scheduled agents: CRUD, pause and resume, run now, and the preview of a cron expression. */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Run, Schedule } from "@agent-runs/core"
+import { IdempotentTeamHeaders } from "../Idempotency.js"
 import * as Problems from "../Problems.js"
 import { Authentication, TeamHeaders } from "../Security.js"
 import { doc } from "./Doc.js"
@@ -93,9 +94,10 @@ export class SchedulesGroup extends HttpApiGroup.make("schedules")
   )
   .add(
     HttpApiEndpoint.post("runSchedule")`/agent/schedules/${P.scheduleId}/run`
-      .setHeaders(TeamHeaders)
+      .setHeaders(IdempotentTeamHeaders)
       .addSuccess(Run.RunAgentResponse)
       .addError(Problems.ResourceNotFound, { status: 404 })
+      .addError(Problems.Conflict, { status: 409 })
       .addError(Problems.OperationNotSupported, { status: 422 })
       .addError(Problems.PayloadTooLarge, { status: 413 })
       .annotateContext(

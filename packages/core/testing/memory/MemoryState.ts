@@ -148,6 +148,16 @@ export interface MemoryState {
 
   // Written by AuditLog: the entries by id.
   readonly audit: Map<AuditEntryId, AuditEntry>
+
+  // Written by IdempotencyStore: the keys by scope and key (`aad(scope, key)`).
+  readonly idempotencyKeys: Map<string, IdempotencyRow>
+}
+
+/** A taken idempotency key: its request's fingerprint, when, and its answer sealed once it finished. */
+export interface IdempotencyRow {
+  readonly fingerprint: string
+  readonly created_at: number
+  readonly answer?: { readonly status: number; readonly body: Uint8Array } | undefined
 }
 
 /** An empty state: a fresh store set. */
@@ -173,7 +183,8 @@ export const makeMemoryState = (): MemoryState => ({
   subjects: new Map(),
   workers: new Map(),
   workerBindings: new Map(),
-  audit: new Map()
+  audit: new Map(),
+  idempotencyKeys: new Map()
 })
 
 /** The entry of `key` in a map of maps (or sets), created empty when missing. */

@@ -8,6 +8,7 @@ import { Context, Effect, Layer } from "effect"
 import { AuditLog } from "../../src/ports/AuditLog.js"
 import { AutomationStore } from "../../src/ports/AutomationStore.js"
 import { EnvironmentStore } from "../../src/ports/EnvironmentStore.js"
+import { IdempotencyStore } from "../../src/ports/IdempotencyStore.js"
 import { IdentityStore } from "../../src/ports/IdentityStore.js"
 import { RunStore } from "../../src/ports/RunStore.js"
 import { ScheduleStore } from "../../src/ports/ScheduleStore.js"
@@ -19,6 +20,7 @@ import { makeMemoryAuditLog } from "./MemoryAuditLog.js"
 import { makeMemoryAutomationStore } from "./MemoryAutomationStore.js"
 import { makeSealer } from "./MemoryCrypto.js"
 import { makeMemoryEnvironmentStore } from "./MemoryEnvironmentStore.js"
+import { makeMemoryIdempotencyStore } from "./MemoryIdempotencyStore.js"
 import { makeMemoryIdentityStore } from "./MemoryIdentityStore.js"
 import { makeMemoryRawStorage } from "./MemoryRawStorage.js"
 import { makeMemoryRunStore } from "./MemoryRunStore.js"
@@ -45,6 +47,7 @@ export const memoryStorage: Layer.Layer<Stores | RawStorage> = Layer.scopedConte
       Context.add(IdentityStore, makeMemoryIdentityStore(state)),
       Context.add(WorkerStore, makeMemoryWorkerStore(state)),
       Context.add(AuditLog, makeMemoryAuditLog(state)),
+      Context.add(IdempotencyStore, makeMemoryIdempotencyStore(state, sealer)),
       Context.add(RawStorage, makeMemoryRawStorage(state))
     )
   })

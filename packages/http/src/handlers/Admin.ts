@@ -4,7 +4,9 @@ import { Identities, Identity, Principals, TeamMembers, Tokens } from "@agent-ru
 import { Effect } from "effect"
 import { Api } from "@agent-runs/api/Api"
 import { DeleteResponse } from "@agent-runs/api/Models"
+import { AdminGroup } from "@agent-runs/api/endpoints/Admin"
 import { CurrentViewer } from "@agent-runs/api/Security"
+import { idempotent } from "../Idempotent.js"
 
 const deleted = Effect.as(new DeleteResponse({ success: true }))
 
@@ -14,13 +16,19 @@ export const AdminLive = HttpApiBuilder.group(Api, "admin", (handlers) =>
     const principals = yield* Principals.Principals
     const members = yield* TeamMembers.TeamMembers
     const tokens = yield* Tokens.Tokens
+    const once = yield* idempotent
+    const teamCreated = once(AdminGroup, "createTeam")
+    const principalCreated = once(AdminGroup, "createPrincipal")
+    const tokenCreated = once(AdminGroup, "createToken")
     return handlers
-      .handle("createTeam", ({ payload }) => Effect.flatMap(CurrentViewer, (v) => identities.createTeam(v, payload)))
+      .handle("createTeam", ({ headers, payload }) =>
+        Effect.flatMap(CurrentViewer, (v) => teamCreated(v, headers["idempotency-key"], identities.createTeam(v, payload))))
       .handle("listTeams", () => Effect.flatMap(CurrentViewer, (v) => identities.listTeams(v)))
       .handle("updateTeam", ({ path, payload }) =>
         Effect.flatMap(CurrentViewer, (v) => identities.updateTeam(v, path.uid, payload)))
-      .handle("createPrincipal", ({ payload }) =>
-        Effect.flatMap(CurrentViewer, (v) => identities.createPrincipal(v, payload)))
+      .handle("createPrincipal", ({ headers, payload }) =>
+        Effect.flatMap(CurrentViewer, (v) =>
+          principalCreated(v, headers["idempotency-key"], identities.createPrincipal(v, payload))))
       .handle("listPrincipals", ({ urlParams }) =>
         Effect.flatMap(CurrentViewer, (v) =>
           principals.list(v, {
@@ -36,7 +44,8 @@ export const AdminLive = HttpApiBuilder.group(Api, "admin", (handlers) =>
         Effect.flatMap(CurrentViewer, (v) => members.setRole(v, path.team_uid, path.uid, payload.role)))
       .handle("removeMembership", ({ path }) =>
         Effect.flatMap(CurrentViewer, (v) => members.remove(v, path.team_uid, path.uid)).pipe(deleted))
-      .handle("createToken", ({ path, payload }) => Effect.flatMap(CurrentViewer, (v) => tokens.create(v, path.uid, payload)))
+      .handle("createToken", ({ headers, path, payload }) =>
+        Effect.flatMap(CurrentViewer, (v) => tokenCreated(v, headers["idempotency-key"], tokens.create(v, path.uid, payload))))
       .handle("listTokens", ({ path }) => Effect.flatMap(CurrentViewer, (v) => tokens.list(v, path.uid)))
       .handle("revokeToken", ({ path }) => Effect.flatMap(CurrentViewer, (v) => tokens.revoke(v, path.token_id)).pipe(deleted))
   }))

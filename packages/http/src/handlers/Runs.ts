@@ -13,6 +13,7 @@ import { conversationResponses } from "../ConversationResponses.js"
 import { transcriptLink, transcriptRedirect } from "../Downloads.js"
 import { EventStreamLimitsTag, makeStreamSlots } from "../EventStreams.js"
 import { RunByExternalReferenceResponse, TranscriptLinkResponse } from "@agent-runs/api/Models"
+import { idempotent } from "../Idempotent.js"
 import { respond, respondJsonText } from "../Respond.js"
 import { Authentication, bearerAuth, CurrentViewer } from "@agent-runs/api/Security"
 
@@ -47,7 +48,9 @@ export const RunsLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
     const authentication = yield* Authentication
     const streamLimits = yield* EventStreamLimitsTag
     const slots = makeStreamSlots(streamLimits)
-    const created = respond(RunsGroup, "createRun")
+    const once = yield* idempotent
+    const created = once(RunsGroup, "createRun")
+    const followedUp = once(RunsGroup, "createRunFollowup")
     const listed = respondJsonText(RunsGroup, "listRuns")
     const run = respondJsonText(RunsGroup, "getRun")
     const timeline = respond(RunsGroup, "getRunTimeline")
@@ -55,8 +58,10 @@ export const RunsLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
     /** The transcript of a run the caller may see (404 otherwise): the redirect and the link check alike. */
     const runTranscript = (runId: string) =>
       Effect.flatMap(CurrentViewer, (viewer) => conversations.transcript(viewer, { runId }))
-    const create = ({ payload }: { readonly payload: Parameters<typeof runs.create>[1] }) =>
-      Effect.flatMap(CurrentViewer, (viewer) => Effect.flatMap(runs.create(viewer, payload), created))
+    const create = ({ headers, payload }: {
+      readonly headers: { readonly "idempotency-key"?: string | undefined }
+      readonly payload: Parameters<typeof runs.create>[1]
+    }) => Effect.flatMap(CurrentViewer, (viewer) => created(viewer, headers["idempotency-key"], runs.create(viewer, payload)))
 
     return handlers
       .handle("createRun", create)
@@ -78,8 +83,9 @@ export const RunsLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
             new TranscriptLinkResponse({ url: link.url, expires_at: DateTime.unsafeMake(link.expiresAtMillis) })
           )
         ))
-      .handle("createRunFollowup", ({ path, payload }) =>
-        Effect.flatMap(CurrentViewer, (viewer) => followups.send(viewer, path.runId, payload)))
+      .handle("createRunFollowup", ({ headers, path, payload }) =>
+        Effect.flatMap(CurrentViewer, (viewer) =>
+          followedUp(viewer, headers["idempotency-key"], followups.send(viewer, path.runId, payload))))
       .handle("cancelRun", ({ path }) => Effect.flatMap(CurrentViewer, (viewer) => runs.cancel(viewer, path.runId)))
       .handle("getRunByExternalReference", ({ urlParams }) =>
         Effect.flatMap(CurrentViewer, (viewer) => conversations.runByExternalReference(viewer, urlParams.url)).pipe(

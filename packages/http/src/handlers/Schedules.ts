@@ -3,11 +3,15 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Schedules } from "@agent-runs/core"
 import { Effect } from "effect"
 import { Api } from "@agent-runs/api/Api"
+import { SchedulesGroup } from "@agent-runs/api/endpoints/Schedules"
 import { CurrentViewer } from "@agent-runs/api/Security"
+import { idempotent } from "../Idempotent.js"
 
 export const SchedulesLive = HttpApiBuilder.group(Api, "schedules", (handlers) =>
-  Effect.map(Schedules.Schedules, (schedules) =>
-    handlers
+  Effect.gen(function*() {
+    const schedules = yield* Schedules.Schedules
+    const ranNow = (yield* idempotent)(SchedulesGroup, "runSchedule")
+    return handlers
       .handle("previewSchedule", ({ payload }) => schedules.preview(payload))
       .handle("createSchedule", ({ payload }) => Effect.flatMap(CurrentViewer, (v) => schedules.create(v, payload)))
       .handle("listSchedules", () => Effect.flatMap(CurrentViewer, (v) => schedules.list(v)))
@@ -17,4 +21,6 @@ export const SchedulesLive = HttpApiBuilder.group(Api, "schedules", (handlers) =
       .handle("deleteSchedule", ({ path }) => Effect.flatMap(CurrentViewer, (v) => schedules.remove(v, path.scheduleId)))
       .handle("pauseSchedule", ({ path }) => Effect.flatMap(CurrentViewer, (v) => schedules.pause(v, path.scheduleId)))
       .handle("resumeSchedule", ({ path }) => Effect.flatMap(CurrentViewer, (v) => schedules.resume(v, path.scheduleId)))
-      .handle("runSchedule", ({ path }) => Effect.flatMap(CurrentViewer, (v) => schedules.runNow(v, path.scheduleId)))))
+      .handle("runSchedule", ({ headers, path }) =>
+        Effect.flatMap(CurrentViewer, (v) => ranNow(v, headers["idempotency-key"], schedules.runNow(v, path.scheduleId))))
+  }))
