@@ -34,6 +34,13 @@ describe.each<DatabaseKind>(["sqlite", "postgres"])("idempotency keys (%s)", (ki
     expect(again.status).toBe(first.status)
     expect(again.body).toEqual(first.body)
     expect(again.headers.get("idempotent-replayed")).toBe("true")
+    // The same JSON spaced and ordered otherwise is the same request.
+    const respaced = await call(server(), "POST", "/api/v1/agent/runs", {
+      token: tokens.member,
+      body: `{ "prompt" : ${JSON.stringify(body.prompt)} }`,
+      headers: keyed(key)
+    })
+    expect(respaced.body).toEqual(first.body)
     expect(await runsWithPrompt(tokens.member, body.prompt)).toHaveLength(1)
     // Without a key, the same body creates another run.
     expect((await call(server(), "POST", "/api/v1/agent/runs", { token: tokens.member, body })).status).toBe(200)
@@ -69,12 +76,15 @@ describe.each<DatabaseKind>(["sqlite", "postgres"])("idempotency keys (%s)", (ki
     expect(ok.length + busy.length).toBe(replies.length)
     expect(ok.length).toBeGreaterThanOrEqual(1)
     expect(new Set(ok.map((reply) => reply.body.run_id)).size).toBe(1)
-    for (const reply of busy) expect(reply.body).toMatchObject({ error_code: "conflict", retryable: true })
+    for (const reply of busy) {
+      expect(reply.body).toMatchObject({ error_code: "conflict", retryable: true })
+      expect(reply.headers.get("x-should-retry")).toBe("true")
+    }
     expect(await runsWithPrompt(tokens.member, body.prompt)).toHaveLength(1)
   })
 
-  it("keeps keys per caller, and frees the key of a request that failed", async () => {
-    const { tokens } = await makeTeam(server(), `callers-${kind}`)
+  it("keeps keys per caller (principal and token), and frees the key of a request that failed", async () => {
+    const { tokens, principals } = await makeTeam(server(), `callers-${kind}`)
     const key = randomUUID()
     const body = { prompt: `mine ${key}`, team: true }
     const member = await call(server(), "POST", "/api/v1/agent/runs", { token: tokens.member, body, headers: keyed(key) })
@@ -82,6 +92,14 @@ describe.each<DatabaseKind>(["sqlite", "postgres"])("idempotency keys (%s)", (ki
     expect(member.status).toBe(200)
     expect(admin.status).toBe(200)
     expect(admin.body.run_id).not.toBe(member.body.run_id)
+    // Another token of the same principal has keys of its own.
+    const second = await call(server(), "POST", `/api/v1/admin/principals/${principals.member}/tokens`, {
+      token: server().adminToken,
+      body: { name: "second" }
+    })
+    const other = await call(server(), "POST", "/api/v1/agent/runs", { token: second.body.token, body, headers: keyed(key) })
+    expect(other.status).toBe(200)
+    expect(other.body.run_id).not.toBe(member.body.run_id)
     // A viewer may not create (its own keys; nothing stored for a refusal).
     const refused = await call(server(), "POST", "/api/v1/agent/runs", { token: tokens.viewer, body, headers: keyed(key) })
     expect(refused.status).toBe(403)
@@ -93,8 +111,8 @@ describe.each<DatabaseKind>(["sqlite", "postgres"])("idempotency keys (%s)", (ki
     expect(retried.headers.get("idempotent-replayed")).toBeNull()
   })
 
-  it("answers follow-ups, a schedule's run-now and the admin creates once per key", async () => {
-    const { tokens } = await makeTeam(server(), `others-${kind}`)
+  it("answers follow-ups, a schedule's run-now and the admin creates once per key (not a token's creation)", async () => {
+    const { principals, tokens } = await makeTeam(server(), `others-${kind}`)
     const run = await call(server(), "POST", "/api/v1/agent/runs", { token: tokens.member, body: { prompt: "with follow-ups" } })
     const followup = () =>
       call(server(), "POST", `/api/v1/agent/runs/${run.body.run_id}/followups`, {
@@ -129,5 +147,16 @@ describe.each<DatabaseKind>(["sqlite", "postgres"])("idempotency keys (%s)", (ki
     expect(sameTeam.body.uid).toBe(madeTeam.body.uid)
     const teams = await call(server(), "GET", "/api/v1/admin/teams", { token: admin })
     expect((teams.body.teams as Array<Json>).filter((t) => t.name === `keyed-${kind}`)).toHaveLength(1)
+    // A token's secret is never stored for a replay: the key is not taken there.
+    const tokenOnce = () =>
+      call(server(), "POST", `/api/v1/admin/principals/${principals.member}/tokens`, {
+        token: admin,
+        body: { name: "keyed" },
+        headers: keyed(`token-${kind}`)
+      })
+    const [one, two] = [await tokenOnce(), await tokenOnce()]
+    expect([one.status, two.status]).toEqual([201, 201])
+    expect(two.headers.get("idempotent-replayed")).toBeNull()
+    expect(two.body.token).not.toBe(one.body.token)
   })
 })

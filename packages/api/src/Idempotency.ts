@@ -1,6 +1,6 @@
 /**
  * The `Idempotency-Key` request header (docs/reference/idempotency.md) of the creates that take
- * one: run creation, follow-ups, a schedule's run-now and the admin creates. Optional; the server
+ * one: run creation, follow-ups, a schedule's run-now and the creation of a team or principal. Optional; the server
  * checks it (1 to 255 visible ASCII characters, else 400 naming it). The same key and request
  * within 24 hours answers the first answer again (`Idempotent-Replayed: true`); the same key with
  * another request is a 422; a repeat while the first still runs is a 409 with `retryable: true`.
@@ -19,7 +19,7 @@ const idempotencyKey = Schema.optional(
   })
 )
 
-/** The header alone (the admin creates, which take no TEAM header). */
+/** The header alone (creating a team or principal: admin creates take no TEAM header). */
 export const IdempotentHeaders = Schema.Struct({ [IDEMPOTENCY_HEADER]: idempotencyKey })
 
 /** The TEAM header and the idempotency key (team-scoped creates). */

@@ -692,7 +692,7 @@ export const createClient = (options: CreateClientOptions): AgentRunsClientPromi
           Identity.CreateTokenResponse,
           Effect.flatMap(
             Effect.all([input(Ids.PrincipalUid, principalUid, "uid"), input(Identity.CreateTokenRequest, body, "body")]),
-            ([uid, payload]) => service.admin.createToken({ headers: {}, path: { uid }, payload })
+            ([uid, payload]) => service.admin.createToken({ path: { uid }, payload })
           )
         ),
       revokeToken: (tokenId) =>

@@ -4,7 +4,7 @@
  *
  * Retries: a 429 or 503 answer, or a request that got no answer (connection refused or reset, DNS
  * failure: `RequestError` with reason `Transport`), is sent again (a POST with the same
- * `Idempotency-Key`, `idempotent`), at most `maxRetries` times (2 by
+ * `Idempotency-Key`, `idempotent`; and then also a retryable 409: its first attempt still runs), at most `maxRetries` times (2 by
  * default). The wait before a retry is the answer's `Retry-After` (seconds, or an HTTP date),
  * otherwise an exponential backoff with jitter (0.5 s, 1 s, 2 s, … up to 8 s); either is capped at
  * `maxRetryWait` (30 s by default). A timeout is not retried (the server may have acted on the
@@ -158,7 +158,25 @@ export const idempotent = (client: HttpClient.HttpClient): HttpClient.HttpClient
   HttpClient.mapRequest(client, (request) =>
     request.method !== "POST" || request.headers[IDEMPOTENCY_HEADER] !== undefined
       ? request
-      : HttpClientRequest.setHeader(request, IDEMPOTENCY_HEADER, globalThis.crypto.randomUUID()))
+      : HttpClientRequest.setHeader(request, IDEMPOTENCY_HEADER, newKey()))
+
+/** A random UUID (v4): `crypto.randomUUID` where there is one (it needs a secure context in browsers). */
+const newKey = (): string => {
+  if (typeof globalThis.crypto.randomUUID === "function") return globalThis.crypto.randomUUID()
+  const b = globalThis.crypto.getRandomValues(new Uint8Array(16))
+  b[6] = (b[6]! & 0x0f) | 0x40
+  b[8] = (b[8]! & 0x3f) | 0x80
+  const hex = Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("")
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
+}
+
+/**
+ * Whether an answer is to be retried: 429 and 503; and for a request with an idempotency key, a
+ * 409 the server says is retryable (its first request with the key is still being handled).
+ */
+const retryable = (request: HttpClientRequest.HttpClientRequest, response: HttpClientResponse.HttpClientResponse) =>
+  RETRY_STATUSES.has(response.status) ||
+  (response.status === 409 && request.headers[IDEMPOTENCY_HEADER] !== undefined && response.headers["x-should-retry"] === "true")
 
 /** Timeouts and retries (see the module documentation); `stream` leaves the body unread. */
 export const resilient = (resolved: Settings, options: { readonly stream?: boolean } = {}) =>
@@ -175,7 +193,7 @@ export const resilient = (resolved: Settings, options: { readonly stream?: boole
     const attempt = (retriesLeft: boolean): Effect.Effect<Outcome, HttpClientError.HttpClientError> =>
       execute.pipe(
         Effect.flatMap((response): Effect.Effect<Outcome, HttpClientError.HttpClientError> => {
-          if (retriesLeft && RETRY_STATUSES.has(response.status)) {
+          if (retriesLeft && retryable(request, response)) {
             // Read (and drop) the body, so the connection can be used again.
             return Effect.as(Effect.ignore(response.arrayBuffer), { _tag: "Retry", response })
           }

@@ -240,6 +240,18 @@ describe("retries", () => {
     expect(keys[3]).toBeUndefined()
   })
 
+  it("retries a keyed create answered 409 retryable (its first attempt still runs) with the same key", async () => {
+    const server = await serve((_request, response, index) =>
+      index === 0
+        ? problem(response, 409, "conflict", "Idempotency-Key: still being processed", { retryable: true }, { "x-should-retry": "true" })
+        : json(response, 200, { run_id: RUN, task_id: RUN, state: "QUEUED", at_capacity: false }))
+    const client = createClient({ url: server.url, token: TOKEN })
+    const created = await client.runs.create({ prompt: "Fix the bug" })
+    expect(created.run_id).toBe(RUN)
+    expect(server.requests).toHaveLength(2)
+    expect(server.requests[1]!.headers["idempotency-key"]).toBe(server.requests[0]!.headers["idempotency-key"])
+  })
+
   it("tries 3 times at most (2 retries by default), then fails with the last answer", async () => {
     const server = await serve((_request, response) =>
       problem(response, 503, "resource_unavailable", "still unavailable", {}, { "retry-after": "1" }))

@@ -2,7 +2,8 @@
  * The creates that honour `Idempotency-Key` (core's Idempotency service): without the header the
  * work runs and answers as usual; with it, the work runs at most once per caller and key, and a
  * repeat of the request answers the stored status and body with `Idempotent-Replayed: true`.
- * A request is its method, URL, team and body as received (the body text the API decoded).
+ * A request is its method, URL, team and body as the API decoded it (as JSON text: the same
+ * request however its JSON was spaced or ordered).
  */
 import { type HttpApiEndpoint, type HttpApiGroup, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { type Access, Idempotency, IdempotencyKeys, TrustedCodec } from "@agent-runs/core"
@@ -36,15 +37,16 @@ export const idempotent = Effect.map(Idempotency.Idempotency, (idempotency) =>
       Effect.map(Effect.orDie(encode(value)), (body): IdempotencyKeys.StoredAnswer => ({ status, body: JSON.stringify(body) }))
     return <E, R>(
       viewer: Access.Viewer,
-      key: string | undefined,
+      request: { readonly key: string | undefined; readonly payload?: unknown },
       work: Effect.Effect<HttpApiEndpoint.HttpApiEndpoint.Success<EndpointOf<Group, Name>>, E, R>
     ) => {
       const answer = Effect.flatMap(work, answerOf)
+      const key = request.key
       if (key === undefined) return Effect.map(answer, (stored) => jsonAnswer(stored, false))
       return Effect.gen(function*() {
-        const request = yield* HttpServerRequest.HttpServerRequest
-        const body = yield* Effect.orDie(request.text)
-        const facts = { method: request.method, path: request.url, team_uid: viewer.team_uid, body }
+        const http = yield* HttpServerRequest.HttpServerRequest
+        const body = JSON.stringify(request.payload ?? null)
+        const facts = { method: http.method, path: http.url, team_uid: viewer.team_uid, body }
         const once = yield* idempotency.once(viewer, key, facts, answer)
         return jsonAnswer(once.answer, once.replayed)
       })

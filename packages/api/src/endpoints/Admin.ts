@@ -106,18 +106,15 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   )
   .add(
     HttpApiEndpoint.post("createToken")`/admin/principals/${P.principalUid}/tokens`
-      .setHeaders(IdempotentHeaders)
       .setPayload(Identity.CreateTokenRequest)
       .addSuccess(Identity.CreateTokenResponse, { status: 201 })
-      .addError(Problems.Conflict, { status: 409 })
-      .addError(Problems.OperationNotSupported, { status: 422 })
       .addError(Problems.ResourceNotFound, { status: 404 })
       .addError(Problems.PayloadTooLarge, { status: 413 })
       .annotateContext(
         doc(
           "Create an API token",
-          "The token (`ar_…`) is shown this once (a repeat with the same Idempotency-Key within 24 hours shows it " +
-            "again to the same caller); only its hash is stored. Optional: `expires_at`, `team_uid` (it acts " +
+          "The token (`ar_…`) is shown this once; only its hash is stored (so this create takes no Idempotency-Key). " +
+            "Optional: `expires_at`, `team_uid` (it acts " +
             "only there), `max_role` (it acts with at most that role); a limited token never opens the admin API."
         )
       )

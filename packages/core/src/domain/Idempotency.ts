@@ -19,10 +19,11 @@ export const MAX_KEY_LENGTH = 255
 export const KEY_TTL_MS = 24 * 60 * 60 * 1000
 
 /**
- * How long a key stays taken by a request that never finished (its server died while handling it):
- * after this, a retry with the key runs again. Every create answers within seconds.
+ * How long a key stays taken by a request that never finished (its server died while handling it,
+ * or its outcome is unknown): after this, a retry with the key runs again. Every create answers
+ * within seconds; the margin also covers clocks of replicas that disagree by minutes.
  */
-export const ABANDONED_AFTER_MS = 2 * 60 * 1000
+export const ABANDONED_AFTER_MS = 10 * 60 * 1000
 
 /** The largest answer body stored for replay, in bytes; a larger answer is not kept (the key is released). */
 export const MAX_STORED_BODY_BYTES = 256 * 1024
@@ -38,13 +39,14 @@ export const keyProblem = (key: string): string | undefined =>
     : "must be visible ASCII characters (no spaces)"
 
 /**
- * Whose keys: the principal, or the run whose agent acts with a run token (each run's agent has
- * keys of its own). Two callers never see each other's answers.
+ * Whose keys: the principal with the credential it called with (its API token, or the run whose
+ * agent calls with a run token). A token limited to less than its principal may do never sees the
+ * answers of its principal's other tokens, and two callers never see each other's.
  */
 export const scopeOf = (viewer: Viewer): string =>
-  viewer.acting_run_id === undefined ? viewer.principal_uid : `${viewer.principal_uid}/${viewer.acting_run_id}`
+  [viewer.principal_uid, viewer.token_id ?? "", viewer.acting_run_id ?? ""].map((part) => `${part.length}:${part}`).join("")
 
-/** What identifies a request: its method, path, team and body. */
+/** What identifies a request: its method, path, team and decoded body (as JSON text). */
 export interface RequestFacts {
   readonly method: string
   readonly path: string
@@ -80,11 +82,15 @@ export type KeyHold =
   /** An earlier request with another fingerprint used the key. */
   | { readonly _tag: "Mismatch" }
 
-/** The claim a request makes on a key, with the times that decide what is still alive. */
+/**
+ * The claim a request makes on a key, with the time that decides what is still alive, and the
+ * claim's own id: only the claim that took a key stores its answer or frees it.
+ */
 export interface KeyClaim {
   readonly scope: string
   readonly key: string
   readonly fingerprint: string
+  readonly claim_id: string
   readonly now: number
 }
 

@@ -11,13 +11,14 @@ import type { StorageError } from "./Storage.js"
 export class IdempotencyStore extends Context.Tag("@agent-runs/core/IdempotencyStore")<IdempotencyStore, {
   /**
    * Takes the claim's key, or tells what holds it. A row created before `expiredBefore(now)`, or
-   * still running since before `abandonedBefore(now)`, no longer holds its key: it is replaced.
+   * still running since before `abandonedBefore(now)`, no longer holds its key: it is replaced; so
+   * is an answer that no longer opens (the server key changed).
    */
   readonly claim: (claim: KeyClaim) => Effect.Effect<KeyHold, StorageError>
-  /** Stores the answer of the request that took the key (a key already answered keeps its answer). */
-  readonly answer: (scope: string, key: string, answer: StoredAnswer) => Effect.Effect<void, StorageError>
-  /** Frees a key still running (its request failed and did nothing); an answered key stays. */
-  readonly release: (scope: string, key: string) => Effect.Effect<void, StorageError>
+  /** Stores the answer of the claim that took the key, while it holds it running (else nothing). */
+  readonly answer: (claim: KeyClaim, answer: StoredAnswer) => Effect.Effect<void, StorageError>
+  /** Frees the key the claim took, while it holds it running (its request failed and did nothing). */
+  readonly release: (claim: KeyClaim) => Effect.Effect<void, StorageError>
   /** Removes at most `limit` keys created before `before` (epoch ms); how many it removed. */
   readonly prune: (before: number, limit: number) => Effect.Effect<number, StorageError>
 }>() {}

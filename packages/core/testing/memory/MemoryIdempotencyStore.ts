@@ -16,39 +16,48 @@ const holds = (row: IdempotencyRow, now: number) =>
   row.created_at >= expiredBefore(now) && (row.answer !== undefined || row.created_at >= abandonedBefore(now))
 
 export const makeMemoryIdempotencyStore = (state: MemoryState, sealer: Sealer) => {
+  const take = (claim: KeyClaim): KeyHold => {
+    state.idempotencyKeys.set(rowKey(claim.scope, claim.key), {
+      fingerprint: claim.fingerprint,
+      claim_id: claim.claim_id,
+      created_at: claim.now
+    })
+    return { _tag: "Taken" }
+  }
+
+  /** The stored answer; the key taken afresh when it no longer opens. */
   const opened = (claim: KeyClaim, answer: NonNullable<IdempotencyRow["answer"]>) =>
     sealer.open(answer.body, rowKey(claim.scope, claim.key)).pipe(
       Effect.map((body): KeyHold => ({ _tag: "Answered", answer: { status: answer.status, body: Redacted.value(body) } })),
-      Effect.mapError((cause) => new StorageError({ operation: "IdempotencyStore.claim", cause }))
+      Effect.orElse(() => Effect.sync(() => take(claim)))
     )
 
   const claim = (claim: KeyClaim) =>
     Effect.suspend((): Effect.Effect<KeyHold, StorageError> => {
-      const id = rowKey(claim.scope, claim.key)
-      const row = state.idempotencyKeys.get(id)
-      if (row === undefined || !holds(row, claim.now)) {
-        state.idempotencyKeys.set(id, { fingerprint: claim.fingerprint, created_at: claim.now })
-        return Effect.succeed({ _tag: "Taken" })
-      }
+      const row = state.idempotencyKeys.get(rowKey(claim.scope, claim.key))
+      if (row === undefined || !holds(row, claim.now)) return Effect.succeed(take(claim))
       if (row.fingerprint !== claim.fingerprint) return Effect.succeed({ _tag: "Mismatch" })
       return row.answer === undefined ? Effect.succeed({ _tag: "Running" }) : opened(claim, row.answer)
     })
 
-  const answer = (scope: string, key: string, stored: StoredAnswer) =>
-    sealer.seal(Redacted.make(stored.body), rowKey(scope, key)).pipe(
+  /** The row the claim took, while it runs. */
+  const running = (claim: KeyClaim) => {
+    const row = state.idempotencyKeys.get(rowKey(claim.scope, claim.key))
+    return row !== undefined && row.claim_id === claim.claim_id && row.answer === undefined ? row : undefined
+  }
+
+  const answer = (claim: KeyClaim, stored: StoredAnswer) =>
+    sealer.seal(Redacted.make(stored.body), rowKey(claim.scope, claim.key)).pipe(
       Effect.map((body) => {
-        const row = state.idempotencyKeys.get(rowKey(scope, key))
-        if (row !== undefined && row.answer === undefined) {
-          state.idempotencyKeys.set(rowKey(scope, key), { ...row, answer: { status: stored.status, body } })
-        }
+        const row = running(claim)
+        if (row !== undefined) state.idempotencyKeys.set(rowKey(claim.scope, claim.key), { ...row, answer: { status: stored.status, body } })
       }),
       Effect.mapError((cause) => new StorageError({ operation: "IdempotencyStore.answer", cause }))
     )
 
-  const release = (scope: string, key: string) =>
+  const release = (claim: KeyClaim) =>
     Effect.sync(() => {
-      const row = state.idempotencyKeys.get(rowKey(scope, key))
-      if (row !== undefined && row.answer === undefined) state.idempotencyKeys.delete(rowKey(scope, key))
+      if (running(claim) !== undefined) state.idempotencyKeys.delete(rowKey(claim.scope, claim.key))
     })
 
   const prune = (before: number, limit: number) =>

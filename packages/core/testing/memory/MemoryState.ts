@@ -156,6 +156,7 @@ export interface MemoryState {
 /** A taken idempotency key: its request's fingerprint, when, and its answer sealed once it finished. */
 export interface IdempotencyRow {
   readonly fingerprint: string
+  readonly claim_id: string
   readonly created_at: number
   readonly answer?: { readonly status: number; readonly body: Uint8Array } | undefined
 }

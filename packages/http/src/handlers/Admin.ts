@@ -19,16 +19,15 @@ export const AdminLive = HttpApiBuilder.group(Api, "admin", (handlers) =>
     const once = yield* idempotent
     const teamCreated = once(AdminGroup, "createTeam")
     const principalCreated = once(AdminGroup, "createPrincipal")
-    const tokenCreated = once(AdminGroup, "createToken")
     return handlers
       .handle("createTeam", ({ headers, payload }) =>
-        Effect.flatMap(CurrentViewer, (v) => teamCreated(v, headers["idempotency-key"], identities.createTeam(v, payload))))
+        Effect.flatMap(CurrentViewer, (v) => teamCreated(v, { key: headers["idempotency-key"], payload }, identities.createTeam(v, payload))))
       .handle("listTeams", () => Effect.flatMap(CurrentViewer, (v) => identities.listTeams(v)))
       .handle("updateTeam", ({ path, payload }) =>
         Effect.flatMap(CurrentViewer, (v) => identities.updateTeam(v, path.uid, payload)))
       .handle("createPrincipal", ({ headers, payload }) =>
         Effect.flatMap(CurrentViewer, (v) =>
-          principalCreated(v, headers["idempotency-key"], identities.createPrincipal(v, payload))))
+          principalCreated(v, { key: headers["idempotency-key"], payload }, identities.createPrincipal(v, payload))))
       .handle("listPrincipals", ({ urlParams }) =>
         Effect.flatMap(CurrentViewer, (v) =>
           principals.list(v, {
@@ -44,8 +43,7 @@ export const AdminLive = HttpApiBuilder.group(Api, "admin", (handlers) =>
         Effect.flatMap(CurrentViewer, (v) => members.setRole(v, path.team_uid, path.uid, payload.role)))
       .handle("removeMembership", ({ path }) =>
         Effect.flatMap(CurrentViewer, (v) => members.remove(v, path.team_uid, path.uid)).pipe(deleted))
-      .handle("createToken", ({ headers, path, payload }) =>
-        Effect.flatMap(CurrentViewer, (v) => tokenCreated(v, headers["idempotency-key"], tokens.create(v, path.uid, payload))))
+      .handle("createToken", ({ path, payload }) => Effect.flatMap(CurrentViewer, (v) => tokens.create(v, path.uid, payload)))
       .handle("listTokens", ({ path }) => Effect.flatMap(CurrentViewer, (v) => tokens.list(v, path.uid)))
       .handle("revokeToken", ({ path }) => Effect.flatMap(CurrentViewer, (v) => tokens.revoke(v, path.token_id)).pipe(deleted))
   }))

@@ -61,7 +61,7 @@ export const RunsLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
     const create = ({ headers, payload }: {
       readonly headers: { readonly "idempotency-key"?: string | undefined }
       readonly payload: Parameters<typeof runs.create>[1]
-    }) => Effect.flatMap(CurrentViewer, (viewer) => created(viewer, headers["idempotency-key"], runs.create(viewer, payload)))
+    }) => Effect.flatMap(CurrentViewer, (viewer) => created(viewer, { key: headers["idempotency-key"], payload }, runs.create(viewer, payload)))
 
     return handlers
       .handle("createRun", create)
@@ -85,7 +85,7 @@ export const RunsLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
         ))
       .handle("createRunFollowup", ({ headers, path, payload }) =>
         Effect.flatMap(CurrentViewer, (viewer) =>
-          followedUp(viewer, headers["idempotency-key"], followups.send(viewer, path.runId, payload))))
+          followedUp(viewer, { key: headers["idempotency-key"], payload }, followups.send(viewer, path.runId, payload))))
       .handle("cancelRun", ({ path }) => Effect.flatMap(CurrentViewer, (viewer) => runs.cancel(viewer, path.runId)))
       .handle("getRunByExternalReference", ({ urlParams }) =>
         Effect.flatMap(CurrentViewer, (viewer) => conversations.runByExternalReference(viewer, urlParams.url)).pipe(

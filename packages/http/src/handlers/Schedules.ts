@@ -22,5 +22,5 @@ export const SchedulesLive = HttpApiBuilder.group(Api, "schedules", (handlers) =
       .handle("pauseSchedule", ({ path }) => Effect.flatMap(CurrentViewer, (v) => schedules.pause(v, path.scheduleId)))
       .handle("resumeSchedule", ({ path }) => Effect.flatMap(CurrentViewer, (v) => schedules.resume(v, path.scheduleId)))
       .handle("runSchedule", ({ headers, path }) =>
-        Effect.flatMap(CurrentViewer, (v) => ranNow(v, headers["idempotency-key"], schedules.runNow(v, path.scheduleId))))
+        Effect.flatMap(CurrentViewer, (v) => ranNow(v, { key: headers["idempotency-key"] }, schedules.runNow(v, path.scheduleId))))
   }))

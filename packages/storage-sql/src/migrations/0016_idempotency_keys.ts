@@ -1,8 +1,8 @@
 /**
  * Idempotency keys (IdempotencyStoreSql.ts): one row per (scope, key) — the caller, the key it
- * sent — with the fingerprint of the request that took it, when, and once it finished its answer
- * (`status`, and `body` sealed under the server key; both NULL while it runs). The prune reads
- * `(created_at)`.
+ * sent — with the fingerprint of the request that took it, the id of its claim, when, and once it
+ * finished its answer (`status`, and `body` sealed under the server key; both NULL while it runs).
+ * The prune reads `(created_at)`.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
@@ -15,6 +15,7 @@ export default Effect.gen(function* () {
     scope ${key} NOT NULL,
     idem_key ${key} NOT NULL,
     fingerprint TEXT NOT NULL,
+    claim_id TEXT NOT NULL,
     created_at BIGINT NOT NULL,
     status INTEGER NULL,
     body ${bytes} NULL,
