@@ -64,6 +64,7 @@ export const planFor = (runId: RunId, prompt: string, overrides: Partial<Executi
   start: { conversation_id: null, prompt, title: prompt.slice(0, 20), base_prompt: null, model_id: null, skill: null, mcp_servers: {}, history: [] },
   usage: { input_tokens: 0, output_tokens: 0, inference_cost: 0, compute_cost: 0 },
   transcript_bytes: 0,
+  trace: null,
   max_runtime_seconds: null,
   ...overrides
 })

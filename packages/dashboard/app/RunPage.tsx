@@ -320,6 +320,7 @@ export const RunPage = (props: { readonly runId: string }) => {
           <div><dt>Skill</dt><dd>{skill.name} <span class="muted">({skill.full_path ?? skill.bundled_skill_id})</span></dd></div>
         )}
         <div><dt>Executions</dt><dd>{run.execution_count}</dd></div>
+        {run.trace_id === undefined ? null : <div><dt>Trace</dt><dd><code title="the run's OpenTelemetry trace id">{run.trace_id}</code></dd></div>}
       </dl>
       <DebugBanner run={run} />
       <Actions run={run} finished={finished} onDone={() => setTick((n) => n + 1)} />

@@ -1,12 +1,14 @@
 /**
  * `/metrics` in the Prometheus text format (version 0.0.4): every Effect metric of the process
  * (counters, gauges, histograms, with their tags as labels) plus the request metrics recorded by
- * `metricsMiddleware` and a few process figures.
+ * `metricsMiddleware` and a few process figures. The OpenTelemetry export (docs/observability.md)
+ * sends the same Effect metrics.
  */
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import type { HttpApp } from "@effect/platform"
 import { Effect, FiberRef, Metric, MetricBoundaries, MetricLabel, MetricState } from "effect"
 import type { MetricPair } from "effect"
+import { makeRouteLabel } from "./RouteLabel.js"
 
 /** Requests answered, by method and status. */
 export const httpRequests = Metric.counter("agent_runs_http_requests_total", {
@@ -14,11 +16,11 @@ export const httpRequests = Metric.counter("agent_runs_http_requests_total", {
   incremental: true
 })
 
-/** Request latency in seconds, by method. */
+/** Request latency in seconds, by method and route (RouteLabel.ts). */
 export const httpDuration = Metric.histogram(
   "agent_runs_http_request_duration_seconds",
   MetricBoundaries.exponential({ start: 0.0005, factor: 2, count: 16 }),
-  "HTTP request latency in seconds, by method"
+  "HTTP request latency in seconds, by method and route"
 )
 
 /**
@@ -38,11 +40,14 @@ const counterOf = (method: string, status: number) => {
   return counter
 }
 
-const histogramOf = (method: string) => {
-  let histogram = histograms.get(method)
+const routeOf = makeRouteLabel()
+
+const histogramOf = (method: string, route: string) => {
+  const key = `${method} ${route}`
+  let histogram = histograms.get(key)
   if (histogram === undefined) {
-    histogram = Metric.tagged(httpDuration, "method", method)
-    histograms.set(method, histogram)
+    histogram = Metric.taggedWithLabels(httpDuration, [MetricLabel.make("method", method), MetricLabel.make("route", route)])
+    histograms.set(key, histogram)
   }
   return histogram
 }
@@ -57,7 +62,7 @@ export const metricsMiddleware = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Def
       Effect.withFiberRuntime((fiber) => {
         const tags = fiber.getFiberRef(FiberRef.currentMetricLabels)
         counterOf(request.method, response.status).unsafeUpdate(1, tags)
-        histogramOf(request.method).unsafeUpdate((performance.now() - start) / 1000, tags)
+        histogramOf(request.method, routeOf(request.url, response.status)).unsafeUpdate((performance.now() - start) / 1000, tags)
         return Effect.succeed(response)
       }))
   })

@@ -26,6 +26,7 @@ import {
   HttpApi,
   HttpApiBuilder,
   HttpApiScalar,
+  HttpMiddleware,
   HttpRouter,
   HttpServer,
   HttpServerRequest,
@@ -61,6 +62,7 @@ import { SecretsLive } from "./handlers/Secrets.js"
 import { WebhooksLive } from "./handlers/Webhooks.js"
 import { WorkersLive } from "./handlers/Workers.js"
 import { metricsMiddleware, metricsResponse } from "./Metrics.js"
+import { redactedSpans, untraced } from "./RequestSpans.js"
 import { openApiDocument, serversOf } from "./OpenApiDocument.js"
 import * as Problems from "@agent-runs/api/Problems"
 import { DEFAULT_MAX_BODY_BYTES, problemResponse, serverMiddleware, STARTING_MESSAGE, startupGate } from "./ServerMiddleware.js"
@@ -250,14 +252,14 @@ export const appLayer = (options: AppOptions = {}) => {
         servedWhileStarting: (path) => SERVED_WHILE_STARTING.test(path),
         basePath
       })
-      return withBasePath(basePath)(metricsMiddleware(gate(
+      return redactedSpans(withBasePath(basePath)(metricsMiddleware(gate(
         serverMiddleware({
           maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
           ownBodyLimit: (path) => path.startsWith(INGRESS_PREFIX),
           allowedMethods: allowedMethods(routes),
           basePath
         })(app)
-      )))
+      ))))
     })
   ).pipe(
     Layer.provide(ExtraRoutesLive(basePath)),
@@ -269,7 +271,9 @@ export const appLayer = (options: AppOptions = {}) => {
 }
 
 /** Serves the app of the context on the `HttpServer` of the context. */
-export const serveApp = Layer.unwrapEffect(Effect.map(App, (app) => HttpServer.serve(app)))
+export const serveApp = Layer.unwrapEffect(Effect.map(App, (app) => HttpServer.serve(app))).pipe(
+  HttpMiddleware.withTracerDisabledWhen(untraced)
+)
 
 /** Serves everything on the `HttpServer` of the context. */
 export const serve = (options: AppOptions = {}) => serveApp.pipe(Layer.provide(appLayer(options)))

@@ -24,6 +24,8 @@ export type Directive =
   | { readonly kind: "skill" }
   /** Says the MCP servers of the start message as JSON (`mcp_servers: {...}`). */
   | { readonly kind: "mcp" }
+  /** Says the `TRACEPARENT` of its environment (`traceparent: …`), or `no traceparent`. */
+  | { readonly kind: "traceparent" }
   | { readonly kind: "spawn"; readonly prompt: string }
   /** Calls the service's API with the run token (`METHOD PATH [JSON]`) and says the status and answer. */
   | { readonly kind: "api"; readonly method: string; readonly path: string; readonly body: string | undefined }
@@ -141,6 +143,8 @@ export const parseDirective = (line: string): Directive | undefined => {
       return { kind: "skill" }
     case "mcp":
       return { kind: "mcp" }
+    case "traceparent":
+      return { kind: "traceparent" }
     case "spawn":
       return text === "" ? invalid("spawn", "@spawn needs a prompt") : { kind: "spawn", prompt: text }
     case "api":
@@ -193,6 +197,7 @@ export const formatDirective = (directive: Directive): string => {
     case "attachments":
     case "skill":
     case "mcp":
+    case "traceparent":
     case "history":
       return `@${directive.kind}`
     case "fail":

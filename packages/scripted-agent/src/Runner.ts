@@ -197,6 +197,11 @@ class Session {
       case "mcp":
         this.say(`mcp_servers: ${JSON.stringify(this.start.mcp_servers ?? {})}`)
         return undefined
+      case "traceparent": {
+        const traceparent = process.env["TRACEPARENT"]
+        this.say(traceparent === undefined || traceparent === "" ? "no traceparent" : `traceparent: ${traceparent}`)
+        return undefined
+      }
       case "spawn":
         return this.spawn(directive.prompt)
       case "api":

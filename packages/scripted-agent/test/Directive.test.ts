@@ -35,6 +35,7 @@ describe("parseDirective", () => {
     expect(parseDirective("@attachments")).toEqual({ kind: "attachments" })
     expect(parseDirective("@skill")).toEqual({ kind: "skill" })
     expect(parseDirective("@mcp")).toEqual({ kind: "mcp" })
+    expect(parseDirective("@traceparent")).toEqual({ kind: "traceparent" })
     expect(parseDirective("@spawn fix the build")).toEqual({ kind: "spawn", prompt: "fix the build" })
     expect(parseDirective("@api GET /agent/me")).toEqual({ kind: "api", method: "GET", path: "/agent/me", body: undefined })
     expect(parseDirective('@api PUT /agent/secrets/X {"value": "v"}')).toEqual({
@@ -138,6 +139,7 @@ const directiveArbitrary: fc.Arbitrary<Directive> = fc.oneof(
   fc.constant({ kind: "attachments" } as const),
   fc.constant({ kind: "skill" } as const),
   fc.constant({ kind: "mcp" } as const),
+  fc.constant({ kind: "traceparent" } as const),
   nonEmptyText.map((prompt) => ({ kind: "spawn", prompt }) as const),
   fc.tuple(fc.constantFrom("GET", "POST", "PUT", "PATCH", "DELETE"), word.map((w) => `/${w}`), fc.option(fc.json(), { nil: undefined }))
     .map(([method, path, body]) => ({ kind: "api", method, path, body: body?.trim() === "" ? undefined : body }) as const)

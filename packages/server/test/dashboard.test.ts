@@ -104,6 +104,8 @@ describe("the dashboard in a browser", () => {
     expect(await page.locator(".message.role-user").first().textContent()).toContain("Say hello from the dashboard test")
     expect(await page.locator("ol.timeline").textContent()).toContain("run_succeeded")
     expect(await page.locator(".state").first().textContent()).toBe("SUCCEEDED")
+    // The run's trace id (docs/observability.md), to look it up in a tracing backend.
+    expect(await page.locator("dt:text-is('Trace') + dd").textContent()).toMatch(/^[0-9a-f]{32}$/)
     await shoot(page, "run")
 
     // The back button returns to the table.

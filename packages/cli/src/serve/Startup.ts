@@ -14,6 +14,8 @@ import { Reported } from "../Failure.js"
 import { LogLevelConfig, ServerConfig } from "./Config.js"
 import { LoggingLive } from "./Logging.js"
 import { ServerLive } from "./Server.js"
+import { TelemetryLive } from "./Telemetry.js"
+import { TelemetryConfig } from "./TelemetryConfig.js"
 
 /** How long a stop requested while starting may take before the process exits anyway. */
 export const STOP_WHILE_STARTING_MS = 3000
@@ -151,9 +153,10 @@ export const serve: Effect.Effect<void, Reported> = Effect.gen(function*() {
   let started = false
   return yield* Effect.gen(function*() {
     config = yield* ServerConfig
+    const telemetry = yield* TelemetryConfig
     yield* stopWhileStarting(() => !started)
     const layer = ServerLive(config, { onStarted: Effect.sync(() => (started = true)) })
-    return yield* Layer.launch(layer).pipe(Effect.provide(LoggingLive(config)))
+    return yield* Layer.launch(layer).pipe(Effect.provide(Layer.merge(LoggingLive(config), TelemetryLive(telemetry))))
   }).pipe(
     Effect.scoped,
     Effect.catchAllCause((cause) =>

@@ -187,6 +187,11 @@ export const RunScheduleRef = Schema.Struct({
 }).annotations({ identifier: "RunScheduleRef" })
 export type RunScheduleRef = typeof RunScheduleRef.Type
 
+/** A W3C trace id: 32 lowercase hex characters. */
+export const TraceId = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{32}$/))
+/** A W3C span id: 16 lowercase hex characters. */
+export const SpanId = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{16}$/))
+
 /** RunItem: a run as returned by `GET /agent/runs/{runId}` and in lists. `task_id` equals `run_id`. */
 export class RunItem extends Schema.Class<RunItem>("RunItem")({
   run_id: RunId,
@@ -219,7 +224,13 @@ export class RunItem extends Schema.Class<RunItem>("RunItem")({
   is_run_type_cancellable: Schema.Boolean,
   scope: Scope,
   attempt: Schema.Int.pipe(Schema.between(1, MAX_ATTEMPTS)),
-  execution_count: Schema.Int.pipe(Schema.greaterThanOrEqualTo(1))
+  execution_count: Schema.Int.pipe(Schema.greaterThanOrEqualTo(1)),
+  /**
+   * The trace of the run (docs/observability.md): the trace its creation was part of, and the span
+   * that created it, parent of the spans of its executions. Absent on runs created before traces.
+   */
+  trace_id: Schema.optional(TraceId),
+  trace_span_id: Schema.optional(SpanId)
 }) {}
 
 /** Limits on the metadata of a run (docs/reference/limits.md). */

@@ -40,6 +40,7 @@ import type { ExecutionPlan } from "./ExecutionPlan.js"
 import { Health, outage } from "./Health.js"
 import { publishPullRequests } from "./PullRequests.js"
 import { DispatcherConfig } from "./Settings.js"
+import { agentAttributes, executionSpan, traceparentOf, usageAttributes } from "./ExecutionSpans.js"
 import { effectiveMaxRuntimeMs, maxRuntimeMessage } from "../domain/MaxRuntime.js"
 
 /** An execution under way: its plan, and how it records what happens. */
@@ -99,7 +100,7 @@ export const make = Effect.gen(function*() {
   /** The plan's sandbox, released with the scope; none when its setup failed (recorded). */
   const sandboxOf = ({ firstEvents, plan, record }: Running) =>
     Effect.gen(function*() {
-      const prepared = yield* executor.prepare(plan.sandbox).pipe(Effect.either)
+      const prepared = yield* executor.prepare(plan.sandbox).pipe(Effect.withSpan("run.setup"), Effect.either)
       if (Either.isRight(prepared)) {
         yield* Effect.addFinalizer(() => prepared.right.release)
         return Option.some(prepared.right)
@@ -134,7 +135,11 @@ export const make = Effect.gen(function*() {
       const startedAt = yield* Clock.currentTimeMillis
       if (plan.says_prompt && !continuesConversation) addUserMessage(state, plan.start.prompt, startedAt)
       for (const message of followups) addUserMessage(state, message, startedAt)
-      const env = { ...plan.agent_env, ...session.agentEnv(plan.run_id, plan.execution_id, plan.run_token) }
+      const env = {
+        ...plan.agent_env,
+        ...session.agentEnv(plan.run_id, plan.execution_id, plan.run_token),
+        ...traceparentOf(yield* Effect.option(Effect.currentSpan))
+      }
       const agent = yield* launch.start({ plan, sandbox, state, env, followups, takeFollowups }).pipe(
         Effect.catchTag("ExecutorError", (error) =>
           record([{ _tag: "Error", error_code: "internal_error", message: `the agent could not start: ${error.message}` }]).pipe(
@@ -275,8 +280,9 @@ export const make = Effect.gen(function*() {
       // What a continuation resumes from, kept before the run is seen ended.
       if (Option.isSome(launch.keep)) yield* launch.keep.value(plan, sandbox)
       const outcome = publishes ? yield* withPullRequests(running, sandbox, told) : told
+      yield* Effect.annotateCurrentSpan(usageAttributes(state))
       return Option.some<Ended>({ outcome, report: carried })
-    })
+    }).pipe(Effect.withSpan("run.agent", { attributes: agentAttributes(running.plan) }))
 
   /** Runs the plan's agent in a sandbox, from the setup to its outcome recorded. */
   const run = (plan: ExecutionPlan) =>
@@ -316,7 +322,8 @@ export const make = Effect.gen(function*() {
           )
         )
       ),
-      Effect.annotateLogs({ run_id: plan.run_id, execution_id: plan.execution_id })
+      Effect.annotateLogs({ run_id: plan.run_id, execution_id: plan.execution_id }),
+      Effect.withSpan("run.execution", executionSpan(plan))
     )
 
   return execute

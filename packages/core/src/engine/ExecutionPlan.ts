@@ -112,6 +112,8 @@ export interface ExecutionPlan {
   /** How long the agent may run, in seconds, as the run or its environment asks (MaxRuntime.ts); null: the host's ceiling. */
   readonly max_runtime_seconds: number | null
   readonly transcript_bytes: number
+  /** The run's trace and the span that created it (the parent of the execution's span); null for a run without one. */
+  readonly trace: { readonly trace_id: string; readonly span_id: string } | null
 }
 
 /** The agent an execution runs. */
@@ -354,6 +356,9 @@ export const planOf = (claimed: ClaimedRun, sources: PlanSources): Effect.Effect
       },
       usage: run.request_usage,
       transcript_bytes: claimed.transcript_bytes,
-      max_runtime_seconds: run.agent_config.max_runtime_seconds ?? env?.max_runtime_seconds ?? null
+      max_runtime_seconds: run.agent_config.max_runtime_seconds ?? env?.max_runtime_seconds ?? null,
+      trace: run.trace_id !== undefined && run.trace_span_id !== undefined
+        ? { trace_id: run.trace_id, span_id: run.trace_span_id }
+        : null
     } satisfies ExecutionPlan
   })

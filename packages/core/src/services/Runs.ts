@@ -69,6 +69,7 @@
  *   continuing after the last item sent.
  */
 import { Clock, DateTime, Effect, Either, Option } from "effect"
+import type { Tracer } from "effect"
 import { actAsProblem, canChange, canCreate, canSee, leastRole, scopeFor, shaperOf, shapersToRecord } from "../domain/Access.js"
 import { adminOnlySecretOf, shapedSecretProblem } from "../domain/AdminOnlySecrets.js"
 import { checkGitHubTokenRequest } from "../domain/AgentGitHubToken.js"
@@ -179,6 +180,8 @@ interface NewRunFacts {
   readonly environment_id: EnvironmentUid | null
   readonly skill: ResolvedSkill | undefined
   readonly parent: StoredRun | undefined
+  /** The span creating the run (its trace is the run's), when there is one. */
+  readonly span: Tracer.AnySpan | undefined
 }
 
 /** A new run as stored, from its facts. */
@@ -224,7 +227,8 @@ const newStoredRun = (f: NewRunFacts): StoredRun => {
       is_run_type_cancellable: f.cancellable,
       scope: scopeFor(f.viewer, request.team),
       attempt: 1,
-      execution_count: 1
+      execution_count: 1,
+      ...(f.span === undefined ? {} : { trace_id: f.span.traceId, trace_span_id: f.span.spanId })
     })
   }
 }
@@ -616,7 +620,8 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
           config: resolved,
           environment_id: config.environment_id ?? null,
           skill,
-          parent
+          parent,
+          span: Option.getOrUndefined(yield* Effect.option(Effect.currentSpan))
         })
         const events = yield* noteAbsentWorker(
           workers,
