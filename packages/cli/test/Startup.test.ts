@@ -146,6 +146,16 @@ describe("a failed start of the bundled server", () => {
       expect(oneLineFailure(started)).toContain("AGENT_RUNS_CONCURRENCY: must be 0 or more: correct the setting or unset it")
     }))
 
+  it.scopedLive("an OpenTelemetry endpoint that is not an http(s) URL: one line naming the variable", () =>
+    Effect.gen(function*() {
+      const started = yield* startUp({
+        AGENT_RUNS_DATA_DIR: yield* dataDir,
+        PORT: String(yield* closedPort),
+        OTEL_EXPORTER_OTLP_ENDPOINT: "ftp://collector.example"
+      })
+      expect(oneLineFailure(started)).toContain("OTEL_EXPORTER_OTLP_ENDPOINT: must be an http:// or https:// URL")
+    }))
+
   it.scopedLive("the Kubernetes executor without a kubeconfig it can read: one line saying what to set", () =>
     Effect.gen(function*() {
       const previous = process.env["KUBECONFIG"]
