@@ -23,6 +23,7 @@ import runDocShape from "./migrations/0013_run_doc_shape.js"
 import artifactDocShape from "./migrations/0014_artifact_doc_shape.js"
 import renderedConversations from "./migrations/0015_rendered_conversations.js"
 import idempotencyKeys from "./migrations/0016_idempotency_keys.js"
+import traceDocShape from "./migrations/0017_trace_doc_shape.js"
 
 export const loader = Migrator.fromRecord({
   "0001_runs": runs,
@@ -40,8 +41,12 @@ export const loader = Migrator.fromRecord({
   "0013_run_doc_shape": runDocShape,
   "0014_artifact_doc_shape": artifactDocShape,
   "0015_rendered_conversations": renderedConversations,
-  "0016_idempotency_keys": idempotencyKeys
+  "0016_idempotency_keys": idempotencyKeys,
+  "0017_trace_doc_shape": traceDocShape
 })
+
+/** Migration 0017's shapes and statement (its test runs it on a database with older documents). */
+export * as TraceDocShape from "./migrations/0017_trace_doc_shape.js"
 
 /**
  * Applies every migration not yet applied, then warns in the log when the run list's `q` can only
