@@ -117,19 +117,49 @@ describe("OpenTelemetry export (built server, SQLite)", () => {
     expect(exported).toBe(shown)
   }, 60_000)
 
-  it("keeps credentials out of spans, and makes none for health checks", async () => {
+  it("keeps credentials out of spans (URLs, request and response headers), and makes none for health checks", async () => {
     const before = receiver.spans.length
     await fetch(`${server.url}/healthz`)
-    await fetch(`${server.url}/readyz`)
-    await fetch(`${server.url}/webhooks/w/AAAAAAAAAAAAAAAAAAAAAA/url-token-SECRET`, {
+    await fetch(`${server.url}/READYZ/`)
+    await fetch(`${server.url}/WEBHOOKS/w/AAAAAAAAAAAAAAAAAAAAAA/url-token-SECRET?token=QUERY-SECRET`, {
       method: "POST",
       headers: { "content-type": "application/json", "x-hub-signature-256": "sha256=HEADER-SECRET" },
       body: "{}"
     })
-    await fetch(`${server.url}/api/v1/downloads/transcripts/x?expires=1&signature=LINK-SECRET`)
-    await eventually(() => (receiver.spans.slice(before).some((s) => String(s.attributes["url.path"] ?? "").startsWith("/webhooks/")) ? true : undefined))
+    await fetch(`${server.url}/api/v1/downloads/transcripts/x?signature=LINK-SECRET&expires=1`)
+    // A transcript's redirect answers a signed link in `location`.
+    const team = await makeTeam({ url: server.url, adminToken }, "redacted")
+    const created = await call(server, "POST", "/api/v1/agent/runs", { token: team.tokens.member, body: { prompt: "@say hi" } })
+    await waitForRun(server, team.tokens.member, created.body.run_id)
+    const redirect = await call(server, "GET", `/api/v1/agent/runs/${created.body.run_id}/transcript`, { token: team.tokens.member })
+    const signature = new URL(redirect.headers.get("location")!).searchParams.get("signature")!
+    expect(signature).toMatch(/^[0-9a-f]{64}$/)
+    await eventually(() =>
+      receiver.spans.slice(before).some((s) => String(s.attributes["url.path"] ?? "").endsWith("/transcript")) ? true : undefined
+    )
     const exported = JSON.stringify(receiver.spans)
-    for (const secret of ["url-token-SECRET", "HEADER-SECRET", "LINK-SECRET", adminToken]) expect(exported).not.toContain(secret)
-    expect(receiver.spans.some((s) => /\/(healthz|readyz)/.test(String(s.attributes["url.path"] ?? "")))).toBe(false)
+    for (const secret of ["url-token-SECRET", "QUERY-SECRET", "HEADER-SECRET", "LINK-SECRET", signature, adminToken, team.tokens.member]) {
+      expect(exported).not.toContain(secret)
+    }
+    expect(receiver.spans.some((s) => /\/(healthz|readyz)/i.test(String(s.attributes["url.path"] ?? "")))).toBe(false)
+  }, 60_000)
+
+  it("creates runs whatever trace headers a caller sends (a malformed one starts a trace of the run's own)", async () => {
+    const team = await makeTeam({ url: server.url, adminToken }, "b3")
+    for (const headers of [{ b3: "x-y" }, { b3: "80f198ee56343ba8-e457b5a2e4d86bd1-1" }, { traceparent: "00-ABCDEF0123456789ABCDEF0123456789-0123456789ABCDEF-01" }]) {
+      const created = await call(server, "POST", "/api/v1/agent/runs", { token: team.tokens.member, body: { prompt: "@say hi" }, headers })
+      expect(created.status, JSON.stringify(headers)).toBe(200)
+      const run = (await call(server, "GET", `/api/v1/agent/runs/${created.body.run_id}`, { token: team.tokens.member })).body
+      expect(run.trace_id).toMatch(/^(?!0{32})[0-9a-f]{32}$/)
+    }
+    // A valid caller's trace is continued: the run is in it.
+    const traceId = "4bf92f3577b34da6a3ce929d0e0e4736"
+    const continued = await call(server, "POST", "/api/v1/agent/runs", {
+      token: team.tokens.member,
+      body: { prompt: "@say hi" },
+      headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` }
+    })
+    const run = (await call(server, "GET", `/api/v1/agent/runs/${continued.body.run_id}`, { token: team.tokens.member })).body
+    expect(run.trace_id).toBe(traceId)
   }, 60_000)
 })

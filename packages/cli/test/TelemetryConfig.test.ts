@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Option, Tracer } from "effect"
-import { sampledTracer } from "../src/serve/SampledTracer.js"
+import { keepsTrace, sampledTracer } from "../src/serve/SampledTracer.js"
 import { parsePairs, TelemetryConfig } from "../src/serve/TelemetryConfig.js"
 
 const read = (env: Record<string, string>) =>
@@ -11,7 +11,9 @@ describe("TelemetryConfig (the standard OTEL_* variables)", () => {
     Effect.gen(function*() {
       expect(yield* read({})).toEqual(Option.none())
       expect(yield* read({ OTEL_EXPORTER_OTLP_ENDPOINT: " " })).toEqual(Option.none())
-      expect(yield* read({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_SDK_DISABLED: "true" })).toEqual(Option.none())
+      expect(yield* read({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_SDK_DISABLED: "TRUE" })).toEqual(Option.none())
+      // Export off: nothing else is checked (a cluster-wide gRPC setting does not stop the start).
+      expect(yield* read({ OTEL_EXPORTER_OTLP_PROTOCOL: "grpc", OTEL_TRACES_SAMPLER: "" })).toEqual(Option.none())
     }))
 
   it.effect("reads the endpoint, protocol, headers, service name, exporters and sampler", () =>
@@ -22,6 +24,7 @@ describe("TelemetryConfig (the standard OTEL_* variables)", () => {
         OTEL_EXPORTER_OTLP_HEADERS: "api-key=a%20b,x-tenant = acme",
         OTEL_SERVICE_NAME: "runs",
         OTEL_LOGS_EXPORTER: "none",
+        OTEL_METRICS_EXPORTER: "console,otlp",
         OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
         OTEL_TRACES_SAMPLER_ARG: "0.25"
       })
@@ -33,17 +36,30 @@ describe("TelemetryConfig (the standard OTEL_* variables)", () => {
         traces: true,
         metrics: true,
         logs: false,
-        sampler: { parentBased: true, ratio: 0.25 }
+        sampler: { parentBased: true, ratio: 0.25 },
+        warnings: []
       }))
       const defaults = Option.getOrThrow(yield* read({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318" }))
       expect(defaults).toMatchObject({ protocol: "http/protobuf", serviceName: "agent-runs", sampler: { parentBased: true, ratio: 1 } })
+      const named = Option.getOrThrow(yield* read({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://x", OTEL_RESOURCE_ATTRIBUTES: "service.name=from-attrs,team=a" }))
+      expect(named.serviceName).toBe("from-attrs")
     }))
 
-  it.effect("refuses an endpoint that is not http(s), and an unknown sampler", () =>
+  it.effect("refuses an endpoint that is not http(s) or holds credentials; other unusable values are warnings", () =>
     Effect.gen(function*() {
-      expect(Option.isNone(Option.getRight(yield* Effect.either(read({ OTEL_EXPORTER_OTLP_ENDPOINT: "ftp://x" }))))).toBe(true)
-      const sampler = yield* Effect.either(read({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://x", OTEL_TRACES_SAMPLER: "sometimes" }))
-      expect(sampler._tag).toBe("Left")
+      expect((yield* Effect.either(read({ OTEL_EXPORTER_OTLP_ENDPOINT: "ftp://x" })))._tag).toBe("Left")
+      expect((yield* Effect.either(read({ OTEL_EXPORTER_OTLP_ENDPOINT: "https://u:p@collector.example" })))._tag).toBe("Left")
+      const lenient = Option.getOrThrow(yield* read({
+        OTEL_EXPORTER_OTLP_ENDPOINT: "http://x",
+        OTEL_EXPORTER_OTLP_PROTOCOL: "grpc",
+        OTEL_TRACES_SAMPLER: "sometimes",
+        OTEL_TRACES_SAMPLER_ARG: "2"
+      }))
+      expect(lenient).toMatchObject({ protocol: "http/protobuf", sampler: { parentBased: true, ratio: 1 } })
+      expect(lenient.warnings).toHaveLength(2)
+      const ratio = Option.getOrThrow(yield* read({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://x", OTEL_TRACES_SAMPLER: "traceidratio", OTEL_TRACES_SAMPLER_ARG: "2" }))
+      expect(ratio.sampler).toEqual({ parentBased: false, ratio: 1 })
+      expect(ratio.warnings).toEqual(["OTEL_TRACES_SAMPLER_ARG: must be a number from 0 to 1; 1 is used"])
     }))
 
   it("parses key=value pairs, percent-decoded, skipping malformed ones", () => {
@@ -79,5 +95,17 @@ describe("sampledTracer", () => {
     expect(child.traceId).toBe("2".repeat(32))
     expect(span(parentBased, "root-on", Option.none()).sampled).toBe(true)
     expect(recorded).toEqual(["root-on"])
+  })
+
+  it("decides a ratio by the trace id: every span of a trace alike, about the ratio of traces kept", () => {
+    const ids = Array.from({ length: 2000 }, (_, i) => (BigInt(i) * 0x9e3779b97f4a7c15n).toString(16).padStart(32, "0").slice(-32))
+    const kept = ids.filter((id) => keepsTrace(id, 0.25)).length
+    expect(kept / ids.length).toBeGreaterThan(0.2)
+    expect(kept / ids.length).toBeLessThan(0.3)
+    const ratio = sampledTracer(inner, { parentBased: false, ratio: 0.25 })
+    for (const id of ids.slice(0, 50)) {
+      const parent = Option.some(Tracer.externalSpan({ traceId: id, spanId: "3".repeat(16), sampled: true }))
+      expect(span(ratio, "child", parent).sampled).toBe(keepsTrace(id, 0.25))
+    }
   })
 })

@@ -26,6 +26,7 @@ import {
   HttpApi,
   HttpApiBuilder,
   HttpApiScalar,
+  Headers,
   HttpMiddleware,
   HttpRouter,
   HttpServer,
@@ -62,7 +63,7 @@ import { SecretsLive } from "./handlers/Secrets.js"
 import { WebhooksLive } from "./handlers/Webhooks.js"
 import { WorkersLive } from "./handlers/Workers.js"
 import { metricsMiddleware, metricsResponse } from "./Metrics.js"
-import { redactedSpans, untraced } from "./RequestSpans.js"
+import { REDACTED_HEADERS, redactedSpans, untraced } from "./RequestSpans.js"
 import { openApiDocument, serversOf } from "./OpenApiDocument.js"
 import * as Problems from "@agent-runs/api/Problems"
 import { DEFAULT_MAX_BODY_BYTES, problemResponse, serverMiddleware, STARTING_MESSAGE, startupGate } from "./ServerMiddleware.js"
@@ -272,7 +273,8 @@ export const appLayer = (options: AppOptions = {}) => {
 
 /** Serves the app of the context on the `HttpServer` of the context. */
 export const serveApp = Layer.unwrapEffect(Effect.map(App, (app) => HttpServer.serve(app))).pipe(
-  HttpMiddleware.withTracerDisabledWhen(untraced)
+  HttpMiddleware.withTracerDisabledWhen(untraced),
+  Layer.locally(Headers.currentRedactedNames, REDACTED_HEADERS)
 )
 
 /** Serves everything on the `HttpServer` of the context. */

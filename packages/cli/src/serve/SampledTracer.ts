@@ -1,7 +1,9 @@
 /**
  * `OTEL_TRACES_SAMPLER` for the OTLP tracer (TelemetryConfig.ts): a span is recorded and exported
  * by the inner tracer when sampled; otherwise it is a span that records nothing, so that its
- * children (parent-based) are left out too. A new trace is sampled with the configured ratio.
+ * children are left out too. Parent-based: a span with a parent follows the parent's decision.
+ * Otherwise the decision is the trace id's (TraceIdRatioBased: its low 56 bits against the ratio),
+ * so every span of a trace, on every replica, decides alike.
  */
 import type { Context, Exit, Option } from "effect"
 import { Tracer } from "effect"
@@ -26,9 +28,10 @@ class UnsampledSpan implements Tracer.Span {
     readonly context: Context.Context<never>,
     readonly links: ReadonlyArray<Tracer.SpanLink>,
     startTime: bigint,
-    readonly kind: Tracer.SpanKind
+    readonly kind: Tracer.SpanKind,
+    traceId: string
   ) {
-    this.traceId = parent._tag === "Some" ? parent.value.traceId : hex(32)
+    this.traceId = traceId
     this.status = { _tag: "Started", startTime }
   }
   end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
@@ -39,16 +42,23 @@ class UnsampledSpan implements Tracer.Span {
   addLinks(): void {}
 }
 
-/** Whether a span with this parent is sampled. */
-const sampled = (sampler: Sampler, parent: Option.Option<Tracer.AnySpan>): boolean =>
-  sampler.parentBased && parent._tag === "Some" ? parent.value.sampled : Math.random() < sampler.ratio
+/** TraceIdRatioBased: whether the trace id's low 56 bits fall under the ratio. */
+export const keepsTrace = (traceId: string, ratio: number): boolean =>
+  ratio >= 1 || (ratio > 0 && parseInt(traceId.slice(-14), 16) < ratio * 2 ** 56)
 
 /** `inner` exporting only the spans `sampler` keeps. */
 export const sampledTracer = (inner: Tracer.Tracer, sampler: Sampler): Tracer.Tracer =>
   Tracer.make({
-    span: (name, parent, context, links, startTime, kind, options) =>
-      sampled(sampler, parent)
-        ? inner.span(name, parent, context, links, startTime, kind, options)
-        : new UnsampledSpan(name, parent, context, links, startTime, kind),
+    span: (name, parent, context, links, startTime, kind, options) => {
+      const dropped = (traceId: string) => new UnsampledSpan(name, parent, context, links, startTime, kind, traceId)
+      if (parent._tag === "Some") {
+        const keep = sampler.parentBased ? parent.value.sampled : keepsTrace(parent.value.traceId, sampler.ratio)
+        return keep ? inner.span(name, parent, context, links, startTime, kind, options) : dropped(parent.value.traceId)
+      }
+      if (sampler.ratio <= 0) return dropped(hex(32))
+      // A new trace: its id decides (the span made and not kept is never ended, so never exported).
+      const made = inner.span(name, parent, context, links, startTime, kind, options)
+      return keepsTrace(made.traceId, sampler.ratio) ? made : dropped(made.traceId)
+    },
     context: (f, fiber) => inner.context(f, fiber)
   })

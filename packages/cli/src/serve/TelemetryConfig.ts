@@ -7,11 +7,16 @@
  *   `/v1/logs` are appended); `OTEL_EXPORTER_OTLP_PROTOCOL`: `http/protobuf` (the default) or
  *   `http/json`; `OTEL_EXPORTER_OTLP_HEADERS`: `key=value,…`, values percent-decoded.
  * - `OTEL_SERVICE_NAME` (`agent-runs`), `OTEL_RESOURCE_ATTRIBUTES` (`key=value,…`).
- * - `OTEL_TRACES_EXPORTER`, `OTEL_METRICS_EXPORTER`, `OTEL_LOGS_EXPORTER`: `otlp` (the default) or
- *   `none`, to leave a signal out.
+ * - `OTEL_TRACES_EXPORTER`, `OTEL_METRICS_EXPORTER`, `OTEL_LOGS_EXPORTER`: a list; a signal is
+ *   exported when it holds `otlp` (the default), and left out otherwise (`none`).
  * - `OTEL_TRACES_SAMPLER`: `parentbased_always_on` (the default), `always_on`, `always_off`,
  *   `traceidratio`, `parentbased_always_off`, `parentbased_traceidratio`, with the ratio in
  *   `OTEL_TRACES_SAMPLER_ARG` (0 to 1, default 1).
+ *
+ * Empty values are unset. Only the endpoint can stop the start (not an http(s) URL, or one with
+ * credentials); any other value the server cannot use is a warning, and its default is used, as
+ * the OpenTelemetry specification asks. The per-signal endpoints
+ * (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, …) are not read.
  */
 import { Config, ConfigError, Either, Option } from "effect"
 
@@ -31,6 +36,8 @@ export interface TelemetryConfig {
   readonly metrics: boolean
   readonly logs: boolean
   readonly sampler: Sampler
+  /** Settings that could not be used, and what is used instead (logged at start). */
+  readonly warnings: ReadonlyArray<string>
 }
 
 /** `key=value,key=value` (W3C baggage-like, as OTEL_EXPORTER_OTLP_HEADERS), values percent-decoded. */
@@ -61,47 +68,85 @@ const SAMPLERS = {
   parentbased_traceidratio: { parentBased: true, fixed: undefined }
 } as const
 
-const samplerConfig = Config.all({
-  name: Config.literal(...(Object.keys(SAMPLERS) as Array<keyof typeof SAMPLERS>))("OTEL_TRACES_SAMPLER").pipe(
-    Config.withDefault("parentbased_always_on" as const)
-  ),
-  ratio: Config.number("OTEL_TRACES_SAMPLER_ARG").pipe(
-    Config.validate({ message: "must be a number from 0 to 1", validation: (n) => n >= 0 && n <= 1 }),
-    Config.withDefault(1)
+/** A variable as set: trimmed, and unset when empty (the OpenTelemetry rule). */
+const setting = (name: string) =>
+  Config.option(Config.string(name)).pipe(
+    Config.map((value) => Option.filter(Option.map(value, (v) => v.trim()), (v) => v !== ""))
   )
-}).pipe(Config.map(({ name, ratio }): Sampler => ({
-  parentBased: SAMPLERS[name].parentBased,
-  ratio: SAMPLERS[name].fixed ?? ratio
-})))
 
-const exporterOn = (name: string) =>
-  Config.literal("otlp", "none")(name).pipe(Config.withDefault("otlp" as const), Config.map((value) => value === "otlp"))
-
-/** The endpoint, none when unset or empty (the OpenTelemetry rule). */
-const endpointConfig = Config.option(Config.string("OTEL_EXPORTER_OTLP_ENDPOINT")).pipe(
+/** The endpoint: none when unset; refused when not an http(s) URL, or one holding credentials. */
+const endpointConfig = setting("OTEL_EXPORTER_OTLP_ENDPOINT").pipe(
   Config.mapOrFail((value) => {
-    const url = Option.getOrElse(value, () => "").trim()
-    if (url === "") return Either.right(Option.none<string>())
-    return URL.canParse(url) && /^https?:$/.test(new URL(url).protocol)
-      ? Either.right(Option.some(url))
-      : Either.left(ConfigError.InvalidData(["OTEL_EXPORTER_OTLP_ENDPOINT"], "must be an http:// or https:// URL"))
+    if (Option.isNone(value)) return Either.right(Option.none<string>())
+    const url = value.value
+    if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
+      return Either.left(ConfigError.InvalidData(["OTEL_EXPORTER_OTLP_ENDPOINT"], "must be an http:// or https:// URL"))
+    }
+    const parsed = new URL(url)
+    return parsed.username !== "" || parsed.password !== ""
+      ? Either.left(ConfigError.InvalidData(["OTEL_EXPORTER_OTLP_ENDPOINT"], "must not hold credentials: put them in OTEL_EXPORTER_OTLP_HEADERS"))
+      : Either.right(Option.some(url))
   })
 )
 
-/** The settings when export is on; none when it is off. */
-export const TelemetryConfig: Config.Config<Option.Option<TelemetryConfig>> = Config.all({
-  disabled: Config.boolean("OTEL_SDK_DISABLED").pipe(Config.withDefault(false)),
+/** What was set, read leniently: a value the server cannot use is a warning and its default. */
+const Raw = Config.all({
+  disabled: setting("OTEL_SDK_DISABLED"),
   endpoint: endpointConfig,
-  protocol: Config.literal("http/protobuf", "http/json")("OTEL_EXPORTER_OTLP_PROTOCOL").pipe(
-    Config.withDefault("http/protobuf" as const)
-  ),
-  headers: Config.string("OTEL_EXPORTER_OTLP_HEADERS").pipe(Config.withDefault(""), Config.map(parsePairs)),
-  serviceName: Config.string("OTEL_SERVICE_NAME").pipe(Config.withDefault("agent-runs")),
-  traces: exporterOn("OTEL_TRACES_EXPORTER"),
-  metrics: exporterOn("OTEL_METRICS_EXPORTER"),
-  logs: exporterOn("OTEL_LOGS_EXPORTER"),
-  sampler: samplerConfig
-}).pipe(
-  Config.map(({ disabled, endpoint, ...rest }) =>
-    disabled || Option.isNone(endpoint) ? Option.none() : Option.some({ endpoint: endpoint.value, ...rest }))
+  protocol: setting("OTEL_EXPORTER_OTLP_PROTOCOL"),
+  headers: setting("OTEL_EXPORTER_OTLP_HEADERS"),
+  serviceName: setting("OTEL_SERVICE_NAME"),
+  resourceAttributes: setting("OTEL_RESOURCE_ATTRIBUTES"),
+  traces: setting("OTEL_TRACES_EXPORTER"),
+  metrics: setting("OTEL_METRICS_EXPORTER"),
+  logs: setting("OTEL_LOGS_EXPORTER"),
+  sampler: setting("OTEL_TRACES_SAMPLER"),
+  samplerArg: setting("OTEL_TRACES_SAMPLER_ARG")
+})
+type Raw = Config.Config.Success<typeof Raw>
+
+/** Whether a signal's exporter list (`otlp`, `none`, `console`, …) includes `otlp`; absent: yes. */
+const exporterOn = (value: Option.Option<string>): boolean =>
+  Option.match(value, { onNone: () => true, onSome: (v) => v.toLowerCase().split(",").map((x) => x.trim()).includes("otlp") })
+
+const samplerOf = (raw: Raw, warnings: Array<string>): Sampler => {
+  const name = Option.getOrElse(Option.map(raw.sampler, (v) => v.toLowerCase()), () => "parentbased_always_on")
+  const known = SAMPLERS[name as keyof typeof SAMPLERS]
+  if (known === undefined) warnings.push(`OTEL_TRACES_SAMPLER: ${name} is not supported; parentbased_always_on is used`)
+  const chosen = known ?? SAMPLERS.parentbased_always_on
+  if (chosen.fixed !== undefined) return { parentBased: chosen.parentBased, ratio: chosen.fixed }
+  const ratio = Option.getOrElse(Option.map(raw.samplerArg, Number), () => 1)
+  if (!(ratio >= 0 && ratio <= 1)) warnings.push("OTEL_TRACES_SAMPLER_ARG: must be a number from 0 to 1; 1 is used")
+  return { parentBased: chosen.parentBased, ratio: ratio >= 0 && ratio <= 1 ? ratio : 1 }
+}
+
+const protocolOf = (raw: Raw, warnings: Array<string>): TelemetryConfig["protocol"] => {
+  const protocol = Option.getOrElse(raw.protocol, () => "http/protobuf")
+  if (protocol === "http/protobuf" || protocol === "http/json") return protocol
+  warnings.push(`OTEL_EXPORTER_OTLP_PROTOCOL: ${protocol} is not supported (http/protobuf or http/json); http/protobuf is used`)
+  return "http/protobuf"
+}
+
+/** `OTEL_SERVICE_NAME`, else `service.name` of `OTEL_RESOURCE_ATTRIBUTES`, else `agent-runs`. */
+const serviceNameOf = (raw: Raw): string =>
+  Option.getOrElse(raw.serviceName, () => parsePairs(Option.getOrElse(raw.resourceAttributes, () => ""))["service.name"] ?? "agent-runs")
+
+/** The settings when export is on, with what could not be used; none when it is off. */
+export const TelemetryConfig: Config.Config<Option.Option<TelemetryConfig>> = Raw.pipe(
+  Config.map((raw) => {
+    const disabled = Option.getOrElse(Option.map(raw.disabled, (v) => v.toLowerCase() === "true"), () => false)
+    if (disabled || Option.isNone(raw.endpoint)) return Option.none()
+    const warnings: Array<string> = []
+    return Option.some({
+      endpoint: raw.endpoint.value,
+      protocol: protocolOf(raw, warnings),
+      headers: parsePairs(Option.getOrElse(raw.headers, () => "")),
+      serviceName: serviceNameOf(raw),
+      traces: exporterOn(raw.traces),
+      metrics: exporterOn(raw.metrics),
+      logs: exporterOn(raw.logs),
+      sampler: samplerOf(raw, warnings),
+      warnings
+    })
+  })
 )

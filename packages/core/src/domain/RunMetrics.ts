@@ -40,11 +40,16 @@ const seconds = (from: DateTime.Utc, to: DateTime.Utc) => (DateTime.toEpochMilli
 /** Counts a run created. */
 export const recordCreated = (run: StoredRun) => Metric.increment(Metric.tagged(runsCreated, "source", run.item.source))
 
-/** The wait of a run claimed for its first execution. */
+const claimed = Metric.tagged(Metric.tagged(runStateChanges, "to", "CLAIMED"), "error_code", "")
+
+/** Counts a claim (QUEUED → CLAIMED), and the wait of a run claimed for its first execution. */
 export const recordClaimed = (run: StoredRun) =>
-  run.item.execution_count === 1 && run.item.attempt === 1
-    ? Metric.update(queueWait, Math.max(0, seconds(run.item.created_at, run.item.updated_at)))
-    : Effect.void
+  Effect.zipRight(
+    Metric.increment(claimed),
+    run.item.execution_count === 1 && run.item.attempt === 1
+      ? Metric.update(queueWait, Math.max(0, seconds(run.item.created_at, run.item.updated_at)))
+      : Effect.void
+  )
 
 /** Counts a change of state, and the duration of a run that ended. */
 export const recordTransition = (before: StoredRun, after: StoredRun) => {

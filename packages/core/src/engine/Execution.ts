@@ -70,6 +70,12 @@ const outcomeEvent = (outcome: AgentOutcome): ExecutionEvent =>
     : { _tag: "Fail", error_code: outcome.error_code, message: outcome.message }
 
 /** `execute` of the host and executor in context: runs one claimed plan to its end. */
+/**
+ * The loops an execution keeps while its agent works (lease renewal, watching for follow-ups,
+ * flushing output) run a few times a second: their spans would swamp the run's trace.
+ */
+const untraced = <A, E, R>(loop: Effect.Effect<A, E, R>) => Effect.withTracerEnabled(loop, false)
+
 export const make = Effect.gen(function*() {
   const settings = yield* DispatcherConfig
   const host = yield* ExecutionHost
@@ -92,6 +98,7 @@ export const make = Effect.gen(function*() {
         Effect.repeat(Schedule.spaced(Duration.millis(Math.max(10, Math.floor(settings.leaseMs / 3))))),
         Effect.catchTag("Lost", () => Deferred.succeed(lost, undefined)),
         Effect.delay(Duration.millis(Math.floor(settings.leaseMs / 3))),
+        untraced,
         Effect.forkScoped
       )
       return lost
@@ -172,6 +179,7 @@ export const make = Effect.gen(function*() {
       Effect.catchTag("StorageError", watches.failed),
       Effect.repeat(Schedule.spaced(Duration.millis(settings.watchMs))),
       Effect.catchAll(() => stop),
+      untraced,
       Effect.forkScoped
     )
   }
@@ -248,7 +256,11 @@ export const make = Effect.gen(function*() {
       const violated = yield* Deferred.make<void>()
       const overran = yield* overtime(plan, agent, startedAt)
       const pumping = yield* session.pump(agent, out, violated, holding, launch.parse).pipe(Effect.forkScoped)
-      const flushing = yield* session.flush(out).pipe(Effect.repeat(Schedule.spaced(Duration.millis(settings.flushMs))), Effect.forkScoped)
+      const flushing = yield* session.flush(out).pipe(
+        Effect.repeat(Schedule.spaced(Duration.millis(settings.flushMs))),
+        untraced,
+        Effect.forkScoped
+      )
       const stopped = yield* Ref.make(false)
       // Stops the agent of a run this execution no longer holds (cancelled, or its lease lost).
       const stop = Effect.gen(function*() {

@@ -184,6 +184,19 @@ interface NewRunFacts {
   readonly span: Tracer.AnySpan | undefined
 }
 
+const TRACE_ID = /^(?!0{32}$)[0-9a-f]{32}$/
+const SPAN_ID = /^(?!0{16}$)[0-9a-f]{16}$/
+
+/**
+ * The trace a new run keeps (docs/observability.md): the creating span's, when it is sampled (an
+ * unsampled run's executions start traces of their own, sampled as such) and its ids are valid
+ * W3C ids (a tracer that records nothing has none).
+ */
+const traceOf = (span: Tracer.AnySpan | undefined): Pick<RunItem, "trace_id" | "trace_span_id"> =>
+  span !== undefined && span.sampled && TRACE_ID.test(span.traceId) && SPAN_ID.test(span.spanId)
+    ? { trace_id: span.traceId, trace_span_id: span.spanId }
+    : {}
+
 /** A new run as stored, from its facts. */
 const newStoredRun = (f: NewRunFacts): StoredRun => {
   const at = DateTime.unsafeMake(f.now)
@@ -228,7 +241,7 @@ const newStoredRun = (f: NewRunFacts): StoredRun => {
       scope: scopeFor(f.viewer, request.team),
       attempt: 1,
       execution_count: 1,
-      ...(f.span === undefined ? {} : { trace_id: f.span.traceId, trace_span_id: f.span.spanId })
+      ...traceOf(f.span)
     })
   }
 }
