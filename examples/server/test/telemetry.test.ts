@@ -15,6 +15,7 @@ import { makeTeam, waitForRun } from "./harness.js"
 import { startOtlpReceiver } from "./otlp.js"
 import { assertBuilt, call, type ServerProcess, spawnServer, tempDataDir } from "./process.js"
 import { sharedDir } from "./support.js"
+import { startWorker, teamWithWorker, tempDir } from "./workerDaemon.js"
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any
@@ -95,6 +96,29 @@ describe("OpenTelemetry export (built server, SQLite)", () => {
     const conversation = await call(server, "GET", `/api/v1/agent/runs/${run.run_id}/conversation`, { token: team.tokens.member })
     expect(JSON.stringify(conversation.body)).toContain(`traceparent: 00-${run.trace_id}-${agent.spanId}-01`)
     expect(receiver.headers.every((h) => h["x-collector-key"] === "s3cret value")).toBe(true)
+  }, 90_000)
+
+  it("a self-hosted worker exports its execution's spans into the run's trace", async () => {
+    const team = await teamWithWorker({ url: server.url }, adminToken, "traced-workers")
+    await startWorker({
+      url: server.url,
+      token: team.worker,
+      workerId: "w-otel",
+      dataDir: tempDir(),
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: "http/json", OTEL_SERVICE_NAME: "agent-runs-worker" }
+    })
+    const created = await call(server, "POST", "/api/v1/agent/runs", {
+      token: team.tokens.member,
+      body: { prompt: "@say from the worker", config: { worker_host: "w-otel" } }
+    })
+    expect(created.status).toBe(200)
+    const run = await waitForRun(server, team.tokens.member, created.body.run_id)
+    expect(run.state).toBe("SUCCEEDED")
+    const execution = await eventually(() =>
+      receiver.spans.find((span) => span.traceId === run.trace_id && span.name === "run.execution" && span.service === "agent-runs-worker")
+    )
+    expect(execution.parentSpanId).toBe(run.trace_span_id)
+    expect(execution.attributes["agent_runs.run_id"]).toBe(run.run_id)
   }, 90_000)
 
   it("exports the metrics /metrics shows: runs, their states and waits, requests by route", async () => {

@@ -11,6 +11,8 @@ import { Worker } from "@agent-runs/core"
 import { Config, Data, Effect, Option, Schema } from "effect"
 import { resolve } from "node:path"
 import { HarnessesLive } from "../serve/Harnesses.js"
+import { TelemetryLive } from "../serve/Telemetry.js"
+import { TelemetryConfig } from "../serve/TelemetryConfig.js"
 import * as Connection from "./Connection.js"
 
 /** The worker stopped on a failure (the server refused it); main.ts prints the message. */
@@ -76,12 +78,19 @@ const processIsolation = Options.choice("process-isolation", ["auto", "uid", "no
   )
 )
 
+/** The daemon with the OpenTelemetry export the `OTEL_*` variables ask for, as the server's (docs/observability.md). */
+const withTelemetry = <A, E, R>(daemon: Effect.Effect<A, E, R>) =>
+  Effect.flatMap(
+    Effect.mapError(TelemetryConfig, (error) => ({ message: `telemetry: ${String(error)}` })),
+    (telemetry) => Effect.provide(daemon, TelemetryLive(telemetry))
+  )
+
 export const workerCommand = Command.make(
   "worker",
   { server, token, team, workerId, executor, capacity, dataDir, reposDir, harness, dockerImage, displayName, labels, processIsolation },
   (options) =>
     // The daemon (and its executors) is loaded only by this command, so that the others start quickly.
-    Effect.flatMap(Effect.promise(() => import("@agent-runs/worker")), ({ WorkerDaemon }) => WorkerDaemon.run({
+    Effect.flatMap(Effect.promise(() => import("@agent-runs/worker")), ({ WorkerDaemon }) => withTelemetry(WorkerDaemon.run({
       server: options.server,
       token: options.token,
       team: options.team,
@@ -96,7 +105,7 @@ export const workerCommand = Command.make(
       labels: options.labels,
       processIsolation: options.processIsolation,
       harnesses: HarnessesLive
-    })).pipe(Effect.mapError((error) => new WorkerFailed({ message: error.message })))
+    }))).pipe(Effect.mapError((error) => new WorkerFailed({ message: error.message })))
 ).pipe(
   Command.withDescription(
     "Run a self-hosted worker: connect to the server, and run the runs whose agent_config.worker_host is this " +
