@@ -2,7 +2,7 @@
  * OpenTelemetry export (docs/observability.md): the built server with `OTEL_EXPORTER_OTLP_ENDPOINT`
  * pointing at an OTLP/JSON receiver on loopback (otlp.ts). A run is one trace: its creation's span
  * (the run's `trace_id` and `trace_span_id`) is the parent of its execution's span, whose children
- * are the setup and the agent (GenAI attributes), and the agent's process gets a `TRACEPARENT`
+ * are the setup and the agent (GenAI attributes) with a span per tool call, and the agent's process gets a `TRACEPARENT`
  * inside that trace. The metrics exported are those `/metrics` shows; credentials in URLs and
  * headers never reach a span; health checks make no span.
  */
@@ -68,7 +68,7 @@ describe("OpenTelemetry export (built server, SQLite)", () => {
     const team = await makeTeam({ url: server.url, adminToken }, "traced")
     const created = await call(server, "POST", "/api/v1/agent/runs", {
       token: team.tokens.member,
-      body: { prompt: "@traceparent\n@say done" }
+      body: { prompt: "@traceparent\n@tool grep {\"q\":\"x\"}\n@say done" }
     })
     expect(created.status).toBe(200)
     const run = await waitForRun(server, team.tokens.member, created.body.run_id)
@@ -88,6 +88,10 @@ describe("OpenTelemetry export (built server, SQLite)", () => {
     expect(agent.parentSpanId).toBe(execution.spanId)
     expect(agent.attributes["gen_ai.operation.name"]).toBe("invoke_agent")
     expect(agent.service).toBe("agent-runs-test")
+    // Each tool call is a span of its own under the agent's.
+    const tool = await eventually(() => inTrace().find((span) => span.name === "execute_tool grep"))
+    expect(tool.parentSpanId).toBe(agent.spanId)
+    expect(tool.attributes).toMatchObject({ "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "grep", "agent_runs.tool.state": "completed" })
     // The creation's request is in the trace too, above the creation.
     const request = inTrace().find((span) => span.spanId === creation.parentSpanId)
     expect(request?.attributes["http.request.method"]).toBe("POST")

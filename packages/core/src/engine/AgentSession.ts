@@ -31,6 +31,7 @@ import type { StorageError } from "../ports/Storage.js"
 import type { Report } from "../domain/ExecutionEvent.js"
 import type { Lost, OutputSink } from "./ExecutionHost.js"
 import { DEFAULT_MAX_OUTPUT_BYTES, type DispatcherSettings } from "./Settings.js"
+import * as ToolSpans from "./ToolSpans.js"
 
 /** How long the output of an agent that exited is still read. */
 const DRAIN_MS = 2_000
@@ -125,6 +126,7 @@ export const make = (settings: DispatcherSettings, health: HealthService) => {
   const pump = (agent: AgentProcess, out: Output, violated: Deferred.Deferred<void>, holding: Holding, parse?: LineParser) =>
     Effect.gen(function*() {
       const { state } = out
+      const tools = yield* ToolSpans.make
       const limit = settings.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES
       let buffer = emptyLineBuffer
       const noteViolation = Effect.suspend(() => state.violation === undefined ? Effect.void : Deferred.succeed(violated, undefined))
@@ -145,7 +147,10 @@ export const make = (settings: DispatcherSettings, health: HealthService) => {
             const split = splitLines(buffer, kept, parse)
             buffer = split.buffer
             const now = yield* Clock.currentTimeMillis
-            for (const line of split.lines) reduce(state, line, now)
+            for (const line of split.lines) {
+              reduce(state, line, now)
+              tools.observe(line, now)
+            }
             if (kept.length < chunk.length) {
               state.violation ??= `the agent's output passed the run's limit of ${limit} bytes; the agent was stopped`
             }
@@ -155,7 +160,11 @@ export const make = (settings: DispatcherSettings, health: HealthService) => {
         Effect.catchAll((e) => Effect.logWarning("execution: reading the agent's output failed", e))
       )
       const now = yield* Clock.currentTimeMillis
-      for (const line of flushLines(buffer, parse)) reduce(state, line, now)
+      for (const line of flushLines(buffer, parse)) {
+        reduce(state, line, now)
+        tools.observe(line, now)
+      }
+      tools.endAll(now)
       yield* noteViolation
     })
 
