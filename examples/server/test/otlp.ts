@@ -13,6 +13,7 @@ export interface ReceivedSpan {
   readonly parentSpanId: string | undefined
   readonly name: string
   readonly attributes: Record<string, unknown>
+  readonly links: ReadonlyArray<{ readonly traceId: string; readonly spanId: string }>
   readonly service: string | undefined
 }
 
@@ -58,6 +59,7 @@ export const startOtlpReceiver = async () => {
                 parentSpanId: span.parentSpanId === "" ? undefined : span.parentSpanId,
                 name: span.name,
                 attributes: attributesOf(span.attributes),
+                links: (span.links ?? []).map((link: Json) => ({ traceId: link.traceId, spanId: link.spanId })),
                 service
               })
             }

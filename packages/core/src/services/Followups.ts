@@ -51,7 +51,7 @@
  *   follow-up to an admin's run lowers its token to a member's for the rest of the run; a run whose
  *   agent holds a secret only admins may hand out refuses followups from anyone else (403).
  */
-import { Clock, Effect, Either, Option, Schema } from "effect"
+import { Clock, Effect, Either, Option, Schema, Tracer } from "effect"
 import { canChange, shaperOf } from "../domain/Access.js"
 import { checkFollowupSender } from "../domain/AdminOnlySecrets.js"
 import type { Viewer } from "../domain/Access.js"
@@ -118,6 +118,18 @@ export const FOLLOWUP_TOTAL_RETRY_SECONDS = 86_400
 /** The run a follow-up goes to, as an audited resource (a raw id cut short). */
 const resource = (rawId: string) => ({ type: "run", id: rawId.slice(0, 64) })
 
+/**
+ * Links the span sending a follow-up to the run's trace (docs/observability.md): the follow-up's
+ * request has a trace of its own, and leads to the run's.
+ */
+const linkToRunTrace = (run: StoredRun) =>
+  run.item.trace_id === undefined || run.item.trace_span_id === undefined
+    ? Effect.void
+    : Effect.linkSpanCurrent(
+      Tracer.externalSpan({ traceId: run.item.trace_id, spanId: run.item.trace_span_id, sampled: true }),
+      { "agent_runs.run_id": run.item.run_id }
+    )
+
 export class Followups extends Effect.Service<Followups>()("@agent-runs/core/Followups", {
   dependencies: [Audit.Default],
   effect: Effect.gen(function*() {
@@ -171,6 +183,7 @@ export class Followups extends Effect.Service<Followups>()("@agent-runs/core/Fol
         }
         yield* checkFollowupSender(viewer, run.item.agent_config)
         yield* checkSize("message", message, quotas.followupBytes)
+        yield* linkToRunTrace(run)
         const now = yield* Clock.currentTimeMillis
         const snapshot = yield* snapshotOf(run, now)
         const route = decideFollowup(snapshot, message, now)
