@@ -14,6 +14,7 @@ describe("TelemetryConfig (the standard OTEL_* variables)", () => {
       expect(yield* read({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_SDK_DISABLED: "TRUE" })).toEqual(Option.none())
       // Export off: nothing else is checked (a cluster-wide gRPC setting does not stop the start).
       expect(yield* read({ OTEL_EXPORTER_OTLP_PROTOCOL: "grpc", OTEL_TRACES_SAMPLER: "" })).toEqual(Option.none())
+      expect(yield* read({ OTEL_EXPORTER_OTLP_ENDPOINT: "ftp://x", OTEL_SDK_DISABLED: "true" })).toEqual(Option.none())
     }))
 
   it.effect("reads the endpoint, protocol, headers, service name, exporters and sampler", () =>

@@ -156,11 +156,19 @@ export interface RunEventsOptions {
   readonly reconnect?: boolean | undefined
 }
 
+/**
+ * Options of a create that takes an `Idempotency-Key`: `idempotencyKey`, to send a key of your own
+ * (the same with each of your retries of the create); without one, each call sends a fresh key.
+ */
+export interface IdempotentOptions {
+  readonly idempotencyKey?: string | undefined
+}
+
 /** The Promise client. */
 export interface AgentRunsClientPromise {
   readonly runs: {
     /** `POST /agent/runs` */
-    create(body: RunAgentRequest): Promise<RunAgentResponse>
+    create(body: RunAgentRequest, options?: IdempotentOptions): Promise<RunAgentResponse>
     /** `GET /agent/runs`, every page: `for await (const run of client.runs.list({ state: ["QUEUED"] }))`. */
     list(query?: RunListQuery): Paginated<RunItem, ListRunsResponse>
     /** `GET /agent/runs`, one page. */
@@ -172,7 +180,7 @@ export interface AgentRunsClientPromise {
     /** `POST /agent/runs/{runId}/cancel`: the run id. */
     cancel(runId: string): Promise<string>
     /** `POST /agent/runs/{runId}/followups` */
-    followup(runId: string, body: RunFollowupRequest): Promise<RunFollowupResponse>
+    followup(runId: string, body: RunFollowupRequest, options?: IdempotentOptions): Promise<RunFollowupResponse>
     /** `GET /agent/runs/{runId}/conversation` */
     conversation(runId: string): Promise<ConversationResponse>
     /** `GET /agent/runs/{runId}/timeline` */
@@ -417,6 +425,9 @@ export const createClient = (options: CreateClientOptions): AgentRunsClientPromi
     run(Effect.flatMap(effect, Schema.encode(output)))
 
   const headers = {}
+  /** The headers of a create: the caller's idempotency key, when it gave one. */
+  const keyed = (options: IdempotentOptions | undefined) =>
+    options?.idempotencyKey === undefined ? headers : { [Transport.IDEMPOTENCY_HEADER]: options.idempotencyKey }
   const runId = (id: string) => Effect.map(input(Ids.RunId, id, "runId"), (runId) => ({ runId }))
   const scheduleId = (id: string) => Effect.map(input(Ids.ScheduleId, id, "scheduleId"), (scheduleId) => ({ scheduleId }))
   const environmentUid = (id: string) => Effect.map(input(Ids.EnvironmentUid, id, "uid"), (uid) => ({ uid }))
@@ -465,22 +476,22 @@ export const createClient = (options: CreateClientOptions): AgentRunsClientPromi
 
   return {
     runs: {
-      create: (body) =>
+      create: (body, options) =>
         call(
           Run.RunAgentResponse,
-          Effect.flatMap(input(Run.RunAgentRequest, body, "body"), (payload) => service.runs.createRun({ headers, payload }))
+          Effect.flatMap(input(Run.RunAgentRequest, body, "body"), (payload) => service.runs.createRun({ headers: keyed(options), payload }))
         ),
       list: (query = {}) => paginated((cursor) => listRunsPage({ ...query, cursor }), (page) => page.runs, query.cursor),
       listPage: listRunsPage,
       counts: (query = {}) => call(Run.RunCountsResponse, service.countRuns(query)),
       get: (id) => call(Run.RunItem, Effect.flatMap(runId(id), (path) => service.runs.getRun({ headers, path }))),
       cancel: (id) => call(Ids.RunId, Effect.flatMap(runId(id), (path) => service.runs.cancelRun({ headers, path }))),
-      followup: (id, body) =>
+      followup: (id, body, options) =>
         call(
           Followups.RunFollowupResponse,
           Effect.flatMap(
             Effect.all([runId(id), input(Run.RunFollowupRequest, body, "body")]),
-            ([path, payload]) => service.runs.createRunFollowup({ headers, path, payload })
+            ([path, payload]) => service.runs.createRunFollowup({ headers: keyed(options), path, payload })
           )
         ),
       conversation: (id) =>

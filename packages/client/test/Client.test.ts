@@ -240,6 +240,15 @@ describe("retries", () => {
     expect(keys[3]).toBeUndefined()
   })
 
+  it("sends the caller's own Idempotency-Key when given, the same with each call", async () => {
+    const server = await serve((_request, response) =>
+      json(response, 200, { run_id: RUN, task_id: RUN, state: "QUEUED", at_capacity: false }))
+    const client = createClient({ url: server.url, token: TOKEN })
+    await client.runs.create({ prompt: "Fix the bug" }, { idempotencyKey: "deploy-42" })
+    await client.runs.create({ prompt: "Fix the bug" }, { idempotencyKey: "deploy-42" })
+    expect(server.requests.map((request) => request.headers["idempotency-key"])).toEqual(["deploy-42", "deploy-42"])
+  })
+
   it("retries a keyed create answered 409 retryable (its first attempt still runs) with the same key", async () => {
     const server = await serve((_request, response, index) =>
       index === 0

@@ -74,25 +74,19 @@ const setting = (name: string) =>
     Config.map((value) => Option.filter(Option.map(value, (v) => v.trim()), (v) => v !== ""))
   )
 
-/** The endpoint: none when unset; refused when not an http(s) URL, or one holding credentials. */
-const endpointConfig = setting("OTEL_EXPORTER_OTLP_ENDPOINT").pipe(
-  Config.mapOrFail((value) => {
-    if (Option.isNone(value)) return Either.right(Option.none<string>())
-    const url = value.value
-    if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
-      return Either.left(ConfigError.InvalidData(["OTEL_EXPORTER_OTLP_ENDPOINT"], "must be an http:// or https:// URL"))
-    }
-    const parsed = new URL(url)
-    return parsed.username !== "" || parsed.password !== ""
-      ? Either.left(ConfigError.InvalidData(["OTEL_EXPORTER_OTLP_ENDPOINT"], "must not hold credentials: put them in OTEL_EXPORTER_OTLP_HEADERS"))
-      : Either.right(Option.some(url))
-  })
-)
+/** Why an endpoint cannot be used (not an http(s) URL, or one holding credentials), or undefined. */
+const endpointProblem = (url: string): string | undefined => {
+  if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) return "must be an http:// or https:// URL"
+  const parsed = new URL(url)
+  return parsed.username !== "" || parsed.password !== ""
+    ? "must not hold credentials: put them in OTEL_EXPORTER_OTLP_HEADERS"
+    : undefined
+}
 
 /** What was set, read leniently: a value the server cannot use is a warning and its default. */
 const Raw = Config.all({
   disabled: setting("OTEL_SDK_DISABLED"),
-  endpoint: endpointConfig,
+  endpoint: setting("OTEL_EXPORTER_OTLP_ENDPOINT"),
   protocol: setting("OTEL_EXPORTER_OTLP_PROTOCOL"),
   headers: setting("OTEL_EXPORTER_OTLP_HEADERS"),
   serviceName: setting("OTEL_SERVICE_NAME"),
@@ -133,11 +127,13 @@ const serviceNameOf = (raw: Raw): string =>
 
 /** The settings when export is on, with what could not be used; none when it is off. */
 export const TelemetryConfig: Config.Config<Option.Option<TelemetryConfig>> = Raw.pipe(
-  Config.map((raw) => {
+  Config.mapOrFail((raw) => {
     const disabled = Option.getOrElse(Option.map(raw.disabled, (v) => v.toLowerCase() === "true"), () => false)
-    if (disabled || Option.isNone(raw.endpoint)) return Option.none()
+    if (disabled || Option.isNone(raw.endpoint)) return Either.right(Option.none())
+    const problem = endpointProblem(raw.endpoint.value)
+    if (problem !== undefined) return Either.left(ConfigError.InvalidData(["OTEL_EXPORTER_OTLP_ENDPOINT"], problem))
     const warnings: Array<string> = []
-    return Option.some({
+    return Either.right(Option.some({
       endpoint: raw.endpoint.value,
       protocol: protocolOf(raw, warnings),
       headers: parsePairs(Option.getOrElse(raw.headers, () => "")),
@@ -147,6 +143,6 @@ export const TelemetryConfig: Config.Config<Option.Option<TelemetryConfig>> = Ra
       logs: exporterOn(raw.logs),
       sampler: samplerOf(raw, warnings),
       warnings
-    })
+    }))
   })
 )
