@@ -6,14 +6,9 @@
  * request however its JSON was spaced or ordered).
  */
 import { type HttpApiEndpoint, type HttpApiGroup, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { type Access, Idempotency, IdempotencyKeys, TrustedCodec } from "@agent-runs/core"
-import { Effect, type Schema } from "effect"
-import { definitionOf } from "./Respond.js"
-
-type EndpointOf<Group extends HttpApiGroup.HttpApiGroup.Any, Name extends string> = HttpApiEndpoint.HttpApiEndpoint.WithName<
-  HttpApiGroup.HttpApiGroup.Endpoints<Group>,
-  Name
->
+import { type Access, Idempotency, IdempotencyKeys } from "@agent-runs/core"
+import { Effect } from "effect"
+import { type EndpointOf, successEncoder } from "./Respond.js"
 
 const jsonAnswer = (answer: IdempotencyKeys.StoredAnswer, replayed: boolean) =>
   HttpServerResponse.text(answer.body, {
@@ -31,10 +26,9 @@ export const idempotent = Effect.map(Idempotency.Idempotency, (idempotency) =>
     Group extends HttpApiGroup.HttpApiGroup.Any,
     Name extends HttpApiEndpoint.HttpApiEndpoint.Name<HttpApiGroup.HttpApiGroup.Endpoints<Group>>
   >(group: Group, name: Name) => {
-    const { endpoint, status } = definitionOf(group, name)
-    const encode = TrustedCodec.encoder(endpoint.successSchema as Schema.Schema<unknown, unknown>)
+    const { encode, status } = successEncoder(group, name)
     const answerOf = (value: unknown) =>
-      Effect.map(Effect.orDie(encode(value)), (body): IdempotencyKeys.StoredAnswer => ({ status, body: JSON.stringify(body) }))
+      Effect.map(encode(value), (body): IdempotencyKeys.StoredAnswer => ({ status, body: JSON.stringify(body) }))
     return <E, R>(
       viewer: Access.Viewer,
       request: { readonly key: string | undefined; readonly payload?: unknown },

@@ -12,7 +12,7 @@ import { TrustedCodec } from "@agent-runs/core"
 import { type HttpApiEndpoint, type HttpApiGroup, HttpApiSchema, HttpServerResponse } from "@effect/platform"
 import { Effect, type Schema } from "effect"
 
-type EndpointOf<Group extends HttpApiGroup.HttpApiGroup.Any, Name extends string> = HttpApiEndpoint.HttpApiEndpoint.WithName<
+export type EndpointOf<Group extends HttpApiGroup.HttpApiGroup.Any, Name extends string> = HttpApiEndpoint.HttpApiEndpoint.WithName<
   HttpApiGroup.HttpApiGroup.Endpoints<Group>,
   Name
 >
@@ -23,15 +23,21 @@ export const definitionOf = (group: HttpApiGroup.HttpApiGroup.Any, name: string)
   return { endpoint, status: HttpApiSchema.getStatusSuccess(endpoint.successSchema) }
 }
 
+/** The trusted encoder of `group`'s endpoint `name`'s success value, and its success status. */
+export const successEncoder = (group: HttpApiGroup.HttpApiGroup.Any, name: string) => {
+  const { endpoint, status } = definitionOf(group, name)
+  const encode = TrustedCodec.encoder(endpoint.successSchema as Schema.Schema<unknown, unknown>)
+  return { encode: (value: unknown) => Effect.orDie(encode(value)), status }
+}
+
 /** The answer of `group`'s endpoint `name`: its success value, encoded with its success schema, at its status. */
 export const respond = <
   Group extends HttpApiGroup.HttpApiGroup.Any,
   Name extends HttpApiEndpoint.HttpApiEndpoint.Name<HttpApiGroup.HttpApiGroup.Endpoints<Group>>
 >(group: Group, name: Name) => {
-  const { endpoint, status } = definitionOf(group, name)
-  const encode = TrustedCodec.encoder(endpoint.successSchema as Schema.Schema<unknown, unknown>)
+  const { encode, status } = successEncoder(group, name)
   return (value: HttpApiEndpoint.HttpApiEndpoint.Success<EndpointOf<Group, Name>>) =>
-    Effect.map(Effect.orDie(encode(value)), (body) => HttpServerResponse.unsafeJson(body, { status }))
+    Effect.map(encode(value), (body) => HttpServerResponse.unsafeJson(body, { status }))
 }
 
 /**
