@@ -21,7 +21,7 @@
  * - Delivery logs page with `limit` (core's `Webhooks.DELIVERY_PAGE_LIMIT`: 1–100, default 20) and the
  *   `cursor` of the previous page.
  */
-import { Common, Followups, Identity, Ids, Run, RunQuery, RunState, Webhooks } from "@agent-runs/core"
+import { Budgets, Common, Followups, Identity, Ids, Run, RunQuery, RunState, Webhooks } from "@agent-runs/core"
 import { Schema, Struct } from "effect"
 
 /** `POST /agent/runs/{runId}/followups`: accepted (core's model). */
@@ -186,6 +186,15 @@ export const ListRunsUrlParamsDescription =
   "metadata filtering is off for the team."
 
 /** The paging of the principal and member lists: a page size and the previous page's `next_cursor`. */
+/** `GET /agent/team/spend`: how many days back, today included. */
+export const SpendUrlParams = Schema.Struct({
+  days: Schema.optional(
+    Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, Budgets.MAX_SPEND_DAYS)).annotations({
+      description: `how many days, today included (1 to ${Budgets.MAX_SPEND_DAYS}; default ${Budgets.DEFAULT_SPEND_DAYS})`
+    })
+  )
+})
+
 export const PrincipalPageUrlParams = Schema.Struct({
   limit: Schema.optional(
     Schema.NumberFromString.pipe(

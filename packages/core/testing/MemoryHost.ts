@@ -66,6 +66,7 @@ export const planFor = (runId: RunId, prompt: string, overrides: Partial<Executi
   transcript_bytes: 0,
   trace: null,
   max_runtime_seconds: null,
+  budget: { max_cost_usd: null, max_turns: null, spent_before: 0 },
   ...overrides
 })
 

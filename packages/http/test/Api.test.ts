@@ -105,6 +105,10 @@ const expectedEndpoints = [
   "POST /agent/team/service-accounts/{principal_uid}/tokens",
   "GET /agent/team/service-accounts/{principal_uid}/tokens",
   "DELETE /agent/team/tokens/{token_id}",
+  // the team's budgets and spend (docs/budgets.md)
+  "GET /agent/team/budgets",
+  "PUT /agent/team/budgets",
+  "GET /agent/team/spend",
   // the self-hosted worker protocol (docs/workers.md)
   "POST /workers/{workerId}/heartbeat",
   "DELETE /workers/{workerId}/heartbeat",

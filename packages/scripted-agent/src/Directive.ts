@@ -26,6 +26,8 @@ export type Directive =
   | { readonly kind: "mcp" }
   /** Says the `TRACEPARENT` of its environment (`traceparent: …`), or `no traceparent`. */
   | { readonly kind: "traceparent" }
+  /** Adds `usd` to the execution's inference cost and reports its usage now. */
+  | { readonly kind: "spend"; readonly usd: number }
   | { readonly kind: "spawn"; readonly prompt: string }
   /** Calls the service's API with the run token (`METHOD PATH [JSON]`) and says the status and answer. */
   | { readonly kind: "api"; readonly method: string; readonly path: string; readonly body: string | undefined }
@@ -99,6 +101,7 @@ const parseArtifact = (rest: string): Directive => {
 
 const MAX_SLEEP_MS = 24 * 60 * 60 * 1000
 const MAX_BIG = 256 * 1024 * 1024
+const MAX_SPEND = 1_000_000
 
 /**
  * Parses one prompt or follow-up line. `undefined` when the line does not start with `@` (leading
@@ -163,6 +166,10 @@ export const parseDirective = (line: string): Directive | undefined => {
     }
     case "stderr":
       return { kind: "stderr", text }
+    case "spend": {
+      const usd = /^\d+(\.\d+)?$/.test(text) ? Number(text) : Number.NaN
+      return Number.isFinite(usd) && usd <= MAX_SPEND ? { kind: "spend", usd } : invalid("spend", `@spend needs US dollars (0 to ${MAX_SPEND}), got "${text}"`)
+    }
     default:
       return { kind: "unknown", name: `@${word}` }
   }
@@ -214,6 +221,8 @@ export const formatDirective = (directive: Directive): string => {
       return withArgs("end-step", directive.summary)
     case "big":
       return withArgs("big", String(directive.size))
+    case "spend":
+      return withArgs("spend", String(directive.usd))
     case "invalid":
       return `@${directive.name}`
     case "unknown":

@@ -65,6 +65,7 @@ const shorten = (body: string): string => body.length > MAX_BODY_IN_MESSAGE ? `$
 class Session {
   private inputChars: number
   private outputChars = 0
+  private cost = 0
   private toolCount = 0
   private stepCount = 0
   private readonly openSteps: Array<string> = []
@@ -233,6 +234,10 @@ class Session {
       case "stderr":
         this.io.writeStderr(`${directive.text}\n`)
         return undefined
+      case "spend":
+        this.cost += directive.usd
+        this.reportUsage()
+        return undefined
       case "invalid":
         return agentFailed(directive.problem)
       case "unknown":
@@ -311,19 +316,18 @@ class Session {
     return undefined
   }
 
+  /** Reports the execution's usage so far (characters as tokens, and what `@spend` added). */
+  private reportUsage(): void {
+    this.emit({ type: "usage", input_tokens: this.inputChars, output_tokens: this.outputChars, inference_cost: this.cost, compute_cost: 0 })
+  }
+
   /** Closes the open steps, reports usage and the result; the exit code. */
   private finish(stop: Stop | undefined): number {
     if (stop?.kind === "exit") return stop.code
     for (let id = this.openSteps.pop(); id !== undefined; id = this.openSteps.pop()) {
       this.emit({ type: "step_end", id, summary: "done" })
     }
-    this.emit({
-      type: "usage",
-      input_tokens: this.inputChars,
-      output_tokens: this.outputChars,
-      inference_cost: 0,
-      compute_cost: 0
-    })
+    this.reportUsage()
     this.emit({ type: "step_end", id: this.executionStep, summary: "done" })
     if (stop?.kind === "block") return 0
     if (stop?.kind === "fail") {

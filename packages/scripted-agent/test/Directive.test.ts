@@ -36,6 +36,10 @@ describe("parseDirective", () => {
     expect(parseDirective("@skill")).toEqual({ kind: "skill" })
     expect(parseDirective("@mcp")).toEqual({ kind: "mcp" })
     expect(parseDirective("@traceparent")).toEqual({ kind: "traceparent" })
+    expect(parseDirective("@spend 0.25")).toEqual({ kind: "spend", usd: 0.25 })
+    expect(parseDirective("@spend 2")).toEqual({ kind: "spend", usd: 2 })
+    expect(parseDirective("@spend -1")?.kind).toBe("invalid")
+    expect(parseDirective("@spend 1e3")?.kind).toBe("invalid")
     expect(parseDirective("@spawn fix the build")).toEqual({ kind: "spawn", prompt: "fix the build" })
     expect(parseDirective("@api GET /agent/me")).toEqual({ kind: "api", method: "GET", path: "/agent/me", body: undefined })
     expect(parseDirective('@api PUT /agent/secrets/X {"value": "v"}')).toEqual({
@@ -140,6 +144,7 @@ const directiveArbitrary: fc.Arbitrary<Directive> = fc.oneof(
   fc.constant({ kind: "skill" } as const),
   fc.constant({ kind: "mcp" } as const),
   fc.constant({ kind: "traceparent" } as const),
+  fc.integer({ min: 0, max: 100_000_000 }).map((cents) => ({ kind: "spend", usd: cents / 100 }) as const),
   nonEmptyText.map((prompt) => ({ kind: "spawn", prompt }) as const),
   fc.tuple(fc.constantFrom("GET", "POST", "PUT", "PATCH", "DELETE"), word.map((w) => `/${w}`), fc.option(fc.json(), { nil: undefined }))
     .map(([method, path, body]) => ({ kind: "api", method, path, body: body?.trim() === "" ? undefined : body }) as const)

@@ -51,6 +51,7 @@ import {
   SignIn,
   Skills,
   TeamMembers,
+  Budgets,
   Tokens,
   Webhooks,
   Workers
@@ -205,6 +206,7 @@ const servicesLayer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) =>
       Identities.Identities.Default,
       Principals.Principals.Default,
       TeamMembers.TeamMembers.Default,
+      Budgets.Budgets.Default,
       Tokens.Tokens.Default,
       Workers.Workers.Default,
       AuditService.Audit.Default,

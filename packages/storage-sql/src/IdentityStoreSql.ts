@@ -12,6 +12,7 @@ import * as TrustedCodec from "@agent-runs/core/domain/TrustedCodec"
 import type { PrincipalUid, TeamUid, TokenId } from "@agent-runs/core/domain/Ids"
 import { GitHubConnection } from "@agent-runs/core/domain/GitHub"
 import { Principal, type Role, Team, TokenRecord } from "@agent-runs/core/domain/Identity"
+import { TeamBudgets } from "@agent-runs/core/domain/Budget"
 import { IdentityStore, type PrincipalChanges, type PrincipalPage } from "@agent-runs/core/ports/IdentityStore"
 import { SqlClient } from "@effect/sql"
 import { DateTime, Effect, Layer, Option, Schema } from "effect"
@@ -28,7 +29,8 @@ const TeamRow = Schema.Struct({
   name: Schema.String,
   features: JsonColumn,
   max_concurrent_runs: Schema.Number,
-  created_at: Rows.Millis
+  created_at: Rows.Millis,
+  budgets: Schema.NullOr(JsonColumn)
 })
 
 const PrincipalRow = Schema.Struct({
@@ -65,7 +67,8 @@ const toTeam = (row: typeof TeamRow.Type) =>
     name: row.name,
     features: row.features,
     max_concurrent_runs: row.max_concurrent_runs,
-    created_at: iso(row.created_at)
+    created_at: iso(row.created_at),
+    budgets: row.budgets ?? {}
   })
 
 const toPrincipal = (row: typeof PrincipalRow.Type, memberships: ReadonlyArray<typeof MembershipRow.Type>) =>
@@ -113,7 +116,8 @@ export const layer = Layer.scoped(
       name: team.name,
       features: json(Schema.encodeSync(Team.fields.features)(team.features)),
       max_concurrent_runs: team.max_concurrent_runs,
-      created_at: millis(team.created_at)
+      created_at: millis(team.created_at),
+      budgets: json(Schema.encodeSync(TeamBudgets)(team.budgets))
     })
 
     const createTeam = Effect.fn("IdentityStore.createTeam")(

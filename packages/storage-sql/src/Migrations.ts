@@ -24,6 +24,7 @@ import artifactDocShape from "./migrations/0014_artifact_doc_shape.js"
 import renderedConversations from "./migrations/0015_rendered_conversations.js"
 import idempotencyKeys from "./migrations/0016_idempotency_keys.js"
 import traceDocShape from "./migrations/0017_trace_doc_shape.js"
+import budgets from "./migrations/0018_budgets.js"
 
 export const loader = Migrator.fromRecord({
   "0001_runs": runs,
@@ -42,11 +43,14 @@ export const loader = Migrator.fromRecord({
   "0014_artifact_doc_shape": artifactDocShape,
   "0015_rendered_conversations": renderedConversations,
   "0016_idempotency_keys": idempotencyKeys,
-  "0017_trace_doc_shape": traceDocShape
+  "0017_trace_doc_shape": traceDocShape,
+  "0018_budgets": budgets
 })
 
 /** Migration 0017's shapes and statement (its test runs it on a database with older documents). */
 export * as TraceDocShape from "./migrations/0017_trace_doc_shape.js"
+/** Migration 0018's shape and statements (likewise). */
+export * as Budgets from "./migrations/0018_budgets.js"
 
 /**
  * Applies every migration not yet applied, then warns in the log when the run list's `q` can only

@@ -71,6 +71,7 @@ import { joinTransaction } from "./internal/JoinTransaction.js"
 import type { Statement } from "@effect/sql"
 import { Effect, Layer, Option, Schema, Stream } from "effect"
 import { conversationsSql } from "./ConversationsSql.js"
+import { runSpendSql } from "./RunSpendSql.js"
 import { claimIdentities, countDelivery, insertDelivery } from "./DeliveriesSql.js"
 import { iso, json, JsonColumn as Json, operation, visibleTo } from "./internal/Catalog.js"
 import { countByState as countStates, selectPage } from "./RunListSql.js"
@@ -615,6 +616,7 @@ export const layer = Layer.effect(
     )
 
     const conversations = conversationsSql(sql, reader)
+    const spend = runSpendSql(reader)
 
     /** Taken follow-ups, oldest first. */
     const followupsOf = (rows: ReadonlyArray<typeof FollowupRow.Type>) =>
@@ -728,6 +730,7 @@ export const layer = Layer.effect(
       addArtifact,
       findByExternalReference,
       findByConversation,
+      ...spend,
       wakeups: signals
     })
   })

@@ -1,7 +1,7 @@
 /** A team's members, service accounts and their tokens, managed by the team's admins (no instance administrator needed). */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
-import { Identity } from "@agent-runs/core"
-import { DeleteResponse, PrincipalPageUrlParams } from "../Models.js"
+import { Budget, Budgets, Identity } from "@agent-runs/core"
+import { DeleteResponse, PrincipalPageUrlParams, SpendUrlParams } from "../Models.js"
 import * as Problems from "../Problems.js"
 import { Authentication, TeamHeaders } from "../Security.js"
 import { doc } from "./Doc.js"
@@ -82,6 +82,42 @@ export class TeamGroup extends HttpApiGroup.make("team")
       .addError(Problems.ResourceNotFound, { status: 404 })
       .annotateContext(doc("Revoke a token limited to the team", `${ADMINS} Immediate; any other token is a 404.`))
   )
+  .add(
+    HttpApiEndpoint.get("getTeamBudgets", "/agent/team/budgets")
+      .setHeaders(TeamHeaders)
+      .addSuccess(Budget.TeamBudgets)
+      .addError(Problems.ResourceNotFound, { status: 404 })
+      .annotateContext(
+        doc("Get the team's budgets", "Anyone acting in the team. The defaults of its runs' `max_cost_usd` and `max_turns`, and the ceilings over them.")
+      )
+  )
+  .add(
+    HttpApiEndpoint.put("setTeamBudgets", "/agent/team/budgets")
+      .setHeaders(TeamHeaders)
+      .setPayload(Budget.TeamBudgets)
+      .addSuccess(Budget.TeamBudgets)
+      .addError(Problems.ResourceNotFound, { status: 404 })
+      .annotateContext(
+        doc(
+          "Set the team's budgets",
+          `${ADMINS} Replaces all four values (an absent key removes it); a default above its ceiling is a 400. ` +
+            "Applies to runs created afterwards: a run's budget is fixed when it is created (docs/budgets.md)."
+        )
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("getTeamSpend", "/agent/team/spend")
+      .setHeaders(TeamHeaders)
+      .setUrlParams(SpendUrlParams)
+      .addSuccess(Budgets.TeamSpendResponse)
+      .annotateContext(
+        doc(
+          "What the team's runs spent, by day",
+          "Anyone acting in the team. The cost (US dollars, as the agents reported it) and tokens of the runs created on each UTC day " +
+            "of the window (today included), days without runs left out."
+        )
+      )
+  )
   .middleware(Authentication)
-  .annotateContext(doc("Team", "The team's members, service accounts and their tokens, for the team's admins."))
+  .annotateContext(doc("Team", "The team's members, service accounts and their tokens, for the team's admins; its budgets and spend."))
 {}

@@ -16,6 +16,7 @@ import { NonBlankString, optionalInput, Scope, Timestamp, unionMessage } from ".
 import { HarnessAuthSecrets, HarnessConfig, type HarnessSources } from "./HarnessSelection.js"
 import { EnvironmentUid, PrincipalUid, RunId } from "./Ids.js"
 import { GitRef, MAX_REPOSITORIES } from "./GitRef.js"
+import { MaxCostUsd, MaxTurns } from "./Budget.js"
 import { MaxRuntimeSeconds } from "./MaxRuntime.js"
 import { PullRequestConfig } from "./PullRequest.js"
 import { RunState } from "./RunState.js"
@@ -105,7 +106,11 @@ export const EnvironmentConfig = Schema.Struct({
   /** The default of its runs' `config.github_token`: the team's GitHub token in the agent's environment (AgentGitHubToken.ts). */
   github_token: optionalInput(Schema.Boolean),
   /** The default of its runs' `config.max_runtime_seconds` (MaxRuntime.ts). */
-  max_runtime_seconds: optionalInput(MaxRuntimeSeconds)
+  max_runtime_seconds: optionalInput(MaxRuntimeSeconds),
+  /** The default of its runs' `config.max_cost_usd` (Budget.ts). */
+  max_cost_usd: optionalInput(MaxCostUsd),
+  /** The default of its runs' `config.max_turns` (Budget.ts). */
+  max_turns: optionalInput(MaxTurns)
 }).annotations({ identifier: "EnvironmentConfig" })
 export type EnvironmentConfig = typeof EnvironmentConfig.Type
 

@@ -30,7 +30,11 @@
  *   over executions. `status` sets an informational status message. `blocked` and `result` are
  *   the outcome; the last one wins. `artifact` is checked against the artifact schema: an invalid
  *   one is an `unrecognized` event block.
- * - The outcome once the agent exited: a failed result → FAILED with its error code (`agent_failed`
+ * - Turns and budgets (Budget.ts): an assistant `message`, an `action` or a `read_skill` after an
+ *   `action_result`, a user's message or at the start begins a turn; a turn past `max_turns`, or
+ *   usage that takes the run's spend past `max_cost_usd`, is noted (`exceeded`): the agent is
+ *   stopped and the run FAILED `budget_exceeded`, whatever it reports after.
+ * - The outcome once the agent exited: a protocol violation, then a passed budget, first; a failed result → FAILED with its error code (`agent_failed`
  *   when absent or unknown) and message; `blocked` → BLOCKED; exit 0 → SUCCEEDED; any other exit
  *   → FAILED `agent_failed` "the agent exited with code N".
  */
@@ -53,6 +57,7 @@ import { RunErrorCode } from "./Errors.js"
 import type { ConversationOp } from "./ConversationLog.js"
 import { concatBytes } from "../internal/Bytes.js"
 import type { RequestUsage } from "./Run.js"
+import { costOf, type ExecutionBudget, overBudget } from "./Budget.js"
 
 /** The longest stdout line parsed; longer lines are truncated in the conversation. */
 export const MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -361,6 +366,14 @@ export interface ExecutionState {
    * did: the agent is stopped and the run fails with this message, whatever it reports after.
    */
   violation: string | undefined
+  /** The run's budget for this execution (Budget.ts); none for a debug session. */
+  budget: ExecutionBudget | undefined
+  /** The model's turns so far (Budget.ts): one each time the agent says something or acts after a result or a user's message. */
+  turns: number
+  /** Whether the agent's latest output was its own (a turn goes on) rather than a result or a user's message. */
+  inTurn: boolean
+  /** Why the execution passed its budget, when it did: the agent is stopped and the run fails `budget_exceeded`. */
+  exceeded: string | undefined
   /** Artifacts reported since the last `takeArtifacts`. */
   artifacts: Array<Artifact>
   /** Operations on the conversation not yet taken (`takeOps`). */
@@ -383,11 +396,22 @@ export const newExecutionState = (execution_id: string): ExecutionState => ({
   status: undefined,
   outcome: undefined,
   violation: undefined,
+  budget: undefined,
+  turns: 0,
+  inTurn: false,
+  exceeded: undefined,
   artifacts: [],
   pending: [],
   waiting: [],
   readSkill: 0
 })
+
+/** An execution's state bound by `budget`: already past it when the run spent it all before. */
+export const withBudget = (state: ExecutionState, budget: ExecutionBudget): ExecutionState => {
+  state.budget = budget
+  checkBudget(state)
+  return state
+}
 
 /** The step content goes to now, when there is one: the innermost open step, else the implicit step while it is the latest. */
 const liveStep = (state: ExecutionState): LiveStep | undefined =>
@@ -427,6 +451,7 @@ const currentStep = (state: ExecutionState, at: number): LiveStep => {
  */
 export const addUserMessage = (state: ExecutionState, text: string, at: number): void => {
   if (text.trim() === "") return
+  state.inTurn = false
   const step = liveStep(state)
   if (step === undefined) state.waiting.push({ text, at })
   else userMessage(state, step, text, at)
@@ -471,6 +496,20 @@ const decodeArtifact = Schema.decodeUnknownEither(ArtifactReport)
 
 const asJson = (value: unknown): JsonValue => (value === undefined ? null : (value as JsonValue))
 
+/** The agent said something or acted: a new turn when its latest output was not its own. */
+const agentActs = (state: ExecutionState): void => {
+  if (state.inTurn) return
+  state.inTurn = true
+  state.turns += 1
+  checkBudget(state)
+}
+
+/** Notes the budget passed, when it is (the first reason stays). */
+const checkBudget = (state: ExecutionState): void => {
+  if (state.budget === undefined || state.exceeded !== undefined) return
+  state.exceeded = overBudget(state.budget, state.usage === undefined ? 0 : costOf(state.usage), state.turns)
+}
+
 /** Applies one line to the execution's state at `now` (epoch millis). */
 export const reduce = (state: ExecutionState, line: HarnessLine, now: number): void => {
   switch (line._tag) {
@@ -502,6 +541,8 @@ const reduceEvent = (state: ExecutionState, e: HarnessEvent, now: number): void 
       state.session = { session_id: e.session_id, session_link: e.session_link }
       return
     case "message": {
+      if (e.role === "assistant") agentActs(state)
+      else state.inTurn = false
       const step = currentStep(state, now)
       state.pending.push({ op: "message", key: step.key, role: e.role, at: now, block: { type: "text", text: e.text } })
       step.lastRole = e.role
@@ -509,6 +550,7 @@ const reduceEvent = (state: ExecutionState, e: HarnessEvent, now: number): void 
       return
     }
     case "action":
+      agentActs(state)
       state.actions.set(e.id, { category: e.category, name: e.name })
       addBlock(
         state,
@@ -518,6 +560,7 @@ const reduceEvent = (state: ExecutionState, e: HarnessEvent, now: number): void 
       )
       return
     case "read_skill": {
+      agentActs(state)
       state.readSkill += 1
       const id = `read-skill-${state.readSkill}`
       state.actions.set(id, { category: "skill", name: "read_skill" })
@@ -530,6 +573,7 @@ const reduceEvent = (state: ExecutionState, e: HarnessEvent, now: number): void 
       return
     }
     case "action_result": {
+      state.inTurn = false
       const action = state.actions.get(e.action_id) ?? { category: "command" as const, name: "unknown" }
       addBlock(
         state,
@@ -584,6 +628,7 @@ const reduceEvent = (state: ExecutionState, e: HarnessEvent, now: number): void 
         inference_cost: e.inference_cost,
         compute_cost: e.compute_cost
       }
+      checkBudget(state)
       return
     case "status":
       state.status = e.message
@@ -631,6 +676,7 @@ export const takeArtifacts = (state: ExecutionState): Array<Artifact> => {
 /** How the execution ended, given the agent's exit code. */
 export const outcomeOf = (state: ExecutionState, exitCode: number): AgentOutcome => {
   if (state.violation !== undefined) return { _tag: "Failed", error_code: "agent_failed", message: state.violation }
+  if (state.exceeded !== undefined) return { _tag: "Failed", error_code: "budget_exceeded", message: state.exceeded }
   const told = state.outcome
   if (told !== undefined && told._tag !== "Succeeded") return told
   if (exitCode === 0) return told ?? { _tag: "Succeeded" }

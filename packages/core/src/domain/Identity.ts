@@ -6,6 +6,7 @@
  */
 import { Schema } from "effect"
 import { NonBlankString, optionalInput, PrincipalRef, PrincipalType, Timestamp } from "./Common.js"
+import { TeamBudgets } from "./Budget.js"
 import { PrincipalUid, TeamUid, TokenId } from "./Ids.js"
 
 /** A principal's role in a team: admins also manage the factory (webhooks, secrets, automations, settings). */
@@ -33,7 +34,9 @@ export class Team extends Schema.Class<Team>("Team")({
   name: Schema.String,
   features: TeamFeatures,
   max_concurrent_runs: MaxConcurrentRuns,
-  created_at: Timestamp
+  created_at: Timestamp,
+  /** Its runs' default budgets and the ceilings over them (Budget.ts), set by a team admin; none by default. */
+  budgets: TeamBudgets.pipe(Schema.propertySignature, Schema.withConstructorDefault(() => ({})))
 }) {}
 
 /** A principal's membership of one team. */

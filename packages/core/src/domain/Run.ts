@@ -11,6 +11,7 @@
 import { Either, Encoding, Schema } from "effect"
 import type { FastCheck } from "effect"
 import { SkillSpec } from "./Agent.js"
+import { MaxCostUsd, MaxTurns } from "./Budget.js"
 import { Artifact } from "./Artifact.js"
 import {
   Metadata,
@@ -138,7 +139,11 @@ export const AgentConfig = Schema.Struct({
   /** The team's GitHub token in the agent's environment (AgentGitHubToken.ts; team admins only); present only when true. */
   github_token: optionalInput(Schema.Boolean),
   /** How long the agent may run in each execution (MaxRuntime.ts); the environment's default, else the server's ceiling. */
-  max_runtime_seconds: optionalInput(MaxRuntimeSeconds)
+  max_runtime_seconds: optionalInput(MaxRuntimeSeconds),
+  /** What the run and its descendants may spend, in US dollars (Budget.ts); the environment's or team's default, within the team's ceiling. */
+  max_cost_usd: optionalInput(MaxCostUsd),
+  /** How many model turns the agent may take in each execution (Budget.ts); defaulted and bounded like `max_cost_usd`. */
+  max_turns: optionalInput(MaxTurns)
 }).annotations({ identifier: "AmbientAgentConfig" })
 export type AgentConfig = typeof AgentConfig.Type
 

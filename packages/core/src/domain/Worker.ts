@@ -124,6 +124,8 @@ export const WorkerClaim = Schema.Struct({
   history: Schema.Array(WorkerHistoryMessage),
   /** The size of the run's transcript now: where this execution's output starts (`offset` of appends). */
   transcript_bytes: Schema.NonNegativeInt,
+  /** What the run's descendants spent so far, in US dollars (a run with a cost budget; absent: 0). */
+  descendants_spent: Schema.optionalWith(Schema.Finite.pipe(Schema.nonNegative()), { default: () => 0 }),
   /** The team secrets its agent gets (absent when none are handed over: see `WorkerSecrets`). */
   secrets: Schema.optional(WorkerSecrets)
 }).annotations({ identifier: "WorkerClaim" })

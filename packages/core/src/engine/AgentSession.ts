@@ -121,7 +121,8 @@ export const make = (settings: DispatcherSettings, health: HealthService) => {
 
   /**
    * Pumps the agent's stdout into the transcript and the execution's state; completes `violated`
-   * once the agent broke the protocol (too much output, a line refused), so that it is stopped.
+   * once the agent broke the protocol (too much output, a line refused) or passed the run's budget
+   * (Budget.ts), so that it is stopped.
    */
   const pump = (agent: AgentProcess, out: Output, violated: Deferred.Deferred<void>, holding: Holding, parse?: LineParser) =>
     Effect.gen(function*() {
@@ -129,7 +130,9 @@ export const make = (settings: DispatcherSettings, health: HealthService) => {
       const tools = yield* ToolSpans.make
       const limit = settings.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES
       let buffer = emptyLineBuffer
-      const noteViolation = Effect.suspend(() => state.violation === undefined ? Effect.void : Deferred.succeed(violated, undefined))
+      const noteViolation = Effect.suspend(() => state.violation === undefined && state.exceeded === undefined ? Effect.void : Deferred.succeed(violated, undefined))
+      // A run that spent its budget before this execution stops at once.
+      yield* noteViolation
       yield* agent.stdout.pipe(
         Stream.runForEach((chunk) =>
           Effect.gen(function*() {

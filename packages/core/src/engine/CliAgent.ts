@@ -197,7 +197,7 @@ export const archiveState = (sandbox: Sandbox, harness: AgentHarness): Effect.Ef
  */
 export const outcomeOf = (type: CliHarnessType, state: ExecutionState, exitCode: number): AgentOutcome => {
   const outcome = agentOutcomeOf(state, exitCode)
-  if (outcome._tag !== "Failed" || state.outcome !== undefined || state.violation !== undefined) return outcome
+  if (outcome._tag !== "Failed" || state.outcome !== undefined || state.violation !== undefined || state.exceeded !== undefined) return outcome
   const message = exitCode === 127
     ? `the ${type} CLI was not found in the sandbox (exit code 127): run on the agent image (docs/execution.md), or install the CLI where the sandbox's PATH finds it`
     : exitCode === 126

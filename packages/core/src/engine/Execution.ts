@@ -25,7 +25,14 @@
  */
 import { Clock, Deferred, Duration, Effect, Either, Fiber, Option, Ref, Schedule } from "effect"
 import type { Scope } from "effect"
-import { addUserMessage, endUserMessages, type ExecutionState, followupMessage, newExecutionState } from "../domain/Harness.js"
+import {
+  addUserMessage,
+  endUserMessages,
+  type ExecutionState,
+  followupMessage,
+  newExecutionState,
+  withBudget
+} from "../domain/Harness.js"
 import type { AgentOutcome } from "../domain/Harness.js"
 import type { ExecutionEvent, Report } from "../domain/ExecutionEvent.js"
 import { AgentHarnesses } from "../ports/AgentHarness.js"
@@ -137,7 +144,7 @@ export const make = Effect.gen(function*() {
       // prompt is the conversation's new message, handed over as a continuation's follow-up is.
       const continuesConversation = plan.says_prompt && plan.start.history.length > 0
       const followups = continuesConversation ? [plan.start.prompt, ...waiting] : waiting
-      const state = newExecutionState(plan.execution_id)
+      const state = withBudget(newExecutionState(plan.execution_id), plan.budget)
       // What the user said to this agent: the prompt (the run's first execution), then the follow-ups it starts with.
       const startedAt = yield* Clock.currentTimeMillis
       if (plan.says_prompt && !continuesConversation) addUserMessage(state, plan.start.prompt, startedAt)
@@ -280,8 +287,8 @@ export const make = Effect.gen(function*() {
       endUserMessages(state, yield* Clock.currentTimeMillis)
       const unsent = yield* session.flushLast(out, holding)
       if (yield* Ref.get(stopped)) return Option.none<Ended>()
-      // Stopped for its output first: that is the reason given.
-      const limited = (yield* Ref.get(overran.stopped)) && state.violation === undefined
+      // Stopped for its output or its budget first: that is the reason given.
+      const limited = (yield* Ref.get(overran.stopped)) && state.violation === undefined && state.exceeded === undefined
       const told: AgentOutcome = limited
         ? { _tag: "Failed", error_code: "max_runtime_exceeded", message: maxRuntimeMessage(overran.limitMs) }
         : launch.outcome(state, exitCode)

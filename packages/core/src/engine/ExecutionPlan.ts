@@ -10,6 +10,7 @@
  * resolved becomes the plan's `failure`: the execution fails its setup with it
  * (`environment_setup_failed`), or, for the agent CLI's key, `unconfigured`.
  */
+import { costOf, type ExecutionBudget } from "../domain/Budget.js"
 import { Data, Effect, Either, Option, Redacted } from "effect"
 import { authSecretOf, type CliHarnessType, needsAuthSecret, type ReasoningLevel } from "../domain/HarnessSelection.js"
 import { type EnvironmentConfig, type GitHubRepo, harnessCommandOf } from "../domain/Environment.js"
@@ -46,6 +47,8 @@ export interface ClaimedRun {
   readonly history: ReadonlyArray<HistoryMessage>
   /** Where the run's transcript ends now: this execution's output goes after it. */
   readonly transcript_bytes: number
+  /** What the run's descendants spent so far, in US dollars (read when the run has a cost budget; Budget.ts). */
+  readonly descendants_spent: number
   /**
    * The team's GitHub host, when the team is connected and the environment names repositories:
    * its base URL and an access token (the repositories are cloned from it), or why it could not
@@ -111,6 +114,8 @@ export interface ExecutionPlan {
   readonly usage: RequestUsage
   /** How long the agent may run, in seconds, as the run or its environment asks (MaxRuntime.ts); null: the host's ceiling. */
   readonly max_runtime_seconds: number | null
+  /** The run's budget, and what it and its descendants spent before this execution (Budget.ts). */
+  readonly budget: ExecutionBudget
   readonly transcript_bytes: number
   /** The run's trace and the span that created it (the parent of the execution's span); null for a run without one. */
   readonly trace: { readonly trace_id: string; readonly span_id: string } | null
@@ -357,6 +362,11 @@ export const planOf = (claimed: ClaimedRun, sources: PlanSources): Effect.Effect
       usage: run.request_usage,
       transcript_bytes: claimed.transcript_bytes,
       max_runtime_seconds: run.agent_config.max_runtime_seconds ?? env?.max_runtime_seconds ?? null,
+      budget: {
+        max_cost_usd: run.agent_config.max_cost_usd ?? null,
+        max_turns: run.agent_config.max_turns ?? null,
+        spent_before: costOf(run.request_usage) + claimed.descendants_spent
+      },
       trace: run.trace_id !== undefined && run.trace_span_id !== undefined
         ? { trace_id: run.trace_id, span_id: run.trace_span_id }
         : null

@@ -48,13 +48,17 @@ import type { OutputSink, Recorded } from "./ExecutionHost.js"
 import type { ClaimedRun } from "./ExecutionPlan.js"
 import * as HolderCopies from "./HolderCopies.js"
 
-/** A run's item with what its agent reported (session, usage, status) at `now`. */
+/**
+ * A run's item with what its agent reported (session, usage, status) at `now`. The status line is
+ * informational: an ended run keeps the status message of its outcome (an agent stopped for its
+ * budget may say "cancelled" on its way out).
+ */
 const reportedItem = (item: RunItem, reported: Report, now: number): RunItem =>
   new RunItem({
     ...item,
     ...(reported.session_id === undefined ? {} : { session_id: reported.session_id, session_link: reported.session_link ?? null }),
     request_usage: reported.request_usage,
-    ...(reported.status === undefined ? {} : { status_message: { message: reported.status } }),
+    ...(reported.status === undefined || isTerminal(item.state) ? {} : { status_message: { message: reported.status } }),
     updated_at: DateTime.unsafeMake(now)
   }, true)
 
@@ -269,7 +273,8 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
           attachments: attachmentsOf(item),
           history: historyFor(item),
           run_token: tokens.issue({ run_id: runId, execution_id: executionId }),
-          transcript_bytes: blobs.size(transcriptKey(runId))
+          transcript_bytes: blobs.size(transcriptKey(runId)),
+          descendants_spent: item.agent_config.max_cost_usd === undefined ? Effect.succeed(0) : store.descendantsSpend(runId)
         }, { concurrency: "unbounded" })
         // Last, once the rest is read: it may mint a token at the Git host.
         const github = yield* githubOf(

@@ -24,6 +24,16 @@ import type { RunState } from "../domain/RunState.js"
 import type { TimelineEvent, TimelineEventType } from "../domain/Timeline.js"
 import type { DuplicateKey, ExactlyOnceKey, KeyHolder, ScheduleTickKey, StaleWrite, StorageError } from "./Storage.js"
 
+/** What a team's runs created on one UTC day spent (Budget.ts). */
+export interface DaySpend {
+  /** The day, `YYYY-MM-DD`. */
+  readonly day: string
+  readonly runs: number
+  readonly cost_usd: number
+  readonly input_tokens: number
+  readonly output_tokens: number
+}
+
 /** A run's current lease: the execution holding it is the fencing token. */
 export interface Lease {
   readonly execution_id: ExecutionId
@@ -360,6 +370,10 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
    * and each run created later to continue it (`conversation_id` on create).
    */
   readonly findByConversation: (conversationId: ConversationId) => Effect.Effect<ReadonlyArray<StoredRun>, StorageError>
+  /** What the runs descending from a run (its children, theirs…) spent so far, in US dollars (Budget.ts). */
+  readonly descendantsSpend: (runId: RunId) => Effect.Effect<number, StorageError>
+  /** What a team's runs created since `since` (epoch millis) spent, by UTC day of creation, oldest first; days without runs left out. */
+  readonly spendByDay: (team: TeamUid, since: number) => Effect.Effect<ReadonlyArray<DaySpend>, StorageError>
   /** A signal each time a run may have become claimable (the dispatcher also polls). */
   readonly wakeups: Stream.Stream<void, StorageError>
 }>() {}

@@ -72,6 +72,7 @@ import { Clock, DateTime, Effect, Either, Option } from "effect"
 import type { Tracer } from "effect"
 import { actAsProblem, canChange, canCreate, canSee, leastRole, scopeFor, shaperOf, shapersToRecord } from "../domain/Access.js"
 import { adminOnlySecretOf, shapedSecretProblem } from "../domain/AdminOnlySecrets.js"
+import { costOf, leftOf, resolveBudget } from "../domain/Budget.js"
 import { checkGitHubTokenRequest } from "../domain/AgentGitHubToken.js"
 import type { Shaper, Viewer } from "../domain/Access.js"
 import { runTokenRoleOf } from "../domain/RunTokenRole.js"
@@ -264,8 +265,11 @@ export interface EventRunRequest {
   readonly options: CreateOptions
 }
 
-/** Why a run request was refused (the caller may not, a referenced resource is unusable, a field is too large). */
-export type RunRefusal = NotAuthorized | OperationNotSupported | InvalidRequest | PayloadTooLarge
+/**
+ * Why a run request was refused (the caller may not, a referenced resource is unusable, a field is
+ * too large, its parent's budget is spent).
+ */
+export type RunRefusal = NotAuthorized | OperationNotSupported | InvalidRequest | PayloadTooLarge | Conflict
 
 /**
  * The `worker_host` of the managed host ("warp" in the SDK: "if not specified or set to warp, the
@@ -540,8 +544,28 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
           ? undefined
           : yield* skills.resolve(viewer, config.skill_spec, request.skill !== undefined ? "skill" : "config.skill_spec")
         yield* checkMcpServers(secrets, viewer, config.mcp_servers)
-        const resolved = yield* resolveHarnessOf(viewer, config, skill, environment, team)
+        const harnessed = yield* resolveHarnessOf(viewer, config, skill, environment, team)
+        const resolved: AgentConfig = { ...harnessed, ...(yield* budgetOf(config, environment, team, parent)) }
         return { config, executor, environment, parent, skill, resolved } as const
+      })
+
+    /**
+     * A new run's budget (Budget.ts): asked, else its environment's default, else its team's; within
+     * the team's ceiling and what its parent has left (409 naming `parent_run_id` when that is nothing).
+     */
+    const budgetOf = (config: AgentConfig, environment: StoredEnvironment | undefined, team: Team, parent: StoredRun | undefined) =>
+      Effect.gen(function* () {
+        const parentBudget = parent?.item.agent_config.max_cost_usd
+        const left = parent === undefined || parentBudget === undefined
+          ? null
+          : leftOf(parentBudget, costOf(parent.item.request_usage) + (yield* store.descendantsSpend(parent.item.run_id)))
+        if (left === 0) {
+          return yield* new Conflict({
+            message: `parent_run_id: run ${parent?.item.run_id} has spent its budget of $${parentBudget} (config.max_cost_usd); ` +
+              "its descendants draw on it, and nothing is left"
+          })
+        }
+        return resolveBudget(config, environment?.item.config, team.budgets, left)
       })
 
     /**

@@ -303,6 +303,7 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
             attachments: c.attachments.map((a) => ({ name: a.name, media_type: a.media_type, data_base64: Encoding.encodeBase64(a.bytes) })),
             history: c.history,
             transcript_bytes: c.transcript_bytes,
+            descendants_spent: c.descendants_spent,
             ...(secrets === undefined ? {} : { secrets: WorkerSecrets.toClaim(secrets) })
           }
         })

@@ -549,6 +549,32 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
         )
     )
 
+  const descendantsSpend = (runId: RunId) =>
+    Effect.sync(() =>
+      [...state.runs.values()]
+        .filter(({ run }) => run.item.ancestor_run_ids.includes(runId))
+        .reduce((sum, { run }) => sum + run.item.request_usage.inference_cost + run.item.request_usage.compute_cost, 0)
+    )
+
+  const spendByDay = (team: TeamUid, since: number) =>
+    Effect.sync(() => {
+      const days = new Map<string, { runs: number; cost_usd: number; input_tokens: number; output_tokens: number }>()
+      for (const { run } of state.runs.values()) {
+        const created = DateTime.toEpochMillis(run.item.created_at)
+        if (run.team_uid !== team || created < since) continue
+        const day = DateTime.formatIsoDateUtc(run.item.created_at)
+        const sum = days.get(day) ?? { runs: 0, cost_usd: 0, input_tokens: 0, output_tokens: 0 }
+        const u = run.item.request_usage
+        days.set(day, {
+          runs: sum.runs + 1,
+          cost_usd: sum.cost_usd + u.inference_cost + u.compute_cost,
+          input_tokens: sum.input_tokens + u.input_tokens,
+          output_tokens: sum.output_tokens + u.output_tokens
+        })
+      }
+      return [...days.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([day, sum]) => ({ day, ...sum }))
+    })
+
   return RunStore.of({
     create,
     createTicks,
@@ -580,6 +606,8 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
     addArtifact,
     findByExternalReference,
     findByConversation,
+    descendantsSpend,
+    spendByDay,
     wakeups: wakeups.signals
   })
 }

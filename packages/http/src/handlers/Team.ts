@@ -1,6 +1,6 @@
 /** Handlers of the team group: the team of the request's members, service accounts and tokens (core's `TeamMembers`, `Tokens`). */
 import { HttpApiBuilder } from "@effect/platform"
-import { Identity, TeamMembers, Tokens } from "@agent-runs/core"
+import { Budgets, Identity, TeamMembers, Tokens } from "@agent-runs/core"
 import { Effect } from "effect"
 import { Api } from "@agent-runs/api/Api"
 import { DeleteResponse } from "@agent-runs/api/Models"
@@ -12,6 +12,7 @@ export const TeamLive = HttpApiBuilder.group(Api, "team", (handlers) =>
   Effect.gen(function*() {
     const members = yield* TeamMembers.TeamMembers
     const tokens = yield* Tokens.Tokens
+    const budgets = yield* Budgets.Budgets
     return handlers
       .handle("listTeamMembers", ({ urlParams }) =>
         Effect.flatMap(CurrentViewer, (v) =>
@@ -29,4 +30,8 @@ export const TeamLive = HttpApiBuilder.group(Api, "team", (handlers) =>
         Effect.flatMap(CurrentViewer, (v) => tokens.createInTeam(v, path.principal_uid, payload)))
       .handle("listServiceAccountTokens", ({ path }) => Effect.flatMap(CurrentViewer, (v) => tokens.listInTeam(v, path.principal_uid)))
       .handle("revokeTeamToken", ({ path }) => Effect.flatMap(CurrentViewer, (v) => tokens.revokeInTeam(v, path.token_id)).pipe(deleted))
+      .handle("getTeamBudgets", () => Effect.flatMap(CurrentViewer, (v) => budgets.get(v)))
+      .handle("setTeamBudgets", ({ payload }) => Effect.flatMap(CurrentViewer, (v) => budgets.set(v, payload)))
+      .handle("getTeamSpend", ({ urlParams }) =>
+        Effect.flatMap(CurrentViewer, (v) => budgets.spend(v, urlParams.days ?? Budgets.DEFAULT_SPEND_DAYS)))
   }))
