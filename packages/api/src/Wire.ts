@@ -4,7 +4,7 @@
  * imports these as types only, so its bundle carries no schema code and its types cannot drift
  * from the server's).
  */
-import type { Audit, Conversation, Identity, Run, RunQuery, RunState, Timeline } from "@agent-runs/core"
+import type { Audit, Budget, Budgets, Conversation, Identity, Run, RunQuery, RunState, Timeline } from "@agent-runs/core"
 import type { Schema } from "effect"
 import type { TranscriptLinkResponse } from "./Models.js"
 
@@ -46,3 +46,7 @@ export type Me = Json<typeof Identity.MeResponse>
 export type AuditEntry = Json<typeof Audit.AuditEntry>
 /** `GET /agent/audit-log` (and the admin one): a page of entries. */
 export type AuditLogPage = Json<typeof Audit.AuditLogPage>
+/** `GET`/`PUT /agent/team/budgets`. */
+export type TeamBudgets = Json<typeof Budget.TeamBudgets>
+/** `GET /agent/team/spend`. */
+export type TeamSpend = Json<typeof Budgets.TeamSpendResponse>

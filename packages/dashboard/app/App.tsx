@@ -15,6 +15,7 @@ import { RunPage } from "./RunPage.js"
 import { RunsPage } from "./RunsPage.js"
 import { forgetCronWords, SchedulesPage } from "./Schedules.js"
 import { SignIn, SignInAgain } from "./SignIn.js"
+import { SpendPage } from "./Spend.js"
 import { ExpiryBanner } from "./TokenExpiry.js"
 import { WebhookPage, WebhooksPage } from "./Webhooks.js"
 
@@ -50,6 +51,7 @@ const SECTIONS: ReadonlyArray<readonly [string, string]> = [
   ["environments", "Environments"],
   ["workers", "Workers"],
   ["secrets", "Secrets"],
+  ["spend", "Spend"],
   ["github", "GitHub"],
   ["audit", "Audit log"]
 ]
@@ -81,6 +83,8 @@ const pageOf = (location: Location, generation: number, admin: boolean) => {
       return <WorkersPage key={key} />
     case "secrets":
       return <SecretsPage key={key} />
+    case "spend":
+      return <SpendPage key={key} admin={admin} />
     case "github":
       return <GitHubPage key={key} admin={admin} />
     case "audit":

@@ -21,7 +21,7 @@ import {
 } from "./api.js"
 import { Artifacts, safeUrl } from "./Artifacts.js"
 import { streamEvents } from "./eventStream.js"
-import { formatDuration, formatJson, formatTime } from "./format.js"
+import { formatDuration, formatJson, formatTime, formatUsd } from "./format.js"
 import { followLink, hrefOf } from "./router.js"
 import { StateBadge } from "./RunsPage.js"
 
@@ -320,6 +320,14 @@ export const RunPage = (props: { readonly runId: string }) => {
           <div><dt>Skill</dt><dd>{skill.name} <span class="muted">({skill.full_path ?? skill.bundled_skill_id})</span></dd></div>
         )}
         <div><dt>Executions</dt><dd>{run.execution_count}</dd></div>
+        <div>
+          <dt>Spent</dt>
+          <dd>
+            {formatUsd(run.request_usage.inference_cost + run.request_usage.compute_cost)}
+            {run.agent_config.max_cost_usd == null ? null : <span class="muted"> of {formatUsd(run.agent_config.max_cost_usd)}</span>}
+          </dd>
+        </div>
+        {run.agent_config.max_turns == null ? null : <div><dt>Max turns</dt><dd>{run.agent_config.max_turns} per execution</dd></div>}
         {run.trace_id === undefined ? null : <div><dt>Trace</dt><dd><code title="the run's OpenTelemetry trace id">{run.trace_id}</code></dd></div>}
       </dl>
       <DebugBanner run={run} />

@@ -172,6 +172,8 @@ export type ConversationStep = Wire.ConversationStep
 export type Conversation = Wire.Conversation
 export type AuditEntry = Wire.AuditEntry
 export type AuditLogPage = Wire.AuditLogPage
+export type TeamBudgets = Wire.TeamBudgets
+export type TeamSpend = Wire.TeamSpend
 
 /** Every state, in the order the app shows them (checked against the API's: none missing). */
 export const RUN_STATES = [

@@ -29,3 +29,7 @@ export const toLocalInput = (iso: string | null): string => {
 /** A `datetime-local` value as RFC 3339 (UTC), or `""`. */
 export const fromLocalInput = (value: string): string =>
   value === "" || Number.isNaN(Date.parse(value)) ? "" : new Date(value).toISOString()
+
+/** US dollars as a reader expects them: cents, or two significant digits below a cent. */
+export const formatUsd = (usd: number): string =>
+  usd === 0 ? "$0" : usd < 0.01 ? `$${usd.toPrecision(2)}` : `$${usd.toFixed(2)}`
