@@ -16,7 +16,7 @@
  * `runs list` (NDJSON; a table filtered by state, one page with a hint), `audit list`, `whoami`
  * (the token's expiry and limits), `tokens create|revoke|list` (a team admin's service-account
  * token, limited to the team, shown once), `schedules pause|run|list|get`, `runs followup`, `webhooks
- * deliveries`. Rules without a server are tested in packages/cli/test: the exit code of each final
+ * deliveries`, `budgets set|show` and `spend`. Rules without a server are tested in packages/cli/test: the exit code of each final
  * state (Runs.test.ts), whoami's text (Whoami.test.ts), usage errors (Usage.test.ts), profiles and
  * their expiry (Profiles.test.ts, TokenExpiry.test.ts), the exit code and line of each failure
  * (Failure.test.ts).
@@ -254,6 +254,28 @@ describe("agent-runs: the API commands", () => {
     expect(refused.code).toBe(4)
     expect(refused.stderr).toBe("agent-runs: only team admins read the team's audit log\n")
   }, 120_000)
+
+  it("budgets set|show and spend: a team admin sets the team's budgets; anyone in it reads them and the spend by day", async () => {
+    const team = await makeTeam(server(), "CLI budgets")
+    const as = (token: string) => ["--server", server().url, "--token", token]
+    const set = await inProcess(["budgets", "set", "--default-max-cost-usd", "2", "--max-cost-usd", "5", "--max-turns", "40", ...as(team.tokens.admin)])
+    expect(set.code).toBe(0)
+    expect(set.stdout).toMatch(/^default max cost \(USD\): +2$/m)
+    expect(set.stdout).toMatch(/^default max turns: +none$/m)
+    const refused = await inProcess(["budgets", "set", "--max-turns", "1", ...as(team.tokens.member)])
+    expect(refused.code).toBe(4)
+    expect(refused.stderr).toContain("only the team's admins")
+    const shown = await inProcess(["budgets", "show", "--json", ...as(team.tokens.viewer)])
+    expect(JSON.parse(shown.stdout)).toEqual({ default_max_cost_usd: 2, max_cost_usd: 5, max_turns: 40 })
+
+    const created = await call(server(), "POST", "/api/v1/agent/runs", { token: team.tokens.member, body: { prompt: "@spend 0.5" } })
+    const run = await waitForRun(server(), team.tokens.member, created.body.run_id)
+    expect(run.agent_config).toMatchObject({ max_cost_usd: 2, max_turns: 40 })
+    const spend = await inProcess(["spend", "--days", "7", ...as(team.tokens.viewer)])
+    expect(spend.code).toBe(0)
+    expect(spend.stdout).toMatch(new RegExp(`^${run.created_at.slice(0, 10)} +1 +\\$0\\.50 `, "m"))
+    expect(spend.stdout).toMatch(/^total since \d{4}-\d{2}-\d{2}: \$0\.50$/m)
+  }, 60_000)
 
   it("whoami says who the token is and its limits; a token expiring within 7 days gets one warning line, from the server or the profile", async () => {
     assertBuilt(inject("serverBuild"))

@@ -1,12 +1,13 @@
 /**
  * The `agent-runs` command: one subcommand per task (`serve`, `apply`, `worker`, `image`, and the
- * API's everyday commands `login`, `whoami`, `runs`, `schedules`, `webhooks`, `audit`, `tokens`). Add a subcommand by writing it in `commands/` and listing it in `subcommands`.
+ * API's everyday commands `login`, `whoami`, `runs`, `schedules`, `webhooks`, `audit`, `tokens`, `budgets`, `spend`). Add a subcommand by writing it in `commands/` and listing it in `subcommands`.
  */
 import { Command } from "@effect/cli"
 import { NodeContext } from "@effect/platform-node"
 import { Effect, type Exit } from "effect"
 import { applyCommand } from "./commands/Apply.js"
 import { auditCommand } from "./commands/Audit.js"
+import { budgetsCommand, spendCommand } from "./commands/Budgets.js"
 import { githubCommand } from "./commands/GitHub.js"
 import { imageCommand } from "./commands/Image.js"
 import { loginCommand } from "./commands/Login.js"
@@ -35,7 +36,9 @@ export const subcommands = [
   webhooksCommand,
   githubCommand,
   auditCommand,
-  tokensCommand
+  tokensCommand,
+  budgetsCommand,
+  spendCommand
 ] as const
 
 /** `agent-runs` with its subcommands. */
