@@ -105,4 +105,28 @@ describe.each<DatabaseKind>(["sqlite", "postgres"])("budgets (%s)", (kind) => {
     expect(spend.body.total_cost_usd).toBeCloseTo(1.1)
     expect((await call(server(), "GET", "/api/v1/agent/team/spend?days=91", { token: tokens.viewer })).status).toBe(400)
   }, 120_000)
+
+  it("keeps an agent's runs within its budget: a live child holds its share; no other parent, no schedules", async () => {
+    const { tokens } = await makeTeam(server(), `agents-${kind}`)
+    const elsewhere = await create(tokens.member, { prompt: "@say another run" })
+    await ended(tokens.member, elsewhere)
+    const prompt = [
+      // The first child gets the whole dollar and holds it while it runs: nothing is left for a second.
+      "@spawn @sleep 3000",
+      '@api POST /agent/runs {"prompt":"a second child"}',
+      // Runs under another parent, or schedules, would spend outside the budget.
+      `@api POST /agent/runs {"prompt":"elsewhere","parent_run_id":"${elsewhere}"}`,
+      '@api POST /agent/schedules {"name":"escape","cron_schedule":"0 * * * *","prompt":"x","enabled":true}'
+    ].join("\n")
+    const runId = await create(tokens.member, { prompt, config: { max_cost_usd: 1 } })
+    expect((await ended(tokens.member, runId)).state).toBe("SUCCEEDED")
+    const said = JSON.stringify((await call(server(), "GET", `/api/v1/agent/runs/${runId}/conversation`, { token: tokens.member })).body)
+    expect(said).toMatch(/spawned: [0-9a-f-]{36}/)
+    expect(said).toMatch(/api: POST \/agent\/runs -> 409 .{0,400}has spent its budget/)
+    expect(said).toMatch(/api: POST \/agent\/runs -> 403 .{0,400}parent_run_id/)
+    expect(said).toMatch(/api: POST \/agent\/schedules -> 403 .{0,400}config.max_cost_usd/)
+    const children = await call(server(), "GET", `/api/v1/agent/runs?ancestor_run_id=${runId}`, { token: tokens.member })
+    expect(children.body.runs).toHaveLength(1)
+    expect(children.body.runs[0].agent_config.max_cost_usd).toBe(1)
+  }, 120_000)
 })

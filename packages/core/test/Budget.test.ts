@@ -4,7 +4,19 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { type ExecutionBudget, overBudget, resolveBudget } from "../src/domain/Budget.js"
+import type { Viewer } from "../src/domain/Access.js"
+import {
+  budgetEscapeProblem,
+  committedBy,
+  type Descendant,
+  type ExecutionBudget,
+  leftOf,
+  overBudget,
+  parentProblem,
+  resolveBudget,
+  startProblem
+} from "../src/domain/Budget.js"
+import type { PrincipalUid, RunId, TeamUid } from "../src/domain/Ids.js"
 import { type HarnessEvent, newExecutionState, outcomeOf, reduce, withBudget } from "../src/domain/Harness.js"
 
 const budget = (b: Partial<ExecutionBudget>): ExecutionBudget => ({ max_cost_usd: null, max_turns: null, spent_before: 0, ...b })
@@ -18,7 +30,14 @@ const feed = (b: ExecutionBudget, events: ReadonlyArray<HarnessEvent>) => {
 const say = (text: string): HarnessEvent => ({ type: "message", role: "assistant", text })
 const act = (id: string): HarnessEvent => ({ type: "action", id, category: "command", name: "bash", input: {} })
 const result = (id: string): HarnessEvent => ({ type: "action_result", action_id: id, state: "completed", output: "ok" })
-const usage = (cost: number): HarnessEvent => ({ type: "usage", input_tokens: 1, output_tokens: 1, inference_cost: cost, compute_cost: 0 })
+const usage = (cost: number, turns?: number): HarnessEvent => ({
+  type: "usage",
+  input_tokens: 1,
+  output_tokens: 1,
+  inference_cost: cost,
+  compute_cost: 0,
+  ...(turns === undefined ? {} : { turns })
+})
 
 describe("resolveBudget", () => {
   it("takes the ask, else the environment's default, else the team's", () => {
@@ -77,12 +96,75 @@ describe("cost", () => {
     expect(outcomeOf(state, 0)).toMatchObject({ _tag: "Failed", error_code: "budget_exceeded" })
   })
 
-  it("an execution of a run that spent its budget before is past it at once", () => {
-    expect(feed(budget({ max_cost_usd: 1, spent_before: 1.5 }), []).exceeded).toContain("config.max_cost_usd")
-    expect(feed(budget({ max_cost_usd: 1, spent_before: 1 }), []).exceeded).toBeUndefined()
+  it("an execution of a run with less than a cent left does not start", () => {
+    expect(startProblem(budget({ max_cost_usd: 1, spent_before: 1.5 }))).toContain("config.max_cost_usd")
+    expect(startProblem(budget({ max_cost_usd: 1, spent_before: 0.996 }))).toContain("config.max_cost_usd")
+    expect(startProblem(budget({ max_cost_usd: 1, spent_before: 0.99 }))).toBeUndefined()
+    expect(startProblem(budget({ spent_before: 1e9 }))).toBeUndefined()
   })
 
   it("without a budget nothing is ever exceeded", () => {
     expect(overBudget(budget({}), 1e9, 1e6)).toBeUndefined()
+  })
+})
+
+describe("turns an agent counts itself", () => {
+  it("replace the service's count once reported (opencode: one per model call)", () => {
+    const state = feed(budget({ max_turns: 2 }), [
+      usage(0, 1),
+      act("a"), result("a"), act("b"), result("b"), act("c"), result("c"),
+      usage(0, 2),
+      say("done")
+    ])
+    expect(state.exceeded).toBeUndefined()
+    reduce(state, { _tag: "Event", event: usage(0, 3) }, 20)
+    expect(state.exceeded).toContain("config.max_turns")
+  })
+})
+
+describe("children", () => {
+  const d = (run_id: string, ancestors: ReadonlyArray<string>, cost: number, live: boolean, max: number | null = null): Descendant =>
+    ({ run_id, ancestor_run_ids: ancestors, cost, live, max_cost_usd: max })
+
+  it("hold their whole budget while they or theirs may spend, what they spent once all ended", () => {
+    const tree = [
+      d("c1", ["p"], 0.5, true, 4), // live: holds its 4
+      d("g1", ["p", "c1"], 1, false, 2), // inside c1's 4
+      d("c2", ["p"], 1.5, false, 3), // ended: what it spent
+      d("c3", ["p"], 0.1, false, 1),
+      d("g3", ["p", "c3"], 0.2, true, 0.9), // c3 ended, its child still spends: c3 holds its 1
+      d("c4", ["p"], 5, true, 4) // spent past what it held (reported late): what it spent
+    ]
+    expect(committedBy("p", tree)).toBeCloseTo(4 + 1.5 + 1 + 5)
+    // From a child's point of view: only its own subtree.
+    expect(committedBy("c1", tree.filter((x) => x.ancestor_run_ids.includes("c1")))).toBeCloseTo(1)
+  })
+
+  it("carve their budget out of what the parent has left: nothing below a cent", () => {
+    expect(leftOf(10, 4 + committedBy("p", [d("c", ["p"], 0, true, 5)]))).toBe(1)
+    expect(leftOf(1, 0.1 + 0.2 + 0.7 - 1e-16)).toBe(0)
+    expect(leftOf(undefined, 100)).toBeNull()
+  })
+
+  const agent = (acting: string, budgetUsd?: number): Viewer => ({
+    principal_uid: "p" as PrincipalUid,
+    team_uid: "t" as TeamUid,
+    role: "admin",
+    instance_admin: false,
+    acting_run_id: acting as RunId,
+    ...(budgetUsd === undefined ? {} : { acting_run_max_cost_usd: budgetUsd })
+  })
+
+  it("are made by an agent under its own run or its descendants only", () => {
+    expect(parentProblem(agent("a"), { run_id: "a", ancestor_run_ids: [] })).toBeUndefined()
+    expect(parentProblem(agent("a"), { run_id: "c", ancestor_run_ids: ["a"] })).toBeUndefined()
+    expect(parentProblem(agent("a"), { run_id: "b", ancestor_run_ids: ["x"] })).toContain("parent_run_id")
+    const person: Viewer = { principal_uid: "p" as PrincipalUid, team_uid: "t" as TeamUid, role: "member", instance_admin: false }
+    expect(parentProblem(person, { run_id: "b", ancestor_run_ids: [] })).toBeUndefined()
+  })
+
+  it("an agent with a cost budget makes no schedules or automations", () => {
+    expect(budgetEscapeProblem(agent("a", 5), "create schedules")).toContain("config.max_cost_usd")
+    expect(budgetEscapeProblem(agent("a"), "create schedules")).toBeUndefined()
   })
 })

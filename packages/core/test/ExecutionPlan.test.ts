@@ -28,7 +28,7 @@ const claimed = (config: Partial<RunItem["agent_config"]>, overrides: Partial<Cl
     attachments: [],
     history: [],
     transcript_bytes: 12,
-    descendants_spent: 0,
+    descendants_committed: 0,
     ...overrides
   }
 }

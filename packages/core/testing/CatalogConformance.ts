@@ -294,7 +294,7 @@ const PROPERTY_RUNS = { fastCheck: { numRuns: 200 }, timeout: 60_000 }
 export const catalogConformance = <E>(storage: Layer.Layer<Stores | RawStorage, E>): void => {
   layer(storage, { excludeTestServices: true, timeout: "60 seconds" })("catalog stores", (it) => {
     describe("IdentityStore", () => {
-      it.effect.prop("a team survives a round trip and an update exactly", [Team, Team], ([first, second]) =>
+      it.effect.prop("a team survives a round trip and an update exactly; its budgets change alone", [Team, Team], ([first, second]) =>
         Effect.gen(function* () {
           const store = yield* IdentityStore
           const created = new Team({ ...first, uid: newTeamUid() })
@@ -302,10 +302,15 @@ export const catalogConformance = <E>(storage: Layer.Layer<Stores | RawStorage, 
           expect((yield* store.getTeam(created.uid)).pipe(Option.map((t) => wire(Team, t)))).toEqual(
             Option.some(wire(Team, created))
           )
-          const updated = new Team({ ...second, uid: created.uid })
-          yield* store.updateTeam(updated)
+          // An update keeps the budgets (they change alone, so that both changes made at once stay).
+          yield* store.updateTeam(new Team({ ...second, uid: created.uid }))
+          const updated = new Team({ ...second, uid: created.uid, budgets: created.budgets })
           expect((yield* store.getTeam(created.uid)).pipe(Option.map((t) => wire(Team, t)))).toEqual(
             Option.some(wire(Team, updated))
+          )
+          yield* store.setTeamBudgets(created.uid, second.budgets)
+          expect((yield* store.getTeam(created.uid)).pipe(Option.map((t) => wire(Team, t)))).toEqual(
+            Option.some(wire(Team, new Team({ ...updated, budgets: second.budgets })))
           )
         }), PROPERTY_RUNS)
 

@@ -15,7 +15,9 @@
  * - `error` (`error: {name, data: {message, statusCode?, responseBody?}}`; opencode then exits 1)
  *   → the failure: a refused key (HTTP 401/403, `ProviderAuthError`) is
  *   `integration_not_configured`, anything else `agent_failed`, with opencode's own words.
- * `step_start` and `reasoning` are skipped, as is anything else (the transcript keeps it).
+ * - `step_start` (one per model call) → usage with the model calls so far as its `turns` (the run's
+ *   `max_turns` counts them: one step's tools, printed each with its result, are one turn).
+ * `reasoning` is skipped, as is anything else (the transcript keeps it).
  */
 import { countOf, isRecord, type JsonRecord, parseRecord, stringOf } from "@agent-runs/core/domain/CliOutput"
 import type { HarnessEvent } from "@agent-runs/core/domain/Harness"
@@ -42,7 +44,7 @@ const AUTH_ERRORS = new Set(["ProviderAuthError"])
 export const decoder = (): HarnessDecoder => {
   let session: string | undefined
   /** Usage of the execution's model calls so far. */
-  const done = { input: 0, output: 0, cost: 0 }
+  const done = { input: 0, output: 0, cost: 0, steps: 0 }
 
   const toolUse = (part: Json): Array<HarnessEvent> => {
     const state = isObject(part.state) ? part.state : {}
@@ -69,14 +71,18 @@ export const decoder = (): HarnessDecoder => {
     done.input += num(tokens.input) + num(cache.read) + num(cache.write)
     done.output += num(tokens.output) + num(tokens.reasoning)
     done.cost += num(part.cost)
-    return [{
-      type: "usage",
-      input_tokens: Math.round(done.input),
-      output_tokens: Math.round(done.output),
-      inference_cost: done.cost,
-      compute_cost: 0
-    }]
+    return [totals()]
   }
+
+  /** The execution's usage so far, with its model calls as its turns. */
+  const totals = (): HarnessEvent => ({
+    type: "usage",
+    input_tokens: Math.round(done.input),
+    output_tokens: Math.round(done.output),
+    inference_cost: done.cost,
+    compute_cost: 0,
+    turns: done.steps
+  })
 
   const failure = (event: Json): Array<HarnessEvent> => {
     const error = isObject(event.error) ? event.error : {}
@@ -123,6 +129,10 @@ export const decoder = (): HarnessDecoder => {
       }
       case "tool_use":
         events.push(...toolUse(part))
+        break
+      case "step_start":
+        done.steps += 1
+        events.push(totals())
         break
       case "step_finish":
         events.push(...usage(part))

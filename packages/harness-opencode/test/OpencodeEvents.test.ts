@@ -67,7 +67,7 @@ describe("opencode decoder", () => {
     // A new decoder reports the session again and does not add another one's usage.
     expect(decodeLines([stepFinish({ input: 1, output: 2 })])).toEqual([
       { type: "session", session_id: SES, session_link: null },
-      { type: "usage", input_tokens: 1, output_tokens: 2, inference_cost: 0, compute_cost: 0 }
+      { type: "usage", input_tokens: 1, output_tokens: 2, inference_cost: 0, compute_cost: 0, turns: 0 }
     ])
   })
 
@@ -83,14 +83,17 @@ describe("opencode decoder", () => {
       text("DONE: f.txt\nopencode.json"),
       stepFinish({ input: 100, output: 20 })
     ])
+    // Each model call (step_start) is a turn: its usage so far says so at once.
     expect(events).toEqual([
       { type: "session", session_id: SES, session_link: null },
+      { type: "usage", input_tokens: 0, output_tokens: 0, inference_cost: 0, compute_cost: 0, turns: 1 },
       { type: "message", role: "assistant", text: "I'll run the command." },
       { type: "action", id: "call_fake_000004", category: "command", name: "bash", input },
       { type: "action_result", action_id: "call_fake_000004", state: "completed", output: "f.txt\nopencode.json\n" },
-      { type: "usage", input_tokens: 100, output_tokens: 20, inference_cost: 0, compute_cost: 0 },
+      { type: "usage", input_tokens: 100, output_tokens: 20, inference_cost: 0, compute_cost: 0, turns: 1 },
+      { type: "usage", input_tokens: 100, output_tokens: 20, inference_cost: 0, compute_cost: 0, turns: 2 },
       { type: "message", role: "assistant", text: "DONE: f.txt\nopencode.json" },
-      { type: "usage", input_tokens: 200, output_tokens: 40, inference_cost: 0, compute_cost: 0 }
+      { type: "usage", input_tokens: 200, output_tokens: 40, inference_cost: 0, compute_cost: 0, turns: 2 }
     ])
   })
 
@@ -114,8 +117,11 @@ describe("opencode decoder", () => {
       text("SECOND ANSWER"),
       stepFinish({ input: 150, output: 30, reasoning: 5, read: 50, write: 10 }, 0.001)
     ], decode)
-    expect(second.slice(0, 1)).toEqual([{ type: "message", role: "assistant", text: "SECOND ANSWER" }])
-    expect(second).toHaveLength(2)
+    expect(second.slice(0, 2)).toEqual([
+      { type: "usage", input_tokens: 200, output_tokens: 40, inference_cost: 0.0012, compute_cost: 0, turns: 3 },
+      { type: "message", role: "assistant", text: "SECOND ANSWER" }
+    ])
+    expect(second).toHaveLength(3)
     const usage = second.at(-1)
     expect(usage).toMatchObject({ type: "usage", input_tokens: 200 + 150 + 50 + 10, output_tokens: 40 + 30 + 5, compute_cost: 0 })
     expect(usage?.type === "usage" ? usage.inference_cost : undefined).toBeCloseTo(0.0022, 10)
@@ -164,7 +170,7 @@ describe("opencode decoder", () => {
         metadata: { url: "http://127.0.0.1:8765/v1/chat/completions" }
       })
     ])
-    expect(events).toHaveLength(2)
+    expect(events.map((e) => e.type)).toEqual(["session", "usage", "result"])
     const failure = resultOf(events)
     expect(failure).toMatchObject({ type: "result", outcome: "failed", error_code: "agent_failed" })
     expect(failure.message).toContain("HTTP 500")
@@ -252,7 +258,7 @@ describe("opencode decoder", () => {
         json({ type: "text", timestamp: T0, part: { type: "text", text: "four" } }),
         stepStart()
       ])
-      expect(events).toEqual([
+      expect(events.filter((e) => e.type !== "usage")).toEqual([
         { type: "session", session_id: SES, session_link: null },
         { type: "message", role: "assistant", text: "one" },
         { type: "session", session_id: "ses_second", session_link: null },
@@ -263,7 +269,7 @@ describe("opencode decoder", () => {
       ])
     })
 
-    it("skips step_start, reasoning, blank text and other events", () => {
+    it("skips reasoning, blank text and other events; a step_start is only a turn", () => {
       const decode = decoder()
       decodeLines([stepStart()], decode)
       expect(decodeLines([
@@ -272,7 +278,7 @@ describe("opencode decoder", () => {
         text("  \n"),
         event("file", { type: "file", mime: "text/plain", url: "file:///work/f.txt" }),
         event("snapshot", { type: "snapshot", snapshot: "abc" })
-      ], decode)).toEqual([])
+      ], decode)).toEqual([{ type: "usage", input_tokens: 0, output_tokens: 0, inference_cost: 0, compute_cost: 0, turns: 2 }])
     })
   })
 
@@ -290,7 +296,7 @@ describe("opencode decoder", () => {
       ["a JSON string", json("{\"type\":\"text\"}")],
       ["a JSON number", "1795605815949"],
       ["JSON null", "null"],
-      ["a numeric sessionID", json({ type: "step_start", sessionID: 12, part: {} })],
+      ["a numeric sessionID", json({ type: "text", sessionID: 12, part: {} })],
       ["text with a null part", json({ type: "text", part: null })],
       ["text whose text is a number", json({ type: "text", part: { text: 12 } })],
       ["text with a string part", json({ type: "text", part: "hello" })],
@@ -364,6 +370,7 @@ describe("opencode decoder", () => {
       const events = decodeLines(["not json", stepStart(), "[]", deepObject(DEPTH), "", text("still here")])
       expect(events).toEqual([
         { type: "session", session_id: SES, session_link: null },
+        { type: "usage", input_tokens: 0, output_tokens: 0, inference_cost: 0, compute_cost: 0, turns: 1 },
         { type: "message", role: "assistant", text: "still here" }
       ])
     })

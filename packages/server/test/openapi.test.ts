@@ -425,13 +425,13 @@ describe("the server against /openapi.json", () => {
     const w = { workerId: "openapi-worker" }
     const forWorker = await as("POST /api/v1/agent/runs", {}, { body: { prompt: "for the worker", config: { worker_host: "openapi-worker" } } })
     await probe("POST /api/v1/workers/{workerId}/heartbeat", w, { token: worker.token, body: { capacity: 1, ...x } })
-    const claim = await probe("POST /api/v1/workers/{workerId}/claim", w, { token: worker.token, body: { wait_seconds: 1, protocol: 2, ...x } })
+    const claim = await probe("POST /api/v1/workers/{workerId}/claim", w, { token: worker.token, body: { wait_seconds: 1, protocol: 3, ...x } })
     const claimed = claim.body?.claim
     expect(claimed?.run?.run_id).toBe(forWorker.body.run_id)
     if (claimed !== null && claimed !== undefined) {
       const lease = { ...w, runId: claimed.run.run_id }
       const execution_id = claimed.execution_id
-      await probe("POST /api/v1/workers/{workerId}/runs/{runId}/renew", lease, { token: worker.token, body: { execution_id, protocol: 2, ...x } })
+      await probe("POST /api/v1/workers/{workerId}/runs/{runId}/renew", lease, { token: worker.token, body: { execution_id, protocol: 3, ...x } })
       await probe("POST /api/v1/workers/{workerId}/runs/{runId}/followups", lease, { token: worker.token, body: { execution_id, ...x } })
       await probe("POST /api/v1/workers/{workerId}/runs/{runId}/transcript", lease, {
         token: worker.token,

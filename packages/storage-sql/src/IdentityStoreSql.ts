@@ -116,13 +116,13 @@ export const layer = Layer.scoped(
       name: team.name,
       features: json(Schema.encodeSync(Team.fields.features)(team.features)),
       max_concurrent_runs: team.max_concurrent_runs,
-      created_at: millis(team.created_at),
-      budgets: json(Schema.encodeSync(TeamBudgets)(team.budgets))
+      created_at: millis(team.created_at)
     })
+    const budgetsColumn = (budgets: TeamBudgets) => json(Schema.encodeSync(TeamBudgets)(budgets))
 
     const createTeam = Effect.fn("IdentityStore.createTeam")(
       function* (team: Team) {
-        yield* sql`INSERT INTO teams ${sql.insert({ uid: team.uid, ...teamColumns(team) })}`
+        yield* sql`INSERT INTO teams ${sql.insert({ uid: team.uid, ...teamColumns(team), budgets: budgetsColumn(team.budgets) })}`
       },
       operation("IdentityStore.createTeam")
     )
@@ -148,6 +148,14 @@ export const layer = Layer.scoped(
       },
       changing,
       operation("IdentityStore.updateTeam")
+    )
+
+    const setTeamBudgets = Effect.fn("IdentityStore.setTeamBudgets")(
+      function* (uid: TeamUid, budgets: TeamBudgets) {
+        yield* sql`UPDATE teams SET budgets = ${budgetsColumn(budgets)} WHERE uid = ${uid}`
+      },
+      changing,
+      operation("IdentityStore.setTeamBudgets")
     )
 
     const GitHubRow = Schema.Struct({ github: Schema.NullOr(JsonColumn) })
@@ -424,6 +432,7 @@ export const layer = Layer.scoped(
       getTeam,
       listTeams,
       updateTeam,
+      setTeamBudgets,
       getGitHubConnection,
       setGitHubConnection,
       createPrincipal,

@@ -1,6 +1,6 @@
 /**
- * What runs spent, in SQL (core's Budget.ts): a run's descendants' spend (its budget counts it) and
- * a team's spend by day. Both read `request_usage` out of the runs' stored documents (JSON text):
+ * What runs spent, in SQL (core's Budget.ts): a run's descendants with their spend and budgets (its
+ * budget counts what they hold) and a team's spend by day. Both read `request_usage` out of the runs' stored documents (JSON text):
  * `json_extract` on SQLite, a cast to `json` on PostgreSQL.
  *
  * Decisions:
@@ -10,12 +10,17 @@
  *   `runs_team_created` index); the window is bounded by the caller (core's Budgets: 90 days).
  */
 import type { RunId, TeamUid } from "@agent-runs/core/domain/Ids"
-import type { DaySpend } from "@agent-runs/core/ports/RunStore"
+import type { Descendant } from "@agent-runs/core/domain/Budget"
+import { isTerminal, type RunState } from "@agent-runs/core/domain/RunState"
+import * as TrustedCodec from "@agent-runs/core/domain/TrustedCodec"
+import { type DaySpend, MAX_DESCENDANTS } from "@agent-runs/core/ports/RunStore"
 import type { SqlClient } from "@effect/sql"
-import { DateTime, Effect } from "effect"
+import { DateTime, Effect, Either, Schema } from "effect"
 import { operation } from "./internal/Catalog.js"
 
 const DAY_MS = 86_400_000
+
+const decodeIds = TrustedCodec.decoder(Schema.parseJson(Schema.Array(Schema.String)))
 
 type UsageField = "inference_cost" | "compute_cost" | "input_tokens" | "output_tokens"
 
@@ -34,13 +39,30 @@ export const runSpendSql = (reader: SqlClient.SqlClient) => {
     })
   const cost = reader`(${usage("inference_cost")} + ${usage("compute_cost")})`
 
-  const descendantsSpend = Effect.fn("RunStore.descendantsSpend")(
+  const maxCost = reader.onDialectOrElse({
+    pg: () => reader.literal(`CAST(CAST(runs.doc AS json)->'agent_config'->>'max_cost_usd' AS double precision)`),
+    orElse: () => reader.literal(`json_extract(runs.doc, '$.agent_config.max_cost_usd')`)
+  })
+
+  const descendants = Effect.fn("RunStore.descendants")(
     function* (runId: RunId) {
-      const rows = yield* reader<{ spent: number | string | null }>`SELECT SUM(${cost}) AS spent
-        FROM run_ancestors a JOIN runs ON runs.run_id = a.run_id WHERE a.ancestor_run_id = ${runId}`
-      return numberOf(rows[0]?.spent)
+      const rows = yield* reader<{
+        run_id: string
+        state: string
+        ancestor_run_ids: string
+        cost: number | string | null
+        max_cost_usd: number | string | null
+      }>`SELECT runs.run_id, runs.state, runs.ancestor_run_ids, ${cost} AS cost, ${maxCost} AS max_cost_usd
+        FROM run_ancestors a JOIN runs ON runs.run_id = a.run_id WHERE a.ancestor_run_id = ${runId} LIMIT ${MAX_DESCENDANTS}`
+      return rows.map((row): Descendant => ({
+        run_id: row.run_id,
+        ancestor_run_ids: Either.getOrElse(decodeIds(row.ancestor_run_ids), () => []),
+        live: !isTerminal(row.state as RunState),
+        cost: numberOf(row.cost),
+        max_cost_usd: row.max_cost_usd === null ? null : numberOf(row.max_cost_usd)
+      }))
     },
-    operation("RunStore.descendantsSpend")
+    operation("RunStore.descendants")
   )
 
   const spendByDay = Effect.fn("RunStore.spendByDay")(
@@ -68,5 +90,5 @@ export const runSpendSql = (reader: SqlClient.SqlClient) => {
     operation("RunStore.spendByDay")
   )
 
-  return { descendantsSpend, spendByDay } as const
+  return { descendants, spendByDay } as const
 }

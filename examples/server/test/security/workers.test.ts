@@ -68,7 +68,7 @@ describe("worker ids belong to the service account that registered them", () => 
 
   const asWorker = (token: string) => ({
     heartbeat: () => call(server, "POST", "/api/v1/workers/box/heartbeat", { token, body: { capacity: 4 } }),
-    claim: () => call(server, "POST", "/api/v1/workers/box/claim", { token, body: { wait_seconds: 0, protocol: 2, secrets: true } }),
+    claim: () => call(server, "POST", "/api/v1/workers/box/claim", { token, body: { wait_seconds: 0, protocol: 3, secrets: true } }),
     followups: (runId: string, execution = executionId()) =>
       call(server, "POST", `/api/v1/workers/box/runs/${runId}/followups`, { token, body: { execution_id: execution } }),
     disconnect: () => call(server, "DELETE", "/api/v1/workers/box/heartbeat", { token })
@@ -120,7 +120,7 @@ describe("worker ids belong to the service account that registered them", () => 
     const writes = [
       ["POST", `${path}/events`, { execution_id: execution, events: [{ _tag: "Start" }] }],
       ["POST", `${path}/report`, { execution_id: execution, report: { request_usage: { input_tokens: 1, output_tokens: 1, inference_cost: 0, compute_cost: 0 } } }],
-      ["POST", `${path}/renew`, { execution_id: execution, protocol: 2 }],
+      ["POST", `${path}/renew`, { execution_id: execution, protocol: 3 }],
       ["POST", `${path}/transcript`, { execution_id: execution, data_base64: Buffer.from("forged\n").toString("base64"), offset: 0 }],
       ["POST", `${path}/followups`, { execution_id: execution }],
       ["POST", `${path}/conversation/parts`, { execution_id: execution, seq: 1, ops: [{ op: "step", key: 1, parent: null, id: "forged", at: 0 }] }],

@@ -22,6 +22,8 @@ export interface Viewer {
    * run's executor, and the runs it creates are children of that run.
    */
   readonly acting_run_id?: RunId | undefined
+  /** The cost budget of that run (`config.max_cost_usd`; Budget.ts), when it has one. */
+  readonly acting_run_max_cost_usd?: number | undefined
   /** Its principal's display name (for the audit log), when the caller resolved it. */
   readonly display_name?: string | undefined
   /** The API token it authenticated with (for the audit log; never the token itself). */

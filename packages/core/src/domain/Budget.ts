@@ -9,9 +9,14 @@
  *   before the ceiling was lowered goes on starting runs).
  * - `max_cost_usd` bounds the run's whole spend (`request_usage`'s inference and compute cost, over
  *   all its executions) and its descendants': a run created by a run (its parent) gets at most what
- *   the parent has left then (the parent's budget less what it and its other descendants spent), and
- *   creating one when nothing is left is refused (409). Its spend counts against the parent: each
- *   execution of the parent starts with what its descendants spent so far.
+ *   the parent has left then, carved out of it: the parent's budget less what the parent spent and
+ *   what its other children hold (`committedBy`: a child's whole budget while it or one of its
+ *   descendants may still spend, what they spent once all ended). Creating one when less than a cent
+ *   is left is refused (409), and an execution of a run with less than a cent left starts no agent.
+ *   Each execution of the parent starts with what its children hold counted as spent.
+ * - An agent's run token creates runs under its own run or its descendants only (403 naming
+ *   `parent_run_id` otherwise), and the agent of a run with a cost budget makes no schedules or
+ *   automations (403): their runs would start later, outside the budget.
  * - `max_turns` bounds the turns of each execution (like `max_runtime_seconds`, and like the agent
  *   CLIs' own turn limits): a follow-up that continues an ended run starts with a fresh count. A turn
  *   is one answer of the model: the service counts one each time the agent says something or calls
@@ -23,6 +28,7 @@
  *   by `max_turns` alone.
  */
 import { Schema } from "effect"
+import type { Viewer } from "./Access.js"
 import { optionalInput } from "./Common.js"
 import type { RequestUsage } from "./Run.js"
 
@@ -43,7 +49,7 @@ export const MaxTurns = Schema.Int.pipe(Schema.between(1, MAX_TURNS_LIMIT)).anno
   description: "how many model turns the agent may take in each execution (1 to 100000)"
 })
 
-/** A team's budgets (`GET`/`PUT /agent/budgets`): defaults of its runs and ceilings over them. */
+/** A team's budgets (`GET`/`PUT /agent/team/budgets`): defaults of its runs and ceilings over them. */
 export const TeamBudgets = Schema.Struct({
   default_max_cost_usd: optionalInput(MaxCostUsd),
   max_cost_usd: optionalInput(MaxCostUsd),
@@ -90,14 +96,73 @@ export const resolveBudget = (
   }
 }
 
+/**
+ * Why an agent of a run with a cost budget may not make `what` (schedules, automations): their
+ * runs start later as their owner, outside the run's budget. Undefined when it may.
+ */
+export const budgetEscapeProblem = (viewer: Viewer, what: string): string | undefined =>
+  viewer.acting_run_max_cost_usd === undefined
+    ? undefined
+    : `an agent's run token of a run with a budget (config.max_cost_usd) cannot ${what}: their runs would not draw on the run's budget`
+
+/**
+ * Why `viewer` may not name `parent` as the parent of a new run: an agent's run token names its
+ * own run or one of its descendants, so that what the new run spends is drawn from its budget.
+ */
+export const parentProblem = (viewer: Viewer, parent: { readonly run_id: string; readonly ancestor_run_ids: ReadonlyArray<string> }): string | undefined => {
+  const acting = viewer.acting_run_id
+  if (acting === undefined || parent.run_id === acting || parent.ancestor_run_ids.includes(acting)) return undefined
+  return `parent_run_id: an agent's run token creates runs under its own run (${acting}) or its descendants, not under run ${parent.run_id}`
+}
+
+/** A run descending from another, as budgets read it (RunStore.descendants). */
+export interface Descendant {
+  readonly run_id: string
+  /** Its ancestors, the root first. */
+  readonly ancestor_run_ids: ReadonlyArray<string>
+  /** Whether it may still spend (not ended). */
+  readonly live: boolean
+  /** What it spent itself, in US dollars. */
+  readonly cost: number
+  readonly max_cost_usd: number | null
+}
+
+/**
+ * What a run's descendants hold of its budget: for each of its children, what the child and its own
+ * descendants spent, or the child's whole budget while any of them may still spend (a child's
+ * budget was carved out of the run's when it was created, and its descendants' out of the child's).
+ */
+export const committedBy = (runId: string, descendants: ReadonlyArray<Descendant>): number => {
+  const children = new Map<string, { cost: number; live: boolean; budget: number }>()
+  for (const d of descendants) {
+    const at = d.ancestor_run_ids.indexOf(runId)
+    const child = at < 0 ? d.run_id : d.ancestor_run_ids[at + 1] ?? d.run_id
+    const sum = children.get(child) ?? { cost: 0, live: false, budget: 0 }
+    children.set(child, {
+      cost: sum.cost + d.cost,
+      live: sum.live || d.live,
+      budget: d.run_id === child ? d.max_cost_usd ?? 0 : sum.budget
+    })
+  }
+  let committed = 0
+  for (const child of children.values()) committed += child.live ? Math.max(child.budget, child.cost) : child.cost
+  return committed
+}
+
 /** What a usage cost, in US dollars. */
 export const costOf = (usage: RequestUsage): number => usage.inference_cost + usage.compute_cost
 
-/** What a parent with `budget` has left once `spent` (by it and its descendants) is gone; null without a budget. */
-export const leftOf = (budget: number | undefined, spent: number): ParentAllowance =>
-  budget === undefined ? null : Math.max(0, budget - spent)
+/** Less than a cent: what is left of a budget below it is nothing (sums of dollars are not exact). */
+const NOTHING = 0.005
 
-/** An execution's budget: the run's, and what was spent before the execution (the run's earlier executions and its descendants). */
+/**
+ * What a parent with `budget` has left once `spent` (by it, and held by its descendants) is gone:
+ * 0 when less than a cent is; null without a budget.
+ */
+export const leftOf = (budget: number | undefined, spent: number): ParentAllowance =>
+  budget === undefined ? null : budget - spent < NOTHING ? 0 : budget - spent
+
+/** An execution's budget: the run's, and what was spent before the execution (the run's earlier executions) or is held by its children. */
 export interface ExecutionBudget {
   readonly max_cost_usd: number | null
   readonly max_turns: number | null
@@ -115,5 +180,12 @@ export const overBudget = (budget: ExecutionBudget, spent: number, turns: number
   }
   return undefined
 }
+
+/** Why an execution may not start at all: its run has nothing left of its budget (less than a cent). */
+export const startProblem = (budget: ExecutionBudget): string | undefined =>
+  budget.max_cost_usd !== null && leftOf(budget.max_cost_usd, budget.spent_before) === 0
+    ? `the run has spent its budget of $${dollars(budget.max_cost_usd)} (config.max_cost_usd): $${dollars(budget.spent_before)} ` +
+      "with what its descendants hold; the agent was not started"
+    : undefined
 
 const dollars = (n: number): string => (n >= 100 ? n.toFixed(2) : n.toPrecision(4).replace(/(\.\d*?)0+$/, "$1").replace(/\.$/, ""))

@@ -147,7 +147,9 @@ export const HarnessEvent = Schema.Union(
     input_tokens: Schema.NonNegativeInt,
     output_tokens: Schema.NonNegativeInt,
     inference_cost: Schema.optionalWith(Schema.Finite.pipe(Schema.nonNegative()), { default: () => 0 }),
-    compute_cost: Schema.optionalWith(Schema.Finite.pipe(Schema.nonNegative()), { default: () => 0 })
+    compute_cost: Schema.optionalWith(Schema.Finite.pipe(Schema.nonNegative()), { default: () => 0 }),
+    /** The model turns of the execution so far, when the agent counts them: they replace the service's count. */
+    turns: Schema.optional(Schema.NonNegativeInt)
   }),
   event("status", { message: Schema.String }),
   event("blocked", { message: Schema.String }),
@@ -372,6 +374,8 @@ export interface ExecutionState {
   turns: number
   /** Whether the agent's latest output was its own (a turn goes on) rather than a result or a user's message. */
   inTurn: boolean
+  /** The turns the agent counts itself (`usage.turns`), once it reported them: they replace `turns`. */
+  reportedTurns: number | undefined
   /** Why the execution passed its budget, when it did: the agent is stopped and the run fails `budget_exceeded`. */
   exceeded: string | undefined
   /** Artifacts reported since the last `takeArtifacts`. */
@@ -399,6 +403,7 @@ export const newExecutionState = (execution_id: string): ExecutionState => ({
   budget: undefined,
   turns: 0,
   inTurn: false,
+  reportedTurns: undefined,
   exceeded: undefined,
   artifacts: [],
   pending: [],
@@ -406,10 +411,9 @@ export const newExecutionState = (execution_id: string): ExecutionState => ({
   readSkill: 0
 })
 
-/** An execution's state bound by `budget`: already past it when the run spent it all before. */
+/** An execution's state bound by `budget`. */
 export const withBudget = (state: ExecutionState, budget: ExecutionBudget): ExecutionState => {
   state.budget = budget
-  checkBudget(state)
   return state
 }
 
@@ -507,7 +511,7 @@ const agentActs = (state: ExecutionState): void => {
 /** Notes the budget passed, when it is (the first reason stays). */
 const checkBudget = (state: ExecutionState): void => {
   if (state.budget === undefined || state.exceeded !== undefined) return
-  state.exceeded = overBudget(state.budget, state.usage === undefined ? 0 : costOf(state.usage), state.turns)
+  state.exceeded = overBudget(state.budget, state.usage === undefined ? 0 : costOf(state.usage), state.reportedTurns ?? state.turns)
 }
 
 /** Applies one line to the execution's state at `now` (epoch millis). */
@@ -628,6 +632,7 @@ const reduceEvent = (state: ExecutionState, e: HarnessEvent, now: number): void 
         inference_cost: e.inference_cost,
         compute_cost: e.compute_cost
       }
+      if (e.turns !== undefined) state.reportedTurns = e.turns
       checkBudget(state)
       return
     case "status":

@@ -70,8 +70,11 @@ export class HeartbeatResponse extends Schema.Class<HeartbeatResponse>("WorkerHe
   max_runtime_seconds: Schema.optional(Schema.Int.pipe(Schema.positive()))
 }) {}
 
-/** The worker protocol this server speaks; a claim without it comes from an older worker (422: upgrade). */
-export const WORKER_PROTOCOL = 2
+/**
+ * The worker protocol this server speaks; a claim without it comes from an older worker (422:
+ * upgrade). 3: the worker enforces the run's budget (Budget.ts; `WorkerClaim.descendants_committed`).
+ */
+export const WORKER_PROTOCOL = 3
 
 /** A file the claimed run's agent gets (the payload of a webhook-started run), base64. */
 export const WorkerAttachment = Schema.Struct({
@@ -124,8 +127,8 @@ export const WorkerClaim = Schema.Struct({
   history: Schema.Array(WorkerHistoryMessage),
   /** The size of the run's transcript now: where this execution's output starts (`offset` of appends). */
   transcript_bytes: Schema.NonNegativeInt,
-  /** What the run's descendants spent so far, in US dollars (a run with a cost budget; absent: 0). */
-  descendants_spent: Schema.optionalWith(Schema.Finite.pipe(Schema.nonNegative()), { default: () => 0 }),
+  /** What the run's descendants hold of its budget, in US dollars (a run with a cost budget; Budget.committedBy; absent: 0). */
+  descendants_committed: Schema.optionalWith(Schema.Finite.pipe(Schema.nonNegative()), { default: () => 0 }),
   /** The team secrets its agent gets (absent when none are handed over: see `WorkerSecrets`). */
   secrets: Schema.optional(WorkerSecrets)
 }).annotations({ identifier: "WorkerClaim" })

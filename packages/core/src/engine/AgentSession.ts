@@ -131,8 +131,6 @@ export const make = (settings: DispatcherSettings, health: HealthService) => {
       const limit = settings.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES
       let buffer = emptyLineBuffer
       const noteViolation = Effect.suspend(() => state.violation === undefined && state.exceeded === undefined ? Effect.void : Deferred.succeed(violated, undefined))
-      // A run that spent its budget before this execution stops at once.
-      yield* noteViolation
       yield* agent.stdout.pipe(
         Stream.runForEach((chunk) =>
           Effect.gen(function*() {

@@ -84,7 +84,7 @@ export class DebugWindows extends Effect.Service<DebugWindows>()("@agent-runs/co
           attachments: [],
           history: [],
           // A debug session's agent is not bound by the run's budget.
-          descendants_spent: 0,
+          descendants_committed: 0,
           transcript_bytes: yield* blobs.size(transcriptKey(runId))
         }, sources, audit, ids)
         if (plan.failure !== null) yield* Effect.logWarning(`debug session of run ${runId} without skill and MCP servers: ${plan.failure}`)

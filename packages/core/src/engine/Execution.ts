@@ -48,6 +48,7 @@ import { Health, outage } from "./Health.js"
 import { publishPullRequests } from "./PullRequests.js"
 import { DispatcherConfig } from "./Settings.js"
 import { agentAttributes, executionSpan, traceparentOf, usageAttributes } from "./ExecutionSpans.js"
+import { startProblem } from "../domain/Budget.js"
 import { effectiveMaxRuntimeMs, maxRuntimeMessage } from "../domain/MaxRuntime.js"
 
 /** An execution under way: its plan, and how it records what happens. */
@@ -319,6 +320,9 @@ export const make = Effect.gen(function*() {
       if ("unconfigured" in launch) {
         return yield* record([...running.firstEvents, { _tag: "Fail", error_code: "integration_not_configured", message: launch.unconfigured }])
       }
+      // A run with nothing left of its budget (a follow-up after it spent it all) starts no agent.
+      const spent = startProblem(plan.budget)
+      if (spent !== undefined) return yield* record([...running.firstEvents, { _tag: "Fail", error_code: "budget_exceeded", message: spent }])
       const sandbox = yield* sandboxOf(running)
       if (Option.isNone(sandbox)) return
       const ended = yield* outcomeOf(running, launch, sandbox.value, lost)

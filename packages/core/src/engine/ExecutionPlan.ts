@@ -47,8 +47,8 @@ export interface ClaimedRun {
   readonly history: ReadonlyArray<HistoryMessage>
   /** Where the run's transcript ends now: this execution's output goes after it. */
   readonly transcript_bytes: number
-  /** What the run's descendants spent so far, in US dollars (read when the run has a cost budget; Budget.ts). */
-  readonly descendants_spent: number
+  /** What the run's descendants hold of its budget, in US dollars (read when the run has a cost budget; Budget.committedBy). */
+  readonly descendants_committed: number
   /**
    * The team's GitHub host, when the team is connected and the environment names repositories:
    * its base URL and an access token (the repositories are cloned from it), or why it could not
@@ -365,7 +365,7 @@ export const planOf = (claimed: ClaimedRun, sources: PlanSources): Effect.Effect
       budget: {
         max_cost_usd: run.agent_config.max_cost_usd ?? null,
         max_turns: run.agent_config.max_turns ?? null,
-        spent_before: costOf(run.request_usage) + claimed.descendants_spent
+        spent_before: costOf(run.request_usage) + claimed.descendants_committed
       },
       trace: run.trace_id !== undefined && run.trace_span_id !== undefined
         ? { trace_id: run.trace_id, span_id: run.trace_span_id }

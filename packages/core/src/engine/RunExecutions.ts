@@ -18,6 +18,7 @@ import type { Artifact } from "../domain/Artifact.js"
 import type { ConversationPart } from "../domain/ConversationLog.js"
 import { EVENT_PAYLOAD_NAME, eventPayloadKey, runImagesKey, transcriptKey } from "../domain/BlobKeys.js"
 import type { ConversationStep } from "../domain/Conversation.js"
+import { committedBy } from "../domain/Budget.js"
 import { historyOf } from "../domain/Harness.js"
 import { Ids } from "../domain/Ids.js"
 import type { ExecutionId, RunId, TeamUid } from "../domain/Ids.js"
@@ -274,7 +275,7 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
           history: historyFor(item),
           run_token: tokens.issue({ run_id: runId, execution_id: executionId }),
           transcript_bytes: blobs.size(transcriptKey(runId)),
-          descendants_spent: item.agent_config.max_cost_usd === undefined ? Effect.succeed(0) : store.descendantsSpend(runId)
+          descendants_committed: item.agent_config.max_cost_usd === undefined ? Effect.succeed(0) : Effect.map(store.descendants(runId), (found) => committedBy(runId, found))
         }, { concurrency: "unbounded" })
         // Last, once the rest is read: it may mint a token at the Git host.
         const github = yield* githubOf(

@@ -9,6 +9,7 @@
  *   keeps them, so a write based on an older read never drops an artifact.
  * - Everything else of the `StoredRun` is replaced by `update`.
  */
+import type { Descendant } from "../domain/Budget.js"
 import type { Effect, Option, Stream } from "effect"
 import { Context, Data, DateTime } from "effect"
 import type { Owned, Shaper, Viewer } from "../domain/Access.js"
@@ -23,6 +24,9 @@ import type { RunListPage, RunListQuery, RunListRow, RunStateCounts } from "../d
 import type { RunState } from "../domain/RunState.js"
 import type { TimelineEvent, TimelineEventType } from "../domain/Timeline.js"
 import type { DuplicateKey, ExactlyOnceKey, KeyHolder, ScheduleTickKey, StaleWrite, StorageError } from "./Storage.js"
+
+/** How many descendants of a run budgets read at most (a run's tree is bounded by the team's creation quota). */
+export const MAX_DESCENDANTS = 10_000
 
 /** What a team's runs created on one UTC day spent (Budget.ts). */
 export interface DaySpend {
@@ -370,8 +374,8 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
    * and each run created later to continue it (`conversation_id` on create).
    */
   readonly findByConversation: (conversationId: ConversationId) => Effect.Effect<ReadonlyArray<StoredRun>, StorageError>
-  /** What the runs descending from a run (its children, theirs…) spent so far, in US dollars (Budget.ts). */
-  readonly descendantsSpend: (runId: RunId) => Effect.Effect<number, StorageError>
+  /** The runs descending from a run (its children, theirs…), as budgets read them (Budget.ts), at most `MAX_DESCENDANTS`. */
+  readonly descendants: (runId: RunId) => Effect.Effect<ReadonlyArray<Descendant>, StorageError>
   /** What a team's runs created since `since` (epoch millis) spent, by UTC day of creation, oldest first; days without runs left out. */
   readonly spendByDay: (team: TeamUid, since: number) => Effect.Effect<ReadonlyArray<DaySpend>, StorageError>
   /** A signal each time a run may have become claimable (the dispatcher also polls). */

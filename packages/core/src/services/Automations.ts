@@ -44,6 +44,7 @@
  */
 import { Clock, DateTime, Effect, Either, Option } from "effect"
 import { actAsProblem, canManageFactory, canSee, shaperOf } from "../domain/Access.js"
+import { budgetEscapeProblem } from "../domain/Budget.js"
 import type { Viewer } from "../domain/Access.js"
 import {
   Automation,
@@ -150,8 +151,12 @@ export class Automations extends Effect.Service<Automations>()("@agent-runs/core
     const ids = yield* Ids
     const quotas = yield* Quotas
 
-    const requireAdmin = (viewer: Viewer) =>
-      canManageFactory(viewer) ? Effect.void : Effect.fail(new NotAuthorized({ message: ADMINS_ONLY }))
+    /** A team admin, and not the agent of a run with a budget (its automations' runs would not draw on it). */
+    const requireAdmin = (viewer: Viewer) => {
+      const escapes = budgetEscapeProblem(viewer, "manage automations")
+      if (escapes !== undefined) return Effect.fail(new NotAuthorized({ message: escapes }))
+      return canManageFactory(viewer) ? Effect.void : Effect.fail(new NotAuthorized({ message: ADMINS_ONLY }))
+    }
 
     /** An automation of the viewer's team, else 404. */
     const requireAutomation = (viewer: Viewer, id: AutomationId) =>

@@ -16,7 +16,6 @@ import { Clock, Effect, Schema } from "effect"
 import type { Viewer } from "../domain/Access.js"
 import { type TeamBudgets } from "../domain/Budget.js"
 import { InvalidRequest, NotAuthorized } from "../domain/Errors.js"
-import { Team } from "../domain/Identity.js"
 import { existingTeam } from "../internal/Principals.js"
 import { storageUnavailable } from "../internal/Services.js"
 import { IdentityStore } from "../ports/IdentityStore.js"
@@ -87,7 +86,7 @@ export class Budgets extends Effect.Service<Budgets>()("@agent-runs/core/Budgets
         const invalid = defaultAboveCeiling(budgets)
         if (invalid !== undefined) return yield* invalid
         const team = yield* existingTeam(identities, viewer.team_uid)
-        yield* audit.recording(viewer, identities.updateTeam(new Team({ ...team, budgets })), () => ({
+        yield* audit.recording(viewer, identities.setTeamBudgets(team.uid, budgets), () => ({
           action: "team.budgets.set",
           resource: { type: "team", id: team.uid }
         }))

@@ -72,7 +72,7 @@ import { Clock, DateTime, Effect, Either, Option } from "effect"
 import type { Tracer } from "effect"
 import { actAsProblem, canChange, canCreate, canSee, leastRole, scopeFor, shaperOf, shapersToRecord } from "../domain/Access.js"
 import { adminOnlySecretOf, shapedSecretProblem } from "../domain/AdminOnlySecrets.js"
-import { costOf, leftOf, resolveBudget } from "../domain/Budget.js"
+import { committedBy, costOf, leftOf, parentProblem, resolveBudget } from "../domain/Budget.js"
 import { checkGitHubTokenRequest } from "../domain/AgentGitHubToken.js"
 import type { Shaper, Viewer } from "../domain/Access.js"
 import { runTokenRoleOf } from "../domain/RunTokenRole.js"
@@ -540,6 +540,8 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         yield* checkRepoRefs(config.repo_refs, environment?.item, "config.repo_refs")
         const parentId = request.parent_run_id ?? viewer.acting_run_id
         const parent = parentId === undefined ? undefined : yield* requireParent(viewer, parentId)
+        const misplaced = parent === undefined ? undefined : parentProblem(viewer, parent.item)
+        if (misplaced !== undefined) return yield* new NotAuthorized({ message: misplaced })
         const skill = config.skill_spec === undefined
           ? undefined
           : yield* skills.resolve(viewer, config.skill_spec, request.skill !== undefined ? "skill" : "config.skill_spec")
@@ -558,7 +560,7 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         const parentBudget = parent?.item.agent_config.max_cost_usd
         const left = parent === undefined || parentBudget === undefined
           ? null
-          : leftOf(parentBudget, costOf(parent.item.request_usage) + (yield* store.descendantsSpend(parent.item.run_id)))
+          : leftOf(parentBudget, costOf(parent.item.request_usage) + committedBy(parent.item.run_id, yield* store.descendants(parent.item.run_id)))
         if (left === 0) {
           return yield* new Conflict({
             message: `parent_run_id: run ${parent?.item.run_id} has spent its budget of $${parentBudget} (config.max_cost_usd); ` +
@@ -1077,6 +1079,7 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
           role,
           instance_admin: false,
           acting_run_id: run.item.run_id,
+          ...(run.item.agent_config.max_cost_usd === undefined ? {} : { acting_run_max_cost_usd: run.item.agent_config.max_cost_usd }),
           display_name: run.item.executor.display_name
         } satisfies Viewer
       },

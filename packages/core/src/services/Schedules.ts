@@ -42,6 +42,7 @@
 import { Clock, DateTime, Effect, Either, Option } from "effect"
 import { describe as describeCron } from "../domain/CronDescription.js"
 import { actAsProblem, canChange, canCreate, canSee, scopeFor } from "../domain/Access.js"
+import { budgetEscapeProblem } from "../domain/Budget.js"
 import type { Viewer } from "../domain/Access.js"
 import type { PrincipalRef } from "../domain/Common.js"
 import { nextFireTimes, parseSchedule } from "../domain/Cron.js"
@@ -254,6 +255,8 @@ export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Sch
     const create = Effect.fn("Schedules.create")(
       function*(viewer: Viewer, request: CreateScheduledAgentRequest) {
         if (!canCreate(viewer)) return yield* new NotAuthorized({ message: "viewers cannot create schedules" })
+        const escapes = budgetEscapeProblem(viewer, "create schedules")
+        if (escapes !== undefined) return yield* new NotAuthorized({ message: escapes })
         yield* checkPromptSizes(quotas, request.prompt, request.agent_config)
         const team = yield* identities.getTeam(viewer.team_uid)
         if (Option.isNone(team)) return yield* new NotAuthorized({ message: `team ${viewer.team_uid} does not exist` })
@@ -319,6 +322,8 @@ export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Sch
       function*(viewer: Viewer, id: ScheduleId, request: UpdateScheduledAgentRequest) {
         return yield* modify(viewer, id, "schedule.update", (current, now) =>
           Effect.gen(function*() {
+            const escapes = budgetEscapeProblem(viewer, "change schedules")
+            if (escapes !== undefined) return yield* new NotAuthorized({ message: escapes })
             yield* checkPromptSizes(quotas, request.prompt, request.agent_config)
             const timezone = request.timezone ?? current.item.timezone
             const cron = request.cron_schedule.trim()

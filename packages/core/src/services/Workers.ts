@@ -118,7 +118,7 @@ export const isWorkersRun = (run: StoredRun, worker: WorkerRef): boolean =>
 
 /** The answer to a worker of an older protocol: upgrade. */
 export const upgradeNeeded = new OperationNotSupported({
-  message: `this server speaks worker protocol ${WORKER_PROTOCOL} (a worker sends its execution's events, not stored runs); ` +
+  message: `this server speaks worker protocol ${WORKER_PROTOCOL} (a worker sends its execution's events and stops an agent past its run's budget); ` +
     "upgrade the worker (agent-runs worker) to the server's version"
 })
 
@@ -303,7 +303,7 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
             attachments: c.attachments.map((a) => ({ name: a.name, media_type: a.media_type, data_base64: Encoding.encodeBase64(a.bytes) })),
             history: c.history,
             transcript_bytes: c.transcript_bytes,
-            descendants_spent: c.descendants_spent,
+            descendants_committed: c.descendants_committed,
             ...(secrets === undefined ? {} : { secrets: WorkerSecrets.toClaim(secrets) })
           }
         })

@@ -9,7 +9,8 @@ import type { Context } from "effect"
 import { DateTime, Effect, Option } from "effect"
 import type { GitHubConnection } from "../../src/domain/GitHub.js"
 import type { PrincipalUid, TeamUid, TokenId } from "../../src/domain/Ids.js"
-import { Principal, type Role, type Team, TokenRecord } from "../../src/domain/Identity.js"
+import type { TeamBudgets } from "../../src/domain/Budget.js"
+import { Principal, type Role, Team, TokenRecord } from "../../src/domain/Identity.js"
 import { compareCodePoints } from "../../src/domain/RunQuery.js"
 import { IdentityStore, type PrincipalChanges, type PrincipalPage } from "../../src/ports/IdentityStore.js"
 import type { StorageError } from "../../src/ports/Storage.js"
@@ -32,7 +33,14 @@ export const makeMemoryIdentityStore = (state: MemoryState): Context.Tag.Service
 
   const updateTeam = (team: Team) =>
     Effect.sync(() => {
-      if (state.teams.has(team.uid)) state.teams.set(team.uid, team)
+      const current = state.teams.get(team.uid)
+      if (current !== undefined) state.teams.set(team.uid, new Team({ ...team, budgets: current.budgets }))
+    })
+
+  const setTeamBudgets = (uid: TeamUid, budgets: TeamBudgets) =>
+    Effect.sync(() => {
+      const current = state.teams.get(uid)
+      if (current !== undefined) state.teams.set(uid, new Team({ ...current, budgets }))
     })
 
   const getGitHubConnection = (uid: TeamUid) => Effect.sync(() => Option.fromNullable(state.gitHubConnections.get(uid)))
@@ -218,6 +226,7 @@ export const makeMemoryIdentityStore = (state: MemoryState): Context.Tag.Service
     getTeam,
     listTeams,
     updateTeam,
+    setTeamBudgets,
     getGitHubConnection,
     setGitHubConnection,
     createPrincipal,

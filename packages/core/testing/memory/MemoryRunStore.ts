@@ -25,7 +25,8 @@ import { type ConversationPart, foldParts } from "../../src/domain/ConversationL
 import type { ConversationId, ExecutionId, RunId, TeamUid } from "../../src/domain/Ids.js"
 import { RunItem } from "../../src/domain/Run.js"
 import { compareCodePoints, pageOf, type RunListQuery, stateCountsOf } from "../../src/domain/RunQuery.js"
-import type { RunState } from "../../src/domain/RunState.js"
+import { isTerminal, type RunState } from "../../src/domain/RunState.js"
+import type { Descendant } from "../../src/domain/Budget.js"
 import type { TimelineEvent } from "../../src/domain/Timeline.js"
 import { ownedRunJson, storedRunJson } from "../../src/domain/RunRecords.js"
 import {
@@ -35,6 +36,7 @@ import {
   type ExecutionConversation,
   type LoggedPart,
   type LogPosition,
+  MAX_DESCENDANTS,
   type NewRun,
   type NewTimelineEvent,
   type RenderedConversation,
@@ -549,11 +551,18 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
         )
     )
 
-  const descendantsSpend = (runId: RunId) =>
+  const descendants = (runId: RunId) =>
     Effect.sync(() =>
       [...state.runs.values()]
         .filter(({ run }) => run.item.ancestor_run_ids.includes(runId))
-        .reduce((sum, { run }) => sum + run.item.request_usage.inference_cost + run.item.request_usage.compute_cost, 0)
+        .slice(0, MAX_DESCENDANTS)
+        .map(({ run }): Descendant => ({
+          run_id: run.item.run_id,
+          ancestor_run_ids: run.item.ancestor_run_ids,
+          live: !isTerminal(run.item.state),
+          cost: run.item.request_usage.inference_cost + run.item.request_usage.compute_cost,
+          max_cost_usd: run.item.agent_config.max_cost_usd ?? null
+        }))
     )
 
   const spendByDay = (team: TeamUid, since: number) =>
@@ -606,7 +615,7 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
     addArtifact,
     findByExternalReference,
     findByConversation,
-    descendantsSpend,
+    descendants,
     spendByDay,
     wakeups: wakeups.signals
   })
