@@ -14,7 +14,8 @@ type Json = any
 const FOREVER = "@sleep 600000"
 
 describe.each<DatabaseKind>(["sqlite", "postgres"])("budgets (%s)", (kind) => {
-  const server = suiteServer(kind, {}, { concurrency: 4 })
+  // A short lease: an execution reads what its run's children hold at each renewal (a third of it).
+  const server = suiteServer(kind, {}, { concurrency: 4, leaseSeconds: 3 })
 
   const create = async (token: string, body: Json) => {
     const reply = await call(server(), "POST", "/api/v1/agent/runs", { token, body })
@@ -106,7 +107,7 @@ describe.each<DatabaseKind>(["sqlite", "postgres"])("budgets (%s)", (kind) => {
     expect((await call(server(), "GET", "/api/v1/agent/team/spend?days=91", { token: tokens.viewer })).status).toBe(400)
   }, 120_000)
 
-  it("keeps an agent's runs within its budget: a live child holds its share; no other parent, no schedules", async () => {
+  it("keeps an agent's runs within its budget: a live child holds its share; no other parent, no schedules, no follow-ups elsewhere", async () => {
     const { tokens } = await makeTeam(server(), `agents-${kind}`)
     const elsewhere = await create(tokens.member, { prompt: "@say another run" })
     await ended(tokens.member, elsewhere)
@@ -116,7 +117,8 @@ describe.each<DatabaseKind>(["sqlite", "postgres"])("budgets (%s)", (kind) => {
       '@api POST /agent/runs {"prompt":"a second child"}',
       // Runs under another parent, or schedules, would spend outside the budget.
       `@api POST /agent/runs {"prompt":"elsewhere","parent_run_id":"${elsewhere}"}`,
-      '@api POST /agent/schedules {"name":"escape","cron_schedule":"0 * * * *","prompt":"x","enabled":true}'
+      '@api POST /agent/schedules {"name":"escape","cron_schedule":"0 * * * *","prompt":"x","enabled":true}',
+      `@api POST /agent/runs/${elsewhere}/followups {"message":"spend for me"}`
     ].join("\n")
     const runId = await create(tokens.member, { prompt, config: { max_cost_usd: 1 } })
     expect((await ended(tokens.member, runId)).state).toBe("SUCCEEDED")
@@ -125,8 +127,39 @@ describe.each<DatabaseKind>(["sqlite", "postgres"])("budgets (%s)", (kind) => {
     expect(said).toMatch(/api: POST \/agent\/runs -> 409 .{0,400}has spent its budget/)
     expect(said).toMatch(/api: POST \/agent\/runs -> 403 .{0,400}parent_run_id/)
     expect(said).toMatch(/api: POST \/agent\/schedules -> 403 .{0,400}config.max_cost_usd/)
+    expect(said).toMatch(/api: POST \/agent\/runs\/[0-9a-f-]{36}\/followups -> 403 .{0,400}outside the budget/)
     const children = await call(server(), "GET", `/api/v1/agent/runs?ancestor_run_id=${runId}`, { token: tokens.member })
     expect(children.body.runs).toHaveLength(1)
     expect(children.body.runs[0].agent_config.max_cost_usd).toBe(1)
+  }, 120_000)
+
+  it("carves children created at the same moment one after the other: together they never get more than the parent has", async () => {
+    const { tokens } = await makeTeam(server(), `burst-${kind}`)
+    const parent = await create(tokens.member, { prompt: "@spend 0.2", config: { max_cost_usd: 1 } })
+    expect((await ended(tokens.member, parent)).state).toBe("SUCCEEDED")
+    const replies = await Promise.all(Array.from({ length: 12 }, () =>
+      call(server(), "POST", "/api/v1/agent/runs", { token: tokens.member, body: { prompt: `@sleep 600000`, parent_run_id: parent, config: { max_cost_usd: 0.3 } } })))
+    const made = replies.filter((r) => r.status === 200)
+    for (const refused of replies.filter((r) => r.status !== 200)) expect(refused.status).toBe(409)
+    const children = (await call(server(), "GET", `/api/v1/agent/runs?ancestor_run_id=${parent}`, { token: tokens.member })).body.runs as Array<Json>
+    expect(children).toHaveLength(made.length)
+    // 0.8 left: two children of 0.3 and one of what remained.
+    const shares = children.map((c) => c.agent_config.max_cost_usd as number)
+    expect(shares.reduce((sum, share) => sum + share, 0)).toBeLessThanOrEqual(0.8 + 1e-9)
+    expect(made.length).toBeGreaterThanOrEqual(1)
+    for (const child of children) await call(server(), "POST", `/api/v1/agent/runs/${child.run_id}/cancel`, { token: tokens.member })
+  }, 120_000)
+
+  it("counts against a running parent what the children it created meanwhile hold", async () => {
+    const { tokens } = await makeTeam(server(), `meanwhile-${kind}`)
+    // The child takes the whole dollar while it runs; after a renewal the parent has nothing left.
+    const runId = await create(tokens.member, { prompt: ["@spawn @sleep 600000", "@sleep 4000", "@spend 0.01", FOREVER].join("\n"), config: { max_cost_usd: 1 } })
+    const run = await ended(tokens.member, runId)
+    expect(run.state).toBe("FAILED")
+    expect(run.status_message).toMatchObject({ error_code: "budget_exceeded" })
+    expect(run.status_message.message).toContain("$1.01")
+    const children = (await call(server(), "GET", `/api/v1/agent/runs?ancestor_run_id=${runId}`, { token: tokens.member })).body.runs as Array<Json>
+    expect(children).toHaveLength(1)
+    expect((await call(server(), "POST", `/api/v1/agent/runs/${children[0].run_id}/cancel`, { token: tokens.member })).status).toBe(200)
   }, 120_000)
 })

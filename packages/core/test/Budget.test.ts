@@ -9,6 +9,10 @@ import {
   budgetEscapeProblem,
   committedBy,
   type Descendant,
+  fitsInParent,
+  followupProblem,
+  heldBy,
+  MAX_DESCENDANTS,
   type ExecutionBudget,
   leftOf,
   overBudget,
@@ -161,6 +165,21 @@ describe("children", () => {
     expect(parentProblem(agent("a"), { run_id: "b", ancestor_run_ids: ["x"] })).toContain("parent_run_id")
     const person: Viewer = { principal_uid: "p" as PrincipalUid, team_uid: "t" as TeamUid, role: "member", instance_admin: false }
     expect(parentProblem(person, { run_id: "b", ancestor_run_ids: [] })).toBeUndefined()
+  })
+
+  it("fit in the parent only as far as it has left, all of it held when it has too many to read", () => {
+    const live = d("c", ["p"], 0, true, 0.5)
+    expect(fitsInParent("p", 1, 0.2, [live], 0.3)).toBe(true)
+    expect(fitsInParent("p", 1, 0.2, [live], 0.31)).toBe(false)
+    const many = Array.from({ length: MAX_DESCENDANTS }, (_, i) => d(`c${i}`, ["p"], 0, false))
+    expect(heldBy("p", many)).toBeGreaterThan(1e9)
+    expect(fitsInParent("p", 1e6, 0, many, 0.01)).toBe(false)
+  })
+
+  it("an agent with a cost budget sends follow-ups to its own tree only", () => {
+    expect(followupProblem(agent("a", 5), { run_id: "b", ancestor_run_ids: [] })).toContain("outside the budget")
+    expect(followupProblem(agent("a", 5), { run_id: "c", ancestor_run_ids: ["a"] })).toBeUndefined()
+    expect(followupProblem(agent("a"), { run_id: "b", ancestor_run_ids: [] })).toBeUndefined()
   })
 
   it("an agent with a cost budget makes no schedules or automations", () => {

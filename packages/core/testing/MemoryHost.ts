@@ -117,6 +117,8 @@ export const memoryHost = (leaseMs: number) =>
           const run = yield* held(runId, executionId)
           run.snapshot = { ...run.snapshot, lease: { execution_id: executionId, expires_at: (yield* Clock.currentTimeMillis) + leaseMs } }
         }),
+      // Runs here create no children.
+      childrenHold: () => Effect.succeed(0),
       // A report given with the events is kept with them, as storage writes both at once.
       record: (runId, executionId, events, report) =>
         Effect.gen(function*() {

@@ -219,6 +219,29 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           expect((yield* failureOf(workers.recordEvents(world.worker, workerId, runId, execution, [{ _tag: "Succeed" }])))._tag).toBe("Conflict")
         }).pipe(Effect.provide(overtimeServices)), 60_000)
 
+    plainIt.scoped("a renewal of a run with a cost budget says what its children hold of it (the worker's check counts it)", () =>
+      Effect.gen(function*() {
+          yield* TestClock.setTime(Date.UTC(2026, 10, 2))
+          const world = yield* seedWorkers
+          const workers = yield* Workers
+          const runs = yield* Runs
+          const workerId = `w-${uid()}`
+          const create = (config: NonNullable<RunAgentRequest["config"]>, parent?: RunId) =>
+            Effect.map(
+              runs.create(world.alice, new RunAgentRequest({ prompt: "p", config, ...(parent === undefined ? {} : { parent_run_id: parent }) })),
+              (r) => r.run_id as RunId
+            )
+          const runId = yield* create({ worker_host: workerId, max_cost_usd: 2 })
+          const { execution } = yield* claimAs(world.worker, workerId)
+          expect((yield* workers.renew(world.worker, workerId, runId, execution, WORKER_PROTOCOL)).descendants_committed).toBe(0)
+          yield* create({ max_cost_usd: 0.5 }, runId)
+          expect((yield* workers.renew(world.worker, workerId, runId, execution, WORKER_PROTOCOL)).descendants_committed).toBe(0.5)
+          // A run without a cost budget (on another worker: this one is at capacity): nothing said.
+          const otherId = `w-${uid()}`
+          const free = yield* create({ worker_host: otherId })
+          const second = yield* claimAs(world.worker, otherId)
+          expect((yield* workers.renew(world.worker, otherId, free, second.execution, WORKER_PROTOCOL)).descendants_committed).toBeUndefined()
+        }).pipe(Effect.provide(overtimeServices)), 60_000)
   })
 
   describe(`workers service (${name})`, () => {

@@ -391,6 +391,10 @@ describe("the server against /openapi.json", () => {
     await as("PUT /api/v1/agent/github", {}, { body: { base_url: github.url, auth: { type: "token", token_secret: "GH_TOKEN" }, ...x } })
     await as("GET /api/v1/agent/github", {})
     await as("GET /api/v1/agent/github/repositories", {})
+    await as("PUT /api/v1/agent/team/budgets", {}, { body: { default_max_cost_usd: 2, max_turns: 50, ...x } })
+    await as("GET /api/v1/agent/team/budgets", {})
+    await as("GET /api/v1/agent/team/spend", {}, { query: "?days=7" })
+    await as("GET /api/v1/agent/team/spend", {}, { query: "?days=91" })
     await as("GET /api/v1/agent/audit-log", {}, { query: "?limit=5&outcome=succeeded" })
     await as("GET /api/v1/agent/audit-log/export", {})
     await admin("GET /api/v1/admin/audit-log", {})
@@ -565,6 +569,10 @@ describe("the server against /openapi.json", () => {
       "GET /api/v1/agent/github/repositories 400",
       "GET /api/v1/admin/teams 400",
       "POST /api/v1/admin/principals 404",
+      // The caller's own team's budgets and spend: the team exists while the caller acts in it.
+      "GET /api/v1/agent/team/budgets 400",
+      "GET /api/v1/agent/team/budgets 404",
+      "PUT /api/v1/agent/team/budgets 404",
       "GET /api/v1/agent/me 400"
     ])
     const noSuccess = Object.entries(summary).filter(([, statuses]) => !statuses.some((s) => s >= 200 && s < 400)).map(([k]) => k)

@@ -10,10 +10,10 @@
  *   `runs_team_created` index); the window is bounded by the caller (core's Budgets: 90 days).
  */
 import type { RunId, TeamUid } from "@agent-runs/core/domain/Ids"
-import type { Descendant } from "@agent-runs/core/domain/Budget"
+import { type Descendant, MAX_DESCENDANTS } from "@agent-runs/core/domain/Budget"
 import { isTerminal, type RunState } from "@agent-runs/core/domain/RunState"
 import * as TrustedCodec from "@agent-runs/core/domain/TrustedCodec"
-import { type DaySpend, MAX_DESCENDANTS } from "@agent-runs/core/ports/RunStore"
+import type { DaySpend } from "@agent-runs/core/ports/RunStore"
 import type { SqlClient } from "@effect/sql"
 import { DateTime, Effect, Either, Schema } from "effect"
 import { operation } from "./internal/Catalog.js"
@@ -90,5 +90,17 @@ export const runSpendSql = (reader: SqlClient.SqlClient) => {
     operation("RunStore.spendByDay")
   )
 
-  return { descendants, spendByDay } as const
+  /**
+   * What a run spent itself; on PostgreSQL its row is locked for the transaction (children carved
+   * out of its budget at the same time wait for each other; SQLite's transactions are serial).
+   */
+  const lockedCost = (runId: RunId) =>
+    Effect.map(
+      reader<{ cost: number | string | null }>`SELECT ${cost} AS cost FROM runs WHERE run_id = ${runId} ${
+        reader.onDialectOrElse({ pg: () => reader.literal("FOR UPDATE"), orElse: () => reader.literal("") })
+      }`,
+      (rows) => numberOf(rows[0]?.cost)
+    )
+
+  return { descendants, spendByDay, lockedCost } as const
 }

@@ -48,7 +48,9 @@ import { RunId } from "@agent-runs/core/domain/Ids"
 import type { ConversationId, ExecutionId, PrincipalUid, TeamUid } from "@agent-runs/core/domain/Ids"
 import { encodeCursor, type RunListQuery, type RunListRow, stateCounts } from "@agent-runs/core/domain/RunQuery"
 import { RunState } from "@agent-runs/core/domain/RunState"
+import { fitsInParent } from "@agent-runs/core/domain/Budget"
 import {
+  type Carve,
   FollowupInboxFull,
   FollowupTotalSpent,
   type FollowupWrite,
@@ -182,6 +184,26 @@ export const layer = Layer.effect(
         if (waking && !signalled) yield* wake
       },
       operation("RunStore.create")
+    )
+
+    // In the writing client's transaction (RunSpendSql's reads, on the connection that writes).
+    const writerSpend = runSpendSql(sql)
+
+    const createChild = Effect.fn("RunStore.createChild")(
+      function* (newRun: NewRun, carve: Carve) {
+        const rows = yield* newRunRows([newRun])
+        const asked = newRun.run.item.agent_config.max_cost_usd ?? 0
+        yield* sql.withTransaction(Effect.gen(function* () {
+          const parentCost = yield* writerSpend.lockedCost(carve.parent_run_id)
+          const held = yield* writerSpend.descendants(carve.parent_run_id)
+          if (!fitsInParent(carve.parent_run_id, carve.parent_max_cost_usd, parentCost, held, asked)) {
+            return yield* new StaleWrite({ what: `the budget of run ${carve.parent_run_id}` })
+          }
+          yield* insertRunRows(rows)
+        }))
+        if (newRun.run.item.state === "QUEUED") yield* wake
+      },
+      operation("RunStore.createChild")
     )
 
     /** The identity of a tick's key. */
@@ -730,7 +752,9 @@ export const layer = Layer.effect(
       addArtifact,
       findByExternalReference,
       findByConversation,
-      ...spend,
+      descendants: spend.descendants,
+      spendByDay: spend.spendByDay,
+      createChild,
       wakeups: signals
     })
   })

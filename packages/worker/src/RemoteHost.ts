@@ -21,6 +21,7 @@
 import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { type ExecutionEvent, ExecutionHost, ExecutionPlan, type Ids, RepoSource, Storage, Worker } from "@agent-runs/core"
 import { Api, Security } from "@agent-runs/api"
+import { isTerminal } from "@agent-runs/core/domain/RunState"
 import { MAX_AGENT_STATE_BYTES } from "@agent-runs/core/engine/CliAgent"
 import * as WorkerSecrets from "@agent-runs/core/engine/WorkerSecrets"
 import { Duration, Effect, Either, Encoding, Layer, Option, Redacted, Schedule, Stream } from "effect"
@@ -148,14 +149,23 @@ export const layer = (connection: Connection): Layer.Layer<ExecutionHost.Executi
           api.workerReport({ headers, path: { workerId, runId }, payload: new Worker.ReportRequest({ execution_id, report }) })
         ))
 
+      // What each run's children held of its budget at its last renewal (the server says so then).
+      const held = new Map<Ids.RunId, number>()
+
       return ExecutionHost.ExecutionHost.of({
         wakeups: Stream.never,
         claim,
         renew: (runId, execution_id) =>
-          Effect.asVoid(send(
-            "renew",
-            api.workerRenewLease({ headers, path: { workerId, runId }, payload: new Worker.RenewLeaseRequest({ execution_id, protocol: Worker.WORKER_PROTOCOL }) })
-          )),
+          Effect.map(
+            send(
+              "renew",
+              api.workerRenewLease({ headers, path: { workerId, runId }, payload: new Worker.RenewLeaseRequest({ execution_id, protocol: Worker.WORKER_PROTOCOL }) })
+            ),
+            (answer) => {
+              if (answer.descendants_committed !== undefined) held.set(runId, answer.descendants_committed)
+            }
+          ),
+        childrenHold: (runId) => Effect.sync(() => held.get(runId)),
         // The last report before the events, as two requests (the protocol has no report in events).
         record: (runId, execution_id, events, report) =>
           Effect.map(
@@ -166,7 +176,10 @@ export const layer = (connection: Connection): Layer.Layer<ExecutionHost.Executi
                 api.workerRecordEvents({ headers, path: { workerId, runId }, payload: new Worker.RecordEventsRequest({ execution_id, events }) })
               )
             ),
-            (answer) => ({ state: answer.state, sandbox_retained: false })
+            (answer) => {
+              if (isTerminal(answer.state)) held.delete(runId)
+              return { state: answer.state, sandbox_retained: false }
+            }
           ),
         report: sendReport,
         followups: (runId, execution_id) =>

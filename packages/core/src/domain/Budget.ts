@@ -37,10 +37,13 @@ export const MAX_COST_USD_LIMIT = 1_000_000
 /** The largest `max_turns`. */
 export const MAX_TURNS_LIMIT = 100_000
 
-/** `max_cost_usd`: more than 0, at most 1,000,000 US dollars. */
-export const MaxCostUsd = Schema.Finite.pipe(Schema.greaterThan(0), Schema.lessThanOrEqualTo(MAX_COST_USD_LIMIT)).annotations({
+/** The smallest `max_cost_usd`: a cent (less than a cent left is nothing left). */
+export const MIN_COST_USD = 0.01
+
+/** `max_cost_usd`: a cent to 1,000,000 US dollars. */
+export const MaxCostUsd = Schema.Finite.pipe(Schema.greaterThanOrEqualTo(MIN_COST_USD), Schema.lessThanOrEqualTo(MAX_COST_USD_LIMIT)).annotations({
   identifier: "MaxCostUsd",
-  description: "what the run and its descendants may spend, in US dollars (more than 0, at most 1000000)"
+  description: "what the run and its descendants may spend, in US dollars (0.01 to 1000000)"
 })
 
 /** `max_turns`: a whole number of turns, 1 to 100,000. */
@@ -109,10 +112,31 @@ export const budgetEscapeProblem = (viewer: Viewer, what: string): string | unde
  * Why `viewer` may not name `parent` as the parent of a new run: an agent's run token names its
  * own run or one of its descendants, so that what the new run spends is drawn from its budget.
  */
-export const parentProblem = (viewer: Viewer, parent: { readonly run_id: string; readonly ancestor_run_ids: ReadonlyArray<string> }): string | undefined => {
+export const parentProblem = (viewer: Viewer, parent: RunInTree): string | undefined =>
+  underActingRun(viewer, parent)
+    ? undefined
+    : `parent_run_id: an agent's run token creates runs under its own run (${viewer.acting_run_id}) or its descendants, not under run ${parent.run_id}`
+
+/**
+ * Why the agent of a run with a cost budget may not send a follow-up to `run`: only its own run and
+ * its descendants, whose spend the budget counts. Undefined when it may.
+ */
+export const followupProblem = (viewer: Viewer, run: RunInTree): string | undefined =>
+  viewer.acting_run_max_cost_usd === undefined || underActingRun(viewer, run)
+    ? undefined
+    : `an agent's run token of a run with a budget (config.max_cost_usd) sends follow-ups to its own run and its descendants only: ` +
+      `run ${run.run_id} would spend outside the budget`
+
+/** A run with its place in its tree. */
+interface RunInTree {
+  readonly run_id: string
+  readonly ancestor_run_ids: ReadonlyArray<string>
+}
+
+/** Whether `run` is the calling agent's own run or one of its descendants (always, for a caller that is no agent). */
+const underActingRun = (viewer: Viewer, run: RunInTree): boolean => {
   const acting = viewer.acting_run_id
-  if (acting === undefined || parent.run_id === acting || parent.ancestor_run_ids.includes(acting)) return undefined
-  return `parent_run_id: an agent's run token creates runs under its own run (${acting}) or its descendants, not under run ${parent.run_id}`
+  return acting === undefined || run.run_id === acting || run.ancestor_run_ids.includes(acting)
 }
 
 /** A run descending from another, as budgets read it (RunStore.descendants). */
@@ -126,6 +150,19 @@ export interface Descendant {
   readonly cost: number
   readonly max_cost_usd: number | null
 }
+
+/** How many descendants of a run budgets read at most: a run with more has nothing left to give. */
+export const MAX_DESCENDANTS = 10_000
+
+/** What is held of a budget when its run has too many descendants to read: all of it. */
+const ALL_OF_IT = 1e12
+
+/**
+ * What a run's descendants hold of its budget (`committedBy`), as read by storage (at most
+ * `MAX_DESCENDANTS` of them): all of it when there are that many (the ones not read may hold the rest).
+ */
+export const heldBy = (runId: string, descendants: ReadonlyArray<Descendant>): number =>
+  descendants.length >= MAX_DESCENDANTS ? ALL_OF_IT : committedBy(runId, descendants)
 
 /**
  * What a run's descendants hold of its budget: for each of its children, what the child and its own
@@ -149,18 +186,23 @@ export const committedBy = (runId: string, descendants: ReadonlyArray<Descendant
   return committed
 }
 
+/**
+ * Whether a child asking `child` still fits in its parent's budget, the parent having spent
+ * `parentCost` and its descendants (the child not among them yet) holding what `descendants` say.
+ */
+export const fitsInParent = (parentId: string, parentBudget: number, parentCost: number, descendants: ReadonlyArray<Descendant>, child: number): boolean =>
+  child <= (leftOf(parentBudget, parentCost + heldBy(parentId, descendants)) ?? 0) + 1e-9
+
 /** What a usage cost, in US dollars. */
 export const costOf = (usage: RequestUsage): number => usage.inference_cost + usage.compute_cost
 
-/** Less than a cent: what is left of a budget below it is nothing (sums of dollars are not exact). */
-const NOTHING = 0.005
 
 /**
  * What a parent with `budget` has left once `spent` (by it, and held by its descendants) is gone:
  * 0 when less than a cent is; null without a budget.
  */
 export const leftOf = (budget: number | undefined, spent: number): ParentAllowance =>
-  budget === undefined ? null : budget - spent < NOTHING ? 0 : budget - spent
+  budget === undefined ? null : budget - spent < MIN_COST_USD ? 0 : budget - spent
 
 /** An execution's budget: the run's, and what was spent before the execution (the run's earlier executions) or is held by its children. */
 export interface ExecutionBudget {
@@ -168,6 +210,9 @@ export interface ExecutionBudget {
   readonly max_turns: number | null
   readonly spent_before: number
 }
+
+/** An execution's budget as it goes: what the run's children hold is read again while it runs. */
+export type LiveBudget = { -readonly [K in keyof ExecutionBudget]: ExecutionBudget[K] }
 
 /** Why an execution passed its budget, having spent `spent` (this execution's cost) in `turns` turns; undefined when it has not. */
 export const overBudget = (budget: ExecutionBudget, spent: number, turns: number): string | undefined => {

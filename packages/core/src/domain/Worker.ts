@@ -176,7 +176,9 @@ export class RenewLeaseRequest extends Schema.Class<RenewLeaseRequest>("WorkerRe
 }) {}
 
 export class RenewLeaseResponse extends Schema.Class<RenewLeaseResponse>("WorkerRenewLeaseResponse")({
-  expires_at: Schema.Number
+  expires_at: Schema.Number,
+  /** For a run with a cost budget: what its children hold of it now, in US dollars (Budget.committedBy). */
+  descendants_committed: Schema.optional(Schema.Finite.pipe(Schema.nonNegative()))
 }) {}
 
 /** `POST …/runs/{runId}/followups`: takes the follow-ups waiting for the holding execution's agent. */

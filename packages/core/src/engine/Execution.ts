@@ -48,12 +48,14 @@ import { Health, outage } from "./Health.js"
 import { publishPullRequests } from "./PullRequests.js"
 import { DispatcherConfig } from "./Settings.js"
 import { agentAttributes, executionSpan, traceparentOf, usageAttributes } from "./ExecutionSpans.js"
-import { startProblem } from "../domain/Budget.js"
+import { costOf, type LiveBudget, startProblem } from "../domain/Budget.js"
 import { effectiveMaxRuntimeMs, maxRuntimeMessage } from "../domain/MaxRuntime.js"
 
 /** An execution under way: its plan, and how it records what happens. */
 interface Running {
   readonly plan: ExecutionPlan
+  /** The plan's budget as it goes: what the run's children hold is read again at each lease renewal. */
+  readonly budget: LiveBudget
   readonly holding: AgentSession.Holding
   /** Records events of the run (with the agent's last report when given), retried while storage fails. */
   readonly record: (events: ReadonlyArray<ExecutionEvent>, report?: Report) => Effect.Effect<Recorded, Lost | StorageError>
@@ -95,12 +97,24 @@ export const make = Effect.gen(function*() {
   const gitHost = yield* GitHost
   const launches = AgentLaunch.make({ host, harnesses, harnessCommand: session.harnessCommand, apiBaseUrl: settings.apiBaseUrl })
 
+  /**
+   * What the run's children hold of its budget, read again after a renewal (a run with a cost
+   * budget): children the agent created while it runs count against what it may spend itself.
+   */
+  const heldByChildren = (plan: ExecutionPlan, budget: LiveBudget) =>
+    budget.max_cost_usd === null
+      ? Effect.void
+      : Effect.map(host.childrenHold(plan.run_id, plan.execution_id), (held) => {
+        if (held !== undefined) budget.spent_before = costOf(plan.usage) + held
+      })
+
   /** Renews the lease while the scope lives: completes what it returns once the run was taken away. */
-  const keepLease = (plan: ExecutionPlan) =>
+  const keepLease = (plan: ExecutionPlan, budget: LiveBudget) =>
     Effect.gen(function*() {
       const lost = yield* Deferred.make<void>()
       const renewals = outage(health, "execution: lease renewal (the agent goes on)")
       yield* host.renew(plan.run_id, plan.execution_id).pipe(
+        Effect.zipRight(heldByChildren(plan, budget)),
         Effect.zipRight(renewals.succeeded),
         Effect.catchTag("StorageError", renewals.failed),
         Effect.repeat(Schedule.spaced(Duration.millis(Math.max(10, Math.floor(settings.leaseMs / 3))))),
@@ -145,7 +159,7 @@ export const make = Effect.gen(function*() {
       // prompt is the conversation's new message, handed over as a continuation's follow-up is.
       const continuesConversation = plan.says_prompt && plan.start.history.length > 0
       const followups = continuesConversation ? [plan.start.prompt, ...waiting] : waiting
-      const state = withBudget(newExecutionState(plan.execution_id), plan.budget)
+      const state = withBudget(newExecutionState(plan.execution_id), running.budget)
       // What the user said to this agent: the prompt (the run's first execution), then the follow-ups it starts with.
       const startedAt = yield* Clock.currentTimeMillis
       if (plan.says_prompt && !continuesConversation) addUserMessage(state, plan.start.prompt, startedAt)
@@ -310,8 +324,8 @@ export const make = Effect.gen(function*() {
       const holding: AgentSession.Holding = { lost: false }
       const record = (events: ReadonlyArray<ExecutionEvent>, report?: Report) =>
         session.persistently(host.record(plan.run_id, plan.execution_id, events, report), holding)
-      const running: Running = { plan, holding, record, firstEvents: plan.has_environment ? [] : SETUP_STARTED }
-      const lost = yield* keepLease(plan)
+      const running: Running = { plan, budget: { ...plan.budget }, holding, record, firstEvents: plan.has_environment ? [] : SETUP_STARTED }
+      const lost = yield* keepLease(plan, running.budget)
       if (plan.has_environment) yield* record(SETUP_STARTED)
       if (plan.failure !== null) {
         return yield* record([...running.firstEvents, { _tag: "EnvironmentSetupFailed", message: plan.failure }])

@@ -59,6 +59,11 @@ export interface ExecutionHostService {
   ) => Effect.Effect<Recorded, Lost | StorageError>
   /** Records what the agent reported (session, usage, status). */
   readonly report: (runId: RunId, executionId: ExecutionId, report: Report) => Effect.Effect<void, Lost | StorageError>
+  /**
+   * What the run's children hold of its budget now (Budget.committedBy), asked after each lease
+   * renewal of a run with a cost budget; undefined when the host does not know (the plan's stays).
+   */
+  readonly childrenHold: (runId: RunId, executionId: ExecutionId) => Effect.Effect<number | undefined, Lost | StorageError>
   /** Takes the follow-ups waiting for the execution's agent, oldest first. */
   readonly followups: (runId: RunId, executionId: ExecutionId) => Effect.Effect<ReadonlyArray<string>, Lost | StorageError>
   /** Where the execution's output goes. */

@@ -47,6 +47,7 @@ export const layer: Layer.Layer<
         // A lease that lapsed while storage failed is renewed first (the execution is alive here).
         record: (runId, executionId, events, report) => executions.record(runId, executionId, events, { renewFor: settings.leaseMs, report }),
         report: executions.report,
+        childrenHold: (runId) => executions.childrenHold(runId),
         followups: executions.followups,
         output: executions.output,
         retain: windows.retain,

@@ -18,7 +18,7 @@ import type { Artifact } from "../domain/Artifact.js"
 import type { ConversationPart } from "../domain/ConversationLog.js"
 import { EVENT_PAYLOAD_NAME, eventPayloadKey, runImagesKey, transcriptKey } from "../domain/BlobKeys.js"
 import type { ConversationStep } from "../domain/Conversation.js"
-import { committedBy } from "../domain/Budget.js"
+import { heldBy } from "../domain/Budget.js"
 import { historyOf } from "../domain/Harness.js"
 import { Ids } from "../domain/Ids.js"
 import type { ExecutionId, RunId, TeamUid } from "../domain/Ids.js"
@@ -253,6 +253,9 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
         return historyOf(earlier)
       })
 
+    /** What a run's children hold of its budget (Budget.committedBy). */
+    const childrenHold = (runId: RunId) => Effect.map(store.descendants(runId), (found) => heldBy(runId, found))
+
     /**
      * What a claimed run's execution needs from storage (read failures: left out, as before a
      * retry). Its environment and shapers first; then what storage holds, side by side; then the
@@ -275,7 +278,7 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
           history: historyFor(item),
           run_token: tokens.issue({ run_id: runId, execution_id: executionId }),
           transcript_bytes: blobs.size(transcriptKey(runId)),
-          descendants_committed: item.agent_config.max_cost_usd === undefined ? Effect.succeed(0) : Effect.map(store.descendants(runId), (found) => committedBy(runId, found))
+          descendants_committed: item.agent_config.max_cost_usd === undefined ? Effect.succeed(0) : childrenHold(runId)
         }, { concurrency: "unbounded" })
         // Last, once the rest is read: it may mint a token at the Git host.
         const github = yield* githubOf(
@@ -398,6 +401,6 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
       addArtifact: (artifact: Artifact) => store.addArtifact(runId, artifact)
     })
 
-    return { advance, advanceUnlessLost, admit, claim, record, report, held, followups, renew, output } as const
+    return { advance, advanceUnlessLost, admit, claim, record, report, held, followups, renew, childrenHold, output } as const
   })
 }) {}

@@ -25,9 +25,6 @@ import type { RunState } from "../domain/RunState.js"
 import type { TimelineEvent, TimelineEventType } from "../domain/Timeline.js"
 import type { DuplicateKey, ExactlyOnceKey, KeyHolder, ScheduleTickKey, StaleWrite, StorageError } from "./Storage.js"
 
-/** How many descendants of a run budgets read at most (a run's tree is bounded by the team's creation quota). */
-export const MAX_DESCENDANTS = 10_000
-
 /** What a team's runs created on one UTC day spent (Budget.ts). */
 export interface DaySpend {
   /** The day, `YYYY-MM-DD`. */
@@ -102,6 +99,13 @@ export interface NewRun {
   readonly events: ReadonlyArray<NewTimelineEvent>
   readonly shapers?: ReadonlyArray<Shaper>
   readonly audit?: AuditEntry
+}
+
+/** A new run's budget carved out of its parent's (Budget.ts): checked again as it is written. */
+export interface Carve {
+  readonly parent_run_id: RunId
+  /** The parent's `max_cost_usd`. */
+  readonly parent_max_cost_usd: number
 }
 
 /** The runs of one cron tick, written by `createTicks` under the tick's key. */
@@ -230,6 +234,12 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
    * delivery and takes its identity. When the key is already taken: DuplicateKey, nothing written.
    */
   readonly create: (runs: ReadonlyArray<NewRun>, key?: ExactlyOnceKey) => Effect.Effect<void, DuplicateKey | StorageError>
+  /**
+   * Writes a child run whose budget is carved out of its parent's, in one transaction with a check
+   * that the parent still has that much left (children created at the same time each see the
+   * others): StaleWrite when it has not, nothing written.
+   */
+  readonly createChild: (run: NewRun, carve: Carve) => Effect.Effect<void, StaleWrite | StorageError>
   /**
    * Creates the runs of many cron ticks in one transaction (the scheduler's batch): each tick's
    * key is taken as `create` takes it, and the runs of the ticks whose key was free are written
@@ -374,7 +384,7 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
    * and each run created later to continue it (`conversation_id` on create).
    */
   readonly findByConversation: (conversationId: ConversationId) => Effect.Effect<ReadonlyArray<StoredRun>, StorageError>
-  /** The runs descending from a run (its children, theirs…), as budgets read them (Budget.ts), at most `MAX_DESCENDANTS`. */
+  /** The runs descending from a run (its children, theirs…), as budgets read them (Budget.ts), at most `Budget.MAX_DESCENDANTS`. */
   readonly descendants: (runId: RunId) => Effect.Effect<ReadonlyArray<Descendant>, StorageError>
   /** What a team's runs created since `since` (epoch millis) spent, by UTC day of creation, oldest first; days without runs left out. */
   readonly spendByDay: (team: TeamUid, since: number) => Effect.Effect<ReadonlyArray<DaySpend>, StorageError>

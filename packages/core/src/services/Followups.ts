@@ -51,6 +51,7 @@
  *   follow-up to an admin's run lowers its token to a member's for the rest of the run; a run whose
  *   agent holds a secret only admins may hand out refuses followups from anyone else (403).
  */
+import { followupProblem } from "../domain/Budget.js"
 import { Clock, Effect, Either, Option, Schema, Tracer } from "effect"
 import { canChange, shaperOf } from "../domain/Access.js"
 import { checkFollowupSender } from "../domain/AdminOnlySecrets.js"
@@ -181,6 +182,8 @@ export class Followups extends Effect.Service<Followups>()("@agent-runs/core/Fol
         if (!canChange(viewer, runOwnership(run))) {
           return yield* new NotAuthorized({ message: "viewers cannot send follow-ups" })
         }
+        const outside = followupProblem(viewer, run.item)
+        if (outside !== undefined) return yield* new NotAuthorized({ message: outside })
         yield* checkFollowupSender(viewer, run.item.agent_config)
         yield* checkSize("message", message, quotas.followupBytes)
         yield* linkToRunTrace(run)

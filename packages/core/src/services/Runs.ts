@@ -72,7 +72,7 @@ import { Clock, DateTime, Effect, Either, Option } from "effect"
 import type { Tracer } from "effect"
 import { actAsProblem, canChange, canCreate, canSee, leastRole, scopeFor, shaperOf, shapersToRecord } from "../domain/Access.js"
 import { adminOnlySecretOf, shapedSecretProblem } from "../domain/AdminOnlySecrets.js"
-import { committedBy, costOf, leftOf, parentProblem, resolveBudget } from "../domain/Budget.js"
+import { costOf, heldBy, leftOf, parentProblem, resolveBudget } from "../domain/Budget.js"
 import { checkGitHubTokenRequest } from "../domain/AgentGitHubToken.js"
 import type { Shaper, Viewer } from "../domain/Access.js"
 import { runTokenRoleOf } from "../domain/RunTokenRole.js"
@@ -108,7 +108,7 @@ import { RunStore, runListRow } from "../ports/RunStore.js"
 import { SecretStore } from "../ports/SecretStore.js"
 import { WorkerStore } from "../ports/WorkerStore.js"
 import type { RunCredential } from "../ports/RunTokens.js"
-import type { NewRun, RunJson, StoredRun } from "../ports/RunStore.js"
+import type { Carve, NewRun, RunJson, StoredRun } from "../ports/RunStore.js"
 import type { StoredEnvironment } from "../ports/EnvironmentStore.js"
 import { DuplicateKey } from "../ports/Storage.js"
 import type { ExactlyOnceKey, ScheduleTickKey, StorageError } from "../ports/Storage.js"
@@ -294,6 +294,8 @@ interface PreparedRun {
   readonly environment: StoredEnvironment | undefined
   readonly images: ReadonlyArray<ImageInput>
   readonly response: RunAgentResponse
+  /** Its budget carved out of its parent's, checked again as it is written (Budget.ts). */
+  readonly carve: Carve | undefined
 }
 
 /**
@@ -548,7 +550,11 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         yield* checkMcpServers(secrets, viewer, config.mcp_servers)
         const harnessed = yield* resolveHarnessOf(viewer, config, skill, environment, team)
         const resolved: AgentConfig = { ...harnessed, ...(yield* budgetOf(config, environment, team, parent)) }
-        return { config, executor, environment, parent, skill, resolved } as const
+        const parentBudget = parent?.item.agent_config.max_cost_usd
+        const carve = parent === undefined || parentBudget === undefined
+          ? undefined
+          : { parent_run_id: parent.item.run_id, parent_max_cost_usd: parentBudget }
+        return { config, executor, environment, parent, skill, resolved, carve } as const
       })
 
     /**
@@ -560,7 +566,7 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         const parentBudget = parent?.item.agent_config.max_cost_usd
         const left = parent === undefined || parentBudget === undefined
           ? null
-          : leftOf(parentBudget, costOf(parent.item.request_usage) + committedBy(parent.item.run_id, yield* store.descendants(parent.item.run_id)))
+          : leftOf(parentBudget, costOf(parent.item.request_usage) + heldBy(parent.item.run_id, yield* store.descendants(parent.item.run_id)))
         if (left === 0) {
           return yield* new Conflict({
             message: `parent_run_id: run ${parent?.item.run_id} has spent its budget of $${parentBudget} (config.max_cost_usd); ` +
@@ -630,7 +636,7 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         const team = yield* teamOf(viewer, lookups)
         const creatorPrincipal = yield* principalOf(viewer.principal_uid, "creator", lookups)
         const creator = principalRef(creatorPrincipal)
-        const { config, environment, executor, parent, resolved, skill } = yield* resolveConfig(viewer, request, team, creator, lookups)
+        const { carve, config, environment, executor, parent, resolved, skill } = yield* resolveConfig(viewer, request, team, creator, lookups)
 
         const { active, waiting } = yield* memo(lookups.admission, team.uid, store.admission)
         const atCapacity = active + pendingAhead >= team.max_concurrent_runs || waiting
@@ -683,7 +689,8 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
           write: { run, events, shapers },
           environment,
           images: request.images ?? [],
-          response: new RunAgentResponse({ run_id: runId, task_id: runId, state: run.item.state, at_capacity: atCapacity })
+          response: new RunAgentResponse({ run_id: runId, task_id: runId, state: run.item.state, at_capacity: atCapacity }),
+          carve
         }
         return prepared
       })
@@ -747,8 +754,16 @@ export class Runs extends Effect.Service<Runs>()("@agent-runs/core/Runs", {
         const prepared = yield* prepare(viewer, request, typeof source === "string" ? { source } : source)
         // The entry written with the run (only that: the environment's note after it is best effort).
         const entry = yield* audit.succeeded(viewer, { action: "run.create", resource: resource(prepared.response.run_id) })
-        const write = committing([prepared], store.create([{ ...prepared.write, audit: entry }]))
-        const [response] = yield* withCreationQuota([prepared], write).pipe(Effect.catchTag("DuplicateKey", Effect.die))
+        const newRun = { ...prepared.write, audit: entry }
+        // A child of a budgeted run: its share is checked again as it is written (children created at once).
+        const written = prepared.carve === undefined
+          ? store.create([newRun]).pipe(Effect.catchTag("DuplicateKey", Effect.die))
+          : store.createChild(newRun, prepared.carve).pipe(Effect.catchTag("StaleWrite", () =>
+            Effect.fail(new Conflict({
+              message: `parent_run_id: run ${prepared.carve?.parent_run_id}'s budget changed while this run was created (another child took it); try again`,
+              retryable: true
+            }))))
+        const [response] = yield* withCreationQuota([prepared], committing([prepared], written))
         return response!
       },
       storageUnavailable,

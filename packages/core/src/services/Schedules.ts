@@ -378,7 +378,12 @@ export class Schedules extends Effect.Service<Schedules>()("@agent-runs/core/Sch
       )
 
     const pause = stateChange("Schedules.pause", "schedule.pause", (at) => ScheduleEvent.Pause({ at }))
-    const resume = stateChange("Schedules.resume", "schedule.resume", (at) => ScheduleEvent.Resume({ at }))
+    const resuming = stateChange("Schedules.resume", "schedule.resume", (at) => ScheduleEvent.Resume({ at }))
+    /** Resumes a schedule; not the agent of a run with a budget (the schedule's runs would not draw on it). */
+    const resume = (viewer: Viewer, id: ScheduleId) => {
+      const escapes = budgetEscapeProblem(viewer, "resume schedules")
+      return escapes === undefined ? resuming(viewer, id) : Effect.fail(new NotAuthorized({ message: escapes }))
+    }
     const removed = stateChange("Schedules.remove", "schedule.delete", (at) => ScheduleEvent.Delete({ at }))
 
     const remove = (viewer: Viewer, id: ScheduleId) =>

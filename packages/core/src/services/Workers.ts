@@ -358,7 +358,9 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
       }
       const expires = now + settings.leaseMs
       yield* asConflict(executions.renew(runId, executionId, settings.leaseMs))
-      return new RenewLeaseResponse({ expires_at: expires })
+      // The worker's check of the run's budget counts what its children hold (Budget.ts).
+      if (run.item.agent_config.max_cost_usd === undefined) return new RenewLeaseResponse({ expires_at: expires })
+      return new RenewLeaseResponse({ expires_at: expires, descendants_committed: yield* executions.childrenHold(runId) })
     }, storageUnavailable)
 
     const takeFollowups = Effect.fn("Workers.takeFollowups")(function*(viewer: Viewer, workerId: string, runId: RunId, executionId: ExecutionId) {

@@ -26,7 +26,7 @@ import type { ConversationId, ExecutionId, RunId, TeamUid } from "../../src/doma
 import { RunItem } from "../../src/domain/Run.js"
 import { compareCodePoints, pageOf, type RunListQuery, stateCountsOf } from "../../src/domain/RunQuery.js"
 import { isTerminal, type RunState } from "../../src/domain/RunState.js"
-import type { Descendant } from "../../src/domain/Budget.js"
+import { type Descendant, fitsInParent, MAX_DESCENDANTS } from "../../src/domain/Budget.js"
 import type { TimelineEvent } from "../../src/domain/Timeline.js"
 import { ownedRunJson, storedRunJson } from "../../src/domain/RunRecords.js"
 import {
@@ -35,8 +35,8 @@ import {
   type FollowupWrite,
   type ExecutionConversation,
   type LoggedPart,
+  type Carve,
   type LogPosition,
-  MAX_DESCENDANTS,
   type NewRun,
   type NewTimelineEvent,
   type RenderedConversation,
@@ -191,6 +191,17 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
       }
       if (key !== undefined) takeKey(key, runs)
       return wakeIf(insertRuns(runs))
+    })
+
+  const createChild = (newRun: NewRun, carve: Carve) =>
+    Effect.suspend((): Effect.Effect<void, StaleWrite | StorageError> => {
+      const parent = state.runs.get(carve.parent_run_id)?.run.item
+      const parentCost = parent === undefined ? 0 : parent.request_usage.inference_cost + parent.request_usage.compute_cost
+      const asked = newRun.run.item.agent_config.max_cost_usd ?? 0
+      if (!fitsInParent(carve.parent_run_id, carve.parent_max_cost_usd, parentCost, descendantsOf(carve.parent_run_id), asked)) {
+        return Effect.fail(new StaleWrite({ what: `the budget of run ${carve.parent_run_id}` }))
+      }
+      return create([newRun]).pipe(Effect.catchTag("DuplicateKey", Effect.die))
     })
 
   /** Stores new runs with their events; whether one of them is QUEUED. */
@@ -551,9 +562,8 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
         )
     )
 
-  const descendants = (runId: RunId) =>
-    Effect.sync(() =>
-      [...state.runs.values()]
+  const descendantsOf = (runId: RunId): ReadonlyArray<Descendant> =>
+    [...state.runs.values()]
         .filter(({ run }) => run.item.ancestor_run_ids.includes(runId))
         .slice(0, MAX_DESCENDANTS)
         .map(({ run }): Descendant => ({
@@ -563,7 +573,7 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
           cost: run.item.request_usage.inference_cost + run.item.request_usage.compute_cost,
           max_cost_usd: run.item.agent_config.max_cost_usd ?? null
         }))
-    )
+  const descendants = (runId: RunId) => Effect.sync(() => descendantsOf(runId))
 
   const spendByDay = (team: TeamUid, since: number) =>
     Effect.sync(() => {
@@ -586,6 +596,7 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
 
   return RunStore.of({
     create,
+    createChild,
     createTicks,
     get,
     states,

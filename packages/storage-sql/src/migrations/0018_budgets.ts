@@ -10,7 +10,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { BEFORE_TRACES, WITH_TRACES } from "./0017_trace_doc_shape.js"
 
-export const WITH_BUDGETS = "bae6008910a87302"
+export const WITH_BUDGETS = "7e39992cf19b3a5c"
 
 export default Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
