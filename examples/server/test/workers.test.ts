@@ -7,7 +7,7 @@
  * end-to-end test of that rule, which core tests through the sweep in DispatcherSuite and on every
  * store in RunStoreConformance), and one started again on its data directory takes back what the
  * killed one left; a worker that comes back after losing its lease does not run the run a second
- * time; a run for a worker that is not connected waits QUEUED and its timeline says why;
+ * time; a worker stops an agent past its run's budget; a run for a worker that is not connected waits QUEUED and its timeline says why;
  * cancelling a worker's run is a 422. Two servers: SQLite with a long lease (to ride out a
  * restart), PostgreSQL with a short one.
  */
@@ -164,6 +164,21 @@ describe("self-hosted workers: running, listing, waiting, cancel, a server resta
     // Stopped: no longer listed (it says goodbye).
     await kill(worker, "SIGTERM")
     expect(await until(() => runs.workers(), (ws) => ws.length === 0, 5_000)).toEqual([])
+  }, 60_000)
+
+  it("stops an agent that spends past its run's budget: FAILED budget_exceeded, as on the server's own executors", async () => {
+    const reply = await call(server, "POST", "/api/v1/agent/runs", {
+      token: tokens.user,
+      body: { prompt: "@spend 0.6\n@spend 0.5\n@sleep 600000", config: { worker_host: "wb", max_cost_usd: 1 } }
+    })
+    expect(reply.status).toBe(200)
+    const worker = await startWorker({ url: server.url, token: tokens.worker, workerId: "wb", dataDir: tempDir() })
+    const runs = api(() => server, tokens.user)
+    const ended = await until(() => runs.run(reply.body.run_id), (r) => ENDED.includes(r.state), 30_000)
+    expect(ended.state).toBe("FAILED")
+    expect(ended.status_message).toMatchObject({ error_code: "budget_exceeded" })
+    expect(ended.request_usage.inference_cost).toBeCloseTo(1.1)
+    await kill(worker, "SIGTERM")
   }, 60_000)
 
   it("keeps its run going while the server restarts, and reconnects; killed, it drops off the list once stale", async () => {
