@@ -5,21 +5,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import type { Viewer } from "../src/domain/Access.js"
-import {
-  budgetEscapeProblem,
-  committedBy,
-  type Descendant,
-  fitsInParent,
-  followupProblem,
-  heldBy,
-  MAX_DESCENDANTS,
-  type ExecutionBudget,
-  leftOf,
-  overBudget,
-  parentProblem,
-  resolveBudget,
-  startProblem
-} from "../src/domain/Budget.js"
+import { type ExecutionBudget, leftOf, overBudget, resolveBudget, startProblem } from "../src/domain/Budget.js"
+import { budgetEscapeProblem, followupProblem, parentProblem } from "../src/domain/BudgetAccess.js"
+import { committedBy, type Descendant, fitsInParent, heldBy, MAX_DESCENDANTS } from "../src/domain/BudgetTree.js"
 import type { PrincipalUid, RunId, TeamUid } from "../src/domain/Ids.js"
 import { type HarnessEvent, newExecutionState, outcomeOf, reduce, withBudget } from "../src/domain/Harness.js"
 

@@ -10,7 +10,7 @@
  *   `runs_team_created` index); the window is bounded by the caller (core's Budgets: 90 days).
  */
 import type { RunId, TeamUid } from "@agent-runs/core/domain/Ids"
-import { type Descendant, MAX_DESCENDANTS } from "@agent-runs/core/domain/Budget"
+import { type Descendant, MAX_DESCENDANTS } from "@agent-runs/core/domain/BudgetTree"
 import { isTerminal, type RunState } from "@agent-runs/core/domain/RunState"
 import * as TrustedCodec from "@agent-runs/core/domain/TrustedCodec"
 import type { DaySpend } from "@agent-runs/core/ports/RunStore"

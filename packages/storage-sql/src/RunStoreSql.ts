@@ -48,7 +48,7 @@ import { RunId } from "@agent-runs/core/domain/Ids"
 import type { ConversationId, ExecutionId, PrincipalUid, TeamUid } from "@agent-runs/core/domain/Ids"
 import { encodeCursor, type RunListQuery, type RunListRow, stateCounts } from "@agent-runs/core/domain/RunQuery"
 import { RunState } from "@agent-runs/core/domain/RunState"
-import { fitsInParent } from "@agent-runs/core/domain/Budget"
+import { fitsInParent } from "@agent-runs/core/domain/BudgetTree"
 import {
   type Carve,
   FollowupInboxFull,

@@ -8,15 +8,11 @@
  *   never more than the team's ceiling (a larger ask is lowered to it, not refused: a schedule made
  *   before the ceiling was lowered goes on starting runs).
  * - `max_cost_usd` bounds the run's whole spend (`request_usage`'s inference and compute cost, over
- *   all its executions) and its descendants': a run created by a run (its parent) gets at most what
- *   the parent has left then, carved out of it: the parent's budget less what the parent spent and
- *   what its other children hold (`committedBy`: a child's whole budget while it or one of its
- *   descendants may still spend, what they spent once all ended). Creating one when less than a cent
- *   is left is refused (409), and an execution of a run with less than a cent left starts no agent.
- *   Each execution of the parent starts with what its children hold counted as spent.
- * - An agent's run token creates runs under its own run or its descendants only (403 naming
- *   `parent_run_id` otherwise), and the agent of a run with a cost budget makes no schedules or
- *   automations (403): their runs would start later, outside the budget.
+ *   all its executions) and its descendants': a child's budget is carved out of its parent's
+ *   (BudgetTree.ts), and an execution counts what the run's children hold as spent (read at its
+ *   start and at each lease renewal). An execution of a run with less than a cent left starts no
+ *   agent. What an agent's run token may do around a budget is in BudgetAccess.ts.
+ * - An agent may count its turns itself (`usage.turns`): its count then replaces the service's.
  * - `max_turns` bounds the turns of each execution (like `max_runtime_seconds`, and like the agent
  *   CLIs' own turn limits): a follow-up that continues an ended run starts with a fresh count. A turn
  *   is one answer of the model: the service counts one each time the agent says something or calls
@@ -28,7 +24,6 @@
  *   by `max_turns` alone.
  */
 import { Schema } from "effect"
-import type { Viewer } from "./Access.js"
 import { optionalInput } from "./Common.js"
 import type { RequestUsage } from "./Run.js"
 
@@ -99,103 +94,8 @@ export const resolveBudget = (
   }
 }
 
-/**
- * Why an agent of a run with a cost budget may not make `what` (schedules, automations): their
- * runs start later as their owner, outside the run's budget. Undefined when it may.
- */
-export const budgetEscapeProblem = (viewer: Viewer, what: string): string | undefined =>
-  viewer.acting_run_max_cost_usd === undefined
-    ? undefined
-    : `an agent's run token of a run with a budget (config.max_cost_usd) cannot ${what}: their runs would not draw on the run's budget`
-
-/**
- * Why `viewer` may not name `parent` as the parent of a new run: an agent's run token names its
- * own run or one of its descendants, so that what the new run spends is drawn from its budget.
- */
-export const parentProblem = (viewer: Viewer, parent: RunInTree): string | undefined =>
-  underActingRun(viewer, parent)
-    ? undefined
-    : `parent_run_id: an agent's run token creates runs under its own run (${viewer.acting_run_id}) or its descendants, not under run ${parent.run_id}`
-
-/**
- * Why the agent of a run with a cost budget may not send a follow-up to `run`: only its own run and
- * its descendants, whose spend the budget counts. Undefined when it may.
- */
-export const followupProblem = (viewer: Viewer, run: RunInTree): string | undefined =>
-  viewer.acting_run_max_cost_usd === undefined || underActingRun(viewer, run)
-    ? undefined
-    : `an agent's run token of a run with a budget (config.max_cost_usd) sends follow-ups to its own run and its descendants only: ` +
-      `run ${run.run_id} would spend outside the budget`
-
-/** A run with its place in its tree. */
-interface RunInTree {
-  readonly run_id: string
-  readonly ancestor_run_ids: ReadonlyArray<string>
-}
-
-/** Whether `run` is the calling agent's own run or one of its descendants (always, for a caller that is no agent). */
-const underActingRun = (viewer: Viewer, run: RunInTree): boolean => {
-  const acting = viewer.acting_run_id
-  return acting === undefined || run.run_id === acting || run.ancestor_run_ids.includes(acting)
-}
-
-/** A run descending from another, as budgets read it (RunStore.descendants). */
-export interface Descendant {
-  readonly run_id: string
-  /** Its ancestors, the root first. */
-  readonly ancestor_run_ids: ReadonlyArray<string>
-  /** Whether it may still spend (not ended). */
-  readonly live: boolean
-  /** What it spent itself, in US dollars. */
-  readonly cost: number
-  readonly max_cost_usd: number | null
-}
-
-/** How many descendants of a run budgets read at most: a run with more has nothing left to give. */
-export const MAX_DESCENDANTS = 10_000
-
-/** What is held of a budget when its run has too many descendants to read: all of it. */
-const ALL_OF_IT = 1e12
-
-/**
- * What a run's descendants hold of its budget (`committedBy`), as read by storage (at most
- * `MAX_DESCENDANTS` of them): all of it when there are that many (the ones not read may hold the rest).
- */
-export const heldBy = (runId: string, descendants: ReadonlyArray<Descendant>): number =>
-  descendants.length >= MAX_DESCENDANTS ? ALL_OF_IT : committedBy(runId, descendants)
-
-/**
- * What a run's descendants hold of its budget: for each of its children, what the child and its own
- * descendants spent, or the child's whole budget while any of them may still spend (a child's
- * budget was carved out of the run's when it was created, and its descendants' out of the child's).
- */
-export const committedBy = (runId: string, descendants: ReadonlyArray<Descendant>): number => {
-  const children = new Map<string, { cost: number; live: boolean; budget: number }>()
-  for (const d of descendants) {
-    const at = d.ancestor_run_ids.indexOf(runId)
-    const child = at < 0 ? d.run_id : d.ancestor_run_ids[at + 1] ?? d.run_id
-    const sum = children.get(child) ?? { cost: 0, live: false, budget: 0 }
-    children.set(child, {
-      cost: sum.cost + d.cost,
-      live: sum.live || d.live,
-      budget: d.run_id === child ? d.max_cost_usd ?? 0 : sum.budget
-    })
-  }
-  let committed = 0
-  for (const child of children.values()) committed += child.live ? Math.max(child.budget, child.cost) : child.cost
-  return committed
-}
-
-/**
- * Whether a child asking `child` still fits in its parent's budget, the parent having spent
- * `parentCost` and its descendants (the child not among them yet) holding what `descendants` say.
- */
-export const fitsInParent = (parentId: string, parentBudget: number, parentCost: number, descendants: ReadonlyArray<Descendant>, child: number): boolean =>
-  child <= (leftOf(parentBudget, parentCost + heldBy(parentId, descendants)) ?? 0) + 1e-9
-
 /** What a usage cost, in US dollars. */
 export const costOf = (usage: RequestUsage): number => usage.inference_cost + usage.compute_cost
-
 
 /**
  * What a parent with `budget` has left once `spent` (by it, and held by its descendants) is gone:

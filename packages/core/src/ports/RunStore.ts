@@ -9,7 +9,7 @@
  *   keeps them, so a write based on an older read never drops an artifact.
  * - Everything else of the `StoredRun` is replaced by `update`.
  */
-import type { Descendant } from "../domain/Budget.js"
+import type { Descendant } from "../domain/BudgetTree.js"
 import type { Effect, Option, Stream } from "effect"
 import { Context, Data, DateTime } from "effect"
 import type { Owned, Shaper, Viewer } from "../domain/Access.js"

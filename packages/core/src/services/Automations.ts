@@ -44,7 +44,7 @@
  */
 import { Clock, DateTime, Effect, Either, Option } from "effect"
 import { actAsProblem, canManageFactory, canSee, shaperOf } from "../domain/Access.js"
-import { budgetEscapeProblem } from "../domain/Budget.js"
+import { budgetEscapeProblem } from "../domain/BudgetAccess.js"
 import type { Viewer } from "../domain/Access.js"
 import {
   Automation,

@@ -51,7 +51,7 @@
  *   follow-up to an admin's run lowers its token to a member's for the rest of the run; a run whose
  *   agent holds a secret only admins may hand out refuses followups from anyone else (403).
  */
-import { followupProblem } from "../domain/Budget.js"
+import { followupProblem } from "../domain/BudgetAccess.js"
 import { Clock, Effect, Either, Option, Schema, Tracer } from "effect"
 import { canChange, shaperOf } from "../domain/Access.js"
 import { checkFollowupSender } from "../domain/AdminOnlySecrets.js"

@@ -42,7 +42,7 @@
 import { Clock, DateTime, Effect, Either, Option } from "effect"
 import { describe as describeCron } from "../domain/CronDescription.js"
 import { actAsProblem, canChange, canCreate, canSee, scopeFor } from "../domain/Access.js"
-import { budgetEscapeProblem } from "../domain/Budget.js"
+import { budgetEscapeProblem } from "../domain/BudgetAccess.js"
 import type { Viewer } from "../domain/Access.js"
 import type { PrincipalRef } from "../domain/Common.js"
 import { nextFireTimes, parseSchedule } from "../domain/Cron.js"

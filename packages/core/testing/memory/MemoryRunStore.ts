@@ -26,7 +26,7 @@ import type { ConversationId, ExecutionId, RunId, TeamUid } from "../../src/doma
 import { RunItem } from "../../src/domain/Run.js"
 import { compareCodePoints, pageOf, type RunListQuery, stateCountsOf } from "../../src/domain/RunQuery.js"
 import { isTerminal, type RunState } from "../../src/domain/RunState.js"
-import { type Descendant, fitsInParent, MAX_DESCENDANTS } from "../../src/domain/Budget.js"
+import { type Descendant, fitsInParent, MAX_DESCENDANTS } from "../../src/domain/BudgetTree.js"
 import type { TimelineEvent } from "../../src/domain/Timeline.js"
 import { ownedRunJson, storedRunJson } from "../../src/domain/RunRecords.js"
 import {
