@@ -3,7 +3,8 @@
  * Node, `claudeCodePackage`, put first on the sandbox's PATH: node_modules/.bin/claude is whichever
  * of the two pinned releases npm linked last) run by the bundled server on local processes against
  * a fake Anthropic server on 127.0.0.1, chosen per run with `config.harness`, authenticated with
- * the team secret `ANTHROPIC_API_KEY`, and pointed at the endpoint by the environment's variables.
+ * the team secret `ANTHROPIC_API_KEY`, and pointed at the endpoint by the environment's variables;
+ * and stopped at the turn past its run's `max_turns` (docs/budgets.md).
  */
 import { claudeCodePackage, cliPath, fakeModel } from "@agent-runs/testing"
 import { Effect, Exit, Scope } from "effect"
@@ -185,4 +186,30 @@ describe("agent CLIs as harnesses, through the API", () => {
     const later = blocks((await call(server, "GET", `/api/v1/agent/runs/${runId}/conversation`, { token: team.tokens.member })).body.steps)
     expect(later.some((b) => b.type === "text" && b.text === "ANSWER: AND-THEN")).toBe(true)
   }, 240_000)
+
+  it("stops Claude Code at the turn past its run's max_turns: FAILED budget_exceeded", async () => {
+    const token = team.tokens.admin
+    expect((await call(server, "PUT", "/api/v1/agent/secrets/ANTHROPIC_API_KEY", { token, body: { value: "sk-team-key" } })).status)
+      .toBeLessThan(300)
+    const env = await call(server, "POST", "/api/v1/agent/environments", {
+      token,
+      body: { config: { name: "claude-budgeted", harness: { type: "claude", model_id: "claude-sonnet-4-5" }, env: { ANTHROPIC_BASE_URL: modelUrl } }, team: true }
+    })
+    expect(env.status).toBe(201)
+    // One turn asks for the command; the answer after its result would be the second.
+    const created = await call(server, "POST", "/api/v1/agent/runs", {
+      token: team.tokens.member,
+      body: { prompt: "RUN: echo hi > h.txt && ls", config: { environment_id: env.body.uid, max_turns: 1 } }
+    })
+    expect(created.status).toBe(200)
+    let run: Json
+    const deadline = Date.now() + 90_000
+    do {
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      run = (await call(server, "GET", `/api/v1/agent/runs/${created.body.run_id}`, { token: team.tokens.member })).body
+    } while (!["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"].includes(run.state) && Date.now() < deadline)
+    expect(run.state, JSON.stringify(run.status_message)).toBe("FAILED")
+    expect(run.status_message).toMatchObject({ error_code: "budget_exceeded" })
+    expect(run.status_message.message).toContain("config.max_turns")
+  }, 120_000)
 })

@@ -117,7 +117,7 @@ export type LiveBudget = { -readonly [K in keyof ExecutionBudget]: ExecutionBudg
 /** Why an execution passed its budget, having spent `spent` (this execution's cost) in `turns` turns; undefined when it has not. */
 export const overBudget = (budget: ExecutionBudget, spent: number, turns: number): string | undefined => {
   if (budget.max_turns !== null && turns > budget.max_turns) {
-    return `the agent started turn ${turns}, past the run's budget of ${budget.max_turns} turns (config.max_turns), and was stopped`
+    return `the agent started turn ${turns}, past the run's budget of ${budget.max_turns} turn${budget.max_turns === 1 ? "" : "s"} (config.max_turns), and was stopped`
   }
   const total = budget.spent_before + spent
   if (budget.max_cost_usd !== null && total > budget.max_cost_usd) {
