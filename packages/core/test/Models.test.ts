@@ -321,7 +321,8 @@ const team = {
   features: { metadata_filtering: true, scheduled_agents: false },
   max_concurrent_runs: 8,
   created_at: "2026-11-01T00:00:00.000Z",
-  budgets: { default_max_cost_usd: 2, max_cost_usd: 10, max_turns: 200 }
+  budgets: { default_max_cost_usd: 2, max_cost_usd: 10, max_turns: 200 },
+  share_weight: 3
 }
 
 const conversation = {

@@ -6,7 +6,8 @@
  *
  * Claims are global (every team's QUEUED runs with the same worker host compete), so tests that
  * claim use a worker host of their own; the one test of host-less claims uses runs created before
- * 1970, older than anything else the suite writes.
+ * 1970, older than anything else the suite writes (fair share across teams, which host-less claims
+ * follow, is FairShareSuite's, on a database of its own).
  */
 import { applyTransition, presentRun, runOwnership, runSnapshot } from "../src/domain/RunRecords.js"
 import { describe, expect, layer } from "@effect/vitest"
@@ -98,6 +99,7 @@ export interface RunFacts {
   readonly source?: RunSourceType
   readonly execution_location?: RunExecutionLocation
   readonly worker_host?: string
+  readonly priority?: number
   readonly parent?: StoredRun
   readonly metadata?: Readonly<Record<string, string>>
   readonly artifacts?: ReadonlyArray<ArtifactType>
@@ -149,7 +151,8 @@ export const makeRun = (facts: RunFacts): StoredRun => {
         ...(facts.model_id === undefined ? {} : { model_id: facts.model_id }),
         ...(environment === null ? {} : { environment_id: environment }),
         ...(facts.skill_spec === undefined ? {} : { skill_spec: facts.skill_spec as SkillSpec }),
-        ...(facts.worker_host === undefined ? {} : { worker_host: facts.worker_host })
+        ...(facts.worker_host === undefined ? {} : { worker_host: facts.worker_host }),
+        ...(facts.priority === undefined ? {} : { priority: facts.priority })
       },
       agent_skill: skill,
       creator: { type: "user", uid: facts.creator, display_name: "Creator" },
@@ -1109,7 +1112,9 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
           // Before 1970: older than every other QUEUED run the suite writes (see the top comment).
           const hosted = makeRun({ team, creator, state: "QUEUED", worker_host: "somewhere", created_at: -4000 })
           const first = makeRun({ team, creator, state: "QUEUED", created_at: -3000 })
-          const second = makeRun({ team, creator, state: "QUEUED", worker_host: "", created_at: -2000 })
+          // Of another team: after a claim, a team's next claim waits for the teams not yet served
+          // (fair share across teams: FairShareSuite.ts).
+          const second = makeRun({ team: uid(), creator, state: "QUEUED", worker_host: "", created_at: -2000 })
           yield* createRuns([hosted, first, second])
           const claim = () => store.claim({ worker_host: null, execution_id: uuid(), now: LATER, lease_ms: HOUR })
           const a = yield* claim()
@@ -1119,6 +1124,27 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
             Option.some(second.item.run_id)
           ])
           expect((yield* getRun(hosted.item.run_id)).item.state).toBe("QUEUED")
+        }))
+
+      it.effect("within what a claim may take, a higher priority goes first, then age", () =>
+        Effect.gen(function* () {
+          const store = yield* RunStore
+          const team = uid<TeamUid>()
+          const creator = uid<PrincipalUid>()
+          const host = `host-${uid()}`
+          const t = 1_700_000_400_000
+          const old = makeRun({ team, creator, state: "QUEUED", worker_host: host, created_at: t })
+          const urgent = makeRun({ team, creator, state: "QUEUED", worker_host: host, created_at: t + 3, priority: 10 })
+          const urgentOlder = makeRun({ team, creator, state: "QUEUED", worker_host: host, created_at: t + 2, priority: 10 })
+          const low = makeRun({ team, creator, state: "QUEUED", worker_host: host, created_at: t - 5, priority: -10 })
+          const newer = makeRun({ team, creator, state: "QUEUED", worker_host: host, created_at: t + 1 })
+          yield* createRuns([old, urgent, urgentOlder, low, newer])
+          const claims: Array<StoredRun> = []
+          for (let i = 0; i < 5; i++) {
+            const claimed = yield* store.claim({ worker_host: host, team_uid: team, execution_id: uuid(), now: LATER, lease_ms: HOUR })
+            claims.push(Option.getOrThrow(claimed))
+          }
+          expect(idsOf(claims)).toEqual(idsOf([urgentOlder, urgent, old, newer, low]))
         }))
 
       it.effect("claims are exclusive and do not stall each other: 8 fibers × 5 claims take 40 runs, each once", () =>

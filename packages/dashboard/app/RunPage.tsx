@@ -328,6 +328,7 @@ export const RunPage = (props: { readonly runId: string }) => {
           </dd>
         </div>
         {run.agent_config.max_turns == null ? null : <div><dt>Max turns</dt><dd>{run.agent_config.max_turns} per execution</dd></div>}
+        {run.agent_config.priority == null ? null : <div><dt>Priority</dt><dd>{run.agent_config.priority}</dd></div>}
         {run.trace_id === undefined ? null : <div><dt>Trace</dt><dd><code title="the run's OpenTelemetry trace id">{run.trace_id}</code></dd></div>}
       </dl>
       <DebugBanner run={run} />

@@ -30,7 +30,8 @@ const TeamRow = Schema.Struct({
   features: JsonColumn,
   max_concurrent_runs: Schema.Number,
   created_at: Rows.Millis,
-  budgets: Schema.NullOr(JsonColumn)
+  budgets: Schema.NullOr(JsonColumn),
+  share_weight: Schema.Number
 })
 
 const PrincipalRow = Schema.Struct({
@@ -68,7 +69,8 @@ const toTeam = (row: typeof TeamRow.Type) =>
     features: row.features,
     max_concurrent_runs: row.max_concurrent_runs,
     created_at: iso(row.created_at),
-    budgets: row.budgets ?? {}
+    budgets: row.budgets ?? {},
+    share_weight: row.share_weight
   })
 
 const toPrincipal = (row: typeof PrincipalRow.Type, memberships: ReadonlyArray<typeof MembershipRow.Type>) =>
@@ -116,7 +118,8 @@ export const layer = Layer.scoped(
       name: team.name,
       features: json(Schema.encodeSync(Team.fields.features)(team.features)),
       max_concurrent_runs: team.max_concurrent_runs,
-      created_at: millis(team.created_at)
+      created_at: millis(team.created_at),
+      share_weight: team.share_weight
     })
     const budgetsColumn = (budgets: TeamBudgets) => json(Schema.encodeSync(TeamBudgets)(budgets))
 

@@ -25,6 +25,7 @@ import renderedConversations from "./migrations/0015_rendered_conversations.js"
 import idempotencyKeys from "./migrations/0016_idempotency_keys.js"
 import traceDocShape from "./migrations/0017_trace_doc_shape.js"
 import budgets from "./migrations/0018_budgets.js"
+import fairShare from "./migrations/0019_fair_share.js"
 
 export const loader = Migrator.fromRecord({
   "0001_runs": runs,
@@ -44,13 +45,16 @@ export const loader = Migrator.fromRecord({
   "0015_rendered_conversations": renderedConversations,
   "0016_idempotency_keys": idempotencyKeys,
   "0017_trace_doc_shape": traceDocShape,
-  "0018_budgets": budgets
+  "0018_budgets": budgets,
+  "0019_fair_share": fairShare
 })
 
 /** Migration 0017's shapes and statement (its test runs it on a database with older documents). */
 export * as TraceDocShape from "./migrations/0017_trace_doc_shape.js"
 /** Migration 0018's shape and statements (likewise). */
 export * as Budgets from "./migrations/0018_budgets.js"
+/** Migration 0019's shape and statements (likewise). */
+export * as FairShare from "./migrations/0019_fair_share.js"
 
 /**
  * Applies every migration not yet applied, then warns in the log when the run list's `q` can only

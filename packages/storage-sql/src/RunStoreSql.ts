@@ -30,10 +30,8 @@
  *   inbox is counted after the guarded statement, whose row lock orders concurrent follow-ups.
  * - Timeline sequences come from the run row's `last_sequence`, bumped by the same statement
  *   that writes the run (the row lock orders concurrent appends on PostgreSQL).
- * - `claim` is one statement: `UPDATE runs ... WHERE run_id = (SELECT the oldest QUEUED run ...
- *   FOR UPDATE SKIP LOCKED)` on PostgreSQL (concurrent claimers skip each other's row), the same
- *   without the locking clause on SQLite (one writer at a time); its `run_claimed` event is
- *   written in the same transaction.
+ * - `claim` (RunClaimSql.ts) picks a team by fair share for the service's own executors, then the
+ *   team's first run by priority and age, with its `run_claimed` event.
  * - A new run's rows (and its creation's audit entry) are one statement on PostgreSQL when their
  *   parameters fit, ending with the wake-up's `pg_notify` (sent as it commits): no transaction.
  *   Elsewhere wake-ups are signalled after the write (at the commit of a transaction it is in), so a
@@ -74,6 +72,7 @@ import type { Statement } from "@effect/sql"
 import { Effect, Layer, Option, Schema, Stream } from "effect"
 import { conversationsSql } from "./ConversationsSql.js"
 import { runSpendSql } from "./RunSpendSql.js"
+import { type ClaimParams, runClaimSql } from "./RunClaimSql.js"
 import { claimIdentities, countDelivery, insertDelivery } from "./DeliveriesSql.js"
 import { iso, json, JsonColumn as Json, operation, visibleTo } from "./internal/Catalog.js"
 import { countByState as countStates, selectPage } from "./RunListSql.js"
@@ -117,7 +116,6 @@ const decodeAdmission = TrustedCodec.decoder(Schema.Array(Schema.Struct({ active
 const decodeTotals = TrustedCodec.decoder(Schema.Array(Schema.Struct({ count: Int, bytes: Int })))
 const decodeShapers = TrustedCodec.decoder(Schema.Array(Schema.Struct({ principal_uid: Schema.String, role: Role })))
 const decodeStateCounts = TrustedCodec.decoder(Schema.Array(Schema.Struct({ state: RunState, n: Int })))
-const decodeClaimed = TrustedCodec.decoder(Schema.Array(Schema.Struct({ run_id: RunId, last_sequence: Int })))
 const decodeHolders = TrustedCodec.decoder(
   Schema.Array(Schema.Struct({ schedule_id: Schema.String, scheduled_for: Int, run_id: RunId, state: RunState }))
 )
@@ -497,57 +495,10 @@ export const layer = Layer.effect(
       operation("RunStore.recordFollowup")
     )
 
+    const claims = runClaimSql(sql, { eventRows, insertAll })
     const claim = Effect.fn("RunStore.claim")(
-      function* (params: {
-        readonly worker_host: string | null
-        readonly team_uid?: TeamUid | undefined
-        readonly execution_id: ExecutionId
-        readonly now: number
-        readonly lease_ms: number
-      }) {
-        const host = params.worker_host === null || params.worker_host === ""
-          ? sql`worker_host IS NULL`
-          : params.team_uid === undefined
-          ? sql`worker_host = ${params.worker_host}`
-          : sql`worker_host = ${params.worker_host} AND team_uid = ${params.team_uid}`
-        const skipLocked = sql.onDialectOrElse({
-          pg: () => sql.literal("FOR UPDATE SKIP LOCKED"),
-          orElse: () => sql.literal("")
-        })
-        // 'QUEUED' is written literally so that SQLite can use the partial index runs_queue.
-        const claiming = sql`UPDATE runs SET state = 'CLAIMED', updated_at = ${params.now},
-            lease_execution_id = ${params.execution_id}, lease_expires_at = ${params.now + params.lease_ms},
-            last_sequence = last_sequence + 1
-          WHERE run_id = (
-            SELECT run_id FROM runs WHERE state = 'QUEUED' AND ${host}
-            ORDER BY created_at, run_id LIMIT 1 ${skipLocked}
-          ) AND state = 'QUEUED'
-          RETURNING ${columns}, runs.last_sequence`
-        const claimed = yield* sql.onDialectOrElse({
-          // One statement: the claim and its event (a data-modifying WITH), atomic without a transaction.
-          pg: () =>
-            Effect.map(
-              sql`WITH u AS (${claiming}), e AS (
-                  INSERT INTO timeline_events (run_id, sequence, event_type, occurred_at, execution_id)
-                  SELECT u.run_id, u.last_sequence, 'run_claimed', ${params.now}::bigint, ${params.execution_id} FROM u
-                ) SELECT * FROM u`,
-              (rows) => Option.fromNullable(rows[0])
-            ),
-          orElse: () =>
-            sql.withTransaction(Effect.gen(function* () {
-              const rows = yield* claiming
-              const row = rows[0]
-              if (row === undefined) return Option.none()
-              const { last_sequence, run_id } = (yield* decodeClaimed(rows))[0]!
-              yield* insertAll(
-                "timeline_events",
-                eventRows(run_id, last_sequence, [
-                  { event_type: "run_claimed", occurred_at: params.now, execution_id: params.execution_id }
-                ])
-              )
-              return Option.some(row)
-            }))
-        })
+      function* (params: ClaimParams) {
+        const claimed = yield* claims.claim(params)
         if (Option.isNone(claimed)) return Option.none()
         const [run] = yield* storedRuns([claimed.value])
         return Option.fromNullable(run)

@@ -91,6 +91,7 @@ export const runWrites = (sql: SqlClient.SqlClient) => {
         schedule_id: item.schedule?.schedule_id ?? null,
         executor_uid: item.executor.uid,
         worker_host: config.worker_host === undefined || config.worker_host === "" ? null : config.worker_host,
+        priority: config.priority ?? 0,
         attempt: item.attempt,
         execution_count: item.execution_count,
         conversation_id: item.conversation_id,

@@ -1,5 +1,5 @@
 /**
- * Migrations 0017 and 0018: run documents stored before runs had a trace, or a budget, are marked
+ * Migrations 0017, 0018 and 0019: run documents stored before runs had a trace, a budget or a priority, are marked
  * with the shape that has them (those fields are optional, so such a document is the run's encoding
  * under it), and so are spliced by lists again, not decoded and encoded; what a list sends stays
  * the same.
@@ -17,6 +17,7 @@ import { freshDatabase, testKey } from "./harness.js"
 
 const { BEFORE_TRACES, WITH_TRACES, default: traceDocShape } = Migrations.TraceDocShape
 const { WITH_BUDGETS } = Migrations.Budgets
+const { WITH_PRIORITY } = Migrations.FairShare
 
 /** A database with one run whose document is marked `shape`; what a list sent before, and a way to read it again. */
 const storedUnder = (shape: string) =>
@@ -52,7 +53,22 @@ it.scoped.each([BEFORE_TRACES, WITH_TRACES])("0018 marks documents of shape %s w
     yield* Effect.provide(Migrations.Budgets.default, db.context)
     expect(yield* db.shapes).toEqual([WITH_BUDGETS])
     expect(yield* db.again).toEqual(db.before)
-    // The shape with budgets is the current one. When RunItem changes again, this line goes (and
+  }))
+
+it.scoped("0019 marks documents of the shape with budgets with the shape with priorities; lists send the same", () =>
+  Effect.gen(function* () {
+    const db = yield* storedUnder(WITH_BUDGETS)
+    const sql = yield* Effect.provide(SqlClient.SqlClient, db.context)
+    // The migration as it runs on a database that has not had it yet (what it adds is dropped first).
+    yield* sql`DROP INDEX runs_claim`
+    yield* sql`ALTER TABLE runs DROP COLUMN priority`
+    yield* sql`DROP TABLE team_shares`
+    yield* sql`DROP TABLE share_clock`
+    yield* sql`ALTER TABLE teams DROP COLUMN share_weight`
+    yield* Effect.provide(Migrations.FairShare.default, db.context)
+    expect(yield* db.shapes).toEqual([WITH_PRIORITY])
+    expect(yield* db.again).toEqual(db.before)
+    // The shape with priorities is the current one. When RunItem changes again, this line goes (and
     // the change may want a migration like this one).
-    expect(WITH_BUDGETS).toBe(RUN_DOC_SHAPE)
+    expect(WITH_PRIORITY).toBe(RUN_DOC_SHAPE)
   }))

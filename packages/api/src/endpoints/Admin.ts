@@ -31,7 +31,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       .addSuccess(Identity.Team)
       .addError(Problems.ResourceNotFound, { status: 404 })
       .addError(Problems.PayloadTooLarge, { status: 413 })
-      .annotateContext(doc("Change a team", "features (metadata_filtering, scheduled_agents) and max_concurrent_runs."))
+      .annotateContext(doc("Change a team", "features (metadata_filtering, scheduled_agents), max_concurrent_runs and share_weight (1 to 100: the team's weight in fair share across teams)."))
   )
   .add(
     HttpApiEndpoint.post("createPrincipal", "/admin/principals")

@@ -71,6 +71,7 @@ const describeRun = (run: Run.RunItem): string => {
   if (run.environment_id !== null) lines.push(["environment", run.environment_id])
   if (run.agent_config.model_id !== undefined) lines.push(["model", run.agent_config.model_id])
   if (run.agent_config.harness !== undefined) lines.push(["harness", run.agent_config.harness.type])
+  if (run.agent_config.priority !== undefined) lines.push(["priority", String(run.agent_config.priority)])
   if (run.status_message !== null) {
     const code = run.status_message.error_code === undefined ? "" : `${run.status_message.error_code}: `
     lines.push(["status", `${code}${run.status_message.message}`])
@@ -98,6 +99,10 @@ const create = Command.make(
       Options.withDescription("the harness type (claude, codex, gemini, opencode, oz); default: the server's")
     ),
     model: Options.text("model").pipe(Options.optional, Options.withDescription("the model id")),
+    priority: Options.integer("priority").pipe(
+      Options.optional,
+      Options.withDescription("-10 to 10 (default 0): within the team, runs with a higher priority are claimed first")
+    ),
     json
   },
   (options) =>
@@ -106,7 +111,8 @@ const create = Command.make(
       const config = {
         ...Option.match(options.environment, { onNone: () => ({}), onSome: (environment_id) => ({ environment_id }) }),
         ...Option.match(options.model, { onNone: () => ({}), onSome: (model_id) => ({ model_id }) }),
-        ...Option.match(options.harness, { onNone: () => ({}), onSome: (type) => ({ harness: { type } }) })
+        ...Option.match(options.harness, { onNone: () => ({}), onSome: (type) => ({ harness: { type } }) }),
+        ...Option.match(options.priority, { onNone: () => ({}), onSome: (priority) => ({ priority }) })
       }
       const request = yield* Schema.decodeUnknown(Run.RunAgentRequest)({
         prompt,

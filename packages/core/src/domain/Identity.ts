@@ -7,6 +7,7 @@
 import { Schema } from "effect"
 import { NonBlankString, optionalInput, PrincipalRef, PrincipalType, Timestamp } from "./Common.js"
 import { TeamBudgets } from "./Budget.js"
+import { ShareWeight } from "./FairShare.js"
 import { PrincipalUid, TeamUid, TokenId } from "./Ids.js"
 
 /** A principal's role in a team: admins also manage the factory (webhooks, secrets, automations, settings). */
@@ -36,7 +37,9 @@ export class Team extends Schema.Class<Team>("Team")({
   max_concurrent_runs: MaxConcurrentRuns,
   created_at: Timestamp,
   /** Its runs' default budgets and the ceilings over them (Budget.ts), set by a team admin; none by default. */
-  budgets: TeamBudgets.pipe(Schema.propertySignature, Schema.withConstructorDefault(() => ({})))
+  budgets: TeamBudgets.pipe(Schema.propertySignature, Schema.withConstructorDefault(() => ({}))),
+  /** Its weight in fair share across teams (FairShare.ts), set by an instance administrator. */
+  share_weight: ShareWeight.pipe(Schema.propertySignature, Schema.withConstructorDefault(() => 1))
 }) {}
 
 /** A principal's membership of one team. */
@@ -115,7 +118,8 @@ export class PatchTeamRequest extends Schema.Class<PatchTeamRequest>("PatchTeamR
       scheduled_agents: optionalInput(Schema.Boolean)
     })
   ),
-  max_concurrent_runs: optionalInput(MaxConcurrentRuns)
+  max_concurrent_runs: optionalInput(MaxConcurrentRuns),
+  share_weight: optionalInput(ShareWeight)
 }) {}
 
 /** `GET /admin/teams`. */

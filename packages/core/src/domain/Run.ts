@@ -12,6 +12,7 @@ import { Either, Encoding, Schema } from "effect"
 import type { FastCheck } from "effect"
 import { SkillSpec } from "./Agent.js"
 import { MaxCostUsd, MaxTurns } from "./Budget.js"
+import { RunPriority } from "./FairShare.js"
 import { Artifact } from "./Artifact.js"
 import {
   Metadata,
@@ -143,7 +144,9 @@ export const AgentConfig = Schema.Struct({
   /** What the run and its descendants may spend, in US dollars (Budget.ts); the environment's or team's default, within the team's ceiling. */
   max_cost_usd: optionalInput(MaxCostUsd),
   /** How many model turns the agent may take in each execution (Budget.ts); defaulted and bounded like `max_cost_usd`. */
-  max_turns: optionalInput(MaxTurns)
+  max_turns: optionalInput(MaxTurns),
+  /** Within its team, a run with a higher priority is claimed first (FairShare.ts): -10 to 10, absent for 0. */
+  priority: optionalInput(RunPriority)
 }).annotations({ identifier: "AmbientAgentConfig" })
 export type AgentConfig = typeof AgentConfig.Type
 

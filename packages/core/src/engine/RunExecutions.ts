@@ -297,7 +297,7 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
       })
 
     /**
-     * Claims the oldest QUEUED run for `worker_host` (null: the server's own) under a lease of
+     * Claims the next QUEUED run for `worker_host` (null: the server's own; RunStore.claim) under a lease of
      * `execution_id`, and gathers what its execution needs. What cannot be read once claimed is
      * read again (a few times); then the execution goes on without it (no history, no attachment)
      * rather than wait for its lease to expire.

@@ -282,11 +282,13 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
     events: ReadonlyArray<NewTimelineEvent>
   ) => Effect.Effect<Updated, StaleWrite | StorageError>
   /**
-   * Claims the oldest QUEUED run (by `created_at`, then `run_id`) for a worker host (null: runs
-   * without one, for the service's own executors): CLAIMED, `updated_at = now`, a lease of
-   * `execution_id` until `now + lease_ms`, and a `run_claimed` event, in one atomic step. Two
-   * claimers never get the same run. With `team_uid`, only that team's runs (a self-hosted worker
-   * claims for its own team).
+   * Claims a QUEUED run for a worker host (null: runs without one, for the service's own
+   * executors): CLAIMED, `updated_at = now`, a lease of `execution_id` until `now + lease_ms`, and a
+   * `run_claimed` event, in one atomic step. Two claimers never get the same run. With `team_uid`,
+   * only that team's runs (a self-hosted worker claims for its own team); without a host or a team,
+   * the team by fair share first (FairShare.ts: its clock and the team's next start move in the same
+   * step). Then the run with the highest `config.priority`, the oldest (`created_at`, then `run_id`)
+   * among equals.
    */
   readonly claim: (params: {
     readonly worker_host: string | null

@@ -233,7 +233,8 @@ export class Identities extends Effect.Service<Identities>()("@agent-runs/core/I
             metadata_filtering: features?.metadata_filtering ?? team.features.metadata_filtering,
             scheduled_agents: features?.scheduled_agents ?? team.features.scheduled_agents
           },
-          max_concurrent_runs: request.max_concurrent_runs ?? team.max_concurrent_runs
+          max_concurrent_runs: request.max_concurrent_runs ?? team.max_concurrent_runs,
+          share_weight: request.share_weight ?? team.share_weight
         })
         yield* audit.recording(viewer, store.updateTeam(next), () => ({ action: "team.update", resource: { type: "team", id: uid }, team_uid: uid }))
         return next

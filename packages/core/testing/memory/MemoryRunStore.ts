@@ -9,8 +9,10 @@
  *   ancestors and artifacts stay as stored. A full follow-up inbox (`maxPending`) is counted after
  *   the guard and writes nothing either.
  * - Timeline sequences count from the run's last one, without gaps.
- * - `claim` takes the oldest QUEUED run (created_at, then run id) of its worker host (and team,
- *   when given); a wake-up is signalled after a write that leaves a run QUEUED.
+ * - `claim` takes the first QUEUED run (by priority, then created_at, then run id) of its worker
+ *   host (and team, when given); the service's own executors' claim (no host, no team) first picks
+ *   the team by fair share (FairShare.ts). A wake-up is signalled after a write that leaves a run
+ *   QUEUED.
  * - The list is the reference evaluator `RunQuery.pageOf` over the runs the viewer may see, the
  *   counts by state `RunQuery.stateCountsOf`.
  *
@@ -26,6 +28,7 @@ import type { ConversationId, ExecutionId, RunId, TeamUid } from "../../src/doma
 import { RunItem } from "../../src/domain/Run.js"
 import { compareCodePoints, pageOf, type RunListQuery, stateCountsOf } from "../../src/domain/RunQuery.js"
 import { isTerminal, type RunState } from "../../src/domain/RunState.js"
+import { afterClaim, type Contender, nextTeam } from "../../src/domain/FairShare.js"
 import { type Descendant, fitsInParent, MAX_DESCENDANTS } from "../../src/domain/BudgetTree.js"
 import type { TimelineEvent } from "../../src/domain/Timeline.js"
 import { ownedRunJson, storedRunJson } from "../../src/domain/RunRecords.js"
@@ -83,6 +86,10 @@ const replacing = (current: StoredRun, next: StoredRun): StoredRun =>
 /** Oldest first: by `created_at`, then run id. */
 const oldestFirst = (a: StoredRun, b: StoredRun): number =>
   millis(a.item.created_at) - millis(b.item.created_at) || compareCodePoints(a.item.run_id, b.item.run_id)
+
+/** The order of claims within what a claim may take: higher priority first, then oldest. */
+const claimOrder = (a: StoredRun, b: StoredRun): number =>
+  (b.item.agent_config.priority ?? 0) - (a.item.agent_config.priority ?? 0) || oldestFirst(a, b)
 
 const encodeItem = Schema.encodeSync(RunItem)
 
@@ -390,6 +397,21 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
       return held ? takeFollowups(runId) : Effect.fail(new StaleWrite({ what: `follow-ups of run ${runId}: not held by ${executionId}` }))
     })
 
+  /** The teams with runs among `queued`, as fair share weighs them. */
+  const contendersOf = (queued: ReadonlyArray<StoredRun>): Array<Contender> => {
+    const oldest = new Map<TeamUid, number>()
+    for (const run of queued) {
+      const created = millis(run.item.created_at)
+      oldest.set(run.team_uid, Math.min(created, oldest.get(run.team_uid) ?? created))
+    }
+    return [...oldest].map(([team, first]) => ({
+      team,
+      weight: state.teams.get(team)?.share_weight ?? 1,
+      next: state.shares.next.get(team) ?? 0,
+      oldest: first
+    }))
+  }
+
   const claim = (params: {
     readonly worker_host: string | null
     readonly team_uid?: TeamUid | undefined
@@ -402,11 +424,17 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
       const candidates = runsIn("QUEUED").filter((run) =>
         workerHostOf(run) === host && (params.team_uid === undefined || run.team_uid === params.team_uid)
       )
-      const oldest = candidates.reduce<StoredRun | undefined>(
-        (best, run) => (best === undefined || oldestFirst(run, best) < 0 ? run : best),
-        undefined
-      )
+      const fair = host === null && params.team_uid === undefined
+      const team = fair ? nextTeam(contendersOf(candidates), state.shares.vtime) : undefined
+      const oldest = candidates
+        .filter((run) => team === undefined || run.team_uid === team.team)
+        .reduce<StoredRun | undefined>((best, run) => (best === undefined || claimOrder(run, best) < 0 ? run : best), undefined)
       if (oldest === undefined) return Option.none()
+      if (team !== undefined) {
+        const after = afterClaim(team, state.shares.vtime)
+        state.shares.vtime = after.vtime
+        state.shares.next.set(team.team, after.next)
+      }
       const target = record(oldest.item.run_id)!
       write(
         target,

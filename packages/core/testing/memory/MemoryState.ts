@@ -146,6 +146,9 @@ export interface MemoryState {
   readonly workers: Map<TeamUid, Map<string, WorkerRow>>
   readonly workerBindings: Map<TeamUid, Map<string, WorkerBinding>>
 
+  // Written by RunStore's claims: fair share's clock and each team's next start (FairShare.ts).
+  readonly shares: { vtime: number; readonly next: Map<TeamUid, number> }
+
   // Written by AuditLog: the entries by id.
   readonly audit: Map<AuditEntryId, AuditEntry>
 
@@ -184,6 +187,7 @@ export const makeMemoryState = (): MemoryState => ({
   subjects: new Map(),
   workers: new Map(),
   workerBindings: new Map(),
+  shares: { vtime: 0, next: new Map() },
   audit: new Map(),
   idempotencyKeys: new Map()
 })
