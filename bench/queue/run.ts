@@ -20,6 +20,10 @@
  * the one before (0: all at once). Neither side logs (graphile-worker's logger is silenced, ours is at None). Prints
  * p50/p90/p99/max and records two rows (p50, p99) for `npm run bench`.
  *
+ * BENCH_QUEUE_TEAMS (1): the jobs are created by this many teams in turn, each of the same weight,
+ * so that claims go by fair share across teams (docs/fair-share.md: with two or more teams waiting a
+ * claim takes the clock's lock; with one, none). graphile-worker's jobs are the same either way.
+ *
  * BENCH_QUEUE_AGENT: `none` (default; what is measured ends at the hand-over, so the executor then
  * fails the run at once, ERROR, as graphile-worker's task returns at once) or `scripted` (the
  * scripted agent runs `exit 0`: setup, start, transcript, outcome). BENCH_QUEUE_ONLY=ours skips the
@@ -56,6 +60,7 @@ const JOBS = Number(process.env.BENCH_QUEUE_JOBS ?? 300)
 const WARMUP = Number(process.env.BENCH_QUEUE_WARMUP ?? 20)
 const INTERVAL_MS = Number(process.env.BENCH_QUEUE_INTERVAL_MS ?? 50)
 const CONCURRENCY = Number(process.env.BENCH_QUEUE_CONCURRENCY ?? 16)
+const TEAMS = Math.max(1, Number(process.env.BENCH_QUEUE_TEAMS ?? 1))
 const POOL = Number(process.env.BENCH_QUEUE_POOL ?? 10)
 /** `none`: the executor takes the run and ends it at once (no agent); `scripted`: an in-process agent that exits at once. */
 const AGENT = process.env.BENCH_QUEUE_AGENT ?? "none"
@@ -150,12 +155,12 @@ const ours = async (): Promise<Figures> => {
       ).pipe(Layer.provide(Layer.succeedContext(process.env.BENCH_QUEUE_DEBUG === "1" ? timedClaims(claimer) : claimer))),
       yield* Effect.scope
     )
-    // One team creates them all: no rate limit, no admission limit in the way.
+    // TEAMS teams create them in turn, each under no admission limit; the run-creation quota is per team.
     const runs = yield* runsService.pipe(Effect.provide(api))
-    const viewer = yield* seedTeam.pipe(Effect.provide(api), Effect.provide(IdsLive))
+    const viewers = yield* Effect.all(Array.from({ length: TEAMS }, () => seedTeam.pipe(Effect.provide(api), Effect.provide(IdsLive))))
     const add = (i: number) =>
       Effect.runPromise(
-        runs.create(viewer, new RunAgentRequest({ prompt: "exit 0", title: `job ${i}` })).pipe(
+        runs.create(viewers[i % TEAMS]!, new RunAgentRequest({ prompt: "exit 0", title: `job ${i}` })).pipe(
           Effect.map((r) => r.run_id),
           quiet
         )
@@ -215,7 +220,7 @@ const graphile = async (): Promise<Figures> => {
 
 const main = async () => {
   const pace = INTERVAL_MS > 0 ? `one every ${INTERVAL_MS} ms` : "all at once"
-  console.log(`bench:queue: ${JOBS} jobs added ${pace}, ${CONCURRENCY} at a time, pools of ${POOL}, PostgreSQL ${SERVER}, agent ${AGENT}`)
+  console.log(`bench:queue: ${JOBS} jobs added ${pace}, ${CONCURRENCY} at a time, pools of ${POOL}, PostgreSQL ${SERVER}, agent ${AGENT}, ${TEAMS} team(s)`)
   console.log(`load average ${loadavg().map((l) => l.toFixed(2)).join(" ")} on ${cpus().length} CPUs`)
   const our = await ours()
   console.log(`ours (created → handed to the executor): ${show(our)}`)

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { afterClaim, type Contender, nextTeam } from "../src/domain/FairShare.js"
+import { afterClaim, type Contender, nextTeam, shareAfter } from "../src/domain/FairShare.js"
 import type { TeamUid } from "../src/domain/Ids.js"
 
 const team = (i: number) => `team-${i}` as TeamUid
@@ -75,5 +75,11 @@ describe("fair share", () => {
     ]
     expect(nextTeam(waiting, 0)?.team).toBe(team(1))
     expect(nextTeam([], 0)).toBeUndefined()
+  })
+
+  it("a claim while one team waits alone moves nothing; among two it moves the clock and the team's next start", () => {
+    const alone = { team: team(0), weight: 2, oldest: 0, next: 3 }
+    expect(shareAfter([alone], alone, 5)).toBeUndefined()
+    expect(shareAfter([alone, { team: team(1), weight: 1, oldest: 1, next: 0 }], alone, 5)).toEqual({ vtime: 5, next: 5.5 })
   })
 })

@@ -13,6 +13,9 @@
  *   execution then holds is bounded by the team's `max_concurrent_runs` (admission).
  * - A team that had nothing waiting banks no credit: its next claim starts no earlier than the
  *   clock, so a team idle for an hour does not then take the next hour's claims.
+ * - A claim while only one team has runs waiting moves nothing (`shareAfter` is undefined): there
+ *   is no one to be fair to, and a team alone runs up no debt either. It also spares the common
+ *   case (one team, or one team busy at a time) the clock's lock on PostgreSQL.
  * - Ties (equal starts) go to the team whose oldest waiting run is oldest, then the smaller team
  *   id: with one team, or teams that are all equal, claims stay first come, first served.
  * - Within a team, runs go by `config.priority` (higher first), then age (RunStore.claim).
@@ -65,6 +68,14 @@ const before = (a: Contender, b: Contender, vtime: number): boolean => {
 /** The team to claim from next; undefined when none has runs waiting. */
 export const nextTeam = (contenders: ReadonlyArray<Contender>, vtime: number): Contender | undefined =>
   contenders.reduce<Contender | undefined>((best, c) => (best === undefined || before(c, best, vtime) ? c : best), undefined)
+
+/** The pool's clock and the team's next start after a claim from `c`, chosen among `contenders`; undefined when it was alone. */
+export const shareAfter = (
+  contenders: ReadonlyArray<Contender>,
+  c: Contender,
+  vtime: number
+): { readonly vtime: number; readonly next: number } | undefined =>
+  contenders.length > 1 ? afterClaim(c, vtime) : undefined
 
 /** The pool's clock and the team's next start after a claim from `c`. */
 export const afterClaim = (c: Contender, vtime: number): { readonly vtime: number; readonly next: number } => {

@@ -28,7 +28,7 @@ import type { ConversationId, ExecutionId, RunId, TeamUid } from "../../src/doma
 import { RunItem } from "../../src/domain/Run.js"
 import { compareCodePoints, pageOf, type RunListQuery, stateCountsOf } from "../../src/domain/RunQuery.js"
 import { isTerminal, type RunState } from "../../src/domain/RunState.js"
-import { afterClaim, type Contender, nextTeam } from "../../src/domain/FairShare.js"
+import { type Contender, nextTeam, shareAfter } from "../../src/domain/FairShare.js"
 import { type Descendant, fitsInParent, MAX_DESCENDANTS } from "../../src/domain/BudgetTree.js"
 import type { TimelineEvent } from "../../src/domain/Timeline.js"
 import { ownedRunJson, storedRunJson } from "../../src/domain/RunRecords.js"
@@ -424,14 +424,14 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
       const candidates = runsIn("QUEUED").filter((run) =>
         workerHostOf(run) === host && (params.team_uid === undefined || run.team_uid === params.team_uid)
       )
-      const fair = host === null && params.team_uid === undefined
-      const team = fair ? nextTeam(contendersOf(candidates), state.shares.vtime) : undefined
+      const contenders = host === null && params.team_uid === undefined ? contendersOf(candidates) : []
+      const team = nextTeam(contenders, state.shares.vtime)
       const oldest = candidates
         .filter((run) => team === undefined || run.team_uid === team.team)
         .reduce<StoredRun | undefined>((best, run) => (best === undefined || claimOrder(run, best) < 0 ? run : best), undefined)
       if (oldest === undefined) return Option.none()
-      if (team !== undefined) {
-        const after = afterClaim(team, state.shares.vtime)
+      const after = team === undefined ? undefined : shareAfter(contenders, team, state.shares.vtime)
+      if (team !== undefined && after !== undefined) {
         state.shares.vtime = after.vtime
         state.shares.next.set(team.team, after.next)
       }
