@@ -196,6 +196,16 @@ const createRuns = (runs: ReadonlyArray<StoredRun>, key?: ExactlyOnceKey) =>
 
 const encodeItem = Schema.encodeSync(RunItem)
 
+/** A fresh team, creator and worker host of their own (claims are global: see the top comment), and QUEUED runs of them. */
+const hostQueue = () => {
+  const team = uid<TeamUid>()
+  const creator = uid<PrincipalUid>()
+  const host = `host-${uid()}`
+  const queued = (created_at: number, priority?: number) =>
+    makeRun({ team, creator, state: "QUEUED", worker_host: host, created_at, ...(priority === undefined ? {} : { priority }) })
+  return { team, creator, host, queued, t: 1_700_000_400_000 }
+}
+
 /**
  * A stored run as comparable JSON (DateTime and class instances compared by value), its item
  * presented: the two computed flags are computed when a run is read, whatever the stored item said.
@@ -1070,14 +1080,11 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
       it.effect("claims the oldest QUEUED run of its worker host, with a lease and a run_claimed event", () =>
         Effect.gen(function* () {
           const store = yield* RunStore
-          const team = uid<TeamUid>()
-          const creator = uid<PrincipalUid>()
-          const host = `host-${uid()}`
-          const t = 1_700_000_400_000
-          const newer = makeRun({ team, creator, state: "QUEUED", worker_host: host, created_at: t + 5 })
-          const older = makeRun({ team, creator, state: "QUEUED", worker_host: host, created_at: t })
-          const tieA = makeRun({ team, creator, state: "QUEUED", worker_host: host, created_at: t + 2 })
-          const tieB = makeRun({ team, creator, state: "QUEUED", worker_host: host, created_at: t + 2 })
+          const { creator, host, queued, t, team } = hostQueue()
+          const newer = queued(t + 5)
+          const older = queued(t)
+          const tieA = queued(t + 2)
+          const tieB = queued(t + 2)
           const pending = makeRun({ team, creator, state: "PENDING", worker_host: host, created_at: t - 10 })
           const elsewhere = makeRun({ team, creator, state: "QUEUED", worker_host: `${host}-2`, created_at: t - 10 })
           yield* createRuns([newer, older, tieA, tieB, pending, elsewhere])
@@ -1129,15 +1136,12 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
       it.effect("within what a claim may take, a higher priority goes first, then age", () =>
         Effect.gen(function* () {
           const store = yield* RunStore
-          const team = uid<TeamUid>()
-          const creator = uid<PrincipalUid>()
-          const host = `host-${uid()}`
-          const t = 1_700_000_400_000
-          const old = makeRun({ team, creator, state: "QUEUED", worker_host: host, created_at: t })
-          const urgent = makeRun({ team, creator, state: "QUEUED", worker_host: host, created_at: t + 3, priority: 10 })
-          const urgentOlder = makeRun({ team, creator, state: "QUEUED", worker_host: host, created_at: t + 2, priority: 10 })
-          const low = makeRun({ team, creator, state: "QUEUED", worker_host: host, created_at: t - 5, priority: -10 })
-          const newer = makeRun({ team, creator, state: "QUEUED", worker_host: host, created_at: t + 1 })
+          const { host, queued, t, team } = hostQueue()
+          const old = queued(t)
+          const urgent = queued(t + 3, 10)
+          const urgentOlder = queued(t + 2, 10)
+          const low = queued(t - 5, -10)
+          const newer = queued(t + 1)
           yield* createRuns([old, urgent, urgentOlder, low, newer])
           const claims: Array<StoredRun> = []
           for (let i = 0; i < 5; i++) {
