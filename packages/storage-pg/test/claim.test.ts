@@ -9,7 +9,7 @@ import { RunStore } from "@agent-runs/core/ports/RunStore"
 import { describe, expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Fiber, Layer, Option, Redacted, Ref, Schedule, Stream } from "effect"
+import { Context, Deferred, Effect, Fiber, Layer, Option, Redacted, Ref, Schedule, Stream } from "effect"
 import { PgStorage } from "../src/index.js"
 import { freshDatabase, testKey } from "./harness.js"
 
@@ -103,5 +103,33 @@ describe("PostgreSQL claims across pools", () => {
       const run = makeRun({ team: uid(), creator: uid(), state: "QUEUED", worker_host: `host-${uid()}` })
       yield* a.create([{ run, events: creationEvents(run) }])
       expect(Option.isSome(yield* waitFor(before + 1))).toBe(true)
+    }))
+
+  it.scopedLive("a claim by share whose chosen team's run is locked by another writer takes the next team's run, not none", () =>
+    Effect.gen(function* () {
+      const { stores: [a], url } = yield* twoReplicasOn
+      const creator = uid<PrincipalUid>()
+      // Two teams waiting (claims go by share); the first team's one run is the older: it would be chosen.
+      const first = makeRun({ team: uid(), creator, state: "QUEUED", created_at: 1_700_000_000_000 })
+      const second = makeRun({ team: uid(), creator, state: "QUEUED", created_at: 1_700_000_100_000 })
+      yield* a.create([first, second].map((run) => ({ run, events: creationEvents(run) })))
+      // Another writer (a cancel, say) holds the first run's row.
+      const locked = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const holder = yield* Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql.withTransaction(Effect.gen(function* () {
+          yield* sql`SELECT run_id FROM runs WHERE run_id = ${first.item.run_id} FOR UPDATE`
+          yield* Deferred.succeed(locked, undefined)
+          yield* Deferred.await(release)
+        }))
+      }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })), Effect.fork)
+      yield* Deferred.await(locked)
+      const claimed = yield* a.claim({ worker_host: null, execution_id: uuid<ExecutionId>(), now: Date.now(), lease_ms: 60_000 })
+      expect(Option.map(claimed, (r) => r.item.run_id)).toEqual(Option.some(second.item.run_id))
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(holder)
+      const next = yield* a.claim({ worker_host: null, execution_id: uuid<ExecutionId>(), now: Date.now(), lease_ms: 60_000 })
+      expect(Option.map(next, (r) => r.item.run_id)).toEqual(Option.some(first.item.run_id))
     }))
 })

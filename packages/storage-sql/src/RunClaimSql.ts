@@ -146,7 +146,8 @@ export const runClaimSql = (sql: SqlClient.SqlClient, writes: EventWrites) => {
       if (Option.isNone(claimed) || after === undefined) return claimed
       yield* sql`INSERT INTO team_shares (team_uid, next_start) VALUES (${team.team}, ${after.next})
         ON CONFLICT (team_uid) DO UPDATE SET next_start = excluded.next_start`
-      yield* sql`UPDATE share_clock SET vtime = ${after.vtime} WHERE pool = ''`
+      yield* sql`INSERT INTO share_clock (pool, vtime) VALUES ('', ${after.vtime})
+        ON CONFLICT (pool) DO UPDATE SET vtime = excluded.vtime`
       return claimed
     }))
 

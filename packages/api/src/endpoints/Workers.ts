@@ -64,7 +64,7 @@ export class WorkersGroup extends HttpApiGroup.make("workers")
       .annotateContext(
         doc(
           "Claim a run (long poll)",
-          "Waits up to `wait_seconds` (default 20, at most 25) for the oldest QUEUED run of the team whose " +
+          "Waits up to `wait_seconds` (default 20, at most 25) for the QUEUED run (highest `config.priority`, then oldest) of the team whose " +
             "`agent_config.worker_host` is this worker, and claims it under a lease of `execution_id` (CLAIMED, " +
             "`run_claimed`); answers what its execution needs (the run, its run token, environment, attachments, history, " +
             "where its transcript ends), or `claim: null`. Only while the worker's latest heartbeat is at most 2 intervals " +
