@@ -21,7 +21,7 @@
  * - Delivery logs page with `limit` (core's `Webhooks.DELIVERY_PAGE_LIMIT`: 1–100, default 20) and the
  *   `cursor` of the previous page.
  */
-import { Budgets, Common, Followups, Identity, Ids, Run, RunQuery, RunState, Webhooks } from "@agent-runs/core"
+import { Budgets, Common, Followups, Identity, Ids, Run, RunOverview, RunQuery, RunState, Webhooks } from "@agent-runs/core"
 import { Schema, Struct } from "effect"
 
 /** `POST /agent/runs/{runId}/followups`: accepted (core's model). */
@@ -191,6 +191,15 @@ export const SpendUrlParams = Schema.Struct({
   days: Schema.optional(
     Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, Budgets.MAX_SPEND_DAYS)).annotations({
       description: `how many days, today included (1 to ${Budgets.MAX_SPEND_DAYS}; default ${Budgets.DEFAULT_SPEND_DAYS})`
+    })
+  )
+})
+
+/** `GET /agent/team/overview`: how many hours back, the current one included. */
+export const OverviewUrlParams = Schema.Struct({
+  hours: Schema.optional(
+    Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, RunOverview.MAX_OVERVIEW_HOURS)).annotations({
+      description: `how many hours, the current one included (1 to ${RunOverview.MAX_OVERVIEW_HOURS}; default ${RunOverview.DEFAULT_OVERVIEW_HOURS})`
     })
   )
 })

@@ -4,7 +4,7 @@
  * imports these as types only, so its bundle carries no schema code and its types cannot drift
  * from the server's).
  */
-import type { Audit, Budget, Budgets, Conversation, Identity, Run, RunQuery, RunState, Timeline } from "@agent-runs/core"
+import type { Audit, Budget, Budgets, Conversation, Identity, Run, RunOverview, RunQuery, RunState, Timeline } from "@agent-runs/core"
 import type { Schema } from "effect"
 import type { TranscriptLinkResponse } from "./Models.js"
 
@@ -50,3 +50,5 @@ export type AuditLogPage = Json<typeof Audit.AuditLogPage>
 export type TeamBudgets = Json<typeof Budget.TeamBudgets>
 /** `GET /agent/team/spend`. */
 export type TeamSpend = Json<typeof Budgets.TeamSpendResponse>
+/** `GET /agent/team/overview`. */
+export type TeamOverview = Json<typeof RunOverview.TeamOverviewResponse>

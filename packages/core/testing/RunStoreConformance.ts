@@ -904,6 +904,38 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
         }))
     })
 
+    describe("overview", () => {
+      it.effect("overviewRuns: the team's runs changed at or after a time, most recent first, with when each was created, started and ended", () =>
+        Effect.gen(function* () {
+          const store = yield* RunStore
+          const team = uid<TeamUid>()
+          const creator = uid<PrincipalUid>()
+          const t = 1_700_000_000_000
+          const timed = (state: RunState, created: number, updated: number, started: number | null, ended: number | null): StoredRun => {
+            const run = makeRun({ team, creator, state, created_at: created, updated_at: updated })
+            return {
+              ...run,
+              item: new RunItem({
+                ...run.item,
+                started_at: started === null ? null : at(started),
+                ended_at: ended === null ? null : at(ended)
+              })
+            }
+          }
+          const old = timed("SUCCEEDED", t - 9_000, t - 1, t - 8_000, t - 1)
+          const ended = timed("FAILED", t - 5_000, t + 3_000, t - 4_000, t + 3_000)
+          const running = timed("INPROGRESS", t + 1_000, t + 2_000, t + 1_500, null)
+          const queued = timed("QUEUED", t + 4_000, t + 4_000, null, null)
+          yield* createRuns([old, ended, running, queued, makeRun({ team: uid(), creator, state: "QUEUED", created_at: t + 5_000 })])
+          expect(yield* store.overviewRuns(team, t, 10)).toEqual([
+            { state: "QUEUED", created_at: t + 4_000, started_at: null, ended_at: null },
+            { state: "FAILED", created_at: t - 5_000, started_at: t - 4_000, ended_at: t + 3_000 },
+            { state: "INPROGRESS", created_at: t + 1_000, started_at: t + 1_500, ended_at: null }
+          ])
+          expect((yield* store.overviewRuns(team, t, 2)).map((r) => r.state)).toEqual(["QUEUED", "FAILED"])
+        }))
+    })
+
     describe("update", () => {
       it.effect("replaces the run when the guard holds; metadata, ancestors and artifacts are kept", () =>
         Effect.gen(function* () {

@@ -52,6 +52,7 @@ import {
   Skills,
   TeamMembers,
   Budgets,
+  Overview,
   Tokens,
   Webhooks,
   Workers
@@ -207,6 +208,7 @@ const servicesLayer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) =>
       Principals.Principals.Default,
       TeamMembers.TeamMembers.Default,
       Budgets.Budgets.Default,
+      Overview.Overview.Default,
       Tokens.Tokens.Default,
       Workers.Workers.Default,
       AuditService.Audit.Default,

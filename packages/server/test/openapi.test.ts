@@ -395,6 +395,8 @@ describe("the server against /openapi.json", () => {
     await as("GET /api/v1/agent/team/budgets", {})
     await as("GET /api/v1/agent/team/spend", {}, { query: "?days=7" })
     await as("GET /api/v1/agent/team/spend", {}, { query: "?days=91" })
+    await as("GET /api/v1/agent/team/overview", {}, { query: "?hours=6" })
+    await as("GET /api/v1/agent/team/overview", {}, { query: "?hours=169" })
     await as("GET /api/v1/agent/audit-log", {}, { query: "?limit=5&outcome=succeeded" })
     await as("GET /api/v1/agent/audit-log/export", {})
     await admin("GET /api/v1/admin/audit-log", {})

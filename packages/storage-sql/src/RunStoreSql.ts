@@ -72,6 +72,7 @@ import type { Statement } from "@effect/sql"
 import { Effect, Layer, Option, Schema, Stream } from "effect"
 import { conversationsSql } from "./ConversationsSql.js"
 import { runSpendSql } from "./RunSpendSql.js"
+import { runOverviewSql } from "./RunOverviewSql.js"
 import { type ClaimParams, runClaimSql } from "./RunClaimSql.js"
 import { claimIdentities, countDelivery, insertDelivery } from "./DeliveriesSql.js"
 import { iso, json, JsonColumn as Json, operation, visibleTo } from "./internal/Catalog.js"
@@ -590,6 +591,7 @@ export const layer = Layer.effect(
 
     const conversations = conversationsSql(sql, reader)
     const spend = runSpendSql(reader)
+    const overview = runOverviewSql(reader)
 
     /** Taken follow-ups, oldest first. */
     const followupsOf = (rows: ReadonlyArray<typeof FollowupRow.Type>) =>
@@ -705,6 +707,7 @@ export const layer = Layer.effect(
       findByConversation,
       descendants: spend.descendants,
       spendByDay: spend.spendByDay,
+      overviewRuns: overview.overviewRuns,
       createChild,
       wakeups: signals
     })

@@ -1,7 +1,7 @@
 /** A team's members, service accounts and their tokens, managed by the team's admins (no instance administrator needed). */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
-import { Budget, Budgets, Identity } from "@agent-runs/core"
-import { DeleteResponse, PrincipalPageUrlParams, SpendUrlParams } from "../Models.js"
+import { Budget, Budgets, Identity, RunOverview } from "@agent-runs/core"
+import { DeleteResponse, OverviewUrlParams, PrincipalPageUrlParams, SpendUrlParams } from "../Models.js"
 import * as Problems from "../Problems.js"
 import { Authentication, TeamHeaders } from "../Security.js"
 import { doc } from "./Doc.js"
@@ -118,6 +118,20 @@ export class TeamGroup extends HttpApiGroup.make("team")
         )
       )
   )
+  .add(
+    HttpApiEndpoint.get("getTeamOverview", "/agent/team/overview")
+      .setHeaders(TeamHeaders)
+      .setUrlParams(OverviewUrlParams)
+      .addSuccess(RunOverview.TeamOverviewResponse)
+      .annotateContext(
+        doc(
+          "What the team's runs did, hour by hour",
+          "Anyone acting in the team. Over the last `hours` UTC hours (the current one included): per hour, the runs created and " +
+            "the runs that ended by how they ended; percentiles of the wait from a run's creation to its agent's start and of " +
+            "runs' durations. `truncated`: more runs changed in the window than are read (20,000), the figures cover the most recent."
+        )
+      )
+  )
   .middleware(Authentication)
-  .annotateContext(doc("Team", "The team's members, service accounts and their tokens, for the team's admins; its budgets and spend."))
+  .annotateContext(doc("Team", "The team's members, service accounts and their tokens, for the team's admins; its budgets, spend and overview."))
 {}

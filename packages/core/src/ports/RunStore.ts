@@ -20,6 +20,7 @@ import type { ConversationStep } from "../domain/Conversation.js"
 import type { ConversationPart } from "../domain/ConversationLog.js"
 import type { ConversationId, ExecutionId, RunId, TeamUid } from "../domain/Ids.js"
 import type { RunItem } from "../domain/Run.js"
+import type { OverviewRun } from "../domain/RunOverview.js"
 import type { RunListPage, RunListQuery, RunListRow, RunStateCounts } from "../domain/RunQuery.js"
 import type { RunState } from "../domain/RunState.js"
 import type { TimelineEvent, TimelineEventType } from "../domain/Timeline.js"
@@ -390,6 +391,11 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
   readonly descendants: (runId: RunId) => Effect.Effect<ReadonlyArray<Descendant>, StorageError>
   /** What a team's runs created since `since` (epoch millis) spent, by UTC day of creation, oldest first; days without runs left out. */
   readonly spendByDay: (team: TeamUid, since: number) => Effect.Effect<ReadonlyArray<DaySpend>, StorageError>
+  /**
+   * The team's runs changed (`updated_at`) at or after `since`, the most recently changed first (then
+   * the larger run id), at most `limit`: when each was created, started and ended (RunOverview.ts).
+   */
+  readonly overviewRuns: (team: TeamUid, since: number, limit: number) => Effect.Effect<ReadonlyArray<OverviewRun>, StorageError>
   /** A signal each time a run may have become claimable (the dispatcher also polls). */
   readonly wakeups: Stream.Stream<void, StorageError>
 }>() {}

@@ -30,6 +30,7 @@ import { compareCodePoints, pageOf, type RunListQuery, stateCountsOf } from "../
 import { isTerminal, type RunState } from "../../src/domain/RunState.js"
 import { type Contender, nextTeam, shareAfter } from "../../src/domain/FairShare.js"
 import { type Descendant, fitsInParent, MAX_DESCENDANTS } from "../../src/domain/BudgetTree.js"
+import type { OverviewRun } from "../../src/domain/RunOverview.js"
 import type { TimelineEvent } from "../../src/domain/Timeline.js"
 import { ownedRunJson, storedRunJson } from "../../src/domain/RunRecords.js"
 import {
@@ -622,6 +623,21 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
       return [...days.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([day, sum]) => ({ day, ...sum }))
     })
 
+  const overviewRuns = (team: TeamUid, since: number, limit: number) =>
+    Effect.sync(() =>
+      [...state.runs.values()]
+        .map(({ run }) => run)
+        .filter((run) => run.team_uid === team && millis(run.item.updated_at) >= since)
+        .sort((a, b) => millis(b.item.updated_at) - millis(a.item.updated_at) || compareCodePoints(b.item.run_id, a.item.run_id))
+        .slice(0, limit)
+        .map((run): OverviewRun => ({
+          state: run.item.state,
+          created_at: millis(run.item.created_at),
+          started_at: run.item.started_at === null ? null : millis(run.item.started_at),
+          ended_at: run.item.ended_at === null ? null : millis(run.item.ended_at)
+        }))
+    )
+
   return RunStore.of({
     create,
     createChild,
@@ -656,6 +672,7 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
     findByConversation,
     descendants,
     spendByDay,
+    overviewRuns,
     wakeups: wakeups.signals
   })
 }

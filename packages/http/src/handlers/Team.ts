@@ -1,6 +1,6 @@
 /** Handlers of the team group: the team of the request's members, service accounts and tokens (core's `TeamMembers`, `Tokens`). */
 import { HttpApiBuilder } from "@effect/platform"
-import { Budgets, Identity, TeamMembers, Tokens } from "@agent-runs/core"
+import { Budgets, Identity, Overview, RunOverview, TeamMembers, Tokens } from "@agent-runs/core"
 import { Effect } from "effect"
 import { Api } from "@agent-runs/api/Api"
 import { DeleteResponse } from "@agent-runs/api/Models"
@@ -13,6 +13,7 @@ export const TeamLive = HttpApiBuilder.group(Api, "team", (handlers) =>
     const members = yield* TeamMembers.TeamMembers
     const tokens = yield* Tokens.Tokens
     const budgets = yield* Budgets.Budgets
+    const overview = yield* Overview.Overview
     return handlers
       .handle("listTeamMembers", ({ urlParams }) =>
         Effect.flatMap(CurrentViewer, (v) =>
@@ -34,4 +35,6 @@ export const TeamLive = HttpApiBuilder.group(Api, "team", (handlers) =>
       .handle("setTeamBudgets", ({ payload }) => Effect.flatMap(CurrentViewer, (v) => budgets.set(v, payload)))
       .handle("getTeamSpend", ({ urlParams }) =>
         Effect.flatMap(CurrentViewer, (v) => budgets.spend(v, urlParams.days ?? Budgets.DEFAULT_SPEND_DAYS)))
+      .handle("getTeamOverview", ({ urlParams }) =>
+        Effect.flatMap(CurrentViewer, (v) => overview.get(v, urlParams.hours ?? RunOverview.DEFAULT_OVERVIEW_HOURS)))
   }))

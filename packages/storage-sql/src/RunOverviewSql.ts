@@ -1,0 +1,41 @@
+/**
+ * A team's overview in SQL (core's RunOverview.ts): the runs of a team changed at or after a time,
+ * the most recently changed first (the `runs_team_updated` index, read backwards), with when each
+ * was created, started and ended. `started_at` and `ended_at` are read out of the stored document
+ * (JSON text): `json_extract` on SQLite, a cast to `json` on PostgreSQL.
+ */
+import type { TeamUid } from "@agent-runs/core/domain/Ids"
+import type { OverviewRun } from "@agent-runs/core/domain/RunOverview"
+import type { RunState } from "@agent-runs/core/domain/RunState"
+import type { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { operation } from "./internal/Catalog.js"
+
+/** An RFC 3339 time as epoch milliseconds; null when absent. */
+const millisOf = (value: string | null): number | null => (value === null ? null : Date.parse(value))
+
+export const runOverviewSql = (reader: SqlClient.SqlClient) => {
+  const field = (name: "started_at" | "ended_at") =>
+    reader.onDialectOrElse({
+      pg: () => reader.literal(`CAST(runs.doc AS json)->>'${name}'`),
+      orElse: () => reader.literal(`json_extract(runs.doc, '$.${name}')`)
+    })
+
+  const overviewRuns = Effect.fn("RunStore.overviewRuns")(
+    function* (team: TeamUid, since: number, limit: number) {
+      const rows = yield* reader<{ state: string; created_at: number | string; started_at: string | null; ended_at: string | null }>`
+        SELECT runs.state, runs.created_at, ${field("started_at")} AS started_at, ${field("ended_at")} AS ended_at
+        FROM runs WHERE runs.team_uid = ${team} AND runs.updated_at >= ${since}
+        ORDER BY runs.updated_at DESC, runs.run_id DESC LIMIT ${limit}`
+      return rows.map((row): OverviewRun => ({
+        state: row.state as RunState,
+        created_at: Number(row.created_at),
+        started_at: millisOf(row.started_at),
+        ended_at: millisOf(row.ended_at)
+      }))
+    },
+    operation("RunStore.overviewRuns")
+  )
+
+  return { overviewRuns } as const
+}
