@@ -12,25 +12,28 @@ const NOW = Date.UTC(2026, 11, 1, 10, 30)
 describe("overviewOf", () => {
   const since = windowStart(NOW, 3)
 
-  it("counts the runs created and ended in each hour of the window, by how they ended", () => {
+  it("counts the runs created in each hour of the window by their state now, with their waits and durations", () => {
     const runs: Array<OverviewRun> = [
-      // Created before the window, ended in its first hour.
+      // Created before the window: left out.
       { state: "SUCCEEDED", created_at: since - HOUR, started_at: since - HOUR + 1_000, ended_at: since + 60_000 },
+      { state: "SUCCEEDED", created_at: since + 10, started_at: since + 1_010, ended_at: since + 61_010 },
       { state: "FAILED", created_at: since + HOUR, started_at: since + HOUR + 2_000, ended_at: since + HOUR + 62_000 },
       { state: "CANCELLED", created_at: since + 2 * HOUR, started_at: null, ended_at: since + 2 * HOUR + 5 },
-      { state: "INPROGRESS", created_at: since + 2 * HOUR, started_at: since + 2 * HOUR + 4_000, ended_at: null }
+      { state: "INPROGRESS", created_at: since + 2 * HOUR, started_at: since + 2 * HOUR + 4_000, ended_at: null },
+      { state: "QUEUED", created_at: since + 2 * HOUR + 9, started_at: null, ended_at: null }
     ]
     const overview = overviewOf(runs, since, 3, false)
     expect(overview.since).toBe("2026-12-01T08:00:00.000Z")
-    expect(overview.hours.map((h) => [h.hour.slice(11, 16), h.created, h.SUCCEEDED, h.FAILED, h.CANCELLED])).toEqual([
-      ["08:00", 0, 1, 0, 0],
-      ["09:00", 1, 0, 1, 0],
-      ["10:00", 2, 0, 0, 1]
+    expect(overview.hours.map((h) => [h.hour.slice(11, 16), h.created, h.SUCCEEDED, h.FAILED, h.CANCELLED, h.live])).toEqual([
+      ["08:00", 1, 1, 0, 0, 0],
+      ["09:00", 1, 0, 1, 0, 0],
+      ["10:00", 3, 0, 0, 1, 2]
     ])
-    // Waits of the runs started in the window (2 s and 4 s; the one started before it is left out).
-    expect(overview.queue_wait_seconds).toEqual({ count: 2, p50: 2, p90: 4, p99: 4, max: 4 })
-    // Durations of the runs ended in the window after a start (the first started before it): 60 s and 3,659 s.
-    expect(overview.run_duration_seconds).toEqual({ count: 2, p50: 60, p90: 3659, p99: 3659, max: 3659 })
+    expect(overview.hours.map((h) => h.queue_wait_seconds.p50)).toEqual([1, 2, 4])
+    expect(overview.hours.map((h) => h.run_duration_seconds.count)).toEqual([1, 1, 0])
+    // Over the window: waits of 1, 2 and 4 s; durations of 60 s twice.
+    expect(overview.queue_wait_seconds).toEqual({ count: 3, p50: 2, p90: 4, p99: 4, max: 4 })
+    expect(overview.run_duration_seconds).toEqual({ count: 2, p50: 60, p90: 60, p99: 60, max: 60 })
   })
 
   it("has every hour of the window, and null percentiles without runs", () => {

@@ -905,7 +905,7 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
     })
 
     describe("overview", () => {
-      it.effect("overviewRuns: the team's runs changed at or after a time, most recent first, with when each was created, started and ended", () =>
+      it.effect("overviewRuns: the team's runs created at or after a time, newest first, with their state and when each was created, started and ended", () =>
         Effect.gen(function* () {
           const store = yield* RunStore
           const team = uid<TeamUid>()
@@ -922,17 +922,25 @@ export const runStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): void
               })
             }
           }
-          const old = timed("SUCCEEDED", t - 9_000, t - 1, t - 8_000, t - 1)
-          const ended = timed("FAILED", t - 5_000, t + 3_000, t - 4_000, t + 3_000)
+          // Created before the window, though changed in it: left out.
+          const old = timed("FAILED", t - 5_000, t + 3_000, t - 4_000, t + 3_000)
+          const ended = timed("SUCCEEDED", t, t + 9_000, t + 1_000, t + 9_000)
           const running = timed("INPROGRESS", t + 1_000, t + 2_000, t + 1_500, null)
           const queued = timed("QUEUED", t + 4_000, t + 4_000, null, null)
           yield* createRuns([old, ended, running, queued, makeRun({ team: uid(), creator, state: "QUEUED", created_at: t + 5_000 })])
-          expect(yield* store.overviewRuns(team, t, 10)).toEqual([
+          const admin: Viewer = { principal_uid: uid(), team_uid: team, role: "admin", instance_admin: false }
+          expect(yield* store.overviewRuns(admin, t, 10)).toEqual([
             { state: "QUEUED", created_at: t + 4_000, started_at: null, ended_at: null },
-            { state: "FAILED", created_at: t - 5_000, started_at: t - 4_000, ended_at: t + 3_000 },
-            { state: "INPROGRESS", created_at: t + 1_000, started_at: t + 1_500, ended_at: null }
+            { state: "INPROGRESS", created_at: t + 1_000, started_at: t + 1_500, ended_at: null },
+            { state: "SUCCEEDED", created_at: t, started_at: t + 1_000, ended_at: t + 9_000 }
           ])
-          expect((yield* store.overviewRuns(team, t, 2)).map((r) => r.state)).toEqual(["QUEUED", "FAILED"])
+          expect((yield* store.overviewRuns(admin, t, 2)).map((r) => r.state)).toEqual(["QUEUED", "INPROGRESS"])
+          // A member sees the team's runs and its own personal ones, as in the list.
+          const mine = makeRun({ team, creator, state: "QUEUED", created_at: t + 6_000, teamScope: false })
+          const theirs = makeRun({ team, creator: uid(), state: "QUEUED", created_at: t + 7_000, teamScope: false })
+          yield* createRuns([mine, theirs])
+          const member: Viewer = { principal_uid: creator, team_uid: team, role: "member", instance_admin: false }
+          expect((yield* store.overviewRuns(member, t + 4_000, 10)).map((r) => r.created_at)).toEqual([t + 6_000, t + 4_000])
         }))
     })
 

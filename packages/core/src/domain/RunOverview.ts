@@ -5,15 +5,16 @@
  * Decisions:
  * - The window is the last `hours` whole UTC hours, the current one included (1 to 168, 24 by
  *   default); each hour is a bucket, empty ones included, so a chart's axis is the window.
- * - Runs per hour by outcome: the runs that ended in the hour (`ended_at`), by the state they ended
- *   in (`SUCCEEDED`, `FAILED`, `ERROR`, `CANCELLED`, `BLOCKED`), and the runs created in it.
- * - `queue_wait_seconds`: for the runs whose agent started in the window, from the run's creation to
- *   its agent's start (waiting in the queue, then the sandbox's setup). `run_duration_seconds`: for
- *   the runs that ended in the window after their agent started, from the start to the end.
- *   Percentiles by nearest rank; null when no run counts.
- * - What is read is bounded: the team's runs changed in the window, the most recently changed
- *   first, at most `MAX_OVERVIEW_RUNS`; past it `truncated` is true and the figures cover the runs
- *   read.
+ * - A run counts in the hour it was created, by its state now: the outcomes (`SUCCEEDED`, `FAILED`,
+ *   `ERROR`, `CANCELLED`, `BLOCKED`) and `live` (not ended yet). So each figure is exactly what the
+ *   run list shows for `created_after`/`created_before` around the hour and that state: a chart
+ *   clicked opens that list.
+ * - `queue_wait_seconds`: from a run's creation to its agent's start (waiting in the queue, then the
+ *   sandbox's setup), for the runs that started. `run_duration_seconds`: from the start to the end,
+ *   for the runs that ended after a start. Per hour and over the window; percentiles by nearest
+ *   rank, null when no run counts.
+ * - What is read is bounded: the team's runs created in the window, the newest first, at most
+ *   `MAX_OVERVIEW_RUNS`; past it `truncated` is true and the figures cover the runs read.
  */
 import { Schema } from "effect"
 import type { RunState } from "./RunState.js"
@@ -41,19 +42,6 @@ type Outcome = (typeof OUTCOMES)[number]
 
 const Count = Schema.NonNegativeInt
 
-/** One hour of the window. */
-export const OverviewHour = Schema.Struct({
-  /** The hour's start (UTC, RFC 3339). */
-  hour: Schema.String,
-  created: Count,
-  SUCCEEDED: Count,
-  FAILED: Count,
-  ERROR: Count,
-  CANCELLED: Count,
-  BLOCKED: Count
-}).annotations({ identifier: "OverviewHour" })
-export type OverviewHour = typeof OverviewHour.Type
-
 /** Percentiles of durations in seconds (null when `count` is 0). */
 export const Percentiles = Schema.Struct({
   count: Count,
@@ -64,6 +52,23 @@ export const Percentiles = Schema.Struct({
 }).annotations({ identifier: "Percentiles" })
 export type Percentiles = typeof Percentiles.Type
 
+/** One hour of the window: the runs created in it, by their state now, and their waits and durations. */
+export const OverviewHour = Schema.Struct({
+  /** The hour's start (UTC, RFC 3339). */
+  hour: Schema.String,
+  created: Count,
+  SUCCEEDED: Count,
+  FAILED: Count,
+  ERROR: Count,
+  CANCELLED: Count,
+  BLOCKED: Count,
+  /** Not ended yet (PENDING, QUEUED, CLAIMED, INPROGRESS). */
+  live: Count,
+  queue_wait_seconds: Percentiles,
+  run_duration_seconds: Percentiles
+}).annotations({ identifier: "OverviewHour" })
+export type OverviewHour = typeof OverviewHour.Type
+
 /** `GET /agent/team/overview`. */
 export class TeamOverviewResponse extends Schema.Class<TeamOverviewResponse>("TeamOverviewResponse")({
   /** The window's start: the first hour's (UTC, RFC 3339). */
@@ -71,7 +76,7 @@ export class TeamOverviewResponse extends Schema.Class<TeamOverviewResponse>("Te
   hours: Schema.Array(OverviewHour),
   queue_wait_seconds: Percentiles,
   run_duration_seconds: Percentiles,
-  /** More runs changed in the window than an overview reads: the figures cover the most recent. */
+  /** More runs created in the window than an overview reads: the figures cover the newest. */
   truncated: Schema.Boolean
 }) {}
 
@@ -87,34 +92,39 @@ export const percentilesOf = (values: ReadonlyArray<number>): Percentiles => {
 
 const isOutcome = (state: RunState): state is Outcome => (OUTCOMES as ReadonlyArray<string>).includes(state)
 
-/** The overview of `runs` over the `hours` hours from `since`. */
+interface Bucket {
+  readonly counts: Record<Outcome | "live", number>
+  readonly waits: Array<number>
+  readonly durations: Array<number>
+}
+
+const emptyBucket = (): Bucket => ({
+  counts: { SUCCEEDED: 0, FAILED: 0, ERROR: 0, CANCELLED: 0, BLOCKED: 0, live: 0 },
+  waits: [],
+  durations: []
+})
+
+/** The overview of `runs` (those created in the window) over the `hours` hours from `since`. */
 export const overviewOf = (runs: ReadonlyArray<OverviewRun>, since: number, hours: number, truncated: boolean): TeamOverviewResponse => {
-  const buckets = Array.from({ length: hours }, (_, i) => ({
-    hour: new Date(since + i * HOUR_MS).toISOString(),
-    created: 0,
-    SUCCEEDED: 0,
-    FAILED: 0,
-    ERROR: 0,
-    CANCELLED: 0,
-    BLOCKED: 0
-  }))
-  const bucketOf = (at: number) => buckets[Math.floor((at - since) / HOUR_MS)]
-  const waits: Array<number> = []
-  const durations: Array<number> = []
+  const buckets = Array.from({ length: hours }, emptyBucket)
   for (const run of runs) {
-    const created = bucketOf(run.created_at)
-    if (created !== undefined) created.created += 1
-    if (run.started_at !== null && run.started_at >= since) waits.push((run.started_at - run.created_at) / 1000)
-    if (run.ended_at === null || run.ended_at < since) continue
-    const ended = bucketOf(run.ended_at)
-    if (ended !== undefined && isOutcome(run.state)) ended[run.state] += 1
-    if (run.started_at !== null) durations.push((run.ended_at - run.started_at) / 1000)
+    const bucket = buckets[Math.floor((run.created_at - since) / HOUR_MS)]
+    if (bucket === undefined) continue
+    bucket.counts[isOutcome(run.state) ? run.state : "live"] += 1
+    if (run.started_at !== null) bucket.waits.push((run.started_at - run.created_at) / 1000)
+    if (run.started_at !== null && run.ended_at !== null) bucket.durations.push((run.ended_at - run.started_at) / 1000)
   }
   return new TeamOverviewResponse({
     since: new Date(since).toISOString(),
-    hours: buckets,
-    queue_wait_seconds: percentilesOf(waits),
-    run_duration_seconds: percentilesOf(durations),
+    hours: buckets.map((b, i) => ({
+      hour: new Date(since + i * HOUR_MS).toISOString(),
+      created: Object.values(b.counts).reduce((sum, n) => sum + n, 0),
+      ...b.counts,
+      queue_wait_seconds: percentilesOf(b.waits),
+      run_duration_seconds: percentilesOf(b.durations)
+    })),
+    queue_wait_seconds: percentilesOf(buckets.flatMap((b) => b.waits)),
+    run_duration_seconds: percentilesOf(buckets.flatMap((b) => b.durations)),
     truncated
   })
 }

@@ -392,10 +392,11 @@ export class RunStore extends Context.Tag("@agent-runs/core/RunStore")<RunStore,
   /** What a team's runs created since `since` (epoch millis) spent, by UTC day of creation, oldest first; days without runs left out. */
   readonly spendByDay: (team: TeamUid, since: number) => Effect.Effect<ReadonlyArray<DaySpend>, StorageError>
   /**
-   * The team's runs changed (`updated_at`) at or after `since`, the most recently changed first (then
-   * the larger run id), at most `limit`: when each was created, started and ended (RunOverview.ts).
+   * The runs of the viewer's team it may see (Access.canSee) created at or after `since`, the
+   * newest first (then the larger run id), at most `limit`: their state, and when each was created,
+   * started and ended (RunOverview.ts).
    */
-  readonly overviewRuns: (team: TeamUid, since: number, limit: number) => Effect.Effect<ReadonlyArray<OverviewRun>, StorageError>
+  readonly overviewRuns: (viewer: Viewer, since: number, limit: number) => Effect.Effect<ReadonlyArray<OverviewRun>, StorageError>
   /** A signal each time a run may have become claimable (the dispatcher also polls). */
   readonly wakeups: Stream.Stream<void, StorageError>
 }>() {}

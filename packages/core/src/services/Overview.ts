@@ -1,7 +1,8 @@
 /**
  * A team's overview (RunOverview.ts): what its runs did over the last hours, for the dashboard's
- * Overview page. Anyone acting in the team reads it (viewers too): counts and durations only, never
- * a run's content, like the team's spend (Budgets.ts).
+ * Overview page. Anyone acting in the team reads it (viewers too), over the runs it may see (as the
+ * run list: the team's runs, its own personal runs, everyone's for the team's admins), so that each
+ * figure is what the run list shows it.
  */
 import { Clock, Effect } from "effect"
 import type { Viewer } from "../domain/Access.js"
@@ -18,7 +19,7 @@ export class Overview extends Effect.Service<Overview>()("@agent-runs/core/Overv
       function*(viewer: Viewer, hours: number) {
         const since = windowStart(yield* Clock.currentTimeMillis, hours)
         // One more than is read: whether there were more.
-        const read = yield* runs.overviewRuns(viewer.team_uid, since, MAX_OVERVIEW_RUNS + 1)
+        const read = yield* runs.overviewRuns(viewer, since, MAX_OVERVIEW_RUNS + 1)
         return overviewOf(read.slice(0, MAX_OVERVIEW_RUNS), since, hours, read.length > MAX_OVERVIEW_RUNS)
       },
       storageUnavailable

@@ -623,12 +623,12 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
       return [...days.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([day, sum]) => ({ day, ...sum }))
     })
 
-  const overviewRuns = (team: TeamUid, since: number, limit: number) =>
+  const overviewRuns = (viewer: Viewer, since: number, limit: number) =>
     Effect.sync(() =>
       [...state.runs.values()]
         .map(({ run }) => run)
-        .filter((run) => run.team_uid === team && millis(run.item.updated_at) >= since)
-        .sort((a, b) => millis(b.item.updated_at) - millis(a.item.updated_at) || compareCodePoints(b.item.run_id, a.item.run_id))
+        .filter((run) => visibleTo(viewer, run) && millis(run.item.created_at) >= since)
+        .sort((a, b) => millis(b.item.created_at) - millis(a.item.created_at) || compareCodePoints(b.item.run_id, a.item.run_id))
         .slice(0, limit)
         .map((run): OverviewRun => ({
           state: run.item.state,
