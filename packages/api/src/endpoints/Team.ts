@@ -126,9 +126,10 @@ export class TeamGroup extends HttpApiGroup.make("team")
       .annotateContext(
         doc(
           "What the team's runs did, hour by hour",
-          "Anyone acting in the team. Over the last `hours` UTC hours (the current one included): per hour, the runs created and " +
-            "the runs that ended by how they ended; percentiles of the wait from a run's creation to its agent's start and of " +
-            "runs' durations. `truncated`: more runs changed in the window than are read (20,000), the figures cover the most recent."
+          "Anyone acting in the team, over the runs it may see (as the run list). Over the last `hours` UTC hours (the current " +
+            "one included): per hour, the runs created in it by their state now, with percentiles of the wait from creation to " +
+            "the agent's start and of durations; the same percentiles over the window. `truncated`: more runs were created in " +
+            "the window than are read (20,000), the figures cover the newest."
         )
       )
   )
