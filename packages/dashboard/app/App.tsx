@@ -15,6 +15,7 @@ import { RunPage } from "./RunPage.js"
 import { RunsPage } from "./RunsPage.js"
 import { forgetCronWords, SchedulesPage } from "./Schedules.js"
 import { SignIn, SignInAgain } from "./SignIn.js"
+import { OverviewPage } from "./Overview.js"
 import { SpendPage } from "./Spend.js"
 import { ExpiryBanner } from "./TokenExpiry.js"
 import { WebhookPage, WebhooksPage } from "./Webhooks.js"
@@ -46,6 +47,7 @@ const teamFor = (me: Me, wanted: string): string =>
 /** The sections of the app: their route and name in the navigation. */
 const SECTIONS: ReadonlyArray<readonly [string, string]> = [
   ["", "Runs"],
+  ["overview", "Overview"],
   ["schedules", "Schedules"],
   ["webhooks", "Webhooks"],
   ["environments", "Environments"],
@@ -85,6 +87,8 @@ const pageOf = (location: Location, generation: number, admin: boolean) => {
       return <SecretsPage key={key} />
     case "spend":
       return <SpendPage key={key} admin={admin} />
+    case "overview":
+      return <OverviewPage key={key} />
     case "github":
       return <GitHubPage key={key} admin={admin} />
     case "audit":

@@ -174,6 +174,7 @@ export type AuditEntry = Wire.AuditEntry
 export type AuditLogPage = Wire.AuditLogPage
 export type TeamBudgets = Wire.TeamBudgets
 export type TeamSpend = Wire.TeamSpend
+export type TeamOverview = Wire.TeamOverview
 
 /** Every state, in the order the app shows them (checked against the API's: none missing). */
 export const RUN_STATES = [

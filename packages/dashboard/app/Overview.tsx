@@ -1,0 +1,227 @@
+/**
+ * The Overview page (docs/dashboard.md): what the team's runs did, drawn with Chart.js from
+ * `GET /agent/team/overview` and `GET /agent/team/spend`: runs created per hour by their state now,
+ * the wait before an agent starts and runs' durations per hour (p50, p90), and spend per day.
+ * Clicking a chart opens the runs table filtered to what was clicked (the hour or day, and the
+ * state of a bar's segment); each chart has the same figures as a table beside it.
+ */
+import {
+  BarController,
+  BarElement,
+  CategoryScale,
+  Chart,
+  type ChartConfiguration,
+  type ChartEvent,
+  Legend,
+  LinearScale,
+  LineController,
+  LineElement,
+  PointElement,
+  Tooltip
+} from "chart.js"
+import { useEffect, useRef, useState } from "preact/hooks"
+import type { RunState, TeamOverview, TeamSpend } from "./api.js"
+import { formatUsd } from "./format.js"
+import { navigate } from "./router.js"
+import { Section, useApi } from "./Section.js"
+
+Chart.register(BarController, BarElement, CategoryScale, LinearScale, LineController, LineElement, PointElement, Legend, Tooltip)
+
+const WINDOWS = [6, 24, 168] as const
+const SPEND_DAYS = 14
+const HOUR_MS = 3_600_000
+const DAY_MS = 86_400_000
+
+/** The states a bar's segments stand for; `live` is every state a run has before it ends. */
+const SEGMENTS = [
+  ["SUCCEEDED", "#2e7d32"],
+  ["FAILED", "#c62828"],
+  ["ERROR", "#6a1b9a"],
+  ["CANCELLED", "#757575"],
+  ["BLOCKED", "#ef6c00"],
+  ["live", "#1565c0"]
+] as const
+const LIVE: ReadonlyArray<RunState> = ["PENDING", "QUEUED", "CLAIMED", "INPROGRESS"]
+
+type Hour = TeamOverview["hours"][number]
+
+/** Opens the runs table for the runs created in `[start, start + length)`, in `states` (none: any). */
+const openRuns = (start: number, length: number, states: ReadonlyArray<RunState>) => {
+  const query = new URLSearchParams()
+  // The list's bounds are strict.
+  query.set("created_after", new Date(start - 1).toISOString())
+  query.set("created_before", new Date(start + length).toISOString())
+  for (const state of states) query.append("state", state)
+  navigate("runs", query)
+}
+
+const statesOf = (segment: (typeof SEGMENTS)[number][0]): ReadonlyArray<RunState> => (segment === "live" ? LIVE : [segment])
+
+const hourLabel = (hour: string) => `${hour.slice(5, 10)} ${hour.slice(11, 16)}`
+
+/**
+ * A chart on a canvas, made once per configuration. `onPick(index, dataset)`: a click on the bar
+ * or point of `dataset` at `index`, or anywhere in the column of `index` (dataset undefined).
+ */
+const ChartCanvas = (props: {
+  readonly label: string
+  readonly config: ChartConfiguration
+  readonly onPick: (index: number, dataset: number | undefined) => void
+}) => {
+  const canvas = useRef<HTMLCanvasElement>(null)
+  useEffect(() => {
+    if (canvas.current === null) return
+    const chart = new Chart(canvas.current, {
+      ...props.config,
+      options: {
+        ...props.config.options,
+        animation: false,
+        maintainAspectRatio: false,
+        onClick: (event: ChartEvent) => {
+          const native = event.native
+          if (native === null || native === undefined) return
+          const hit = chart.getElementsAtEventForMode(native, "nearest", { intersect: true }, false)[0]
+          const column = chart.getElementsAtEventForMode(native, "index", { intersect: false }, false)[0]
+          const index = hit?.index ?? column?.index
+          if (index !== undefined) props.onPick(index, hit?.datasetIndex)
+        }
+      }
+    })
+    // The figures drawn, for whoever checks the chart against the API.
+    canvas.current.dataset["figures"] = JSON.stringify(chart.data.datasets.map((d) => ({ label: d.label, data: d.data })))
+    canvas.current.dataset["area"] = JSON.stringify(chart.chartArea)
+    return () => chart.destroy()
+  }, [props.config])
+  return (
+    <div class="chart">
+      <canvas ref={canvas} role="img" aria-label={props.label} />
+    </div>
+  )
+}
+
+const RunsChart = (props: { readonly overview: TeamOverview }) => {
+  const hours = props.overview.hours
+  const [config] = useState<ChartConfiguration>(() => ({
+    type: "bar",
+    data: {
+      labels: hours.map((h) => hourLabel(h.hour)),
+      datasets: SEGMENTS.map(([key, color]) => ({ label: key, data: hours.map((h) => h[key]), backgroundColor: color }))
+    },
+    options: { scales: { x: { stacked: true }, y: { stacked: true, beginAtZero: true, ticks: { precision: 0 } } } }
+  }))
+  const pick = (index: number, dataset: number | undefined) =>
+    openRuns(Date.parse(hours[index]!.hour), HOUR_MS, dataset === undefined ? [] : statesOf(SEGMENTS[dataset]![0]))
+  return <ChartCanvas label="Runs created per hour, by state" config={config} onPick={pick} />
+}
+
+const seconds = (value: number | null) => (value === null ? "—" : value < 10 ? value.toFixed(1) : Math.round(value).toString())
+
+const TimesChart = (props: { readonly overview: TeamOverview }) => {
+  const hours = props.overview.hours
+  const [config] = useState<ChartConfiguration>(() => ({
+    type: "line",
+    data: {
+      labels: hours.map((h) => hourLabel(h.hour)),
+      datasets: [
+        { label: "wait p50 (s)", data: hours.map((h) => h.queue_wait_seconds.p50), borderColor: "#1565c0", spanGaps: true },
+        { label: "wait p90 (s)", data: hours.map((h) => h.queue_wait_seconds.p90), borderColor: "#90caf9", spanGaps: true },
+        { label: "duration p50 (s)", data: hours.map((h) => h.run_duration_seconds.p50), borderColor: "#2e7d32", spanGaps: true },
+        { label: "duration p90 (s)", data: hours.map((h) => h.run_duration_seconds.p90), borderColor: "#a5d6a7", spanGaps: true }
+      ]
+    },
+    options: { scales: { y: { beginAtZero: true } } }
+  }))
+  return (
+    <ChartCanvas label="Wait before the agent starts and run duration per hour" config={config}
+      onPick={(index) => openRuns(Date.parse(hours[index]!.hour), HOUR_MS, [])} />
+  )
+}
+
+const SpendChart = (props: { readonly spend: TeamSpend }) => {
+  // Every day of the window, those without runs at 0.
+  const first = Date.parse(`${props.spend.since}T00:00:00Z`)
+  const days = Array.from({ length: SPEND_DAYS }, (_, i) => new Date(first + i * DAY_MS).toISOString().slice(0, 10))
+  const byDay = new Map(props.spend.days.map((d) => [d.day, d.cost_usd]))
+  const [config] = useState<ChartConfiguration>(() => ({
+    type: "bar",
+    data: { labels: days, datasets: [{ label: "cost (USD)", data: days.map((d) => byDay.get(d) ?? 0), backgroundColor: "#00838f" }] },
+    options: { scales: { y: { beginAtZero: true } } }
+  }))
+  return <ChartCanvas label="Spend per day" config={config} onPick={(index) => openRuns(first + index * DAY_MS, DAY_MS, [])} />
+}
+
+/** The per-hour figures as a table (what the charts draw). */
+const HoursTable = (props: { readonly overview: TeamOverview }) => (
+  <table class="list">
+    <caption class="visually-hidden">Runs per hour</caption>
+    <thead>
+      <tr>
+        <th scope="col">Hour (UTC)</th><th scope="col">Created</th>
+        {SEGMENTS.map(([key]) => <th scope="col" key={key}>{key}</th>)}
+        <th scope="col" class="wide">Wait p50 / p90 (s)</th><th scope="col" class="wide">Duration p50 / p90 (s)</th>
+      </tr>
+    </thead>
+    <tbody>
+      {props.overview.hours.filter((h) => h.created > 0).reverse().map((h: Hour) => (
+        <tr key={h.hour}>
+          <td>{hourLabel(h.hour)}</td>
+          <td>{h.created}</td>
+          {SEGMENTS.map(([key]) => <td key={key}>{h[key]}</td>)}
+          <td class="wide">{seconds(h.queue_wait_seconds.p50)} / {seconds(h.queue_wait_seconds.p90)}</td>
+          <td class="wide">{seconds(h.run_duration_seconds.p50)} / {seconds(h.run_duration_seconds.p90)}</td>
+        </tr>
+      ))}
+    </tbody>
+  </table>
+)
+
+const OverviewCharts = (props: { readonly overview: TeamOverview; readonly spend: TeamSpend | undefined }) => {
+  const o = props.overview
+  return (
+    <>
+      {o.truncated ? <p class="muted">More runs than the overview reads: the figures cover the newest 20,000.</p> : null}
+      <dl class="facts">
+        <div><dt>Runs created</dt><dd>{o.hours.reduce((sum, h) => sum + h.created, 0)}</dd></div>
+        <div><dt>Wait before start</dt><dd>p50 {seconds(o.queue_wait_seconds.p50)} s, p90 {seconds(o.queue_wait_seconds.p90)} s</dd></div>
+        <div><dt>Run duration</dt><dd>p50 {seconds(o.run_duration_seconds.p50)} s, p90 {seconds(o.run_duration_seconds.p90)} s</dd></div>
+        {props.spend === undefined ? null : <div><dt>Spent ({SPEND_DAYS} days)</dt><dd>{formatUsd(props.spend.total_cost_usd)}</dd></div>}
+      </dl>
+      <h2>Runs created per hour, by state</h2>
+      <RunsChart overview={o} />
+      <h2>Wait before the agent starts and run duration</h2>
+      <TimesChart overview={o} />
+      {props.spend === undefined ? null : (
+        <>
+          <h2>Spend per day</h2>
+          <SpendChart spend={props.spend} />
+        </>
+      )}
+      <h2>By hour</h2>
+      <HoursTable overview={o} />
+    </>
+  )
+}
+
+export const OverviewPage = () => {
+  const [hours, setHours] = useState<number>(24)
+  const overview = useApi<TeamOverview>(`/agent/team/overview?hours=${hours}`)
+  const spend = useApi<TeamSpend>(`/agent/team/spend?days=${SPEND_DAYS}`)
+  return (
+    <Section title="Overview" read={overview}>
+      {(data) => (
+        <>
+          <form class="filters" aria-label="Window" onSubmit={(e) => e.preventDefault()}>
+            <div class="field">
+              <label for="overview-hours">Window</label>
+              <select id="overview-hours" value={String(hours)} onChange={(e) => setHours(Number(e.currentTarget.value))}>
+                {WINDOWS.map((w) => <option key={w} value={String(w)}>{w === 168 ? "7 days" : `${w} hours`}</option>)}
+              </select>
+            </div>
+          </form>
+          {/* A new window draws new charts. */}
+          <OverviewCharts key={`${data.since}:${data.hours.length}`} overview={data} spend={spend.data} />
+        </>
+      )}
+    </Section>
+  )
+}
