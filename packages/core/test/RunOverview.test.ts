@@ -1,6 +1,6 @@
 /**
- * A team's overview (RunOverview.ts): hourly buckets of the window, outcomes by the hour a run
- * ended, waits and durations as nearest-rank percentiles.
+ * A team's overview (RunOverview.ts): hourly buckets of the window, runs by the hour they were
+ * created and their state now, waits and durations as nearest-rank percentiles.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as fc from "fast-check"

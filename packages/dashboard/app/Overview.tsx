@@ -22,8 +22,8 @@ import {
 import { useEffect, useRef, useState } from "preact/hooks"
 import type { RunState, TeamOverview, TeamSpend } from "./api.js"
 import { formatUsd } from "./format.js"
-import { navigate } from "./router.js"
-import { Section, useApi } from "./Section.js"
+import { followLink, hrefOf, navigate } from "./router.js"
+import { Empty, useApi } from "./Section.js"
 
 Chart.register(BarController, BarElement, CategoryScale, LinearScale, LineController, LineElement, PointElement, Legend, Tooltip)
 
@@ -41,21 +41,24 @@ const SEGMENTS = [
   ["BLOCKED", "#ef6c00"],
   ["live", "#1565c0"]
 ] as const
-const LIVE: ReadonlyArray<RunState> = ["PENDING", "QUEUED", "CLAIMED", "INPROGRESS"]
 
 type Hour = TeamOverview["hours"][number]
 
-/** Opens the runs table for the runs created in `[start, start + length)`, in `states` (none: any). */
-const openRuns = (start: number, length: number, states: ReadonlyArray<RunState>) => {
+/** The runs table's query for the runs created in `[start, start + length)`, in `state` (none: any). */
+const runsQuery = (start: number, length: number, state: RunState | undefined): URLSearchParams => {
   const query = new URLSearchParams()
   // The list's bounds are strict.
   query.set("created_after", new Date(start - 1).toISOString())
   query.set("created_before", new Date(start + length).toISOString())
-  for (const state of states) query.append("state", state)
-  navigate("runs", query)
+  if (state !== undefined) query.set("state", state)
+  return query
 }
 
-const statesOf = (segment: (typeof SEGMENTS)[number][0]): ReadonlyArray<RunState> => (segment === "live" ? LIVE : [segment])
+/** Opens the runs table for the runs created in `[start, start + length)`, in `state` (none: any). */
+const openRuns = (start: number, length: number, state?: RunState) => navigate("", runsQuery(start, length, state))
+
+/** The state a segment filters the runs table by: `live` is four states, so the whole hour is shown. */
+const stateOf = (segment: (typeof SEGMENTS)[number][0]): RunState | undefined => (segment === "live" ? undefined : segment)
 
 const hourLabel = (hour: string) => `${hour.slice(5, 10)} ${hour.slice(11, 16)}`
 
@@ -110,7 +113,7 @@ const RunsChart = (props: { readonly overview: TeamOverview }) => {
     options: { scales: { x: { stacked: true }, y: { stacked: true, beginAtZero: true, ticks: { precision: 0 } } } }
   }))
   const pick = (index: number, dataset: number | undefined) =>
-    openRuns(Date.parse(hours[index]!.hour), HOUR_MS, dataset === undefined ? [] : statesOf(SEGMENTS[dataset]![0]))
+    openRuns(Date.parse(hours[index]!.hour), HOUR_MS, dataset === undefined ? undefined : stateOf(SEGMENTS[dataset]![0]))
   return <ChartCanvas label="Runs created per hour, by state" config={config} onPick={pick} />
 }
 
@@ -133,7 +136,7 @@ const TimesChart = (props: { readonly overview: TeamOverview }) => {
   }))
   return (
     <ChartCanvas label="Wait before the agent starts and run duration per hour" config={config}
-      onPick={(index) => openRuns(Date.parse(hours[index]!.hour), HOUR_MS, [])} />
+      onPick={(index) => openRuns(Date.parse(hours[index]!.hour), HOUR_MS)} />
   )
 }
 
@@ -147,7 +150,13 @@ const SpendChart = (props: { readonly spend: TeamSpend }) => {
     data: { labels: days, datasets: [{ label: "cost (USD)", data: days.map((d) => byDay.get(d) ?? 0), backgroundColor: "#00838f" }] },
     options: { scales: { y: { beginAtZero: true } } }
   }))
-  return <ChartCanvas label="Spend per day" config={config} onPick={(index) => openRuns(first + index * DAY_MS, DAY_MS, [])} />
+  return <ChartCanvas label="Spend per day" config={config} onPick={(index) => openRuns(first + index * DAY_MS, DAY_MS)} />
+}
+
+/** An hour, as a link to the runs table showing its runs (what a click in the charts opens). */
+const HourLink = (props: { readonly hour: string }) => {
+  const query = runsQuery(Date.parse(props.hour), HOUR_MS, undefined)
+  return <a href={hrefOf("", query)} onClick={(e) => followLink(e, "", query)}>{hourLabel(props.hour)}</a>
 }
 
 /** The per-hour figures as a table (what the charts draw). */
@@ -162,9 +171,10 @@ const HoursTable = (props: { readonly overview: TeamOverview }) => (
       </tr>
     </thead>
     <tbody>
+      {props.overview.hours.every((h) => h.created === 0) ? <Empty columns={10} text="No runs created in this window." /> : null}
       {props.overview.hours.filter((h) => h.created > 0).reverse().map((h: Hour) => (
         <tr key={h.hour}>
-          <td>{hourLabel(h.hour)}</td>
+          <td><HourLink hour={h.hour} /></td>
           <td>{h.created}</td>
           {SEGMENTS.map(([key]) => <td key={key}>{h[key]}</td>)}
           <td class="wide">{seconds(h.queue_wait_seconds.p50)} / {seconds(h.queue_wait_seconds.p90)}</td>
@@ -179,20 +189,20 @@ const OverviewCharts = (props: { readonly overview: TeamOverview; readonly spend
   const o = props.overview
   return (
     <>
-      {o.truncated ? <p class="muted">More runs than the overview reads: the figures cover the newest 20,000.</p> : null}
+      {o.truncated ? <p class="muted">More runs than the overview reads: the figures cover the newest 20,000 runs, so the earliest hours count fewer than were created.</p> : null}
       <dl class="facts">
         <div><dt>Runs created</dt><dd>{o.hours.reduce((sum, h) => sum + h.created, 0)}</dd></div>
         <div><dt>Wait before start</dt><dd>p50 {seconds(o.queue_wait_seconds.p50)} s, p90 {seconds(o.queue_wait_seconds.p90)} s</dd></div>
         <div><dt>Run duration</dt><dd>p50 {seconds(o.run_duration_seconds.p50)} s, p90 {seconds(o.run_duration_seconds.p90)} s</dd></div>
-        {props.spend === undefined ? null : <div><dt>Spent ({SPEND_DAYS} days)</dt><dd>{formatUsd(props.spend.total_cost_usd)}</dd></div>}
+        {props.spend === undefined ? null : <div><dt>Spent by the team (last {SPEND_DAYS} days)</dt><dd>{formatUsd(props.spend.total_cost_usd)}</dd></div>}
       </dl>
-      <h2>Runs created per hour, by state</h2>
+      <h2>Runs created per hour (UTC), by state</h2>
       <RunsChart overview={o} />
-      <h2>Wait before the agent starts and run duration</h2>
+      <h2>Wait before the agent starts and run duration, per hour (UTC)</h2>
       <TimesChart overview={o} />
       {props.spend === undefined ? null : (
         <>
-          <h2>Spend per day</h2>
+          <h2>Spend per day (UTC), the whole team's, last {SPEND_DAYS} days</h2>
           <SpendChart spend={props.spend} />
         </>
       )}
@@ -206,22 +216,25 @@ export const OverviewPage = () => {
   const [hours, setHours] = useState<number>(24)
   const overview = useApi<TeamOverview>(`/agent/team/overview?hours=${hours}`)
   const spend = useApi<TeamSpend>(`/agent/team/spend?days=${SPEND_DAYS}`)
+  // The data of another window than the one chosen is not drawn (while the chosen one loads).
+  const data = overview.data !== undefined && overview.data.hours.length === hours ? overview.data : undefined
   return (
-    <Section title="Overview" read={overview}>
-      {(data) => (
-        <>
-          <form class="filters" aria-label="Window" onSubmit={(e) => e.preventDefault()}>
-            <div class="field">
-              <label for="overview-hours">Window</label>
-              <select id="overview-hours" value={String(hours)} onChange={(e) => setHours(Number(e.currentTarget.value))}>
-                {WINDOWS.map((w) => <option key={w} value={String(w)}>{w === 168 ? "7 days" : `${w} hours`}</option>)}
-              </select>
-            </div>
-          </form>
-          {/* A new window draws new charts. */}
-          <OverviewCharts key={`${data.since}:${data.hours.length}`} overview={data} spend={spend.data} />
-        </>
-      )}
-    </Section>
+    <>
+      <h1>Overview</h1>
+      <form class="filters" aria-label="Window" onSubmit={(e) => e.preventDefault()}>
+        <div class="field">
+          <label for="overview-hours">Window</label>
+          <select id="overview-hours" value={String(hours)} onChange={(e) => setHours(Number(e.currentTarget.value))}>
+            {WINDOWS.map((w) => <option key={w} value={String(w)}>{w === 168 ? "7 days" : `${w} hours`}</option>)}
+          </select>
+        </div>
+        <div class="actions"><button type="button" onClick={() => { overview.reload(); spend.reload() }}>Reload</button></div>
+      </form>
+      {overview.error === undefined ? null : <p class="error" role="alert">{overview.error}</p>}
+      {spend.error === undefined ? null : <p class="error" role="alert">Spend: {spend.error}</p>}
+      {data === undefined
+        ? (overview.error === undefined ? <p aria-live="polite">Loading…</p> : null)
+        : <OverviewCharts key={`${data.since}:${data.hours.length}`} overview={data} spend={spend.data} />}
+    </>
   )
 }

@@ -73,7 +73,7 @@ describe("the dashboard's overview in a browser", () => {
     const column = overview.hours.findLastIndex((h: Json) => h.created > 0)
     const width = (area.right - area.left) / overview.hours.length
     await canvas.click({ position: { x: area.left + (column + 0.5) * width, y: area.top + (area.bottom - area.top) * 0.6 } })
-    await page.waitForURL(/\/app\/runs\?/)
+    await page.waitForURL(/\/app\/\?created_after=/)
     const query = new URL(page.url()).searchParams
     const hour = overview.hours[column]
     expect(Date.parse(query.get("created_after")!)).toBe(Date.parse(hour.hour) - 1)
@@ -81,6 +81,11 @@ describe("the dashboard's overview in a browser", () => {
     const expected = states.length === 0 ? hour.created : SEGMENTS.filter((s) => s === states[0]).reduce((n, s) => n + hour[s], 0)
     expect(expected).toBeGreaterThan(0)
     await expect.poll(() => page.locator("table.runs tbody tr[data-run-id]").count()).toBe(expected)
+    // The same without a mouse: the table's hour links to all of that hour's runs.
+    await page.goBack()
+    await page.getByRole("table", { name: "Runs per hour" }).getByRole("link", { name: `${hour.hour.slice(5, 10)} ${hour.hour.slice(11, 16)}` }).click()
+    await page.waitForURL(/\/app\/\?created_after=/)
+    await expect.poll(() => page.locator("table.runs tbody tr[data-run-id]").count()).toBe(hour.created)
     expect(elsewhere).toEqual([])
     expect(errors).toEqual([])
     await page.close()

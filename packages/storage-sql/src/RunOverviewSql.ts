@@ -12,8 +12,11 @@ import type { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { operation, visibleTo } from "./internal/Catalog.js"
 
-/** An RFC 3339 time as epoch milliseconds; null when absent. */
-const millisOf = (value: string | null): number | null => (value === null ? null : Date.parse(value))
+/** An RFC 3339 time as epoch milliseconds; null when absent (or, never written so, unreadable). */
+const millisOf = (value: string | null): number | null => {
+  const millis = value === null ? NaN : Date.parse(value)
+  return Number.isFinite(millis) ? millis : null
+}
 
 export const runOverviewSql = (reader: SqlClient.SqlClient) => {
   const field = (name: "started_at" | "ended_at") =>
