@@ -109,6 +109,7 @@ const expectedEndpoints = [
   "GET /agent/team/budgets",
   "PUT /agent/team/budgets",
   "GET /agent/team/spend",
+  "GET /agent/team/overview",
   // the self-hosted worker protocol (docs/workers.md)
   "POST /workers/{workerId}/heartbeat",
   "DELETE /workers/{workerId}/heartbeat",
