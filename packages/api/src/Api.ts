@@ -33,6 +33,7 @@ import { SchedulesGroup } from "./endpoints/Schedules.js"
 import { SecretsGroup } from "./endpoints/Secrets.js"
 import { TeamGroup } from "./endpoints/Team.js"
 import { WebhooksGroup } from "./endpoints/Webhooks.js"
+import { OutboundWebhooksGroup } from "./endpoints/OutboundWebhooks.js"
 import { WorkersGroup } from "./endpoints/Workers.js"
 import * as Problems from "./Problems.js"
 
@@ -50,6 +51,7 @@ export class Api extends HttpApi.make("AgentRuns")
   .add(ConversationsGroup)
   .add(SchedulesGroup)
   .add(WebhooksGroup)
+  .add(OutboundWebhooksGroup)
   .add(AutomationsGroup)
   .add(SecretsGroup)
   .add(GitHubGroup)

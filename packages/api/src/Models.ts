@@ -21,7 +21,7 @@
  * - Delivery logs page with `limit` (core's `Webhooks.DELIVERY_PAGE_LIMIT`: 1–100, default 20) and the
  *   `cursor` of the previous page.
  */
-import { Budgets, Common, Followups, Identity, Ids, Run, RunOverview, RunQuery, RunState, Webhooks } from "@agent-runs/core"
+import { Budgets, Common, Followups, Identity, Ids, OutboundWebhook, Run, RunOverview, RunQuery, RunState, Webhooks } from "@agent-runs/core"
 import { Schema, Struct } from "effect"
 
 /** `POST /agent/runs/{runId}/followups`: accepted (core's model). */
@@ -169,6 +169,12 @@ export const ListDeliveriesUrlParams = Schema.Struct({
     })
   ),
   cursor: Schema.optional(Schema.String.annotations({ description: "the next_cursor of the previous page" }))
+})
+
+/** `GET /agent/outbound-webhooks/{uid}/deliveries`: a page, optionally of one state. */
+export const ListOutboundDeliveriesUrlParams = Schema.Struct({
+  ...ListDeliveriesUrlParams.fields,
+  state: Schema.optional(OutboundWebhook.OutboundDeliveryState.annotations({ description: "only deliveries in this state" }))
 })
 
 /** The description of `GET /agent/run-counts`. */

@@ -9,6 +9,7 @@ import type { Layer } from "effect"
 import { auditLogConformance } from "./AuditLogConformance.js"
 import { idempotencyConformance } from "./IdempotencyConformance.js"
 import { catalogConformance } from "./CatalogConformance.js"
+import { outboundWebhookConformance } from "./OutboundWebhookConformance.js"
 import { runStoreConformance } from "./RunStoreConformance.js"
 import type { RawStorage, Stores } from "./Stores.js"
 import { workerStoreConformance } from "./WorkerStoreConformance.js"
@@ -25,6 +26,7 @@ export const storageConformance = <E>(name: string, layer: Layer.Layer<Stores | 
     workerStoreConformance(layer)
     auditLogConformance(layer)
     idempotencyConformance(layer)
+    outboundWebhookConformance(layer)
   })
 }
 export { auditLogTransactions } from "./AuditLogConformance.js"

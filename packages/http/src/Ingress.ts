@@ -24,7 +24,8 @@
 import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Ingress } from "@agent-runs/core"
 import { Context, Effect, Layer, Option } from "effect"
-import { BlockList, isIP } from "node:net"
+import { isIP } from "node:net"
+import { type AddressSet, addressSet, normalizeAddress } from "./AddressSet.js"
 import * as Problems from "@agent-runs/api/Problems"
 import { type Consumption, readBody } from "./IngressBody.js"
 import { problemResponse } from "./ServerMiddleware.js"
@@ -41,53 +42,12 @@ export class TrustedProxies extends Context.Tag("@agent-runs/http/TrustedProxies
   static readonly layer = (spec: ReadonlyArray<string>) => Layer.succeed(TrustedProxies, trustedProxies(spec))
 }
 
-/** An address without an IPv4-mapped IPv6 prefix or zone, lower case. */
-export const normalizeAddress = (address: string): string => {
-  const bare = address.trim().toLowerCase().replace(/%.*$/, "")
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(bare)
-  return mapped === null ? bare : mapped[1]!
-}
-
-type Family = "ipv4" | "ipv6"
-
-/** The family of an address as `BlockList` names it; undefined when it is not an IP address. */
-const familyOf = (address: string): Family | undefined => {
-  const family = isIP(address)
-  return family === 4 ? "ipv4" : family === 6 ? "ipv6" : undefined
-}
-
-/** An address, optionally followed by `/` and a prefix length in decimal. */
-const ENTRY = /^([^/]+)(?:\/(\d{1,3}))?$/
-
-/** Adds an address or CIDR range to the rules of its family; throws naming a malformed entry. */
-const addEntry = (rules: Record<Family, BlockList>, entry: string): void => {
-  const parts = ENTRY.exec(entry.trim())
-  const address = parts === null ? "" : normalizeAddress(parts[1]!)
-  const family = familyOf(address)
-  const width = family === "ipv4" ? 32 : 128
-  const prefix = parts?.[2] === undefined ? width : Number(parts[2])
-  if (family === undefined || prefix > width) {
-    throw new Error(`AGENT_RUNS_TRUSTED_PROXIES: ${JSON.stringify(entry)} is not an IP address or CIDR range`)
-  }
-  rules[family].addSubnet(address, prefix, family)
-}
-
 /**
- * A membership test over addresses and CIDR ranges (`node:net`'s `BlockList`). An address is
- * checked against the ranges of its own family only: an IPv4-mapped IPv6 address counts as the
- * IPv4 address it maps, and an IPv6 range (even `::/0`) never covers an IPv4 address.
+ * A membership test over addresses and CIDR ranges (AddressSet.ts). An address is checked against
+ * the ranges of its own family only: an IPv4-mapped IPv6 address counts as the IPv4 address it
+ * maps, and an IPv6 range (even `::/0`) never covers an IPv4 address.
  */
-export const trustedProxies = (spec: ReadonlyArray<string>): { readonly contains: (address: string) => boolean } => {
-  const rules: Record<Family, BlockList> = { ipv4: new BlockList(), ipv6: new BlockList() }
-  for (const entry of spec) addEntry(rules, entry)
-  return {
-    contains: (address) => {
-      const normalized = normalizeAddress(address)
-      const family = familyOf(normalized)
-      return family !== undefined && rules[family].check(normalized, family)
-    }
-  }
-}
+export const trustedProxies = (spec: ReadonlyArray<string>): AddressSet => addressSet(spec, "AGENT_RUNS_TRUSTED_PROXIES")
 
 /** The sender's address: the peer, or the forwarded address behind trusted proxies. */
 export const clientAddress = (

@@ -61,6 +61,7 @@ import { RunsLive } from "./handlers/Runs.js"
 import { SchedulesLive } from "./handlers/Schedules.js"
 import { SecretsLive } from "./handlers/Secrets.js"
 import { WebhooksLive } from "./handlers/Webhooks.js"
+import { OutboundWebhooksLive } from "./handlers/OutboundWebhooks.js"
 import { WorkersLive } from "./handlers/Workers.js"
 import { metricsMiddleware, metricsResponse } from "./Metrics.js"
 import { REDACTED_HEADERS, redactedSpans, untraced } from "./RequestSpans.js"
@@ -99,6 +100,7 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
     SchedulesLive,
     EnvironmentsLive,
     WebhooksLive,
+    OutboundWebhooksLive,
     AutomationsLive,
     SecretsLive,
     GitHubLive,

@@ -53,6 +53,8 @@ import {
   TeamMembers,
   Budgets,
   Overview,
+  OutboundDispatch,
+  OutboundWebhooks,
   Tokens,
   Webhooks,
   Workers
@@ -63,7 +65,7 @@ import { GitHost, GitHubHosts, noGitHost } from "@agent-runs/core/ports/GitHost"
 import type { IdentityStore } from "@agent-runs/core/ports/IdentityStore"
 import type { SecretStore } from "@agent-runs/core/ports/SecretStore"
 import { noRepositories, RepoSource } from "@agent-runs/core/ports/RepoSource"
-import { Downloads, EventStreams, Ingress as HttpIngress, RelyingParty, RunTokens, Server, SignInRoutes } from "@agent-runs/http"
+import { Downloads, EventStreams, Ingress as HttpIngress, OutboundHttpSender, RelyingParty, RunTokens, Server, SignInRoutes } from "@agent-runs/http"
 import type { StorageSql } from "@agent-runs/storage-sql"
 import { defaultHarness } from "@agent-runs/scripted-agent/Location"
 import { Effect, Layer, Option, Redacted } from "effect"
@@ -121,6 +123,27 @@ const signInLayer = (options: SignInOptions, publicUrl: string, secretKey: Redac
     }))
   )
 
+/** Outbound webhooks' settings. */
+export interface OutboundWebhookOptions {
+  /** Ranges endpoints may reach although not public (none: only public addresses). */
+  readonly allowedRanges?: ReadonlyArray<string> | undefined
+  /** The most one try may take (10 s). */
+  readonly timeoutSeconds?: number | undefined
+  /** The dispatcher's pace, batches and retries (core's defaults for those absent). */
+  readonly dispatch?: Partial<OutboundDispatch.DispatchSettings> | undefined
+}
+
+/** The sender of outbound webhooks, for the service that checks URLs and for the dispatcher. */
+const outboundSenderLayer = (options: OutboundWebhookOptions | undefined) =>
+  OutboundHttpSender.layer({
+    allowedRanges: options?.allowedRanges ?? [],
+    timeoutMs: (options?.timeoutSeconds ?? 10) * 1000
+  })
+
+/** The outbound webhook dispatcher. */
+const outboundDispatchLayer = (options: OutboundWebhookOptions | undefined) =>
+  OutboundDispatch.layer({ ...OutboundDispatch.DEFAULT_DISPATCH, ...options?.dispatch })
+
 export interface AgentRunsOptions<ES, EB, EX> {
   /** Where everything is stored: `SqliteStorage.layer({...})` or `PgStorage.layer({...})`. */
   readonly storage: Layer.Layer<Storage, ES>
@@ -173,6 +196,8 @@ export interface AgentRunsOptions<ES, EB, EX> {
   readonly adminToken?: string | undefined
   /** Sign-in with OpenID Connect for the dashboard and the CLI (none: API tokens only; docs/sign-in.md). */
   readonly signIn?: SignInOptions | undefined
+  /** Outbound webhooks: where they may reach, how long a try may take, how the dispatcher retries (docs/outbound-webhooks.md). */
+  readonly outboundWebhooks?: OutboundWebhookOptions | undefined
   /** A check of the host's own, also required for `/readyz` (fails with what is wrong). */
   readonly ready?: Effect.Effect<void, string> | undefined
 }
@@ -212,7 +237,8 @@ const servicesLayer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) =>
       Tokens.Tokens.Default,
       Workers.Workers.Default,
       AuditService.Audit.Default,
-      Idempotency.Idempotency.Default
+      Idempotency.Idempotency.Default,
+      OutboundWebhooks.OutboundWebhooks.Default
     )),
     // The records of executions: this service's own (the dispatcher) and self-hosted workers'.
     Layer.provideMerge(RunExecutions.RunExecutions.Default),
@@ -225,6 +251,7 @@ const servicesLayer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) =>
       ...options.workers
     })),
     Layer.provideMerge(Ids.IdsLive),
+    Layer.provideMerge(outboundSenderLayer(options.outboundWebhooks)),
     Layer.provideMerge(schedulerConfigLayer(options))
   )
 
@@ -314,7 +341,8 @@ export const layer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) => {
     : Layer.effectDiscard(Effect.flatMap(Identities.Identities, (identities) => identities.bootstrap(Option.some(options.adminToken!), "options.adminToken")))
   const app = Server.appLayer({ maxBodyBytes: options.maxBodyBytes, basePath: basePathOf(options.publicUrl) })
   const retention = AuditRetention.layer({ retentionDays: options.auditRetentionDays ?? DEFAULT_AUDIT_RETENTION_DAYS })
-  return Layer.mergeAll(app, admin, executionLayer(options), schedulingLayer(options), retention, IdempotencyExpiry.layer()).pipe(
+  const background = Layer.mergeAll(retention, IdempotencyExpiry.layer(), outboundDispatchLayer(options.outboundWebhooks))
+  return Layer.mergeAll(app, admin, executionLayer(options), schedulingLayer(options), background).pipe(
     Layer.provideMerge(base)
   )
 }

@@ -286,6 +286,10 @@ describe("the server against /openapi.json", () => {
     const x = { zz_unknown: "ignored" }
     const environment = await as("POST /api/v1/agent/environments", {}, { body: { config: { name: "env" }, ...x } })
     const webhook = await as("POST /api/v1/agent/webhooks", {}, { body: { name: "hook", ...x } })
+    // Told of runs' creation, at a loopback port nobody listens on: its deliveries fail and are logged.
+    const outbound = await as("POST /api/v1/agent/outbound-webhooks", {}, {
+      body: { url: "http://127.0.0.1:9/openapi", events: ["run.created"], ...x }
+    })
     const automation = await as("POST /api/v1/agent/automations", {}, {
       body: { name: "auto", prompt: "act", trigger: { provider: "webhook", event: "received", filter: { webhook_ids: [webhook.body.uid] } }, ...x }
     })
@@ -378,6 +382,21 @@ describe("the server against /openapi.json", () => {
     const webhookSecret: string = rotated.body?.secret ?? webhook.body.secret
     await as("GET /api/v1/agent/webhooks/{uid}/deliveries", webhookIds)
     await as("GET /api/v1/agent/webhooks/{uid}/deliveries/{delivery_id}", webhookIds)
+    const outboundIds = { ...ids, uid: outbound.body.uid }
+    await as("GET /api/v1/agent/outbound-webhooks", {})
+    await as("GET /api/v1/agent/outbound-webhooks/{uid}", outboundIds)
+    await as("PATCH /api/v1/agent/outbound-webhooks/{uid}", outboundIds, { body: { description: "openapi", ...x } })
+    await as("POST /api/v1/agent/outbound-webhooks/{uid}/rotate-secret", outboundIds, { body: { overlap_seconds: 60, ...x } })
+    let outboundLog = await as("GET /api/v1/agent/outbound-webhooks/{uid}/deliveries", outboundIds)
+    for (let i = 0; i < 100 && outboundLog.body.deliveries.length === 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      outboundLog = await as("GET /api/v1/agent/outbound-webhooks/{uid}/deliveries", outboundIds)
+    }
+    await as("POST /api/v1/agent/outbound-webhooks/{uid}/deliveries/{delivery_id}/redeliver", {
+      ...outboundIds,
+      delivery_id: outboundLog.body.deliveries[0].delivery_id
+    })
+    await as("POST /api/v1/agent/outbound-webhooks/{uid}/redeliver", outboundIds, { body: { since: "2020-01-01T00:00:00Z", ...x } })
     await as("GET /api/v1/agent/automations", {})
     await as("GET /api/v1/agent/automations/{id}", ids)
     await as("PUT /api/v1/agent/automations/{id}", ids, {
@@ -488,6 +507,8 @@ describe("the server against /openapi.json", () => {
         token: urlToken.body.secret,
         uid: key.includes("/webhooks/w/{uid}/{token}")
           ? urlToken.body.uid
+          : key.includes("outbound-webhooks")
+          ? outbound.body.uid
           : key.includes("webhooks")
           ? webhook.body.uid
           : key.includes("/admin/teams/")
@@ -535,6 +556,7 @@ describe("the server against /openapi.json", () => {
     // Deletions last, as meant.
     await as("DELETE /api/v1/agent/automations/{id}", ids)
     await as("DELETE /api/v1/agent/webhooks/{uid}", webhookIds)
+    await as("DELETE /api/v1/agent/outbound-webhooks/{uid}", outboundIds)
     await as("DELETE /api/v1/agent/schedules/{scheduleId}", ids)
     await as("DELETE /api/v1/agent/environments/{uid}", ids)
     await as("DELETE /api/v1/agent/secrets/{name}", ids)
@@ -563,6 +585,7 @@ describe("the server against /openapi.json", () => {
       "POST /api/v1/agent/run 404",
       "GET /api/v1/agent/schedules 400",
       "GET /api/v1/agent/webhooks 400",
+      "GET /api/v1/agent/outbound-webhooks 400",
       "POST /api/v1/agent/automations 404",
       "GET /api/v1/agent/automations 400",
       "GET /api/v1/agent/secrets 400",

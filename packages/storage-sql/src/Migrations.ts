@@ -26,6 +26,7 @@ import idempotencyKeys from "./migrations/0016_idempotency_keys.js"
 import traceDocShape from "./migrations/0017_trace_doc_shape.js"
 import budgets from "./migrations/0018_budgets.js"
 import fairShare from "./migrations/0019_fair_share.js"
+import outboundWebhooks from "./migrations/0020_outbound_webhooks.js"
 
 export const loader = Migrator.fromRecord({
   "0001_runs": runs,
@@ -46,7 +47,8 @@ export const loader = Migrator.fromRecord({
   "0016_idempotency_keys": idempotencyKeys,
   "0017_trace_doc_shape": traceDocShape,
   "0018_budgets": budgets,
-  "0019_fair_share": fairShare
+  "0019_fair_share": fairShare,
+  "0020_outbound_webhooks": outboundWebhooks
 })
 
 /** Migration 0017's shapes and statement (its test runs it on a database with older documents). */

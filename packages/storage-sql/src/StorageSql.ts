@@ -8,6 +8,7 @@ import * as AutomationStoreSql from "./AutomationStoreSql.js"
 import * as EnvironmentStoreSql from "./EnvironmentStoreSql.js"
 import * as IdempotencyStoreSql from "./IdempotencyStoreSql.js"
 import * as IdentityStoreSql from "./IdentityStoreSql.js"
+import * as OutboundWebhookStoreSql from "./OutboundWebhookStoreSql.js"
 import * as RunStoreSql from "./RunStoreSql.js"
 import * as ScheduleStoreSql from "./ScheduleStoreSql.js"
 import * as SecretStoreSql from "./SecretStoreSql.js"
@@ -26,5 +27,6 @@ export const layer = Layer.mergeAll(
   IdentityStoreSql.layer,
   WorkerStoreSql.layer,
   AuditLogSql.layer,
-  IdempotencyStoreSql.layer
+  IdempotencyStoreSql.layer,
+  OutboundWebhookStoreSql.layer
 )

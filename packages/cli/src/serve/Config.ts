@@ -38,6 +38,11 @@
  * them kept, up to the max), `AGENT_RUNS_WEBHOOK_LOG_REJECTED` (20: rejected entries kept per
  * webhook, the others only counted), `AGENT_RUNS_WEBHOOK_BODY_TIMEOUT_SECONDS` (10: a body not
  * arrived by then is dropped with a 408 and counts in the sender's authentication-failure budget).
+ * Outbound webhooks (docs/outbound-webhooks.md): `AGENT_RUNS_OUTBOUND_WEBHOOK_ALLOWED_RANGES` (CIDR
+ * ranges, comma separated, that endpoints may reach although not public; none),
+ * `AGENT_RUNS_OUTBOUND_WEBHOOK_TIMEOUT_SECONDS` (10: the most one try may take) and
+ * `AGENT_RUNS_OUTBOUND_WEBHOOK_RETRY_HOURS` (24: how long a delivery is retried before it fails and,
+ * if its endpoint delivered nothing meanwhile, the endpoint is turned off).
  * Quotas (docs/security.md): `AGENT_RUNS_MAX_PROMPT_BYTES` (65536: a prompt or base prompt of a
  * run, schedule or automation), `AGENT_RUNS_MAX_TITLE_BYTES` (1024), `AGENT_RUNS_MAX_FOLLOWUP_BYTES`
  * (65536), `AGENT_RUNS_MAX_PENDING_FOLLOWUPS` (100 waiting per run), `AGENT_RUNS_FOLLOWUPS_PER_MINUTE`
@@ -59,11 +64,11 @@
  */
 import { ProcessIsolation } from "@agent-runs/executor-process"
 import type { ProcessExecutor } from "@agent-runs/executor-process"
-import { Quotas } from "@agent-runs/core"
+import { OutboundWebhook, Quotas } from "@agent-runs/core"
 import type { QuotaSettings } from "@agent-runs/core/domain/Quotas"
 import type { EventStreams } from "@agent-runs/http"
 import type { AgentRuns } from "@agent-runs/server"
-import { Ingress } from "@agent-runs/http"
+import { AddressSet, Ingress, OutboundHttpSender } from "@agent-runs/http"
 import { Config, ConfigError, Either, Option, Redacted } from "effect"
 import { join, resolve } from "node:path"
 import { DockerSandboxConfig } from "./DockerSandboxConfig.js"
@@ -113,6 +118,8 @@ export interface ServerConfig {
   readonly blobDir: string
   readonly execution: ExecutionConfig
   readonly ingress: IngressConfig
+  /** Outbound webhooks (none: public addresses only, a try's 10 s, core's retries). */
+  readonly outboundWebhooks?: AgentRuns.OutboundWebhookOptions | undefined
   readonly scheduler: SchedulingConfig
   /** How log lines are written (`pretty` when absent). */
   readonly logFormat?: "pretty" | "json" | undefined
@@ -282,6 +289,17 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
   runsPerMinute: positive("AGENT_RUNS_RUNS_PER_MINUTE", Quotas.defaultQuotas.runsPerMinute),
   titleBytes: atLeast("AGENT_RUNS_MAX_TITLE_BYTES", 100, Quotas.defaultQuotas.titleBytes),
   listBytes: atLeast("AGENT_RUNS_MAX_LIST_BYTES", 64 * 1024, Quotas.defaultQuotas.listBytes),
+  outboundAllowedRanges: Config.string("AGENT_RUNS_OUTBOUND_WEBHOOK_ALLOWED_RANGES").pipe(
+    Config.withDefault(""),
+    Config.map((text) => text.split(/[\s,]+/).filter((entry) => entry !== "")),
+    Config.validate({
+      message: "must be IP addresses or CIDR ranges, comma separated",
+      validation: (entries) =>
+        Either.isRight(Either.try(() => AddressSet.addressSet(entries, OutboundHttpSender.ALLOWED_RANGES_SETTING)))
+    })
+  ),
+  outboundTimeoutSeconds: positive("AGENT_RUNS_OUTBOUND_WEBHOOK_TIMEOUT_SECONDS", 10),
+  outboundRetryHours: positive("AGENT_RUNS_OUTBOUND_WEBHOOK_RETRY_HOURS", 24),
   auditRetentionDays: Config.integer("AGENT_RUNS_AUDIT_RETENTION_DAYS").pipe(
     Config.validate({ message: "must be a whole number of days, 0 (keep forever) or more", validation: (n) => n >= 0 }),
     Config.withDefault(365)
@@ -366,6 +384,11 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
         runsPerMinute: raw.runsPerMinute,
         titleBytes: raw.titleBytes,
         listBytes: raw.listBytes
+      },
+      outboundWebhooks: {
+        allowedRanges: raw.outboundAllowedRanges,
+        timeoutSeconds: raw.outboundTimeoutSeconds,
+        dispatch: { retry: { ...OutboundWebhook.DEFAULT_RETRY, give_up_after_ms: raw.outboundRetryHours * 3_600_000 } }
       },
       auditRetentionDays: raw.auditRetentionDays,
       signIn: raw.signIn,

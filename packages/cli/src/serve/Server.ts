@@ -115,6 +115,7 @@ const agentRunsOptions = (config: ServerConfig, execution: ExecutionSetup, secre
       ...(bodyTimeoutSeconds === undefined ? {} : { bodyTimeoutMs: Math.round(bodyTimeoutSeconds * 1000) })
     },
     trustedProxies: config.ingress.trustedProxies,
+    outboundWebhooks: config.outboundWebhooks,
     // Workers send heartbeats every interval and are stale after 3 of them.
     workers: {
       heartbeatMs,

@@ -173,7 +173,8 @@ export interface DeliveriesQuery {
   readonly limit?: number | undefined
 }
 
-const parseLimit = (limit: number | undefined): Either.Either<number, InvalidRequest> =>
+/** A delivery-log page's `limit`, the default when absent; a 400 naming `limit` when out of range. */
+export const parseLimit = (limit: number | undefined): Either.Either<number, InvalidRequest> =>
   limit === undefined
     ? Either.right(DELIVERY_PAGE_LIMIT.default)
     : Number.isInteger(limit) && limit >= DELIVERY_PAGE_LIMIT.min && limit <= DELIVERY_PAGE_LIMIT.max

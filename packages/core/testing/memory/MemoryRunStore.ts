@@ -55,6 +55,7 @@ import {
 } from "../../src/ports/RunStore.js"
 import { DuplicateKey, type ExactlyOnceKey, StaleWrite, type StorageError } from "../../src/ports/Storage.js"
 import { claimIdentity, countDelivery, insertDelivery, isLogged, isTaken } from "./MemoryDeliveries.js"
+import { recordChange } from "./MemoryOutboundWebhookStore.js"
 import { entryOf, HOLDING_STATES, type MemoryState, type RunRecord, storageError, workerHostOf } from "./MemoryState.js"
 import type { MemoryWakeups } from "./MemoryWakeups.js"
 
@@ -126,6 +127,7 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
     if (before.item.state !== run.item.state) {
       state.runsByState.get(before.item.state)?.delete(id)
       idsIn(run.item.state).add(id)
+      recordChange(state.outbound, run, before.item.state)
     }
     if (before.team_uid !== run.team_uid) {
       state.runsByTeam.get(before.team_uid)?.delete(id)
@@ -232,6 +234,7 @@ export const makeMemoryRunStore = (state: MemoryState, wakeups: MemoryWakeups): 
       idsIn(stored.item.state).add(stored.item.run_id)
       idsOf(stored.team_uid).add(stored.item.run_id)
       appendEvents(created, events)
+      recordChange(state.outbound, stored, null)
       queued ||= stored.item.state === "QUEUED"
     }
     return queued

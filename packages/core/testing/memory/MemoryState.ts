@@ -37,6 +37,7 @@ import type { StoredEnvironment } from "../../src/ports/EnvironmentStore.js"
 import type { StoredRun } from "../../src/ports/RunStore.js"
 import type { StoredSchedule } from "../../src/ports/ScheduleStore.js"
 import { StorageError } from "../../src/ports/Storage.js"
+import { makeMemoryOutbound, type MemoryOutbound } from "./MemoryOutboundWebhookStore.js"
 
 /** A stored follow-up with its arrival number (ties of `received_at` keep arrival order). */
 export interface InboxEntry {
@@ -154,6 +155,9 @@ export interface MemoryState {
 
   // Written by IdempotencyStore: the keys by scope and key (`aad(scope, key)`).
   readonly idempotencyKeys: Map<string, IdempotencyRow>
+
+  // Written by OutboundWebhookStore; RunStore appends to its outbox (the SQL adapter's triggers).
+  readonly outbound: MemoryOutbound
 }
 
 /** A taken idempotency key: its request's fingerprint, when, and its answer sealed once it finished. */
@@ -189,7 +193,8 @@ export const makeMemoryState = (): MemoryState => ({
   workerBindings: new Map(),
   shares: { vtime: 0, next: new Map() },
   audit: new Map(),
-  idempotencyKeys: new Map()
+  idempotencyKeys: new Map(),
+  outbound: makeMemoryOutbound()
 })
 
 /** The entry of `key` in a map of maps (or sets), created empty when missing. */

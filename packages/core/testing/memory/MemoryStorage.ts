@@ -10,6 +10,7 @@ import { AutomationStore } from "../../src/ports/AutomationStore.js"
 import { EnvironmentStore } from "../../src/ports/EnvironmentStore.js"
 import { IdempotencyStore } from "../../src/ports/IdempotencyStore.js"
 import { IdentityStore } from "../../src/ports/IdentityStore.js"
+import { OutboundWebhookStore } from "../../src/ports/OutboundWebhookStore.js"
 import { RunStore } from "../../src/ports/RunStore.js"
 import { ScheduleStore } from "../../src/ports/ScheduleStore.js"
 import { SecretStore } from "../../src/ports/SecretStore.js"
@@ -22,6 +23,7 @@ import { makeSealer } from "./MemoryCrypto.js"
 import { makeMemoryEnvironmentStore } from "./MemoryEnvironmentStore.js"
 import { makeMemoryIdempotencyStore } from "./MemoryIdempotencyStore.js"
 import { makeMemoryIdentityStore } from "./MemoryIdentityStore.js"
+import { makeMemoryOutboundWebhookStore } from "./MemoryOutboundWebhookStore.js"
 import { makeMemoryRawStorage } from "./MemoryRawStorage.js"
 import { makeMemoryRunStore } from "./MemoryRunStore.js"
 import { makeMemoryScheduleStore } from "./MemoryScheduleStore.js"
@@ -48,6 +50,7 @@ export const memoryStorage: Layer.Layer<Stores | RawStorage> = Layer.scopedConte
       Context.add(WorkerStore, makeMemoryWorkerStore(state)),
       Context.add(AuditLog, makeMemoryAuditLog(state)),
       Context.add(IdempotencyStore, makeMemoryIdempotencyStore(state, sealer)),
+      Context.add(OutboundWebhookStore, makeMemoryOutboundWebhookStore(state, sealer)),
       Context.add(RawStorage, makeMemoryRawStorage(state))
     )
   })

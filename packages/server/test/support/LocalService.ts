@@ -66,6 +66,8 @@ export const serviceOptions = ({ adminToken, dir, executor = true, publicUrl, se
   repos: GitHubRepoSource.layer({ local: LocalRepoSource.layer({ reposDir: join(dir, "repos") }), mirrorsDir: join(dir, "mirrors") }),
   gitHost: OctokitHost.layer(),
   gitHubHosts: ["127.0.0.1"],
+  // Outbound webhooks of the tests go to receivers on loopback.
+  outboundWebhooks: { allowedRanges: ["127.0.0.0/8"] },
   secretKey,
   publicUrl,
   adminToken

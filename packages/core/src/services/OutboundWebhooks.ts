@@ -1,0 +1,250 @@
+/**
+ * The outbound webhooks service (docs/outbound-webhooks.md): a team's admins register endpoints
+ * that hear of the team's runs, rotate their signing secrets, read their delivery logs and queue
+ * deliveries again. Everything here is for team admins (an endpoint hears of every run of the team,
+ * private ones included); another team's endpoint is a 404.
+ *
+ * Decisions:
+ * - A URL is checked when it is saved as well as at each delivery: one the sender would refuse
+ *   (a private address, or a host name that resolves to one or to nothing) is a 400 naming `url`.
+ * - Turning an endpoint off fails its pending deliveries; turning it on clears `disabled_reason`.
+ * - Rotating keeps the old secret signing beside the new one for `overlap_seconds` (a day unless
+ *   asked), so receivers can switch without losing a delivery.
+ */
+import { Clock, DateTime, Effect, Either, Option, Redacted } from "effect"
+import { canManageFactory, type Viewer } from "../domain/Access.js"
+import { decodeKeysetCursor, encodeKeysetCursor, fingerprint } from "../domain/Cursor.js"
+import { Conflict, InvalidRequest, NotAuthorized, ResourceNotFound } from "../domain/Errors.js"
+import { Ids, isUid22, type OutboundDeliveryId, OutboundWebhookUid } from "../domain/Ids.js"
+import {
+  type CreateOutboundWebhookRequest,
+  ListOutboundDeliveriesResponse,
+  ListOutboundWebhooksResponse,
+  MAX_OUTBOUND_WEBHOOKS_PER_TEAM,
+  type OutboundDeliveryState,
+  OutboundWebhook,
+  OutboundWebhookWithSecret,
+  type PatchOutboundWebhookRequest,
+  RedeliverResponse,
+  type RotateOutboundSecretRequest
+} from "../domain/OutboundWebhook.js"
+import { storageUnavailable } from "../internal/Services.js"
+import { OutboundSender } from "../ports/OutboundSender.js"
+import { OutboundWebhookStore, type StoredOutboundWebhook } from "../ports/OutboundWebhookStore.js"
+import { Audit } from "./Audit.js"
+import { generateSigningSecret, parseLimit } from "./Webhooks.js"
+
+const ADMINS_ONLY = "only team admins can manage outbound webhooks"
+
+/** Why a turned-off endpoint's pending deliveries failed. */
+export const TURNED_OFF = "the endpoint was turned off"
+
+/** An endpoint as an audited resource. */
+const resource = (uid: OutboundWebhookUid | null) => ({ type: "outbound_webhook", id: uid })
+
+/** The query of a delivery-log page. */
+export interface OutboundDeliveriesQuery {
+  readonly cursor?: string | undefined
+  readonly limit?: number | undefined
+  readonly state?: OutboundDeliveryState | undefined
+}
+
+const pageFingerprint = (uid: OutboundWebhookUid, state: OutboundDeliveryState | undefined) =>
+  fingerprint({ list: "outbound_deliveries", webhook_uid: uid, state: state ?? null })
+
+const parseCursor = (cursor: string | undefined, queryFingerprint: string) => {
+  if (cursor === undefined) return Either.right(null)
+  return Either.flatMap(
+    Either.mapLeft(decodeKeysetCursor(cursor, queryFingerprint), (problem) => InvalidRequest.forField("cursor", problem)),
+    (position) =>
+      typeof position.key === "number"
+        ? Either.right(position.key)
+        : Either.left(InvalidRequest.forField("cursor", "malformed cursor; pass next_cursor from the previous page unchanged"))
+  )
+}
+
+export class OutboundWebhooks extends Effect.Service<OutboundWebhooks>()("@agent-runs/core/OutboundWebhooks", {
+  dependencies: [Audit.Default],
+  effect: Effect.gen(function*() {
+    const audit = yield* Audit
+    const store = yield* OutboundWebhookStore
+    const sender = yield* OutboundSender
+    const ids = yield* Ids
+
+    const requireAdmin = (viewer: Viewer) =>
+      canManageFactory(viewer) ? Effect.void : Effect.fail(new NotAuthorized({ message: ADMINS_ONLY }))
+
+    /** An endpoint of the viewer's team (404 otherwise), for an admin (403 otherwise). */
+    const requireEndpoint = (viewer: Viewer, uid: string) =>
+      Effect.gen(function*() {
+        yield* requireAdmin(viewer)
+        const found = isUid22(uid) ? yield* store.get(viewer.team_uid, uid as OutboundWebhookUid) : Option.none()
+        if (Option.isNone(found)) return yield* ResourceNotFound.of("outbound webhook", uid)
+        return found.value
+      })
+
+    /** A URL the sender would deliver to now, else 400 naming `url`. */
+    const requireReachable = (url: string) =>
+      Effect.mapError(sender.check(url), (e) => InvalidRequest.forField("url", e.message))
+
+    const now = Effect.map(Clock.currentTimeMillis, (ms) => DateTime.unsafeMake(ms))
+
+    const create = Effect.fn("OutboundWebhooks.create")(
+      function*(viewer: Viewer, request: CreateOutboundWebhookRequest) {
+        yield* requireAdmin(viewer)
+        yield* requireReachable(request.url)
+        if ((yield* store.list(viewer.team_uid)).length >= MAX_OUTBOUND_WEBHOOKS_PER_TEAM) {
+          return yield* new Conflict({
+            message: `the team already has ${MAX_OUTBOUND_WEBHOOKS_PER_TEAM} outbound webhooks, the most allowed; delete one first`
+          })
+        }
+        const at = yield* now
+        const item = new OutboundWebhook({
+          uid: OutboundWebhookUid.make(yield* ids.uid22),
+          url: request.url,
+          description: request.description,
+          events: request.events,
+          filters: request.filters,
+          enabled: request.enabled,
+          disabled_reason: null,
+          disabled_at: null,
+          previous_secret_expires_at: null,
+          created_at: at,
+          updated_at: at
+        })
+        const secret = generateSigningSecret()
+        const stored: StoredOutboundWebhook = { item, team_uid: viewer.team_uid, creator_uid: viewer.principal_uid }
+        yield* audit.recording(viewer, store.create(stored, Redacted.make(secret)), () => ({
+          action: "outbound_webhook.create",
+          resource: resource(item.uid)
+        }))
+        return new OutboundWebhookWithSecret({ ...item, secret })
+      },
+      storageUnavailable
+    )
+
+    const list = Effect.fn("OutboundWebhooks.list")(
+      function*(viewer: Viewer) {
+        yield* requireAdmin(viewer)
+        const all = yield* store.list(viewer.team_uid)
+        return new ListOutboundWebhooksResponse({ outbound_webhooks: all.map((w) => w.item) })
+      },
+      storageUnavailable
+    )
+
+    const get = Effect.fn("OutboundWebhooks.get")(
+      function*(viewer: Viewer, uid: string) {
+        return (yield* requireEndpoint(viewer, uid)).item
+      },
+      storageUnavailable
+    )
+
+    /** Writes `item` over the endpoint, audited; 404 when it went meanwhile. */
+    const write = (viewer: Viewer, action: string, current: StoredOutboundWebhook, item: OutboundWebhook) =>
+      Effect.gen(function*() {
+        const written = yield* audit.recording(viewer, store.update({ ...current, item }, TURNED_OFF), () => ({
+          action,
+          resource: resource(item.uid)
+        }))
+        if (!written) return yield* ResourceNotFound.of("outbound webhook", item.uid)
+        return item
+      })
+
+    const patch = Effect.fn("OutboundWebhooks.patch")(
+      function*(viewer: Viewer, uid: string, request: PatchOutboundWebhookRequest) {
+        const current = yield* requireEndpoint(viewer, uid)
+        if (request.url !== undefined && request.url !== current.item.url) yield* requireReachable(request.url)
+        const turnedOn = request.enabled === true && !current.item.enabled
+        const item = new OutboundWebhook({
+          ...current.item,
+          url: request.url ?? current.item.url,
+          description: request.description ?? current.item.description,
+          events: request.events ?? current.item.events,
+          filters: request.filters ?? current.item.filters,
+          enabled: request.enabled ?? current.item.enabled,
+          ...(turnedOn ? { disabled_reason: null, disabled_at: null } : {}),
+          updated_at: yield* now
+        })
+        return yield* write(viewer, "outbound_webhook.update", current, item)
+      },
+      storageUnavailable
+    )
+
+    const remove = Effect.fn("OutboundWebhooks.remove")(
+      function*(viewer: Viewer, uid: string) {
+        const current = yield* requireEndpoint(viewer, uid)
+        yield* audit.recording(viewer, store.remove(viewer.team_uid, current.item.uid), () => ({
+          action: "outbound_webhook.delete",
+          resource: resource(current.item.uid)
+        }))
+      },
+      storageUnavailable
+    )
+
+    const rotateSecret = Effect.fn("OutboundWebhooks.rotateSecret")(
+      function*(viewer: Viewer, uid: string, request: RotateOutboundSecretRequest) {
+        const current = yield* requireEndpoint(viewer, uid)
+        const at = yield* now
+        const until = DateTime.toEpochMillis(at) + request.overlap_seconds * 1000
+        const item = new OutboundWebhook({
+          ...current.item,
+          previous_secret_expires_at: request.overlap_seconds === 0 ? null : DateTime.unsafeMake(until),
+          updated_at: at
+        })
+        const secret = generateSigningSecret()
+        const written = yield* audit.recording(viewer, store.rotate({ ...current, item }, Redacted.make(secret), until), () => ({
+          action: "outbound_webhook.rotate_secret",
+          resource: resource(item.uid)
+        }))
+        if (!written) return yield* ResourceNotFound.of("outbound webhook", item.uid)
+        return new OutboundWebhookWithSecret({ ...item, secret })
+      },
+      storageUnavailable
+    )
+
+    const deliveries = Effect.fn("OutboundWebhooks.deliveries")(
+      function*(viewer: Viewer, uid: string, query: OutboundDeliveriesQuery) {
+        const endpoint = yield* requireEndpoint(viewer, uid)
+        const queryFingerprint = pageFingerprint(endpoint.item.uid, query.state)
+        const after = yield* parseCursor(query.cursor, queryFingerprint)
+        const limit = yield* parseLimit(query.limit)
+        const page = yield* store.deliveries(viewer.team_uid, endpoint.item.uid, { limit, after, state: query.state })
+        const last = page.deliveries[page.deliveries.length - 1]
+        return new ListOutboundDeliveriesResponse({
+          deliveries: page.deliveries,
+          page_info: page.next === null || last === undefined
+            ? { has_next_page: false }
+            : { has_next_page: true, next_cursor: encodeKeysetCursor({ key: page.next, id: last.delivery_id }, queryFingerprint) }
+        })
+      },
+      storageUnavailable
+    )
+
+    const redeliver = Effect.fn("OutboundWebhooks.redeliver")(
+      function*(viewer: Viewer, uid: string, deliveryId: string) {
+        const endpoint = yield* requireEndpoint(viewer, uid)
+        const at = yield* Clock.currentTimeMillis
+        const queued = yield* store.redeliver(viewer.team_uid, endpoint.item.uid, deliveryId as OutboundDeliveryId, at)
+        if (!queued) return yield* ResourceNotFound.of("outbound delivery", deliveryId)
+        return new RedeliverResponse({ redelivered: 1 })
+      },
+      storageUnavailable
+    )
+
+    const redeliverFailed = Effect.fn("OutboundWebhooks.redeliverFailed")(
+      function*(viewer: Viewer, uid: string, since: DateTime.Utc) {
+        const endpoint = yield* requireEndpoint(viewer, uid)
+        const at = yield* Clock.currentTimeMillis
+        const redelivered = yield* audit.recording(
+          viewer,
+          store.redeliverFailed(viewer.team_uid, endpoint.item.uid, DateTime.toEpochMillis(since), at),
+          () => ({ action: "outbound_webhook.redeliver", resource: resource(endpoint.item.uid) })
+        )
+        return new RedeliverResponse({ redelivered })
+      },
+      storageUnavailable
+    )
+
+    return { create, list, get, patch, remove, rotateSecret, deliveries, redeliver, redeliverFailed } as const
+  })
+}) {}

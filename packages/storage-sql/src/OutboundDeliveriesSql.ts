@@ -1,0 +1,254 @@
+/**
+ * The outbox and deliveries of OutboundWebhookStoreSql.ts (migration 0020). A change is handed out
+ * by the transaction that deletes it: of two dispatchers handing out one change, the one whose
+ * DELETE returned it writes the deliveries. A claim takes due pending deliveries of enabled
+ * endpoints whose run has no earlier pending delivery to the same endpoint and no earlier change
+ * still in the outbox, and leases them (on PostgreSQL `FOR UPDATE SKIP LOCKED`, so replicas
+ * claiming at once take different ones); a try is recorded only under the lease that claimed it.
+ */
+import type { OutboundDeliveryId, OutboundWebhookUid, RunId, TeamUid } from "@agent-runs/core/domain/Ids"
+import { OutboundDelivery, type OutboundDeliveryState } from "@agent-runs/core/domain/OutboundWebhook"
+import type { RunState } from "@agent-runs/core/domain/RunState"
+import * as TrustedCodec from "@agent-runs/core/domain/TrustedCodec"
+import type {
+  Attempt,
+  AttemptResult,
+  ClaimedDelivery,
+  NewDelivery,
+  OutboxChange
+} from "@agent-runs/core/ports/OutboundWebhookStore"
+import type { SqlClient } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { decodeRows, iso } from "./internal/Catalog.js"
+import type { endpointOps } from "./OutboundEndpointsSql.js"
+import { SecretsRow } from "./OutboundEndpointsSql.js"
+import * as Rows from "./Rows.js"
+
+const ChangeRow = Schema.Struct({
+  change_id: Rows.Integer,
+  run_id: Schema.String,
+  team_uid: Schema.String,
+  previous_state: Schema.NullOr(Schema.String),
+  state: Schema.String,
+  occurred_at: Rows.Millis
+})
+
+const ClaimRow = Schema.Struct({
+  seq: Rows.Integer,
+  delivery_id: Schema.String,
+  webhook_uid: Schema.String,
+  team_uid: Schema.String,
+  run_id: Schema.String,
+  body: Schema.String,
+  attempts: Rows.Integer,
+  retry_from: Rows.Millis
+})
+
+const EndpointSecretsRow = Schema.Struct({ uid: Schema.String, url: Schema.String, ...SecretsRow.fields })
+
+const LogRow = Schema.Struct({
+  seq: Rows.Integer,
+  delivery_id: Schema.String,
+  event_type: Schema.String,
+  run_id: Schema.String,
+  state: Schema.String,
+  attempts: Rows.Integer,
+  created_at: Rows.Millis,
+  next_attempt_at: Schema.NullOr(Rows.Millis),
+  last_attempt_at: Schema.NullOr(Rows.Millis),
+  last_status: Schema.NullOr(Rows.Integer),
+  last_error: Schema.NullOr(Schema.String),
+  last_latency_ms: Schema.NullOr(Rows.Integer),
+  last_response_excerpt: Schema.NullOr(Schema.String),
+  delivered_at: Schema.NullOr(Rows.Millis)
+})
+
+const decodeDelivery = TrustedCodec.decoder(OutboundDelivery)
+const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms))
+
+const toDelivery = (row: typeof LogRow.Type) =>
+  decodeDelivery({
+    ...row,
+    created_at: iso(row.created_at),
+    next_attempt_at: isoOrNull(row.next_attempt_at),
+    last_attempt_at: isoOrNull(row.last_attempt_at),
+    delivered_at: isoOrNull(row.delivered_at)
+  })
+
+const LOG_COLUMNS = `seq, delivery_id, event_type, run_id, state, attempts, created_at, next_attempt_at, last_attempt_at,
+  last_status, last_error, last_latency_ms, last_response_excerpt, delivered_at`
+
+/** The outbox and delivery operations over `sql`, with the endpoints' (`endpoints`). */
+export const deliveryOps = (sql: SqlClient.SqlClient, endpoints: ReturnType<typeof endpointOps>) => {
+  const changes = (limit: number) =>
+    sql`SELECT change_id, run_id, team_uid, previous_state, state, occurred_at FROM outbound_changes
+      ORDER BY change_id LIMIT ${limit}`.pipe(
+      Effect.flatMap(decodeRows(ChangeRow)),
+      Effect.map((rows) =>
+        rows.map((r): OutboxChange => ({
+          change_id: r.change_id,
+          run_id: r.run_id as RunId,
+          team_uid: r.team_uid as TeamUid,
+          previous_state: r.previous_state as RunState | null,
+          state: r.state as RunState,
+          occurred_at: r.occurred_at
+        }))
+      )
+    )
+
+  const fanOut = (changeId: number, deliveries: ReadonlyArray<NewDelivery>, now: number) =>
+    sql.withTransaction(Effect.gen(function* () {
+      const taken = yield* sql`DELETE FROM outbound_changes WHERE change_id = ${changeId} RETURNING run_id, team_uid`
+      const change = taken[0] as { run_id: string; team_uid: string } | undefined
+      if (change === undefined) return false
+      if (deliveries.length === 0) return true
+      yield* sql`INSERT INTO outbound_deliveries ${
+        sql.insert(deliveries.map((d) => ({
+          delivery_id: d.delivery_id,
+          webhook_uid: d.webhook_uid,
+          team_uid: change.team_uid,
+          change_id: changeId,
+          run_id: change.run_id,
+          event_type: d.event_type,
+          body: d.body,
+          state: "pending",
+          attempts: 0,
+          created_at: now,
+          retry_from: now,
+          next_attempt_at: now
+        })))
+      }`
+      return true
+    }))
+
+  /** The pending deliveries a claim may take at `now`, first due first. */
+  const claimable = (now: number, limit: number) =>
+    sql`SELECT d.seq FROM outbound_deliveries d JOIN outbound_webhooks w ON w.uid = d.webhook_uid
+      WHERE d.state = 'pending' AND d.next_attempt_at <= ${now} AND (d.lease_until IS NULL OR d.lease_until <= ${now})
+        AND w.enabled = ${sql.onDialectOrElse({ pg: () => true, orElse: () => 1 })}
+        AND NOT EXISTS (SELECT 1 FROM outbound_deliveries p WHERE p.webhook_uid = d.webhook_uid AND p.run_id = d.run_id
+          AND p.state = 'pending' AND (p.change_id < d.change_id OR (p.change_id = d.change_id AND p.seq < d.seq)))
+        AND NOT EXISTS (SELECT 1 FROM outbound_changes c WHERE c.run_id = d.run_id AND c.change_id < d.change_id)
+      ORDER BY d.next_attempt_at, d.seq LIMIT ${limit}${
+      sql.literal(sql.onDialectOrElse({ pg: () => " FOR UPDATE OF d SKIP LOCKED", orElse: () => "" }))
+    }`
+
+  /** Where the claimed deliveries go, and their signing secrets. */
+  const destinations = (uids: ReadonlyArray<string>, now: number) =>
+    Effect.gen(function* () {
+      const rows = yield* sql`SELECT uid, url, secret, previous_secret, previous_secret_until FROM outbound_webhooks
+        WHERE ${sql.in("uid", uids)}`.pipe(Effect.flatMap(decodeRows(EndpointSecretsRow)))
+      const byUid = new Map<string, { url: string; secrets: ClaimedDelivery["secrets"] }>()
+      for (const row of rows) byUid.set(row.uid, { url: row.url, secrets: yield* endpoints.secretsOf(row, row.uid, now) })
+      return byUid
+    })
+
+  const claim = (now: number, leaseUntil: number, limit: number) =>
+    Effect.gen(function* () {
+      const claimed = yield* sql.withTransaction(
+        sql`UPDATE outbound_deliveries SET lease_until = ${leaseUntil}
+          WHERE seq IN (${claimable(now, limit)})
+          RETURNING seq, delivery_id, webhook_uid, team_uid, run_id, body, attempts, retry_from`.pipe(
+          Effect.flatMap(decodeRows(ClaimRow))
+        )
+      )
+      if (claimed.length === 0) return []
+      const where = yield* destinations([...new Set(claimed.map((c) => c.webhook_uid))], now)
+      return claimed.flatMap((c): Array<ClaimedDelivery> => {
+        const to = where.get(c.webhook_uid)
+        if (to === undefined) return []
+        return [{
+          seq: c.seq,
+          delivery_id: c.delivery_id as OutboundDeliveryId,
+          webhook_uid: c.webhook_uid as OutboundWebhookUid,
+          team_uid: c.team_uid as TeamUid,
+          run_id: c.run_id as RunId,
+          url: to.url,
+          body: c.body,
+          attempts: c.attempts,
+          retry_from: c.retry_from,
+          secrets: to.secrets,
+          lease_until: leaseUntil
+        }]
+      }).sort((a, b) => a.seq - b.seq)
+    })
+
+  /** The columns a try writes, by where it leaves the delivery. */
+  const afterTry = (attempt: Attempt, result: AttemptResult) => ({
+    state: result._tag === "Delivered" ? "delivered" : result._tag === "Retry" ? "pending" : "failed",
+    next_attempt_at: result._tag === "Retry" ? result.next_attempt_at : null,
+    delivered_at: result._tag === "Delivered" ? attempt.at : null,
+    lease_until: null,
+    last_attempt_at: attempt.at,
+    last_status: attempt.status,
+    last_error: attempt.error,
+    last_latency_ms: attempt.latency_ms,
+    last_response_excerpt: attempt.response_excerpt
+  })
+
+  /** Turns off an endpoint that delivered nothing since `since`, failing its pending deliveries. */
+  const disableIfSilent = (uid: string, since: number, at: number, reason: string) =>
+    Effect.gen(function* () {
+      const disabled = yield* sql`UPDATE outbound_webhooks SET enabled = ${sql.onDialectOrElse({ pg: () => false, orElse: () => 0 })},
+        disabled_reason = ${reason}, disabled_at = ${at}, updated_at = ${at}
+        WHERE uid = ${uid} AND (last_success_at IS NULL OR last_success_at < ${since}) RETURNING uid`
+      if (disabled.length > 0) yield* endpoints.failPending(uid, reason)
+    })
+
+  const settle = (delivery: ClaimedDelivery, attempt: Attempt, result: AttemptResult, reason: string) =>
+    sql.withTransaction(Effect.gen(function* () {
+      const written = yield* sql`UPDATE outbound_deliveries SET ${sql.update(afterTry(attempt, result))},
+        attempts = attempts + 1
+        WHERE seq = ${delivery.seq} AND state = 'pending' AND lease_until = ${delivery.lease_until} RETURNING seq`
+      if (written.length === 0) return
+      if (result._tag === "Delivered") {
+        yield* sql`UPDATE outbound_webhooks SET last_success_at = ${attempt.at} WHERE uid = ${delivery.webhook_uid}`
+      }
+      if (result._tag === "GiveUp") yield* disableIfSilent(delivery.webhook_uid, delivery.retry_from, attempt.at, reason)
+    }))
+
+  const deliveries = (
+    team: TeamUid,
+    uid: OutboundWebhookUid,
+    query: { readonly limit: number; readonly after: number | null; readonly state: OutboundDeliveryState | undefined }
+  ) =>
+    Effect.gen(function* () {
+      const rows = yield* sql`SELECT ${sql.literal(LOG_COLUMNS)} FROM outbound_deliveries
+        WHERE webhook_uid = ${uid} AND team_uid = ${team}
+          ${query.state === undefined ? sql`` : sql`AND state = ${query.state}`}
+          ${query.after === null ? sql`` : sql`AND seq < ${query.after}`}
+        ORDER BY seq DESC LIMIT ${query.limit + 1}`.pipe(Effect.flatMap(decodeRows(LogRow)))
+      const page = rows.slice(0, query.limit)
+      return {
+        deliveries: yield* Effect.forEach(page, toDelivery),
+        next: rows.length > query.limit ? page[page.length - 1]!.seq : null
+      }
+    })
+
+  /** The columns that queue a delivery again at `now`. */
+  const queued = (now: number) => ({
+    state: "pending",
+    attempts: 0,
+    retry_from: now,
+    next_attempt_at: now,
+    lease_until: null,
+    delivered_at: null
+  })
+
+  const redeliver = (team: TeamUid, uid: OutboundWebhookUid, id: OutboundDeliveryId, now: number) =>
+    Effect.gen(function* () {
+      const found = yield* sql`SELECT state FROM outbound_deliveries
+        WHERE delivery_id = ${id} AND webhook_uid = ${uid} AND team_uid = ${team}`
+      if (found.length === 0) return false
+      yield* sql`UPDATE outbound_deliveries SET ${sql.update(queued(now))}
+        WHERE delivery_id = ${id} AND webhook_uid = ${uid} AND state <> 'pending'`
+      return true
+    })
+
+  const redeliverFailed = (team: TeamUid, uid: OutboundWebhookUid, since: number, now: number) =>
+    sql`UPDATE outbound_deliveries SET ${sql.update(queued(now))}
+      WHERE webhook_uid = ${uid} AND team_uid = ${team} AND state = 'failed' AND created_at >= ${since}
+      RETURNING seq`.pipe(Effect.map((rows) => rows.length))
+
+  return { changes, fanOut, claim, settle, deliveries, redeliver, redeliverFailed } as const
+}
