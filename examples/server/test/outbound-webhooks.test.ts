@@ -9,7 +9,7 @@
  */
 import { afterAll, describe, expect, it } from "vitest"
 import { call, type DatabaseKind, makeTeam, suiteServer, waitForRun } from "./harness.js"
-import { eventually, type Received, Receiver } from "./receiver.js"
+import { eventually, type Received, Receiver } from "@agent-runs/testing"
 
 const ALL_EVENTS = ["run.created", "run.state_changed", "run.succeeded", "run.failed", "run.cancelled"]
 

@@ -92,7 +92,10 @@ const fanOutAll = (team: TeamUid, to: OutboundWebhookUid, now: number) =>
 
 /** Claims what is due at `now` and keeps the team's. */
 const claimOf = (team: TeamUid, now: number) =>
-  Effect.map(Effect.flatMap(OutboundWebhookStore, (s) => s.claim(now, now + 60_000, 1_000)), (all) => all.filter((d) => d.team_uid === team))
+  Effect.map(
+    Effect.flatMap(OutboundWebhookStore, (s) => s.claim(now, now + 60_000, { limit: 1_000, perEndpoint: 1_000, perTeam: 1_000 })),
+    (all) => all.filter((d) => d.team_uid === team)
+  )
 
 const attempt = (at: number, status: number | null): Attempt => ({
   at,
@@ -223,15 +226,73 @@ export const outboundWebhookConformance = <E>(storeLayer: Layer.Layer<Stores | R
         const [first] = yield* claimOf(team, T0 + 40)
         expect(first!.delivery_id).toBe(created)
         expect(first!.retry_from).toBe(T0 + 40)
-        yield* deliver(first!, T0 + 41)
-        const [second] = yield* claimOf(team, T0 + 42)
-        expect(second!.delivery_id).toBe(changed)
-        // This endpoint has delivered since the delivery was queued again: giving up does not disable it.
-        yield* store.settle(second!, attempt(T0 + 43, 410), { _tag: "GiveUp" }, "failing")
+        yield* store.settle(first!, attempt(T0 + 41, 503), { _tag: "Retry", next_attempt_at: T0 + 45 }, "unused")
+        // Another run's delivery succeeds after the first try: giving the delivery up leaves the endpoint on.
+        yield* createRun(team)
+        const [otherId] = yield* fanOutAll(team, webhook.item.uid, T0 + 42)
+        const [other] = yield* claimOf(team, T0 + 43)
+        expect(other!.delivery_id).toBe(otherId)
+        yield* deliver(other!, T0 + 44)
+        const [again] = yield* claimOf(team, T0 + 45)
+        expect(again).toMatchObject({ delivery_id: created, attempts: 1, retry_from: T0 + 41 })
+        yield* store.settle(again!, attempt(T0 + 46, 503), { _tag: "GiveUp" }, "failing")
         expect(Option.getOrThrow(yield* store.get(team, webhook.item.uid)).item.enabled).toBe(true)
-        expect(yield* store.redeliver(team, webhook.item.uid, changed, T0 + 50)).toBe(true)
-        expect(yield* store.redeliver(uid<TeamUid>(), webhook.item.uid, changed, T0 + 50)).toBe(false)
-        expect((yield* claimOf(team, T0 + 50)).map((x) => x.delivery_id)).toEqual([changed])
+        // Queued again by id: due at once, and still ahead of the run's next.
+        expect(yield* store.redeliver(team, webhook.item.uid, created, T0 + 50)).toBe(true)
+        expect(yield* store.redeliver(uid<TeamUid>(), webhook.item.uid, created, T0 + 50)).toBe(false)
+        const [redelivered] = yield* claimOf(team, T0 + 50)
+        expect(redelivered!.delivery_id).toBe(created)
+        yield* deliver(redelivered!, T0 + 51)
+        expect((yield* claimOf(team, T0 + 52)).map((x) => x.delivery_id)).toEqual([changed])
+      }))
+
+    it.effect("a claim keeps each endpoint and each team within their tries in flight, first due first", () =>
+      Effect.gen(function*() {
+        // A day before the other cases' times: only this case's deliveries are due.
+        const B = T0 - 24 * HOUR
+        const store = yield* OutboundWebhookStore
+        const { team, webhook } = yield* teamWithEndpoint()
+        const second = endpoint(team)
+        yield* store.create(second, secret("second"))
+        for (let i = 0; i < 4; i++) yield* createRun(team)
+        const toFirst = yield* fanOutAll(team, webhook.item.uid, B + 10)
+        // Four runs' deliveries to the first endpoint, then two more runs' to the second.
+        for (let i = 0; i < 2; i++) yield* createRun(team)
+        const toSecond = yield* fanOutAll(team, second.item.uid, B + 20)
+        const take = (now: number) =>
+          Effect.map(store.claim(now, now + 60_000, { limit: 10, perEndpoint: 2, perTeam: 3 }), (all) => all.filter((d) => d.team_uid === team))
+        const ids = (claimed: ReadonlyArray<ClaimedDelivery>) => claimed.map((d) => d.delivery_id)
+        const taken = yield* take(B + 30)
+        expect(ids(taken)).toEqual([toFirst[0], toFirst[1], toSecond[0]])
+        // Three in flight: the team is at its cap.
+        expect(yield* take(B + 31)).toEqual([])
+        // One try ended: room for one more of the team, and the first endpoint has room again.
+        yield* deliver(taken[0]!, B + 32)
+        expect(ids(yield* take(B + 33))).toEqual([toFirst[2]])
+      }))
+
+    it.effect("a change is handed to endpoints still enabled; old delivered and failed deliveries are pruned, pending kept", () =>
+      Effect.gen(function*() {
+        const store = yield* OutboundWebhookStore
+        const { team, webhook } = yield* teamWithEndpoint()
+        yield* createRun(team)
+        yield* store.update({ ...webhook, item: new OutboundWebhook({ ...webhook.item, enabled: false }) }, "off")
+        // The change was recorded while it was on; handed out after, it yields nothing for it.
+        yield* fanOutAll(team, webhook.item.uid, T0 + 10)
+        expect((yield* store.deliveries(team, webhook.item.uid, { limit: 10, after: null, state: undefined })).deliveries).toEqual([])
+
+        const live = yield* teamWithEndpoint()
+        for (let i = 0; i < 3; i++) yield* createRun(live.team)
+        const [done, failed, waiting] = yield* fanOutAll(live.team, live.webhook.item.uid, T0 + 10)
+        const claimed = yield* claimOf(live.team, T0 + 20)
+        const byId = (id: OutboundDeliveryId | undefined) => claimed.find((d) => d.delivery_id === id)!
+        yield* deliver(byId(done), T0 + 21)
+        yield* store.settle(byId(failed), attempt(T0 + 21, 500), { _tag: "GiveUp" }, "unused")
+        yield* store.settle(byId(waiting), attempt(T0 + 21, 500), { _tag: "Retry", next_attempt_at: T0 + HOUR }, "unused")
+        // Other teams' old deliveries may go too: only this team's are checked.
+        yield* store.prune(T0 + 11, 1_000_000)
+        const left = yield* store.deliveries(live.team, live.webhook.item.uid, { limit: 10, after: null, state: undefined })
+        expect(left.deliveries.map((d) => d.delivery_id)).toEqual([waiting])
       }))
 
     it.effect("the log pages newest first; a rotated-out secret signs until its overlap ends", () =>

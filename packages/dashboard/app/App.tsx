@@ -19,6 +19,7 @@ import { OverviewPage } from "./Overview.js"
 import { SpendPage } from "./Spend.js"
 import { ExpiryBanner } from "./TokenExpiry.js"
 import { WebhookPage, WebhooksPage } from "./Webhooks.js"
+import { OutboundWebhookPage, OutboundWebhooksPage } from "./Outbound.js"
 
 /**
  * The team this tab acts in: a select of the caller's teams when it has several (by name, the uid
@@ -62,10 +63,15 @@ const SECTIONS: ReadonlyArray<readonly [string, string]> = [
 const adminOf = (me: Me | undefined, team: string): boolean =>
   me !== undefined && me.teams.some((t) => t.uid === team && t.role === "admin")
 
-/** The team's admins (and instance administrators) also manage its members. */
+/** The team's admins also manage its outbound webhooks; they and instance administrators, its members. */
 const sectionsFor = (me: Me | undefined, team: string): ReadonlyArray<readonly [string, string]> => {
-  const manages = me !== undefined && (me.instance_admin || adminOf(me, team))
-  return manages ? [...SECTIONS, ["members", "Members"]] : SECTIONS
+  const admin = adminOf(me, team)
+  const manages = me !== undefined && (me.instance_admin || admin)
+  return [
+    ...SECTIONS,
+    ...(admin ? [["outbound", "Outbound webhooks"] as const] : []),
+    ...(manages ? [["members", "Members"] as const] : [])
+  ]
 }
 
 /** The page of a route (`key` makes a new team or another id load afresh); `admin`: the caller is an admin of the team. */
@@ -79,6 +85,10 @@ const pageOf = (location: Location, generation: number, admin: boolean) => {
       return <SchedulesPage key={key} />
     case "webhooks":
       return id === undefined ? <WebhooksPage key={key} /> : <WebhookPage key={`${key}?${location.query.toString()}`} uid={id} query={location.query} />
+    case "outbound":
+      return id === undefined
+        ? <OutboundWebhooksPage key={key} />
+        : <OutboundWebhookPage key={`${key}?${location.query.toString()}`} uid={id} query={location.query} />
     case "environments":
       return <EnvironmentsPage key={key} />
     case "workers":

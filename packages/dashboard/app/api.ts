@@ -87,7 +87,7 @@ export const whenUnauthorized = (listener: Unauthorized): void => {
 }
 
 export interface RequestOptions {
-  readonly method?: "GET" | "POST" | "PUT" | "DELETE"
+  readonly method?: "GET" | "POST" | "PUT" | "PATCH" | "DELETE"
   readonly body?: unknown
   readonly signal?: AbortSignal
   /** Another token or team than the session's (signing in, switching teams). */

@@ -43,7 +43,11 @@ const ENTRY = /^([^/]+)(?:\/(\d{1,3}))?$/
 /** Adds an address or CIDR range to the rules of its family; throws naming a malformed entry and its setting. */
 const addEntry = (rules: Record<Family, BlockList>, entry: string, setting: string): void => {
   const parts = ENTRY.exec(entry.trim())
-  const address = parts === null ? "" : normalizeAddress(parts[1]!)
+  // An entry's IPv4-mapped form is read only when dotted (`::ffff:10.0.0.1`): a range written in hex
+  // groups (`::ffff:0:0/96`) stays an IPv6 range, as settings written before have it.
+  const written = parts === null ? "" : parts[1]!.trim().toLowerCase().replace(/%.*$/, "")
+  const dotted = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(written)
+  const address = dotted === null ? written : dotted[1]!
   const family = familyOf(address)
   const width = family === "ipv4" ? 32 : 128
   const prefix = parts?.[2] === undefined ? width : Number(parts[2])

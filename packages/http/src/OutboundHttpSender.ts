@@ -22,7 +22,7 @@ import { isIP } from "node:net"
 import { MAX_EXCERPT_BYTES } from "@agent-runs/core/domain/OutboundWebhook"
 import { OutboundSender, OutboundSendFailed, type OutboundRequest } from "@agent-runs/core/ports/OutboundSender"
 import { Effect, Layer } from "effect"
-import { type AddressSet, addressSet, normalizeAddress } from "./AddressSet.js"
+import { type AddressSet, addressSet } from "./AddressSet.js"
 
 /** Addresses no outbound webhook reaches unless allowed (IANA IPv4 and IPv6 special-purpose registries). */
 export const REFUSED_RANGES: ReadonlyArray<string> = [
@@ -30,7 +30,7 @@ export const REFUSED_RANGES: ReadonlyArray<string> = [
   "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24",
   "224.0.0.0/4", "240.0.0.0/4",
   "::/128", "::1/128", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "2001::/23", "2001:db8::/32", "2002::/16",
-  "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8"
+  "3fff::/20", "5f00::/16", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8"
 ]
 
 /** The setting that allows ranges (named in errors). */
@@ -45,11 +45,15 @@ export interface OutboundSenderSettings {
 
 const refusedSet = addressSet(REFUSED_RANGES, "REFUSED_RANGES")
 
-/** Why an address may not be reached, or undefined when it may. */
+/**
+ * Why an address may not be reached, or undefined when it may. The address itself is not named:
+ * the message reaches the team (a 400, the delivery log), and the addresses internal names resolve
+ * to are the operator's to know.
+ */
 const refusal = (address: string, allowed: AddressSet): string | undefined =>
   refusedSet.contains(address) && !allowed.contains(address)
-    ? `${normalizeAddress(address)} is not a public address (loopback, private, link-local, metadata or reserved); ` +
-      `an administrator can allow its range with ${ALLOWED_RANGES_SETTING}`
+    ? "the host is, or resolves to, an address that is not public (loopback, private, link-local, metadata or " +
+      `reserved); an administrator can allow its range with ${ALLOWED_RANGES_SETTING}`
     : undefined
 
 const failed = (reason: OutboundSendFailed["reason"], message: string) => new OutboundSendFailed({ reason, message })
@@ -67,7 +71,7 @@ const checkedLookup = (allowed: AddressSet) =>
       if (addresses.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: "ENOTFOUND" }), "")
       for (const a of addresses) {
         const why = refusal(a.address, allowed)
-        if (why !== undefined) return callback(Object.assign(new Error(`${hostname} resolves to ${why}`), { code: "EREFUSED_ADDRESS" }), "")
+        if (why !== undefined) return callback(Object.assign(new Error(why), { code: "EREFUSED_ADDRESS" }), "")
       }
       const first = addresses[0]!
       return options.all === true ? callback(null, [first]) : callback(null, first.address, first.family)
@@ -79,7 +83,7 @@ const failureOf = (error: NodeJS.ErrnoException): OutboundSendFailed =>
   error.code === "EREFUSED_ADDRESS"
     ? failed("refused", error.message)
     : error.code === "ENOTFOUND" || error.code === "EAI_AGAIN"
-    ? failed("unresolved", `cannot resolve the endpoint's host: ${error.message}`)
+    ? failed("unresolved", "the host does not resolve")
     : error.name === "TimeoutError" || error.name === "AbortError"
     ? failed("timeout", "the endpoint did not answer in time")
     : failed("network", `cannot reach the endpoint: ${error.message}`)
@@ -98,6 +102,14 @@ const parseTarget = (raw: string, allowed: AddressSet): URL | OutboundSendFailed
   return why === undefined ? url : failed("refused", why)
 }
 
+/**
+ * A receiver's text as the delivery log keeps it: control characters but tab and line breaks (NUL
+ * among them, which PostgreSQL's text refuses) replaced. (Decoding UTF-8 already replaced invalid bytes.)
+ */
+export const printable = (text: string): string =>
+  // eslint-disable-next-line no-control-regex
+  text.replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g, "\ufffd")
+
 /** Reads at most `MAX_EXCERPT_BYTES` of a response, then stops. */
 const excerptOf = (response: http.IncomingMessage): Promise<string> =>
   new Promise((resolve) => {
@@ -106,7 +118,7 @@ const excerptOf = (response: http.IncomingMessage): Promise<string> =>
     const done = () => {
       response.removeAllListeners("data")
       response.destroy()
-      resolve(Buffer.concat(chunks).subarray(0, MAX_EXCERPT_BYTES).toString("utf8"))
+      resolve(printable(Buffer.concat(chunks).subarray(0, MAX_EXCERPT_BYTES).toString("utf8")))
     }
     response.on("data", (chunk: Buffer) => {
       chunks.push(chunk)
@@ -151,7 +163,9 @@ export const make = (settings: OutboundSenderSettings): OutboundSender["Type"] =
         if (isIP(host) !== 0) return Effect.void
         return Effect.async<void, OutboundSendFailed>((resume) => {
           checkedLookup(allowed)(host, {}, (error) => resume(error === null ? Effect.void : Effect.fail(failureOf(error))))
-        })
+        }).pipe(
+          Effect.timeoutFail({ duration: settings.timeoutMs, onTimeout: () => failed("unresolved", "the host does not resolve in time") })
+        )
       })
   })
 }

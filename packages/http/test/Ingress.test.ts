@@ -56,7 +56,7 @@ describe("trusted proxies", () => {
   })
 
   it("checks an address against the ranges of its own family only", () => {
-    const v6 = trustedProxies(["::/0"])
+    const v6 = trustedProxies(["::/0", "::ffff:0:0/96"])
     expect(v6.contains("2001:db8::1")).toBe(true)
     expect(v6.contains("10.0.0.1")).toBe(false)
     expect(v6.contains("::ffff:10.0.0.1")).toBe(false)
@@ -71,7 +71,7 @@ describe("trusted proxies", () => {
   })
 
   it("refuses malformed entries, naming them", () => {
-    for (const bad of ["10.0.0.0/33", "nope", "10.0.0.1/x", "::1/129", "", "10.0.0.0/", "10.0.0.0/8/9", "10.0.0.0/+8", "10.0.0.0/-1", "/8", "::ffff:10.0.0.0/104", "::ffff:0:0/96"]) {
+    for (const bad of ["10.0.0.0/33", "nope", "10.0.0.1/x", "::1/129", "", "10.0.0.0/", "10.0.0.0/8/9", "10.0.0.0/+8", "10.0.0.0/-1", "/8", "::ffff:10.0.0.0/104"]) {
       expect(() => trustedProxies([bad])).toThrow(/AGENT_RUNS_TRUSTED_PROXIES/)
     }
   })

@@ -10,7 +10,7 @@ import type { AddressInfo } from "node:net"
 import { MAX_EXCERPT_BYTES } from "@agent-runs/core/domain/OutboundWebhook"
 import { Effect, Either } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { make, REFUSED_RANGES } from "../src/OutboundHttpSender.js"
+import { make, printable, REFUSED_RANGES } from "../src/OutboundHttpSender.js"
 import { addressSet } from "../src/AddressSet.js"
 
 let server: Server
@@ -96,6 +96,10 @@ describe("outbound sender", () => {
     expect(Date.now() - started).toBeLessThan(5_000)
     const huge = await send(allowing, `http://127.0.0.1:${port}/huge`)
     expect(Either.getOrThrow(huge).excerpt.length).toBeLessThanOrEqual(MAX_EXCERPT_BYTES)
+  })
+
+  it("a receiver's text is kept printable: no NUL or other control character", () => {
+    expect(printable("ok\u0000\u0007\n\tdone")).toBe("ok\ufffd\ufffd\n\tdone")
   })
 
   it("the refused ranges leave public addresses alone", () => {

@@ -54,6 +54,7 @@ import {
   Budgets,
   Overview,
   OutboundDispatch,
+  OutboundLogRetention,
   OutboundWebhooks,
   Tokens,
   Webhooks,
@@ -129,20 +130,26 @@ export interface OutboundWebhookOptions {
   readonly allowedRanges?: ReadonlyArray<string> | undefined
   /** The most one try may take (10 s). */
   readonly timeoutSeconds?: number | undefined
+  /** How many days delivered and failed deliveries stay in the log (7). */
+  readonly logDays?: number | undefined
   /** The dispatcher's pace, batches and retries (core's defaults for those absent). */
   readonly dispatch?: Partial<OutboundDispatch.DispatchSettings> | undefined
 }
 
+const outboundTimeoutMs = (options: OutboundWebhookOptions | undefined) => (options?.timeoutSeconds ?? 10) * 1000
+
 /** The sender of outbound webhooks, for the service that checks URLs and for the dispatcher. */
 const outboundSenderLayer = (options: OutboundWebhookOptions | undefined) =>
-  OutboundHttpSender.layer({
-    allowedRanges: options?.allowedRanges ?? [],
-    timeoutMs: (options?.timeoutSeconds ?? 10) * 1000
-  })
+  OutboundHttpSender.layer({ allowedRanges: options?.allowedRanges ?? [], timeoutMs: outboundTimeoutMs(options) })
 
-/** The outbound webhook dispatcher. */
-const outboundDispatchLayer = (options: OutboundWebhookOptions | undefined) =>
-  OutboundDispatch.layer({ ...OutboundDispatch.DEFAULT_DISPATCH, ...options?.dispatch })
+/** The outbound webhook dispatcher (a claim's lease outlasts a try twice over) and its log's retention. */
+const outboundDispatchLayer = (options: OutboundWebhookOptions | undefined) => {
+  const settings = { ...OutboundDispatch.DEFAULT_DISPATCH, ...options?.dispatch }
+  return Layer.merge(
+    OutboundDispatch.layer({ ...settings, leaseMs: Math.max(settings.leaseMs, 2 * outboundTimeoutMs(options) + 10_000) }),
+    OutboundLogRetention.layer(options?.logDays ?? OutboundLogRetention.DEFAULT_LOG_DAYS)
+  )
+}
 
 export interface AgentRunsOptions<ES, EB, EX> {
   /** Where everything is stored: `SqliteStorage.layer({...})` or `PgStorage.layer({...})`. */

@@ -27,6 +27,7 @@ import traceDocShape from "./migrations/0017_trace_doc_shape.js"
 import budgets from "./migrations/0018_budgets.js"
 import fairShare from "./migrations/0019_fair_share.js"
 import outboundWebhooks from "./migrations/0020_outbound_webhooks.js"
+import outboundClaimIndexes from "./migrations/0021_outbound_claim_indexes.js"
 
 export const loader = Migrator.fromRecord({
   "0001_runs": runs,
@@ -48,7 +49,8 @@ export const loader = Migrator.fromRecord({
   "0017_trace_doc_shape": traceDocShape,
   "0018_budgets": budgets,
   "0019_fair_share": fairShare,
-  "0020_outbound_webhooks": outboundWebhooks
+  "0020_outbound_webhooks": outboundWebhooks,
+  "0021_outbound_claim_indexes": outboundClaimIndexes
 })
 
 /** Migration 0017's shapes and statement (its test runs it on a database with older documents). */

@@ -1,21 +1,24 @@
 /**
- * The outbox and deliveries of OutboundWebhookStoreSql.ts (migration 0020). A change is handed out
- * by the transaction that deletes it: of two dispatchers handing out one change, the one whose
- * DELETE returned it writes the deliveries. A claim takes due pending deliveries of enabled
- * endpoints whose run has no earlier pending delivery to the same endpoint and no earlier change
- * still in the outbox, and leases them (on PostgreSQL `FOR UPDATE SKIP LOCKED`, so replicas
- * claiming at once take different ones); a try is recorded only under the lease that claimed it.
+ * The outbox and deliveries of OutboundWebhookStoreSql.ts (migrations 0020, 0021). A change is
+ * handed out by the transaction that deletes it: of two dispatchers handing out one change, the one
+ * whose DELETE returned it writes the deliveries (to endpoints still enabled then). A claim takes
+ * due pending deliveries of enabled endpoints whose run has no earlier pending delivery to the same
+ * endpoint and no earlier change still in the outbox, keeping each endpoint and each team within
+ * their tries in flight, and leases them; a try is recorded only under the lease that claimed it.
+ * Delivered and failed deliveries are pruned by age.
  */
 import type { OutboundDeliveryId, OutboundWebhookUid, RunId, TeamUid } from "@agent-runs/core/domain/Ids"
 import { OutboundDelivery, type OutboundDeliveryState } from "@agent-runs/core/domain/OutboundWebhook"
 import type { RunState } from "@agent-runs/core/domain/RunState"
 import * as TrustedCodec from "@agent-runs/core/domain/TrustedCodec"
-import type {
-  Attempt,
-  AttemptResult,
-  ClaimedDelivery,
-  NewDelivery,
-  OutboxChange
+import {
+  type Attempt,
+  type AttemptResult,
+  type ClaimedDelivery,
+  type ClaimLimits,
+  type NewDelivery,
+  type OutboxChange,
+  triesSince
 } from "@agent-runs/core/ports/OutboundWebhookStore"
 import type { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
@@ -23,6 +26,9 @@ import { decodeRows, iso } from "./internal/Catalog.js"
 import type { endpointOps } from "./OutboundEndpointsSql.js"
 import { SecretsRow } from "./OutboundEndpointsSql.js"
 import * as Rows from "./Rows.js"
+
+/** Candidates read per delivery a claim may take (the caps per endpoint and team choose among them). */
+const CANDIDATES_PER_CLAIM = 10
 
 const ChangeRow = Schema.Struct({
   change_id: Rows.Integer,
@@ -96,14 +102,27 @@ export const deliveryOps = (sql: SqlClient.SqlClient, endpoints: ReturnType<type
       )
     )
 
+  /**
+   * Which of these endpoints are enabled, read under a share lock on PostgreSQL: an endpoint being
+   * turned off or deleted meanwhile waits for the hand-out, then fails or deletes what it wrote.
+   */
+  const stillEnabled = (uids: ReadonlyArray<string>) =>
+    uids.length === 0
+      ? Effect.succeed(new Set<string>())
+      : sql`SELECT uid FROM outbound_webhooks WHERE ${sql.in("uid", uids)} AND enabled = ${enabled}${
+        sql.literal(sql.onDialectOrElse({ pg: () => " FOR SHARE", orElse: () => "" }))
+      }`.pipe(Effect.map((rows) => new Set(rows.map((r) => String(r["uid"])))))
+
   const fanOut = (changeId: number, deliveries: ReadonlyArray<NewDelivery>, now: number) =>
     sql.withTransaction(Effect.gen(function* () {
       const taken = yield* sql`DELETE FROM outbound_changes WHERE change_id = ${changeId} RETURNING run_id, team_uid`
       const change = taken[0] as { run_id: string; team_uid: string } | undefined
       if (change === undefined) return false
-      if (deliveries.length === 0) return true
+      const open = yield* stillEnabled([...new Set(deliveries.map((d) => d.webhook_uid))])
+      const kept = deliveries.filter((d) => open.has(d.webhook_uid))
+      if (kept.length === 0) return true
       yield* sql`INSERT INTO outbound_deliveries ${
-        sql.insert(deliveries.map((d) => ({
+        sql.insert(kept.map((d) => ({
           delivery_id: d.delivery_id,
           webhook_uid: d.webhook_uid,
           team_uid: change.team_uid,
@@ -121,17 +140,42 @@ export const deliveryOps = (sql: SqlClient.SqlClient, endpoints: ReturnType<type
       return true
     }))
 
-  /** The pending deliveries a claim may take at `now`, first due first. */
-  const claimable = (now: number, limit: number) =>
-    sql`SELECT d.seq FROM outbound_deliveries d JOIN outbound_webhooks w ON w.uid = d.webhook_uid
+  const enabled = sql.onDialectOrElse({ pg: () => true, orElse: () => 1 })
+
+  /**
+   * The pending deliveries a claim may take at `now`: due, of an enabled endpoint, not leased, and
+   * first of their run to their endpoint; the first `window` of them by due time.
+   */
+  const candidates = (now: number, window: number) =>
+    sql`SELECT d.seq, d.webhook_uid, d.team_uid, d.next_attempt_at FROM outbound_deliveries d
+      JOIN outbound_webhooks w ON w.uid = d.webhook_uid
       WHERE d.state = 'pending' AND d.next_attempt_at <= ${now} AND (d.lease_until IS NULL OR d.lease_until <= ${now})
-        AND w.enabled = ${sql.onDialectOrElse({ pg: () => true, orElse: () => 1 })}
+        AND w.enabled = ${enabled}
         AND NOT EXISTS (SELECT 1 FROM outbound_deliveries p WHERE p.webhook_uid = d.webhook_uid AND p.run_id = d.run_id
           AND p.state = 'pending' AND (p.change_id < d.change_id OR (p.change_id = d.change_id AND p.seq < d.seq)))
         AND NOT EXISTS (SELECT 1 FROM outbound_changes c WHERE c.run_id = d.run_id AND c.change_id < d.change_id)
-      ORDER BY d.next_attempt_at, d.seq LIMIT ${limit}${
-      sql.literal(sql.onDialectOrElse({ pg: () => " FOR UPDATE OF d SKIP LOCKED", orElse: () => "" }))
-    }`
+      ORDER BY d.next_attempt_at, d.seq LIMIT ${window}`
+
+  /**
+   * Of the candidates, those that keep each endpoint within its tries in flight (leased now, on any
+   * replica, plus those taken before it here), then of those, the ones that keep each team within
+   * its own; first due first.
+   */
+  const withinLimits = (now: number, limits: ClaimLimits) =>
+    sql`WITH c AS (${candidates(now, limits.limit * CANDIDATES_PER_CLAIM)}),
+      per_endpoint AS (
+        SELECT c.seq, c.team_uid, c.next_attempt_at,
+          ROW_NUMBER() OVER (PARTITION BY c.webhook_uid ORDER BY c.next_attempt_at, c.seq)
+            + (SELECT count(*) FROM outbound_deliveries l WHERE l.webhook_uid = c.webhook_uid AND l.lease_until > ${now}) AS load
+        FROM c
+      ),
+      per_team AS (
+        SELECT e.seq, e.next_attempt_at,
+          ROW_NUMBER() OVER (PARTITION BY e.team_uid ORDER BY e.next_attempt_at, e.seq)
+            + (SELECT count(*) FROM outbound_deliveries l WHERE l.team_uid = e.team_uid AND l.lease_until > ${now}) AS load
+        FROM per_endpoint e WHERE e.load <= ${limits.perEndpoint}
+      )
+      SELECT seq FROM per_team WHERE load <= ${limits.perTeam} ORDER BY next_attempt_at, seq LIMIT ${limits.limit}`
 
   /** Where the claimed deliveries go, and their signing secrets. */
   const destinations = (uids: ReadonlyArray<string>, now: number) =>
@@ -143,11 +187,14 @@ export const deliveryOps = (sql: SqlClient.SqlClient, endpoints: ReturnType<type
       return byUid
     })
 
-  const claim = (now: number, leaseUntil: number, limit: number) =>
+  // A replica claiming at the same moment waits for the row's lock and then finds it leased (the
+  // UPDATE checks the row again): each delivery is leased once.
+  const claim = (now: number, leaseUntil: number, limits: ClaimLimits) =>
     Effect.gen(function* () {
       const claimed = yield* sql.withTransaction(
         sql`UPDATE outbound_deliveries SET lease_until = ${leaseUntil}
-          WHERE seq IN (${claimable(now, limit)})
+          WHERE seq IN (${withinLimits(now, limits)})
+            AND state = 'pending' AND (lease_until IS NULL OR lease_until <= ${now})
           RETURNING seq, delivery_id, webhook_uid, team_uid, run_id, body, attempts, retry_from`.pipe(
           Effect.flatMap(decodeRows(ClaimRow))
         )
@@ -198,13 +245,13 @@ export const deliveryOps = (sql: SqlClient.SqlClient, endpoints: ReturnType<type
   const settle = (delivery: ClaimedDelivery, attempt: Attempt, result: AttemptResult, reason: string) =>
     sql.withTransaction(Effect.gen(function* () {
       const written = yield* sql`UPDATE outbound_deliveries SET ${sql.update(afterTry(attempt, result))},
-        attempts = attempts + 1
+        retry_from = CASE WHEN attempts = 0 THEN ${attempt.at} ELSE retry_from END, attempts = attempts + 1
         WHERE seq = ${delivery.seq} AND state = 'pending' AND lease_until = ${delivery.lease_until} RETURNING seq`
       if (written.length === 0) return
       if (result._tag === "Delivered") {
         yield* sql`UPDATE outbound_webhooks SET last_success_at = ${attempt.at} WHERE uid = ${delivery.webhook_uid}`
       }
-      if (result._tag === "GiveUp") yield* disableIfSilent(delivery.webhook_uid, delivery.retry_from, attempt.at, reason)
+      if (result._tag === "GiveUp") yield* disableIfSilent(delivery.webhook_uid, triesSince(delivery, attempt.at), attempt.at, reason)
     }))
 
   const deliveries = (
@@ -250,5 +297,10 @@ export const deliveryOps = (sql: SqlClient.SqlClient, endpoints: ReturnType<type
       WHERE webhook_uid = ${uid} AND team_uid = ${team} AND state = 'failed' AND created_at >= ${since}
       RETURNING seq`.pipe(Effect.map((rows) => rows.length))
 
-  return { changes, fanOut, claim, settle, deliveries, redeliver, redeliverFailed } as const
+  const prune = (before: number, limit: number) =>
+    sql`DELETE FROM outbound_deliveries WHERE seq IN (
+      SELECT seq FROM outbound_deliveries WHERE state <> 'pending' AND created_at < ${before} ORDER BY seq LIMIT ${limit}
+    ) RETURNING seq`.pipe(Effect.map((rows) => rows.length))
+
+  return { changes, fanOut, claim, settle, deliveries, redeliver, redeliverFailed, prune } as const
 }

@@ -30,11 +30,12 @@ export const layer = Layer.effect(
       remove: (team, uid) => op("remove")(e.remove(team, uid)),
       changes: (limit) => op("changes")(d.changes(limit)),
       fanOut: (changeId, deliveries, now) => op("fanOut")(d.fanOut(changeId, deliveries, now)),
-      claim: (now, leaseUntil, limit) => op("claim")(d.claim(now, leaseUntil, limit)),
+      claim: (now, leaseUntil, limits) => op("claim")(d.claim(now, leaseUntil, limits)),
       settle: (delivery, attempt, result, reason) => op("settle")(d.settle(delivery, attempt, result, reason)),
       deliveries: (team, uid, query) => op("deliveries")(d.deliveries(team, uid, query)),
       redeliver: (team, uid, id, now) => op("redeliver")(d.redeliver(team, uid, id, now)),
-      redeliverFailed: (team, uid, since, now) => op("redeliverFailed")(d.redeliverFailed(team, uid, since, now))
+      redeliverFailed: (team, uid, since, now) => op("redeliverFailed")(d.redeliverFailed(team, uid, since, now)),
+      prune: (before, limit) => op("prune")(d.prune(before, limit))
     })
   })
 )

@@ -16,6 +16,7 @@ export {
 } from "./FakeModel.js"
 export { claudeCodePackage, cliPath, runnableCopy } from "./CliPath.js"
 export { fakeModel } from "./FakeModelScope.js"
+export { eventually, type Received, Receiver, signs } from "./WebhookReceiver.js"
 export { assistantTexts, type ConversationStep, type FinishedRun, freePort, mountedApi } from "./MountedApi.js"
 export {
   type OidcProviderOptions,

@@ -42,7 +42,8 @@
  * ranges, comma separated, that endpoints may reach although not public; none),
  * `AGENT_RUNS_OUTBOUND_WEBHOOK_TIMEOUT_SECONDS` (10: the most one try may take) and
  * `AGENT_RUNS_OUTBOUND_WEBHOOK_RETRY_HOURS` (24: how long a delivery is retried before it fails and,
- * if its endpoint delivered nothing meanwhile, the endpoint is turned off).
+ * if its endpoint delivered nothing meanwhile, the endpoint is turned off) and
+ * `AGENT_RUNS_OUTBOUND_WEBHOOK_LOG_DAYS` (7: how long delivered and failed deliveries stay in the log).
  * Quotas (docs/security.md): `AGENT_RUNS_MAX_PROMPT_BYTES` (65536: a prompt or base prompt of a
  * run, schedule or automation), `AGENT_RUNS_MAX_TITLE_BYTES` (1024), `AGENT_RUNS_MAX_FOLLOWUP_BYTES`
  * (65536), `AGENT_RUNS_MAX_PENDING_FOLLOWUPS` (100 waiting per run), `AGENT_RUNS_FOLLOWUPS_PER_MINUTE`
@@ -300,6 +301,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
   ),
   outboundTimeoutSeconds: positive("AGENT_RUNS_OUTBOUND_WEBHOOK_TIMEOUT_SECONDS", 10),
   outboundRetryHours: positive("AGENT_RUNS_OUTBOUND_WEBHOOK_RETRY_HOURS", 24),
+  outboundLogDays: positive("AGENT_RUNS_OUTBOUND_WEBHOOK_LOG_DAYS", 7),
   auditRetentionDays: Config.integer("AGENT_RUNS_AUDIT_RETENTION_DAYS").pipe(
     Config.validate({ message: "must be a whole number of days, 0 (keep forever) or more", validation: (n) => n >= 0 }),
     Config.withDefault(365)
@@ -388,6 +390,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
       outboundWebhooks: {
         allowedRanges: raw.outboundAllowedRanges,
         timeoutSeconds: raw.outboundTimeoutSeconds,
+        logDays: raw.outboundLogDays,
         dispatch: { retry: { ...OutboundWebhook.DEFAULT_RETRY, give_up_after_ms: raw.outboundRetryHours * 3_600_000 } }
       },
       auditRetentionDays: raw.auditRetentionDays,

@@ -1,17 +1,20 @@
 /**
- * The outbound webhook dispatcher (docs/outbound-webhooks.md), one per replica: each pass hands the
- * outbox's changes out as deliveries, then claims the deliveries due and tries them, signed in the
- * Standard Webhooks format, a few at a time. Replicas share the work through the store: a change is
- * handed out once, a delivery is claimed by one replica for a lease, and a run's deliveries to an
- * endpoint go one at a time in order (OutboundWebhookStore.ts). A replica that dies mid-try leaves
- * its claim to expire and the delivery is tried again: delivery is at least once, and receivers
- * de-duplicate by `webhook-id`.
+ * The outbound webhook dispatcher (docs/outbound-webhooks.md), one per replica, two loops: one hands
+ * the outbox's changes out as deliveries; the other keeps up to `concurrency` tries running, signed
+ * in the Standard Webhooks format, claiming more as tries end. Replicas share the work through the
+ * store: a change is handed out once, a delivery is claimed by one replica for a lease (longer than a
+ * try can take; each try starts as it is claimed), a run's deliveries to an endpoint go one at a
+ * time in order, and no endpoint or team has more than `perEndpoint` or `perTeam` tries in flight
+ * across replicas, so one team's slow receivers cannot take every try (OutboundWebhookStore.ts). A
+ * replica that dies mid-try leaves its claim to expire and the delivery is tried again: delivery is
+ * at least once, and receivers de-duplicate by `webhook-id`. A try whose outcome cannot be recorded
+ * is logged and left to its lease; the other tries go on.
  *
  * A handed-out event carries the run as `GET /agent/runs/{id}` shows it at that moment (within a
  * pass of the change, unless the service was down); a run gone by then yields no delivery.
  * Supervised (Health.ts): a failing pass says so in `/readyz` and retries.
  */
-import { Clock, Effect, Layer, Random, Redacted } from "effect"
+import { Clock, Effect, FiberSet, Layer, Random, Redacted } from "effect"
 import { Ids, OutboundDeliveryId } from "../domain/Ids.js"
 import type { TeamUid } from "../domain/Ids.js"
 import {
@@ -31,7 +34,8 @@ import {
   type NewDelivery,
   OutboundWebhookStore,
   type OutboxChange,
-  type StoredOutboundWebhook
+  type StoredOutboundWebhook,
+  triesSince
 } from "../ports/OutboundWebhookStore.js"
 import { RunStore } from "../ports/RunStore.js"
 import type { Health } from "./Health.js"
@@ -41,12 +45,16 @@ import { supervise } from "./Health.js"
 export interface DispatchSettings {
   /** The wait between passes when a pass found less than a batch to do. */
   readonly everyMs: number
-  /** Changes handed out, and deliveries claimed, per pass. */
+  /** Changes handed out per pass. */
   readonly batch: number
-  /** How long a claimed delivery is this replica's; longer than a try can take. */
+  /** How long a claimed delivery is this replica's: longer than a try can take. */
   readonly leaseMs: number
-  /** Deliveries tried at once. */
+  /** Tries running at once on this replica. */
   readonly concurrency: number
+  /** Tries in flight at once to one endpoint, across replicas. */
+  readonly perEndpoint: number
+  /** Tries in flight at once to one team's endpoints, across replicas. */
+  readonly perTeam: number
   readonly retry: RetryPolicy
 }
 
@@ -54,7 +62,9 @@ export const DEFAULT_DISPATCH: DispatchSettings = {
   everyMs: 1_000,
   batch: 100,
   leaseMs: 60_000,
-  concurrency: 16,
+  concurrency: 32,
+  perEndpoint: 4,
+  perTeam: 8,
   retry: DEFAULT_RETRY
 }
 
@@ -104,7 +114,7 @@ const deliveriesOf = (change: OutboxChange, endpoints: ReadonlyArray<StoredOutbo
     return deliveries
   })
 
-/** Hands out the oldest changes; whether it found a whole batch (more may wait). */
+/** Hands out the oldest changes; the wait before the next pass (none while there may be more). */
 export const fanOutPass = (settings: DispatchSettings) =>
   Effect.gen(function*() {
     const store = yield* OutboundWebhookStore
@@ -121,14 +131,14 @@ export const fanOutPass = (settings: DispatchSettings) =>
       const deliveries = run === undefined || run._tag === "None" ? [] : yield* deliveriesOf(change, endpoints, run.value.json)
       yield* store.fanOut(change.change_id, deliveries, yield* Clock.currentTimeMillis)
     }
-    return changes.length === settings.batch
+    return changes.length === settings.batch ? 0 : settings.everyMs
   })
 
 /** Where a try of `delivery` answered `status` (or reached nothing) leaves it. */
 const resultOf = (settings: DispatchSettings, delivery: ClaimedDelivery, status: number | null, at: number) =>
   Effect.map(Random.next, (random): AttemptResult => {
     if (status !== null && status >= 200 && status < 300) return { _tag: "Delivered" }
-    const next = retryAt(settings.retry, delivery.attempts + 1, delivery.retry_from, at, random)
+    const next = retryAt(settings.retry, delivery.attempts + 1, triesSince(delivery, at), at, random)
     return next === undefined ? { _tag: "GiveUp" } : { _tag: "Retry", next_attempt_at: next }
   })
 
@@ -158,28 +168,37 @@ export const tryDelivery = (settings: DispatchSettings, delivery: ClaimedDeliver
     }
     const result = yield* resultOf(settings, delivery, status, at)
     yield* store.settle(delivery, attempt, result, disabledReason(settings.retry))
-  })
+  }).pipe(
+    Effect.catchAllCause((cause) =>
+      Effect.logWarning(`outbound webhooks: a try of delivery ${delivery.delivery_id} could not be recorded; it is tried again`, cause)
+    )
+  )
 
-/** Claims the deliveries due and tries them; whether it claimed a whole batch. */
-export const deliveryPass = (settings: DispatchSettings) =>
+/**
+ * Claims what the free tries allow and starts them in `running`; the wait before the next pass
+ * (none when every free try found a delivery).
+ */
+export const deliveryPass = (settings: DispatchSettings, running: FiberSet.FiberSet) =>
   Effect.gen(function*() {
+    const free = settings.concurrency - (yield* FiberSet.size(running))
+    if (free <= 0) return Math.min(settings.everyMs, 50)
     const store = yield* OutboundWebhookStore
     const now = yield* Clock.currentTimeMillis
-    const claimed = yield* store.claim(now, now + settings.leaseMs, settings.batch)
-    yield* Effect.forEach(claimed, (d) => tryDelivery(settings, d), { concurrency: settings.concurrency, discard: true })
-    return claimed.length === settings.batch
-  })
-
-/** One pass: hands changes out, then tries what is due; the wait before the next (none while there is more). */
-export const dispatchPass = (settings: DispatchSettings) =>
-  Effect.gen(function*() {
-    const moreChanges = yield* fanOutPass(settings)
-    const moreDeliveries = yield* deliveryPass(settings)
-    return moreChanges || moreDeliveries ? 0 : settings.everyMs
+    const claimed = yield* store.claim(now, now + settings.leaseMs, {
+      limit: free,
+      perEndpoint: settings.perEndpoint,
+      perTeam: settings.perTeam
+    })
+    for (const delivery of claimed) yield* FiberSet.run(running, tryDelivery(settings, delivery))
+    return claimed.length === free ? 0 : settings.everyMs
   })
 
 /** The dispatcher, for the layer's lifetime. */
 export const layer = (
   settings: DispatchSettings = DEFAULT_DISPATCH
 ): Layer.Layer<never, never, OutboundWebhookStore | RunStore | OutboundSender | Ids | Health> =>
-  Layer.scopedDiscard(Effect.forkScoped(supervise("outbound webhooks", dispatchPass(settings), settings.everyMs)))
+  Layer.scopedDiscard(Effect.gen(function*() {
+    const running = yield* FiberSet.make()
+    yield* Effect.forkScoped(supervise("outbound webhook events", fanOutPass(settings), settings.everyMs))
+    yield* Effect.forkScoped(supervise("outbound webhook deliveries", deliveryPass(settings, running), settings.everyMs))
+  }))

@@ -52,7 +52,7 @@ export interface ClaimedDelivery {
   readonly body: string
   /** Failed tries so far. */
   readonly attempts: number
-  /** When its tries began (its creation, or its last redelivery): the retry period counts from here. */
+  /** When its first try (since it was queued, or queued again) was made; the retry period counts from there. */
   readonly retry_from: number
   readonly secrets: ReadonlyArray<Redacted.Redacted<string>>
   /** The claim's lease: a try is recorded only while the delivery is still claimed under it. */
@@ -73,6 +73,16 @@ export type AttemptResult =
   | { readonly _tag: "Delivered" }
   | { readonly _tag: "Retry"; readonly next_attempt_at: number }
   | { readonly _tag: "GiveUp" }
+
+/** When the tries of `delivery` began, for a try made `at`: this one when it is the first. */
+export const triesSince = (delivery: ClaimedDelivery, at: number): number => (delivery.attempts === 0 ? at : delivery.retry_from)
+
+/** How much a claim may take: at most `limit`, keeping each endpoint's and each team's tries in flight within their caps. */
+export interface ClaimLimits {
+  readonly limit: number
+  readonly perEndpoint: number
+  readonly perTeam: number
+}
 
 /** A page of an endpoint's deliveries, newest first. */
 export interface OutboundDeliveryPage {
@@ -105,15 +115,19 @@ export class OutboundWebhookStore extends Context.Tag("@agent-runs/core/Outbound
   /** The oldest changes in the outbox. */
   readonly changes: (limit: number) => Effect.Effect<ReadonlyArray<OutboxChange>, StorageError>
   /**
-   * Hands a change out: removes it from the outbox and writes its deliveries, at once. False (and
-   * nothing written) when it had been handed out already.
+   * Hands a change out: removes it from the outbox and writes its deliveries to the endpoints still
+   * enabled, at once. False (and nothing written) when it had been handed out already.
    */
   readonly fanOut: (changeId: number, deliveries: ReadonlyArray<NewDelivery>, now: number) => Effect.Effect<boolean, StorageError>
-  /** Claims at most `limit` deliveries due at `now` to enabled endpoints, each until `leaseUntil`. */
-  readonly claim: (now: number, leaseUntil: number, limit: number) => Effect.Effect<ReadonlyArray<ClaimedDelivery>, StorageError>
   /**
-   * Records a try of a claimed delivery and where it leaves it. A delivery given up for good disables
-   * its endpoint with `reason` when the endpoint delivered nothing since the delivery was first tried.
+   * Claims deliveries due at `now` to enabled endpoints, each until `leaseUntil`, first due first,
+   * within `limits`: an endpoint's (a team's) deliveries leased at `now` count against its cap.
+   */
+  readonly claim: (now: number, leaseUntil: number, limits: ClaimLimits) => Effect.Effect<ReadonlyArray<ClaimedDelivery>, StorageError>
+  /**
+   * Records a try of a claimed delivery and where it leaves it (a first try also marks when its tries
+   * began). A delivery given up for good disables its endpoint with `reason` when the endpoint
+   * delivered nothing since the delivery was first tried.
    */
   readonly settle: (
     delivery: ClaimedDelivery,
@@ -141,4 +155,6 @@ export class OutboundWebhookStore extends Context.Tag("@agent-runs/core/Outbound
     since: number,
     now: number
   ) => Effect.Effect<number, StorageError>
+  /** Removes at most `limit` delivered or failed deliveries created before `before`; how many. */
+  readonly prune: (before: number, limit: number) => Effect.Effect<number, StorageError>
 }>() {}

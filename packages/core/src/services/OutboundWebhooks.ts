@@ -224,7 +224,11 @@ export class OutboundWebhooks extends Effect.Service<OutboundWebhooks>()("@agent
       function*(viewer: Viewer, uid: string, deliveryId: string) {
         const endpoint = yield* requireEndpoint(viewer, uid)
         const at = yield* Clock.currentTimeMillis
-        const queued = yield* store.redeliver(viewer.team_uid, endpoint.item.uid, deliveryId as OutboundDeliveryId, at)
+        const queued = yield* audit.recording(
+          viewer,
+          store.redeliver(viewer.team_uid, endpoint.item.uid, deliveryId as OutboundDeliveryId, at),
+          () => ({ action: "outbound_webhook.redeliver", resource: resource(endpoint.item.uid) })
+        )
         if (!queued) return yield* ResourceNotFound.of("outbound delivery", deliveryId)
         return new RedeliverResponse({ redelivered: 1 })
       },

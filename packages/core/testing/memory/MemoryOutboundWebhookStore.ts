@@ -21,7 +21,10 @@ import type {
   OutboxChange,
   StoredOutboundWebhook
 } from "../../src/ports/OutboundWebhookStore.js"
-import { OutboundWebhookStore } from "../../src/ports/OutboundWebhookStore.js"
+import { type ClaimLimits, OutboundWebhookStore, triesSince } from "../../src/ports/OutboundWebhookStore.js"
+
+/** Candidates read per delivery a claim may take (the SQL adapter's). */
+const CANDIDATES_PER_CLAIM = 10
 import type { StoredRun } from "../../src/ports/RunStore.js"
 import type { Sealer } from "./MemoryCrypto.js"
 import { aad } from "./MemoryCrypto.js"
@@ -171,6 +174,7 @@ export const makeMemoryOutboundWebhookStore = (state: MemoryState, sealer: Seale
       if (at < 0) return false
       const [change] = o.changes.splice(at, 1)
       for (const d of deliveries) {
+        if (o.webhooks.get(d.webhook_uid)?.stored.item.enabled !== true) continue
         o.lastSeq += 1
         o.deliveries.push({
           ...d,
@@ -210,16 +214,44 @@ export const makeMemoryOutboundWebhookStore = (state: MemoryState, sealer: Seale
       return [current, yield* open(w.previous, uid)]
     }).pipe(Effect.orDie)
 
-  const claim = (now: number, leaseUntil: number, limit: number) =>
+  /** Deliveries leased at `now`, by endpoint and by team. */
+  const inFlight = (now: number) => {
+    const endpoints = new Map<string, number>()
+    const teams = new Map<string, number>()
+    for (const d of o.deliveries) {
+      if (d.lease_until === null || d.lease_until <= now) continue
+      endpoints.set(d.webhook_uid, (endpoints.get(d.webhook_uid) ?? 0) + 1)
+      teams.set(d.team_uid, (teams.get(d.team_uid) ?? 0) + 1)
+    }
+    return { endpoints, teams }
+  }
+
+  /** Counts up one per item by key, starting from `start`; keeps the items whose count stays within `cap`. */
+  const capped = <A>(items: ReadonlyArray<A>, keyOf: (a: A) => string, start: Map<string, number>, cap: number) =>
+    items.filter((item) => {
+      const load = (start.get(keyOf(item)) ?? 0) + 1
+      start.set(keyOf(item), load)
+      return load <= cap
+    })
+
+  /** The SQL adapter's claim: the first candidates by due time within each endpoint's cap, then each team's. */
+  const withinLimits = (candidates: ReadonlyArray<OutboundDeliveryRecord>, now: number, limits: ClaimLimits) => {
+    const { endpoints, teams } = inFlight(now)
+    const perEndpoint = capped(candidates, (d) => d.webhook_uid, endpoints, limits.perEndpoint)
+    return capped(perEndpoint, (d) => d.team_uid, teams, limits.perTeam).slice(0, limits.limit)
+  }
+
+  const claim = (now: number, leaseUntil: number, limits: ClaimLimits) =>
     Effect.gen(function* () {
-      const due = o.deliveries
+      const candidates = o.deliveries
         .filter((d) =>
           d.state === "pending" && d.next_attempt_at !== null && d.next_attempt_at <= now &&
           (d.lease_until === null || d.lease_until <= now) && o.webhooks.get(d.webhook_uid)?.stored.item.enabled === true &&
           !blocked(d)
         )
         .sort((a, b) => a.next_attempt_at! - b.next_attempt_at! || a.seq - b.seq)
-        .slice(0, limit)
+        .slice(0, limits.limit * CANDIDATES_PER_CLAIM)
+      const due = withinLimits(candidates, now, limits)
       for (const d of due) d.lease_until = leaseUntil
       const claimed: Array<ClaimedDelivery> = []
       for (const d of due.sort((a, b) => a.seq - b.seq)) {
@@ -250,6 +282,7 @@ export const makeMemoryOutboundWebhookStore = (state: MemoryState, sealer: Seale
         next_attempt_at: result._tag === "Retry" ? result.next_attempt_at : null,
         delivered_at: result._tag === "Delivered" ? attempt.at : null,
         lease_until: null,
+        retry_from: triesSince(delivery, attempt.at),
         attempts: d.attempts + 1,
         last_attempt_at: attempt.at,
         last_status: attempt.status,
@@ -260,7 +293,7 @@ export const makeMemoryOutboundWebhookStore = (state: MemoryState, sealer: Seale
       const w = o.webhooks.get(d.webhook_uid)
       if (w === undefined) return
       if (result._tag === "Delivered") w.lastSuccessAt = attempt.at
-      if (result._tag === "GiveUp" && (w.lastSuccessAt === null || w.lastSuccessAt < delivery.retry_from)) {
+      if (result._tag === "GiveUp" && (w.lastSuccessAt === null || w.lastSuccessAt < triesSince(delivery, attempt.at))) {
         const item = new OutboundWebhook({
           ...w.stored.item,
           enabled: false,
@@ -306,6 +339,14 @@ export const makeMemoryOutboundWebhookStore = (state: MemoryState, sealer: Seale
       return failed.length
     })
 
+  const prune = (before: number, limit: number) =>
+    Effect.sync(() => {
+      const old = o.deliveries.filter((d) => d.state !== "pending" && d.created_at < before).slice(0, limit)
+      const gone = new Set(old.map((d) => d.seq))
+      o.deliveries.splice(0, o.deliveries.length, ...o.deliveries.filter((d) => !gone.has(d.seq)))
+      return old.length
+    })
+
   return OutboundWebhookStore.of({
     create,
     list,
@@ -319,6 +360,7 @@ export const makeMemoryOutboundWebhookStore = (state: MemoryState, sealer: Seale
     settle,
     deliveries,
     redeliver,
-    redeliverFailed
+    redeliverFailed,
+    prune
   })
 }

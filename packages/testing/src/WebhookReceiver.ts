@@ -1,5 +1,5 @@
 /**
- * A webhook receiver for the outbound webhook tests: an HTTP server on loopback that checks every
+ * A webhook receiver for the outbound webhook tests (the server's and the dashboard's): an HTTP server on loopback that checks every
  * request's Standard Webhooks signature with `node:crypto` (independently of the service's own
  * signing code), answers with what the test scripts (fail on purpose, or accept), and keeps what it
  * accepted. It can be killed (every connection dropped) and started again on the same port.
