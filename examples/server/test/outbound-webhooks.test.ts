@@ -103,6 +103,20 @@ describe.each<DatabaseKind>(["sqlite", "postgres"])("outbound webhooks (%s)", (k
     expect(log.body.deliveries.every((d: { last_latency_ms: number }) => d.last_latency_ms >= 0)).toBe(true)
   }, 120_000)
 
+  it("a receiver answering control characters (a NUL) is logged printable, and the service stays ready", async () => {
+    const { tokens } = await makeTeam(server(), `outbound-nul-${kind}`)
+    const hooks = await receiver()
+    hooks.answer = "ok\u0000done\u0007"
+    hooks.secrets = [(await register(tokens.admin, hooks.url, { events: ["run.created"] })).secret]
+    const endpoint = (await call(server(), "GET", "/api/v1/agent/outbound-webhooks", { token: tokens.admin })).body.outbound_webhooks[0]
+    await call(server(), "POST", "/api/v1/agent/runs", { token: tokens.member, body: { prompt: "@say hi", team: true } })
+    const log = async () => (await call(server(), "GET", `/api/v1/agent/outbound-webhooks/${endpoint.uid}/deliveries`, { token: tokens.admin })).body
+    expect(await eventually(async () => (await log()).deliveries[0]?.state === "delivered")).toBe(true)
+    expect((await log()).deliveries[0].last_response_excerpt).toBe("ok\ufffddone\ufffd")
+    expect(hooks.accepted).toHaveLength(1)
+    expect((await call(server(), "GET", "/readyz", {})).status).toBe(200)
+  }, 60_000)
+
   it("a rotated secret signs beside the new one while they overlap", async () => {
     const { tokens } = await makeTeam(server(), `outbound-rotate-${kind}`)
     const hooks = await receiver()

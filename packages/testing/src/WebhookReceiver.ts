@@ -47,6 +47,8 @@ export class Receiver {
   failNext = 0
   /** Answers every request with 500 while set. */
   failAll = false
+  /** What an accepted request is answered with (200 and this body; 204 and none when empty). */
+  answer = ""
   private server: Server | undefined
   port = 0
 
@@ -88,7 +90,8 @@ export class Receiver {
       return
     }
     this.accepted.push({ id, timestamp: Number(timestamp), body: JSON.parse(body), signatures })
-    res.writeHead(204).end()
+    if (this.answer === "") res.writeHead(204).end()
+    else res.writeHead(200, { "content-type": "text/plain" }).end(this.answer)
   }
 
   /** The accepted deliveries, each id once (a delivery may arrive again: at least once). */
