@@ -101,6 +101,14 @@ describe.each<DatabaseKind>(["sqlite", "postgres"])("outbound webhooks (%s)", (k
     expect(log.body.deliveries.every((d: { state: string }) => d.state === "delivered")).toBe(true)
     expect(log.body.deliveries.some((d: { attempts: number }) => d.attempts > 1)).toBe(true)
     expect(log.body.deliveries.every((d: { last_latency_ms: number }) => d.last_latency_ms >= 0)).toBe(true)
+    // The Overview's health: the same deliveries, by state; the filtered endpoint has none.
+    const health = await call(server(), "GET", "/api/v1/agent/team/outbound-webhook-health?hours=1", { token: tokens.admin })
+    expect(health.status).toBe(200)
+    expect(health.body.endpoints.map((e: Record<string, unknown>) => [e["uid"], e["delivered"], e["failed"], e["pending"]])).toEqual([
+      [endpoint.uid, log.body.deliveries.length, 0, 0],
+      [expect.any(String), 0, 0, 0]
+    ])
+    expect((await call(server(), "GET", "/api/v1/agent/team/outbound-webhook-health", { token: tokens.member })).status).toBe(403)
   }, 120_000)
 
   it("a receiver answering control characters (a NUL) is logged printable, and the service stays ready", async () => {

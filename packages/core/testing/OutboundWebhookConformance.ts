@@ -303,6 +303,8 @@ export const outboundWebhookConformance = <E>(storeLayer: Layer.Layer<Stores | R
         const ids = yield* fanOutAll(team, webhook.item.uid, T0 + 10)
         const first = yield* store.deliveries(team, webhook.item.uid, { limit: 2, after: null, state: undefined })
         expect(first.deliveries.map((d) => d.delivery_id)).toEqual([ids[2], ids[1]])
+        expect(yield* store.health(team, T0 + 10)).toEqual([{ webhook_uid: webhook.item.uid, state: "pending", count: 3 }])
+        expect(yield* store.health(team, T0 + 11)).toEqual([])
         const rest = yield* store.deliveries(team, webhook.item.uid, { limit: 2, after: first.next, state: undefined })
         expect(rest.deliveries.map((d) => d.delivery_id)).toEqual([ids[0]])
         expect(rest.next).toBeNull()

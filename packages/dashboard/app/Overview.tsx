@@ -3,7 +3,9 @@
  * `GET /agent/team/overview` and `GET /agent/team/spend`: runs created per hour by their state now,
  * the wait before an agent starts and runs' durations per hour (p50, p90), and spend per day.
  * Clicking a chart opens the runs table filtered to what was clicked (the hour or day, and the
- * state of a bar's segment); each chart has the same figures as a table beside it.
+ * state of a bar's segment); each chart has the same figures as a table beside it. For the team's
+ * admins, the outbound webhooks' delivery health too (`GET /agent/team/outbound-webhook-health`):
+ * each endpoint's deliveries of the window by state, a click opening its deliveries in that state.
  */
 import {
   BarController,
@@ -43,6 +45,24 @@ const SEGMENTS = [
 ] as const
 
 type Hour = TeamOverview["hours"][number]
+
+/** `GET /agent/team/outbound-webhook-health`. */
+interface OutboundHealth {
+  readonly since: string
+  readonly hours: number
+  readonly endpoints: ReadonlyArray<{
+    readonly uid: string
+    readonly url: string
+    readonly enabled: boolean
+    readonly disabled_reason: string | null
+    readonly delivered: number
+    readonly failed: number
+    readonly pending: number
+  }>
+}
+
+/** The states of an outbound webhook's deliveries, as the health chart's segments. */
+const DELIVERY_STATES = [["delivered", "#2e7d32"], ["failed", "#c62828"], ["pending", "#1565c0"]] as const
 
 /** The runs table's query for the runs created in `[start, start + length)`, in `state` (none: any). */
 const runsQuery = (start: number, length: number, state: RunState | undefined): URLSearchParams => {
@@ -153,6 +173,50 @@ const SpendChart = (props: { readonly spend: TeamSpend }) => {
   return <ChartCanvas label="Spend per day" config={config} onPick={(index) => openRuns(first + index * DAY_MS, DAY_MS)} />
 }
 
+/** An endpoint as a short label: its host and path. */
+const endpointLabel = (url: string): string => {
+  const parsed = new URL(url)
+  return `${parsed.host}${parsed.pathname}`
+}
+
+/** Opens an endpoint's deliveries, in `state` (none: any). */
+const openDeliveries = (uid: string, state?: string) =>
+  navigate(`outbound/${uid}`, state === undefined ? undefined : new URLSearchParams({ state }))
+
+const HealthChart = (props: { readonly health: OutboundHealth }) => {
+  const endpoints = props.health.endpoints
+  const [config] = useState<ChartConfiguration>(() => ({
+    type: "bar",
+    data: {
+      labels: endpoints.map((e) => endpointLabel(e.url)),
+      datasets: DELIVERY_STATES.map(([state, color]) => ({ label: state, data: endpoints.map((e) => e[state]), backgroundColor: color }))
+    },
+    options: { indexAxis: "y", scales: { x: { stacked: true, beginAtZero: true, ticks: { precision: 0 } }, y: { stacked: true } } }
+  }))
+  const pick = (index: number, dataset: number | undefined) =>
+    openDeliveries(endpoints[index]!.uid, dataset === undefined ? undefined : DELIVERY_STATES[dataset]![0])
+  return <ChartCanvas label="Outbound webhook deliveries by endpoint and state" config={config} onPick={pick} />
+}
+
+/** The endpoints' figures as a table (what the health chart draws), each linking to its deliveries. */
+const HealthTable = (props: { readonly health: OutboundHealth }) => (
+  <table class="list">
+    <caption class="visually-hidden">Outbound webhook deliveries</caption>
+    <thead>
+      <tr><th scope="col">Endpoint</th>{DELIVERY_STATES.map(([state]) => <th scope="col" key={state}>{state}</th>)}<th scope="col" class="wide">Status</th></tr>
+    </thead>
+    <tbody>
+      {props.health.endpoints.map((e) => (
+        <tr key={e.uid}>
+          <td><a href={hrefOf(`outbound/${e.uid}`)} onClick={(event) => followLink(event, `outbound/${e.uid}`)}>{endpointLabel(e.url)}</a></td>
+          {DELIVERY_STATES.map(([state]) => <td key={state}>{e[state]}</td>)}
+          <td class="wide">{e.enabled ? "on" : e.disabled_reason === null ? "off" : <span class="error">turned off: {e.disabled_reason}</span>}</td>
+        </tr>
+      ))}
+    </tbody>
+  </table>
+)
+
 /** An hour, as a link to the runs table showing its runs (what a click in the charts opens). */
 const HourLink = (props: { readonly hour: string }) => {
   const query = runsQuery(Date.parse(props.hour), HOUR_MS, undefined)
@@ -185,7 +249,11 @@ const HoursTable = (props: { readonly overview: TeamOverview }) => (
   </table>
 )
 
-const OverviewCharts = (props: { readonly overview: TeamOverview; readonly spend: TeamSpend | undefined }) => {
+const OverviewCharts = (props: {
+  readonly overview: TeamOverview
+  readonly spend: TeamSpend | undefined
+  readonly health: OutboundHealth | undefined
+}) => {
   const o = props.overview
   return (
     <>
@@ -208,6 +276,13 @@ const OverviewCharts = (props: { readonly overview: TeamOverview; readonly spend
       )}
       <h2>By hour</h2>
       <HoursTable overview={o} />
+      {props.health === undefined || props.health.endpoints.length === 0 ? null : (
+        <>
+          <h2>Outbound webhook deliveries, by endpoint and state</h2>
+          <HealthChart health={props.health} />
+          <HealthTable health={props.health} />
+        </>
+      )}
     </>
   )
 }
@@ -216,6 +291,8 @@ export const OverviewPage = () => {
   const [hours, setHours] = useState<number>(24)
   const overview = useApi<TeamOverview>(`/agent/team/overview?hours=${hours}`)
   const spend = useApi<TeamSpend>(`/agent/team/spend?days=${SPEND_DAYS}`)
+  // Only the team's admins may read it; for anyone else the section is not shown.
+  const health = useApi<OutboundHealth>(`/agent/team/outbound-webhook-health?hours=${hours}`)
   // The data of another window than the one chosen is not drawn (while the chosen one loads).
   const data = overview.data !== undefined && overview.data.hours.length === hours ? overview.data : undefined
   return (
@@ -228,13 +305,20 @@ export const OverviewPage = () => {
             {WINDOWS.map((w) => <option key={w} value={String(w)}>{w === 168 ? "7 days" : `${w} hours`}</option>)}
           </select>
         </div>
-        <div class="actions"><button type="button" onClick={() => { overview.reload(); spend.reload() }}>Reload</button></div>
+        <div class="actions"><button type="button" onClick={() => { overview.reload(); spend.reload(); health.reload() }}>Reload</button></div>
       </form>
       {overview.error === undefined ? null : <p class="error" role="alert">{overview.error}</p>}
       {spend.error === undefined ? null : <p class="error" role="alert">Spend: {spend.error}</p>}
       {data === undefined
         ? (overview.error === undefined ? <p aria-live="polite">Loading…</p> : null)
-        : <OverviewCharts key={`${data.since}:${data.hours.length}`} overview={data} spend={spend.data} />}
+        : (
+          <OverviewCharts
+            key={`${data.since}:${data.hours.length}:${health.data?.since ?? ""}`}
+            overview={data}
+            spend={spend.data}
+            health={health.data?.hours === hours ? health.data : undefined}
+          />
+        )}
     </>
   )
 }

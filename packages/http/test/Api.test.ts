@@ -71,6 +71,7 @@ const expectedEndpoints = [
   "GET /agent/outbound-webhooks/{uid}/deliveries",
   "POST /agent/outbound-webhooks/{uid}/deliveries/{delivery_id}/redeliver",
   "POST /agent/outbound-webhooks/{uid}/redeliver",
+  "GET /agent/team/outbound-webhook-health",
   "POST /agent/automations",
   "GET /agent/audit-log",
   "GET /agent/audit-log/export",

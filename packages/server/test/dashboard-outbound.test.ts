@@ -67,6 +67,24 @@ describe("the dashboard's outbound webhooks in a browser", () => {
     await page.getByRole("status").filter({ hasText: "Queued run.created again." }).waitFor()
     expect(await eventually(() => receiver.accepted.filter((r) => r.id === created.id).length === 2)).toBe(true)
 
+    // The Overview draws the endpoint's deliveries by state, as the API counts them; a click opens them.
+    await page.getByRole("link", { name: "Overview" }).click()
+    const health = await service.api.json<{ endpoints: Array<Record<string, number>> }>(
+      await service.api.call("GET", "/agent/team/outbound-webhook-health?hours=24")
+    )
+    const canvas = page.getByRole("img", { name: "Outbound webhook deliveries by endpoint and state" })
+    await canvas.waitFor()
+    await expect.poll(() => canvas.getAttribute("data-figures")).not.toBeNull()
+    const figures = JSON.parse((await canvas.getAttribute("data-figures"))!) as Array<{ label: string; data: Array<number> }>
+    expect(figures.map((f) => [f.label, f.data])).toEqual(
+      ["delivered", "failed", "pending"].map((state) => [state, health.endpoints.map((e) => e[state])])
+    )
+    expect(health.endpoints[0]!["delivered"]).toBe(2)
+    const area = JSON.parse((await canvas.getAttribute("data-area"))!) as { left: number; right: number; top: number; bottom: number }
+    await canvas.click({ position: { x: area.left + 4, y: (area.top + area.bottom) / 2 } })
+    await page.waitForURL(/\/app\/outbound\/[A-Za-z0-9]{22}\?state=delivered$/)
+    await expect.poll(() => page.locator("tr[data-state=delivered]").count()).toBe(2)
+
     // Turned off: the page says so; a new run is not sent.
     await page.getByRole("button", { name: "Turn off" }).click()
     await page.getByRole("button", { name: "Turn on" }).waitFor()

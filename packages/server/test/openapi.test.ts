@@ -397,6 +397,8 @@ describe("the server against /openapi.json", () => {
       delivery_id: outboundLog.body.deliveries[0].delivery_id
     })
     await as("POST /api/v1/agent/outbound-webhooks/{uid}/redeliver", outboundIds, { body: { since: "2020-01-01T00:00:00Z", ...x } })
+    await as("GET /api/v1/agent/team/outbound-webhook-health", {}, { query: "?hours=6" })
+    await as("GET /api/v1/agent/team/outbound-webhook-health", {}, { query: "?hours=0" })
     await as("GET /api/v1/agent/automations", {})
     await as("GET /api/v1/agent/automations/{id}", ids)
     await as("PUT /api/v1/agent/automations/{id}", ids, {

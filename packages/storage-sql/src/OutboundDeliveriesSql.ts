@@ -16,6 +16,7 @@ import {
   type AttemptResult,
   type ClaimedDelivery,
   type ClaimLimits,
+  type DeliveryCount,
   type NewDelivery,
   type OutboxChange,
   triesSince
@@ -68,6 +69,8 @@ const LogRow = Schema.Struct({
   last_response_excerpt: Schema.NullOr(Schema.String),
   delivered_at: Schema.NullOr(Rows.Millis)
 })
+
+const CountRow = Schema.Struct({ webhook_uid: Schema.String, state: Schema.String, count: Rows.Integer })
 
 const decodeDelivery = TrustedCodec.decoder(OutboundDelivery)
 const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms))
@@ -297,10 +300,21 @@ export const deliveryOps = (sql: SqlClient.SqlClient, endpoints: ReturnType<type
       WHERE webhook_uid = ${uid} AND team_uid = ${team} AND state = 'failed' AND created_at >= ${since}
       RETURNING seq`.pipe(Effect.map((rows) => rows.length))
 
+  const health = (team: TeamUid, since: number) =>
+    sql`SELECT webhook_uid, state, count(*) AS count FROM outbound_deliveries
+      WHERE team_uid = ${team} AND created_at >= ${since} GROUP BY webhook_uid, state`.pipe(
+      Effect.flatMap(decodeRows(CountRow)),
+      Effect.map((rows) => rows.map((r): DeliveryCount => ({
+        webhook_uid: r.webhook_uid as OutboundWebhookUid,
+        state: r.state as OutboundDeliveryState,
+        count: r.count
+      })))
+    )
+
   const prune = (before: number, limit: number) =>
     sql`DELETE FROM outbound_deliveries WHERE seq IN (
       SELECT seq FROM outbound_deliveries WHERE state <> 'pending' AND created_at < ${before} ORDER BY seq LIMIT ${limit}
     ) RETURNING seq`.pipe(Effect.map((rows) => rows.length))
 
-  return { changes, fanOut, claim, settle, deliveries, redeliver, redeliverFailed, prune } as const
+  return { changes, fanOut, claim, settle, deliveries, redeliver, redeliverFailed, health, prune } as const
 }

@@ -35,6 +35,7 @@ export const layer = Layer.effect(
       deliveries: (team, uid, query) => op("deliveries")(d.deliveries(team, uid, query)),
       redeliver: (team, uid, id, now) => op("redeliver")(d.redeliver(team, uid, id, now)),
       redeliverFailed: (team, uid, since, now) => op("redeliverFailed")(d.redeliverFailed(team, uid, since, now)),
+      health: (team, since) => op("health")(d.health(team, since)),
       prune: (before, limit) => op("prune")(d.prune(before, limit))
     })
   })

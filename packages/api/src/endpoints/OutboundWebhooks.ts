@@ -1,7 +1,7 @@
 /** Outbound webhooks: endpoints told of the team's runs' events, their secrets, delivery logs and redelivery. */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { OutboundWebhook } from "@agent-runs/core"
-import { DeleteResponse, ListOutboundDeliveriesUrlParams } from "../Models.js"
+import { DeleteResponse, ListOutboundDeliveriesUrlParams, OverviewUrlParams } from "../Models.js"
 import * as Problems from "../Problems.js"
 import { Authentication, TeamHeaders } from "../Security.js"
 import { doc } from "./Doc.js"
@@ -102,6 +102,17 @@ export class OutboundWebhooksGroup extends HttpApiGroup.make("outboundWebhooks")
       .annotateContext(doc(
         "Redeliver what failed",
         `Queues again every failed delivery created at or after \`since\`, in their order; answers how many. ${ADMINS}`
+      ))
+  )
+  .add(
+    HttpApiEndpoint.get("getOutboundWebhookHealth", "/agent/team/outbound-webhook-health")
+      .setHeaders(TeamHeaders)
+      .setUrlParams(OverviewUrlParams)
+      .addSuccess(OutboundWebhook.OutboundHealthResponse)
+      .annotateContext(doc(
+        "Outbound webhooks' delivery health",
+        "Each endpoint's deliveries created in the last `hours` hours (24 unless given, 1 to 168), by their state now: " +
+          `delivered, failed, pending; with whether it is on and why the service turned it off. ${ADMINS}`
       ))
   )
   .middleware(Authentication)

@@ -259,6 +259,24 @@ export class ListOutboundDeliveriesResponse extends Schema.Class<ListOutboundDel
   page_info: PageInfo
 }) {}
 
+/** One endpoint's deliveries created in a window, by their state now. */
+export class EndpointHealth extends Schema.Class<EndpointHealth>("EndpointHealth")({
+  uid: OutboundWebhookUid,
+  url: Schema.String,
+  enabled: Schema.Boolean,
+  disabled_reason: Schema.NullOr(Schema.String),
+  delivered: Schema.NonNegativeInt,
+  failed: Schema.NonNegativeInt,
+  pending: Schema.NonNegativeInt
+}) {}
+
+/** `GET /agent/team/outbound-webhook-health`: each endpoint's deliveries created since `since`, oldest endpoint first. */
+export class OutboundHealthResponse extends Schema.Class<OutboundHealthResponse>("OutboundHealthResponse")({
+  since: Timestamp,
+  hours: Schema.Int,
+  endpoints: Schema.Array(EndpointHealth)
+}) {}
+
 /** `POST /agent/outbound-webhooks/{uid}/redeliver`: every failed delivery created at or after `since`. */
 export class RedeliverRequest extends Schema.Class<RedeliverRequest>("RedeliverRequest")({
   since: Timestamp

@@ -84,6 +84,13 @@ export interface ClaimLimits {
   readonly perTeam: number
 }
 
+/** How many deliveries of an endpoint are in a state. */
+export interface DeliveryCount {
+  readonly webhook_uid: OutboundWebhookUid
+  readonly state: OutboundDeliveryState
+  readonly count: number
+}
+
 /** A page of an endpoint's deliveries, newest first. */
 export interface OutboundDeliveryPage {
   readonly deliveries: ReadonlyArray<OutboundDelivery>
@@ -155,6 +162,8 @@ export class OutboundWebhookStore extends Context.Tag("@agent-runs/core/Outbound
     since: number,
     now: number
   ) => Effect.Effect<number, StorageError>
+  /** How many of the team's deliveries created at or after `since` are in each state now, by endpoint. */
+  readonly health: (team: TeamUid, since: number) => Effect.Effect<ReadonlyArray<DeliveryCount>, StorageError>
   /** Removes at most `limit` delivered or failed deliveries created before `before`; how many. */
   readonly prune: (before: number, limit: number) => Effect.Effect<number, StorageError>
 }>() {}

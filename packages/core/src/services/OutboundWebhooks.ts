@@ -18,6 +18,8 @@ import { Conflict, InvalidRequest, NotAuthorized, ResourceNotFound } from "../do
 import { Ids, isUid22, type OutboundDeliveryId, OutboundWebhookUid } from "../domain/Ids.js"
 import {
   type CreateOutboundWebhookRequest,
+  EndpointHealth,
+  OutboundHealthResponse,
   ListOutboundDeliveriesResponse,
   ListOutboundWebhooksResponse,
   MAX_OUTBOUND_WEBHOOKS_PER_TEAM,
@@ -35,6 +37,7 @@ import { Audit } from "./Audit.js"
 import { generateSigningSecret, parseLimit } from "./Webhooks.js"
 
 const ADMINS_ONLY = "only team admins can manage outbound webhooks"
+const HOUR_MS = 3_600_000
 
 /** Why a turned-off endpoint's pending deliveries failed. */
 export const TURNED_OFF = "the endpoint was turned off"
@@ -249,6 +252,34 @@ export class OutboundWebhooks extends Effect.Service<OutboundWebhooks>()("@agent
       storageUnavailable
     )
 
-    return { create, list, get, patch, remove, rotateSecret, deliveries, redeliver, redeliverFailed } as const
+    /** Each endpoint's deliveries created in the last `hours` hours, by their state now (the Overview's chart). */
+    const health = Effect.fn("OutboundWebhooks.health")(
+      function*(viewer: Viewer, hours: number) {
+        yield* requireAdmin(viewer)
+        const since = (yield* Clock.currentTimeMillis) - hours * HOUR_MS
+        const endpoints = yield* store.list(viewer.team_uid)
+        const counts = yield* store.health(viewer.team_uid, since)
+        const countOf = (uid: string, state: OutboundDeliveryState) =>
+          counts.find((c) => c.webhook_uid === uid && c.state === state)?.count ?? 0
+        return new OutboundHealthResponse({
+          since: DateTime.unsafeMake(since),
+          hours,
+          endpoints: endpoints.map(({ item }) =>
+            new EndpointHealth({
+              uid: item.uid,
+              url: item.url,
+              enabled: item.enabled,
+              disabled_reason: item.disabled_reason,
+              delivered: countOf(item.uid, "delivered"),
+              failed: countOf(item.uid, "failed"),
+              pending: countOf(item.uid, "pending")
+            })
+          )
+        })
+      },
+      storageUnavailable
+    )
+
+    return { create, list, get, patch, remove, rotateSecret, deliveries, redeliver, redeliverFailed, health } as const
   })
 }) {}

@@ -21,7 +21,7 @@ import type {
   OutboxChange,
   StoredOutboundWebhook
 } from "../../src/ports/OutboundWebhookStore.js"
-import { type ClaimLimits, OutboundWebhookStore, triesSince } from "../../src/ports/OutboundWebhookStore.js"
+import { type ClaimLimits, type DeliveryCount, OutboundWebhookStore, triesSince } from "../../src/ports/OutboundWebhookStore.js"
 
 /** Candidates read per delivery a claim may take (the SQL adapter's). */
 const CANDIDATES_PER_CLAIM = 10
@@ -339,6 +339,17 @@ export const makeMemoryOutboundWebhookStore = (state: MemoryState, sealer: Seale
       return failed.length
     })
 
+  const health = (team: TeamUid, since: number) =>
+    Effect.sync(() => {
+      const counts = new Map<string, DeliveryCount>()
+      for (const d of o.deliveries) {
+        if (d.team_uid !== team || d.created_at < since) continue
+        const key = `${d.webhook_uid} ${d.state}`
+        counts.set(key, { webhook_uid: d.webhook_uid, state: d.state, count: (counts.get(key)?.count ?? 0) + 1 })
+      }
+      return [...counts.values()]
+    })
+
   const prune = (before: number, limit: number) =>
     Effect.sync(() => {
       const old = o.deliveries.filter((d) => d.state !== "pending" && d.created_at < before).slice(0, limit)
@@ -361,6 +372,7 @@ export const makeMemoryOutboundWebhookStore = (state: MemoryState, sealer: Seale
     deliveries,
     redeliver,
     redeliverFailed,
+    health,
     prune
   })
 }

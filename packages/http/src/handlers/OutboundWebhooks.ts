@@ -1,6 +1,6 @@
 /** Handlers of the outbound webhooks group. */
 import { HttpApiBuilder } from "@effect/platform"
-import { OutboundWebhooks } from "@agent-runs/core"
+import { OutboundWebhooks, RunOverview } from "@agent-runs/core"
 import { Effect } from "effect"
 import { Api } from "@agent-runs/api/Api"
 import { DeleteResponse } from "@agent-runs/api/Models"
@@ -23,4 +23,6 @@ export const OutboundWebhooksLive = HttpApiBuilder.group(Api, "outboundWebhooks"
       .handle("redeliverOutboundDelivery", ({ path }) =>
         Effect.flatMap(CurrentViewer, (v) => hooks.redeliver(v, path.uid, path.delivery_id)))
       .handle("redeliverOutboundWebhook", ({ path, payload }) =>
-        Effect.flatMap(CurrentViewer, (v) => hooks.redeliverFailed(v, path.uid, payload.since)))))
+        Effect.flatMap(CurrentViewer, (v) => hooks.redeliverFailed(v, path.uid, payload.since)))
+      .handle("getOutboundWebhookHealth", ({ urlParams }) =>
+        Effect.flatMap(CurrentViewer, (v) => hooks.health(v, urlParams.hours ?? RunOverview.DEFAULT_OVERVIEW_HOURS)))))
