@@ -1,6 +1,6 @@
 /**
  * The `agent-runs` command: one subcommand per task (`serve`, `apply`, `worker`, `image`, and the
- * API's everyday commands `login`, `whoami`, `runs`, `schedules`, `webhooks`, `audit`, `tokens`, `budgets`, `spend`). Add a subcommand by writing it in `commands/` and listing it in `subcommands`.
+ * API's everyday commands `login`, `whoami`, `runs`, `schedules`, `webhooks`, `outbound-webhooks`, `audit`, `tokens`, `budgets`, `spend`). Add a subcommand by writing it in `commands/` and listing it in `subcommands`.
  */
 import { Command } from "@effect/cli"
 import { NodeContext } from "@effect/platform-node"
@@ -16,6 +16,7 @@ import { schedulesCommand } from "./commands/Schedules.js"
 import { serveCommand } from "./commands/Serve.js"
 import { tokensCommand } from "./commands/Tokens.js"
 import { webhooksCommand } from "./commands/Webhooks.js"
+import { outboundWebhooksCommand } from "./commands/OutboundWebhooks.js"
 import { whoamiCommand } from "./commands/Whoami.js"
 import { workerCommand } from "./commands/Worker.js"
 import * as Failure from "./Failure.js"
@@ -34,6 +35,7 @@ export const subcommands = [
   runsCommand,
   schedulesCommand,
   webhooksCommand,
+  outboundWebhooksCommand,
   githubCommand,
   auditCommand,
   tokensCommand,
