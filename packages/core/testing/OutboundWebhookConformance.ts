@@ -238,8 +238,9 @@ export const outboundWebhookConformance = <E>(storeLayer: Layer.Layer<Stores | R
         yield* store.settle(again!, attempt(T0 + 46, 503), { _tag: "GiveUp" }, "failing")
         expect(Option.getOrThrow(yield* store.get(team, webhook.item.uid)).item.enabled).toBe(true)
         // Queued again by id: due at once, and still ahead of the run's next.
-        expect(yield* store.redeliver(team, webhook.item.uid, created, T0 + 50)).toBe(true)
-        expect(yield* store.redeliver(uid<TeamUid>(), webhook.item.uid, created, T0 + 50)).toBe(false)
+        expect(yield* store.redeliver(team, webhook.item.uid, created, T0 + 50)).toBe("queued")
+        expect(yield* store.redeliver(team, webhook.item.uid, created, T0 + 50)).toBe("pending")
+        expect(yield* store.redeliver(uid<TeamUid>(), webhook.item.uid, created, T0 + 50)).toBe("missing")
         const [redelivered] = yield* claimOf(team, T0 + 50)
         expect(redelivered!.delivery_id).toBe(created)
         yield* deliver(redelivered!, T0 + 51)
@@ -269,6 +270,25 @@ export const outboundWebhookConformance = <E>(storeLayer: Layer.Layer<Stores | R
         // One try ended: room for one more of the team, and the first endpoint has room again.
         yield* deliver(taken[0]!, B + 32)
         expect(ids(yield* take(B + 33))).toEqual([toFirst[2]])
+      }))
+
+    it.effect("an endpoint at its cap with a long backlog does not hold back another team's deliveries", () =>
+      Effect.gen(function*() {
+        // Two days before the other cases' times: only this case's deliveries are due.
+        const B = T0 - 48 * HOUR
+        const store = yield* OutboundWebhookStore
+        const busy = yield* teamWithEndpoint()
+        for (let i = 0; i < 15; i++) yield* createRun(busy.team)
+        yield* fanOutAll(busy.team, busy.webhook.item.uid, B + 10)
+        const other = yield* teamWithEndpoint()
+        yield* createRun(other.team)
+        const [theirs] = yield* fanOutAll(other.team, other.webhook.item.uid, B + 20)
+        const limits = { limit: 1, perEndpoint: 1, perTeam: 1 }
+        const first = yield* store.claim(B + 30, B + 30 + 60_000, limits)
+        expect(first.map((d) => d.team_uid)).toEqual([busy.team])
+        // The busy endpoint is at its cap; its 14 due deliveries, older, fill no window.
+        const second = yield* store.claim(B + 31, B + 31 + 60_000, limits)
+        expect(second.map((d) => d.delivery_id)).toEqual([theirs])
       }))
 
     it.effect("a change is handed to endpoints still enabled; old delivered and failed deliveries are pruned, pending kept", () =>

@@ -98,7 +98,7 @@ const pageOf = (location: Location, generation: number, admin: boolean) => {
     case "spend":
       return <SpendPage key={key} admin={admin} />
     case "overview":
-      return <OverviewPage key={key} />
+      return <OverviewPage key={key} admin={admin} />
     case "github":
       return <GitHubPage key={key} admin={admin} />
     case "audit":

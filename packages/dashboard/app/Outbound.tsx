@@ -154,7 +154,11 @@ const DeliveryRow = (props: { readonly delivery: Delivery; readonly onRedeliver:
         {delivery.last_latency_ms === null ? "" : ` · ${delivery.last_latency_ms} ms`}
         {delivery.last_error === null ? null : <div class="muted">{delivery.last_error}</div>}
       </td>
-      <td><button type="button" class="secondary" aria-label={`Redeliver ${delivery.delivery_id}`} onClick={props.onRedeliver}>Redeliver</button></td>
+      <td>
+        {delivery.state === "pending" ? <span class="muted">queued</span> : (
+          <button type="button" class="secondary" aria-label={`Redeliver ${delivery.delivery_id}`} onClick={props.onRedeliver}>Redeliver</button>
+        )}
+      </td>
     </tr>
   )
 }
@@ -260,8 +264,10 @@ export const OutboundWebhookPage = (props: { readonly uid: string; readonly quer
                 key={d.delivery_id}
                 delivery={d}
                 onRedeliver={() =>
-                  void change(() => request(`${path}/deliveries/${encodeURIComponent(d.delivery_id)}/redeliver`, { method: "POST" }), () =>
-                    `Queued ${d.event_type} again.`)}
+                  void change(
+                    () => request<{ redelivered: number }>(`${path}/deliveries/${encodeURIComponent(d.delivery_id)}/redeliver`, { method: "POST" }),
+                    (answer) => answer.redelivered === 0 ? `${d.event_type} is still queued.` : `Queued ${d.event_type} again.`
+                  )}
               />
             ))}
           </tbody>

@@ -25,7 +25,7 @@ import { useEffect, useRef, useState } from "preact/hooks"
 import type { RunState, TeamOverview, TeamSpend } from "./api.js"
 import { formatUsd } from "./format.js"
 import { followLink, hrefOf, navigate } from "./router.js"
-import { Empty, useApi } from "./Section.js"
+import { Empty, useApi, useOptionalApi } from "./Section.js"
 
 Chart.register(BarController, BarElement, CategoryScale, LinearScale, LineController, LineElement, PointElement, Legend, Tooltip)
 
@@ -104,7 +104,9 @@ const ChartCanvas = (props: {
           const native = event.native
           if (native === null || native === undefined) return
           const hit = chart.getElementsAtEventForMode(native, "nearest", { intersect: true }, false)[0]
-          const column = chart.getElementsAtEventForMode(native, "index", { intersect: false }, false)[0]
+          // The column (or, on a horizontal chart, the row) of the click.
+          const axis = props.config.options?.indexAxis === "y" ? "y" : "x"
+          const column = chart.getElementsAtEventForMode(native, "index", { intersect: false, axis }, false)[0]
           const index = hit?.index ?? column?.index
           if (index !== undefined) props.onPick(index, hit?.datasetIndex)
         }
@@ -249,11 +251,21 @@ const HoursTable = (props: { readonly overview: TeamOverview }) => (
   </table>
 )
 
-const OverviewCharts = (props: {
-  readonly overview: TeamOverview
-  readonly spend: TeamSpend | undefined
-  readonly health: OutboundHealth | undefined
-}) => {
+/** The outbound webhooks' delivery health, when the team has endpoints (or why it cannot be read). */
+const HealthSection = (props: { readonly read: { data: OutboundHealth | undefined; error: string | undefined }; readonly hours: number }) => {
+  const { data, error } = props.read
+  if (error !== undefined) return <p class="error" role="alert">Outbound webhooks: {error}</p>
+  if (data === undefined || data.hours !== props.hours || data.endpoints.length === 0) return null
+  return (
+    <>
+      <h2>Outbound webhook deliveries, by endpoint and state</h2>
+      <HealthChart key={`${data.since}:${data.hours}`} health={data} />
+      <HealthTable health={data} />
+    </>
+  )
+}
+
+const OverviewCharts = (props: { readonly overview: TeamOverview; readonly spend: TeamSpend | undefined }) => {
   const o = props.overview
   return (
     <>
@@ -276,23 +288,17 @@ const OverviewCharts = (props: {
       )}
       <h2>By hour</h2>
       <HoursTable overview={o} />
-      {props.health === undefined || props.health.endpoints.length === 0 ? null : (
-        <>
-          <h2>Outbound webhook deliveries, by endpoint and state</h2>
-          <HealthChart health={props.health} />
-          <HealthTable health={props.health} />
-        </>
-      )}
     </>
   )
 }
 
-export const OverviewPage = () => {
+/** The Overview; `admin`: the caller is an admin of the team (who alone may read the outbound webhooks' health). */
+export const OverviewPage = (props: { readonly admin: boolean }) => {
   const [hours, setHours] = useState<number>(24)
   const overview = useApi<TeamOverview>(`/agent/team/overview?hours=${hours}`)
   const spend = useApi<TeamSpend>(`/agent/team/spend?days=${SPEND_DAYS}`)
-  // Only the team's admins may read it; for anyone else the section is not shown.
-  const health = useApi<OutboundHealth>(`/agent/team/outbound-webhook-health?hours=${hours}`)
+  // Only the team's admins may read it: nobody else asks.
+  const health = useOptionalApi<OutboundHealth>(props.admin ? `/agent/team/outbound-webhook-health?hours=${hours}` : undefined)
   // The data of another window than the one chosen is not drawn (while the chosen one loads).
   const data = overview.data !== undefined && overview.data.hours.length === hours ? overview.data : undefined
   return (
@@ -311,14 +317,8 @@ export const OverviewPage = () => {
       {spend.error === undefined ? null : <p class="error" role="alert">Spend: {spend.error}</p>}
       {data === undefined
         ? (overview.error === undefined ? <p aria-live="polite">Loading…</p> : null)
-        : (
-          <OverviewCharts
-            key={`${data.since}:${data.hours.length}:${health.data?.since ?? ""}`}
-            overview={data}
-            spend={spend.data}
-            health={health.data?.hours === hours ? health.data : undefined}
-          />
-        )}
+        : <OverviewCharts key={`${data.since}:${data.hours.length}`} overview={data} spend={spend.data} />}
+      {data === undefined ? null : <HealthSection read={health} hours={hours} />}
     </>
   )
 }

@@ -7,11 +7,16 @@ import { useEffect, useState } from "preact/hooks"
 import { messageOf, request } from "./api.js"
 
 /** An API read: its answer, or the API's error text; `reload` reads it again. */
-export const useApi = <A,>(path: string): { data: A | undefined; error: string | undefined; reload: () => void } => {
+export const useApi = <A,>(path: string): { data: A | undefined; error: string | undefined; reload: () => void } =>
+  useOptionalApi<A>(path)
+
+/** `useApi` of a read that may not be made (`path` undefined: nothing is asked, nothing answered). */
+export const useOptionalApi = <A,>(path: string | undefined): { data: A | undefined; error: string | undefined; reload: () => void } => {
   const [data, setData] = useState<A | undefined>(undefined)
   const [error, setError] = useState<string | undefined>(undefined)
   const [tick, setTick] = useState(0)
   useEffect(() => {
+    if (path === undefined) return
     const controller = new AbortController()
     request<A>(path, { signal: controller.signal }).then(
       (answer) => {

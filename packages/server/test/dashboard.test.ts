@@ -259,7 +259,7 @@ describe("the dashboard in a browser", () => {
     expect(await nav.getByRole("link", { name: "Schedules" }).getAttribute("aria-current")).toBe("page")
     await shoot(page, "schedules")
 
-    await nav.getByRole("link", { name: "Webhooks" }).click()
+    await nav.getByRole("link", { name: "Webhooks", exact: true }).click()
     await page.getByRole("link", { name: "Deploys" }).click()
     await page.waitForURL(new RegExp(`/app/webhooks/${hook.uid}$`))
     const rows = page.locator("table.deliveries tbody tr[data-delivery-id]")

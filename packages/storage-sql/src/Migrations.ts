@@ -28,6 +28,7 @@ import budgets from "./migrations/0018_budgets.js"
 import fairShare from "./migrations/0019_fair_share.js"
 import outboundWebhooks from "./migrations/0020_outbound_webhooks.js"
 import outboundClaimIndexes from "./migrations/0021_outbound_claim_indexes.js"
+import outboundHealthIndex from "./migrations/0022_outbound_health_index.js"
 
 export const loader = Migrator.fromRecord({
   "0001_runs": runs,
@@ -50,7 +51,8 @@ export const loader = Migrator.fromRecord({
   "0018_budgets": budgets,
   "0019_fair_share": fairShare,
   "0020_outbound_webhooks": outboundWebhooks,
-  "0021_outbound_claim_indexes": outboundClaimIndexes
+  "0021_outbound_claim_indexes": outboundClaimIndexes,
+  "0022_outbound_health_index": outboundHealthIndex
 })
 
 /** Migration 0017's shapes and statement (its test runs it on a database with older documents). */

@@ -145,19 +145,25 @@ export const deliveryOps = (sql: SqlClient.SqlClient, endpoints: ReturnType<type
 
   const enabled = sql.onDialectOrElse({ pg: () => true, orElse: () => 1 })
 
+  /** Deliveries leased at `now` of the candidate's endpoint (`webhook_uid`) or team (`team_uid`). */
+  const inFlight = (column: "webhook_uid" | "team_uid", now: number) =>
+    sql`(SELECT count(*) FROM outbound_deliveries l WHERE l.${sql(column)} = d.${sql(column)} AND l.lease_until > ${now})`
+
   /**
-   * The pending deliveries a claim may take at `now`: due, of an enabled endpoint, not leased, and
-   * first of their run to their endpoint; the first `window` of them by due time.
+   * The pending deliveries a claim may take at `now`: due, of an enabled endpoint and a team both
+   * below their caps of tries in flight (so those at their caps do not fill the window), not leased,
+   * and first of their run to their endpoint; the first `window` of them by due time.
    */
-  const candidates = (now: number, window: number) =>
+  const candidates = (now: number, limits: ClaimLimits) =>
     sql`SELECT d.seq, d.webhook_uid, d.team_uid, d.next_attempt_at FROM outbound_deliveries d
       JOIN outbound_webhooks w ON w.uid = d.webhook_uid
       WHERE d.state = 'pending' AND d.next_attempt_at <= ${now} AND (d.lease_until IS NULL OR d.lease_until <= ${now})
         AND w.enabled = ${enabled}
+        AND ${inFlight("webhook_uid", now)} < ${limits.perEndpoint} AND ${inFlight("team_uid", now)} < ${limits.perTeam}
         AND NOT EXISTS (SELECT 1 FROM outbound_deliveries p WHERE p.webhook_uid = d.webhook_uid AND p.run_id = d.run_id
           AND p.state = 'pending' AND (p.change_id < d.change_id OR (p.change_id = d.change_id AND p.seq < d.seq)))
         AND NOT EXISTS (SELECT 1 FROM outbound_changes c WHERE c.run_id = d.run_id AND c.change_id < d.change_id)
-      ORDER BY d.next_attempt_at, d.seq LIMIT ${window}`
+      ORDER BY d.next_attempt_at, d.seq LIMIT ${limits.limit * CANDIDATES_PER_CLAIM}`
 
   /**
    * Of the candidates, those that keep each endpoint within its tries in flight (leased now, on any
@@ -165,7 +171,7 @@ export const deliveryOps = (sql: SqlClient.SqlClient, endpoints: ReturnType<type
    * its own; first due first.
    */
   const withinLimits = (now: number, limits: ClaimLimits) =>
-    sql`WITH c AS (${candidates(now, limits.limit * CANDIDATES_PER_CLAIM)}),
+    sql`WITH c AS (${candidates(now, limits)}),
       per_endpoint AS (
         SELECT c.seq, c.team_uid, c.next_attempt_at,
           ROW_NUMBER() OVER (PARTITION BY c.webhook_uid ORDER BY c.next_attempt_at, c.seq)
@@ -245,8 +251,14 @@ export const deliveryOps = (sql: SqlClient.SqlClient, endpoints: ReturnType<type
       if (disabled.length > 0) yield* endpoints.failPending(uid, reason)
     })
 
+  // The endpoint's row is locked first, as turning it off does (then its deliveries): two such
+  // transactions never wait on each other in opposite orders.
   const settle = (delivery: ClaimedDelivery, attempt: Attempt, result: AttemptResult, reason: string) =>
     sql.withTransaction(Effect.gen(function* () {
+      yield* sql.onDialectOrElse({
+        pg: () => sql`SELECT uid FROM outbound_webhooks WHERE uid = ${delivery.webhook_uid} FOR UPDATE`,
+        orElse: () => Effect.void
+      })
       const written = yield* sql`UPDATE outbound_deliveries SET ${sql.update(afterTry(attempt, result))},
         retry_from = CASE WHEN attempts = 0 THEN ${attempt.at} ELSE retry_from END, attempts = attempts + 1
         WHERE seq = ${delivery.seq} AND state = 'pending' AND lease_until = ${delivery.lease_until} RETURNING seq`
@@ -289,10 +301,10 @@ export const deliveryOps = (sql: SqlClient.SqlClient, endpoints: ReturnType<type
     Effect.gen(function* () {
       const found = yield* sql`SELECT state FROM outbound_deliveries
         WHERE delivery_id = ${id} AND webhook_uid = ${uid} AND team_uid = ${team}`
-      if (found.length === 0) return false
-      yield* sql`UPDATE outbound_deliveries SET ${sql.update(queued(now))}
-        WHERE delivery_id = ${id} AND webhook_uid = ${uid} AND state <> 'pending'`
-      return true
+      if (found.length === 0) return "missing" as const
+      const requeued = yield* sql`UPDATE outbound_deliveries SET ${sql.update(queued(now))}
+        WHERE delivery_id = ${id} AND webhook_uid = ${uid} AND state <> 'pending' RETURNING seq`
+      return requeued.length > 0 ? "queued" as const : "pending" as const
     })
 
   const redeliverFailed = (team: TeamUid, uid: OutboundWebhookUid, since: number, now: number) =>

@@ -17,6 +17,9 @@ const json = Options.boolean("json").pipe(Options.withDescription("print NDJSON:
 const endpointUid = Args.text({ name: "ENDPOINT_UID" }).pipe(Args.withDescription("the outbound webhook's uid"))
 const decodeUid = IdArgs.decode(Ids.OutboundWebhookUid, "outbound webhook uid")
 
+/** A date-time with its zone or offset, as `--since` takes it. */
+const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/
+
 const list = Command.make("list", { ...Connection.options, json }, (options) =>
   Effect.gen(function*() {
     const client = yield* AgentRunsClient.AgentRunsClient
@@ -127,11 +130,14 @@ const redeliver = Command.make(
       }
       if (Option.isSome(options.delivery)) {
         const id = yield* IdArgs.decode(Ids.OutboundDeliveryId, "delivery id")(options.delivery.value)
-        yield* client.outboundWebhooks.redeliverOutboundDelivery({ headers: {}, path: { uid, delivery_id: id } })
-        return yield* Console.log(`queued ${id} again`)
+        const answer = yield* client.outboundWebhooks.redeliverOutboundDelivery({ headers: {}, path: { uid, delivery_id: id } })
+        return yield* Console.log(answer.redelivered === 0 ? `${id} is still queued` : `queued ${id} again`)
       }
-      const since = DateTime.make(Option.getOrThrow(options.since))
-      if (Option.isNone(since)) return yield* new Failure.UsageError({ message: `--since: not a date-time: ${Option.getOrThrow(options.since)}` })
+      const text = Option.getOrThrow(options.since)
+      const since = ISO_INSTANT.test(text) ? DateTime.make(text) : Option.none()
+      if (Option.isNone(since)) {
+        return yield* new Failure.UsageError({ message: `--since: not an ISO 8601 date-time with a zone (2026-12-01T00:00:00Z): ${text}` })
+      }
       const answer = yield* client.outboundWebhooks.redeliverOutboundWebhook({
         headers: {},
         path: { uid },

@@ -148,13 +148,16 @@ export class OutboundWebhookStore extends Context.Tag("@agent-runs/core/Outbound
     uid: OutboundWebhookUid,
     query: { readonly limit: number; readonly after: number | null; readonly state: OutboundDeliveryState | undefined }
   ) => Effect.Effect<OutboundDeliveryPage, StorageError>
-  /** Queues a delivery of the endpoint again (due at `now`, its retry period afresh). False when there is none. */
+  /**
+   * Queues a delivery of the endpoint again (due at `now`, its retry period afresh): `queued`, or
+   * `pending` when it still was (left as it is), or `missing`.
+   */
   readonly redeliver: (
     team: TeamUid,
     uid: OutboundWebhookUid,
     id: OutboundDeliveryId,
     now: number
-  ) => Effect.Effect<boolean, StorageError>
+  ) => Effect.Effect<"queued" | "pending" | "missing", StorageError>
   /** Queues again every failed delivery of the endpoint created at or after `since`; how many. */
   readonly redeliverFailed: (
     team: TeamUid,

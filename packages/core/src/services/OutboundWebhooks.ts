@@ -232,8 +232,8 @@ export class OutboundWebhooks extends Effect.Service<OutboundWebhooks>()("@agent
           store.redeliver(viewer.team_uid, endpoint.item.uid, deliveryId as OutboundDeliveryId, at),
           () => ({ action: "outbound_webhook.redeliver", resource: resource(endpoint.item.uid) })
         )
-        if (!queued) return yield* ResourceNotFound.of("outbound delivery", deliveryId)
-        return new RedeliverResponse({ redelivered: 1 })
+        if (queued === "missing") return yield* ResourceNotFound.of("outbound delivery", deliveryId)
+        return new RedeliverResponse({ redelivered: queued === "queued" ? 1 : 0 })
       },
       storageUnavailable
     )

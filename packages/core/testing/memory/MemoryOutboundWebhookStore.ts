@@ -243,8 +243,10 @@ export const makeMemoryOutboundWebhookStore = (state: MemoryState, sealer: Seale
 
   const claim = (now: number, leaseUntil: number, limits: ClaimLimits) =>
     Effect.gen(function* () {
+      const busy = inFlight(now)
       const candidates = o.deliveries
         .filter((d) =>
+          (busy.endpoints.get(d.webhook_uid) ?? 0) < limits.perEndpoint && (busy.teams.get(d.team_uid) ?? 0) < limits.perTeam &&
           d.state === "pending" && d.next_attempt_at !== null && d.next_attempt_at <= now &&
           (d.lease_until === null || d.lease_until <= now) && o.webhooks.get(d.webhook_uid)?.stored.item.enabled === true &&
           !blocked(d)
@@ -325,9 +327,10 @@ export const makeMemoryOutboundWebhookStore = (state: MemoryState, sealer: Seale
   const redeliver = (team: TeamUid, uid: OutboundWebhookUid, id: OutboundDeliveryId, now: number) =>
     Effect.sync(() => {
       const d = o.deliveries.find((x) => x.delivery_id === id && x.webhook_uid === uid && x.team_uid === team)
-      if (d === undefined) return false
-      if (d.state !== "pending") requeue(d, now)
-      return true
+      if (d === undefined) return "missing" as const
+      if (d.state === "pending") return "pending" as const
+      requeue(d, now)
+      return "queued" as const
     })
 
   const redeliverFailed = (team: TeamUid, uid: OutboundWebhookUid, since: number, now: number) =>
