@@ -39,7 +39,7 @@ describe("agent-runs outbound-webhooks", () => {
       inProcess(["outbound-webhooks", "deliveries", uid!, "--json", ...as(tokens.admin)])
     ])
     expect(list.code).toBe(0)
-    expect(list.stdout).toMatch(new RegExp(`${uid} +on +run.created,run.succeeded +${receiver.url.replace(/[.]/g, "\\.")}`))
+    expect(list.stdout).toMatch(new RegExp(`${uid} +- +on +run.created,run.succeeded +${receiver.url.replace(/[.]/g, "\\.")}`))
     expect(table.code).toBe(0)
     expect(lines(table.stdout)).toHaveLength(3)
     expect(table.stdout).toContain("run.succeeded")
@@ -66,5 +66,16 @@ describe("agent-runs outbound-webhooks", () => {
       expect(answer.code).toBe(2)
       expect(lines(answer.stderr)).toHaveLength(1)
     }
+
+    // Named, signing with a team secret: the secret is never printed.
+    const value = `whsec_${Buffer.from("a".repeat(32)).toString("base64")}`
+    expect((await call(server(), "PUT", "/api/v1/agent/secrets/OUT_SIGNING", { token: tokens.admin, body: { value } })).status).toBe(200)
+    const named = await inProcess([
+      "outbound-webhooks", "create", "--url", receiver.url, "--event", "run.failed", "--name", "pager", "--secret-name", "OUT_SIGNING",
+      ...as(tokens.admin)
+    ])
+    expect(named).toMatchObject({ code: 0, stderr: "" })
+    expect(lines(named.stdout)[1]).toBe("signing with team secret OUT_SIGNING")
+    expect((await inProcess(["outbound-webhooks", "list", ...as(tokens.admin)])).stdout).toMatch(/ pager +on +run\.failed /)
   }, 60_000)
 })

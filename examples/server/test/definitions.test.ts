@@ -27,49 +27,13 @@
 import { freshDatabase } from "@agent-runs/storage-pg/testing"
 import { type FakeGitHub, startFakeGitHub } from "@agent-runs/testing"
 import { Effect, Exit, Option, Redacted, Scope } from "effect"
-import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { dirname, join } from "node:path"
+import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest"
 import { makeTeam, startServer, suiteServer, type TestServer } from "./harness.js"
-import { assertBuilt, call, MAIN, REPO_ROOT } from "./process.js"
+import { cli, directory, runToEnd, temporaryDir } from "./definitions-support.js"
+import { assertBuilt, call, MAIN } from "./process.js"
 import { freePort, tempDataDir } from "./support.js"
-
-/** The built CLI. */
-const CLI = join(REPO_ROOT, "packages/cli/dist/main.js")
-
-interface ProcessRun {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
-/** Runs a built entry point to its end (asynchronously: the server under test must keep answering). */
-const runToEnd = (main: string, args: ReadonlyArray<string>, env: Readonly<Record<string, string>>): Promise<ProcessRun> =>
-  new Promise((resolve, reject) => {
-    const inherited = Object.fromEntries(
-      Object.entries(process.env).filter(([name]) => !name.startsWith("AGENT_RUNS_") && name !== "PORT" && name !== "HOST")
-    )
-    const child = spawn(process.execPath, [main, ...args], { cwd: REPO_ROOT, env: { ...inherited, ...env } })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
-    const timer = setTimeout(() => child.kill("SIGKILL"), 90_000)
-    child.once("error", reject)
-    child.once("close", (code) => {
-      clearTimeout(timer)
-      resolve({ code, stdout, stderr })
-    })
-  })
-
-/** Runs the built CLI. */
-const cli = (args: ReadonlyArray<string>, env: Readonly<Record<string, string>> = {}) => runToEnd(CLI, args, env)
-
-const roots: Array<string> = []
-afterAll(() => roots.forEach((root) => rmSync(root, { recursive: true, force: true })))
 
 /** The GitHub double the `github.yaml` files connect to (on loopback, which the test servers allow). */
 let host: FakeGitHub
@@ -80,17 +44,6 @@ afterAll(() => host?.close())
 
 /** A `github.yaml` connecting to the double with a personal token held as the team secret `secret`. */
 const githubFile = (secret: string) => `baseUrl: ${host.url}\nauth:\n  type: token\n  tokenSecret: ${secret}\n`
-
-/** A definitions directory with these files (path relative to it → text). */
-const directory = (files: Readonly<Record<string, string>>): string => {
-  const root = mkdtempSync(join(tmpdir(), "agent-runs-definitions-"))
-  roots.push(root)
-  for (const [path, text] of Object.entries(files)) {
-    mkdirSync(dirname(join(root, path)), { recursive: true })
-    writeFileSync(join(root, path), text)
-  }
-  return root
-}
 
 const GITHUB = "authMode: signature\nsignatureScheme: github\nsecretName: GITHUB_SECRET\ndeliveryIdHeader: X-GitHub-Delivery\n"
 const CI = "authMode: url_token\nsecretName: CI_TOKEN\n"
@@ -436,8 +389,7 @@ describe.each(["sqlite", "postgres"] as const)("the server applies AGENT_RUNS_DE
 describe("the built server with AGENT_RUNS_DEFINITIONS_DIR", () => {
   it("does not start with a bad directory, and says which file and key (exit 1)", async () => {
     assertBuilt(inject("serverBuild"))
-    const dataDir = mkdtempSync(join(tmpdir(), "agent-runs-definitions-data-"))
-    roots.push(dataDir)
+    const dataDir = temporaryDir("agent-runs-definitions-data-")
     const bad = directory({
       "webhooks/ci.yaml": "secretName: NO_SUCH_SECRET\n",
       "webhooks/other.yaml": "authMode: basic\nsecretName: NO_SUCH_SECRET\n"

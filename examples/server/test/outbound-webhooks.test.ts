@@ -225,4 +225,48 @@ describe.each<DatabaseKind>(["sqlite", "postgres"])("outbound webhooks (%s)", (k
     const list = await call(server(), "GET", "/api/v1/agent/outbound-webhooks", { token: tokens.admin })
     expect(list.body.outbound_webhooks).toEqual([])
   }, 60_000)
+
+  it("an endpoint may have a name, unique in the team, and sign with a team secret's value, never shown", async () => {
+    const { tokens } = await makeTeam(server(), `outbound-named-${kind}`)
+    const hooks = await receiver()
+    const value = `whsec_${Buffer.from("0123456789abcdef0123456789abcdef").toString("base64")}`
+    const put = (name: string, v: string) => call(server(), "PUT", `/api/v1/agent/secrets/${name}`, { token: tokens.admin, body: { value: v } })
+    expect((await put("OUT_SIGNING", value)).status).toBe(200)
+    expect((await put("PLAIN", "not base64 at all!")).status).toBe(200)
+    const create = (body: Record<string, unknown>) =>
+      call(server(), "POST", "/api/v1/agent/outbound-webhooks", { token: tokens.admin, body: { url: hooks.url, events: ["run.created"], ...body } })
+
+    const named = await create({ name: "  alerts ", secret_name: "OUT_SIGNING" })
+    expect(named.status).toBe(201)
+    expect(named.body).toMatchObject({ name: "alerts", secret_name: "OUT_SIGNING", secret: "" })
+    expect(JSON.stringify(named.body)).not.toContain(value.slice(6))
+    const taken = await create({ name: "alerts" })
+    expect(taken.status).toBe(409)
+    expect(taken.body.error).toContain("name")
+    for (const [secretName, problem] of [["PLAIN", "Standard Webhooks"], ["MISSING", "MISSING"]]) {
+      const refused = await create({ secret_name: secretName })
+      expect(refused.status).toBe(400)
+      expect(refused.body.error).toContain("secret_name")
+      expect(refused.body.error).toContain(problem)
+    }
+    expect((await create({ name: "x".repeat(101) })).status).toBe(400)
+
+    // Deliveries are signed with the team secret's value.
+    hooks.secrets = [value]
+    const run = await call(server(), "POST", "/api/v1/agent/runs", { token: tokens.member, body: { prompt: "@say hi", team: true } })
+    expect(await eventually(() => hooks.accepted.some((r) => r.body.data.run.run_id === run.body.run_id))).toBe(true)
+    expect(hooks.badSignatures).toBe(0)
+
+    // Renamed to a free name; not to a taken one. Rotating to a generated secret shows it and clears secret_name.
+    const other = await create({ name: "other" })
+    const path = `/api/v1/agent/outbound-webhooks/${named.body.uid}`
+    expect((await call(server(), "PATCH", path, { token: tokens.admin, body: { name: "other" } })).status).toBe(409)
+    const renamed = await call(server(), "PATCH", path, { token: tokens.admin, body: { name: "pager" } })
+    expect(renamed.body).toMatchObject({ name: "pager", secret_name: "OUT_SIGNING" })
+    const rotated = await call(server(), "POST", `${path}/rotate-secret`, { token: tokens.admin, body: {} })
+    expect(rotated.body).toMatchObject({ secret_name: null, secret: expect.stringMatching(/^whsec_/) })
+    const back = await call(server(), "POST", `${path}/rotate-secret`, { token: tokens.admin, body: { secret_name: "OUT_SIGNING" } })
+    expect(back.body).toMatchObject({ secret_name: "OUT_SIGNING", secret: "" })
+    expect(other.body.name).toBe("other")
+  }, 60_000)
 })

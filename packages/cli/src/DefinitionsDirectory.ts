@@ -1,6 +1,6 @@
 /**
  * Reading a definitions directory (docs/definitions.md): the file `github.yaml` at its root and
- * the files `webhooks/*.yaml` and `automations/*.yaml` under it, as `{path, text}` with paths
+ * the files `webhooks/*.yaml`, `automations/*.yaml` and `outbound-webhooks/*.yaml` under it, as `{path, text}` with paths
  * relative to the directory (so that errors read `webhooks/github.yaml: ...`). What the files mean
  * is decided in core (Definitions.ts), which also reports files with other names in those two
  * folders; hidden files and subfolders are skipped, other entries of the directory ignored.

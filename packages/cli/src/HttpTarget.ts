@@ -63,7 +63,15 @@ export const httpTarget = (connection: Connection) =>
             (r) => r.problem
           )
         ),
-      listSecretNames: call(Effect.map(client.secrets.listSecrets({ headers }), (r) => r.secrets.map((secret) => secret.name)))
+      listSecretNames: call(Effect.map(client.secrets.listSecrets({ headers }), (r) => r.secrets.map((secret) => secret.name))),
+      listOutboundWebhooks: call(
+        Effect.map(client.outboundWebhooks.listOutboundWebhooks({ headers }), (r) => r.outbound_webhooks)
+      ),
+      createOutboundWebhook: (payload) => call(client.outboundWebhooks.createOutboundWebhook({ headers, payload })),
+      patchOutboundWebhook: (uid, payload) =>
+        call(client.outboundWebhooks.updateOutboundWebhook({ headers, path: { uid }, payload })),
+      rotateOutboundSecret: (uid, payload) =>
+        call(client.outboundWebhooks.rotateOutboundWebhookSecret({ headers, path: { uid }, payload }))
     }
     return target
   }).pipe(Effect.provide(FetchHttpClient.layer))

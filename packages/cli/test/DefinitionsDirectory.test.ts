@@ -69,11 +69,11 @@ describe("DefinitionsDirectory.read", () => {
         expect(yield* message(join(root, "nowhere"))).toBe(`${join(root, "nowhere")}: no such directory`)
         expect(yield* message(join(root, "file"))).toBe(`${join(root, "file")}: not a directory`)
         expect(yield* message(join(root, "empty"))).toBe(
-          `${join(root, "empty")}: has neither github.yaml nor webhooks/ nor automations/: not a definitions directory`
+          `${join(root, "empty")}: has neither github.yaml nor webhooks/ nor automations/ nor outbound-webhooks/: not a definitions directory`
         )
         // A folder named github.yaml is not the file.
         expect(yield* message(join(root, "folder"))).toBe(
-          `${join(root, "folder")}: has neither github.yaml nor webhooks/ nor automations/: not a definitions directory`
+          `${join(root, "folder")}: has neither github.yaml nor webhooks/ nor automations/ nor outbound-webhooks/: not a definitions directory`
         )
       })))
 })

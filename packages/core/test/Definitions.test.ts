@@ -17,7 +17,13 @@ import { apply, DefinitionsApplyFailed, DefinitionsRejected, dryRun } from "../s
 import type { DefinitionsTarget } from "../src/services/DefinitionsApplier.js"
 import { GITHUB_COM, GitHubAuth } from "../src/domain/GitHub.js"
 import type { ConnectGitHubRequest, GitHubConnection } from "../src/domain/GitHub.js"
-import { AutomationId, PrincipalUid, WebhookUid } from "../src/domain/Ids.js"
+import { AutomationId, OutboundWebhookUid, PrincipalUid, WebhookUid } from "../src/domain/Ids.js"
+import { MAX_OUTBOUND_WEBHOOKS_PER_TEAM, OutboundWebhook } from "../src/domain/OutboundWebhook.js"
+import type {
+  CreateOutboundWebhookRequest,
+  PatchOutboundWebhookRequest,
+  RotateOutboundSecretRequest
+} from "../src/domain/OutboundWebhook.js"
 import { AgentConfig } from "../src/domain/Run.js"
 import type { SecretName } from "../src/domain/Secret.js"
 import { MAX_WEBHOOKS_PER_TEAM, SignatureScheme, Webhook } from "../src/domain/Webhook.js"
@@ -173,9 +179,9 @@ describe("parse: YAML and file names", () => {
     ])
   })
 
-  it("takes only github.yaml, webhooks/<name>.yaml and automations/<name>.yaml", () => {
-    const notDefinition = "is not a definition file: definitions are webhooks/<name>.yaml, automations/<name>.yaml and " +
-      "github.yaml (at the root)"
+  it("takes only github.yaml, webhooks/<name>.yaml, automations/<name>.yaml and outbound-webhooks/<name>.yaml", () => {
+    const notDefinition = "is not a definition file: definitions are webhooks/<name>.yaml, automations/<name>.yaml, " +
+      "outbound-webhooks/<name>.yaml and github.yaml (at the root)"
     expect(errorsOf(file("hooks/a.yaml", "secretName: S\n"))).toEqual([`hooks/a.yaml: ${notDefinition}`])
     expect(errorsOf(file("webhooks/github.yaml", "secretName: S\n"), file("config/github.yaml", "auth: {type: token}\n")))
       .toEqual([`config/github.yaml: ${notDefinition}`])
@@ -507,6 +513,7 @@ const memoryTeam = (secrets: Record<string, string>) => {
   const id = () => `w${String(++next).padStart(21, "0")}`
   const webhooks: Array<Webhook> = []
   const automations: Array<Automation> = []
+  const outbound: Array<OutboundWebhook> = []
   const writes: Array<string> = []
   let github: GitHubConnection | null = null
   let failOn: string | undefined
@@ -590,16 +597,62 @@ const memoryTeam = (secrets: Record<string, string>) => {
         const problem = credentialProblem(check.authMode, check.signatureScheme, value)
         return problem === undefined ? undefined : `the value of team secret ${check.secretName} ${problem}`
       }),
-    listSecretNames: Effect.sync(() => Object.keys(secrets) as Array<SecretName>)
+    listSecretNames: Effect.sync(() => Object.keys(secrets) as Array<SecretName>),
+    listOutboundWebhooks: Effect.sync(() => [...outbound]),
+    createOutboundWebhook: (r: CreateOutboundWebhookRequest) =>
+      Effect.sync(() => {
+        writes.push(`create outbound webhook ${r.name}`)
+        const w = new OutboundWebhook({
+          uid: OutboundWebhookUid.make(id()),
+          name: r.name ?? null,
+          url: r.url,
+          description: r.description,
+          events: r.events,
+          filters: r.filters,
+          enabled: r.enabled,
+          disabled_reason: null,
+          disabled_at: null,
+          previous_secret_expires_at: null,
+          secret_name: r.secret_name ?? null,
+          created_at: at,
+          updated_at: at
+        })
+        outbound.push(w)
+        return w
+      }),
+    patchOutboundWebhook: (uid, r: PatchOutboundWebhookRequest) =>
+      Effect.sync(() => {
+        writes.push(`patch outbound webhook ${uid} ${JSON.stringify(r)}`)
+        const i = outbound.findIndex((w) => w.uid === uid)
+        const { name, url, events, filters, description, enabled } = outbound[i]!
+        outbound[i] = new OutboundWebhook({
+          ...outbound[i]!,
+          name: r.name ?? name,
+          url: r.url ?? url,
+          events: r.events ?? events,
+          filters: r.filters ?? filters,
+          description: r.description ?? description,
+          enabled: r.enabled ?? enabled
+        })
+        return outbound[i]!
+      }),
+    rotateOutboundSecret: (uid, r: RotateOutboundSecretRequest) =>
+      Effect.sync(() => {
+        writes.push(`rotate outbound webhook ${uid} ${r.secret_name}`)
+        const i = outbound.findIndex((w) => w.uid === uid)
+        outbound[i] = new OutboundWebhook({ ...outbound[i]!, secret_name: r.secret_name ?? null })
+        return outbound[i]!
+      })
   }
   return {
     target,
     webhooks,
     automations,
+    outbound,
     writes,
     github: () => github,
     /** What the team has, as `plan` takes it. */
-    current: () => ({ github, webhooks, automations }),
+    current: () => ({ github, webhooks, automations, outboundWebhooks: outbound }),
     /** Refuses the write of the webhook or automation of this name, or of the connection (`GITHUB`). */
     failOn: (n: string) => (failOn = n)
   }
@@ -801,7 +854,7 @@ describe("github.yaml: plan and apply", () => {
   const connection = (baseUrl: string, auth: GitHubConnection["auth"]): GitHubConnection =>
     ({ base_url: baseUrl, auth, connected_by: ADMIN, connected_at: at, updated_at: at })
   const planOf = (files: ReadonlyArray<DefinitionFile>, github: GitHubConnection | null) =>
-    plan(parse(files), { github, webhooks: [], automations: [] }, () => undefined)
+    plan(parse(files), { github, webhooks: [], automations: [], outboundWebhooks: [] }, () => undefined)
 
   it("plans a connection when the team has none or another one, nothing when it has the same", () => {
     const none = planOf([TOKEN_FILE], null)
@@ -867,6 +920,114 @@ describe("github.yaml: plan and apply", () => {
       const error = yield* Effect.flip(apply(team.target, [...directory, TOKEN_FILE]))
       expect(error).toBeInstanceOf(DefinitionsApplyFailed)
       expect(error.message).toBe("github.yaml: not applied: auth: the host refused the credential\nNothing was applied before it.")
+      expect(team.writes).toEqual([])
+    }))
+})
+
+describe("outbound-webhooks/<name>.yaml: parse, plan and apply", () => {
+  const SIGNING = { OUT: `whsec_${"A".repeat(43)}=`, OUT_2: `whsec_${"B".repeat(43)}=`, PLAIN: "not a signing secret!" }
+  const ALERTS = file(
+    "outbound-webhooks/alerts.yaml",
+    "url: https://hooks.example.com/runs\nevents: [run.succeeded, run.failed]\nsecretName: OUT\n"
+  )
+
+  it("reads every key in camelCase or the API's snake_case; filters, description and enabled take their defaults", () => {
+    const parsed = valid([ALERTS])
+    expect(parsed.outboundWebhooks).toEqual([{
+      path: "outbound-webhooks/alerts.yaml",
+      name: "alerts",
+      url: "https://hooks.example.com/runs",
+      events: ["run.succeeded", "run.failed"],
+      filters: {},
+      description: "",
+      enabled: true,
+      secretName: "OUT"
+    }])
+    const full = valid([file(
+      "outbound-webhooks/ci.yaml",
+      [
+        "url: https://hooks.example.com/ci",
+        "events: [run.created]",
+        `filters: {schedule_ids: ["${"S".repeat(22)}"], environmentIds: []}`,
+        "description: CI",
+        "enabled: false",
+        "secret_name: OUT",
+        ""
+      ].join("\n")
+    )])
+    expect(full.outboundWebhooks[0]).toMatchObject({
+      filters: { schedule_ids: ["S".repeat(22)], environment_ids: [] },
+      description: "CI",
+      enabled: false
+    })
+  })
+
+  it("names the file and the key of every problem", () => {
+    expect(errorsOf(file(
+      "outbound-webhooks/bad.yaml",
+      "url: ftp://x\nevents: [run.created, run.created, 3]\nfilters: {automationIds: [short]}\nenabled: yes\n"
+    ))).toEqual([
+      "outbound-webhooks/bad.yaml: url: must be an http or https URL",
+      "outbound-webhooks/bad.yaml: events[2]: must be one of run.created, run.state_changed, run.succeeded, run.failed, run.blocked, run.errored, run.cancelled; got 3",
+      expect.stringMatching(/^outbound-webhooks\/bad\.yaml: filters\.automationIds\[0\]: /),
+      "outbound-webhooks/bad.yaml: enabled: must be true or false; got \"yes\"",
+      expect.stringMatching(/^outbound-webhooks\/bad\.yaml: secretName: is required: definitions never hold secret values/)
+    ])
+    expect(errorsOf(file("outbound-webhooks/twice.yaml", "url: https://x.example\nevents: [run.created, run.created]\nsecretName: OUT\n")))
+      .toEqual(["outbound-webhooks/twice.yaml: events: must not repeat an event type"])
+    expect(errorsOf(file("outbound-webhooks/none.yaml", "url: https://x.example\nevents: []\nsecretName: OUT\n"))).toEqual([
+      expect.stringMatching(/^outbound-webhooks\/none\.yaml: events: is required: a list of event types/)
+    ])
+    expect(errorsOf(file(`outbound-webhooks/${"n".repeat(101)}.yaml`, ""))).toEqual([
+      expect.stringMatching(/the file name \(the endpoint's name\) must be at most 100 characters$/)
+    ])
+  })
+
+  it.effect("creates the endpoint by name with its team secret; applying again changes nothing; an edit patches and rotates", () =>
+    Effect.gen(function*() {
+      const team = memoryTeam({ ...SECRETS, ...SIGNING })
+      const first = yield* apply(team.target, [ALERTS])
+      expect(first.map(describeOutcome)).toEqual([`outbound-webhooks/alerts.yaml: created outbound webhook "alerts" (${team.outbound[0]!.uid})`])
+      expect(team.outbound[0]).toMatchObject({ name: "alerts", secret_name: "OUT", events: ["run.succeeded", "run.failed"] })
+      const writes = team.writes.length
+      // The same events in another order are the same subscription.
+      const reordered = file(ALERTS.path, ALERTS.text.replace("[run.succeeded, run.failed]", "[run.failed, run.succeeded]"))
+      expect((yield* apply(team.target, [reordered])).map((o) => o.action)).toEqual(["unchanged"])
+      expect(team.writes.length).toBe(writes)
+
+      const edited = file(ALERTS.path, ALERTS.text.replace("secretName: OUT", "secretName: OUT_2\ndescription: on call"))
+      expect((yield* apply(team.target, [edited])).map(describeOutcome)).toEqual([
+        `outbound-webhooks/alerts.yaml: updated outbound webhook "alerts" (${team.outbound[0]!.uid}): description, secretName`
+      ])
+      expect(team.writes.slice(writes)).toEqual([
+        `patch outbound webhook ${team.outbound[0]!.uid} {"url":"https://hooks.example.com/runs","events":["run.succeeded","run.failed"],"filters":{},"description":"on call","enabled":true}`,
+        `rotate outbound webhook ${team.outbound[0]!.uid} OUT_2`
+      ])
+      // Only the secret differs: a rotation, no patch.
+      const back = file(ALERTS.path, ALERTS.text.replace("secretName: OUT", "secretName: OUT\ndescription: on call"))
+      yield* apply(team.target, [back])
+      expect(team.writes.slice(-1)).toEqual([`rotate outbound webhook ${team.outbound[0]!.uid} OUT`])
+    }))
+
+  it.effect("an endpoint without a name, or of another name, is left alone", () =>
+    Effect.gen(function*() {
+      const team = memoryTeam({ ...SECRETS, ...SIGNING })
+      yield* team.target.createOutboundWebhook({ url: "https://x.example", events: ["run.created"], filters: {}, description: "", enabled: true })
+      yield* apply(team.target, [ALERTS])
+      expect(team.outbound.map((w) => w.name)).toEqual([null, "alerts"])
+    }))
+
+  it.effect("a team secret that is not a Standard Webhooks secret, and the team's limit, are errors naming file and key", () =>
+    Effect.gen(function*() {
+      const team = memoryTeam({ ...SECRETS, ...SIGNING })
+      const plain = file("outbound-webhooks/plain.yaml", ALERTS.text.replace("secretName: OUT", "secretName: PLAIN"))
+      expect(rejected(yield* Effect.exit(apply(team.target, [plain])))).toEqual([
+        "outbound-webhooks/plain.yaml: secretName: the value of team secret PLAIN must be a Standard Webhooks secret: base64, optionally prefixed whsec_"
+      ])
+      const many = Array.from({ length: MAX_OUTBOUND_WEBHOOKS_PER_TEAM + 1 }, (_, i) => file(`outbound-webhooks/e${String(i).padStart(2, "0")}.yaml`, ALERTS.text))
+      expect(rejected(yield* Effect.exit(apply(team.target, many)))).toEqual([
+        `outbound-webhooks/e${MAX_OUTBOUND_WEBHOOKS_PER_TEAM}.yaml: would be the team's outbound webhook number ${MAX_OUTBOUND_WEBHOOKS_PER_TEAM + 1}; a team has at most ${MAX_OUTBOUND_WEBHOOKS_PER_TEAM}`
+      ])
       expect(team.writes).toEqual([])
     }))
 })

@@ -17,6 +17,7 @@ import type { OutboundDeliveryId, OutboundWebhookUid, PrincipalUid, TeamUid } fr
 import { OutboundWebhook, type OutboundEventType } from "../src/domain/OutboundWebhook.js"
 import { RunItem } from "../src/domain/Run.js"
 import type { RunState } from "../src/domain/RunState.js"
+import { SecretName } from "../src/domain/Secret.js"
 import { type Attempt, type ClaimedDelivery, OutboundWebhookStore, type StoredOutboundWebhook } from "../src/ports/OutboundWebhookStore.js"
 import { RunStore, type StoredRun } from "../src/ports/RunStore.js"
 import { creationEvents, makeRun, uid } from "./RunStoreConformance.js"
@@ -28,6 +29,7 @@ const HOUR = 3_600_000
 const endpoint = (team: TeamUid, overrides: Partial<ConstructorParameters<typeof OutboundWebhook>[0]> = {}): StoredOutboundWebhook => ({
   item: new OutboundWebhook({
     uid: uid<OutboundWebhookUid>(),
+    name: null,
     url: "https://hooks.example.com/agent-runs",
     description: "",
     events: ["run.created", "run.state_changed", "run.succeeded"],
@@ -36,6 +38,7 @@ const endpoint = (team: TeamUid, overrides: Partial<ConstructorParameters<typeof
     disabled_reason: null,
     disabled_at: null,
     previous_secret_expires_at: null,
+    secret_name: null,
     created_at: DateTime.unsafeMake(T0),
     updated_at: DateTime.unsafeMake(T0),
     ...overrides
@@ -133,14 +136,19 @@ export const outboundWebhookConformance = <E>(storeLayer: Layer.Layer<Stores | R
         expect(yield* store.list(other)).toEqual([])
         expect(yield* (yield* RawStorage).contains(Redacted.value(key))).toBe(false)
 
-        const changed = { ...webhook, item: new OutboundWebhook({ ...webhook.item, url: "https://other.example.com/x", events: ["run.failed"] }) }
+        const changed = {
+          ...webhook,
+          item: new OutboundWebhook({ ...webhook.item, name: "alerts", url: "https://other.example.com/x", events: ["run.failed"] })
+        }
         expect(yield* store.update(changed, "off")).toBe(true)
         expect(yield* store.update({ ...changed, team_uid: other }, "off")).toBe(false)
         expect(Option.getOrThrow(yield* store.get(team, webhook.item.uid)).item).toEqual(changed.item)
 
         const rotated = secret("second")
-        expect(yield* store.rotate(changed, rotated, T0 + HOUR)).toBe(true)
+        const fromTeamSecret = { ...changed, item: new OutboundWebhook({ ...changed.item, secret_name: SecretName.make("OUT_SIGNING") }) }
+        expect(yield* store.rotate(fromTeamSecret, rotated, T0 + HOUR)).toBe(true)
         expect(yield* (yield* RawStorage).contains(Redacted.value(rotated))).toBe(false)
+        expect(Option.getOrThrow(yield* store.get(team, webhook.item.uid)).item.secret_name).toBe("OUT_SIGNING")
         expect(yield* store.remove(other, webhook.item.uid)).toBe(false)
         expect(yield* store.remove(team, webhook.item.uid)).toBe(true)
         expect(yield* store.get(team, webhook.item.uid)).toEqual(Option.none())

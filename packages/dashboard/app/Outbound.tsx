@@ -23,6 +23,7 @@ export const EVENT_TYPES = ["run.created", "run.state_changed", "run.succeeded",
 
 interface Endpoint {
   readonly uid: string
+  readonly name: string | null
   readonly url: string
   readonly description: string
   readonly events: ReadonlyArray<string>
@@ -30,7 +31,15 @@ interface Endpoint {
   readonly disabled_reason: string | null
   readonly disabled_at: string | null
   readonly previous_secret_expires_at: string | null
+  readonly secret_name: string | null
   readonly created_at: string
+}
+
+/** What an endpoint is created with. */
+interface NewEndpoint {
+  readonly url: string
+  readonly name: string
+  readonly events: ReadonlyArray<string>
 }
 
 interface Delivery {
@@ -73,19 +82,27 @@ const Status = (props: { readonly endpoint: Endpoint }) => {
   return <span class="error">turned off {formatTime(endpoint.disabled_at)}: {endpoint.disabled_reason}</span>
 }
 
-const NewEndpointForm = (props: { readonly onCreate: (url: string, events: ReadonlyArray<string>) => Promise<boolean> }) => {
+const NewEndpointForm = (props: { readonly onCreate: (endpoint: NewEndpoint) => Promise<boolean> }) => {
   const [url, setUrl] = useState("")
+  const [name, setName] = useState("")
   const [events, setEvents] = useState<ReadonlyArray<string>>(["run.succeeded", "run.failed"])
   const toggle = (type: string, on: boolean) => setEvents(on ? [...events, type] : events.filter((e) => e !== type))
   const submit = async (event: Event) => {
     event.preventDefault()
-    if (await props.onCreate(url.trim(), EVENT_TYPES.filter((t) => events.includes(t)))) setUrl("")
+    if (await props.onCreate({ url: url.trim(), name: name.trim(), events: EVENT_TYPES.filter((t) => events.includes(t)) })) {
+      setUrl("")
+      setName("")
+    }
   }
   return (
     <form class="filters" aria-label="Add an endpoint" onSubmit={submit}>
       <div class="field">
         <label for="endpoint-url">URL</label>
         <input id="endpoint-url" type="url" required value={url} onInput={(e) => setUrl(e.currentTarget.value)} />
+      </div>
+      <div class="field">
+        <label for="endpoint-name">Name (optional)</label>
+        <input id="endpoint-name" maxLength={100} value={name} onInput={(e) => setName(e.currentTarget.value)} />
       </div>
       <fieldset class="field">
         <legend>Events</legend>
@@ -104,9 +121,9 @@ export const OutboundWebhooksPage = () => {
   const read = useApi<{ outbound_webhooks: ReadonlyArray<Endpoint> }>(BASE)
   const { change, outcome } = useChange(read.reload)
   const [secret, setSecret] = useState<string | undefined>(undefined)
-  const create = async (url: string, events: ReadonlyArray<string>) => {
+  const create = async ({ events, name, url }: NewEndpoint) => {
     const made = await change(
-      () => request<Endpoint & { secret: string }>(BASE, { method: "POST", body: { url, events } }),
+      () => request<Endpoint & { secret: string }>(BASE, { method: "POST", body: { url, events, ...(name === "" ? {} : { name }) } }),
       (endpoint) => `Added ${endpoint.url}.`
     )
     setSecret(made?.secret)
@@ -121,10 +138,13 @@ export const OutboundWebhooksPage = () => {
           {secret === undefined ? null : <ShownOnce secret={secret} />}
           <table class="list outbound">
             <caption class="visually-hidden">Outbound webhooks</caption>
-            <thead><tr><th scope="col">URL</th><th scope="col" class="wide">Events</th><th scope="col">Status</th></tr></thead>
+            <thead>
+              <tr><th scope="col">Name</th><th scope="col">URL</th><th scope="col" class="wide">Events</th><th scope="col">Status</th></tr>
+            </thead>
             <tbody>
-              {endpoints.length === 0 ? <Empty columns={3} text="No endpoints." /> : endpoints.map((endpoint) => (
+              {endpoints.length === 0 ? <Empty columns={4} text="No endpoints." /> : endpoints.map((endpoint) => (
                 <tr key={endpoint.uid} data-endpoint-uid={endpoint.uid}>
+                  <td>{endpoint.name ?? <span class="muted">—</span>}</td>
                   <td><a href={hrefOf(`outbound/${endpoint.uid}`)} onClick={(e) => followLink(e, `outbound/${endpoint.uid}`)}><code>{endpoint.url}</code></a></td>
                   <td class="wide">{endpoint.events.join(", ")}</td>
                   <td><Status endpoint={endpoint} /></td>
@@ -227,10 +247,12 @@ export const OutboundWebhookPage = (props: { readonly uid: string; readonly quer
               <p class="banner" role="alert">Turned off {formatTime(hook.disabled_at)}: {hook.disabled_reason}</p>
             )}
             <dl class="facts">
+              {hook.name === null ? null : <div><dt>Name</dt><dd>{hook.name}</dd></div>}
               <div><dt>URL</dt><dd><code>{hook.url}</code></dd></div>
               <div><dt>Events</dt><dd>{hook.events.join(", ")}</dd></div>
               <div><dt>Status</dt><dd><Status endpoint={hook} /></dd></div>
               <div><dt>Created</dt><dd>{formatTime(hook.created_at)}</dd></div>
+              {hook.secret_name === null ? null : <div><dt>Signs with team secret</dt><dd><code>{hook.secret_name}</code></dd></div>}
               {hook.previous_secret_expires_at === null ? null : (
                 <div><dt>Old secret signs until</dt><dd>{formatTime(hook.previous_secret_expires_at)}</dd></div>
               )}

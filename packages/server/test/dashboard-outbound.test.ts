@@ -39,6 +39,7 @@ describe("the dashboard's outbound webhooks in a browser", () => {
 
     const form = page.getByRole("form", { name: "Add an endpoint" })
     await form.getByLabel("URL").fill(receiver.url)
+    await form.getByLabel("Name (optional)").fill("alerts")
     await form.getByLabel("run.created").check()
     await form.getByRole("button", { name: "Add endpoint" }).click()
     const secret = await page.getByLabel("Signing secret").inputValue()
@@ -47,6 +48,7 @@ describe("the dashboard's outbound webhooks in a browser", () => {
     const row = page.getByRole("row").filter({ hasText: receiver.url })
     await row.waitFor()
     expect(await row.textContent()).toContain("run.created, run.succeeded, run.failed")
+    expect(await row.getByRole("cell").first().textContent()).toBe("alerts")
 
     // A run: its creation and its end arrive, signed.
     const run = await service.api.runToEnd("@say hello")
@@ -56,6 +58,7 @@ describe("the dashboard's outbound webhooks in a browser", () => {
 
     await row.getByRole("link").click()
     await page.getByRole("heading", { name: "Outbound webhook" }).waitFor()
+    expect(await page.locator("dl.facts").textContent()).toContain("Namealerts")
     const delivered = page.locator("tr[data-state=delivered]")
     await expect.poll(() => delivered.count()).toBe(2)
     expect(await page.getByRole("table", { name: "Deliveries" }).textContent()).toContain(run.runId.slice(0, 8))

@@ -7,5 +7,5 @@ it.effect("migrates a fresh database and answers", () =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const rows = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM agent_runs_migrations`
-    expect(rows[0]!.n).toBe(22)
+    expect(rows[0]!.n).toBe(23)
   }).pipe(Effect.provide(storageLayer)))

@@ -29,6 +29,7 @@ import fairShare from "./migrations/0019_fair_share.js"
 import outboundWebhooks from "./migrations/0020_outbound_webhooks.js"
 import outboundClaimIndexes from "./migrations/0021_outbound_claim_indexes.js"
 import outboundHealthIndex from "./migrations/0022_outbound_health_index.js"
+import outboundNames from "./migrations/0023_outbound_names.js"
 
 export const loader = Migrator.fromRecord({
   "0001_runs": runs,
@@ -52,7 +53,8 @@ export const loader = Migrator.fromRecord({
   "0019_fair_share": fairShare,
   "0020_outbound_webhooks": outboundWebhooks,
   "0021_outbound_claim_indexes": outboundClaimIndexes,
-  "0022_outbound_health_index": outboundHealthIndex
+  "0022_outbound_health_index": outboundHealthIndex,
+  "0023_outbound_names": outboundNames
 })
 
 /** Migration 0017's shapes and statement (its test runs it on a database with older documents). */

@@ -23,6 +23,7 @@ const EndpointRow = Schema.Struct({
   uid: Schema.String,
   team_uid: TeamUidSchema,
   creator_uid: PrincipalUid,
+  name: Schema.NullOr(Schema.String),
   url: Schema.String,
   description: Schema.String,
   events: Schema.String,
@@ -31,6 +32,7 @@ const EndpointRow = Schema.Struct({
   disabled_reason: Schema.NullOr(Schema.String),
   disabled_at: Schema.NullOr(Rows.Millis),
   previous_secret_until: Schema.NullOr(Rows.Millis),
+  secret_name: Schema.NullOr(Schema.String),
   created_at: Rows.Millis,
   updated_at: Rows.Millis
 })
@@ -41,6 +43,7 @@ const fromRow = (row: typeof EndpointRow.Type) =>
   Effect.map(
     decodeEndpoint({
       uid: row.uid,
+      name: row.name,
       url: row.url,
       description: row.description,
       events: JSON.parse(row.events),
@@ -49,14 +52,15 @@ const fromRow = (row: typeof EndpointRow.Type) =>
       disabled_reason: row.disabled_reason,
       disabled_at: row.disabled_at === null ? null : iso(row.disabled_at),
       previous_secret_expires_at: row.previous_secret_until === null ? null : iso(row.previous_secret_until),
+      secret_name: row.secret_name,
       created_at: iso(row.created_at),
       updated_at: iso(row.updated_at)
     }),
     (item): StoredOutboundWebhook => ({ item, team_uid: row.team_uid, creator_uid: row.creator_uid })
   )
 
-const ENDPOINT_COLUMNS = `uid, team_uid, creator_uid, url, description, events, filters, enabled, disabled_reason,
-  disabled_at, previous_secret_until, created_at, updated_at`
+const ENDPOINT_COLUMNS = `uid, team_uid, creator_uid, name, url, description, events, filters, enabled, disabled_reason,
+  disabled_at, previous_secret_until, secret_name, created_at, updated_at`
 
 /** The secrets that sign a delivery: the current one, then the rotated-out one while it overlaps. */
 export const SecretsRow = Schema.Struct({
@@ -71,6 +75,7 @@ export const endpointOps = (sql: SqlClient.SqlClient, key: Redacted.Redacted<Uin
 
   /** The columns an update writes. */
   const fields = (w: StoredOutboundWebhook) => ({
+    name: w.item.name,
     url: w.item.url,
     description: w.item.description,
     events: json(w.item.events),
@@ -93,6 +98,7 @@ export const endpointOps = (sql: SqlClient.SqlClient, key: Redacted.Redacted<Uin
           secret: sealed,
           previous_secret: null,
           previous_secret_until: null,
+          secret_name: w.item.secret_name,
           last_success_at: null,
           created_at: millis(w.item.created_at)
         })
@@ -127,7 +133,8 @@ export const endpointOps = (sql: SqlClient.SqlClient, key: Redacted.Redacted<Uin
     Effect.gen(function* () {
       const sealed = yield* Crypto.seal(key, secret, secretAad(next.item.uid))
       const updated = yield* sql`UPDATE outbound_webhooks SET previous_secret = secret, secret = ${sealed},
-        previous_secret_until = ${previousUntil}, updated_at = ${millis(next.item.updated_at)}
+        previous_secret_until = ${previousUntil}, secret_name = ${next.item.secret_name},
+        updated_at = ${millis(next.item.updated_at)}
         WHERE team_uid = ${next.team_uid} AND uid = ${next.item.uid} RETURNING uid`
       return updated.length > 0
     })

@@ -44,6 +44,7 @@ export class OutboundWebhooksGroup extends HttpApiGroup.make("outboundWebhooks")
       .setPayload(OutboundWebhook.PatchOutboundWebhookRequest)
       .addSuccess(OutboundWebhook.OutboundWebhook)
       .addError(Problems.ResourceNotFound, { status: 404 })
+      .addError(Problems.Conflict, { status: 409 })
       .addError(Problems.PayloadTooLarge, { status: 413 })
       .annotateContext(doc(
         "Change an outbound webhook",

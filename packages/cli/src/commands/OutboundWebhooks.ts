@@ -1,7 +1,7 @@
 /**
  * `agent-runs outbound-webhooks list|create|deliveries|redeliver`: a team's outbound webhooks
  * (docs/outbound-webhooks.md) through the HTTP API, for its admins. `create` prints the endpoint's
- * uid and its signing secret, shown this once; `redeliver` queues one delivery again, or with
+ * uid and its signing secret, shown this once (or, with `--secret-name`, the team secret it signs with); `redeliver` queues one delivery again, or with
  * `--since` every failed one since a time.
  */
 import { Args, Command, Options } from "@effect/cli"
@@ -31,8 +31,14 @@ const list = Command.make("list", { ...Connection.options, json }, (options) =>
     }
     yield* Console.log(
       endpoints.length === 0 ? "no outbound webhooks" : Format.table(
-        ["ENDPOINT UID", "STATUS", "EVENTS", "URL"],
-        endpoints.map((e) => [e.uid, e.enabled ? "on" : e.disabled_reason === null ? "off" : "turned off: failing", e.events.join(","), e.url])
+        ["ENDPOINT UID", "NAME", "STATUS", "EVENTS", "URL"],
+        endpoints.map((e) => [
+          e.uid,
+          e.name ?? "-",
+          e.enabled ? "on" : e.disabled_reason === null ? "off" : "turned off: failing",
+          e.events.join(","),
+          e.url
+        ])
       )
     )
   }).pipe(Effect.provide(Connection.clientLayer(options)))).pipe(Command.withDescription("List the team's outbound webhooks."))
@@ -46,7 +52,12 @@ const create = Command.make(
       Options.repeated,
       Options.withDescription("an event type to send (repeat for more)")
     ),
-    description: Options.text("description").pipe(Options.optional, Options.withDescription("what the endpoint is for"))
+    description: Options.text("description").pipe(Options.optional, Options.withDescription("what the endpoint is for")),
+    name: Options.text("name").pipe(Options.optional, Options.withDescription("a name, unique in the team")),
+    secretName: Options.text("secret-name").pipe(
+      Options.optional,
+      Options.withDescription("sign with this team secret's value (a Standard Webhooks secret, whsec_…) instead of a generated one")
+    )
   },
   (options) =>
     Effect.gen(function*() {
@@ -55,11 +66,15 @@ const create = Command.make(
       const payload = yield* Schema.decodeUnknown(OutboundWebhook.CreateOutboundWebhookRequest)({
         url: options.url,
         events: options.events,
-        description: Option.getOrElse(options.description, () => "")
+        description: Option.getOrElse(options.description, () => ""),
+        name: Option.getOrNull(options.name),
+        secret_name: Option.getOrNull(options.secretName)
       }).pipe(Effect.mapError((error) => new Failure.UsageError({ message: IdArgs.problemOf(error) })))
       const client = yield* AgentRunsClient.AgentRunsClient
       const created = yield* client.outboundWebhooks.createOutboundWebhook({ headers: {}, payload })
-      yield* Console.log(`${created.uid}\nsecret: ${created.secret} (shown this once)`)
+      yield* Console.log(
+        created.secret === "" ? `${created.uid}\nsigning with team secret ${created.secret_name}` : `${created.uid}\nsecret: ${created.secret} (shown this once)`
+      )
     }).pipe(Effect.provide(Connection.clientLayer(options)))
 ).pipe(Command.withDescription("Add an outbound webhook; prints its uid and its signing secret, shown this once."))
 

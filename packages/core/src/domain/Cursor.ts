@@ -94,3 +94,22 @@ export const decodeKeysetCursor = (cursor: string, queryFingerprint: string): Ei
   if (fp !== queryFingerprint) return Either.left(OTHER_QUERY)
   return Either.right({ key, id })
 }
+
+/** A position whose sort key is a time (epoch millis). */
+export interface TimePosition {
+  readonly key: number
+  readonly id: string
+}
+
+/**
+ * Decodes a cursor of a list sorted by time (`decodeKeysetCursor`), whose key must be a number;
+ * null when there is no cursor (the first page).
+ */
+export const decodeTimeCursor = (
+  cursor: string | undefined,
+  queryFingerprint: string
+): Either.Either<TimePosition | null, string> => {
+  if (cursor === undefined) return Either.right(null)
+  return Either.flatMap(decodeKeysetCursor(cursor, queryFingerprint), (position) =>
+    typeof position.key === "number" ? Either.right({ key: position.key, id: position.id }) : Either.left(MALFORMED))
+}

@@ -3,6 +3,7 @@ import { Data } from "effect"
 import type { JsonObject } from "./Common.js"
 import type { GitHubAuth } from "./GitHub.js"
 import type { WebhookUid } from "./Ids.js"
+import type { OutboundEventType, OutboundFilters } from "./OutboundWebhook.js"
 import type { AgentConfig } from "./Run.js"
 import type { SecretName } from "./Secret.js"
 import type { AuthMode, SignatureScheme } from "./Webhook.js"
@@ -18,8 +19,8 @@ export interface DefinitionFile {
   readonly text: string
 }
 
-/** The two kinds of named definitions, and the directory each lives in. */
-export const DEFINITION_DIRECTORIES = ["webhooks", "automations"] as const
+/** The kinds of named definitions, and the directory each lives in. */
+export const DEFINITION_DIRECTORIES = ["webhooks", "automations", "outbound-webhooks"] as const
 export type DefinitionKind = (typeof DEFINITION_DIRECTORIES)[number]
 
 /** The extension of definition files. */
@@ -79,6 +80,19 @@ export interface AutomationDefinition {
   readonly agentConfig: AgentConfig
 }
 
+/** An outbound webhook as a file defines it (in the API's form). */
+export interface OutboundWebhookDefinition {
+  readonly path: string
+  readonly name: string
+  readonly url: string
+  readonly events: ReadonlyArray<OutboundEventType>
+  readonly filters: OutboundFilters
+  readonly description: string
+  readonly enabled: boolean
+  /** The team secret holding its Standard Webhooks signing secret. */
+  readonly secretName: SecretName
+}
+
 /** The team's GitHub connection as `github.yaml` defines it (in the API's form). */
 export interface GitHubDefinition {
   readonly path: string
@@ -93,6 +107,7 @@ export interface Parsed {
   readonly github: GitHubDefinition | null
   readonly webhooks: ReadonlyArray<WebhookDefinition>
   readonly automations: ReadonlyArray<AutomationDefinition>
+  readonly outboundWebhooks: ReadonlyArray<OutboundWebhookDefinition>
   /** Names of webhook files that have errors (automations may name them without a second error). */
   readonly invalidWebhookNames: ReadonlyArray<string>
   readonly errors: ReadonlyArray<DefinitionError>
@@ -104,6 +119,10 @@ export const WEBHOOK_KEYS = ["authMode", "signatureScheme", "secretName", "deliv
 export const AUTOMATION_KEYS = ["prompt", "enabled", "trigger", "agentConfig"] as const
 export const TRIGGER_KEYS = ["provider", "event", "filter"] as const
 export const FILTER_KEYS = ["webhookIds", "webhookNames", "payload"] as const
+/** The keys of an outbound webhook file. */
+export const OUTBOUND_KEYS = ["url", "events", "filters", "description", "enabled", "secretName"] as const
+/** The keys of its `filters`. */
+export const OUTBOUND_FILTER_KEYS = ["scheduleIds", "environmentIds", "automationIds"] as const
 /** The keys of `github.yaml`. */
 export const GITHUB_KEYS = ["baseUrl", "auth"] as const
 /** The keys of its `auth`, by `type`. */

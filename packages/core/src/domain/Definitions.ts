@@ -1,13 +1,13 @@
 /**
  * Definitions as code (docs/definitions.md): the team's GitHub connection as the file
- * `github.yaml`, webhooks as files `webhooks/<name>.yaml` and automations as files
- * `automations/<name>.yaml`, parsed (`parse`) and compared with what the team has (`plan`) into
+ * `github.yaml`, webhooks as files `webhooks/<name>.yaml`, automations as files
+ * `automations/<name>.yaml` and outbound webhooks as files `outbound-webhooks/<name>.yaml`, parsed (`parse`) and compared with what the team has (`plan`) into
  * the steps that make the team match the files. Pure: the files come already read, the team's
  * state already listed; DefinitionsApplier.ts runs the plan, for the server (through the core
  * services) and for the CLI (through the HTTP API). This module is the public face; the work is in
  * DefinitionFiles.ts (the files and the definitions they hold), DefinitionsYaml.ts (YAML to JSON),
  * DefinitionsValues.ts (keys and values), DefinitionsParse.ts (`parse`), DefinitionsGitHub.ts
- * (`github.yaml`, read and planned), DefinitionsPlan.ts (`plan`) and DefinitionsOutcome.ts (what
+ * (`github.yaml`, read and planned), DefinitionsOutbound.ts (outbound webhooks, read and planned), DefinitionsPlan.ts (`plan`) and DefinitionsOutcome.ts (what
  * applying did, in words).
  *
  * File formats (keys in camelCase; the name is the file's base name without `.yaml`):
@@ -25,6 +25,9 @@
  *   `agentConfig` (optional: the agent configuration of the API with its keys in camelCase,
  *   `modelId`, `environmentId`, `mcpServers` (each server's `serverId`), ...; the names of MCP
  *   servers, their `env` and `headers` and the payload filter's fields are data, kept as written).
+ * - Outbound webhook: `url` and `events` (required), `filters` (`scheduleIds`, `environmentIds`,
+ *   `automationIds`), `description` (default ""), `enabled` (default true), `secretName` (required:
+ *   the team secret holding its Standard Webhooks signing secret): the create request in camelCase.
  *
  * Decisions:
  * - Definitions never carry secret values: `secretName` is required, and must name a team secret
@@ -56,8 +59,11 @@
  *   when authMode is signature`); nested keys as paths (`trigger.filter.webhookIds[0]`); YAML
  *   syntax errors by line and column. All errors of all files are reported together, and a plan
  *   exists only when there is none, so nothing is applied while any file is wrong.
- * - Only `github.yaml` and files named `webhooks/<name>.yaml` and `automations/<name>.yaml` are
- *   definitions; a name must not be blank nor start or end with whitespace (names are trimmed by
+ * - Outbound webhooks are matched by name too; an edited file patches what differs (the events as
+ *   a set) and, for another `secretName`, rotates the endpoint to that secret's value (the old one
+ *   signing for the default overlap). The same team secret's changed value is not re-read.
+ * - Only `github.yaml` and files named `webhooks/<name>.yaml`, `automations/<name>.yaml` and
+ *   `outbound-webhooks/<name>.yaml` are definitions; a name must not be blank nor start or end with whitespace (names are trimmed by
  *   the services).
  */
 export {
@@ -73,12 +79,15 @@ export {
   GITHUB_FILE,
   GITHUB_KEYS,
   type GitHubDefinition,
+  OUTBOUND_KEYS,
+  type OutboundWebhookDefinition,
   type Parsed,
   WEBHOOK_KEYS,
   type WebhookDefinition
 } from "./DefinitionFiles.js"
 export { classify, parse } from "./DefinitionsParse.js"
 export { describeConnection, type GitHubStep } from "./DefinitionsGitHub.js"
+export { type OutboundWebhookStep } from "./DefinitionsOutbound.js"
 export {
   automationCreateRequest,
   automationUpdateRequest,

@@ -10,7 +10,7 @@ import { SecretName } from "./Secret.js"
 import { GITHUB_AUTH_KEYS, GITHUB_KEYS } from "./DefinitionFiles.js"
 import type { GitHubDefinition, Report } from "./DefinitionFiles.js"
 import { kindOf } from "./DefinitionsYaml.js"
-import { camel, decodeValue, isObject, oneOf, readMapping } from "./DefinitionsValues.js"
+import { camel, decodeValue, isObject, oneOf, readMapping, required } from "./DefinitionsValues.js"
 
 // ---------------------------------------------------------------------------------------------
 // Reading github.yaml
@@ -20,13 +20,6 @@ const AUTH_TYPES = ["token", "app"] as const
 type AuthType = (typeof AUTH_TYPES)[number]
 
 const AUTH_HINT = "token (with tokenSecret) or app (with appId, installationId and privateKeySecret)"
-
-/** A required value, decoded; the problem is reported under `key`. */
-const required = <A, I>(schema: Schema.Schema<A, I>, value: JsonValue | undefined, key: string, report: Report): A | undefined => {
-  if (value !== undefined) return decodeValue(schema, value, key, report)
-  report(key, "is required")
-  return undefined
-}
 
 const authTypeOf = (value: JsonValue, report: Report): AuthType | undefined => {
   if (!isObject(value)) {

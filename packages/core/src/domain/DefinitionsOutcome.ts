@@ -9,12 +9,12 @@ import { steps } from "./DefinitionsPlan.js"
 
 /** What applying did (or, in a dry run, would do) to one file's definition. */
 export interface Outcome {
-  readonly kind: "github" | "webhook" | "automation"
+  readonly kind: "github" | "webhook" | "automation" | "outbound_webhook"
   readonly path: string
-  /** The webhook's or automation's name; the connection in a few words for GitHub. */
+  /** The webhook's, automation's or outbound webhook's name; the connection in a few words for GitHub. */
   readonly name: string
   readonly action: "created" | "updated" | "unchanged"
-  /** The uid or id of a webhook or automation (absent for a creation in a dry run, and for GitHub). */
+  /** The uid or id of what the file defines (absent for a creation in a dry run, and for GitHub). */
   readonly id: string | undefined
   /** The file keys that changed (updates only). */
   readonly changed: ReadonlyArray<string>
@@ -23,7 +23,7 @@ export interface Outcome {
 const gitHub = (step: GitHubStep) =>
   ({ kind: "github" as const, path: step.definition.path, name: describeConnection(step.definition), id: undefined })
 
-const named = (kind: "webhook" | "automation", definition: { readonly path: string; readonly name: string }) =>
+const named = (kind: Exclude<Outcome["kind"], "github">, definition: { readonly path: string; readonly name: string }) =>
   ({ kind, path: definition.path, name: definition.name })
 
 /** The outcome of a step before it is applied. */
@@ -45,6 +45,12 @@ const outcomeOf = (step: Step): Outcome => {
       return { ...named("automation", step.definition), id: step.current.id, action: "updated", changed: step.changed }
     case "KeepAutomation":
       return { ...named("automation", step.definition), id: step.current.id, action: "unchanged", changed: [] }
+    case "CreateOutboundWebhook":
+      return { ...named("outbound_webhook", step.definition), id: undefined, action: "created", changed: [] }
+    case "UpdateOutboundWebhook":
+      return { ...named("outbound_webhook", step.definition), id: step.current.uid, action: "updated", changed: step.changed }
+    case "KeepOutboundWebhook":
+      return { ...named("outbound_webhook", step.definition), id: step.current.uid, action: "unchanged", changed: [] }
   }
 }
 
@@ -67,6 +73,11 @@ const WORDS: Record<Outcome["kind"], Record<Outcome["action"], { readonly done: 
     created: { done: "created automation", planned: "would create automation" },
     updated: { done: "updated automation", planned: "would update automation" },
     unchanged: { done: "unchanged automation", planned: "unchanged automation" }
+  },
+  outbound_webhook: {
+    created: { done: "created outbound webhook", planned: "would create outbound webhook" },
+    updated: { done: "updated outbound webhook", planned: "would update outbound webhook" },
+    unchanged: { done: "unchanged outbound webhook", planned: "unchanged outbound webhook" }
   }
 }
 

@@ -8,6 +8,7 @@ import { SecretName } from "./Secret.js"
 import { AuthMode, HeaderName, SignatureScheme } from "./Webhook.js"
 import {
   AUTOMATION_KEYS,
+  DEFINITION_DIRECTORIES,
   DEFINITION_EXTENSION,
   DefinitionError,
   FILTER_KEYS,
@@ -18,13 +19,16 @@ import {
 import type {
   AutomationDefinition,
   DefinitionFile,
+  DefinitionKind,
   DefinitionPlace,
+  OutboundWebhookDefinition,
   GitHubDefinition,
   Parsed,
   Report,
   WebhookDefinition
 } from "./DefinitionFiles.js"
 import { parseGitHub } from "./DefinitionsGitHub.js"
+import { parseOutboundWebhook } from "./DefinitionsOutbound.js"
 import { describeValue, readYaml } from "./DefinitionsYaml.js"
 import { booleanAt, camel, decodeValue, isObject, join, listAt, nonBlankAt, oneOf, readMapping } from "./DefinitionsValues.js"
 
@@ -215,9 +219,11 @@ export const classify = (path: string): Either.Either<DefinitionPlace, string> =
   const segments = path.split(/[\\/]/)
   const base = segments[segments.length - 1] ?? ""
   const directory = segments[segments.length - 2]
-  if (directory !== "webhooks" && directory !== "automations") {
+  if (!isDefinitionDirectory(directory)) {
     return Either.left(
-      `is not a definition file: definitions are webhooks/<name>.yaml, automations/<name>.yaml and ${GITHUB_FILE} (at the root)`
+      `is not a definition file: definitions are ${
+        DEFINITION_DIRECTORIES.map((d) => `${d}/<name>.yaml`).join(", ")
+      } and ${GITHUB_FILE} (at the root)`
     )
   }
   if (!base.endsWith(DEFINITION_EXTENSION)) {
@@ -230,16 +236,25 @@ export const classify = (path: string): Either.Either<DefinitionPlace, string> =
   return Either.right({ kind: directory, name })
 }
 
+const isDefinitionDirectory = (directory: string | undefined): directory is DefinitionKind =>
+  (DEFINITION_DIRECTORIES as ReadonlyArray<string | undefined>).includes(directory)
+
 /** What `parse` collects, file by file. */
 interface Collected {
   github: GitHubDefinition | null
   readonly webhooks: Array<WebhookDefinition>
   readonly automations: Array<AutomationDefinition>
+  readonly outboundWebhooks: Array<OutboundWebhookDefinition>
   readonly invalidWebhookNames: Array<string>
   readonly errors: Array<DefinitionError>
 }
 
-const WHAT: Record<DefinitionPlace["kind"], string> = { webhooks: "webhook", automations: "automation", github: "GitHub connection" }
+const WHAT: Record<DefinitionPlace["kind"], string> = {
+  webhooks: "webhook",
+  automations: "automation",
+  "outbound-webhooks": "outbound webhook",
+  github: "GitHub connection"
+}
 
 /** Two files holding the same definition have the same key. */
 const placeKey = (place: DefinitionPlace): string => (place.kind === "github" ? place.kind : `${place.kind}/${place.name}`)
@@ -276,6 +291,11 @@ const parseFile = (file: DefinitionFile, seen: Map<string, string>, out: Collect
       case "automations": {
         const definition = parseAutomation(file.path, place.name, root, report)
         if (valid(definition)) out.automations.push(definition)
+        break
+      }
+      case "outbound-webhooks": {
+        const definition = parseOutboundWebhook(file.path, place.name, root, report)
+        if (valid(definition)) out.outboundWebhooks.push(definition)
       }
     }
   }
@@ -287,7 +307,7 @@ const parseFile = (file: DefinitionFile, seen: Map<string, string>, out: Collect
  * errors, each naming its file and key. Definitions come out in the order of their paths.
  */
 export const parse = (files: ReadonlyArray<DefinitionFile>): Parsed => {
-  const out: Collected = { github: null, webhooks: [], automations: [], invalidWebhookNames: [], errors: [] }
+  const out: Collected = { github: null, webhooks: [], automations: [], outboundWebhooks: [], invalidWebhookNames: [], errors: [] }
   const seen = new Map<string, string>()
   for (const file of [...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) parseFile(file, seen, out)
   return out

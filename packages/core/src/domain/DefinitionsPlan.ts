@@ -9,7 +9,9 @@ import type { SecretName } from "./Secret.js"
 import type { Webhook , AuthMode, SignatureScheme } from "./Webhook.js"
 import { CheckWebhookSecretRequest, CreateWebhookRequest, MAX_WEBHOOKS_PER_TEAM, PatchWebhookRequest } from "./Webhook.js"
 import { DefinitionError } from "./DefinitionFiles.js"
-import type { AutomationDefinition, Parsed, Report, WebhookDefinition } from "./DefinitionFiles.js"
+import type { AutomationDefinition, OutboundWebhookDefinition, Parsed, Report, WebhookDefinition } from "./DefinitionFiles.js"
+import { type OutboundWebhookStep, planOutboundWebhook } from "./DefinitionsOutbound.js"
+import { MAX_OUTBOUND_WEBHOOKS_PER_TEAM, type OutboundWebhook } from "./OutboundWebhook.js"
 import { gitHubSecretOf, type GitHubStep, planGitHub } from "./DefinitionsGitHub.js"
 import { TRIGGER_FILTER } from "./DefinitionsParse.js"
 import { join } from "./DefinitionsValues.js"
@@ -24,6 +26,7 @@ export interface Current {
   readonly github: GitHubConnection | null
   readonly webhooks: ReadonlyArray<Webhook>
   readonly automations: ReadonlyArray<Automation>
+  readonly outboundWebhooks: ReadonlyArray<OutboundWebhook>
 }
 
 /** The team secret a webhook definition needs, and the mode its value must suit. */
@@ -54,6 +57,10 @@ export const checkWebhookSecretRequest = (check: WebhookSecretCheck): CheckWebho
     ...(check.signatureScheme === null ? {} : { signature_scheme: check.signatureScheme })
   })
 
+/** An outbound webhook's team secret must hold a Standard Webhooks secret, as a signature webhook's does. */
+const outboundSecretCheck = (d: OutboundWebhookDefinition): WebhookSecretCheck =>
+  ({ _tag: "WebhookSecret", secretName: d.secretName, authMode: "signature", signatureScheme: "standard_webhooks" })
+
 const gitHubSecretCheck = (secretName: SecretName): GitHubSecretCheck => ({ _tag: "GitHubSecret", secretName })
 
 /** A stable key of a secret check (the same secret for the same use is checked once). */
@@ -63,11 +70,12 @@ export const secretCheckKey = (check: SecretCheck): string =>
     : `${check._tag}\u0000${check.secretName}\u0000${check.authMode}\u0000${check.signatureScheme ?? ""}`
 
 /** The distinct secret checks the definitions need (every apply checks every one). */
-export const secretChecks = (parsed: Pick<Parsed, "github" | "webhooks">): ReadonlyArray<SecretCheck> => {
+export const secretChecks = (parsed: Pick<Parsed, "github" | "webhooks" | "outboundWebhooks">): ReadonlyArray<SecretCheck> => {
   const checks = new Map<string, SecretCheck>()
   const all = [
     ...(parsed.github === null ? [] : [gitHubSecretCheck(gitHubSecretOf(parsed.github)[1])]),
-    ...parsed.webhooks.map(webhookSecretCheck)
+    ...parsed.webhooks.map(webhookSecretCheck),
+    ...parsed.outboundWebhooks.map(outboundSecretCheck)
   ]
   for (const check of all) checks.set(secretCheckKey(check), check)
   return [...checks.values()]
@@ -107,21 +115,22 @@ export type AutomationStep =
 /**
  * What applying the files does, in order (`steps`): the GitHub connection first (the host may
  * still refuse the credential, the one check that needs the write itself), then webhooks (the
- * automations may select new ones), then automations.
+ * automations may select new ones), then automations, then outbound webhooks.
  */
 export interface Plan {
   /** Null when there is no `github.yaml`: the connection is left alone. */
   readonly github: GitHubStep | null
   readonly webhooks: ReadonlyArray<WebhookStep>
   readonly automations: ReadonlyArray<AutomationStep>
+  readonly outboundWebhooks: ReadonlyArray<OutboundWebhookStep>
 }
 
 /** One step of a plan. */
-export type Step = GitHubStep | WebhookStep | AutomationStep
+export type Step = GitHubStep | WebhookStep | AutomationStep | OutboundWebhookStep
 
 /** The steps of a plan, in the order they are applied. */
 export const steps = (plan: Plan): ReadonlyArray<Step> =>
-  [...(plan.github === null ? [] : [plan.github]), ...plan.webhooks, ...plan.automations]
+  [...(plan.github === null ? [] : [plan.github]), ...plan.webhooks, ...plan.automations, ...plan.outboundWebhooks]
 
 /** The steps of a plan that change something (none: applying changes nothing). */
 export const changes = (plan: Plan): ReadonlyArray<Step> => steps(plan).filter((s) => !s._tag.startsWith("Keep"))
@@ -255,28 +264,58 @@ const planAutomation = (
 /** Reports a problem of a file's key. */
 type Reporter = (path: string) => Report
 
-const planWebhooks = (
-  parsed: Parsed,
-  current: Current,
+/** What planning the files of one kind of named, secret-holding definition needs. */
+interface NamedKind<D extends { readonly path: string; readonly name: string }, C, S> {
+  readonly definitions: ReadonlyArray<D>
+  /** What the team has, by name. */
+  readonly existing: ReadonlyMap<string, C>
+  /** How many the team has, and may have. */
+  readonly live: number
+  readonly limit: number
+  /** What one is called in the limit's error. */
+  readonly noun: string
+  readonly secretCheck: (d: D) => SecretCheck
+  readonly step: (d: D, current: C | undefined, report: Report) => S | undefined
+}
+
+/** The steps of one kind's files: each file's secret checked, creations counted against the team's limit. */
+const planNamed = <D extends { readonly path: string; readonly name: string }, C, S>(
+  kind: NamedKind<D, C, S>,
   secretProblem: (check: SecretCheck) => string | undefined,
   reporter: Reporter
-): ReadonlyArray<WebhookStep> => {
-  const teamByName = new Map(current.webhooks.map((w) => [w.name, w]))
-  const planned: Array<WebhookStep> = []
-  let live = current.webhooks.length
-  for (const d of parsed.webhooks) {
+): ReadonlyArray<S> => {
+  const planned: Array<S> = []
+  let live = kind.live
+  for (const d of kind.definitions) {
     const report = reporter(d.path)
-    const problem = secretProblem(webhookSecretCheck(d))
+    const problem = secretProblem(kind.secretCheck(d))
     if (problem !== undefined) report("secretName", problem)
-    const step = planWebhook(d, teamByName.get(d.name), report)
-    if (step?._tag === "CreateWebhook" && ++live > MAX_WEBHOOKS_PER_TEAM) {
-      report("", `would be the team's webhook number ${live}; a team has at most ${MAX_WEBHOOKS_PER_TEAM}`)
+    const current = kind.existing.get(d.name)
+    const step = kind.step(d, current, report)
+    if (step !== undefined && current === undefined && ++live > kind.limit) {
+      report("", `would be the team's ${kind.noun} number ${live}; a team has at most ${kind.limit}`)
     } else if (step !== undefined && problem === undefined) {
       planned.push(step)
     }
   }
   return planned
 }
+
+const planWebhooks = (
+  parsed: Parsed,
+  current: Current,
+  secretProblem: (check: SecretCheck) => string | undefined,
+  reporter: Reporter
+): ReadonlyArray<WebhookStep> =>
+  planNamed({
+    definitions: parsed.webhooks,
+    existing: new Map(current.webhooks.map((w) => [w.name, w])),
+    live: current.webhooks.length,
+    limit: MAX_WEBHOOKS_PER_TEAM,
+    noun: "webhook",
+    secretCheck: webhookSecretCheck,
+    step: planWebhook
+  }, secretProblem, reporter)
 
 const planAutomations = (parsed: Parsed, current: Current, reporter: Reporter): ReadonlyArray<AutomationStep> => {
   const team = new Map(current.webhooks.map((w) => [w.uid as string, w]))
@@ -294,11 +333,27 @@ const planAutomations = (parsed: Parsed, current: Current, reporter: Reporter): 
   return planned
 }
 
+const planOutboundWebhooks = (
+  parsed: Parsed,
+  current: Current,
+  secretProblem: (check: SecretCheck) => string | undefined,
+  reporter: Reporter
+): ReadonlyArray<OutboundWebhookStep> =>
+  planNamed({
+    definitions: parsed.outboundWebhooks,
+    existing: new Map(current.outboundWebhooks.flatMap((w) => (w.name === null ? [] : [[w.name, w] as const]))),
+    live: current.outboundWebhooks.length,
+    limit: MAX_OUTBOUND_WEBHOOKS_PER_TEAM,
+    noun: "outbound webhook",
+    secretCheck: outboundSecretCheck,
+    step: planOutboundWebhook
+  }, secretProblem, reporter)
+
 /**
  * Compares the definitions with what the team has. `secretProblem` says why a team secret does
  * not suit its use (undefined: it does), for each of `secretChecks(parsed)`. The result is the
  * plan, or every error, by file: the parse errors, and those found against the team's state
- * (unchangeable keys, unknown webhooks, secrets, the webhook limit).
+ * (unchangeable keys, unknown webhooks, secrets, the webhook and outbound webhook limits).
  */
 export const plan = (
   parsed: Parsed,
@@ -313,7 +368,8 @@ export const plan = (
     : planGitHub(d, current.github, (name) => secretProblem(gitHubSecretCheck(name)), reporter(d.path)) ?? null
   const webhooks = planWebhooks(parsed, current, secretProblem, reporter)
   const automations = planAutomations(parsed, current, reporter)
-  if (errors.length === 0) return Either.right({ github, webhooks, automations })
+  const outboundWebhooks = planOutboundWebhooks(parsed, current, secretProblem, reporter)
+  if (errors.length === 0) return Either.right({ github, webhooks, automations, outboundWebhooks })
   // Grouped by file (a stable sort keeps each file's errors in the order found).
   return Either.left(errors.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)))
 }

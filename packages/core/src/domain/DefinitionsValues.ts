@@ -61,6 +61,18 @@ export const decodeValue = <A, I>(schema: Schema.Schema<A, I>, value: JsonValue,
   return undefined
 }
 
+/** A required value, decoded; the problem is reported under `key`. */
+export const required = <A, I>(
+  schema: Schema.Schema<A, I>,
+  value: JsonValue | undefined,
+  key: string,
+  report: Report
+): A | undefined => {
+  if (value !== undefined) return decodeValue(schema, value, key, report)
+  report(key, "is required")
+  return undefined
+}
+
 export const oneOf = <L extends string>(literals: ReadonlyArray<L>, value: JsonValue, key: string, report: Report): L | undefined => {
   if (typeof value === "string" && (literals as ReadonlyArray<string>).includes(value)) return value as L
   report(key, `must be one of ${literals.join(", ")}; got ${describeValue(value)}`)

@@ -16,9 +16,10 @@
  *   more than `give_up_after_ms` after its first is failed for good.
  */
 import { Schema } from "effect"
-import { optionalInput, PageInfo, Timestamp } from "./Common.js"
+import { NonBlankString, optionalInput, PageInfo, Timestamp } from "./Common.js"
 import { AutomationId, EnvironmentUid, OutboundDeliveryId, OutboundWebhookUid, RunId, ScheduleId } from "./Ids.js"
 import type { RunState } from "./RunState.js"
+import { SecretName } from "./Secret.js"
 
 /** The most outbound webhooks one team may have (the next create is a conflict). */
 export const MAX_OUTBOUND_WEBHOOKS_PER_TEAM = 20
@@ -28,6 +29,8 @@ export const MAX_URL_LENGTH = 2_048
 export const MAX_FILTER_VALUES = 50
 /** The longest description accepted. */
 export const MAX_DESCRIPTION_LENGTH = 500
+/** The longest endpoint name. */
+export const MAX_NAME_LENGTH = 100
 /** The most bytes of a receiver's response kept in the delivery log. */
 export const MAX_EXCERPT_BYTES = 1_024
 /** The longest overlap during which a rotated-out secret still signs (seven days). */
@@ -171,6 +174,8 @@ export const retryAt = (policy: RetryPolicy, attempts: number, since: number, no
 
 const endpointFields = {
   uid: OutboundWebhookUid,
+  /** Unique in the team when set (definitions as code match endpoints by it); null for an unnamed endpoint. */
+  name: Schema.NullOr(Schema.String),
   url: Schema.String,
   description: Schema.String,
   events: Schema.Array(OutboundEventType),
@@ -181,6 +186,8 @@ const endpointFields = {
   disabled_at: Schema.NullOr(Timestamp),
   /** Until when the secret rotated out last still signs next to the current one; null when none does. */
   previous_secret_expires_at: Schema.NullOr(Timestamp),
+  /** The team secret the current signing secret was copied from; null when the service generated it. */
+  secret_name: Schema.NullOr(SecretName),
   created_at: Timestamp,
   updated_at: Timestamp
 }
@@ -188,29 +195,39 @@ const endpointFields = {
 /** An outbound webhook as read and listed. */
 export class OutboundWebhook extends Schema.Class<OutboundWebhook>("OutboundWebhook")(endpointFields) {}
 
-/** The create and rotate-secret responses: the endpoint plus its signing secret, shown this once. */
+/**
+ * The create and rotate-secret responses: the endpoint plus its signing secret, shown this once;
+ * empty when it was copied from a team secret (`secret_name`), whose value is never shown.
+ */
 export class OutboundWebhookWithSecret extends Schema.Class<OutboundWebhookWithSecret>("OutboundWebhookWithSecret")({
   ...endpointFields,
   secret: Schema.String
 }) {}
 
-const Description = Schema.String.pipe(Schema.maxLength(MAX_DESCRIPTION_LENGTH))
+/** An endpoint's description: at most `MAX_DESCRIPTION_LENGTH` characters. */
+export const OutboundDescription = Schema.String.pipe(Schema.maxLength(MAX_DESCRIPTION_LENGTH))
+/** An endpoint's name: not blank, at most `MAX_NAME_LENGTH` characters (trimmed when stored). */
+const Name = NonBlankString.pipe(Schema.maxLength(MAX_NAME_LENGTH))
 
 /** `POST /agent/outbound-webhooks`. */
 export class CreateOutboundWebhookRequest extends Schema.Class<CreateOutboundWebhookRequest>("CreateOutboundWebhookRequest")({
+  name: optionalInput(Name),
   url: OutboundWebhookUrl,
   events: OutboundEventTypes,
   filters: Schema.optionalWith(OutboundFilters, { default: () => ({}), nullable: true }),
-  description: Schema.optionalWith(Description, { default: () => "", nullable: true }),
-  enabled: Schema.optionalWith(Schema.Boolean, { default: () => true, nullable: true })
+  description: Schema.optionalWith(OutboundDescription, { default: () => "", nullable: true }),
+  enabled: Schema.optionalWith(Schema.Boolean, { default: () => true, nullable: true }),
+  /** Sign with the value of this team secret (a Standard Webhooks secret) instead of a generated one. */
+  secret_name: optionalInput(SecretName)
 }) {}
 
 /** `PATCH /agent/outbound-webhooks/{uid}`: only the given keys change; enabling clears `disabled_reason`. */
 export class PatchOutboundWebhookRequest extends Schema.Class<PatchOutboundWebhookRequest>("PatchOutboundWebhookRequest")({
+  name: optionalInput(Name),
   url: optionalInput(OutboundWebhookUrl),
   events: optionalInput(OutboundEventTypes),
   filters: optionalInput(OutboundFilters),
-  description: optionalInput(Description),
+  description: optionalInput(OutboundDescription),
   enabled: optionalInput(Schema.Boolean)
 }) {}
 
@@ -219,7 +236,9 @@ export class RotateOutboundSecretRequest extends Schema.Class<RotateOutboundSecr
   overlap_seconds: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, MAX_OVERLAP_SECONDS)), {
     default: () => DEFAULT_OVERLAP_SECONDS,
     nullable: true
-  })
+  }),
+  /** Sign with the value of this team secret (a Standard Webhooks secret) instead of a generated one. */
+  secret_name: optionalInput(SecretName)
 }) {}
 
 /** `GET /agent/outbound-webhooks`. */

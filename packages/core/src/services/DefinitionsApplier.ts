@@ -3,9 +3,10 @@
  * of the operations applying needs. The server gives one over the core services
  * (`servicesTarget`, acting as the bootstrap administrator at start-up); the CLI gives one over
  * the HTTP API. Both run this one `apply`: parse, list what the team has (its GitHub connection,
- * webhooks and automations), check every team secret the files name, plan, then (unless it is a
- * dry run, and only when no file has an error) connect GitHub, create and update webhooks, then
- * automations (whose `webhookNames` need the new webhooks' uids).
+ * webhooks, automations and outbound webhooks), check every team secret the files name, plan,
+ * then (unless it is a dry run, and only when no file has an error) connect GitHub, create and
+ * update webhooks, then automations (whose `webhookNames` need the new webhooks' uids), then
+ * outbound webhooks (patched, then rotated to a changed `secretName`).
  *
  * Decisions:
  * - Nothing is applied while any file has an error (`DefinitionsRejected` lists them all).
@@ -16,7 +17,8 @@
  *   refusal, and what was applied before it; applying again resumes (what is done is `unchanged`).
  * - Secrets are checked where their values are: a webhook's by the server (`secretProblem`, the
  *   webhooks' check), the GitHub connection's by name among the team's secrets (the host judges
- *   the value when connecting). The team's secrets are listed only when `github.yaml` names one.
+ *   the value when connecting). The team's secrets are listed only when `github.yaml` names one,
+ *   its outbound webhooks only when a file defines one.
  */
 import { Data, Effect, Either } from "effect"
 import type { Viewer } from "../domain/Access.js"
@@ -46,7 +48,14 @@ import type {
 } from "../domain/Definitions.js"
 import type { ApiError } from "../domain/Errors.js"
 import type { ConnectGitHubRequest, GitHubConnection } from "../domain/GitHub.js"
-import type { AutomationId, WebhookUid } from "../domain/Ids.js"
+import type { AutomationId, OutboundWebhookUid, WebhookUid } from "../domain/Ids.js"
+import type {
+  CreateOutboundWebhookRequest,
+  OutboundWebhook,
+  PatchOutboundWebhookRequest,
+  RotateOutboundSecretRequest
+} from "../domain/OutboundWebhook.js"
+import { OutboundWebhooks } from "./OutboundWebhooks.js"
 import { noSuchSecret, type SecretName } from "../domain/Secret.js"
 import { GitHubConnections } from "./GitHubConnections.js"
 import { BOOTSTRAP_ADMIN_NAME, memberViewer } from "./Identities.js"
@@ -72,6 +81,10 @@ export interface DefinitionsTarget<E> {
   readonly secretProblem: (check: WebhookSecretCheck) => Effect.Effect<string | undefined, E>
   /** The names of the team's secrets (never their values). */
   readonly listSecretNames: Effect.Effect<ReadonlyArray<SecretName>, E>
+  readonly listOutboundWebhooks: Effect.Effect<ReadonlyArray<OutboundWebhook>, E>
+  readonly createOutboundWebhook: (request: CreateOutboundWebhookRequest) => Effect.Effect<OutboundWebhook, E>
+  readonly patchOutboundWebhook: (uid: OutboundWebhookUid, request: PatchOutboundWebhookRequest) => Effect.Effect<OutboundWebhook, E>
+  readonly rotateOutboundSecret: (uid: OutboundWebhookUid, request: RotateOutboundSecretRequest) => Effect.Effect<OutboundWebhook, E>
 }
 
 /** Files with errors: nothing was applied. */
@@ -105,6 +118,14 @@ export class DefinitionsApplyFailed<E> extends Data.TaggedError("DefinitionsAppl
   }
 }
 
+/** Patches an outbound webhook's fields, then rotates it to its file's team secret, as far as each is needed. */
+const updateOutbound = <E>(target: DefinitionsTarget<E>, step: Extract<Step, { _tag: "UpdateOutboundWebhook" }>) =>
+  Effect.gen(function*() {
+    if (step.patch !== null) yield* target.patchOutboundWebhook(step.current.uid, step.patch)
+    if (step.rotate !== null) yield* target.rotateOutboundSecret(step.current.uid, step.rotate)
+    return undefined
+  })
+
 /**
  * The write of a step, answering the uid or id of what it created; none for a step that keeps.
  * `created` holds the uids of the webhooks created so far, by name (for the automations' refs).
@@ -129,9 +150,14 @@ const writeOf = <E>(
       return Effect.map(target.createAutomation(automationCreateRequest(step.definition, uids(step.webhooks))), (a) => a.id)
     case "UpdateAutomation":
       return Effect.as(target.updateAutomation(step.current.id, automationUpdateRequest(step.definition, uids(step.webhooks))), undefined)
+    case "CreateOutboundWebhook":
+      return Effect.map(target.createOutboundWebhook(step.request), (w) => w.uid)
+    case "UpdateOutboundWebhook":
+      return updateOutbound(target, step)
     case "KeepGitHub":
     case "KeepWebhook":
     case "KeepAutomation":
+    case "KeepOutboundWebhook":
       return undefined
   }
 }
@@ -178,9 +204,15 @@ const secretProblems = <E>(target: DefinitionsTarget<E>, checks: ReadonlyArray<S
 const planFor = <E>(target: DefinitionsTarget<E>, files: ReadonlyArray<DefinitionFile>) =>
   Effect.gen(function*() {
     const parsed = parse(files)
-    const [github, webhooks, automations] = yield* Effect.all([target.getGitHub, target.listWebhooks, target.listAutomations])
+    const [github, webhooks, automations, outboundWebhooks] = yield* Effect.all([
+      target.getGitHub,
+      target.listWebhooks,
+      target.listAutomations,
+      // Only read when a file defines one, as the team's secrets are (both are for admins only).
+      parsed.outboundWebhooks.length === 0 ? Effect.succeed([]) : target.listOutboundWebhooks
+    ])
     const problems = yield* secretProblems(target, secretChecks(parsed))
-    const result = plan(parsed, { github, webhooks, automations }, (check) => problems.get(secretCheckKey(check)))
+    const result = plan(parsed, { github, webhooks, automations, outboundWebhooks }, (check) => problems.get(secretCheckKey(check)))
     if (Either.isLeft(result)) return yield* new DefinitionsRejected({ errors: result.left })
     return result.right
   })
@@ -214,6 +246,7 @@ export const servicesTarget = (viewer: Viewer) =>
     const webhooks = yield* Webhooks
     const automations = yield* Automations
     const secrets = yield* Secrets
+    const outbound = yield* OutboundWebhooks
     const target: DefinitionsTarget<ApiError> = {
       getGitHub: Effect.map(github.get(viewer), (r) => r.connection),
       connectGitHub: (request) => github.connect(viewer, request),
@@ -225,7 +258,11 @@ export const servicesTarget = (viewer: Viewer) =>
       updateAutomation: (id, request) => automations.update(viewer, id, request),
       secretProblem: (check) =>
         Effect.map(webhooks.checkSecret(viewer, checkWebhookSecretRequest(check)), (r) => r.problem),
-      listSecretNames: Effect.map(secrets.list(viewer), (r) => r.secrets.map((secret) => secret.name))
+      listSecretNames: Effect.map(secrets.list(viewer), (r) => r.secrets.map((secret) => secret.name)),
+      listOutboundWebhooks: Effect.map(outbound.list(viewer), (r) => r.outbound_webhooks),
+      createOutboundWebhook: (request) => outbound.create(viewer, request),
+      patchOutboundWebhook: (uid, request) => outbound.patch(viewer, uid, request),
+      rotateOutboundSecret: (uid, request) => outbound.rotateSecret(viewer, uid, request)
     }
     return target
   })

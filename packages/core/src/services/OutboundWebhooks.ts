@@ -10,10 +10,15 @@
  * - Turning an endpoint off fails its pending deliveries; turning it on clears `disabled_reason`.
  * - Rotating keeps the old secret signing beside the new one for `overlap_seconds` (a day unless
  *   asked), so receivers can switch without losing a delivery.
+ * - The signing secret is generated (and shown once) unless `secret_name` names a team secret
+ *   holding a Standard Webhooks secret: its value is copied then (never shown), so definitions as
+ *   code can set it; a later change of the team secret is not re-read (rotate to take it).
+ * - A name is optional, trimmed, and unique within the team (409 naming `name`), checked by
+ *   reading then writing like the endpoint limit; once set it can be changed but not removed.
  */
 import { Clock, DateTime, Effect, Either, Option, Redacted } from "effect"
 import { canManageFactory, type Viewer } from "../domain/Access.js"
-import { decodeKeysetCursor, encodeKeysetCursor, fingerprint } from "../domain/Cursor.js"
+import { decodeTimeCursor, encodeKeysetCursor, fingerprint } from "../domain/Cursor.js"
 import { Conflict, InvalidRequest, NotAuthorized, ResourceNotFound } from "../domain/Errors.js"
 import { Ids, isUid22, type OutboundDeliveryId, OutboundWebhookUid } from "../domain/Ids.js"
 import {
@@ -31,10 +36,12 @@ import {
   type RotateOutboundSecretRequest
 } from "../domain/OutboundWebhook.js"
 import { storageUnavailable } from "../internal/Services.js"
+import type { SecretName } from "../domain/Secret.js"
 import { OutboundSender } from "../ports/OutboundSender.js"
+import { SecretStore } from "../ports/SecretStore.js"
 import { OutboundWebhookStore, type StoredOutboundWebhook } from "../ports/OutboundWebhookStore.js"
 import { Audit } from "./Audit.js"
-import { generateSigningSecret, parseLimit } from "./Webhooks.js"
+import { generateSigningSecret, parseLimit, suitableTeamSecret } from "./Webhooks.js"
 
 const ADMINS_ONLY = "only team admins can manage outbound webhooks"
 const HOUR_MS = 3_600_000
@@ -55,16 +62,11 @@ export interface OutboundDeliveriesQuery {
 const pageFingerprint = (uid: OutboundWebhookUid, state: OutboundDeliveryState | undefined) =>
   fingerprint({ list: "outbound_deliveries", webhook_uid: uid, state: state ?? null })
 
-const parseCursor = (cursor: string | undefined, queryFingerprint: string) => {
-  if (cursor === undefined) return Either.right(null)
-  return Either.flatMap(
-    Either.mapLeft(decodeKeysetCursor(cursor, queryFingerprint), (problem) => InvalidRequest.forField("cursor", problem)),
-    (position) =>
-      typeof position.key === "number"
-        ? Either.right(position.key)
-        : Either.left(InvalidRequest.forField("cursor", "malformed cursor; pass next_cursor from the previous page unchanged"))
-  )
-}
+const parseCursor = (cursor: string | undefined, queryFingerprint: string) =>
+  Either.mapBoth(decodeTimeCursor(cursor, queryFingerprint), {
+    onLeft: (problem) => InvalidRequest.forField("cursor", problem),
+    onRight: (position) => position?.key ?? null
+  })
 
 export class OutboundWebhooks extends Effect.Service<OutboundWebhooks>()("@agent-runs/core/OutboundWebhooks", {
   dependencies: [Audit.Default],
@@ -73,6 +75,7 @@ export class OutboundWebhooks extends Effect.Service<OutboundWebhooks>()("@agent
     const store = yield* OutboundWebhookStore
     const sender = yield* OutboundSender
     const ids = yield* Ids
+    const secrets = yield* SecretStore
 
     const requireAdmin = (viewer: Viewer) =>
       canManageFactory(viewer) ? Effect.void : Effect.fail(new NotAuthorized({ message: ADMINS_ONLY }))
@@ -92,18 +95,45 @@ export class OutboundWebhooks extends Effect.Service<OutboundWebhooks>()("@agent
 
     const now = Effect.map(Clock.currentTimeMillis, (ms) => DateTime.unsafeMake(ms))
 
+    /**
+     * The signing secret to store and what the response shows of it: the value of the team
+     * secret `name` (never shown; a 400 naming `secret_name` unless it is a Standard Webhooks
+     * secret), or a generated one (shown this once).
+     */
+    const signingSecret = (viewer: Viewer, name: SecretName | undefined) =>
+      Effect.gen(function*() {
+        if (name === undefined) {
+          const generated = generateSigningSecret()
+          return { stored: Redacted.make(generated), shown: generated, secret_name: null }
+        }
+        const value = yield* suitableTeamSecret(secrets, viewer.team_uid, name, "signature", "standard_webhooks")
+        if (Either.isLeft(value)) return yield* InvalidRequest.forField("secret_name", value.left)
+        return { stored: value.right, shown: "", secret_name: name }
+      })
+
+    /** A 409 naming `name` when another endpoint of the team has it. */
+    const requireFreeName = (team: ReadonlyArray<StoredOutboundWebhook>, name: string, except?: OutboundWebhookUid) =>
+      team.some((w) => w.item.name === name && w.item.uid !== except)
+        ? Effect.fail(new Conflict({ message: `name: the team already has an outbound webhook named ${JSON.stringify(name)}` }))
+        : Effect.void
+
     const create = Effect.fn("OutboundWebhooks.create")(
       function*(viewer: Viewer, request: CreateOutboundWebhookRequest) {
         yield* requireAdmin(viewer)
         yield* requireReachable(request.url)
-        if ((yield* store.list(viewer.team_uid)).length >= MAX_OUTBOUND_WEBHOOKS_PER_TEAM) {
+        const secret = yield* signingSecret(viewer, request.secret_name)
+        const team = yield* store.list(viewer.team_uid)
+        if (team.length >= MAX_OUTBOUND_WEBHOOKS_PER_TEAM) {
           return yield* new Conflict({
             message: `the team already has ${MAX_OUTBOUND_WEBHOOKS_PER_TEAM} outbound webhooks, the most allowed; delete one first`
           })
         }
+        const name = request.name?.trim() ?? null
+        if (name !== null) yield* requireFreeName(team, name)
         const at = yield* now
         const item = new OutboundWebhook({
           uid: OutboundWebhookUid.make(yield* ids.uid22),
+          name,
           url: request.url,
           description: request.description,
           events: request.events,
@@ -112,16 +142,16 @@ export class OutboundWebhooks extends Effect.Service<OutboundWebhooks>()("@agent
           disabled_reason: null,
           disabled_at: null,
           previous_secret_expires_at: null,
+          secret_name: secret.secret_name,
           created_at: at,
           updated_at: at
         })
-        const secret = generateSigningSecret()
         const stored: StoredOutboundWebhook = { item, team_uid: viewer.team_uid, creator_uid: viewer.principal_uid }
-        yield* audit.recording(viewer, store.create(stored, Redacted.make(secret)), () => ({
+        yield* audit.recording(viewer, store.create(stored, secret.stored), () => ({
           action: "outbound_webhook.create",
           resource: resource(item.uid)
         }))
-        return new OutboundWebhookWithSecret({ ...item, secret })
+        return new OutboundWebhookWithSecret({ ...item, secret: secret.shown })
       },
       storageUnavailable
     )
@@ -157,9 +187,14 @@ export class OutboundWebhooks extends Effect.Service<OutboundWebhooks>()("@agent
       function*(viewer: Viewer, uid: string, request: PatchOutboundWebhookRequest) {
         const current = yield* requireEndpoint(viewer, uid)
         if (request.url !== undefined && request.url !== current.item.url) yield* requireReachable(request.url)
+        const name = request.name?.trim() ?? current.item.name
+        if (name !== null && name !== current.item.name) {
+          yield* requireFreeName(yield* store.list(viewer.team_uid), name, current.item.uid)
+        }
         const turnedOn = request.enabled === true && !current.item.enabled
         const item = new OutboundWebhook({
           ...current.item,
+          name,
           url: request.url ?? current.item.url,
           description: request.description ?? current.item.description,
           events: request.events ?? current.item.events,
@@ -187,20 +222,21 @@ export class OutboundWebhooks extends Effect.Service<OutboundWebhooks>()("@agent
     const rotateSecret = Effect.fn("OutboundWebhooks.rotateSecret")(
       function*(viewer: Viewer, uid: string, request: RotateOutboundSecretRequest) {
         const current = yield* requireEndpoint(viewer, uid)
+        const secret = yield* signingSecret(viewer, request.secret_name)
         const at = yield* now
         const until = DateTime.toEpochMillis(at) + request.overlap_seconds * 1000
         const item = new OutboundWebhook({
           ...current.item,
           previous_secret_expires_at: request.overlap_seconds === 0 ? null : DateTime.unsafeMake(until),
+          secret_name: secret.secret_name,
           updated_at: at
         })
-        const secret = generateSigningSecret()
-        const written = yield* audit.recording(viewer, store.rotate({ ...current, item }, Redacted.make(secret), until), () => ({
+        const written = yield* audit.recording(viewer, store.rotate({ ...current, item }, secret.stored, until), () => ({
           action: "outbound_webhook.rotate_secret",
           resource: resource(item.uid)
         }))
         if (!written) return yield* ResourceNotFound.of("outbound webhook", item.uid)
-        return new OutboundWebhookWithSecret({ ...item, secret })
+        return new OutboundWebhookWithSecret({ ...item, secret: secret.shown })
       },
       storageUnavailable
     )

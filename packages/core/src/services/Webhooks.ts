@@ -61,12 +61,12 @@
 import { Clock, Context, DateTime, Effect, Either, Encoding, Layer, Option, Redacted } from "effect"
 import { canManageFactory } from "../domain/Access.js"
 import type { Viewer } from "../domain/Access.js"
-import { decodeKeysetCursor, encodeKeysetCursor, fingerprint } from "../domain/Cursor.js"
+import { decodeTimeCursor, encodeKeysetCursor, fingerprint } from "../domain/Cursor.js"
 import { Conflict, InvalidRequest, NotAuthorized, OperationNotSupported, ResourceNotFound } from "../domain/Errors.js"
 import { Ids, WebhookUid } from "../domain/Ids.js"
-import type { DeliveryId } from "../domain/Ids.js"
+import type { DeliveryId, TeamUid } from "../domain/Ids.js"
 import { SecretStore } from "../ports/SecretStore.js"
-import { StaleWrite } from "../ports/Storage.js"
+import { StaleWrite, type StorageError } from "../ports/Storage.js"
 import { WebhookStore } from "../ports/WebhookStore.js"
 import type { StoredWebhook } from "../ports/WebhookStore.js"
 import { noSuchSecret, type SecretName } from "../domain/Secret.js"
@@ -161,6 +161,23 @@ export const credentialProblem = (
   }
 }
 
+/**
+ * The value of the team secret `name` when it suits a credential of this mode (`credentialProblem`),
+ * else the problem, in words (an absent secret included).
+ */
+export const suitableTeamSecret = (
+  secrets: Context.Tag.Service<SecretStore>,
+  team: TeamUid,
+  name: SecretName,
+  authMode: AuthMode,
+  scheme: SignatureScheme | null | undefined
+): Effect.Effect<Either.Either<Redacted.Redacted<string>, string>, StorageError> =>
+  Effect.map(secrets.get(team, name), (value) => {
+    if (Option.isNone(value)) return Either.left(noSuchSecret(name))
+    const problem = credentialProblem(authMode, scheme, Redacted.value(value.value))
+    return problem === undefined ? Either.right(value.value) : Either.left(`the value of team secret ${name} ${problem}`)
+  })
+
 /** Delivery log page sizes. */
 export const DELIVERY_PAGE_LIMIT = { min: 1, max: 100, default: 20 } as const
 
@@ -186,17 +203,11 @@ export const parseLimit = (limit: number | undefined): Either.Either<number, Inv
       )
     )
 
-const parseCursor = (uid: WebhookUid, cursor: string | undefined) => {
-  if (cursor === undefined) return Either.right(null)
-  return Either.flatMap(
-    Either.mapLeft(decodeKeysetCursor(cursor, deliveriesFingerprint(uid)), (problem) =>
-      InvalidRequest.forField("cursor", problem)),
-    (position) =>
-      typeof position.key === "number"
-        ? Either.right({ received_at: position.key, delivery_id: position.id as DeliveryId })
-        : Either.left(InvalidRequest.forField("cursor", "malformed cursor; pass next_cursor from the previous page unchanged"))
-  )
-}
+const parseCursor = (uid: WebhookUid, cursor: string | undefined) =>
+  Either.mapBoth(decodeTimeCursor(cursor, deliveriesFingerprint(uid)), {
+    onLeft: (problem) => InvalidRequest.forField("cursor", problem),
+    onRight: (position) => position === null ? null : { received_at: position.key, delivery_id: position.id as DeliveryId }
+  })
 
 const isStaleWrite = (e: unknown): e is StaleWrite => e instanceof StaleWrite
 
@@ -253,15 +264,10 @@ export class Webhooks extends Effect.Service<Webhooks>()("@agent-runs/core/Webho
       scheme: SignatureScheme | null | undefined,
       onProblem: (problem: string) => E
     ) =>
-      Effect.gen(function* () {
-        const value = yield* secrets.get(viewer.team_uid, name)
-        if (Option.isNone(value)) {
-          return yield* Effect.fail(onProblem(noSuchSecret(name)))
-        }
-        const problem = credentialProblem(authMode, scheme, Redacted.value(value.value))
-        if (problem !== undefined) return yield* Effect.fail(onProblem(`the value of team secret ${name} ${problem}`))
-        return value.value
-      })
+      Effect.flatMap(
+        suitableTeamSecret(secrets, viewer.team_uid, name, authMode, scheme),
+        Either.match({ onLeft: (problem) => Effect.fail(onProblem(problem)), onRight: Effect.succeed })
+      )
 
     /** The credential of a new webhook and what the response shows of it. */
     const initialCredential = (viewer: Viewer, request: CreateWebhookRequest) =>
