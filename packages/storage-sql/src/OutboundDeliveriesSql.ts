@@ -186,13 +186,25 @@ export const deliveryOps = (sql: SqlClient.SqlClient, endpoints: ReturnType<type
       )
       SELECT seq FROM per_team WHERE load <= ${limits.perTeam} ORDER BY next_attempt_at, seq LIMIT ${limits.limit}`
 
-  /** Where the claimed deliveries go, and their signing secrets. */
+  /**
+   * Where the claimed deliveries go, and their signing secrets. An endpoint whose secret does not
+   * open (another server key, a damaged row) is left out, with a warning: its deliveries stay
+   * leased, untried, and are claimed again when the lease ends; the other endpoints' go out.
+   */
   const destinations = (uids: ReadonlyArray<string>, now: number) =>
     Effect.gen(function* () {
       const rows = yield* sql`SELECT uid, url, secret, previous_secret, previous_secret_until FROM outbound_webhooks
         WHERE ${sql.in("uid", uids)}`.pipe(Effect.flatMap(decodeRows(EndpointSecretsRow)))
       const byUid = new Map<string, { url: string; secrets: ClaimedDelivery["secrets"] }>()
-      for (const row of rows) byUid.set(row.uid, { url: row.url, secrets: yield* endpoints.secretsOf(row, row.uid, now) })
+      for (const row of rows) {
+        const secrets = yield* Effect.either(endpoints.secretsOf(row, row.uid, now))
+        if (secrets._tag === "Right") byUid.set(row.uid, { url: row.url, secrets: secrets.right })
+        else {
+          yield* Effect.logWarning("an outbound webhook's signing secret does not open; its deliveries wait").pipe(
+            Effect.annotateLogs({ webhook_uid: row.uid, reason: secrets.left.message })
+          )
+        }
+      }
       return byUid
     })
 
