@@ -233,6 +233,7 @@ describe.each<DatabaseKind>(["sqlite", "postgres"])("outbound webhooks (%s)", (k
     const put = (name: string, v: string) => call(server(), "PUT", `/api/v1/agent/secrets/${name}`, { token: tokens.admin, body: { value: v } })
     expect((await put("OUT_SIGNING", value)).status).toBe(200)
     expect((await put("PLAIN", "not base64 at all!")).status).toBe(200)
+    expect((await put("SHORT", `whsec_${Buffer.from("sixteen bytes!!!").toString("base64")}`)).status).toBe(200)
     const create = (body: Record<string, unknown>) =>
       call(server(), "POST", "/api/v1/agent/outbound-webhooks", { token: tokens.admin, body: { url: hooks.url, events: ["run.created"], ...body } })
 
@@ -243,13 +244,26 @@ describe.each<DatabaseKind>(["sqlite", "postgres"])("outbound webhooks (%s)", (k
     const taken = await create({ name: "alerts" })
     expect(taken.status).toBe(409)
     expect(taken.body.error).toContain("name")
-    for (const [secretName, problem] of [["PLAIN", "Standard Webhooks"], ["MISSING", "MISSING"]]) {
+    for (const [secretName, problem] of [["PLAIN", "Standard Webhooks"], ["MISSING", "MISSING"], ["SHORT", "at least 24"]]) {
       const refused = await create({ secret_name: secretName })
       expect(refused.status).toBe(400)
       expect(refused.body.error).toContain("secret_name")
       expect(refused.body.error).toContain(problem)
     }
     expect((await create({ name: "x".repeat(101) })).status).toBe(400)
+    expect((await create({ name: "line\nbreak" })).status).toBe(400)
+    // The same checks without creating anything; members may not ask.
+    const check = (token: string, body: Record<string, unknown>) =>
+      call(server(), "POST", "/api/v1/agent/outbound-webhooks/check", { token, body })
+    expect((await check(tokens.admin, { url: hooks.url, secret_name: "OUT_SIGNING" })).body).toEqual({ url_problem: null, secret_name_problem: null })
+    const bad = (await check(tokens.admin, { url: "http://10.0.0.1/", secret_name: "SHORT" })).body
+    expect(bad.url_problem).toEqual(expect.any(String))
+    expect(bad.secret_name_problem).toContain("at least 24")
+    expect((await check(tokens.member, { url: hooks.url })).status).toBe(403)
+    // The team secret it signs with cannot be deleted while it does.
+    const deleted = await call(server(), "DELETE", "/api/v1/agent/secrets/OUT_SIGNING", { token: tokens.admin })
+    expect(deleted.status).toBe(409)
+    expect(deleted.body.error).toContain(named.body.uid)
 
     // Deliveries are signed with the team secret's value.
     hooks.secrets = [value]

@@ -91,7 +91,8 @@ const startProcess = (options: ServerProcessOptions) =>
     for (const [name, value] of Object.entries(process.env)) {
       if (value !== undefined && isInherited(name)) env[name] = value
     }
-    Object.assign(env, { PORT: String(port), HOST: "127.0.0.1", AGENT_RUNS_DATA_DIR: options.dataDir }, options.env)
+    // Stopped, a test server hands its runs over at once unless a test asks for a drain.
+    Object.assign(env, { PORT: String(port), HOST: "127.0.0.1", AGENT_RUNS_DATA_DIR: options.dataDir, AGENT_RUNS_DRAIN_SECONDS: "0" }, options.env)
     const child: ChildProcess = spawn(process.execPath, [MAIN], { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] })
     let out = ""
     let err = ""

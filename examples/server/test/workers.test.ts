@@ -2,11 +2,11 @@
  * Self-hosted workers, black-box (docs/workers.md): the built server as a process and the built
  * CLI's `agent-runs worker` as other processes, connected through a small TCP relay so that the
  * worker keeps one address while the server behind it restarts. A worker runs the runs addressed
- * to it, is listed while connected and not after, rides out a server restart; a worker stopped or
- * killed mid-run loses the run to the lease sweep (attempt rule, ERROR after the third: the one
- * end-to-end test of that rule, which core tests through the sweep in DispatcherSuite and on every
- * store in RunStoreConformance), and one started again on its data directory takes back what the
- * killed one left; a worker that comes back after losing its lease does not run the run a second
+ * to it, is listed while connected and not after, rides out a server restart; a worker stopped
+ * mid-run hands its run back at the same attempt, one killed mid-run loses it to the lease sweep
+ * (attempt rule, ERROR after the third: the one end-to-end test of that rule, which core tests
+ * through the sweep in DispatcherSuite and on every store in RunStoreConformance), and one started
+ * again on its data directory takes back what the killed one left; a worker that comes back after losing its lease does not run the run a second
  * time; a worker stops an agent past its run's budget; a run for a worker that is not connected waits QUEUED and its timeline says why;
  * cancelling a worker's run is a 422. Two servers: SQLite with a long lease (to ride out a
  * restart), PostgreSQL with a short one.
@@ -275,7 +275,7 @@ describe("self-hosted workers on PostgreSQL: follow-ups, skills, lost workers an
     await kill(worker, "SIGTERM")
   }, 60_000)
 
-  it("loses a worker's run three times (stopped, killed, stopped): requeued each time, saying so while its worker is away; ERROR after the third", async () => {
+  it("hands its run back when stopped (same attempt); loses it when killed, three times: requeued each time, ERROR after the third", async () => {
     const runs = api(() => server, tokens.user)
     const dataDir = tempDir()
     const sandboxes = (id: string) => {
@@ -284,35 +284,39 @@ describe("self-hosted workers on PostgreSQL: follow-ups, skills, lost workers an
     }
     const id = await runs.create("@sleep 60000", "wk")
 
-    // Attempt 1, a clean stop: the worker says goodbye at once; the run comes back when its lease
-    // expires, and says that it waits for a worker that is not connected.
+    // A clean stop (SIGTERM): the worker stops its agent and hands the run back at once, at the
+    // same attempt (docs/deployment.md#draining-on-deploy); no lease runs out.
     let worker = await startWorker({ url: server.url, token: tokens.worker, workerId: "wk", dataDir })
     expect(await until(() => runs.run(id), (r) => r.state === "INPROGRESS", 10_000)).toMatchObject({ state: "INPROGRESS", attempt: 1 })
     await kill(worker, "SIGTERM")
-    expect(await until(() => runs.run(id), (r) => r.state === "QUEUED", 10_000)).toMatchObject({ state: "QUEUED", attempt: 2 })
-    const requeued = (await runs.timeline(id)).find((e) => e.event_type === "requeued")
-    expect(requeued.message).toContain("waiting for self-hosted worker wk")
-    expect(requeued.message).toContain("not connected")
+    expect(await runs.run(id)).toMatchObject({ state: "QUEUED", attempt: 1 })
+    expect((await runs.timeline(id)).map((e) => e.event_type).slice(-2)).toEqual(["handed_over", "requeued"])
+    expect(sandboxes(id)).toBe(0)
 
-    // Attempt 2, killed: its agent and sandbox stay behind; the run comes back when its lease expires.
-    worker = await startWorker({ url: server.url, token: tokens.worker, workerId: "wk", dataDir })
-    expect(await until(() => runs.run(id), (r) => r.state === "INPROGRESS", 10_000)).toMatchObject({ state: "INPROGRESS", attempt: 2 })
-    await kill(worker, "SIGKILL")
-    expect(sandboxes(id)).toBeGreaterThan(0)
-    expect(await until(() => runs.run(id), (r) => r.state === "QUEUED", 10_000)).toMatchObject({ state: "QUEUED", attempt: 3 })
-
-    // Attempt 3: a worker started on that data directory first takes back what the killed one left.
-    worker = await startWorker({ url: server.url, token: tokens.worker, workerId: "wk", dataDir })
-    const released = await until(async () => worker.output(), (o) => o.includes("released 1 sandboxes of an earlier run"), 10_000)
-    expect(released).toContain("released 1 sandboxes of an earlier run")
-    expect(await until(() => runs.run(id), (r) => r.state === "INPROGRESS", 10_000)).toMatchObject({ state: "INPROGRESS", attempt: 3 })
-    await kill(worker, "SIGTERM")
+    // Killed (SIGKILL), three times: its agent and sandbox stay behind; the run comes back when its
+    // lease expires, at the next attempt; a worker started on that data directory first takes back
+    // what the killed one left; after the third, ERROR.
+    for (const attempt of [1, 2, 3]) {
+      worker = await startWorker({ url: server.url, token: tokens.worker, workerId: "wk", dataDir })
+      if (attempt > 1) {
+        const released = await until(async () => worker.output(), (o) => o.includes("released 1 sandboxes of an earlier run"), 10_000)
+        expect(released).toContain("released 1 sandboxes of an earlier run")
+      }
+      expect(await until(() => runs.run(id), (r) => r.state === "INPROGRESS", 10_000)).toMatchObject({ state: "INPROGRESS", attempt })
+      await kill(worker, "SIGKILL")
+      expect(sandboxes(id)).toBeGreaterThan(0)
+      if (attempt < 3) expect(await until(() => runs.run(id), (r) => r.state === "QUEUED", 10_000)).toMatchObject({ attempt: attempt + 1 })
+    }
     const ended = await until(() => runs.run(id), (r) => ENDED.includes(r.state), 10_000)
     expect(ended).toMatchObject({ state: "ERROR", attempt: 3, status_message: { error_code: "resource_unavailable", retryable: true } })
     const types = (await runs.timeline(id)).map((e) => e.event_type)
     expect(types.filter((t) => t === "lease_expired")).toHaveLength(3)
-    expect(types.filter((t) => t === "requeued")).toHaveLength(2)
-    expect(sandboxes(id)).toBe(0)
+    expect(types.filter((t) => t === "handed_over")).toHaveLength(1)
+    expect(types.filter((t) => t === "requeued")).toHaveLength(3)
+    // The last killed worker's leftovers, taken back by the next one on its directory.
+    worker = await startWorker({ url: server.url, token: tokens.worker, workerId: "wk", dataDir })
+    expect(await until(async () => sandboxes(id), (n) => n === 0, 10_000)).toBe(0)
+    await kill(worker, "SIGTERM")
   }, 120_000)
 
   it("does not let a worker that lost its lease run the run a second time", async () => {

@@ -71,7 +71,8 @@ export const httpTarget = (connection: Connection) =>
       patchOutboundWebhook: (uid, payload) =>
         call(client.outboundWebhooks.updateOutboundWebhook({ headers, path: { uid }, payload })),
       rotateOutboundSecret: (uid, payload) =>
-        call(client.outboundWebhooks.rotateOutboundWebhookSecret({ headers, path: { uid }, payload }))
+        call(client.outboundWebhooks.rotateOutboundWebhookSecret({ headers, path: { uid }, payload })),
+      checkOutboundWebhook: (payload) => call(client.outboundWebhooks.checkOutboundWebhook({ headers, payload }))
     }
     return target
   }).pipe(Effect.provide(FetchHttpClient.layer))

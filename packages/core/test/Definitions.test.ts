@@ -18,8 +18,9 @@ import type { DefinitionsTarget } from "../src/services/DefinitionsApplier.js"
 import { GITHUB_COM, GitHubAuth } from "../src/domain/GitHub.js"
 import type { ConnectGitHubRequest, GitHubConnection } from "../src/domain/GitHub.js"
 import { AutomationId, OutboundWebhookUid, PrincipalUid, WebhookUid } from "../src/domain/Ids.js"
-import { MAX_OUTBOUND_WEBHOOKS_PER_TEAM, OutboundWebhook } from "../src/domain/OutboundWebhook.js"
+import { CheckOutboundWebhookResponse, MAX_OUTBOUND_WEBHOOKS_PER_TEAM, OutboundWebhook } from "../src/domain/OutboundWebhook.js"
 import type {
+  CheckOutboundWebhookRequest,
   CreateOutboundWebhookRequest,
   PatchOutboundWebhookRequest,
   RotateOutboundSecretRequest
@@ -29,6 +30,7 @@ import type { SecretName } from "../src/domain/Secret.js"
 import { MAX_WEBHOOKS_PER_TEAM, SignatureScheme, Webhook } from "../src/domain/Webhook.js"
 import type { CreateWebhookRequest, PatchWebhookRequest } from "../src/domain/Webhook.js"
 import { credentialProblem } from "../src/services/Webhooks.js"
+import { signingSecretProblem } from "../src/services/OutboundWebhooks.js"
 
 const file = (path: string, text: string): DefinitionFile => ({ path, text })
 
@@ -515,6 +517,8 @@ const memoryTeam = (secrets: Record<string, string>) => {
   const automations: Array<Automation> = []
   const outbound: Array<OutboundWebhook> = []
   const writes: Array<string> = []
+  /** The outbound webhook checks asked, as JSON. */
+  const checks: Array<string> = []
   let github: GitHubConnection | null = null
   let failOn: string | undefined
   const target: DefinitionsTarget<Error> = {
@@ -636,6 +640,14 @@ const memoryTeam = (secrets: Record<string, string>) => {
         })
         return outbound[i]!
       }),
+    checkOutboundWebhook: (r: CheckOutboundWebhookRequest) =>
+      Effect.sync(() => {
+        checks.push(JSON.stringify(r))
+        return new CheckOutboundWebhookResponse({
+          url_problem: r.url?.includes("unreachable") === true ? "the host does not resolve" : null,
+          secret_name_problem: r.secret_name === undefined ? null : signingSecretProblem(r.secret_name, secrets[r.secret_name]) ?? null
+        })
+      }),
     rotateOutboundSecret: (uid, r: RotateOutboundSecretRequest) =>
       Effect.sync(() => {
         writes.push(`rotate outbound webhook ${uid} ${r.secret_name}`)
@@ -650,6 +662,7 @@ const memoryTeam = (secrets: Record<string, string>) => {
     automations,
     outbound,
     writes,
+    checks,
     github: () => github,
     /** What the team has, as `plan` takes it. */
     current: () => ({ github, webhooks, automations, outboundWebhooks: outbound }),
@@ -978,8 +991,9 @@ describe("outbound-webhooks/<name>.yaml: parse, plan and apply", () => {
     expect(errorsOf(file("outbound-webhooks/none.yaml", "url: https://x.example\nevents: []\nsecretName: OUT\n"))).toEqual([
       expect.stringMatching(/^outbound-webhooks\/none\.yaml: events: is required: a list of event types/)
     ])
-    expect(errorsOf(file(`outbound-webhooks/${"n".repeat(101)}.yaml`, ""))).toEqual([
-      expect.stringMatching(/the file name \(the endpoint's name\) must be at most 100 characters$/)
+    expect(errorsOf(file(`outbound-webhooks/${"n".repeat(101)}.yaml`, "url: https://x.example\nsecretName: OUT\n"))).toEqual([
+      expect.stringMatching(/the file name \(the endpoint's name\) must be at most 100 characters$/),
+      expect.stringMatching(/: events: is required/)
     ])
   })
 
@@ -1000,13 +1014,49 @@ describe("outbound-webhooks/<name>.yaml: parse, plan and apply", () => {
         `outbound-webhooks/alerts.yaml: updated outbound webhook "alerts" (${team.outbound[0]!.uid}): description, secretName`
       ])
       expect(team.writes.slice(writes)).toEqual([
-        `patch outbound webhook ${team.outbound[0]!.uid} {"url":"https://hooks.example.com/runs","events":["run.succeeded","run.failed"],"filters":{},"description":"on call","enabled":true}`,
+        `patch outbound webhook ${team.outbound[0]!.uid} {"description":"on call"}`,
         `rotate outbound webhook ${team.outbound[0]!.uid} OUT_2`
       ])
       // Only the secret differs: a rotation, no patch.
       const back = file(ALERTS.path, ALERTS.text.replace("secretName: OUT", "secretName: OUT\ndescription: on call"))
       yield* apply(team.target, [back])
       expect(team.writes.slice(-1)).toEqual([`rotate outbound webhook ${team.outbound[0]!.uid} OUT`])
+    }))
+
+  it.effect("checks a URL and a team secret only when they are new: a URL deliveries may not reach is an error naming url", () =>
+    Effect.gen(function*() {
+      const team = memoryTeam({ ...SECRETS, ...SIGNING })
+      const unreachable = file(ALERTS.path, ALERTS.text.replace("hooks.example.com", "unreachable.example.com"))
+      expect(rejected(yield* Effect.exit(apply(team.target, [unreachable])))).toEqual([
+        "outbound-webhooks/alerts.yaml: url: the host does not resolve"
+      ])
+      expect(team.writes).toEqual([])
+      yield* apply(team.target, [ALERTS])
+      expect(team.checks).toEqual([
+        JSON.stringify({ url: "https://hooks.example.com/runs".replace("hooks", "unreachable"), secret_name: "OUT" }),
+        JSON.stringify({ url: "https://hooks.example.com/runs", secret_name: "OUT" })
+      ])
+      // Unchanged: not checked again (a restart does not depend on the receiver's DNS); a new URL is.
+      yield* apply(team.target, [ALERTS])
+      expect(team.checks).toHaveLength(2)
+      yield* apply(team.target, [file(ALERTS.path, ALERTS.text.replace("/runs", "/v2"))])
+      expect(team.checks[2]).toBe(JSON.stringify({ url: "https://hooks.example.com/v2" }))
+    }))
+
+  it.effect("an endpoint the service turned off stays off; filter ids in another order change nothing", () =>
+    Effect.gen(function*() {
+      const team = memoryTeam({ ...SECRETS, ...SIGNING })
+      const ids = ["S".repeat(22), "T".repeat(22)]
+      const filtered = (order: ReadonlyArray<string>) =>
+        file(ALERTS.path, `${ALERTS.text}filters: {scheduleIds: [${order.map((id) => `"${id}"`).join(", ")}]}\n`)
+      yield* apply(team.target, [filtered(ids)])
+      team.outbound[0] = new OutboundWebhook({ ...team.outbound[0]!, enabled: false, disabled_reason: "failing for 24 hours" })
+      const writes = team.writes.length
+      expect((yield* apply(team.target, [filtered([...ids].reverse())])).map((o) => o.action)).toEqual(["unchanged"])
+      expect(team.writes.length).toBe(writes)
+      // Turned off by hand (no reason), the file turns it on again.
+      team.outbound[0] = new OutboundWebhook({ ...team.outbound[0]!, disabled_reason: null })
+      expect((yield* apply(team.target, [filtered(ids)])).map((o) => o.changed)).toEqual([["enabled"]])
     }))
 
   it.effect("an endpoint without a name, or of another name, is left alone", () =>

@@ -46,14 +46,23 @@ describe("fair share", () => {
     }
   )
 
+  // Start-time fair queueing's bound: between any two teams queueing without end, the claims per
+  // unit of weight differ by at most one claim of each. (Against the ideal share alone, a heavy
+  // team can trail by more at the start, when every team's first claim is due at once and the
+  // older runs go first: with weights 1, 1, 1, 1, 5 the first four claims go to the light teams.)
   it.prop(
-    "any number of teams: each within two claims of its share",
+    "any number of teams: between any two, claims per unit of weight within one claim of each",
     [fc.array(fc.integer({ min: 1, max: 100 }), { minLength: 1, maxLength: 6 }), fc.integer({ min: 1, max: 2000 })],
     ([weights, claims]) => {
-      const total = weights.reduce((s, w) => s + w, 0)
       const counts = shares(newPool(), weights, claims)
-      counts.forEach((count, i) => expect(Math.abs(count - (claims * weights[i]!) / total)).toBeLessThanOrEqual(2))
-    }
+      expect(counts.reduce((s, c) => s + c, 0)).toBe(claims)
+      weights.forEach((wi, i) =>
+        weights.forEach((wj, j) =>
+          expect(Math.abs(counts[i]! / wi - counts[j]! / wj)).toBeLessThanOrEqual(1 / wi + 1 / wj + 1e-9)
+        )
+      )
+    },
+    { fastCheck: { numRuns: 1000 } }
   )
 
   it.prop(

@@ -98,6 +98,7 @@ const ALL_EVENT_TAGS = [
   "Block",
   "Error",
   "LeaseExpired",
+  "HandOver",
   "Cancel",
   "FollowupReceived",
   "FollowupContinuation",
@@ -174,8 +175,8 @@ const arbStep: fc.Arbitrary<Step> = fc.record({
 const LIKELY_NEXT: Record<RunState, ReadonlyArray<StepTag>> = {
   PENDING: ["Admit", "CapacityFreed", "RoutedFollowup"],
   QUEUED: ["Claim", "Claim", "Cancel", "RoutedFollowup"],
-  CLAIMED: ["EnvironmentSetupStarted", "EnvironmentSetupSucceeded", "Start", "Start", "LeaseRenewed", "LeaseExpired", "EnvironmentSetupFailed", "Fail", "Cancel"],
-  INPROGRESS: ["Succeed", "Fail", "Block", "Error", "LeaseRenewed", "LeaseExpired", "LeaseExpired", "RoutedFollowup", "Cancel"],
+  CLAIMED: ["EnvironmentSetupStarted", "EnvironmentSetupSucceeded", "Start", "Start", "LeaseRenewed", "LeaseExpired", "EnvironmentSetupFailed", "Fail", "Cancel", "HandOver"],
+  INPROGRESS: ["Succeed", "Fail", "Block", "Error", "LeaseRenewed", "LeaseExpired", "LeaseExpired", "RoutedFollowup", "Cancel", "HandOver"],
   SUCCEEDED: ["RoutedFollowup", "SandboxReleased"],
   FAILED: ["RoutedFollowup", "RoutedFollowup", "SandboxReleased"],
   BLOCKED: ["RoutedFollowup", "SandboxReleased"],
@@ -215,6 +216,8 @@ const toEvent = (run: RunSnapshot, step: Step, now: number, n: number): RunEvent
       return RunEvent.Error({ executionId: step.current ? undefined : executionId, errorCode: step.errorCode, message: "x" })
     case "LeaseExpired":
       return RunEvent.LeaseExpired({ executionId })
+    case "HandOver":
+      return RunEvent.HandOver({ executionId })
     case "Cancel":
       return RunEvent.Cancel()
     case "WorkerAbsent":
@@ -428,6 +431,18 @@ describe("RunStateMachine", () => {
       const reclaimed = apply(t.run, T0 + MINUTE, RunEvent.Claim({ executionId: "exec-2", leaseExpiresAt: T0 + 2 * MINUTE }))
       expect(rejected(transition(reclaimed, RunEvent.Start({ executionId: "exec-1" }), T0 + MINUTE)).reason).toBe(
         "StaleExecution"
+      )
+    })
+
+    it("a run handed over by its lease's holder is requeued at the same attempt; the old executor is fenced off", () => {
+      const t = ok(transition(inProgress(), RunEvent.HandOver({ executionId: "exec-1" }), T0 + 1))
+      expect([t.from, t.to, t.timeline]).toEqual(["INPROGRESS", "QUEUED", ["handed_over", "requeued"]])
+      expect(t.run).toMatchObject({ attempt: 1, execution_count: 1, lease: undefined })
+      expect(rejected(transition(t.run, RunEvent.Succeed({ executionId: "exec-1" }), T0 + 2)).reason).toBe("NotAllowed")
+      // Only the holder, while its lease lasts, hands over.
+      expect(rejected(transition(inProgress(), RunEvent.HandOver({ executionId: "exec-0" }), T0 + 1)).reason).toBe("StaleExecution")
+      expect(rejected(transition(inProgress(), RunEvent.HandOver({ executionId: "exec-1" }), T0 + 9 * MINUTE)).reason).toBe(
+        "LeaseLapsed"
       )
     })
 

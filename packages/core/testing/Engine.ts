@@ -8,6 +8,7 @@ import { Effect, Layer, Option } from "effect"
 import { IdsLive } from "../src/domain/Ids.js"
 import * as Dispatcher from "../src/engine/Dispatcher.js"
 import * as Health from "../src/engine/Health.js"
+import { LiveExecutions } from "../src/engine/LiveExecutions.js"
 import { RunExecutions } from "../src/engine/RunExecutions.js"
 import type { BlobStore } from "../src/ports/BlobStore.js"
 import type { Executor } from "../src/ports/Executor.js"
@@ -33,6 +34,7 @@ export const engineLayer = (
         fakeRunTokens,
         IdsLive,
         Health.layer,
+        LiveExecutions.Default,
         Layer.succeed(Dispatcher.DispatcherConfig, {
           ...Dispatcher.defaultSettings("agent", "http://127.0.0.1/api/v1"),
           ...settings

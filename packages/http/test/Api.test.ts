@@ -63,6 +63,7 @@ const expectedEndpoints = [
   "GET /agent/webhooks/{uid}/deliveries",
   "GET /agent/webhooks/{uid}/deliveries/{delivery_id}",
   "POST /agent/outbound-webhooks",
+  "POST /agent/outbound-webhooks/check",
   "GET /agent/outbound-webhooks",
   "GET /agent/outbound-webhooks/{uid}",
   "PATCH /agent/outbound-webhooks/{uid}",

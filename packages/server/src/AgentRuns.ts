@@ -38,6 +38,7 @@ import {
   Health,
   Identities,
   Ids,
+  LiveExecutions,
   Ingress,
   Principals,
   Quotas,
@@ -90,6 +91,12 @@ export interface ExecutionOptions {
   readonly maxRuntimeSeconds?: number | undefined
   /** How long a run waits for an absent self-hosted worker before it fails (600 s). */
   readonly workerWaitSeconds?: number | undefined
+  /**
+   * Stopping, how long running agents may finish before they are stopped and their runs handed
+   * back to the queue at the same attempt (0: at once; the bundled server's default is 20 s;
+   * docs/deployment.md#draining-on-deploy).
+   */
+  readonly drainSeconds?: number | undefined
 }
 
 /** Sign-in with OpenID Connect: the provider, this service's client there, and how sessions behave. */
@@ -262,29 +269,31 @@ const servicesLayer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) =>
     Layer.provideMerge(schedulerConfigLayer(options))
   )
 
-/** The execution engine on the given executor; without one, only the lease sweep. */
-const executionLayer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) => {
+/** The execution engine's settings, and the executions of this process (with their drain). */
+const executionBaseLayer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) => {
   const execution = options.execution ?? {}
   const seconds = (value: number | undefined, fallback: number) => value === undefined ? fallback : value * 1000
   const defaults = Dispatcher.defaultSettings(
     execution.harness ?? defaultHarness("process"),
     `${options.publicUrl.replace(/\/+$/, "")}/api/v1`
   )
-  const engine = options.executor === undefined
+  return LiveExecutions.LiveExecutions.Default.pipe(Layer.provideMerge(Layer.succeed(Dispatcher.DispatcherConfig, {
+    ...defaults,
+    concurrency: execution.concurrency ?? defaults.concurrency,
+    leaseMs: seconds(execution.leaseSeconds, defaults.leaseMs),
+    cancelGraceMs: seconds(execution.cancelGraceSeconds, defaults.cancelGraceMs),
+    maxOutputBytes: execution.maxOutputBytes ?? defaults.maxOutputBytes,
+    maxRuntimeSeconds: execution.maxRuntimeSeconds ?? defaults.maxRuntimeSeconds,
+    workerWaitMs: seconds(execution.workerWaitSeconds, Dispatcher.DEFAULT_WORKER_WAIT_MS),
+    drainMs: seconds(execution.drainSeconds, Dispatcher.DEFAULT_DRAIN_MS)
+  })))
+}
+
+/** The execution engine on the given executor; without one, only the lease sweep. */
+const executionLayer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) =>
+  options.executor === undefined
     ? Dispatcher.sweepOnly
     : Dispatcher.layer.pipe(Layer.provide(options.executor), Layer.provide(options.harnesses ?? Layer.empty))
-  return engine.pipe(
-    Layer.provide(Layer.succeed(Dispatcher.DispatcherConfig, {
-      ...defaults,
-      concurrency: execution.concurrency ?? defaults.concurrency,
-      leaseMs: seconds(execution.leaseSeconds, defaults.leaseMs),
-      cancelGraceMs: seconds(execution.cancelGraceSeconds, defaults.cancelGraceMs),
-      maxOutputBytes: execution.maxOutputBytes ?? defaults.maxOutputBytes,
-      maxRuntimeSeconds: execution.maxRuntimeSeconds ?? defaults.maxRuntimeSeconds,
-      workerWaitMs: seconds(execution.workerWaitSeconds, Dispatcher.DEFAULT_WORKER_WAIT_MS)
-    }))
-  )
-}
 
 /**
  * The scheduler's settings, for its loop and for the schedules service (run now keeps the recent
@@ -302,14 +311,22 @@ const schedulerConfigLayer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>)
 const schedulingLayer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) =>
   options.scheduler?.enabled === false ? Layer.empty : Scheduler.layer
 
-/** Ready while storage answers, no loop is failing, no storage failure was seen lately, and the host's check passes. */
+/** What `/readyz` says while the service drains. */
+const DRAINING = "draining: the service is stopping; its runs go to other replicas"
+
+/**
+ * Ready while not draining, storage answers, no loop is failing, no storage failure was seen
+ * lately, and the host's check passes.
+ */
 const readinessLayer = (ready: Effect.Effect<void, string> | undefined) =>
   Layer.effect(
     Server.Readiness,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const health = yield* Health.Health
+      const live = yield* LiveExecutions.LiveExecutions
       return Effect.gen(function*() {
+        if (yield* live.isDraining) return yield* Effect.fail(DRAINING)
         if (ready !== undefined) yield* ready
         yield* sql`SELECT 1`.pipe(Effect.mapError(() => "storage is unreachable"))
         const problems = yield* health.problems
@@ -342,7 +359,7 @@ export const layer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) => {
     readinessLayer(options.ready),
     Server.Startup.layer,
     options.signIn === undefined ? Layer.empty : signInLayer(options.signIn, options.publicUrl, secretKey).pipe(Layer.provide(Ids.IdsLive))
-  ).pipe(Layer.provideMerge(options.storage), Layer.provideMerge(Health.layer))
+  ).pipe(Layer.provideMerge(options.storage), Layer.provideMerge(Health.layer), Layer.provideMerge(executionBaseLayer(options)))
   const admin = options.adminToken === undefined
     ? Layer.empty
     : Layer.effectDiscard(Effect.flatMap(Identities.Identities, (identities) => identities.bootstrap(Option.some(options.adminToken!), "options.adminToken")))

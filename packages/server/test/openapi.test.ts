@@ -384,6 +384,7 @@ describe("the server against /openapi.json", () => {
     await as("GET /api/v1/agent/webhooks/{uid}/deliveries/{delivery_id}", webhookIds)
     const outboundIds = { ...ids, uid: outbound.body.uid }
     await as("GET /api/v1/agent/outbound-webhooks", {})
+    await as("POST /api/v1/agent/outbound-webhooks/check", {}, { body: { url: "http://127.0.0.1:9/openapi", secret_name: secretName, ...x } })
     await as("GET /api/v1/agent/outbound-webhooks/{uid}", outboundIds)
     await as("PATCH /api/v1/agent/outbound-webhooks/{uid}", outboundIds, { body: { description: "openapi", ...x } })
     await as("POST /api/v1/agent/outbound-webhooks/{uid}/rotate-secret", outboundIds, { body: { overlap_seconds: 60, ...x } })

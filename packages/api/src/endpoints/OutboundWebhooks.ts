@@ -20,9 +20,24 @@ export class OutboundWebhooksGroup extends HttpApiGroup.make("outboundWebhooks")
       .addError(Problems.PayloadTooLarge, { status: 413 })
       .annotateContext(doc(
         "Create an outbound webhook",
-        "Returns the endpoint with its signing secret (Standard Webhooks, `whsec_…`), shown this once. 400 naming " +
-          "`url` for a URL deliveries may not reach (a private address unless allowed, or a host that does not " +
-          `resolve). 409: the team already has ${OutboundWebhook.MAX_OUTBOUND_WEBHOOKS_PER_TEAM}. ${ADMINS}`
+        "Returns the endpoint with its signing secret (Standard Webhooks, `whsec_…`), shown this once; with " +
+          "`secret_name`, it signs with that team secret's value instead (at least 24 bytes once decoded; 400 naming " +
+          "`secret_name` otherwise) and `secret` is empty. 400 naming `url` for a URL deliveries may not reach (a " +
+          "private address unless allowed, or a host that does not resolve). 409: the team already has " +
+          `${OutboundWebhook.MAX_OUTBOUND_WEBHOOKS_PER_TEAM}, or one with this \`name\`. ${ADMINS}`
+      ))
+  )
+  .add(
+    HttpApiEndpoint.post("checkOutboundWebhook", "/agent/outbound-webhooks/check")
+      .setHeaders(TeamHeaders)
+      .setPayload(OutboundWebhook.CheckOutboundWebhookRequest)
+      .addSuccess(OutboundWebhook.CheckOutboundWebhookResponse)
+      .addError(Problems.PayloadTooLarge, { status: 413 })
+      .annotateContext(doc(
+        "Check an outbound webhook's URL and team secret",
+        "Whether `url` would be accepted now (deliveries may reach it) and whether the team secret `secret_name` " +
+          "would do as its signing secret, as create checks them; creates nothing. Each problem is null when fine " +
+          `or not asked. Used by \`agent-runs apply\` before applying any definition. ${ADMINS}`
       ))
   )
   .add(
@@ -48,7 +63,8 @@ export class OutboundWebhooksGroup extends HttpApiGroup.make("outboundWebhooks")
       .addError(Problems.PayloadTooLarge, { status: 413 })
       .annotateContext(doc(
         "Change an outbound webhook",
-        "url, events, filters, description, enabled. Turning it off fails its pending deliveries; turning it on " +
+        "name, url, events, filters, description, enabled (a null or absent key is left as it is; a name can be " +
+          "changed, 409 when taken, not removed). Turning it off fails its pending deliveries; turning it on " +
           `clears disabled_reason (redeliver what failed meanwhile). ${ADMINS}`
       ))
   )
@@ -68,8 +84,9 @@ export class OutboundWebhooksGroup extends HttpApiGroup.make("outboundWebhooks")
       .addError(Problems.PayloadTooLarge, { status: 413 })
       .annotateContext(doc(
         "Rotate an outbound webhook's secret",
-        "The new secret is shown once. Until `previous_secret_expires_at` (`overlap_seconds` from now, a day unless " +
-          `asked, 0 to 7 days) each delivery carries a signature by each secret. ${ADMINS}`
+        "The new secret is shown once (with `secret_name`, it is that team secret's value, not shown). Until " +
+          "`previous_secret_expires_at` (`overlap_seconds` from now, a day unless asked, 0 to 7 days) each delivery " +
+          `carries a signature by each secret. ${ADMINS}`
       ))
   )
   .add(

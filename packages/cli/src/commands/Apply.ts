@@ -15,7 +15,7 @@ import { httpTarget } from "../HttpTarget.js"
 import * as Connection from "./Connection.js"
 
 const dir = Args.directory({ name: "DIR" }).pipe(
-  Args.withDescription("the definitions directory: github.yaml, webhooks/<name>.yaml and automations/<name>.yaml")
+  Args.withDescription("the definitions directory: github.yaml, webhooks/<name>.yaml, automations/<name>.yaml and outbound-webhooks/<name>.yaml")
 )
 
 const server = Connection.server
@@ -58,7 +58,7 @@ export const applyCommand = Command.make(
     )
 ).pipe(
   Command.withDescription(
-    "Apply a definitions directory to a team: connect it to GitHub, create and update webhooks and automations " +
+    "Apply a definitions directory to a team: connect it to GitHub, create and update webhooks, automations and outbound webhooks " +
       "so that they match the files (nothing is deleted). Applying the same files again changes nothing."
   )
 )

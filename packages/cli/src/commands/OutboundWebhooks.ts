@@ -76,7 +76,7 @@ const create = Command.make(
         created.secret === "" ? `${created.uid}\nsigning with team secret ${created.secret_name}` : `${created.uid}\nsecret: ${created.secret} (shown this once)`
       )
     }).pipe(Effect.provide(Connection.clientLayer(options)))
-).pipe(Command.withDescription("Add an outbound webhook; prints its uid and its signing secret, shown this once."))
+).pipe(Command.withDescription("Add an outbound webhook; prints its uid and its signing secret, shown this once (or the team secret it signs with)."))
 
 const deliveries = Command.make(
   "deliveries",

@@ -10,14 +10,15 @@
  * `AGENT_RUNS_MAX_BODY_BYTES` (1 MiB), `AGENT_RUNS_DOWNLOAD_TTL_SECONDS` (900),
  * `AGENT_RUNS_MIRRORS_MAX_BYTES` (20 GiB: the mirrors of GitHub repositories), `AGENT_RUNS_BLOB_DIR`
  * (`<data dir>/blobs`: transcripts; replicas share one so that any of them serves any transcript),
- * `AGENT_RUNS_DEFINITIONS_DIR` (none: a definitions directory, `webhooks/*.yaml` and
- * `automations/*.yaml`, applied at start-up as the bootstrap admin in its team; see
+ * `AGENT_RUNS_DEFINITIONS_DIR` (none: a definitions directory, `webhooks/*.yaml`,
+ * `automations/*.yaml` and `outbound-webhooks/*.yaml`, applied at start-up as the bootstrap admin in its team; see
  * docs/definitions.md).
  * Execution: `AGENT_RUNS_EXECUTOR` (`process` | `docker` | `kubernetes`; `process`), `AGENT_RUNS_HARNESS` (the
  * default agent command, a shell command; the bundled scripted agent), `AGENT_RUNS_REPOS_DIR`
  * (`<data dir>/repos`; a team's repositories at `<team_uid>/<owner>/<repo>`), `AGENT_RUNS_CONCURRENCY` (runs executed at once by this server, 16; 0: an
  * API-only replica that executes nothing but still sweeps leases and admits waiting runs),
- * `AGENT_RUNS_LEASE_SECONDS` (30), `AGENT_RUNS_CANCEL_GRACE_SECONDS` (5),
+ * `AGENT_RUNS_LEASE_SECONDS` (30), `AGENT_RUNS_CANCEL_GRACE_SECONDS` (5), `AGENT_RUNS_DRAIN_SECONDS`
+ * (20: stopping, how long running agents may finish before their runs are handed over),
  * `AGENT_RUNS_MAX_OUTPUT_BYTES` (52428800: the most a run's agents may print; past it the agent is
  * stopped and the run FAILED), `AGENT_RUNS_MAX_RUNTIME_SECONDS` (86400: the ceiling of a run's
  * `config.max_runtime_seconds`, and its limit when it sets none), and for Docker
@@ -148,6 +149,8 @@ export interface ExecutionConfig {
   readonly concurrency: number
   readonly leaseSeconds: number
   readonly cancelGraceSeconds: number
+  /** Stopping, how long running agents may finish before their runs are handed over (20 s when absent). */
+  readonly drainSeconds?: number | undefined
   /** The most a run's agents may print, in bytes (50 MiB when absent). */
   readonly maxOutputBytes?: number | undefined
   /** The ceiling of a run's maximum runtime, in seconds (one day when absent). */
@@ -234,6 +237,10 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
   workerHeartbeatSeconds: positive("AGENT_RUNS_WORKER_HEARTBEAT_SECONDS", 5),
   workerWaitSeconds: positive("AGENT_RUNS_WORKER_WAIT_SECONDS", 600),
   cancelGraceSeconds: positive("AGENT_RUNS_CANCEL_GRACE_SECONDS", 5),
+  drainSeconds: Config.integer("AGENT_RUNS_DRAIN_SECONDS").pipe(
+    Config.validate({ message: "must be a whole number of seconds from 0 to 3600", validation: (n) => n >= 0 && n <= 3_600 }),
+    Config.withDefault(20)
+  ),
   maxOutputBytes: positive("AGENT_RUNS_MAX_OUTPUT_BYTES", 50 * 1024 * 1024),
   maxRuntimeSeconds: Config.integer("AGENT_RUNS_MAX_RUNTIME_SECONDS").pipe(
     Config.validate({ message: "must be a whole number of seconds from 1 to 604800 (seven days)", validation: (n) => n >= 1 && n <= 604_800 }),
@@ -353,6 +360,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
         concurrency: raw.concurrency,
         leaseSeconds: raw.leaseSeconds,
         cancelGraceSeconds: raw.cancelGraceSeconds,
+        drainSeconds: raw.drainSeconds,
         maxOutputBytes: raw.maxOutputBytes,
         maxRuntimeSeconds: raw.maxRuntimeSeconds,
         dockerImage: raw.dockerImage,

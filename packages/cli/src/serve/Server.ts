@@ -12,7 +12,7 @@
 import { HttpServer } from "@effect/platform"
 import { NodeContext, NodeHttpServer } from "@effect/platform-node"
 import { FileBlobStore } from "@agent-runs/blob-store-fs"
-import { Definitions, DefinitionsApplier, Identities } from "@agent-runs/core"
+import { Definitions, DefinitionsApplier, Dispatcher, Identities } from "@agent-runs/core"
 import { GitHubRepoSource, OctokitHost } from "@agent-runs/github"
 import { LocalRepoSource } from "@agent-runs/executor-process"
 import { Server } from "@agent-runs/http"
@@ -100,6 +100,7 @@ const agentRunsOptions = (config: ServerConfig, execution: ExecutionSetup, secre
       concurrency: config.execution.concurrency,
       leaseSeconds: config.execution.leaseSeconds,
       cancelGraceSeconds: config.execution.cancelGraceSeconds,
+      drainSeconds: config.execution.drainSeconds,
       maxOutputBytes: config.execution.maxOutputBytes,
       maxRuntimeSeconds: config.execution.maxRuntimeSeconds,
       workerWaitSeconds: config.execution.workerWaitSeconds
@@ -228,10 +229,17 @@ export interface ServerLiveOptions {
   readonly onStarted?: Effect.Effect<void>
 }
 
-/** The start-up work once the server listens: the bootstrap token, the definitions, then the API answers and the banner says so. */
+/**
+ * The start-up work once the server listens: the bootstrap token, the definitions, then the API
+ * answers and the banner says so. Built after the HTTP server, it is stopped before it: its
+ * finalizer drains (LiveExecutions.ts) while `/readyz` can still answer 503.
+ */
 const startupLayer = (config: ServerConfig, options: ServerLiveOptions) =>
-  Layer.effectDiscard(
+  Layer.scopedDiscard(
     Effect.gen(function*() {
+      yield* Effect.addFinalizer(() =>
+        Effect.logInfo("stopping: no more runs are claimed; running agents may finish").pipe(Effect.zipRight(Dispatcher.drain))
+      )
       const token = yield* bootstrap(config)
       yield* applyDefinitions(config)
       yield* Server.started
@@ -250,7 +258,10 @@ export const ServerLive = (config: ServerConfig, options: ServerLiveOptions = {}
       // First: it may make the data directory private before anything is written into it.
       const execution = yield* setUpExecution(config)
       const secretKey = yield* secretKeyOf(config)
-      return Layer.merge(Server.serveApp, startupLayer(config, options)).pipe(
+      // The start-up work after the app serves, so that it stops first: its drain happens while the
+      // app still answers.
+      return startupLayer(config, options).pipe(
+        Layer.provide(Server.serveApp),
         Layer.provideMerge(httpServerLayer(config)),
         Layer.provide(AgentRuns.layer(agentRunsOptions(config, execution, secretKey)))
       )

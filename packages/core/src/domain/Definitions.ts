@@ -87,7 +87,7 @@ export {
 } from "./DefinitionFiles.js"
 export { classify, parse } from "./DefinitionsParse.js"
 export { describeConnection, type GitHubStep } from "./DefinitionsGitHub.js"
-export { type OutboundWebhookStep } from "./DefinitionsOutbound.js"
+export { outboundChecks, type OutboundProblems, type OutboundWebhookStep } from "./DefinitionsOutbound.js"
 export {
   automationCreateRequest,
   automationUpdateRequest,

@@ -3,17 +3,17 @@
  * (OutboundWebhook.ts): the file read into a definition, and the step that makes the team's
  * endpoint of that name match it.
  */
-import { Schema } from "effect"
 import type { JsonValue } from "./Common.js"
 import type { OutboundWebhook } from "./OutboundWebhook.js"
 import { AutomationId, EnvironmentUid, ScheduleId } from "./Ids.js"
 import {
+  CheckOutboundWebhookRequest,
   CreateOutboundWebhookRequest,
   MAX_FILTER_VALUES,
   MAX_NAME_LENGTH,
   OutboundDescription,
   OutboundEventType,
-  OutboundFilters,
+  type OutboundFilters,
   OutboundWebhookUrl,
   PatchOutboundWebhookRequest,
   RotateOutboundSecretRequest
@@ -84,7 +84,7 @@ const parseEvents = (value: JsonValue | undefined, report: Report): ReadonlyArra
 }
 
 const SECRET_REQUIRED = "is required: definitions never hold secret values; put a Standard Webhooks secret " +
-  "(whsec_ and base64) in a team secret (PUT /agent/secrets/<name>) and name it here"
+  "(base64 of 24 to 64 random bytes, optionally prefixed whsec_) in a team secret (PUT /agent/secrets/<name>) and name it here"
 
 /** Reads an outbound webhook file: `url`, `events` and `secretName` required. */
 export const parseOutboundWebhook = (
@@ -93,10 +93,8 @@ export const parseOutboundWebhook = (
   root: JsonValue,
   report: Report
 ): OutboundWebhookDefinition | undefined => {
-  if (name.length > MAX_NAME_LENGTH) {
-    report("", `the file name (the endpoint's name) must be at most ${MAX_NAME_LENGTH} characters`)
-    return undefined
-  }
+  const tooLong = name.length > MAX_NAME_LENGTH
+  if (tooLong) report("", `the file name (the endpoint's name) must be at most ${MAX_NAME_LENGTH} characters`)
   const keys = readMapping(root, "", OUTBOUND_KEYS, report)
   if (keys === undefined) return undefined
   const url = required(OutboundWebhookUrl, keys["url"], "url", report)
@@ -110,7 +108,7 @@ export const parseOutboundWebhook = (
     ? report("secretName", SECRET_REQUIRED)
     : decodeValue(SecretName, keys["secretName"], "secretName", report)
   if (
-    url === undefined || events === undefined || filters === undefined || description === undefined ||
+    tooLong || url === undefined || events === undefined || filters === undefined || description === undefined ||
     enabled === undefined || secretName === undefined
   ) return undefined
   return { path, name, url, events, filters, description, enabled, secretName }
@@ -136,24 +134,77 @@ export type OutboundWebhookStep =
   }
   | { readonly _tag: "KeepOutboundWebhook"; readonly definition: OutboundWebhookDefinition; readonly current: OutboundWebhook }
 
-const sameFilters = Schema.equivalence(OutboundFilters)
-const sameEvents = (a: ReadonlyArray<string>, b: ReadonlyArray<string>) =>
-  a.length === b.length && a.every((event) => b.includes(event))
+/** The same items, in any order. */
+const sameSet = (a: ReadonlyArray<string> | undefined, b: ReadonlyArray<string> | undefined) =>
+  a === undefined || b === undefined ? a === b : a.length === b.length && a.every((item) => b.includes(item))
+
+const sameFilters = (a: OutboundFilters, b: OutboundFilters) =>
+  sameSet(a.schedule_ids, b.schedule_ids) && sameSet(a.environment_ids, b.environment_ids) &&
+  sameSet(a.automation_ids, b.automation_ids)
+
+/**
+ * Whether the file turns the endpoint on or off: not when it says `enabled: true` of an endpoint the
+ * service turned off for failing (`disabled_reason`), which an admin turns on again once the
+ * receiver is mended, so that applying at every start does not revive it.
+ */
+const switches = (d: OutboundWebhookDefinition, current: OutboundWebhook) =>
+  current.enabled !== d.enabled && !(d.enabled && current.disabled_reason !== null)
 
 /** What differs between an endpoint and its definition, as file keys. */
 const differences = (d: OutboundWebhookDefinition, current: OutboundWebhook): ReadonlyArray<string> => [
   ...(current.url === d.url ? [] : ["url"]),
-  ...(sameEvents(current.events, d.events) ? [] : ["events"]),
+  ...(sameSet(current.events, d.events) ? [] : ["events"]),
   ...(sameFilters(current.filters, d.filters) ? [] : ["filters"]),
   ...(current.description === d.description ? [] : ["description"]),
-  ...(current.enabled === d.enabled ? [] : ["enabled"])
+  ...(switches(d, current) ? ["enabled"] : [])
 ]
+
+/** The patch of the keys that differ. */
+const patchOf = (d: OutboundWebhookDefinition, keys: ReadonlyArray<string>) =>
+  new PatchOutboundWebhookRequest({
+    ...(keys.includes("url") ? { url: d.url } : {}),
+    ...(keys.includes("events") ? { events: d.events } : {}),
+    ...(keys.includes("filters") ? { filters: d.filters } : {}),
+    ...(keys.includes("description") ? { description: d.description } : {}),
+    ...(keys.includes("enabled") ? { enabled: d.enabled } : {})
+  })
+
+/** The team's named endpoints, by name. */
+export const outboundByName = (current: { readonly outboundWebhooks: ReadonlyArray<OutboundWebhook> }) =>
+  new Map(current.outboundWebhooks.flatMap((w) => (w.name === null ? [] : [[w.name, w] as const])))
+
+/** What the server found wrong with an outbound webhook definition's new URL or team secret. */
+export interface OutboundProblems {
+  readonly url?: string | undefined
+  readonly secretName?: string | undefined
+}
+
+/**
+ * What the server must check before an outbound webhook file is applied: its URL when it is new
+ * (reachable: an allowed address that resolves) and its team secret when it is new (a Standard
+ * Webhooks secret of 24 bytes or more), for an endpoint to create, or whose URL or secret changes.
+ * What stays as it is is not checked again (a restart does not depend on the receiver's DNS).
+ */
+export const outboundChecks = (
+  definitions: ReadonlyArray<OutboundWebhookDefinition>,
+  current: { readonly outboundWebhooks: ReadonlyArray<OutboundWebhook> }
+): ReadonlyArray<{ readonly definition: OutboundWebhookDefinition; readonly request: CheckOutboundWebhookRequest }> => {
+  const existing = outboundByName(current)
+  return definitions.flatMap((d) => {
+    const now = existing.get(d.name)
+    const url = now?.url === d.url ? {} : { url: d.url }
+    const secret = now?.secret_name === d.secretName ? {} : { secret_name: d.secretName }
+    return Object.keys(url).length + Object.keys(secret).length === 0
+      ? []
+      : [{ definition: d, request: new CheckOutboundWebhookRequest({ ...url, ...secret }) }]
+  })
+}
 
 /**
  * The step that makes the team's endpoint named like the file (`current`, undefined for none) match
- * it: create it, patch what differs (a whole definition: filters and description are replaced), and
- * rotate to the file's team secret when the endpoint signs with another one (the old secret keeps
- * signing for the default overlap).
+ * it: create it, patch the keys that differ (events and filter ids compared as sets), and rotate to
+ * the file's team secret when the endpoint signs with another one (the old secret keeps signing for
+ * the default overlap).
  */
 export const planOutboundWebhook = (d: OutboundWebhookDefinition, current: OutboundWebhook | undefined): OutboundWebhookStep => {
   if (current === undefined) {
@@ -179,13 +230,7 @@ export const planOutboundWebhook = (d: OutboundWebhookDefinition, current: Outbo
     definition: d,
     current,
     changed: rotating ? [...fields, "secretName"] : fields,
-    patch: fields.length === 0 ? null : new PatchOutboundWebhookRequest({
-      url: d.url,
-      events: d.events,
-      filters: d.filters,
-      description: d.description,
-      enabled: d.enabled
-    }),
+    patch: fields.length === 0 ? null : patchOf(d, fields),
     rotate: rotating ? new RotateOutboundSecretRequest({ secret_name: d.secretName }) : null
   }
 }

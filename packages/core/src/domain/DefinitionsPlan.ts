@@ -10,7 +10,7 @@ import type { Webhook , AuthMode, SignatureScheme } from "./Webhook.js"
 import { CheckWebhookSecretRequest, CreateWebhookRequest, MAX_WEBHOOKS_PER_TEAM, PatchWebhookRequest } from "./Webhook.js"
 import { DefinitionError } from "./DefinitionFiles.js"
 import type { AutomationDefinition, OutboundWebhookDefinition, Parsed, Report, WebhookDefinition } from "./DefinitionFiles.js"
-import { type OutboundWebhookStep, planOutboundWebhook } from "./DefinitionsOutbound.js"
+import { outboundByName, type OutboundProblems, type OutboundWebhookStep, planOutboundWebhook } from "./DefinitionsOutbound.js"
 import { MAX_OUTBOUND_WEBHOOKS_PER_TEAM, type OutboundWebhook } from "./OutboundWebhook.js"
 import { gitHubSecretOf, type GitHubStep, planGitHub } from "./DefinitionsGitHub.js"
 import { TRIGGER_FILTER } from "./DefinitionsParse.js"
@@ -57,10 +57,6 @@ export const checkWebhookSecretRequest = (check: WebhookSecretCheck): CheckWebho
     ...(check.signatureScheme === null ? {} : { signature_scheme: check.signatureScheme })
   })
 
-/** An outbound webhook's team secret must hold a Standard Webhooks secret, as a signature webhook's does. */
-const outboundSecretCheck = (d: OutboundWebhookDefinition): WebhookSecretCheck =>
-  ({ _tag: "WebhookSecret", secretName: d.secretName, authMode: "signature", signatureScheme: "standard_webhooks" })
-
 const gitHubSecretCheck = (secretName: SecretName): GitHubSecretCheck => ({ _tag: "GitHubSecret", secretName })
 
 /** A stable key of a secret check (the same secret for the same use is checked once). */
@@ -70,12 +66,11 @@ export const secretCheckKey = (check: SecretCheck): string =>
     : `${check._tag}\u0000${check.secretName}\u0000${check.authMode}\u0000${check.signatureScheme ?? ""}`
 
 /** The distinct secret checks the definitions need (every apply checks every one). */
-export const secretChecks = (parsed: Pick<Parsed, "github" | "webhooks" | "outboundWebhooks">): ReadonlyArray<SecretCheck> => {
+export const secretChecks = (parsed: Pick<Parsed, "github" | "webhooks">): ReadonlyArray<SecretCheck> => {
   const checks = new Map<string, SecretCheck>()
   const all = [
     ...(parsed.github === null ? [] : [gitHubSecretCheck(gitHubSecretOf(parsed.github)[1])]),
-    ...parsed.webhooks.map(webhookSecretCheck),
-    ...parsed.outboundWebhooks.map(outboundSecretCheck)
+    ...parsed.webhooks.map(webhookSecretCheck)
   ]
   for (const check of all) checks.set(secretCheckKey(check), check)
   return [...checks.values()]
@@ -274,32 +269,36 @@ interface NamedKind<D extends { readonly path: string; readonly name: string }, 
   readonly limit: number
   /** What one is called in the limit's error. */
   readonly noun: string
-  readonly secretCheck: (d: D) => SecretCheck
+  /** What the server found wrong with a definition's values (its secret, its URL), as [file key, problem]. */
+  readonly problemsOf: (d: D) => ReadonlyArray<readonly [string, string]>
   readonly step: (d: D, current: C | undefined, report: Report) => S | undefined
 }
 
-/** The steps of one kind's files: each file's secret checked, creations counted against the team's limit. */
+/** The steps of one kind's files: each file's values checked, creations counted against the team's limit. */
 const planNamed = <D extends { readonly path: string; readonly name: string }, C, S>(
   kind: NamedKind<D, C, S>,
-  secretProblem: (check: SecretCheck) => string | undefined,
   reporter: Reporter
 ): ReadonlyArray<S> => {
   const planned: Array<S> = []
   let live = kind.live
   for (const d of kind.definitions) {
     const report = reporter(d.path)
-    const problem = secretProblem(kind.secretCheck(d))
-    if (problem !== undefined) report("secretName", problem)
+    const problems = kind.problemsOf(d)
+    for (const [key, problem] of problems) report(key, problem)
     const current = kind.existing.get(d.name)
     const step = kind.step(d, current, report)
     if (step !== undefined && current === undefined && ++live > kind.limit) {
       report("", `would be the team's ${kind.noun} number ${live}; a team has at most ${kind.limit}`)
-    } else if (step !== undefined && problem === undefined) {
+    } else if (step !== undefined && problems.length === 0) {
       planned.push(step)
     }
   }
   return planned
 }
+
+/** `[key, problem]` when there is a problem. */
+const problemAt = (key: string, problem: string | undefined): ReadonlyArray<readonly [string, string]> =>
+  problem === undefined ? [] : [[key, problem]]
 
 const planWebhooks = (
   parsed: Parsed,
@@ -313,9 +312,9 @@ const planWebhooks = (
     live: current.webhooks.length,
     limit: MAX_WEBHOOKS_PER_TEAM,
     noun: "webhook",
-    secretCheck: webhookSecretCheck,
+    problemsOf: (d) => problemAt("secretName", secretProblem(webhookSecretCheck(d))),
     step: planWebhook
-  }, secretProblem, reporter)
+  }, reporter)
 
 const planAutomations = (parsed: Parsed, current: Current, reporter: Reporter): ReadonlyArray<AutomationStep> => {
   const team = new Map(current.webhooks.map((w) => [w.uid as string, w]))
@@ -336,29 +335,34 @@ const planAutomations = (parsed: Parsed, current: Current, reporter: Reporter): 
 const planOutboundWebhooks = (
   parsed: Parsed,
   current: Current,
-  secretProblem: (check: SecretCheck) => string | undefined,
+  outboundProblems: (d: OutboundWebhookDefinition) => OutboundProblems,
   reporter: Reporter
 ): ReadonlyArray<OutboundWebhookStep> =>
   planNamed({
     definitions: parsed.outboundWebhooks,
-    existing: new Map(current.outboundWebhooks.flatMap((w) => (w.name === null ? [] : [[w.name, w] as const]))),
+    existing: outboundByName(current),
     live: current.outboundWebhooks.length,
     limit: MAX_OUTBOUND_WEBHOOKS_PER_TEAM,
     noun: "outbound webhook",
-    secretCheck: outboundSecretCheck,
+    problemsOf: (d) => {
+      const problems = outboundProblems(d)
+      return [...problemAt("url", problems.url), ...problemAt("secretName", problems.secretName)]
+    },
     step: planOutboundWebhook
-  }, secretProblem, reporter)
+  }, reporter)
 
 /**
  * Compares the definitions with what the team has. `secretProblem` says why a team secret does
- * not suit its use (undefined: it does), for each of `secretChecks(parsed)`. The result is the
+ * not suit its use (undefined: it does), for each of `secretChecks(parsed)`; `outboundProblems`
+ * what the server found wrong with an outbound webhook's new URL or team secret (`outboundChecks`). The result is the
  * plan, or every error, by file: the parse errors, and those found against the team's state
  * (unchangeable keys, unknown webhooks, secrets, the webhook and outbound webhook limits).
  */
 export const plan = (
   parsed: Parsed,
   current: Current,
-  secretProblem: (check: SecretCheck) => string | undefined
+  secretProblem: (check: SecretCheck) => string | undefined,
+  outboundProblems: (d: OutboundWebhookDefinition) => OutboundProblems = () => ({})
 ): Either.Either<Plan, ReadonlyArray<DefinitionError>> => {
   const errors: Array<DefinitionError> = [...parsed.errors]
   const reporter: Reporter = (path) => (key, problem) => errors.push(new DefinitionError({ path, key, problem }))
@@ -368,7 +372,7 @@ export const plan = (
     : planGitHub(d, current.github, (name) => secretProblem(gitHubSecretCheck(name)), reporter(d.path)) ?? null
   const webhooks = planWebhooks(parsed, current, secretProblem, reporter)
   const automations = planAutomations(parsed, current, reporter)
-  const outboundWebhooks = planOutboundWebhooks(parsed, current, secretProblem, reporter)
+  const outboundWebhooks = planOutboundWebhooks(parsed, current, outboundProblems, reporter)
   if (errors.length === 0) return Either.right({ github, webhooks, automations, outboundWebhooks })
   // Grouped by file (a stable sort keeps each file's errors in the order found).
   return Either.left(errors.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)))

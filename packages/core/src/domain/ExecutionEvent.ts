@@ -27,7 +27,9 @@ export const ExecutionEvent = Schema.Union(
   Schema.TaggedStruct("Succeed", { message: Schema.optionalWith(Message, { exact: true }) }),
   Schema.TaggedStruct("Block", { message: Message }),
   Schema.TaggedStruct("Fail", { error_code: RunErrorCode, message: Message }),
-  Schema.TaggedStruct("Error", { error_code: RunErrorCode, message: Message })
+  Schema.TaggedStruct("Error", { error_code: RunErrorCode, message: Message }),
+  /** The agent was stopped because its host is shutting down: the run goes back to the queue, at the same attempt. */
+  Schema.TaggedStruct("HandOver", {})
 ).annotations({ identifier: "ExecutionEvent" })
 export type ExecutionEvent = typeof ExecutionEvent.Type
 
@@ -59,5 +61,7 @@ export const toRunEvent = (event: ExecutionEvent, executionId: ExecutionId): Run
       return RunEvent.Fail({ executionId, errorCode: event.error_code, message: event.message })
     case "Error":
       return RunEvent.Error({ executionId, errorCode: event.error_code, message: event.message })
+    case "HandOver":
+      return RunEvent.HandOver({ executionId })
   }
 }

@@ -31,6 +31,8 @@ export const MAX_FILTER_VALUES = 50
 export const MAX_DESCRIPTION_LENGTH = 500
 /** The longest endpoint name. */
 export const MAX_NAME_LENGTH = 100
+/** The fewest bytes of a signing secret taken from a team secret (the Standard Webhooks minimum). */
+export const MIN_SIGNING_KEY_BYTES = 24
 /** The most bytes of a receiver's response kept in the delivery log. */
 export const MAX_EXCERPT_BYTES = 1_024
 /** The longest overlap during which a rotated-out secret still signs (seven days). */
@@ -206,12 +208,16 @@ export class OutboundWebhookWithSecret extends Schema.Class<OutboundWebhookWithS
 
 /** An endpoint's description: at most `MAX_DESCRIPTION_LENGTH` characters. */
 export const OutboundDescription = Schema.String.pipe(Schema.maxLength(MAX_DESCRIPTION_LENGTH))
-/** An endpoint's name: not blank, at most `MAX_NAME_LENGTH` characters (trimmed when stored). */
-const Name = NonBlankString.pipe(Schema.maxLength(MAX_NAME_LENGTH))
+/** An endpoint's name: not blank, at most `MAX_NAME_LENGTH` characters once trimmed (as stored), no control characters. */
+export const OutboundName = NonBlankString.pipe(
+  Schema.filter((s) => s.trim().length <= MAX_NAME_LENGTH || `must be at most ${MAX_NAME_LENGTH} characters`),
+  Schema.filter((s) => ![...s].some((c) => c < " " || c === "\u007f") || "must not contain control characters")
+)
+
 
 /** `POST /agent/outbound-webhooks`. */
 export class CreateOutboundWebhookRequest extends Schema.Class<CreateOutboundWebhookRequest>("CreateOutboundWebhookRequest")({
-  name: optionalInput(Name),
+  name: optionalInput(OutboundName),
   url: OutboundWebhookUrl,
   events: OutboundEventTypes,
   filters: Schema.optionalWith(OutboundFilters, { default: () => ({}), nullable: true }),
@@ -223,7 +229,7 @@ export class CreateOutboundWebhookRequest extends Schema.Class<CreateOutboundWeb
 
 /** `PATCH /agent/outbound-webhooks/{uid}`: only the given keys change; enabling clears `disabled_reason`. */
 export class PatchOutboundWebhookRequest extends Schema.Class<PatchOutboundWebhookRequest>("PatchOutboundWebhookRequest")({
-  name: optionalInput(Name),
+  name: optionalInput(OutboundName),
   url: optionalInput(OutboundWebhookUrl),
   events: optionalInput(OutboundEventTypes),
   filters: optionalInput(OutboundFilters),
@@ -239,6 +245,21 @@ export class RotateOutboundSecretRequest extends Schema.Class<RotateOutboundSecr
   }),
   /** Sign with the value of this team secret (a Standard Webhooks secret) instead of a generated one. */
   secret_name: optionalInput(SecretName)
+}) {}
+
+/**
+ * `POST /agent/outbound-webhooks/check`: whether a URL would be accepted (the sender would deliver
+ * to it now) and whether a team secret would do as a signing secret, without creating anything.
+ */
+export class CheckOutboundWebhookRequest extends Schema.Class<CheckOutboundWebhookRequest>("CheckOutboundWebhookRequest")({
+  url: optionalInput(OutboundWebhookUrl),
+  secret_name: optionalInput(SecretName)
+}) {}
+
+/** The verdicts, each null when what was asked is fine (or was not asked). */
+export class CheckOutboundWebhookResponse extends Schema.Class<CheckOutboundWebhookResponse>("CheckOutboundWebhookResponse")({
+  url_problem: Schema.NullOr(Schema.String),
+  secret_name_problem: Schema.NullOr(Schema.String)
 }) {}
 
 /** `GET /agent/outbound-webhooks`. */

@@ -10,7 +10,9 @@
  *   change it (the n-th claim happens with `attempt = n`); a lease expiry requeues with
  *   `attempt + 1`, and the expiry of the lease of attempt `MAX_ATTEMPTS` ends the run `ERROR` with
  *   `resource_unavailable` instead. So `1 <= attempt <= MAX_ATTEMPTS` always, and one execution is
- *   claimed at most `MAX_ATTEMPTS` (3) times.
+ *   claimed at most `MAX_ATTEMPTS` (3) times after lost executors. A run handed over (`HandOver`:
+ *   its lease's holder stopped the agent while shutting down) is requeued with the same `attempt`:
+ *   a deploy costs no attempt.
  * - The execution id given at a claim is the fencing token. Every executor event names it; an event
  *   naming another execution (`StaleExecution`), or arriving at or after the lease's expiry
  *   (`LeaseLapsed`), is rejected. `LeaseExpired` names the lease it expires and is rejected before
@@ -24,7 +26,8 @@
  * - Cancel is refused with 422 before 400: an ended run of a non-cancellable type answers 422.
  *   A `worker_host` that is the empty string counts as unset.
  * - Each state change records one event for the new state (`run_queued`, `run_claimed`, …); a
- *   lease expiry records `lease_expired` then `requeued` (or `run_errored`); a setup failure
+ *   lease expiry records `lease_expired` then `requeued` (or `run_errored`); a hand-over
+ *   `handed_over` then `requeued`; a setup failure
  *   records `environment_setup_failed` then `run_failed`; a follow-up records `followup_received`
  *   first, and the first message of a debug window also `debug_session_started`.
  * - A cancelled run's status message is "cancelled by request"; status messages of requeues are
@@ -122,6 +125,8 @@ export type RunEvent = Data.TaggedEnum<{
   Error: { readonly executionId?: string | undefined; readonly errorCode: RunErrorCode; readonly message: string }
   /** The lease of `executionId` ran out (the executor is presumed dead). */
   LeaseExpired: { readonly executionId: string }
+  /** The holder of the lease stopped its agent and gives the run back (a server or worker shutting down). */
+  HandOver: { readonly executionId: string }
   /** A caller cancels the run (checked by `decideCancel`). */
   Cancel: Empty
   /** The self-hosted worker a queued run waits for has stayed away too long: the run fails. */
@@ -205,6 +210,7 @@ export const TransitionTable: ReadonlyArray<TransitionRule> = [
     ["Error", "ERROR"],
     ["LeaseExpired", "QUEUED"],
     ["LeaseExpired", "ERROR"],
+    ["HandOver", "QUEUED"],
     ["Cancel", "CANCELLED"],
     ["FollowupReceived", "CLAIMED"]
   ]),
@@ -216,6 +222,7 @@ export const TransitionTable: ReadonlyArray<TransitionRule> = [
     ["Error", "ERROR"],
     ["LeaseExpired", "QUEUED"],
     ["LeaseExpired", "ERROR"],
+    ["HandOver", "QUEUED"],
     ["Cancel", "CANCELLED"],
     ["FollowupReceived", "INPROGRESS"]
   ]),
@@ -541,6 +548,11 @@ export const transition = (run: RunSnapshot, event: RunEvent, now: number): Resu
         "requeued"
       ])
     }
+    case "HandOver":
+      return (
+        checkLease(run, event, event.executionId, now) ??
+        move(run, event, { ...run, state: "QUEUED", lease: undefined }, ["handed_over", "requeued"])
+      )
     case "SandboxReleased":
       return move(run, event, { ...run, sandbox_retained: false }, [])
   }

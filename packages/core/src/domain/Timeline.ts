@@ -25,6 +25,7 @@ export const TimelineEventType = Schema.Literal(
   "run_errored",
   "run_cancelled",
   "lease_expired",
+  "handed_over",
   "requeued"
 )
 export type TimelineEventType = typeof TimelineEventType.Type

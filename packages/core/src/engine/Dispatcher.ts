@@ -15,29 +15,35 @@ import { Layer } from "effect"
 import * as DebugWindows from "./DebugWindows.js"
 import * as ExecutionLoop from "./ExecutionLoop.js"
 import * as LeaseSweep from "./LeaseSweep.js"
-import { LiveExecutions } from "./LiveExecutions.js"
 import * as LocalHost from "./LocalHost.js"
 import * as SandboxReaper from "./SandboxReaper.js"
 
 export {
   DEFAULT_MAX_OUTPUT_BYTES,
+  DEFAULT_DRAIN_MS,
   DEFAULT_WORKER_WAIT_MS,
   defaultSettings,
   DispatcherConfig,
   type DispatcherSettings
 } from "./Settings.js"
 
-/** The loop, the sweep, the debug windows and the reaper, for the scope of the layer (one LiveExecutions for the loop and the sweep). */
+/**
+ * The loop, the sweep, the debug windows and the reaper, for the scope of the layer, over the
+ * `LiveExecutions` of the process (one for the loop, the sweep, the drain and readiness).
+ */
 export const layer = Layer.mergeAll(
   ExecutionLoop.layer.pipe(Layer.provide(LocalHost.layer)),
   LeaseSweep.layer,
   DebugWindows.loop,
   SandboxReaper.loop
-).pipe(Layer.provide(Layer.merge(DebugWindows.DebugWindows.Default, LiveExecutions.Default)))
+).pipe(Layer.provide(DebugWindows.DebugWindows.Default))
+
+/** Begins draining and waits for it (LiveExecutions.ts): a host calls it before it stops serving. */
+export const drain = ExecutionLoop.drain
 
 /**
  * A service that executes nothing itself (no executor: runs go to other replicas or self-hosted
  * workers) still sweeps: expired leases, teams' waiting runs admitted, runs failed whose worker
  * stayed away.
  */
-export const sweepOnly = LeaseSweep.layer.pipe(Layer.provide(LiveExecutions.Default))
+export const sweepOnly = LeaseSweep.layer

@@ -4,17 +4,21 @@
  * as a fallback), and runs each claimed plan to its end (Execution.ts) in a fiber of its own.
  *
  * The loop depends on the ports only (host, executor, ids, health): no service, no storage.
+ *
+ * Stopping (LiveExecutions.ts, draining): no claim once draining began; when the loop's layer stops it waits for
+ * the drain, then stops the executions left, and each hands its run back (`HandOver`) once its
+ * agent is stopped.
  */
-import { Duration, Effect, Either, Layer, Stream } from "effect"
-import type { Scope } from "effect"
+import { Duration, Effect, Either, ExecutionStrategy, Layer, Scope, Stream } from "effect"
 import { type Health, supervise } from "./Health.js"
 import { Ids } from "../domain/Ids.js"
 import type { Executor } from "../ports/Executor.js"
 import type { StorageError } from "../ports/Storage.js"
 import * as Execution from "./Execution.js"
 import { ExecutionHost } from "./ExecutionHost.js"
+import type { ExecutionPlan } from "./ExecutionPlan.js"
 import { LiveExecutions } from "./LiveExecutions.js"
-import { DispatcherConfig } from "./Settings.js"
+import { DEFAULT_DRAIN_MS, DispatcherConfig } from "./Settings.js"
 
 /**
  * Claims in flight at once at most, while runs wait (see `claimRound`). Each claim waits for a few
@@ -22,6 +26,15 @@ import { DispatcherConfig } from "./Settings.js"
  * takes seconds a turn: with 4 claims in flight it claimed one or two runs a second (issue 34).
  */
 export const CLAIMERS = 16
+
+/** Begins draining with the settings' grace period and waits for it (LiveExecutions.ts). */
+export const drain: Effect.Effect<void, never, LiveExecutions | DispatcherConfig> = Effect.gen(function*() {
+  const settings = yield* DispatcherConfig
+  yield* (yield* LiveExecutions).drain(settings.drainMs ?? DEFAULT_DRAIN_MS)
+})
+
+/** How long telling the host of a hand-over may take while stopping. */
+const HAND_OVER_TIMEOUT = Duration.seconds(5)
 
 /** The loop's parts for the scope given: `claimSome` claims and starts runs while slots are free. */
 export const make = (scope: Scope.Scope) => Effect.gen(function*() {
@@ -37,8 +50,21 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
   /** One claim round at a time (its claims go side by side, see `claimRound`). */
   const claiming = yield* Effect.makeSemaphore(1)
 
+  /**
+   * Gives a run back to the queue (at the same attempt) once its execution was stopped by the loop's
+   * end, its agent stopped: its lease would otherwise run out and cost it an attempt. When the host
+   * cannot be told, the lease runs out as before.
+   */
+  const handOver = (plan: ExecutionPlan) =>
+    host.record(plan.run_id, plan.execution_id, [{ _tag: "HandOver" }]).pipe(
+      Effect.timeout(HAND_OVER_TIMEOUT),
+      Effect.zipRight(Effect.logInfo(`run ${plan.run_id} handed back to the queue: this process is stopping`)),
+      Effect.catchAllCause((cause) => Effect.logWarning(`run ${plan.run_id} could not be handed over; its lease will run out`, cause))
+    )
+
   /** Claims one run and starts it in a slot the caller keeps free for it: whether there was one. */
   const claimOne: Effect.Effect<boolean, StorageError> = Effect.gen(function*() {
+    if (yield* live.isDraining) return false
     // Live from before the claim: the sweep must not take the run while its plan is made.
     const executionId = yield* ids.executionId
     yield* live.add(executionId)
@@ -50,6 +76,7 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
     running += 1
     yield* execute(claimed.value).pipe(
       Effect.scoped,
+      Effect.onInterrupt(() => handOver(claimed.value)),
       // A slot is free again: look for more work at once (interruptible: a finalizer is not,
       // and what it forks would inherit that).
       Effect.ensuring(Effect.suspend(() => {
@@ -118,7 +145,11 @@ export const layer: Layer.Layer<never, never, DispatcherConfig | ExecutionHost |
   Effect.gen(function*() {
     const settings = yield* DispatcherConfig
     const host = yield* ExecutionHost
-    const loop = yield* make(yield* Effect.scope)
+    // The executions live in a scope of their own, closed after the drain below: added later, the
+    // drain runs first when the layer stops (agents finish, or are stopped and handed over after).
+    const executions = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
+    yield* Effect.addFinalizer(() => drain)
+    const loop = yield* make(executions)
     // Wake-ups only hasten claiming (the poll finds the same runs): a broken subscription is
     // opened again, and not reported.
     yield* host.wakeups.pipe(

@@ -42,7 +42,18 @@ export interface DispatcherSettings {
    * neither the run nor its environment sets one. Default one day.
    */
   readonly maxRuntimeSeconds?: number | undefined
+  /**
+   * How long a stopping loop lets its running agents finish before it stops them and hands their
+   * runs back to the queue (Draining.ts). Default `DEFAULT_DRAIN_MS`.
+   */
+  readonly drainMs?: number | undefined
 }
+
+/**
+ * How long a stopping loop lets running agents finish by default: not at all (they are stopped and
+ * handed over at once). The bundled server waits 20 seconds (`AGENT_RUNS_DRAIN_SECONDS`).
+ */
+export const DEFAULT_DRAIN_MS = 0
 
 /** The most a run's agents may print by default: 50 MiB. */
 export const DEFAULT_MAX_OUTPUT_BYTES = 50 * 1024 * 1024
@@ -62,7 +73,8 @@ export const defaultSettings = (harness: string, apiBaseUrl: string): Dispatcher
   flushMs: 250,
   maxOutputBytes: DEFAULT_MAX_OUTPUT_BYTES,
   workerWaitMs: DEFAULT_WORKER_WAIT_MS,
-  maxRuntimeSeconds: DEFAULT_MAX_RUNTIME_SECONDS
+  maxRuntimeSeconds: DEFAULT_MAX_RUNTIME_SECONDS,
+  drainMs: DEFAULT_DRAIN_MS
 })
 
 export class DispatcherConfig extends Context.Tag("@agent-runs/core/DispatcherConfig")<DispatcherConfig, DispatcherSettings>() {}

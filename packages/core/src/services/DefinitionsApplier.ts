@@ -17,8 +17,10 @@
  *   refusal, and what was applied before it; applying again resumes (what is done is `unchanged`).
  * - Secrets are checked where their values are: a webhook's by the server (`secretProblem`, the
  *   webhooks' check), the GitHub connection's by name among the team's secrets (the host judges
- *   the value when connecting). The team's secrets are listed only when `github.yaml` names one,
- *   its outbound webhooks only when a file defines one.
+ *   the value when connecting), an outbound webhook's by the server with its URL
+ *   (`checkOutboundWebhook`), only when they are new or change (a restart does not depend on a
+ *   receiver's DNS). The team's secrets are listed only when `github.yaml` names one, its outbound
+ *   webhooks only when a file defines one.
  */
 import { Data, Effect, Either } from "effect"
 import type { Viewer } from "../domain/Access.js"
@@ -29,6 +31,7 @@ import {
   automationUpdateRequest,
   checkWebhookSecretRequest,
   describeOutcome,
+  outboundChecks,
   parse,
   plan,
   planned,
@@ -39,6 +42,7 @@ import {
 import type {
   DefinitionError,
   DefinitionFile,
+  OutboundProblems,
   Outcome,
   Plan,
   SecretCheck,
@@ -50,6 +54,8 @@ import type { ApiError } from "../domain/Errors.js"
 import type { ConnectGitHubRequest, GitHubConnection } from "../domain/GitHub.js"
 import type { AutomationId, OutboundWebhookUid, WebhookUid } from "../domain/Ids.js"
 import type {
+  CheckOutboundWebhookRequest,
+  CheckOutboundWebhookResponse,
   CreateOutboundWebhookRequest,
   OutboundWebhook,
   PatchOutboundWebhookRequest,
@@ -85,6 +91,8 @@ export interface DefinitionsTarget<E> {
   readonly createOutboundWebhook: (request: CreateOutboundWebhookRequest) => Effect.Effect<OutboundWebhook, E>
   readonly patchOutboundWebhook: (uid: OutboundWebhookUid, request: PatchOutboundWebhookRequest) => Effect.Effect<OutboundWebhook, E>
   readonly rotateOutboundSecret: (uid: OutboundWebhookUid, request: RotateOutboundSecretRequest) => Effect.Effect<OutboundWebhook, E>
+  /** Whether an outbound webhook's URL and team secret would do (`POST /agent/outbound-webhooks/check`). */
+  readonly checkOutboundWebhook: (request: CheckOutboundWebhookRequest) => Effect.Effect<CheckOutboundWebhookResponse, E>
 }
 
 /** Files with errors: nothing was applied. */
@@ -197,6 +205,17 @@ const secretProblems = <E>(target: DefinitionsTarget<E>, checks: ReadonlyArray<S
     return problems as ReadonlyMap<string, string | undefined>
   })
 
+/** What the server finds wrong with each outbound webhook definition's new URL or team secret, by name. */
+const outboundProblems = <E>(target: DefinitionsTarget<E>, checks: ReturnType<typeof outboundChecks>) =>
+  Effect.gen(function*() {
+    const problems = new Map<string, OutboundProblems>()
+    for (const { definition, request } of checks) {
+      const answer = yield* target.checkOutboundWebhook(request)
+      problems.set(definition.name, { url: answer.url_problem ?? undefined, secretName: answer.secret_name_problem ?? undefined })
+    }
+    return problems as ReadonlyMap<string, OutboundProblems>
+  })
+
 /**
  * Parses the files, lists what the target's team has, checks every secret they name and plans:
  * the plan, or `DefinitionsRejected` with every error, or the target's own error. Writes nothing.
@@ -211,8 +230,10 @@ const planFor = <E>(target: DefinitionsTarget<E>, files: ReadonlyArray<Definitio
       // Only read when a file defines one, as the team's secrets are (both are for admins only).
       parsed.outboundWebhooks.length === 0 ? Effect.succeed([]) : target.listOutboundWebhooks
     ])
+    const current = { github, webhooks, automations, outboundWebhooks }
     const problems = yield* secretProblems(target, secretChecks(parsed))
-    const result = plan(parsed, { github, webhooks, automations, outboundWebhooks }, (check) => problems.get(secretCheckKey(check)))
+    const outbound = yield* outboundProblems(target, outboundChecks(parsed.outboundWebhooks, current))
+    const result = plan(parsed, current, (check) => problems.get(secretCheckKey(check)), (d) => outbound.get(d.name) ?? {})
     if (Either.isLeft(result)) return yield* new DefinitionsRejected({ errors: result.left })
     return result.right
   })
@@ -262,7 +283,8 @@ export const servicesTarget = (viewer: Viewer) =>
       listOutboundWebhooks: Effect.map(outbound.list(viewer), (r) => r.outbound_webhooks),
       createOutboundWebhook: (request) => outbound.create(viewer, request),
       patchOutboundWebhook: (uid, request) => outbound.patch(viewer, uid, request),
-      rotateOutboundSecret: (uid, request) => outbound.rotateSecret(viewer, uid, request)
+      rotateOutboundSecret: (uid, request) => outbound.rotateSecret(viewer, uid, request),
+      checkOutboundWebhook: (request) => outbound.check(viewer, request)
     }
     return target
   })

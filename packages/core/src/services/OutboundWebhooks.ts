@@ -22,12 +22,15 @@ import { decodeTimeCursor, encodeKeysetCursor, fingerprint } from "../domain/Cur
 import { Conflict, InvalidRequest, NotAuthorized, ResourceNotFound } from "../domain/Errors.js"
 import { Ids, isUid22, type OutboundDeliveryId, OutboundWebhookUid } from "../domain/Ids.js"
 import {
+  type CheckOutboundWebhookRequest,
+  CheckOutboundWebhookResponse,
   type CreateOutboundWebhookRequest,
   EndpointHealth,
   OutboundHealthResponse,
   ListOutboundDeliveriesResponse,
   ListOutboundWebhooksResponse,
   MAX_OUTBOUND_WEBHOOKS_PER_TEAM,
+  MIN_SIGNING_KEY_BYTES,
   type OutboundDeliveryState,
   OutboundWebhook,
   OutboundWebhookWithSecret,
@@ -36,12 +39,12 @@ import {
   type RotateOutboundSecretRequest
 } from "../domain/OutboundWebhook.js"
 import { storageUnavailable } from "../internal/Services.js"
-import type { SecretName } from "../domain/Secret.js"
+import { noSuchSecret, type SecretName } from "../domain/Secret.js"
 import { OutboundSender } from "../ports/OutboundSender.js"
 import { SecretStore } from "../ports/SecretStore.js"
 import { OutboundWebhookStore, type StoredOutboundWebhook } from "../ports/OutboundWebhookStore.js"
 import { Audit } from "./Audit.js"
-import { generateSigningSecret, parseLimit, suitableTeamSecret } from "./Webhooks.js"
+import { credentialProblem, generateSigningSecret, parseLimit, standardWebhooksKey } from "./Webhooks.js"
 
 const ADMINS_ONLY = "only team admins can manage outbound webhooks"
 const HOUR_MS = 3_600_000
@@ -67,6 +70,20 @@ const parseCursor = (cursor: string | undefined, queryFingerprint: string) =>
     onLeft: (problem) => InvalidRequest.forField("cursor", problem),
     onRight: (position) => position?.key ?? null
   })
+
+/**
+ * Why the value of the team secret `name` (undefined: there is none) cannot sign an endpoint's
+ * deliveries: it must be a Standard Webhooks secret (base64, `whsec_` optional) of at least
+ * `MIN_SIGNING_KEY_BYTES` bytes once decoded. Undefined when it can.
+ */
+export const signingSecretProblem = (name: SecretName, value: string | undefined): string | undefined => {
+  if (value === undefined) return noSuchSecret(name)
+  const problem = credentialProblem("signature", "standard_webhooks", value)
+  if (problem !== undefined) return `the value of team secret ${name} ${problem}`
+  const bytes = standardWebhooksKey(value)?.length ?? 0
+  return bytes >= MIN_SIGNING_KEY_BYTES ? undefined : `the value of team secret ${name} is ${bytes} bytes once decoded; ` +
+    `a signing secret needs at least ${MIN_SIGNING_KEY_BYTES} (whsec_ and 32 random bytes in base64)`
+}
 
 export class OutboundWebhooks extends Effect.Service<OutboundWebhooks>()("@agent-runs/core/OutboundWebhooks", {
   dependencies: [Audit.Default],
@@ -95,10 +112,17 @@ export class OutboundWebhooks extends Effect.Service<OutboundWebhooks>()("@agent
 
     const now = Effect.map(Clock.currentTimeMillis, (ms) => DateTime.unsafeMake(ms))
 
+    /** The value of the team secret `name` when it is a Standard Webhooks secret of at least 24 bytes, else the problem. */
+    const teamSigningSecret = (viewer: Viewer, name: SecretName) =>
+      Effect.map(secrets.get(viewer.team_uid, name), (value) => {
+        const problem = signingSecretProblem(name, Option.getOrUndefined(Option.map(value, Redacted.value)))
+        return problem === undefined && Option.isSome(value) ? Either.right(value.value) : Either.left(problem ?? noSuchSecret(name))
+      })
+
     /**
      * The signing secret to store and what the response shows of it: the value of the team
      * secret `name` (never shown; a 400 naming `secret_name` unless it is a Standard Webhooks
-     * secret), or a generated one (shown this once).
+     * secret of 24 bytes or more), or a generated one (shown this once).
      */
     const signingSecret = (viewer: Viewer, name: SecretName | undefined) =>
       Effect.gen(function*() {
@@ -106,10 +130,25 @@ export class OutboundWebhooks extends Effect.Service<OutboundWebhooks>()("@agent
           const generated = generateSigningSecret()
           return { stored: Redacted.make(generated), shown: generated, secret_name: null }
         }
-        const value = yield* suitableTeamSecret(secrets, viewer.team_uid, name, "signature", "standard_webhooks")
+        const value = yield* teamSigningSecret(viewer, name)
         if (Either.isLeft(value)) return yield* InvalidRequest.forField("secret_name", value.left)
         return { stored: value.right, shown: "", secret_name: name }
       })
+
+    /** Whether a URL and a team secret would do for an endpoint, as create checks them; creates nothing (admins only). */
+    const check = Effect.fn("OutboundWebhooks.check")(
+      function*(viewer: Viewer, request: CheckOutboundWebhookRequest) {
+        yield* requireAdmin(viewer)
+        const url = request.url === undefined
+          ? null
+          : yield* Effect.match(sender.check(request.url), { onFailure: (e) => e.message, onSuccess: () => null })
+        const secret = request.secret_name === undefined
+          ? null
+          : Option.getOrNull(Either.getLeft(yield* teamSigningSecret(viewer, request.secret_name)))
+        return new CheckOutboundWebhookResponse({ url_problem: url, secret_name_problem: secret })
+      },
+      storageUnavailable
+    )
 
     /** A 409 naming `name` when another endpoint of the team has it. */
     const requireFreeName = (team: ReadonlyArray<StoredOutboundWebhook>, name: string, except?: OutboundWebhookUid) =>
@@ -316,6 +355,6 @@ export class OutboundWebhooks extends Effect.Service<OutboundWebhooks>()("@agent
       storageUnavailable
     )
 
-    return { create, list, get, patch, remove, rotateSecret, deliveries, redeliver, redeliverFailed, health } as const
+    return { create, check, list, get, patch, remove, rotateSecret, deliveries, redeliver, redeliverFailed, health } as const
   })
 }) {}

@@ -12,7 +12,8 @@
  *   reads its value when created and when re-enabled (see Webhooks.ts).
  * - Delete of an absent secret is a 404; delete of a secret that a live webhook of the team
  *   names is a 409 listing those webhooks (delete them, or they would keep authenticating with
- *   the value they read, which is not what deleting a secret promises); so is the delete of the
+ *   the value they read, which is not what deleting a secret promises); so is the delete of a
+ *   secret an outbound webhook signs with (`secret_name`: rotate it to another first), and of the
  *   secret holding the team's GitHub credential (docs/github.md).
  * - A storage failure is a 503 `resource_unavailable` (retryable).
  */
@@ -22,6 +23,7 @@ import type { Viewer } from "../domain/Access.js"
 import { Conflict, NotAuthorized, ResourceNotFound } from "../domain/Errors.js"
 import { IdentityStore } from "../ports/IdentityStore.js"
 import { SecretStore } from "../ports/SecretStore.js"
+import { OutboundWebhookStore } from "../ports/OutboundWebhookStore.js"
 import { WebhookStore } from "../ports/WebhookStore.js"
 import { ListSecretsResponse } from "../domain/Secret.js"
 import type { PutSecretRequest, SecretMetadata, SecretName } from "../domain/Secret.js"
@@ -38,6 +40,7 @@ export class Secrets extends Effect.Service<Secrets>()("@agent-runs/core/Secrets
     const audit = yield* Audit
     const store = yield* SecretStore
     const webhooks = yield* WebhookStore
+    const outbound = yield* OutboundWebhookStore
     const identities = yield* IdentityStore
 
     const requireAdmin = (viewer: Viewer) =>
@@ -84,6 +87,13 @@ export class Secrets extends Effect.Service<Secrets>()("@agent-runs/core/Secrets
               `${users.map((w) => `${JSON.stringify(w.item.name)} (${w.item.uid})`).join(", ")}; delete ${
                 users.length === 1 ? "it" : "them"
               } first`
+          })
+        }
+        const signing = (yield* outbound.list(viewer.team_uid)).filter((w) => w.item.secret_name === name)
+        if (signing.length > 0) {
+          return yield* new Conflict({
+            message: `secret ${name} is the signing secret of outbound webhook${signing.length === 1 ? "" : "s"} ` +
+              `${signing.map((w) => w.item.uid).join(", ")}; rotate ${signing.length === 1 ? "it" : "them"} to another secret first`
           })
         }
         const github = yield* identities.getGitHubConnection(viewer.team_uid)

@@ -165,7 +165,7 @@ export const credentialProblem = (
  * The value of the team secret `name` when it suits a credential of this mode (`credentialProblem`),
  * else the problem, in words (an absent secret included).
  */
-export const suitableTeamSecret = (
+const suitableTeamSecret = (
   secrets: Context.Tag.Service<SecretStore>,
   team: TeamUid,
   name: SecretName,

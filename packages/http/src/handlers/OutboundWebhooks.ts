@@ -10,6 +10,7 @@ export const OutboundWebhooksLive = HttpApiBuilder.group(Api, "outboundWebhooks"
   Effect.map(OutboundWebhooks.OutboundWebhooks, (hooks) =>
     handlers
       .handle("createOutboundWebhook", ({ payload }) => Effect.flatMap(CurrentViewer, (v) => hooks.create(v, payload)))
+      .handle("checkOutboundWebhook", ({ payload }) => Effect.flatMap(CurrentViewer, (v) => hooks.check(v, payload)))
       .handle("listOutboundWebhooks", () => Effect.flatMap(CurrentViewer, (v) => hooks.list(v)))
       .handle("getOutboundWebhook", ({ path }) => Effect.flatMap(CurrentViewer, (v) => hooks.get(v, path.uid)))
       .handle("updateOutboundWebhook", ({ path, payload }) =>
