@@ -3,7 +3,8 @@
  * the built server on one PostgreSQL database, each stopped with SIGTERM while runs are in flight.
  * The stopping replica claims no more and answers `/readyz` 503 at once; the agents that finish
  * within its grace period (`AGENT_RUNS_DRAIN_SECONDS`) end there; the others are stopped and their
- * runs handed back to the queue at the same attempt, and the other replica runs them. Every run
+ * runs handed back to the queue at the same attempt, and the next replica runs them (the first
+ * one's successor started after it stopped, the second's before). Every run
  * ends SUCCEEDED at attempt 1, no lease expires, and a handed-over run says so in its timeline.
  */
 import { freshDatabase } from "@agent-runs/storage-pg/testing"
@@ -63,19 +64,21 @@ describe("draining on deploy: a rolling restart of two replicas on PostgreSQL", 
       (await Promise.all(ids.map((id) => runOf(server, id)))).every((r) => r.state === "INPROGRESS")
 
     // On A: two runs that end within its 4 s grace period, two that do not.
-    const short = [await create(a.server, "short 1\n@sleep 1500\n@say done"), await create(a.server, "short 2\n@sleep 1500\n@say done")]
-    const long = [await create(a.server, "long 1\n@sleep 12000\n@say done"), await create(a.server, "long 2\n@sleep 12000\n@say done")]
+    const short = [await create(a.server, "short 1\n@sleep 2500\n@say done"), await create(a.server, "short 2\n@sleep 2500\n@say done")]
+    const long = [await create(a.server, "long 1\n@sleep 9000\n@say done"), await create(a.server, "long 2\n@sleep 9000\n@say done")]
     await until("A's runs in progress", inProgress(a.server, [...short, ...long]))
-    const b = await replica(0)
 
-    // A stops: at once not ready, the short runs end there, the long ones go to B.
+    // A stops: at once not ready while its agents run; the short runs end there, the long ones are
+    // handed back to the queue when its grace period is over.
     const stoppingA = await a.stop()
     await until("A to say it drains", async () => {
       const ready = await call(a.server, "GET", "/readyz", {})
       return ready.status === 503 && JSON.stringify(ready.body).includes("draining")
-    }, 5_000)
+    }, 3_000)
     await Effect.runPromise(Fiber.join(stoppingA))
     expect(a.server.stderr()).not.toMatch(/error/i)
+    // B starts and takes the long runs.
+    const b = await replica(0)
     for (const id of short) expect(await runOf(b.server, id)).toMatchObject({ state: "SUCCEEDED", attempt: 1 })
     await until("B to take the long runs", inProgress(b.server, long))
 

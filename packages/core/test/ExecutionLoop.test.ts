@@ -3,7 +3,7 @@
  * on the TestClock: no storage, no server, no processes, no sleeps.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Redacted, Ref } from "effect"
+import { Effect, Exit, Layer, Redacted, Ref, Scope } from "effect"
 import * as ExecutionLoop from "../src/engine/ExecutionLoop.js"
 import { defaultSettings, DispatcherConfig } from "../src/engine/Settings.js"
 import * as Health from "../src/engine/Health.js"
@@ -18,6 +18,20 @@ import { scriptedExecutor } from "../testing/ScriptedExecutor.js"
 const LEASE_MS = 3_000
 const runId = (n: number) => `01a20000-0000-7000-8000-${String(n).padStart(12, "0")}` as RunId
 
+/** What a loop over `host` and `executor` runs on. */
+const loopLayer = (
+  host: Effect.Effect.Success<ReturnType<typeof memoryHost>>,
+  executor: Effect.Effect.Success<typeof scriptedExecutor>
+) =>
+  Layer.mergeAll(
+    host.layer,
+    executor.layer,
+    IdsLive,
+    Health.layer,
+    LiveExecutions.Default,
+    Layer.succeed(DispatcherConfig, { ...defaultSettings("agent", "http://localhost/api/v1"), concurrency: 2, leaseMs: LEASE_MS })
+  )
+
 /** A loop over a fresh memory host: its parts, the host and the executor's sandboxes, and `pass` to move the clock. */
 const withLoop = <A, E>(
   test: (env: {
@@ -25,7 +39,7 @@ const withLoop = <A, E>(
     readonly claimSome: Effect.Effect<void, unknown>
     readonly sandboxes: Effect.Effect<number>
     readonly pass: (ms: number) => Effect.Effect<void>
-  }) => Effect.Effect<A, E, Health.Health>
+  }) => Effect.Effect<A, E, Health.Health | LiveExecutions>
 ) =>
   Effect.gen(function*() {
     const host = yield* memoryHost(LEASE_MS)
@@ -33,19 +47,42 @@ const withLoop = <A, E>(
     return yield* Effect.gen(function*() {
       const loop = yield* ExecutionLoop.make(yield* Effect.scope)
       return yield* test({ host, claimSome: loop.claimSome, sandboxes: executor.sandboxes, pass })
-    }).pipe(
-      Effect.provide(Layer.mergeAll(
-        host.layer,
-        executor.layer,
-        IdsLive,
-        Health.layer,
-        LiveExecutions.Default,
-        Layer.succeed(DispatcherConfig, { ...defaultSettings("agent", "http://localhost/api/v1"), concurrency: 2, leaseMs: LEASE_MS })
-      ))
-    )
+    }).pipe(Effect.provide(loopLayer(host, executor)))
   })
 
 describe("the execution loop over an in-memory host (TestClock)", () => {
+  it.scoped("a loop that stops hands its runs back once their agents are stopped, at the same attempt; an ended run is not", () =>
+    Effect.gen(function*() {
+      const host = yield* memoryHost(LEASE_MS)
+      const executor = yield* scriptedExecutor
+      const scope = yield* Scope.make()
+      const [running, ended] = [runId(60), runId(61)]
+      yield* Effect.gen(function*() {
+        const loop = yield* ExecutionLoop.make(scope)
+        yield* host.offer(planFor(running, "sleep 60000"))
+        yield* host.offer(planFor(ended, "say done"))
+        yield* loop.claimSome
+        yield* pass(500)
+        expect((yield* host.run(running)).snapshot.state).toBe("INPROGRESS")
+        expect((yield* host.run(ended)).snapshot.state).toBe("SUCCEEDED")
+        yield* Scope.close(scope, Exit.void)
+        const run = yield* host.run(running)
+        expect(run.events.map((e) => e._tag).at(-1)).toBe("HandOver")
+        expect(run.snapshot).toMatchObject({ state: "QUEUED", attempt: 1, lease: undefined })
+        expect(yield* executor.sandboxes).toBe(0)
+        expect((yield* host.run(ended)).events.map((e) => e._tag)).not.toContain("HandOver")
+      }).pipe(Effect.provide(loopLayer(host, executor)))
+    }))
+
+  it.scoped("while draining it claims nothing", () =>
+    withLoop(({ claimSome, host }) =>
+      Effect.gen(function*() {
+        yield* (yield* LiveExecutions).drain(0)
+        yield* host.offer(planFor(runId(63), "say hello"))
+        yield* claimSome
+        expect((yield* host.run(runId(63))).snapshot.state).toBe("QUEUED")
+      })))
+
   it.scoped("runs a plan: setup and start recorded at once, output in transcript and conversation, the outcome last", () =>
     withLoop(({ claimSome, host, pass, sandboxes }) =>
       Effect.gen(function*() {

@@ -217,7 +217,7 @@ const toEvent = (run: RunSnapshot, step: Step, now: number, n: number): RunEvent
     case "LeaseExpired":
       return RunEvent.LeaseExpired({ executionId })
     case "HandOver":
-      return RunEvent.HandOver({ executionId })
+      return RunEvent.HandOver({ executionId, earlier: step.pick % 5 })
     case "Cancel":
       return RunEvent.Cancel()
     case "WorkerAbsent":
@@ -435,15 +435,24 @@ describe("RunStateMachine", () => {
     })
 
     it("a run handed over by its lease's holder is requeued at the same attempt; the old executor is fenced off", () => {
-      const t = ok(transition(inProgress(), RunEvent.HandOver({ executionId: "exec-1" }), T0 + 1))
+      const t = ok(transition(inProgress(), RunEvent.HandOver({ executionId: "exec-1", earlier: 0 }), T0 + 1))
       expect([t.from, t.to, t.timeline]).toEqual(["INPROGRESS", "QUEUED", ["handed_over", "requeued"]])
       expect(t.run).toMatchObject({ attempt: 1, execution_count: 1, lease: undefined })
       expect(rejected(transition(t.run, RunEvent.Succeed({ executionId: "exec-1" }), T0 + 2)).reason).toBe("NotAllowed")
       // Only the holder, while its lease lasts, hands over.
-      expect(rejected(transition(inProgress(), RunEvent.HandOver({ executionId: "exec-0" }), T0 + 1)).reason).toBe("StaleExecution")
-      expect(rejected(transition(inProgress(), RunEvent.HandOver({ executionId: "exec-1" }), T0 + 9 * MINUTE)).reason).toBe(
-        "LeaseLapsed"
+      expect(rejected(transition(inProgress(), RunEvent.HandOver({ executionId: "exec-0", earlier: 0 }), T0 + 1)).reason).toBe(
+        "StaleExecution"
       )
+      expect(rejected(transition(inProgress(), RunEvent.HandOver({ executionId: "exec-1", earlier: 0 }), T0 + 9 * MINUTE)).reason)
+        .toBe("LeaseLapsed")
+    })
+
+    it("past three free hand-overs, a hand-over costs an attempt; at the last attempt the run ends ERROR", () => {
+      expect(ok(transition(inProgress(), RunEvent.HandOver({ executionId: "exec-1", earlier: 2 }), T0 + 1)).run.attempt).toBe(1)
+      const costly = ok(transition(inProgress(), RunEvent.HandOver({ executionId: "exec-1", earlier: 3 }), T0 + 1))
+      expect([costly.to, costly.timeline, costly.run.attempt]).toEqual(["QUEUED", ["handed_over", "requeued"], 2])
+      const last = ok(transition({ ...inProgress(), attempt: 3 }, RunEvent.HandOver({ executionId: "exec-1", earlier: 5 }), T0 + 1))
+      expect([last.to, last.timeline, last.run.status_message?.error_code]).toEqual(["ERROR", ["handed_over", "run_errored"], "resource_unavailable"])
     })
 
     it("a released sandbox closes the debug window", () => {

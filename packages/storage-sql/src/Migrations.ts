@@ -64,10 +64,28 @@ export * as Budgets from "./migrations/0018_budgets.js"
 /** Migration 0019's shape and statements (likewise). */
 export * as FairShare from "./migrations/0019_fair_share.js"
 
+const TABLE = "agent_runs_migrations"
+const migrator = Migrator.make({})({ loader, table: TABLE })
+
 /**
  * Applies every migration not yet applied, then warns in the log when the run list's `q` can only
- * match substrings (PostgreSQL without pg_trgm).
+ * match substrings (PostgreSQL without pg_trgm). On PostgreSQL, replicas that start at once take
+ * turns: the whole migration, the creation of its own table included (which two sessions cannot
+ * both do at once), runs in one transaction holding an advisory lock, so the first migrates and
+ * the others then find nothing to do. The table is created here first, as the migrator would
+ * (whose own check of it would fail a statement, and with it the transaction).
  */
-export const migrate = Migrator.make({})({ loader, table: "agent_runs_migrations" }).pipe(
-  Effect.tap(() => Effect.flatMap(SqlClient.SqlClient, warnWithoutTrigrams))
-)
+export const migrate = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  sql.onDialectOrElse({
+    pg: () =>
+      sql.withTransaction(Effect.gen(function* () {
+        yield* sql`SELECT pg_advisory_xact_lock(hashtext(${TABLE}))`
+        yield* sql`CREATE TABLE IF NOT EXISTS ${sql(TABLE)} (
+          migration_id integer primary key,
+          created_at timestamp with time zone not null default now(),
+          name text not null
+        )`
+        return yield* migrator
+      })),
+    orElse: () => migrator
+  })).pipe(Effect.tap(() => Effect.flatMap(SqlClient.SqlClient, warnWithoutTrigrams)))

@@ -11,9 +11,11 @@
  * - While the server is away (a restart): the agents go on; requests are retried for up to
  *   `retryForMs`; the daemon reconnects by itself. A run whose lease expired meanwhile was
  *   requeued by the server: the worker's writes for it are refused (409) and it stops its agent.
- * - Stop (SIGINT/SIGTERM): the agents are stopped, their sandboxes released, and the worker says
- *   it disconnects (no longer listed). Its runs come back through the server's lease sweep
- *   (attempt + 1), to this worker id when a worker with it connects again.
+ * - Stop (SIGINT/SIGTERM): it claims no more, its agents are stopped, their sandboxes released,
+ *   their runs handed back to the queue at the same attempt (`HandOver`, ExecutionLoop.ts), and
+ *   the worker says it disconnects (no longer listed). Killed, its runs come back through the
+ *   server's lease sweep (attempt + 1); either way to this worker id when a worker with it
+ *   connects again.
  * - Start-up after a crash: sandboxes left in the data directory are released (their agents
  *   killed) before anything is claimed, so a run is never executed twice by one worker.
  */

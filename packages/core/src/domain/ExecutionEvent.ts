@@ -42,8 +42,11 @@ export const Report = Schema.Struct({
 }).annotations({ identifier: "ExecutionReport" })
 export type Report = typeof Report.Type
 
-/** The run state machine's event for an execution's event. */
-export const toRunEvent = (event: ExecutionEvent, executionId: ExecutionId): RunEvent => {
+/**
+ * The run state machine's event for an execution's event; `handOvers` is how many times the run
+ * was handed over before (its timeline's `handed_over` events), which only `HandOver` needs.
+ */
+export const toRunEvent = (event: ExecutionEvent, executionId: ExecutionId, handOvers = 0): RunEvent => {
   switch (event._tag) {
     case "EnvironmentSetupStarted":
       return RunEvent.EnvironmentSetupStarted({ executionId })
@@ -62,6 +65,6 @@ export const toRunEvent = (event: ExecutionEvent, executionId: ExecutionId): Run
     case "Error":
       return RunEvent.Error({ executionId, errorCode: event.error_code, message: event.message })
     case "HandOver":
-      return RunEvent.HandOver({ executionId })
+      return RunEvent.HandOver({ executionId, earlier: handOvers })
   }
 }

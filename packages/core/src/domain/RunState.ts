@@ -44,3 +44,10 @@ export type ArtifactType = typeof ArtifactType.Type
 
 /** The maximum number of claims of one execution before the run ends ERROR. */
 export const MAX_ATTEMPTS = 3
+
+/**
+ * How many times a run is handed over at the same attempt (RunStateMachine.ts, `HandOver`); the
+ * next hand-over costs an attempt, as a lost lease does, so that a run whose host is stopped again
+ * and again (evictions, a worker that hands everything back) cannot go round for ever.
+ */
+export const MAX_FREE_HANDOVERS = 3

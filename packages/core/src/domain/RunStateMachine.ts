@@ -11,8 +11,9 @@
  *   `attempt + 1`, and the expiry of the lease of attempt `MAX_ATTEMPTS` ends the run `ERROR` with
  *   `resource_unavailable` instead. So `1 <= attempt <= MAX_ATTEMPTS` always, and one execution is
  *   claimed at most `MAX_ATTEMPTS` (3) times after lost executors. A run handed over (`HandOver`:
- *   its lease's holder stopped the agent while shutting down) is requeued with the same `attempt`:
- *   a deploy costs no attempt.
+ *   its lease's holder stopped the agent while shutting down) is requeued with the same `attempt`
+ *   (a deploy costs no attempt), its first `MAX_FREE_HANDOVERS` (3) times; after that a hand-over
+ *   counts as a lost executor.
  * - The execution id given at a claim is the fencing token. Every executor event names it; an event
  *   naming another execution (`StaleExecution`), or arriving at or after the lease's expiry
  *   (`LeaseLapsed`), is rejected. `LeaseExpired` names the lease it expires and is rejected before
@@ -37,7 +38,7 @@
 import { Data, Either } from "effect"
 import { Conflict, InvalidRequest, OperationNotSupported, ResourceNotFound } from "./Errors.js"
 import type { RunErrorCode } from "./Errors.js"
-import { isTerminal, MAX_ATTEMPTS, TerminalRunStates } from "./RunState.js"
+import { isTerminal, MAX_ATTEMPTS, MAX_FREE_HANDOVERS, TerminalRunStates } from "./RunState.js"
 import type { RunExecutionLocation, RunSourceType, RunState } from "./RunState.js"
 import type { TimelineEventType } from "./Timeline.js"
 
@@ -125,8 +126,11 @@ export type RunEvent = Data.TaggedEnum<{
   Error: { readonly executionId?: string | undefined; readonly errorCode: RunErrorCode; readonly message: string }
   /** The lease of `executionId` ran out (the executor is presumed dead). */
   LeaseExpired: { readonly executionId: string }
-  /** The holder of the lease stopped its agent and gives the run back (a server or worker shutting down). */
-  HandOver: { readonly executionId: string }
+  /**
+   * The holder of the lease stopped its agent and gives the run back (a server or worker shutting
+   * down); `earlier` is how many times the run was handed over before.
+   */
+  HandOver: { readonly executionId: string; readonly earlier: number }
   /** A caller cancels the run (checked by `decideCancel`). */
   Cancel: Empty
   /** The self-hosted worker a queued run waits for has stayed away too long: the run fails. */
@@ -211,6 +215,7 @@ export const TransitionTable: ReadonlyArray<TransitionRule> = [
     ["LeaseExpired", "QUEUED"],
     ["LeaseExpired", "ERROR"],
     ["HandOver", "QUEUED"],
+    ["HandOver", "ERROR"],
     ["Cancel", "CANCELLED"],
     ["FollowupReceived", "CLAIMED"]
   ]),
@@ -223,6 +228,7 @@ export const TransitionTable: ReadonlyArray<TransitionRule> = [
     ["LeaseExpired", "QUEUED"],
     ["LeaseExpired", "ERROR"],
     ["HandOver", "QUEUED"],
+    ["HandOver", "ERROR"],
     ["Cancel", "CANCELLED"],
     ["FollowupReceived", "INPROGRESS"]
   ]),
@@ -548,11 +554,18 @@ export const transition = (run: RunSnapshot, event: RunEvent, now: number): Resu
         "requeued"
       ])
     }
-    case "HandOver":
-      return (
-        checkLease(run, event, event.executionId, now) ??
-        move(run, event, { ...run, state: "QUEUED", lease: undefined }, ["handed_over", "requeued"])
-      )
+    case "HandOver": {
+      const refused = checkLease(run, event, event.executionId, now)
+      if (refused !== undefined) return refused
+      if (event.earlier < MAX_FREE_HANDOVERS) {
+        return move(run, event, { ...run, state: "QUEUED", lease: undefined }, ["handed_over", "requeued"])
+      }
+      if (run.attempt >= MAX_ATTEMPTS) {
+        const lost = status(`handed over ${event.earlier + 1} times and lost ${MAX_ATTEMPTS} times; giving up`, "resource_unavailable")
+        return move(run, event, end(run, "ERROR", lost), ["handed_over", "run_errored"])
+      }
+      return move(run, event, { ...run, state: "QUEUED", attempt: run.attempt + 1, lease: undefined }, ["handed_over", "requeued"])
+    }
     case "SandboxReleased":
       return move(run, event, { ...run, sandbox_retained: false }, [])
   }

@@ -53,12 +53,16 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
   /**
    * Gives a run back to the queue (at the same attempt) once its execution was stopped by the loop's
    * end, its agent stopped: its lease would otherwise run out and cost it an attempt. When the host
-   * cannot be told, the lease runs out as before.
+   * cannot be told in time, the lease runs out as before; a run that ended or was cancelled
+   * meanwhile (`Lost`) has nothing to hand over. Interruptible, so that the timeout holds in a
+   * finalizer.
    */
   const handOver = (plan: ExecutionPlan) =>
     host.record(plan.run_id, plan.execution_id, [{ _tag: "HandOver" }]).pipe(
-      Effect.timeout(HAND_OVER_TIMEOUT),
+      Effect.interruptible,
+      Effect.timeoutFail({ duration: HAND_OVER_TIMEOUT, onTimeout: () => "the host did not answer in time" }),
       Effect.zipRight(Effect.logInfo(`run ${plan.run_id} handed back to the queue: this process is stopping`)),
+      Effect.catchTag("Lost", () => Effect.logDebug(`run ${plan.run_id} was not handed over: it ended or moved on meanwhile`)),
       Effect.catchAllCause((cause) => Effect.logWarning(`run ${plan.run_id} could not be handed over; its lease will run out`, cause))
     )
 
@@ -71,6 +75,11 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
     const claimed = yield* host.claim(executionId).pipe(Effect.onError(() => live.remove(executionId)))
     if (claimed._tag === "None") {
       yield* live.remove(executionId)
+      return false
+    }
+    // A claim that was under way when draining began: its run goes straight back.
+    if (yield* live.isDraining) {
+      yield* handOver(claimed.value).pipe(Effect.ensuring(live.remove(executionId)))
       return false
     }
     running += 1
@@ -147,7 +156,8 @@ export const layer: Layer.Layer<never, never, DispatcherConfig | ExecutionHost |
     const host = yield* ExecutionHost
     // The executions live in a scope of their own, closed after the drain below: added later, the
     // drain runs first when the layer stops (agents finish, or are stopped and handed over after).
-    const executions = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
+    // Closed in parallel: every agent is stopped at once, not one after the other.
+    const executions = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.parallel)
     yield* Effect.addFinalizer(() => drain)
     const loop = yield* make(executions)
     // Wake-ups only hasten claiming (the poll finds the same runs): a broken subscription is

@@ -336,7 +336,11 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
       Effect.gen(function*() {
         const started = events.some((e) => e._tag === "Start")
         const { current, renewFor, report: reported } = options
-        const { next, waiting } = yield* advance(runId, events.map((e) => toRunEvent(e, executionId)), executionId, {
+        // Only a hand-over asks how many came before it (MAX_FREE_HANDOVERS): a rare read.
+        const handOvers = events.some((e) => e._tag === "HandOver")
+          ? (yield* store.timeline(runId, 0)).filter((e) => e.event_type === "handed_over").length
+          : 0
+        const { next, waiting } = yield* advance(runId, events.map((e) => toRunEvent(e, executionId, handOvers)), executionId, {
           ...(renewFor === undefined ? {} : { renewFor }),
           ...(current === undefined ? {} : { current }),
           change: (run, now) => {

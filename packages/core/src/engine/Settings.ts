@@ -44,7 +44,7 @@ export interface DispatcherSettings {
   readonly maxRuntimeSeconds?: number | undefined
   /**
    * How long a stopping loop lets its running agents finish before it stops them and hands their
-   * runs back to the queue (Draining.ts). Default `DEFAULT_DRAIN_MS`.
+   * runs back to the queue (LiveExecutions.ts). Default `DEFAULT_DRAIN_MS`.
    */
   readonly drainMs?: number | undefined
 }
