@@ -4,7 +4,7 @@
  * imports these as types only, so its bundle carries no schema code and its types cannot drift
  * from the server's).
  */
-import type { Audit, Budget, Budgets, Conversation, Identity, Run, RunOverview, RunQuery, RunState, Timeline } from "@agent-runs/core"
+import type { Audit, Budget, Budgets, Conversation, Identity, Retention, Run, RunOverview, RunQuery, RunState, Timeline } from "@agent-runs/core"
 import type { Schema } from "effect"
 import type { TranscriptLinkResponse } from "./Models.js"
 
@@ -46,6 +46,8 @@ export type Me = Json<typeof Identity.MeResponse>
 export type AuditEntry = Json<typeof Audit.AuditEntry>
 /** `GET /agent/audit-log` (and the admin one): a page of entries. */
 export type AuditLogPage = Json<typeof Audit.AuditLogPage>
+/** `GET`/`PUT /agent/team/retention`. */
+export type TeamRetention = Json<typeof Retention.TeamRetentionResponse>
 /** `GET`/`PUT /agent/team/budgets`. */
 export type TeamBudgets = Json<typeof Budget.TeamBudgets>
 /** `GET /agent/team/spend`. */

@@ -322,6 +322,7 @@ const team = {
   max_concurrent_runs: 8,
   created_at: "2026-11-01T00:00:00.000Z",
   budgets: { default_max_cost_usd: 2, max_cost_usd: 10, max_turns: 200 },
+  retention: { run_days: 90 },
   share_weight: 3
 }
 

@@ -202,7 +202,7 @@ export const makeEnvironment = (options: {
   editor: { uid: options.creator, role: options.editorRole ?? "member" }
 })
 
-const makeWebhook = (options: {
+export const makeWebhook = (options: {
   readonly team: TeamUid
   readonly name?: string
   readonly secret?: string | null
@@ -253,7 +253,7 @@ const makeAutomation = (options: {
   ...((creator) => ({ creator_uid: creator, editor: { uid: creator, role: "admin" as const } }))(newPrincipalUid())
 })
 
-const makeDelivery = (receivedAt: number, outcome: DeliveryOutcome = "REJECTED_AUTH") =>
+export const makeDelivery = (receivedAt: number, outcome: DeliveryOutcome = "REJECTED_AUTH") =>
   new Delivery({
     delivery_id: newDeliveryId(),
     received_at: at(receivedAt),
@@ -294,7 +294,7 @@ const PROPERTY_RUNS = { fastCheck: { numRuns: 200 }, timeout: 60_000 }
 export const catalogConformance = <E>(storage: Layer.Layer<Stores | RawStorage, E>): void => {
   layer(storage, { excludeTestServices: true, timeout: "60 seconds" })("catalog stores", (it) => {
     describe("IdentityStore", () => {
-      it.effect.prop("a team survives a round trip and an update exactly; its budgets change alone", [Team, Team], ([first, second]) =>
+      it.effect.prop("a team survives a round trip and an update exactly; its budgets and retention change alone", [Team, Team], ([first, second]) =>
         Effect.gen(function* () {
           const store = yield* IdentityStore
           const created = new Team({ ...first, uid: newTeamUid() })
@@ -302,15 +302,19 @@ export const catalogConformance = <E>(storage: Layer.Layer<Stores | RawStorage, 
           expect((yield* store.getTeam(created.uid)).pipe(Option.map((t) => wire(Team, t)))).toEqual(
             Option.some(wire(Team, created))
           )
-          // An update keeps the budgets (they change alone, so that both changes made at once stay).
+          // An update keeps the budgets and retention (they change alone, so that changes made at once stay).
           yield* store.updateTeam(new Team({ ...second, uid: created.uid }))
-          const updated = new Team({ ...second, uid: created.uid, budgets: created.budgets })
+          const updated = new Team({ ...second, uid: created.uid, budgets: created.budgets, retention: created.retention })
           expect((yield* store.getTeam(created.uid)).pipe(Option.map((t) => wire(Team, t)))).toEqual(
             Option.some(wire(Team, updated))
           )
           yield* store.setTeamBudgets(created.uid, second.budgets)
           expect((yield* store.getTeam(created.uid)).pipe(Option.map((t) => wire(Team, t)))).toEqual(
             Option.some(wire(Team, new Team({ ...updated, budgets: second.budgets })))
+          )
+          yield* store.setTeamRetention(created.uid, second.retention)
+          expect((yield* store.getTeam(created.uid)).pipe(Option.map((t) => wire(Team, t)))).toEqual(
+            Option.some(wire(Team, new Team({ ...updated, budgets: second.budgets, retention: second.retention })))
           )
         }), PROPERTY_RUNS)
 

@@ -7,6 +7,7 @@ import type { EnvironmentStore } from "../src/ports/EnvironmentStore.js"
 import type { IdempotencyStore } from "../src/ports/IdempotencyStore.js"
 import type { IdentityStore } from "../src/ports/IdentityStore.js"
 import type { OutboundWebhookStore } from "../src/ports/OutboundWebhookStore.js"
+import type { RetentionStore } from "../src/ports/RetentionStore.js"
 import type { RunStore } from "../src/ports/RunStore.js"
 import type { ScheduleStore } from "../src/ports/ScheduleStore.js"
 import type { SecretStore } from "../src/ports/SecretStore.js"
@@ -25,6 +26,7 @@ export type Stores =
   | AuditLog
   | IdempotencyStore
   | OutboundWebhookStore
+  | RetentionStore
 
 /**
  * Test-only: what an adapter has actually stored, so the suite can check that secrets are

@@ -10,6 +10,7 @@ import { auditLogConformance } from "./AuditLogConformance.js"
 import { idempotencyConformance } from "./IdempotencyConformance.js"
 import { catalogConformance } from "./CatalogConformance.js"
 import { outboundWebhookConformance } from "./OutboundWebhookConformance.js"
+import { retentionConformance } from "./RetentionConformance.js"
 import { runStoreConformance } from "./RunStoreConformance.js"
 import type { RawStorage, Stores } from "./Stores.js"
 import { workerStoreConformance } from "./WorkerStoreConformance.js"
@@ -27,6 +28,7 @@ export const storageConformance = <E>(name: string, layer: Layer.Layer<Stores | 
     auditLogConformance(layer)
     idempotencyConformance(layer)
     outboundWebhookConformance(layer)
+    retentionConformance(layer)
   })
 }
 export { auditLogTransactions } from "./AuditLogConformance.js"

@@ -119,6 +119,9 @@ const expectedEndpoints = [
   // the team's budgets and spend (docs/budgets.md)
   "GET /agent/team/budgets",
   "PUT /agent/team/budgets",
+  // the team's retention (docs/retention.md)
+  "GET /agent/team/retention",
+  "PUT /agent/team/retention",
   "GET /agent/team/spend",
   "GET /agent/team/overview",
   // the self-hosted worker protocol (docs/workers.md)

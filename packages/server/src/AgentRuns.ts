@@ -27,6 +27,7 @@ import type {
   SignInClaims} from "@agent-runs/core";
 import {
   AuditRetention,
+  DataRetention,
   Idempotency,
   IdempotencyExpiry,
   AuditService,
@@ -52,6 +53,7 @@ import {
   SignIn,
   Skills,
   TeamMembers,
+  TeamRetention,
   Budgets,
   Overview,
   OutboundDispatch,
@@ -196,6 +198,16 @@ export interface AgentRunsOptions<ES, EB, EX> {
   readonly scheduler?: { readonly enabled?: boolean; readonly catchUpGraceSeconds?: number } | undefined
   /** How many days audit log entries are kept (365; 0: forever). */
   readonly auditRetentionDays?: number | undefined
+  /**
+   * The server's retention ceilings (docs/retention.md): days ended runs, and webhook deliveries
+   * with their payloads, are kept at most (absent or 0: no ceiling, teams set their own); how
+   * often the sweep looks (3,600 s).
+   */
+  readonly retention?: {
+    readonly runDays?: number | undefined
+    readonly webhookDeliveryDays?: number | undefined
+    readonly everySeconds?: number | undefined
+  } | undefined
   /** The run event streams' caps. */
   readonly eventStreams?: Partial<EventStreams.EventStreamLimits> | undefined
   /** The largest request body, in bytes (1 MiB). */
@@ -247,6 +259,7 @@ const servicesLayer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) =>
       Principals.Principals.Default,
       TeamMembers.TeamMembers.Default,
       Budgets.Budgets.Default,
+      TeamRetention.Retention.Default,
       Overview.Overview.Default,
       Tokens.Tokens.Default,
       Workers.Workers.Default,
@@ -266,8 +279,25 @@ const servicesLayer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) =>
     })),
     Layer.provideMerge(Ids.IdsLive),
     Layer.provideMerge(outboundSenderLayer(options.outboundWebhooks)),
-    Layer.provideMerge(schedulerConfigLayer(options))
+    Layer.provideMerge(schedulerConfigLayer(options)),
+    Layer.provide(Layer.succeed(TeamRetention.RetentionCeilingsTag, retentionSettings(options).ceilings))
   )
+
+/** A ceiling in days: none when absent or 0. */
+const ceiling = (days: number | undefined) => (days === undefined || days <= 0 ? {} : { value: days })
+
+/** The retention sweep's settings from the options. */
+const retentionSettings = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>): DataRetention.RetentionSettings => {
+  const runs = ceiling(options.retention?.runDays)
+  const deliveries = ceiling(options.retention?.webhookDeliveryDays)
+  return {
+    ceilings: {
+      ...("value" in runs ? { run_days: runs.value } : {}),
+      ...("value" in deliveries ? { webhook_delivery_days: deliveries.value } : {})
+    },
+    everyMs: (options.retention?.everySeconds ?? DataRetention.DEFAULT_RETENTION.everyMs / 1000) * 1000
+  }
+}
 
 /** The execution engine's settings, and the executions of this process (with their drain). */
 const executionBaseLayer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) => {
@@ -365,7 +395,12 @@ export const layer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) => {
     : Layer.effectDiscard(Effect.flatMap(Identities.Identities, (identities) => identities.bootstrap(Option.some(options.adminToken!), "options.adminToken")))
   const app = Server.appLayer({ maxBodyBytes: options.maxBodyBytes, basePath: basePathOf(options.publicUrl) })
   const retention = AuditRetention.layer({ retentionDays: options.auditRetentionDays ?? DEFAULT_AUDIT_RETENTION_DAYS })
-  const background = Layer.mergeAll(retention, IdempotencyExpiry.layer(), outboundDispatchLayer(options.outboundWebhooks))
+  const background = Layer.mergeAll(
+    retention,
+    DataRetention.layer(retentionSettings(options)),
+    IdempotencyExpiry.layer(),
+    outboundDispatchLayer(options.outboundWebhooks)
+  )
   return Layer.mergeAll(app, admin, executionLayer(options), schedulingLayer(options), background).pipe(
     Layer.provideMerge(base)
   )

@@ -415,6 +415,9 @@ describe("the server against /openapi.json", () => {
     await as("GET /api/v1/agent/github/repositories", {})
     await as("PUT /api/v1/agent/team/budgets", {}, { body: { default_max_cost_usd: 2, max_turns: 50, ...x } })
     await as("GET /api/v1/agent/team/budgets", {})
+    await as("PUT /api/v1/agent/team/retention", {}, { body: { run_days: 90, ...x } })
+    await as("PUT /api/v1/agent/team/retention", {}, { body: { run_days: 0 } })
+    await as("GET /api/v1/agent/team/retention", {})
     await as("GET /api/v1/agent/team/spend", {}, { query: "?days=7" })
     await as("GET /api/v1/agent/team/spend", {}, { query: "?days=91" })
     await as("GET /api/v1/agent/team/overview", {}, { query: "?hours=6" })
@@ -597,10 +600,13 @@ describe("the server against /openapi.json", () => {
       "GET /api/v1/agent/github/repositories 400",
       "GET /api/v1/admin/teams 400",
       "POST /api/v1/admin/principals 404",
-      // The caller's own team's budgets and spend: the team exists while the caller acts in it.
+      // The caller's own team's budgets, retention and spend: the team exists while the caller acts in it.
       "GET /api/v1/agent/team/budgets 400",
       "GET /api/v1/agent/team/budgets 404",
       "PUT /api/v1/agent/team/budgets 404",
+      "GET /api/v1/agent/team/retention 400",
+      "GET /api/v1/agent/team/retention 404",
+      "PUT /api/v1/agent/team/retention 404",
       "GET /api/v1/agent/me 400"
     ])
     const noSuccess = Object.entries(summary).filter(([, statuses]) => !statuses.some((s) => s >= 200 && s < 400)).map(([k]) => k)

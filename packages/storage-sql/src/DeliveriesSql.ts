@@ -14,20 +14,33 @@ import { DateTime, Effect } from "effect"
 /** The outcomes that are rejections: kept only in a small window, counted always. */
 export const REJECTED_OUTCOMES = ["REJECTED_AUTH", "REJECTED_INVALID_JSON", "REJECTED_TOO_LARGE"] as const
 
-/** Appends one entry to a webhook's delivery log. */
+/**
+ * Appends one entry to a webhook's delivery log; an accepted one's payload is recorded with its
+ * team for its retention (`webhook_payloads`: the log may drop the entry earlier).
+ */
 export const insertDelivery = (webhook: WebhookUid, delivery: Delivery) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql`INSERT INTO deliveries ${sql.insert({
-      delivery_id: delivery.delivery_id,
-      webhook_uid: webhook,
-      received_at: DateTime.toEpochMillis(delivery.received_at),
-      size_bytes: delivery.size_bytes,
-      identity: delivery.identity,
-      outcome: delivery.outcome,
-      run_ids: JSON.stringify(delivery.run_ids),
-      payload: delivery.payload === undefined ? null : JSON.stringify(delivery.payload)
-    })}`
+    delivery.outcome === "ACCEPTED"
+      ? Effect.zipRight(insertEntry(sql, webhook, delivery), recordPayload(sql, webhook, delivery))
+      : insertEntry(sql, webhook, delivery)
   )
+
+const recordPayload = (sql: SqlClient.SqlClient, webhook: WebhookUid, delivery: Delivery) =>
+  sql`INSERT INTO webhook_payloads (delivery_id, team_uid, received_at)
+    SELECT CAST(${delivery.delivery_id} AS TEXT), team_uid, CAST(${DateTime.toEpochMillis(delivery.received_at)} AS BIGINT)
+    FROM webhooks WHERE uid = ${webhook}`
+
+const insertEntry = (sql: SqlClient.SqlClient, webhook: WebhookUid, delivery: Delivery) =>
+  sql`INSERT INTO deliveries ${sql.insert({
+    delivery_id: delivery.delivery_id,
+    webhook_uid: webhook,
+    received_at: DateTime.toEpochMillis(delivery.received_at),
+    size_bytes: delivery.size_bytes,
+    identity: delivery.identity,
+    outcome: delivery.outcome,
+    run_ids: JSON.stringify(delivery.run_ids),
+    payload: delivery.payload === undefined ? null : JSON.stringify(delivery.payload)
+  })}`
 
 /** Adds one to a webhook's count of a delivery's outcome (and moves its latest time forward). */
 export const countDelivery = (webhook: WebhookUid, delivery: Delivery) =>

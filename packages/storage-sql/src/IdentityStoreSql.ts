@@ -13,6 +13,7 @@ import type { PrincipalUid, TeamUid, TokenId } from "@agent-runs/core/domain/Ids
 import { GitHubConnection } from "@agent-runs/core/domain/GitHub"
 import { Principal, type Role, Team, TokenRecord } from "@agent-runs/core/domain/Identity"
 import { TeamBudgets } from "@agent-runs/core/domain/Budget"
+import { TeamRetention } from "@agent-runs/core/domain/Retention"
 import { IdentityStore, type PrincipalChanges, type PrincipalPage } from "@agent-runs/core/ports/IdentityStore"
 import { SqlClient } from "@effect/sql"
 import { DateTime, Effect, Layer, Option, Schema } from "effect"
@@ -31,6 +32,7 @@ const TeamRow = Schema.Struct({
   max_concurrent_runs: Schema.Number,
   created_at: Rows.Millis,
   budgets: Schema.NullOr(JsonColumn),
+  retention: Schema.NullOr(JsonColumn),
   share_weight: Schema.Number
 })
 
@@ -70,6 +72,7 @@ const toTeam = (row: typeof TeamRow.Type) =>
     max_concurrent_runs: row.max_concurrent_runs,
     created_at: iso(row.created_at),
     budgets: row.budgets ?? {},
+    retention: row.retention ?? {},
     share_weight: row.share_weight
   })
 
@@ -122,10 +125,11 @@ export const layer = Layer.scoped(
       share_weight: team.share_weight
     })
     const budgetsColumn = (budgets: TeamBudgets) => json(Schema.encodeSync(TeamBudgets)(budgets))
+    const retentionColumn = (retention: TeamRetention) => json(Schema.encodeSync(TeamRetention)(retention))
 
     const createTeam = Effect.fn("IdentityStore.createTeam")(
       function* (team: Team) {
-        yield* sql`INSERT INTO teams ${sql.insert({ uid: team.uid, ...teamColumns(team), budgets: budgetsColumn(team.budgets) })}`
+        yield* sql`INSERT INTO teams ${sql.insert({ uid: team.uid, ...teamColumns(team), budgets: budgetsColumn(team.budgets), retention: retentionColumn(team.retention) })}`
       },
       operation("IdentityStore.createTeam")
     )
@@ -159,6 +163,14 @@ export const layer = Layer.scoped(
       },
       changing,
       operation("IdentityStore.setTeamBudgets")
+    )
+
+    const setTeamRetention = Effect.fn("IdentityStore.setTeamRetention")(
+      function* (uid: TeamUid, retention: TeamRetention) {
+        yield* sql`UPDATE teams SET retention = ${retentionColumn(retention)} WHERE uid = ${uid}`
+      },
+      changing,
+      operation("IdentityStore.setTeamRetention")
     )
 
     const GitHubRow = Schema.Struct({ github: Schema.NullOr(JsonColumn) })
@@ -436,6 +448,7 @@ export const layer = Layer.scoped(
       listTeams,
       updateTeam,
       setTeamBudgets,
+      setTeamRetention,
       getGitHubConnection,
       setGitHubConnection,
       createPrincipal,

@@ -30,6 +30,7 @@ import outboundWebhooks from "./migrations/0020_outbound_webhooks.js"
 import outboundClaimIndexes from "./migrations/0021_outbound_claim_indexes.js"
 import outboundHealthIndex from "./migrations/0022_outbound_health_index.js"
 import outboundNames from "./migrations/0023_outbound_names.js"
+import retention from "./migrations/0024_retention.js"
 
 export const loader = Migrator.fromRecord({
   "0001_runs": runs,
@@ -54,7 +55,8 @@ export const loader = Migrator.fromRecord({
   "0020_outbound_webhooks": outboundWebhooks,
   "0021_outbound_claim_indexes": outboundClaimIndexes,
   "0022_outbound_health_index": outboundHealthIndex,
-  "0023_outbound_names": outboundNames
+  "0023_outbound_names": outboundNames,
+  "0024_retention": retention
 })
 
 /** Migration 0017's shapes and statement (its test runs it on a database with older documents). */

@@ -9,6 +9,7 @@ import * as EnvironmentStoreSql from "./EnvironmentStoreSql.js"
 import * as IdempotencyStoreSql from "./IdempotencyStoreSql.js"
 import * as IdentityStoreSql from "./IdentityStoreSql.js"
 import * as OutboundWebhookStoreSql from "./OutboundWebhookStoreSql.js"
+import * as RetentionStoreSql from "./RetentionStoreSql.js"
 import * as RunStoreSql from "./RunStoreSql.js"
 import * as ScheduleStoreSql from "./ScheduleStoreSql.js"
 import * as SecretStoreSql from "./SecretStoreSql.js"
@@ -28,5 +29,6 @@ export const layer = Layer.mergeAll(
   WorkerStoreSql.layer,
   AuditLogSql.layer,
   IdempotencyStoreSql.layer,
-  OutboundWebhookStoreSql.layer
+  OutboundWebhookStoreSql.layer,
+  RetentionStoreSql.layer
 )

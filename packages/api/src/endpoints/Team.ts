@@ -1,6 +1,6 @@
 /** A team's members, service accounts and their tokens, managed by the team's admins (no instance administrator needed). */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
-import { Budget, Budgets, Identity, RunOverview } from "@agent-runs/core"
+import { Budget, Budgets, Identity, Retention, RunOverview } from "@agent-runs/core"
 import { DeleteResponse, OverviewUrlParams, PrincipalPageUrlParams, SpendUrlParams } from "../Models.js"
 import * as Problems from "../Problems.js"
 import { Authentication, TeamHeaders } from "../Security.js"
@@ -106,6 +106,35 @@ export class TeamGroup extends HttpApiGroup.make("team")
       )
   )
   .add(
+    HttpApiEndpoint.get("getTeamRetention", "/agent/team/retention")
+      .setHeaders(TeamHeaders)
+      .addSuccess(Retention.TeamRetentionResponse)
+      .addError(Problems.ResourceNotFound, { status: 404 })
+      .annotateContext(
+        doc(
+          "Get the team's retention",
+          "Anyone acting in the team. How many days its ended runs (`run_days`) and its webhook deliveries with their payloads " +
+            "(`webhook_delivery_days`) are kept: the team's own setting, the server's ceilings, and what applies (the shorter). " +
+            "An absent key: no limit at that level (docs/retention.md)."
+        )
+      )
+  )
+  .add(
+    HttpApiEndpoint.put("setTeamRetention", "/agent/team/retention")
+      .setHeaders(TeamHeaders)
+      .setPayload(Retention.TeamRetention)
+      .addSuccess(Retention.TeamRetentionResponse)
+      .addError(Problems.ResourceNotFound, { status: 404 })
+      .annotateContext(
+        doc(
+          "Set the team's retention",
+          `${ADMINS} Replaces both values (an absent key removes the team's limit); a value above the server's ceiling is a 400. ` +
+            "The sweep removes what is past it within the hour, for good: runs with their timeline, conversation, transcript, " +
+            "artifacts and agent state, deliveries with their payloads (docs/retention.md)."
+        )
+      )
+  )
+  .add(
     HttpApiEndpoint.get("getTeamSpend", "/agent/team/spend")
       .setHeaders(TeamHeaders)
       .setUrlParams(SpendUrlParams)
@@ -134,5 +163,5 @@ export class TeamGroup extends HttpApiGroup.make("team")
       )
   )
   .middleware(Authentication)
-  .annotateContext(doc("Team", "The team's members, service accounts and their tokens, for the team's admins; its budgets, spend and overview."))
+  .annotateContext(doc("Team", "The team's members, service accounts and their tokens, for the team's admins; its budgets, retention, spend and overview."))
 {}

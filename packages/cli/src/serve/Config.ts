@@ -55,6 +55,10 @@
  * principal), `AGENT_RUNS_SSE_MAX` (1000 in all), `AGENT_RUNS_SSE_RECHECK_SECONDS` (3: how often an
  * open stream checks its token and access again).
  * Audit log (docs/audit.md): `AGENT_RUNS_AUDIT_RETENTION_DAYS` (365: days entries are kept; 0 keeps them forever).
+ * Retention (docs/retention.md): `AGENT_RUNS_RUN_RETENTION_DAYS` (0: the server's ceiling on how long
+ * ended runs are kept; 0 sets none) and `AGENT_RUNS_WEBHOOK_DELIVERY_RETENTION_DAYS` (30: webhook
+ * deliveries and their payloads; 0 sets none); teams may keep less. `AGENT_RUNS_RETENTION_SWEEP_SECONDS`
+ * (3600: how often the sweep looks for what is past its time).
  * Scheduler: `AGENT_RUNS_SCHEDULER` (`on` | `off`; `on`: every replica fires the schedules' ticks,
  * each tick starting one run whatever the number of replicas; `off`: this replica fires none),
  * `AGENT_RUNS_SCHEDULER_GRACE_SECONDS` (2: how late a tick may be, when the scheduler starts, and
@@ -66,7 +70,7 @@
  */
 import { ProcessIsolation } from "@agent-runs/executor-process"
 import type { ProcessExecutor } from "@agent-runs/executor-process"
-import { OutboundWebhook, Quotas } from "@agent-runs/core"
+import { OutboundWebhook, Quotas, Retention } from "@agent-runs/core"
 import type { QuotaSettings } from "@agent-runs/core/domain/Quotas"
 import type { EventStreams } from "@agent-runs/http"
 import type { AgentRuns } from "@agent-runs/server"
@@ -131,6 +135,8 @@ export interface ServerConfig {
   readonly quotas?: Partial<QuotaSettings> | undefined
   /** Days audit log entries are kept (365; 0: forever). */
   readonly auditRetentionDays?: number | undefined
+  /** The server's retention ceilings in days (0: none), and how often the sweep looks (docs/retention.md). */
+  readonly retention?: { readonly runDays: number; readonly webhookDeliveryDays: number; readonly everySeconds: number } | undefined
   /** Sign-in with OpenID Connect (SignInConfig.ts; none: API tokens only). */
   readonly signIn?: AgentRuns.SignInOptions | undefined
   /** The GitHub hosts teams may connect to (`AGENT_RUNS_GITHUB_HOSTS`; github.com alone when absent). */
@@ -180,6 +186,15 @@ const positive = (name: string, fallback: number) =>
 const atLeast = (name: string, min: number, fallback: number) =>
   Config.integer(name).pipe(
     Config.validate({ message: `must be an integer of at least ${min}`, validation: (n) => n >= min }),
+    Config.withDefault(fallback)
+  )
+
+const retentionDays = (name: string, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.validate({
+      message: `must be a whole number of days from 0 (no ceiling) to ${Retention.MAX_RETENTION_DAYS}`,
+      validation: (n) => n >= 0 && n <= Retention.MAX_RETENTION_DAYS
+    }),
     Config.withDefault(fallback)
   )
 
@@ -313,6 +328,9 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
     Config.validate({ message: "must be a whole number of days, 0 (keep forever) or more", validation: (n) => n >= 0 }),
     Config.withDefault(365)
   ),
+  runRetentionDays: retentionDays("AGENT_RUNS_RUN_RETENTION_DAYS", 0),
+  webhookDeliveryRetentionDays: retentionDays("AGENT_RUNS_WEBHOOK_DELIVERY_RETENTION_DAYS", 30),
+  retentionSweepSeconds: positive("AGENT_RUNS_RETENTION_SWEEP_SECONDS", 3600),
   signIn: SignInConfig,
   ssePerPrincipal: atLeast("AGENT_RUNS_SSE_PER_PRINCIPAL", 1, 16),
   sseMax: atLeast("AGENT_RUNS_SSE_MAX", 1, 1000),
@@ -402,6 +420,11 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
         dispatch: { retry: { ...OutboundWebhook.DEFAULT_RETRY, give_up_after_ms: raw.outboundRetryHours * 3_600_000 } }
       },
       auditRetentionDays: raw.auditRetentionDays,
+      retention: {
+        runDays: raw.runRetentionDays,
+        webhookDeliveryDays: raw.webhookDeliveryRetentionDays,
+        everySeconds: raw.retentionSweepSeconds
+      },
       signIn: raw.signIn,
       eventStreams: {
         perPrincipal: raw.ssePerPrincipal,

@@ -107,6 +107,7 @@ const agentRunsOptions = (config: ServerConfig, execution: ExecutionSetup, secre
     },
     quotas: config.quotas,
     auditRetentionDays: config.auditRetentionDays,
+    retention: config.retention,
     signIn: config.signIn,
     ingress: {
       deliveries: { max: deliveriesPerMinute, windowMs: 60_000 },

@@ -24,3 +24,14 @@ export const EVENT_PAYLOAD_NAME = "event-payload.json"
  * data}` (base64), written before the run is; each is an attachment of every execution of the run.
  */
 export const runImagesKey = (runId: string): string => `run-images/${runId}.json`
+
+/**
+ * Every blob a run may have: its transcript, its agent state (and the parts of one a worker's
+ * execution was still sending), its images. What removing the run removes (docs/retention.md).
+ */
+export const runBlobKeys = (runId: string, executionIds: Iterable<string>): ReadonlyArray<string> => [
+  transcriptKey(runId),
+  agentStateKey(runId),
+  runImagesKey(runId),
+  ...[...executionIds].map((executionId) => agentStateUploadKey(runId, executionId))
+]

@@ -6,6 +6,7 @@
  */
 import { Schema } from "effect"
 import { NonBlankString, optionalInput, PrincipalRef, PrincipalType, Timestamp } from "./Common.js"
+import { TeamRetention } from "./Retention.js"
 import { TeamBudgets } from "./Budget.js"
 import { ShareWeight } from "./FairShare.js"
 import { PrincipalUid, TeamUid, TokenId } from "./Ids.js"
@@ -38,6 +39,8 @@ export class Team extends Schema.Class<Team>("Team")({
   created_at: Timestamp,
   /** Its runs' default budgets and the ceilings over them (Budget.ts), set by a team admin; none by default. */
   budgets: TeamBudgets.pipe(Schema.propertySignature, Schema.withConstructorDefault(() => ({}))),
+  /** How long it keeps its ended runs and its webhook deliveries (Retention.ts), set by a team admin; no limit by default. */
+  retention: TeamRetention.pipe(Schema.propertySignature, Schema.withConstructorDefault(() => ({}))),
   /** Its weight in fair share across teams (FairShare.ts), set by an instance administrator. */
   share_weight: ShareWeight.pipe(Schema.propertySignature, Schema.withConstructorDefault(() => 1))
 }) {}

@@ -16,6 +16,7 @@ export interface PrincipalChanges {
   readonly disabled_at: number | null
 }
 import type { TeamBudgets } from "../domain/Budget.js"
+import type { TeamRetention } from "../domain/Retention.js"
 import type { Effect, Option } from "effect"
 import { Context } from "effect"
 import type { GitHubConnection } from "../domain/GitHub.js"
@@ -30,10 +31,12 @@ export class IdentityStore extends Context.Tag("@agent-runs/core/IdentityStore")
   readonly getTeam: (uid: TeamUid) => Effect.Effect<Option.Option<Team>, StorageError>
   /** Every team, by name. */
   readonly listTeams: Effect.Effect<ReadonlyArray<Team>, StorageError>
-  /** Replaces a team's settings, its budgets apart. */
+  /** Replaces a team's settings, its budgets and retention apart. */
   readonly updateTeam: (team: Team) => Effect.Effect<void, StorageError>
   /** Replaces a team's budgets alone (Budget.ts), so that a change of its other settings at the same time is kept. */
   readonly setTeamBudgets: (uid: TeamUid, budgets: TeamBudgets) => Effect.Effect<void, StorageError>
+  /** Replaces a team's retention alone (Retention.ts). */
+  readonly setTeamRetention: (uid: TeamUid, retention: TeamRetention) => Effect.Effect<void, StorageError>
   /** A team's GitHub connection; none when it has none (or there is no such team). */
   readonly getGitHubConnection: (uid: TeamUid) => Effect.Effect<Option.Option<GitHubConnection>, StorageError>
   /** Sets (some) or removes (none) a team's GitHub connection; false when there is no such team. */

@@ -36,10 +36,17 @@ export const isLogged = (state: MemoryState, id: DeliveryId): boolean => state.d
 export const isTaken = (state: MemoryState, webhook: WebhookUid, identity: string): boolean =>
   state.deliveryLogs.get(webhook)?.identities.has(identity) ?? false
 
-/** Appends one entry to a webhook's log (the caller checked that its id is not logged yet). */
+/**
+ * Appends one entry to a webhook's log (the caller checked that its id is not logged yet); an
+ * accepted one's payload is recorded with its team for its retention.
+ */
 export const insertDelivery = (state: MemoryState, webhook: WebhookUid, delivery: Delivery): void => {
   logOf(state, webhook).entries.set(delivery.delivery_id, delivery)
   state.deliveryOwners.set(delivery.delivery_id, webhook)
+  const team = state.webhooks.get(webhook)?.team_uid
+  if (delivery.outcome === "ACCEPTED" && team !== undefined) {
+    state.webhookPayloads.set(delivery.delivery_id, { team_uid: team, received_at: DateTime.toEpochMillis(delivery.received_at) })
+  }
 }
 
 /** Takes an identity for a logged delivery (the caller checked that it is free). */

@@ -10,6 +10,7 @@ import { DateTime, Effect, Option } from "effect"
 import type { GitHubConnection } from "../../src/domain/GitHub.js"
 import type { PrincipalUid, TeamUid, TokenId } from "../../src/domain/Ids.js"
 import type { TeamBudgets } from "../../src/domain/Budget.js"
+import type { TeamRetention } from "../../src/domain/Retention.js"
 import { Principal, type Role, Team, TokenRecord } from "../../src/domain/Identity.js"
 import { compareCodePoints } from "../../src/domain/RunQuery.js"
 import { IdentityStore, type PrincipalChanges, type PrincipalPage } from "../../src/ports/IdentityStore.js"
@@ -34,13 +35,19 @@ export const makeMemoryIdentityStore = (state: MemoryState): Context.Tag.Service
   const updateTeam = (team: Team) =>
     Effect.sync(() => {
       const current = state.teams.get(team.uid)
-      if (current !== undefined) state.teams.set(team.uid, new Team({ ...team, budgets: current.budgets }))
+      if (current !== undefined) state.teams.set(team.uid, new Team({ ...team, budgets: current.budgets, retention: current.retention }))
     })
 
   const setTeamBudgets = (uid: TeamUid, budgets: TeamBudgets) =>
     Effect.sync(() => {
       const current = state.teams.get(uid)
       if (current !== undefined) state.teams.set(uid, new Team({ ...current, budgets }))
+    })
+
+  const setTeamRetention = (uid: TeamUid, retention: TeamRetention) =>
+    Effect.sync(() => {
+      const current = state.teams.get(uid)
+      if (current !== undefined) state.teams.set(uid, new Team({ ...current, retention }))
     })
 
   const getGitHubConnection = (uid: TeamUid) => Effect.sync(() => Option.fromNullable(state.gitHubConnections.get(uid)))
@@ -227,6 +234,7 @@ export const makeMemoryIdentityStore = (state: MemoryState): Context.Tag.Service
     listTeams,
     updateTeam,
     setTeamBudgets,
+    setTeamRetention,
     getGitHubConnection,
     setGitHubConnection,
     createPrincipal,

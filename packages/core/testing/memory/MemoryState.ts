@@ -125,6 +125,11 @@ export interface MemoryState {
   readonly deliveryLogs: Map<WebhookUid, DeliveryLog>
   /** Delivery ids are unique across webhooks (the SQL adapter's primary key). */
   readonly deliveryOwners: Map<DeliveryId, WebhookUid>
+  /** The payloads of accepted deliveries, with their team and time of receipt, for their retention. */
+  readonly webhookPayloads: Map<DeliveryId, { readonly team_uid: TeamUid; readonly received_at: number }>
+
+  // Written by RetentionStore (and the run removal it shares): blob keys queued for removal, with when.
+  readonly blobRemovals: Map<string, number>
 
   // Written by their own stores.
   readonly schedules: Map<ScheduleId, StoredSchedule>
@@ -177,6 +182,8 @@ export const makeMemoryState = (): MemoryState => ({
   followupCounter: 0,
   deliveryLogs: new Map(),
   deliveryOwners: new Map(),
+  webhookPayloads: new Map(),
+  blobRemovals: new Map(),
   schedules: new Map(),
   environments: new Map(),
   environmentLinks: new Map(),

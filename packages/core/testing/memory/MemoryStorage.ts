@@ -11,6 +11,7 @@ import { EnvironmentStore } from "../../src/ports/EnvironmentStore.js"
 import { IdempotencyStore } from "../../src/ports/IdempotencyStore.js"
 import { IdentityStore } from "../../src/ports/IdentityStore.js"
 import { OutboundWebhookStore } from "../../src/ports/OutboundWebhookStore.js"
+import { RetentionStore } from "../../src/ports/RetentionStore.js"
 import { RunStore } from "../../src/ports/RunStore.js"
 import { ScheduleStore } from "../../src/ports/ScheduleStore.js"
 import { SecretStore } from "../../src/ports/SecretStore.js"
@@ -25,6 +26,7 @@ import { makeMemoryIdempotencyStore } from "./MemoryIdempotencyStore.js"
 import { makeMemoryIdentityStore } from "./MemoryIdentityStore.js"
 import { makeMemoryOutboundWebhookStore } from "./MemoryOutboundWebhookStore.js"
 import { makeMemoryRawStorage } from "./MemoryRawStorage.js"
+import { makeMemoryRetentionStore } from "./MemoryRetentionStore.js"
 import { makeMemoryRunStore } from "./MemoryRunStore.js"
 import { makeMemoryScheduleStore } from "./MemoryScheduleStore.js"
 import { makeMemorySecretStore } from "./MemorySecretStore.js"
@@ -51,6 +53,7 @@ export const memoryStorage: Layer.Layer<Stores | RawStorage> = Layer.scopedConte
       Context.add(AuditLog, makeMemoryAuditLog(state)),
       Context.add(IdempotencyStore, makeMemoryIdempotencyStore(state, sealer)),
       Context.add(OutboundWebhookStore, makeMemoryOutboundWebhookStore(state, sealer)),
+      Context.add(RetentionStore, makeMemoryRetentionStore(state)),
       Context.add(RawStorage, makeMemoryRawStorage(state))
     )
   })

@@ -1,6 +1,6 @@
 /** Handlers of the team group: the team of the request's members, service accounts and tokens (core's `TeamMembers`, `Tokens`). */
 import { HttpApiBuilder } from "@effect/platform"
-import { Budgets, Identity, Overview, RunOverview, TeamMembers, Tokens } from "@agent-runs/core"
+import { Budgets, Identity, Overview, RunOverview, TeamMembers, TeamRetention, Tokens } from "@agent-runs/core"
 import { Effect } from "effect"
 import { Api } from "@agent-runs/api/Api"
 import { DeleteResponse } from "@agent-runs/api/Models"
@@ -14,6 +14,7 @@ export const TeamLive = HttpApiBuilder.group(Api, "team", (handlers) =>
     const tokens = yield* Tokens.Tokens
     const budgets = yield* Budgets.Budgets
     const overview = yield* Overview.Overview
+    const retention = yield* TeamRetention.Retention
     return handlers
       .handle("listTeamMembers", ({ urlParams }) =>
         Effect.flatMap(CurrentViewer, (v) =>
@@ -33,6 +34,8 @@ export const TeamLive = HttpApiBuilder.group(Api, "team", (handlers) =>
       .handle("revokeTeamToken", ({ path }) => Effect.flatMap(CurrentViewer, (v) => tokens.revokeInTeam(v, path.token_id)).pipe(deleted))
       .handle("getTeamBudgets", () => Effect.flatMap(CurrentViewer, (v) => budgets.get(v)))
       .handle("setTeamBudgets", ({ payload }) => Effect.flatMap(CurrentViewer, (v) => budgets.set(v, payload)))
+      .handle("getTeamRetention", () => Effect.flatMap(CurrentViewer, (v) => retention.get(v)))
+      .handle("setTeamRetention", ({ payload }) => Effect.flatMap(CurrentViewer, (v) => retention.set(v, payload)))
       .handle("getTeamSpend", ({ urlParams }) =>
         Effect.flatMap(CurrentViewer, (v) => budgets.spend(v, urlParams.days ?? Budgets.DEFAULT_SPEND_DAYS)))
       .handle("getTeamOverview", ({ urlParams }) =>

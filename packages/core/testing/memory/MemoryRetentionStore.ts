@@ -1,0 +1,81 @@
+/**
+ * RetentionStore in memory: what `RetentionStoreSql.ts` does. Removing a run drops its record
+ * (which holds its timeline, conversation, follow-ups and shapers) and its indexes, its outbound
+ * changes and deliveries, and queues its blobs; removing deliveries drops them from their logs
+ * with their identities, and payloads from their record, queuing their blobs.
+ */
+import type { Context } from "effect"
+import { Clock, DateTime, Effect } from "effect"
+import { eventPayloadKey, runBlobKeys } from "../../src/domain/BlobKeys.js"
+import type { DeliveryId, RunId, TeamUid } from "../../src/domain/Ids.js"
+import { isTerminal } from "../../src/domain/RunState.js"
+import type { RetentionStore } from "../../src/ports/RetentionStore.js"
+import { removeDeliveries } from "./MemoryDeliveries.js"
+import type { MemoryState } from "./MemoryState.js"
+
+const updatedAt = (state: MemoryState, id: RunId): number => DateTime.toEpochMillis(state.runs.get(id)!.run.item.updated_at)
+
+/** Removes the runs named that are still ended and last changed before `before`; the ids removed. */
+export const removeRuns = (state: MemoryState, ids: ReadonlyArray<RunId>, before: number, now: number): ReadonlyArray<RunId> => {
+  const removed: Array<RunId> = []
+  for (const id of ids) {
+    const record = state.runs.get(id)
+    if (record === undefined || !isTerminal(record.run.item.state) || updatedAt(state, id) >= before) continue
+    state.runs.delete(id)
+    state.runsByState.get(record.run.item.state)?.delete(id)
+    state.runsByTeam.get(record.run.team_uid)?.delete(id)
+    const executions = new Set(record.events.map((e) => e.execution_id as string).filter((e) => e !== ""))
+    for (const key of runBlobKeys(id, executions)) if (!state.blobRemovals.has(key)) state.blobRemovals.set(key, now)
+    removed.push(id)
+  }
+  const gone = new Set<string>(removed)
+  const outbound = state.outbound
+  outbound.changes.splice(0, outbound.changes.length, ...outbound.changes.filter((c) => !gone.has(c.run_id)))
+  outbound.deliveries.splice(0, outbound.deliveries.length, ...outbound.deliveries.filter((d) => !gone.has(d.run_id)))
+  return removed
+}
+
+/** RetentionStore over the shared state. */
+export const makeMemoryRetentionStore = (state: MemoryState): Context.Tag.Service<RetentionStore> => {
+  const oldestFirst = (ids: Iterable<RunId>, before: number, limit: number): Array<RunId> =>
+    [...ids]
+      .filter((id) => isTerminal(state.runs.get(id)!.run.item.state) && updatedAt(state, id) < before)
+      .sort((a, b) => updatedAt(state, a) - updatedAt(state, b) || (a < b ? -1 : a > b ? 1 : 0))
+      .slice(0, limit)
+
+  const expireRuns = (team: TeamUid, before: number, limit: number) =>
+    Effect.map(Clock.currentTimeMillis, (now) =>
+      removeRuns(state, oldestFirst(state.runsByTeam.get(team) ?? [], before, limit), before, now).length)
+
+  const expireDeliveries = (team: TeamUid, before: number, limit: number) =>
+    Effect.map(Clock.currentTimeMillis, (now) => {
+      let deliveries = 0
+      for (const [uid, webhook] of state.webhooks) {
+        if (webhook.team_uid !== team || deliveries >= limit) continue
+        const log = state.deliveryLogs.get(uid)
+        const old = [...(log?.entries.values() ?? [])]
+          .filter((d) => DateTime.toEpochMillis(d.received_at) < before)
+          .slice(0, limit - deliveries)
+          .map((d) => d.delivery_id)
+        deliveries += removeDeliveries(state, uid, new Set(old))
+      }
+      const payloads = [...state.webhookPayloads]
+        .filter(([, p]) => p.team_uid === team && p.received_at < before)
+        .sort(([, a], [, b]) => a.received_at - b.received_at)
+        .slice(0, limit)
+      for (const [id] of payloads) {
+        state.webhookPayloads.delete(id as DeliveryId)
+        if (!state.blobRemovals.has(eventPayloadKey(id))) state.blobRemovals.set(eventPayloadKey(id), now)
+      }
+      return Math.max(deliveries, payloads.length)
+    })
+
+  const blobsToRemove = (limit: number) => Effect.sync(() => [...state.blobRemovals.keys()].slice(0, limit))
+
+  const blobsRemoved = (keys: ReadonlyArray<string>) =>
+    Effect.sync(() => {
+      for (const key of keys) state.blobRemovals.delete(key)
+    })
+
+  return { expireRuns, expireDeliveries, blobsToRemove, blobsRemoved }
+}

@@ -1,0 +1,113 @@
+/**
+ * RetentionStore over SqlClient (migration 0024): removes ended runs and old deliveries in bounded
+ * batches, and queues the keys of their blobs in `blob_removals` in the same transaction.
+ *
+ * Decisions:
+ * - Candidates are read oldest first through `runs_team_updated` (a team's runs by last change)
+ *   and `webhook_payloads_team`; the delete repeats the candidate's conditions, so a run a
+ *   follow-up took up again after it was read stays (on PostgreSQL the delete waits for the
+ *   follow-up's transaction and re-checks).
+ * - What hangs off a run goes by `ON DELETE CASCADE` (timeline, conversation, artifacts, metadata,
+ *   ancestors, shapers, follow-ups); its outbound changes and deliveries, which reference it
+ *   without a key, are removed by statement. Its execution ids are read before (from its timeline)
+ *   for the keys of agent state a worker was still sending.
+ * - Deliveries go by their webhook's team (`deliveries_by_webhook` per webhook); their identities
+ *   by cascade, so an old delivery sent again is new again (docs/webhooks.md says so).
+ */
+import { runBlobKeys, eventPayloadKey } from "@agent-runs/core/domain/BlobKeys"
+import type { TeamUid } from "@agent-runs/core/domain/Ids"
+import { TerminalRunStates } from "@agent-runs/core/domain/RunState"
+import { RetentionStore } from "@agent-runs/core/ports/RetentionStore"
+import { SqlClient } from "@effect/sql"
+import { Clock, Effect, Layer } from "effect"
+import { operation } from "./internal/Catalog.js"
+
+type Row = { readonly run_id: string; readonly execution_id: string }
+
+/**
+ * Removes the runs named that are still ended and last changed before `before`, queuing their
+ * blobs; the ids removed. Inside the caller's transaction.
+ */
+export const removeRuns = (runIds: ReadonlyArray<string>, before: number) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    if (runIds.length === 0) return []
+    const executions = yield* sql<Row>`SELECT DISTINCT run_id, execution_id FROM timeline_events
+      WHERE run_id IN ${sql.in(runIds)} AND execution_id <> ''`
+    const removed = yield* sql<{ run_id: string }>`DELETE FROM runs
+      WHERE run_id IN ${sql.in(runIds)} AND state IN ${sql.in(TerminalRunStates)} AND updated_at < ${before}
+      RETURNING run_id`
+    const ids = removed.map((row) => row.run_id)
+    if (ids.length === 0) return ids
+    yield* sql`DELETE FROM outbound_deliveries WHERE run_id IN ${sql.in(ids)}`
+    yield* sql`DELETE FROM outbound_changes WHERE run_id IN ${sql.in(ids)}`
+    const keys = ids.flatMap((id) => runBlobKeys(id, executions.filter((e) => e.run_id === id).map((e) => e.execution_id)))
+    yield* queueBlobs(keys)
+    return ids
+  })
+
+/** Queues blob keys for removal. */
+export const queueBlobs = (keys: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    if (keys.length === 0) return
+    const sql = yield* SqlClient.SqlClient
+    const now = yield* Clock.currentTimeMillis
+    yield* sql`INSERT INTO blob_removals ${sql.insert(keys.map((blob_key) => ({ blob_key, queued_at: now })))}
+      ON CONFLICT (blob_key) DO NOTHING`
+  })
+
+/** RetentionStore, needing `SqlClient`. */
+export const layer = Layer.effect(
+  RetentionStore,
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    const expireRuns = Effect.fn("RetentionStore.expireRuns")(
+      function* (team: TeamUid, before: number, limit: number) {
+        const candidates = yield* sql<{ run_id: string }>`SELECT run_id FROM runs
+          WHERE team_uid = ${team} AND updated_at < ${before} AND state IN ${sql.in(TerminalRunStates)}
+          ORDER BY updated_at, run_id LIMIT ${limit}`
+        const removed = yield* sql.withTransaction(removeRuns(candidates.map((row) => row.run_id), before)).pipe(
+          Effect.provideService(SqlClient.SqlClient, sql)
+        )
+        return removed.length
+      },
+      operation("RetentionStore.expireRuns")
+    )
+
+    const expireDeliveries = Effect.fn("RetentionStore.expireDeliveries")(
+      function* (team: TeamUid, before: number, limit: number) {
+        return yield* sql.withTransaction(Effect.gen(function* () {
+          const deliveries = yield* sql`DELETE FROM deliveries WHERE delivery_id IN (
+              SELECT d.delivery_id FROM deliveries d JOIN webhooks w ON w.uid = d.webhook_uid
+              WHERE w.team_uid = ${team} AND d.received_at < ${before} LIMIT ${limit}
+            ) RETURNING delivery_id`
+          const payloads = yield* sql<{ delivery_id: string }>`DELETE FROM webhook_payloads WHERE delivery_id IN (
+              SELECT delivery_id FROM webhook_payloads WHERE team_uid = ${team} AND received_at < ${before}
+              ORDER BY received_at, delivery_id LIMIT ${limit}
+            ) RETURNING delivery_id`
+          yield* queueBlobs(payloads.map((row) => eventPayloadKey(row.delivery_id))).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+          return Math.max(deliveries.length, payloads.length)
+        }))
+      },
+      operation("RetentionStore.expireDeliveries")
+    )
+
+    const blobsToRemove = Effect.fn("RetentionStore.blobsToRemove")(
+      function* (limit: number) {
+        const rows = yield* sql<{ blob_key: string }>`SELECT blob_key FROM blob_removals ORDER BY queued_at, blob_key LIMIT ${limit}`
+        return rows.map((row) => row.blob_key)
+      },
+      operation("RetentionStore.blobsToRemove")
+    )
+
+    const blobsRemoved = Effect.fn("RetentionStore.blobsRemoved")(
+      function* (keys: ReadonlyArray<string>) {
+        if (keys.length > 0) yield* sql`DELETE FROM blob_removals WHERE blob_key IN ${sql.in(keys)}`
+      },
+      operation("RetentionStore.blobsRemoved")
+    )
+
+    return RetentionStore.of({ expireRuns, expireDeliveries, blobsToRemove, blobsRemoved })
+  })
+)

@@ -1,0 +1,29 @@
+/**
+ * Retention (core's Retention.ts, RetentionStore.ts): teams keep how long their data is kept
+ * (`retention`, JSON; null for no limit); blobs of removed rows wait in `blob_removals` until the
+ * sweeper has removed them; the payload blobs of accepted deliveries are recorded in
+ * `webhook_payloads` with their team and time of receipt, since the delivery log drops entries
+ * before their payloads may go (its own bounds), and are counted from what the log holds at the
+ * upgrade. `outbound_deliveries_run` lets a run's outbound deliveries go with it.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+
+export default Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE teams ADD COLUMN retention TEXT NULL`
+  yield* sql`CREATE TABLE blob_removals (
+    blob_key TEXT PRIMARY KEY,
+    queued_at BIGINT NOT NULL
+  )`
+  yield* sql`CREATE TABLE webhook_payloads (
+    delivery_id TEXT PRIMARY KEY,
+    team_uid TEXT NOT NULL,
+    received_at BIGINT NOT NULL
+  )`
+  yield* sql`CREATE INDEX webhook_payloads_team ON webhook_payloads (team_uid, received_at, delivery_id)`
+  yield* sql`INSERT INTO webhook_payloads (delivery_id, team_uid, received_at)
+    SELECT d.delivery_id, w.team_uid, d.received_at FROM deliveries d JOIN webhooks w ON w.uid = d.webhook_uid
+    WHERE d.outcome = 'ACCEPTED'`
+  yield* sql`CREATE INDEX outbound_deliveries_run ON outbound_deliveries (run_id)`
+})
