@@ -119,3 +119,60 @@ describe.each<DatabaseKind>(["sqlite", "postgres"])("retention (%s)", (kind) => 
     expect(existsSync(payload(fresh))).toBe(true)
   }, 60_000)
 })
+
+describe.each<DatabaseKind>(["sqlite", "postgres"])("deleting a run (%s)", (kind) => {
+  const server = suiteServer(kind, {}, { concurrency: 2 })
+
+  it("lets its creator and the team's admins delete an ended run for good; others 403, a live run 409; its children stay", async () => {
+    const { tokens } = await makeTeam(server(), `deletion-${kind}`)
+    const api = (token: string, method: string, path: string, body?: unknown) =>
+      call(server(), method, `/api/v1${path}`, { token, ...(body === undefined ? {} : { body }) })
+    const marker = `deleted-${kind}-${Date.now()}`
+    const create = async (token: string, body: Record<string, unknown>) => {
+      const reply = await api(token, "POST", "/agent/runs", { title: `${marker} run`, team: true, ...body })
+      expect(reply.status).toBe(200)
+      return reply.body.run_id as string
+    }
+    const mine = await create(tokens.member, { prompt: "hello" })
+    const child = await create(tokens.member, { prompt: "hello", parent_run_id: mine })
+    const theirs = await create(tokens.admin, { prompt: "hello" })
+    const live = await create(tokens.member, { prompt: "@sleep 600000" })
+    for (const id of [mine, child, theirs]) expect((await waitForRun(server(), tokens.admin, id)).state).toBe("SUCCEEDED")
+    const transcriptFile = join(server().config.blobDir, "transcripts", `${mine}.jsonl`)
+    expect(existsSync(transcriptFile)).toBe(true)
+
+    // Another member, a viewer: 403; a live run: 409 naming its state.
+    expect((await api(tokens.member, "DELETE", `/agent/runs/${theirs}`)).status).toBe(403)
+    expect((await api(tokens.viewer, "DELETE", `/agent/runs/${mine}`)).status).toBe(403)
+    await eventually(async () => (await api(tokens.member, "GET", `/agent/runs/${live}`)).body.state === "INPROGRESS")
+    const running = await api(tokens.member, "DELETE", `/agent/runs/${live}`)
+    expect(running.status).toBe(409)
+    expect(running.body.error).toContain("INPROGRESS")
+    // A child under a live parent: the parent's budget counts it.
+    const underLive = await create(tokens.member, { prompt: "hello", parent_run_id: live })
+    expect((await waitForRun(server(), tokens.admin, underLive)).state).toBe("SUCCEEDED")
+    const counted = await api(tokens.member, "DELETE", `/agent/runs/${underLive}`)
+    expect(counted.status).toBe(409)
+    expect(counted.body.error).toContain("parent_run_id")
+
+    const deleted = await api(tokens.member, "DELETE", `/agent/runs/${mine}`)
+    expect(deleted.status).toBe(200)
+    expect(deleted.body).toEqual({ success: true })
+    for (const path of ["", "/timeline", "/conversation", "/transcript", "/events"]) {
+      expect((await api(tokens.member, "GET", `/agent/runs/${mine}${path}`)).status).toBe(404)
+    }
+    expect(existsSync(transcriptFile)).toBe(false)
+    expect((await api(tokens.member, "DELETE", `/agent/runs/${mine}`)).status).toBe(404)
+    // The team's admin deletes another's run.
+    expect((await api(tokens.admin, "DELETE", `/agent/runs/${theirs}`)).status).toBe(200)
+    const found = await api(tokens.admin, "GET", `/agent/runs?q=${encodeURIComponent(marker)}&limit=10`)
+    expect(found.body.runs.map((r: { run_id: string }) => r.run_id).sort()).toEqual([child, live, underLive].sort())
+    const kept = await api(tokens.member, "GET", `/agent/runs/${child}`)
+    expect(kept.status).toBe(200)
+    expect(kept.body.parent_run_id).toBe(mine)
+    const audit = await api(tokens.admin, "GET", "/agent/audit-log?action=run.delete")
+    expect(audit.body.entries.map((e: { outcome: string }) => e.outcome).sort())
+      .toEqual(["denied", "denied", "denied", "failed", "failed", "succeeded", "succeeded"])
+    await api(tokens.member, "POST", `/agent/runs/${live}/cancel`)
+  }, 90_000)
+})

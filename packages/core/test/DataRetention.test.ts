@@ -6,11 +6,13 @@ import type { PrincipalUid, TeamUid } from "../src/domain/Ids.js"
 import { Team } from "../src/domain/Identity.js"
 import type { TeamRetention } from "../src/domain/Retention.js"
 import type { RunState } from "../src/domain/RunState.js"
-import { layer as sweep, RETENTION_BATCH, retentionPass } from "../src/engine/DataRetention.js"
+import { layer as sweep, MAX_ROUNDS, RETENTION_BATCH, retentionPass } from "../src/engine/DataRetention.js"
 import * as Health from "../src/engine/Health.js"
 import { BlobStore } from "../src/ports/BlobStore.js"
 import { IdentityStore } from "../src/ports/IdentityStore.js"
+import { RetentionStore } from "../src/ports/RetentionStore.js"
 import { RunStore, type StoredRun } from "../src/ports/RunStore.js"
+import { StorageError } from "../src/ports/Storage.js"
 import { creationEvents, makeRun, memoryStorage, uid } from "../testing/index.js"
 import { memoryBlobStore } from "../testing/ConversationsServiceSuite.js"
 
@@ -74,19 +76,43 @@ describe("data retention", () => {
       for (const run of [strictLive, strictNew, laxNew]) expect(yield* kept(run)).toBe(true)
     }).pipe(Effect.provide(stores)))
 
-  it.effect("drains a backlog in batches, at once while a batch was full", () =>
+  it.effect("drains a backlog in bounded batches, oldest first, the next pass at once while a batch was full", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(NOW)
       const team = yield* teamWith({ run_days: 1 })
-      const runs = yield* Effect.forEach(Array.from({ length: RETENTION_BATCH + 5 }), (_, i) => runAt(team, NOW - 2 * DAY - i))
+      const quiet = yield* teamWith({ run_days: 1 })
+      const backlog = RETENTION_BATCH * MAX_ROUNDS + 5
+      const runs = yield* Effect.forEach(Array.from({ length: backlog }), (_, i) => runAt(team, NOW - 2 * DAY - i))
+      const other = yield* runAt(quiet, NOW - 2 * DAY)
       const pass = retentionPass({ ceilings: {}, everyMs: HOUR })
       expect(yield* pass).toBe(0)
+      expect(yield* kept(other)).toBe(false)
       const left = yield* Effect.filter(runs, kept)
-      expect(left.length).toBe(5)
       // Oldest first: the newest five are what is left.
       expect(left.map((r) => r.item.run_id)).toEqual(runs.slice(0, 5).map((r) => r.item.run_id))
       expect(yield* pass).toBe(HOUR)
       expect((yield* Effect.filter(runs, kept)).length).toBe(0)
+    }).pipe(Effect.provide(stores)))
+
+  it.effect("a blob that cannot be removed stays queued for the next pass; the others go", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(NOW)
+      const team = yield* teamWith({ run_days: 1 })
+      const stuck = yield* runAt(team, NOW - 2 * DAY)
+      const fine = yield* runAt(team, NOW - 2 * DAY)
+      const real = yield* BlobStore
+      const broken = BlobStore.of({
+        ...real,
+        remove: (key) => key === transcriptKey(stuck.item.run_id) ? Effect.fail(new StorageError({ operation: "remove", cause: "EACCES" })) : real.remove(key)
+      })
+      const pass = retentionPass({ ceilings: {}, everyMs: HOUR }).pipe(Effect.provideService(BlobStore, broken))
+      expect(yield* pass).toBe(HOUR)
+      expect((yield* real.size(transcriptKey(fine.item.run_id)))).toBe(0)
+      expect((yield* real.size(transcriptKey(stuck.item.run_id)))).toBeGreaterThan(0)
+      expect(yield* (yield* RetentionStore).blobsToRemove(10)).toEqual([transcriptKey(stuck.item.run_id)])
+      expect(yield* retentionPass({ ceilings: {}, everyMs: HOUR })).toBe(HOUR)
+      expect((yield* real.size(transcriptKey(stuck.item.run_id)))).toBe(0)
+      expect(yield* (yield* RetentionStore).blobsToRemove(10)).toEqual([])
     }).pipe(Effect.provide(stores)))
 
   it.scoped("on the clock: a run goes within the hour after its time, not before", () =>

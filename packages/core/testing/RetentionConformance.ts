@@ -71,6 +71,38 @@ export const retentionConformance = <E>(storeLayer: Layer.Layer<Stores, E>) => {
         expect(yield* queued(keys)).toEqual([])
       }))
 
+    it.effect("a run whose parent is still kept stays; it goes once the parent is gone", () =>
+      Effect.gen(function*() {
+        const store = yield* RetentionStore
+        const team = uid<TeamUid>()
+        const parent = yield* runOf(team, "SUCCEEDED", 10)
+        const at = T0 - 20 * DAY
+        const child = makeRun({ team, creator: uid<PrincipalUid>(), state: "SUCCEEDED", created_at: at - 1000, updated_at: at, parent: parent.run })
+        yield* (yield* RunStore).create([{ run: child, events: creationEvents(child) }])
+        // Only the parent goes in the first batch, though the child is older.
+        expect(yield* store.expireRuns(team, T0 - 7 * DAY, 10)).toBe(1)
+        expect(yield* exists(parent.run)).toBe(false)
+        expect(yield* exists(child)).toBe(true)
+        expect(yield* store.expireRuns(team, T0 - 7 * DAY, 10)).toBe(1)
+        expect(yield* exists(child)).toBe(false)
+        yield* store.blobsRemoved(yield* store.blobsToRemove(100_000))
+      }))
+
+    it.effect("removes one ended run now, whatever its age; a live one not", () =>
+      Effect.gen(function*() {
+        const store = yield* RetentionStore
+        const team = uid<TeamUid>()
+        const ended = yield* runOf(team, "FAILED", 0)
+        const live = yield* runOf(team, "QUEUED", 0)
+        const keys = yield* store.removeRun(ended.run.item.run_id)
+        expect(Option.map(keys, (k) => k.includes(transcriptKey(ended.run.item.run_id)))).toEqual(Option.some(true))
+        expect(yield* exists(ended.run)).toBe(false)
+        expect(yield* store.removeRun(ended.run.item.run_id)).toEqual(Option.none())
+        expect(yield* store.removeRun(live.run.item.run_id)).toEqual(Option.none())
+        expect(yield* exists(live.run)).toBe(true)
+        yield* store.blobsRemoved(Option.getOrElse(keys, () => []))
+      }))
+
     it.effect("removes a team's deliveries and payloads past the time, freeing their identities, and queues the payloads' blobs", () =>
       Effect.gen(function*() {
         const store = yield* RetentionStore
@@ -88,18 +120,22 @@ export const retentionConformance = <E>(storeLayer: Layer.Layer<Stores, E>) => {
             return delivery
           })
         const old = yield* accept(webhook, 40)
+        // A payload a live run still gets stays.
+        const inUse = yield* accept(webhook, 40)
+        const waiting = makeRun({ team, creator: uid<PrincipalUid>(), state: "QUEUED", metadata: { delivery_id: inUse.delivery_id } })
+        yield* runs.create([{ run: waiting, events: creationEvents(waiting) }])
         const rejected = makeDelivery(T0 - 35 * DAY)
         yield* webhooks.logDelivery(webhook.item.uid, rejected)
         const fresh = yield* accept(webhook, 2)
         const others = yield* accept(otherWebhook, 40)
         const logged = (hook: typeof webhook, d: Delivery) => Effect.map(webhooks.delivery(hook.item.uid, d.delivery_id), Option.isSome)
 
-        expect(yield* store.expireDeliveries(team, T0 - 30 * DAY, 10)).toBe(2)
+        expect(yield* store.expireDeliveries(team, T0 - 30 * DAY, 10)).toBe(3)
         expect(yield* logged(webhook, old)).toBe(false)
         expect(yield* logged(webhook, rejected)).toBe(false)
         expect(yield* logged(webhook, fresh)).toBe(true)
         expect(yield* logged(otherWebhook, others)).toBe(true)
-        expect(yield* queued([eventPayloadKey(old.delivery_id), eventPayloadKey(fresh.delivery_id), eventPayloadKey(others.delivery_id)]))
+        expect(yield* queued([old, inUse, fresh, others].map((d) => eventPayloadKey(d.delivery_id))))
           .toEqual([eventPayloadKey(old.delivery_id)])
         // Its identity is free again: the same delivery sent again is new.
         const again = new Delivery({ ...makeDelivery(T0, "ACCEPTED"), identity: old.identity })

@@ -29,6 +29,7 @@ const expectedEndpoints = [
   "GET /agent/runs/{runId}/transcript",
   "POST /agent/runs/{runId}/followups",
   "POST /agent/runs/{runId}/cancel",
+  "DELETE /agent/runs/{runId}",
   "GET /agent/run-by-external-reference",
   // ours: the run counts by state and the transcript's signed link as JSON (the web dashboard)
   "GET /agent/run-counts",

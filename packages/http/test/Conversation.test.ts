@@ -68,6 +68,7 @@ const RunsLive = HttpApiBuilder.group(MiniApi, "runs", (handlers) =>
       .handle("getRunTranscriptLink", unused)
       .handle("createRunFollowup", unused)
       .handle("cancelRun", unused)
+      .handle("deleteRun", unused)
       .handle("getRunByExternalReference", unused)
       .handle("streamRunEvents", unused)))
 

@@ -43,6 +43,7 @@ const RunsLive = HttpApiBuilder.group(MiniApi, "runs", (handlers) =>
         if (path.runId !== RUN) return yield* Errors.ResourceNotFound.of("run", path.runId)
         return path.runId
       }))
+    .handle("deleteRun", unused)
     .handle("createRun", unused)
     .handle("createRunDeprecated", unused)
     .handle("listRuns", unused)

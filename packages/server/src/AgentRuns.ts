@@ -54,6 +54,7 @@ import {
   Skills,
   TeamMembers,
   TeamRetention,
+  RunDeletion,
   Budgets,
   Overview,
   OutboundDispatch,
@@ -260,6 +261,7 @@ const servicesLayer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) =>
       TeamMembers.TeamMembers.Default,
       Budgets.Budgets.Default,
       TeamRetention.Retention.Default,
+      RunDeletion.RunDeletion.Default,
       Overview.Overview.Default,
       Tokens.Tokens.Default,
       Workers.Workers.Default,
@@ -295,7 +297,7 @@ const retentionSettings = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>): D
       ...("value" in runs ? { run_days: runs.value } : {}),
       ...("value" in deliveries ? { webhook_delivery_days: deliveries.value } : {})
     },
-    everyMs: (options.retention?.everySeconds ?? DataRetention.DEFAULT_RETENTION.everyMs / 1000) * 1000
+    everyMs: Math.max(1000, (options.retention?.everySeconds ?? DataRetention.DEFAULT_RETENTION.everyMs / 1000) * 1000)
   }
 }
 

@@ -363,6 +363,7 @@ describe("the server against /openapi.json", () => {
     await as("POST /api/v1/agent/runs/{runId}/cancel", { runId: queued.body.run_id })
     await as("GET /api/v1/agent/run-by-external-reference", {}, { query: "?url=https%3A%2F%2Fexample.com%2Fnothing" })
     await as("GET /api/v1/agent/runs/{runId}/events", { runId: queued.body.run_id })
+    await as("DELETE /api/v1/agent/runs/{runId}", { runId: queued.body.run_id })
     await as("GET /api/v1/agent/conversations/{conversation_id}", ids)
     await as("GET /api/v1/agent/conversations/{conversation_id}/transcript", ids)
     await as("GET /api/v1/agent/schedules", {})

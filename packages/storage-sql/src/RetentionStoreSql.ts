@@ -11,49 +11,56 @@
  *   ancestors, shapers, follow-ups); its outbound changes and deliveries, which reference it
  *   without a key, are removed by statement. Its execution ids are read before (from its timeline)
  *   for the keys of agent state a worker was still sending.
+ * - A run whose ancestor is still kept stays (its spend counts in their budgets); the tree goes
+ *   from its root down, a level per pass.
  * - Deliveries go by their webhook's team (`deliveries_by_webhook` per webhook); their identities
- *   by cascade, so an old delivery sent again is new again (docs/webhooks.md says so).
+ *   by cascade, so an old delivery sent again is new again (docs/webhooks.md says so). A payload
+ *   stays while a live run it started still gets it as its attachment.
  */
 import { runBlobKeys, eventPayloadKey } from "@agent-runs/core/domain/BlobKeys"
-import type { TeamUid } from "@agent-runs/core/domain/Ids"
+import type { RunId, TeamUid } from "@agent-runs/core/domain/Ids"
 import { TerminalRunStates } from "@agent-runs/core/domain/RunState"
 import { RetentionStore } from "@agent-runs/core/ports/RetentionStore"
 import { SqlClient } from "@effect/sql"
-import { Clock, Effect, Layer } from "effect"
+import { Array as Arr, Clock, Effect, Layer, Option } from "effect"
 import { operation } from "./internal/Catalog.js"
+import { joinTransaction } from "./internal/JoinTransaction.js"
 
 type Row = { readonly run_id: string; readonly execution_id: string }
 
 /**
  * Removes the runs named that are still ended and last changed before `before`, queuing their
- * blobs; the ids removed. Inside the caller's transaction.
+ * blobs; the ids removed, with the keys queued. Inside the caller's transaction.
  */
 export const removeRuns = (runIds: ReadonlyArray<string>, before: number) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    if (runIds.length === 0) return []
+    if (runIds.length === 0) return { ids: [], keys: [] }
     const executions = yield* sql<Row>`SELECT DISTINCT run_id, execution_id FROM timeline_events
       WHERE run_id IN ${sql.in(runIds)} AND execution_id <> ''`
     const removed = yield* sql<{ run_id: string }>`DELETE FROM runs
       WHERE run_id IN ${sql.in(runIds)} AND state IN ${sql.in(TerminalRunStates)} AND updated_at < ${before}
       RETURNING run_id`
     const ids = removed.map((row) => row.run_id)
-    if (ids.length === 0) return ids
+    if (ids.length === 0) return { ids, keys: [] }
     yield* sql`DELETE FROM outbound_deliveries WHERE run_id IN ${sql.in(ids)}`
     yield* sql`DELETE FROM outbound_changes WHERE run_id IN ${sql.in(ids)}`
     const keys = ids.flatMap((id) => runBlobKeys(id, executions.filter((e) => e.run_id === id).map((e) => e.execution_id)))
     yield* queueBlobs(keys)
-    return ids
+    return { ids, keys }
   })
+
+/** Keys queued per statement (two parameters each: well within both dialects' limits). */
+const KEYS_PER_STATEMENT = 5_000
 
 /** Queues blob keys for removal. */
 export const queueBlobs = (keys: ReadonlyArray<string>) =>
   Effect.gen(function* () {
-    if (keys.length === 0) return
     const sql = yield* SqlClient.SqlClient
     const now = yield* Clock.currentTimeMillis
-    yield* sql`INSERT INTO blob_removals ${sql.insert(keys.map((blob_key) => ({ blob_key, queued_at: now })))}
-      ON CONFLICT (blob_key) DO NOTHING`
+    yield* Effect.forEach(Arr.chunksOf(keys, KEYS_PER_STATEMENT), (chunk) =>
+      sql`INSERT INTO blob_removals ${sql.insert(chunk.map((blob_key) => ({ blob_key, queued_at: now })))}
+        ON CONFLICT (blob_key) DO NOTHING`, { discard: true })
   })
 
 /** RetentionStore, needing `SqlClient`. */
@@ -64,27 +71,48 @@ export const layer = Layer.effect(
 
     const expireRuns = Effect.fn("RetentionStore.expireRuns")(
       function* (team: TeamUid, before: number, limit: number) {
-        const candidates = yield* sql<{ run_id: string }>`SELECT run_id FROM runs
-          WHERE team_uid = ${team} AND updated_at < ${before} AND state IN ${sql.in(TerminalRunStates)}
-          ORDER BY updated_at, run_id LIMIT ${limit}`
+        // A run whose parent (or any ancestor) is still kept stays: its spend counts in their budgets.
+        const candidates = yield* sql<{ run_id: string }>`SELECT r.run_id FROM runs r
+          WHERE r.team_uid = ${team} AND r.updated_at < ${before} AND r.state IN ${sql.in(TerminalRunStates)}
+            AND NOT EXISTS (
+              SELECT 1 FROM run_ancestors a JOIN runs p ON p.run_id = a.ancestor_run_id WHERE a.run_id = r.run_id
+            )
+          ORDER BY r.updated_at, r.run_id LIMIT ${limit}`
         const removed = yield* sql.withTransaction(removeRuns(candidates.map((row) => row.run_id), before)).pipe(
           Effect.provideService(SqlClient.SqlClient, sql)
         )
-        return removed.length
+        return removed.ids.length
       },
       operation("RetentionStore.expireRuns")
     )
 
+    const removeRun = Effect.fn("RetentionStore.removeRun")(
+      function* (runId: RunId) {
+        const removed = yield* joinTransaction(sql)(removeRuns([runId], Number.MAX_SAFE_INTEGER)).pipe(
+          Effect.provideService(SqlClient.SqlClient, sql)
+        )
+        return removed.ids.length === 0 ? Option.none() : Option.some(removed.keys)
+      },
+      operation("RetentionStore.removeRun")
+    )
+
     const expireDeliveries = Effect.fn("RetentionStore.expireDeliveries")(
       function* (team: TeamUid, before: number, limit: number) {
+        const hooks = (yield* sql<{ uid: string }>`SELECT uid FROM webhooks WHERE team_uid = ${team}`).map((row) => row.uid)
         return yield* sql.withTransaction(Effect.gen(function* () {
-          const deliveries = yield* sql`DELETE FROM deliveries WHERE delivery_id IN (
-              SELECT d.delivery_id FROM deliveries d JOIN webhooks w ON w.uid = d.webhook_uid
-              WHERE w.team_uid = ${team} AND d.received_at < ${before} LIMIT ${limit}
-            ) RETURNING delivery_id`
-          const payloads = yield* sql<{ delivery_id: string }>`DELETE FROM webhook_payloads WHERE delivery_id IN (
-              SELECT delivery_id FROM webhook_payloads WHERE team_uid = ${team} AND received_at < ${before}
+          // Per webhook through `deliveries_by_webhook`, oldest first.
+          const deliveries = hooks.length === 0 ? [] : yield* sql`DELETE FROM deliveries WHERE delivery_id IN (
+              SELECT delivery_id FROM deliveries WHERE webhook_uid IN ${sql.in(hooks)} AND received_at < ${before}
               ORDER BY received_at, delivery_id LIMIT ${limit}
+            ) RETURNING delivery_id`
+          // A payload a live run still gets as its attachment stays until the run ends.
+          const payloads = yield* sql<{ delivery_id: string }>`DELETE FROM webhook_payloads WHERE delivery_id IN (
+              SELECT p.delivery_id FROM webhook_payloads p
+              WHERE p.team_uid = ${team} AND p.received_at < ${before} AND NOT EXISTS (
+                SELECT 1 FROM run_metadata m JOIN runs r ON r.run_id = m.run_id
+                WHERE m.key = 'delivery_id' AND m.value = p.delivery_id AND r.state NOT IN ${sql.in(TerminalRunStates)}
+              )
+              ORDER BY p.received_at, p.delivery_id LIMIT ${limit}
             ) RETURNING delivery_id`
           yield* queueBlobs(payloads.map((row) => eventPayloadKey(row.delivery_id))).pipe(Effect.provideService(SqlClient.SqlClient, sql))
           return Math.max(deliveries.length, payloads.length)
@@ -108,6 +136,6 @@ export const layer = Layer.effect(
       operation("RetentionStore.blobsRemoved")
     )
 
-    return RetentionStore.of({ expireRuns, expireDeliveries, blobsToRemove, blobsRemoved })
+    return RetentionStore.of({ expireRuns, removeRun, expireDeliveries, blobsToRemove, blobsRemoved })
   })
 )

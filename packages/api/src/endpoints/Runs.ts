@@ -7,6 +7,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Conversation, Ids, Run, Timeline } from "@agent-runs/core"
 import { Schema } from "effect"
 import {
+  DeleteResponse,
   ListRunsUrlParamsDescription,
   RunByExternalReferenceResponse,
   RunByExternalReferenceUrlParams,
@@ -178,6 +179,21 @@ export class RunsGroup extends HttpApiGroup.make("runs")
           "Stops the agent and ends the run CANCELLED; the body is the run id as a JSON string. 404: not found; " +
             "422 operation_not_supported: self-hosted (worker_host), LOCAL or GITHUB_ACTION runs; 400 " +
             "invalid_request: the run has already ended; 409 conflict (retryable): the run is PENDING."
+        )
+      )
+  )
+  .add(
+    HttpApiEndpoint.del("deleteRun")`/agent/runs/${P.runId}`
+      .setHeaders(TeamHeaders)
+      .addSuccess(DeleteResponse)
+      .addError(Problems.ResourceNotFound, { status: 404 })
+      .addError(Problems.Conflict, { status: 409 })
+      .annotateContext(
+        doc(
+          "Delete a run",
+          "For the run's creator and the team's admins (403 otherwise; never an agent's run token). Only an ended run (409 " +
+            "naming its state: cancel it first). Removes it for good, with its timeline, conversation, follow-ups, artifacts, " +
+            "transcript and agent state; its children stay (docs/retention.md#deleting-a-run)."
         )
       )
   )

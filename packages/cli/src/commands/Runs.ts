@@ -1,5 +1,5 @@
 /**
- * `agent-runs runs create|list|get|cancel|followup|watch|logs`: runs through the HTTP API with the
+ * `agent-runs runs create|list|get|cancel|delete|followup|watch|logs`: runs through the HTTP API with the
  * Effect client of `@agent-runs/client`. `watch` follows a run live (Server-Sent Events), prints the
  * agent's messages and exits with the run's outcome (Failure.ts: 0 SUCCEEDED, 5 FAILED or ERROR,
  * 6 CANCELLED, 7 BLOCKED; 130 when stopped by SIGINT/SIGTERM before the run ended).
@@ -201,6 +201,20 @@ const cancel = Command.make(
     }).pipe(Effect.provide(Connection.clientLayer(options)))
 ).pipe(Command.withDescription("Cancel a run: the agent is stopped and the run ends CANCELLED."))
 
+// runs delete ---------------------------------------------------------------------------------------
+
+const remove = Command.make(
+  "delete",
+  { ...Connection.options, runId: runIdArg },
+  (options) =>
+    Effect.gen(function*() {
+      const runId = yield* decodeRunId(options.runId)
+      const client = yield* AgentRunsClient.AgentRunsClient
+      yield* client.runs.deleteRun({ headers: {}, path: { runId } })
+      yield* Console.log(`deleted ${runId}`)
+    }).pipe(Effect.provide(Connection.clientLayer(options)))
+).pipe(Command.withDescription("Delete an ended run for good, with its conversation, transcript and artifacts (its creator and the team's admins)."))
+
 // runs followup -------------------------------------------------------------------------------------
 
 const followup = Command.make(
@@ -384,6 +398,6 @@ const logs = Command.make(
 
 /** `agent-runs runs …`. */
 export const runsCommand = Command.make("runs").pipe(
-  Command.withDescription("Create, list, inspect, follow and cancel runs."),
-  Command.withSubcommands([create, list, get, cancel, followup, watch, logs])
+  Command.withDescription("Create, list, inspect, follow, cancel and delete runs."),
+  Command.withSubcommands([create, list, get, cancel, remove, followup, watch, logs])
 )

@@ -16,7 +16,10 @@ import type { Health } from "./Health.js"
 import { supervise } from "./Health.js"
 
 /** Runs, deliveries and blobs removed per statement. */
-export const RETENTION_BATCH = 200
+export const RETENTION_BATCH = 100
+
+/** Batches per pass of the teams with more to remove; then a new pass (over every team) starts. */
+export const MAX_ROUNDS = 20
 
 /** The sweep's settings: the server's ceilings, and how often it looks. */
 export interface RetentionSettings {
@@ -26,15 +29,29 @@ export interface RetentionSettings {
 
 export const DEFAULT_RETENTION: RetentionSettings = { ceilings: {}, everyMs: 60 * 60 * 1000 }
 
-/** Removes the blobs queued for removal, a batch at a time, until none is left. */
+/**
+ * Removes queued blobs, then forgets the keys of those removed; how many. A blob that cannot be
+ * removed (a permission, a full disk) stays queued, with a warning, for the next pass.
+ */
+export const removeQueuedKeys = (keys: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const blobs = yield* BlobStore
+    const removed = yield* Effect.filter(keys, (key) =>
+      blobs.remove(key).pipe(
+        Effect.as(true),
+        Effect.catchAll((e) => Effect.as(Effect.logWarning(`retention: blob ${key} could not be removed; it stays queued`, e), false))
+      ), { concurrency: 8 })
+    yield* (yield* RetentionStore).blobsRemoved(removed)
+    return removed.length
+  })
+
+/** Removes the blobs queued for removal, a batch at a time, until none is left or one could not be removed. */
 export const removeQueuedBlobs = Effect.gen(function*() {
   const store = yield* RetentionStore
-  const blobs = yield* BlobStore
   for (;;) {
     const keys = yield* store.blobsToRemove(RETENTION_BATCH)
-    yield* Effect.forEach(keys, (key) => blobs.remove(key), { concurrency: 8, discard: true })
-    yield* store.blobsRemoved(keys)
-    if (keys.length < RETENTION_BATCH) return
+    const removed = yield* removeQueuedKeys(keys)
+    if (keys.length < RETENTION_BATCH || removed < keys.length) return
   }
 })
 
@@ -53,15 +70,32 @@ const sweepTeam = (team: Team, ceilings: RetentionCeilings, now: number) =>
     return runs === RETENTION_BATCH || deliveries === RETENTION_BATCH
   })
 
-/** One pass over every team; the wait before the next (none while a batch was full). */
+/** A team's batch; a failure is logged and counted, so that one team's problem does not stop the others'. */
+const sweepTeamAlone = (team: Team, ceilings: RetentionCeilings, now: number) =>
+  sweepTeam(team, ceilings, now).pipe(
+    Effect.map((full) => ({ team, full, failed: false })),
+    Effect.catchAll((e) => Effect.as(Effect.logWarning(`retention: team ${team.uid} failed`, e), { team, full: false, failed: true }))
+  )
+
+/**
+ * One pass: a batch of every team, then more batches of the teams whose batch was full (at most
+ * `MAX_ROUNDS`), then the blobs; the wait before the next (none while some team has more). Fails
+ * when a team's batch failed, after the others ran, so that `/readyz` says so.
+ */
 export const retentionPass = (settings: RetentionSettings) =>
   Effect.gen(function*() {
     yield* removeQueuedBlobs
-    const teams = yield* (yield* IdentityStore).listTeams
+    let pending = yield* (yield* IdentityStore).listTeams
     const now = yield* Clock.currentTimeMillis
-    const full = yield* Effect.forEach(teams, (team) => sweepTeam(team, settings.ceilings, now))
-    yield* removeQueuedBlobs
-    return full.some((more) => more) ? 0 : settings.everyMs
+    let failures = 0
+    for (let round = 0; round < MAX_ROUNDS && pending.length > 0; round++) {
+      const swept = yield* Effect.forEach(pending, (team) => sweepTeamAlone(team, settings.ceilings, now))
+      failures += swept.filter((s) => s.failed).length
+      pending = swept.filter((s) => s.full).map((s) => s.team)
+      yield* removeQueuedBlobs
+    }
+    if (failures > 0) return yield* Effect.fail(`retention: ${failures} team batches failed (see the warnings)`)
+    return pending.length > 0 ? 0 : settings.everyMs
   })
 
 /** The sweep, for the layer's lifetime. */

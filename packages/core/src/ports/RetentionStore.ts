@@ -7,9 +7,9 @@
  * sweeper removes the queued blobs, then forgets their keys. A crash in between leaves keys queued,
  * and removing a blob that is gone already is a no-op.
  */
-import type { Effect } from "effect"
+import type { Effect, Option } from "effect"
 import { Context } from "effect"
-import type { TeamUid } from "../domain/Ids.js"
+import type { RunId, TeamUid } from "../domain/Ids.js"
 import type { StorageError } from "./Storage.js"
 
 export class RetentionStore extends Context.Tag("@agent-runs/core/RetentionStore")<RetentionStore, {
@@ -21,6 +21,12 @@ export class RetentionStore extends Context.Tag("@agent-runs/core/RetentionStore
    * (a follow-up takes it up again) is left alone.
    */
   readonly expireRuns: (team: TeamUid, before: number, limit: number) => Effect.Effect<number, StorageError>
+  /**
+   * Removes one ended run now, whatever its age, as `expireRuns` removes runs (in the caller's
+   * transaction when one is open: the audit entry of the deletion commits with it); the keys of
+   * the blobs it queued, or none when the run is not there or not ended.
+   */
+  readonly removeRun: (runId: RunId) => Effect.Effect<Option.Option<ReadonlyArray<string>>, StorageError>
   /**
    * Removes at most `limit` of the deliveries of a team's webhooks received before `before`, and
    * at most `limit` of its payloads as old, queuing their blobs; the larger of the two counts.

@@ -5,7 +5,7 @@
  * with their identities, and payloads from their record, queuing their blobs.
  */
 import type { Context } from "effect"
-import { Clock, DateTime, Effect } from "effect"
+import { Clock, DateTime, Effect, Option } from "effect"
 import { eventPayloadKey, runBlobKeys } from "../../src/domain/BlobKeys.js"
 import type { DeliveryId, RunId, TeamUid } from "../../src/domain/Ids.js"
 import { isTerminal } from "../../src/domain/RunState.js"
@@ -15,9 +15,15 @@ import type { MemoryState } from "./MemoryState.js"
 
 const updatedAt = (state: MemoryState, id: RunId): number => DateTime.toEpochMillis(state.runs.get(id)!.run.item.updated_at)
 
-/** Removes the runs named that are still ended and last changed before `before`; the ids removed. */
-export const removeRuns = (state: MemoryState, ids: ReadonlyArray<RunId>, before: number, now: number): ReadonlyArray<RunId> => {
+/** Removes the runs named that are still ended and last changed before `before`; the ids removed, with the keys queued. */
+export const removeRuns = (
+  state: MemoryState,
+  ids: ReadonlyArray<RunId>,
+  before: number,
+  now: number
+): { readonly ids: ReadonlyArray<RunId>; readonly keys: ReadonlyArray<string> } => {
   const removed: Array<RunId> = []
+  const keys: Array<string> = []
   for (const id of ids) {
     const record = state.runs.get(id)
     if (record === undefined || !isTerminal(record.run.item.state) || updatedAt(state, id) >= before) continue
@@ -25,27 +31,43 @@ export const removeRuns = (state: MemoryState, ids: ReadonlyArray<RunId>, before
     state.runsByState.get(record.run.item.state)?.delete(id)
     state.runsByTeam.get(record.run.team_uid)?.delete(id)
     const executions = new Set(record.events.map((e) => e.execution_id as string).filter((e) => e !== ""))
-    for (const key of runBlobKeys(id, executions)) if (!state.blobRemovals.has(key)) state.blobRemovals.set(key, now)
+    for (const key of runBlobKeys(id, executions)) {
+      keys.push(key)
+      if (!state.blobRemovals.has(key)) state.blobRemovals.set(key, now)
+    }
     removed.push(id)
   }
   const gone = new Set<string>(removed)
   const outbound = state.outbound
   outbound.changes.splice(0, outbound.changes.length, ...outbound.changes.filter((c) => !gone.has(c.run_id)))
   outbound.deliveries.splice(0, outbound.deliveries.length, ...outbound.deliveries.filter((d) => !gone.has(d.run_id)))
-  return removed
+  return { ids: removed, keys }
 }
 
 /** RetentionStore over the shared state. */
 export const makeMemoryRetentionStore = (state: MemoryState): Context.Tag.Service<RetentionStore> => {
+  /** Whether a run has an ancestor still kept (its spend counts in their budgets). */
+  const hasKeptAncestor = (id: RunId): boolean => state.runs.get(id)!.run.item.ancestor_run_ids.some((a) => state.runs.has(a))
+
+  /** Whether a live run started by the delivery still gets its payload. */
+  const payloadInUse = (deliveryId: string): boolean =>
+    [...state.runs.values()].some((r) => !isTerminal(r.run.item.state) && r.run.item.metadata["delivery_id"] === deliveryId)
+
   const oldestFirst = (ids: Iterable<RunId>, before: number, limit: number): Array<RunId> =>
     [...ids]
-      .filter((id) => isTerminal(state.runs.get(id)!.run.item.state) && updatedAt(state, id) < before)
+      .filter((id) => isTerminal(state.runs.get(id)!.run.item.state) && updatedAt(state, id) < before && !hasKeptAncestor(id))
       .sort((a, b) => updatedAt(state, a) - updatedAt(state, b) || (a < b ? -1 : a > b ? 1 : 0))
       .slice(0, limit)
 
   const expireRuns = (team: TeamUid, before: number, limit: number) =>
     Effect.map(Clock.currentTimeMillis, (now) =>
-      removeRuns(state, oldestFirst(state.runsByTeam.get(team) ?? [], before, limit), before, now).length)
+      removeRuns(state, oldestFirst(state.runsByTeam.get(team) ?? [], before, limit), before, now).ids.length)
+
+  const removeRun = (runId: RunId) =>
+    Effect.map(Clock.currentTimeMillis, (now) => {
+      const removed = removeRuns(state, [runId], Number.POSITIVE_INFINITY, now)
+      return removed.ids.length === 0 ? Option.none() : Option.some(removed.keys)
+    })
 
   const expireDeliveries = (team: TeamUid, before: number, limit: number) =>
     Effect.map(Clock.currentTimeMillis, (now) => {
@@ -55,12 +77,13 @@ export const makeMemoryRetentionStore = (state: MemoryState): Context.Tag.Servic
         const log = state.deliveryLogs.get(uid)
         const old = [...(log?.entries.values() ?? [])]
           .filter((d) => DateTime.toEpochMillis(d.received_at) < before)
+          .sort((a, b) => DateTime.toEpochMillis(a.received_at) - DateTime.toEpochMillis(b.received_at))
           .slice(0, limit - deliveries)
           .map((d) => d.delivery_id)
         deliveries += removeDeliveries(state, uid, new Set(old))
       }
       const payloads = [...state.webhookPayloads]
-        .filter(([, p]) => p.team_uid === team && p.received_at < before)
+        .filter(([id, p]) => p.team_uid === team && p.received_at < before && !payloadInUse(id))
         .sort(([, a], [, b]) => a.received_at - b.received_at)
         .slice(0, limit)
       for (const [id] of payloads) {
@@ -77,5 +100,5 @@ export const makeMemoryRetentionStore = (state: MemoryState): Context.Tag.Servic
       for (const key of keys) state.blobRemovals.delete(key)
     })
 
-  return { expireRuns, expireDeliveries, blobsToRemove, blobsRemoved }
+  return { expireRuns, removeRun, expireDeliveries, blobsToRemove, blobsRemoved }
 }

@@ -5,14 +5,14 @@
  */
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import type { HttpRouter } from "@effect/platform"
-import { Conversations, Followups, RunEvents, Runs, RunStream, Timeline } from "@agent-runs/core"
+import { Conversations, Followups, RunDeletion, RunEvents, Runs, RunStream, Timeline } from "@agent-runs/core"
 import { DateTime, Duration, Effect, Schema, Stream } from "effect"
 import { Api } from "@agent-runs/api/Api"
 import { RunsGroup } from "@agent-runs/api/endpoints/Runs"
 import { conversationResponses } from "../ConversationResponses.js"
 import { transcriptLink, transcriptRedirect } from "../Downloads.js"
 import { EventStreamLimitsTag, makeStreamSlots } from "../EventStreams.js"
-import { RunByExternalReferenceResponse, TranscriptLinkResponse } from "@agent-runs/api/Models"
+import { DeleteResponse, RunByExternalReferenceResponse, TranscriptLinkResponse } from "@agent-runs/api/Models"
 import { idempotent } from "../Idempotent.js"
 import { respond, respondJsonText } from "../Respond.js"
 import { Authentication, bearerAuth, CurrentViewer } from "@agent-runs/api/Security"
@@ -42,6 +42,7 @@ const sseEvent = (item: RunStream.RunStreamItem): Uint8Array => {
 export const RunsLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
   Effect.gen(function*() {
     const runs = yield* Runs.Runs
+    const deletion = yield* RunDeletion.RunDeletion
     const followups = yield* Followups.Followups
     const conversations = yield* Conversations.Conversations
     const runEvents = yield* RunEvents.RunEvents
@@ -87,6 +88,8 @@ export const RunsLive = HttpApiBuilder.group(Api, "runs", (handlers) =>
         Effect.flatMap(CurrentViewer, (viewer) =>
           followedUp(viewer, { key: headers["idempotency-key"], payload }, followups.send(viewer, path.runId, payload))))
       .handle("cancelRun", ({ path }) => Effect.flatMap(CurrentViewer, (viewer) => runs.cancel(viewer, path.runId)))
+      .handle("deleteRun", ({ path }) =>
+        Effect.flatMap(CurrentViewer, (viewer) => deletion.remove(viewer, path.runId)).pipe(Effect.as(new DeleteResponse({ success: true }))))
       .handle("getRunByExternalReference", ({ urlParams }) =>
         Effect.flatMap(CurrentViewer, (viewer) => conversations.runByExternalReference(viewer, urlParams.url)).pipe(
           Effect.map((run) => new RunByExternalReferenceResponse({ run_id: run.run_id, run }))

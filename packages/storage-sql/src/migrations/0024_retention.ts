@@ -3,8 +3,8 @@
  * (`retention`, JSON; null for no limit); blobs of removed rows wait in `blob_removals` until the
  * sweeper has removed them; the payload blobs of accepted deliveries are recorded in
  * `webhook_payloads` with their team and time of receipt, since the delivery log drops entries
- * before their payloads may go (its own bounds), and are counted from what the log holds at the
- * upgrade. `outbound_deliveries_run` lets a run's outbound deliveries go with it.
+ * before their payloads may go (its own bounds), and are counted at the upgrade from what the log
+ * holds and from the runs deliveries started. `outbound_deliveries_run` lets a run's outbound deliveries go with it.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
@@ -16,6 +16,7 @@ export default Effect.gen(function* () {
     blob_key TEXT PRIMARY KEY,
     queued_at BIGINT NOT NULL
   )`
+  yield* sql`CREATE INDEX blob_removals_queue ON blob_removals (queued_at, blob_key)`
   yield* sql`CREATE TABLE webhook_payloads (
     delivery_id TEXT PRIMARY KEY,
     team_uid TEXT NOT NULL,
@@ -25,5 +26,10 @@ export default Effect.gen(function* () {
   yield* sql`INSERT INTO webhook_payloads (delivery_id, team_uid, received_at)
     SELECT d.delivery_id, w.team_uid, d.received_at FROM deliveries d JOIN webhooks w ON w.uid = d.webhook_uid
     WHERE d.outcome = 'ACCEPTED'`
+  // Payloads whose log entries are gone already: through the runs they started, from the first.
+  yield* sql`INSERT INTO webhook_payloads (delivery_id, team_uid, received_at)
+    SELECT m.value, r.team_uid, MIN(r.created_at) FROM run_metadata m JOIN runs r ON r.run_id = m.run_id
+    WHERE m.key = 'delivery_id' GROUP BY m.value, r.team_uid
+    ON CONFLICT (delivery_id) DO NOTHING`
   yield* sql`CREATE INDEX outbound_deliveries_run ON outbound_deliveries (run_id)`
 })
