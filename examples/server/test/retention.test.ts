@@ -176,3 +176,55 @@ describe.each<DatabaseKind>(["sqlite", "postgres"])("deleting a run (%s)", (kind
     await api(tokens.member, "POST", `/agent/runs/${live}/cancel`)
   }, 90_000)
 })
+
+describe.each<DatabaseKind>(["sqlite", "postgres"])("erasing a principal (%s)", (kind) => {
+  const server = suiteServer(kind, {}, { concurrency: 2 })
+
+  it("deletes the runs a principal created (those under another's kept run anonymized) or keeps them anonymized; refused while one is live", async () => {
+    const { tokens, principals } = await makeTeam(server(), `erasure-${kind}`)
+    const api = (token: string, method: string, path: string, body?: unknown) =>
+      call(server(), method, `/api/v1${path}`, { token, ...(body === undefined ? {} : { body }) })
+    const instance = server().adminToken
+    const create = async (token: string, body: Record<string, unknown>) => {
+      const reply = await api(token, "POST", "/agent/runs", { team: true, ...body })
+      expect(reply.status).toBe(200)
+      return reply.body.run_id as string
+    }
+    const own = await create(tokens.member, { prompt: "hello" })
+    const ownChild = await create(tokens.member, { prompt: "hello", parent_run_id: own })
+    const others = await create(tokens.admin, { prompt: "hello" })
+    const underOthers = await create(tokens.member, { prompt: "hello", parent_run_id: others })
+    for (const id of [own, ownChild, others, underOthers]) expect((await waitForRun(server(), tokens.admin, id)).state).toBe("SUCCEEDED")
+    const live = await create(tokens.member, { prompt: "@sleep 600000" })
+    await eventually(async () => (await api(tokens.admin, "GET", `/agent/runs/${live}`)).body.state === "INPROGRESS")
+
+    const erase = (token: string, uid: string, runs: string) => api(token, "POST", `/admin/principals/${uid}/erase`, { runs })
+    expect((await erase(tokens.admin, principals.member, "delete")).status).toBe(403)
+    const refused = await erase(instance, principals.member, "delete")
+    expect(refused.status).toBe(409)
+    expect(refused.body.error).toContain("runs")
+    expect((await api(tokens.admin, "GET", `/agent/runs/${own}`)).status).toBe(200)
+    expect((await erase(instance, principals.member, "forget")).status).toBe(400)
+
+    expect((await api(tokens.admin, "POST", `/agent/runs/${live}/cancel`)).status).toBe(200)
+    await waitForRun(server(), tokens.admin, live)
+    const erased = await erase(instance, principals.member, "delete")
+    expect(erased.status).toBe(200)
+    expect(erased.body).toEqual({ principal_uid: principals.member, runs_deleted: 3, runs_anonymized: 1 })
+    for (const id of [own, ownChild, live]) expect((await api(tokens.admin, "GET", `/agent/runs/${id}`)).status).toBe(404)
+    expect(existsSync(join(server().config.blobDir, "transcripts", `${own}.jsonl`))).toBe(false)
+    const kept = await api(tokens.admin, "GET", `/agent/runs/${underOthers}`)
+    expect(kept.body.creator).toMatchObject({ uid: principals.member, display_name: "erased principal" })
+    expect((await api(instance, "GET", `/admin/principals/${principals.member}`)).status).toBe(404)
+    expect((await api(tokens.member, "GET", "/agent/me")).status).toBe(401)
+    // Again: nothing left to do, and harmless.
+    expect((await erase(instance, principals.member, "delete")).body).toMatchObject({ runs_deleted: 0 })
+
+    const anonymized = await erase(instance, principals.admin, "anonymize")
+    expect(anonymized.body).toEqual({ principal_uid: principals.admin, runs_deleted: 0, runs_anonymized: 1 })
+    const theirs = await api(tokens.viewer, "GET", `/agent/runs/${others}`)
+    expect(theirs.body.creator).toMatchObject({ uid: principals.admin, display_name: "erased principal" })
+    const audit = await api(instance, "GET", "/admin/audit-log?action=principal.erase")
+    expect(audit.body.entries.map((e: { outcome: string }) => e.outcome).sort()).toEqual(["denied", "failed", "succeeded", "succeeded", "succeeded"])
+  }, 90_000)
+})

@@ -88,19 +88,27 @@ export const retentionConformance = <E>(storeLayer: Layer.Layer<Stores, E>) => {
         yield* store.blobsRemoved(yield* store.blobsToRemove(100_000))
       }))
 
-    it.effect("removes one ended run now, whatever its age; a live one not", () =>
+    it.effect("removes one ended run now, whatever its age; not a live one, nor one under a kept run; queued keys forgotten or deferred", () =>
       Effect.gen(function*() {
         const store = yield* RetentionStore
         const team = uid<TeamUid>()
         const ended = yield* runOf(team, "FAILED", 0)
         const live = yield* runOf(team, "QUEUED", 0)
         const keys = yield* store.removeRun(ended.run.item.run_id)
-        expect(Option.map(keys, (k) => k.includes(transcriptKey(ended.run.item.run_id)))).toEqual(Option.some(true))
+        expect(keys).toContain(transcriptKey(ended.run.item.run_id))
         expect(yield* exists(ended.run)).toBe(false)
-        expect(yield* store.removeRun(ended.run.item.run_id)).toEqual(Option.none())
-        expect(yield* store.removeRun(live.run.item.run_id)).toEqual(Option.none())
+        expect((yield* Effect.flip(store.removeRun(ended.run.item.run_id)))._tag).toBe("StaleWrite")
+        expect((yield* Effect.flip(store.removeRun(live.run.item.run_id)))._tag).toBe("StaleWrite")
         expect(yield* exists(live.run)).toBe(true)
-        yield* store.blobsRemoved(Option.getOrElse(keys, () => []))
+        // Nor one under a run that is kept.
+        const child = makeRun({ team, creator: uid<PrincipalUid>(), state: "SUCCEEDED", parent: ended.run })
+        const parent = yield* runOf(team, "SUCCEEDED", 0)
+        const under = makeRun({ team, creator: uid<PrincipalUid>(), state: "SUCCEEDED", parent: parent.run })
+        yield* (yield* RunStore).create([child, under].map((run) => ({ run, events: creationEvents(run) })))
+        expect((yield* Effect.flip(store.removeRun(under.item.run_id)))._tag).toBe("StaleWrite")
+        expect(yield* exists(under)).toBe(true)
+        yield* store.removeRun(child.item.run_id)
+        yield* store.blobsRemoved(yield* store.blobsToRemove(100_000))
       }))
 
     it.effect("removes a team's deliveries and payloads past the time, freeing their identities, and queues the payloads' blobs", () =>
@@ -122,7 +130,7 @@ export const retentionConformance = <E>(storeLayer: Layer.Layer<Stores, E>) => {
         const old = yield* accept(webhook, 40)
         // A payload a live run still gets stays.
         const inUse = yield* accept(webhook, 40)
-        const waiting = makeRun({ team, creator: uid<PrincipalUid>(), state: "QUEUED", metadata: { delivery_id: inUse.delivery_id } })
+        const waiting = makeRun({ team, creator: uid<PrincipalUid>(), state: "QUEUED", source: "WEBHOOK", metadata: { delivery_id: inUse.delivery_id } })
         yield* runs.create([{ run: waiting, events: creationEvents(waiting) }])
         const rejected = makeDelivery(T0 - 35 * DAY)
         yield* webhooks.logDelivery(webhook.item.uid, rejected)

@@ -105,6 +105,7 @@ const expectedEndpoints = [
   "GET /admin/principals/{uid}",
   "PATCH /admin/principals/{uid}",
   "DELETE /admin/principals/{uid}",
+  "POST /admin/principals/{uid}/erase",
   "PUT /admin/principals/{uid}/memberships/{team_uid}",
   "DELETE /admin/principals/{uid}/memberships/{team_uid}",
   "GET /admin/principals/{uid}/tokens",

@@ -442,6 +442,7 @@ describe("the server against /openapi.json", () => {
     const leaving = await principal("user", "member")
     await admin("DELETE /api/v1/admin/principals/{uid}/memberships/{team_uid}", { uid: leaving.uid, team_uid: team.body.uid })
     await admin("DELETE /api/v1/admin/principals/{uid}", { uid: leaving.uid })
+    await admin("POST /api/v1/admin/principals/{uid}/erase", { uid: leaving.uid }, { body: { runs: "anonymize", ...x } })
     const bots = [
       await as("POST /api/v1/agent/team/service-accounts", {}, { body: { display_name: "bot one", role: "viewer", ...x } }),
       await as("POST /api/v1/agent/team/service-accounts", {}, { body: { display_name: "bot two", role: "viewer", ...x } })

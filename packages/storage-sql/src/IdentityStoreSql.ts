@@ -344,6 +344,14 @@ export const layer = Layer.scoped(
       operation("IdentityStore.deletePrincipal")
     )
 
+    const erasePrincipal = Effect.fn("IdentityStore.erasePrincipal")(
+      function* (uid: PrincipalUid, name: string) {
+        yield* sql`UPDATE principals SET display_name = ${name}, email = NULL, oidc_subject = NULL WHERE uid = ${uid}`
+      },
+      changing,
+      operation("IdentityStore.erasePrincipal")
+    )
+
     const instanceAdmins = sql`SELECT * FROM principals WHERE instance_admin = ${bool(sql, true)} AND deleted_at IS NULL
       ORDER BY created_at, uid`.pipe(
       Effect.flatMap(decodeRows(PrincipalRow)),
@@ -462,6 +470,7 @@ export const layer = Layer.scoped(
       findUnlinkedByEmail,
       linkSubject,
       deletePrincipal,
+      erasePrincipal,
       instanceAdmins,
       countPrincipals,
       createToken,

@@ -18,19 +18,21 @@
  *   stays while a live run it started still gets it as its attachment.
  */
 import { runBlobKeys, eventPayloadKey } from "@agent-runs/core/domain/BlobKeys"
-import type { RunId, TeamUid } from "@agent-runs/core/domain/Ids"
-import { TerminalRunStates } from "@agent-runs/core/domain/RunState"
+import type { PrincipalUid, RunId, TeamUid } from "@agent-runs/core/domain/Ids"
+import { type RunState, TerminalRunStates } from "@agent-runs/core/domain/RunState"
 import { RetentionStore } from "@agent-runs/core/ports/RetentionStore"
+import { StaleWrite } from "@agent-runs/core/ports/Storage"
 import { SqlClient } from "@effect/sql"
-import { Array as Arr, Clock, Effect, Layer, Option } from "effect"
+import { Array as Arr, Clock, Effect, Layer } from "effect"
 import { operation } from "./internal/Catalog.js"
 import { joinTransaction } from "./internal/JoinTransaction.js"
 
 type Row = { readonly run_id: string; readonly execution_id: string }
 
 /**
- * Removes the runs named that are still ended and last changed before `before`, queuing their
- * blobs; the ids removed, with the keys queued. Inside the caller's transaction.
+ * Removes the runs named that are still ended, last changed before `before` and without an
+ * ancestor still kept, queuing their blobs; the ids removed, with the keys queued. Inside the
+ * caller's transaction.
  */
 export const removeRuns = (runIds: ReadonlyArray<string>, before: number) =>
   Effect.gen(function* () {
@@ -40,6 +42,9 @@ export const removeRuns = (runIds: ReadonlyArray<string>, before: number) =>
       WHERE run_id IN ${sql.in(runIds)} AND execution_id <> ''`
     const removed = yield* sql<{ run_id: string }>`DELETE FROM runs
       WHERE run_id IN ${sql.in(runIds)} AND state IN ${sql.in(TerminalRunStates)} AND updated_at < ${before}
+        AND NOT EXISTS (
+          SELECT 1 FROM run_ancestors a JOIN runs p ON p.run_id = a.ancestor_run_id WHERE a.run_id = runs.run_id
+        )
       RETURNING run_id`
     const ids = removed.map((row) => row.run_id)
     if (ids.length === 0) return { ids, keys: [] }
@@ -88,10 +93,11 @@ export const layer = Layer.effect(
 
     const removeRun = Effect.fn("RetentionStore.removeRun")(
       function* (runId: RunId) {
-        const removed = yield* joinTransaction(sql)(removeRuns([runId], Number.MAX_SAFE_INTEGER)).pipe(
-          Effect.provideService(SqlClient.SqlClient, sql)
-        )
-        return removed.ids.length === 0 ? Option.none() : Option.some(removed.keys)
+        const removed = yield* joinTransaction(sql)(
+          Effect.flatMap(removeRuns([runId], Number.MAX_SAFE_INTEGER), (r) =>
+            r.ids.length === 0 ? Effect.fail(new StaleWrite({ what: `run ${runId}` })) : Effect.succeed(r.keys))
+        ).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+        return removed
       },
       operation("RetentionStore.removeRun")
     )
@@ -110,7 +116,8 @@ export const layer = Layer.effect(
               SELECT p.delivery_id FROM webhook_payloads p
               WHERE p.team_uid = ${team} AND p.received_at < ${before} AND NOT EXISTS (
                 SELECT 1 FROM run_metadata m JOIN runs r ON r.run_id = m.run_id
-                WHERE m.key = 'delivery_id' AND m.value = p.delivery_id AND r.state NOT IN ${sql.in(TerminalRunStates)}
+                WHERE m.key = 'delivery_id' AND m.value = p.delivery_id AND r.source = 'WEBHOOK' AND r.team_uid = p.team_uid
+                  AND r.state NOT IN ${sql.in(TerminalRunStates)}
               )
               ORDER BY p.received_at, p.delivery_id LIMIT ${limit}
             ) RETURNING delivery_id`
@@ -119,6 +126,15 @@ export const layer = Layer.effect(
         }))
       },
       operation("RetentionStore.expireDeliveries")
+    )
+
+    const runsCreatedBy = Effect.fn("RetentionStore.runsCreatedBy")(
+      function* (principal: PrincipalUid, after: RunId | undefined, limit: number) {
+        const rows = yield* sql<{ run_id: string; state: string }>`SELECT run_id, state FROM runs
+          WHERE creator_uid = ${principal} AND run_id > ${after ?? ""} ORDER BY run_id LIMIT ${limit}`
+        return rows.map((row) => ({ run_id: row.run_id as RunId, state: row.state as RunState }))
+      },
+      operation("RetentionStore.runsCreatedBy")
     )
 
     const blobsToRemove = Effect.fn("RetentionStore.blobsToRemove")(
@@ -136,6 +152,15 @@ export const layer = Layer.effect(
       operation("RetentionStore.blobsRemoved")
     )
 
-    return RetentionStore.of({ expireRuns, removeRun, expireDeliveries, blobsToRemove, blobsRemoved })
+    const blobsDeferred = Effect.fn("RetentionStore.blobsDeferred")(
+      function* (keys: ReadonlyArray<string>) {
+        if (keys.length === 0) return
+        const now = yield* Clock.currentTimeMillis
+        yield* sql`UPDATE blob_removals SET queued_at = ${now} WHERE blob_key IN ${sql.in(keys)}`
+      },
+      operation("RetentionStore.blobsDeferred")
+    )
+
+    return RetentionStore.of({ expireRuns, removeRun, expireDeliveries, runsCreatedBy, blobsToRemove, blobsRemoved, blobsDeferred })
   })
 )

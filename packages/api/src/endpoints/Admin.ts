@@ -1,6 +1,6 @@
 /** The admin API (instance administrators only): teams, principals, tokens. */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
-import { Identity } from "@agent-runs/core"
+import { ErasureRequest, Identity } from "@agent-runs/core"
 import { DeleteResponse, ListPrincipalsUrlParams } from "../Models.js"
 import { IdempotentHeaders } from "../Idempotency.js"
 import * as Problems from "../Problems.js"
@@ -84,6 +84,22 @@ export class AdminGroup extends HttpApiGroup.make("admin")
         doc(
           "Delete a principal",
           "Its tokens are revoked and its memberships removed at once; runs and audit entries keep its name. Cannot be undone."
+        )
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("erasePrincipal")`/admin/principals/${P.principalUid}/erase`
+      .setPayload(ErasureRequest.EraseRequest)
+      .addSuccess(ErasureRequest.EraseResponse)
+      .addError(Problems.ResourceNotFound, { status: 404 })
+      .addError(Problems.Conflict, { status: 409 })
+      .annotateContext(
+        doc(
+          "Erase a principal's personal data",
+          "Deletes the principal when it is not yet, replaces its name with `erased principal`, forgets its email and sign-in " +
+            "link; the runs it created, in every team, are deleted for good (`runs: delete`) or kept with its name replaced " +
+            "(`runs: anonymize`). 409 while one of those runs is live (cancel them first). Repeating it is harmless " +
+            "(docs/retention.md#erasing-a-principal)."
         )
       )
   )

@@ -31,17 +31,20 @@ export const DEFAULT_RETENTION: RetentionSettings = { ceilings: {}, everyMs: 60 
 
 /**
  * Removes queued blobs, then forgets the keys of those removed; how many. A blob that cannot be
- * removed (a permission, a full disk) stays queued, with a warning, for the next pass.
+ * removed (a permission, a full disk) goes to the back of the queue, with a warning, for a later
+ * pass: it does not hold the others up.
  */
 export const removeQueuedKeys = (keys: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const blobs = yield* BlobStore
+    const store = yield* RetentionStore
     const removed = yield* Effect.filter(keys, (key) =>
       blobs.remove(key).pipe(
         Effect.as(true),
         Effect.catchAll((e) => Effect.as(Effect.logWarning(`retention: blob ${key} could not be removed; it stays queued`, e), false))
       ), { concurrency: 8 })
-    yield* (yield* RetentionStore).blobsRemoved(removed)
+    yield* store.blobsRemoved(removed)
+    yield* store.blobsDeferred(keys.filter((key) => !removed.includes(key)))
     return removed.length
   })
 

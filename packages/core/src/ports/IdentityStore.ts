@@ -63,6 +63,8 @@ export class IdentityStore extends Context.Tag("@agent-runs/core/IdentityStore")
   readonly linkSubject: (uid: PrincipalUid, key: string) => Effect.Effect<boolean, StorageError>
   /** Deletes a principal: a tombstone keeping its name, its memberships removed, its tokens revoked. */
   readonly deletePrincipal: (uid: PrincipalUid, at: number) => Effect.Effect<void, StorageError>
+  /** Replaces a principal's name, forgets its email and its provider subject (erasure, docs/retention.md). */
+  readonly erasePrincipal: (uid: PrincipalUid, name: string) => Effect.Effect<void, StorageError>
   /** The instance administrators (not deleted), oldest first. */
   readonly instanceAdmins: Effect.Effect<ReadonlyArray<Principal>, StorageError>
   /** How many principals exist (zero: the server bootstraps an admin). */

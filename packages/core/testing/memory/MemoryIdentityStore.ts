@@ -104,6 +104,12 @@ export const makeMemoryIdentityStore = (state: MemoryState): Context.Tag.Service
         }))
     )
 
+  const erasePrincipal = (uid: PrincipalUid, name: string) =>
+    Effect.sync(() => {
+      changePrincipal(uid, (p) => new Principal({ ...p, display_name: name, email: null }))
+      state.subjects.delete(uid)
+    })
+
   const setMembership = (uid: PrincipalUid, team: TeamUid, role: Role) =>
     Effect.suspend((): Effect.Effect<void, StorageError> => {
       if (!state.teams.has(team)) return Effect.fail(storageError("IdentityStore.setMembership", `no team ${team}`))
@@ -248,6 +254,7 @@ export const makeMemoryIdentityStore = (state: MemoryState): Context.Tag.Service
     findUnlinkedByEmail,
     linkSubject,
     deletePrincipal,
+    erasePrincipal,
     instanceAdmins,
     countPrincipals,
     createToken,

@@ -5,11 +5,12 @@
  * with their identities, and payloads from their record, queuing their blobs.
  */
 import type { Context } from "effect"
-import { Clock, DateTime, Effect, Option } from "effect"
+import { Clock, DateTime, Effect } from "effect"
 import { eventPayloadKey, runBlobKeys } from "../../src/domain/BlobKeys.js"
-import type { DeliveryId, RunId, TeamUid } from "../../src/domain/Ids.js"
+import type { DeliveryId, PrincipalUid, RunId, TeamUid } from "../../src/domain/Ids.js"
 import { isTerminal } from "../../src/domain/RunState.js"
 import type { RetentionStore } from "../../src/ports/RetentionStore.js"
+import { StaleWrite } from "../../src/ports/Storage.js"
 import { removeDeliveries } from "./MemoryDeliveries.js"
 import type { MemoryState } from "./MemoryState.js"
 
@@ -27,6 +28,7 @@ export const removeRuns = (
   for (const id of ids) {
     const record = state.runs.get(id)
     if (record === undefined || !isTerminal(record.run.item.state) || updatedAt(state, id) >= before) continue
+    if (record.run.item.ancestor_run_ids.some((a) => state.runs.has(a))) continue
     state.runs.delete(id)
     state.runsByState.get(record.run.item.state)?.delete(id)
     state.runsByTeam.get(record.run.team_uid)?.delete(id)
@@ -50,8 +52,10 @@ export const makeMemoryRetentionStore = (state: MemoryState): Context.Tag.Servic
   const hasKeptAncestor = (id: RunId): boolean => state.runs.get(id)!.run.item.ancestor_run_ids.some((a) => state.runs.has(a))
 
   /** Whether a live run started by the delivery still gets its payload. */
-  const payloadInUse = (deliveryId: string): boolean =>
-    [...state.runs.values()].some((r) => !isTerminal(r.run.item.state) && r.run.item.metadata["delivery_id"] === deliveryId)
+  const payloadInUse = (deliveryId: string, team: TeamUid): boolean =>
+    [...state.runs.values()].some((r) =>
+      !isTerminal(r.run.item.state) && r.run.item.source === "WEBHOOK" && r.run.team_uid === team &&
+      r.run.item.metadata["delivery_id"] === deliveryId)
 
   const oldestFirst = (ids: Iterable<RunId>, before: number, limit: number): Array<RunId> =>
     [...ids]
@@ -64,9 +68,9 @@ export const makeMemoryRetentionStore = (state: MemoryState): Context.Tag.Servic
       removeRuns(state, oldestFirst(state.runsByTeam.get(team) ?? [], before, limit), before, now).ids.length)
 
   const removeRun = (runId: RunId) =>
-    Effect.map(Clock.currentTimeMillis, (now) => {
+    Effect.flatMap(Clock.currentTimeMillis, (now) => {
       const removed = removeRuns(state, [runId], Number.POSITIVE_INFINITY, now)
-      return removed.ids.length === 0 ? Option.none() : Option.some(removed.keys)
+      return removed.ids.length === 0 ? Effect.fail(new StaleWrite({ what: `run ${runId}` })) : Effect.succeed(removed.keys)
     })
 
   const expireDeliveries = (team: TeamUid, before: number, limit: number) =>
@@ -83,7 +87,7 @@ export const makeMemoryRetentionStore = (state: MemoryState): Context.Tag.Servic
         deliveries += removeDeliveries(state, uid, new Set(old))
       }
       const payloads = [...state.webhookPayloads]
-        .filter(([id, p]) => p.team_uid === team && p.received_at < before && !payloadInUse(id))
+        .filter(([id, p]) => p.team_uid === team && p.received_at < before && !payloadInUse(id, team))
         .sort(([, a], [, b]) => a.received_at - b.received_at)
         .slice(0, limit)
       for (const [id] of payloads) {
@@ -93,6 +97,14 @@ export const makeMemoryRetentionStore = (state: MemoryState): Context.Tag.Servic
       return Math.max(deliveries, payloads.length)
     })
 
+  const runsCreatedBy = (principal: PrincipalUid, after: RunId | undefined, limit: number) =>
+    Effect.sync(() =>
+      [...state.runs.values()]
+        .filter((r) => r.run.item.creator.uid === principal && r.run.item.run_id > (after ?? ""))
+        .map((r) => ({ run_id: r.run.item.run_id, state: r.run.item.state }))
+        .sort((a, b) => (a.run_id < b.run_id ? -1 : a.run_id > b.run_id ? 1 : 0))
+        .slice(0, limit))
+
   const blobsToRemove = (limit: number) => Effect.sync(() => [...state.blobRemovals.keys()].slice(0, limit))
 
   const blobsRemoved = (keys: ReadonlyArray<string>) =>
@@ -100,5 +112,13 @@ export const makeMemoryRetentionStore = (state: MemoryState): Context.Tag.Servic
       for (const key of keys) state.blobRemovals.delete(key)
     })
 
-  return { expireRuns, removeRun, expireDeliveries, blobsToRemove, blobsRemoved }
+  const blobsDeferred = (keys: ReadonlyArray<string>) =>
+    Effect.map(Clock.currentTimeMillis, (now) => {
+      for (const key of keys) {
+        state.blobRemovals.delete(key)
+        state.blobRemovals.set(key, now)
+      }
+    })
+
+  return { expireRuns, removeRun, expireDeliveries, runsCreatedBy, blobsToRemove, blobsRemoved, blobsDeferred }
 }

@@ -1,6 +1,6 @@
 /** Handlers of the admin API (instance administrators only; core's services check). */
 import { HttpApiBuilder } from "@effect/platform"
-import { Identities, Identity, Principals, TeamMembers, Tokens } from "@agent-runs/core"
+import { Erasure, Identities, Identity, Principals, TeamMembers, Tokens } from "@agent-runs/core"
 import { Effect } from "effect"
 import { Api } from "@agent-runs/api/Api"
 import { DeleteResponse } from "@agent-runs/api/Models"
@@ -14,6 +14,7 @@ export const AdminLive = HttpApiBuilder.group(Api, "admin", (handlers) =>
   Effect.gen(function*() {
     const identities = yield* Identities.Identities
     const principals = yield* Principals.Principals
+    const erasure = yield* Erasure.Erasure
     const members = yield* TeamMembers.TeamMembers
     const tokens = yield* Tokens.Tokens
     const once = yield* idempotent
@@ -39,6 +40,7 @@ export const AdminLive = HttpApiBuilder.group(Api, "admin", (handlers) =>
       .handle("updatePrincipal", ({ path, payload }) =>
         Effect.flatMap(CurrentViewer, (v) => principals.update(v, path.uid, payload)))
       .handle("deletePrincipal", ({ path }) => Effect.flatMap(CurrentViewer, (v) => principals.remove(v, path.uid)).pipe(deleted))
+      .handle("erasePrincipal", ({ path, payload }) => Effect.flatMap(CurrentViewer, (v) => erasure.erase(v, path.uid, payload)))
       .handle("setMembership", ({ path, payload }) =>
         Effect.flatMap(CurrentViewer, (v) => members.setRole(v, path.team_uid, path.uid, payload.role)))
       .handle("removeMembership", ({ path }) =>

@@ -4,7 +4,9 @@
  * sweeper has removed them; the payload blobs of accepted deliveries are recorded in
  * `webhook_payloads` with their team and time of receipt, since the delivery log drops entries
  * before their payloads may go (its own bounds), and are counted at the upgrade from what the log
- * holds and from the runs deliveries started. `outbound_deliveries_run` lets a run's outbound deliveries go with it.
+ * holds and from the runs deliveries started. `outbound_deliveries_run` lets a run's outbound
+ * deliveries go with it; `runs_creator` finds the runs a principal created, across teams, for its
+ * erasure.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
@@ -29,7 +31,8 @@ export default Effect.gen(function* () {
   // Payloads whose log entries are gone already: through the runs they started, from the first.
   yield* sql`INSERT INTO webhook_payloads (delivery_id, team_uid, received_at)
     SELECT m.value, r.team_uid, MIN(r.created_at) FROM run_metadata m JOIN runs r ON r.run_id = m.run_id
-    WHERE m.key = 'delivery_id' GROUP BY m.value, r.team_uid
+    WHERE m.key = 'delivery_id' AND r.source = 'WEBHOOK' GROUP BY m.value, r.team_uid
     ON CONFLICT (delivery_id) DO NOTHING`
   yield* sql`CREATE INDEX outbound_deliveries_run ON outbound_deliveries (run_id)`
+  yield* sql`CREATE INDEX runs_creator ON runs (creator_uid, run_id)`
 })
