@@ -14,6 +14,7 @@ import { loginCommand } from "./commands/Login.js"
 import { runsCommand } from "./commands/Runs.js"
 import { schedulesCommand } from "./commands/Schedules.js"
 import { serveCommand } from "./commands/Serve.js"
+import { backupCommand, restoreCommand } from "./commands/Backup.js"
 import { tokensCommand } from "./commands/Tokens.js"
 import { webhooksCommand } from "./commands/Webhooks.js"
 import { outboundWebhooksCommand } from "./commands/OutboundWebhooks.js"
@@ -27,6 +28,8 @@ export const VERSION = "0.1.0"
 /** Every subcommand of `agent-runs`. */
 export const subcommands = [
   serveCommand,
+  backupCommand,
+  restoreCommand,
   applyCommand,
   workerCommand,
   imageCommand,
