@@ -41,17 +41,20 @@ export class DownloadUrls extends Context.Tag("@agent-runs/http/DownloadUrls")<D
 /** The path of a run's transcript download. */
 export const transcriptPath = (runId: string): string => `${API_PREFIX}/downloads/transcripts/${encodeURIComponent(runId)}`
 
-/** Signs and verifies download URLs with a key derived from `secretKey`. */
+/** Signs download URLs with a key derived from `secretKey`; verifies them under it or one of `otherKeys` (a rotation). */
 export const layer = (options: {
   readonly secretKey: Redacted.Redacted<Uint8Array>
+  readonly otherKeys?: ReadonlyArray<Redacted.Redacted<Uint8Array>>
   readonly publicUrl: string
   readonly ttlSeconds?: number
 }) =>
   Layer.sync(DownloadUrls, () => {
-    const key = createHmac("sha256", Redacted.value(options.secretKey)).update("agent-runs download urls v1").digest()
+    const derive = (k: Redacted.Redacted<Uint8Array>) => createHmac("sha256", Redacted.value(k)).update("agent-runs download urls v1").digest()
+    const keys = [options.secretKey, ...(options.otherKeys ?? [])].map(derive)
     const ttl = options.ttlSeconds ?? DEFAULT_DOWNLOAD_TTL_SECONDS
     const base = options.publicUrl.replace(/\/+$/, "")
-    const mac = (path: string, expires: string) => createHmac("sha256", key).update(`${path}\n${expires}`).digest()
+    const macWith = (key: Buffer, path: string, expires: string) => createHmac("sha256", key).update(`${path}\n${expires}`).digest()
+    const mac = (path: string, expires: string) => macWith(keys[0]!, path, expires)
     return {
       transcript: (runId, nowMillis) => {
         const path = transcriptPath(runId)
@@ -65,7 +68,8 @@ export const layer = (options: {
       verify: (path, { expires, signature }, nowMillis) => {
         if (expires === undefined || signature === undefined || !/^\d{1,12}$/.test(expires)) return "invalid"
         if (!/^[0-9a-f]{64}$/.test(signature)) return "invalid"
-        if (!timingSafeEqual(mac(path, expires), Buffer.from(signature, "hex"))) return "invalid"
+        const given = Buffer.from(signature, "hex")
+        if (!keys.some((key) => timingSafeEqual(macWith(key, path, expires), given))) return "invalid"
         return nowMillis >= Number(expires) * 1000 ? "expired" : undefined
       }
     }

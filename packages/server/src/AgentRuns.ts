@@ -28,6 +28,7 @@ import type {
 import {
   AuditRetention,
   DataRetention,
+  KeyRotation,
   Idempotency,
   IdempotencyExpiry,
   AuditService,
@@ -183,6 +184,12 @@ export interface AgentRunsOptions<ES, EB, EX> {
   readonly gitHubHosts?: ReadonlyArray<string> | undefined
   /** 32 bytes that sign run tokens and download URLs; the same on every replica. */
   readonly secretKey: Redacted.Redacted<Uint8Array> | Uint8Array
+  /**
+   * While keys are rotated (docs/operations.md): earlier (or coming) keys whose run tokens and
+   * download URLs are still honoured; give the storage adapter the same keys, and stored values
+   * are sealed again under `secretKey` in the background.
+   */
+  readonly otherSecretKeys?: ReadonlyArray<Redacted.Redacted<Uint8Array> | Uint8Array> | undefined
   /** Where clients reach the service, with the mount prefix if any: `https://example.com/agents`. */
   readonly publicUrl: string
   /** The base of the webhook URLs the API shows (`publicUrl`). */
@@ -375,17 +382,19 @@ const readinessLayer = (ready: Effect.Effect<void, string> | undefined) =>
  */
 export const layer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) => {
   const secretKey = secretKeyOf(options.secretKey)
+  const otherKeys = (options.otherSecretKeys ?? []).map(secretKeyOf)
   const base = Layer.mergeAll(
     servicesLayer(options).pipe(
       Layer.provideMerge(options.blobs),
       // Run tokens: made once, for the services, the HTTP handlers and the dispatcher.
-      Layer.provideMerge(RunTokens.layer(secretKey)),
+      Layer.provideMerge(RunTokens.layer(secretKey, otherKeys)),
       Layer.provideMerge(options.repos ?? Layer.succeed(RepoSource, noRepositories)),
       Layer.provideMerge(options.gitHost ?? Layer.succeed(GitHost, noGitHost)),
       Layer.provideMerge(Layer.succeed(GitHubHosts, options.gitHubHosts ?? DEFAULT_ALLOWED_HOSTS))
     ),
     Downloads.layer({
       secretKey,
+      otherKeys,
       publicUrl: options.publicUrl,
       ...(options.downloadTtlSeconds === undefined ? {} : { ttlSeconds: options.downloadTtlSeconds })
     }),
@@ -402,6 +411,7 @@ export const layer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) => {
   const background = Layer.mergeAll(
     retention,
     DataRetention.layer(retentionSettings(options)),
+    otherKeys.length === 0 ? Layer.empty : KeyRotation.layer(),
     IdempotencyExpiry.layer(),
     outboundDispatchLayer(options.outboundWebhooks)
   )

@@ -55,9 +55,9 @@ describe("the HTTP layer's rules", () => {
     expect(patch.status).toBe(405)
     expect(patch.headers.get("allow")).toBe("GET, HEAD, POST")
     expect(await json(patch)).toMatchObject({ error_code: "method_not_allowed", allow: ["GET", "HEAD", "POST"] })
-    const remove = await fetch(`${api}/agent/runs/01a21e29-72ca-7569-9e47-5d89afd5faad`, { method: "DELETE", headers: auth })
-    expect(remove.status).toBe(405)
-    expect(remove.headers.get("allow")).toBe("GET, HEAD")
+    const put = await fetch(`${api}/agent/runs/01a21e29-72ca-7569-9e47-5d89afd5faad`, { method: "PUT", headers: auth })
+    expect(put.status).toBe(405)
+    expect(put.headers.get("allow")).toBe("DELETE, GET, HEAD")
     expect((await fetch(`${api}/agent/nothing-here`, { method: "DELETE", headers: auth })).status).toBe(404)
   })
 

@@ -19,6 +19,8 @@ export interface PgStorageOptions {
   readonly url: Redacted.Redacted<string> | string
   /** The 32-byte key that encrypts stored secrets (the service's `secretKey`). */
   readonly secretKey: StorageKey.SecretKey
+  /** Keys that open what they sealed but never seal, while keys are rotated (docs/operations.md). */
+  readonly otherSecretKeys?: ReadonlyArray<StorageKey.SecretKey> | undefined
   /** Connections in the pool (default 10). */
   readonly maxConnections?: number
   /** How long the first connection at start may take before start-up fails (default 10 s). */
@@ -29,6 +31,7 @@ export interface PgStorageOptions {
 const over = <E>(
   client: Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, E>,
   secretKey: StorageKey.SecretKey,
+  otherSecretKeys: ReadonlyArray<StorageKey.SecretKey> | undefined,
   listener: () => Pg.Client
 ) => {
   const wakeups: Layer.Layer<Wakeups.Wakeups | CacheChanges.CacheChanges, never, SqlClient.SqlClient> = PgWakeups.layer(
@@ -38,7 +41,7 @@ const over = <E>(
     Layer.effectDiscard(Migrations.migrate),
     Reader.sameClient,
     wakeups,
-    StorageKey.layer(secretKey)
+    StorageKey.layer(secretKey, otherSecretKeys)
   ).pipe(Layer.provideMerge(client))
   return StorageSql.layer.pipe(Layer.provideMerge(support))
 }
@@ -77,7 +80,7 @@ export const layer = (options: PgStorageOptions) => {
   )
   // TCP keep-alive on the LISTEN connection: a silently dead one would leave identity changes and
   // wake-ups unheard without an error (PgWakeups.ts notices a lost connection by its events).
-  return over(client, options.secretKey, () => new Pg.Client({ connectionString: Redacted.value(url), keepAlive: true }))
+  return over(client, options.secretKey, options.otherSecretKeys, () => new Pg.Client({ connectionString: Redacted.value(url), keepAlive: true }))
 }
 
 export interface PgStoragePoolOptions {
@@ -85,6 +88,8 @@ export interface PgStoragePoolOptions {
   readonly pool: Pg.Pool
   /** The 32-byte key that encrypts stored secrets (the service's `secretKey`). */
   readonly secretKey: StorageKey.SecretKey
+  /** Keys that open what they sealed but never seal, while keys are rotated (docs/operations.md). */
+  readonly otherSecretKeys?: ReadonlyArray<StorageKey.SecretKey> | undefined
 }
 
 /**
@@ -96,5 +101,6 @@ export const layerFromPool = (options: PgStoragePoolOptions) =>
   over(
     PgClient.layerFromPool({ acquire: Effect.succeed(options.pool) }),
     options.secretKey,
+    options.otherSecretKeys,
     () => new Pg.Client({ ...options.pool.options, keepAlive: true })
   )

@@ -72,3 +72,24 @@ export const open = (
           message: "a stored secret does not open under this key and row (tampered, moved, or another key)"
         })
     }))
+
+/** The keys a store opens with: the current one first, then those that only open. */
+export interface KeyRing {
+  readonly key: Redacted.Redacted<Uint8Array>
+  readonly others: ReadonlyArray<Redacted.Redacted<Uint8Array>>
+}
+
+/** Opens a value sealed under any key of the ring; with whether it was the current key. */
+export const openSealed = (
+  ring: KeyRing,
+  sealed: Uint8Array,
+  rowAad: string
+): Effect.Effect<{ readonly value: Redacted.Redacted<string>; readonly current: boolean }, CryptoError> =>
+  ring.others.reduce<Effect.Effect<{ readonly value: Redacted.Redacted<string>; readonly current: boolean }, CryptoError>>(
+    (attempt, other) => Effect.orElse(attempt, () => Effect.map(open(other, sealed, rowAad), (value) => ({ value, current: false }))),
+    Effect.map(open(ring.key, sealed, rowAad), (value) => ({ value, current: true }))
+  )
+
+/** Opens a value sealed under any key of the ring. */
+export const openWith = (ring: KeyRing, sealed: Uint8Array, rowAad: string): Effect.Effect<Redacted.Redacted<string>, CryptoError> =>
+  Effect.map(openSealed(ring, sealed, rowAad), (opened) => opened.value)

@@ -16,7 +16,7 @@ import { Bytes, decodeRows, operation } from "./internal/Catalog.js"
 import { StorageKey } from "./StorageKey.js"
 
 /** The row an answer is bound to. */
-const rowAad = (scope: string, key: string) => Crypto.aad("idempotency", scope, key)
+export const rowAad = (scope: string, key: string) => Crypto.aad("idempotency", scope, key)
 
 const HeldRow = Schema.Struct({
   fingerprint: Schema.String,
@@ -29,7 +29,8 @@ export const layer = Layer.effect(
   IdempotencyStore,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const { key: storageKey } = yield* StorageKey
+    const ring = yield* StorageKey
+    const storageKey = ring.key
 
     const own = (claim: KeyClaim) => sql`scope = ${claim.scope} AND idem_key = ${claim.key}`
 
@@ -39,7 +40,7 @@ export const layer = Layer.effect(
         if (row === undefined) return { _tag: "Running" } as const
         if (row.fingerprint !== claim.fingerprint) return { _tag: "Mismatch" } as const
         if (row.status === null || row.body === null) return { _tag: "Running" } as const
-        const body = yield* Effect.option(Crypto.open(storageKey, row.body, rowAad(claim.scope, claim.key)))
+        const body = yield* Effect.option(Crypto.openWith(ring, row.body, rowAad(claim.scope, claim.key)))
         if (body._tag === "None") return undefined
         return { _tag: "Answered", answer: { status: row.status, body: Redacted.value(body.value) } } as const
       })

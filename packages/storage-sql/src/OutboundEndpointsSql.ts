@@ -69,8 +69,9 @@ export const SecretsRow = Schema.Struct({
   previous_secret_until: Schema.NullOr(Rows.Millis)
 })
 
-/** The endpoint operations over `sql`, sealing with `key`. */
-export const endpointOps = (sql: SqlClient.SqlClient, key: Redacted.Redacted<Uint8Array>) => {
+/** The endpoint operations over `sql`, sealing with the ring's current key, opening with any. */
+export const endpointOps = (sql: SqlClient.SqlClient, ring: Crypto.KeyRing) => {
+  const key = ring.key
   const decode = (rows: ReadonlyArray<unknown>) => Effect.flatMap(decodeRows(EndpointRow)(rows), Effect.forEach(fromRow))
 
   /** The columns an update writes. */
@@ -150,9 +151,9 @@ export const endpointOps = (sql: SqlClient.SqlClient, key: Redacted.Redacted<Uin
   /** The opened secrets of an endpoint's row that sign at `now`, newest first. */
   const secretsOf = (row: typeof SecretsRow.Type, uid: string, now: number) =>
     Effect.gen(function* () {
-      const current = yield* Crypto.open(key, row.secret, secretAad(uid))
+      const current = yield* Crypto.openWith(ring, row.secret, secretAad(uid))
       if (row.previous_secret === null || row.previous_secret_until === null || row.previous_secret_until <= now) return [current]
-      return [current, yield* Crypto.open(key, row.previous_secret, secretAad(uid))]
+      return [current, yield* Crypto.openWith(ring, row.previous_secret, secretAad(uid))]
     })
 
   return { create, list, get, update, rotate, remove, failPending, secretsOf } as const

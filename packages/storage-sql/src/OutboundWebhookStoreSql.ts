@@ -18,8 +18,7 @@ export const layer = Layer.effect(
   OutboundWebhookStore,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const { key } = yield* StorageKey
-    const e = endpointOps(sql, key)
+    const e = endpointOps(sql, yield* StorageKey)
     const d = deliveryOps(sql, e)
     return OutboundWebhookStore.of({
       create: (webhook, secret) => op("create")(e.create(webhook, secret)),

@@ -17,7 +17,7 @@ import * as Rows from "./Rows.js"
 import { StorageKey } from "./StorageKey.js"
 
 /** The row a secret's value is bound to. */
-const rowAad = (team: TeamUid, name: SecretName) => Crypto.aad("secret", team, name)
+export const rowAad = (team: TeamUid, name: SecretName) => Crypto.aad("secret", team, name)
 
 const MetadataRow = Schema.Struct({ name: Schema.String, created_at: Rows.Millis, updated_at: Rows.Millis })
 const ValueRow = Schema.Struct({ value: Bytes })
@@ -30,7 +30,8 @@ export const layer = Layer.effect(
   SecretStore,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const { key } = yield* StorageKey
+    const ring = yield* StorageKey
+    const key = ring.key
 
     const put = Effect.fn("SecretStore.put")(
       function* (team: TeamUid, name: SecretName, value: Redacted.Redacted<string>, now: number) {
@@ -49,7 +50,7 @@ export const layer = Layer.effect(
         )
         const row = rows[0]
         if (row === undefined) return Option.none()
-        return Option.some(yield* Crypto.open(key, row.value, rowAad(team, name)))
+        return Option.some(yield* Crypto.openWith(ring, row.value, rowAad(team, name)))
       },
       operation("SecretStore.get")
     )

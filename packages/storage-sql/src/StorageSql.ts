@@ -10,6 +10,7 @@ import * as IdempotencyStoreSql from "./IdempotencyStoreSql.js"
 import * as IdentityStoreSql from "./IdentityStoreSql.js"
 import * as OutboundWebhookStoreSql from "./OutboundWebhookStoreSql.js"
 import * as RetentionStoreSql from "./RetentionStoreSql.js"
+import * as SealedValuesSql from "./SealedValuesSql.js"
 import * as RunStoreSql from "./RunStoreSql.js"
 import * as ScheduleStoreSql from "./ScheduleStoreSql.js"
 import * as SecretStoreSql from "./SecretStoreSql.js"
@@ -30,5 +31,6 @@ export const layer = Layer.mergeAll(
   AuditLogSql.layer,
   IdempotencyStoreSql.layer,
   OutboundWebhookStoreSql.layer,
-  RetentionStoreSql.layer
+  RetentionStoreSql.layer,
+  SealedValuesSql.layer
 )

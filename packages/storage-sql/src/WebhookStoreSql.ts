@@ -34,7 +34,7 @@ import * as Rows from "./Rows.js"
 import { StorageKey } from "./StorageKey.js"
 
 /** The row a webhook's secret is bound to: the webhook and the secret's version. */
-const rowAad = (uid: string, secretVersion: number) => Crypto.aad("webhook", uid, secretVersion)
+export const rowAad = (uid: string, secretVersion: number) => Crypto.aad("webhook", uid, secretVersion)
 
 const WebhookRow = Schema.Struct({
   uid: Schema.String,
@@ -92,7 +92,8 @@ export const layer = Layer.scoped(
   WebhookStore,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const { key } = yield* StorageKey
+    const ring = yield* StorageKey
+    const key = ring.key
     const settings = yield* cacheSettings
     const cache = ReadCache.make<StoredWebhook>(settings)
     const { changing } = yield* invalidation([cache])
@@ -112,7 +113,7 @@ export const layer = Layer.scoped(
           created_at: iso(row.created_at),
           updated_at: iso(row.updated_at)
         })
-        const secret = row.secret === null ? null : yield* Crypto.open(key, row.secret, rowAad(row.uid, row.secret_version))
+        const secret = row.secret === null ? null : yield* Crypto.openWith(ring, row.secret, rowAad(row.uid, row.secret_version))
         const stored: StoredWebhook = {
           item,
           team_uid: row.team_uid,

@@ -19,6 +19,8 @@ export interface SqliteStorageOptions {
   readonly filename: string
   /** The 32-byte key that encrypts stored secrets (the service's `secretKey`). */
   readonly secretKey: StorageKey.SecretKey
+  /** Keys that open what they sealed but never seal, while keys are rotated (docs/operations.md). */
+  readonly otherSecretKeys?: ReadonlyArray<StorageKey.SecretKey> | undefined
 }
 
 /** Wake-ups within this process: SQLite has no cross-process notification. */
@@ -71,7 +73,7 @@ export const layer = (options: SqliteStorageOptions) => {
     prepare,
     wakeups,
     cacheChanges,
-    StorageKey.layer(options.secretKey)
+    StorageKey.layer(options.secretKey, options.otherSecretKeys)
   ).pipe(Layer.provideMerge(client))
   return StorageSql.layer.pipe(Layer.provideMerge(reader(options.filename).pipe(Layer.provideMerge(support))))
 }

@@ -13,13 +13,15 @@
  * - The key: the `secret-key` file of the data directory is copied (mode 0600); a key given as
  *   `AGENT_RUNS_SECRET_KEY` is not written anywhere: the manifest says so, and it must be kept
  *   apart, with the backup's other secrets.
+ * - Only the owner reads the backup (umask 077, the directory 0700), and it is never inside the
+ *   data or blob directory (a backup in the blobs would copy itself).
  * - Restore refuses a database, blob directory or key file that holds anything already.
  */
 import { PgBackup } from "@agent-runs/storage-pg"
 import { SqliteBackup } from "@agent-runs/storage-sqlite"
 import { Console, Effect, Option } from "effect"
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
-import { join } from "node:path"
+import { join, resolve, sep } from "node:path"
 import { ServerConfig } from "./Config.js"
 
 const MANIFEST = "manifest.json"
@@ -63,12 +65,26 @@ const copyIfPresent = (source: string, target: string): number => {
 
 const isEmptyDir = (dir: string) => !existsSync(dir) || readdirSync(dir).length === 0
 
+/** Whether one of two paths lies inside the other (a backup inside the blobs would copy itself). */
+const nested = (a: string, b: string) => {
+  const [x, y] = [resolve(a) + sep, resolve(b) + sep]
+  return x.startsWith(y) || y.startsWith(x)
+}
+
 /** Backs up the configured server's database, blobs and key into `to` (new or empty). */
 export const backup = (to: string) =>
   Effect.gen(function*() {
     const config = yield* ServerConfig
     if (!isEmptyDir(to)) return yield* Effect.fail(new Error(`${to} is not empty: back up into a new directory`))
-    yield* attempt(to, () => mkdirSync(to, { recursive: true, mode: 0o700 }))
+    if (nested(to, config.blobDir) || nested(to, config.dataDir)) {
+      return yield* Effect.fail(new Error(`${to}: back up outside the data and blob directories`))
+    }
+    // Only its owner reads what it writes: the database, the blobs and the key.
+    process.umask(0o077)
+    yield* attempt(to, () => {
+      mkdirSync(to, { recursive: true, mode: 0o700 })
+      chmodSync(to, 0o700)
+    })
     const database = config.database
     if (database._tag === "Sqlite") yield* SqliteBackup.snapshot(database.filename, join(to, SQLITE_FILE))
     else yield* PgBackup.dump(database.url, join(to, PG_FILE))

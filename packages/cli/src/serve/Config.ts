@@ -7,6 +7,8 @@
  * `AGENT_RUNS_ADMIN_TOKEN`, `AGENT_RUNS_PUBLIC_URL` (`http://<host>:<port>`),
  * `AGENT_RUNS_WEBHOOK_BASE_URL` (the public URL), `AGENT_RUNS_SECRET_KEY` (32 bytes as 64 hex
  * characters or base64; generated into `<data dir>/secret-key` when absent),
+ * `AGENT_RUNS_OTHER_SECRET_KEYS` (none: keys that open and verify but never seal nor sign, comma
+ * separated, while keys are rotated: docs/operations.md),
  * `AGENT_RUNS_MAX_BODY_BYTES` (1 MiB), `AGENT_RUNS_DOWNLOAD_TTL_SECONDS` (900),
  * `AGENT_RUNS_MIRRORS_MAX_BYTES` (20 GiB: the mirrors of GitHub repositories), `AGENT_RUNS_BLOB_DIR`
  * (`<data dir>/blobs`: transcripts; replicas share one so that any of them serves any transcript),
@@ -119,6 +121,8 @@ export interface ServerConfig {
   readonly publicUrl: string
   readonly webhookBaseUrl: string
   readonly secretKey: Option.Option<Redacted.Redacted<string>>
+  /** `AGENT_RUNS_OTHER_SECRET_KEYS`: keys that only open and verify, while keys are rotated (docs/operations.md). */
+  readonly otherSecretKeys?: ReadonlyArray<Redacted.Redacted<string>> | undefined
   readonly maxBodyBytes: number
   readonly downloadTtlSeconds: number
   readonly blobDir: string
@@ -227,6 +231,10 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
   publicUrl: Config.option(Config.string("AGENT_RUNS_PUBLIC_URL")),
   webhookBaseUrl: Config.option(Config.string("AGENT_RUNS_WEBHOOK_BASE_URL")),
   secretKey: Config.option(Config.redacted("AGENT_RUNS_SECRET_KEY")),
+  otherSecretKeys: Config.redacted("AGENT_RUNS_OTHER_SECRET_KEYS").pipe(
+    Config.withDefault(Redacted.make("")),
+    Config.map((keys) => Redacted.value(keys).split(/[\s,]+/).filter((key) => key !== "").map((key) => Redacted.make(key)))
+  ),
   maxBodyBytes: Config.integer("AGENT_RUNS_MAX_BODY_BYTES").pipe(
     Config.validate({ message: "must be at least 1024", validation: (n) => n >= 1024 }),
     Config.withDefault(1024 * 1024)
@@ -365,6 +373,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
       publicUrl,
       webhookBaseUrl: Option.getOrElse(raw.webhookBaseUrl, () => publicUrl).replace(/\/+$/, ""),
       secretKey: raw.secretKey,
+      otherSecretKeys: raw.otherSecretKeys,
       maxBodyBytes: raw.maxBodyBytes,
       downloadTtlSeconds: raw.downloadTtlSeconds,
       blobDir: Option.match(raw.blobDir, { onNone: () => join(raw.dataDir, "blobs"), onSome: (dir) => resolve(dir) }),

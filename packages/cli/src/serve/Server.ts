@@ -68,21 +68,40 @@ const secretKeyOf = (config: ServerConfig) =>
     catch: (cause) => cause as Error
   })
 
-const storageLayer = (config: ServerConfig, secretKey: Redacted.Redacted<Uint8Array>) =>
+/** The keys that only open, while keys are rotated: `AGENT_RUNS_OTHER_SECRET_KEYS`. */
+const otherKeysOf = (config: ServerConfig) =>
+  Effect.try({
+    try: () =>
+      (config.otherSecretKeys ?? []).map((text) => {
+        const key = decodeSecretKey(Redacted.value(text))
+        if (key === undefined) throw new Error("AGENT_RUNS_OTHER_SECRET_KEYS: each key must be 32 bytes as 64 hex characters or base64")
+        return Redacted.make(key)
+      }),
+    catch: (cause) => cause as Error
+  })
+
+/** The server's keys: the one that seals and signs, and those that only open and verify. */
+interface Keys {
+  readonly secretKey: Redacted.Redacted<Uint8Array>
+  readonly otherSecretKeys: ReadonlyArray<Redacted.Redacted<Uint8Array>>
+}
+
+const storageLayer = (config: ServerConfig, { otherSecretKeys, secretKey }: Keys) =>
   config.database._tag === "Sqlite"
-    ? SqliteStorage.layer({ filename: config.database.filename, secretKey })
+    ? SqliteStorage.layer({ filename: config.database.filename, secretKey, otherSecretKeys })
     : PgStorage.layer({
       url: config.database.url,
       secretKey,
+      otherSecretKeys,
       connectTimeout: Duration.seconds(config.databaseConnectTimeoutSeconds ?? 10)
     })
 
 /** The service's options for a configuration: its adapters and settings. */
-const agentRunsOptions = (config: ServerConfig, execution: ExecutionSetup, secretKey: Redacted.Redacted<Uint8Array>) => {
+const agentRunsOptions = (config: ServerConfig, execution: ExecutionSetup, keys: Keys) => {
   const { bodyTimeoutSeconds, deliveriesPerMinute, logDays, logMax, logRejected } = config.ingress
   const heartbeatMs = (config.execution.workerHeartbeatSeconds ?? 5) * 1000
   return {
-    storage: storageLayer(config, secretKey),
+    storage: storageLayer(config, keys),
     blobs: FileBlobStore.layer({ root: config.blobDir }),
     executor: executorLayer(config, execution),
     harnesses: HarnessesLive,
@@ -92,7 +111,8 @@ const agentRunsOptions = (config: ServerConfig, execution: ExecutionSetup, secre
     // GitHub's API, for the teams that connect to github.com or a GitHub Enterprise Server.
     gitHost: OctokitHost.layer(),
     gitHubHosts: config.githubHosts,
-    secretKey,
+    secretKey: keys.secretKey,
+    otherSecretKeys: keys.otherSecretKeys,
     publicUrl: config.publicUrl,
     webhookBaseUrl: config.webhookBaseUrl,
     execution: {
@@ -258,13 +278,13 @@ export const ServerLive = (config: ServerConfig, options: ServerLiveOptions = {}
       yield* usableDirectory(config.execution.reposDir, "AGENT_RUNS_REPOS_DIR")
       // First: it may make the data directory private before anything is written into it.
       const execution = yield* setUpExecution(config)
-      const secretKey = yield* secretKeyOf(config)
+      const keys: Keys = { secretKey: yield* secretKeyOf(config), otherSecretKeys: yield* otherKeysOf(config) }
       // The start-up work after the app serves, so that it stops first: its drain happens while the
       // app still answers.
       return startupLayer(config, options).pipe(
         Layer.provide(Server.serveApp),
         Layer.provideMerge(httpServerLayer(config)),
-        Layer.provide(AgentRuns.layer(agentRunsOptions(config, execution, secretKey)))
+        Layer.provide(AgentRuns.layer(agentRunsOptions(config, execution, keys)))
       )
     })
   )
