@@ -26,7 +26,8 @@ import { RawStorage, type Stores } from "./Stores.js"
 const T0 = Date.UTC(2026, 10, 1)
 const HOUR = 3_600_000
 
-const endpoint = (team: TeamUid, overrides: Partial<ConstructorParameters<typeof OutboundWebhook>[0]> = {}): StoredOutboundWebhook => ({
+/** An endpoint of the team (its settings as `overrides` say), created at T0 by a new principal. */
+export const endpoint = (team: TeamUid, overrides: Partial<ConstructorParameters<typeof OutboundWebhook>[0]> = {}): StoredOutboundWebhook => ({
   item: new OutboundWebhook({
     uid: uid<OutboundWebhookUid>(),
     name: null,

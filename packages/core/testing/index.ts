@@ -33,6 +33,7 @@ export const storageConformance = <E>(name: string, layer: Layer.Layer<Stores | 
 }
 export { auditLogTransactions } from "./AuditLogConformance.js"
 export { keyRotationSuite } from "./KeyRotationSuite.js"
+export { endpoint as outboundEndpoint } from "./OutboundWebhookConformance.js"
 export { automationsServiceSuite } from "./AutomationsServiceSuite.js"
 export { conversationsServiceSuite } from "./ConversationsServiceSuite.js"
 export { followupsServiceSuite } from "./FollowupsServiceSuite.js"

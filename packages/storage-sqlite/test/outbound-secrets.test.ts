@@ -3,37 +3,18 @@
  * holds back its own deliveries only: a claim hands out the other endpoints' and leaves its
  * deliveries pending, untried, for a later claim.
  */
-import { OutboundWebhook } from "@agent-runs/core/domain/OutboundWebhook"
-import type { OutboundDeliveryId, OutboundWebhookUid, PrincipalUid, TeamUid } from "@agent-runs/core/domain/Ids"
+import type { OutboundDeliveryId, PrincipalUid, TeamUid } from "@agent-runs/core/domain/Ids"
 import { OutboundWebhookStore } from "@agent-runs/core/ports/OutboundWebhookStore"
 import { RunStore } from "@agent-runs/core/ports/RunStore"
-import { creationEvents, makeRun, uid } from "@agent-runs/core/testing"
+import { creationEvents, makeRun, outboundEndpoint, uid } from "@agent-runs/core/testing"
 import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { DateTime, Effect, Redacted } from "effect"
+import { Effect, Redacted } from "effect"
 import { storageLayer } from "./harness.js"
 
 const T0 = Date.UTC(2026, 11, 1)
 
-const endpoint = (team: TeamUid) => ({
-  item: new OutboundWebhook({
-    uid: uid<OutboundWebhookUid>(),
-    name: null,
-    url: "https://hooks.example.com/x",
-    description: "",
-    events: ["run.created"],
-    filters: {},
-    enabled: true,
-    disabled_reason: null,
-    disabled_at: null,
-    previous_secret_expires_at: null,
-    secret_name: null,
-    created_at: DateTime.unsafeMake(T0),
-    updated_at: DateTime.unsafeMake(T0)
-  }),
-  team_uid: team,
-  creator_uid: uid<PrincipalUid>()
-})
+const endpoint = (team: TeamUid) => outboundEndpoint(team, { events: ["run.created"] })
 
 layer(storageLayer)("outbound webhooks: a secret that does not open", (it) => {
   it.effect("holds back that endpoint's deliveries only", () =>
