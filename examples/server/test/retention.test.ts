@@ -173,7 +173,13 @@ describe.each<DatabaseKind>(["sqlite", "postgres"])("deleting a run (%s)", (kind
     const audit = await api(tokens.admin, "GET", "/agent/audit-log?action=run.delete")
     expect(audit.body.entries.map((e: { outcome: string }) => e.outcome).sort())
       .toEqual(["denied", "denied", "denied", "failed", "failed", "succeeded", "succeeded"])
-    await api(tokens.member, "POST", `/agent/runs/${live}/cancel`)
+    // Cancelled while its agent ran: not for two minutes (it may still be writing its transcript).
+    expect((await api(tokens.member, "POST", `/agent/runs/${live}/cancel`)).status).toBe(200)
+    await waitForRun(server(), tokens.member, live)
+    const settling = await api(tokens.member, "DELETE", `/agent/runs/${live}`)
+    expect(settling.status).toBe(409)
+    expect(settling.body).toMatchObject({ retryable: true })
+    expect(settling.body.error).toContain("moments ago")
   }, 90_000)
 })
 
@@ -195,8 +201,9 @@ describe.each<DatabaseKind>(["sqlite", "postgres"])("erasing a principal (%s)", 
     const others = await create(tokens.admin, { prompt: "hello" })
     const underOthers = await create(tokens.member, { prompt: "hello", parent_run_id: others })
     for (const id of [own, ownChild, others, underOthers]) expect((await waitForRun(server(), tokens.admin, id)).state).toBe("SUCCEEDED")
-    const live = await create(tokens.member, { prompt: "@sleep 600000" })
-    await eventually(async () => (await api(tokens.admin, "GET", `/agent/runs/${live}`)).body.state === "INPROGRESS")
+    // Waiting for a worker that never comes: live, but no agent ever ran it.
+    const live = await create(tokens.member, { prompt: "hello", config: { worker_host: "absent-host" } })
+    expect((await api(tokens.admin, "GET", `/agent/runs/${live}`)).body.state).toBe("QUEUED")
 
     const erase = (token: string, uid: string, runs: string) => api(token, "POST", `/admin/principals/${uid}/erase`, { runs })
     expect((await erase(tokens.admin, principals.member, "delete")).status).toBe(403)
@@ -215,6 +222,7 @@ describe.each<DatabaseKind>(["sqlite", "postgres"])("erasing a principal (%s)", 
     expect(existsSync(join(server().config.blobDir, "transcripts", `${own}.jsonl`))).toBe(false)
     const kept = await api(tokens.admin, "GET", `/agent/runs/${underOthers}`)
     expect(kept.body.creator).toMatchObject({ uid: principals.member, display_name: "erased principal" })
+    expect(kept.body.executor).toMatchObject({ uid: principals.member, display_name: "erased principal" })
     expect((await api(instance, "GET", `/admin/principals/${principals.member}`)).status).toBe(404)
     expect((await api(tokens.member, "GET", "/agent/me")).status).toBe(401)
     // Again: nothing left to do, and harmless.

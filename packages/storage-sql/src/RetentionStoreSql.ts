@@ -137,6 +137,15 @@ export const layer = Layer.effect(
       operation("RetentionStore.runsCreatedBy")
     )
 
+    const runsExecutedBy = Effect.fn("RetentionStore.runsExecutedBy")(
+      function* (principal: PrincipalUid, after: RunId | undefined, limit: number) {
+        const rows = yield* sql<{ run_id: string; state: string }>`SELECT run_id, state FROM runs
+          WHERE executor_uid = ${principal} AND run_id > ${after ?? ""} ORDER BY run_id LIMIT ${limit}`
+        return rows.map((row) => ({ run_id: row.run_id as RunId, state: row.state as RunState }))
+      },
+      operation("RetentionStore.runsExecutedBy")
+    )
+
     const blobsToRemove = Effect.fn("RetentionStore.blobsToRemove")(
       function* (limit: number) {
         const rows = yield* sql<{ blob_key: string }>`SELECT blob_key FROM blob_removals ORDER BY queued_at, blob_key LIMIT ${limit}`
@@ -161,6 +170,6 @@ export const layer = Layer.effect(
       operation("RetentionStore.blobsDeferred")
     )
 
-    return RetentionStore.of({ expireRuns, removeRun, expireDeliveries, runsCreatedBy, blobsToRemove, blobsRemoved, blobsDeferred })
+    return RetentionStore.of({ expireRuns, removeRun, expireDeliveries, runsCreatedBy, runsExecutedBy, blobsToRemove, blobsRemoved, blobsDeferred })
   })
 )

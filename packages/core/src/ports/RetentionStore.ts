@@ -41,6 +41,12 @@ export class RetentionStore extends Context.Tag("@agent-runs/core/RetentionStore
     after: RunId | undefined,
     limit: number
   ) => Effect.Effect<ReadonlyArray<{ readonly run_id: RunId; readonly state: RunState }>, StorageError>
+  /** The runs a principal executed as (an agent identity), in every team, as `runsCreatedBy` pages. */
+  readonly runsExecutedBy: (
+    principal: PrincipalUid,
+    after: RunId | undefined,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<{ readonly run_id: RunId; readonly state: RunState }>, StorageError>
   /** At most `limit` blob keys queued for removal. */
   readonly blobsToRemove: (limit: number) => Effect.Effect<ReadonlyArray<string>, StorageError>
   /** Forgets queued keys whose blobs are removed. */

@@ -3,37 +3,44 @@
  * (`POST /admin/principals/{principal_uid}/erase`, docs/retention.md#erasing-a-principal).
  *
  * Decisions:
- * - The principal is deleted first when it is not yet (tokens revoked, memberships removed, as
- *   `DELETE /admin/principals/{uid}`), then its name is replaced by `ERASED_NAME`, its email and
- *   its sign-in link forgotten.
- * - The runs it created, in every team: `delete` removes them for good (as `DELETE
- *   /agent/runs/{id}`: timeline, conversation, follow-ups, transcript, agent state, artifacts),
- *   but for a run under another's run that is kept (whose budget counts it), which is anonymized;
- *   `anonymize` keeps them all for their teams with the creator's name replaced.
- * - Refused (409, nothing changed) while any of those runs is live: an agent still at work would
- *   write its run back. Cancel them first.
- * - Idempotent: a request cut short (a restart) is repeated and finishes; runs are taken in
- *   batches of `ERASE_BATCH`. Audited `principal.erase` with the counts, refusals too. The audit
- *   log itself keeps the entries that name the principal until its own retention removes them.
+ * - Refused (409, nothing changed) while a run it created is live, or cannot be deleted now for
+ *   another reason `DELETE /agent/runs/{id}` gives (`runs: delete`: cancelled moments ago, its
+ *   sandbox kept, its conversation continued by a live run).
+ * - Then, first, the principal: deleted when it is not yet (tokens revoked, memberships removed,
+ *   as `DELETE /admin/principals/{uid}`), its name replaced by `ERASED_NAME`, its email and its
+ *   sign-in link forgotten (audited `principal.erase`). So an erasure cut short has removed the
+ *   person's identity already, and repeating it finishes the runs.
+ * - The runs it created, in every team: `delete` removes them for good (as a deleted run goes),
+ *   but for a run under another's kept run (whose budget counts it), which is anonymized;
+ *   `anonymize` keeps them all with its name replaced. Runs others created that executed as it
+ *   (an agent identity) are anonymized in both cases. Anonymizing writes only if the run did not
+ *   change since it was read (read again and retried otherwise).
+ * - Runs are taken in id order, `ERASE_BATCH` at a time, so its own parents go before their children.
  */
 import { Effect, Option } from "effect"
 import type { Viewer } from "../domain/Access.js"
-import { Conflict } from "../domain/Errors.js"
+import type { PrincipalRef } from "../domain/Common.js"
+import { Conflict, ResourceNotFound } from "../domain/Errors.js"
 import { ERASED_NAME, type EraseRequest, EraseResponse } from "../domain/Erasure.js"
 import type { PrincipalUid, RunId } from "../domain/Ids.js"
-import { guardOf } from "../domain/RunRecords.js"
-import { isTerminal } from "../domain/RunState.js"
 import { RunItem } from "../domain/Run.js"
+import { guardOf } from "../domain/RunRecords.js"
+import type { RunState } from "../domain/RunState.js"
+import { isTerminal } from "../domain/RunState.js"
 import { removeQueuedKeys } from "../engine/DataRetention.js"
 import { requireInstanceAdmin } from "../internal/Principals.js"
 import { storageUnavailable } from "../internal/Services.js"
-import { ResourceNotFound } from "../domain/Errors.js"
 import { BlobStore } from "../ports/BlobStore.js"
 import { IdentityStore } from "../ports/IdentityStore.js"
 import { RetentionStore } from "../ports/RetentionStore.js"
-import { RunStore } from "../ports/RunStore.js"
+import { RunStore, type StoredRun } from "../ports/RunStore.js"
+import type { StorageError } from "../ports/Storage.js"
 import { Audit } from "./Audit.js"
 import { Principals } from "./Principals.js"
+import { RunDeletion } from "./RunDeletion.js"
+
+/** Runs read per batch. */
+export const ERASE_BATCH = 100
 
 /** What an erasure did so far. */
 interface Counts {
@@ -41,63 +48,88 @@ interface Counts {
   anonymized: number
 }
 
-/** Runs read per batch. */
-export const ERASE_BATCH = 100
+type Page = (principal: PrincipalUid, after: RunId | undefined, limit: number) => Effect.Effect<
+  ReadonlyArray<{ readonly run_id: RunId; readonly state: RunState }>,
+  StorageError
+>
+
+/** The reference with the erased name, when it names the principal. */
+const erased = (ref: PrincipalRef, uid: PrincipalUid): PrincipalRef => ref.uid === uid ? { ...ref, display_name: ERASED_NAME } : ref
 
 export class Erasure extends Effect.Service<Erasure>()("@agent-runs/core/Erasure", {
-  dependencies: [Audit.Default, Principals.Default],
+  dependencies: [Audit.Default, Principals.Default, RunDeletion.Default],
   effect: Effect.gen(function*() {
     const audit = yield* Audit
     const principals = yield* Principals
+    const deletion = yield* RunDeletion
     const identities = yield* IdentityStore
     const retention = yield* RetentionStore
     const runs = yield* RunStore
     const blobs = yield* BlobStore
 
-    /** Each run the principal created, a batch at a time. */
-    const eachRun = <E>(uid: PrincipalUid, f: (runId: RunId, ended: boolean) => Effect.Effect<void, E>) =>
+    /** Each run a page lists, a batch at a time. */
+    const eachRun = <E>(page: Page, uid: PrincipalUid, f: (runId: RunId) => Effect.Effect<void, E>) =>
       Effect.gen(function*() {
         let after: RunId | undefined
         for (;;) {
-          const page = yield* retention.runsCreatedBy(uid, after, ERASE_BATCH)
-          yield* Effect.forEach(page, (run) => f(run.run_id, isTerminal(run.state)), { discard: true })
-          if (page.length < ERASE_BATCH) return
-          after = page[page.length - 1]!.run_id
+          const found = yield* page(uid, after, ERASE_BATCH)
+          yield* Effect.forEach(found, (run) => f(run.run_id), { discard: true })
+          if (found.length < ERASE_BATCH) return
+          after = found[found.length - 1]!.run_id
         }
       })
 
-    const countLive = (uid: PrincipalUid) =>
-      Effect.gen(function*() {
-        let live = 0
-        yield* eachRun(uid, (_id, ended) => Effect.sync(() => void (ended ? 0 : live++)))
-        return live
-      })
+    /** 409 when one of its runs is live, or (to delete them) cannot go now. */
+    const checkRuns = (uid: PrincipalUid, request: EraseRequest) =>
+      eachRun(retention.runsCreatedBy, uid, (runId) =>
+        Effect.gen(function*() {
+          const run = yield* runs.get(runId)
+          if (Option.isNone(run)) return
+          if (!isTerminal(run.value.item.state)) {
+            return yield* new Conflict({ message: `runs: run ${runId} this principal created is ${run.value.item.state}; cancel it first, then erase it` })
+          }
+          const blocked = request.runs === "delete" ? yield* deletion.blockers(run.value) : undefined
+          if (blocked !== undefined) return yield* new Conflict({ ...blocked, message: `runs: run ${runId}: ${blocked.message}` })
+        }))
 
-    /** Deletes a run; one a team keeps for a run above it (its budget counts it) is anonymized instead. */
-    const deleteRun = (runId: RunId, done: Counts) =>
+    /** Replaces the principal's name in a run; 1 when it wrote, 0 when there was nothing to replace. */
+    const anonymizeRun = (uid: PrincipalUid) => (runId: RunId): Effect.Effect<number, StorageError | Conflict> =>
+      Effect.gen(function*() {
+        const found = yield* runs.get(runId)
+        if (Option.isNone(found)) return 0
+        const run: StoredRun = found.value
+        const item = new RunItem({ ...run.item, creator: erased(run.item.creator, uid), executor: erased(run.item.executor, uid) })
+        if (item.creator.display_name === run.item.creator.display_name && item.executor.display_name === run.item.executor.display_name) return 0
+        yield* runs.update(runId, { ...guardOf(run), expected: run }, { ...run, item }, [])
+        return 1
+      }).pipe(
+        Effect.retry({ while: (e) => e._tag === "StaleWrite", times: 5 }),
+        Effect.catchTag("StaleWrite", () =>
+          Effect.fail(new Conflict({ message: `runs: run ${runId} kept changing during the erasure; erase again`, retryable: true })))
+      )
+
+    /** Deletes a run; one a team keeps for a kept run above it (its budget counts it) is anonymized instead. */
+    const deleteRun = (uid: PrincipalUid, done: Counts) => (runId: RunId) =>
       retention.removeRun(runId).pipe(
         Effect.flatMap((keys) =>
           removeQueuedKeys(keys).pipe(Effect.provideService(BlobStore, blobs), Effect.provideService(RetentionStore, retention))),
         Effect.map(() => void done.deleted++),
-        Effect.catchTag("StaleWrite", () => Effect.map(anonymizeRun(runId), (n) => void (done.anonymized += n)))
+        Effect.catchTag("StaleWrite", () =>
+          Effect.gen(function*() {
+            const run = yield* runs.get(runId)
+            if (Option.isSome(run) && !isTerminal(run.value.item.state)) {
+              return yield* new Conflict({ message: `runs: run ${runId} became ${run.value.item.state} during the erasure; cancel it, then erase again`, retryable: true })
+            }
+            done.anonymized += yield* anonymizeRun(uid)(runId)
+          }))
       )
 
-    const anonymizeRun = (runId: RunId) =>
-      Effect.gen(function*() {
-        const found = yield* runs.get(runId)
-        if (Option.isNone(found) || found.value.item.creator.display_name === ERASED_NAME) return 0
-        const run = found.value
-        const next = { ...run, item: new RunItem({ ...run.item, creator: { ...run.item.creator, display_name: ERASED_NAME } }) }
-        yield* runs.update(runId, guardOf(run), next, [])
-        return 1
-      })
-
-    /** Runs in id order, so a principal's own parents go before their children. */
     const eraseRuns = (uid: PrincipalUid, request: EraseRequest) =>
       Effect.gen(function*() {
         const done: Counts = { deleted: 0, anonymized: 0 }
-        yield* eachRun(uid, (runId) =>
-          request.runs === "delete" ? deleteRun(runId, done) : Effect.map(anonymizeRun(runId), (n) => void (done.anonymized += n)))
+        const anonymize = (runId: RunId) => Effect.map(anonymizeRun(uid)(runId), (n) => void (done.anonymized += n))
+        yield* eachRun(retention.runsCreatedBy, uid, request.runs === "delete" ? deleteRun(uid, done) : anonymize)
+        yield* eachRun(retention.runsExecutedBy, uid, anonymize)
         return done
       })
 
@@ -107,22 +139,16 @@ export class Erasure extends Effect.Service<Erasure>()("@agent-runs/core/Erasure
         yield* requireInstanceAdmin(viewer)
         const principal = yield* identities.getPrincipal(uid)
         if (Option.isNone(principal)) return yield* ResourceNotFound.of("principal", uid)
-        const live = yield* countLive(uid)
-        if (live > 0) {
-          return yield* new Conflict({ message: `runs: ${live} runs this principal created are still live; cancel them first, then erase it` })
-        }
+        yield* checkRuns(uid, request)
         if (principal.value.deleted_at === null) yield* principals.remove(viewer, uid)
-        const done = yield* eraseRuns(uid, request)
-        const answer = new EraseResponse({ principal_uid: uid, runs_deleted: done.deleted, runs_anonymized: done.anonymized })
         yield* audit.recording(viewer, identities.erasePrincipal(uid, ERASED_NAME), () => ({
           action: "principal.erase",
           resource: { type: "principal", id: uid },
           team_uid: null
         }))
-        return answer
+        const done = yield* eraseRuns(uid, request)
+        return new EraseResponse({ principal_uid: uid, runs_deleted: done.deleted, runs_anonymized: done.anonymized })
       },
-      Effect.catchTag("StaleWrite", () =>
-        Effect.fail(new Conflict({ message: "runs: a run changed while it was being erased; try again", retryable: true }))),
       storageUnavailable,
       audit.refusals("principal.erase", (uid: PrincipalUid, _request: EraseRequest) => ({ type: "principal", id: uid }))
     )

@@ -64,15 +64,16 @@ export class RunDeletion extends Effect.Service<RunDeletion>()("@agent-runs/core
     const retention = yield* RetentionStore
     const blobs = yield* BlobStore
 
-    /** Why runs related to it keep the run (409), or undefined: a kept ancestor, a live run continuing its conversation. */
-    const relatedProblem = (run: StoredRun) =>
+    /** Why a kept run above it keeps the run (409), or undefined. */
+    const ancestorProblem = (run: StoredRun) =>
+      Effect.map(Effect.findFirst(run.item.ancestor_run_ids, (id) => Effect.map(runs.get(id), Option.isSome)), (kept) =>
+        Option.isNone(kept) ? undefined : new Conflict({
+          message: `parent_run_id: run ${kept.value} above it is kept, and its budget counts what this run spent; delete that run first`
+        }))
+
+    /** Why a live run continuing its conversation keeps the run (409), or undefined. */
+    const conversationProblem = (run: StoredRun) =>
       Effect.gen(function*() {
-        const kept = yield* Effect.findFirst(run.item.ancestor_run_ids, (id) => Effect.map(runs.get(id), Option.isSome))
-        if (Option.isSome(kept)) {
-          return new Conflict({
-            message: `parent_run_id: run ${kept.value} above it is kept, and its budget counts what this run spent; delete that run first`
-          })
-        }
         const conversation = run.item.conversation_id
         if (conversation === null) return undefined
         const continuing = (yield* runs.findByConversation(conversation))
@@ -82,6 +83,16 @@ export class RunDeletion extends Effect.Service<RunDeletion>()("@agent-runs/core
           : new Conflict({ message: `conversation_id: run ${continuing.item.run_id} continues its conversation and is still live` })
       })
 
+    /**
+     * Why the run itself cannot go now, whoever asks (409), or undefined: live, just cancelled, its
+     * sandbox kept, its conversation continued by a live run. (Erasure deletes under these rules too.)
+     */
+    const blockers = (run: StoredRun) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const problem = stateProblem(run, now)
+        return problem === undefined ? conversationProblem(run) : Effect.succeed(problem)
+      })
+
     /** Deletes an ended run the viewer may delete, with everything of it. */
     const remove = Effect.fn("RunDeletion.remove")(
       function*(viewer: Viewer, rawId: string) {
@@ -89,7 +100,7 @@ export class RunDeletion extends Effect.Service<RunDeletion>()("@agent-runs/core
         const runId = run.item.run_id
         const problem = deleteProblem(viewer, run)
         if (problem !== undefined) return yield* new NotAuthorized({ message: problem })
-        const blocked = stateProblem(run, yield* Clock.currentTimeMillis) ?? (yield* relatedProblem(run))
+        const blocked = (yield* blockers(run)) ?? (yield* ancestorProblem(run))
         if (blocked !== undefined) return yield* blocked
         const removed = yield* audit.recording(viewer, retention.removeRun(runId), () => ({
           action: "run.delete",
@@ -108,6 +119,6 @@ export class RunDeletion extends Effect.Service<RunDeletion>()("@agent-runs/core
       audit.refusals("run.delete", (rawId: string) => resource(rawId))
     )
 
-    return { remove } as const
+    return { remove, blockers } as const
   })
 }) {}

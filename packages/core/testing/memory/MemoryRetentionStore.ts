@@ -97,10 +97,10 @@ export const makeMemoryRetentionStore = (state: MemoryState): Context.Tag.Servic
       return Math.max(deliveries, payloads.length)
     })
 
-  const runsCreatedBy = (principal: PrincipalUid, after: RunId | undefined, limit: number) =>
+  const runsBy = (role: "creator" | "executor") => (principal: PrincipalUid, after: RunId | undefined, limit: number) =>
     Effect.sync(() =>
       [...state.runs.values()]
-        .filter((r) => r.run.item.creator.uid === principal && r.run.item.run_id > (after ?? ""))
+        .filter((r) => r.run.item[role].uid === principal && r.run.item.run_id > (after ?? ""))
         .map((r) => ({ run_id: r.run.item.run_id, state: r.run.item.state }))
         .sort((a, b) => (a.run_id < b.run_id ? -1 : a.run_id > b.run_id ? 1 : 0))
         .slice(0, limit))
@@ -120,5 +120,5 @@ export const makeMemoryRetentionStore = (state: MemoryState): Context.Tag.Servic
       }
     })
 
-  return { expireRuns, removeRun, expireDeliveries, runsCreatedBy, blobsToRemove, blobsRemoved, blobsDeferred }
+  return { expireRuns, removeRun, expireDeliveries, runsCreatedBy: runsBy("creator"), runsExecutedBy: runsBy("executor"), blobsToRemove, blobsRemoved, blobsDeferred }
 }

@@ -5,8 +5,8 @@
  * `webhook_payloads` with their team and time of receipt, since the delivery log drops entries
  * before their payloads may go (its own bounds), and are counted at the upgrade from what the log
  * holds and from the runs deliveries started. `outbound_deliveries_run` lets a run's outbound
- * deliveries go with it; `runs_creator` finds the runs a principal created, across teams, for its
- * erasure.
+ * deliveries go with it; `runs_creator` and `runs_executor` find the runs a principal created or
+ * executed as, across teams, for its erasure.
  */
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
@@ -35,4 +35,5 @@ export default Effect.gen(function* () {
     ON CONFLICT (delivery_id) DO NOTHING`
   yield* sql`CREATE INDEX outbound_deliveries_run ON outbound_deliveries (run_id)`
   yield* sql`CREATE INDEX runs_creator ON runs (creator_uid, run_id)`
+  yield* sql`CREATE INDEX runs_executor ON runs (executor_uid, run_id)`
 })
