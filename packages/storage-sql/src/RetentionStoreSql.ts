@@ -128,23 +128,18 @@ export const layer = Layer.effect(
       operation("RetentionStore.expireDeliveries")
     )
 
-    const runsCreatedBy = Effect.fn("RetentionStore.runsCreatedBy")(
-      function* (principal: PrincipalUid, after: RunId | undefined, limit: number) {
-        const rows = yield* sql<{ run_id: string; state: string }>`SELECT run_id, state FROM runs
-          WHERE creator_uid = ${principal} AND run_id > ${after ?? ""} ORDER BY run_id LIMIT ${limit}`
-        return rows.map((row) => ({ run_id: row.run_id as RunId, state: row.state as RunState }))
-      },
-      operation("RetentionStore.runsCreatedBy")
-    )
-
-    const runsExecutedBy = Effect.fn("RetentionStore.runsExecutedBy")(
-      function* (principal: PrincipalUid, after: RunId | undefined, limit: number) {
-        const rows = yield* sql<{ run_id: string; state: string }>`SELECT run_id, state FROM runs
-          WHERE executor_uid = ${principal} AND run_id > ${after ?? ""} ORDER BY run_id LIMIT ${limit}`
-        return rows.map((row) => ({ run_id: row.run_id as RunId, state: row.state as RunState }))
-      },
-      operation("RetentionStore.runsExecutedBy")
-    )
+    /** The runs whose `column` names the principal, by id after `after` (through `runs_creator` / `runs_executor`). */
+    const runsNaming = (column: "creator_uid" | "executor_uid") => {
+      const name = `RetentionStore.runsNaming(${column})`
+      return Effect.fn(name)(
+        function* (principal: PrincipalUid, after: RunId | undefined, limit: number) {
+          const rows = yield* sql<{ run_id: string; state: string }>`SELECT run_id, state FROM runs
+            WHERE ${sql(column)} = ${principal} AND run_id > ${after ?? ""} ORDER BY run_id LIMIT ${limit}`
+          return rows.map((row) => ({ run_id: row.run_id as RunId, state: row.state as RunState }))
+        },
+        operation(name)
+      )
+    }
 
     const blobsToRemove = Effect.fn("RetentionStore.blobsToRemove")(
       function* (limit: number) {
@@ -170,6 +165,6 @@ export const layer = Layer.effect(
       operation("RetentionStore.blobsDeferred")
     )
 
-    return RetentionStore.of({ expireRuns, removeRun, expireDeliveries, runsCreatedBy, runsExecutedBy, blobsToRemove, blobsRemoved, blobsDeferred })
+    return RetentionStore.of({ expireRuns, removeRun, expireDeliveries, runsCreatedBy: runsNaming("creator_uid"), runsExecutedBy: runsNaming("executor_uid"), blobsToRemove, blobsRemoved, blobsDeferred })
   })
 )
