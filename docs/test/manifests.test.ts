@@ -15,6 +15,7 @@ const root = fileURLToPath(new URL("../..", import.meta.url))
 
 interface Manifest {
   readonly name: string
+  readonly version?: string
   readonly dependencies?: Record<string, string>
   readonly devDependencies?: Record<string, string>
   readonly peerDependencies?: Record<string, string>
@@ -41,5 +42,20 @@ describe("the package manifests", () => {
     const usedByWorkspaceTests = ["oz-agent-sdk"]
     expect(rootOnly.filter((name) => usedByWorkspaceTests.includes(name))).toEqual([])
     expect(read("examples/server").devDependencies?.["oz-agent-sdk"]).toBeDefined()
+  })
+
+  it("carry the release's version, as core's Release.VERSION and the CHANGELOG's newest entry name it", () => {
+    const release = /VERSION = "([^"]+)"/.exec(readFileSync(join(root, "packages/core/src/domain/Release.ts"), "utf8"))?.[1]
+    const newest = /^## (\d+\.\d+\.\d+)/m.exec(readFileSync(join(root, "CHANGELOG.md"), "utf8"))?.[1]
+    expect(newest).toBe(release)
+    const wrong = workspaces.flatMap((dir) => {
+      const manifest = read(dir)
+      const own = manifest.version === release ? [] : [`${dir}: version ${manifest.version}`]
+      const ours = Object.entries({ ...manifest.dependencies, ...manifest.devDependencies, ...manifest.peerDependencies })
+        .filter(([name, range]) => name.startsWith("@agent-runs/") && range !== release)
+        .map(([name, range]) => `${dir}: ${name} ${range}`)
+      return [...own, ...ours]
+    })
+    expect(wrong).toEqual([])
   })
 })

@@ -21,9 +21,10 @@ import { outboundWebhooksCommand } from "./commands/OutboundWebhooks.js"
 import { whoamiCommand } from "./commands/Whoami.js"
 import { workerCommand } from "./commands/Worker.js"
 import * as Failure from "./Failure.js"
+import * as Release from "@agent-runs/core/domain/Release"
 
-/** The version `agent-runs --version` prints. */
-export const VERSION = "0.1.0"
+/** The version `agent-runs --version` prints: the release's. */
+export { VERSION } from "@agent-runs/core/domain/Release"
 
 /** Every subcommand of `agent-runs`. */
 export const subcommands = [
@@ -53,7 +54,7 @@ export const command = Command.make("agent-runs").pipe(
 )
 
 /** Runs the command line on `process.argv`-style arguments. */
-export const run = Command.run(command, { name: "agent-runs", version: VERSION })
+export const run = Command.run(command, { name: "agent-runs", version: Release.VERSION })
 
 /**
  * The command line as `agent-runs` runs it (main.ts), on `process.argv`-style arguments: a failure

@@ -33,6 +33,8 @@ import { RunAgentRequest, RunFollowupRequest, RunItem } from "../src/domain/Run.
 import { RunEvent } from "../src/domain/RunStateMachine.js"
 import { Runs } from "../src/services/Runs.js"
 import { AGENT_STATE_PART_BYTES, HeartbeatRequest, WORKER_PROTOCOL } from "../src/domain/Worker.js"
+import { OLDEST_WORKER_PROTOCOL } from "../src/domain/WorkerProtocol.js"
+import { VERSION } from "../src/domain/Release.js"
 import { defaultWorkerSettings, Workers, WorkerSettingsTag } from "../src/services/Workers.js"
 import { WorkerStore } from "../src/ports/WorkerStore.js"
 import { memoryBlobStore, transcriptText } from "./ConversationsServiceSuite.js"
@@ -550,20 +552,27 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
           expect((yield* failureOf(workers.readAgentState(other.worker, workerId, runId, execution, 0)))._tag).toBe("ResourceNotFound")
         }))
 
-      it.effect("a worker older than the protocol is told to upgrade", () =>
+      it.effect("a worker of a release more than one minor apart is refused with both protocols named; one minor apart claims", () =>
         Effect.gen(function*() {
           const world = yield* seedWorkers
           const workers = yield* Workers
           const workerId = `w-${uid()}`
           yield* createFor(world.alice, workerId)
-          yield* workers.heartbeat(world.worker, workerId, new HeartbeatRequest({ capacity: 1 }))
-          for (const protocol of [undefined, WORKER_PROTOCOL - 1]) {
+          // A heartbeat that says protocols none of which the server speaks is refused.
+          const tooNew = new HeartbeatRequest({ capacity: 1, protocol: WORKER_PROTOCOL + 2, oldest_protocol: WORKER_PROTOCOL + 1, version: "9.9.0" })
+          const refusedBeat = yield* failureOf(workers.heartbeat(world.worker, workerId, tooNew))
+          expect(refusedBeat._tag).toBe("OperationNotSupported")
+          expect(refusedBeat.message).toContain(`(release 9.9.0) speaks ${WORKER_PROTOCOL + 1}–${WORKER_PROTOCOL + 2}`)
+          // One that overlaps is answered with the server's range and release.
+          const answer = yield* workers.heartbeat(world.worker, workerId, new HeartbeatRequest({ capacity: 1, protocol: WORKER_PROTOCOL + 1, oldest_protocol: WORKER_PROTOCOL }))
+          expect(answer).toMatchObject({ protocol: WORKER_PROTOCOL, oldest_protocol: OLDEST_WORKER_PROTOCOL, version: VERSION })
+          for (const protocol of [undefined, OLDEST_WORKER_PROTOCOL - 1, WORKER_PROTOCOL + 1]) {
             const refused = yield* failureOf(workers.claim(world.worker, workerId, 0, protocol))
             expect(refused._tag).toBe("OperationNotSupported")
-            expect(refused.message).toContain("upgrade the worker")
+            expect(refused.message).toContain(`speaks worker protocols ${OLDEST_WORKER_PROTOCOL}–${WORKER_PROTOCOL}`)
           }
-          // The run was not claimed by the refused worker.
-          expect((yield* claimAs(world.worker, workerId)).answer.claim).not.toBeNull()
+          // The run was not claimed by the refused worker; a worker of the previous minor release claims it.
+          expect((yield* workers.claim(world.worker, workerId, 0, OLDEST_WORKER_PROTOCOL)).claim).not.toBeNull()
         }))
 
       it.effect("a worker's events move its run as the server's own executions do; the run's other fields stay the server's", () =>

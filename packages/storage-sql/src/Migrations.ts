@@ -70,6 +70,13 @@ const TABLE = "agent_runs_migrations"
 const migrator = Migrator.make({})({ loader, table: TABLE })
 
 /**
+ * Applies the migrations up to `last` only: the schema an earlier release ended with
+ * (Releases.ts), which the compatibility tests migrate further (SchemaCompatibility.ts).
+ */
+export const migrateThrough = (last: number) =>
+  Migrator.make({})({ loader: Effect.map(loader, (all) => all.filter(([id]) => id <= last)), table: TABLE })
+
+/**
  * Applies every migration not yet applied, then warns in the log when the run list's `q` can only
  * match substrings (PostgreSQL without pg_trgm). On PostgreSQL, replicas that start at once take
  * turns: the whole migration, the creation of its own table included (which two sessions cannot

@@ -64,7 +64,7 @@ import {
   type Updated
 } from "@agent-runs/core/ports/RunStore"
 import { DuplicateKey, type ExactlyOnceKey, StaleWrite, StorageError } from "@agent-runs/core/ports/Storage"
-import { TimelineEvent } from "@agent-runs/core/domain/Timeline"
+import { isKnownEventType, TimelineEvent } from "@agent-runs/core/domain/Timeline"
 import { SqlClient } from "@effect/sql"
 import { Reader } from "./Reader.js"
 import { joinTransaction } from "./internal/JoinTransaction.js"
@@ -576,7 +576,7 @@ export const layer = Layer.effect(
           Effect.flatMap(Schema.decodeUnknown(Schema.Array(EventRow)))
         )
         return yield* decodeEvents(
-          rows.map((e) => ({
+          rows.filter((e) => isKnownEventType(e.event_type)).map((e) => ({
             sequence: e.sequence,
             event_type: e.event_type,
             occurred_at: iso(e.occurred_at),

@@ -1,5 +1,7 @@
 /** @agent-runs/storage-sql: the storage ports over @effect/sql, shared by the dialect adapters. */
 export * as Migrations from "./Migrations.js"
+export * as Releases from "./Releases.js"
+export * as SchemaCompatibility from "./SchemaCompatibility.js"
 export * as Reader from "./Reader.js"
 export * as StorageKey from "./StorageKey.js"
 export * as StorageSql from "./StorageSql.js"

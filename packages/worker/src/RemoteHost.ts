@@ -20,6 +20,7 @@
  */
 import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import { type ExecutionEvent, ExecutionHost, ExecutionPlan, type Ids, RepoSource, Storage, Worker } from "@agent-runs/core"
+import * as WorkerProtocol from "@agent-runs/core/domain/WorkerProtocol"
 import { Api, Security } from "@agent-runs/api"
 import { isTerminal } from "@agent-runs/core/domain/RunState"
 import { MAX_AGENT_STATE_BYTES } from "@agent-runs/core/engine/CliAgent"
@@ -99,8 +100,18 @@ const partsOf = (state: Uint8Array) =>
     return { offset, bytes: state.subarray(offset, offset + Worker.AGENT_STATE_PART_BYTES) }
   })
 
-/** The execution host over the server's worker endpoints, for the runs of `connection.workerId`. */
-export const layer = (connection: Connection): Layer.Layer<ExecutionHost.ExecutionHost, never, RepoSource.RepoSource> =>
+/**
+ * Leaves out what the agreed protocol does not take: a server of protocol 3 knows no `HandOver`
+ * (WorkerProtocol.ts), so a stopping worker's runs wait for their leases to run out there.
+ */
+const understood = (protocol: number, events: ReadonlyArray<ExecutionEvent.ExecutionEvent>) =>
+  WorkerProtocol.handsOver(protocol) ? events : events.filter((e) => e._tag !== "HandOver")
+
+/**
+ * The execution host over the server's worker endpoints, for the runs of `connection.workerId`,
+ * speaking the worker protocol last agreed with the server (at each heartbeat).
+ */
+export const layer = (connection: Connection, agreedProtocol: Effect.Effect<number>): Layer.Layer<ExecutionHost.ExecutionHost, never, RepoSource.RepoSource> =>
   Layer.effect(
     ExecutionHost.ExecutionHost,
     Effect.gen(function*() {
@@ -125,12 +136,13 @@ export const layer = (connection: Connection): Layer.Layer<ExecutionHost.Executi
       // The server names the execution (the claim's `execution_id`); the loop's proposal is not sent.
       const claim = () =>
         Effect.gen(function*() {
+          const protocol = yield* agreedProtocol
           const answer = yield* sendPlain(
             "claim",
             api.workerClaim({
               headers,
               path: { workerId },
-              payload: new Worker.ClaimRequest({ wait_seconds: CLAIM_WAIT_SECONDS, protocol: Worker.WORKER_PROTOCOL, secrets: true })
+              payload: new Worker.ClaimRequest({ wait_seconds: CLAIM_WAIT_SECONDS, protocol, secrets: true })
             })
           )
           const c = answer.claim
@@ -152,35 +164,50 @@ export const layer = (connection: Connection): Layer.Layer<ExecutionHost.Executi
       // What each run's children held of its budget at its last renewal (the server says so then).
       const held = new Map<Ids.RunId, number>()
 
+      // The last report before the events, as two requests (the protocol has no report in events).
+      const recordEvents = (
+        runId: Ids.RunId,
+        execution_id: Ids.ExecutionId,
+        events: ReadonlyArray<ExecutionEvent.ExecutionEvent>,
+        report: ExecutionEvent.Report | undefined
+      ) =>
+        Effect.map(
+          Effect.zipRight(
+            report === undefined ? Effect.void : sendReport(runId, execution_id, report),
+            send(
+              "events",
+              api.workerRecordEvents({ headers, path: { workerId, runId }, payload: new Worker.RecordEventsRequest({ execution_id, events }) })
+            )
+          ),
+          (answer) => {
+            if (isTerminal(answer.state)) held.delete(runId)
+            return { state: answer.state, sandbox_retained: false }
+          }
+        )
+
       return ExecutionHost.ExecutionHost.of({
         wakeups: Stream.never,
         claim,
         renew: (runId, execution_id) =>
-          Effect.map(
-            send(
-              "renew",
-              api.workerRenewLease({ headers, path: { workerId, runId }, payload: new Worker.RenewLeaseRequest({ execution_id, protocol: Worker.WORKER_PROTOCOL }) })
-            ),
-            (answer) => {
-              if (answer.descendants_committed !== undefined) held.set(runId, answer.descendants_committed)
-            }
-          ),
-        childrenHold: (runId) => Effect.sync(() => held.get(runId)),
-        // The last report before the events, as two requests (the protocol has no report in events).
-        record: (runId, execution_id, events, report) =>
-          Effect.map(
-            Effect.zipRight(
-              report === undefined ? Effect.void : sendReport(runId, execution_id, report),
+          agreedProtocol.pipe(
+            Effect.flatMap((protocol) =>
               send(
-                "events",
-                api.workerRecordEvents({ headers, path: { workerId, runId }, payload: new Worker.RecordEventsRequest({ execution_id, events }) })
+                "renew",
+                api.workerRenewLease({ headers, path: { workerId, runId }, payload: new Worker.RenewLeaseRequest({ execution_id, protocol }) })
               )
             ),
-            (answer) => {
-              if (isTerminal(answer.state)) held.delete(runId)
-              return { state: answer.state, sandbox_retained: false }
-            }
+            Effect.map((answer) => {
+              if (answer.descendants_committed !== undefined) held.set(runId, answer.descendants_committed)
+            })
           ),
+        childrenHold: (runId) => Effect.sync(() => held.get(runId)),
+        record: (runId, execution_id, all, report) =>
+          Effect.flatMap(agreedProtocol, (protocol) => {
+            const events = understood(protocol, all)
+            return events.length === 0
+              ? Effect.fail(new Storage.StorageError({ operation: "events", cause: `a server of worker protocol ${protocol} takes no hand-over` }))
+              : recordEvents(runId, execution_id, events, report)
+          }),
         report: sendReport,
         followups: (runId, execution_id) =>
           Effect.map(

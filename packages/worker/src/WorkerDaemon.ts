@@ -23,7 +23,9 @@ import { Dispatcher, ExecutionLoop, Executor, Health, Ids, LiveExecutions, Worke
 import { DockerExecutor } from "@agent-runs/executor-docker"
 import { LocalRepoSource, ProcessExecutor, ProcessIsolation } from "@agent-runs/executor-process"
 import { AGENT_MOUNT, defaultHarness, installCopy, packageDir } from "@agent-runs/scripted-agent/Location"
-import { Console, Data, Duration, Effect, Layer, Schedule } from "effect"
+import { VERSION } from "@agent-runs/core/domain/Release"
+import * as WorkerProtocol from "@agent-runs/core/domain/WorkerProtocol"
+import { Console, Data, Duration, Effect, Layer, Option, Ref, Schedule } from "effect"
 import { join } from "node:path"
 import type { AgentHarnesses } from "@agent-runs/core/ports/AgentHarness"
 import type { Connection } from "./RemoteHost.js"
@@ -112,6 +114,25 @@ const releaseLeftovers = Layer.effectDiscard(
   })
 )
 
+/**
+ * The worker protocol this worker and the server both speak (WorkerProtocol.ts): a server one minor
+ * release apart is spoken to in the older one's; further apart, the worker stops with both named.
+ */
+const agreedProtocol = (options: WorkerOptions, answer: Worker.HeartbeatResponse) => {
+  const theirs = WorkerProtocol.serverRange(answer)
+  return Option.match(WorkerProtocol.agree(WorkerProtocol.spoken, theirs), {
+    onSome: Effect.succeed,
+    onNone: () =>
+      Effect.fail(
+        new WorkerRefused({
+          message: `the server ${options.server} (release ${answer.version ?? "0.1"}) speaks worker protocols ` +
+            `${WorkerProtocol.describe(theirs)} and this worker (release ${VERSION}) ${WorkerProtocol.describe(WorkerProtocol.spoken)}: ` +
+            "run a worker of the server's release or one minor release apart"
+        })
+      )
+  })
+}
+
 /** Runs the worker until interrupted. */
 export const run = (options: WorkerOptions) =>
   Effect.gen(function*() {
@@ -120,6 +141,9 @@ export const run = (options: WorkerOptions) =>
     const beat = server.heartbeat(
       new Worker.HeartbeatRequest({
         capacity: options.capacity,
+        protocol: WorkerProtocol.WORKER_PROTOCOL,
+        oldest_protocol: WorkerProtocol.OLDEST_WORKER_PROTOCOL,
+        version: VERSION,
         ...(options.displayName === undefined ? {} : { display_name: options.displayName }),
         ...(options.labels === undefined ? {} : { labels: options.labels })
       })
@@ -132,12 +156,17 @@ export const run = (options: WorkerOptions) =>
       Effect.retry({ while: RemoteHost.isTransient, schedule: Schedule.spaced(Duration.seconds(1)) }),
       Effect.mapError((e) => new WorkerRefused({ message: `the server refused worker ${options.workerId}: ${describe(e)}` }))
     )
+    const protocol = yield* agreedProtocol(options, settings)
     yield* Console.log(
       `Worker ${options.workerId} connected to ${options.server} (${options.executor} executor, capacity ${options.capacity}, ` +
-        `lease ${settings.lease_seconds} s)`
+        `lease ${settings.lease_seconds} s, release ${settings.version ?? "0.1"}, worker protocol ${protocol})`
     )
-    // Heartbeats for as long as the worker lives; it says it leaves when it stops.
+    // Heartbeats for as long as the worker lives, agreeing on the protocol again with a server that
+    // was upgraded meanwhile; it says it leaves when it stops.
+    const agreed = yield* Ref.make(protocol)
     yield* beat.pipe(
+      Effect.flatMap((answer) => agreedProtocol(options, answer)),
+      Effect.flatMap((now) => Ref.set(agreed, now)),
       Effect.catchAll((e) => Effect.logWarning(`worker: heartbeat failed: ${describe(e)}`)),
       Effect.repeat(Schedule.spaced(Duration.seconds(settings.heartbeat_seconds))),
       Effect.delay(Duration.seconds(settings.heartbeat_seconds)),
@@ -154,7 +183,7 @@ export const run = (options: WorkerOptions) =>
       Layer.provide(options.harnesses ?? Layer.empty),
       Layer.provide(executorLayer(options, execution.isolation)),
       // Skills are read when a run is claimed (docs/skills.md): from this worker's repositories.
-      Layer.provide(RemoteHost.layer(options).pipe(Layer.provide(LocalRepoSource.layer({ reposDir: reposDirOf(options) })))),
+      Layer.provide(RemoteHost.layer(options, Ref.get(agreed)).pipe(Layer.provide(LocalRepoSource.layer({ reposDir: reposDirOf(options) })))),
       Layer.provide(Ids.IdsLive),
       Layer.provide(Health.layer),
       Layer.provide(LiveExecutions.LiveExecutions.Default),

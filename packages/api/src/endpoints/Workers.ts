@@ -26,11 +26,14 @@ export class WorkersGroup extends HttpApiGroup.make("workers")
       .setHeaders(TeamHeaders)
       .setPayload(Worker.HeartbeatRequest)
       .addSuccess(Worker.HeartbeatResponse)
+      .addError(Problems.OperationNotSupported, { status: 422 })
       .annotateContext(
         doc(
           "Worker heartbeat",
           "Says the worker is connected (listed by GET /agent/connected-self-hosted-workers until " +
-            "`stale_after_seconds` after its latest heartbeat); answers the intervals and lease length it follows. " +
+            "`stale_after_seconds` after its latest heartbeat); answers the intervals and lease length it follows, " +
+            "and the worker protocols and release of the server (`protocol`, `oldest_protocol`, `version`). " +
+            "422: the worker's `oldest_protocol`–`protocol` has none the server speaks (releases more than one minor apart). " +
             forbidden
         )
       )
@@ -68,7 +71,8 @@ export class WorkersGroup extends HttpApiGroup.make("workers")
             "`agent_config.worker_host` is this worker, and claims it under a lease of `execution_id` (CLAIMED, " +
             "`run_claimed`); answers what its execution needs (the run, its run token, environment, attachments, history, " +
             "where its transcript ends), or `claim: null`. Only while the worker's latest heartbeat is at most 2 intervals " +
-            "old. 422: `protocol` absent or older than the server's (upgrade the worker). " + forbidden
+            "old. `protocol`: the one agreed at the heartbeat (the lower of both sides' newest). 422: `protocol` absent or one the server " +
+            "no longer speaks (the worker is more than one minor release apart). " + forbidden
         )
       )
   )
@@ -124,7 +128,7 @@ export class WorkersGroup extends HttpApiGroup.make("workers")
         doc(
           "Renew a lease",
           "Extends the execution's lease by the server's lease length, while it has not run out (a lapsed lease is lost: 409). " +
-            "422 without `protocol` 2 (an older worker: upgrade it). " + held
+            "422: `protocol` absent or one the server no longer speaks (as for a claim). " + held
         )
       )
   )

@@ -30,6 +30,12 @@ export const TimelineEventType = Schema.Literal(
 )
 export type TimelineEventType = typeof TimelineEventType.Type
 
+/**
+ * Whether this release knows an event type: a later release's (written by its replicas during a
+ * rolling deploy, or before a rollback) is left out of what this one reads and sends.
+ */
+export const isKnownEventType: (type: string) => type is TimelineEventType = Schema.is(TimelineEventType)
+
 /** One timeline event; `execution_id` is the execution (first run or follow-up continuation) it belongs to. */
 export const TimelineEvent = Schema.Struct({
   sequence: Schema.Int.pipe(Schema.greaterThanOrEqualTo(1)),

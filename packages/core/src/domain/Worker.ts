@@ -53,7 +53,13 @@ export const WorkerId = Schema.String.pipe(
 export class HeartbeatRequest extends Schema.Class<HeartbeatRequest>("WorkerHeartbeatRequest")({
   display_name: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
   labels: Schema.optional(Schema.Array(Schema.String.pipe(Schema.maxLength(100))).pipe(Schema.maxItems(50))),
-  capacity: Schema.Int.pipe(Schema.between(1, 1000))
+  capacity: Schema.Int.pipe(Schema.between(1, 1000)),
+  /** The newest worker protocol the worker speaks (WorkerProtocol.ts); absent from workers of release 0.1. */
+  protocol: Schema.optional(Schema.Int),
+  /** The oldest it still speaks. */
+  oldest_protocol: Schema.optional(Schema.Int),
+  /** The worker's release (e.g. `0.2.0`), named in errors and logs. */
+  version: Schema.optional(Schema.String.pipe(Schema.maxLength(40)))
 }) {}
 
 /** The server's settings a worker follows. */
@@ -67,14 +73,17 @@ export class HeartbeatResponse extends Schema.Class<HeartbeatResponse>("WorkerHe
   /** The most a run's agents may print (its transcript); the worker stops an agent past it. */
   max_output_bytes: Schema.optional(Schema.NonNegativeInt),
   /** The ceiling of a run's `max_runtime_seconds`, and its limit when it sets none; the worker stops an agent past it. */
-  max_runtime_seconds: Schema.optional(Schema.Int.pipe(Schema.positive()))
+  max_runtime_seconds: Schema.optional(Schema.Int.pipe(Schema.positive())),
+  /** The newest worker protocol the server speaks (absent from servers of release 0.1, which speak 3). */
+  protocol: Schema.optional(Schema.Int),
+  /** The oldest it still speaks; a worker claims with the protocol both speak (WorkerProtocol.agree). */
+  oldest_protocol: Schema.optional(Schema.Int),
+  /** The server's release. */
+  version: Schema.optional(Schema.String)
 }) {}
 
-/**
- * The worker protocol this server speaks; a claim without it comes from an older worker (422:
- * upgrade). 3: the worker enforces the run's budget (Budget.ts; `WorkerClaim.descendants_committed`).
- */
-export const WORKER_PROTOCOL = 3
+/** The newest worker protocol this release speaks (WorkerProtocol.ts: each side speaks two). */
+export { WORKER_PROTOCOL } from "./WorkerProtocol.js"
 
 /** A file the claimed run's agent gets (the payload of a webhook-started run), base64. */
 export const WorkerAttachment = Schema.Struct({
@@ -140,7 +149,7 @@ export class ClaimRequest extends Schema.Class<ClaimRequest>("WorkerClaimRequest
   execution_id: Schema.optional(ExecutionId),
   /** How long to wait for a run (0 to 25 seconds; default 20). */
   wait_seconds: Schema.optional(Schema.Number.pipe(Schema.between(0, 25))),
-  /** The worker protocol the worker speaks (`WORKER_PROTOCOL`); absent from workers older than it. */
+  /** The worker protocol agreed on (WorkerProtocol.agree); absent from workers older than protocol 3, which are told to upgrade. */
   protocol: Schema.optional(Schema.Int),
   /** The worker takes the team secrets its runs' agents get (`WorkerClaim.secrets`); without it none are read or sent. */
   secrets: Schema.optional(Schema.Boolean)
@@ -171,7 +180,7 @@ export class ReportRequest extends Schema.Class<ReportRequest>("WorkerReportRequ
 /** `POST …/runs/{runId}/renew`. */
 export class RenewLeaseRequest extends Schema.Class<RenewLeaseRequest>("WorkerRenewLeaseRequest")({
   execution_id: ExecutionId,
-  /** The worker protocol (`WORKER_PROTOCOL`); absent from older workers, which are told to upgrade. */
+  /** The worker protocol agreed on; absent from workers older than protocol 3, which are told to upgrade. */
   protocol: Schema.optional(Schema.Int)
 }) {}
 

@@ -73,9 +73,10 @@ import {
   HeartbeatResponse,
   ListConnectedWorkersResponse,
   RecordEventsResponse,
-  RenewLeaseResponse,
-  WORKER_PROTOCOL
+  RenewLeaseResponse
 } from "../domain/Worker.js"
+import { VERSION } from "../domain/Release.js"
+import * as WorkerProtocol from "../domain/WorkerProtocol.js"
 import type { HeartbeatRequest } from "../domain/Worker.js"
 
 /** The server's settings for workers. */
@@ -116,11 +117,32 @@ const FRESH_HEARTBEATS = 2
 export const isWorkersRun = (run: StoredRun, worker: WorkerRef): boolean =>
   run.team_uid === worker.team_uid && run.item.agent_config.worker_host === worker.worker_id
 
-/** The answer to a worker of an older protocol: upgrade. */
-export const upgradeNeeded = new OperationNotSupported({
-  message: `this server speaks worker protocol ${WORKER_PROTOCOL} (a worker sends its execution's events and stops an agent past its run's budget); ` +
-    "upgrade the worker (agent-runs worker) to the server's version"
-})
+/** The answer to a worker that speaks no protocol this server speaks (WorkerProtocol.ts). */
+export const noCommonProtocol = (theirs: string) =>
+  new OperationNotSupported({
+    message: `this server (release ${VERSION}) speaks worker protocols ${WorkerProtocol.describe(WorkerProtocol.spoken)} and ` +
+      `the worker ${theirs}: run a worker (agent-runs worker) of the server's release or one minor release apart`
+  })
+
+/** The answer to a worker too old to say its protocol (older than protocol 3). */
+export const upgradeNeeded = noCommonProtocol("speaks an older one")
+
+/** Fails unless a claim's or renewal's protocol is one this server speaks. */
+const requireProtocol = (protocol: number | undefined): Effect.Effect<void, OperationNotSupported> => {
+  if (protocol === undefined) return Effect.fail(upgradeNeeded)
+  return Option.isSome(WorkerProtocol.agree(WorkerProtocol.spoken, WorkerProtocol.only(protocol)))
+    ? Effect.void
+    : Effect.fail(noCommonProtocol(`speaks ${protocol}`))
+}
+
+/** A heartbeat's refusal, when the worker says protocols none of which this server speaks. */
+const refusedProtocols = (request: HeartbeatRequest): Option.Option<OperationNotSupported> => {
+  if (request.protocol === undefined) return Option.none()
+  const theirs = { oldest: request.oldest_protocol ?? request.protocol, newest: request.protocol }
+  return Option.isSome(WorkerProtocol.agree(WorkerProtocol.spoken, theirs))
+    ? Option.none()
+    : Option.some(noCommonProtocol(`(release ${request.version ?? "unknown"}) speaks ${WorkerProtocol.describe(theirs)}`))
+}
 
 export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers", {
   dependencies: [Audit.Default],
@@ -195,6 +217,8 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
 
     const heartbeat = Effect.fn("Workers.heartbeat")(function*(viewer: Viewer, workerId: string, request: HeartbeatRequest) {
       const worker = yield* asWorker(viewer, workerId)
+      const refusal = refusedProtocols(request)
+      if (Option.isSome(refusal)) return yield* Effect.fail(refusal.value)
       const now = yield* Clock.currentTimeMillis
       yield* presence.heartbeat({
         team_uid: worker.team_uid,
@@ -210,7 +234,10 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
         stale_after_seconds: settings.staleAfterMs / 1000,
         lease_seconds: settings.leaseMs / 1000,
         max_output_bytes: settings.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES,
-        max_runtime_seconds: wireCeiling(settings.maxRuntimeSeconds ?? DEFAULT_MAX_RUNTIME_SECONDS)
+        max_runtime_seconds: wireCeiling(settings.maxRuntimeSeconds ?? DEFAULT_MAX_RUNTIME_SECONDS),
+        protocol: WorkerProtocol.WORKER_PROTOCOL,
+        oldest_protocol: WorkerProtocol.OLDEST_WORKER_PROTOCOL,
+        version: VERSION
       })
     }, storageUnavailable)
 
@@ -257,7 +284,7 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
     const claim = Effect.fn("Workers.claim")(
       function*(viewer: Viewer, workerId: string, waitSeconds: number, protocol: number | undefined, takesSecrets = false) {
         const worker = yield* asWorker(viewer, workerId)
-        if (protocol === undefined || protocol < WORKER_PROTOCOL) return yield* Effect.fail(upgradeNeeded)
+        yield* requireProtocol(protocol)
         // The server names the execution (the lease's fencing token): a worker cannot reuse an
         // earlier execution's id to make its tokens and writes valid again.
         const executionId = yield* ids.executionId
@@ -346,7 +373,7 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
       const worker = yield* asWorker(viewer, workerId)
       // A worker of an older protocol in the middle of a run stops renewing: its run comes back
       // through the sweep to an upgraded worker, instead of being held forever.
-      if (protocol === undefined || protocol < WORKER_PROTOCOL) return yield* Effect.fail(upgradeNeeded)
+      yield* requireProtocol(protocol)
       const run = yield* heldRun(worker, runId, executionId)
       const now = yield* Clock.currentTimeMillis
       const late = yield* overran(run, executionId, now, { ceilingSeconds: settings.maxRuntimeSeconds, graceMs: settings.leaseMs })
