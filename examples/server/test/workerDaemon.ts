@@ -63,7 +63,8 @@ export const startWorker = async (options: {
   const child = spawn(
     process.execPath,
     [CLI, "worker", "--server", options.url, "--token", options.token, "--worker-id", options.workerId, "--data-dir", options.dataDir, ...(options.extra ?? [])],
-    { cwd: REPO_ROOT, env: { ...env, ...options.env }, stdio: ["ignore", "pipe", "pipe"] }
+    // Stopped, it hands its runs back at once unless a test gives it a grace period.
+    { cwd: REPO_ROOT, env: { ...env, AGENT_RUNS_DRAIN_SECONDS: "0", ...options.env }, stdio: ["ignore", "pipe", "pipe"] }
   )
   workers.add(child)
   let out = ""

@@ -319,6 +319,25 @@ describe("self-hosted workers on PostgreSQL: follow-ups, skills, lost workers an
     await kill(worker, "SIGTERM")
   }, 120_000)
 
+  it("stopped with a grace period, lets its agents finish within it and hands the rest back after it (same attempt)", async () => {
+    const runs = api(() => server, tokens.user)
+    const short = await runs.create("short\n@sleep 2500\n@say done", "wk-drain")
+    const long = await runs.create("@sleep 60000", "wk-drain")
+    const worker = await startWorker({
+      url: server.url,
+      token: tokens.worker,
+      workerId: "wk-drain",
+      dataDir: tempDir(),
+      extra: ["--capacity", "2", "--drain-seconds", "8"]
+    })
+    for (const id of [short, long]) await until(() => runs.run(id), (r) => r.state === "INPROGRESS", 10_000)
+    await kill(worker, "SIGTERM")
+    expect(await runs.run(short)).toMatchObject({ state: "SUCCEEDED", attempt: 1 })
+    expect(await runs.run(long)).toMatchObject({ state: "QUEUED", attempt: 1 })
+    expect((await runs.timeline(short)).map((e) => e.event_type)).not.toContain("handed_over")
+    expect((await runs.timeline(long)).map((e) => e.event_type).slice(-2)).toEqual(["handed_over", "requeued"])
+  }, 60_000)
+
   it("does not let a worker that lost its lease run the run a second time", async () => {
     const runs = api(() => server, tokens.user)
     const dataDir = tempDir()

@@ -11,8 +11,8 @@
  * - While the server is away (a restart): the agents go on; requests are retried for up to
  *   `retryForMs`; the daemon reconnects by itself. A run whose lease expired meanwhile was
  *   requeued by the server: the worker's writes for it are refused (409) and it stops its agent.
- * - Stop (SIGINT/SIGTERM): it claims no more, its agents are stopped, their sandboxes released,
- *   their runs handed back to the queue at the same attempt (`HandOver`, ExecutionLoop.ts), and
+ * - Stop (SIGINT/SIGTERM): it claims no more, its agents may finish for `drainSeconds` (renewing
+ *   their leases), then the rest are stopped, their sandboxes released, their runs handed back to the queue at the same attempt (`HandOver`, ExecutionLoop.ts), and
  *   the worker says it disconnects (no longer listed). Killed, its runs come back through the
  *   server's lease sweep (attempt + 1); either way to this worker id when a worker with it
  *   connects again.
@@ -48,6 +48,11 @@ export interface WorkerOptions extends Connection {
   readonly labels?: ReadonlyArray<string> | undefined
   /** Process sandboxes as users of their own: `auto` (default: when root), `uid` or `none` (docs/security.md). */
   readonly processIsolation?: ProcessIsolation.Mode | undefined
+  /**
+   * On stop, how long running agents may finish before they are stopped and their runs handed back
+   * (default 0: at once).
+   */
+  readonly drainSeconds?: number | undefined
   /** The agent CLIs runs may select with `config.harness.type`, as the server's (none: only the default agent). */
   readonly harnesses?: Layer.Layer<AgentHarnesses> | undefined
 }
@@ -192,6 +197,7 @@ export const run = (options: WorkerOptions) =>
           ...Dispatcher.defaultSettings(execution.harness, `${options.server.replace(/\/+$/, "")}/api/v1`),
           concurrency: options.capacity,
           leaseMs: settings.lease_seconds * 1000,
+          drainMs: (options.drainSeconds ?? 0) * 1000,
           // The server's output limit (it refuses transcript bytes past it), and its runtime ceiling.
           ...(settings.max_output_bytes === undefined ? {} : { maxOutputBytes: settings.max_output_bytes }),
           // None from a server older than the setting: no limit (it would not know the error code).

@@ -1,7 +1,8 @@
 /**
  * `agent-runs worker --server URL --token TOKEN --worker-id ID [--executor process|docker]
  * [--capacity N] [--team UID] [--data-dir DIR] [--repos-dir DIR] [--harness CMD]
- * [--docker-image IMAGE] [--display-name NAME] [--label L]... [--process-isolation auto|uid|none]`: the self-hosted worker daemon
+ * [--docker-image IMAGE] [--display-name NAME] [--label L]... [--process-isolation auto|uid|none]
+ * [--drain-seconds N]`: the self-hosted worker daemon
  * (`@agent-runs/worker`, docs/workers.md). It runs the runs whose `agent_config.worker_host` is
  * its id until it is stopped (SIGINT/SIGTERM). `--server`, `--token`, `--team` and `--worker-id`
  * default to `AGENT_RUNS_URL`, `AGENT_RUNS_TOKEN`, `AGENT_RUNS_TEAM` and `AGENT_RUNS_WORKER_ID`.
@@ -78,6 +79,16 @@ const processIsolation = Options.choice("process-isolation", ["auto", "uid", "no
   )
 )
 
+const drainSeconds = Options.integer("drain-seconds").pipe(
+  Options.withSchema(Schema.Int.pipe(Schema.between(0, 3600))),
+  Options.withFallbackConfig(Config.integer("AGENT_RUNS_DRAIN_SECONDS")),
+  Options.withDefault(20),
+  Options.withDescription(
+    "on SIGTERM, how long running agents may finish (0 to 3600) before they are stopped and their runs handed back " +
+      "to the queue at the same attempt (default: $AGENT_RUNS_DRAIN_SECONDS, else 20)"
+  )
+)
+
 /** The daemon with the OpenTelemetry export the `OTEL_*` variables ask for, as the server's (docs/observability.md). */
 const withTelemetry = <A, E, R>(daemon: Effect.Effect<A, E, R>) =>
   Effect.flatMap(
@@ -87,7 +98,7 @@ const withTelemetry = <A, E, R>(daemon: Effect.Effect<A, E, R>) =>
 
 export const workerCommand = Command.make(
   "worker",
-  { server, token, team, workerId, executor, capacity, dataDir, reposDir, harness, dockerImage, displayName, labels, processIsolation },
+  { server, token, team, workerId, executor, capacity, dataDir, reposDir, harness, dockerImage, displayName, labels, processIsolation, drainSeconds },
   (options) =>
     // The daemon (and its executors) is loaded only by this command, so that the others start quickly.
     Effect.flatMap(Effect.promise(() => import("@agent-runs/worker")), ({ WorkerDaemon }) => withTelemetry(WorkerDaemon.run({
@@ -104,6 +115,7 @@ export const workerCommand = Command.make(
       displayName: Option.getOrUndefined(options.displayName),
       labels: options.labels,
       processIsolation: options.processIsolation,
+      drainSeconds: options.drainSeconds,
       harnesses: HarnessesLive
     }))).pipe(Effect.mapError((error) => new WorkerFailed({ message: error.message })))
 ).pipe(
