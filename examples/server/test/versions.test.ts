@@ -16,8 +16,8 @@ import { kill, startWorker, teamWithWorker, tempDir, until } from "./workerDaemo
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any
 
-/** How the relay makes the server look. */
-type Disguise = "0.1" | "two minors ahead"
+/** How the relay makes the server look (`as is`: as it is). */
+type Disguise = "0.1" | "two minors ahead" | "as is"
 
 const bodyOf = (request: IncomingMessage) =>
   new Promise<string>((resolve) => {
@@ -26,8 +26,9 @@ const bodyOf = (request: IncomingMessage) =>
   })
 
 /** An HTTP relay to the server that answers as a server of `disguise` would; records what workers sent. */
-const disguised = async (target: () => number, disguise: Disguise) => {
+const disguised = async (target: () => number, initially: Disguise) => {
   const seen = { claimProtocols: [] as Array<unknown>, handOvers: 0 }
+  const state = { disguise: initially }
   const server: Server = createServer((request, response) => {
     relay(request, response).catch(() => response.destroy())
   })
@@ -38,7 +39,7 @@ const disguised = async (target: () => number, disguise: Disguise) => {
     if (path.endsWith("/claim")) seen.claimProtocols.push(sent?.protocol)
     if (path.endsWith("/events") && sent?.events?.some((e: Json) => e._tag === "HandOver")) {
       seen.handOvers++
-      if (disguise === "0.1") {
+      if (state.disguise === "0.1") {
         response.writeHead(400, { "content-type": "application/json" }).end(JSON.stringify({ error: "events: unknown _tag HandOver" }))
         return
       }
@@ -48,9 +49,9 @@ const disguised = async (target: () => number, disguise: Disguise) => {
     ) as Record<string, string>
     const answer = await fetch(`http://127.0.0.1:${target()}${path}`, { method: request.method!, headers, ...(body === "" ? {} : { body }) })
     let text = await answer.text()
-    if (path.endsWith("/heartbeat") && request.method === "POST" && answer.ok) {
+    if (path.endsWith("/heartbeat") && request.method === "POST" && answer.ok && state.disguise !== "as is") {
       const { oldest_protocol: _o, protocol: _p, version: _v, ...settings } = JSON.parse(text)
-      text = JSON.stringify(disguise === "0.1" ? settings : { ...settings, protocol: 6, oldest_protocol: 5, version: "0.4.0" })
+      text = JSON.stringify(state.disguise === "0.1" ? settings : { ...settings, protocol: 6, oldest_protocol: 5, version: "0.4.0" })
     }
     response.writeHead(answer.status, { "content-type": answer.headers.get("content-type") ?? "application/json" }).end(text)
   }
@@ -58,6 +59,9 @@ const disguised = async (target: () => number, disguise: Disguise) => {
   return {
     url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
     seen,
+    set disguise(disguise: Disguise) {
+      state.disguise = disguise
+    },
     close: () => new Promise<void>((resolve) => server.close(() => resolve()))
   }
 }
@@ -101,6 +105,22 @@ describe("a worker and a server of different releases", () => {
     expect((await run(long)).state).toBe("INPROGRESS")
     expect(worker.output()).toContain("could not be handed over; its lease will run out")
   }, 60_000)
+
+  it("a worker agrees again with a server upgraded under it: from protocol 3 to 4, and then hands over when stopped", async () => {
+    const relay = await disguised(() => server.port, "0.1")
+    relays.push(relay)
+    const worker = await startWorker({ url: relay.url, token: team.worker, workerId: "w-upgraded", dataDir: tempDir() })
+    expect(worker.output()).toContain("worker protocol 3")
+    relay.disguise = "as is"
+    // Two heartbeats (1 s apart) later, the next claim is made in protocol 4.
+    const asked = relay.seen.claimProtocols.length
+    await until(async () => relay.seen.claimProtocols.slice(asked).includes(4), (yes) => yes, 30_000)
+    const id = await create("@sleep 60000", "w-upgraded")
+    await until(() => run(id), (r) => r.state === "INPROGRESS", 30_000)
+    await kill(worker, "SIGTERM")
+    expect(relay.seen.handOvers).toBe(1)
+    expect(await run(id)).toMatchObject({ state: "QUEUED", attempt: 1 })
+  }, 90_000)
 
   it("a worker two minor releases from the server stops at start with one line naming both", async () => {
     const relay = await disguised(() => server.port, "two minors ahead")

@@ -2,7 +2,7 @@ import { Option } from "effect"
 import { describe, expect, it } from "vitest"
 import * as WorkerProtocol from "../src/domain/WorkerProtocol.js"
 
-const { agree, only, serverRange, spoken } = WorkerProtocol
+const { agree, only, rangeSaid, spoken } = WorkerProtocol
 
 describe("WorkerProtocol", () => {
   it("sides one minor release apart agree on the older one's newest protocol", () => {
@@ -17,9 +17,9 @@ describe("WorkerProtocol", () => {
   })
 
   it("a server that says nothing is of release 0.1, which speaks protocol 3 alone", () => {
-    expect(serverRange({})).toEqual(only(3))
-    expect(serverRange({ protocol: 5, oldest_protocol: 4 })).toEqual({ oldest: 4, newest: 5 })
-    expect(agree(spoken, serverRange({}))).toEqual(Option.some(3))
+    expect(rangeSaid({})).toEqual(only(3))
+    expect(rangeSaid({ protocol: 5, oldest_protocol: 4 })).toEqual({ oldest: 4, newest: 5 })
+    expect(agree(spoken, rangeSaid({}))).toEqual(Option.some(3))
   })
 
   it("only protocol 4 on takes a stopping worker's hand-over", () => {

@@ -18,6 +18,7 @@ import { workerStoreConformance } from "./WorkerStoreConformance.js"
 export type { Stores } from "./Stores.js"
 export { RawStorage } from "./Stores.js"
 export { creationEvents, makeRun, type RunFacts, uid, uuid } from "./RunStoreConformance.js"
+export { makeDelivery, makeWebhook } from "./CatalogConformance.js"
 
 /** Registers the whole suite against one adapter. */
 export const storageConformance = <E>(name: string, layer: Layer.Layer<Stores | RawStorage, E>): void => {

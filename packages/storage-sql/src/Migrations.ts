@@ -6,6 +6,7 @@
 import { SqlClient } from "@effect/sql"
 import * as Migrator from "@effect/sql/Migrator"
 import { Effect } from "effect"
+import * as PreviousRelease from "./PreviousRelease.js"
 import { warnWithoutTrigrams } from "./RunListSql.js"
 import runs from "./migrations/0001_runs.js"
 import catalog from "./migrations/0002_catalog.js"
@@ -78,7 +79,8 @@ export const migrateThrough = (last: number) =>
 
 /**
  * Applies every migration not yet applied, then warns in the log when the run list's `q` can only
- * match substrings (PostgreSQL without pg_trgm). On PostgreSQL, replicas that start at once take
+ * match substrings (PostgreSQL without pg_trgm), and catches up on what replicas of the previous
+ * release wrote (PreviousRelease.ts). On PostgreSQL, replicas that start at once take
  * turns: the whole migration, the creation of its own table included (which two sessions cannot
  * both do at once), runs in one transaction holding an advisory lock, so the first migrates and
  * the others then find nothing to do. The table is created here first, as the migrator would
@@ -97,4 +99,7 @@ export const migrate = Effect.flatMap(SqlClient.SqlClient, (sql) =>
         return yield* migrator
       })),
     orElse: () => migrator
-  })).pipe(Effect.tap(() => Effect.flatMap(SqlClient.SqlClient, warnWithoutTrigrams)))
+  })).pipe(
+    Effect.tap(() => Effect.flatMap(SqlClient.SqlClient, warnWithoutTrigrams)),
+    Effect.tap(() => PreviousRelease.catchUp)
+  )

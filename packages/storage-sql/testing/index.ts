@@ -17,20 +17,31 @@ export const upgradeCompatibilitySuite = (onFreshDatabase: OnFreshDatabase): voi
       expect(yield* onFreshDatabase(SchemaCompatibility.checkUpgradeFrom(Releases.previous))).toEqual([])
     }))
 
-  it.scoped("the check sees a renamed column on this database, and lets a column with a default and a new table pass", () =>
+  it.scoped("the check sees a renamed column, a new unique index over old columns and a dropped trigger on this database", () =>
     Effect.gen(function* () {
-      const problems = yield* onFreshDatabase(Effect.gen(function* () {
+      const { before, problems } = yield* onFreshDatabase(Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
         yield* Migrations.migrateThrough(Releases.previous.lastMigration)
         const before = yield* SchemaCompatibility.describe
         yield* sql`ALTER TABLE outbound_webhooks RENAME COLUMN url TO endpoint_url`
         yield* sql`ALTER TABLE teams ADD COLUMN region TEXT NOT NULL DEFAULT 'eu'`
         yield* sql`CREATE TABLE runs_next (run_id TEXT NOT NULL)`
-        return SchemaCompatibility.incompatibilities(before, yield* SchemaCompatibility.describe)
+        yield* sql`CREATE UNIQUE INDEX runs_one_per_moment ON runs (team_uid, created_at)`
+        // Harmless: a unique index that takes in a column the previous release never sets.
+        yield* sql`CREATE UNIQUE INDEX teams_region ON teams (region, uid)`
+        const trigger = before.triggers[0]!
+        yield* sql.onDialectOrElse({
+          pg: () => sql`DROP TRIGGER ${sql(trigger.name)} ON ${sql(trigger.table)}`,
+          orElse: () => sql`DROP TRIGGER ${sql(trigger.name)}`
+        })
+        return { before, problems: SchemaCompatibility.incompatibilities(before, yield* SchemaCompatibility.describe) }
       }))
+      const trigger = before.triggers[0]!
       expect(problems).toEqual([
         "column outbound_webhooks.url was dropped or renamed",
-        "column outbound_webhooks.endpoint_url was added NOT NULL without a default: the previous release's INSERTs leave it out"
+        "column outbound_webhooks.endpoint_url was added NOT NULL without a default: the previous release's INSERTs leave it out",
+        "unique index runs_one_per_moment on runs(team_uid,created_at) is new over columns the previous release writes: its INSERTs may conflict",
+        `trigger ${trigger.name} on ${trigger.table} was dropped`
       ])
     }))
 

@@ -124,7 +124,7 @@ const releaseLeftovers = Layer.effectDiscard(
  * release apart is spoken to in the older one's; further apart, the worker stops with both named.
  */
 const agreedProtocol = (options: WorkerOptions, answer: Worker.HeartbeatResponse) => {
-  const theirs = WorkerProtocol.serverRange(answer)
+  const theirs = WorkerProtocol.rangeSaid(answer)
   return Option.match(WorkerProtocol.agree(WorkerProtocol.spoken, theirs), {
     onSome: Effect.succeed,
     onNone: () =>

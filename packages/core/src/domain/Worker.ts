@@ -49,17 +49,25 @@ export const WorkerId = Schema.String.pipe(
   Schema.pattern(/^[A-Za-z0-9._-]{1,64}$/, { message: () => "must be 1 to 64 characters of A-Z, a-z, 0-9, '.', '_', '-'" })
 ).annotations({ identifier: "WorkerId", description: "a worker id: 1 to 64 characters of [A-Za-z0-9._-]" })
 
+/** A worker protocol's number. */
+const ProtocolNumber = Schema.Int.pipe(Schema.between(1, 1000))
+
+/** A release's version as a side says it (named in errors and logs: no spaces nor control characters). */
+const ReleaseVersion = Schema.String.pipe(
+  Schema.pattern(/^[0-9A-Za-z.+-]{1,40}$/, { message: () => "must be 1 to 40 characters of A-Z, a-z, 0-9, '.', '+', '-'" })
+)
+
 /** `POST /workers/{workerId}/heartbeat`: the worker is here (sent every `heartbeat_seconds`). */
 export class HeartbeatRequest extends Schema.Class<HeartbeatRequest>("WorkerHeartbeatRequest")({
   display_name: Schema.optional(Schema.String.pipe(Schema.maxLength(200))),
   labels: Schema.optional(Schema.Array(Schema.String.pipe(Schema.maxLength(100))).pipe(Schema.maxItems(50))),
   capacity: Schema.Int.pipe(Schema.between(1, 1000)),
   /** The newest worker protocol the worker speaks (WorkerProtocol.ts); absent from workers of release 0.1. */
-  protocol: Schema.optional(Schema.Int),
+  protocol: Schema.optional(ProtocolNumber),
   /** The oldest it still speaks. */
-  oldest_protocol: Schema.optional(Schema.Int),
+  oldest_protocol: Schema.optional(ProtocolNumber),
   /** The worker's release (e.g. `0.2.0`), named in errors and logs. */
-  version: Schema.optional(Schema.String.pipe(Schema.maxLength(40)))
+  version: Schema.optional(ReleaseVersion)
 }) {}
 
 /** The server's settings a worker follows. */
@@ -79,7 +87,7 @@ export class HeartbeatResponse extends Schema.Class<HeartbeatResponse>("WorkerHe
   /** The oldest it still speaks; a worker claims with the protocol both speak (WorkerProtocol.agree). */
   oldest_protocol: Schema.optional(Schema.Int),
   /** The server's release. */
-  version: Schema.optional(Schema.String)
+  version: Schema.optional(ReleaseVersion)
 }) {}
 
 /** The newest worker protocol this release speaks (WorkerProtocol.ts: each side speaks two). */

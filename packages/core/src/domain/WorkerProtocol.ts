@@ -30,10 +30,10 @@ export const spoken: ProtocolRange = { oldest: OLDEST_WORKER_PROTOCOL, newest: W
 export const only = (protocol: number): ProtocolRange => ({ oldest: protocol, newest: protocol })
 
 /**
- * What a server speaks by its heartbeat's answer: one of release 0.1, from before the negotiation,
- * says nothing and speaks protocol 3 alone.
+ * What the other side speaks by what its heartbeat (or the answer to it) says: one of release 0.1,
+ * from before the negotiation, says nothing and speaks protocol 3 alone.
  */
-export const serverRange = (answer: { readonly protocol?: number | undefined; readonly oldest_protocol?: number | undefined }) =>
+export const rangeSaid = (answer: { readonly protocol?: number | undefined; readonly oldest_protocol?: number | undefined }) =>
   answer.protocol === undefined ? only(3) : { oldest: answer.oldest_protocol ?? answer.protocol, newest: answer.protocol }
 
 /** The protocol two sides agree on: the lower of their newest, when both still speak it. */

@@ -135,13 +135,15 @@ const requireProtocol = (protocol: number | undefined): Effect.Effect<void, Oper
     : Effect.fail(noCommonProtocol(`speaks ${protocol}`))
 }
 
-/** A heartbeat's refusal, when the worker says protocols none of which this server speaks. */
+/**
+ * A heartbeat's refusal, when the worker speaks no protocol this server speaks: one that says none
+ * is of release 0.1, which speaks 3 alone (as the worker reads a server that says none).
+ */
 const refusedProtocols = (request: HeartbeatRequest): Option.Option<OperationNotSupported> => {
-  if (request.protocol === undefined) return Option.none()
-  const theirs = { oldest: request.oldest_protocol ?? request.protocol, newest: request.protocol }
+  const theirs = WorkerProtocol.rangeSaid(request)
   return Option.isSome(WorkerProtocol.agree(WorkerProtocol.spoken, theirs))
     ? Option.none()
-    : Option.some(noCommonProtocol(`(release ${request.version ?? "unknown"}) speaks ${WorkerProtocol.describe(theirs)}`))
+    : Option.some(noCommonProtocol(`(release ${request.version ?? "0.1"}) speaks ${WorkerProtocol.describe(theirs)}`))
 }
 
 export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers", {
