@@ -148,5 +148,10 @@ describe("a worker and a server of different releases", () => {
     const recorded = await call(server, "POST", `${worker}/runs/${id}/events`, { ...as, body: { execution_id, events } })
     expect(recorded.body).toEqual({ state: "SUCCEEDED" })
     expect(await run(id)).toMatchObject({ state: "SUCCEEDED", attempt: 1 })
+    // Listed with the protocol agreed and no release (0.1 says none): the workers an upgrade has to reach.
+    const listed = await call(server, "GET", "/api/v1/agent/connected-self-hosted-workers", { token: team.tokens.member })
+    const old = listed.body.workers.find((w: Json) => w.worker_id === "w-old")
+    expect(old).toMatchObject({ protocol: 3 })
+    expect(old.version).toBeUndefined()
   }, 30_000)
 })

@@ -24,6 +24,8 @@ const beat = (team: TeamUid, worker_id: string, now: number, facts: Partial<Work
   display_name: worker_id,
   labels: [],
   capacity: 1,
+  version: null,
+  protocol: 3,
   now,
   expires_at: now + STALE,
   ...facts
@@ -40,13 +42,15 @@ export const workerStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): v
         const team = uid<TeamUid>()
         expect(yield* store.connected(team, T0)).toEqual([])
         const labels = ["linux", "gpu", "ünïcødé ✓", ""]
-        yield* store.heartbeat(beat(team, "w1", T0, { display_name: "Build box «1»", labels, capacity: 7 }))
+        yield* store.heartbeat(beat(team, "w1", T0, { display_name: "Build box «1»", labels, capacity: 7, version: "0.2.0", protocol: 4 }))
         expect(yield* store.connected(team, T0 + 1)).toEqual([{
           team_uid: team,
           worker_id: "w1",
           display_name: "Build box «1»",
           labels,
           capacity: 7,
+          version: "0.2.0",
+          protocol: 4,
           connected_at: T0,
           last_heartbeat_at: T0,
           expires_at: T0 + STALE,
@@ -59,13 +63,15 @@ export const workerStoreConformance = <E>(storeLayer: Layer.Layer<Stores, E>): v
         const store = yield* WorkerStore
         const team = uid<TeamUid>()
         yield* store.heartbeat(beat(team, "w1", T0, { display_name: "old", labels: ["a"], capacity: 1 }))
-        yield* store.heartbeat(beat(team, "w1", T0 + 5_000, { display_name: "new", labels: ["b", "c"], capacity: 3 }))
+        yield* store.heartbeat(beat(team, "w1", T0 + 5_000, { display_name: "new", labels: ["b", "c"], capacity: 3, version: "0.3.0", protocol: 4 }))
         const [w, ...rest] = yield* store.connected(team, T0 + 6_000)
         expect(rest).toEqual([])
         expect(w).toMatchObject({
           display_name: "new",
           labels: ["b", "c"],
           capacity: 3,
+          version: "0.3.0",
+          protocol: 4,
           connected_at: T0,
           last_heartbeat_at: T0 + 5_000,
           expires_at: T0 + 5_000 + STALE

@@ -389,6 +389,8 @@ export const workersServiceSuite = <E>(name: string, storage: Layer.Layer<Stores
             team_uid: world.team,
             worker_id: workerId,
             display_name: workerId,
+            version: null,
+            protocol: WORKER_PROTOCOL,
             labels: [],
             capacity: 1,
             now: then,

@@ -32,6 +32,7 @@ import outboundClaimIndexes from "./migrations/0021_outbound_claim_indexes.js"
 import outboundHealthIndex from "./migrations/0022_outbound_health_index.js"
 import outboundNames from "./migrations/0023_outbound_names.js"
 import retention from "./migrations/0024_retention.js"
+import workerVersions from "./migrations/0025_worker_versions.js"
 
 export const loader = Migrator.fromRecord({
   "0001_runs": runs,
@@ -57,7 +58,8 @@ export const loader = Migrator.fromRecord({
   "0021_outbound_claim_indexes": outboundClaimIndexes,
   "0022_outbound_health_index": outboundHealthIndex,
   "0023_outbound_names": outboundNames,
-  "0024_retention": retention
+  "0024_retention": retention,
+  "0025_worker_versions": workerVersions
 })
 
 /** Migration 0017's shapes and statement (its test runs it on a database with older documents). */

@@ -18,6 +18,8 @@ const WorkerRow = Schema.Struct({
   display_name: Schema.String,
   labels: JsonColumn.pipe(Schema.compose(Schema.Array(Schema.String))),
   capacity: Count,
+  version: Schema.NullOr(Schema.String),
+  protocol: Schema.NullOr(Count),
   connected_at: Rows.Millis,
   last_heartbeat_at: Rows.Millis,
   expires_at: Rows.Millis,
@@ -39,6 +41,8 @@ export const layer = Layer.effect(
             display_name: beat.display_name,
             labels: json(beat.labels),
             capacity: beat.capacity,
+            version: beat.version,
+            protocol: beat.protocol,
             connected_at: beat.now,
             last_heartbeat_at: beat.now,
             expires_at: beat.expires_at
@@ -47,6 +51,8 @@ export const layer = Layer.effect(
           display_name = excluded.display_name,
           labels = excluded.labels,
           capacity = excluded.capacity,
+          version = excluded.version,
+          protocol = excluded.protocol,
           connected_at = CASE WHEN workers.expires_at > ${beat.now} THEN workers.connected_at ELSE excluded.connected_at END,
           last_heartbeat_at = excluded.last_heartbeat_at,
           expires_at = excluded.expires_at`
@@ -75,7 +81,7 @@ export const layer = Layer.effect(
 
     const connected = Effect.fn("WorkerStore.connected")(
       function* (team: TeamUid, now: number) {
-        const rows = yield* sql`SELECT w.team_uid, w.worker_id, w.display_name, w.labels, w.capacity, w.connected_at,
+        const rows = yield* sql`SELECT w.team_uid, w.worker_id, w.display_name, w.labels, w.capacity, w.version, w.protocol, w.connected_at,
             w.last_heartbeat_at, w.expires_at,
             (SELECT COUNT(*) FROM runs r WHERE r.team_uid = w.team_uid AND r.worker_host = w.worker_id
               AND r.state IN ('CLAIMED', 'INPROGRESS')) AS active_runs

@@ -23,7 +23,11 @@ export const ConnectedWorker = Schema.Struct({
   last_heartbeat_at: Timestamp,
   labels: Schema.Array(Schema.String),
   capacity: Schema.NonNegativeInt,
-  active_runs: Schema.NonNegativeInt
+  active_runs: Schema.NonNegativeInt,
+  /** The worker's release as it says it (absent: release 0.1, which says none). */
+  version: Schema.optional(Schema.String),
+  /** The worker protocol agreed with it (absent: recorded by a server of release 0.1). */
+  protocol: Schema.optional(Schema.Int)
 }).annotations({ identifier: "ConnectedWorker" })
 export type ConnectedWorker = typeof ConnectedWorker.Type
 

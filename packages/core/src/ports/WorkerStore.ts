@@ -16,6 +16,10 @@ export interface WorkerHeartbeat {
   readonly display_name: string
   readonly labels: ReadonlyArray<string>
   readonly capacity: number
+  /** The worker's release as it says it (null: it says none, release 0.1). */
+  readonly version: string | null
+  /** The worker protocol agreed with it (WorkerProtocol.ts). */
+  readonly protocol: number
   readonly now: number
   /** Until when the worker counts as connected without another heartbeat. */
   readonly expires_at: number
@@ -28,6 +32,9 @@ export interface StoredWorker {
   readonly display_name: string
   readonly labels: ReadonlyArray<string>
   readonly capacity: number
+  readonly version: string | null
+  /** Null when its latest heartbeat was recorded by a server of release 0.1. */
+  readonly protocol: number | null
   /** The first heartbeat of this connection (a heartbeat after expiry starts a new one). */
   readonly connected_at: number
   readonly last_heartbeat_at: number

@@ -136,14 +136,15 @@ const requireProtocol = (protocol: number | undefined): Effect.Effect<void, Oper
 }
 
 /**
- * A heartbeat's refusal, when the worker speaks no protocol this server speaks: one that says none
- * is of release 0.1, which speaks 3 alone (as the worker reads a server that says none).
+ * The protocol agreed with a heartbeat's worker, or its refusal when they speak none in common: one
+ * that says none is of release 0.1, which speaks 3 alone (as the worker reads a server that says none).
  */
-const refusedProtocols = (request: HeartbeatRequest): Option.Option<OperationNotSupported> => {
+const agreedWith = (request: HeartbeatRequest): Effect.Effect<number, OperationNotSupported> => {
   const theirs = WorkerProtocol.rangeSaid(request)
-  return Option.isSome(WorkerProtocol.agree(WorkerProtocol.spoken, theirs))
-    ? Option.none()
-    : Option.some(noCommonProtocol(`(release ${request.version ?? "0.1"}) speaks ${WorkerProtocol.describe(theirs)}`))
+  return Option.match(WorkerProtocol.agree(WorkerProtocol.spoken, theirs), {
+    onSome: Effect.succeed,
+    onNone: () => Effect.fail(noCommonProtocol(`(release ${request.version ?? "0.1"}) speaks ${WorkerProtocol.describe(theirs)}`))
+  })
 }
 
 export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers", {
@@ -219,8 +220,7 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
 
     const heartbeat = Effect.fn("Workers.heartbeat")(function*(viewer: Viewer, workerId: string, request: HeartbeatRequest) {
       const worker = yield* asWorker(viewer, workerId)
-      const refusal = refusedProtocols(request)
-      if (Option.isSome(refusal)) return yield* Effect.fail(refusal.value)
+      const protocol = yield* agreedWith(request)
       const now = yield* Clock.currentTimeMillis
       yield* presence.heartbeat({
         team_uid: worker.team_uid,
@@ -228,6 +228,8 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
         display_name: request.display_name ?? workerId,
         labels: request.labels ?? [],
         capacity: request.capacity,
+        version: request.version ?? null,
+        protocol,
         now,
         expires_at: now + settings.staleAfterMs
       })
@@ -273,7 +275,9 @@ export class Workers extends Effect.Service<Workers>()("@agent-runs/core/Workers
           last_heartbeat_at: DateTime.unsafeMake(w.last_heartbeat_at),
           labels: w.labels,
           capacity: w.capacity,
-          active_runs: w.active_runs
+          active_runs: w.active_runs,
+          ...(w.version === null ? {} : { version: w.version }),
+          ...(w.protocol === null ? {} : { protocol: w.protocol })
         }))
       })
     }, storageUnavailable)

@@ -98,6 +98,8 @@ export interface WorkerRow {
   readonly display_name: string
   readonly labels: ReadonlyArray<string>
   readonly capacity: number
+  readonly version: string | null
+  readonly protocol: number | null
   readonly connected_at: number
   readonly last_heartbeat_at: number
   readonly expires_at: number

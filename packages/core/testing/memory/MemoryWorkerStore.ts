@@ -25,6 +25,8 @@ export const makeMemoryWorkerStore = (state: MemoryState): Context.Tag.Service<W
         display_name: beat.display_name,
         labels: [...beat.labels],
         capacity: beat.capacity,
+        version: beat.version,
+        protocol: beat.protocol,
         connected_at: before !== undefined && before.expires_at > beat.now ? before.connected_at : beat.now,
         last_heartbeat_at: beat.now,
         expires_at: beat.expires_at
@@ -62,6 +64,8 @@ export const makeMemoryWorkerStore = (state: MemoryState): Context.Tag.Service<W
           display_name: worker.display_name,
           labels: worker.labels,
           capacity: worker.capacity,
+          version: worker.version,
+          protocol: worker.protocol,
           connected_at: worker.connected_at,
           last_heartbeat_at: worker.last_heartbeat_at,
           expires_at: worker.expires_at,
