@@ -30,11 +30,14 @@ export const TimelineEventType = Schema.Literal(
 )
 export type TimelineEventType = typeof TimelineEventType.Type
 
+// A set, not `Schema.is`: about 15 ns an event instead of 1 µs, on every timeline read.
+const knownEventTypes: ReadonlySet<string> = new Set(TimelineEventType.literals)
+
 /**
  * Whether this release knows an event type: a later release's (written by its replicas during a
  * rolling deploy, or before a rollback) is left out of what this one reads and sends.
  */
-export const isKnownEventType: (type: string) => type is TimelineEventType = Schema.is(TimelineEventType)
+export const isKnownEventType = (type: string): type is TimelineEventType => knownEventTypes.has(type)
 
 /** One timeline event; `execution_id` is the execution (first run or follow-up continuation) it belongs to. */
 export const TimelineEvent = Schema.Struct({
