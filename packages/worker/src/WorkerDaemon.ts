@@ -166,8 +166,16 @@ export const run = (options: WorkerOptions) =>
       `Worker ${options.workerId} connected to ${options.server} (${options.executor} executor, capacity ${options.capacity}, ` +
         `lease ${settings.lease_seconds} s, release ${settings.version ?? "0.1"}, worker protocol ${protocol})`
     )
+    // It says it leaves when it stops: after its heartbeats stop (finalizers run last first), so
+    // that none lands after the goodbye and lists it again.
+    yield* Effect.addFinalizer(() =>
+      server.disconnect.pipe(
+        Effect.timeout(Duration.seconds(5)),
+        Effect.catchAll((e) => Effect.logWarning(`worker: could not say goodbye: ${describe(e)}`))
+      )
+    )
     // Heartbeats for as long as the worker lives, agreeing on the protocol again with a server that
-    // was upgraded meanwhile; it says it leaves when it stops.
+    // was upgraded meanwhile.
     const agreed = yield* Ref.make(protocol)
     yield* beat.pipe(
       Effect.flatMap((answer) => agreedProtocol(options, answer)),
@@ -176,12 +184,6 @@ export const run = (options: WorkerOptions) =>
       Effect.repeat(Schedule.spaced(Duration.seconds(settings.heartbeat_seconds))),
       Effect.delay(Duration.seconds(settings.heartbeat_seconds)),
       Effect.forkScoped
-    )
-    yield* Effect.addFinalizer(() =>
-      server.disconnect.pipe(
-        Effect.timeout(Duration.seconds(5)),
-        Effect.catchAll((e) => Effect.logWarning(`worker: could not say goodbye: ${describe(e)}`))
-      )
     )
     const loop = ExecutionLoop.layer.pipe(
       Layer.provide(releaseLeftovers),

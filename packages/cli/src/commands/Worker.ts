@@ -79,13 +79,16 @@ const processIsolation = Options.choice("process-isolation", ["auto", "uid", "no
   )
 )
 
+// Off unless asked for: under a supervisor that signals the whole process group (systemd's default
+// KillMode=control-group, `docker stop`) the agents get the SIGTERM too, and would end as failures
+// while the worker waited for them (docs/workers.md).
 const drainSeconds = Options.integer("drain-seconds").pipe(
-  Options.withSchema(Schema.Int.pipe(Schema.between(0, 3600))),
   Options.withFallbackConfig(Config.integer("AGENT_RUNS_DRAIN_SECONDS")),
-  Options.withDefault(20),
+  Options.withSchema(Schema.Int.pipe(Schema.between(0, 3600))),
+  Options.withDefault(0),
   Options.withDescription(
     "on SIGTERM, how long running agents may finish (0 to 3600) before they are stopped and their runs handed back " +
-      "to the queue at the same attempt (default: $AGENT_RUNS_DRAIN_SECONDS, else 20)"
+      "to the queue at the same attempt (default: $AGENT_RUNS_DRAIN_SECONDS, else 0: at once)"
   )
 )
 
