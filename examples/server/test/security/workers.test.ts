@@ -132,7 +132,7 @@ describe("worker ids belong to the service account that registered them", () => 
       expect(reply.body.error).toContain("box")
     }
     // A worker of the previous protocol (claims and renews without `protocol`, writes whole runs
-    // and conversations) is told to upgrade: even in the middle of a run it cannot keep renewing.
+    // and conversations) is told which releases it may be: even in the middle of a run it cannot keep renewing.
     const olds = [
       ["POST", "/api/v1/workers/box/claim", { execution_id: executionId(), wait_seconds: 0 }],
       ["POST", `${path}/update`, { guard: { state: "CLAIMED", execution_id: execution }, run: {}, events: [] }],
@@ -142,7 +142,7 @@ describe("worker ids belong to the service account that registered them", () => 
     for (const [method, url, body] of olds) {
       const old = await call(server, method, url, { token: tokens.a, body })
       expect(old.status, `${method} ${url}`).toBe(422)
-      expect(old.body.error).toContain("upgrade the worker")
+      expect(old.body.error).toContain("run a worker (agent-runs worker) of the server's release or one minor release apart")
     }
     // The run is still the owner's, as it was.
     const still = await call(server, "GET", `/api/v1/agent/runs/${runId}`, { token: tokens.member })
