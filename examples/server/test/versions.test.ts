@@ -137,6 +137,11 @@ describe("a worker and a server of different releases", () => {
     const id = await create("hello", "w-old")
     const worker = `/api/v1/workers/w-old`
     const as = { token: team.worker }
+    // What a worker says of itself is bounded: a version is a short word, a protocol a small number.
+    for (const bad of [{ version: "0.2.0\nforged log line" }, { version: "x".repeat(41) }, { protocol: 0 }, { oldest_protocol: 1001 }]) {
+      const refused = await call(server, "POST", `${worker}/heartbeat`, { ...as, body: { capacity: 1, ...bad } })
+      expect(refused.status, JSON.stringify(bad)).toBe(400)
+    }
     const beat = await call(server, "POST", `${worker}/heartbeat`, { ...as, body: { capacity: 1 } })
     expect(beat.body).toMatchObject({ protocol: 4, oldest_protocol: 3, version: "0.2.0" })
     const claimed = await call(server, "POST", `${worker}/claim`, { ...as, body: { protocol: 3, wait_seconds: 5 } })
