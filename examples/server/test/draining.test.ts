@@ -63,9 +63,10 @@ describe("draining on deploy: a rolling restart of two replicas on PostgreSQL", 
     const inProgress = (server: ServerProcess, ids: ReadonlyArray<string>) => async () =>
       (await Promise.all(ids.map((id) => runOf(server, id)))).every((r) => r.state === "INPROGRESS")
 
-    // On A: two runs that end within its 4 s grace period, two that do not.
+    // On A: two runs that end within its 4 s grace period, two that do not (and that outlast B's
+    // turn too, however slowly the next replica starts on a loaded machine).
     const short = [await create(a.server, "short 1\n@sleep 2500\n@say done"), await create(a.server, "short 2\n@sleep 2500\n@say done")]
-    const long = [await create(a.server, "long 1\n@sleep 9000\n@say done"), await create(a.server, "long 2\n@sleep 9000\n@say done")]
+    const long = [await create(a.server, "long 1\n@sleep 30000\n@say done"), await create(a.server, "long 2\n@sleep 30000\n@say done")]
     await until("A's runs in progress", inProgress(a.server, [...short, ...long]))
 
     // A stops: at once not ready while its agents run; the short runs end there, the long ones are
@@ -86,7 +87,7 @@ describe("draining on deploy: a rolling restart of two replicas on PostgreSQL", 
     const a2 = await replica(0)
     await Effect.runPromise(Fiber.join(await b.stop()))
     await until("every run to succeed", async () =>
-      (await Promise.all([...short, ...long].map((id) => runOf(a2.server, id)))).every((r) => r.state === "SUCCEEDED"), 60_000)
+      (await Promise.all([...short, ...long].map((id) => runOf(a2.server, id)))).every((r) => r.state === "SUCCEEDED"), 90_000)
 
     for (const id of [...short, ...long]) {
       const run = await runOf(a2.server, id)

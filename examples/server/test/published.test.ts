@@ -11,7 +11,8 @@
 import { freshDatabase } from "@agent-runs/storage-pg/testing"
 import { Effect } from "effect"
 import { execFileSync } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from "node:fs"
+import { rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { basename, join, relative, resolve } from "node:path"
 import { afterAll, expect, inject, it } from "vitest"
@@ -19,7 +20,9 @@ import { assertBuilt } from "./process.js"
 
 const root = resolve(import.meta.dirname, "../../..")
 const scratch = mkdtempSync(join(tmpdir(), "agent-runs-published-"))
-afterAll(() => rmSync(scratch, { recursive: true, force: true }))
+// The scratch project holds an install of every package (tens of thousands of files): removed
+// without blocking, with time for a loaded machine.
+afterAll(() => rm(scratch, { recursive: true, force: true }), 120_000)
 
 interface LockEntry {
   readonly version?: string
