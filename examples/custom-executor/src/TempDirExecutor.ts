@@ -214,7 +214,6 @@ export const make = (options: TempDirExecutorOptions) =>
           })
           return agentProcess(child)
         }),
-      reattach: Option.none(),
       release: release(workdir)
     })
 

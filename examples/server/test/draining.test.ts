@@ -12,19 +12,11 @@ import { Effect, Exit, Fiber, Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import { afterAll, describe, expect, inject, it } from "vitest"
 import { makeTeam } from "./harness.js"
+import { until } from "./support.js"
 import { assertBuilt, call, type ServerProcess, spawnServer, tempDataDir } from "./process.js"
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any
-
-const until = async (what: string, done: () => Promise<boolean>, timeoutMs = 60_000) => {
-  const deadline = Date.now() + timeoutMs
-  while (Date.now() < deadline) {
-    if (await done()) return
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  throw new Error(`timed out waiting for ${what}`)
-}
 
 describe("draining on deploy: a rolling restart of two replicas on PostgreSQL", () => {
   const scope = Effect.runSync(Scope.make())

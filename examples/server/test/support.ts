@@ -100,3 +100,13 @@ export const postRaw = async (
   }
   return { status: response.status, headers: response.headers, body: parsed }
 }
+
+/** Polls `done` every 100 ms until it holds; fails naming `what` after `timeoutMs`. */
+export const until = async (what: string, done: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> => {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    if (await done()) return
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  throw new Error(`timed out waiting for ${what}`)
+}

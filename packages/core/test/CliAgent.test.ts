@@ -38,7 +38,6 @@ const localSandbox = (dir: string, replace?: ReadonlyArray<string>): Sandbox => 
   attachments: [],
   start: (command) =>
     Effect.acquireRelease(Effect.sync(() => started(replace ?? command, dir)), (process) => process.terminate(0)),
-  reattach: Option.none(),
   release: Effect.void
 })
 

@@ -37,7 +37,6 @@ const sandboxOf = (on: string, pushes: Array<PublishResult | string>, commitExit
     execution_id: "e" as ExecutionId,
     attachments: [],
     start: (_command, env) => Effect.sync(() => (calls.push(`commit ${env["AGENT_RUNS_REPO"]}`), process(`${on}\n${cloneHead}\n`, commitExit))),
-    reattach: Option.none(),
     release: Effect.void,
     publish: (repository, to) =>
       Effect.suspend(() => {

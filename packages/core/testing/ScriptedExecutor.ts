@@ -12,7 +12,7 @@
  * commands include `exit 1` fails its setup (kept, for the caller to release or retain); one of the
  * Docker image `broken` is an executor failure.
  */
-import { Deferred, Effect, Fiber, Layer, Option, Queue, Ref, Stream } from "effect"
+import { Deferred, Effect, Fiber, Layer, Queue, Ref, Stream } from "effect"
 import type { StartMessage } from "../src/domain/Harness.js"
 import { Executor, ExecutorError, SetupFailed } from "../src/ports/Executor.js"
 import type { AgentProcess, Sandbox } from "../src/ports/Executor.js"
@@ -90,7 +90,6 @@ export const scriptedExecutor = Effect.gen(function*() {
         execution_id,
         attachments: [],
         start: () => agentProcess,
-        reattach: Option.none(),
         release: Effect.suspend(() => {
           if (released) return Effect.void
           released = true

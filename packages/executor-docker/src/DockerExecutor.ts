@@ -21,13 +21,22 @@ import type { Duplex } from "node:stream"
 import { type Cloned, isSafeSegment, MirrorCache, publishClone, stageWorkspace } from "@agent-runs/git"
 import type { ExecutionId, RunId } from "@agent-runs/core/domain/Ids"
 import { OutputTail } from "@agent-runs/core/internal/OutputTail"
-import type { AgentProcess, Sandbox, SandboxAttachment, SandboxRepository, SandboxSpec } from "@agent-runs/core/ports/Executor"
+import type {
+  Adoptable,
+  AgentProcess,
+  LastingAgent,
+  Sandbox,
+  SandboxAttachment,
+  SandboxRepository,
+  SandboxSpec
+} from "@agent-runs/core/ports/Executor"
 import { Executor, ExecutorError, PublishFailed, SetupFailed } from "@agent-runs/core/ports/Executor"
 import type Docker from "dockerode"
-import { Clock, Deferred, Duration, Effect, Fiber, Layer, Mailbox, Option, Stream } from "effect"
+import { Clock, Deferred, Duration, Effect, Exit, Fiber, Layer, Mailbox, Option, Stream } from "effect"
 import { Demultiplexer } from "./internal/Demux.js"
 import { chownTree, readSmallFile } from "./internal/HostFiles.js"
 import { ensureNosuidNodev, unmountAll } from "./internal/HostMounts.js"
+import * as LastingFiles from "./internal/LastingFiles.js"
 
 /** How the Docker executor is set up. */
 export interface DockerExecutorConfig {
@@ -69,6 +78,7 @@ export interface DockerExecutorConfig {
 export const Labels = {
   managed: "agent-runs.managed",
   runId: "agent-runs.run-id",
+  teamUid: "agent-runs.team-uid",
   executionId: "agent-runs.execution-id",
   root: "agent-runs.root",
   workdir: "agent-runs.workdir"
@@ -78,7 +88,7 @@ export const Labels = {
 export const containerWorkdir = "/workspace"
 /** The executor's own files in the work directory (pid files, the sandbox marker). */
 const controlDir = ".agent-runs"
-/** `$0` of the agent wrapper: how a leftover container's running agent is recognised. */
+/** `$0` of the agent wrapper: names an agent in the container's process list. */
 const agentMarker = "agent-runs-agent"
 const defaultPidsLimit = 4096
 /** The longest one repository's clone may take (as the process executor's setup time limit). */
@@ -106,6 +116,14 @@ const workdirMountCommand = [
   "-c",
   `while read -r _id _parent _dev _root point options _rest; do [ "$point" = ${containerWorkdir} ] && echo "$options"; done < /proc/self/mountinfo; true`
 ]
+/** A new agent's tag: the names of its pid file and, for a lasting one, of its files (LastingFiles.ts). */
+const newTag = () => `agent-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`
+/** The agent wrapper's script: records its pid, then becomes the agent (`$@`) with `redirections`. */
+const wrapperOf = (tag: string, redirections: string) => `echo $$ > ${containerWorkdir}/${controlDir}/${tag}.pid && exec "$@"${redirections}`
+/** How long leaving an agent waits for what was written to its stdin to reach the FIFO. */
+const stdinFlushMs = 2_000
+/** Whether this process runs as root (lasting agents need it: their directory is the executor's alone). */
+const runsAsRoot = process.getuid?.() === 0
 /** How long `terminate` waits for an agent's pid file before it signals every process of the sandbox. */
 const pidFileWaitMs = 5_000
 
@@ -205,6 +223,7 @@ export const make = (config: DockerExecutorConfig) =>
       unmountAll(workdir).pipe(
         Effect.zipRight(Effect.promise(async () => {
           await Fs.rm(workdir, { recursive: true, force: true })
+          await Fs.rm(LastingFiles.ioDirOf(workdir), { recursive: true, force: true })
           // The run's directory goes too once its last execution's is gone.
           await Fs.rmdir(Path.dirname(workdir)).catch(() => undefined)
         }))
@@ -282,31 +301,36 @@ export const make = (config: DockerExecutorConfig) =>
       readonly executionId: ExecutionId
       readonly workdir: string
       readonly attachments: ReadonlyArray<SandboxAttachment>
-      readonly runningAgent: Option.Option<{ readonly exec: Docker.Exec; readonly tag: string }>
       /** The team and the branch each clone started from (a sandbox prepared here, not a leftover). */
       readonly clones?: { readonly team: string; readonly started: ReadonlyMap<string, Cloned> }
-    }): Sandbox => {
+    }) => {
       const container = docker.getContainer(args.containerId)
+
+      /** An agent's exec: the wrapper records its pid, then runs the command with its stdio as attached or redirected. */
+      const agentExec = (
+        command: ReadonlyArray<string>,
+        env: Readonly<Record<string, string>>,
+        wrapper: string,
+        attach: { readonly AttachStdin: boolean; readonly AttachStdout: boolean }
+      ) =>
+        call("create the agent's exec", () =>
+          container.exec({
+            Cmd: ["/bin/sh", "-c", wrapper, agentMarker, ...command],
+            User: userSpec,
+            Env: Object.entries(env).map(([name, value]) => `${name}=${value}`),
+            WorkingDir: containerWorkdir,
+            ...attach,
+            AttachStderr: true,
+            Tty: false
+          }))
 
       const start = Effect.fn("DockerExecutor.start")(function*(
         command: ReadonlyArray<string>,
         env: Readonly<Record<string, string>>
       ) {
         if (command.length === 0) return yield* new ExecutorError({ message: "cannot start an empty command" })
-        const tag = `agent-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`
-        const wrapper = `echo $$ > ${containerWorkdir}/${controlDir}/${tag}.pid && exec "$@"`
-        const exec = yield* call("create the agent's exec", () =>
-          container.exec({
-            Cmd: ["/bin/sh", "-c", wrapper, agentMarker, ...command],
-            User: userSpec,
-            Env: Object.entries(env).map(([name, value]) => `${name}=${value}`),
-            WorkingDir: containerWorkdir,
-            AttachStdin: true,
-            AttachStdout: true,
-            AttachStderr: true,
-            Tty: false
-          })
-        )
+        const tag = newTag()
+        const exec = yield* agentExec(command, env, wrapperOf(tag, ""), { AttachStdin: true, AttachStdout: true })
         const socket: Duplex = yield* Effect.acquireRelease(
           call("start the agent", () => exec.start({ hijack: true, stdin: true })),
           (socket) => Effect.sync(() => socket.destroy())
@@ -348,26 +372,78 @@ export const make = (config: DockerExecutorConfig) =>
         return agent
       })
 
-      const reattach = Option.map(args.runningAgent, (running) =>
+      const ioDir = LastingFiles.ioDirOf(args.workdir)
+      const lastingError = (what: string) => (reason: string) => new ExecutorError({ message: `${what} in ${ioDir}: ${reason}` })
+
+      /**
+       * A lasting agent over its files (LastingFiles.ts), its stdout from byte `from`: stopped when
+       * the scope closes unless it was detached. `streamEnded`: when the exec's attach ended, if
+       * this process started it (its exit is then seen at once; else within a second).
+       */
+      const lastingAgent = (exec: Docker.Exec, tag: string, from: number, streamEnded: Effect.Effect<void>) =>
         Effect.gen(function*() {
-          const gone = yield* Deferred.make<void>()
-          const reattached = yield* agentProcess({
-            container,
-            exec: running.exec,
-            workdir: args.workdir,
-            tag: running.tag,
-            // The engine cannot attach to a running exec again: what the agent writes from now on
-            // is lost; the stream ends when the agent exits.
-            stdout: Stream.fromEffect(Deferred.await(gone)).pipe(Stream.drain),
-            send: () =>
-              Effect.fail(new ExecutorError({ message: "the agent's stdin is not reachable after a restart of the service" })),
-            streamEnded: Deferred.await(gone)
-          })
-          yield* reattached.exitCode.pipe(Effect.ensuring(Deferred.succeed(gone, undefined)), Effect.ignore, Effect.forkScoped)
-          yield* Effect.addFinalizer(() => reattached.terminate(scopeGraceMs))
-          return reattached
+          const stdin = yield* LastingFiles.openStdin(ioDir, tag).pipe(Effect.mapError(lastingError("cannot open the agent's stdin")))
+          const exited = yield* Deferred.make<void>()
+          const gone = Effect.zipRight(Deferred.await(exited), Effect.fail(new ExecutorError({ message: "the agent has exited" })))
+          const send = (message: unknown) =>
+            Effect.raceFirst(
+              Effect.async<void, ExecutorError>((resume) => {
+                stdin.write(`${JSON.stringify(message)}\n`, (cause) =>
+                  resume(cause ? Effect.fail(engineError("write to the agent's stdin", cause)) : Effect.void))
+              }),
+              gone
+            )
+          const stdout = LastingFiles.tail(ioDir, tag, from, Deferred.await(exited)).pipe(
+            Stream.mapError(lastingError("cannot read the agent's output"))
+          )
+          const agent = yield* agentProcess({ container, exec, workdir: args.workdir, tag, stdout, send, streamEnded })
+          yield* agent.exitCode.pipe(Effect.ignore, Effect.ensuring(Deferred.succeed(exited, undefined)), Effect.forkScoped)
+          let detached = false
+          // Only once what was written to its stdin is all there: a line cut short would reach it half.
+          const detach = LastingFiles.flushed(stdin, stdinFlushMs).pipe(
+            Effect.filterOrFail((all) => all, () => "a message to its stdin is still being written"),
+            Effect.zipRight(LastingFiles.markDetached(ioDir, tag, exec.id)),
+            Effect.mapError(lastingError("cannot leave the agent for the next process")),
+            Effect.zipRight(Effect.sync(() => void (detached = true)))
+          )
+          yield* Effect.addFinalizer(() => Effect.suspend(() => detached ? Effect.void : agent.terminate(scopeGraceMs)))
+          const lasting: LastingAgent = { ...agent, detach }
+          return lasting
         })
-      )
+
+      const startLasting = Effect.fn("DockerExecutor.startLasting")(function*(
+        command: ReadonlyArray<string>,
+        env: Readonly<Record<string, string>>
+      ) {
+        if (command.length === 0) return yield* new ExecutorError({ message: "cannot start an empty command" })
+        const tag = newTag()
+        yield* LastingFiles.create(ioDir, tag, user.uid, user.gid).pipe(Effect.mapError(lastingError("cannot make the agent's files")))
+        const redirections = ` 0<>${LastingFiles.containerIoDir}/${tag}.in 1>>${LastingFiles.containerIoDir}/${tag}.out`
+        const exec = yield* agentExec(command, env, wrapperOf(tag, redirections), { AttachStdin: false, AttachStdout: false })
+        // stderr stays attached: its end says at once that the agent exited; what it says is not kept.
+        const stream = yield* Effect.acquireRelease(
+          call("start the agent", () => exec.start({ Detach: false })),
+          (stream) => Effect.sync(() => stream.destroy())
+        )
+        const ended = yield* Deferred.make<void>()
+        stream.on("error", () => undefined)
+        stream.on("close", () => Deferred.unsafeDone(ended, Exit.void))
+        stream.on("end", () => Deferred.unsafeDone(ended, Exit.void))
+        stream.resume()
+        return yield* lastingAgent(exec, tag, 0, Deferred.await(ended))
+      })
+
+      /** The lasting agent `tag` (exec `execId`) that an earlier process left here, its stdout from `offset`. */
+      const adopt = (tag: string, execId: string) => (offset: number) =>
+        Effect.gen(function*() {
+          const exec = docker.getExec(execId)
+          const info = yield* call("inspect the agent's exec", () => exec.inspect())
+          if (info.ContainerID !== args.containerId) {
+            return yield* new ExecutorError({ message: `exec ${execId} is not of container ${args.containerId}` })
+          }
+          yield* LastingFiles.unmarkDetached(ioDir, tag)
+          return yield* lastingAgent(exec, tag, offset, Effect.never)
+        }).pipe(Effect.withSpan("DockerExecutor.adopt"))
 
       const release = Effect.gen(function*() {
         yield* removeContainer(args.containerId).pipe(
@@ -382,16 +458,19 @@ export const make = (config: DockerExecutorConfig) =>
       const publish = pushes === undefined ? undefined : (repository: SandboxRepository, branch: string) =>
         pushes(repository, branch).pipe(Effect.mapError((e) => new PublishFailed({ message: e.message })))
 
-      return {
+      const sandbox: Sandbox = {
         id: args.containerId,
         run_id: args.runId,
         execution_id: args.executionId,
         attachments: args.attachments,
         start,
-        reattach,
+        // Only as root: the agents' directory is then the executor's alone (as the sandbox's own
+        // uid, the agent could change what the executor writes there).
+        ...(runsAsRoot ? { startLasting } : {}),
         release,
         ...(publish === undefined ? {} : { publish })
       }
+      return { sandbox, adopt, args }
     }
 
     const prepare = Effect.fn("DockerExecutor.prepare")(function*(spec: SandboxSpec) {
@@ -414,6 +493,13 @@ export const make = (config: DockerExecutorConfig) =>
         // still empty, between the steps of the recursive mkdir: once more then.
         Effect.retry({ times: 2 })
       )
+      // The lasting agents' files: the executor's directory, which the sandbox's user may pass
+      // through but not change (LastingFiles.ts).
+      yield* Effect.tryPromise({
+        // (chmod too: the process's umask may be 077, and the sandbox's user must pass through.)
+        try: () => Fs.mkdir(LastingFiles.ioDirOf(workdir)).then(() => Fs.chmod(LastingFiles.ioDirOf(workdir), 0o711)),
+        catch: (cause) => new ExecutorError({ message: `cannot create the agents' directory of ${workdir}: ${messageOf(cause)}`, cause })
+      }).pipe(Effect.tapError(() => removeWorkdir(workdir)))
       yield* ensureNosuidNodev(workdir).pipe(
         Effect.mapError((reason) =>
           new ExecutorError({
@@ -434,6 +520,7 @@ export const make = (config: DockerExecutorConfig) =>
             Labels: {
               [Labels.managed]: "true",
               [Labels.runId]: spec.run_id,
+              [Labels.teamUid]: spec.team_uid,
               [Labels.executionId]: spec.execution_id,
               [Labels.root]: root,
               [Labels.workdir]: workdir
@@ -441,6 +528,7 @@ export const make = (config: DockerExecutorConfig) =>
             HostConfig: {
               Binds: [
                 `${workdir}:${containerWorkdir}`,
+                `${LastingFiles.ioDirOf(workdir)}:${LastingFiles.containerIoDir}`,
                 ...(config.mounts ?? []).map((mount) =>
                   `${Path.resolve(mount.host)}:${mount.container}${mount.readOnly ? ":ro" : ""}`
                 )
@@ -471,13 +559,12 @@ export const make = (config: DockerExecutorConfig) =>
         path: `${containerWorkdir}/attachments/${attachment.name}`
       }))
       const started = new Map<string, Cloned>()
-      const sandbox = makeSandbox({
+      const { sandbox } = makeSandbox({
         containerId: created.id,
         runId: spec.run_id,
         executionId: spec.execution_id,
         workdir,
         attachments,
-        runningAgent: Option.none(),
         clones: { team: spec.team_uid, started }
       })
       const setupFailed = (message: string) => new SetupFailed({ message, sandbox })
@@ -501,6 +588,10 @@ export const make = (config: DockerExecutorConfig) =>
         // Host side: the clones and the attachments; what went wrong, if anything.
         const staged = yield* stageWorkspace({ mirrors, reposDir, spec, dir: workdir, timeoutMs: cloneTimeoutMs })
         for (const [repo, cloned] of staged.started) started.set(repo, cloned)
+        // Where each clone started, for the process that may adopt the sandbox's agent to publish from it.
+        yield* LastingFiles.writeClones(LastingFiles.ioDirOf(workdir), staged.started).pipe(
+          Effect.mapError((reason) => new ExecutorError({ message: `cannot write the clones' starts of ${workdir}: ${reason}` }))
+        )
         const failure = staged.failure
         // Everything the host put there (the clones, the attachments, the marker) goes to the
         // sandbox's user before anything of the sandbox's own runs (a debug agent too, after a
@@ -551,44 +642,59 @@ export const make = (config: DockerExecutorConfig) =>
         })
       )
 
-    /** The agent exec still running in a leftover container, if any. */
-    const runningAgentOf = (info: Docker.ContainerInspectInfo) =>
-      Effect.gen(function*() {
-        if (!info.State.Running) return Option.none()
-        for (const id of info.ExecIDs ?? []) {
-          const exec = docker.getExec(id)
-          const inspected = yield* callOrGone("inspect an exec", () => exec.inspect())
-          if (Option.isNone(inspected) || !inspected.value.Running) continue
-          const args = inspected.value.ProcessConfig.arguments
-          const tag = args[0] === "-c" && args[2] === agentMarker ? /\/([^/]+)\.pid /.exec(args[1] ?? "")?.[1] : undefined
-          if (tag !== undefined) return Option.some({ exec, tag })
-        }
-        return Option.none()
-      })
-
-    const leftovers = Effect.gen(function*() {
+    /** This root's containers as sandboxes, each with the tags of the agents left in it for this process (LastingFiles.ts). */
+    const ofThisRoot = Effect.gen(function*() {
       const containers = yield* call("list containers", () =>
         docker.listContainers({ all: true, filters: { label: [`${Labels.managed}=true`, `${Labels.root}=${root}`] } })
       )
-      const sandboxes: Array<Sandbox> = []
+      const found: Array<{
+        readonly parts: ReturnType<typeof makeSandbox> & { readonly team: string | undefined }
+        /** The agent left in it for the next process, when its mark is whole. */
+        readonly left: { readonly tag: string; readonly execId: string } | undefined
+        readonly ioDir: string
+      }> = []
       for (const summary of containers) {
         const info = yield* callOrGone("inspect a container", () => docker.getContainer(summary.Id).inspect())
         if (Option.isNone(info)) continue
         const labels = info.value.Config.Labels ?? {}
         const workdir = labels[Labels.workdir] ?? Path.join(root, labels[Labels.runId] ?? "", labels[Labels.executionId] ?? "")
-        sandboxes.push(makeSandbox({
+        const parts = makeSandbox({
           containerId: summary.Id,
           runId: (labels[Labels.runId] ?? "") as RunId,
           executionId: (labels[Labels.executionId] ?? "") as ExecutionId,
           workdir,
-          attachments: yield* readMarker(workdir),
-          runningAgent: yield* runningAgentOf(info.value)
-        }))
+          attachments: yield* readMarker(workdir)
+        })
+        const ioDir = LastingFiles.ioDirOf(workdir)
+        // One lasting agent per sandbox; a mark that is not whole makes it a leftover like any.
+        const tag = (yield* LastingFiles.detachedTags(ioDir))[0]
+        const execId = tag === undefined ? undefined : yield* LastingFiles.detachedExec(ioDir, tag)
+        const left = tag === undefined || execId === undefined ? undefined : { tag, execId }
+        found.push({ parts: { ...parts, team: labels[Labels.teamUid] }, ioDir, left })
       }
-      return sandboxes
-    }).pipe(Effect.withSpan("DockerExecutor.leftovers"))
+      return found
+    })
 
-    return Executor.of({ prepare, leftovers })
+    const leftovers = ofThisRoot.pipe(
+      Effect.map((found) => found.filter((f) => f.left === undefined).map((f) => f.parts.sandbox)),
+      Effect.withSpan("DockerExecutor.leftovers")
+    )
+
+    const adoptable = Effect.gen(function*() {
+      const adoptable: Array<Adoptable> = []
+      for (const { ioDir, left, parts } of yield* ofThisRoot) {
+        if (left === undefined) continue
+        // Made again with what publishing needs: the team (a label, as the container was made) and where its clones started.
+        const { adopt, sandbox } = makeSandbox({
+          ...parts.args,
+          ...(parts.team === undefined ? {} : { clones: { team: parts.team, started: yield* LastingFiles.readClones(ioDir) } })
+        })
+        adoptable.push({ sandbox, adopt: adopt(left.tag, left.execId) })
+      }
+      return adoptable
+    }).pipe(Effect.withSpan("DockerExecutor.adoptable"))
+
+    return Executor.of({ prepare, leftovers, adoptable })
   }))
 
 /** The executor as a layer. Reaching the engine is checked on use, not here. */

@@ -121,7 +121,6 @@ export const make = (config: KubernetesExecutorConfig): Effect.Effect<Executor["
         execution_id: args.execution.execution_id as ExecutionId,
         attachments: args.attachments,
         start,
-        reattach: Option.none(),
         release,
         ...(publish === undefined ? {} : { publish })
       }
@@ -246,7 +245,6 @@ export const make = (config: KubernetesExecutorConfig): Effect.Effect<Executor["
         execution_id: (labels[Labels.execution] ?? "") as ExecutionId,
         attachments: [],
         start: () => Effect.fail(new ExecutorError({ message: `Secret ${name} has no pod to run in` })),
-        reattach: Option.none(),
         release: deleteSecret(name).pipe(Effect.ignore)
       }
     }

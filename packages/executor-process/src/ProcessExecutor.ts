@@ -428,7 +428,6 @@ export const make = (config: Config): Effect.Effect<Executor.Executor["Type"]> =
         execution_id: place.execution_id,
         attachments,
         start,
-        reattach: Option.none(),
         release: release(place),
         ...(clones === undefined ? {} : { publish: publishOf(clones.team, clones.started, start) })
       }

@@ -102,6 +102,13 @@ export interface ExecutionOptions {
    * docs/deployment.md#draining-on-deploy).
    */
   readonly drainSeconds?: number | undefined
+  /**
+   * Stopping, whether the agents still running after the grace period that can outlive this
+   * process (ours, in Docker sandboxes) are left running for the next process of the service to
+   * adopt, rather than stopped and their runs handed over (false; the bundled server's default is
+   * true; docs/deployment.md#adopting-agents-across-a-restart).
+   */
+  readonly adoptAgents?: boolean | undefined
 }
 
 /** Sign-in with OpenID Connect: the provider, this service's client there, and how sessions behave. */
@@ -326,7 +333,8 @@ const executionBaseLayer = <ES, EB, EX>(options: AgentRunsOptions<ES, EB, EX>) =
     maxOutputBytes: execution.maxOutputBytes ?? defaults.maxOutputBytes,
     maxRuntimeSeconds: execution.maxRuntimeSeconds ?? defaults.maxRuntimeSeconds,
     workerWaitMs: seconds(execution.workerWaitSeconds, Dispatcher.DEFAULT_WORKER_WAIT_MS),
-    drainMs: seconds(execution.drainSeconds, Dispatcher.DEFAULT_DRAIN_MS)
+    drainMs: seconds(execution.drainSeconds, Dispatcher.DEFAULT_DRAIN_MS),
+    adoptAgents: execution.adoptAgents ?? false
   })))
 }
 

@@ -21,6 +21,8 @@
  * API-only replica that executes nothing but still sweeps leases and admits waiting runs),
  * `AGENT_RUNS_LEASE_SECONDS` (30), `AGENT_RUNS_CANCEL_GRACE_SECONDS` (5), `AGENT_RUNS_DRAIN_SECONDS`
  * (20: stopping, how long running agents may finish before their runs are handed over),
+ * `AGENT_RUNS_ADOPT_AGENTS` (true: stopping, the agents still running then that can outlive the
+ * server, ours in Docker sandboxes, are left for its next process to adopt; docs/deployment.md),
  * `AGENT_RUNS_MAX_OUTPUT_BYTES` (52428800: the most a run's agents may print; past it the agent is
  * stopped and the run FAILED), `AGENT_RUNS_MAX_RUNTIME_SECONDS` (86400: the ceiling of a run's
  * `config.max_runtime_seconds`, and its limit when it sets none), and for Docker
@@ -161,6 +163,8 @@ export interface ExecutionConfig {
   readonly cancelGraceSeconds: number
   /** Stopping, how long running agents may finish before their runs are handed over (20 s when absent). */
   readonly drainSeconds?: number | undefined
+  /** Stopping, whether agents that can outlive the server are left for its next process to adopt (true when absent). */
+  readonly adoptAgents?: boolean | undefined
   /** The most a run's agents may print, in bytes (50 MiB when absent). */
   readonly maxOutputBytes?: number | undefined
   /** The ceiling of a run's maximum runtime, in seconds (one day when absent). */
@@ -264,6 +268,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
     Config.validate({ message: "must be a whole number of seconds from 0 to 3600", validation: (n) => n >= 0 && n <= 3_600 }),
     Config.withDefault(20)
   ),
+  adoptAgents: Config.boolean("AGENT_RUNS_ADOPT_AGENTS").pipe(Config.withDefault(true)),
   maxOutputBytes: positive("AGENT_RUNS_MAX_OUTPUT_BYTES", 50 * 1024 * 1024),
   maxRuntimeSeconds: Config.integer("AGENT_RUNS_MAX_RUNTIME_SECONDS").pipe(
     Config.validate({ message: "must be a whole number of seconds from 1 to 604800 (seven days)", validation: (n) => n >= 1 && n <= 604_800 }),
@@ -388,6 +393,7 @@ export const ServerConfig: Config.Config<ServerConfig> = Config.all({
         leaseSeconds: raw.leaseSeconds,
         cancelGraceSeconds: raw.cancelGraceSeconds,
         drainSeconds: raw.drainSeconds,
+        adoptAgents: raw.adoptAgents,
         maxOutputBytes: raw.maxOutputBytes,
         maxRuntimeSeconds: raw.maxRuntimeSeconds,
         dockerImage: raw.dockerImage,

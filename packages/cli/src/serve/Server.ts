@@ -121,6 +121,7 @@ const agentRunsOptions = (config: ServerConfig, execution: ExecutionSetup, keys:
       leaseSeconds: config.execution.leaseSeconds,
       cancelGraceSeconds: config.execution.cancelGraceSeconds,
       drainSeconds: config.execution.drainSeconds,
+      adoptAgents: config.execution.adoptAgents ?? true,
       maxOutputBytes: config.execution.maxOutputBytes,
       maxRuntimeSeconds: config.execution.maxRuntimeSeconds,
       workerWaitSeconds: config.execution.workerWaitSeconds

@@ -13,6 +13,9 @@ export const agentStateKey = (runId: string): string => `agent-state/${runId}.ta
 /** The session files a self-hosted worker's execution is sending in parts, until the last part moves them to `agentStateKey`. */
 export const agentStateUploadKey = (runId: string, executionId: string): string => `agent-state/${runId}.${executionId}.part`
 
+/** What a stopping process left for the next about the agent of a run's execution it left running (AdoptionNote.ts). */
+export const adoptionKey = (runId: string, executionId: string): string => `adoptions/${runId}.${executionId}.json`
+
 /** Where a delivery's raw body is kept for the runs it starts. */
 export const eventPayloadKey = (deliveryId: string): string => `webhook-payloads/${deliveryId}.json`
 
@@ -27,11 +30,12 @@ export const runImagesKey = (runId: string): string => `run-images/${runId}.json
 
 /**
  * Every blob a run may have: its transcript, its agent state (and the parts of one a worker's
- * execution was still sending), its images. What removing the run removes (docs/retention.md).
+ * execution was still sending), its images, the notes of agents left for adoption. What removing
+ * the run removes (docs/retention.md).
  */
 export const runBlobKeys = (runId: string, executionIds: Iterable<string>): ReadonlyArray<string> => [
   transcriptKey(runId),
   agentStateKey(runId),
   runImagesKey(runId),
-  ...[...executionIds].map((executionId) => agentStateUploadKey(runId, executionId))
+  ...[...executionIds].flatMap((executionId) => [agentStateUploadKey(runId, executionId), adoptionKey(runId, executionId)])
 ]

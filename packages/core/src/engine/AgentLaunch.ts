@@ -17,7 +17,7 @@ import type { Scope } from "effect"
 import { eventLines, outcomeOf, type AgentOutcome, type ExecutionState, type LineParser } from "../domain/Harness.js"
 import type { McpDirectServer } from "../domain/McpServers.js"
 import type { AgentHarness } from "../ports/AgentHarness.js"
-import type { AgentProcess, ExecutorError, Sandbox } from "../ports/Executor.js"
+import type { AgentProcess, ExecutorError, LastingAgent, Sandbox } from "../ports/Executor.js"
 import * as CliAgent from "./CliAgent.js"
 import type { ExecutionHostService } from "./ExecutionHost.js"
 import type { ExecutionPlan, PlannedAgent } from "./ExecutionPlan.js"
@@ -41,6 +41,12 @@ export interface LaunchInput {
 export interface AgentLaunch {
   /** Starts the agent, its first message given. */
   readonly start: (input: LaunchInput) => Effect.Effect<AgentProcess, ExecutorError, Scope.Scope>
+  /**
+   * Starts the agent with the sandbox's `startLasting` (given), its first message given: for an
+   * agent that is one process from start to end (ours), which a process of the service may leave
+   * running for the next. Absent: the launch's agent is driven turn by turn from here (a CLI's).
+   */
+  readonly startLasting?: (input: LaunchInput, starter: LastingStarter) => Effect.Effect<LastingAgent, ExecutorError, Scope.Scope>
   /** Reads the agent's output lines; undefined: our protocol's. */
   readonly parse: LineParser | undefined
   /** Keeps what a continuation resumes from, for a harness that has such state; a failure only costs it the resume. */
@@ -48,6 +54,9 @@ export interface AgentLaunch {
   /** How the run ends, from what the agent reported and its exit code. */
   readonly outcome: (state: ExecutionState, exitCode: number) => AgentOutcome
 }
+
+/** A sandbox's `startLasting`. */
+export type LastingStarter = NonNullable<Sandbox["startLasting"]>
 
 /** A plan's agent CLI. */
 type CliAgentPlan = Exclude<PlannedAgent, { readonly type: "oz" }>
@@ -66,13 +75,20 @@ export interface LaunchSettings {
 export const make = (settings: LaunchSettings) => {
   const { host } = settings
 
+  /** Starts our agent with `starter` and gives it its start message. */
+  const startOz = <A extends AgentProcess>(
+    starter: (command: ReadonlyArray<string>, env: Readonly<Record<string, string>>) => Effect.Effect<A, ExecutorError, Scope.Scope>,
+    { env, followups, plan, sandbox }: LaunchInput
+  ) =>
+    starter(settings.harnessCommand(plan.harness), env).pipe(
+      Effect.tap((agent) =>
+        agent.send(startMessage(plan, sandbox, plan.run_token, settings.apiBaseUrl, "normal", followups)).pipe(Effect.ignore)
+      )
+    )
+
   const oz: AgentLaunch = {
-    start: ({ env, followups, plan, sandbox }) =>
-      sandbox.start(settings.harnessCommand(plan.harness), env).pipe(
-        Effect.tap((agent) =>
-          agent.send(startMessage(plan, sandbox, plan.run_token, settings.apiBaseUrl, "normal", followups)).pipe(Effect.ignore)
-        )
-      ),
+    start: (input) => startOz(input.sandbox.start, input),
+    startLasting: (input, starter) => startOz(starter, input),
     parse: undefined,
     keep: Option.none(),
     outcome: outcomeOf

@@ -11,6 +11,7 @@
  *   storage confirmed it: after a failed write, the next save writes it again.
  */
 import { Clock, Deferred, Duration, Effect, Fiber, Option, Schedule, Stream } from "effect"
+import type * as AdoptionNote from "../domain/AdoptionNote.js"
 import type { ConversationOp } from "../domain/ConversationLog.js"
 import {
   addUsage,
@@ -18,6 +19,7 @@ import {
   emptyLineBuffer,
   type ExecutionState,
   flushLines,
+  type LineBuffer,
   type LineParser,
   reduce,
   splitLines,
@@ -56,6 +58,10 @@ export interface Output {
   readonly sink: OutputSink
   /** Where the transcript ends: the next output's offset. */
   size: number
+  /** Bytes of the agent's stdout read so far (where a process adopting it goes on; AdoptionNote.ts). */
+  agentBytes: number
+  /** The line the agent is writing, not finished yet. */
+  buffer: LineBuffer
   /** Whether the reader waits for storage to take a chunk. */
   writing: boolean
   readonly log: ConversationWriter
@@ -85,21 +91,51 @@ const unsentReport = (out: Output): { readonly report: Report; readonly json: st
   return json === out.reports.written ? undefined : { report, json }
 }
 
+/** Where a held run's report goes, and the run's usage before the execution. */
+interface Reports {
+  readonly send: (report: Report) => Effect.Effect<void, Lost | StorageError>
+  readonly usage: Report["request_usage"]
+}
+
 /** A new output record for an execution's state. */
-export const output = (
-  state: ExecutionState,
-  sink: OutputSink,
-  size: number,
-  reports?: { readonly send: (report: Report) => Effect.Effect<void, Lost | StorageError>; readonly usage: Report["request_usage"] }
-): Output => ({
+export const output = (state: ExecutionState, sink: OutputSink, size: number, reports?: Reports): Output => ({
   state,
   sink,
   size,
+  agentBytes: 0,
+  buffer: emptyLineBuffer,
   writing: false,
   log: { seq: 1, inflight: undefined },
   // What the state reports before the agent said anything is what the run has stored: not sent.
   reports: reports === undefined ? undefined : { ...reports, written: JSON.stringify(reportOf(state, reports.usage)) }
 })
+
+/** The output record of an adopted agent, as the process that left it left it (AdoptionNote.ts). */
+export const adoptedOutput = (adoption: AdoptionNote.Adoption, sink: OutputSink, send: Reports["send"]): Output => ({
+  state: adoption.state,
+  sink,
+  size: adoption.transcript_bytes,
+  agentBytes: adoption.offset,
+  buffer: adoption.buffer,
+  writing: false,
+  log: { seq: adoption.conversation_seq, inflight: undefined },
+  reports: { send, usage: adoption.usage_before, written: adoption.report_written }
+})
+
+/** What the next process needs to adopt the agent of a held run's output, once all of it is saved. */
+export const adoptionOf = (out: Output, startedAt: number): AdoptionNote.Adoption | undefined =>
+  out.reports === undefined || out.log.inflight !== undefined || out.state.pending.length > 0 || out.state.artifacts.length > 0
+    ? undefined
+    : {
+      offset: out.agentBytes,
+      transcript_bytes: out.size,
+      buffer: out.buffer,
+      state: out.state,
+      usage_before: out.reports.usage,
+      report_written: out.reports.written,
+      conversation_seq: out.log.seq,
+      started_at: startedAt
+    }
 
 export const make = (settings: DispatcherSettings, health: HealthService) => {
   /**
@@ -129,7 +165,6 @@ export const make = (settings: DispatcherSettings, health: HealthService) => {
       const { state } = out
       const tools = yield* ToolSpans.make
       const limit = settings.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES
-      let buffer = emptyLineBuffer
       const noteViolation = Effect.suspend(() => state.violation === undefined && state.exceeded === undefined ? Effect.void : Deferred.succeed(violated, undefined))
       yield* agent.stdout.pipe(
         Stream.runForEach((chunk) =>
@@ -143,25 +178,31 @@ export const make = (settings: DispatcherSettings, health: HealthService) => {
                 Effect.ensuring(Effect.sync(() => (out.writing = false))),
                 Effect.catchAll((e) => Effect.logError("execution: the transcript could not be written; output lost", e))
               )
+            }
+            // Taken whole or not at all once written: the pump may be stopped between two chunks,
+            // or while one waits for storage (an agent left for the next process goes on from the
+            // bytes taken; a chunk written again at its place is written once).
+            yield* Effect.uninterruptible(Effect.gen(function*() {
               out.size += kept.length
-            }
-            const split = splitLines(buffer, kept, parse)
-            buffer = split.buffer
-            const now = yield* Clock.currentTimeMillis
-            for (const line of split.lines) {
-              reduce(state, line, now)
-              tools.observe(line, now)
-            }
-            if (kept.length < chunk.length) {
-              state.violation ??= `the agent's output passed the run's limit of ${limit} bytes; the agent was stopped`
-            }
+              out.agentBytes += chunk.length
+              const split = splitLines(out.buffer, kept, parse)
+              out.buffer = split.buffer
+              const now = yield* Clock.currentTimeMillis
+              for (const line of split.lines) {
+                reduce(state, line, now)
+                tools.observe(line, now)
+              }
+              if (kept.length < chunk.length) {
+                state.violation ??= `the agent's output passed the run's limit of ${limit} bytes; the agent was stopped`
+              }
+            }))
             yield* noteViolation
           })
         ),
         Effect.catchAll((e) => Effect.logWarning("execution: reading the agent's output failed", e))
       )
       const now = yield* Clock.currentTimeMillis
-      for (const line of flushLines(buffer, parse)) {
+      for (const line of flushLines(out.buffer, parse)) {
         reduce(state, line, now)
         tools.observe(line, now)
       }
@@ -261,5 +302,5 @@ export const make = (settings: DispatcherSettings, health: HealthService) => {
     AGENT_RUNS_RUN_TOKEN: token
   })
 
-  return { persistently, pump, flush, flushLast, finished, stopAgent, harnessCommand, agentEnv } as const
+  return { persistently, pump, save, flush, flushLast, finished, stopAgent, harnessCommand, agentEnv } as const
 }

@@ -23,7 +23,7 @@ import type { BlobStore } from "../ports/BlobStore.js"
 import { MAX_AGENT_STATE_BYTES } from "./CliAgent.js"
 
 /** The whole of a blob, or none. */
-const readWhole = (blobs: BlobStore["Type"], key: string) =>
+export const readWhole = (blobs: BlobStore["Type"], key: string) =>
   Effect.flatMap(blobs.read(key), Option.match({
     onNone: () => Effect.succeedNone,
     onSome: (stream) => Effect.map(Stream.runCollect(stream), (chunks) => Option.some(concatBytes([...chunks])))

@@ -37,7 +37,8 @@ import type { AgentOutcome } from "../domain/Harness.js"
 import type { ExecutionEvent, Report } from "../domain/ExecutionEvent.js"
 import { AgentHarnesses } from "../ports/AgentHarness.js"
 import { Executor } from "../ports/Executor.js"
-import type { AgentProcess, Sandbox } from "../ports/Executor.js"
+import type { Adoptable, AgentProcess, ExecutorError, LastingAgent, Sandbox } from "../ports/Executor.js"
+import * as AdoptionNote from "../domain/AdoptionNote.js"
 import { GitHost } from "../ports/GitHost.js"
 import type { StorageError } from "../ports/Storage.js"
 import * as AgentLaunch from "./AgentLaunch.js"
@@ -45,6 +46,7 @@ import * as AgentSession from "./AgentSession.js"
 import { ExecutionHost, type Recorded, Lost } from "./ExecutionHost.js"
 import type { ExecutionPlan } from "./ExecutionPlan.js"
 import { Health, outage } from "./Health.js"
+import { LiveExecutions } from "./LiveExecutions.js"
 import { publishPullRequests } from "./PullRequests.js"
 import { DispatcherConfig } from "./Settings.js"
 import { agentAttributes, executionSpan, traceparentOf, usageAttributes } from "./ExecutionSpans.js"
@@ -61,7 +63,22 @@ interface Running {
   readonly record: (events: ReadonlyArray<ExecutionEvent>, report?: Report) => Effect.Effect<Recorded, Lost | StorageError>
   /** Recorded with the first event of the agent's own (or the setup's failure): the setup's start when there is no environment. */
   readonly firstEvents: ReadonlyArray<ExecutionEvent>
+  /** Whether its agent was left running for the next process (its sandbox is then kept). */
+  left: boolean
 }
+
+/** An agent being followed: its process, and the same as one that may be left for the next process. */
+interface Following {
+  readonly agent: AgentProcess
+  readonly lasting: Option.Option<LastingAgent>
+  readonly state: ExecutionState
+  /** When the agent was launched (its maximum runtime counts from then). */
+  readonly startedAt: number
+  readonly out: AgentSession.Output
+}
+
+/** How long a leaving execution waits for its output's reader to stop between two chunks. */
+const LEAVE_READ_MS = 5_000
 
 /** How an agent ended: its outcome, and its last report when it was not sent yet. */
 interface Ended {
@@ -91,6 +108,7 @@ export const make = Effect.gen(function*() {
   const host = yield* ExecutionHost
   const executor = yield* Executor
   const health = yield* Health
+  const live = yield* LiveExecutions
   const session = AgentSession.make(settings, health)
   const harnesses = Option.getOrElse(yield* Effect.serviceOption(AgentHarnesses), () => new Map())
   // The Git host the pull requests of runs are opened on (none: no team can be connected).
@@ -126,12 +144,29 @@ export const make = Effect.gen(function*() {
       return lost
     })
 
+  /** Releases the sandbox when the scope closes, unless the execution left its agent for the next process. */
+  const releasedUnlessLeft = (running: Running, sandbox: Sandbox) =>
+    Effect.addFinalizer(() => Effect.suspend(() => running.left ? Effect.void : sandbox.release))
+
+  /**
+   * How the launch's agent starts in the sandbox: as one the execution may leave for the next
+   * process when all can (`adoptAgents`, the launch, the sandbox, the host), else as any.
+   */
+  const starterOf = (launch: AgentLaunch.AgentLaunch, sandbox: Sandbox) => {
+    const lasting = launch.startLasting
+    const starter = sandbox.startLasting
+    return settings.adoptAgents !== true || host.adoption === undefined || lasting === undefined || starter === undefined
+      ? (input: AgentLaunch.LaunchInput) => Effect.map(launch.start(input), (agent) => ({ agent, lasting: Option.none<LastingAgent>() }))
+      : (input: AgentLaunch.LaunchInput) => Effect.map(lasting(input, starter), (agent) => ({ agent, lasting: Option.some(agent) }))
+  }
+
   /** The plan's sandbox, released with the scope; none when its setup failed (recorded). */
-  const sandboxOf = ({ firstEvents, plan, record }: Running) =>
+  const sandboxOf = (running: Running) =>
     Effect.gen(function*() {
+      const { firstEvents, plan, record } = running
       const prepared = yield* executor.prepare(plan.sandbox).pipe(Effect.withSpan("run.setup"), Effect.either)
       if (Either.isRight(prepared)) {
-        yield* Effect.addFinalizer(() => prepared.right.release)
+        yield* releasedUnlessLeft(running, prepared.right)
         return Option.some(prepared.right)
       }
       const error = prepared.left
@@ -169,7 +204,7 @@ export const make = Effect.gen(function*() {
         ...session.agentEnv(plan.run_id, plan.execution_id, plan.run_token),
         ...traceparentOf(yield* Effect.option(Effect.currentSpan))
       }
-      const agent = yield* launch.start({ plan, sandbox, state, env, followups, takeFollowups }).pipe(
+      const { agent, lasting } = yield* starterOf(launch, sandbox)({ plan, sandbox, state, env, followups, takeFollowups }).pipe(
         Effect.catchTag("ExecutorError", (error) =>
           record([{ _tag: "Error", error_code: "internal_error", message: `the agent could not start: ${error.message}` }]).pipe(
             Effect.zipRight(Effect.fail(new Lost()))
@@ -178,7 +213,7 @@ export const make = Effect.gen(function*() {
       // The agent works while its start is recorded; if the run moved on meanwhile (a cancel), the
       // execution ends and its scope stops the agent.
       yield* record([...running.firstEvents, { _tag: "EnvironmentSetupSucceeded" }, { _tag: "Start" }])
-      return { agent, state, startedAt }
+      return { agent, lasting, state, startedAt }
     })
 
   /**
@@ -269,12 +304,60 @@ export const make = Effect.gen(function*() {
    */
   const outcomeOf = (running: Running, launch: AgentLaunch.AgentLaunch, sandbox: Sandbox, lost: Deferred.Deferred<void>) =>
     Effect.gen(function*() {
-      const { holding, plan } = running
-      const { agent, startedAt, state } = yield* startAgent(running, launch, sandbox)
-      const out = AgentSession.output(state, host.output(plan.run_id, plan.execution_id), plan.transcript_bytes, {
+      const { plan } = running
+      const started = yield* startAgent(running, launch, sandbox)
+      const out = AgentSession.output(started.state, host.output(plan.run_id, plan.execution_id), plan.transcript_bytes, {
         send: (report) => host.report(plan.run_id, plan.execution_id, report),
         usage: plan.usage
       })
+      return yield* follow(running, launch, sandbox, lost, { ...started, out }).pipe(Effect.ensuring(live.dropLasting(plan.execution_id)))
+    }).pipe(Effect.withSpan("run.agent", { attributes: agentAttributes(running.plan) }))
+
+  /**
+   * Leaves the agent running for the next process (the loop is stopping: LiveExecutions.leave):
+   * its output read so far saved with the report, the note kept (AdoptionNote.ts) and the lease
+   * renewed for the next process, then the agent detached and its sandbox kept. Whether it was
+   * left: not when the run moved on, the agent broke a limit or storage failed first (the loop
+   * then stops it and hands the run over, as it does any agent).
+   */
+  const leave = (running: Running, following: Following, agent: LastingAgent, stopped: Ref.Ref<boolean>, fibers: {
+    readonly pumping: Fiber.RuntimeFiber<void, StorageError>
+    readonly loops: ReadonlyArray<Fiber.RuntimeFiber<unknown, unknown>>
+  }) =>
+    Effect.gen(function*() {
+      const { holding, plan } = running
+      const { out, state } = following
+      if (host.adoption === undefined || (yield* Ref.get(stopped))) return false
+      const reading = yield* Fiber.interrupt(fibers.pumping).pipe(Effect.timeoutOption(Duration.millis(LEAVE_READ_MS)))
+      if (Option.isNone(reading)) return false
+      yield* Effect.forEach(fibers.loops, Fiber.interrupt, { discard: true })
+      if (state.violation !== undefined || state.exceeded !== undefined) return false
+      yield* session.persistently(session.save(out), holding)
+      const adoption = AgentSession.adoptionOf(out, following.startedAt)
+      if (adoption === undefined || holding.lost) return false
+      yield* session.persistently(host.adoption.keep(plan.run_id, plan.execution_id, AdoptionNote.write(adoption)), holding)
+      yield* host.renew(plan.run_id, plan.execution_id)
+      yield* Effect.uninterruptible(agent.detach.pipe(
+        Effect.zipRight(Effect.sync(() => void (running.left = true))),
+        Effect.zipRight(live.markLeft(plan.execution_id))
+      ))
+      yield* Effect.logInfo(`execution: run ${plan.run_id}'s agent is left running for the next process of the service`)
+      return true
+    }).pipe(
+      Effect.catchAll((e) =>
+        Effect.as(Effect.logWarning(`execution: run ${running.plan.run_id}'s agent could not be left for the next process; it is stopped`, e), false)
+      )
+    )
+
+  /**
+   * Follows the agent until it exits, its output saved: its outcome and the report not sent yet
+   * (written with the outcome), or none when it was stopped (the run moved on without this
+   * execution, or its lease was lost) or left for the next process.
+   */
+  const follow = (running: Running, launch: AgentLaunch.AgentLaunch, sandbox: Sandbox, lost: Deferred.Deferred<void>, following: Following) =>
+    Effect.gen(function*() {
+      const { holding, plan } = running
+      const { agent, out, startedAt, state } = following
       const violated = yield* Deferred.make<void>()
       const overran = yield* overtime(plan, agent, startedAt)
       const pumping = yield* session.pump(agent, out, violated, holding, launch.parse).pipe(Effect.forkScoped)
@@ -295,7 +378,23 @@ export const make = Effect.gen(function*() {
       // An agent that broke the protocol is stopped; its run fails (below) with the reason.
       yield* Deferred.await(violated).pipe(Effect.zipRight(session.stopAgent(agent)), Effect.forkScoped)
 
-      const exitCode = yield* session.finished(agent, pumping, out)
+      // The agent's end, or the loop asking an agent that can to be left for the next process.
+      const finishing = yield* Effect.fork(session.finished(agent, pumping, out))
+      const leaving = Option.isSome(following.lasting)
+        ? Effect.zipRight(live.holdLasting(plan.execution_id), live.leaving)
+        : Effect.never
+      const ended = yield* Effect.raceFirst(Effect.map(Fiber.join(finishing), Option.some), Effect.as(leaving, Option.none<number>()))
+      if (Option.isNone(ended)) {
+        yield* Fiber.interrupt(finishing)
+        const loops = [overran.timer, watching, flushing]
+        const left = Option.isSome(following.lasting) && (yield* leave(running, following, following.lasting.value, stopped, { pumping, loops }))
+        yield* live.dropLasting(plan.execution_id)
+        if (left) return Option.none<Ended>()
+        // Not left: the loop stops the agent and hands the run over when it stops this execution.
+        return yield* Effect.never
+      }
+      yield* live.dropLasting(plan.execution_id)
+      const exitCode = ended.value
       yield* Fiber.interrupt(overran.timer)
       yield* Fiber.interrupt(watching)
       yield* Fiber.interrupt(flushing)
@@ -316,15 +415,28 @@ export const make = Effect.gen(function*() {
       const outcome = publishes ? yield* withPullRequests(running, sandbox, told) : told
       yield* Effect.annotateCurrentSpan(usageAttributes(state))
       return Option.some<Ended>({ outcome, report: carried })
-    }).pipe(Effect.withSpan("run.agent", { attributes: agentAttributes(running.plan) }))
+    })
+
+  /** The plan with the run's usage before the execution as `usage`, and its budget's spending so. */
+  const withUsageBefore = (plan: ExecutionPlan, usage: ExecutionPlan["usage"]): ExecutionPlan => ({
+    ...plan,
+    usage,
+    budget: { ...plan.budget, spent_before: plan.budget.spent_before - costOf(plan.usage) + costOf(usage) }
+  })
+
+  /** The record of an execution of the plan as it starts. */
+  const runningOf = (plan: ExecutionPlan): Running => {
+    const holding: AgentSession.Holding = { lost: false }
+    const record = (events: ReadonlyArray<ExecutionEvent>, report?: Report) =>
+      session.persistently(host.record(plan.run_id, plan.execution_id, events, report), holding)
+    return { plan, budget: { ...plan.budget }, holding, record, firstEvents: plan.has_environment ? [] : SETUP_STARTED, left: false }
+  }
 
   /** Runs the plan's agent in a sandbox, from the setup to its outcome recorded. */
   const run = (plan: ExecutionPlan) =>
     Effect.gen(function*() {
-      const holding: AgentSession.Holding = { lost: false }
-      const record = (events: ReadonlyArray<ExecutionEvent>, report?: Report) =>
-        session.persistently(host.record(plan.run_id, plan.execution_id, events, report), holding)
-      const running: Running = { plan, budget: { ...plan.budget }, holding, record, firstEvents: plan.has_environment ? [] : SETUP_STARTED }
+      const running = runningOf(plan)
+      const { record } = running
       const lost = yield* keepLease(plan, running.budget)
       if (plan.has_environment) yield* record(SETUP_STARTED)
       if (plan.failure !== null) {
@@ -345,9 +457,51 @@ export const make = Effect.gen(function*() {
       yield* record([outcomeEvent(outcome)], report)
     })
 
-  /** Runs one claimed plan to its end; whatever fails is logged and ends the run ERROR. */
-  const execute = (plan: ExecutionPlan): Effect.Effect<void, never, Scope.Scope> =>
-    run(plan).pipe(
+  /**
+   * Goes on with an execution an earlier process of the service left running (its plan taken up
+   * again, `AdoptionHost.resume`): its agent adopted from where that process stopped reading, its
+   * state and what was saved of it as the note says, to its outcome recorded. When it cannot go on
+   * (the note does not fit the run's transcript, the agent is out of reach), the agent is stopped
+   * and the run handed back to the queue at its attempt.
+   */
+  const runAdopted = (plan: ExecutionPlan, note: Uint8Array, adoptable: Adoptable) =>
+    Effect.gen(function*() {
+      const adoption = AdoptionNote.read(note)
+      // The run's usage now counts what this execution reported before: its base is the note's.
+      const running = runningOf(adoption === undefined ? plan : withUsageBefore(plan, adoption.usage_before))
+      const lost = yield* keepLease(running.plan, running.budget)
+      const launch = launches.of(plan)
+      // The transcript may hold more than the note says (a chunk written as the reader was
+      // stopped): the same bytes come again from the agent, and are written again at their place.
+      const agent = "unconfigured" in launch || adoption === undefined || adoption.transcript_bytes > plan.transcript_bytes
+        ? Option.none<LastingAgent>()
+        : yield* adoptable.adopt(adoption.offset).pipe(
+          Effect.tapError((e) => Effect.logWarning(`execution: the agent of run ${plan.run_id} could not be adopted`, e)),
+          Effect.option
+        )
+      yield* releasedUnlessLeft(running, adoptable.sandbox)
+      if ("unconfigured" in launch || adoption === undefined || Option.isNone(agent)) {
+        yield* Effect.logWarning(`execution: run ${plan.run_id} goes back to the queue: its agent left by an earlier process cannot go on here`)
+        return yield* running.record([{ _tag: "HandOver" }])
+      }
+      const state = withBudget(adoption.state, running.budget)
+      // Left again when this process stops, as the process that started it would (if it may).
+      const lasting = settings.adoptAgents === true ? agent : Option.none<LastingAgent>()
+      const following = { agent: agent.value, lasting, state, startedAt: adoption.started_at }
+      const out = AgentSession.adoptedOutput(adoption, host.output(plan.run_id, plan.execution_id), (report) =>
+        host.report(plan.run_id, plan.execution_id, report))
+      yield* Effect.logInfo(`execution: run ${plan.run_id}'s agent, left running by an earlier process, is adopted`)
+      const ended = yield* follow(running, launch, adoptable.sandbox, lost, { ...following, out }).pipe(
+        Effect.ensuring(live.dropLasting(plan.execution_id)),
+        Effect.withSpan("run.agent", { attributes: { ...agentAttributes(plan), "agent_runs.adopted": true } })
+      )
+      if (Option.isNone(ended)) return
+      yield* running.record([outcomeEvent(ended.value.outcome)], ended.value.report)
+    })
+
+  /** An execution to its end; whatever fails is logged and ends the run ERROR. */
+  const guarded = (plan: ExecutionPlan, execution: Effect.Effect<unknown, Lost | StorageError | ExecutorError, Scope.Scope>) =>
+    execution.pipe(
       Effect.asVoid,
       Effect.catchTag("Lost", () => Effect.logDebug(`execution: run ${plan.run_id} moved on without this execution`)),
       Effect.catchAllCause((cause) =>
@@ -363,5 +517,12 @@ export const make = Effect.gen(function*() {
       Effect.withSpan("run.execution", executionSpan(plan))
     )
 
-  return execute
+  /** Runs one claimed plan to its end. */
+  const execute = (plan: ExecutionPlan): Effect.Effect<void, never, Scope.Scope> => guarded(plan, run(plan))
+
+  /** Goes on with an execution an earlier process left running (`runAdopted`) to its end. */
+  const adopt = (plan: ExecutionPlan, note: Uint8Array, adoptable: Adoptable): Effect.Effect<void, never, Scope.Scope> =>
+    guarded(plan, runAdopted(plan, note, adoptable))
+
+  return { execute, adopt } as const
 })

@@ -81,6 +81,27 @@ export interface ExecutionHostService {
   readonly agentState: (runId: RunId, executionId: ExecutionId) => Effect.Effect<Option.Option<Uint8Array>, Lost | StorageError>
   /** Keeps the session files of the execution's agent CLI for the run's next execution. */
   readonly saveAgentState: (runId: RunId, executionId: ExecutionId, state: Uint8Array) => Effect.Effect<void, Lost | StorageError>
+  /**
+   * Agents kept across a restart (Execution.ts, docs/deployment.md#adopting-agents-across-a-restart):
+   * a stopping process leaves an execution's agent running and a note for the next, which takes
+   * the execution up again under the same lease. Absent: a host whose executions never outlive
+   * their process (a self-hosted worker's).
+   */
+  readonly adoption?: AdoptionHost | undefined
+}
+
+/** Keeping an execution going from one process of the service to the next. */
+export interface AdoptionHost {
+  /** Keeps the note (AdoptionNote.ts) of the execution holding the run, for the next process. */
+  readonly keep: (runId: RunId, executionId: ExecutionId, note: Uint8Array) => Effect.Effect<void, Lost | StorageError>
+  /**
+   * The plan of an execution an earlier process left, with its note, when it still holds its run
+   * (its lease renewed) and left one; the note is taken (none for a second try).
+   */
+  readonly resume: (runId: RunId, executionId: ExecutionId) => Effect.Effect<
+    Option.Option<{ readonly plan: ExecutionPlan; readonly note: Uint8Array }>,
+    StorageError
+  >
 }
 
 export class ExecutionHost extends Context.Tag("@agent-runs/core/ExecutionHost")<ExecutionHost, ExecutionHostService>() {}

@@ -6,13 +6,14 @@
  * The loop depends on the ports only (host, executor, ids, health): no service, no storage.
  *
  * Stopping (LiveExecutions.ts, draining): no claim once draining began; when the loop's layer stops it waits for
- * the drain, then stops the executions left, and each hands its run back (`HandOver`) once its
- * agent is stopped.
+ * the drain, lets the executions that can leave their agent running for the next process
+ * (`adoptAgents`), then stops the executions left, and each hands its run back (`HandOver`) once
+ * its agent is stopped. Starting, it first takes up the executions an earlier process left.
  */
-import { Duration, Effect, Either, ExecutionStrategy, Layer, Scope, Stream } from "effect"
+import { Duration, Effect, Either, ExecutionStrategy, Layer, Option, Schedule, Scope, Stream } from "effect"
 import { type Health, supervise } from "./Health.js"
 import { Ids } from "../domain/Ids.js"
-import type { Executor } from "../ports/Executor.js"
+import { Executor } from "../ports/Executor.js"
 import type { StorageError } from "../ports/Storage.js"
 import * as Execution from "./Execution.js"
 import { ExecutionHost } from "./ExecutionHost.js"
@@ -33,6 +34,15 @@ export const drain: Effect.Effect<void, never, LiveExecutions | DispatcherConfig
   yield* (yield* LiveExecutions).drain(settings.drainMs ?? DEFAULT_DRAIN_MS)
 })
 
+/**
+ * How long a stopping loop waits, once the grace period is over, for the executions that can leave
+ * their agent running for the next process to do so (Execution.ts): the rest are stopped then.
+ */
+const LEAVE_MS = 10_000
+
+/** Asks the executions that can to leave their agent for the next process, and waits for them (LiveExecutions.ts). */
+const leave: Effect.Effect<void, never, LiveExecutions> = Effect.flatMap(LiveExecutions, (live) => live.leave(LEAVE_MS))
+
 /** How long telling the host of a hand-over may take while stopping. */
 const HAND_OVER_TIMEOUT = Duration.seconds(5)
 
@@ -42,7 +52,8 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
   const host = yield* ExecutionHost
   const ids = yield* Ids
   const live = yield* LiveExecutions
-  const execute = yield* Execution.make
+  const executor = yield* Executor
+  const { adopt, execute } = yield* Execution.make
   /** Executions under way. */
   let running = 0
   /** Whether a claim round waits for its turn (see `wake`). */
@@ -59,6 +70,8 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
    */
   const handOver = (plan: ExecutionPlan) =>
     host.record(plan.run_id, plan.execution_id, [{ _tag: "HandOver" }]).pipe(
+      // An execution that left its agent for the next process keeps its run (stopped just after).
+      Effect.unlessEffect(live.wasLeft(plan.execution_id)),
       Effect.interruptible,
       Effect.timeoutFail({ duration: HAND_OVER_TIMEOUT, onTimeout: () => "the host did not answer in time" }),
       Effect.zipRight(Effect.logInfo(`run ${plan.run_id} handed back to the queue: this process is stopping`)),
@@ -82,19 +95,61 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
       yield* handOver(claimed.value).pipe(Effect.ensuring(live.remove(executionId)))
       return false
     }
-    running += 1
-    yield* execute(claimed.value).pipe(
-      Effect.scoped,
-      Effect.onInterrupt(() => handOver(claimed.value)),
-      // A slot is free again: look for more work at once (interruptible: a finalizer is not,
-      // and what it forks would inherit that).
-      Effect.ensuring(Effect.suspend(() => {
-        running -= 1
-        return live.remove(executionId).pipe(Effect.zipRight(wake))
-      })),
-      Effect.forkIn(scope)
-    )
+    yield* inSlot(claimed.value, execute(claimed.value))
     return true
+  })
+
+  /** Runs an execution of the plan in a slot (its own fiber), handing its run over if the loop stops it. */
+  const inSlot = (plan: ExecutionPlan, execution: Effect.Effect<void, never, Scope.Scope>) =>
+    Effect.suspend(() => {
+      running += 1
+      return execution.pipe(
+        Effect.scoped,
+        Effect.onInterrupt(() => handOver(plan)),
+        // A slot is free again: look for more work at once (interruptible: a finalizer is not,
+        // and what it forks would inherit that).
+        Effect.ensuring(Effect.suspend(() => {
+          running -= 1
+          return live.remove(plan.execution_id).pipe(Effect.zipRight(wake))
+        })),
+        Effect.forkIn(scope)
+      )
+    })
+
+  /**
+   * Takes up the executions an earlier process of the service left running (the executor's
+   * adoptable agents; docs/deployment.md#adopting-agents-across-a-restart): each whose run it
+   * still holds goes on here in a slot; the sandboxes of the others are released (their runs
+   * ended or went on elsewhere). A note that cannot be read now is tried a few times; then the
+   * sandbox goes, and the run comes back through the lease sweep.
+   */
+  const adoptLeft = Effect.gen(function*() {
+    const adoption = host.adoption
+    if (adoption === undefined || executor.adoptable === undefined) return
+    const found = yield* executor.adoptable.pipe(
+      Effect.retry(Schedule.exponential(Duration.millis(500)).pipe(Schedule.intersect(Schedule.recurs(5)))),
+      Effect.catchAll((e) =>
+        Effect.as(
+          Effect.logWarning("execution: could not look for agents left by an earlier process; their runs come back when their leases run out", e),
+          []
+        )
+      )
+    )
+    for (const adoptable of found) {
+      const { execution_id, run_id } = adoptable.sandbox
+      // Live from before it is taken up: the lease sweep must not take the run meanwhile.
+      yield* live.add(execution_id)
+      const resumed = yield* adoption.resume(run_id, execution_id).pipe(
+        Effect.retry(Schedule.exponential(Duration.millis(200)).pipe(Schedule.intersect(Schedule.recurs(4)))),
+        Effect.catchAll((e) => Effect.as(Effect.logWarning(`execution: run ${run_id}'s agent left by an earlier process could not be taken up`, e), Option.none()))
+      )
+      if (Option.isSome(resumed)) {
+        yield* inSlot(resumed.value.plan, adopt(resumed.value.plan, resumed.value.note, adoptable))
+      } else {
+        yield* live.remove(execution_id)
+        yield* adoptable.sandbox.release
+      }
+    }
   })
 
   /**
@@ -143,7 +198,7 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
   /** Executions under way now. */
   const active = Effect.sync(() => running)
 
-  return { claimSome, claimQuietly, wake, active } as const
+  return { claimSome, claimQuietly, wake, active, adoptLeft } as const
 })
 
 /**
@@ -158,8 +213,10 @@ export const layer: Layer.Layer<never, never, DispatcherConfig | ExecutionHost |
     // drain runs first when the layer stops (agents finish, or are stopped and handed over after).
     // Closed in parallel: every agent is stopped at once, not one after the other.
     const executions = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.parallel)
-    yield* Effect.addFinalizer(() => drain)
+    yield* Effect.addFinalizer(() => Effect.zipRight(drain, leave))
     const loop = yield* make(executions)
+    // Before any claim: the agents an earlier process left for this one.
+    yield* loop.adoptLeft
     // Wake-ups only hasten claiming (the poll finds the same runs): a broken subscription is
     // opened again, and not reported.
     yield* host.wakeups.pipe(

@@ -322,6 +322,21 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
       })
 
     /**
+     * Takes up an execution an earlier process of the service left running (its agent adopted):
+     * what it needs, gathered as for a claim, while it still holds its run (its lease renewed);
+     * none otherwise.
+     */
+    const resume = (runId: RunId, executionId: ExecutionId, leaseMs: number): Effect.Effect<Option.Option<ClaimedRun>, StorageError> =>
+      Effect.gen(function*() {
+        const found = yield* store.get(runId)
+        if (Option.isNone(found) || !holds(found.value, executionId)) return Option.none()
+        copies.keep(executionId, found.value)
+        const renewed = yield* renew(runId, executionId, leaseMs).pipe(Effect.as(true), Effect.catchTag("Lost", () => Effect.succeed(false)))
+        if (!renewed) return Option.none()
+        return Option.some(yield* gather(found.value, executionId, undefined).pipe(Effect.retry({ times: 3 })))
+      })
+
+    /**
      * Records an execution's events, with what its agent reported last when there is `report` (in
      * the same write); keeps its environment current and admits after its end. With `renewFor`, a
      * lease that lapsed while storage failed is renewed first (the server's own executions);
@@ -405,6 +420,6 @@ export class RunExecutions extends Effect.Service<RunExecutions>()("@agent-runs/
       addArtifact: (artifact: Artifact) => store.addArtifact(runId, artifact)
     })
 
-    return { advance, advanceUnlessLost, admit, claim, record, report, held, followups, renew, childrenHold, output } as const
+    return { advance, advanceUnlessLost, admit, claim, resume, record, report, held, followups, renew, childrenHold, output } as const
   })
 }) {}

@@ -47,6 +47,14 @@ export interface DispatcherSettings {
    * runs back to the queue (LiveExecutions.ts). Default `DEFAULT_DRAIN_MS`.
    */
   readonly drainMs?: number | undefined
+  /**
+   * Whether a stopping loop leaves the agents that can outlive it running for the next process of
+   * the service to adopt, instead of stopping them and handing their runs back once the grace
+   * period is over (Execution.ts; docs/deployment.md#adopting-agents-across-a-restart): the agents
+   * of our own protocol, started by an executor that has lasting agents (`Sandbox.startLasting`),
+   * on a host that keeps them (`ExecutionHost.adoption`). Default false.
+   */
+  readonly adoptAgents?: boolean | undefined
 }
 
 /**

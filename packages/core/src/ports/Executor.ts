@@ -22,7 +22,7 @@
  *   finds those of an earlier life of the service after a crash or restart, and `shared` (an
  *   executor whose place other servers share) those of any server.
  */
-import type { Effect, Option, Scope, Stream } from "effect"
+import type { Effect, Scope, Stream } from "effect"
 import { Context, Data } from "effect"
 import type { Redacted } from "effect"
 import type { ExecutionId, RunId, TeamUid } from "../domain/Ids.js"
@@ -104,6 +104,29 @@ export interface AgentProcess {
   readonly exitCode: Effect.Effect<number, ExecutorError>
 }
 
+/**
+ * An agent that can outlive the process of the service that started it (`Sandbox.startLasting`),
+ * for a deploy to hand it to the next process (docs/deployment.md#adopting-agents-across-a-restart).
+ */
+export interface LastingAgent extends AgentProcess {
+  /**
+   * Leaves the agent running: the scope of its start no longer stops it, nor does the sandbox's
+   * release by this process happen (the caller skips it), and the next process of the service finds
+   * it in `Executor.adoptable`. What it writes meanwhile waits for that process; nothing is lost.
+   */
+  readonly detach: Effect.Effect<void, ExecutorError>
+}
+
+/** An agent that an earlier process of the service left running (`LastingAgent.detach`), in its sandbox. */
+export interface Adoptable {
+  readonly sandbox: Sandbox
+  /**
+   * The agent again, its stdout from byte `offset` of all it wrote, its stdin open; stopped when
+   * the scope closes unless detached again. Once adopted it is no longer `adoptable`.
+   */
+  readonly adopt: (offset: number) => Effect.Effect<LastingAgent, ExecutorError, Scope.Scope>
+}
+
 /** A prepared sandbox: a work directory or a container. */
 export interface Sandbox {
   /** The work directory or the container id. */
@@ -121,10 +144,14 @@ export interface Sandbox {
     env: Readonly<Record<string, string>>
   ) => Effect.Effect<AgentProcess, ExecutorError, Scope.Scope>
   /**
-   * The agent that was running in the sandbox when the service stopped, when the executor can
-   * reconnect to it (a container still running); none otherwise.
+   * Starts `command` as `start` does, as an agent that can outlive this process of the service
+   * (`LastingAgent.detach`): its stdin and stdout do not go through a connection of this process.
+   * Absent: the executor's agents end with it (its own processes, an exec's streams).
    */
-  readonly reattach: Option.Option<Effect.Effect<AgentProcess, ExecutorError, Scope.Scope>>
+  readonly startLasting?: (
+    command: ReadonlyArray<string>,
+    env: Readonly<Record<string, string>>
+  ) => Effect.Effect<LastingAgent, ExecutorError, Scope.Scope>
   /** Stops what runs in the sandbox and removes it; idempotent. */
   readonly release: Effect.Effect<void>
   /**
@@ -153,8 +180,16 @@ export class PublishFailed extends Data.TaggedError("PublishFailed")<{
 export class Executor extends Context.Tag("@agent-runs/core/Executor")<Executor, {
   /** Prepares a sandbox: repositories, attachments, setup commands. */
   readonly prepare: (spec: SandboxSpec) => Effect.Effect<Sandbox, SetupFailed | ExecutorError>
-  /** The sandboxes this executor finds from an earlier life of the service (after a restart). */
+  /**
+   * The sandboxes this executor finds from an earlier life of the service (after a restart), but
+   * those of `adoptable` agents.
+   */
   readonly leftovers: Effect.Effect<ReadonlyArray<Sandbox>, ExecutorError>
+  /**
+   * The agents an earlier life of the service left running for this one (`LastingAgent.detach`).
+   * Absent for an executor without `Sandbox.startLasting`.
+   */
+  readonly adoptable?: Effect.Effect<ReadonlyArray<Adoptable>, ExecutorError>
   /**
    * Every sandbox in the place this executor shares with other servers (a cluster's namespace),
    * whichever server made it: what the sandbox reaper (engine/SandboxReaper.ts) looks through for
