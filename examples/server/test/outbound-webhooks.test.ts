@@ -94,8 +94,11 @@ describe.each<DatabaseKind>(["sqlite", "postgres"])("outbound webhooks (%s)", (k
     expect(runs.map((r) => r.state)).toEqual(["SUCCEEDED", "SUCCEEDED", "FAILED", "SUCCEEDED", "SUCCEEDED", "SUCCEEDED"])
     expect(narrow.requests).toBe(0)
 
-    // The log: every delivery delivered, the failed tries counted, newest first.
-    const log = await call(server(), "GET", `/api/v1/agent/outbound-webhooks/${endpoint.uid}/deliveries?limit=100`, { token: tokens.admin })
+    // The log: every delivery delivered, the failed tries counted, newest first. (A delivery is
+    // marked delivered once the receiver's answer is back: the receiver may have it just before.)
+    const readLog = () => call(server(), "GET", `/api/v1/agent/outbound-webhooks/${endpoint.uid}/deliveries?limit=100`, { token: tokens.admin })
+    expect(await eventually(async () => (await readLog()).body.deliveries.every((d: { state: string }) => d.state === "delivered"))).toBe(true)
+    const log = await readLog()
     expect(log.status).toBe(200)
     expect(log.body.deliveries.length).toBe(hooks.distinct().length)
     expect(log.body.deliveries.every((d: { state: string }) => d.state === "delivered")).toBe(true)

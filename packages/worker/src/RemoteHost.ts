@@ -111,7 +111,12 @@ const understood = (protocol: number, events: ReadonlyArray<ExecutionEvent.Execu
  * The execution host over the server's worker endpoints, for the runs of `connection.workerId`,
  * speaking the worker protocol last agreed with the server (at each heartbeat).
  */
-export const layer = (connection: Connection, agreedProtocol: Effect.Effect<number>): Layer.Layer<ExecutionHost.ExecutionHost, never, RepoSource.RepoSource> =>
+export const layer = (
+  connection: Connection,
+  agreedProtocol: Effect.Effect<number>,
+  /** The worker's goodbye, said when its loop stops executing (`ExecutionHost.departing`). */
+  departing?: Effect.Effect<void>
+): Layer.Layer<ExecutionHost.ExecutionHost, never, RepoSource.RepoSource> =>
   Layer.effect(
     ExecutionHost.ExecutionHost,
     Effect.gen(function*() {
@@ -186,6 +191,7 @@ export const layer = (connection: Connection, agreedProtocol: Effect.Effect<numb
         )
 
       return ExecutionHost.ExecutionHost.of({
+        departing,
         wakeups: Stream.never,
         claim,
         renew: (runId, execution_id) =>

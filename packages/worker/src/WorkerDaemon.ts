@@ -12,8 +12,9 @@
  *   `retryForMs`; the daemon reconnects by itself. A run whose lease expired meanwhile was
  *   requeued by the server: the worker's writes for it are refused (409) and it stops its agent.
  * - Stop (SIGINT/SIGTERM): it claims no more, its agents may finish for `drainSeconds` (renewing
- *   their leases), then the rest are stopped, their sandboxes released, their runs handed back to the queue at the same attempt (`HandOver`, ExecutionLoop.ts), and
- *   the worker says it disconnects (no longer listed). Killed, its runs come back through the
+ *   their leases), then the worker says it disconnects (no longer listed; the server answers no
+ *   claim of it after), then the rest are stopped, their sandboxes released, their runs handed
+ *   back to the queue at the same attempt (`HandOver`, ExecutionLoop.ts). Killed, its runs come back through the
  *   server's lease sweep (attempt + 1); either way to this worker id when a worker with it
  *   connects again.
  * - Start-up after a crash: sandboxes left in the data directory are released (their agents
@@ -25,7 +26,7 @@ import { LocalRepoSource, ProcessExecutor, ProcessIsolation } from "@agent-runs/
 import { AGENT_MOUNT, defaultHarness, installCopy, packageDir } from "@agent-runs/scripted-agent/Location"
 import { VERSION } from "@agent-runs/core/domain/Release"
 import * as WorkerProtocol from "@agent-runs/core/domain/WorkerProtocol"
-import { Console, Data, Duration, Effect, Layer, Option, Ref, Schedule } from "effect"
+import { Console, Data, Duration, Effect, Fiber, Layer, Option, Ref, Schedule } from "effect"
 import { join } from "node:path"
 import type { AgentHarnesses } from "@agent-runs/core/ports/AgentHarness"
 import type { Connection } from "./RemoteHost.js"
@@ -166,18 +167,22 @@ export const run = (options: WorkerOptions) =>
       `Worker ${options.workerId} connected to ${options.server} (${options.executor} executor, capacity ${options.capacity}, ` +
         `lease ${settings.lease_seconds} s, release ${settings.version ?? "0.1"}, worker protocol ${protocol})`
     )
-    // It says it leaves when it stops: after its heartbeats stop (finalizers run last first), so
-    // that none lands after the goodbye and lists it again.
-    yield* Effect.addFinalizer(() =>
-      server.disconnect.pipe(
-        Effect.timeout(Duration.seconds(5)),
+    // It says it leaves when its loop stops executing (after the drain, before it hands its runs
+    // back: the server answers no claim of it after, ExecutionLoop.ts), or at the latest when it
+    // stops; its heartbeats stop first, so that none lands after the goodbye and lists it again.
+    const heartbeats = yield* Ref.make<Option.Option<Fiber.RuntimeFiber<unknown, unknown>>>(Option.none())
+    const goodbye = yield* Effect.once(
+      Ref.get(heartbeats).pipe(
+        Effect.flatMap(Option.match({ onNone: () => Effect.void, onSome: Fiber.interrupt })),
+        Effect.zipRight(server.disconnect.pipe(Effect.timeout(Duration.seconds(5)))),
         Effect.catchAll((e) => Effect.logWarning(`worker: could not say goodbye: ${describe(e)}`))
       )
     )
+    yield* Effect.addFinalizer(() => goodbye)
     // Heartbeats for as long as the worker lives, agreeing on the protocol again with a server that
     // was upgraded meanwhile.
     const agreed = yield* Ref.make(protocol)
-    yield* beat.pipe(
+    const beating = yield* beat.pipe(
       Effect.flatMap((answer) => agreedProtocol(options, answer)),
       Effect.flatMap((now) => Ref.set(agreed, now)),
       Effect.catchAll((e) => Effect.logWarning(`worker: heartbeat failed: ${describe(e)}`)),
@@ -185,12 +190,13 @@ export const run = (options: WorkerOptions) =>
       Effect.delay(Duration.seconds(settings.heartbeat_seconds)),
       Effect.forkScoped
     )
+    yield* Ref.set(heartbeats, Option.some(beating))
     const loop = ExecutionLoop.layer.pipe(
       Layer.provide(releaseLeftovers),
       Layer.provide(options.harnesses ?? Layer.empty),
       Layer.provide(executorLayer(options, execution.isolation)),
       // Skills are read when a run is claimed (docs/skills.md): from this worker's repositories.
-      Layer.provide(RemoteHost.layer(options, Ref.get(agreed)).pipe(Layer.provide(LocalRepoSource.layer({ reposDir: reposDirOf(options) })))),
+      Layer.provide(RemoteHost.layer(options, Ref.get(agreed), goodbye).pipe(Layer.provide(LocalRepoSource.layer({ reposDir: reposDirOf(options) })))),
       Layer.provide(Ids.IdsLive),
       Layer.provide(Health.layer),
       Layer.provide(LiveExecutions.LiveExecutions.Default),

@@ -88,6 +88,13 @@ export interface ExecutionHostService {
    * their process (a self-hosted worker's).
    */
   readonly adoption?: AdoptionHost | undefined
+  /**
+   * Said once this process stops executing (after the drain, before the runs it still holds are
+   * handed back): a host whose claims wait for runs (a worker's long poll, which a proxy may keep
+   * open at the server after the worker gave up on it) then gives this process no more, so that a
+   * run handed back is not claimed again for it. A worker's goodbye. Absent: nothing to say.
+   */
+  readonly departing?: Effect.Effect<void> | undefined
 }
 
 /** Keeping an execution going from one process of the service to the next. */

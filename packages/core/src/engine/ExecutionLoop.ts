@@ -7,8 +7,9 @@
  *
  * Stopping (LiveExecutions.ts, draining): no claim once draining began; when the loop's layer stops it waits for
  * the drain, lets the executions that can leave their agent running for the next process
- * (`adoptAgents`), then stops the executions left, and each hands its run back (`HandOver`) once
- * its agent is stopped. Starting, it first takes up the executions an earlier process left.
+ * (`adoptAgents`), says it is departing (a worker's goodbye: no claim is answered for it after),
+ * then stops the executions left, and each hands its run back (`HandOver`) once its agent is
+ * stopped. Starting, it first takes up the executions an earlier process left.
  */
 import { Duration, Effect, Either, ExecutionStrategy, Layer, Option, Schedule, Scope, Stream } from "effect"
 import { type Health, supervise } from "./Health.js"
@@ -213,7 +214,7 @@ export const layer: Layer.Layer<never, never, DispatcherConfig | ExecutionHost |
     // drain runs first when the layer stops (agents finish, or are stopped and handed over after).
     // Closed in parallel: every agent is stopped at once, not one after the other.
     const executions = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.parallel)
-    yield* Effect.addFinalizer(() => Effect.zipRight(drain, leave))
+    yield* Effect.addFinalizer(() => drain.pipe(Effect.zipRight(leave), Effect.zipRight(host.departing ?? Effect.void)))
     const loop = yield* make(executions)
     // Before any claim: the agents an earlier process left for this one.
     yield* loop.adoptLeft
