@@ -60,11 +60,14 @@ describe("the scheduler on two replicas on one PostgreSQL", () => {
     // B is watched while A stops too (a loaded machine may take longer than the history's ten runs to stop it).
     let stopped = false
     const stopping = Effect.runPromise(a.stop).finally(() => (stopped = true))
-    while (!stopped) {
-      await sleep(1_000)
-      await observe(b)
+    try {
+      while (!stopped) {
+        await sleep(1_000)
+        await observe(b)
+      }
+    } finally {
+      await stopping
     }
-    await stopping
     await watch(b, 3_000)
     // B alone has caught up: every schedule has run a tick at or after this second (a loaded
     // machine's scheduler may lag; the test waits for it, never for a time).

@@ -174,7 +174,8 @@ export const run = (options: WorkerOptions) =>
     const goodbye = yield* Effect.once(
       Ref.get(heartbeats).pipe(
         Effect.flatMap(Option.match({ onNone: () => Effect.void, onSome: Fiber.interrupt })),
-        Effect.zipRight(server.disconnect.pipe(Effect.timeout(Duration.seconds(5)))),
+        // Interruptible, so that the timeout holds in a finalizer (a server that never answers).
+        Effect.zipRight(server.disconnect.pipe(Effect.interruptible, Effect.timeout(Duration.seconds(5)))),
         Effect.catchAll((e) => Effect.logWarning(`worker: could not say goodbye: ${describe(e)}`))
       )
     )
