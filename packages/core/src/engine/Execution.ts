@@ -310,7 +310,7 @@ export const make = Effect.gen(function*() {
         send: (report) => host.report(plan.run_id, plan.execution_id, report),
         usage: plan.usage
       })
-      return yield* follow(running, launch, sandbox, lost, { ...started, out }).pipe(Effect.ensuring(live.dropLasting(plan.execution_id)))
+      return yield* follow(running, launch, sandbox, lost, { ...started, out })
     }).pipe(Effect.withSpan("run.agent", { attributes: agentAttributes(running.plan) }))
 
   /**
@@ -415,7 +415,10 @@ export const make = Effect.gen(function*() {
       const outcome = publishes ? yield* withPullRequests(running, sandbox, told) : told
       yield* Effect.annotateCurrentSpan(usageAttributes(state))
       return Option.some<Ended>({ outcome, report: carried })
-    })
+    }).pipe(
+      // However it ends (interrupted while leaving too), the loop's leave waits for it no more.
+      Effect.ensuring(live.dropLasting(running.plan.execution_id))
+    )
 
   /** The plan with the run's usage before the execution as `usage`, and its budget's spending so. */
   const withUsageBefore = (plan: ExecutionPlan, usage: ExecutionPlan["usage"]): ExecutionPlan => ({
@@ -492,7 +495,6 @@ export const make = Effect.gen(function*() {
         host.report(plan.run_id, plan.execution_id, report))
       yield* Effect.logInfo(`execution: run ${plan.run_id}'s agent, left running by an earlier process, is adopted`)
       const ended = yield* follow(running, launch, adoptable.sandbox, lost, { ...following, out }).pipe(
-        Effect.ensuring(live.dropLasting(plan.execution_id)),
         Effect.withSpan("run.agent", { attributes: { ...agentAttributes(plan), "agent_runs.adopted": true } })
       )
       if (Option.isNone(ended)) return
