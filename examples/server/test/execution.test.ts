@@ -109,6 +109,8 @@ for (const { cases, executor, kind } of COMBINATIONS) describe(`execution (${kin
     cancelGraceSeconds: 1,
     maxOutputBytes: MAX_OUTPUT,
     executor,
+    // As the bundled server: agents that Docker and Kubernetes can leave running at a stop are started so.
+    adoptAgents: true,
     dockerImage: testImage,
     // The host's network, so that an agent in a container reaches the API (`@spawn`).
     dockerNetwork: "host",

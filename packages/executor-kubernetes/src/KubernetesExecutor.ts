@@ -11,30 +11,47 @@
  *   it over an exec's stdin, never argv or the pod's spec.
  * - `release` deletes the Job (`Foreground`: its pod first) and the Secret; what still ran in the
  *   pod ends with it.
- * - `leftovers` are this server's Jobs (label `agent-runs/instance`), found by label after a
- *   restart; the engine releases them or keeps them for an open debug window. An agent that was
- *   running cannot be reattached (an exec's streams die with the connection): it is stopped with
- *   its sandbox.
+ * - `startLasting` runs the agent in the background over files of the pod instead
+ *   (LastingPodAgent.ts), so that a stopping server can leave it running: the Job is then
+ *   annotated with the agent's tag (and where each clone started), and the server's next process
+ *   finds it in `adoptable` and reads on from where the last one stopped.
+ * - `leftovers` are this server's other Jobs (label `agent-runs/instance`), found by label after a
+ *   restart; the engine releases them or keeps them for an open debug window. An agent started
+ *   with `start` that was running cannot be reattached (an exec's streams die with the
+ *   connection): it is stopped with its sandbox.
  * - `shared` are every server's Jobs in the namespace: the engine's reaper releases those whose
  *   run ended, moved to another execution or is unknown (engine/SandboxReaper.ts in core).
  */
-import { type Cloned, isSafeSegment, MirrorCache, publishClone, stageWorkspace } from "@agent-runs/git"
+import { type Cloned, isSafeSegment, MirrorCache, publishClone, readClones, stageWorkspace, writeClones } from "@agent-runs/git"
 import type { ExecutionId, RunId, TeamUid } from "@agent-runs/core/domain/Ids"
-import type { Sandbox, SandboxAttachment, SandboxRepository, SandboxSpec } from "@agent-runs/core/ports/Executor"
+import type { Adoptable, Sandbox, SandboxAttachment, SandboxRepository, SandboxSpec } from "@agent-runs/core/ports/Executor"
 import { Executor, ExecutorError, PublishFailed, SetupFailed } from "@agent-runs/core/ports/Executor"
 import { PatchStrategy, setHeaderOptions, type V1Job, type V1Secret } from "@kubernetes/client-node"
 import { Duration, Effect, Layer, Option } from "effect"
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
-import { type Cluster, call, callOrGone, type ClusterSource, connect } from "./internal/Cluster.js"
+import { type Cluster, call, callOrGone, callUnless, type ClusterSource, connect } from "./internal/Cluster.js"
+import { adoptLastingAgent, startLastingAgent } from "./internal/LastingPodAgent.js"
 import { startAgent } from "./internal/PodAgent.js"
 import { runToEnd } from "./internal/PodExec.js"
 import { waitForPod } from "./internal/PodWait.js"
-import { isVariableName } from "./internal/Shell.js"
+import { isTag, isVariableName } from "./internal/Shell.js"
 import { uploadDirectory } from "./internal/Upload.js"
 import { inRealTime } from "./internal/WallClock.js"
 import { jobOf, secretOf, WORK_DIR } from "./Manifests.js"
-import { ATTACHMENTS_ANNOTATION, type ExecutionRef, instanceSelector, jobName, Labels, managedSelector, secretName } from "./Names.js"
+import {
+  ATTACHMENTS_ANNOTATION,
+  CLONES_ANNOTATION,
+  type ExecutionRef,
+  instanceSelector,
+  jobName,
+  Labels,
+  labelValue,
+  LEFT_AGENT_ANNOTATION,
+  leftSelector,
+  managedSelector,
+  secretName
+} from "./Names.js"
 import { defaultSettings, type KubernetesSettings } from "./Settings.js"
 
 export interface KubernetesExecutorConfig {
@@ -93,15 +110,44 @@ export const make = (config: KubernetesExecutorConfig): Effect.Effect<Executor["
       readonly attachments: ReadonlyArray<SandboxAttachment>
       /** The pod's name, once it runs. */
       readonly pod: Effect.Effect<string, ExecutorError>
-      /** The team and where each clone started (a sandbox prepared here, not a leftover). */
+      /** The team and where each clone started (a sandbox prepared here, or whose agent was left with them). */
       readonly clones?: { readonly team: string; readonly started: ReadonlyMap<string, Cloned> }
-    }): Sandbox => {
+    }) => {
       const job = jobName(args.execution)
       let released = false
       const start = Effect.fn("KubernetesExecutor.start")(function*(command: ReadonlyArray<string>, env: Readonly<Record<string, string>>) {
         const pod = yield* args.pod
         return yield* startAgent({ cluster, pod, command, env, released: () => released })
       }, inRealTime)
+      // Leaving an agent marks the Job with its tag and where each clone started, for the next process.
+      const leave = (tag: string) =>
+        call(`mark Job ${job} as left`, () =>
+          cluster.batch.patchNamespacedJob(
+            {
+              name: job,
+              namespace: cluster.namespace,
+              body: {
+                metadata: {
+                  labels: { [Labels.left]: "true" },
+                  annotations: {
+                    [LEFT_AGENT_ANNOTATION]: tag,
+                    ...(args.clones === undefined ? {} : { [CLONES_ANNOTATION]: writeClones(args.clones.started) })
+                  }
+                }
+              }
+            },
+            setHeaderOptions("Content-Type", PatchStrategy.MergePatch)
+          )).pipe(Effect.asVoid)
+      const startLasting = Effect.fn("KubernetesExecutor.startLasting")(function*(command: ReadonlyArray<string>, env: Readonly<Record<string, string>>) {
+        const pod = yield* args.pod
+        return yield* startLastingAgent({ cluster, pod, command, env, released: () => released, leave })
+      }, inRealTime)
+      /** The agent `tag` an earlier process left in the pod (taken by this one: `take`), its stdout from `offset`. */
+      const adopt = (tag: string) => (offset: number) =>
+        Effect.gen(function*() {
+          const pod = yield* args.pod
+          return yield* adoptLastingAgent({ cluster, pod, released: () => released, leave }, tag, offset)
+        }).pipe(inRealTime, Effect.withSpan("KubernetesExecutor.adopt"))
       const release = Effect.gen(function*() {
         released = true
         yield* deleteJob(job)
@@ -115,15 +161,17 @@ export const make = (config: KubernetesExecutorConfig): Effect.Effect<Executor["
       const pushes = clones === undefined ? undefined : publishClone({ mirrors, ...clones, start, timeoutMs: CLONE_TIMEOUT_MS })
       const publish = pushes === undefined ? undefined : (repository: SandboxRepository, branch: string) =>
         pushes(repository, branch).pipe(Effect.mapError((e) => new PublishFailed({ message: e.message })))
-      return {
+      const sandbox: Sandbox = {
         id: job,
         run_id: args.execution.run_id as RunId,
         execution_id: args.execution.execution_id as ExecutionId,
         attachments: args.attachments,
         start,
+        startLasting,
         release,
         ...(publish === undefined ? {} : { publish })
       }
+      return { sandbox, adopt }
     }
 
     /** Creates the execution's Secret and Job (the Secret owned by the Job). */
@@ -181,7 +229,7 @@ export const make = (config: KubernetesExecutorConfig): Effect.Effect<Executor["
       yield* createObjects(spec, execution, attachments)
       const started = new Map<string, Cloned>()
       let podName: string | undefined
-      const sandbox = makeSandbox({
+      const { sandbox } = makeSandbox({
         execution,
         attachments,
         pod: Effect.suspend(() => podName === undefined ? Effect.fail(new ExecutorError({ message: "the sandbox's pod is not running" })) : Effect.succeed(podName)),
@@ -209,7 +257,35 @@ export const make = (config: KubernetesExecutorConfig): Effect.Effect<Executor["
       return yield* steps.pipe(Effect.tapErrorTag("ExecutorError", () => sandbox.release))
     }, inRealTime)
 
-    /** The sandboxes of the Jobs `labelSelector` selects (those being deleted are gone already). */
+    /** The agent a stopping process left running in the Job's pod (its tag), if any. */
+    const leftAgentOf = (job: V1Job): string | undefined => {
+      const tag = job.metadata?.labels?.[Labels.left] === "true" ? job.metadata.annotations?.[LEFT_AGENT_ANNOTATION] : undefined
+      return tag !== undefined && isTag(tag) ? tag : undefined
+    }
+
+    /**
+     * Takes a Job whose agent was left for this server: unmarked and labelled as this server's, on
+     * the condition that it did not change since it was listed (its resource version), so that of
+     * servers looking at once one alone takes it. Whether this one did.
+     */
+    const take = (job: V1Job) =>
+      callUnless(`take Job ${job.metadata?.name}`, [404, 409], () =>
+        cluster.batch.patchNamespacedJob(
+          {
+            name: job.metadata?.name ?? "",
+            namespace: cluster.namespace,
+            body: {
+              metadata: {
+                resourceVersion: job.metadata?.resourceVersion,
+                labels: { [Labels.left]: null, [Labels.instance]: labelValue(settings.instance) },
+                annotations: { [LEFT_AGENT_ANNOTATION]: null }
+              }
+            }
+          },
+          setHeaderOptions("Content-Type", PatchStrategy.MergePatch)
+        )).pipe(Effect.map(Option.isSome))
+
+    /** The Jobs `labelSelector` selects (those being deleted are gone already), each with its sandbox. */
     const sandboxesOf = (what: string, labelSelector: string) =>
       Effect.gen(function*() {
         const jobs = yield* call(`list ${what}`, () => cluster.batch.listNamespacedJob({ namespace: cluster.namespace, labelSelector }))
@@ -217,20 +293,40 @@ export const make = (config: KubernetesExecutorConfig): Effect.Effect<Executor["
           .filter((job) => job.metadata?.deletionTimestamp === undefined)
           .map((job) => {
             const labels = job.metadata?.labels ?? {}
+            const annotations = job.metadata?.annotations ?? {}
             const execution: ExecutionRef = {
               run_id: labels[Labels.runId] ?? "",
               team_uid: (labels[Labels.team] ?? "") as TeamUid,
               execution_id: labels[Labels.execution] ?? ""
             }
-            return makeSandbox({
+            const made = makeSandbox({
               execution,
               attachments: attachmentsOf(job),
-              pod: waitForPod(cluster, job.metadata?.name ?? jobName(execution), LEFTOVER_POD_WAIT_MS).pipe(inRealTime)
+              pod: waitForPod(cluster, job.metadata?.name ?? jobName(execution), LEFTOVER_POD_WAIT_MS).pipe(inRealTime),
+              ...(annotations[CLONES_ANNOTATION] === undefined || execution.team_uid === ""
+                ? {}
+                : { clones: { team: execution.team_uid, started: readClones(annotations[CLONES_ANNOTATION]) } })
             })
+            return { ...made, job, left: leftAgentOf(job) }
           })
       })
 
-    const leftovers = sandboxesOf("the Jobs of this server", instanceSelector(settings.instance)).pipe(Effect.withSpan("KubernetesExecutor.leftovers"))
+    const leftovers = sandboxesOf("the Jobs of this server", instanceSelector(settings.instance)).pipe(
+      Effect.map((found) => found.filter((each) => each.left === undefined).map((each) => each.sandbox)),
+      Effect.withSpan("KubernetesExecutor.leftovers")
+    )
+
+    // The agents left running by any server of the namespace, each taken by this one first.
+    const adoptable = sandboxesOf("the Jobs whose agents were left", leftSelector).pipe(
+      Effect.flatMap((found) =>
+        Effect.forEach(found, ({ adopt, job, left, sandbox }) =>
+          left === undefined
+            ? Effect.succeed<Array<Adoptable>>([])
+            : Effect.map(take(job), (taken): Array<Adoptable> => taken ? [{ sandbox, adopt: adopt(left) }] : []))
+      ),
+      Effect.map((taken) => taken.flat()),
+      Effect.withSpan("KubernetesExecutor.adoptable")
+    )
 
     /**
      * A Secret left without its Job (the Job's creation failed, and so did the Secret's deletion):
@@ -251,7 +347,7 @@ export const make = (config: KubernetesExecutorConfig): Effect.Effect<Executor["
 
     // Every server's Jobs, and Secrets without a Job: the reaper releases those whose run no longer needs them.
     const shared = Effect.gen(function*() {
-      const sandboxes = yield* sandboxesOf("the Jobs of every server", managedSelector)
+      const sandboxes = (yield* sandboxesOf("the Jobs of every server", managedSelector)).map((each) => each.sandbox)
       const secrets = yield* call("list the Secrets of every server", () =>
         cluster.core.listNamespacedSecret({ namespace: cluster.namespace, labelSelector: managedSelector }))
       const jobs = new Set(sandboxes.map((sandbox) => sandbox.id))
@@ -262,7 +358,7 @@ export const make = (config: KubernetesExecutorConfig): Effect.Effect<Executor["
       return [...sandboxes, ...strays.map(strayOf)]
     }).pipe(Effect.withSpan("KubernetesExecutor.shared"))
 
-    return Executor.of({ prepare, leftovers, shared })
+    return Executor.of({ prepare, leftovers, adoptable, shared })
   })
 
 /** The executor as a layer: fails when the cluster's configuration cannot be loaded; reaching it is checked on use. */

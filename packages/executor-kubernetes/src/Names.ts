@@ -11,17 +11,32 @@ export const Labels = {
   runId: "agent-runs/run-id",
   team: "agent-runs/team",
   execution: "agent-runs/execution",
-  instance: "agent-runs/instance"
+  instance: "agent-runs/instance",
+  /** On a Job whose agent was left running for any server's next process (`true`). */
+  left: "agent-runs/left"
 } as const
 
 /** The annotation of a Job that lists its sandbox's attachments (JSON), for a server that takes it back. */
 export const ATTACHMENTS_ANNOTATION = "agent-runs/attachments"
+
+/**
+ * The annotation of a Job whose agent a stopping server left running (the agent's tag), with the
+ * label `agent-runs/left`: the sandbox is then not a leftover but adoptable, by any server of the
+ * namespace (the first to take it).
+ */
+export const LEFT_AGENT_ANNOTATION = "agent-runs/left-agent"
+
+/** The annotation of a Job that keeps where each clone of its sandbox started, for the process that adopts its agent. */
+export const CLONES_ANNOTATION = "agent-runs/clones"
 
 /** The value of `app.kubernetes.io/managed-by` on our objects. */
 export const MANAGER = "agent-runs"
 
 /** The selector of every object of the executor. */
 export const managedSelector = `${Labels.managedBy}=${MANAGER}`
+
+/** The selector of the Jobs whose agents were left running, by any server. */
+export const leftSelector = `${managedSelector},${Labels.left}=true`
 
 /** The selector of the objects the server `instance` made. */
 export const instanceSelector = (instance: string): string => `${managedSelector},${Labels.instance}=${labelValue(instance)}`
@@ -49,7 +64,7 @@ export const jobName = (execution: ExecutionRef): string => `agent-run-${slug(ex
 export const secretName = (execution: ExecutionRef): string => `${jobName(execution)}-env`
 
 /** A label value from any text: what a label may hold of it (a team uid, an id). */
-const labelValue = (text: string) => text.replace(/[^A-Za-z0-9._-]/g, "").slice(0, 63).replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, "")
+export const labelValue = (text: string): string => text.replace(/[^A-Za-z0-9._-]/g, "").slice(0, 63).replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, "")
 
 /** The labels of an execution's objects, made by the server `instance`. */
 export const labelsOf = (execution: ExecutionRef, instance: string): Record<string, string> => ({

@@ -9,7 +9,7 @@ import { sandboxSpec } from "@agent-runs/core/testing"
 import { testImage } from "@agent-runs/executor-docker/testing"
 import type { V1Pod } from "@kubernetes/client-node"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, Stream } from "effect"
+import { Context, Effect, Exit, Layer, Scope, Stream } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -46,6 +46,15 @@ const prepared = (spec: SandboxSpec, instance = "tests") =>
 const decoder = new TextDecoder()
 const collect = (stdout: Stream.Stream<Uint8Array, unknown>) =>
   Stream.runFold(stdout, "", (text, chunk) => text + decoder.decode(chunk))
+
+/** Reads the agent's stdout (from where its stream starts) until `needle` is in it. */
+const waitFor = (agent: { readonly stdout: Stream.Stream<Uint8Array, unknown> }, needle: string) =>
+  agent.stdout.pipe(
+    Stream.decodeText(),
+    Stream.scan("", (seen, piece) => seen + piece),
+    Stream.takeUntil((seen) => seen.includes(needle)),
+    Stream.runDrain
+  )
 
 const podsOf = (sandboxId: string) =>
   double.list("pods", "agents").filter((p) => (p as V1Pod).metadata?.labels?.["job-name"] === sandboxId) as Array<V1Pod>
@@ -160,6 +169,80 @@ describe("the Kubernetes executor", () => {
       yield* agent.terminate(300)
       expect(yield* agent.exitCode).toBe(128 + 9)
     }))
+
+  it.scopedLive("a lasting agent outlives its process: detached, taken by one server of those looking, adopted from a byte offset with its stdin open, twice", () =>
+    Effect.gen(function*() {
+      const first = yield* executorOf("replica-l")
+      const sandbox = yield* first.prepare(sandboxSpec())
+      const script = "echo \"ready $K\"; read a; echo \"got $a\"; sleep 1; echo later; read b; echo \"got $b\"; read c; echo \"got $c\"; exit 7"
+
+      // The first process: until `got 1`, then it stops, leaving the agent.
+      const firstLife = yield* Scope.make()
+      const agent = yield* sandbox.startLasting!(["sh", "-c", script], { K: "v'$(id)" }).pipe(Effect.provideService(Scope.Scope, firstLife))
+      yield* waitFor(agent, "ready")
+      yield* agent.send({ n: 1 })
+      yield* waitFor(agent, "got {\"n\":1}")
+      const offset = "ready v'$(id)\ngot {\"n\":1}\n".length
+      yield* agent.detach
+      yield* Scope.close(firstLife, Exit.void)
+      const [job] = double.list("jobs", "agents").filter((j) => j.metadata?.name === sandbox.id)
+      expect(job?.metadata?.annotations?.["agent-runs/left-agent"]).toMatch(/^agent-/)
+      expect(JSON.stringify(double.execs())).not.toContain("v'$(id)")
+
+      // Not a leftover of its server any more, but adoptable by any server of the namespace: of two
+      // looking at once, one alone takes it (and it is then that one's).
+      expect((yield* (yield* executorOf("replica-l")).leftovers).map((s) => s.id)).not.toContain(sandbox.id)
+      const [m, o] = [yield* executorOf("replica-m"), yield* executorOf("replica-o")]
+      const looked = yield* Effect.all([m.adoptable!, o.adoptable!], { concurrency: 2 })
+      const taken = looked.map((found) => found.filter((a) => a.sandbox.id === sandbox.id))
+      expect(taken.map((found) => found.length).sort()).toEqual([0, 1])
+      const second = taken[0]!.length === 1 ? m : o
+      const found = taken.flat()
+      expect(found.map((a) => [a.sandbox.run_id, a.sandbox.execution_id])).toEqual([[sandbox.run_id, sandbox.execution_id]])
+      expect((yield* second.adoptable!).filter((a) => a.sandbox.id === sandbox.id)).toEqual([])
+      expect((yield* second.leftovers).map((s) => s.id)).toContain(sandbox.id)
+      const secondLife = yield* Scope.make()
+      const adopted = yield* found[0]!.adopt(offset).pipe(Effect.provideService(Scope.Scope, secondLife))
+      expect((yield* second.adoptable!).filter((a) => a.sandbox.id === sandbox.id)).toEqual([])
+      yield* waitFor(adopted, "later")
+      yield* adopted.send({ n: 2 })
+      yield* waitFor(adopted, "got {\"n\":2}")
+      yield* adopted.detach
+      yield* Scope.close(secondLife, Exit.void)
+
+      // A third adopts it again, from where the second stopped reading: it has the rest, then the exit.
+      const third = yield* executorOf("replica-p")
+      const again = (yield* third.adoptable!).filter((a) => a.sandbox.id === sandbox.id)
+      const rest = yield* Effect.scoped(Effect.gen(function*() {
+        const last = yield* again[0]!.adopt(offset + "later\ngot {\"n\":2}\n".length)
+        yield* last.send({ n: 3 })
+        return { stdout: yield* collect(last.stdout), exitCode: yield* last.exitCode }
+      }))
+      expect(rest).toEqual({ stdout: "got {\"n\":3}\n", exitCode: 7 })
+      yield* sandbox.release
+    }), 90_000)
+
+  it.scopedLive("a lasting agent not detached is stopped with its scope and is nobody's to adopt; one that ignores SIGTERM is killed", () =>
+    Effect.gen(function*() {
+      const executor = yield* executorOf("replica-n")
+      const sandbox = yield* executor.prepare(sandboxSpec())
+      const scope = yield* Scope.make()
+      const agent = yield* sandbox.startLasting!(["sh", "-c", "echo ready; exec sleep 300"], {}).pipe(Effect.provideService(Scope.Scope, scope))
+      yield* waitFor(agent, "ready")
+      yield* Scope.close(scope, Exit.void)
+      expect(yield* agent.exitCode).toBe(143)
+      expect((yield* executor.adoptable!).filter((a) => a.sandbox.id === sandbox.id)).toEqual([])
+      expect((yield* executor.leftovers).map((s) => s.id)).toContain(sandbox.id)
+
+      const stubborn = yield* Effect.scoped(Effect.gen(function*() {
+        const agent = yield* sandbox.startLasting!(["sh", "-c", "trap '' TERM INT; echo ready; while :; do sleep 1; done"], {})
+        yield* waitFor(agent, "ready")
+        yield* agent.terminate(300)
+        return yield* agent.exitCode
+      }))
+      expect(stubborn).toBe(128 + 9)
+      yield* sandbox.release
+    }), 90_000)
 
   it.scoped("a setup command that never ends fails the setup past its time limit, the sandbox kept", () =>
     Effect.gen(function*() {

@@ -96,11 +96,11 @@ describe("the example deployment on Kubernetes", () => {
   it("the Role grants exactly what the executor calls, in the sandboxes' namespace only, to the server's service account", () => {
     const [role] = ofKind("Role") as Array<k8s.V1Role>
     const grants = role!.rules!.flatMap((rule) => rule.resources!.flatMap((resource) => rule.verbs.map((verb) => `${resource}:${verb}`)))
-    // create/list/delete Jobs (prepare, leftovers and shared, release), update jobs/finalizers (the
+    // create/list/patch/delete Jobs (prepare, leftovers and shared, an agent left and taken, release), update jobs/finalizers (the
     // Secret's owner reference), list/watch/get pods (the wait, a lost pod), exec (setup, agents,
     // signals, the upload), create/list/patch/delete Secrets.
     expect(grants.sort()).toEqual([
-      "jobs:create", "jobs:list", "jobs:delete", "jobs/finalizers:update",
+      "jobs:create", "jobs:list", "jobs:patch", "jobs:delete", "jobs/finalizers:update",
       "pods:get", "pods:list", "pods:watch", "pods/exec:create", "pods/exec:get",
       "secrets:create", "secrets:list", "secrets:patch", "secrets:delete"
     ].sort())

@@ -504,7 +504,13 @@ export const start = async (options: DoubleOptions = {}): Promise<ApiServerDoubl
       if (type !== "application/merge-patch+json" && type !== "application/strategic-merge-patch+json") {
         return json(response, 415, status(415, "UnsupportedMediaType", `the double takes merge patches, not ${type}`))
       }
-      const patched = mergePatch(found, await readBody(request)) as AnyObject
+      const patch = (await readBody(request)) as AnyObject
+      // A resource version in the patch is a precondition, as the API server takes it.
+      const expected = patch?.metadata?.resourceVersion
+      if (expected !== undefined && expected !== found.metadata?.resourceVersion) {
+        return json(response, 409, status(409, "Conflict", `the object has been modified; please apply your changes to the latest version and try again`))
+      }
+      const patched = mergePatch(found, patch) as AnyObject
       put(kind, patched, "MODIFIED")
       return json(response, 200, patched)
     }

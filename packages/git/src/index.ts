@@ -1,4 +1,5 @@
 export { type CheckoutOptions, checkout, checkoutCommit } from "./Checkout.js"
+export { readClones, writeClones } from "./ClonesRecord.js"
 export { credentialEnv } from "./Credential.js"
 export { type GitOptions, type GitResult, runGit } from "./GitCommand.js"
 export { GitError } from "./GitError.js"

@@ -9,7 +9,8 @@
  * the drain, lets the executions that can leave their agent running for the next process
  * (`adoptAgents`), says it is departing (a worker's goodbye: no claim is answered for it after),
  * then stops the executions left, and each hands its run back (`HandOver`) once its agent is
- * stopped. Starting, it first takes up the executions an earlier process left.
+ * stopped. Starting, it first takes up the executions an earlier process left, and looks for more
+ * every few seconds while it runs.
  */
 import { Duration, Effect, Either, ExecutionStrategy, Layer, Option, Schedule, Scope, Stream } from "effect"
 import { type Health, supervise } from "./Health.js"
@@ -43,6 +44,9 @@ const LEAVE_MS = 10_000
 
 /** Asks the executions that can to leave their agent for the next process, and waits for them (LiveExecutions.ts). */
 const leave: Effect.Effect<void, never, LiveExecutions> = Effect.flatMap(LiveExecutions, (live) => live.leave(LEAVE_MS))
+
+/** How often the loop looks for agents that stopping processes left for it (`adoptLeft`). */
+const ADOPT_EVERY = Duration.seconds(5)
 
 /** How long telling the host of a hand-over may take while stopping. */
 const HAND_OVER_TIMEOUT = Duration.seconds(5)
@@ -113,31 +117,28 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
           running -= 1
           return live.remove(plan.execution_id).pipe(Effect.zipRight(wake))
         })),
+        // Interruptible whoever forks it (`adoptLeft` does in an uninterruptible round).
+        Effect.interruptible,
         Effect.forkIn(scope)
       )
     })
 
   /**
    * Takes up the executions an earlier process of the service left running (the executor's
-   * adoptable agents; docs/deployment.md#adopting-agents-across-a-restart): each whose run it
+   * adoptable agents; docs/deployment.md#adopting-agents-across-a-restart), unless draining: each whose run it
    * still holds goes on here in a slot; the sandboxes of the others are released (their runs
    * ended or went on elsewhere). A note that cannot be read now is tried a few times; then the
-   * sandbox goes, and the run comes back through the lease sweep.
+   * sandbox goes, and the run comes back through the lease sweep. Fails when the executor cannot
+   * be asked.
    */
   const adoptLeft = Effect.gen(function*() {
     const adoption = host.adoption
-    if (adoption === undefined || executor.adoptable === undefined) return
-    const found = yield* executor.adoptable.pipe(
-      Effect.retry(Schedule.exponential(Duration.millis(500)).pipe(Schedule.intersect(Schedule.recurs(5)))),
-      Effect.catchAll((e) =>
-        Effect.as(
-          Effect.logWarning("execution: could not look for agents left by an earlier process; their runs come back when their leases run out", e),
-          []
-        )
-      )
-    )
+    if (adoption === undefined || executor.adoptable === undefined || (yield* live.isDraining)) return
+    const found = yield* executor.adoptable
     for (const adoptable of found) {
       const { execution_id, run_id } = adoptable.sandbox
+      // Taken up by an earlier round already (an executor may list an agent until it is adopted).
+      if (yield* live.has(execution_id)) continue
       // Live from before it is taken up: the lease sweep must not take the run meanwhile.
       yield* live.add(execution_id)
       const resumed = yield* adoption.resume(run_id, execution_id).pipe(
@@ -151,7 +152,9 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
         yield* adoptable.sandbox.release
       }
     }
-  })
+    // Whole or not at all: what the executor found is taken for this process (another may have
+    // left it: Kubernetes), so a stop waits for the round rather than dropping what it took.
+  }).pipe(Effect.uninterruptible)
 
   /**
    * A claim round: waves of claims side by side while slots are free and runs wait, each wave as
@@ -216,8 +219,21 @@ export const layer: Layer.Layer<never, never, DispatcherConfig | ExecutionHost |
     const executions = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.parallel)
     yield* Effect.addFinalizer(() => drain.pipe(Effect.zipRight(leave), Effect.zipRight(host.departing ?? Effect.void)))
     const loop = yield* make(executions)
-    // Before any claim: the agents an earlier process left for this one.
-    yield* loop.adoptLeft
+    // Before any claim: the agents an earlier process left for this one; then again now and then,
+    // for those a process stopping after this one started leaves (a rolling deploy's replicas
+    // overlap). Stopped before the drain begins (added after its finalizer, so run before it).
+    yield* loop.adoptLeft.pipe(
+      Effect.retry(Schedule.exponential(Duration.millis(500)).pipe(Schedule.intersect(Schedule.recurs(5)))),
+      Effect.catchAll((e) =>
+        Effect.logWarning("execution: could not look for agents left by an earlier process; their runs come back when their leases run out", e)
+      )
+    )
+    yield* loop.adoptLeft.pipe(
+      Effect.catchAll((e) => Effect.logDebug("execution: could not look for agents left by other processes", e)),
+      Effect.delay(ADOPT_EVERY),
+      Effect.forever,
+      Effect.forkScoped
+    )
     // Wake-ups only hasten claiming (the poll finds the same runs): a broken subscription is
     // opened again, and not reported.
     yield* host.wakeups.pipe(

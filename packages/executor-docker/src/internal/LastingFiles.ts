@@ -20,7 +20,7 @@ import * as Fs from "node:fs/promises"
 import { Socket } from "node:net"
 import * as Path from "node:path"
 import { promisify } from "node:util"
-import type { Cloned } from "@agent-runs/git"
+import { type Cloned, readClones as readRecord, writeClones as writeRecord } from "@agent-runs/git"
 import { Duration, Effect, Option, Queue, Stream } from "effect"
 import { readSmallFile } from "./HostFiles.js"
 
@@ -169,29 +169,11 @@ export const tail = (ioDir: string, tag: string, from: number, exited: Effect.Ef
 
 /** Keeps where each clone of the sandbox started (its repository's name → `Cloned`). */
 export const writeClones = (ioDir: string, started: ReadonlyMap<string, Cloned>) =>
-  Effect.tryPromise({ try: () => Fs.writeFile(Path.join(ioDir, "clones.json"), JSON.stringify([...started]), { mode: 0o600 }), catch: messageOf })
-
-const isCloned = (value: unknown): value is Cloned =>
-  typeof value === "object" && value !== null &&
-  ["branch", "commit", "base"].every((key) => {
-    const field = (value as Record<string, unknown>)[key]
-    return field === undefined || typeof field === "string"
-  })
+  Effect.tryPromise({ try: () => Fs.writeFile(Path.join(ioDir, "clones.json"), writeRecord(started), { mode: 0o600 }), catch: messageOf })
 
 /** Where each clone of the sandbox started, as `writeClones` kept it (none that is not so). */
 export const readClones = (ioDir: string) =>
-  Effect.map(readSmallFile(Path.join(ioDir, "clones.json"), 1024 * 1024), (text) => {
-    const started = new Map<string, Cloned>()
-    try {
-      const entries: unknown = JSON.parse(text ?? "[]")
-      for (const entry of Array.isArray(entries) ? entries : []) {
-        if (Array.isArray(entry) && typeof entry[0] === "string" && isCloned(entry[1])) started.set(entry[0], entry[1])
-      }
-    } catch {
-      // Not as written: no clone's start is known (publishing says so).
-    }
-    return started
-  })
+  Effect.map(readSmallFile(Path.join(ioDir, "clones.json"), 1024 * 1024), readRecord)
 
 /**
  * Marks the agent as left for the next process: the file holds its exec's id. Written whole or not

@@ -95,9 +95,12 @@ export const clusterError = (what: string, cause: unknown): ExecutorError =>
 export const call = <A>(what: string, f: () => Promise<A>): Effect.Effect<A, ExecutorError> =>
   Effect.tryPromise({ try: f, catch: (cause) => clusterError(what, cause) })
 
-/** Like `call`, but an object that is not there (404) is none. */
-export const callOrGone = <A>(what: string, f: () => Promise<A>): Effect.Effect<Option.Option<A>, ExecutorError> =>
+/** Like `call`, but an answer of one of `statuses` (404: not there; 409: changed meanwhile) is none. */
+export const callUnless = <A>(what: string, statuses: ReadonlyArray<number>, f: () => Promise<A>): Effect.Effect<Option.Option<A>, ExecutorError> =>
   Effect.tryPromise({ try: f, catch: (cause) => cause }).pipe(
     Effect.map(Option.some),
-    Effect.catchAll((cause) => statusOf(cause) === 404 ? Effect.succeed(Option.none()) : Effect.fail(clusterError(what, cause)))
+    Effect.catchAll((cause) => statuses.includes(statusOf(cause) ?? 0) ? Effect.succeed(Option.none()) : Effect.fail(clusterError(what, cause)))
   )
+
+/** Like `call`, but an object that is not there (404) is none. */
+export const callOrGone = <A>(what: string, f: () => Promise<A>): Effect.Effect<Option.Option<A>, ExecutorError> => callUnless(what, [404], f)
