@@ -8,7 +8,7 @@ it.effect("migrates a fresh database and answers", () =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const rows = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM agent_runs_migrations`
-    expect(rows[0]!.n).toBe(25)
+    expect(rows[0]!.n).toBe(26)
   }).pipe(Effect.provide(storageLayer)))
 
 it.effect("replicas starting at once on a fresh database migrate it once, and both start", () =>
@@ -19,5 +19,5 @@ it.effect("replicas starting at once on a fresh database migrate it once, and bo
     const sql = Context.get(first!, SqlClient.SqlClient)
     const rows = yield* sql<{ n: number; distinct: number }>`SELECT count(*)::int AS n, count(DISTINCT name)::int AS distinct
       FROM agent_runs_migrations`
-    expect(rows[0]).toEqual({ n: 25, distinct: 25 })
+    expect(rows[0]).toEqual({ n: 26, distinct: 26 })
   }).pipe(Effect.scoped), { timeout: 60_000 })

@@ -102,13 +102,19 @@ export const conversationsSql = (sql: SqlClient.SqlClient, reader: SqlClient.Sql
     operation("RunStore.appendConversation")
   )
 
-  /** The parts of a run's executions `ids` (all of them when undefined), by execution. */
+  /**
+   * The parts of a run's executions `ids` (all of them when undefined), by execution. In the
+   * primary key's order: sorted otherwise, every part (a megabyte of operations each) would be
+   * copied into a temporary B-tree first.
+   */
   const partsOf = (runId: RunId, ids?: ReadonlyArray<string>) =>
     Effect.map(
       ids === undefined
-        ? reader`SELECT execution_id, seq, ops FROM conversation_parts WHERE run_id = ${runId} ORDER BY seq`.pipe(Effect.flatMap(decodeParts))
+        ? reader`SELECT execution_id, seq, ops FROM conversation_parts WHERE run_id = ${runId} ORDER BY execution_id, seq`.pipe(
+          Effect.flatMap(decodeParts)
+        )
         : reader`SELECT execution_id, seq, ops FROM conversation_parts WHERE run_id = ${runId} AND execution_id IN ${reader.in(ids)}
-            ORDER BY seq`.pipe(Effect.flatMap(decodeParts)),
+            ORDER BY execution_id, seq`.pipe(Effect.flatMap(decodeParts)),
       partsByExecution
     )
 

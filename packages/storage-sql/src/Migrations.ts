@@ -33,6 +33,7 @@ import outboundHealthIndex from "./migrations/0022_outbound_health_index.js"
 import outboundNames from "./migrations/0023_outbound_names.js"
 import retention from "./migrations/0024_retention.js"
 import workerVersions from "./migrations/0025_worker_versions.js"
+import conversationOrder from "./migrations/0026_conversation_order.js"
 
 export const loader = Migrator.fromRecord({
   "0001_runs": runs,
@@ -59,7 +60,8 @@ export const loader = Migrator.fromRecord({
   "0022_outbound_health_index": outboundHealthIndex,
   "0023_outbound_names": outboundNames,
   "0024_retention": retention,
-  "0025_worker_versions": workerVersions
+  "0025_worker_versions": workerVersions,
+  "0026_conversation_order": conversationOrder
 })
 
 /** Migration 0017's shapes and statement (its test runs it on a database with older documents). */

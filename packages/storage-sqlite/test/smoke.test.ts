@@ -7,5 +7,5 @@ it.effect("migrates a fresh database and answers", () =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const rows = yield* sql<{ n: number }>`SELECT count(*) AS n FROM agent_runs_migrations`
-    expect(rows[0]!.n).toBe(25)
+    expect(rows[0]!.n).toBe(26)
   }).pipe(Effect.provide(storageLayer)))
