@@ -370,6 +370,21 @@ export const dispatcherSuite = <E>(name: string, storage: Layer.Layer<Stores, E>
         })
       ))
 
+    it.scoped("cancels an agent whose stdin takes nothing (the cancel message never gets there): stopped after the grace period", () =>
+      withDispatcher(({ create, dispatcher, pass, sandboxes, viewer }) =>
+        Effect.gen(function*() {
+          const deaf = yield* create("deaf\nsay started\nsleep 600000")
+          yield* dispatcher.claimSome
+          yield* pass(1_000)
+          expect((yield* runOf(viewer, deaf)).state).toBe("INPROGRESS")
+          yield* Effect.flatMap(Runs, (runs) => runs.cancel(viewer, deaf))
+          // The cancel message's grace, then the exit's, then the stop.
+          for (let i = 0; i < 20; i++) yield* pass(1_000)
+          expect((yield* runOf(viewer, deaf)).state).toBe("CANCELLED")
+          expect(yield* sandboxes).toBe(0)
+        })
+      ))
+
     it.scoped("a failed setup keeps its sandbox for the debug window: a follow-up starts a debug agent; the window's end releases it", () =>
       withDispatcher(({ createIn, dispatcher, pass, sandboxes, viewer }) =>
         Effect.gen(function*() {

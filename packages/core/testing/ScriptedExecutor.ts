@@ -6,7 +6,9 @@
  * - `big N`: prints a line of N characters (not JSON);
  * - `sleep MS`: waits MS on the clock (a follow-up meanwhile is answered `got: MESSAGE`; a cancel
  *   message ends the agent, exit 0);
- * - `exit N`: exits with N (after the last line: 0).
+ * - `exit N`: exits with N (after the last line: 0);
+ * - `deaf`: from then on takes nothing on its stdin: a message sent to it never gets there (a
+ *   pipe it filled).
  * A continuation (its start message has history) follows its follow-ups instead of the prompt.
  * Other lines are said. `sandboxes` counts the sandboxes not yet released. A sandbox whose setup
  * commands include `exit 1` fails its setup (kept, for the caller to release or retain); one of the
@@ -25,6 +27,7 @@ const agentProcess = Effect.gen(function*() {
   const out = yield* Queue.unbounded<Uint8Array | null>()
   const inbox = yield* Queue.unbounded<unknown>()
   const exit = yield* Deferred.make<number>()
+  let deaf = false
   const print = (line: string) => Queue.offer(out, encoder.encode(`${line}\n`))
   const program = Effect.gen(function*() {
     const start = (yield* Queue.take(inbox)) as StartMessage
@@ -41,6 +44,7 @@ const agentProcess = Effect.gen(function*() {
       if (word === "say") yield* print(JSON.stringify({ type: "message", role: "assistant", text: arg }))
       else if (word === "print") yield* print(arg)
       else if (word === "exit") return Number(arg)
+      else if (word === "deaf") deaf = true
       else if (word === "big") yield* print("x".repeat(Number(arg)))
       else if (word === "sleep") {
         // A cancel message while asleep ends the agent; a follow-up is answered.
@@ -65,7 +69,7 @@ const agentProcess = Effect.gen(function*() {
   )
   const process: AgentProcess = {
     stdout: Stream.fromQueue(out).pipe(Stream.takeWhile((c): c is Uint8Array => c !== null)),
-    send: (message) => Effect.asVoid(Queue.offer(inbox, message)),
+    send: (message) => Effect.suspend(() => deaf ? Effect.never : Effect.asVoid(Queue.offer(inbox, message))),
     terminate: () =>
       Fiber.interrupt(fiber).pipe(Effect.zipRight(Deferred.succeed(exit, 143)), Effect.zipRight(Queue.offer(out, null)), Effect.asVoid),
     exitCode: Deferred.await(exit)

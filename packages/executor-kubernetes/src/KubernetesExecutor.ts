@@ -31,7 +31,7 @@ import { Duration, Effect, Layer, Option } from "effect"
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
 import { type Cluster, call, callOrGone, callUnless, type ClusterSource, connect } from "./internal/Cluster.js"
-import { adoptLastingAgent, startLastingAgent } from "./internal/LastingPodAgent.js"
+import { adoptLastingAgent, type LeftAgent, startLastingAgent } from "./internal/LastingPodAgent.js"
 import { startAgent } from "./internal/PodAgent.js"
 import { runToEnd } from "./internal/PodExec.js"
 import { waitForPod } from "./internal/PodWait.js"
@@ -88,6 +88,9 @@ const attachmentsOf = (job: V1Job): ReadonlyArray<SandboxAttachment> => {
   }
 }
 
+/** The annotation of a Job whose agent was left: its tag and its runner's pid. */
+const leftAgentValue = (agent: LeftAgent) => `${agent.tag}:${agent.runner}`
+
 /** Builds the executor on the cluster of `config`. */
 export const make = (config: KubernetesExecutorConfig): Effect.Effect<Executor["Type"], ExecutorError> =>
   Effect.gen(function*() {
@@ -119,8 +122,10 @@ export const make = (config: KubernetesExecutorConfig): Effect.Effect<Executor["
         const pod = yield* args.pod
         return yield* startAgent({ cluster, pod, command, env, released: () => released })
       }, inRealTime)
-      // Leaving an agent marks the Job with its tag and where each clone started, for the next process.
-      const leave = (tag: string) =>
+      const readJob = callOrGone(`read Job ${job}`, () => cluster.batch.readNamespacedJob({ name: job, namespace: cluster.namespace }))
+      // Leaving an agent marks the Job with its tag and runner and where each clone started, for
+      // the next process. A patch whose answer was lost may have been made: the Job says.
+      const leave = (agent: LeftAgent) =>
         call(`mark Job ${job} as left`, () =>
           cluster.batch.patchNamespacedJob(
             {
@@ -130,23 +135,32 @@ export const make = (config: KubernetesExecutorConfig): Effect.Effect<Executor["
                 metadata: {
                   labels: { [Labels.left]: "true" },
                   annotations: {
-                    [LEFT_AGENT_ANNOTATION]: tag,
+                    [LEFT_AGENT_ANNOTATION]: leftAgentValue(agent),
                     ...(args.clones === undefined ? {} : { [CLONES_ANNOTATION]: writeClones(args.clones.started) })
                   }
                 }
               }
             },
             setHeaderOptions("Content-Type", PatchStrategy.MergePatch)
-          )).pipe(Effect.asVoid)
+          )).pipe(
+            Effect.asVoid,
+            Effect.catchAll((error) =>
+              Effect.flatMap(Effect.orElseSucceed(readJob, () => Option.none<V1Job>()), (found) =>
+                Option.isSome(found) && found.value.metadata?.labels?.[Labels.left] === "true" &&
+                  found.value.metadata.annotations?.[LEFT_AGENT_ANNOTATION] === leftAgentValue(agent)
+                  ? Effect.void
+                  : Effect.fail(error))
+            )
+          )
       const startLasting = Effect.fn("KubernetesExecutor.startLasting")(function*(command: ReadonlyArray<string>, env: Readonly<Record<string, string>>) {
         const pod = yield* args.pod
         return yield* startLastingAgent({ cluster, pod, command, env, released: () => released, leave })
       }, inRealTime)
-      /** The agent `tag` an earlier process left in the pod (taken by this one: `take`), its stdout from `offset`. */
-      const adopt = (tag: string) => (offset: number) =>
+      /** The agent an earlier process left in the pod (taken by this one: `take`), its stdout from `offset`. */
+      const adopt = (left: LeftAgent) => (offset: number) =>
         Effect.gen(function*() {
           const pod = yield* args.pod
-          return yield* adoptLastingAgent({ cluster, pod, released: () => released, leave }, tag, offset)
+          return yield* adoptLastingAgent({ cluster, pod, released: () => released, leave }, left, offset)
         }).pipe(inRealTime, Effect.withSpan("KubernetesExecutor.adopt"))
       const release = Effect.gen(function*() {
         released = true
@@ -257,10 +271,11 @@ export const make = (config: KubernetesExecutorConfig): Effect.Effect<Executor["
       return yield* steps.pipe(Effect.tapErrorTag("ExecutorError", () => sandbox.release))
     }, inRealTime)
 
-    /** The agent a stopping process left running in the Job's pod (its tag), if any. */
-    const leftAgentOf = (job: V1Job): string | undefined => {
-      const tag = job.metadata?.labels?.[Labels.left] === "true" ? job.metadata.annotations?.[LEFT_AGENT_ANNOTATION] : undefined
-      return tag !== undefined && isTag(tag) ? tag : undefined
+    /** The agent a stopping process left running in the Job's pod, if any (the annotation is checked: it goes into commands). */
+    const leftAgentOf = (job: V1Job): LeftAgent | undefined => {
+      if (job.metadata?.labels?.[Labels.left] !== "true") return undefined
+      const match = /^([^:]+):([1-9][0-9]{0,9})$/.exec(job.metadata.annotations?.[LEFT_AGENT_ANNOTATION] ?? "")
+      return match === null || !isTag(match[1]!) ? undefined : { tag: match[1]!, runner: Number(match[2]) }
     }
 
     /**
@@ -316,15 +331,13 @@ export const make = (config: KubernetesExecutorConfig): Effect.Effect<Executor["
       Effect.withSpan("KubernetesExecutor.leftovers")
     )
 
-    // The agents left running by any server of the namespace, each taken by this one first.
+    // The agents left running by any server of the namespace, each to be taken by one alone.
     const adoptable = sandboxesOf("the Jobs whose agents were left", leftSelector).pipe(
-      Effect.flatMap((found) =>
-        Effect.forEach(found, ({ adopt, job, left, sandbox }) =>
-          left === undefined
-            ? Effect.succeed<Array<Adoptable>>([])
-            : Effect.map(take(job), (taken): Array<Adoptable> => taken ? [{ sandbox, adopt: adopt(left) }] : []))
+      Effect.map((found) =>
+        found.flatMap(({ adopt, job, left, sandbox }): Array<Adoptable> =>
+          left === undefined ? [] : [{ sandbox, take: take(job), adopt: adopt(left) }]
+        )
       ),
-      Effect.map((taken) => taken.flat()),
       Effect.withSpan("KubernetesExecutor.adoptable")
     )
 

@@ -9,7 +9,7 @@ import { sandboxSpec } from "@agent-runs/core/testing"
 import { testImage } from "@agent-runs/executor-docker/testing"
 import type { V1Pod } from "@kubernetes/client-node"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Exit, Layer, Scope, Stream } from "effect"
+import { Context, Effect, Exit, Layer, Option, Scope, Stream } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -190,14 +190,16 @@ describe("the Kubernetes executor", () => {
       expect(JSON.stringify(double.execs())).not.toContain("v'$(id)")
 
       // Not a leftover of its server any more, but adoptable by any server of the namespace: of two
-      // looking at once, one alone takes it (and it is then that one's).
+      // that found it and take it at once, one alone gets it (and it is then that one's).
       expect((yield* (yield* executorOf("replica-l")).leftovers).map((s) => s.id)).not.toContain(sandbox.id)
       const [m, o] = [yield* executorOf("replica-m"), yield* executorOf("replica-o")]
-      const looked = yield* Effect.all([m.adoptable!, o.adoptable!], { concurrency: 2 })
-      const taken = looked.map((found) => found.filter((a) => a.sandbox.id === sandbox.id))
-      expect(taken.map((found) => found.length).sort()).toEqual([0, 1])
-      const second = taken[0]!.length === 1 ? m : o
-      const found = taken.flat()
+      const listed = yield* Effect.all([m.adoptable!, o.adoptable!], { concurrency: 2 })
+      const mine = listed.map((found) => found.filter((a) => a.sandbox.id === sandbox.id))
+      expect(mine.map((found) => found.length)).toEqual([1, 1])
+      const taken = yield* Effect.all(mine.map((found) => found[0]!.take!), { concurrency: 2 })
+      expect([...taken].sort()).toEqual([false, true])
+      const second = taken[0] ? m : o
+      const found = mine[taken[0] ? 0 : 1]!
       expect(found.map((a) => [a.sandbox.run_id, a.sandbox.execution_id])).toEqual([[sandbox.run_id, sandbox.execution_id]])
       expect((yield* second.adoptable!).filter((a) => a.sandbox.id === sandbox.id)).toEqual([])
       expect((yield* second.leftovers).map((s) => s.id)).toContain(sandbox.id)
@@ -213,6 +215,7 @@ describe("the Kubernetes executor", () => {
       // A third adopts it again, from where the second stopped reading: it has the rest, then the exit.
       const third = yield* executorOf("replica-p")
       const again = (yield* third.adoptable!).filter((a) => a.sandbox.id === sandbox.id)
+      expect(yield* again[0]!.take!).toBe(true)
       const rest = yield* Effect.scoped(Effect.gen(function*() {
         const last = yield* again[0]!.adopt(offset + "later\ngot {\"n\":2}\n".length)
         yield* last.send({ n: 3 })
@@ -242,6 +245,27 @@ describe("the Kubernetes executor", () => {
       }))
       expect(stubborn).toBe(128 + 9)
       yield* sandbox.release
+    }), 90_000)
+
+  it.scopedLive("a lasting agent that lies in its files (its pid, its status) and fills its stdin still ends when stopped", () =>
+    Effect.gen(function*() {
+      const sandbox = yield* prepared(sandboxSpec())
+      const hostile = [
+        "trap '' TERM INT",
+        // Its pid file names the pod's keeper (alive), its status is a FIFO nobody writes, its stdin's pipe is full.
+        "for f in /work/.agent-runs/*.pid; do echo 1 > $f; done",
+        "for f in /work/.agent-runs/*.out; do s=${f%.out}.status; rm -f $s; mkfifo $s; done",
+        "head -c 100000 /dev/zero >&0 &",
+        "echo ready; while :; do sleep 1; done"
+      ].join("; ")
+      const agent = yield* sandbox.startLasting!(["sh", "-c", hostile], {})
+      yield* waitFor(agent, "ready")
+      // A message cannot get there (a sender gives up), and the stop does not wait for one.
+      expect(yield* agent.send({ n: 1 }).pipe(Effect.timeout("2 seconds"), Effect.either, Effect.map((e) => e._tag))).toBe("Left")
+      yield* agent.terminate(300)
+      // It ends (whatever its files say): the exit is not read from anything the agent can write but its status.
+      const ended = yield* agent.exitCode.pipe(Effect.either, Effect.timeoutOption("20 seconds"))
+      expect(Option.isSome(ended)).toBe(true)
     }), 90_000)
 
   it.scoped("a setup command that never ends fails the setup past its time limit, the sandbox kept", () =>

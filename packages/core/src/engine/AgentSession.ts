@@ -280,10 +280,14 @@ export const make = (settings: DispatcherSettings, health: HealthService) => {
       return exitCode
     })
 
-  /** Stops an agent: the cancel message, then SIGTERM, then SIGKILL, each after the grace period. */
+  /**
+   * Stops an agent: the cancel message, then SIGTERM, then SIGKILL, each after the grace period.
+   * The message may not get there at all (an agent that filled its own stdin's pipe): it is given
+   * the grace period too.
+   */
   const stopAgent = (agent: AgentProcess) =>
     Effect.gen(function*() {
-      yield* agent.send(cancelMessage).pipe(Effect.ignore)
+      yield* agent.send(cancelMessage).pipe(Effect.timeout(Duration.millis(settings.cancelGraceMs)), Effect.ignore)
       const exited = yield* agent.exitCode.pipe(
         Effect.timeoutOption(Duration.millis(settings.cancelGraceMs)),
         Effect.orElseSucceed(() => Option.some(-1))

@@ -15,10 +15,10 @@
 import { Duration, Effect, Either, ExecutionStrategy, Layer, Option, Schedule, Scope, Stream } from "effect"
 import { type Health, supervise } from "./Health.js"
 import { Ids } from "../domain/Ids.js"
-import { Executor } from "../ports/Executor.js"
+import { type Adoptable, Executor } from "../ports/Executor.js"
 import type { StorageError } from "../ports/Storage.js"
 import * as Execution from "./Execution.js"
-import { ExecutionHost } from "./ExecutionHost.js"
+import { type AdoptionHost, ExecutionHost } from "./ExecutionHost.js"
 import type { ExecutionPlan } from "./ExecutionPlan.js"
 import { LiveExecutions } from "./LiveExecutions.js"
 import { DEFAULT_DRAIN_MS, DispatcherConfig } from "./Settings.js"
@@ -47,6 +47,9 @@ const leave: Effect.Effect<void, never, LiveExecutions> = Effect.flatMap(LiveExe
 
 /** How often the loop looks for agents that stopping processes left for it (`adoptLeft`). */
 const ADOPT_EVERY = Duration.seconds(5)
+
+/** How long taking an agent another process left may take (`takeUp`). */
+const TAKE_TIMEOUT = Duration.seconds(10)
 
 /** How long telling the host of a hand-over may take while stopping. */
 const HAND_OVER_TIMEOUT = Duration.seconds(5)
@@ -117,7 +120,7 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
           running -= 1
           return live.remove(plan.execution_id).pipe(Effect.zipRight(wake))
         })),
-        // Interruptible whoever forks it (`adoptLeft` does in an uninterruptible round).
+        // Interruptible whoever forks it (`takeUp` does, uninterruptible).
         Effect.interruptible,
         Effect.forkIn(scope)
       )
@@ -136,9 +139,28 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
     if (adoption === undefined || executor.adoptable === undefined || (yield* live.isDraining)) return
     const found = yield* executor.adoptable
     for (const adoptable of found) {
+      // Taken up by an earlier round already (an executor may list an agent until it is adopted),
+      // or no slot free: another process may take it (its lease says how long it waits).
+      if ((yield* live.has(adoptable.sandbox.execution_id)) || running >= settings.concurrency || (yield* live.isDraining)) continue
+      yield* takeUp(adoption, adoptable)
+    }
+  })
+
+  /**
+   * Takes up one left agent (adoptLeft), whole or not at all once taken: what the executor took
+   * for this process is not dropped by a stop (which waits for it). The take itself may be cut
+   * short (at most `TAKE_TIMEOUT`): one cut short after it was made leaves the agent to its lease.
+   */
+  const takeUp = (adoption: AdoptionHost, adoptable: Adoptable) =>
+    Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
       const { execution_id, run_id } = adoptable.sandbox
-      // Taken up by an earlier round already (an executor may list an agent until it is adopted).
-      if (yield* live.has(execution_id)) continue
+      const taken = yield* restore((adoptable.take ?? Effect.succeed(true)).pipe(Effect.timeoutFail({
+        duration: TAKE_TIMEOUT,
+        onTimeout: () => `no answer within ${Duration.format(TAKE_TIMEOUT)}`
+      }))).pipe(
+        Effect.catchAll((e) => Effect.as(Effect.logWarning(`execution: run ${run_id}'s agent left by another process could not be taken`, e), false))
+      )
+      if (!taken) return
       // Live from before it is taken up: the lease sweep must not take the run meanwhile.
       yield* live.add(execution_id)
       const resumed = yield* adoption.resume(run_id, execution_id).pipe(
@@ -151,10 +173,7 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
         yield* live.remove(execution_id)
         yield* adoptable.sandbox.release
       }
-    }
-    // Whole or not at all: what the executor found is taken for this process (another may have
-    // left it: Kubernetes), so a stop waits for the round rather than dropping what it took.
-  }).pipe(Effect.uninterruptible)
+    }))
 
   /**
    * A claim round: waves of claims side by side while slots are free and runs wait, each wave as

@@ -121,6 +121,12 @@ export interface LastingAgent extends AgentProcess {
 export interface Adoptable {
   readonly sandbox: Sandbox
   /**
+   * Takes the agent for this process before it is adopted, where several processes may find it
+   * (a cluster's namespace): whether this one got it (another may have first). Absent: it is
+   * this process's alone (its own place, as Docker's root).
+   */
+  readonly take?: Effect.Effect<boolean, ExecutorError>
+  /**
    * The agent again, its stdout from byte `offset` of all it wrote, its stdin open; stopped when
    * the scope closes unless detached again. Once adopted it is no longer `adoptable`.
    */
@@ -186,8 +192,9 @@ export class Executor extends Context.Tag("@agent-runs/core/Executor")<Executor,
    */
   readonly leftovers: Effect.Effect<ReadonlyArray<Sandbox>, ExecutorError>
   /**
-   * The agents an earlier life of the service left running for this one (`LastingAgent.detach`).
-   * Absent for an executor without `Sandbox.startLasting`.
+   * The agents an earlier life of the service left running for this one (`LastingAgent.detach`),
+   * or, where processes share a place, for any of them (each then `take`n by one alone). Absent
+   * for an executor without `Sandbox.startLasting`.
    */
   readonly adoptable?: Effect.Effect<ReadonlyArray<Adoptable>, ExecutorError>
   /**

@@ -38,6 +38,10 @@ export interface PodAgentOptions {
  * own failure), else why it is lost (deleted, evicted, its node gone).
  */
 export const lossOf = (cluster: Cluster, pod: string): Effect.Effect<Option.Option<string>> =>
+  podLoss(cluster, pod).pipe(Effect.orElseSucceed(() => Option.some(`the connection to the agent's pod ${pod} was lost`)))
+
+/** What became of the pod, as `lossOf`, but failing when the pod cannot be read (what became of it is not known). */
+export const podLoss = (cluster: Cluster, pod: string): Effect.Effect<Option.Option<string>, ExecutorError> =>
   callOrGone(`read pod ${pod}`, () => cluster.core.readNamespacedPod({ name: pod, namespace: cluster.namespace })).pipe(
     Effect.map(Option.match({
       onNone: () => Option.some(`the agent's pod ${pod} is gone (deleted, evicted or its node lost)`),
@@ -47,8 +51,7 @@ export const lossOf = (cluster: Cluster, pod: string): Effect.Effect<Option.Opti
         const why = [status?.reason, status?.message].filter((part) => part !== undefined && part !== "").join(": ")
         return Option.some(`the agent's pod ${pod} was lost (${status?.phase ?? "in an unknown phase"}${why === "" ? "" : `, ${why}`})`)
       }
-    })),
-    Effect.orElseSucceed(() => Option.some(`the connection to the agent's pod ${pod} was lost`))
+    }))
   )
 
 /** A new agent's tag: the names of its files in the pod's control directory (Shell.ts). */

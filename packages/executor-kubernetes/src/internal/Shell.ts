@@ -76,26 +76,32 @@ export const unpackCommand: ReadonlyArray<string> = ["tar", "-x", "-f", "-", "-C
  */
 const lastingFile = (tag: string, suffix: "in" | "out" | "status") => `${CONTROL_DIR}/${tag}.${suffix}`
 
-/** The exit code of `launchLastingCommand` when the image lacks what a lasting agent needs (`mkfifo`, `tail`). */
+/** The exit code of `launchLastingCommand` when the image lacks what a lasting agent needs (`mkfifo`, `tail`, `mv`). */
 export const LASTING_UNSUPPORTED = 3
+
+/** `[ -f FILE ] && [ ! -L FILE ]`: a plain file, not a link (the agent may have replaced one of its files). */
+const plainFile = (file: string) => `[ -f ${file} ] && [ ! -L ${file} ]`
 
 /**
  * Starts `agent` (the argv of `agentCommand`) as the lasting agent `tag`, in the background, and
- * ends at once: its stdin the FIFO (opened for reading and writing, so that it never sees it
- * closed while no writer is there), its stdout appended to its file, stderr dropped (as an
- * exec's is), its own session when `setsid` is there (its process group is then its own), and its
- * exit status written whole once it ends. Without `mkfifo` or `tail` it starts nothing and exits
- * with `LASTING_UNSUPPORTED`, its variables file removed.
+ * prints the pid of its runner (the shell that waits for it and writes its status) before it
+ * ends. The FIFO of its stdin is opened (for reading and writing) before the runner is forked and
+ * held by it, so that a message written at once is not lost, nor does the agent see it closed
+ * while no writer is there; its stdout is appended to its file, stderr dropped (as an exec's is);
+ * its own session when `setsid` is there (its process group is then its own); its exit status
+ * written whole once it ends. Without `mkfifo`, `tail` or `mv` it starts nothing and exits with
+ * `LASTING_UNSUPPORTED`, its variables file removed.
  */
 export const launchLastingCommand = (tag: string, agent: ReadonlyArray<string>): ReadonlyArray<string> => {
   const [input, output, status] = [lastingFile(tag, "in"), lastingFile(tag, "out"), lastingFile(tag, "status")]
   return [
     "/bin/sh",
     "-c",
-    `command -v mkfifo >/dev/null 2>&1 && command -v tail >/dev/null 2>&1 || { rm -f ${envFile(tag)}; exit ${LASTING_UNSUPPORTED}; }; ` +
-    `umask 077 && mkdir -p ${CONTROL_DIR} && rm -f ${input} ${status} && mkfifo ${input} && : > ${output} || exit 1; ` +
+    `for c in mkfifo tail mv; do command -v $c >/dev/null 2>&1 || { rm -f ${envFile(tag)}; exit ${LASTING_UNSUPPORTED}; }; done; ` +
+    `umask 077 && mkdir -p ${CONTROL_DIR} && rm -f ${input} ${status} && mkfifo ${input} && : > ${output} && exec 3<>${input} || exit 1; ` +
     `if command -v setsid >/dev/null 2>&1; then set -- setsid "$@"; fi; ` +
-    `( "$@" 0<>${input} 1>>${output} 2>/dev/null; echo $? > ${status}.part && mv ${status}.part ${status} ) </dev/null >/dev/null 2>&1 &`,
+    `( "$@" 0<&3 3<&- 1>>${output} 2>/dev/null; echo $? > ${status}.part && mv ${status}.part ${status} ) </dev/null >/dev/null 2>&1 & ` +
+    `echo $!`,
     "agent-runs-launch",
     ...agent
   ]
@@ -105,37 +111,44 @@ export const launchLastingCommand = (tag: string, agent: ReadonlyArray<string>):
 export const sendLastingCommand = (tag: string): ReadonlyArray<string> => ["/bin/sh", "-c", `cat 1<>${lastingFile(tag, "in")}`]
 
 /**
- * What the lasting agent `tag` wrote from byte `from` (0-based) on, as it comes, until it has
- * ended (its status is there); then at most about a second more of it (the rest is read with
- * `readLastingCommand`).
+ * What the lasting agent `tag` wrote from byte `from` (0-based) on, as it comes, while its runner
+ * (pid `runner`) has not ended; then at most about a second more of it (the rest is read with
+ * `readLastingCommand`). Fails when its file is not a plain file.
  */
-export const followLastingCommand = (tag: string, from: number): ReadonlyArray<string> => [
-  "/bin/sh",
-  "-c",
-  `tail -c +${from + 1} -f ${lastingFile(tag, "out")} & t=$!; ` +
-  `while [ ! -e ${lastingFile(tag, "status")} ]; do sleep 1; done; kill $t 2>/dev/null; wait $t; true`
-]
+export const followLastingCommand = (tag: string, runner: number, from: number): ReadonlyArray<string> => {
+  const output = lastingFile(tag, "out")
+  return [
+    "/bin/sh",
+    "-c",
+    `${plainFile(output)} || exit 1; tail -c +${from + 1} -f ${output} & t=$!; ` +
+    `while kill -0 ${runner} 2>/dev/null; do sleep 1; done; kill $t 2>/dev/null; wait $t; true`
+  ]
+}
 
-/** What the lasting agent `tag` wrote from byte `from` (0-based) to its file's end. */
-export const readLastingCommand = (tag: string, from: number): ReadonlyArray<string> =>
-  ["tail", "-c", `+${from + 1}`, lastingFile(tag, "out")]
+/** What the lasting agent `tag` wrote from byte `from` (0-based) to its file's end; fails when its file is not a plain file. */
+export const readLastingCommand = (tag: string, from: number): ReadonlyArray<string> => {
+  const output = lastingFile(tag, "out")
+  return ["/bin/sh", "-c", `${plainFile(output)} || exit 1; exec tail -c +${from + 1} ${output}`]
+}
 
-/** The word `waitLastingCommand` prints for an agent that ended without a status (killed with its waiting shell). */
+/** The word `waitLastingCommand` prints for an agent that ended without a status (killed with its runner). */
 export const LASTING_GONE = "gone"
 
 /**
- * Waits until the lasting agent `tag` has ended: prints its exit status, or `LASTING_GONE` when
- * its process is no longer there and no status came (it was killed with the shell that waited
- * for it: SIGKILL to every process of the sandbox's user).
+ * Waits until the lasting agent `tag`'s runner (pid `runner`, which the agent cannot make
+ * anyone believe to be another) has ended: prints the first bytes of its status file (when that
+ * is a plain file), or `LASTING_GONE` when the runner ended without writing one (killed: SIGKILL
+ * to every process of the sandbox's user).
  */
-export const waitLastingCommand = (tag: string): ReadonlyArray<string> => [
-  "/bin/sh",
-  "-c",
-  `s=${lastingFile(tag, "status")}; p=; while [ ! -e $s ]; do ` +
-  `[ -n "$p" ] || p=$(cat ${pidFile(tag)} 2>/dev/null); case "$p" in *[!0-9]*) p=;; esac; ` +
-  `if [ -n "$p" ] && ! kill -0 "$p" 2>/dev/null; then sleep 1; [ -e $s ] || { echo ${LASTING_GONE}; exit 0; }; fi; ` +
-  `sleep 0.2; done; cat $s`
-]
+export const waitLastingCommand = (tag: string, runner: number): ReadonlyArray<string> => {
+  const status = lastingFile(tag, "status")
+  return [
+    "/bin/sh",
+    "-c",
+    `while kill -0 ${runner} 2>/dev/null; do sleep 0.2 2>/dev/null || sleep 1; done; ` +
+    `if [ ! -e ${status} ]; then echo ${LASTING_GONE}; elif ${plainFile(status)}; then head -c 8 ${status}; else echo not-a-file; fi`
+  ]
+}
 
 /** Whether `tag` is an agent's tag as `newTag` (PodAgent.ts) makes them (one read back from a Job goes into commands). */
 export const isTag = (tag: string): boolean => /^agent-[0-9a-z]+-[0-9a-z]+$/.test(tag)
