@@ -3,7 +3,7 @@
  * each member's name, kind, role (a select that changes it) and whether it is disabled (said under
  * its name: a disabled member's tokens are refused until an instance administrator enables it), a page at
  * a time; removing a member; adding an existing principal by uid; creating a service account; and
- * a service account's tokens (ServiceAccountTokens.tsx).
+ * a service account's tokens (ServiceAccountTokens.tsx); and the team's data retention (Retention.tsx).
  *
  * Decisions:
  * - The page's cursor is in the URL (`?cursor=`), as the audit log's: First page, Next page.
@@ -16,6 +16,7 @@
 import { useState } from "preact/hooks"
 import { AddMemberForm, NewServiceAccountForm } from "./MemberForms.js"
 import { OutcomeLine, useChange } from "./Outcome.js"
+import { RetentionSection } from "./Retention.js"
 import { navigate } from "./router.js"
 import { Empty, Section, useApi } from "./Section.js"
 import { ServiceAccountTokens } from "./ServiceAccountTokens.js"
@@ -104,6 +105,7 @@ export const MembersPage = (props: { readonly query: URLSearchParams }) => {
             onCreate={async (name, role) =>
               made(await change(() => createServiceAccount(name, role), (account) => `Created service account ${account.display_name} (${account.uid}).`))}
           />
+          <RetentionSection />
         </>
       )}
     </Section>

@@ -158,6 +158,7 @@ export const requestText = async (path: string, options: RequestOptions = {}): P
 // `Wire`, derived from the schemas the server encodes with), imported as types only.
 
 export type RunState = Wire.RunState
+export type TeamRetention = Wire.TeamRetention
 export type Run = Wire.Run
 export type RunList = Wire.RunList
 export type RunCounts = Wire.RunCounts

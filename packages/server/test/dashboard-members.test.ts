@@ -9,7 +9,8 @@
  *   members followed by their cursor;
  * - a member of the team (token without expiry) sees neither the link nor the banner, and the
  *   page's URL shows the API's refusal.
- * A disabled member is listed as disabled.
+ * A disabled member is listed as disabled. The team's data retention is set on the page, and a
+ * refused setting shows the API's text.
  */
 import { type Browser, type Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -149,6 +150,40 @@ describe("the dashboard's members page and the token expiry banner", () => {
     expect(errors.filter((e) => !/status of 409/.test(e))).toEqual([])
     await page.close()
   }, 120_000)
+
+  it("a team admin sets the team's data retention: saved and shown as what applies; a refusal is the API's text, nothing changed", async () => {
+    const { elsewhere, errors, page } = await openLocalPage(browser)
+    await page.goto(`${service.base}/app/`)
+    await signIn(page, ada.token)
+    await page.goto(`${service.base}/app/members`)
+    const form = page.getByRole("form", { name: "Data retention" })
+    await form.waitFor()
+    await form.getByLabel("Ended runs (days)").fill("30")
+    await form.getByLabel("Webhook deliveries (days)").fill("7")
+    await form.getByRole("button", { name: "Save retention" }).click()
+    await page.getByRole("status").filter({ hasText: "Retention saved." }).waitFor()
+    await expect.poll(() => form.locator("[data-kind=run_days]").textContent()).toContain("now kept: 30 days")
+    const stored = async () => {
+      const response = await fetch(`${service.base}/api/v1/agent/team/retention`, { headers: { authorization: `Bearer ${ada.token}` } })
+      return ((await response.json()) as { team: Record<string, number> }).team
+    }
+    expect(await stored()).toEqual({ run_days: 30, webhook_delivery_days: 7 })
+
+    // Past the most days there are: the API's refusal names the field, the setting stays.
+    await form.getByLabel("Ended runs (days)").fill("100000")
+    await form.getByRole("button", { name: "Save retention" }).click()
+    await expect.poll(() => page.getByRole("alert").first().textContent()).toContain("run_days")
+    expect(await stored()).toEqual({ run_days: 30, webhook_delivery_days: 7 })
+    await expect.poll(() => form.getByLabel("Ended runs (days)").inputValue()).toBe("30")
+
+    // An empty field: no limit of the team's own.
+    await form.getByLabel("Webhook deliveries (days)").fill("")
+    await form.getByRole("button", { name: "Save retention" }).click()
+    await expect.poll(async () => JSON.stringify(await stored())).toBe(JSON.stringify({ run_days: 30 }))
+    expect(elsewhere).toEqual([])
+    expect(errors.filter((e) => !/status of 400/.test(e))).toEqual([])
+    await page.close()
+  }, 60_000)
 
   it("a member sees neither the Members link nor a banner; the page's URL shows the API's refusal", async () => {
     const { page } = await openLocalPage(browser)
