@@ -122,6 +122,12 @@ export const make = (config: KubernetesExecutorConfig): Effect.Effect<Executor["
         const pod = yield* args.pod
         return yield* startAgent({ cluster, pod, command, env, released: () => released })
       }, inRealTime)
+      // Marked as left by the patch, or already taken by another server (which only a mark allows).
+      const leftOrTaken = (found: V1Job, agent: LeftAgent) => {
+        const labels = found.metadata?.labels ?? {}
+        return (labels[Labels.left] === "true" && found.metadata?.annotations?.[LEFT_AGENT_ANNOTATION] === leftAgentValue(agent)) ||
+          (labels[Labels.left] === undefined && labels[Labels.instance] !== labelValue(settings.instance))
+      }
       const readJob = callOrGone(`read Job ${job}`, () => cluster.batch.readNamespacedJob({ name: job, namespace: cluster.namespace }))
       // Leaving an agent marks the Job with its tag and runner and where each clone started, for
       // the next process. A patch whose answer was lost may have been made: the Job says.
@@ -146,10 +152,7 @@ export const make = (config: KubernetesExecutorConfig): Effect.Effect<Executor["
             Effect.asVoid,
             Effect.catchAll((error) =>
               Effect.flatMap(Effect.orElseSucceed(readJob, () => Option.none<V1Job>()), (found) =>
-                Option.isSome(found) && found.value.metadata?.labels?.[Labels.left] === "true" &&
-                  found.value.metadata.annotations?.[LEFT_AGENT_ANNOTATION] === leftAgentValue(agent)
-                  ? Effect.void
-                  : Effect.fail(error))
+                Option.isSome(found) && leftOrTaken(found.value, agent) ? Effect.void : Effect.fail(error))
             )
           )
       const startLasting = Effect.fn("KubernetesExecutor.startLasting")(function*(command: ReadonlyArray<string>, env: Readonly<Record<string, string>>) {

@@ -263,9 +263,12 @@ describe("the Kubernetes executor", () => {
       // A message cannot get there (a sender gives up), and the stop does not wait for one.
       expect(yield* agent.send({ n: 1 }).pipe(Effect.timeout("2 seconds"), Effect.either, Effect.map((e) => e._tag))).toBe("Left")
       yield* agent.terminate(300)
-      // It ends (whatever its files say): the exit is not read from anything the agent can write but its status.
+      // It ends (whatever its files say), and not as a success: stopped, or its status refused (not a plain file).
       const ended = yield* agent.exitCode.pipe(Effect.either, Effect.timeoutOption("20 seconds"))
       expect(Option.isSome(ended)).toBe(true)
+      const outcome = Option.getOrThrow(ended)
+      if (outcome._tag === "Right") expect(outcome.right).not.toBe(0)
+      else expect(outcome.left.message).toContain("not a number")
     }), 90_000)
 
   it.scoped("a setup command that never ends fails the setup past its time limit, the sandbox kept", () =>

@@ -140,9 +140,12 @@ export const make = (scope: Scope.Scope) => Effect.gen(function*() {
     const found = yield* executor.adoptable
     for (const adoptable of found) {
       // Taken up by an earlier round already (an executor may list an agent until it is adopted),
-      // or no slot free: another process may take it (its lease says how long it waits).
-      if ((yield* live.has(adoptable.sandbox.execution_id)) || running >= settings.concurrency || (yield* live.isDraining)) continue
-      yield* takeUp(adoption, adoptable)
+      // or no slot free: another process may take it (its lease says how long it waits). As a
+      // claim round (one at a time with them), so that the two do not both take the last slot.
+      yield* claiming.withPermits(1)(Effect.gen(function*() {
+        if ((yield* live.has(adoptable.sandbox.execution_id)) || running >= settings.concurrency || (yield* live.isDraining)) return
+        yield* takeUp(adoption, adoptable)
+      }))
     }
   })
 

@@ -20,16 +20,19 @@
  */
 import type { AgentProcess, LastingAgent } from "@agent-runs/core/ports/Executor"
 import { ExecutorError } from "@agent-runs/core/ports/Executor"
-import { Deferred, Duration, Effect, Option, type Scope, Stream } from "effect"
+import { Deferred, Duration, Effect, Exit, Option, type Scope, Stream } from "effect"
 import { Readable } from "node:stream"
 import { checkCommand, controlsOf, handOverVariables, newTag, type PodAgentOptions, podLoss, SCOPE_GRACE_MS, SIGKILL_EXIT, startAgent } from "./PodAgent.js"
+import { statusOf } from "./Cluster.js"
 import { open, runToEnd } from "./PodExec.js"
 import {
   agentCommand,
   followLastingCommand,
   LASTING_GONE,
+  killCommand,
   LASTING_UNSUPPORTED,
   launchLastingCommand,
+  printed,
   readLastingCommand,
   sendLastingCommand,
   waitLastingCommand
@@ -55,22 +58,30 @@ export interface LeftAgent {
 const AGAIN = Duration.seconds(2)
 /** The pause after a follow that ended (at most; doubled from 200 ms while follows end with nothing new). */
 const MOST_PAUSE_MS = 5_000
+/** How long the exit waits for the output to be read to its end. */
+const READ_WAIT = Duration.seconds(10)
 /** How many times the rest of the output is read before it is given up (its file is not a plain file). */
 const LAST_READS = 5
 
 /**
- * What became of the pod when an exec failed: none while it runs, or cannot be read (the API
- * server may be briefly away: the agent is not its connection), else why it is lost.
+ * What became of the pod when an exec failed: none while it runs, or while the API server does
+ * not answer or answers that it cannot now (no status, 429, 5xx: the agent is not its
+ * connection, and is waited for), else why it is lost or cannot be reached (401, 403: a
+ * refusal that waiting does not change).
  */
-const lossOrNone = (options: LastingPodAgentOptions) => podLoss(options.cluster, options.pod).pipe(Effect.orElseSucceed(() => Option.none<string>()))
+const lossOrNone = (options: LastingPodAgentOptions): Effect.Effect<Option.Option<string>> =>
+  podLoss(options.cluster, options.pod).pipe(Effect.catchAll((error) => {
+    const status = statusOf(error.cause)
+    return Effect.succeed(status === undefined || status === 429 || status >= 500 ? Option.none<string>() : Option.some(error.message))
+  }))
 
 /** Its exit status: what the waiting exec printed, or none when it must be waited for again. */
 const exitOf = (options: LastingPodAgentOptions, agent: LeftAgent): Effect.Effect<Option.Option<number>, ExecutorError> =>
   Effect.gen(function*() {
     const { cluster, pod } = options
     const waited = yield* Effect.either(runToEnd(cluster, pod, waitLastingCommand(agent.tag, agent.runner)))
-    if (waited._tag === "Right" && waited.right.exitCode === 0) {
-      const said = waited.right.output.trim()
+    const said = waited._tag === "Right" && waited.right.exitCode === 0 ? printed(waited.right.output, "status") : undefined
+    if (said !== undefined) {
       if (said === LASTING_GONE) return Option.some(SIGKILL_EXIT)
       if (/^\d{1,3}$/.test(said)) return Option.some(Number(said))
       return yield* new ExecutorError({ message: `the exit status of the agent in pod ${pod} is not a number: ${JSON.stringify(said.slice(0, 100))}` })
@@ -91,16 +102,27 @@ const exitCodeOf = (options: LastingPodAgentOptions, agent: LeftAgent): Effect.E
 
 /**
  * What the agent writes from byte `from` on: follows while it runs (again from the count when a
- * follow ends early, after a pause that grows while nothing comes), then the rest once `exit` is
- * done, read again until it is read whole; nothing once `exit` failed (the pod is lost: the exit
- * code says so). An exec that cannot start is tried again while the pod runs.
+ * follow ends early, after a pause that grows while nothing comes and that its end cuts short),
+ * then the rest once `exit` is done, read again until it is read whole (`LAST_READS` times at
+ * most); nothing once `exit` failed (the pod is lost: the exit code says so). An exec that cannot
+ * start is tried again while the pod runs.
  */
-const outputOf = (options: LastingPodAgentOptions, agent: LeftAgent, from: number, exit: Deferred.Deferred<number, ExecutorError>) =>
+const outputOf = (
+  options: LastingPodAgentOptions,
+  agent: LeftAgent,
+  from: number,
+  exit: Deferred.Deferred<number, ExecutorError>,
+  /** Done once the output was read whole; `reading` while a reader has it. */
+  whole: Deferred.Deferred<void>,
+  reader: { reading: number }
+) =>
   Stream.suspend(() => {
+    reader.reading += 1
     const { cluster, pod } = options
     let at = from
-    let pauseMs = 100
+    let pauseMs = 0
     let lastReads = 0
+    let read = false
     const counted = (stdout: Stream.Stream<Uint8Array, ExecutorError>) =>
       Stream.tap(stdout, (chunk) => Effect.sync(() => void (at += chunk.length)))
     const started = (command: ReadonlyArray<string>) =>
@@ -109,37 +131,36 @@ const outputOf = (options: LastingPodAgentOptions, agent: LeftAgent, from: numbe
           onNone: () => Effect.succeed(Option.none()),
           onSome: (message) => Effect.fail(new ExecutorError({ message }))
         })))
-    /** One read: its bytes, then whether the output is whole. */
-    const piece = (done: { whole: boolean }) =>
-      Stream.unwrapScoped(Effect.gen(function*() {
-        const ended = yield* Deferred.poll(exit)
-        if (Option.isSome(ended) && (yield* Effect.either(ended.value))._tag === "Left") {
-          done.whole = true
-          return Stream.empty
-        }
-        const last = Option.isSome(ended)
-        const process = yield* started(last ? readLastingCommand(agent.tag, at) : followLastingCommand(agent.tag, agent.runner, at))
-        if (Option.isNone(process)) return Stream.empty
-        const stdout = last ? process.value.stdout : Stream.interruptWhen(process.value.stdout, Effect.ignore(Deferred.await(exit)))
-        const check = Effect.suspend(() => {
-          if (!last) return Effect.void
-          lastReads += 1
-          return Effect.map(Effect.either(process.value.exitCode), (code) => {
-            done.whole = (code._tag === "Right" && code.right === 0) || lastReads >= LAST_READS
-          })
-        })
-        return Stream.concat(counted(stdout), Stream.drain(Stream.fromEffect(check)))
-      }))
-    const pieces: Stream.Stream<Uint8Array, ExecutorError> = Stream.suspend(() => {
-      const done = { whole: false }
-      const before = at
-      const pause = Stream.drain(Stream.fromEffect(Effect.suspend(() => {
-        pauseMs = at > before ? 200 : Math.min(MOST_PAUSE_MS, pauseMs * 2)
-        return inRealTime(Effect.sleep(Duration.millis(pauseMs)))
-      })))
-      return Stream.concat(piece(done), Stream.suspend(() => done.whole ? Stream.empty : Stream.concat(pause, pieces)))
+    /** One read, from `at`: a follow while the agent runs, else the rest. */
+    const piece = Effect.gen(function*() {
+      const ended = yield* Deferred.poll(exit)
+      if (Option.isSome(ended) && (yield* Effect.either(ended.value))._tag === "Left") {
+        read = true
+        return Stream.empty
+      }
+      const last = Option.isSome(ended)
+      if (last) lastReads += 1
+      const process = yield* started(last ? readLastingCommand(agent.tag, at) : followLastingCommand(agent.tag, agent.runner, at))
+      if (Option.isNone(process)) return Stream.empty
+      if (!last) return counted(Stream.interruptWhen(process.value.stdout, Effect.ignore(Deferred.await(exit))))
+      // Whole once a read of the rest ended well (or was tried enough).
+      const check = Effect.flatMap(Effect.either(process.value.exitCode), (code) => {
+        read = (code._tag === "Right" && code.right === 0) || lastReads >= LAST_READS
+        return read ? Deferred.succeed(whole, undefined) : Effect.void
+      })
+      return Stream.concat(counted(process.value.stdout), Stream.drain(Stream.fromEffect(check)))
     })
-    return pieces
+    /** The next read, at once after one that brought something (or the first), else after a pause (none once the output is whole). */
+    let before = -1
+    const next = Effect.suspend((): Effect.Effect<Stream.Stream<Uint8Array, ExecutorError>, Option.Option<never>> => {
+      if (read) return Effect.fail(Option.none())
+      pauseMs = at > before ? 0 : Math.min(MOST_PAUSE_MS, Math.max(200, pauseMs * 2))
+      before = at
+      const pause = Effect.raceFirst(Effect.sleep(Duration.millis(pauseMs)), Effect.ignore(Deferred.await(exit)))
+      // The read's exec lives as long as its stream is read.
+      return Effect.as(inRealTime(pause), Stream.unwrapScoped(piece))
+    })
+    return Stream.flatten(Stream.repeatEffectOption(next)).pipe(Stream.ensuring(Effect.sync(() => void (reader.reading -= 1))))
   })
 
 /** The lasting agent, its stdout from byte `from`: stopped when the scope closes unless it was detached. */
@@ -148,16 +169,26 @@ const lastingAgent = (options: LastingPodAgentOptions, left: LeftAgent, from: nu
     const { cluster, pod } = options
     const exit = yield* Deferred.make<number, ExecutorError>()
     yield* Effect.forkScoped(Deferred.complete(exit, inRealTime(exitCodeOf(options, left))))
-    const exitCode = Deferred.await(exit)
+    const whole = yield* Deferred.make<void>()
+    const reader = { reading: 0 }
+    // Once the output was read to its end too, while it is being read (at most `READ_WAIT`
+    // more): the engine reads what is left for a short while only once the exit is known, and
+    // the rest takes an exec. Interruptible wherever it is awaited: a stop in a finalizer bounds
+    // its waits with timeouts.
+    const exitCode = Effect.interruptible(Deferred.await(exit).pipe(
+      Effect.tap(() =>
+        reader.reading === 0 ? Effect.void : inRealTime(Effect.ignore(Effect.timeout(Deferred.await(whole), READ_WAIT)))
+      )
+    ))
     const gone = Effect.zipRight(Effect.ignore(exitCode), Effect.fail(new ExecutorError({ message: "the agent has exited" })))
     const sending = yield* Effect.makeSemaphore(1)
-    // Whether a message was cut short on its way (its send interrupted): the agent may have half of it.
+    // Whether a message may have been cut short on its way (its send interrupted or failed): the agent may have half of it.
     let torn = false
     const send = (message: unknown) =>
       sending.withPermits(1)(Effect.raceFirst(
         Effect.flatMap(
           runToEnd(cluster, pod, sendLastingCommand(left.tag), Readable.from([Buffer.from(`${JSON.stringify(message)}\n`)])).pipe(
-            Effect.onInterrupt(() => Effect.sync(() => void (torn = true)))
+            Effect.onExit((sent) => Effect.sync(() => void (torn ||= !(Exit.isSuccess(sent) && sent.value.exitCode === 0))))
           ),
           (sent) => sent.exitCode === 0 ? Effect.void : Effect.fail(new ExecutorError({ message: `cannot write to the agent's stdin in pod ${pod}: ${sent.output.trim()}` }))
         ),
@@ -173,7 +204,7 @@ const lastingAgent = (options: LastingPodAgentOptions, left: LeftAgent, from: nu
     const { interrupt, terminate } = controlsOf({ cluster, pod, tag: left.tag, ended: Deferred.isDone(exit), exitCode })
     // Added after the wait was forked, so run before it is interrupted: a stop sees the exit.
     yield* Effect.addFinalizer(() => Effect.suspend(() => detached ? Effect.void : terminate(SCOPE_GRACE_MS)))
-    const agent: LastingAgent = { stdout: outputOf(options, left, from, exit), send, interrupt, terminate, exitCode, detach }
+    const agent: LastingAgent = { stdout: outputOf(options, left, from, exit, whole, reader), send, interrupt, terminate, exitCode, detach }
     return agent
   })
 
@@ -195,8 +226,10 @@ export const startLastingAgent = (
       const detach = Effect.fail(new ExecutorError({ message: `the image of pod ${pod} has no mkfifo, tail or mv: its agent cannot be left running` }))
       return { ...agent, detach }
     }
-    const runner = Number(launched.output.trim())
+    const runner = Number(printed(launched.output, "runner"))
     if (launched.exitCode !== 0 || !Number.isSafeInteger(runner) || runner <= 0) {
+      // It may run all the same: stopped as any agent is (nothing else of the sandbox's user runs).
+      yield* runToEnd(cluster, pod, killCommand).pipe(Effect.ignore)
       return yield* new ExecutorError({ message: `cannot start the agent in pod ${pod} (exit code ${launched.exitCode}): ${launched.output.trim()}` })
     }
     return yield* lastingAgent(options, { tag, runner }, 0)

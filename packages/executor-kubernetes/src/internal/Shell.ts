@@ -84,8 +84,8 @@ const plainFile = (file: string) => `[ -f ${file} ] && [ ! -L ${file} ]`
 
 /**
  * Starts `agent` (the argv of `agentCommand`) as the lasting agent `tag`, in the background, and
- * prints the pid of its runner (the shell that waits for it and writes its status) before it
- * ends. The FIFO of its stdin is opened (for reading and writing) before the runner is forked and
+ * prints the pid of its runner (the shell that waits for it and writes its status), as
+ * `runner=PID` on a line of its own (a shell's warning on stderr may come too), before it ends. The FIFO of its stdin is opened (for reading and writing) before the runner is forked and
  * held by it, so that a message written at once is not lost, nor does the agent see it closed
  * while no writer is there; its stdout is appended to its file, stderr dropped (as an exec's is);
  * its own session when `setsid` is there (its process group is then its own); its exit status
@@ -101,7 +101,7 @@ export const launchLastingCommand = (tag: string, agent: ReadonlyArray<string>):
     `umask 077 && mkdir -p ${CONTROL_DIR} && rm -f ${input} ${status} && mkfifo ${input} && : > ${output} && exec 3<>${input} || exit 1; ` +
     `if command -v setsid >/dev/null 2>&1; then set -- setsid "$@"; fi; ` +
     `( "$@" 0<&3 3<&- 1>>${output} 2>/dev/null; echo $? > ${status}.part && mv ${status}.part ${status} ) </dev/null >/dev/null 2>&1 & ` +
-    `echo $!`,
+    `echo "runner=$!"`,
     "agent-runs-launch",
     ...agent
   ]
@@ -131,14 +131,14 @@ export const readLastingCommand = (tag: string, from: number): ReadonlyArray<str
   return ["/bin/sh", "-c", `${plainFile(output)} || exit 1; exec tail -c +${from + 1} ${output}`]
 }
 
-/** The word `waitLastingCommand` prints for an agent that ended without a status (killed with its runner). */
+/** The status `waitLastingCommand` prints for an agent that ended without one (killed with its runner). */
 export const LASTING_GONE = "gone"
 
 /**
  * Waits until the lasting agent `tag`'s runner (pid `runner`, which the agent cannot make
- * anyone believe to be another) has ended: prints the first bytes of its status file (when that
- * is a plain file), or `LASTING_GONE` when the runner ended without writing one (killed: SIGKILL
- * to every process of the sandbox's user).
+ * anyone believe to be another) has ended, then prints `status=` and the first bytes of its
+ * status file when that is a plain file, `LASTING_GONE` when there is none (the runner was
+ * killed: SIGKILL to every process of the sandbox's user), else `not-a-file`.
  */
 export const waitLastingCommand = (tag: string, runner: number): ReadonlyArray<string> => {
   const status = lastingFile(tag, "status")
@@ -146,9 +146,14 @@ export const waitLastingCommand = (tag: string, runner: number): ReadonlyArray<s
     "/bin/sh",
     "-c",
     `while kill -0 ${runner} 2>/dev/null; do sleep 0.2 2>/dev/null || sleep 1; done; ` +
-    `if [ ! -e ${status} ]; then echo ${LASTING_GONE}; elif ${plainFile(status)}; then head -c 8 ${status}; else echo not-a-file; fi`
+    `if [ ! -e ${status} ]; then echo status=${LASTING_GONE}; elif ${plainFile(status)}; then echo "status=$(head -c 8 ${status})"; ` +
+    `else echo status=not-a-file; fi`
   ]
 }
+
+/** The value of the line `NAME=VALUE` in a command's output, if there is one. */
+export const printed = (output: string, name: string): string | undefined =>
+  output.split("\n").find((line) => line.startsWith(`${name}=`))?.slice(name.length + 1).trim()
 
 /** Whether `tag` is an agent's tag as `newTag` (PodAgent.ts) makes them (one read back from a Job goes into commands). */
 export const isTag = (tag: string): boolean => /^agent-[0-9a-z]+-[0-9a-z]+$/.test(tag)
