@@ -141,7 +141,12 @@ const outputOf = (
       const last = Option.isSome(ended)
       if (last) lastReads += 1
       const process = yield* started(last ? readLastingCommand(agent.tag, at) : followLastingCommand(agent.tag, agent.runner, at))
-      if (Option.isNone(process)) return Stream.empty
+      if (Option.isNone(process)) {
+        // A rest that cannot be read is given up as one that fails, after as many tries.
+        read = last && lastReads >= LAST_READS
+        if (read) yield* Deferred.succeed(whole, undefined)
+        return Stream.empty
+      }
       if (!last) return counted(Stream.interruptWhen(process.value.stdout, Effect.ignore(Deferred.await(exit))))
       // Whole once a read of the rest ended well (or was tried enough).
       const check = Effect.flatMap(Effect.either(process.value.exitCode), (code) => {
@@ -156,7 +161,9 @@ const outputOf = (
       if (read) return Effect.fail(Option.none())
       pauseMs = at > before ? 0 : Math.min(MOST_PAUSE_MS, Math.max(200, pauseMs * 2))
       before = at
-      const pause = Effect.raceFirst(Effect.sleep(Duration.millis(pauseMs)), Effect.ignore(Deferred.await(exit)))
+      // The exit cuts short a pause before the first read of the rest, not one between such reads.
+      const sleep = Effect.sleep(Duration.millis(lastReads > 0 ? Math.max(pauseMs, Duration.toMillis(AGAIN)) : pauseMs))
+      const pause = lastReads > 0 ? sleep : Effect.raceFirst(sleep, Effect.ignore(Deferred.await(exit)))
       // The read's exec lives as long as its stream is read.
       return Effect.as(inRealTime(pause), Stream.unwrapScoped(piece))
     })
